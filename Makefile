@@ -1,0 +1,40 @@
+# tnlib: two commands for a fresh machine with Python 3.11+.
+#   make reproduce   run the main job on the small embedded default, results in reports/
+#   make test        run the test suite
+# Both create .venv/ and install what they need from PyPI when it is missing or stale.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.tnlib-installed
+# Pinned so pip takes the CPU wheel where one is provided locally; an unpinned torch pulls CUDA packages.
+TORCH  ?= torch==2.13.0
+# Two threads match the CI machines; raise for a bigger box.
+export OMP_NUM_THREADS ?= 2
+# glibc returns big tensors to the OS on every step otherwise (2-3x slower NLM training, see shared specs).
+export MALLOC_MMAP_MAX_ ?= 0
+export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
+
+.PHONY: reproduce test env bench clean-env
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(PY) -m tnlib reproduce
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_truncated_normal.py
+
+clean-env:
+	rm -rf $(VENV)
