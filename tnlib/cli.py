@@ -13,6 +13,7 @@ import sys
 # Modules that contribute sub-commands, in the order `tnlib --help` lists them.
 COMMAND_MODULES = [
     "tnlib.reproduce",
+    "tnlib.generators",
 ]
 
 
