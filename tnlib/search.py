@@ -1,0 +1,337 @@
+"""Search: eager greedy best-first search, A* and breadth-first search on compiled tasks.
+
+Heuristics are batch functions: GBFS and A* call ``heuristic(list_of_states) -> sequence of floats`` once per
+expansion with every *new* successor (states seen before are filtered out first, so each distinct state is
+evaluated exactly once). A :class:`tnlib.heuristics.Heuristic`, a heuristic name (``"ff"``) or any callable on a
+list of packed states works; a torch model plugs in as, e.g.::
+
+    def model_heuristic(states):
+        x = torch.from_numpy(task.states_to_matrix(states)).float()
+        with torch.no_grad():
+            return model(x).squeeze(-1).numpy()
+
+    result = gbfs(task, model_heuristic)
+
+Values may be floats; ``math.inf`` (or any infinite value) marks a dead end, which is counted as evaluated but
+never enters the open list. Everything is deterministic: successors are generated in operator index order (sorted
+operator names) and equal keys leave the open list first-in-first-out.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+from tnlib.heuristics import Heuristic, as_batch_function, make_heuristic
+from tnlib.task import State, Task
+
+HeuristicLike = Union[Heuristic, str, Callable[[Sequence[State]], Sequence[float]]]
+
+SOLVED = "solved"
+EVALUATION_LIMIT = "evaluation limit"
+TIME_LIMIT = "time limit"
+EXHAUSTED = "exhausted"
+
+DEFAULT_MAX_EVALUATIONS = 10_000  # the paper's limit per problem
+
+
+@dataclass
+class SearchResult:
+    """Outcome of one search. ``plan`` (operator names) is None unless ``status == 'solved'``."""
+
+    status: str
+    plan: list[str] | None
+    evaluations: int
+    expansions: int
+    generated: int
+    seconds: float
+
+    @property
+    def solved(self) -> bool:
+        return self.status == SOLVED
+
+    @property
+    def plan_length(self) -> int | None:
+        return None if self.plan is None else len(self.plan)
+
+    def to_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "plan_length": self.plan_length,
+            "evaluations": self.evaluations,
+            "expansions": self.expansions,
+            "generated": self.generated,
+            "seconds": self.seconds,
+            "plan": self.plan,
+        }
+
+
+def _batch_function(task: Task, heuristic: HeuristicLike) -> Callable[[Sequence[State]], Sequence[float]]:
+    if isinstance(heuristic, str):
+        heuristic = make_heuristic(heuristic, task)
+    return as_batch_function(heuristic)
+
+
+def _extract_plan(task: Task, parents: list[int], parent_ops: list[int], node: int) -> list[str]:
+    ops = []
+    while parents[node] >= 0:
+        ops.append(task.operator_names[parent_ops[node]])
+        node = parents[node]
+    ops.reverse()
+    return ops
+
+
+def gbfs(
+    task: Task,
+    heuristic: HeuristicLike,
+    max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
+    time_limit: float | None = None,
+) -> SearchResult:
+    """Eager greedy best-first search.
+
+    The goal test happens at **expansion** (when a state leaves the open list), as in Fast Downward and
+    pyperplan; the initial state is evaluated first, so ``evaluations`` counts it. The open list is ordered by
+    (h, insertion order): among equal h the oldest state is expanded first. There is no reopening.
+
+    Limits: the search never computes more than ``max_evaluations`` heuristic values (``None``: unlimited) --
+    when the new successors of an expansion do not all fit, it stops with status ``'evaluation limit'`` without
+    evaluating them; ``time_limit`` (seconds) is checked before each expansion. ``'exhausted'``: the open list ran
+    empty, i.e. no plan exists among states with finite h.
+    """
+    evaluate = _batch_function(task, heuristic)
+    started = time.perf_counter()
+    width = task.state_bytes
+    limit = math.inf if max_evaluations is None else max_evaluations
+
+    def result(status: str, plan: list[str] | None = None) -> SearchResult:
+        return SearchResult(status, plan, evaluations, expansions, len(states), time.perf_counter() - started)
+
+    states: list[State] = [task.init]
+    parents: list[int] = [-1]
+    parent_ops: list[int] = [-1]
+    seen: dict[State, int] = {task.init: 0}
+    evaluations = expansions = 0
+    if limit < 1:
+        return result(EVALUATION_LIMIT)
+    h_init = float(evaluate([task.init])[0])
+    evaluations = 1
+    open_list: list[tuple[float, int]] = []
+    if not math.isinf(h_init):
+        open_list.append((h_init, 0))
+    is_goal = task.is_goal
+    expand = task.expand
+    while open_list:
+        if time_limit is not None and time.perf_counter() - started > time_limit:
+            return result(TIME_LIMIT)
+        _h, node = heapq.heappop(open_list)
+        state = states[node]
+        expansions += 1
+        if is_goal(state):
+            return result(SOLVED, _extract_plan(task, parents, parent_ops, node))
+        ops, packed = expand(state)
+        new_states: list[State] = []
+        first_new = len(states)
+        for i, op in enumerate(ops.tolist()):
+            succ = packed[i * width : (i + 1) * width]
+            if succ in seen:
+                continue
+            seen[succ] = len(states)
+            states.append(succ)
+            parents.append(node)
+            parent_ops.append(op)
+            new_states.append(succ)
+        if not new_states:
+            continue
+        if evaluations + len(new_states) > limit:
+            return result(EVALUATION_LIMIT)
+        values = evaluate(new_states)
+        evaluations += len(new_states)
+        for k, value in enumerate(np.asarray(values, dtype=np.float64).tolist()):
+            if value != math.inf:
+                heapq.heappush(open_list, (value, first_new + k))
+    return result(EXHAUSTED)
+
+
+def astar(
+    task: Task,
+    heuristic: HeuristicLike,
+    max_evaluations: int | None = None,
+    time_limit: float | None = None,
+) -> SearchResult:
+    """A* with reopening (optimal with any admissible heuristic, consistent or not).
+
+    Same machinery as :func:`gbfs`: new successors are evaluated as one batch, each distinct state once (its h is
+    cached when a cheaper path reopens it). Goal test at expansion. Open list ordered by (f, h, insertion order).
+    """
+    evaluate = _batch_function(task, heuristic)
+    started = time.perf_counter()
+    width = task.state_bytes
+    limit = math.inf if max_evaluations is None else max_evaluations
+
+    def result(status: str, plan: list[str] | None = None) -> SearchResult:
+        return SearchResult(status, plan, evaluations, expansions, len(states), time.perf_counter() - started)
+
+    states: list[State] = [task.init]
+    parents: list[int] = [-1]
+    parent_ops: list[int] = [-1]
+    g_values: list[int] = [0]
+    h_values: list[float] = []
+    seen: dict[State, int] = {task.init: 0}
+    evaluations = expansions = 0
+    if limit < 1:
+        return result(EVALUATION_LIMIT)
+    h_values.append(float(evaluate([task.init])[0]))
+    evaluations = 1
+    tie = 0
+    open_list: list[tuple[float, float, int, int, int]] = []
+    if not math.isinf(h_values[0]):
+        open_list.append((h_values[0], h_values[0], tie, 0, 0))
+    while open_list:
+        if time_limit is not None and time.perf_counter() - started > time_limit:
+            return result(TIME_LIMIT)
+        _f, _h, _tie, node, g = heapq.heappop(open_list)
+        if g > g_values[node]:
+            continue  # a cheaper path to this state was found after this entry was pushed
+        state = states[node]
+        expansions += 1
+        if task.is_goal(state):
+            return result(SOLVED, _extract_plan(task, parents, parent_ops, node))
+        ops, packed = task.expand(state)
+        g_succ = g + 1
+        new_nodes: list[int] = []
+        for i, op in enumerate(ops.tolist()):
+            succ = packed[i * width : (i + 1) * width]
+            known = seen.get(succ)
+            if known is None:
+                seen[succ] = len(states)
+                new_nodes.append(len(states))
+                states.append(succ)
+                parents.append(node)
+                parent_ops.append(op)
+                g_values.append(g_succ)
+            elif g_succ < g_values[known]:
+                g_values[known] = g_succ
+                parents[known] = node
+                parent_ops[known] = op
+                h = h_values[known]
+                if not math.isinf(h):
+                    tie += 1
+                    heapq.heappush(open_list, (g_succ + h, h, tie, known, g_succ))
+        if not new_nodes:
+            continue
+        if evaluations + len(new_nodes) > limit:
+            return result(EVALUATION_LIMIT)
+        values = np.asarray(evaluate([states[n] for n in new_nodes]), dtype=np.float64).tolist()
+        evaluations += len(new_nodes)
+        for n, h in zip(new_nodes, values):
+            h_values.append(h)
+            if not math.isinf(h):
+                tie += 1
+                heapq.heappush(open_list, (g_values[n] + h, h, tie, n, g_values[n]))
+    return result(EXHAUSTED)
+
+
+def breadth_first_search(task: Task, start: State | None = None, time_limit: float | None = None) -> SearchResult:
+    """Blind breadth-first search from ``start`` (default: the initial state); its plans are optimal.
+
+    The goal test happens at generation (and on ``start``), which is safe for unit costs. No heuristic is
+    evaluated, so ``evaluations`` is 0.
+    """
+    started = time.perf_counter()
+    width = task.state_bytes
+    root = task.init if start is None else start
+    states: list[State] = [root]
+    parents: list[int] = [-1]
+    parent_ops: list[int] = [-1]
+    seen = {root}
+    expansions = 0
+
+    def result(status: str, plan: list[str] | None = None) -> SearchResult:
+        return SearchResult(status, plan, 0, expansions, len(states), time.perf_counter() - started)
+
+    if task.is_goal(root):
+        return result(SOLVED, [])
+    frontier = deque([0])
+    while frontier:
+        if time_limit is not None and time.perf_counter() - started > time_limit:
+            return result(TIME_LIMIT)
+        node = frontier.popleft()
+        expansions += 1
+        ops, packed = task.expand(states[node])
+        for i, op in enumerate(ops.tolist()):
+            succ = packed[i * width : (i + 1) * width]
+            if succ in seen:
+                continue
+            seen.add(succ)
+            states.append(succ)
+            parents.append(node)
+            parent_ops.append(op)
+            if task.is_goal(succ):
+                return result(SOLVED, _extract_plan(task, parents, parent_ops, len(states) - 1))
+            frontier.append(len(states) - 1)
+    return result(EXHAUSTED)
+
+
+def hstar(task: Task, state: State | None = None) -> float:
+    """Exact goal distance h* of ``state`` (default: initial state) by breadth-first search; inf if unsolvable."""
+    found = breadth_first_search(task, state)
+    return float(len(found.plan)) if found.solved else math.inf
+
+
+def reachable_states(task: Task, max_states: int = 1_000_000) -> list[State]:
+    """All states reachable from the initial state, in breadth-first order (raises past ``max_states``)."""
+    return list(goal_distances(task, max_states))
+
+
+def goal_distances(task: Task, max_states: int = 1_000_000) -> dict[State, float]:
+    """Exact h* of every reachable state (breadth-first order of discovery): explore the reachable state space
+    forwards, then run a backward breadth-first search over the explored transitions from the goal states.
+
+    Raises ValueError if more than ``max_states`` states are reachable (meant for small instances).
+    """
+    width = task.state_bytes
+    index: dict[State, int] = {task.init: 0}
+    states: list[State] = [task.init]
+    edges_from: list[int] = []
+    edges_to: list[int] = []
+    node = 0
+    while node < len(states):
+        ops, packed = task.expand(states[node])
+        for i in range(len(ops)):
+            succ = packed[i * width : (i + 1) * width]
+            target = index.get(succ)
+            if target is None:
+                target = len(states)
+                if target >= max_states:
+                    raise ValueError(f"more than {max_states} reachable states")
+                index[succ] = target
+                states.append(succ)
+            edges_from.append(node)
+            edges_to.append(target)
+        node += 1
+    n = len(states)
+    # Predecessor lists in CSR form, then BFS backwards from all goal states at once.
+    sources = np.asarray(edges_from, dtype=np.int64)
+    targets = np.asarray(edges_to, dtype=np.int64)
+    order = np.argsort(targets, kind="stable")
+    pred = sources[order]
+    pred_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(targets, minlength=n), out=pred_start[1:])
+    distance = np.full(n, -1, dtype=np.int64)
+    queue = deque()
+    for i, s in enumerate(states):
+        if task.is_goal(s):
+            distance[i] = 0
+            queue.append(i)
+    while queue:
+        t = queue.popleft()
+        for p in pred[pred_start[t] : pred_start[t + 1]].tolist():
+            if distance[p] < 0:
+                distance[p] = distance[t] + 1
+                queue.append(p)
+    return {s: (float(d) if d >= 0 else math.inf) for s, d in zip(states, distance.tolist())}
