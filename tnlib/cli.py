@@ -14,6 +14,7 @@ import sys
 COMMAND_MODULES = [
     "tnlib.reproduce",
     "tnlib.generators",
+    "tnlib.solve",
 ]
 
 

@@ -1,0 +1,258 @@
+"""Tests for tnlib.solve: optimal costs against pyperplan's breadth-first search, plan validity, unsolvable and
+time-out paths (no process left behind), the initial heuristic value, and the CLI."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from pyperplan.grounding import ground
+from pyperplan.pddl.parser import Parser
+from pyperplan.search import breadth_first_search
+
+import tnlib.solve as solve_module
+from tnlib import cli
+from tnlib.generators import domain_file, generate
+from tnlib.solve import SolveResult, fast_downward_version, fd_heuristic_value, solve
+
+# Small enough for breadth-first search in pyperplan, large enough to have plans of a few steps.
+SMALL_INSTANCES = [
+    ("blocksworld", {"blocks": 4}),
+    ("ferry", {"locations": 3, "cars": 2}),
+    ("gripper", {"balls": 3}),
+    ("visitall", {"x": 3, "y": 3, "ratio": 0.5}),
+]
+
+# Self-stacking: relaxed-reachable goal, so only the search proves it unsolvable (exit code 11).
+UNSOLVABLE_BY_SEARCH = """(define (problem unsolvable-self-stack)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2)
+  (:init (arm-empty) (on-table b1) (on-table b2) (clear b1) (clear b2))
+  (:goal (and (on b1 b1))))
+"""
+# roomc is not a (room ...): no action can ever reach it.
+UNSOLVABLE_UNREACHABLE = """(define (problem unsolvable-no-room)
+  (:domain gripper)
+  (:objects rooma roomb roomc left right ball0)
+  (:init (room rooma) (room roomb) (gripper left) (gripper right) (ball ball0) (free left) (free right)
+         (at ball0 rooma) (at-robby rooma))
+  (:goal (and (at ball0 roomc))))
+"""
+
+
+def write_instance(tmp_path: Path, domain: str, seed: int, **params) -> Path:
+    path = tmp_path / f"{domain}-{seed}.pddl"
+    path.write_text(generate(domain, seed, **params))
+    return path
+
+
+def pyperplan_task(domain: str, problem_file: Path):
+    parser = Parser(str(domain_file(domain)), str(problem_file))
+    # Keep every operator: a valid plan may use ones that relevance analysis would drop.
+    return ground(parser.parse_problem(parser.parse_domain()), remove_irrelevant_operators=False)
+
+
+def assert_valid_plan(domain: str, problem_file: Path, plan: list[str]) -> None:
+    """Simulate the plan with pyperplan's grounded operators: each step applicable, the goal reached."""
+    task = pyperplan_task(domain, problem_file)
+    operators = {op.name: op for op in task.operators}
+    state = task.initial_state
+    for i, step in enumerate(plan):
+        assert step in operators, f"step {i} {step!r} is not a ground operator"
+        assert operators[step].applicable(state), f"step {i} {step!r} is not applicable"
+        state = operators[step].apply(state)
+    assert task.goal_reached(state)
+
+
+def sessions_alive(session_ids: set[int]) -> list[str]:
+    """Processes still running in any of the given sessions (read from /proc)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # Fields after the parenthesised command name: state ppid pgrp session ...
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[3]) in session_ids:
+            alive.append(f"pid {entry}: {stat[:80]}")
+    return alive
+
+
+@pytest.fixture
+def recorded_sessions(monkeypatch):
+    """Records the process ids of every process tnlib.solve starts (each leads its own session)."""
+    pids: set[int] = set()
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        pids.add(proc.pid)
+        return proc
+
+    monkeypatch.setattr(solve_module.subprocess, "Popen", recording_popen)
+    return pids
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Optimality and validity
+
+
+@pytest.mark.parametrize("domain,params", SMALL_INSTANCES)
+def test_optimal_cost_matches_breadth_first_search(domain, params, tmp_path):
+    for seed in (1, 2, 3):
+        problem = write_instance(tmp_path, domain, seed, **params)
+        result = solve(domain, problem, time_limit=60, memory_limit_mb=2000)
+        assert result.status == "solved", result.log
+        reference = breadth_first_search(pyperplan_task(domain, problem))
+        assert reference is not None
+        assert result.cost == len(reference) == len(result.plan)
+        assert all(step == step.lower() and step.startswith("(") for step in result.plan)
+        assert_valid_plan(domain, problem, result.plan)
+        assert result.expansions is not None and result.log is None
+        # LM-cut is admissible: its initial value never exceeds the optimal cost.
+        assert result.initial_heuristic is not None and result.initial_heuristic <= result.cost
+
+
+def test_domain_given_as_path(tmp_path):
+    problem = write_instance(tmp_path, "gripper", 5, balls=2)
+    by_key = solve("gripper", problem, time_limit=60)
+    by_path = solve(domain_file("gripper"), problem, time_limit=60)
+    assert by_key.status == by_path.status == "solved" and by_key.cost == by_path.cost
+
+
+def test_parallel_runs_do_not_clash(tmp_path):
+    problems = [write_instance(tmp_path, "blocksworld", seed, blocks=5) for seed in (1, 2, 3, 4)]
+    results: dict[int, SolveResult] = {}
+
+    def run(i: int) -> None:
+        results[i] = solve("blocksworld", problems[i], time_limit=60)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(problems))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, problem in enumerate(problems):
+        assert results[i].status == "solved"
+        assert_valid_plan("blocksworld", problem, results[i].plan)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Unsolvable, time-out, errors
+
+
+@pytest.mark.parametrize("text,domain", [(UNSOLVABLE_BY_SEARCH, "blocksworld"), (UNSOLVABLE_UNREACHABLE, "gripper")])
+def test_unsolvable(text, domain, tmp_path):
+    problem = tmp_path / "unsolvable.pddl"
+    problem.write_text(text)
+    result = solve(domain, problem, time_limit=60)
+    assert result.status == "unsolvable"
+    assert result.plan is None and result.cost is None
+
+
+# Blocksworld with 22 blocks (the paper's largest test size) takes A* + LM-cut far more than a second.
+HARD = ("blocksworld", 1, {"blocks": 22})
+
+
+def test_timeout_by_fast_downward_limit(tmp_path, recorded_sessions):
+    domain, seed, params = HARD
+    problem = write_instance(tmp_path, domain, seed, **params)
+    result = solve(domain, problem, time_limit=1)
+    assert result.status == "timeout"
+    # Fast Downward normally stops itself on the CPU-time limit (23); on a loaded machine the wall-clock backstop
+    # may come first (None). Either way nothing may survive.
+    assert result.exit_code in (23, None)
+    assert len(recorded_sessions) == 2  # translator and search both ran
+    assert sessions_alive(recorded_sessions) == []
+
+
+def test_timeout_by_wall_clock_kill(tmp_path, recorded_sessions, monkeypatch):
+    # Without the CPU rlimit only tnlib's wall-clock backstop can stop the search: it must kill the session.
+    monkeypatch.setattr(solve_module, "_USE_CPU_RLIMIT", False)
+    domain, seed, params = HARD
+    problem = write_instance(tmp_path, domain, seed, **params)
+    result = solve(domain, problem, time_limit=1)
+    assert result.status == "timeout"
+    assert result.exit_code is None  # killed by tnlib
+    assert recorded_sessions
+    assert sessions_alive(recorded_sessions) == []
+
+
+def test_error_keeps_log(tmp_path):
+    problem = tmp_path / "broken.pddl"
+    problem.write_text("(define (problem broken) (:domain gripper) (:objects a) (:init (nonsense a)) (:goal")
+    result = solve("gripper", problem, time_limit=60)
+    assert result.status == "error"
+    assert result.log and result.exit_code not in solve_module.STATUS_BY_EXIT_CODE
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        solve("gripper", tmp_path / "missing.pddl")
+    with pytest.raises(FileNotFoundError):
+        solve("sokoban", tmp_path / "missing.pddl")
+    problem = write_instance(tmp_path, "gripper", 1, balls=2)
+    with pytest.raises(ValueError, match="time_limit"):
+        solve("gripper", problem, time_limit=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Heuristic value and version
+
+
+def test_fd_heuristic_value(tmp_path):
+    problem = write_instance(tmp_path, "blocksworld", 2, blocks=6)
+    result = solve("blocksworld", problem, time_limit=60)
+    lmcut = fd_heuristic_value("blocksworld", problem)
+    assert lmcut == result.initial_heuristic
+    assert 0 < lmcut <= result.cost
+    assert fd_heuristic_value("blocksworld", problem, "blind()") == 1  # the heuristic argument is used
+    dead_end = tmp_path / "dead.pddl"
+    dead_end.write_text(UNSOLVABLE_UNREACHABLE)
+    assert fd_heuristic_value("gripper", dead_end, "hmax()") == math.inf
+
+
+def test_fast_downward_version():
+    version = fast_downward_version()
+    assert version.startswith("Fast Downward ")
+    assert "unknown" not in version and "missing" not in version
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CLI
+
+
+def test_cli_json_and_plan_file(tmp_path, capsys):
+    problem = write_instance(tmp_path, "ferry", 4, locations=2, cars=2)
+    plan_file = tmp_path / "out" / "plan.txt"
+    code = cli.main(["solve", "ferry", str(problem), "--json", "--time-limit", "60", "--plan-file", str(plan_file)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["status"] == "solved"
+    assert [line for line in plan_file.read_text().splitlines() if line.startswith("(")] == result["plan"]
+    assert_valid_plan("ferry", problem, result["plan"])
+
+
+def test_cli_unsolvable_and_user_errors(tmp_path, capsys):
+    problem = tmp_path / "unsolvable.pddl"
+    problem.write_text(UNSOLVABLE_BY_SEARCH)
+    assert cli.main(["solve", "blocksworld", str(problem)]) == 1
+    assert "status: unsolvable" in capsys.readouterr().out
+    assert cli.main(["solve", "blocksworld", str(tmp_path / "missing.pddl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_limits_are_applied_to_each_stage(tmp_path):
+    # Memory exhaustion is too slow to provoke in a fast test (LM-cut expands few states per second on big tasks),
+    # so check the limits each stage runs under, and its own session, directly.
+    probe = "import os, resource; print(resource.getrlimit(resource.RLIMIT_AS), resource.getrlimit(resource.RLIMIT_CPU), os.getsid(0) == os.getpid())"
+    run = solve_module._run_stage([sys.executable, "-c", probe], tmp_path, None, 2.5, 512)
+    assert run.exit_code == 0
+    assert run.output.split() == ["(536870912,", "536870912)", "(3,", "8)", "True"]
