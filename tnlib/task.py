@@ -308,9 +308,10 @@ class Task:
 
 
 def pack_states(states: Sequence[State], width: int) -> np.ndarray:
-    """Join packed states into one ``(n, width)`` uint8 matrix."""
-    if len(states) == 0:
-        return np.zeros((0, width), dtype=np.uint8)
+    """Join packed states into one read-only ``(n, width)`` uint8 matrix (no per-fact copying).
+
+    Always read-only, even when empty, so the numba kernels see one array type and compile once.
+    """
     return np.frombuffer(b"".join(states), dtype=np.uint8).reshape(len(states), width)
 
 
@@ -384,7 +385,9 @@ def compile_task(grounded, domain_name: str = "", domain_file: str = "", problem
     )
 
 
-def parse_and_ground(domain_file: str | os.PathLike, problem_file: str | os.PathLike):
+def parse_and_ground(
+    domain_file: str | os.PathLike, problem_file: str | os.PathLike, remove_irrelevant_operators: bool = True
+):
     """Parse and ground with pyperplan; returns pyperplan's ``Task`` (hash-ordered sets; for reference use).
 
     The returned task carries the domain's name as ``domain_name``.
@@ -396,18 +399,25 @@ def parse_and_ground(domain_file: str | os.PathLike, problem_file: str | os.Path
         domain = _parse_domain(domain_path)
         problem = _parse_problem(problem_path, domain)
         try:
-            grounded = grounding.ground(problem)
+            grounded = grounding.ground(problem, True, remove_irrelevant_operators)
         except (Exception, SystemExit) as err:  # noqa: BLE001
             raise TaskError(f"{problem_path}: grounding failed: {_describe(err)}") from None
     grounded.domain_name = domain.name
     return grounded
 
 
-def load_task(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> Task:
+def load_task(
+    domain_file: str | os.PathLike, problem_file: str | os.PathLike, remove_irrelevant_operators: bool = True
+) -> Task:
     """Parse, ground and compile a PDDL instance. ``domain_file`` may also be a shipped domain key.
+
+    Grounding is pyperplan's: static facts are compiled away and, by default, its relevance analysis drops
+    operators and effects that cannot matter for the goal (what the heuristics and search should see). Plan
+    validation grounds with ``remove_irrelevant_operators=False`` so that a plan using a goal-irrelevant action
+    is still simulated faithfully; the fact set is the same either way.
 
     Raises :class:`TaskError` (a ValueError) naming the file for unreadable, malformed or mismatched PDDL.
     """
     domain_path = resolve_domain(domain_file)
-    grounded = parse_and_ground(domain_path, problem_file)
+    grounded = parse_and_ground(domain_path, problem_file, remove_irrelevant_operators)
     return compile_task(grounded, grounded.domain_name, str(domain_path), str(problem_file))

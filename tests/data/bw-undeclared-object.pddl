@@ -1,0 +1,5 @@
+(define (problem bw-undeclared-object)
+  (:domain blocksworld-4ops)
+  (:objects a b)
+  (:init (arm-empty) (on-table a) (on-table b) (clear a) (clear b))
+  (:goal (and (on a z))))

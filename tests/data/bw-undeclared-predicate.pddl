@@ -1,0 +1,5 @@
+(define (problem bw-undeclared-predicate)
+  (:domain blocksworld-4ops)
+  (:objects a b)
+  (:init (arm-empty) (on-table a) (on-table b) (clear a) (clear b) (painted a))
+  (:goal (and (on a b))))

@@ -1,0 +1,5 @@
+(define (problem bw-wrong-domain)
+  (:domain blocks)
+  (:objects a b)
+  (:init (arm-empty) (on-table a) (on-table b) (clear a) (clear b))
+  (:goal (and (on a b))))

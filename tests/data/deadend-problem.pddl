@@ -1,0 +1,4 @@
+(define (problem fragile-1)
+  (:domain fragile)
+  (:init (intact) (at-home))
+  (:goal (and (delivered))))

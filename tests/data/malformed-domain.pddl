@@ -1,0 +1,7 @@
+(define (domain broken)
+  (:requirements :strips)
+  (:predicates (p) (q))
+  (:action a
+    :parameters ()
+    :precondition (and (p)
+    :effect (and (q)))

@@ -1,0 +1,62 @@
+"""Shared fixtures-by-function for the planning-core tests: small instances of the four domains and random
+reachable states (random walks from the initial state), built deterministically."""
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+from tnlib.task import Task, load_task
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# Small enough that the reachable state space is explored in well under a second (h* via breadth-first search).
+SMALL_INSTANCES = {
+    "blocksworld": dict(blocks=5),
+    "ferry": dict(locations=4, cars=3),
+    "gripper": dict(balls=3),
+    "visitall": dict(x=3, y=3, ratio=0.6),
+}
+# Larger instances for heuristic comparisons on random-walk states.
+MEDIUM_INSTANCES = {
+    "blocksworld": dict(blocks=9),
+    "ferry": dict(locations=5, cars=4),
+    "gripper": dict(balls=6),
+    "visitall": dict(x=5, y=5, ratio=0.5),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def problem_file(tmp_root: str, domain: str, seed: int, size: str) -> Path:
+    from tnlib.generators import generate
+
+    params = (SMALL_INSTANCES if size == "small" else MEDIUM_INSTANCES)[domain]
+    path = Path(tmp_root) / f"{domain}-{size}-{seed}.pddl"
+    path.write_text(generate(domain, seed, **params), encoding="utf-8")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def instance(tmp_root: str, domain: str, seed: int = 1, size: str = "small") -> Task:
+    return load_task(domain, problem_file(tmp_root, domain, seed, size))
+
+
+def random_walk_states(task: Task, count: int, seed: int = 0, restart: float = 0.05) -> list[bytes]:
+    """``count`` states from random walks starting at the initial state (restarting with probability ``restart``
+    per step), so every state is reachable. Duplicates are kept out."""
+    rng = random.Random(seed)
+    states: list[bytes] = []
+    seen = set()
+    state = task.init
+    attempts = 0
+    while len(states) < count and attempts < 50 * count:
+        attempts += 1
+        successors = task.successors(state)
+        if not successors or rng.random() < restart:
+            state = task.init
+            continue
+        state = rng.choice(successors)[1]
+        if state not in seen:
+            seen.add(state)
+            states.append(state)
+    return states
