@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -256,3 +258,54 @@ def test_limits_are_applied_to_each_stage(tmp_path):
     run = solve_module._run_stage([sys.executable, "-c", probe], tmp_path, None, 2.5, 512)
     assert run.exit_code == 0
     assert run.output.split() == ["(536870912,", "536870912)", "(3,", "8)", "True"]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""  # exited meanwhile
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
+def test_search_dies_with_a_killed_parent(tmp_path):
+    # A worker killed mid-solve (SIGKILL: no cleanup code runs) must not leave its search running.
+    domain, seed, params = HARD
+    problem = write_instance(tmp_path, domain, seed, **params)
+    script = f"from tnlib.solve import solve; solve({domain!r}, {str(problem)!r}, time_limit=60)"
+    worker = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        search_pids: list[int] = []
+        for _ in range(300):  # until the search stage is running (translation takes well under a second)
+            search_pids = [p for p in children_of(worker.pid) if "--search" in cmdline(p)]
+            if search_pids:
+                break
+            time.sleep(0.1)
+        assert search_pids, "the search stage never started"
+    finally:
+        worker.kill()
+        worker.wait()
+    for _ in range(100):  # the kernel delivers the parent-death signal asynchronously
+        if not sessions_alive(set(search_pids)):
+            break
+        time.sleep(0.05)
+    survivors = sessions_alive(set(search_pids))
+    for pid in search_pids:  # do not leave an orphan running if the test fails
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert survivors == []
