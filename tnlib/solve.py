@@ -62,6 +62,7 @@ STATUS_BY_EXIT_CODE = {
 }
 STATUSES = ("solved", "unsolvable", "timeout", "out_of_memory", "error")
 
+# For help texts; tnlib.task.resolve_domain decides what a domain argument means.
 SHIPPED_DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
 
 
@@ -142,13 +143,14 @@ def fast_downward_version() -> str:
 
 
 def _resolve_domain(domain: str | os.PathLike) -> Path:
-    """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path."""
-    if isinstance(domain, str) and domain in SHIPPED_DOMAINS:
-        return Path(__file__).parent / "domains" / domain / "domain.pddl"
-    path = Path(domain)
-    if not path.is_file():
-        raise FileNotFoundError(f"domain {str(domain)!r} is neither a shipped domain {SHIPPED_DOMAINS} nor a file")
-    return path
+    """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.task's rules)."""
+    # Imported here: tnlib.task pulls in numba, which every `tnlib` command would otherwise pay for at start-up.
+    from tnlib.task import TaskError, resolve_domain
+
+    try:
+        return resolve_domain(domain)
+    except TaskError as err:
+        raise FileNotFoundError(str(err)) from err
 
 
 # ---------------------------------------------------------------------------------------------------------------
