@@ -15,6 +15,9 @@ COMMAND_MODULES = [
     "tnlib.reproduce",
     "tnlib.generators",
     "tnlib.solve",
+    "tnlib.search",
+    "tnlib.heuristics",
+    "tnlib.plans",
 ]
 
 

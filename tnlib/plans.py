@@ -126,3 +126,47 @@ def plan_states(task: Task, plan: Iterable[str | int]) -> list[bytes]:
     for step in plan:
         states.append(task.apply(states[-1], task.op_id(step)))
     return states
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `tnlib validate`
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check a plan against a problem",
+        description="Simulate an IPC-format plan. Exit code 0 when valid, 1 when not, 2 on unreadable input.",
+    )
+    parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
+    parser.add_argument("problem", help="problem file")
+    parser.add_argument("plan", help="plan file (IPC format)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    parser.set_defaults(func=_run_validate)
+
+
+def _run_validate(args) -> int:
+    import json
+
+    from tnlib.cli import CommandError
+    from tnlib.task import TaskError, load_task
+
+    try:
+        task = load_task(args.domain, args.problem, remove_irrelevant_operators=False)
+        plan = read_plan(args.plan)
+    except (TaskError, PlanError) as err:
+        raise CommandError(str(err)) from None
+    verdict = validate_plan(task, plan)
+    if args.json:
+        print(json.dumps({
+            "valid": verdict.valid,
+            "length": verdict.length,
+            "message": verdict.message,
+            "failed_step": verdict.failed_step,
+            "failed_action": verdict.failed_action,
+            "missing_preconditions": verdict.missing_preconditions,
+            "unmet_goals": verdict.unmet_goals,
+        }))
+    else:
+        print(("VALID: " if verdict.valid else "INVALID: ") + verdict.message)
+    return 0 if verdict.valid else 1

@@ -335,3 +335,68 @@ def goal_distances(task: Task, max_states: int = 1_000_000) -> dict[State, float
                 distance[p] = distance[t] + 1
                 queue.append(p)
     return {s: (float(d) if d >= 0 else math.inf) for s, d in zip(states, distance.tolist())}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `tnlib plan`
+
+
+def register(subparsers) -> None:
+    from tnlib.heuristics import HEURISTIC_NAMES
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="find a plan with greedy best-first search (or A*)",
+        description="Eager GBFS (default) or A* on a PDDL problem. Exit code 0 when solved, 1 otherwise.",
+    )
+    parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
+    parser.add_argument("problem", help="problem file")
+    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, default="ff", help="default: ff")
+    parser.add_argument("--search", choices=("gbfs", "astar"), default="gbfs", help="default: gbfs")
+    parser.add_argument(
+        "--max-evaluations", type=int, default=DEFAULT_MAX_EVALUATIONS, metavar="N",
+        help=f"heuristic evaluation limit (default {DEFAULT_MAX_EVALUATIONS}; 0 = none)",
+    )
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds (default: none)")
+    parser.add_argument("--plan-file", metavar="F", help="write the plan here (IPC format) when solved")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.set_defaults(func=_run_plan)
+
+
+def _run_plan(args) -> int:
+    import json
+    from pathlib import Path
+
+    from tnlib.cli import CommandError
+    from tnlib.plans import validate_plan, write_plan
+    from tnlib.task import TaskError, load_task
+
+    if args.time_limit is not None and args.time_limit < 0:
+        raise CommandError("--time-limit must be >= 0")
+    try:
+        task = load_task(args.domain, args.problem)
+    except TaskError as err:
+        raise CommandError(str(err)) from None
+    search = gbfs if args.search == "gbfs" else astar
+    limit = args.max_evaluations if args.max_evaluations > 0 else None
+    result = search(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit)
+    if result.solved:
+        verdict = validate_plan(task, result.plan)
+        if not verdict.valid:  # a bug, never a user error: say so loudly
+            raise RuntimeError(f"search returned an invalid plan: {verdict.message}")
+        if args.plan_file:
+            Path(args.plan_file).parent.mkdir(parents=True, exist_ok=True)
+            write_plan(result.plan, args.plan_file)
+    if args.json:
+        record = result.to_dict()
+        record.update(search=args.search, heuristic=args.heuristic, problem=str(args.problem))
+        print(json.dumps(record))
+    else:
+        print(f"status: {result.status}")
+        if result.solved:
+            print(f"plan length: {result.plan_length}")
+        print(f"evaluations: {result.evaluations}  expansions: {result.expansions}  seconds: {result.seconds:.3f}")
+        if result.solved and not args.plan_file:
+            for step in result.plan:
+                print(step)
+    return 0 if result.solved else 1
