@@ -1,0 +1,327 @@
+"""TruncatedNormal against mpmath (80 digits at the exact floating inputs), scipy, Normal, and itself."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tn_reference import reference
+from tnlib import TruncatedNormal
+
+INF = math.inf
+
+
+def _grid() -> list[tuple[float, float, float, float]]:
+    """(loc, scale, low, high) covering the regimes the issue names."""
+    cases = []
+    for scale in (1e-3, 1.0, 1e3):
+        # one-sided bounds, loc up to 1e5 scales outside (below a lower bound / above an upper bound)
+        for k in (0.0, 0.5, 3.0, 10.0, 37.0, 99.0, 101.0, 1e3, 1e5):
+            cases.append((-k * scale, scale, 0.0, INF))
+            cases.append((2.0 + k * scale, scale, -INF, 2.0))
+            cases.append((k * scale, scale, 0.0, INF))  # loc inside, k scales above the bound
+        # two-sided, loc far outside on either side, and inside
+        for k in (-1e5, -300.0, -40.0, -2.0, 0.5, 2.0, 40.0, 300.0, 1e5):
+            cases.append((1.0 + k * scale, scale, 1.0, 1.0 + 2.0 * scale))
+        # narrow intervals: 1e-6 scale wide, and a few ulps wide, at several places
+        for centre in (-50.0, -3.0, 0.0, 0.3, 3.0, 50.0):
+            low = 7.0 + centre * scale
+            cases.append((7.0, scale, low, low + 1e-6 * scale))
+            cases.append((7.0, scale, low, float(np.nextafter(np.nextafter(np.nextafter(low, INF), INF), INF))))
+    cases += [(0.0, 1.0, -INF, INF), (0.0, 1.0, 0.2, 1.7), (3.0, 2.0, -1.0, 1.0), (0.0, 1.0, -1e-3, 2e-3)]
+    return cases
+
+
+GRID = _grid()
+
+
+def _points(loc, scale, low, high):
+    """A few observation points inside [low, high]."""
+    lo = low if low > -INF else loc - 5 * scale
+    hi = high if high < INF else max(loc, lo) + 5 * scale
+    return sorted({lo, hi, lo + 0.25 * (hi - lo), lo + 1e-3 * (hi - lo)})
+
+
+def _dist(params, dtype, requires_grad=False):
+    tensors = [torch.tensor(p, dtype=dtype, requires_grad=requires_grad and i < 2) for i, p in enumerate(params)]
+    return TruncatedNormal(*tensors), tensors
+
+
+@pytest.mark.parametrize("params", GRID)
+def test_float64_matches_mpmath(params):
+    loc, scale, low, high = params
+    d, (t_loc, t_scale, *_) = _dist(params, torch.float64, requires_grad=True)
+    ref = reference(loc, scale, low, high)
+    std = ref["std"]
+    mean = d.mean
+    assert low <= mean.item() <= high
+    # relative 1e-10; where the mean is ~0 relative to the spread, 1e-10 of the truncated std
+    assert abs(mean.item() - ref["mean"]) <= 1e-10 * max(abs(ref["mean"]), std)
+    assert d.log_normalizer.item() == pytest.approx(ref["log_z"], rel=1e-10, abs=1e-300)
+    assert d.variance.item() == pytest.approx(ref["variance"], rel=1e-10, abs=1e-300)
+    assert d.entropy().item() == pytest.approx(ref["entropy"], rel=1e-9, abs=1e-9)
+    g_loc, g_scale = torch.autograd.grad(mean, (t_loc, t_scale))
+    width = min((high - low) / scale, 1.0)
+    # derivatives of the mean are O(1) (d/dloc is Var/scale^2 <= 1); for a few-ulp interval they cancel to
+    # O(width) terms, so the tolerance is taken relative to that natural size
+    assert abs(g_loc.item() - ref["dmean_dloc"]) <= 1e-8 * max(abs(ref["dmean_dloc"]), 1e-30)
+    assert abs(g_scale.item() - ref["dmean_dscale"]) <= 1e-8 * max(abs(ref["dmean_dscale"]), width)
+    for x in _points(*params):
+        if not low <= x <= high:
+            continue
+        d, (t_loc, t_scale, *_) = _dist(params, torch.float64, requires_grad=True)
+        lp = d.log_prob(torch.tensor(x, dtype=torch.float64))
+        ref_x = reference(loc, scale, low, high, x)
+        assert abs(lp.item() - ref_x["log_prob"]) <= 1e-10 * max(1.0, abs(ref_x["log_prob"]) * 1e-3), (x, lp)
+        g_loc, g_scale = torch.autograd.grad(lp, (t_loc, t_scale))
+        # d log p / d(loc, scale) are differences of O(|xi|/scale) terms: tolerance relative to that size
+        size = (1.0 + abs(x - loc) / scale) / scale
+        assert abs(g_loc.item() - ref_x["dlogp_dloc"]) <= 1e-8 * max(abs(ref_x["dlogp_dloc"]), size)
+        assert abs(g_scale.item() - ref_x["dlogp_dscale"]) <= 1e-8 * max(abs(ref_x["dlogp_dscale"]), size * (
+            1.0 + abs(x - loc) / scale))
+
+
+@pytest.mark.parametrize("params", GRID)
+def test_float32_matches_mpmath(params):
+    # the reference is evaluated at the exact float32 inputs
+    params32 = tuple(float(np.float32(p)) for p in params)
+    loc, scale, low, high = params32
+    if not low < high:
+        pytest.skip("interval collapses in float32")
+    d, (t_loc, t_scale, *_) = _dist(params32, torch.float32, requires_grad=True)
+    ref = reference(*params32)
+    mean = d.mean
+    assert low <= mean.item() <= high
+    assert abs(mean.item() - ref["mean"]) <= 1e-5 * max(abs(ref["mean"]), ref["std"])
+    g = torch.autograd.grad(mean, (t_loc, t_scale))
+    assert all(torch.isfinite(gi).all() for gi in g)
+    for x in _points(*params32):
+        x = float(np.float32(x))
+        if not low <= x <= high:
+            continue
+        d, (t_loc, t_scale, *_) = _dist(params32, torch.float32, requires_grad=True)
+        lp = d.log_prob(torch.tensor(x, dtype=torch.float32))
+        ref_lp = reference(*params32, x)["log_prob"]
+        assert abs(lp.item() - ref_lp) <= 1e-4 * max(1.0, abs(ref_lp)), (x, lp.item(), ref_lp)
+        g = torch.autograd.grad(lp, (t_loc, t_scale))
+        assert all(torch.isfinite(gi).all() for gi in g)
+
+
+def test_float32_narrow_interval_is_finite_where_stable_trunc_gaussian_is_not():
+    # the regime stable-trunc-gaussian 1.3.9 returns +inf log_prob and NaN gradients in (see reports/)
+    loc = torch.tensor([0.0, 0.0, -1e5], requires_grad=True)
+    scale = torch.ones(3)
+    low = torch.tensor([1.0, 3.0, 0.0])
+    high = low + torch.tensor([1e-6, 1e-6, INF])
+    d = TruncatedNormal(loc, scale, low, high)
+    lp = d.log_prob(low)
+    assert torch.isfinite(lp).all()
+    (lp.sum() + d.mean.sum()).backward()
+    assert torch.isfinite(loc.grad).all()
+
+
+def test_gradcheck_float64():
+    loc = torch.tensor([0.3, -2.0, 5.0, -30.0, 0.0, 50.0], dtype=torch.float64, requires_grad=True)
+    scale = torch.tensor([1.0, 0.5, 2.0, 1.5, 0.1, 3.0], dtype=torch.float64, requires_grad=True)
+    low = torch.tensor([0.0, -INF, 1.0, 0.0, -0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    high = torch.tensor([INF, 1.0, 2.0, 4.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    x = torch.tensor([0.5, 0.0, 1.5, 0.1, 0.2, 0.9], dtype=torch.float64, requires_grad=True)
+
+    # infinite bounds have no finite-difference derivative: check only the finite entries' gradients
+    def finite_low(low_):
+        return torch.where(torch.isinf(low), low, low_)
+
+    def finite_high(high_):
+        return torch.where(torch.isinf(high), high, high_)
+
+    lo_in = torch.where(torch.isinf(low), torch.zeros_like(low), low).detach().requires_grad_()
+    hi_in = torch.where(torch.isinf(high), torch.zeros_like(high), high).detach().requires_grad_()
+
+    def f_log_prob(x_, loc_, scale_, lo_, hi_):
+        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).log_prob(x_)
+
+    def f_mean(loc_, scale_, lo_, hi_):
+        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).mean
+
+    def f_log_z(loc_, scale_, lo_, hi_):
+        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).log_normalizer
+
+    assert torch.autograd.gradcheck(f_log_prob, (x, loc, scale, lo_in, hi_in))
+    assert torch.autograd.gradcheck(f_mean, (loc, scale, lo_in, hi_in))
+    assert torch.autograd.gradcheck(f_log_z, (loc, scale, lo_in, hi_in))
+
+
+def test_gradcheck_rsample_float64():
+    loc = torch.tensor([0.3, -4.0, 2.0], dtype=torch.float64, requires_grad=True)
+    scale = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64, requires_grad=True)
+    low = torch.tensor([0.0, -1.0, -INF], dtype=torch.float64)
+    high = torch.tensor([INF, 1.0, 0.0], dtype=torch.float64)
+    u = torch.tensor([0.2, 0.7, 0.95], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda u_, l_, s_: TruncatedNormal(l_, s_, low, high).icdf(u_), (u, loc, scale))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_infinite_bounds_equal_normal(dtype):
+    loc = torch.linspace(-3, 3, 7, dtype=dtype)
+    scale = torch.linspace(0.1, 4, 7, dtype=dtype)
+    x = torch.linspace(-5, 5, 7, dtype=dtype)
+    tn = TruncatedNormal(loc, scale, -INF, INF)
+    n = torch.distributions.Normal(loc, scale)
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(tn.log_prob(x), n.log_prob(x), **tol)
+    torch.testing.assert_close(tn.mean, n.mean, **tol)
+    torch.testing.assert_close(tn.variance, n.variance, **tol)
+    torch.testing.assert_close(tn.entropy(), n.entropy(), **tol)
+    torch.testing.assert_close(tn.cdf(x), n.cdf(x), **tol)
+    p = torch.linspace(0.05, 0.95, 7, dtype=dtype)
+    torch.testing.assert_close(tn.icdf(p), n.icdf(p), **tol)
+    assert torch.equal(tn.mode, loc)
+
+
+@pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (1.0, 2.0, 0.0, INF), (-2.0, 0.5, -INF, -1.0),
+                                    (3.0, 1.0, 0.0, 1.0), (0.0, 1.0, 2.0, 6.0)])
+def test_agrees_with_scipy_in_moderate_regimes(params):
+    loc, scale, low, high = params
+    ref = scipy.stats.truncnorm((low - loc) / scale, (high - loc) / scale, loc=loc, scale=scale)
+    d = TruncatedNormal(*(torch.tensor(p, dtype=torch.float64) for p in params))
+    xs = np.linspace(max(low, loc - 4 * scale), min(high, loc + 4 * scale), 9)
+    xt = torch.tensor(xs)
+    np.testing.assert_allclose(d.log_prob(xt).numpy(), ref.logpdf(xs), rtol=1e-9)
+    np.testing.assert_allclose(d.cdf(xt).numpy(), ref.cdf(xs), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(d.mean.item(), ref.mean(), rtol=1e-9)
+    np.testing.assert_allclose(d.variance.item(), ref.var(), rtol=1e-8)
+    if np.isfinite(ref.entropy()):  # scipy 1.17 returns nan for some one-sided cases
+        np.testing.assert_allclose(d.entropy().item(), ref.entropy(), rtol=1e-8)
+    ps = np.array([0.01, 0.3, 0.5, 0.9, 0.999])
+    np.testing.assert_allclose(d.icdf(torch.tensor(ps)).numpy(), ref.ppf(ps), rtol=1e-8)
+
+
+finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False)
+scales = st.floats(min_value=1e-2, max_value=1e2)
+widths = st.floats(min_value=1e-3, max_value=1e3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(loc=finite, scale=scales, low=finite, width=widths, upper_open=st.booleans())
+def test_mean_within_bounds_and_increasing_in_loc(loc, scale, low, width, upper_open):
+    high = INF if upper_open else low + width
+    locs = torch.tensor([loc - scale, loc, loc + scale], dtype=torch.float64)
+    d = TruncatedNormal(locs, torch.tensor(scale, dtype=torch.float64), torch.tensor(low, dtype=torch.float64),
+                        torch.tensor(high, dtype=torch.float64))
+    mean = d.mean
+    assert ((mean >= low) & (mean <= high)).all()
+    assert (mean[1:] >= mean[:-1]).all()  # the mean is non-decreasing in loc (strictly, up to rounding)
+    assert torch.isfinite(d.log_normalizer).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(loc=finite, scale=scales, low=finite, width=widths, q=st.lists(st.floats(0.001, 0.999), min_size=3,
+                                                                         max_size=6))
+def test_cdf_monotone_and_icdf_inverts(loc, scale, low, width, q):
+    high = low + width
+    d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in (loc, scale, low, high)))
+    x = torch.linspace(low, high, 33, dtype=torch.float64)
+    cdf = d.cdf(x)
+    assert (cdf[1:] >= cdf[:-1]).all()
+    assert cdf[0].item() == pytest.approx(0.0, abs=1e-12) and cdf[-1].item() == pytest.approx(1.0, abs=1e-12)
+    # icdf(cdf(x)) = x at points where the cdf is informative (density not vanishing)
+    inner = torch.tensor(sorted(q), dtype=torch.float64) * (high - low) + low
+    p = d.cdf(inner)
+    ok = (p > 1e-9) & (p < 1 - 1e-9)
+    back = d.icdf(p[ok])
+    spread = min(high - low, d.stddev.item() * 10)
+    assert torch.allclose(back, inner[ok], rtol=0, atol=1e-7 * spread + 1e-12)
+
+
+@pytest.mark.parametrize("params", [(0.0, 1.0, 0.2, 1.7), (-3.0, 1.0, 0.0, INF), (50.0, 2.0, -INF, 0.0),
+                                    (0.0, 1.0, -INF, INF), (0.0, 1.0, 5.0, 5.001)])
+def test_samples_follow_the_cdf(params):
+    torch.manual_seed(0)
+    d = TruncatedNormal(*(torch.tensor(p, dtype=torch.float64) for p in params))
+    x = d.sample((4000,))
+    low, high = params[2], params[3]
+    assert ((x >= low) & (x <= high)).all()
+    # Kolmogorov-Smirnov against the distribution's own cdf (fixed seed; the threshold is not hit by chance)
+    result = scipy.stats.kstest(x.numpy(), lambda v: d.cdf(torch.as_tensor(v)).numpy())
+    assert result.pvalue > 1e-3
+
+
+def test_rsample_far_tail_is_accurate_and_differentiable():
+    # loc 1e5 scales below the bound: samples follow the exponential-like tail, no clamping artefacts
+    loc = torch.tensor(-1e5, dtype=torch.float64, requires_grad=True)
+    d = TruncatedNormal(loc, torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64),
+                        torch.tensor(INF, dtype=torch.float64))
+    torch.manual_seed(1)
+    x = d.rsample((20000,))
+    assert (x > 0).all() and torch.isfinite(x).all()
+    # the tail is approximately Exponential(rate = 1e5): mean 1e-5
+    assert x.mean().item() == pytest.approx(1e-5, rel=0.03)
+    x.mean().backward()
+    # d sample / d loc = the conditional derivative, O(1/a^2) here: finite and small
+    assert torch.isfinite(loc.grad) and abs(loc.grad.item()) < 1e-6
+
+
+def test_broadcasting_expand_and_shapes():
+    d = TruncatedNormal(torch.zeros(3, 1), torch.ones(1, 4), 0.0, INF)
+    assert d.batch_shape == (3, 4)
+    assert d.mean.shape == (3, 4) and d.variance.shape == (3, 4)
+    assert d.log_prob(torch.ones(2, 3, 4)).shape == (2, 3, 4)
+    assert d.sample((5,)).shape == (5, 3, 4)
+    e = TruncatedNormal(0.0, 1.0, -1.0, 1.0).expand((2, 2))
+    assert e.mean.shape == (2, 2)
+    assert torch.allclose(e.mean, torch.zeros(2, 2))
+    assert isinstance(d.support.check(torch.ones(3, 4)), torch.Tensor)
+
+
+def test_log_prob_outside_support():
+    d = TruncatedNormal(torch.tensor(0.0), torch.tensor(1.0), torch.tensor(0.0), torch.tensor(1.0),
+                        validate_args=False)
+    assert d.log_prob(torch.tensor(2.0)).item() == -INF
+    assert d.log_prob(torch.tensor(-0.1)).item() == -INF
+    strict = TruncatedNormal(torch.tensor(0.0), torch.tensor(1.0), torch.tensor(0.0), torch.tensor(1.0),
+                             validate_args=True)
+    with pytest.raises(ValueError):
+        strict.log_prob(torch.tensor(2.0))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ((0.0, 0.0, 0.0, 1.0), "scale"),
+    ((0.0, -1.0, 0.0, 1.0), "scale"),
+    ((0.0, 1.0, 2.0, 1.0), "low must be < high"),
+    ((math.nan, 1.0, 0.0, 1.0), "NaN"),
+    ((0.0, 1.0, math.nan, 1.0), "NaN"),
+])
+def test_bad_parameters_raise_clear_errors(bad, message):
+    with pytest.raises(ValueError, match=message):
+        TruncatedNormal(*(torch.tensor(v) for v in bad), validate_args=True)
+
+
+def test_paper_figure1_example():
+    d = TruncatedNormal(torch.tensor(0.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64),
+                        torch.tensor(0.2, dtype=torch.float64), torch.tensor(1.7, dtype=torch.float64))
+    ref = scipy.stats.truncnorm(0.2, 1.7)
+    assert d.mean.item() == pytest.approx(ref.mean(), rel=1e-12)
+    assert 0.2 < d.mean.item() < 1.7  # the mean respects the bounds although loc = 0 lies outside
+    assert d.mode.item() == pytest.approx(0.2)
+
+
+def test_dtype_and_device_follow_inputs():
+    for dtype in (torch.float32, torch.float64):
+        d = TruncatedNormal(torch.zeros(2, dtype=dtype), torch.ones(2, dtype=dtype), 0.0, INF)
+        assert d.mean.dtype == dtype and d.log_prob(torch.ones(2, dtype=dtype)).dtype == dtype
+
+
+def test_gpu_path_when_available():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    params = [torch.tensor(v, device="cuda") for v in ([0.0, -1e3], [1.0, 1.0], [0.2, 0.0], [1.7, INF])]
+    d = TruncatedNormal(*params)
+    cpu = TruncatedNormal(*(p.cpu() for p in params))
+    torch.testing.assert_close(d.mean.cpu(), cpu.mean)
+    torch.testing.assert_close(d.log_prob(params[2] + 0.01).cpu(), cpu.log_prob(params[2].cpu() + 0.01))
