@@ -275,6 +275,8 @@ def test_bad_domain_and_seed():
         generate("sokoban", 1, boxes=2)
     with pytest.raises(ValueError, match="seed"):
         generate("gripper", 1.5, balls=2)
+    with pytest.raises(ValueError, match="seed"):
+        generate("gripper", -1, balls=2)  # would repeat seed 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -302,3 +304,13 @@ def test_cli_user_errors(argv, fragment, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert "error" in err and fragment in err
+
+
+def test_numpy_parameters_are_accepted():
+    import numpy as np
+
+    assert generate("ferry", np.int64(3), locations=np.int64(3), cars=np.int32(2)) == generate(
+        "ferry", 3, locations=3, cars=2
+    )
+    assert generate("visitall", 1, x=3, y=3, ratio=np.float64(0.5)) == generate("visitall", 1, x=3, y=3, ratio=0.5)
+    assert problem_name("visitall", 1, x=3, y=3, ratio=1) == problem_name("visitall", 1, x=3, y=3, ratio=1.0)

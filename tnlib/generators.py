@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import numbers
 import random
 import sys
 from pathlib import Path
@@ -60,16 +61,17 @@ DOMAIN_PARAMETERS: dict[str, tuple[str, ...]] = {
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
-    # bool is an int subclass; True blocks is surely a mistake.
-    if isinstance(value, bool) or not isinstance(value, int):
+    # Integral admits numpy integers (parameter grids often come from numpy); bool is Integral too, but True
+    # blocks is surely a mistake.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"parameter {name!r} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"parameter {name!r} must be >= {minimum}, got {value}")
-    return value
+    return int(value)
 
 
 def _check_ratio(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"parameter 'ratio' must be a number in (0, 1], got {value!r}")
     ratio = float(value)
     if not (0.0 < ratio <= 1.0):  # also rejects NaN
@@ -78,9 +80,8 @@ def _check_ratio(value: Any) -> float:
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"parameter 'seed' must be an integer, got {seed!r}")
-    return seed
+    # Negative seeds are refused: random.Random seeds with abs(seed), so -1 would silently repeat seed 1.
+    return _check_int("seed", seed, 0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -255,6 +256,23 @@ _GENERATORS: dict[str, Callable[..., str]] = {
 }
 
 
+_PARAM_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "blocks": lambda v: _check_int("blocks", v, 1),
+    "locations": lambda v: _check_int("locations", v, 1),
+    "cars": lambda v: _check_int("cars", v, 0),
+    "balls": lambda v: _check_int("balls", v, 1),
+    "x": lambda v: _check_int("x", v, 1),
+    "y": lambda v: _check_int("y", v, 1),
+    "ratio": _check_ratio,
+}
+
+
+def _checked_params(domain: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters after all checks, as plain Python ints / floats, in the domain's order."""
+    _check_domain_and_params(domain, params)
+    return {p: _PARAM_CHECKS[p](params[p]) for p in DOMAIN_PARAMETERS[domain]}
+
+
 def _check_domain_and_params(domain: str, params: dict[str, Any]) -> None:
     if domain not in _GENERATORS:
         raise ValueError(f"unknown domain {domain!r}; expected one of {sorted(_GENERATORS)}")
@@ -270,7 +288,7 @@ def _check_domain_and_params(domain: str, params: dict[str, Any]) -> None:
 
 
 def _format_param(value: Any) -> str:
-    # Ratios print as 0.5 / 1.0 rather than repr noise; `g` keeps 0.25 as 0.25.
+    # Ratios print as 0.5 / 1 rather than repr noise (1 and 1.0 name the same instance); `g` keeps 0.25 as 0.25.
     return format(value, "g") if isinstance(value, float) else str(value)
 
 
@@ -283,9 +301,9 @@ def problem_name(domain: str, seed: int, **params: Any) -> str:
     e.g. ``blocksworld-b5-s1``, ``ferry-l3-c2-s7``, ``gripper-b4-s1``, ``visitall-x3-y3-r0.5-s2``. A valid PDDL name
     and file stem; distinct parameters and seeds give distinct names.
     """
-    _check_domain_and_params(domain, params)
-    parts = [domain] + [f"{_NAME_PREFIX[p]}{_format_param(params[p])}" for p in DOMAIN_PARAMETERS[domain]]
-    return "-".join(parts + [f"s{seed}"])
+    params = _checked_params(domain, params)
+    parts = [domain] + [f"{_NAME_PREFIX[p]}{_format_param(value)}" for p, value in params.items()]
+    return "-".join(parts + [f"s{_check_seed(seed)}"])
 
 
 def generate(domain: str, seed: int, **params: Any) -> str:
@@ -293,7 +311,7 @@ def generate(domain: str, seed: int, **params: Any) -> str:
 
     Raises ValueError naming the parameter when one is missing, unknown, not an integer, or out of range.
     """
-    _check_domain_and_params(domain, params)
+    params = _checked_params(domain, params)
     seed = _check_seed(seed)
     rng = random.Random(seed)
     return _GENERATORS[domain](problem_name(domain, seed, **params), rng, **params)
