@@ -411,8 +411,50 @@ def _hmax_levels(
 
 
 @njit(cache=True)
+def _hmax_after_cut(
+    cut, num_cut, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
+    cost, dist, pcf, heap_keys, heap_vals,
+):
+    """Update h_max (and pcf) after the costs of the cut operators dropped: only values can decrease, so a
+    Dijkstra pass seeded with the cut operators' effects suffices. A fact's decrease matters to an operator only
+    if it is that operator's pcf (otherwise the operator's maximum stands); such operators re-pick their pcf."""
+    size = 0
+    for k in range(num_cut):
+        o = cut[k]
+        value = dist[pcf[o]] + cost[o]
+        for j in range(x_add_start[o], x_add_start[o + 1]):
+            e = x_add_facts[j]
+            if value < dist[e]:
+                dist[e] = value
+                size = _heap_push(heap_keys, heap_vals, size, (value << 32) | e, e)
+    while size > 0:
+        key, f, size = _heap_pop(heap_keys, heap_vals, size)
+        if (key >> 32) > dist[f]:
+            continue  # stale entry
+        for k in range(x_prec_of_start[f], x_prec_of_start[f + 1]):
+            o = x_prec_of_ops[k]
+            if pcf[o] != f:
+                continue
+            best = -1
+            arg = -1
+            for j in range(x_pre_start[o], x_pre_start[o + 1]):
+                p = x_pre_facts[j]
+                if dist[p] >= best:
+                    best = dist[p]
+                    arg = p
+            pcf[o] = arg
+            value = best + cost[o]
+            for j in range(x_add_start[o], x_add_start[o + 1]):
+                e = x_add_facts[j]
+                if value < dist[e]:
+                    dist[e] = value
+                    size = _heap_push(heap_keys, heap_vals, size, (value << 32) | e, e)
+    return dist[dist.shape[0] - 1]
+
+
+@njit(cache=True)
 def _lmcut_batch(
-    states, num_facts, x_pre_start, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
+    states, num_facts, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
     x_achievers_start, x_achievers_ops,
 ):
     n = states.shape[0]
@@ -432,6 +474,8 @@ def _lmcut_batch(
     in_cut = np.zeros(num_x_ops, dtype=np.uint8)
     stack = np.empty(capacity, dtype=np.int32)
     cut = np.empty(num_x_ops, dtype=np.int32)
+    heap_keys = np.empty(capacity + x_add_facts.shape[0], dtype=np.int64)
+    heap_vals = np.empty(capacity + x_add_facts.shape[0], dtype=np.int32)
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
         state = states[i]
@@ -505,9 +549,9 @@ def _lmcut_batch(
                 cost[cut[k]] -= smallest
                 in_cut[cut[k]] = 0
             h += smallest
-            h_goal = _hmax_levels(
-                state, num_facts, x_pre_start, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
-                cost, dist, counter, pcf, expanded, queue_a, queue_b,
+            h_goal = _hmax_after_cut(
+                cut, num_cut, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start,
+                x_prec_of_ops, cost, dist, pcf, heap_keys, heap_vals,
             )
         out[i] = h
     return out
@@ -630,7 +674,7 @@ class LMCutHeuristic(Heuristic):
     def evaluate_packed(self, packed: np.ndarray) -> np.ndarray:
         r = self.relaxed
         return _lmcut_batch(
-            np.ascontiguousarray(packed), r.num_facts, r.x_pre_start, r.x_add_start, r.x_add_facts,
+            np.ascontiguousarray(packed), r.num_facts, r.x_pre_start, r.x_pre_facts, r.x_add_start, r.x_add_facts,
             r.x_prec_of_start, r.x_prec_of_ops, r.x_achievers_start, r.x_achievers_ops,
         )
 
