@@ -309,3 +309,28 @@ def test_search_dies_with_a_killed_parent(tmp_path):
         except ProcessLookupError:
             pass
     assert survivors == []
+
+
+@pytest.mark.parametrize("domain,params", [("blocksworld", {"blocks": 1}), ("ferry", {"locations": 2, "cars": 0})])
+def test_empty_goal_is_solved_by_the_empty_plan(domain, params, tmp_path):
+    # Generators write `(:goal (and))` for trivial instances; Fast Downward alone would reject it (axioms).
+    problem = write_instance(tmp_path, domain, 1, **params)
+    assert "(:goal (and\n  ))" in problem.read_text()
+    result = solve(domain, problem, time_limit=60)
+    assert (result.status, result.plan, result.cost) == ("solved", [], 0)
+    assert_valid_plan(domain, problem, result.plan)
+    assert fd_heuristic_value(domain, problem) == 0
+
+
+def test_goal_true_initially_gives_cost_zero(tmp_path):
+    # A non-empty goal already true (a trivial gripper instance, probability 1/2 for one ball): Fast Downward
+    # itself returns the empty plan.
+    seed = next(s for s in range(100) if _ball_already_in_goal_room(generate("gripper", s, balls=1)))
+    problem = write_instance(tmp_path, "gripper", seed, balls=1)
+    result = solve("gripper", problem, time_limit=60)
+    assert (result.status, result.plan, result.cost) == ("solved", [], 0)
+
+
+def _ball_already_in_goal_room(text: str) -> bool:
+    init, goal = text.split("(:goal", 1)
+    return any(f"(at ball0 {room})" in init and f"(at ball0 {room})" in goal for room in ("rooma", "roomb"))
