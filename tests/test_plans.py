@@ -154,3 +154,14 @@ def test_every_search_plan_in_the_corpus_validates_with_full_grounding(corpus):
         result = gbfs(task, "ff")
         full = load_task(domain, task.problem_file, remove_irrelevant_operators=False)
         assert validate_plan(full, result.plan).valid
+
+
+def test_cli_heuristics_prints_dead_ends_as_null(tmp_path, capsys):
+    plan_path = tmp_path / "drop.plan"
+    write_plan(["(drop)"], plan_path)
+    domain, problem = DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl"
+    assert main(["heuristics", str(domain), str(problem), "--plan", str(plan_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["ff"] == 2 and rows[0]["lmcut"] == 2
+    assert rows[1]["ff"] is None and rows[1]["lmcut"] is None and rows[1]["hmax"] is None
+    assert rows[1]["goalcount"] == 1

@@ -106,6 +106,7 @@ def test_bfs_matches_goal_distances(corpus, domain):
     task = instance(corpus, domain, 6, "small")
     distances = goal_distances(task)
     assert distances[task.init] == hstar(task)
+    assert_valid(task, breadth_first_search(task))
     for state in random_walk_states(task, 15, seed=2):
         found = breadth_first_search(task, state)
         assert found.status == SOLVED
@@ -136,6 +137,7 @@ def test_limits_and_statuses(corpus):
 
     deadend = load_task(DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl")
     result = gbfs(deadend, "ff")
+    assert_valid(deadend, result)
     assert result.plan == ["(walk)", "(deliver)"]
 
 
@@ -187,6 +189,7 @@ def test_deterministic_across_processes_and_hash_seeds(corpus):
     task = load_task("visitall", path)
     for name in names:  # and the same as in this process
         r = gbfs(task, name)
+        assert_valid(task, r)
         assert runs[0][name] == [r.status, r.plan, r.evaluations, r.expansions, r.generated]
 
 

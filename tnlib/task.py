@@ -195,7 +195,6 @@ class Task:
     def __post_init__(self) -> None:
         self.fact_index = {name: i for i, name in enumerate(self.fact_names)}
         self.operator_index = {name: i for i, name in enumerate(self.operator_names)}
-        self.goal_mask = np.frombuffer(self.facts_to_state(self.fact_names[g] for g in self.goal), dtype=np.uint8)
 
     # -- sizes -------------------------------------------------------------------------------------------------
     @property
