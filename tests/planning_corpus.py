@@ -60,3 +60,29 @@ def random_walk_states(task: Task, count: int, seed: int = 0, restart: float = 0
             seen.add(state)
             states.append(state)
     return states
+
+
+def random_strips_text(seed: int) -> tuple[str, str]:
+    """A random propositional STRIPS domain and problem (PDDL text): 3-8 facts, 2-9 actions with 0-3
+    preconditions (so some have none), overlapping add/delete lists, dead ends and unsolvable goals included."""
+    rng = random.Random(seed)
+    n = rng.randint(3, 8)
+    facts = [f"p{i}" for i in range(n)]
+
+    def conjunction(atoms, negated=()):
+        return "(and " + " ".join([f"({a})" for a in atoms] + [f"(not ({a}))" for a in negated]) + ")"
+
+    domain = ["(define (domain random-strips)", " (:requirements :strips)",
+              " (:predicates " + " ".join(f"({f})" for f in facts) + ")"]
+    for a in range(rng.randint(2, 9)):
+        pre = rng.sample(facts, rng.randint(0, min(3, n)))
+        add = rng.sample(facts, rng.randint(1, 2))
+        delete = rng.sample(facts, rng.randint(0, 2))
+        domain.append(f" (:action a{a} :parameters () :precondition {conjunction(pre)}"
+                      f" :effect {conjunction(add, delete)})")
+    domain.append(")")
+    init = rng.sample(facts, rng.randint(1, n // 2 + 1))
+    goal = rng.sample(facts, rng.randint(1, 3))
+    problem = (f"(define (problem random-{seed}) (:domain random-strips)"
+               f" (:init {' '.join(f'({f})' for f in init)}) (:goal {conjunction(goal)}))")
+    return "\n".join(domain) + "\n", problem + "\n"

@@ -10,7 +10,10 @@ import pytest
 from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeuristic
 from pyperplan.search.searchspace import make_root_node
 
-from planning_corpus import DATA, instance, random_walk_states
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planning_corpus import DATA, instance, random_strips_text, random_walk_states
 from tnlib.heuristics import (
     FEATURE_NAMES,
     HEURISTIC_NAMES,
@@ -19,7 +22,8 @@ from tnlib.heuristics import (
     linear_features,
     make_heuristic,
 )
-from tnlib.search import goal_distances
+from tnlib.search import astar, gbfs, goal_distances
+from tnlib.plans import validate_plan
 from tnlib.task import load_task, parse_and_ground
 
 DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
@@ -173,3 +177,39 @@ def test_evaluate_all_keys_and_unknown_name(corpus):
     assert set(values) == set(HEURISTIC_NAMES) | set(FEATURE_NAMES)
     with pytest.raises(ValueError, match="unknown heuristic"):
         make_heuristic("hsa", task)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(seed=st.integers(min_value=0, max_value=10**6))
+def test_random_strips_tasks_against_pyperplan_and_hstar(tmp_path_factory, seed):
+    """Random propositional tasks reach corners the four domains do not: operators without preconditions,
+    goals true initially, dead ends, unsolvable problems."""
+    directory = tmp_path_factory.mktemp("random-strips")
+    domain_text, problem_text = random_strips_text(seed)
+    (directory / "domain.pddl").write_text(domain_text)
+    (directory / "problem.pddl").write_text(problem_text)
+    task = load_task(directory / "domain.pddl", directory / "problem.pddl")
+    reference = parse_and_ground(task.domain_file, task.problem_file)
+    distances = goal_distances(task)
+    states = list(distances)
+    values = evaluate_all(task, states)
+    hmax, hadd = hMaxHeuristic(reference), hAddHeuristic(reference)
+    reference.operators = sorted(reference.operators, key=lambda op: op.name)
+    ff = SortedOrderFF(reference)
+    for i, state in enumerate(states):
+        node = make_root_node(task.state_to_facts(state))
+        assert values["hmax"][i] == hmax(node)
+        assert values["hadd"][i] == hadd(node)
+        assert values["ff"][i] == ff(node)
+        assert values["goalcount"][i] == len(reference.goals - node.state)
+        hstar = distances[state]
+        assert values["hmax"][i] <= values["lmcut"][i] <= hstar
+        assert math.isinf(values["lmcut"][i]) == math.isinf(values["hmax"][i])
+        assert values["lmcut"][i] <= values["ff"][i]
+    optimal = astar(task, "lmcut")
+    if math.isinf(distances[task.init]):
+        assert optimal.status == "exhausted" and gbfs(task, "ff").status == "exhausted"
+    else:
+        assert validate_plan(task, optimal.plan).valid and len(optimal.plan) == distances[task.init]
+        greedy = gbfs(task, "ff")
+        assert greedy.status == "solved" and validate_plan(task, greedy.plan).valid
