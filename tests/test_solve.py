@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -295,9 +296,11 @@ def test_search_dies_with_a_killed_parent(tmp_path):
                 break
             time.sleep(0.1)
         assert search_pids, "the search stage never started"
+        run_folder = Path(os.readlink(f"/proc/{search_pids[0]}/cwd"))
     finally:
         worker.kill()
         worker.wait()
+    shutil.rmtree(run_folder, ignore_errors=True)  # the killed worker could not remove its temporary folder
     for _ in range(100):  # the kernel delivers the parent-death signal asynchronously
         if not sessions_alive(set(search_pids)):
             break
