@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from pyperplan.heuristics.blind import BlindHeuristic
 from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeuristic
 from pyperplan.search.searchspace import make_root_node
 
@@ -195,13 +196,14 @@ def test_random_strips_tasks_against_pyperplan_and_hstar(tmp_path_factory, seed)
     values = evaluate_all(task, states)
     hmax, hadd = hMaxHeuristic(reference), hAddHeuristic(reference)
     reference.operators = sorted(reference.operators, key=lambda op: op.name)
-    ff = SortedOrderFF(reference)
+    ff, blind = SortedOrderFF(reference), BlindHeuristic(reference)
     for i, state in enumerate(states):
         node = make_root_node(task.state_to_facts(state))
         assert values["hmax"][i] == hmax(node)
         assert values["hadd"][i] == hadd(node)
         assert values["ff"][i] == ff(node)
         assert values["goalcount"][i] == len(reference.goals - node.state)
+        assert values["blind"][i] == blind(node)
         hstar = distances[state]
         assert values["hmax"][i] <= values["lmcut"][i] <= hstar
         assert math.isinf(values["lmcut"][i]) == math.isinf(values["hmax"][i])

@@ -197,3 +197,11 @@ def test_every_heuristic_name_is_searchable(corpus):
     task = instance(corpus, "ferry", 2, "small")
     for name in HEURISTIC_NAMES:
         assert_valid(task, gbfs(task, name, max_evaluations=None))
+
+
+def test_bad_heuristic_output_is_refused(corpus):
+    task = instance(corpus, "ferry", 1, "small")
+    with pytest.raises(ValueError, match="NaN"):
+        gbfs(task, lambda states: [float("nan")] * len(states))
+    with pytest.raises(ValueError, match="values for"):
+        gbfs(task, lambda states: [1.0])  # one value for every batch, whatever its size

@@ -77,6 +77,16 @@ def _batch_function(task: Task, heuristic: HeuristicLike) -> Callable[[Sequence[
     return as_batch_function(heuristic)
 
 
+def _as_values(values, expected: int) -> list[float]:
+    """Heuristic output (array, list, CPU tensor) as a list of Python floats; +inf = dead end, NaN refused."""
+    array = np.asarray(values, dtype=np.float64).reshape(-1)
+    if array.shape[0] != expected:
+        raise ValueError(f"heuristic returned {array.shape[0]} values for {expected} states")
+    if np.isnan(array).any():
+        raise ValueError("heuristic returned NaN")
+    return array.tolist()
+
+
 def _extract_plan(task: Task, parents: list[int], parent_ops: list[int], node: int) -> list[str]:
     ops = []
     while parents[node] >= 0:
@@ -118,7 +128,7 @@ def gbfs(
     evaluations = expansions = 0
     if limit < 1:
         return result(EVALUATION_LIMIT)
-    h_init = float(evaluate([task.init])[0])
+    h_init = _as_values(evaluate([task.init]), 1)[0]
     evaluations = 1
     open_list: list[tuple[float, int]] = []
     if not math.isinf(h_init):
@@ -149,9 +159,9 @@ def gbfs(
             continue
         if evaluations + len(new_states) > limit:
             return result(EVALUATION_LIMIT)
-        values = evaluate(new_states)
+        values = _as_values(evaluate(new_states), len(new_states))
         evaluations += len(new_states)
-        for k, value in enumerate(np.asarray(values, dtype=np.float64).tolist()):
+        for k, value in enumerate(values):
             if value != math.inf:
                 heapq.heappush(open_list, (value, first_new + k))
     return result(EXHAUSTED)
@@ -185,7 +195,7 @@ def astar(
     evaluations = expansions = 0
     if limit < 1:
         return result(EVALUATION_LIMIT)
-    h_values.append(float(evaluate([task.init])[0]))
+    h_values.append(_as_values(evaluate([task.init]), 1)[0])
     evaluations = 1
     tie = 0
     open_list: list[tuple[float, float, int, int, int]] = []
@@ -226,7 +236,7 @@ def astar(
             continue
         if evaluations + len(new_nodes) > limit:
             return result(EVALUATION_LIMIT)
-        values = np.asarray(evaluate([states[n] for n in new_nodes]), dtype=np.float64).tolist()
+        values = _as_values(evaluate([states[n] for n in new_nodes]), len(new_nodes))
         evaluations += len(new_nodes)
         for n, h in zip(new_nodes, values):
             h_values.append(h)
