@@ -154,3 +154,22 @@ def test_loading_is_quiet(capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
     assert logging.getLogger().handlers == handlers
+
+
+def test_parser_exits_and_crashes_are_wrapped(monkeypatch):
+    import pyperplan.pddl.parser as pddl_parser
+
+    def exits(*_args, **_kwargs):
+        raise SystemExit(1)
+
+    monkeypatch.setattr(pddl_parser, "parse_domain_def", exits)
+    with pytest.raises(TaskError, match="deadend-domain.pddl: malformed PDDL domain: the parser gave up"):
+        load_task(DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl")
+
+    def crashes(*_args, **_kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'key'")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(pddl_parser, "parse_problem_def", crashes)
+    with pytest.raises(TaskError, match="deadend-problem.pddl: malformed PDDL problem: 'NoneType'"):
+        load_task(DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl")
