@@ -27,14 +27,17 @@ def make_inputs(n: int, seed: int = 0, dtype=torch.float32):
     return h_star, loc, raw_scale, low
 
 
-def time_step(fn, repeats: int) -> float:
-    fn()  # warm-up
-    samples = []
+def time_steps(fns: dict, repeats: int) -> dict[str, float]:
+    """Median seconds per call of each function, interleaved so machine noise hits all of them alike."""
+    for fn in fns.values():
+        fn()  # warm-up
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def bench(n: int, repeats: int) -> dict:
@@ -56,7 +59,7 @@ def bench(n: int, repeats: int) -> dict:
         loss = (-d.log_prob(x) + d.mean).sum()
         loss.backward()
 
-    result = {"n": n, "normal_s": time_step(normal_step, repeats), "tnlib_s": time_step(tnlib_step, repeats)}
+    steps = {"normal_s": normal_step, "tnlib_s": tnlib_step}
     try:
         from stable_trunc_gaussian import TruncatedGaussian
 
@@ -70,10 +73,10 @@ def bench(n: int, repeats: int) -> dict:
             loss = (-d.log_prob(x) + d.mean).sum()
             loss.backward()
 
-        result["stable_trunc_gaussian_s"] = time_step(stg_step, repeats)
+        steps["stable_trunc_gaussian_s"] = stg_step
     except ImportError:
         pass
-    return result
+    return {"n": n, **time_steps(steps, repeats)}
 
 
 def main() -> None:
