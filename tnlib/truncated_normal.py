@@ -441,9 +441,11 @@ def _fast_core(loc, scale, low, high) -> _FastCore:
     shape = loc.shape
     loc, scale, low, high = (t.detach().reshape(-1) for t in (loc, scale, low, high))
     with torch.no_grad():
-        a = (low - loc) / scale
-        log_z = torch.log(0.5 * torch.erfc(a * _SQRT_HALF))
-        p_a = torch.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+        # low = -inf becomes a = -1e15: the same values to the last bit, and products like a * p_a stay 0
+        # instead of -inf * 0 = nan, which saves a nan_to_num in every backward
+        a = ((low - loc) / scale).clamp_(min=-1e15)
+        log_z = torch.log(torch.erfc(a * _SQRT_HALF)).sub_(math.log(2.0))
+        p_a = torch.addcmul(-_LOG_SQRT_2PI - log_z, a, a, value=-0.5).exp_()
         mean = torch.addcmul(loc, scale, p_a)
         far = (a >= _fast_threshold(a.dtype)).nonzero().squeeze(1)
         fc = _FastCore(a, log_z, p_a, mean, scale, shape, far)
@@ -472,9 +474,9 @@ class _FastMean(torch.autograd.Function):
     def backward(ctx, grad):
         fc = ctx.fc
         grad = grad.reshape(-1)
-        dedl = torch.nan_to_num(fc.p_a * (fc.p_a - fc.a), nan=0.0, posinf=0.0)  # p_a (E[t] - a)
+        dedl = fc.p_a * (fc.p_a - fc.a)  # d mean / d low = p_a (E[t] - a)
         v = 1.0 - dedl  # d mean / d loc = Var[t]
-        ds = fc.p_a - torch.nan_to_num(fc.a * dedl, nan=0.0)  # E[t] - a dedl
+        ds = fc.p_a - fc.a * dedl  # d mean / d scale = E[t] - a dedl
         if fc.far.numel():
             a_f = fc.a[fc.far]
             dedl[fc.far] = fc.far_d * fc.p_a[fc.far]
@@ -526,7 +528,7 @@ class _FastLogProb(torch.autograd.Function):
                 if d is not None:
                     g[far] = d - fc.far_d
             elif i == 2:  # d/dscale * scale
-                g = xi.square().sub_(1.0).sub_(torch.nan_to_num(fc.a * fc.p_a, nan=0.0))
+                g = torch.addcmul(xi.square().sub_(1.0), fc.a, fc.p_a, value=-1.0)
                 if d is not None:
                     g[far] = -1.0 + fc.a[far] * (2.0 * d - fc.far_d) + d.square()
             else:  # d/dlow * scale
