@@ -35,6 +35,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_truncated_normal.py
+	$(PY) benchmarks/accuracy_truncated_normal.py
+	$(PY) benchmarks/bench_heuristics.py
+	$(PY) benchmarks/bench_search.py
+	$(PY) benchmarks/compare_lmcut_fast_downward.py
 
 clean-env:
 	rm -rf $(VENV)
