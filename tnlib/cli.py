@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "tnlib.search",
     "tnlib.heuristics",
     "tnlib.plans",
+    "tnlib.datasets",
 ]
 
 
