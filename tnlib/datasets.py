@@ -656,17 +656,24 @@ def generate_dataset(
     bar = tqdm(total=len(jobs), desc=f"tnlib data ({profile.name})", unit="inst", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
     runner = _run_dask(jobs, scheduler) if scheduler else _run_local(jobs, workers)
+    # A split is consolidated as soon as its last slot is in, so a long run banks finished splits as it goes.
+    remaining = {key: len(sp.jobs) for key, sp in by_key.items()}
+    for key, left in remaining.items():
+        if left == 0:  # every slot was done by an interrupted run
+            report.splits["/".join(key)] = consolidate_split(by_key[key])
     try:
         for result in runner:
-            _store_slot(by_key[(result["domain"], result["split"])], result)
+            key = (result["domain"], result["split"])
+            _store_slot(by_key[key], result)
             counts["solved" if result["status"] == "ok" else "failed"] += 1
             counts["retried"] += bool(result["rejected"]) and result["status"] == "ok"
             bar.set_postfix(counts, refresh=False)
             bar.update(1)
+            remaining[key] -= 1
+            if remaining[key] == 0:
+                report.splits["/".join(key)] = consolidate_split(by_key[key])
     finally:
         bar.close()
-    for sp in plans:
-        report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
     report.wall_seconds = time.perf_counter() - started
     return report
 
