@@ -12,8 +12,7 @@ embedded bundle, which nbconvert keeps when it writes HTML. Nothing is loaded fr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -370,18 +369,71 @@ def explorer_figure(
         return message_figure(f"cannot draw: {error}")
 
 
-@dataclass
-class ExplorerControls:
-    """The explorer's widgets: ``values`` maps :func:`explorer_figure`'s argument names to their widgets (for
-    ``ipywidgets.interactive_output``); ``panel`` lays them out with the preset selector."""
+def show_in_output(output: Any, figure: go.Figure) -> None:
+    """Replace what an ``ipywidgets.Output`` shows with ``figure``.
 
-    values: dict[str, Any]
-    panel: Any
+    The outputs are set directly instead of capturing ``figure.show()`` inside ``with output:``: capturing a
+    plotly figure into an Output widget made papermill hang after the last cell, and setting them works the
+    same in JupyterLab.
+    """
+    output.outputs = ()
+    output.append_display_data(figure)
+
+
+class ExplorerControls:
+    """The explorer's widgets.
+
+    ``values`` maps :func:`explorer_figure`'s argument names to their widgets, ``output`` is where the figure
+    goes, ``panel`` lays everything out with the preset selector. :meth:`on_change` registers the redraw
+    callback; a preset changes several widgets but triggers a single redraw.
+    """
+
+    def __init__(self, values: dict[str, Any], preset: Any, output: Any, panel: Any) -> None:
+        self.values, self.preset, self.output, self.panel = values, preset, output, panel
+        self._callbacks: list[Callable[[], None]] = []
+        self._applying_preset = False
+        for control in values.values():
+            control.observe(self._value_changed, names="value")
+        preset.observe(self._apply_preset, names="value")
+
+    def current_values(self) -> dict[str, Any]:
+        """The widgets' values, as keyword arguments of :func:`explorer_figure`."""
+        return {name: control.value for name, control in self.values.items()}
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every user change."""
+        self._callbacks.append(callback)
+
+    def _notify(self) -> None:
+        for callback in self._callbacks:
+            callback()
+
+    def _value_changed(self, change: dict) -> None:
+        if not self._applying_preset:
+            self._notify()
+
+    def _apply_preset(self, change: dict) -> None:
+        if change["new"] is None:
+            return
+        low, high = change["new"]
+        self._applying_preset = True
+        try:
+            self.values["loc"].value, self.values["scale"].value = 0.0, 1.0
+            self.values["low_is_infinite"].value = not math.isfinite(low)
+            self.values["high_is_infinite"].value = not math.isfinite(high)
+            if math.isfinite(low):
+                self.values["low"].value = low
+            if math.isfinite(high):
+                self.values["high"].value = high
+        finally:
+            self._applying_preset = False
+        self._notify()
 
 
 def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 5.0) -> ExplorerControls:
-    """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, and a preset
-    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.teaching.PRESET_BOUNDS`."""
+    """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
+    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.teaching.PRESET_BOUNDS`, and an output
+    area for the figure."""
     import ipywidgets as widgets
 
     def slider(description: str, value: float, minimum: float, maximum: float) -> widgets.FloatSlider:
@@ -398,25 +450,14 @@ def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float =
         "low_is_infinite": widgets.Checkbox(value=not math.isfinite(params.low), description="l = -inf"),
         "high_is_infinite": widgets.Checkbox(value=not math.isfinite(params.high), description="u = +inf"),
     }
-    preset = widgets.Dropdown(options=[("(choose a preset)", None)] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS],
-                              description="preset")
-
-    def apply_preset(change: dict) -> None:
-        if change["new"] is None:
-            return
-        low, high = change["new"]
-        values["loc"].value, values["scale"].value = 0.0, 1.0
-        values["low_is_infinite"].value, values["high_is_infinite"].value = not math.isfinite(low), not math.isfinite(high)
-        if math.isfinite(low):
-            values["low"].value = low
-        if math.isfinite(high):
-            values["high"].value = high
-
-    preset.observe(apply_preset, names="value")
+    options = [("(choose a preset)", None)] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS]
+    preset = widgets.Dropdown(options=options, description="preset")
+    output = widgets.Output()
     panel = widgets.VBox([
         preset,
         widgets.HBox([values["loc"], values["scale"], values["observed"]]),
         widgets.HBox([values["low"], values["low_is_infinite"]]),
         widgets.HBox([values["high"], values["high_is_infinite"]]),
+        output,
     ])
-    return ExplorerControls(values=values, panel=panel)
+    return ExplorerControls(values, preset, output, panel)

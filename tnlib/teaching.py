@@ -221,6 +221,25 @@ def format_description(description: dict[str, float]) -> str:
     return "\n".join(f"{labels[key]:<34s} {description[key]: .4f}" for key in labels)
 
 
+def preset_summary_table(
+    loc: float = 0.0,
+    scale: float = 1.0,
+    observed: float = 0.5,
+    presets: tuple[tuple[str, float, float], ...] = PRESET_BOUNDS,
+) -> str:
+    """One line per preset: its truncated mean, mode, kept mass and the NLL of ``observed`` (inf when the
+    observation is outside the bounds)."""
+    header = f"{'bounds (l, u)':<34s}{'mean':>9s}{'mode':>9s}{'Z':>10s}{'NLL N':>9s}{'NLL TN':>9s}"
+    lines = [header, "-" * len(header)]
+    for label, low, high in presets:
+        row = describe_truncated_normal(loc, scale, low, high, observed)
+        lines.append(
+            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{row['kept_mass']:10.4f}"
+            f"{row['normal_nll']:9.3f}{row['truncated_nll']:9.3f}"
+        )
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Classroom demonstrations
 # ----------------------------------------------------------------------------------------------------------
