@@ -1,0 +1,138 @@
+"""Tests for tnlib.figures: figure builders return the expected traces with correct densities, the offline
+renderer loads nothing from a CDN, and the explorer's widgets redraw as described."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from tnlib import figures, teaching
+
+EXTRA_BOUNDS = [("far right tail", 10.0, math.inf), ("narrow window", -0.001, 0.001), ("left of mu", -6.0, -3.0)]
+
+
+def traces_by_name(figure: go.Figure) -> dict[str, go.Scatter]:
+    return {trace.name: trace for trace in figure.data}
+
+
+@pytest.mark.parametrize("label, low, high", [*teaching.PRESET_BOUNDS, *EXTRA_BOUNDS])
+def test_truncated_pdf_is_zero_outside_the_bounds_and_integrates_to_one(label, low, high):
+    figure = figures.truncated_normal_figure(0.0, 1.0, low, high, observed=0.5, num_points=401)
+    assert isinstance(figure, go.Figure)
+    traces = traces_by_name(figure)
+    assert set(traces) == {
+        figures.NORMAL_PDF, figures.TRUNCATED_PDF, figures.LOC_LINE, figures.MEAN_LINE, figures.MODE_MARKER, figures.OBSERVED_LINE,
+    }
+    x = np.asarray(traces[figures.TRUNCATED_PDF].x, dtype=float)
+    density = np.asarray(traces[figures.TRUNCATED_PDF].y, dtype=float)
+    assert np.all(density[(x < low) | (x > high)] == 0.0)
+    assert np.all(density[(x > low) & (x < high)] > 0.0) or high - low > 30  # far tails may underflow to 0
+    assert np.trapezoid(density, x) == pytest.approx(1.0, abs=2e-3)
+    mean = traces[figures.MEAN_LINE].x[0]
+    assert low <= mean <= high
+    assert mean == pytest.approx(teaching.describe_truncated_normal(0.0, 1.0, low, high, 0.5)["mean"])
+    assert low <= traces[figures.MODE_MARKER].x[0] <= high
+
+
+def test_normal_pdf_integrates_to_one_over_the_view():
+    traces = traces_by_name(figures.truncated_normal_figure(1.0, 2.0, 0.0, math.inf))
+    normal = traces[figures.NORMAL_PDF]
+    assert np.trapezoid(np.asarray(normal.y), np.asarray(normal.x)) == pytest.approx(1.0, abs=1e-3)
+    assert figures.OBSERVED_LINE not in traces  # no observed value given
+    assert traces[figures.LOC_LINE].x[0] == 1.0
+
+
+def test_title_reports_the_nll_of_the_observed_value():
+    figure = figures.truncated_normal_figure(0.0, 1.0, 0.2, 1.7, observed=0.5)
+    assert "Normal 1.044" in figure.layout.title.text and "TN 0.066" in figure.layout.title.text
+
+
+@pytest.mark.parametrize("arguments", [(0.0, 0.0, 0.0, 1.0), (0.0, -1.0, 0.0, 1.0), (0.0, 1.0, 2.0, 1.0)])
+def test_truncated_normal_figure_rejects_bad_parameters(arguments):
+    with pytest.raises(ValueError):
+        figures.truncated_normal_figure(*arguments)
+
+
+def test_preset_figure_has_a_density_and_a_mean_marker_inside_the_bounds_per_preset():
+    figure = figures.preset_bounds_figure(0.0, 1.0, num_points=201)
+    assert len(figure.data) == 2 * len(teaching.PRESET_BOUNDS)
+    traces = traces_by_name(figure)
+    for label, low, high in teaching.PRESET_BOUNDS:
+        assert label in traces
+        assert low <= traces[f"mean of {label}"].x[0] <= high
+
+
+def test_curves_figure_leaves_gaps_for_non_finite_values_and_checks_lengths():
+    figure = figures.curves_figure([0, 1, 2], {"a": [1.0, math.inf, 2.0], "b": [1, 2, 3]}, "t", "x", "y", log_y=True,
+                                   vertical_lines={"here": 1.0})
+    assert [trace.name for trace in figure.data] == ["a", "b"]
+    assert figure.data[0].y == (1.0, None, 2.0)
+    assert figure.layout.yaxis.type == "log"
+    with pytest.raises(ValueError, match="curve 'a'"):
+        figures.curves_figure([0, 1], {"a": [1.0]}, "t", "x", "y")
+
+
+def test_bar_figure_has_one_bar_per_entry():
+    figure = figures.bar_figure({"Gaussian": 1.42, "Laplace": 1.35}, "t", "y")
+    assert list(figure.data[0].x) == ["Gaussian", "Laplace"]
+
+
+def test_regression_figures():
+    result = teaching.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=4)
+    loss = figures.regression_loss_figure(result)
+    assert [trace.name for trace in loss.data] == list(teaching.MODEL_LABELS.values())
+    assert loss.layout.yaxis.type == "log"
+    bars = figures.point_estimate_figure(result)
+    assert [trace.name for trace in bars.data] == list(teaching.ESTIMATE_LABELS.values())
+    assert bars.data[2].y[:2] == (None, None)  # only the truncated model has a TN mean
+    scatter = figures.prediction_scatter_figure(result, max_points=20)
+    assert len(scatter.data) == 1 + len(teaching.MODEL_LABELS) + 1
+    assert all(len(trace.x) == 20 for trace in scatter.data[:-1])
+
+
+def test_inline_renderer_uses_no_cdn_and_no_bundle_per_figure(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)  # restored after the test
+    rendered = {}
+    monkeypatch.setattr("IPython.display.display", lambda obj: rendered.setdefault("html", obj.data))
+    figures.setup_notebook_plotting()
+    assert pio.renderers.default == f"plotly_mimetype+{figures.INLINE_RENDERER}"
+    assert figures.BUNDLE_MARKER in rendered["html"] and "plotly.js v" in rendered["html"]
+    assert not re.findall(r"<script\b[^>]*\bsrc\s*=", rendered["html"])
+    bundle = pio.renderers[figures.INLINE_RENDERER].to_mimebundle(figures.message_figure("hello").to_dict())
+    html = bundle["text/html"]
+    assert "Plotly.newPlot" in html
+    assert "<script src" not in html and "cdn" not in html.lower()
+    assert len(html) < 100_000  # the figure, not the 5 MB library
+
+
+def test_explorer_figure_shows_a_message_for_invalid_widget_values():
+    figure = figures.explorer_figure(0.0, 1.0, 2.0, 1.0, 0.5)
+    assert len(figure.data) == 0 and "low must be < high" in figure.layout.annotations[0].text
+    unbounded = figures.explorer_figure(0.0, 1.0, 2.0, 1.0, 0.5, low_is_infinite=True, high_is_infinite=True)
+    assert traces_by_name(unbounded)[figures.MEAN_LINE].x[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)  # restored after the test
+    monkeypatch.setattr("IPython.display.display", lambda obj: None)
+    figures.setup_notebook_plotting()  # as in the notebook: figures render to the plotly mimetype and HTML
+    params = teaching.check_explorer_parameters(0.0, 1.0, 0.2, "inf", 0.5)
+    controls = figures.explorer_controls(params)
+    assert controls.current_values()["high_is_infinite"] is True
+    calls = []
+    controls.on_change(lambda: calls.append(controls.current_values()))
+    controls.values["loc"].value = 1.0
+    assert len(calls) == 1 and calls[0]["loc"] == 1.0
+    controls.preset.value = (1.0, 3.0)  # "(1, 3): mu left of the bounds"
+    assert len(calls) == 2
+    assert calls[1] == {"loc": 0.0, "scale": 1.0, "low": 1.0, "high": 3.0, "observed": 0.5,
+                        "low_is_infinite": False, "high_is_infinite": False}
+    figures.show_in_output(controls.output, figures.explorer_figure(**controls.current_values()))
+    figures.show_in_output(controls.output, figures.explorer_figure(**controls.current_values()))
+    assert len(controls.output.outputs) == 1
+    data = controls.output.outputs[0]["data"]
+    assert "application/vnd.plotly.v1+json" in data and "Plotly.newPlot" in data["text/html"]

@@ -1,0 +1,212 @@
+"""Tests for tnlib.teaching: parameter checks, the explorer's summary, the classroom demonstrations, and the
+synthetic regression, whose assertions are the claims the classroom notebook's prose makes about it."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import truncnorm
+
+from tnlib import teaching
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Parameter checks
+# ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"steps": 0}, "steps"),
+        ({"steps": 2.5}, "steps"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"learning_rate": float("nan")}, "learning_rate"),
+        ({"num_train": 1}, "num_train"),
+        ({"num_test": True}, "num_test"),
+        ({"hidden_units": 0}, "hidden_units"),
+        ({"open_bound_margin": 0.0}, "open_bound_margin"),
+        ({"seed": -1}, "seed"),
+        ({"demo_steps": 0}, "demo_steps"),
+    ],
+)
+def test_check_parameters_names_the_bad_parameter(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        teaching.check_parameters(**overrides)
+
+
+def test_check_parameters_accepts_the_notebook_defaults():
+    params = teaching.check_parameters()
+    assert params.steps == 400 and params.open_bound_margin == teaching.PAPER_OPEN_BOUND_MARGIN
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"scale": 0.0}, "scale"),
+        ({"scale": -1.0}, "scale"),
+        ({"low": 2.0, "high": 1.0}, "low must be < high"),
+        ({"low": 1.0, "high": 1.0}, "low must be < high"),
+        ({"low": "inf"}, "low"),
+        ({"high": float("-inf")}, "high"),
+        ({"loc": float("nan")}, "loc"),
+        ({"observed": float("inf")}, "observed"),
+        ({"high": "ten"}, "high"),
+        ({"num_points": 3}, "num_points"),
+        ({"interactive": "yes"}, "interactive"),
+    ],
+)
+def test_check_explorer_parameters_names_the_bad_parameter(overrides, message):
+    arguments = dict(loc=0.0, scale=1.0, low=0.2, high=1.7, observed=0.5, num_points=101, interactive=False)
+    arguments.update(overrides)
+    with pytest.raises(ValueError, match=message):
+        teaching.check_explorer_parameters(**arguments)
+
+
+def test_check_explorer_parameters_accepts_infinite_bounds_as_strings():
+    params = teaching.check_explorer_parameters(0, 1, "-inf", "inf", 0.5)
+    assert params.low == -math.inf and params.high == math.inf and isinstance(params.loc, float)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Explorer summary
+# ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label, low, high", teaching.PRESET_BOUNDS)
+def test_describe_truncated_normal_matches_scipy(label, low, high):
+    described = teaching.describe_truncated_normal(0.0, 1.0, low, high, 0.5)
+    reference = truncnorm(low, high)  # standardised bounds, mu=0, sigma=1
+    assert described["mean"] == pytest.approx(reference.mean(), abs=1e-7)
+    assert described["stddev"] == pytest.approx(reference.std(), abs=1e-7)
+    assert low <= described["mean"] <= high
+    assert described["mode"] == pytest.approx(min(max(0.0, low), high))
+    if low <= 0.5 <= high:
+        assert described["truncated_nll"] == pytest.approx(-reference.logpdf(0.5), abs=1e-9)
+        assert described["truncated_nll"] == pytest.approx(described["normal_nll"] + described["log_normalizer"])
+    else:
+        assert described["truncated_nll"] == math.inf
+
+
+def test_paper_figure1_mean_lies_inside_the_bounds_although_mu_does_not():
+    described = teaching.describe_truncated_normal(0.0, 1.0, 0.2, 1.7, 0.5)
+    assert 0.2 < described["mean"] < 1.7
+    assert "paper Figure 1" in teaching.preset_summary_table()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Classroom demonstrations
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_gaussian_nll_is_minimal_at_the_sample_mean():
+    sample = teaching.draw_gaussian_sample(50, 3.0, 1.5, seed=0)
+    locs = np.linspace(0.0, 6.0, 601)
+    assert locs[np.argmin(teaching.gaussian_nll_curve(sample, locs, 1.5))] == pytest.approx(sample.mean(), abs=0.01)
+    assert np.array_equal(sample, teaching.draw_gaussian_sample(50, 3.0, 1.5, seed=0))
+
+
+def test_mse_is_the_gaussian_nll_with_sigma_one_over_sqrt2_up_to_log_sqrt_pi():
+    largest, smallest = teaching.mse_nll_gap(np.array([1.0, 2.0, 7.5]), np.array([0.0, 2.5, 1.0]))
+    assert largest == pytest.approx(math.log(math.sqrt(math.pi)), abs=1e-12)
+    assert smallest == pytest.approx(math.log(math.sqrt(math.pi)), abs=1e-12)
+
+
+def test_nll_versus_scale_is_minimal_at_the_rms_residual():
+    residuals = np.array([0.5, -1.0, 2.0, -0.3])
+    scales = np.linspace(0.2, 4.0, 3801)
+    best = scales[np.argmin(teaching.nll_versus_scale(residuals, scales))]
+    assert best == pytest.approx(np.sqrt(np.mean(residuals**2)), abs=2e-3)
+
+
+def test_gaussian_has_the_largest_entropy_for_a_given_variance():
+    entropies = teaching.equal_variance_entropies(1.0)
+    assert entropies["Gaussian"] == pytest.approx(0.5 * math.log(2 * math.pi * math.e))
+    assert entropies["Gaussian"] > entropies["Laplace"] > entropies["Uniform"]
+
+
+def test_closed_bound_nll_decreases_without_limit_while_open_bound_has_a_minimum():
+    locs = np.linspace(-40.0, 8.0, 961)
+    curves = teaching.bound_nll_curves(observed=5.0, scale=1.0, margin=0.1, locs=locs)
+    closed, opened, gaussian = curves[teaching.CLOSED_LABEL], curves[teaching.OPEN_LABEL], curves[teaching.GAUSSIAN_LABEL]
+    assert np.all(np.isfinite(closed)) and np.all(np.isfinite(opened))
+    assert np.all(np.diff(closed) > 0), "closed-bound NLL must fall as mu falls, everywhere"
+    open_best = locs[np.argmin(opened)]
+    # Exercise 4: mu* ~ l - eps - sigma^2/eps = -5.1 (a little higher in fact); interior, far from the grid edge.
+    assert -6.0 < open_best < -4.0
+    assert locs[np.argmin(gaussian)] == pytest.approx(5.0, abs=0.05)
+
+
+def test_descent_diverges_under_the_closed_bound_and_settles_under_the_open_bound():
+    paths = teaching.descend_loc(observed=5.0, scale=1.0, margin=0.1, steps=300, learning_rate=0.2)
+    closed, opened, gaussian = paths[teaching.CLOSED_LABEL], paths[teaching.OPEN_LABEL], paths[teaching.GAUSSIAN_LABEL]
+    assert len(closed) == 301
+    assert closed[-1] < -15 and closed[-1] - closed[-11] < -0.2  # still falling
+    assert -6.0 < opened[-1] < -4.0 and abs(opened[-1] - opened[-11]) < 0.05  # settled
+    assert gaussian[-1] == pytest.approx(5.0, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Synthetic regression
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_synthetic_data_has_an_admissible_bound_that_is_often_exact():
+    import torch
+
+    data = teaching.make_synthetic_heuristic_data(4000, torch.Generator().manual_seed(3))
+    assert torch.all(data.lower_bound <= data.optimal_cost) and torch.all(data.lower_bound >= 0)
+    exact = float((data.lower_bound == data.optimal_cost).double().mean())
+    assert 0.4 < exact < 0.65
+    assert torch.all(data.optimal_cost == torch.round(data.optimal_cost))
+
+
+def test_synthetic_regression_is_deterministic_for_a_seed():
+    first = teaching.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
+    second = teaching.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
+    other = teaching.run_synthetic_regression(seed=5, num_train=80, num_test=60, steps=15)
+    assert first.test_mse == second.test_mse
+    assert first.validation_mse == second.validation_mse
+    assert first.train_nll == second.train_nll
+    assert first.test_mse != other.test_mse
+    assert first.recorded_steps[0] == 0 and first.recorded_steps[-1] == 15
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_regression_claims_of_the_classroom_notebook(seed):
+    """Each assertion is a bullet of "What to look for" in statistics_of_heuristic_learning.ipynb."""
+    result = teaching.run_synthetic_regression(seed=seed)  # the notebook's defaults
+    mse = result.test_mse
+    gaussians = ("gaussian_mse", "gaussian")
+    truncated_mean = mse["truncated"]["truncated_mean"]
+    best_other = min(value for kind in mse for name, value in mse[kind].items() if name != "truncated_mean")
+    # The TN mean has the lowest test MSE, clearly below every mu and every max(mu, l) (ours: 35-50% lower).
+    assert truncated_mean < 0.8 * best_other
+    assert truncated_mean < 0.8 * result.lower_bound_mse
+    # Clipping helps the Gaussians (it can only move predictions below l towards h*).
+    for kind in gaussians:
+        assert mse[kind]["clipped"] <= mse[kind]["mu"]
+    # The truncated model's own mu is a bad point estimate, far worse than its mean.
+    assert mse["truncated"]["mu"] > 2 * truncated_mean
+    # The TN mean never falls below l - epsilon.
+    assert result.truncated_mean_minus_bound >= -teaching.PAPER_OPEN_BOUND_MARGIN - 1e-9
+    # After a tenth of the steps the truncated heuristic beats both Gaussians' final heuristic.
+    tenth = next(index for index, step in enumerate(result.recorded_steps) if step >= 40)
+    assert result.validation_mse["truncated"][tenth] < min(result.validation_mse[kind][-1] for kind in gaussians)
+    # Fixed and learned sigma give similar Gaussian mu.
+    assert mse["gaussian"]["mu"] == pytest.approx(mse["gaussian_mse"]["mu"], rel=0.2)
+
+
+def test_truncated_model_stays_best_after_few_steps():
+    """Exercise 5 of the classroom notebook (steps = 20)."""
+    result = teaching.run_synthetic_regression(seed=0, steps=20)
+    others = [value for kind in result.test_mse for name, value in result.test_mse[kind].items() if name != "truncated_mean"]
+    assert result.test_mse["truncated"]["truncated_mean"] < min(others)
+
+
+def test_regression_table_lists_every_model():
+    result = teaching.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=3)
+    table = teaching.format_regression_table(result)
+    for label in [*teaching.MODEL_LABELS.values(), *teaching.ESTIMATE_LABELS.values()]:
+        assert label in table
