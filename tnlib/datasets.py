@@ -588,7 +588,7 @@ def _run_dask(jobs: list[SlotJob], scheduler: str) -> Iterator[dict]:
     with Client(scheduler, set_as_default=False) as client:
         futures = client.map(run_slot, jobs, pure=False, key=[f"tnlib-slot-{j.split}-{j.key}" for j in jobs])
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):
                 yield future.result()
         finally:
             client.cancel(futures)
