@@ -1,0 +1,415 @@
+"""Training: one readable loop, in the spirit of nanoGPT's ``train.py``.
+
+``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN or linear regression) with one head
+configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2, gradient
+norm clip 0.1, learning rate 1e-2 (NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
+The run folder holds
+
+* ``config.json`` — the :class:`TrainConfig`;
+* ``curves.jsonl`` — one JSON line per validation: step, mean training loss since the previous line, validation
+  NLL and MSE, seconds since the start (for plots);
+* ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection);
+* ``last.pt`` — a periodic checkpoint with the optimizer and the batch sampler's RNG state, written atomically
+  (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
+  weights an uninterrupted run would have.
+
+A checkpoint holds the config and the model's constructor arguments, so :func:`load_checkpoint` rebuilds model and
+head without the data. A non-finite loss or gradient norm stops the run with :class:`TrainingDiverged`, naming
+the step and the batch's instances, before anything is written for that step.
+
+Determinism: the model is initialised after ``torch.manual_seed(seed)`` and batches are drawn (uniformly, with
+replacement) from a dedicated ``torch.Generator`` seeded with ``seed``, so the same seed gives the same weights
+on the same machine and torch build (on CUDA, ``index_add_`` in STRIPS-HGN may add in a different order).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from tnlib.device import default_device
+from tnlib.encodings import Batch, Encoded, Encoder, make_encoder
+from tnlib.heads import DistributionHead, HeadConfig
+from tnlib.models import DEFAULT_LEARNING_RATES, MODELS, build_model
+
+CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
+# Changing these between an interruption and the resume does not change the computation of the steps already done.
+_RESUMABLE_CHANGES = {"steps", "device", "progress"}
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the gradient became NaN or infinite; nothing was saved for the offending step."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on. Defaults are the paper's except ``steps`` and ``eval_every``."""
+
+    domain: str = "blocksworld"
+    model: str = "nlm"  # nlm | hgn | linear
+    # the head (see tnlib.heads)
+    distribution: str = "TN"  # N | TN
+    sigma: str = "learn"  # learn | fixed
+    residual: str = "ff"  # ff | lmcut | none
+    lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
+    upper_bound: str = "none"  # none | h_sat
+    # data (tnlib.data): a dataset root and splits; `instances` subsamples training instances (the paper: 400)
+    data_root: str = "data"
+    train_split: str = "train"
+    val_split: str = "val"
+    instances: int | None = None
+    # optimisation
+    steps: int = 40_000
+    batch_size: int = 256
+    learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
+    weight_decay: float = 1e-2
+    grad_clip: float = 0.1
+    eval_every: int = 500
+    checkpoint_every: int = 500
+    eval_batch_size: int = 1024
+    seed: int = 0
+    model_args: dict = field(default_factory=dict)  # e.g. {"depth": 3} for a smaller NLM
+    # where
+    out_dir: str = "runs"
+    run_name: str | None = None
+    device: str | None = None  # None: CUDA when present
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r} (choose from {', '.join(MODELS)})")
+        self.head_config()  # checks the head's names
+        for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.instances is not None and (not isinstance(self.instances, int) or self.instances < 1):
+            raise ValueError(f"instances must be None or an integer >= 1, got {self.instances!r}")
+        for name in ("weight_decay", "grad_clip"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+
+    def head_config(self) -> HeadConfig:
+        return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound)
+
+    @property
+    def lr(self) -> float:
+        return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATES[self.model]
+
+    @property
+    def name(self) -> str:
+        """The run folder's name: explicit, or built from what distinguishes runs in the paper's tables."""
+        if self.run_name:
+            return self.run_name
+        upper = "" if self.upper_bound == "none" else f"-u{self.upper_bound}"
+        return (f"{self.domain}-{self.model}-{self.distribution}-{self.sigma}-{self.residual}"
+                f"-l{self.lower_bound}{upper}-s{self.seed}")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        return cls(**values)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+
+
+def load_items(config: TrainConfig, split: str, instances: int | None = None) -> list[dict]:
+    """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline)."""
+    from tnlib import data
+
+    table = data.load_split(config.data_root, config.domain, split)
+    dataset = data.HeuristicDataset(
+        table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
+        instances=instances, seed=config.seed,
+    )
+    return [dataset[i] for i in range(len(dataset))]
+
+
+def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
+    return [encoder.encode(item) for item in items]
+
+
+def batches(encoder: Encoder, encoded: Sequence[Encoded], batch_size: int):
+    """Consecutive batches of ``encoded`` (for evaluation)."""
+    for start in range(0, len(encoded), batch_size):
+        yield encoder.collate(encoded[start:start + batch_size])
+
+
+@torch.no_grad()
+def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded: Sequence[Encoded],
+            device: torch.device, batch_size: int = 1024) -> dict[str, torch.Tensor]:
+    """Per-state float64 CPU tensors: h_star, lower, upper, ff, lmcut, mu, sigma, estimate, clipped (N), nll."""
+    was_training = model.training
+    model.eval()
+    columns: dict[str, list[torch.Tensor]] = {}
+    for batch in batches(encoder, encoded, batch_size):
+        batch = batch.to(device)
+        prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+        values = {
+            "h_star": batch.h_star, "lower": batch.lower, "upper": batch.upper, "ff": batch.ff, "lmcut": batch.lmcut,
+            "mu": prediction.mu, "sigma": prediction.sigma, "estimate": prediction.point_estimate(),
+            "nll": prediction.nll(batch.h_star),
+        }
+        if prediction.kind == "N":
+            values["clipped"] = prediction.clipped_point_estimate()
+        for key, value in values.items():
+            columns.setdefault(key, []).append(value.detach().double().cpu())
+    model.train(was_training)
+    return {key: torch.cat(value) for key, value in columns.items()}
+
+
+def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dict[str, float]:
+    p = predict(model, head, encoder, encoded, device, batch_size)
+    return {"val_mse": float((p["estimate"] - p["h_star"]).square().mean()), "val_nll": float(p["nll"].mean())}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints
+
+
+def _atomic_save(obj: dict, path: Path) -> None:
+    """Write to a temporary file in the same folder, then rename: a crash never leaves a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
+    return {**encoder.model_kwargs(), **config.model_args}
+
+
+def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
+    """Rebuild ``(model, head, config, checkpoint)`` from a ``.pt`` file or a run folder (its ``best.pt``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "best.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    if checkpoint.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a tnlib checkpoint (format {checkpoint.get('format')!r})")
+    config = TrainConfig.from_dict(checkpoint["config"])
+    model = build_model(config.model, **checkpoint["model_kwargs"])
+    model.load_state_dict(checkpoint["model"])
+    device = default_device(device if device is not None else config.device)
+    model.to(device).eval()
+    return model, DistributionHead(config.head_config()), config, checkpoint
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop
+
+
+def train(
+    config: TrainConfig | dict,
+    train_items: Sequence[dict] | None = None,
+    val_items: Sequence[dict] | None = None,
+    on_step: Callable[[int], None] | None = None,
+    resume: bool = True,
+) -> Path:
+    """Train one model; returns its run folder (see the module docstring for what it contains).
+
+    ``train_items`` / ``val_items`` are dataset items (dicts as ``tnlib.data.HeuristicDataset`` yields); by default
+    they are loaded from ``config.data_root``. ``on_step(step)`` is called after every completed step (notebooks
+    use it for live plots; tests use it to interrupt). With ``resume`` (the default) a run folder holding a
+    ``last.pt`` of the same configuration continues from it; otherwise the folder is started afresh.
+    """
+    config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
+    config.validate()
+    run_dir = Path(config.out_dir) / config.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    device = default_device(config.device)
+
+    # -- data -------------------------------------------------------------------------------------------------
+    encoder = make_encoder(config.model, config.domain)
+    if train_items is None:
+        train_items = load_items(config, config.train_split, config.instances)
+    if val_items is None:
+        val_items = load_items(config, config.val_split)
+    if not train_items or not val_items:
+        raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
+    train_data = encode_all(encoder, train_items)
+    val_data = encode_all(encoder, val_items)
+
+    # -- model, head, optimizer, sampler ------------------------------------------------------------------------
+    torch.manual_seed(config.seed)
+    model_kwargs = _model_spec(config, encoder)
+    model = build_model(config.model, **model_kwargs).to(device)
+    head = DistributionHead(config.head_config())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sampler = torch.Generator().manual_seed(config.seed)
+    step, best_val_mse, loss_sum, loss_count, elapsed_before = 0, math.inf, 0.0, 0, 0.0
+
+    last_path, best_path, curves_path = run_dir / "last.pt", run_dir / "best.pt", run_dir / "curves.jsonl"
+    if resume and last_path.is_file():
+        checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
+        saved = TrainConfig.from_dict(checkpoint["config"])
+        differs = [f.name for f in fields(TrainConfig)
+                   if f.name not in _RESUMABLE_CHANGES and getattr(saved, f.name) != getattr(config, f.name)]
+        if differs:
+            raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
+                             "choose another run_name or pass resume=False to start it afresh")
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        sampler.set_state(checkpoint["sampler_state"])
+        step, best_val_mse = checkpoint["step"], checkpoint["best_val_mse"]
+        loss_sum, loss_count = checkpoint["loss_sum"], checkpoint["loss_count"]
+        elapsed_before = checkpoint["elapsed"]
+        # curve lines written after the checkpoint will be written again
+        kept = [line for line in curves_path.read_text().splitlines() if json.loads(line)["step"] <= step] \
+            if curves_path.is_file() else []
+        curves_path.write_text("".join(line + "\n" for line in kept))
+    else:
+        for stale in (last_path, best_path, curves_path):
+            stale.unlink(missing_ok=True)
+        curves_path.touch()
+    (run_dir / "config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
+
+    def checkpoint_state(**extra) -> dict:
+        return {
+            "format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": model_kwargs,
+            "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, **extra,
+        }
+
+    # -- loop ---------------------------------------------------------------------------------------------------
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter() - elapsed_before
+    bar = tqdm(total=config.steps, initial=step, disable=not config.progress, desc=config.name, leave=False)
+    model.train()
+    while step < config.steps:
+        rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
+        batch: Batch = encoder.collate([train_data[i] for i in rows]).to(device)
+        prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+        loss = prediction.nll(batch.h_star).mean()
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(_diverged_message("loss", loss.item(), step + 1, batch, last_path))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise TrainingDiverged(_diverged_message("gradient norm", grad_norm.item(), step + 1, batch, last_path))
+        optimizer.step()
+        step += 1
+        loss_sum += loss.item()
+        loss_count += 1
+        bar.update(1)
+
+        if step % config.eval_every == 0 or step == config.steps:
+            metrics = validation_metrics(model, head, encoder, val_data, device, config.eval_batch_size)
+            record = {"step": step, "train_loss": loss_sum / loss_count, **metrics,
+                      "seconds": round(time.perf_counter() - started, 3)}
+            with curves_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            loss_sum, loss_count = 0.0, 0
+            if metrics["val_mse"] < best_val_mse:
+                best_val_mse = metrics["val_mse"]
+                _atomic_save(checkpoint_state(**metrics), best_path)
+            bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            _atomic_save(checkpoint_state(
+                optimizer=optimizer.state_dict(), sampler_state=sampler.get_state(), loss_sum=loss_sum,
+                loss_count=loss_count, elapsed=time.perf_counter() - started,
+            ), last_path)
+        if on_step is not None:
+            on_step(step)
+    bar.close()
+    return run_dir
+
+
+def _diverged_message(what: str, value: float, step: int, batch: Batch, last_path: Path) -> str:
+    instances = sorted(set(batch.instances))
+    shown = ", ".join(instances[:8]) + (f", ... ({len(instances)} instances)" if len(instances) > 8 else "")
+    saved = f"the last checkpoint ({last_path}) is from before it" if last_path.is_file() else "no checkpoint was written"
+    return (f"training stopped: non-finite {what} ({value}) at step {step} on the batch drawn for that step "
+            f"({len(batch)} states from: {shown}); {saved}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `tnlib train`
+
+
+def _parse_model_args(pairs: Sequence[str]) -> dict:
+    values = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            from tnlib.cli import CommandError
+
+            raise CommandError(f"--model-arg expects KEY=VALUE, got {pair!r}")
+        try:
+            values[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key] = raw
+    return values
+
+
+def register(subparsers) -> None:
+    defaults = TrainConfig()
+    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL",
+                              description="Train one model with one head configuration; writes a run folder "
+                                          "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
+    p.add_argument("--domain", default=defaults.domain, help="blocksworld | ferry | gripper | visitall")
+    p.add_argument("--model", default=defaults.model, help="nlm | hgn | linear")
+    p.add_argument("--distribution", default=defaults.distribution, help="N | TN")
+    p.add_argument("--sigma", default=defaults.sigma, help="learn | fixed (1/sqrt 2)")
+    p.add_argument("--residual", default=defaults.residual, help="ff | lmcut | none")
+    p.add_argument("--lower-bound", default=defaults.lower_bound, help="lmcut | hmax | blind | none")
+    p.add_argument("--upper-bound", default=defaults.upper_bound, help="none | h_sat")
+    p.add_argument("--data", default=defaults.data_root, help="dataset root (default: %(default)s)")
+    p.add_argument("--instances", type=int, default=None, help="subsample this many training instances")
+    p.add_argument("--steps", type=int, default=defaults.steps)
+    p.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    p.add_argument("--lr", type=float, default=None, help="default: 1e-2 (nlm, linear), 1e-3 (hgn)")
+    p.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
+    p.add_argument("--grad-clip", type=float, default=defaults.grad_clip)
+    p.add_argument("--eval-every", type=int, default=defaults.eval_every)
+    p.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
+    p.add_argument("--seed", type=int, default=defaults.seed)
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="model constructor argument, e.g. depth=3 (repeatable)")
+    p.add_argument("--out", default=defaults.out_dir, help="folder of run folders (default: %(default)s)")
+    p.add_argument("--name", default=None, help="run folder name (default: from the configuration)")
+    p.add_argument("--device", default=None, help="cpu | cuda (default: CUDA when present)")
+    p.add_argument("--restart", action="store_true", help="start afresh even if the run folder has a checkpoint")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _run_train(args) -> int:
+    from tnlib.cli import CommandError
+
+    try:
+        config = TrainConfig(
+            domain=args.domain, model=args.model, distribution=args.distribution, sigma=args.sigma,
+            residual=args.residual, lower_bound=args.lower_bound, upper_bound=args.upper_bound, data_root=args.data,
+            instances=args.instances, steps=args.steps, batch_size=args.batch_size, learning_rate=args.lr,
+            weight_decay=args.weight_decay, grad_clip=args.grad_clip, eval_every=args.eval_every,
+            checkpoint_every=args.checkpoint_every, seed=args.seed, model_args=_parse_model_args(args.model_arg),
+            out_dir=args.out, run_name=args.name, device=args.device, progress=not args.no_progress,
+        )
+        run_dir = train(config, resume=not args.restart)
+    except (ValueError, FileNotFoundError, TrainingDiverged) as err:
+        raise CommandError(str(err)) from None
+    best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
+    print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
+    return 0
