@@ -72,11 +72,13 @@ def default_data_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / "data"
 
 
-def _generate_hint(domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None) -> str:
+def _generate_hint(
+    domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None, force: bool = False
+) -> str:
     command = f"tnlib data generate --domain {domain or 'all'} --profile {profile}"
     if split:
         command += f" --splits {split}"
-    return f"`{command}`"
+    return f"`{command}{' --force' if force else ''}`"
 
 
 def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_PROFILE) -> Path:
@@ -162,7 +164,7 @@ def verify_dataset(
             if split is not None and not _in_split(relative, name, split):
                 continue
             path = root / relative
-            fix = _generate_hint(name, profile, _split_of(relative, name)) + " --force"
+            fix = _generate_hint(name, profile, _split_of(relative, name), force=True)
             if not path.is_file():
                 problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
             elif sha256_file(path) != digest:
@@ -315,8 +317,9 @@ def load_split(
     try:
         table = pq.read_table(path, schema=arrow_schema())
     except Exception as err:  # noqa: BLE001
-        raise DatasetError(f"{path}: cannot read ({err}); regenerate with {_generate_hint(domain, profile, split)}"
-                           " --force") from None
+        raise DatasetError(
+            f"{path}: cannot read ({err}); regenerate with {_generate_hint(domain, profile, split, force=True)}"
+        ) from None
     return StateTable(table, base, domain, split)
 
 

@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786000600)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b4 b2)
+    (on b1 b4)
+    (clear b1)
+    (on-table b3)
+    (clear b3)
+  )
+  (:goal (and
+    (on b4 b1)
+    (on b2 b4)
+  ))
+)

@@ -1,0 +1,16 @@
+(define (problem blocksworld-b4-s1203786001100)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b3)
+    (on b1 b3)
+    (clear b1)
+    (on-table b4)
+    (on b2 b4)
+    (clear b2)
+  )
+  (:goal (and
+    (on b3 b4)
+  ))
+)

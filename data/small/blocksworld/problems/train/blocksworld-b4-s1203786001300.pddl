@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786001300)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (clear b1)
+    (on-table b4)
+    (on b3 b4)
+    (on b2 b3)
+    (clear b2)
+  )
+  (:goal (and
+    (on b3 b2)
+    (on b4 b3)
+  ))
+)

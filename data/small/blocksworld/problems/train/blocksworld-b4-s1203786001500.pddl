@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786001500)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (clear b1)
+    (on-table b2)
+    (on b3 b2)
+    (clear b3)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b1 b3)
+  ))
+)

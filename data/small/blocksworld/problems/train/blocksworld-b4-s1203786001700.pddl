@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786001700)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b3 b2)
+    (clear b3)
+    (on-table b4)
+    (on b1 b4)
+    (clear b1)
+  )
+  (:goal (and
+    (on b4 b2)
+    (on b1 b3)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s1203786001800)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (clear b1)
+    (on-table b3)
+    (on b2 b3)
+    (clear b2)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b2 b1)
+    (on b3 b4)
+  ))
+)

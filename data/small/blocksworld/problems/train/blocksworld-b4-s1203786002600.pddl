@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786002600)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b3 b1)
+    (on b4 b3)
+    (clear b4)
+    (on-table b2)
+    (clear b2)
+  )
+  (:goal (and
+    (on b1 b3)
+    (on b2 b1)
+  ))
+)

@@ -1,0 +1,16 @@
+(define (problem blocksworld-b4-s1203786003200)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b3 b2)
+    (on b4 b3)
+    (on b1 b4)
+    (clear b1)
+  )
+  (:goal (and
+    (on b2 b4)
+    (on b3 b2)
+  ))
+)

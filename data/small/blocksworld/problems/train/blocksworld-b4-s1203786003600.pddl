@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s1203786003600)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b3 b1)
+    (clear b3)
+    (on-table b2)
+    (clear b2)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b1 b3)
+    (on b2 b4)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247003900)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b1 b2)
+    (on b3 b1)
+    (on b4 b3)
+    (clear b4)
+    (on-table b5)
+    (clear b5)
+  )
+  (:goal (and
+    (on b2 b3)
+    (on b1 b4)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s2203786000100)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b1 b2)
+    (on b3 b1)
+    (clear b3)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b3 b1)
+    (on b2 b3)
+    (on b4 b2)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s2203786000400)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (on b1 b2)
+    (clear b1)
+    (on-table b4)
+    (on b3 b4)
+    (clear b3)
+  )
+  (:goal (and
+    (on b2 b4)
+    (on b1 b2)
+    (on b3 b1)
+  ))
+)

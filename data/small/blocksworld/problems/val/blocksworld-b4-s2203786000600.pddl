@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s2203786000600)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b2 b1)
+    (on b3 b2)
+    (clear b3)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b2 b4)
+    (on b3 b2)
+  ))
+)

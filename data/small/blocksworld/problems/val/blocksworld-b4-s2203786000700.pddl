@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s2203786000700)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b4 b1)
+    (clear b4)
+    (on-table b3)
+    (on b2 b3)
+    (clear b2)
+  )
+  (:goal (and
+    (on b3 b4)
+    (on b2 b3)
+    (on b1 b2)
+  ))
+)

@@ -1,0 +1,234 @@
+"""Tests for tnlib.data: verification (missing, corrupt, edited, stray files; clear messages), load_split and
+StateTable, HeuristicDataset items against the table they come from, subsampling, batching, the data root, and
+the shipped data/ folder."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from tnlib import cli
+from tnlib.data import (
+    DatasetError,
+    HeuristicDataset,
+    StateTable,
+    collate,
+    dataset_root,
+    default_data_root,
+    find_datasets,
+    load_split,
+    verify_dataset,
+)
+from tnlib.datasets import DOMAINS, SPLITS, generate_dataset
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dataset_helpers import tiny_profile  # noqa: E402
+
+REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """gripper and ferry, every split; h_sat with a small evaluation limit so that some values are missing."""
+    root = tmp_path_factory.mktemp("data") / "tiny"
+    generate_dataset(root, ["gripper", "ferry"], tiny_profile(seeds=3, sat_max_evaluations=4), progress=False)
+    return root
+
+
+@pytest.fixture
+def root(pristine, tmp_path):
+    """A private copy each test may damage."""
+    copy = tmp_path / "tiny"
+    shutil.copytree(pristine, copy)
+    return copy
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verification
+
+
+def test_a_fresh_dataset_verifies(pristine):
+    assert verify_dataset(pristine) == []
+    for domain in ("gripper", "ferry"):
+        for split in SPLITS:
+            assert len(load_split(pristine, domain, split)) > 0
+
+
+def test_corrupt_table_is_named(root):
+    path = root / "gripper" / "train.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(DatasetError, match=r"gripper/train.parquet: checksum mismatch.*--splits train --force"):
+        load_split(root, "gripper", "train")
+    # Other splits are still usable; the damaged one loads only unverified (and then pyarrow may refuse it).
+    assert len(load_split(root, "gripper", "val")) > 0
+
+
+def test_missing_problem_file_is_named(root):
+    problem = load_split(root, "ferry", "test").column("problem")[0]
+    (root / problem).unlink()
+    with pytest.raises(DatasetError, match=f"{problem}: missing"):
+        load_split(root, "ferry", "test")
+    assert any(problem in p for p in verify_dataset(root))
+
+
+def test_edited_manifest_and_stray_files_are_reported(root):
+    manifest = root / "gripper" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["splits"]["val"]["counts"]["states"] += 1
+    manifest.write_text(json.dumps(data))
+    (root / "ferry" / "problems" / "train" / "extra.pddl").write_text("(define)")
+    problems = verify_dataset(root)
+    assert any("gripper/manifest.json: checksum differs" in p for p in problems)
+    assert any("ferry/problems/train/extra.pddl: not listed" in p for p in problems)
+    assert any("gripper/val.parquet" in p and "rows, the manifest says" in p for p in problems)
+
+
+def test_missing_dataset_names_the_command_that_makes_it(tmp_path, monkeypatch):
+    with pytest.raises(DatasetError, match="tnlib data generate --domain all --profile small"):
+        load_split(tmp_path, "gripper", "train")
+    monkeypatch.setenv("TNLIB_DATA", str(tmp_path / "elsewhere"))
+    assert default_data_root() == tmp_path / "elsewhere"
+    with pytest.raises(DatasetError, match="no dataset at .*elsewhere"):
+        load_split(None, "gripper", "train")
+
+
+def test_missing_domain_or_split_names_the_command(root):
+    with pytest.raises(DatasetError, match="'visitall' is not in this dataset.*--domain visitall --profile tiny"):
+        load_split(root, "visitall", "train")
+    shutil.rmtree(root / "gripper")
+    with pytest.raises(DatasetError, match="gripper manifest missing"):
+        load_split(root, "gripper", "train")
+    with pytest.raises(DatasetError, match="unknown split 'training'"):
+        load_split(root, "ferry", "training")
+
+
+def test_cli_verify_exits_nonzero_on_damage(root, capsys):
+    assert cli.main(["data", "verify", str(root)]) == 0
+    (root / "ferry" / "val.parquet").unlink()
+    assert cli.main(["data", "verify", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "ferry/val.parquet: missing" in err and "tnlib data generate --domain ferry --profile tiny --splits val" in err
+
+
+def test_data_root_with_profile_subfolders(pristine, monkeypatch):
+    monkeypatch.setenv("TNLIB_DATA", str(pristine.parent))
+    assert dataset_root(None, "tiny") == pristine
+    assert find_datasets(pristine.parent) == [pristine]
+    assert len(load_split(None, "gripper", "val", profile="tiny")) == len(load_split(pristine, "gripper", "val"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables and torch datasets
+
+
+def test_state_table_wraps_the_rows(pristine):
+    table = load_split(pristine, "gripper", "train")
+    assert isinstance(table, StateTable)
+    rows = table.to_pylist()
+    assert len(table) == len(rows) and repr(table[0]) == repr(rows[0]) and repr(table[-1]) == repr(rows[-1])
+    assert table.instances() == list(dict.fromkeys(r["instance"] for r in rows))
+    subset = table.select_instances(table.instances()[:2])
+    assert set(subset.instances()) == set(table.instances()[:2])
+    assert len(subset) == sum(1 for r in rows if r["instance"] in table.instances()[:2])
+    assert table.problem_path(rows[0]["instance"]).is_file()
+    with pytest.raises(KeyError, match="unknown instance"):
+        table.select_instances(["nope"])
+    with pytest.raises(IndexError):
+        table[len(table)]
+
+
+def test_items_carry_the_chosen_bounds_and_features(pristine):
+    table = load_split(pristine, "ferry", "train")
+    rows = table.to_pylist()
+    data = HeuristicDataset(table, lower_bound="hmax", residual="lmcut", upper_bound="h_sat")
+    assert len(data) == len(rows)
+    saw_missing = False
+    for item, row in zip(data, rows):
+        assert item["h_star"].dtype == torch.float32 and item["h_star"].shape == ()
+        assert item["h_star"].item() == row["h_star"]
+        assert item["lower"].item() == row["hmax"]
+        assert item["residual"].item() == row["lmcut"]
+        if math.isnan(row["h_sat"]):
+            saw_missing = True
+            assert item["upper"].item() == math.inf
+        else:
+            assert item["upper"].item() == row["h_sat"]
+        assert item["features"].dtype == torch.float32 and item["features"].shape == (4,)
+        assert item["features"].tolist() == pytest.approx(
+            [row["goalcount"], row["ff"], row["ff_ignored_deletes_total"], row["ff_ignored_deletes_mean"]])
+        assert item["state"] == row["state"] and item["goal"] == row["goal"]
+        assert item["instance"] == row["instance"] and item["domain"] == "ferry"
+        assert item["problem"] == str(pristine / row["problem"]) and Path(item["problem"]).is_file()
+    assert saw_missing, "the fixture's evaluation limit should leave some h_sat missing"
+
+
+def test_none_options(pristine):
+    data = HeuristicDataset(load_split(pristine, "gripper", "val"), lower_bound="none", residual="none")
+    item = data[0]
+    assert item["lower"].item() == -math.inf and item["upper"].item() == math.inf and item["residual"].item() == 0
+    default = HeuristicDataset(load_split(pristine, "gripper", "val"))
+    assert default[0]["lower"].item() == load_split(pristine, "gripper", "val")[0]["lmcut"]
+    assert default[0]["residual"].item() == load_split(pristine, "gripper", "val")[0]["ff"]
+
+
+def test_bad_options_are_refused(pristine):
+    table = load_split(pristine, "gripper", "val")
+    with pytest.raises(ValueError, match="lower_bound must be one of"):
+        HeuristicDataset(table, lower_bound="hadd")
+    with pytest.raises(ValueError, match="residual must be one of"):
+        HeuristicDataset(table, residual="hmax")
+    with pytest.raises(ValueError, match="upper_bound must be one of"):
+        HeuristicDataset(table, upper_bound="ff")
+    with pytest.raises(ValueError, match="has 3 instances"):
+        HeuristicDataset(table, instances=4)
+
+
+def test_instance_subsampling_is_seeded(pristine):
+    table = load_split(pristine, "gripper", "train")  # 2 sizes x 3 seeds = 6 instances
+    first = HeuristicDataset(table, instances=3, seed=0)
+    again = HeuristicDataset(table, instances=3, seed=0)
+    assert first.instances() == again.instances() and len(first.instances()) == 3
+    others = {tuple(HeuristicDataset(table, instances=3, seed=s).instances()) for s in range(10)}
+    assert len(others) > 1
+    # Every state of a chosen instance comes along, in table order.
+    chosen = set(first.instances())
+    assert len(first) == sum(1 for r in table.to_pylist() if r["instance"] in chosen)
+    assert HeuristicDataset(table, instances=table.instances()[:1]).instances() == table.instances()[:1]
+
+
+def test_batches_through_a_dataloader(pristine):
+    data = HeuristicDataset(load_split(pristine, "gripper", "test"))
+    batch = next(iter(DataLoader(data, batch_size=5, collate_fn=collate)))
+    assert batch["h_star"].shape == (5,) and batch["features"].shape == (5, 4)
+    assert len(batch["state"]) == 5 and isinstance(batch["state"][0], list)
+    assert HeuristicDataset.collate([data[0], data[1]])["lower"].shape == (2,)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The shipped data
+
+
+@pytest.mark.skipif(not (REPO_DATA / "small" / "manifest.json").is_file(), reason="data/small not generated")
+def test_shipped_small_dataset_verifies_and_loads():
+    root = REPO_DATA / "small"
+    assert verify_dataset(root) == []
+    manifest = json.loads((root / "manifest.json").read_text())
+    for domain in manifest["domains"]:
+        splits = json.loads((root / domain / "manifest.json").read_text())["splits"]
+        for split, entry in splits.items():
+            table = load_split(REPO_DATA, domain, split, verify=False)
+            assert len(table) == entry["counts"]["states"]
+            h_star = table.numpy("h_star")
+            assert (table.numpy("lmcut") <= h_star).all()
+            h_sat = table.numpy("h_sat")
+            assert (h_sat[~np.isnan(h_sat)] >= h_star[~np.isnan(h_sat)]).all()
+    assert set(manifest["domains"]) <= set(DOMAINS)
