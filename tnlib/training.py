@@ -60,8 +60,9 @@ class TrainConfig:
     residual: str = "ff"  # ff | lmcut | none
     lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
     upper_bound: str = "none"  # none | h_sat
-    # data (tnlib.data): a dataset root and splits; `instances` subsamples training instances (the paper: 400)
-    data_root: str = "data"
+    # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples training
+    # instances (the paper: 400)
+    data_root: str | None = None
     train_split: str = "train"
     val_split: str = "val"
     instances: int | None = None
@@ -133,7 +134,10 @@ class TrainConfig:
 
 
 def load_items(config: TrainConfig, split: str, instances: int | None = None) -> list[dict]:
-    """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline)."""
+    """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline).
+
+    Each item also carries the raw ``ff`` and ``lmcut`` values of its state (for the baseline MSE columns).
+    """
     from tnlib import data
 
     table = data.load_split(config.data_root, config.domain, split)
@@ -141,7 +145,8 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None) ->
         table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
         instances=instances, seed=config.seed,
     )
-    return [dataset[i] for i in range(len(dataset))]
+    ff, lmcut = dataset.table.numpy("ff"), dataset.table.numpy("lmcut")
+    return [{**dataset[i], "ff": float(ff[i]), "lmcut": float(lmcut[i])} for i in range(len(dataset))]
 
 
 def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
@@ -375,7 +380,7 @@ def register(subparsers) -> None:
     p.add_argument("--residual", default=defaults.residual, help="ff | lmcut | none")
     p.add_argument("--lower-bound", default=defaults.lower_bound, help="lmcut | hmax | blind | none")
     p.add_argument("--upper-bound", default=defaults.upper_bound, help="none | h_sat")
-    p.add_argument("--data", default=defaults.data_root, help="dataset root (default: %(default)s)")
+    p.add_argument("--data", default=None, help="dataset root (default: tnlib.data's, data/small)")
     p.add_argument("--instances", type=int, default=None, help="subsample this many training instances")
     p.add_argument("--steps", type=int, default=defaults.steps)
     p.add_argument("--batch-size", type=int, default=defaults.batch_size)
@@ -395,6 +400,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
+def _data_error() -> type[Exception]:
+    try:
+        from tnlib.datasets import DatasetError
+    except ImportError:  # pragma: no cover - the dataset pipeline is optional for training from Python
+        return ValueError
+    return DatasetError
+
+
 def _run_train(args) -> int:
     from tnlib.cli import CommandError
 
@@ -408,7 +421,7 @@ def _run_train(args) -> int:
             out_dir=args.out, run_name=args.name, device=args.device, progress=not args.no_progress,
         )
         run_dir = train(config, resume=not args.restart)
-    except (ValueError, FileNotFoundError, TrainingDiverged) as err:
+    except (ValueError, FileNotFoundError, TrainingDiverged, _data_error()) as err:
         raise CommandError(str(err)) from None
     best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")

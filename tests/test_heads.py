@@ -1,0 +1,103 @@
+"""The distribution head: mu/sigma parametrisation, bounds, NLL and point estimates against their formulas."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from tnlib.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig
+
+torch.set_default_dtype(torch.float32)
+
+RAW = torch.tensor([[0.5, -1.0], [3.0, 0.2], [-2.0, 1.5], [7.0, -30.0]], dtype=torch.float64)
+RESIDUAL = torch.tensor([2.0, 5.0, 1.0, 0.0], dtype=torch.float64)
+LOWER = torch.tensor([1.0, 6.0, 0.0, 4.0], dtype=torch.float64)
+UPPER = torch.tensor([9.0, 12.0, 3.0, 20.0], dtype=torch.float64)
+H_STAR = torch.tensor([3.0, 7.0, 2.0, 5.0], dtype=torch.float64)
+
+
+def head(**kwargs):
+    return DistributionHead(HeadConfig(**kwargs))
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@pytest.mark.parametrize("residual", ["ff", "lmcut", "none"])
+def test_mu_is_raw_or_residual_plus_raw(residual):
+    p = head(residual=residual, distribution="N")(RAW, RESIDUAL, LOWER, UPPER)
+    expected = RAW[:, 0] + (0 if residual == "none" else RESIDUAL)
+    assert torch.equal(p.mu, expected)
+
+
+def test_sigma_learned_is_softplus_plus_floor_and_fixed_is_one_over_sqrt2():
+    learned = head(sigma="learn")(RAW, RESIDUAL, LOWER, UPPER).sigma.numpy()
+    np.testing.assert_allclose(learned, softplus(RAW[:, 1].numpy()) + SIGMA_FLOOR, rtol=1e-15)
+    assert (learned > 0).all()  # raw -30 still gives a positive sigma
+    fixed = head(sigma="fixed")(RAW, RESIDUAL, LOWER, UPPER).sigma
+    assert FIXED_SIGMA == 1 / math.sqrt(2)
+    assert torch.all(fixed == FIXED_SIGMA)
+
+
+def test_gaussian_nll_with_fixed_sigma_is_squared_error_plus_constant():
+    p = head(distribution="N", sigma="fixed", residual="none")(RAW, RESIDUAL, LOWER, UPPER)
+    expected = (H_STAR - RAW[:, 0]) ** 2 + 0.5 * math.log(math.pi)
+    torch.testing.assert_close(p.nll(H_STAR), expected, rtol=1e-14, atol=1e-14)
+
+
+def test_truncated_nll_and_mean_match_scipy_with_open_bounds():
+    p = head(distribution="TN", sigma="learn", residual="ff", upper_bound="h_sat")(RAW, RESIDUAL, LOWER, UPPER)
+    mu, sigma = p.mu.numpy(), p.sigma.numpy()
+    low, high = LOWER.numpy() - 0.1, UPPER.numpy() + 0.1
+    a, b = (low - mu) / sigma, (high - mu) / sigma
+    np.testing.assert_allclose(p.nll(H_STAR).numpy(), -stats.truncnorm.logpdf(H_STAR.numpy(), a, b, mu, sigma),
+                               rtol=1e-9)
+    np.testing.assert_allclose(p.point_estimate().numpy(), stats.truncnorm.mean(a, b, mu, sigma), rtol=1e-9)
+    assert (p.point_estimate() > LOWER - 0.1).all() and (p.point_estimate() < UPPER + 0.1).all()
+
+
+def test_truncated_mean_with_formula_and_no_upper_bound():
+    p = head(distribution="TN", sigma="fixed", residual="none")(RAW, RESIDUAL, LOWER, UPPER)
+    assert torch.all(torch.isposinf(p.upper))
+    mu, s, l = p.mu.numpy(), FIXED_SIGMA, LOWER.numpy() - 0.1
+    alpha = (l - mu) / s
+    expected = mu + s * stats.norm.pdf(alpha) / stats.norm.sf(alpha)  # E[X] = mu + s phi(a) / (1 - Phi(a))
+    np.testing.assert_allclose(p.point_estimate().numpy(), expected, rtol=1e-10)
+
+
+def test_gaussian_point_estimates_mu_and_clip():
+    p = head(distribution="N", residual="none")(RAW, RESIDUAL, LOWER, UPPER)
+    assert torch.equal(p.point_estimate(), RAW[:, 0])
+    assert torch.equal(p.clipped_point_estimate(), torch.maximum(RAW[:, 0], LOWER))
+    with pytest.raises(ValueError, match="N"):
+        head(distribution="TN")(RAW, RESIDUAL, LOWER, UPPER).clipped_point_estimate()
+
+
+def test_lower_bound_none_is_minus_infinity_and_makes_tn_a_normal():
+    tn = head(distribution="TN", lower_bound="none")(RAW, RESIDUAL, LOWER, UPPER)
+    n = head(distribution="N", lower_bound="none")(RAW, RESIDUAL, LOWER, UPPER)
+    assert torch.all(torch.isneginf(tn.lower))
+    torch.testing.assert_close(tn.nll(H_STAR), n.nll(H_STAR), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(tn.point_estimate(), n.point_estimate(), rtol=1e-12, atol=1e-12)
+    assert torch.equal(n.clipped_point_estimate(), n.mu)
+
+
+def test_gradients_flow_to_both_raw_outputs():
+    raw = RAW.clone().requires_grad_(True)
+    p = head(distribution="TN", sigma="learn")(raw, RESIDUAL, LOWER, UPPER)
+    p.nll(H_STAR).sum().backward()
+    assert torch.isfinite(raw.grad).all() and (raw.grad != 0).all()
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(distribution="Gauss"), "distribution"), (dict(sigma="learned"), "sigma"),
+    (dict(residual="hadd"), "residual"), (dict(lower_bound="ff"), "lower bound"),
+    (dict(upper_bound="ff"), "upper bound"),
+])
+def test_unknown_names_are_rejected(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        HeadConfig(**kwargs)

@@ -1,0 +1,239 @@
+"""Models against straightforward references: NLM (optimised vs naive, padding, pruning, object permutations),
+STRIPS-HGN (dense incidence-matrix reference, permutation invariance, batching) and linear regression
+(the closed-form least-squares solution)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from fixtures.heuristic_items import small_items
+from tnlib.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
+from tnlib.heads import DistributionHead, HeadConfig
+from tnlib.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities, nlm_reference_forward
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+def random_nlm_inputs(channels, counts, n=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = n or max(counts)
+    tensors = [torch.rand((len(counts),) + (n,) * r + (c,), generator=g, dtype=torch.float64)
+               for r, c in enumerate(channels)]
+    mask = torch.arange(n)[None, :] < torch.tensor(counts)[:, None]
+    return NLMInputs(tensors, mask)
+
+
+def randomized(model, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return model
+
+
+def test_nlm_layer_arities_skip_what_cannot_reach_the_output():
+    assert nlm_output_arities(5, 3) == [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2], [0, 1], [0]]
+    assert nlm_output_arities(5, 3, prune=False) == [[0, 1, 2, 3]] * 4 + [[0]]
+
+
+def test_nlm_optimised_forward_and_gradients_equal_the_reference_in_float64():
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels).double())
+    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1])
+    for t in inputs.tensors:
+        t.requires_grad_(True)
+    fast = model(inputs)
+    grads_fast = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
+    slow = nlm_reference_forward(model, inputs)
+    grads_slow = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
+    assert fast.abs().max() > 0.1  # not trivially zero
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+    for a, b in zip(grads_fast, grads_slow):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_nlm_reference_is_sensitive_to_permutation_order():
+    # the reference must be able to disagree: swapping two weight blocks of a permuted arity changes outputs
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels).double())
+    inputs = random_nlm_inputs(channels, counts=[5, 4])
+    before = model(inputs)
+    with torch.no_grad():
+        w = model.layers[1].linears["2"].weight
+        half = w.shape[1] // 2
+        w.copy_(torch.cat([w[:, half:], w[:, :half]], dim=1))
+    assert (nlm_reference_forward(model, inputs) - before).abs().max() > 1e-3
+
+
+def test_nlm_pruned_equals_unpruned():
+    channels = [2, 6, 4, 0]
+    pruned = randomized(NLM(channels).double())
+    full = randomized(NLM(channels, prune=False).double(), seed=5)
+    full.load_state_dict(pruned.state_dict(), strict=False)
+    inputs = random_nlm_inputs(channels, counts=[4, 2])
+    assert len(full.state_dict()) > len(pruned.state_dict())
+    torch.testing.assert_close(pruned(inputs), nlm_reference_forward(full, inputs), rtol=0, atol=1e-12)
+
+
+def test_nlm_padded_objects_do_not_change_outputs(folder):
+    items = small_items("blocksworld", folder)
+    encoder = NLMEncoder("blocksworld")
+    model = randomized(NLM(encoder.input_channels).double())
+    examples = [encoder.encode(i).inputs for i in items[:6]]
+    tight = encoder.collate_examples(examples).double()
+    padded = encoder.collate_examples(examples, num_objects=9).double()
+    assert padded.tensors[1].shape[1] == 9
+    torch.testing.assert_close(model(padded), model(tight), rtol=0, atol=1e-12)
+    one_by_one = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
+    torch.testing.assert_close(model(tight), one_by_one, rtol=0, atol=1e-12)
+
+
+def test_nlm_is_invariant_to_object_order():
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels).double())
+    inputs = random_nlm_inputs(channels, counts=[4], seed=3)
+    perm = torch.tensor([2, 0, 3, 1])
+    permuted = []
+    for r, t in enumerate(inputs.tensors):
+        for axis in range(1, r + 1):
+            t = t.index_select(axis, perm)
+        permuted.append(t)
+    torch.testing.assert_close(model(NLMInputs(permuted, inputs.object_mask)), model(inputs), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# STRIPS-HGN
+
+
+def hgn_dense_reference(model: STRIPSHGN, g: HGNInputs) -> torch.Tensor:
+    """STRIPS-HGN with dense incidence matrices, concatenating before every Linear (no projection tricks)."""
+    n, e, b = g.node_features.shape[0], g.edge_features.shape[0], g.num_graphs
+    dtype = g.node_features.dtype
+    pre = torch.zeros(e, n, dtype=dtype)
+    pre[g.pre_edge, g.pre_node] = 1
+    add = torch.zeros(e, n, dtype=dtype)
+    add[g.add_edge, g.add_node] = 1
+    node_of = torch.zeros(b, n, dtype=dtype)
+    node_of[g.node_graph, torch.arange(n)] = 1
+    edge_of = torch.zeros(b, e, dtype=dtype)
+    edge_of[g.edge_graph, torch.arange(e)] = 1
+
+    def mean_rows(m):
+        return m / m.sum(1, keepdim=True).clamp(min=1)
+
+    def cat_linear(parts, linears):
+        weight = torch.cat([lin.weight for lin in linears], dim=1)
+        bias = sum(lin.bias for lin in linears if lin.bias is not None)
+        return torch.cat(parts, dim=1) @ weight.T + bias
+
+    m = model
+    node_enc = torch.relu(m.node_encoder(g.node_features))
+    edge_enc = torch.relu(m.edge_encoder(g.edge_features))
+    node, edge = torch.zeros_like(node_enc), torch.zeros_like(edge_enc)
+    glob = torch.zeros(b, m.hidden, dtype=dtype)
+    for _ in range(m.steps):
+        node_in, edge_in = torch.cat([node_enc, node], 1), torch.cat([edge_enc, edge], 1)
+        edge = torch.relu(cat_linear(
+            [edge_in, mean_rows(pre) @ node_in, mean_rows(add) @ node_in, edge_of.T @ glob],
+            [m.edge_self, m.edge_from_senders, m.edge_from_receivers, m.edge_from_global]))
+        node = torch.relu(cat_linear(
+            [node_in, mean_rows(add.T) @ edge, mean_rows(pre.T) @ edge, node_of.T @ glob],
+            [m.node_self, m.node_from_adders, m.node_from_users, m.node_from_global]))
+        glob = torch.relu(cat_linear([glob, node_of @ node, edge_of @ edge],
+                                     [m.global_self, m.global_from_nodes, m.global_from_edges]))
+    return m.readout(glob)
+
+
+@pytest.fixture(scope="module")
+def hgn_batch(folder):
+    items = small_items("gripper", folder)
+    encoder = HGNEncoder("gripper")
+    return encoder, [encoder.encode(i).inputs for i in (items[0], items[5], items[-1])]
+
+
+def test_hgn_equals_dense_reference_in_float64(hgn_batch):
+    encoder, examples = hgn_batch
+    model = STRIPSHGN().double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)  # larger weights so that the ReLUs are not all saturated
+    g = encoder.collate_examples(examples).double()
+    fast, slow = model(g), hgn_dense_reference(model, g)
+    assert fast.abs().max() > 0.01
+    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)  # outputs reach 1e6: relative
+    grads = torch.autograd.grad(fast.sum(), list(model.parameters()))
+    ref = torch.autograd.grad(slow.sum(), list(model.parameters()))
+    for a, b in zip(grads, ref):
+        torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-11 * float(b.abs().max()))
+
+
+def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
+    encoder, examples = hgn_batch
+    model = STRIPSHGN().double()
+    together = model(encoder.collate_examples(examples).double())
+    alone = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
+    torch.testing.assert_close(together, alone, rtol=0, atol=1e-12)
+
+
+def test_hgn_is_invariant_to_fact_and_action_order(hgn_batch):
+    encoder, examples = hgn_batch
+    model = STRIPSHGN().double()
+    g = encoder.collate_examples(examples[:1]).double()
+    n, e = g.node_features.shape[0], g.edge_features.shape[0]
+    gen = torch.Generator().manual_seed(0)
+    node_perm, edge_perm = torch.randperm(n, generator=gen), torch.randperm(e, generator=gen)
+    new_node, new_edge = torch.argsort(node_perm), torch.argsort(edge_perm)  # old index -> new index
+    shuffled = HGNInputs(
+        node_features=g.node_features[node_perm], edge_features=g.edge_features[edge_perm],
+        pre_edge=new_edge[g.pre_edge], pre_node=new_node[g.pre_node],
+        add_edge=new_edge[g.add_edge], add_node=new_node[g.add_node],
+        node_graph=g.node_graph, edge_graph=g.edge_graph, num_graphs=1,
+    )
+    assert not torch.equal(shuffled.node_features, g.node_features)
+    torch.testing.assert_close(model(shuffled), model(g), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Linear regression
+
+
+def test_linear_least_squares_solution_is_a_stationary_point_of_the_fixed_sigma_gaussian_nll():
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(64, 4, generator=g, dtype=torch.float64) * torch.tensor([10.0, 20.0, 30.0, 3.0])
+    y = x @ torch.tensor([0.5, 0.8, -0.1, 1.0], dtype=torch.float64) + 2 + torch.randn(64, generator=g) * 0.3
+    design = torch.cat([x, torch.ones(64, 1, dtype=torch.float64)], 1)
+    solution = torch.linalg.lstsq(design, y[:, None]).solution[:, 0]
+    model = LinearRegression().double()
+    head = DistributionHead(HeadConfig("N", "fixed", "none", "none"))
+    with torch.no_grad():
+        model.linear.weight[0] = solution[:4]
+        model.linear.bias[0] = solution[4]
+
+    def loss():
+        inf = torch.full_like(y, torch.inf)
+        return head(model(x), torch.zeros_like(y), -inf, inf).nll(y).mean()
+
+    value = loss()
+    value.backward()
+    assert model.linear.weight.grad[0].abs().max() < 1e-9 and model.linear.bias.grad[0].abs() < 1e-9
+    # and it is the minimum: the NLL minus its constant is the MSE of least squares; any step increases it
+    residual = design @ solution - y
+    torch.testing.assert_close(value - 0.5 * np.log(np.pi), residual.square().mean(), rtol=1e-12, atol=1e-12)
+    with torch.no_grad():
+        model.linear.weight[0, 1] += 1e-3
+    assert loss() > value
+
+
+def test_build_model_names():
+    assert isinstance(build_model("linear"), LinearRegression)
+    assert isinstance(build_model("hgn", hidden=8, steps=2), STRIPSHGN)
+    with pytest.raises(ValueError, match="unknown model"):
+        build_model("mlp")
+    with pytest.raises(ValueError, match="depth"):
+        NLM([2, 2], depth=0)
