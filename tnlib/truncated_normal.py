@@ -411,11 +411,16 @@ _M_SERIES = (1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0, 2027025.0
              -13749310575.0)
 
 
-def _series(inv2: torch.Tensor, coefficients: tuple[float, ...]) -> torch.Tensor:
-    out = torch.zeros_like(inv2)
-    for c in reversed(coefficients):
-        out = out * inv2 + c
-    return out
+def _far_tail_series(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """m(a), g(a) and Var[t] on [a, inf) from their series in 1/a^2, as one small matmul (few ops per call)."""
+    k = len(_M_SERIES)
+    coefficients = torch.zeros(k, 3, dtype=a.dtype, device=a.device)
+    for column, series in enumerate((_M_SERIES, _G_SERIES, _V_SERIES)):
+        coefficients[: len(series), column] = torch.tensor(series, dtype=a.dtype)
+    inv2 = a.reciprocal().square()
+    powers = inv2.unsqueeze(-1).pow(torch.arange(k, dtype=a.dtype, device=a.device))
+    m, g, v = (powers @ coefficients).unbind(-1)
+    return m / a, g * inv2, v * inv2
 
 
 @dataclass
@@ -451,12 +456,9 @@ def _fast_core(loc, scale, low, high) -> _FastCore:
         fc = _FastCore(a, log_z, p_a, mean, scale, shape, far)
         if far.numel():
             a_f = a[far]
-            inv2 = a_f.reciprocal().square()
-            m = _series(inv2, _M_SERIES) / a_f
-            g = _series(inv2, _G_SERIES) * inv2
+            m, g, fc.far_v = _far_tail_series(a_f)
             fc.far_log_m = torch.log(m)
             fc.far_d = g / m
-            fc.far_v = _tail_variance_series(a_f)
             log_z[far] = -0.5 * a_f.square() - _LOG_SQRT_2PI + fc.far_log_m
             p_a[far] = 1.0 / m
             mean[far] = torch.addcmul(low[far], scale[far], fc.far_d)
