@@ -411,15 +411,21 @@ _M_SERIES = (1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0, 2027025.0
              -13749310575.0)
 
 
+@lru_cache(maxsize=None)
+def _series_tables(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exponents 0..K-1 and the (K, 3) coefficient matrix of the m, g and Var series."""
+    k = len(_M_SERIES)
+    coefficients = torch.zeros(k, 3, dtype=dtype)
+    for column, series in enumerate((_M_SERIES, _G_SERIES, _V_SERIES)):
+        coefficients[: len(series), column] = torch.tensor(series, dtype=dtype)
+    return torch.arange(k, dtype=dtype).to(device), coefficients.to(device)
+
+
 def _far_tail_series(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """m(a), g(a) and Var[t] on [a, inf) from their series in 1/a^2, as one small matmul (few ops per call)."""
-    k = len(_M_SERIES)
-    coefficients = torch.zeros(k, 3, dtype=a.dtype, device=a.device)
-    for column, series in enumerate((_M_SERIES, _G_SERIES, _V_SERIES)):
-        coefficients[: len(series), column] = torch.tensor(series, dtype=a.dtype)
+    exponents, coefficients = _series_tables(a.dtype, a.device)
     inv2 = a.reciprocal().square()
-    powers = inv2.unsqueeze(-1).pow(torch.arange(k, dtype=a.dtype, device=a.device))
-    m, g, v = (powers @ coefficients).unbind(-1)
+    m, g, v = (inv2.unsqueeze(-1).pow(exponents) @ coefficients).unbind(-1)
     return m / a, g * inv2, v * inv2
 
 
