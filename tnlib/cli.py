@@ -19,6 +19,8 @@ COMMAND_MODULES = [
     "tnlib.heuristics",
     "tnlib.plans",
     "tnlib.datasets",
+    "tnlib.training",
+    "tnlib.accuracy",
 ]
 
 

@@ -1,0 +1,185 @@
+"""The training loop: reproducibility, resume after interruption, model selection, divergence, bad configs, CLI."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from fixtures.heuristic_items import small_items
+from tnlib.cli import main
+from tnlib.training import TrainConfig, TrainingDiverged, load_checkpoint, train
+
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("training")
+
+
+@pytest.fixture(scope="module")
+def items(folder):
+    return {d: small_items(d, folder) for d in ("blocksworld", "gripper")}
+
+
+def config(tmp, **kwargs) -> TrainConfig:
+    base = dict(domain="blocksworld", model="linear", steps=12, batch_size=8, eval_every=4, checkpoint_every=4,
+                out_dir=str(tmp), progress=False, seed=3, model_args={})
+    base.update(kwargs)
+    if base["model"] == "nlm" and not base["model_args"]:
+        base["model_args"] = {"depth": 3}
+    return TrainConfig(**base)
+
+
+def weights(run_dir, name="last.pt") -> dict:
+    return torch.load(run_dir / name, weights_only=False)["model"]
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def curves(run_dir) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+            for line in (run_dir / "curves.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("model", ["linear", "nlm", "hgn"])
+def test_same_seed_same_weights_other_seed_other_weights(tmp_path, items, model):
+    data = items["blocksworld"]
+    a = train(config(tmp_path / "a", model=model), data, data)
+    b = train(config(tmp_path / "b", model=model), data, data)
+    c = train(config(tmp_path / "c", model=model, seed=4), data, data)
+    assert_same_weights(weights(a), weights(b))
+    assert curves(a) == curves(b)
+    assert any(not torch.equal(weights(a)[k], weights(c)[k]) for k in weights(a))
+
+
+@pytest.mark.parametrize("model", ["nlm", "hgn"])
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path, items, model):
+    data = items["gripper"]
+    straight = train(config(tmp_path / "straight", model=model, domain="gripper", steps=10, eval_every=3), data, data)
+
+    def interrupt(step):
+        if step == 6:  # after the checkpoint at step 4: steps 5-6 are redone after the resume
+            raise KeyboardInterrupt
+
+    cfg = config(tmp_path / "resumed", model=model, domain="gripper", steps=10, eval_every=3)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, data, data, on_step=interrupt)
+    assert torch.load(tmp_path / "resumed" / cfg.name / "last.pt", weights_only=False)["step"] == 4
+    resumed = train(cfg, data, data)
+    assert_same_weights(weights(straight), weights(resumed))
+    assert_same_weights(weights(straight, "best.pt"), weights(resumed, "best.pt"))
+    assert curves(straight) == curves(resumed)
+    assert [c["step"] for c in curves(resumed)] == [3, 6, 9, 10]
+
+
+def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
+    data = items["blocksworld"]
+    run = train(config(tmp_path, steps=40, eval_every=5, checkpoint_every=10), data[:10], data[10:])
+    records = curves(run)
+    best = min(records, key=lambda r: r["val_mse"])
+    saved = torch.load(run / "best.pt", weights_only=False)
+    assert saved["step"] == best["step"] and saved["val_mse"] == best["val_mse"]
+    assert [r["step"] for r in records] == list(range(5, 41, 5))
+    assert all(math.isfinite(r["train_loss"]) for r in records)
+    # the checkpoint rebuilds the model and head on its own
+    model, head, cfg, _ = load_checkpoint(run)
+    assert cfg == TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
+    from tnlib.encodings import LinearEncoder
+    from tnlib.training import validation_metrics
+
+    encoder = LinearEncoder()
+    metrics = validation_metrics(model, head, encoder, [encoder.encode(i) for i in data[10:]], torch.device("cpu"), 7)
+    assert metrics["val_mse"] == pytest.approx(best["val_mse"], rel=1e-6)
+
+
+def test_nan_loss_stops_with_the_step_and_batch_and_keeps_the_good_checkpoint(tmp_path, items):
+    data = items["blocksworld"]
+    cfg = config(tmp_path, steps=10, checkpoint_every=1, eval_every=1)
+    run_dir = tmp_path / cfg.name
+
+    def poison(step):
+        if step == 3:
+            model_params = torch.load(run_dir / "last.pt", weights_only=False)["model"]
+            assert all(torch.isfinite(v).all() for v in model_params.values())
+            poison.model.linear.weight.data[0, 0] = float("nan")
+
+    # reach the live model through the optimizer-free route: patch build_model to keep a handle on it
+    import tnlib.training as training
+
+    original = training.build_model
+
+    def build(*args, **kwargs):
+        poison.model = original(*args, **kwargs)
+        return poison.model
+
+    training.build_model = build
+    try:
+        with pytest.raises(TrainingDiverged, match=r"non-finite loss \(nan\) at step 4 .*blocksworld-b"):
+            train(cfg, data, data, on_step=poison)
+    finally:
+        training.build_model = original
+    last = torch.load(run_dir / "last.pt", weights_only=False)
+    assert last["step"] == 3
+    assert all(torch.isfinite(v).all() for v in last["model"].values())
+    assert [c["step"] for c in curves(run_dir)] == [1, 2, 3]
+
+
+def test_nan_in_the_data_is_reported_before_any_checkpoint(tmp_path, items):
+    data = [dict(i, features=torch.full((4,), float("nan"))) for i in items["blocksworld"]]
+    cfg = config(tmp_path)
+    with pytest.raises(TrainingDiverged, match="step 1 .*no checkpoint was written"):
+        train(cfg, data, data)
+    assert not (tmp_path / cfg.name / "last.pt").exists() and not (tmp_path / cfg.name / "best.pt").exists()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(model="mlp"), "unknown model"), (dict(residual="hadd"), "residual"),
+    (dict(lower_bound="ff"), "lower bound"), (dict(upper_bound="lmcut"), "upper bound"),
+    (dict(distribution="Laplace"), "distribution"), (dict(sigma="auto"), "sigma"),
+    (dict(steps=0), "steps"), (dict(batch_size=0), "batch_size"), (dict(learning_rate=0.0), "learning_rate"),
+    (dict(seed=-1), "seed"),
+])
+def test_bad_config_is_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**kwargs)
+
+
+def test_resume_refuses_a_different_configuration(tmp_path, items):
+    data = items["blocksworld"]
+    train(config(tmp_path, run_name="run"), data, data)
+    with pytest.raises(ValueError, match="different configuration.*learning_rate"):
+        train(config(tmp_path, run_name="run", learning_rate=0.5), data, data)
+    more = train(config(tmp_path, run_name="run", steps=16), data, data)  # more steps continues the run
+    assert torch.load(more / "last.pt", weights_only=False)["step"] == 16
+
+
+def test_paper_defaults():
+    cfg = TrainConfig()
+    assert (cfg.batch_size, cfg.weight_decay, cfg.grad_clip, cfg.steps) == (256, 1e-2, 0.1, 40_000)
+    assert TrainConfig(model="nlm").lr == 1e-2 and TrainConfig(model="linear").lr == 1e-2
+    assert TrainConfig(model="hgn").lr == 1e-3
+
+
+def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
+    import tnlib.accuracy as accuracy
+    import tnlib.training as training
+
+    data = items["blocksworld"]
+    monkeypatch.setattr(training, "load_items", lambda cfg, split, instances=None: data)
+    monkeypatch.setattr(accuracy, "load_items", lambda cfg, split, instances=None: data)
+    code = main(["train", "--model", "linear", "--steps", "6", "--batch-size", "4", "--eval-every", "3",
+                 "--out", str(tmp_path), "--name", "cli", "--no-progress", "--distribution", "N"])
+    assert code == 0
+    assert (tmp_path / "cli" / "best.pt").is_file()
+    assert main(["evaluate", str(tmp_path / "cli"), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["model"] == "linear" and metrics["distribution"] == "N" and metrics["mse_clip"] is not None
+    assert (tmp_path / "cli" / "metrics-test.json").is_file()
+    assert main(["train", "--steps", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "steps must be an integer >= 1" in capsys.readouterr().err
