@@ -142,10 +142,9 @@ def _bold_keys(row: dict, configs) -> set:
     for sigma, residual in configs:
         candidates = [((sigma, residual, c), row[(sigma, residual, c)]) for c in ("N", "N+clip", "TN")]
         candidates = sorted((s[0], k) for k, s in candidates if s is not None)
-        if len(candidates) >= 2 and candidates[1][0] - candidates[0][0] > BOLD_GAP:
+        # a tolerance so that a gap of 0.1 in decimal (0.75 vs 0.65) is not bold through binary rounding
+        if len(candidates) >= 2 and candidates[1][0] - candidates[0][0] > BOLD_GAP + 1e-9:
             bold.add(candidates[0][1])
-        elif len(candidates) == 1:
-            continue
     return bold
 
 

@@ -1,0 +1,102 @@
+"""Test metrics against direct computations, and the Table 1 renderer on hand-made results."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from fixtures.heuristic_items import small_items
+from tnlib.accuracy import collect_results, evaluate, evaluate_run, render_table, table1_cells
+from tnlib.heads import DistributionHead, HeadConfig
+from tnlib.training import TrainConfig, load_checkpoint, train
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return small_items("ferry", tmp_path_factory.mktemp("accuracy"))
+
+
+@pytest.mark.parametrize("distribution", ["N", "TN"])
+def test_evaluate_matches_a_direct_computation(tmp_path, data, distribution):
+    cfg = TrainConfig(domain="ferry", model="linear", distribution=distribution, steps=5, batch_size=4,
+                      eval_every=5, out_dir=str(tmp_path), progress=False)
+    run = train(cfg, data, data)
+    metrics = evaluate_run(run, "test", items=data)
+    model, head, _, _ = load_checkpoint(run)
+    x = torch.stack([i["features"] for i in data])
+    h = torch.stack([i["h_star"] for i in data]).double()
+    lower = torch.stack([i["lower"] for i in data])
+    with torch.no_grad():
+        raw = model(x)
+        mu = raw[:, 0].double() + torch.stack([i["residual"] for i in data]).double()
+        p = head(raw, torch.stack([i["residual"] for i in data]), lower, torch.full_like(lower, torch.inf))
+    ff = torch.tensor([i["ff"] for i in data], dtype=torch.float64)
+    lmcut = torch.tensor([i["lmcut"] for i in data], dtype=torch.float64)
+    estimate = mu if distribution == "N" else p.point_estimate().double()
+    assert metrics["mse"] == pytest.approx(float(((estimate - h) ** 2).mean()), rel=1e-6)
+    assert metrics["nll"] == pytest.approx(float(p.nll(h.float()).mean()), rel=1e-5)
+    assert metrics["mse_ff"] == pytest.approx(float(((ff - h) ** 2).mean()), rel=1e-12)
+    assert metrics["mse_lmcut"] == pytest.approx(float(((lmcut - h) ** 2).mean()), rel=1e-12)
+    if distribution == "N":
+        clipped = torch.maximum(mu, lower.double())
+        assert metrics["mse_clip"] == pytest.approx(float(((clipped - h) ** 2).mean()), rel=1e-6)
+    else:
+        assert metrics["mse_clip"] is None
+    assert json.loads((run / "metrics-test.json").read_text()) == metrics
+    assert collect_results(tmp_path) == [metrics]
+
+
+def fake_results():
+    """Two seeds for every cell of one domain, with known means."""
+    results = []
+    for seed, noise in ((0, -0.05), (1, 0.05)):
+        for sigma, residual, n, clip, tn in (("learn", "ff", 0.76, 0.76, 0.65), ("learn", "none", 3.26, 2.91, 2.71),
+                                             ("fixed", "ff", 2.98, 2.98, 3.85), ("fixed", "none", 9.0, 8.95, 8.92)):
+            common = dict(domain="ferry", model="nlm", sigma=sigma, residual=residual, lower_bound="lmcut",
+                          seed=seed, mse_ff=9.77, mse_lmcut=11.10, nll=1.0)
+            results.append(dict(common, distribution="N", mse=n + noise, mse_clip=clip + noise))
+            results.append(dict(common, distribution="TN", mse=tn + noise, mse_clip=None))
+    # another model and another lower bound must be ignored
+    results.append(dict(results[0], model="hgn", mse=1e9))
+    results.append(dict(results[0], lower_bound="hmax", mse=1e9))
+    return results
+
+
+def test_table_cells_are_mean_and_std_over_seeds():
+    cells = table1_cells(fake_results())["ferry"]
+    mean, std = cells[("learn", "ff", "N")]
+    assert mean == pytest.approx(0.76) and std == pytest.approx(np.std([0.71, 0.81], ddof=1))
+    assert cells[("learn", "none", "N+clip")][0] == pytest.approx(2.91)
+    assert cells["ff"] == (9.77, 0.0) and cells["lmcut"] == (11.10, 0.0)
+
+
+def test_markdown_table_layout_and_bold_rule():
+    text = render_table(fake_results())
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("| domain | metric | h_FF | LM-cut | learn/ff N | learn/ff TN | learn/none N")
+    mse_row, clip_row = lines[2], lines[3]
+    cells = [c.strip() for c in mse_row.strip("|").split("|")]
+    assert cells[:4] == ["ferry", "MSE", "9.77", "11.10"]
+    assert cells[4] == ".76±.1" and cells[5] == "**.65±.1**"  # TN beats N and N+clip (.76) by .11 -> bold
+    assert cells[7] == "**2.71±.1**"  # learn/none: TN 2.71 vs N+clip 2.91: gap .2 -> bold
+    assert cells[8] == "2.98±.1" and cells[9] == "3.85±.1"  # fixed/ff: N = N+clip tie -> no bold
+    assert cells[10] == "9.00±.1" and cells[11] == "8.92±.1"  # fixed/none: gaps < .1 -> no bold
+
+
+def test_a_gap_of_exactly_point_one_is_not_bold():
+    results = [dict(r, mse_clip=r["mse_clip"] - 0.01) if r["distribution"] == "N" and r["sigma"] == "learn"
+               and r["residual"] == "ff" else r for r in fake_results()]  # N+clip .75 vs TN .65
+    assert "**" not in render_table(results).splitlines()[2].split("|")[6]
+    clip = [c.strip() for c in clip_row.strip("|").split("|")]
+    assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == "" and clip[6] == "2.91±.1"
+
+
+def test_latex_and_nll_tables():
+    latex = render_table(fake_results(), fmt="latex")
+    assert r"\textbf{.65$\pm$.1}" in latex and latex.startswith(r"\begin{tabular}")
+    nll = render_table(fake_results(), metric="nll")
+    assert "+clip" not in nll and "NLL" in nll
+    with pytest.raises(ValueError, match="format"):
+        render_table(fake_results(), fmt="html")
