@@ -84,14 +84,14 @@ def test_markdown_table_layout_and_bold_rule():
     assert cells[8] == "2.98±.1" and cells[9] == "3.85±.1"  # fixed/ff: N = N+clip tie -> no bold
     assert cells[10] == "9.00±.1" and cells[11] == "8.92±.1"  # fixed/none: gaps < .1 -> no bold
 
+    clip = [c.strip() for c in clip_row.strip("|").split("|")]
+    assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == "" and clip[6] == "2.91±.1"
+
 
 def test_a_gap_of_exactly_point_one_is_not_bold():
     results = [dict(r, mse_clip=r["mse_clip"] - 0.01) if r["distribution"] == "N" and r["sigma"] == "learn"
                and r["residual"] == "ff" else r for r in fake_results()]  # N+clip .75 vs TN .65
     assert "**" not in render_table(results).splitlines()[2].split("|")[6]
-    clip = [c.strip() for c in clip_row.strip("|").split("|")]
-    assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == "" and clip[6] == "2.91±.1"
-
 
 def test_latex_and_nll_tables():
     latex = render_table(fake_results(), fmt="latex")
