@@ -1,0 +1,145 @@
+"""The notebooks: committed clean (no outputs, a papermill ``parameters`` cell), executed headless with papermill
+on small parameters, converted to HTML that shows the figures without network access, and rejecting bad
+parameters in the first cell after the parameters."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+papermill = pytest.importorskip("papermill")
+from nbconvert import HTMLExporter  # noqa: E402
+from papermill.exceptions import PapermillExecutionError  # noqa: E402
+
+from tnlib.figures import BUNDLE_MARKER  # noqa: E402
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+EXPLORER = NOTEBOOK_DIR / "truncated_gaussian_explorer.ipynb"
+CLASSROOM = NOTEBOOK_DIR / "statistics_of_heuristic_learning.ipynb"
+NOTEBOOKS = [EXPLORER, CLASSROOM]
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+# Small parameters: seconds, not minutes.
+SMALL_CLASSROOM = dict(num_train=60, num_test=80, steps=5, demo_steps=12, hidden_units=4)
+SMALL_EXPLORER = dict(num_points=101)
+# Kernel start and the torch import dominate; a generous limit per cell still catches a hang.
+CELL_TIMEOUT_S = 120
+
+
+def execute(notebook: Path, tmp_path: Path, **parameters) -> nbformat.NotebookNode:
+    output = tmp_path / notebook.name
+    papermill.execute_notebook(
+        str(notebook), str(output), parameters=parameters, kernel_name="python3", cwd=str(tmp_path),
+        execution_timeout=CELL_TIMEOUT_S, progress_bar=False, log_output=False,
+    )
+    return nbformat.read(output, as_version=4)
+
+
+def outputs_of(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+
+
+def printed_text(notebook: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in outputs_of(notebook) if output["output_type"] == "stream")
+
+
+def check_figures_and_bundle(notebook: nbformat.NotebookNode, minimum_figures: int) -> None:
+    """Figures are displayed (plotly mimetype and offline HTML), the plotly.js bundle is embedded exactly
+    once, no cell failed."""
+    outputs = outputs_of(notebook)
+    assert not [output for output in outputs if output["output_type"] == "error"]
+    figures = [output for output in outputs if PLOTLY_MIME in output.get("data", {})]
+    assert len(figures) >= minimum_figures
+    assert all("Plotly.newPlot" in output["data"]["text/html"] for output in figures)
+    bundles = [output for output in outputs if BUNDLE_MARKER in output.get("data", {}).get("text/html", "")]
+    assert len(bundles) == 1
+
+
+def check_offline_html(notebook: nbformat.NotebookNode, minimum_figures: int) -> None:
+    """nbconvert's HTML holds plotly.js once and loads nothing plotly-related from the network. (The template's
+    own require.js and MathJax tags remain; figures do not need them: plotly.js sets window.Plotly itself.)"""
+    html, _ = HTMLExporter().from_notebook_node(notebook)
+    assert html.count(BUNDLE_MARKER) == 1
+    assert len(re.findall(r"plotly\.js v\d", html)) == 1
+    assert html.count("Plotly.newPlot(") >= minimum_figures
+    external_scripts = re.findall(r"<script\b[^>]*\bsrc\s*=\s*[\"']([^\"']+)", html)
+    assert not [source for source in external_scripts if "plot" in source.lower()]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_committed_notebook_has_no_outputs_and_a_parameters_cell(path):
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert notebook.metadata.kernelspec.name == "python3"
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"outputs left in {path.name}"
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    tagged = [index for index, cell in enumerate(code_cells) if "parameters" in cell.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    # The cell right after the parameters validates them before anything else runs.
+    assert "check_" in code_cells[tagged[0] + 1].source
+
+
+def test_explorer_runs_headless_and_renders_offline_html(tmp_path):
+    # The default interactive=True: the widget cell must not hang or fail without a frontend.
+    notebook = execute(EXPLORER, tmp_path, **SMALL_EXPLORER)
+    # 1 main figure + 1 preset overview + 1 per preset.
+    check_figures_and_bundle(notebook, minimum_figures=9)
+    check_offline_html(notebook, minimum_figures=9)
+    text = printed_text(notebook)
+    mean = float(re.search(r"truncated mean E\[x\] \(heuristic\)\s+(-?[\d.]+)", text).group(1))
+    assert 0.2 <= mean <= 1.7 and mean == pytest.approx(0.7895, abs=1e-3)  # the paper's Figure 1 case
+    assert "paper Figure 1" in text
+    widget_outputs = [o for o in outputs_of(notebook) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widget_outputs) == 1
+
+
+def test_explorer_non_interactive_with_infinite_bounds(tmp_path):
+    notebook = execute(EXPLORER, tmp_path, interactive=False, low="-inf", high="inf", observed=1.0, **SMALL_EXPLORER)
+    check_figures_and_bundle(notebook, minimum_figures=9)
+    text = printed_text(notebook)
+    assert "interactive=False: widgets skipped" in text
+    # No bounds: the truncated mean is mu and both NLLs agree.
+    assert re.search(r"truncated mean E\[x\] \(heuristic\)\s+0\.0000", text)
+    normal = re.search(r"NLL of x under Normal\s+([\d.]+)", text).group(1)
+    truncated = re.search(r"NLL of x under Truncated Normal\s+([\d.]+)", text).group(1)
+    assert normal == truncated
+    assert not [o for o in outputs_of(notebook) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+def test_classroom_runs_headless_with_small_parameters(tmp_path):
+    notebook = execute(CLASSROOM, tmp_path, **SMALL_CLASSROOM)
+    # NLL vs mu, NLL vs sigma, entropies, Figure 1, bound NLL, descent, loss curves, estimates, scatter.
+    check_figures_and_bundle(notebook, minimum_figures=9)
+    check_offline_html(notebook, minimum_figures=9)
+    text = printed_text(notebook)
+    assert "between 0.572365 and 0.572365; log(sqrt(pi)) = 0.572365" in text
+    table_row = re.search(r"Truncated Gaussian[^\n]*?\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\n", text)
+    assert table_row, text
+    assert all(0.0 < float(value) < 1e3 for value in table_row.groups())
+    closed = re.search(r"closed bound[^\n]*mu after 12 steps =\s+(-?[\d.]+)", text)
+    assert closed and float(closed.group(1)) < 5.0  # already moving down from h* = l = 5
+
+
+@pytest.mark.parametrize(
+    "path, parameters, message",
+    [
+        (EXPLORER, {"scale": 0.0}, "scale must be"),
+        (EXPLORER, {"low": 2.0, "high": 1.0}, "low must be < high"),
+        (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
+    ],
+    ids=["explorer-scale", "explorer-bounds", "classroom-steps"],
+)
+def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
+    with pytest.raises(PapermillExecutionError) as failure:
+        execute(path, tmp_path, **parameters)
+    assert failure.value.ename == "ValueError" and message in failure.value.evalue
+    executed = nbformat.read(tmp_path / path.name, as_version=4)
+    injected = next(i for i, cell in enumerate(executed.cells) if "injected-parameters" in cell.metadata.get("tags", []))
+    failed = [i for i, cell in enumerate(executed.cells)
+              if cell.cell_type == "code" and any(o["output_type"] == "error" for o in cell.outputs)]
+    # (papermill inserts a markdown cell flagging the failure, so count code cells only)
+    first_code_after = next(i for i in range(injected + 1, len(executed.cells)) if executed.cells[i].cell_type == "code")
+    assert failed == [first_code_after]
