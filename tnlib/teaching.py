@@ -15,7 +15,9 @@ normalizer of the Truncated Gaussian to zero.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -304,6 +306,21 @@ def truncated_nll_decomposition(observed: float, loc: float, scale: float, low: 
     return {key: description[key] for key in ("normal_nll", "log_normalizer", "truncated_nll")}
 
 
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block.
+
+    The demonstrations' tensors are tiny: one thread is fastest, and on a busy two-core machine OpenMP's
+    spin-waiting made two threads five to ten times slower than one.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 #: Curve labels of :func:`bound_nll_curves` and :func:`descend_loc`.
 GAUSSIAN_LABEL = "Gaussian N(mu, sigma)"
 CLOSED_LABEL = "closed bound TN(mu, sigma, l, inf)"
@@ -340,8 +357,8 @@ def descend_loc(
     """Minimise the NLL of ``x = h* = l`` over mu alone with Adam; the mu trajectory for each model.
 
     This is what a network does to a training state whose admissible bound equals its optimal cost: under
-    the closed bound mu keeps falling (Adam's steps do not shrink, so it falls about ``learning_rate`` per
-    step); under the open bound it settles. Each trajectory has ``steps + 1`` entries.
+    the closed bound mu keeps falling for as long as it runs (the gradient only decays like 1/(l - mu), and
+    Adam rescales it); under the open bound it settles. Each trajectory has ``steps + 1`` entries.
     """
     start = observed if initial_loc is None else initial_loc
     value = torch.tensor(observed, dtype=DTYPE)
@@ -361,17 +378,23 @@ def descend_loc(
 
     objectives = {GAUSSIAN_LABEL: gaussian, CLOSED_LABEL: truncated(observed), OPEN_LABEL: truncated(observed - margin)}
     trajectories: dict[str, np.ndarray] = {}
-    for label, objective in objectives.items():
-        mu = torch.tensor(start, dtype=DTYPE, requires_grad=True)
-        optimizer = torch.optim.Adam([mu], lr=learning_rate)
-        path = [start]
-        for _ in range(steps):
-            optimizer.zero_grad()
-            objective(mu).backward()
-            optimizer.step()
-            path.append(float(mu.detach()))
-        trajectories[label] = np.asarray(path)
+    with _single_thread():
+        for label, objective in objectives.items():
+            trajectories[label] = _descend(objective, start, steps, learning_rate)
     return trajectories
+
+
+def _descend(objective: Callable[[torch.Tensor], torch.Tensor], start: float, steps: int, learning_rate: float) -> np.ndarray:
+    """The path of a scalar parameter from ``start`` over ``steps`` Adam steps on ``objective``."""
+    mu = torch.tensor(start, dtype=DTYPE, requires_grad=True)
+    optimizer = torch.optim.Adam([mu], lr=learning_rate)
+    path = [start]
+    for _ in range(steps):
+        optimizer.zero_grad()
+        objective(mu).backward()
+        optimizer.step()
+        path.append(float(mu.detach()))
+    return np.asarray(path)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -483,14 +506,8 @@ def run_synthetic_regression(
     initial weights come from seeded generators and full-batch CPU training has no other randomness.
     """
     check_parameters(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin)
-    # The tensors are tiny: one thread is fastest, and on a busy two-core machine OpenMP's spin-waiting made
-    # two threads five to ten times slower than one.
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with _single_thread():
         return _run_synthetic_regression(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin, record_every)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _run_synthetic_regression(
