@@ -1,6 +1,8 @@
 """Tiny test-only dataset profiles (seconds to generate) shared by the dataset tests."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from tnlib.datasets import Profile, SplitGrid, combos
 
 LIMITS = {"train": 30, "val": 30, "test": 30, "plan": 30}
@@ -47,3 +49,27 @@ def gripper_profile(seeds: int) -> Profile:
     """Many quick slots in one split (for the kill-and-resume test)."""
     grids = {"gripper": {"train": SplitGrid(combos("gripper", balls=(2, 3)), tuple(range(1, seeds + 1)))}}
     return Profile("gripper-many", grids, dict(LIMITS), memory_limit_mb=2000)
+
+
+def shared_dataset(tmp_path_factory, name: str, build) -> Path:
+    """A dataset built once per test session, also when pytest-xdist runs the tests on several workers.
+
+    Under xdist every worker has its own base temp folder inside one per-session folder; the first worker to get
+    the lock builds the dataset there and the others reuse it (generation is deterministic, so any worker would
+    build the same). ``build(folder)`` writes the dataset into ``folder``.
+    """
+    import fcntl
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / f"shared-{name}"
+    with open(shared / f"shared-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (folder / "ready").is_file():
+                build(folder / "dataset")
+                (folder / "ready").write_text("ok")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder / "dataset"

@@ -29,17 +29,20 @@ from tnlib.data import (
 from tnlib.datasets import DOMAINS, SPLITS, generate_dataset
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dataset_helpers import tiny_profile  # noqa: E402
+from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pristine(tmp_path_factory):
     """gripper and ferry, every split; h_sat with a small evaluation limit so that some values are missing."""
-    root = tmp_path_factory.mktemp("data") / "tiny"
-    generate_dataset(root, ["gripper", "ferry"], tiny_profile(seeds=3, sat_max_evaluations=4), progress=False)
-    return root
+    profile = tiny_profile(seeds=3, sat_max_evaluations=4)
+    folder = shared_dataset(
+        tmp_path_factory, "data-pristine",
+        lambda out: generate_dataset(out / "tiny", ["gripper", "ferry"], profile, progress=False),
+    )
+    return folder / "tiny"
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from tnlib.search import goal_distances
 from tnlib.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dataset_helpers import failing_profile, gripper_profile, tiny_profile  # noqa: E402
+from dataset_helpers import failing_profile, gripper_profile, shared_dataset, tiny_profile  # noqa: E402
 
 # The paper's appendix table "List of instance generation parameters": instances per split (seeds x grid).
 PAPER_COUNTS = {
@@ -133,16 +133,18 @@ def test_seed_arguments_are_checked():
 # Generation end to end
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny")
-    report = generate_dataset(root, datasets.DOMAINS, tiny_profile(), progress=False)
-    return root, report
+    """Every domain and split of the tiny profile (built once per session, shared by xdist workers)."""
+    return shared_dataset(
+        tmp_path_factory, "tiny", lambda root: generate_dataset(root, datasets.DOMAINS, tiny_profile(), progress=False)
+    )
 
 
 def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
-    root, report = tiny
-    assert set(report.splits) == {f"{d}/{s}" for d in datasets.DOMAINS for s in SPLITS}
+    root = tiny
+    top = json.loads((root / "manifest.json").read_text())
+    assert set(top["domains"]) == set(datasets.DOMAINS)
     for domain in datasets.DOMAINS:
         for split in SPLITS:
             table = table_of(root, domain, split)
@@ -162,7 +164,7 @@ def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
 
 
 def test_h_star_agrees_with_breadth_first_search(tiny):
-    root, _ = tiny
+    root = tiny
     for domain in datasets.DOMAINS:
         rows = table_of(root, domain, "train").to_pylist()
         initial = [r for r in rows if r["step"] == 0]
@@ -173,7 +175,7 @@ def test_h_star_agrees_with_breadth_first_search(tiny):
 
 
 def test_problem_files_regenerate_from_their_recorded_seed(tiny):
-    root, _ = tiny
+    root = tiny
     for domain in datasets.DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         for split, entry in manifest["splits"].items():
@@ -187,7 +189,7 @@ def test_problem_files_regenerate_from_their_recorded_seed(tiny):
 
 
 def test_manifest_records_versions_settings_and_checksums(tiny):
-    root, _ = tiny
+    root = tiny
     from tnlib.datasets import sha256_file
     from tnlib.solve import fast_downward_version
 
@@ -227,7 +229,7 @@ def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
     """Serial (tiny fixture), a 2-process pool and an in-process Dask cluster write the same tables."""
     from distributed import LocalCluster
 
-    root, _ = tiny
+    root = tiny
     domains = ["gripper", "visitall"]
     splits = ["train", "test"]
     generate_dataset(tmp_path / "pool", domains, tiny_profile(), splits, workers=2, progress=False)
@@ -241,7 +243,7 @@ def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
 
 
 def test_rerun_skips_complete_splits_and_refuses_other_settings(tiny, tmp_path):
-    root, _ = tiny
+    root = tiny
     report = generate_dataset(root, ["ferry"], tiny_profile(), ["train"], progress=False)
     assert report.skipped == ["ferry/train"] and not report.splits
     with pytest.raises(DatasetError, match="other settings.*time_limit"):
@@ -283,14 +285,14 @@ generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], pro
 
 @pytest.mark.slow
 def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, monkeypatch):
-    seeds = 15  # 30 slots
+    seeds = 10  # 20 slots
     root = tmp_path / "killed"
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), root=str(root), seeds=seeds)
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     work = root / "gripper" / ".work" / "train"
     deadline = time.monotonic() + 120
     try:
-        while len(list(work.glob("*.json"))) < 8:  # settings.json + at least 7 slots
+        while len(list(work.glob("*.json"))) < 7:  # settings.json + at least 6 slots
             assert proc.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.05)
@@ -298,7 +300,7 @@ def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, mon
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     done = {p.stem for p in work.glob("*.json")} - {"settings"}
-    assert 7 <= len(done) < 2 * seeds
+    assert 6 <= len(done) < 2 * seeds
     assert not (root / "gripper" / "train.parquet").exists()
     # Every slot file that exists is complete JSON, and its problem file is in place.
     for path in work.glob("*.json"):
@@ -335,7 +337,7 @@ def test_cli_generate_checks_its_arguments(capsys, tmp_path):
 
 
 def test_cli_verify_and_card(tiny, capsys, tmp_path):
-    root, _ = tiny
+    root = tiny
     assert cli.main(["data", "verify", str(root)]) == 0
     assert "ok" in capsys.readouterr().out
     assert cli.main(["data", "card", str(root)]) == 0
@@ -347,12 +349,12 @@ def test_cli_verify_and_card(tiny, capsys, tmp_path):
 
 @pytest.mark.slow
 def test_cli_generate_small_profile_split_into_a_folder(tmp_path, capsys):
-    """The command line end to end on a real profile's smallest split (gripper val, 50 instances)."""
+    """The command line end to end on a real profile's smallest split (gripper plan, 24 instances)."""
     out = tmp_path / "small"
-    argv = ["data", "generate", "--domain", "gripper", "--profile", "small", "--splits", "val", "--out", str(out),
+    argv = ["data", "generate", "--domain", "gripper", "--profile", "small", "--splits", "plan", "--out", str(out),
             "--quiet", "--sat-evaluations", "100"]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "gripper/val: 50 instances" in printed
+    assert "gripper/plan: 24 instances" in printed
     assert cli.main(argv) == 0
-    assert "gripper/val: complete, skipped" in capsys.readouterr().out
+    assert "gripper/plan: complete, skipped" in capsys.readouterr().out
