@@ -84,6 +84,8 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        if self.device is not None:
+            self.device = str(self.device)  # a torch.device is accepted; the config stays JSON
         self.validate()
 
     def validate(self) -> None:
@@ -408,9 +410,30 @@ def _data_error() -> type[Exception]:
     return DatasetError
 
 
+def _keep_freed_memory() -> None:
+    """What ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`` do, for a ``tnlib train`` process started without
+    them: glibc otherwise maps and unmaps every large tensor on every step (2-3x slower NLM training, see the
+    shared training-cost spec). Only the command does this: a notebook's process keeps the allocator it had."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's mallopt parameter numbers
+    if "MALLOC_MMAP_MAX_" not in os.environ:
+        libc.mallopt(m_mmap_max, 0)
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        libc.mallopt(m_trim_threshold, 2**31 - 1)
+
+
 def _run_train(args) -> int:
     from tnlib.cli import CommandError
 
+    _keep_freed_memory()
     try:
         config = TrainConfig(
             domain=args.domain, model=args.model, distribution=args.distribution, sigma=args.sigma,
