@@ -39,6 +39,7 @@ def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
         f.write(text)
+    os.chmod(f.name, 0o644)
     os.replace(f.name, path)
 
 
@@ -53,8 +54,24 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
         papermill.execute_notebook(str(NOTEBOOKS / name), str(executed), parameters=parameters,
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
                                    execution_timeout=timeout_s)
-        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.read(executed, as_version=4))
-    _atomic_write(html_out, body)
+        # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
+        # instead of defining window.Plotly. MathJax stays a link: the browser fetches it to typeset the prose.
+        exporter = HTMLExporter(template_name="lab", require_js_url="")
+        body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    _atomic_write(html_out, _share_plotly_bundle(body, html_out.parent))
+
+
+def _share_plotly_bundle(body: str, folder: Path) -> str:
+    """Move the embedded plotly.js bundle (4.8 MB) into one plotly.min.js beside the HTML files."""
+    import plotly.offline
+
+    bundle = plotly.offline.get_plotlyjs()
+    if bundle not in body:
+        return body
+    shared = folder / "plotly.min.js"
+    if not shared.exists() or shared.read_text() != bundle:
+        _atomic_write(shared, bundle)
+    return body.replace(bundle, '</script><script src="plotly.min.js"></script><script type="text/javascript">', 1)
 
 
 def _script(path: str, *args: str) -> str:
