@@ -38,7 +38,6 @@ from tnlib.datasets import (
     FORMAT,
     MANIFEST,
     SPLITS,
-    TABLE_COLUMNS,
     DatasetError,
     arrow_schema,
     read_json,
@@ -109,8 +108,6 @@ def find_datasets(folder: str | os.PathLike) -> list[Path]:
 
 
 def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
-    import json
-
     if not path.is_file():
         problems.append(f"{what} missing: {path}")
         return None

@@ -62,11 +62,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import hashlib
 import itertools
 import json
-import math
 import os
 import shutil
 import sys
@@ -823,12 +821,16 @@ def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:
 
 
 def data_card(root: str | os.PathLike) -> str:
-    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, generation time."""
+    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, generation time.
+
+    Generation time is the sum over slots of the worker's time (generate + solve + label, rejected attempts
+    included): the cost on one core, whatever the parallelism. Solve and label are the accepted attempts' parts.
+    """
     root = Path(root)
     top = read_json(root / MANIFEST)
     lines = [
         "| domain | split | instances | states | sizes | h* (initial) range, mean | failed / retried "
-        "| solve s | label s |",
+        "| generation s | of which solve / label |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for domain, ref in top["domains"].items():
@@ -843,8 +845,8 @@ def data_card(root: str | os.PathLike) -> str:
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
             lines.append(
                 f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
-                f"| {counts['failed']} / {counts['retried']} | {entry['seconds']['solve']:.0f} "
-                f"| {entry['seconds']['label']:.1f} |"
+                f"| {counts['failed']} / {counts['retried']} | {entry['seconds']['slots']:.0f} "
+                f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
             )
     return "\n".join(lines)
 

@@ -22,7 +22,6 @@ the plan is valid; the admissible heuristics (blind, h_max, LM-cut) never exceed
 from __future__ import annotations
 
 import copy
-import math
 import os
 import time
 from dataclasses import dataclass
