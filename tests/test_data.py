@@ -208,6 +208,14 @@ def test_instance_subsampling_is_seeded(pristine):
     assert HeuristicDataset(table, instances=table.instances()[:1]).instances() == table.instances()[:1]
 
 
+def test_goal_states_can_be_left_out(pristine):
+    table = load_split(pristine, "gripper", "train")
+    without = HeuristicDataset(table, goal_states=False)
+    assert len(without) == len(table) - len(table.instances())
+    assert min(item["h_star"].item() for item in without) >= 1
+    assert without.instances() == table.instances()
+
+
 def test_batches_through_a_dataloader(pristine):
     data = HeuristicDataset(load_split(pristine, "gripper", "test"))
     batch = next(iter(DataLoader(data, batch_size=5, collate_fn=collate)))

@@ -337,7 +337,7 @@ class HeuristicDataset(torch.utils.data.Dataset):
     ``residual``: the base the model's output is added to (``'ff'``, ``'lmcut'``, or ``'none'`` = 0);
     ``upper_bound``: ``'none'`` (+inf) or ``'h_sat'`` (+inf where GBFS found no plan);
     ``instances``: None for all, an int N for N instances drawn at random (seeded by ``seed``; the paper trains on
-    400), or a list of instance names.
+    400), or a list of instance names; ``goal_states=False`` leaves out each plan's last state (h* = 0).
 
     Each item is a dict: ``h_star``, ``lower``, ``upper``, ``residual`` (float32 scalar tensors), ``features``
     (float32 [4]: goalcount, ff, ignored deletes total, mean), ``state`` and ``goal`` (lists of atoms),
@@ -352,6 +352,7 @@ class HeuristicDataset(torch.utils.data.Dataset):
         upper_bound: str = "none",
         instances: int | Sequence[str] | None = None,
         seed: int = 0,
+        goal_states: bool = True,
     ):
         self.lower_bound = _choice("lower_bound", lower_bound, LOWER_BOUNDS)
         self.residual = _choice("residual", residual, RESIDUALS)
@@ -366,6 +367,11 @@ class HeuristicDataset(torch.utils.data.Dataset):
                 picked = np.random.default_rng(seed).choice(len(names), size=int(instances), replace=False)
                 instances = [names[i] for i in sorted(picked)]
             table = table.select_instances(list(instances))
+        if not goal_states:
+            import pyarrow.compute as pc
+
+            keep = pc.less(table.table.column("step"), table.table.column("plan_length"))
+            table = StateTable(table.table.filter(keep), table.root, table.domain, table.split)
         self.table = table
         rows = len(table)
         self.h_star = torch.as_tensor(table.numpy("h_star").astype(np.float32))
