@@ -1,0 +1,145 @@
+"""GBFS with learned heuristics: the values it plans with, validated plans, resumable split runs, Table 2."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
+from tnlib.data import load_split
+from tnlib.encodings import make_encoder
+from tnlib.planning import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
+                            render_table2, summarize)
+from tnlib.task import resolve_domain
+from tnlib.training import TrainConfig, load_checkpoint, train
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("planning-problems")
+    return [r for params in SMALL["blocksworld"] for seed in (1, 2) for r in plan_rows("blocksworld", params, seed,
+                                                                                       folder)]
+
+
+def _train(tmp, rows, **kwargs):
+    base = dict(domain="blocksworld", model="linear", steps=30, batch_size=8, eval_every=10, checkpoint_every=10,
+                out_dir=str(tmp), progress=False, seed=0)
+    base.update(kwargs)
+    if base["model"] == "nlm":
+        base["model_args"] = {"depth": 3}
+    items = items_from_rows(rows, base.get("lower_bound", "lmcut"), base.get("residual", "ff"))
+    return train(TrainConfig(**base), items, items)
+
+
+@pytest.mark.parametrize("model, distribution", [("linear", "TN"), ("nlm", "N"), ("hgn", "TN")])
+def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, distribution):
+    run = _train(tmp_path, rows, model=model, distribution=distribution)
+    problem = rows[-1]["problem"]
+    heuristic = LearnedHeuristic(run, resolve_domain("blocksworld"), problem)
+    task = heuristic.task
+    # the states of one optimal plan, and the reference: the head's estimate on dataset-style items of them
+    mine = [r for r in rows if r["problem"] == problem]
+    states = [task.facts_to_state([a for a in r["state"] if a in task.fact_index]) for r in mine]
+    values = heuristic(states)
+    model_, head, config, _ = load_checkpoint(run)
+    encoder = make_encoder(config.model, config.domain)
+    batch = encoder.collate_items(items_from_rows(mine))
+    with torch.no_grad():
+        expected = head(model_(batch.inputs), batch.residual, batch.lower, batch.upper).point_estimate()
+    np.testing.assert_allclose(values, expected.double().numpy(), rtol=1e-5, atol=1e-5)
+    if distribution == "TN":  # the truncated mean never falls below the (open) lower bound
+        assert (values >= np.array([r["lmcut"] for r in mine]) - 0.1 - 1e-5).all()
+
+
+def test_gbfs_with_a_learned_heuristic_finds_valid_plans(tmp_path, rows):
+    run = _train(tmp_path, rows, model="linear", distribution="TN")
+    for problem in sorted({r["problem"] for r in rows}):
+        heuristic = LearnedHeuristic(run, resolve_domain("blocksworld"), problem)
+        record = plan_problem(heuristic, resolve_domain("blocksworld"), problem, max_evaluations=5000)
+        assert record["solved"], record  # (plan_problem validates every plan it returns)
+        assert record["evaluations"] >= record["plan_length"]
+        assert heuristic.evaluated == record["evaluations"]  # every evaluation went through the model
+        assert heuristic.calls <= record["expansions"] + 1  # at most one batch per expansion, plus the initial state
+
+
+def test_clip_estimate_is_for_gaussian_models_only(tmp_path, rows):
+    tn = _train(tmp_path / "tn", rows, distribution="TN")
+    n = _train(tmp_path / "n", rows, distribution="N")
+    problem = rows[0]["problem"]
+    with pytest.raises(ValueError, match="N models only"):
+        LearnedHeuristic(tn, resolve_domain("blocksworld"), problem, estimate="clip")
+    clipped = LearnedHeuristic(n, resolve_domain("blocksworld"), problem, estimate="clip")
+    plain = LearnedHeuristic(n, resolve_domain("blocksworld"), problem)
+    state = [clipped.task.init]
+    lmcut = clipped.heuristics["lmcut"].batch(state)[0]
+    assert clipped(state)[0] == pytest.approx(max(plain(state)[0], lmcut), rel=1e-6)
+    with pytest.raises(ValueError, match="unknown estimate"):
+        LearnedHeuristic(n, resolve_domain("blocksworld"), problem, estimate="median")
+
+
+def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
+    table = load_split(None, "gripper", "train")
+    items_rows = table.to_pylist()[:200]
+    items = [{"h_star": torch.tensor(float(r["h_star"])), "lower": torch.tensor(r["lmcut"]),
+              "upper": torch.tensor(math.inf), "residual": torch.tensor(r["ff"]),
+              "features": torch.tensor([r["goalcount"], r["ff"], r["ff_ignored_deletes_total"],
+                                        r["ff_ignored_deletes_mean"]], dtype=torch.float32),
+              "ff": r["ff"], "lmcut": r["lmcut"], "state": r["state"], "goal": r["goal"],
+              "instance": r["instance"], "problem": str(table.problem_path(r["instance"])), "domain": "gripper"}
+             for r in items_rows]
+    run = train(TrainConfig(domain="gripper", model="linear", steps=20, batch_size=16, eval_every=10,
+                            checkpoint_every=10, out_dir=str(tmp_path), progress=False), items, items)
+    first = plan_split(run, limit=2)
+    assert len(first) == 2 and all(r["instance"] for r in first)
+    lines = (run / "planning-default.jsonl").read_text().splitlines()
+    again = plan_split(run, limit=2)  # nothing left to do: no new lines
+    assert again == first
+    assert (run / "planning-default.jsonl").read_text().splitlines() == lines
+    # a line cut by a crash is planned again, not trusted
+    (run / "planning-default.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    third = plan_split(run, limit=2)
+    assert [r["evaluations"] for r in third] == [r["evaluations"] for r in first]
+    baseline = plan_baseline(None, "gripper", out_dir=tmp_path, limit=2)
+    assert len(baseline) == 2 and all(r["solved"] for r in baseline)
+    rows = collect_planning(tmp_path)
+    assert rows and rows[0]["column"] == "TN" and rows[0]["instances"] == 2
+
+
+def test_summary_counts_failures_at_the_limit():
+    records = [{"solved": True, "evaluations": 100}, {"solved": False, "evaluations": 10_000},
+               {"solved": True, "evaluations": 300}, {"solved": False, "evaluations": 42}]
+    s = summarize(records, max_evaluations=10_000)
+    assert s["coverage"] == 0.5
+    assert s["evaluations"] == (100 + 10_000 + 300 + 10_000) / 4
+
+
+def test_table2_layout_and_bold(tmp_path):
+    def run(name, domain, sigma, residual, distribution, seed, results, estimate="default"):
+        folder = tmp_path / name
+        folder.mkdir(exist_ok=True)
+        config = dict(domain=domain, model="nlm", distribution=distribution, sigma=sigma, residual=residual,
+                      lower_bound="lmcut", seed=seed)
+        (folder / "config.json").write_text(json.dumps(config))
+        with (folder / f"planning-{estimate}.jsonl").open("w") as f:
+            for i, (solved, evaluations) in enumerate(results):
+                f.write(json.dumps({"problem": f"p{i}.pddl", "solved": solved, "evaluations": evaluations}) + "\n")
+
+    run("a0", "ferry", "learn", "ff", "TN", 0, [(True, 100), (True, 200)])
+    run("a1", "ferry", "learn", "ff", "TN", 1, [(True, 300), (True, 400)])
+    run("b0", "ferry", "learn", "ff", "N", 0, [(True, 100), (False, 50)])
+    run("b0", "ferry", "learn", "ff", "N", 0, [(True, 100), (True, 50)], estimate="clip")
+    (tmp_path / "baseline-ferry-ff.jsonl").write_text(
+        json.dumps({"problem": "p0.pddl", "solved": True, "evaluations": 7}) + "\n")
+    table = render_table2(tmp_path)
+    coverage, evaluations = table.split("**Average node evaluations")
+    ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")
+    # FF, then learn/ff N, N+clip, TN, then fixed/none (empty)
+    assert ferry_cov[1] == "1.00"
+    assert ferry_cov[2] == "0.50±0.00" and ferry_cov[3] == "**1.00±0.00**" and ferry_cov[4] == "**1.00±0.00**"
+    ferry_ev = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
+    assert ferry_ev[1] == "7"
+    assert ferry_ev[2] == "5050±0"  # the unsolved instance counts as 10,000 evaluations
+    assert ferry_ev[3] == "**75±0**" and ferry_ev[4] == "250±141"
