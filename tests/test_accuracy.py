@@ -81,11 +81,13 @@ def test_markdown_table_layout_and_bold_rule():
     assert cells[:4] == ["ferry", "MSE", "9.77", "11.10"]
     assert cells[4] == ".76±.1" and cells[5] == "**.65±.1**"  # TN beats N and N+clip (.76) by .11 -> bold
     assert cells[7] == "**2.71±.1**"  # learn/none: TN 2.71 vs N+clip 2.91: gap .2 -> bold
-    assert cells[8] == "2.98±.1" and cells[9] == "3.85±.1"  # fixed/ff: N = N+clip tie -> no bold
+    # fixed/ff: N = N+clip = 2.98, TN 3.85: both tied values bold, as in the paper's ferry row
+    assert cells[8] == "**2.98±.1**" and cells[9] == "3.85±.1"
     assert cells[10] == "9.00±.1" and cells[11] == "8.92±.1"  # fixed/none: gaps < .1 -> no bold
 
     clip = [c.strip() for c in clip_row.strip("|").split("|")]
     assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == "" and clip[6] == "2.91±.1"
+    assert clip[8] == "**2.98±.1**"
 
 
 def test_a_gap_of_exactly_point_one_is_not_bold():
