@@ -333,6 +333,11 @@ def test_cli_generate_checks_its_arguments(capsys, tmp_path):
     assert cli.main(["data", "generate", "--domain", "gripper", "--splits", "training", "--out", str(tmp_path)]) == 2
     assert "unknown split 'training'" in capsys.readouterr().err
     assert cli.main(["data", "generate", "--domain", "gripper", "--workers", "0", "--out", str(tmp_path)]) == 2
+    assert cli.main(["data", "generate", "--domain", "gripper", "--time-limit", "0", "--out", str(tmp_path)]) == 2
+    assert "time_limit must be positive" in capsys.readouterr().err
+    assert cli.main(["data", "generate", "--domain", "gripper", "--max-attempts", "100", "--out", str(tmp_path)]) == 2
+    assert "max_attempts must be in 1..99" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 def test_cli_verify_and_card(tiny, capsys, tmp_path):

@@ -620,6 +620,12 @@ def generate_dataset(
     for split in splits:
         if split not in SPLITS:
             raise DatasetError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    for name, value, low in (("time_limit", time_limit, 0), ("test_time_limit", test_time_limit, 0),
+                             ("memory_limit_mb", memory_limit_mb, 0), ("sat_max_evaluations", sat_max_evaluations, 0)):
+        if value is not None and not value > low:
+            raise DatasetError(f"{name} must be positive, got {value}")
+    if max_attempts is not None and not 1 <= max_attempts <= 99:  # the seed scheme has two digits for attempts
+        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
     for domain in domains:
         for split in splits:
             profile.grid(domain, split)  # every pair exists before anything is written
