@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "tnlib.heuristics",
     "tnlib.plans",
     "tnlib.datasets",
+    "tnlib.experiments",
     "tnlib.training",
     "tnlib.accuracy",
 ]

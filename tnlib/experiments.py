@@ -1,0 +1,177 @@
+"""Sweeps: train, evaluate and plan over domains x models x configurations x seeds, locally or on Dask.
+
+A :class:`Sweep` names the grid; :func:`run_sweep` runs each cell -- ``train`` (resumes from ``last.pt``),
+``evaluate_run`` on the test split (``metrics-test.json``), then GBFS over the plan split
+(``planning-*.jsonl``, resumable) -- plus the h_FF planning baseline per domain. Every stage skips what an earlier,
+interrupted run already finished, so rerunning the same sweep picks up where it stopped. Cells run one after the
+other by default, on a local process pool with ``workers > 1``, or on a Dask cluster with ``scheduler`` (the
+address of a running ``distributed`` scheduler); results land in ``out_dir`` either way (a shared filesystem on
+a cluster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+# The two configurations of the paper's main tables: (sigma, residual)
+PAPER_CONFIGS = (("learn", "ff"), ("fixed", "none"))
+
+
+@dataclass
+class Sweep:
+    """A grid of training runs and what to do with each."""
+
+    domains: Sequence[str] = ("blocksworld", "ferry", "gripper", "visitall")
+    models: Sequence[str] = ("nlm",)
+    configs: Sequence[tuple[str, str]] = PAPER_CONFIGS
+    distributions: Sequence[str] = ("N", "TN")
+    seeds: Sequence[int] = (0, 1)
+    lower_bound: str = "lmcut"
+    steps: int = 1000
+    batch_size: int = 64
+    eval_every: int = 100
+    instances: int | None = None  # training instances to subsample (the paper: 400 of its larger sets); None: all
+    model_args: dict = field(default_factory=dict)  # per model name, e.g. {"nlm": {"depth": 5}}
+    data_root: str | None = None
+    out_dir: str = "runs/small"
+    device: str | None = None
+    plan: bool = True
+    plan_instances: int | None = None  # the first N instances of the plan split (None: all)
+    max_evaluations: int = 10_000
+
+    def train_configs(self) -> list[dict]:
+        from tnlib.training import TrainConfig
+
+        configs = []
+        for domain in self.domains:
+            for model in self.models:
+                for sigma, residual in self.configs:
+                    for distribution in self.distributions:
+                        for seed in self.seeds:
+                            config = TrainConfig(
+                                domain=domain, model=model, distribution=distribution, sigma=sigma,
+                                residual=residual, lower_bound=self.lower_bound, steps=self.steps,
+                                batch_size=self.batch_size, eval_every=self.eval_every,
+                                checkpoint_every=self.eval_every, instances=self.instances, seed=seed,
+                                model_args=dict(self.model_args.get(model, {})), data_root=self.data_root,
+                                out_dir=self.out_dir, device=self.device, progress=False)
+                            configs.append(asdict(config))
+        return configs
+
+
+def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
+             max_evaluations: int = 10_000) -> dict:
+    """Train (or resume) one configuration, evaluate it on the test split and plan with it."""
+    import torch
+
+    from tnlib.accuracy import evaluate_run
+    from tnlib.planning import plan_split, summarize
+    from tnlib.training import TrainConfig, train
+
+    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
+    run_dir = train(TrainConfig.from_dict(config))
+    metrics_path = run_dir / "metrics-test.json"
+    best_step = torch.load(run_dir / "best.pt", map_location="cpu", weights_only=False)["step"]
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
+    if metrics is None or metrics.get("checkpoint_step") != best_step:
+        metrics = evaluate_run(run_dir, "test")
+    summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
+    if plan:
+        estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)
+        for estimate in estimates:
+            records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
+            summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
+    return summary
+
+
+def run_baselines(sweep: Sweep) -> None:
+    from tnlib.planning import plan_baseline
+
+    for domain in sweep.domains:
+        plan_baseline(sweep.data_root, domain, "ff", out_dir=sweep.out_dir, limit=sweep.plan_instances,
+                      max_evaluations=sweep.max_evaluations)
+
+
+def run_sweep(sweep: Sweep, workers: int = 1, scheduler: str | None = None, progress: bool = True) -> list[dict]:
+    """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries."""
+    from tqdm.auto import tqdm
+
+    Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(sweep.out_dir) / "sweep.json").write_text(json.dumps(asdict(sweep), indent=2) + "\n")
+    configs = sweep.train_configs()
+    kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
+    bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
+    results = []
+    if scheduler:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+
+        with Client(scheduler) as client:
+            futures = [client.submit(run_cell, c, **kwargs, pure=False) for c in configs]
+            for future in dask_completed(futures):
+                results.append(future.result())
+                bar.update(1)
+    elif workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            futures = [pool.submit(run_cell, c, **kwargs) for c in configs]
+            for future in as_completed(futures):
+                results.append(future.result())
+                bar.update(1)
+    else:
+        for config in configs:
+            results.append(run_cell(config, **kwargs))
+            bar.update(1)
+    bar.close()
+    if sweep.plan:
+        run_baselines(sweep)
+    return sorted(results, key=lambda r: r["run"])
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
+                                   description=__doc__.splitlines()[0])
+    defaults = Sweep()
+    parser.add_argument("--domains", nargs="+", default=list(defaults.domains))
+    parser.add_argument("--models", nargs="+", default=list(defaults.models))
+    parser.add_argument("--configs", nargs="+", default=[f"{s}/{r}" for s, r in defaults.configs],
+                        help="sigma/residual pairs, e.g. learn/ff fixed/none learn/lmcut")
+    parser.add_argument("--distributions", nargs="+", default=list(defaults.distributions))
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(defaults.seeds))
+    parser.add_argument("--lower-bound", default=defaults.lower_bound)
+    parser.add_argument("--steps", type=int, default=defaults.steps)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--eval-every", type=int, default=defaults.eval_every)
+    parser.add_argument("--instances", type=int, default=defaults.instances)
+    parser.add_argument("--data-root", default=None)
+    parser.add_argument("--out", default=defaults.out_dir)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--no-plan", action="store_true", help="train and evaluate only")
+    parser.add_argument("--plan-instances", type=int, default=None)
+    parser.add_argument("--max-evaluations", type=int, default=defaults.max_evaluations)
+    parser.add_argument("--workers", type=int, default=1, help="local processes (default 1)")
+    parser.add_argument("--scheduler", help="address of a Dask scheduler to run the cells on")
+    parser.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from tnlib.cli import CommandError
+
+    try:
+        configs = [tuple(c.split("/")) for c in args.configs]
+        if any(len(c) != 2 for c in configs):
+            raise ValueError("--configs takes sigma/residual pairs such as learn/ff")
+        sweep = Sweep(domains=args.domains, models=args.models, configs=configs, distributions=args.distributions,
+                      seeds=args.seeds, lower_bound=args.lower_bound, steps=args.steps, batch_size=args.batch_size,
+                      eval_every=args.eval_every, instances=args.instances, data_root=args.data_root,
+                      out_dir=args.out, device=args.device, plan=not args.no_plan,
+                      plan_instances=args.plan_instances, max_evaluations=args.max_evaluations)
+        sweep.train_configs()  # validates every configuration before anything runs
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    for row in run_sweep(sweep, workers=args.workers, scheduler=args.scheduler):
+        print(json.dumps(row))
+    return 0
