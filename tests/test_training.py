@@ -13,6 +13,15 @@ from tnlib.training import TrainConfig, TrainingDiverged, load_checkpoint, train
 
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: OpenMP threads only add synchronisation, and under pytest -n 2 they oversubscribe the cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("training")
@@ -85,6 +94,9 @@ def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     best = min(records, key=lambda r: r["val_mse"])
     saved = torch.load(run / "best.pt", weights_only=False)
     assert saved["step"] == best["step"] and saved["val_mse"] == best["val_mse"]
+    best_nll = min(records, key=lambda r: r["val_nll"])
+    saved_nll = torch.load(run / "best-nll.pt", weights_only=False)
+    assert saved_nll["step"] == best_nll["step"] and saved_nll["val_nll"] == best_nll["val_nll"]
     assert [r["step"] for r in records] == list(range(5, 41, 5))
     assert all(math.isfinite(r["train_loss"]) for r in records)
     # the checkpoint rebuilds the model and head on its own
@@ -183,3 +195,23 @@ def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
     assert (tmp_path / "cli" / "metrics-test.json").is_file()
     assert main(["train", "--steps", "0", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "steps must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
+    from tnlib.encodings import NLMEncoder
+    from tnlib.models import NLM
+    from tnlib.heads import DistributionHead, HeadConfig
+    from tnlib.training import batches, predict
+
+    data = items["blocksworld"]
+    encoder = NLMEncoder("blocksworld")
+    encoded = [encoder.encode(i) for i in data]
+    sizes = [[len(rows), max(encoder.cost(encoded[r]) for r in rows)] for rows, _ in batches(encoder, encoded, 5, 150)]
+    assert all(n * cost <= 150 or n == 1 for n, cost in sizes) and sum(n for n, _ in sizes) == len(data)
+    assert max(n for n, _ in sizes) <= 5
+    torch.manual_seed(0)
+    model, head = NLM(encoder.input_channels, depth=3), DistributionHead(HeadConfig())
+    small = predict(model, head, encoder, encoded, torch.device("cpu"), batch_size=3)
+    whole = predict(model, head, encoder, encoded, torch.device("cpu"), batch_size=1000)
+    assert torch.equal(small["h_star"], torch.tensor([float(i["h_star"]) for i in data], dtype=torch.float64))
+    torch.testing.assert_close(small["estimate"], whole["estimate"], rtol=1e-6, atol=1e-6)

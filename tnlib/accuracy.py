@@ -65,10 +65,14 @@ def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence
     }
 
 
-def evaluate_run(run_dir: str | os.PathLike, split: str = "test", **kwargs) -> dict:
-    """:func:`evaluate` a run folder's best checkpoint and write ``metrics-<split>.json`` into it."""
-    metrics = evaluate(run_dir, split, **kwargs)
-    Path(run_dir, f"metrics-{split}.json").write_text(json.dumps(metrics, indent=2) + "\n")
+def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt", **kwargs) -> dict:
+    """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
+    for ``best.pt`` (what :func:`collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
+    (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
+    metrics = evaluate(Path(run_dir) / checkpoint, split, **kwargs)
+    stem = Path(checkpoint).stem
+    name = f"metrics-{split}.json" if stem == "best" else f"metrics-{split}-{stem}.json"
+    Path(run_dir, name).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 

@@ -123,6 +123,10 @@ class Encoder:
     def collate_items(self, items: Sequence[dict]) -> Batch:
         return self.collate([self.encode(item) for item in items])
 
+    def cost(self, encoded: Encoded) -> int:
+        """The memory one state takes in a batch, in cells (evaluation caps a batch's total)."""
+        return 1
+
     def model_kwargs(self) -> dict:
         """Arguments the matching model needs from the data (e.g. NLM input channels)."""
         return {}
@@ -253,6 +257,9 @@ class NLMEncoder(Encoder):
 
     def model_kwargs(self) -> dict:
         return {"input_channels": list(self.input_channels), "breadth": self.breadth}
+
+    def cost(self, encoded: Encoded) -> int:
+        return encoded.inputs.num_objects ** self.breadth  # the arity-`breadth` tensors dominate
 
     def encode_state(self, problem_file: str, state: Sequence[str], goal: Sequence[str]) -> NLMExample:
         info = problem_objects(self.domain, str(problem_file))
@@ -385,6 +392,9 @@ class HGNEncoder(Encoder):
         if key not in self._graphs:
             self._graphs[key] = hypergraph_from_task(load_task(resolve_domain(self.domain), key))
         return self._graphs[key]
+
+    def cost(self, encoded: Encoded) -> int:
+        return encoded.inputs.graph.num_nodes + encoded.inputs.graph.num_edges
 
     def encode_state(self, problem_file: str, state: Sequence[str], goal: Sequence[str]) -> HGNExample:
         graph = self.graph(problem_file)

@@ -9,6 +9,8 @@ The run folder holds
 * ``curves.jsonl`` — one JSON line per validation: step, mean training loss since the previous line, validation
   NLL and MSE, seconds since the start (for plots);
 * ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection);
+* ``best-nll.pt`` — the weights with the best validation NLL (the paper's choice for its NLL table of the linear
+  models);
 * ``last.pt`` — a periodic checkpoint with the optimizer and the batch sampler's RNG state, written atomically
   (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
   weights an uninterrupted run would have.
@@ -155,20 +157,36 @@ def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
     return [encoder.encode(item) for item in items]
 
 
-def batches(encoder: Encoder, encoded: Sequence[Encoded], batch_size: int):
-    """Consecutive batches of ``encoded`` (for evaluation)."""
-    for start in range(0, len(encoded), batch_size):
-        yield encoder.collate(encoded[start:start + batch_size])
+# A batch's padded size (encoder.cost) is capped at evaluation, so a test set with 100-object instances does not
+# allocate B * 100^3 NLM cells at once (at 2^22 cells and 8 channels, each arity-3 tensor is 128 MB).
+EVAL_COST_BUDGET = 2**22
+
+
+def batches(encoder: Encoder, encoded: Sequence[Encoded], batch_size: int, cost_budget: int = EVAL_COST_BUDGET):
+    """Evaluation batches: ``(rows, Batch)`` over ``encoded`` ordered by size (less padding), each at most
+    ``batch_size`` states and, past one state, at most ``cost_budget`` padded cells (``encoder.cost``)."""
+    order = sorted(range(len(encoded)), key=lambda i: encoder.cost(encoded[i]))
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while (stop < len(order) and stop - start < batch_size
+               and (stop + 1 - start) * encoder.cost(encoded[order[stop]]) <= cost_budget):
+            stop += 1
+        rows = order[start:stop]
+        yield rows, encoder.collate([encoded[i] for i in rows])
+        start = stop
 
 
 @torch.no_grad()
 def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded: Sequence[Encoded],
             device: torch.device, batch_size: int = 1024) -> dict[str, torch.Tensor]:
-    """Per-state float64 CPU tensors: h_star, lower, upper, ff, lmcut, mu, sigma, estimate, clipped (N), nll."""
+    """Per-state float64 CPU tensors, in the order of ``encoded``: h_star, lower, upper, ff, lmcut, mu, sigma,
+    estimate (the point estimate), clipped (N only: max(mu, l)) and nll."""
     was_training = model.training
     model.eval()
     columns: dict[str, list[torch.Tensor]] = {}
-    for batch in batches(encoder, encoded, batch_size):
+    order: list[int] = []
+    for rows, batch in batches(encoder, encoded, batch_size):
         batch = batch.to(device)
         prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
         values = {
@@ -180,8 +198,11 @@ def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded:
             values["clipped"] = prediction.clipped_point_estimate()
         for key, value in values.items():
             columns.setdefault(key, []).append(value.detach().double().cpu())
+        order += rows
     model.train(was_training)
-    return {key: torch.cat(value) for key, value in columns.items()}
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+    return {key: torch.cat(value)[inverse] for key, value in columns.items()}
 
 
 def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dict[str, float]:
@@ -264,9 +285,10 @@ def train(
     head = DistributionHead(config.head_config())
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sampler = torch.Generator().manual_seed(config.seed)
-    step, best_val_mse, loss_sum, loss_count, elapsed_before = 0, math.inf, 0.0, 0, 0.0
+    step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path = run_dir / "last.pt", run_dir / "best.pt", run_dir / "curves.jsonl"
+    best_nll_path = run_dir / "best-nll.pt"
     if resume and last_path.is_file():
         checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
         saved = TrainConfig.from_dict(checkpoint["config"])
@@ -278,7 +300,7 @@ def train(
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.set_state(checkpoint["sampler_state"])
-        step, best_val_mse = checkpoint["step"], checkpoint["best_val_mse"]
+        step, best_val_mse, best_val_nll = checkpoint["step"], checkpoint["best_val_mse"], checkpoint["best_val_nll"]
         loss_sum, loss_count = checkpoint["loss_sum"], checkpoint["loss_count"]
         elapsed_before = checkpoint["elapsed"]
         # curve lines written after the checkpoint will be written again
@@ -286,7 +308,7 @@ def train(
             if curves_path.is_file() else []
         curves_path.write_text("".join(line + "\n" for line in kept))
     else:
-        for stale in (last_path, best_path, curves_path):
+        for stale in (last_path, best_path, best_nll_path, curves_path):
             stale.unlink(missing_ok=True)
         curves_path.touch()
     (run_dir / "config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
@@ -294,7 +316,8 @@ def train(
     def checkpoint_state(**extra) -> dict:
         return {
             "format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": model_kwargs,
-            "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, **extra,
+            "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, "best_val_nll": best_val_nll,
+            **extra,
         }
 
     # -- loop ---------------------------------------------------------------------------------------------------
@@ -331,6 +354,9 @@ def train(
             if metrics["val_mse"] < best_val_mse:
                 best_val_mse = metrics["val_mse"]
                 _atomic_save(checkpoint_state(**metrics), best_path)
+            if metrics["val_nll"] < best_val_nll:
+                best_val_nll = metrics["val_nll"]
+                _atomic_save(checkpoint_state(**metrics), best_nll_path)
             bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
         if step % config.checkpoint_every == 0 or step == config.steps:
             _atomic_save(checkpoint_state(
