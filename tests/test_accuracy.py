@@ -55,6 +55,9 @@ def test_evaluate_matches_a_direct_computation(tmp_path, data, distribution):
         assert metrics["mse_clip"] is None
     assert json.loads((run / "metrics-test.json").read_text()) == metrics
     assert collect_results(tmp_path) == [metrics]
+    by_nll = evaluate_run(run, "test", checkpoint="best-nll.pt", items=data)
+    assert collect_results(tmp_path, checkpoint="best-nll.pt") == [by_nll]
+    assert by_nll["checkpoint_step"] == torch.load(run / "best-nll.pt", weights_only=False)["step"]
 
 
 def fake_results():

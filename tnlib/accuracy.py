@@ -76,9 +76,12 @@ def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: st
     return metrics
 
 
-def collect_results(results_dir: str | os.PathLike, split: str = "test") -> list[dict]:
-    """Every ``metrics-<split>.json`` under ``results_dir`` (recursively), sorted by path."""
-    return [json.loads(p.read_text()) for p in sorted(Path(results_dir).rglob(f"metrics-{split}.json"))]
+def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
+    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`evaluate_run`) under ``results_dir``,
+    recursively, sorted by path."""
+    stem = Path(checkpoint).stem
+    name = f"metrics-{split}.json" if stem == "best" else f"metrics-{split}-{stem}.json"
+    return [json.loads(p.read_text()) for p in sorted(Path(results_dir).rglob(name))]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -159,12 +162,12 @@ def _bold_keys(row: dict, configs) -> set:
 
 def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, fmt: str = "markdown",
-                 metric: str = "mse", split: str = "test") -> str:
+                 metric: str = "mse", split: str = "test", checkpoint: str = "best.pt") -> str:
     """The paper's Table 1 layout from a results folder (or a list of metrics dicts), as Markdown or LaTeX.
 
     Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
     With ``metric="nll"`` the rows are the NLL (no +clip row, no baseline columns), as in the appendix's linear
-    table. Cells are mean±std over seeds; bold marks the best of N, N+clip and TN of a configuration when the gap
+    table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds; bold marks the best of N, N+clip and TN of a configuration when the gap
     to the second best exceeds 0.1.
     """
     if fmt not in ("markdown", "latex"):
@@ -172,7 +175,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     if metric not in ("mse", "nll"):
         raise ValueError(f"unknown metric {metric!r} (mse or nll)")
     if isinstance(results, (str, os.PathLike)):
-        results = collect_results(results, split)
+        results = collect_results(results, split, checkpoint)
     cells = table1_cells(results, model, lower_bound, configs, metric)
     latex = fmt == "latex"
 
@@ -231,6 +234,8 @@ def register(subparsers) -> None:
     p.add_argument("--split", default="test")
     p.add_argument("--data", default=None, help="dataset root (default: the run's)")
     p.add_argument("--device", default=None)
+    p.add_argument("--checkpoint", default="best.pt",
+                   help="which checkpoint of each run folder: best.pt (best validation MSE) or best-nll.pt")
     p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
     p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
     p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")
@@ -246,11 +251,12 @@ def _run_evaluate(args) -> int:
     try:
         if args.table:
             print(render_table(args.runs[0], args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
-                               metric=args.metric, split=args.split), end="")
+                               metric=args.metric, split=args.split, checkpoint=args.checkpoint), end="")
             return 0
         for run in args.runs:
             path = Path(run)
-            metrics = (evaluate_run(path, args.split, data_root=args.data, device=args.device) if path.is_dir()
+            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data, device=args.device)
+                       if path.is_dir()
                        else evaluate(path, args.split, data_root=args.data, device=args.device))
             if args.json:
                 print(json.dumps(metrics))

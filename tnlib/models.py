@@ -169,8 +169,12 @@ class NLMLayer(nn.Module):
                 else:
                     term = (local if local is not None else expanded)[i].expand(shape)
                 term = _permute_objects(term, perm)
-                # keep the sum in contiguous memory so the next layer's matmul reads it without a copy
-                total = term.contiguous() if total is None else total + term
+                # one contiguous buffer, summed in place: the next layer's matmul reads it without a copy, and
+                # r! - 1 tensors of the biggest size are never allocated
+                if total is None:
+                    total = term if len(perms) == 1 else term.clone(memory_format=torch.contiguous_format)
+                else:
+                    total.add_(term)
             outputs[r] = torch.sigmoid(total + linear.bias)
         return outputs
 
