@@ -18,7 +18,8 @@ from tnlib.figures import BUNDLE_MARKER  # noqa: E402
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 EXPLORER = NOTEBOOK_DIR / "truncated_gaussian_explorer.ipynb"
 CLASSROOM = NOTEBOOK_DIR / "statistics_of_heuristic_learning.ipynb"
-NOTEBOOKS = [EXPLORER, CLASSROOM]
+EXPERIMENTS = NOTEBOOK_DIR / "heuristic_learning_experiments.ipynb"
+NOTEBOOKS = [EXPLORER, CLASSROOM, EXPERIMENTS]
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # Small parameters: seconds, not minutes.
 SMALL_CLASSROOM = dict(num_train=60, num_test=80, steps=5, demo_steps=12, hidden_units=4)
@@ -143,3 +144,20 @@ def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, pa
     # (papermill inserts a markdown cell flagging the failure, so count code cells only)
     first_code_after = next(i for i in range(injected + 1, len(executed.cells)) if executed.cells[i].cell_type == "code")
     assert failed == [first_code_after]
+
+
+def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    notebook = execute(EXPERIMENTS, tmp_path, results_dir=str(runs), domains=["gripper"], models=["linear"],
+                       configs=["learn/ff"], seeds=[0], steps=6, eval_every=3, plan_instances=1, workers=1,
+                       reports_dir=str(reports))
+    check_figures_and_bundle(notebook, minimum_figures=1)
+    html = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs_of(notebook))
+    assert "| gripper | MSE |" in html and "| gripper |" in html.split("Ratio of solved")[1]
+    assert {p.name for p in reports.iterdir()} == {"accuracy.md", "planning.md", "training_curves.html"}
+    assert (runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "planning-default.jsonl").is_file()
+
+
+def test_experiments_notebook_rejects_a_malformed_config(tmp_path):
+    with pytest.raises(PapermillExecutionError, match="sigma/residual"):
+        execute(EXPERIMENTS, tmp_path, results_dir=str(tmp_path / "runs"), configs=["learn-ff"], run=False)

@@ -175,3 +175,72 @@ def _run(args) -> int:
     for row in run_sweep(sweep, workers=args.workers, scheduler=args.scheduler):
         print(json.dumps(row))
     return 0
+
+
+def write_reports(results_dir, reports_dir, model: str = "nlm", lower_bound: str = "lmcut") -> list[Path]:
+    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves."""
+    from tnlib.accuracy import render_table
+    from tnlib.figures import training_curves_figure
+    from tnlib.planning import render_table2
+
+    results_dir, reports_dir = Path(results_dir), Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    sweep = json.loads((results_dir / "sweep.json").read_text()) if (results_dir / "sweep.json").is_file() else {}
+    grid = ", ".join(f"{k}={v}" for k, v in sweep.items() if k in ("steps", "batch_size", "seeds", "instances",
+                                                                   "plan_instances", "max_evaluations"))
+    written = []
+    accuracy = reports_dir / "accuracy.md"
+    accuracy.write_text(f"# Test accuracy ({model}, l = {lower_bound})\n\nFrom `{results_dir}` ({grid}). "
+                        "Mean ± std over seeds; MSE of the point estimate (N: mu, TN: truncated mean), "
+                        "+clip: max(mu, l) for N.\n\n" + render_table(results_dir, model=model,
+                                                                       lower_bound=lower_bound) + "\n")
+    written.append(accuracy)
+    planning = reports_dir / "planning.md"
+    planning.write_text(f"# Planning with the learned heuristics ({model}, l = {lower_bound})\n\nGBFS on the plan "
+                        f"split, from `{results_dir}` ({grid}); an unsolved instance counts as the evaluation "
+                        "limit.\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound) + "\n")
+    written.append(planning)
+    configs = sorted({(c["domain"], c["sigma"], c["residual"]) for c in
+                      (json.loads(p.read_text()) for p in results_dir.glob("*/config.json")) if c["model"] == model})
+    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>",
+            f"<h1>Training curves ({model})</h1>"]
+    for domain, sigma, residual in configs:
+        figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+        html.append(figure.to_html(full_html=False, include_plotlyjs=False))
+    html.append("</body></html>")
+    curves = reports_dir / "training_curves.html"
+    curves.write_text("\n".join(html))
+    written.append(curves)
+    return written
+
+
+def check_sweep_parameters(results_dir, domains, models, configs, distributions, seeds, steps, batch_size,
+                           eval_every, instances, plan_instances, max_evaluations, device=None,
+                           data_root=None) -> Sweep:
+    """The experiments notebook's parameters as a :class:`Sweep`; a ValueError names the first bad one."""
+    from tnlib.datasets import DOMAINS
+
+    unknown = [d for d in domains if d not in DOMAINS]
+    if unknown or not domains:
+        raise ValueError(f"domains: unknown {unknown} (choose from {', '.join(DOMAINS)})" if unknown
+                         else "domains: name at least one")
+    pairs = []
+    for config in configs:
+        parts = str(config).split("/")
+        if len(parts) != 2:
+            raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
+        pairs.append(tuple(parts))
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every),
+                        ("max_evaluations", max_evaluations)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if plan_instances is not None and (not isinstance(plan_instances, int) or plan_instances < 1):
+        raise ValueError(f"plan_instances must be None or an integer >= 1, got {plan_instances!r}")
+    if not seeds:
+        raise ValueError("seeds: name at least one")
+    sweep = Sweep(domains=list(domains), models=list(models), configs=pairs, distributions=list(distributions),
+                  seeds=list(seeds), steps=steps, batch_size=batch_size, eval_every=eval_every, instances=instances,
+                  plan_instances=plan_instances, max_evaluations=max_evaluations,
+                  out_dir=str(Path(results_dir).resolve()), device=device, data_root=data_root)
+    sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
+    return sweep

@@ -1,8 +1,10 @@
 """The main job: `tnlib reproduce` regenerates everything in reports/ from the small embedded default.
 
-Today it executes the notebooks headless with papermill (rendered to self-contained HTML in reports/) and
-measures the Truncated Normal's accuracy and speed against scipy and stable-trunc-gaussian. Later stages
-(datasets, training, planning) add their steps to ``STEPS``. Each step writes its outputs atomically, so an
+It executes the notebooks headless with papermill (rendered to HTML in reports/notebooks/): the explorer, the
+classroom notebook, and the experiments notebook, which runs the small-profile sweep (train NLM N and TN models
+on data/small, evaluate them, plan with them; runs/small/) and writes reports/accuracy.md, planning.md and
+training_curves.html. Then it measures the Truncated Normal's accuracy and speed against scipy and
+stable-trunc-gaussian (reports/truncated_normal.md). Each step writes its outputs atomically, so an
 interrupted run never leaves a half-written report behind; rerunning redoes only what is missing unless
 ``--force`` is given.
 """
@@ -21,10 +23,17 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 
-# Headless parameters of each notebook for the main job (small enough for 2 CPU cores).
+# Headless parameters of each notebook for the main job (small enough for 2 CPU cores), and what else each
+# writes into reports/.
 NOTEBOOK_PARAMETERS: dict[str, dict] = {
     "truncated_gaussian_explorer.ipynb": {"interactive": False},
     "statistics_of_heuristic_learning.ipynb": {},
+    # the small-profile sweep: NLM, learn/ff and fixed/none, N vs TN, two seeds, on data/small (resumable)
+    "heuristic_learning_experiments.ipynb": {"results_dir": "../runs/small", "reports_dir": "../reports",
+                                             "steps": 600, "seeds": [0, 1], "plan_instances": 10, "workers": 2},
+}
+EXTRA_OUTPUTS = {
+    "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html"],
 }
 
 
@@ -43,7 +52,7 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(f.name, path)
 
 
-def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int = 900) -> None:
+def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int | None = None) -> None:
     """Run notebooks/NAME with papermill and render the executed copy to HTML (plots embedded, no CDN)."""
     import nbformat
     import papermill
@@ -118,7 +127,8 @@ def steps() -> list[Step]:
     result = []
     for name, params in NOTEBOOK_PARAMETERS.items():
         html = REPORTS / "notebooks" / name.replace(".ipynb", ".html")
-        result.append(Step(f"notebook {name}", [html],
+        outputs = [html] + [REPORTS / extra for extra in EXTRA_OUTPUTS.get(name, [])]
+        result.append(Step(f"notebook {name}", outputs,
                            lambda name=name, params=params, html=html: execute_notebook(name, params, html)))
     report = REPORTS / "truncated_normal.md"
     result.append(Step("truncated normal accuracy and speed", [report], lambda: truncated_normal_report(report)))
