@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.accuracy import collect_results, evaluate, evaluate_run, render_table, table1_cells
-from tnlib.heads import DistributionHead, HeadConfig
+from tnlib.accuracy import collect_results, evaluate_run, render_table, table1_cells
 from tnlib.training import TrainConfig, load_checkpoint, train
 
 

@@ -3,7 +3,6 @@ STRIPS-HGN (dense incidence-matrix reference, permutation invariance, batching) 
 (the closed-form least-squares solution)."""
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
