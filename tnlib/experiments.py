@@ -177,8 +177,9 @@ def _run(args) -> int:
     return 0
 
 
-def write_reports(results_dir, reports_dir, model: str = "nlm", lower_bound: str = "lmcut") -> list[Path]:
-    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves."""
+def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
+    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
+    one section per model."""
     from tnlib.accuracy import render_table
     from tnlib.figures import training_curves_figure
     from tnlib.planning import render_table2
@@ -188,29 +189,26 @@ def write_reports(results_dir, reports_dir, model: str = "nlm", lower_bound: str
     sweep = json.loads((results_dir / "sweep.json").read_text()) if (results_dir / "sweep.json").is_file() else {}
     grid = ", ".join(f"{k}={v}" for k, v in sweep.items() if k in ("steps", "batch_size", "seeds", "instances",
                                                                    "plan_instances", "max_evaluations"))
-    written = []
-    accuracy = reports_dir / "accuracy.md"
-    accuracy.write_text(f"# Test accuracy ({model}, l = {lower_bound})\n\nFrom `{results_dir}` ({grid}). "
-                        "Mean ± std over seeds; MSE of the point estimate (N: mu, TN: truncated mean), "
-                        "+clip: max(mu, l) for N.\n\n" + render_table(results_dir, model=model,
-                                                                       lower_bound=lower_bound) + "\n")
-    written.append(accuracy)
-    planning = reports_dir / "planning.md"
-    planning.write_text(f"# Planning with the learned heuristics ({model}, l = {lower_bound})\n\nGBFS on the plan "
-                        f"split, from `{results_dir}` ({grid}); an unsolved instance counts as the evaluation "
-                        "limit.\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound) + "\n")
-    written.append(planning)
-    configs = sorted({(c["domain"], c["sigma"], c["residual"]) for c in
-                      (json.loads(p.read_text()) for p in results_dir.glob("*/config.json")) if c["model"] == model})
-    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>",
-            f"<h1>Training curves ({model})</h1>"]
-    for domain, sigma, residual in configs:
-        figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
-        html.append(figure.to_html(full_html=False, include_plotlyjs=False))
+    source = f"From `{results_dir.name}/` ({grid}), l = {lower_bound}."
+    accuracy = [f"# Test accuracy\n\n{source} Mean ± std over seeds of the test MSE of the point estimate "
+                "(N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of those "
+                "heuristics.\n"]
+    planning = [f"# Planning with the learned heuristics\n\nGBFS on the plan split. {source} An unsolved "
+                "instance counts as the evaluation limit.\n"]
+    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
+    configs_of = [json.loads(p.read_text()) for p in results_dir.glob("*/config.json")]
+    for model in models:
+        accuracy.append(f"## {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
+        planning.append(f"## {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound))
+        html.append(f"<h1>Training curves ({model})</h1>")
+        for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
+                                               if c["model"] == model}):
+            figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+            html.append(figure.to_html(full_html=False, include_plotlyjs=False))
     html.append("</body></html>")
-    curves = reports_dir / "training_curves.html"
-    curves.write_text("\n".join(html))
-    written.append(curves)
+    written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
+    for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
+        path.write_text(text)
     return written
 
 
