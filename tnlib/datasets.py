@@ -583,7 +583,11 @@ def _run_local(jobs: list[SlotJob], workers: int) -> Iterator[dict]:
 def _run_dask(jobs: list[SlotJob], scheduler: str) -> Iterator[dict]:
     from distributed import Client, as_completed
 
-    with Client(scheduler, set_as_default=False) as client:
+    try:
+        client = Client(scheduler, set_as_default=False, timeout="30s")
+    except (OSError, TimeoutError) as err:
+        raise DatasetError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+    with client:
         futures = client.map(run_slot, jobs, pure=False, key=[f"tnlib-slot-{j.split}-{j.key}" for j in jobs])
         try:
             for future in as_completed(futures, loop=client.loop):
