@@ -39,6 +39,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_heuristics.py
 	$(PY) benchmarks/bench_search.py
 	$(PY) benchmarks/compare_lmcut_fast_downward.py
+	$(PY) benchmarks/bench_labelling.py
+	$(PY) benchmarks/bench_training.py
 
 clean-env:
 	rm -rf $(VENV)
