@@ -12,15 +12,6 @@ from tnlib.accuracy import collect_results, evaluate_run, render_table, table1_c
 from tnlib.training import TrainConfig, load_checkpoint, train
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: OpenMP threads only add synchronisation, and under pytest -n 2 they oversubscribe the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     return small_items("ferry", tmp_path_factory.mktemp("accuracy"))

@@ -14,15 +14,6 @@ from tnlib.encodings import (
 from tnlib.task import load_task
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: OpenMP threads only add synchronisation, and under pytest -n 2 they oversubscribe the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("encodings")

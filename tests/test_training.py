@@ -13,15 +13,6 @@ from tnlib.training import TrainConfig, TrainingDiverged, load_checkpoint, train
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: OpenMP threads only add synchronisation, and under pytest -n 2 they oversubscribe the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("training")

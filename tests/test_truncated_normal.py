@@ -1,7 +1,6 @@
 """TruncatedNormal against mpmath (80 digits at the exact floating inputs), scipy, Normal, and itself."""
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np

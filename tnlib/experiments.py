@@ -10,7 +10,6 @@ a cluster).
 """
 from __future__ import annotations
 
-import argparse
 import json
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
