@@ -43,7 +43,7 @@ from tnlib.models import DEFAULT_LEARNING_RATES, MODELS, build_model
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
-_RESUMABLE_CHANGES = {"steps", "device", "progress"}
+_RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a moved folder still resumes
 
 
 class TrainingDiverged(RuntimeError):
