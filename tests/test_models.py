@@ -236,3 +236,25 @@ def test_build_model_names():
         build_model("mlp")
     with pytest.raises(ValueError, match="depth"):
         NLM([2, 2], depth=0)
+
+
+def test_nlm_initialisation_keeps_states_apart(folder):
+    # with PyTorch's default init the states' outputs differ by ~1e-8 after five sigmoid layers and training
+    # stalls; the sigmoid gain keeps them measurably apart (see NLM.reset_parameters)
+    items = small_items("blocksworld", folder)
+    encoder = NLMEncoder("blocksworld")
+    batch = encoder.collate([encoder.encode(i) for i in items[:12]])
+    spreads = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            raw = NLM(encoder.input_channels)(batch.inputs)[:, 0]
+        spreads.append(float(raw.max() - raw.min()))
+    assert min(spreads) > 1e-3, spreads
+    default = NLM(encoder.input_channels)
+    for layer in default.layers:  # PyTorch's default Linear init, for contrast
+        for linear in layer.linears.values():
+            linear.reset_parameters()
+    with torch.no_grad():
+        raw = default(batch.inputs)[:, 0]
+    assert float(raw.max() - raw.min()) < min(spreads) / 100

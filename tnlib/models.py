@@ -196,6 +196,20 @@ class NLM(nn.Module):
             self.layers.append(NLMLayer(channels, out_arities, width))
             channels = [width if r in out_arities else 0 for r in range(breadth + 1)]
         self.readout = nn.Linear(width, 2)
+        self.reset_parameters()
+
+    # Glorot and Bengio's gain for sigmoid units (4: sigmoid'(0) = 1/4). With PyTorch's default init the
+    # difference between two states shrinks ~20x per layer through the sigmoids and max/min reductions (outputs
+    # differ by ~1e-8 after five layers), and a few hundred steps leave the model a constant; with this gain it
+    # learns at once (data/small blocksworld, fixed/none, 300 steps: validation MSE 15.2 -> 5.2). The paper does
+    # not specify an initialisation.
+    SIGMOID_GAIN = 4.0
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            for linear in layer.linears.values():
+                nn.init.xavier_uniform_(linear.weight, gain=self.SIGMOID_GAIN)
+                nn.init.zeros_(linear.bias)
 
     def forward(self, inputs: NLMInputs) -> torch.Tensor:
         xs: list[torch.Tensor | None] = list(inputs.tensors)
