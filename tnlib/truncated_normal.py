@@ -504,25 +504,25 @@ class _FastLogProb(torch.autograd.Function):
         low = low.detach().reshape(-1)
         xi = (value - loc.detach().reshape(-1)) / fc.scale
         lp = (-_LOG_SQRT_2PI - torch.log(fc.scale) - fc.log_z).addcmul_(xi, xi, value=-0.5)
-        inside = value >= low
-        lp = torch.where(inside, lp, -math.inf)
+        outside = value < low
+        lp.masked_fill_(outside, -math.inf)
         d = None
         if fc.far.numel():
             # relative to the bound: -log s - log m(a) - d (d + 2a)/2, never forming xi^2/2 - a^2/2
             far = fc.far
             d = (value[far] - low[far]) / fc.scale[far]
             lp_far = -torch.log(fc.scale[far]) - fc.far_log_m - 0.5 * d * (d + 2.0 * fc.a[far])
-            lp[far] = torch.where(inside[far], lp_far, -math.inf)
+            lp[far] = lp_far.masked_fill_(outside[far], -math.inf)
         ctx.fc, ctx.far_dist = fc, d
-        ctx.save_for_backward(xi, inside)
+        ctx.save_for_backward(xi, outside)
         return fc.shaped(lp)
 
     @staticmethod
     def backward(ctx, grad):
         fc = ctx.fc
-        xi, inside = ctx.saved_tensors
+        xi, outside = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_s = torch.where(inside, grad.reshape(-1), 0.0) / fc.scale  # grad / scale, 0 outside the support
+        grad_s = (grad.reshape(-1) / fc.scale).masked_fill_(outside, 0.0)  # grad / scale, 0 outside the support
         far, d = fc.far, ctx.far_dist
         out = []
         for i in range(4):
