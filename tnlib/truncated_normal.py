@@ -412,20 +412,22 @@ _M_SERIES = (1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0, 2027025.0
 
 
 @lru_cache(maxsize=None)
-def _series_tables(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exponents 0..K-1 and the (K, 3) coefficient matrix of the m, g and Var series."""
-    k = len(_M_SERIES)
-    coefficients = torch.zeros(k, 3, dtype=dtype)
+def _series_coefficients(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The (K, 3) coefficient matrix of the m, g and Var series in powers of 1/a^2."""
+    coefficients = torch.zeros(len(_M_SERIES), 3, dtype=dtype)
     for column, series in enumerate((_M_SERIES, _G_SERIES, _V_SERIES)):
         coefficients[: len(series), column] = torch.tensor(series, dtype=dtype)
-    return torch.arange(k, dtype=dtype).to(device), coefficients.to(device)
+    return coefficients.to(device)
 
 
 def _far_tail_series(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """m(a), g(a) and Var[t] on [a, inf) from their series in 1/a^2, as one small matmul (few ops per call)."""
-    exponents, coefficients = _series_tables(a.dtype, a.device)
+    coefficients = _series_coefficients(a.dtype, a.device)
     inv2 = a.reciprocal().square()
-    m, g, v = (inv2.unsqueeze(-1).pow(exponents) @ coefficients).unbind(-1)
+    # powers 1, x, x^2, ... by a running product (a float-exponent pow is slow)
+    powers = torch.cat([torch.ones_like(inv2).unsqueeze(-1),
+                        inv2.unsqueeze(-1).expand(-1, len(coefficients) - 1).cumprod(-1)], dim=-1)
+    m, g, v = (powers @ coefficients).unbind(-1)
     return m / a, g * inv2, v * inv2
 
 
@@ -536,7 +538,7 @@ class _FastLogProb(torch.autograd.Function):
                 if d is not None:
                     g[far] = d - fc.far_d
             elif i == 2:  # d/dscale * scale
-                g = torch.addcmul(xi.square().sub_(1.0), fc.a, fc.p_a, value=-1.0)
+                g = torch.addcmul((xi * xi).sub_(1.0), fc.a, fc.p_a, value=-1.0)
                 if d is not None:
                     g[far] = -1.0 + fc.a[far] * (2.0 * d - fc.far_d) + d.square()
             else:  # d/dlow * scale
