@@ -5,8 +5,9 @@ classroom notebook, and the experiments notebook, which runs the small-profile s
 on data/small, evaluate them, plan with them; runs/small/) and writes reports/accuracy.md, planning.md and
 training_curves.html. Then it measures the Truncated Normal's accuracy and speed against scipy and
 stable-trunc-gaussian (reports/truncated_normal.md). Each step writes its outputs atomically, so an
-interrupted run never leaves a half-written report behind; rerunning redoes only what is missing unless
-``--force`` is given.
+interrupted run never leaves a half-written report behind. Every step runs each time (reports are rebuilt from
+what is there); the expensive part, the sweep, resumes from runs/small/ and redoes nothing already finished.
+``--keep-existing`` skips steps whose outputs exist.
 """
 from __future__ import annotations
 
@@ -137,11 +138,11 @@ def steps() -> list[Step]:
     return result
 
 
-def reproduce(force: bool = False, only: str | None = None) -> int:
+def reproduce(keep_existing: bool = False, only: str | None = None) -> int:
     todo = [s for s in steps() if only is None or only in s.name]
     for i, step in enumerate(todo, 1):
-        if not force and all(p.exists() for p in step.outputs):
-            print(f"[{i}/{len(todo)}] {step.name}: up to date (use --force to redo)", flush=True)
+        if keep_existing and all(p.exists() for p in step.outputs):
+            print(f"[{i}/{len(todo)}] {step.name}: kept (its outputs exist)", flush=True)
             continue
         start = time.perf_counter()
         print(f"[{i}/{len(todo)}] {step.name} ...", flush=True)
@@ -154,6 +155,6 @@ def reproduce(force: bool = False, only: str | None = None) -> int:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("reproduce", help="regenerate reports/ on the small embedded default",
                                    description=__doc__.splitlines()[0])
-    parser.add_argument("--force", action="store_true", help="redo steps whose outputs already exist")
+    parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")
-    parser.set_defaults(func=lambda args: reproduce(force=args.force, only=args.only))
+    parser.set_defaults(func=lambda args: reproduce(keep_existing=args.keep_existing, only=args.only))
