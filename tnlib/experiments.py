@@ -190,7 +190,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                                                                    "plan_instances", "max_evaluations"))
     source = f"From `{results_dir.name}/` ({grid}), l = {lower_bound}."
     if sweep.get("steps", 40_000) < 40_000:
-        source += (f" These runs are far shorter than the paper's 40,000 steps at batch 256: compare N with TN "
+        source += (" These runs are far shorter than the paper's 40,000 steps at batch 256: compare N with TN "
                    "within a row, not with the paper's absolute numbers.")
     accuracy = [f"# Test accuracy\n\n{source} Mean ± std over seeds of the test MSE of the point estimate "
                 "(N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of those "
