@@ -55,3 +55,12 @@ def test_cli_runs_a_tiny_sweep(tmp_path, capsys):
     assert code == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert rows and rows[0]["run"] == "gripper-linear-TN-fixed-none-llmcut-s0"
+
+
+def test_summaries_table_lists_every_cell():
+    from tnlib.experiments import summaries_table
+
+    table = summaries_table([{"run": "a", "mse": 1.0, "nll": 2.0, "coverage_default": 1.0},
+                             {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])
+    rows = table.splitlines()[2:]
+    assert rows == ["| a | 1.000 | 2.000 | 1.00 |  |", "| b | 1.500 | 2.500 | 0.50 | 1.00 |"]

@@ -244,3 +244,14 @@ def check_sweep_parameters(results_dir, domains, models, configs, distributions,
                   out_dir=str(Path(results_dir).resolve()), device=device, data_root=data_root)
     sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
     return sweep
+
+
+def summaries_table(rows: Sequence[dict]) -> str:
+    """The cells' summaries (run, test MSE and NLL, plan coverage) as a Markdown table."""
+    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |", "|---|---|---|---|---|"]
+    for r in rows:
+        clip = r.get("coverage_clip")
+        default = r.get("coverage_default")
+        lines.append(f"| {r['run']} | {r['mse']:.3f} | {r['nll']:.3f} | "
+                     f"{'' if default is None else f'{default:.2f}'} | {'' if clip is None else f'{clip:.2f}'} |")
+    return "\n".join(lines)
