@@ -3,6 +3,9 @@
 Each pipeline stage that has a command exposes ``register(subparsers)`` in its own module; this file only
 collects them, so adding a stage's command never touches another stage's code. A registered sub-parser sets
 ``func`` (called with the parsed arguments, returning an exit code).
+
+Modules are imported only for the command being run (``COMMANDS`` maps each command to its module and a
+one-line help for ``tnlib --help``), so that e.g. ``tnlib plan`` starts without importing torch.
 """
 from __future__ import annotations
 
@@ -10,26 +13,28 @@ import argparse
 import importlib
 import sys
 
-# Modules that contribute sub-commands, in the order `tnlib --help` lists them.
-COMMAND_MODULES = [
-    "tnlib.reproduce",
-    "tnlib.generators",
-    "tnlib.solve",
-    "tnlib.search",
-    "tnlib.heuristics",
-    "tnlib.plans",
-    "tnlib.datasets",
-    "tnlib.experiments",
-    "tnlib.training",
-    "tnlib.accuracy",
-]
+# command -> (module that registers it, help line), in the order `tnlib --help` lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "reproduce": ("tnlib.reproduce", "regenerate reports/ on the small embedded default (the main job)"),
+    "generate": ("tnlib.generators", "generate a problem instance of a shipped domain"),
+    "solve": ("tnlib.solve", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
+    "plan": ("tnlib.search", "plan with GBFS and a symbolic heuristic"),
+    "heuristics": ("tnlib.heuristics", "heuristic values of the initial state and the states along a plan"),
+    "validate": ("tnlib.plans", "check a plan: whether and why it fails"),
+    "data": ("tnlib.datasets", "generate, verify and describe datasets"),
+    "train": ("tnlib.training", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
+    "evaluate": ("tnlib.accuracy", "test metrics of trained models and the Table 1 layout"),
+    "sweep": ("tnlib.experiments", "train, evaluate and plan over a grid of configurations"),
+}
+COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
 class CommandError(Exception):
     """A user error worth one clear line on stderr and exit code 2, not a traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command`` given, only that command's module is imported and registers it in full."""
     from tnlib import __version__
 
     parser = argparse.ArgumentParser(
@@ -38,13 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tnlib {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command][0]).register(subparsers)
+    else:
+        for name, (_, help_line) in COMMANDS.items():
+            subparsers.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
