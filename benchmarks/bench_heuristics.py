@@ -11,7 +11,6 @@ by hash-order tie-breaking; LM-cut implementations legitimately differ).
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pyperplan.search.searchspace import make_root_node  # noqa: E402
 
 from tnlib.generators import generate  # noqa: E402
 from tnlib.heuristics import make_heuristic  # noqa: E402
+from tnlib.search import random_walk_states  # noqa: E402
 from tnlib.task import load_task, parse_and_ground  # noqa: E402
 
 INSTANCES = {
@@ -34,21 +34,6 @@ INSTANCES = {
     "visitall": dict(x=7, y=7, ratio=1.0),
 }
 PYPERPLAN = {"hmax": hMaxHeuristic, "hadd": hAddHeuristic, "ff": hFFHeuristic, "lmcut": LmCutHeuristic}
-
-
-def random_walk_states(task, count: int, seed: int) -> list[bytes]:
-    rng = random.Random(seed)
-    states, seen, state = [], set(), task.init
-    while len(states) < count:
-        successors = task.successors(state)
-        if not successors or rng.random() < 0.02:
-            state = task.init
-            continue
-        state = rng.choice(successors)[1]
-        if state not in seen:
-            seen.add(state)
-            states.append(state)
-    return states
 
 
 def main() -> None:
@@ -67,7 +52,7 @@ def main() -> None:
         path.write_text(generate(domain, args.seed, **INSTANCES[domain]))
         task = load_task(domain, path)
         reference = parse_and_ground(task.domain_file, task.problem_file)
-        states = random_walk_states(task, args.states, args.seed)
+        states = random_walk_states(task, args.states, args.seed, restart=0.02)
         prefix = states[: args.pyperplan_states]
         nodes = [make_root_node(task.state_to_facts(s)) for s in prefix]
         for name in ("goalcount", "hmax", "hadd", "ff", "lmcut"):

@@ -6,6 +6,7 @@ import functools
 import random
 from pathlib import Path
 
+from tnlib.search import random_walk_states  # noqa: F401  (re-exported for the tests)
 from tnlib.task import Task, load_task
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -39,27 +40,6 @@ def problem_file(tmp_root: str, domain: str, seed: int, size: str) -> Path:
 @functools.lru_cache(maxsize=None)
 def instance(tmp_root: str, domain: str, seed: int = 1, size: str = "small") -> Task:
     return load_task(domain, problem_file(tmp_root, domain, seed, size))
-
-
-def random_walk_states(task: Task, count: int, seed: int = 0, restart: float = 0.05) -> list[bytes]:
-    """``count`` states from random walks starting at the initial state (restarting with probability ``restart``
-    per step), so every state is reachable. Duplicates are kept out."""
-    rng = random.Random(seed)
-    states: list[bytes] = []
-    seen = set()
-    state = task.init
-    attempts = 0
-    while len(states) < count and attempts < 50 * count:
-        attempts += 1
-        successors = task.successors(state)
-        if not successors or rng.random() < restart:
-            state = task.init
-            continue
-        state = rng.choice(successors)[1]
-        if state not in seen:
-            seen.add(state)
-            states.append(state)
-    return states
 
 
 def random_strips_text(seed: int) -> tuple[str, str]:

@@ -160,15 +160,10 @@ def _run(args) -> int:
     from tnlib.cli import CommandError
 
     try:
-        configs = [tuple(c.split("/")) for c in args.configs]
-        if any(len(c) != 2 for c in configs):
-            raise ValueError("--configs takes sigma/residual pairs such as learn/ff")
-        sweep = Sweep(domains=args.domains, models=args.models, configs=configs, distributions=args.distributions,
-                      seeds=args.seeds, lower_bound=args.lower_bound, steps=args.steps, batch_size=args.batch_size,
-                      eval_every=args.eval_every, instances=args.instances, data_root=args.data_root,
-                      out_dir=args.out, device=args.device, plan=not args.no_plan,
-                      plan_instances=args.plan_instances, max_evaluations=args.max_evaluations)
-        sweep.train_configs()  # validates every configuration before anything runs
+        sweep = check_sweep_parameters(
+            args.out, args.domains, args.models, args.configs, args.distributions, args.seeds, args.steps,
+            args.batch_size, args.eval_every, args.instances, args.plan_instances, args.max_evaluations,
+            device=args.device, data_root=args.data_root, lower_bound=args.lower_bound, plan=not args.no_plan)
     except ValueError as err:
         raise CommandError(str(err)) from err
     for row in run_sweep(sweep, workers=args.workers, scheduler=args.scheduler):
@@ -216,8 +211,8 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
 
 def check_sweep_parameters(results_dir, domains, models, configs, distributions, seeds, steps, batch_size,
                            eval_every, instances, plan_instances, max_evaluations, device=None,
-                           data_root=None) -> Sweep:
-    """The experiments notebook's parameters as a :class:`Sweep`; a ValueError names the first bad one."""
+                           data_root=None, lower_bound="lmcut", plan=True) -> Sweep:
+    """The notebook's and the CLI's sweep parameters as a :class:`Sweep`; a ValueError names the first bad one."""
     from tnlib.datasets import DOMAINS
 
     unknown = [d for d in domains if d not in DOMAINS]
@@ -241,14 +236,16 @@ def check_sweep_parameters(results_dir, domains, models, configs, distributions,
     sweep = Sweep(domains=list(domains), models=list(models), configs=pairs, distributions=list(distributions),
                   seeds=list(seeds), steps=steps, batch_size=batch_size, eval_every=eval_every, instances=instances,
                   plan_instances=plan_instances, max_evaluations=max_evaluations,
-                  out_dir=str(Path(results_dir).resolve()), device=device, data_root=data_root)
+                  out_dir=str(Path(results_dir).resolve()), device=device, data_root=data_root,
+                  lower_bound=lower_bound, plan=plan)
     sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
     return sweep
 
 
 def summaries_table(rows: Sequence[dict]) -> str:
     """The cells' summaries (run, test MSE and NLL, plan coverage) as a Markdown table."""
-    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |", "|---|---|---|---|---|"]
+    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |",
+             "|---|---|---|---|---|"]
     for r in rows:
         clip = r.get("coverage_clip")
         default = r.get("coverage_default")

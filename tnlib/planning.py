@@ -144,57 +144,54 @@ def _done(path: Path) -> dict[str, dict]:
     return done
 
 
+def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
+                    limit: int | None, progress: bool = False, desc: str = "") -> list[dict]:
+    """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``; instances already
+    there are not planned again."""
+    from tqdm.auto import tqdm
+
+    from tnlib.task import resolve_domain
+
+    domain_file = resolve_domain(domain)
+    instances = table.instances()[:limit]
+    done = _done(out)
+    for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
+        problem = table.problem_path(instance)
+        if problem.name in done:
+            continue
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations)
+        record.update(instance=instance, **extra)
+        _append_jsonl(out, record)
+        done[problem.name] = record
+    return [done[table.problem_path(i).name] for i in instances]
+
+
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
                max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None,
                progress: bool = False) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
     from tnlib.data import load_split
-    from tnlib.task import resolve_domain
     from tnlib.training import TrainConfig
 
     run_dir = Path(run_dir)
     config = TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
     table = load_split(data_root or config.data_root, config.domain, split)
-    instances = table.instances()[:limit]
-    out = run_dir / f"planning-{estimate}.jsonl"
-    done = _done(out)
-    domain_file = resolve_domain(config.domain)
-    from tqdm.auto import tqdm
-
-    for instance in tqdm(instances, desc=f"{run_dir.name} {estimate}", disable=not progress, leave=False):
-        problem = table.problem_path(instance)
-        if problem.name in done:
-            continue
-        heuristic = LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate)
-        record = plan_problem(heuristic, domain_file, problem, max_evaluations)
-        record.update(instance=instance, estimate=estimate)
-        _append_jsonl(out, record)
-        done[problem.name] = record
-    return [done[table.problem_path(i).name] for i in instances]
+    return _plan_instances(
+        table, config.domain, run_dir / f"planning-{estimate}.jsonl",
+        lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
+        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}")
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
                   max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
     from tnlib.data import load_split
-    from tnlib.task import resolve_domain
 
-    table = load_split(data_root, domain, split)
     out_dir = Path(out_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"baseline-{domain}-{heuristic}.jsonl"
-    done = _done(out)
-    domain_file = resolve_domain(domain)
-    instances = table.instances()[:limit]
-    for instance in instances:
-        problem = table.problem_path(instance)
-        if problem.name in done:
-            continue
-        record = plan_problem(heuristic, domain_file, problem, max_evaluations)
-        record.update(instance=instance, domain=domain, heuristic=heuristic)
-        _append_jsonl(out, record)
-        done[problem.name] = record
-    return [done[table.problem_path(i).name] for i in instances]
+    return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -410,3 +411,25 @@ def _run_plan(args) -> int:
             for step in result.plan:
                 print(step)
     return 0 if result.solved else 1
+
+
+def random_walk_states(task: Task, count: int, seed: int = 0, restart: float = 0.05) -> list[State]:
+    """Up to ``count`` distinct states from random walks from the initial state (restarting with probability
+    ``restart`` per step), so every state is reachable; deterministic for a seed. Used to build corpora of
+    states for heuristic checks and benchmarks."""
+    rng = random.Random(seed)
+    states: list[State] = []
+    seen = set()
+    state = task.init
+    attempts = 0
+    while len(states) < count and attempts < 50 * count:
+        attempts += 1
+        successors = task.successors(state)
+        if not successors or rng.random() < restart:
+            state = task.init
+            continue
+        state = rng.choice(successors)[1]
+        if state not in seen:
+            seen.add(state)
+            states.append(state)
+    return states

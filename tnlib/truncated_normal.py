@@ -82,14 +82,6 @@ def _v_threshold(dtype: torch.dtype) -> float:
     return 20.0 if dtype == torch.float64 else 8.0
 
 
-def _tail_variance_series(a: torch.Tensor) -> torch.Tensor:
-    inv2 = a.reciprocal().square()
-    series = torch.zeros_like(a)
-    for coefficient in reversed(_V_SERIES):
-        series = series * inv2 + coefficient
-    return series * inv2
-
-
 @lru_cache(maxsize=None)
 def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     nodes, weights = np.polynomial.legendre.leggauss(n)
@@ -273,7 +265,8 @@ def _standardized_variance(core: _Core) -> torch.Tensor:
     if bool(ill.any()):
         # semi-infinite far tail: the asymptotic series; anything else: quadrature moments of the frame
         series = ill & torch.isinf(core.w) & (core.a >= _v_threshold(v.dtype))
-        v = torch.where(series, _tail_variance_series(torch.where(series, core.a, torch.ones_like(v))), v)
+        if bool(series.any()):
+            v = v.index_put((series,), _far_tail_series(core.a[series])[2])
         quad = ill & ~series
         if bool(quad.any()):
             _, _, var_q = _frame_moments(core.a[quad], core.w[quad], panels=8)
