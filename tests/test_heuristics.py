@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from planning_corpus import DATA, instance, random_strips_text, random_walk_states
 from tnlib.heuristics import (
-    FEATURE_NAMES,
     HEURISTIC_NAMES,
     FFHeuristic,
     evaluate_all,
     linear_features,
     make_heuristic,
 )
+from tnlib.paper import LINEAR_FEATURES
 from tnlib.search import astar, gbfs, goal_distances
 from tnlib.plans import validate_plan
 from tnlib.task import load_task, parse_and_ground
@@ -175,7 +175,7 @@ def test_batch_equals_single_state_calls(corpus, name):
 def test_evaluate_all_keys_and_unknown_name(corpus):
     task = instance(corpus, "ferry", 1, "small")
     values = evaluate_all(task, [task.init])
-    assert set(values) == set(HEURISTIC_NAMES) | set(FEATURE_NAMES)
+    assert set(values) == set(HEURISTIC_NAMES) | set(LINEAR_FEATURES)
     with pytest.raises(ValueError, match="unknown heuristic"):
         make_heuristic("hsa", task)
 

@@ -26,12 +26,11 @@ from typing import Sequence
 import numpy as np
 
 from tnlib.encodings import make_encoder
-from tnlib.training import _data_error, encode_all, load_checkpoint, load_items, predict
+from tnlib.errors import DatasetError
+from tnlib.paper import DOMAINS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
+from tnlib.training import encode_all, load_checkpoint, load_items, predict
 
 DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper", "visitall": "visitall"}
-# The paper's Table 1 columns: (sigma, residual), in order.
-TABLE1_CONFIGS = (("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none"))
-BOLD_GAP = 0.1  # the paper bolds the best only when it beats the second best by more than this
 
 
 def _mse(a, b) -> float:
@@ -133,7 +132,7 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
         if r["distribution"] == "N" and metric == "mse":
             cell[(r["sigma"], r["residual"], "N+clip")].append(r["mse_clip"])
     table = {}
-    for domain in sorted(groups, key=lambda d: list(DOMAIN_LABELS).index(d) if d in DOMAIN_LABELS else 99):
+    for domain in sorted(groups, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 99):
         cells = groups[domain]
         row = {"ff": _stats(cells["ff"]), "lmcut": _stats(cells["lmcut"])}
         for sigma, residual in configs:
@@ -145,7 +144,7 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
 
 def _bold_keys(row: dict, configs) -> set:
     """Per configuration, the best (smallest mean) of N, N+clip and TN when the next distinct value is more than
-    BOLD_GAP worse. Values tied with the best are all bold, as the paper does for N and N+clip (ferry, fixed/h_FF:
+    TABLE1_BOLD_GAP worse. Values tied with the best are all bold, as the paper does for N and N+clip (ferry, fixed/h_FF:
     both 2.98 in bold); comparisons use the displayed precision (two decimals) so a gap shown as .10 is not bold."""
     bold = set()
     for sigma, residual in configs:
@@ -155,7 +154,7 @@ def _bold_keys(row: dict, configs) -> set:
             continue
         best = min(means.values())
         others = [v for v in means.values() if v > best]
-        if others and min(others) - best > BOLD_GAP + 1e-9:
+        if others and min(others) - best > TABLE1_BOLD_GAP + 1e-9:
             bold |= {k for k, v in means.items() if v == best}
     return bold
 
@@ -264,6 +263,6 @@ def _run_evaluate(args) -> int:
                 clip = "" if metrics["mse_clip"] is None else f"  MSE+clip {metrics['mse_clip']:.4g}"
                 print(f"{run}: {args.split} MSE {metrics['mse']:.4g}{clip}  NLL {metrics['nll']:.4g}  "
                       f"(h_FF {metrics['mse_ff']:.4g}, {metrics['states']} states)")
-    except (ValueError, FileNotFoundError, _data_error()) as err:
+    except (ValueError, FileNotFoundError, DatasetError) as err:
         raise CommandError(str(err)) from None
     return 0

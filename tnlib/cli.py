@@ -29,8 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
-class CommandError(Exception):
-    """A user error worth one clear line on stderr and exit code 2, not a traceback."""
+from tnlib.errors import CommandError  # noqa: E402
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

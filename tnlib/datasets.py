@@ -75,11 +75,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from tnlib.generators import DOMAIN_NAMES, DOMAIN_PARAMETERS, domain_file, generate, problem_name
+from tnlib.errors import DatasetError, SchedulerUnreachable
+from tnlib.executors import run_jobs
+from tnlib.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
+from tnlib.io import atomic_write_bytes, atomic_write_json, read_json, sha256_file
+from tnlib.paper import DOMAINS, MAX_ATTEMPTS, MAX_EVALUATIONS
 
 FORMAT = "tnlib-heuristic-dataset"
 FORMAT_VERSION = 1
-DOMAINS = tuple(DOMAIN_NAMES)
 SPLITS = ("train", "val", "test", "plan")
 SPLIT_CODES = {"train": 1, "val": 2, "test": 3, "plan": 4}
 MANIFEST = "manifest.json"
@@ -113,10 +116,6 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 Params = tuple[tuple[str, Any], ...]  # a parameter combination, in the generator's parameter order
-
-
-class DatasetError(Exception):
-    """A dataset that is missing, corrupt, or inconsistent with the settings asked for (one clear message)."""
 
 
 def arrow_schema():
@@ -165,8 +164,8 @@ class Profile:
     grids: dict[str, dict[str, SplitGrid]]
     time_limits: dict[str, float]  # seconds, per split
     memory_limit_mb: int = 8000
-    max_attempts: int = 20
-    sat_max_evaluations: int = 10_000
+    max_attempts: int = MAX_ATTEMPTS
+    sat_max_evaluations: int = MAX_EVALUATIONS
 
     def grid(self, domain: str, split: str) -> SplitGrid:
         try:
@@ -395,39 +394,6 @@ def run_slot(job: SlotJob) -> dict:
 # Files
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers (and a crash) see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode())
-
-
-def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive advisory lock (several `generate` runs may share a dataset root)."""
@@ -549,53 +515,6 @@ def _settings_diff(old: dict, new: dict) -> str:
     return "; ".join(f"{k}: {json.dumps(old.get(k))[:80]} there, {json.dumps(new.get(k))[:80]} now" for k in keys)
 
 
-def _die_with_parent() -> None:
-    """Pool workers die with the generate process (SIGKILL included) instead of finishing orphaned slots."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-def _run_local(jobs: list[SlotJob], workers: int) -> Iterator[dict]:
-    if workers <= 1:
-        for job in jobs:
-            yield run_slot(job)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    # spawn, not fork: the parent has threads (tqdm's monitor) that fork would copy mid-lock.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
-        futures = [pool.submit(run_slot, job) for job in jobs]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-
-
-def _run_dask(jobs: list[SlotJob], scheduler: str) -> Iterator[dict]:
-    from distributed import Client, as_completed
-
-    try:
-        client = Client(scheduler, set_as_default=False, timeout="30s")
-    except (OSError, TimeoutError) as err:
-        raise DatasetError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
-    with client:
-        futures = client.map(run_slot, jobs, pure=False, key=[f"tnlib-slot-{j.split}-{j.key}" for j in jobs])
-        try:
-            for future in as_completed(futures, loop=client.loop):
-                yield future.result()
-        finally:
-            client.cancel(futures)
-
-
 def generate_dataset(
     out: str | os.PathLike,
     domains: Sequence[str],
@@ -663,7 +582,7 @@ def generate_dataset(
 
     bar = tqdm(total=len(jobs), desc=f"tnlib data ({profile.name})", unit="inst", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
-    runner = _run_dask(jobs, scheduler) if scheduler else _run_local(jobs, workers)
+    runner = run_jobs(run_slot, jobs, workers, scheduler, keys=[f"tnlib-slot-{j.split}-{j.key}" for j in jobs])
     # A split is consolidated as soon as its last slot is in, so a long run banks finished splits as it goes.
     remaining = {key: len(sp.jobs) for key, sp in by_key.items()}
     for key, left in remaining.items():
@@ -680,6 +599,8 @@ def generate_dataset(
             remaining[key] -= 1
             if remaining[key] == 0:
                 report.splits["/".join(key)] = consolidate_split(by_key[key])
+    except SchedulerUnreachable as err:
+        raise DatasetError(str(err)) from None
     finally:
         bar.close()
     report.wall_seconds = time.perf_counter() - started

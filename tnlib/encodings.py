@@ -443,9 +443,6 @@ class HGNEncoder(Encoder):
 # Linear regression
 
 
-FEATURE_NAMES = ("goalcount", "ff", "ignored_deletes_total", "ignored_deletes_mean")
-
-
 class LinearEncoder(Encoder):
     """The four features of Gomoluch et al. (goal count, h_FF, total and mean ignored deletes), ``[B, 4]``."""
 

@@ -10,21 +10,21 @@ a cluster).
 """
 from __future__ import annotations
 
+import functools
 import json
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-# The two configurations of the paper's main tables: (sigma, residual)
-PAPER_CONFIGS = (("learn", "ff"), ("fixed", "none"))
+from tnlib.executors import run_jobs
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
 
 
 @dataclass
 class Sweep:
     """A grid of training runs and what to do with each."""
 
-    domains: Sequence[str] = ("blocksworld", "ferry", "gripper", "visitall")
+    domains: Sequence[str] = DOMAINS
     models: Sequence[str] = ("nlm",)
     configs: Sequence[tuple[str, str]] = PAPER_CONFIGS
     distributions: Sequence[str] = ("N", "TN")
@@ -40,7 +40,7 @@ class Sweep:
     device: str | None = None
     plan: bool = True
     plan_instances: int | None = None  # the first N instances of the plan split (None: all)
-    max_evaluations: int = 10_000
+    max_evaluations: int = MAX_EVALUATIONS
 
     def train_configs(self) -> list[dict]:
         from tnlib.training import TrainConfig
@@ -63,7 +63,7 @@ class Sweep:
 
 
 def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
-             max_evaluations: int = 10_000) -> dict:
+             max_evaluations: int = MAX_EVALUATIONS) -> dict:
     """Train (or resume) one configuration, evaluate it on the test split and plan with it."""
     import torch
 
@@ -105,25 +105,9 @@ def run_sweep(sweep: Sweep, workers: int = 1, scheduler: str | None = None, prog
     kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
     bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
     results = []
-    if scheduler:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
-
-        with Client(scheduler) as client:
-            futures = [client.submit(run_cell, c, **kwargs, pure=False) for c in configs]
-            for future in dask_completed(futures):
-                results.append(future.result())
-                bar.update(1)
-    elif workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            futures = [pool.submit(run_cell, c, **kwargs) for c in configs]
-            for future in as_completed(futures):
-                results.append(future.result())
-                bar.update(1)
-    else:
-        for config in configs:
-            results.append(run_cell(config, **kwargs))
-            bar.update(1)
+    for summary in run_jobs(functools.partial(run_cell, **kwargs), configs, workers, scheduler):
+        results.append(summary)
+        bar.update(1)
     bar.close()
     if sweep.plan:
         run_baselines(sweep)
@@ -213,8 +197,6 @@ def check_sweep_parameters(results_dir, domains, models, configs, distributions,
                            eval_every, instances, plan_instances, max_evaluations, device=None,
                            data_root=None, lower_bound="lmcut", plan=True) -> Sweep:
     """The notebook's and the CLI's sweep parameters as a :class:`Sweep`; a ValueError names the first bad one."""
-    from tnlib.datasets import DOMAINS
-
     unknown = [d for d in domains if d not in DOMAINS]
     if unknown or not domains:
         raise ValueError(f"domains: unknown {unknown} (choose from {', '.join(DOMAINS)})" if unknown

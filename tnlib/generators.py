@@ -35,17 +35,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from tnlib.paper import DOMAINS
+
 # A blocksworld state: towers listed bottom to top, as tuples of block numbers (1-based). Canonical form
 # (see `canonical_blocksworld_state`) sorts the towers, because towers on the table are unordered.
 Tower = tuple[int, ...]
 BlocksState = tuple[Tower, ...]
 
-DOMAIN_NAMES = {
-    "blocksworld": "blocksworld-4ops",
-    "ferry": "ferry",
-    "gripper": "gripper",
-    "visitall": "visit-all",
-}
+# Each domain's name as its PDDL file declares it.
+DOMAIN_NAMES = dict(zip(DOMAINS, ("blocksworld-4ops", "ferry", "gripper", "visit-all")))
 
 # The parameters each generator takes, in the order they appear in problem names.
 DOMAIN_PARAMETERS: dict[str, tuple[str, ...]] = {

@@ -25,17 +25,18 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Normal
 
-from tnlib.truncated_normal import TruncatedNormal
+from tnlib.distributions import TruncatedNormal
+from tnlib.paper import (
+    DISTRIBUTIONS,
+    FIXED_SIGMA,
+    LOWER_BOUNDS,
+    OPEN_BOUND_EPSILON,
+    RESIDUALS,
+    SIGMA_MODES,
+    UPPER_BOUNDS,
+)
 
-DISTRIBUTIONS = ("N", "TN")
-SIGMA_MODES = ("learn", "fixed")
-RESIDUALS = ("ff", "lmcut", "none")
-LOWER_BOUNDS = ("lmcut", "hmax", "blind", "none")
-UPPER_BOUNDS = ("none", "h_sat")
-
-FIXED_SIGMA = 1.0 / math.sqrt(2.0)  # the paper's text (MSE = Gaussian NLL up to a constant); its code used sqrt(2)
 SIGMA_FLOOR = 1e-2  # learned sigma = softplus(raw) + SIGMA_FLOOR
-OPEN_BOUND_EPSILON = 0.1  # TN(mu, sigma, l - eps, u + eps): the paper's open bounds
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:

@@ -38,7 +38,6 @@ from numba import njit
 from tnlib.task import State, Task, pack_states
 
 INF_DIST = np.int64(1) << 40  # "unreachable" inside kernels; becomes math.inf outside
-FEATURE_NAMES = ("goalcount", "ff", "ignored_deletes_total", "ignored_deletes_mean")
 HEURISTIC_NAMES = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
 
 
@@ -698,7 +697,7 @@ def make_heuristic(name: str, task: Task) -> Heuristic:
 
 
 def linear_features(task: Task, states: Sequence[State]) -> np.ndarray:
-    """The linear model's ``(n, 4)`` features, columns :data:`FEATURE_NAMES`."""
+    """The linear model's ``(n, 4)`` features, columns :data:`tnlib.paper.LINEAR_FEATURES`."""
     packed = pack_states(states, task.state_bytes)
     goalcount = GoalCountHeuristic(task).evaluate_packed(packed)
     ff = FFHeuristic(task).features_packed(packed)

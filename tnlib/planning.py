@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
@@ -26,6 +25,8 @@ import numpy as np
 import torch
 
 from tnlib.heuristics import linear_features, make_heuristic
+from tnlib.io import append_jsonl, read_jsonl
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
 from tnlib.plans import validate_plan
 from tnlib.records import problem_atoms
 from tnlib.search import gbfs
@@ -33,7 +34,6 @@ from tnlib.task import load_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
 ESTIMATES = ("default", "clip")
-DEFAULT_MAX_EVALUATIONS = 10_000  # the paper's limit
 
 
 class LearnedHeuristic:
@@ -104,7 +104,7 @@ class LearnedHeuristic:
         return out
 
 
-def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = DEFAULT_MAX_EVALUATIONS,
+def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
                  time_limit: float | None = None) -> dict:
     """GBFS on one problem; the plan, when found, is validated. Returns a JSON-able result."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_task(domain_file, problem_file)
@@ -121,27 +121,9 @@ def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = DE
     return record
 
 
-def _append_jsonl(path: Path, record: dict) -> None:
-    # one line per write, flushed and fsynced: an interrupted run loses at most the instance it was on
-    torn = path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n")
-    with path.open("a") as f:
-        # after a crash mid-line, start a new line: the torn one stays unparseable and is ignored
-        f.write(("\n" if torn else "") + json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def _done(path: Path) -> dict[str, dict]:
-    if not path.is_file():
-        return {}
-    done = {}
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a crash: that instance is simply planned again
-            continue
-        done[record["problem"]] = record
-    return done
+    # a line cut by a crash is skipped: that instance is simply planned again
+    return {record["problem"]: record for record in read_jsonl(path)}
 
 
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
@@ -161,13 +143,13 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
             continue
         record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations)
         record.update(instance=instance, **extra)
-        _append_jsonl(out, record)
+        append_jsonl(out, record)
         done[problem.name] = record
     return [done[table.problem_path(i).name] for i in instances]
 
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
-               max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None,
+               max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
                progress: bool = False) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
     from tnlib.data import load_split
@@ -183,7 +165,7 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
-                  max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
+                  max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
     from tnlib.data import load_split
 
@@ -198,7 +180,7 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
 # Table 2
 
 
-def summarize(records: Sequence[dict], max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> dict:
+def summarize(records: Sequence[dict], max_evaluations: int = MAX_EVALUATIONS) -> dict:
     """Coverage and the average evaluations, counting an unsolved instance as ``max_evaluations`` (as the paper)."""
     if not records:
         return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
@@ -220,7 +202,7 @@ def collect_planning(results_dir) -> list[dict]:
 
 
 def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
-                  configs: Sequence[tuple[str, str]] = (("learn", "ff"), ("fixed", "none")),
+                  configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
                   baseline_dir=None) -> str:
     """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (best in bold)."""
     rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
@@ -232,8 +214,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
         domain = path.stem.split("-")[1]
         baseline[domain] = summarize(list(_done(path).values()))
     domains = sorted({r["domain"] for r in rows} | set(baseline),
-                     key=lambda d: ["blocksworld", "ferry", "gripper", "visitall"].index(d)
-                     if d in ("blocksworld", "ferry", "gripper", "visitall") else 9)
+                     key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
     columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
     lines = []

@@ -10,11 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tnlib.errors import PlanError
 from tnlib.task import Task
-
-
-class PlanError(ValueError):
-    """A plan file that cannot be read (not a sequence of ``(action args)`` lines)."""
 
 
 def format_plan(plan: Sequence[str]) -> str:

@@ -30,7 +30,9 @@ from typing import Sequence
 
 import numpy as np
 
+from tnlib.errors import LabelError
 from tnlib.heuristics import FFHeuristic, evaluate_all
+from tnlib.paper import MAX_EVALUATIONS
 from tnlib.plans import plan_states, validate_plan
 from tnlib.search import gbfs
 from tnlib.task import State, Task, load_task, resolve_domain
@@ -50,11 +52,7 @@ RECORD_COLUMNS = (
     "h_sat",
 )
 ADMISSIBLE = ("blind", "hmax", "lmcut")
-DEFAULT_SAT_EVALUATIONS = 10_000  # the paper's per-problem evaluation limit, reused for h_sat's GBFS
-
-
-class LabelError(ValueError):
-    """A plan that does not validate, or labels that contradict each other (see the module docstring)."""
+DEFAULT_SAT_EVALUATIONS = MAX_EVALUATIONS  # the paper's per-problem evaluation limit, reused for h_sat's GBFS
 
 
 @dataclass

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from tnlib.io import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
@@ -47,14 +49,6 @@ class Step:
     run: Callable[[], None]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        f.write(text)
-    os.chmod(f.name, 0o644)
-    os.replace(f.name, path)
-
-
 def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int | None = None) -> None:
     """Run notebooks/NAME with papermill and render the executed copy to HTML (plots embedded, no CDN)."""
     import nbformat
@@ -70,7 +64,7 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
         # instead of defining window.Plotly. MathJax stays a link: the browser fetches it to typeset the prose.
         exporter = HTMLExporter(template_name="lab", require_js_url="")
         body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    _atomic_write(html_out, _share_plotly_bundle(body, html_out.parent))
+    atomic_write_text(html_out, _share_plotly_bundle(body, html_out.parent))
 
 
 def _share_plotly_bundle(body: str, folder: Path) -> str:
@@ -82,7 +76,7 @@ def _share_plotly_bundle(body: str, folder: Path) -> str:
         return body
     shared = folder / "plotly.min.js"
     if not shared.exists() or shared.read_text() != bundle:
-        _atomic_write(shared, bundle)
+        atomic_write_text(shared, bundle)
     return body.replace(bundle, '</script><script src="plotly.min.js"></script><script type="text/javascript">', 1)
 
 
@@ -117,7 +111,7 @@ Medians, with torch's `Normal` NLL (`-log_prob(x)`, forward + backward) timed in
 {speed.rstrip()}
 ```
 """
-    _atomic_write(out, text)
+    atomic_write_text(out, text)
 
 
 def _torch_version() -> str:

@@ -29,6 +29,7 @@ from typing import Callable, Sequence, Union
 import numpy as np
 
 from tnlib.heuristics import Heuristic, as_batch_function, make_heuristic
+from tnlib.paper import MAX_EVALUATIONS
 from tnlib.task import State, Task
 
 HeuristicLike = Union[Heuristic, str, Callable[[Sequence[State]], Sequence[float]]]
@@ -38,7 +39,6 @@ EVALUATION_LIMIT = "evaluation limit"
 TIME_LIMIT = "time limit"
 EXHAUSTED = "exhausted"
 
-DEFAULT_MAX_EVALUATIONS = 10_000  # the paper's limit per problem
 
 
 @dataclass
@@ -100,7 +100,7 @@ def _extract_plan(task: Task, parents: list[int], parent_ops: list[int], node: i
 def gbfs(
     task: Task,
     heuristic: HeuristicLike,
-    max_evaluations: int | None = DEFAULT_MAX_EVALUATIONS,
+    max_evaluations: int | None = MAX_EVALUATIONS,
     time_limit: float | None = None,
 ) -> SearchResult:
     """Eager greedy best-first search.
@@ -365,8 +365,8 @@ def register(subparsers) -> None:
     parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, default="ff", help="default: ff")
     parser.add_argument("--search", choices=("gbfs", "astar"), default="gbfs", help="default: gbfs")
     parser.add_argument(
-        "--max-evaluations", type=int, default=DEFAULT_MAX_EVALUATIONS, metavar="N",
-        help=f"heuristic evaluation limit (default {DEFAULT_MAX_EVALUATIONS}; 0 = none)",
+        "--max-evaluations", type=int, default=MAX_EVALUATIONS, metavar="N",
+        help=f"heuristic evaluation limit (default {MAX_EVALUATIONS}; 0 = none)",
     )
     parser.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds (default: none)")
     parser.add_argument("--plan-file", metavar="F", help="write the plan here (IPC format) when solved")

@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tnlib.paper import DOMAINS
+
 SEARCH = "astar(lmcut())"
 
 # The wall-clock backstop fires this long after the time limit (plus a share of it): Fast Downward's own
@@ -61,9 +63,6 @@ STATUS_BY_EXIT_CODE = {
     23: "timeout",
 }
 STATUSES = ("solved", "unsolvable", "timeout", "out_of_memory", "error")
-
-# For help texts; tnlib.task.resolve_domain decides what a domain argument means.
-SHIPPED_DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
 
 
 @dataclass
@@ -381,7 +380,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="solve one problem optimally with Fast Downward (A* + LM-cut)",
         description=f"Optimal planning with Fast Downward's {SEARCH}. Exit code 0 when solved, 1 otherwise.",
     )
-    parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(SHIPPED_DOMAINS)}")
+    parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(DOMAINS)}")
     parser.add_argument("problem", type=Path, help="problem file")
     parser.add_argument("--time-limit", type=float, default=300, metavar="S", help="seconds (default 300)")
     parser.add_argument("--memory-limit", type=int, default=8000, metavar="MB", help="MiB (default 8000)")

@@ -28,16 +28,14 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from numba import njit
 
+from tnlib.errors import TaskError
+
 State = bytes
 
 # pyperplan implements STRIPS with types; anything else it would misread or reject deep inside the parser.
 SUPPORTED_REQUIREMENTS = frozenset({"strips", "typing"})
 
 DOMAINS_DIR = Path(__file__).resolve().parent / "domains"
-
-
-class TaskError(ValueError):
-    """A PDDL file that cannot be turned into a task; the message names the file and the problem."""
 
 
 def shipped_domains() -> list[str]:

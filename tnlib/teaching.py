@@ -24,13 +24,14 @@ import numpy as np
 import torch
 from torch.distributions import Laplace, Normal, Uniform
 
-from tnlib.truncated_normal import TruncatedNormal
+from tnlib.distributions import TruncatedNormal
+from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
 
 DTYPE = torch.float64
 
 #: The open-bound margin of the paper's appendix: a lower bound ``l`` becomes ``l - 0.1`` so that an
 #: observation equal to ``l`` is never on the boundary of the support.
-PAPER_OPEN_BOUND_MARGIN = 0.1
+PAPER_OPEN_BOUND_MARGIN = OPEN_BOUND_EPSILON
 
 #: Bounds (label, low, high) shown by the explorer for mu=0, sigma=1. ``(0.2, 1.7)`` is the paper's
 #: Figure 1 example whose mean respects the bounds although mu=0 lies outside them.
@@ -268,7 +269,7 @@ def mse_nll_gap(samples: np.ndarray, predictions: np.ndarray) -> tuple[float, fl
     """
     data = torch.as_tensor(samples, dtype=DTYPE)
     mean = torch.as_tensor(predictions, dtype=DTYPE)
-    nll = -Normal(mean, torch.tensor(1 / math.sqrt(2), dtype=DTYPE)).log_prob(data)
+    nll = -Normal(mean, torch.tensor(FIXED_SIGMA, dtype=DTYPE)).log_prob(data)
     gap = nll - (data - mean) ** 2
     return float(gap.max()), float(gap.min())
 
@@ -483,7 +484,7 @@ class RegressionResult:
 
 def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
     if kind == "gaussian_mse":
-        return Normal(mu, torch.full_like(mu, 1 / math.sqrt(2)))
+        return Normal(mu, torch.full_like(mu, FIXED_SIGMA))
     if kind == "gaussian":
         return Normal(mu, sigma)
     return TruncatedNormal(mu, sigma, lower_bound - margin, torch.full_like(mu, math.inf), validate_args=False)

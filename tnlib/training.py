@@ -25,6 +25,7 @@ on the same machine and torch build (on CUDA, ``index_add_`` in STRIPS-HGN may a
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -37,6 +38,8 @@ import torch
 from torch import nn
 
 from tnlib.device import default_device
+from tnlib.errors import DatasetError, TrainingDiverged
+from tnlib.io import atomic_write_bytes
 from tnlib.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.heads import DistributionHead, HeadConfig
 from tnlib.models import DEFAULT_LEARNING_RATES, MODELS, build_model
@@ -44,10 +47,6 @@ from tnlib.models import DEFAULT_LEARNING_RATES, MODELS, build_model
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
 _RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a moved folder still resumes
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss or the gradient became NaN or infinite; nothing was saved for the offending step."""
 
 
 @dataclass
@@ -215,10 +214,10 @@ def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dic
 
 
 def _atomic_save(obj: dict, path: Path) -> None:
-    """Write to a temporary file in the same folder, then rename: a crash never leaves a half-written file."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """A checkpoint written atomically: a crash never leaves a half-written file."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
@@ -428,14 +427,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
-def _data_error() -> type[Exception]:
-    try:
-        from tnlib.datasets import DatasetError
-    except ImportError:  # pragma: no cover - the dataset pipeline is optional for training from Python
-        return ValueError
-    return DatasetError
-
-
 def _keep_freed_memory() -> None:
     """What ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`` do, for a ``tnlib train`` process started without
     them: glibc otherwise maps and unmaps every large tensor on every step (2-3x slower NLM training, see the
@@ -470,7 +461,7 @@ def _run_train(args) -> int:
             out_dir=args.out, run_name=args.name, device=args.device, progress=not args.no_progress,
         )
         run_dir = train(config, resume=not args.restart)
-    except (ValueError, FileNotFoundError, TrainingDiverged, _data_error()) as err:
+    except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
         raise CommandError(str(err)) from None
     best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
