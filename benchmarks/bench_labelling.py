@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tnlib.generators import generate  # noqa: E402
+from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.records import label_instance  # noqa: E402
-from tnlib.solve import fd_heuristic_value, solve  # noqa: E402
+from tnlib.planning.fast_downward import fd_heuristic_value, solve  # noqa: E402
 
 SIZES = {
     "blocksworld": [dict(blocks=9), dict(blocks=10)],

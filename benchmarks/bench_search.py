@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyperplan.heuristics.relaxation import hFFHeuristic  # noqa: E402
 from pyperplan.search.a_star import greedy_best_first_search  # noqa: E402
 
-from tnlib.generators import generate  # noqa: E402
-from tnlib.heuristics import make_heuristic  # noqa: E402
-from tnlib.plans import validate_plan  # noqa: E402
-from tnlib.search import gbfs  # noqa: E402
-from tnlib.task import _quiet_pyperplan, load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.generators import generate  # noqa: E402
+from tnlib.planning.heuristics import make_heuristic  # noqa: E402
+from tnlib.planning.plans import validate_plan  # noqa: E402
+from tnlib.planning.search import gbfs  # noqa: E402
+from tnlib.planning.task import _quiet_pyperplan, load_task, parse_and_ground  # noqa: E402
 
 
 class _Stop(Exception):

@@ -24,9 +24,9 @@ from tnlib.datasets import (
     generator_seed,
     split_of_seed,
 )
-from tnlib.generators import generate
-from tnlib.search import goal_distances
-from tnlib.task import load_task
+from tnlib.planning.generators import generate
+from tnlib.planning.search import goal_distances
+from tnlib.planning.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dataset_helpers import failing_profile, gripper_profile, shared_dataset, tiny_profile  # noqa: E402
@@ -190,7 +190,7 @@ def test_problem_files_regenerate_from_their_recorded_seed(tiny):
 def test_manifest_records_versions_settings_and_checksums(tiny):
     root = tiny
     from tnlib.datasets import sha256_file
-    from tnlib.solve import fast_downward_version
+    from tnlib.planning.fast_downward import fast_downward_version
 
     top = json.loads((root / "manifest.json").read_text())
     assert top["profile"] == "tiny" and set(top["domains"]) == set(datasets.DOMAINS)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planning_corpus import DATA, instance, random_strips_text, random_walk_states
-from tnlib.heuristics import (
+from tnlib.planning.heuristics import (
     HEURISTIC_NAMES,
     FFHeuristic,
     evaluate_all,
@@ -23,9 +23,9 @@ from tnlib.heuristics import (
     make_heuristic,
 )
 from tnlib.paper import LINEAR_FEATURES
-from tnlib.search import astar, gbfs, goal_distances
-from tnlib.plans import validate_plan
-from tnlib.task import load_task, parse_and_ground
+from tnlib.planning.search import astar, gbfs, goal_distances
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.task import load_task, parse_and_ground
 
 DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 

@@ -11,9 +11,9 @@ import torch
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data import load_split
 from tnlib.encodings import make_encoder
-from tnlib.planning import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
+from tnlib.learning.learned_heuristic import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
                             render_table2, summarize)
-from tnlib.task import resolve_domain
+from tnlib.planning.task import resolve_domain
 from tnlib.training import TrainConfig, load_checkpoint, train
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from planning_corpus import DATA, instance, problem_file
 from tnlib.cli import main
-from tnlib.plans import (
+from tnlib.planning.plans import (
     PlanError,
     format_plan,
     parse_plan,
@@ -16,8 +16,8 @@ from tnlib.plans import (
     validate_plan,
     write_plan,
 )
-from tnlib.search import gbfs, hstar
-from tnlib.task import load_task
+from tnlib.planning.search import gbfs, hstar
+from tnlib.planning.task import load_task
 
 BW3_PLAN = ["(unstack a b)", "(putdown a)", "(pickup b)", "(stack b c)", "(pickup a)", "(stack a b)"]
 

@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pytest
 
-from tnlib.generators import generate
-from tnlib.heuristics import make_heuristic
-from tnlib.plans import plan_states
+from tnlib.planning.generators import generate
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.plans import plan_states
 from tnlib.records import RECORD_COLUMNS, LabelError, label_instance, task_from
-from tnlib.search import gbfs, goal_distances
-from tnlib.solve import solve
-from tnlib.task import load_task
+from tnlib.planning.search import gbfs, goal_distances
+from tnlib.planning.fast_downward import solve
+from tnlib.planning.task import load_task
 
 # Small enough for exhaustive goal distances, with plans of several steps.
 CASES = [

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from planning_corpus import DATA, instance, problem_file, random_walk_states
-from tnlib.heuristics import HEURISTIC_NAMES, make_heuristic
-from tnlib.plans import validate_plan
-from tnlib.search import (
+from tnlib.planning.heuristics import HEURISTIC_NAMES, make_heuristic
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.search import (
     EVALUATION_LIMIT,
     EXHAUSTED,
     SOLVED,
@@ -24,7 +24,7 @@ from tnlib.search import (
     goal_distances,
     hstar,
 )
-from tnlib.task import load_task
+from tnlib.planning.task import load_task
 
 DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 
@@ -164,8 +164,8 @@ def test_torch_style_float_heuristic(corpus):
 
 _RUN = """
 import json, sys
-from tnlib.task import load_task
-from tnlib.search import gbfs
+from tnlib.planning.task import load_task
+from tnlib.planning.search import gbfs
 task = load_task(sys.argv[1], sys.argv[2])
 out = {}
 for name in sys.argv[3:]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from planning_corpus import DATA, instance, problem_file, random_walk_states
-from tnlib.task import TaskError, load_task, parse_and_ground, resolve_domain, shipped_domains
+from tnlib.planning.task import TaskError, load_task, parse_and_ground, resolve_domain, shipped_domains
 
 DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 
@@ -95,7 +95,7 @@ def test_apply_rejects_inapplicable_operator():
 
 _FINGERPRINT = """
 import hashlib, json, sys
-from tnlib.task import load_task
+from tnlib.planning.task import load_task
 task = load_task(sys.argv[1], sys.argv[2])
 digest = hashlib.sha256()
 for array in (task.pre_start, task.pre_facts, task.add_start, task.add_facts, task.del_start, task.del_facts,

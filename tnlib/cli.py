@@ -16,11 +16,11 @@ import sys
 # command -> (module that registers it, help line), in the order `tnlib --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("tnlib.reproduce", "regenerate reports/ on the small embedded default (the main job)"),
-    "generate": ("tnlib.generators", "generate a problem instance of a shipped domain"),
-    "solve": ("tnlib.solve", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
-    "plan": ("tnlib.search", "plan with GBFS and a symbolic heuristic"),
-    "heuristics": ("tnlib.heuristics", "heuristic values of the initial state and the states along a plan"),
-    "validate": ("tnlib.plans", "check a plan: whether and why it fails"),
+    "generate": ("tnlib.planning.generators", "generate a problem instance of a shipped domain"),
+    "solve": ("tnlib.planning.fast_downward", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
+    "plan": ("tnlib.planning.search", "plan with GBFS and a symbolic heuristic"),
+    "heuristics": ("tnlib.planning.heuristics", "heuristic values of the initial state and the states along a plan"),
+    "validate": ("tnlib.planning.plans", "check a plan: whether and why it fails"),
     "data": ("tnlib.datasets", "generate, verify and describe datasets"),
     "train": ("tnlib.training", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
     "evaluate": ("tnlib.accuracy", "test metrics of trained models and the Table 1 layout"),

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tnlib.task import load_task, resolve_domain
+from tnlib.planning.task import load_task, resolve_domain
 
 NLM_BREADTH = 3
 
@@ -331,7 +331,7 @@ class Hypergraph:
 
 
 def hypergraph_from_task(task) -> Hypergraph:
-    """The delete relaxation of a :class:`tnlib.task.Task` as a :class:`Hypergraph` (unit costs)."""
+    """The delete relaxation of a :class:`tnlib.planning.task.Task` as a :class:`Hypergraph` (unit costs)."""
     num_pre = np.diff(task.pre_start)
     num_add = np.diff(task.add_start)
     ops = np.arange(task.num_operators)

@@ -68,7 +68,7 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
     import torch
 
     from tnlib.accuracy import evaluate_run
-    from tnlib.planning import plan_split, summarize
+    from tnlib.learning.learned_heuristic import plan_split, summarize
     from tnlib.training import TrainConfig, train
 
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
@@ -88,7 +88,7 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
 
 
 def run_baselines(sweep: Sweep) -> None:
-    from tnlib.planning import plan_baseline
+    from tnlib.learning.learned_heuristic import plan_baseline
 
     for domain in sweep.domains:
         plan_baseline(sweep.data_root, domain, "ff", out_dir=sweep.out_dir, limit=sweep.plan_instances,
@@ -160,7 +160,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     one section per model."""
     from tnlib.accuracy import render_table
     from tnlib.figures import training_curves_figure
-    from tnlib.planning import render_table2
+    from tnlib.learning.learned_heuristic import render_table2
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)

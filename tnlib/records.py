@@ -1,6 +1,6 @@
 """Per-state labels of a solved instance: the rows of tnlib's datasets.
 
-Given a problem and an optimal plan (from :func:`tnlib.solve.solve`), :func:`label_instance` validates the plan,
+Given a problem and an optimal plan (from :func:`tnlib.planning.fast_downward.solve`), :func:`label_instance` validates the plan,
 walks it, and returns one record per visited state -- the initial state (``step`` 0) to the goal state
 (``step == plan_length``) -- holding
 
@@ -9,7 +9,7 @@ walks it, and returns one record per visited state -- the initial state (``step`
   atoms needs them), and ``goal``: the problem's goal atoms, sorted;
 * ``h_star``: the remaining length of the optimal plan;
 * ``blind``, ``goalcount``, ``hmax``, ``hadd``, ``ff``, ``lmcut`` and the linear model's ignored-delete features,
-  computed in one batch per instance by :func:`tnlib.heuristics.evaluate_all` -- the same code planning uses;
+  computed in one batch per instance by :func:`tnlib.planning.heuristics.evaluate_all` -- the same code planning uses;
 * ``h_sat``: an upper bound on h*, the length of the plan greedy best-first search with h_FF finds from the state
   under an evaluation limit (NaN when it finds none). Each such plan is validated too.
 
@@ -31,11 +31,11 @@ from typing import Sequence
 import numpy as np
 
 from tnlib.errors import LabelError
-from tnlib.heuristics import FFHeuristic, evaluate_all
+from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.paper import MAX_EVALUATIONS
-from tnlib.plans import plan_states, validate_plan
-from tnlib.search import gbfs
-from tnlib.task import State, Task, load_task, resolve_domain
+from tnlib.planning.plans import plan_states, validate_plan
+from tnlib.planning.search import gbfs
+from tnlib.planning.task import State, Task, load_task, resolve_domain
 
 # Row columns, in table order (the dataset schema; tnlib.data checks it).
 HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
@@ -77,7 +77,7 @@ def problem_atoms(domain_file: str | os.PathLike, problem_file: str | os.PathLik
     """The problem's initial and goal atoms as lower-case ``(pred arg ...)`` strings, sorted (statics included)."""
     from pyperplan.pddl.parser import Parser
 
-    from tnlib.task import _quiet_pyperplan
+    from tnlib.planning.task import _quiet_pyperplan
 
     parser = Parser(str(resolve_domain(domain_file)), str(problem_file))
     with _quiet_pyperplan():
@@ -123,10 +123,10 @@ def label_instance(
 ) -> tuple[list[dict], LabelTiming]:
     """One record per state on the optimal ``plan`` (``step`` 0..len(plan)), and the time spent.
 
-    ``plan`` is a list of ``(op arg ...)`` strings as :func:`tnlib.solve.solve` returns. Record keys:
+    ``plan`` is a list of ``(op arg ...)`` strings as :func:`tnlib.planning.fast_downward.solve` returns. Record keys:
     :data:`RECORD_COLUMNS` (floats for heuristic values, ints for ``step``/``plan_length``/``h_star``, lists of
     atoms for ``state``/``goal``). Raises :class:`LabelError` when the plan is invalid or the labels are
-    inconsistent, and :class:`tnlib.task.TaskError` for unreadable PDDL.
+    inconsistent, and :class:`tnlib.planning.task.TaskError` for unreadable PDDL.
     """
     started = time.perf_counter()
     problem_file = Path(problem_file)

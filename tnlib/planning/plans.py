@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tnlib.errors import PlanError
-from tnlib.task import Task
+from tnlib.planning.task import Task
 
 
 def format_plan(plan: Sequence[str]) -> str:
@@ -146,7 +146,7 @@ def _run_validate(args) -> int:
     import json
 
     from tnlib.cli import CommandError
-    from tnlib.task import TaskError, load_task
+    from tnlib.planning.task import TaskError, load_task
 
     try:
         task = load_task(args.domain, args.problem, remove_irrelevant_operators=False)

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numba import njit
 
-from tnlib.task import State, Task, pack_states
+from tnlib.planning.task import State, Task, pack_states
 
 INF_DIST = np.int64(1) << 40  # "unreachable" inside kernels; becomes math.inf outside
 HEURISTIC_NAMES = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
@@ -759,8 +759,8 @@ def _run_heuristics(args) -> int:
     import json
 
     from tnlib.cli import CommandError
-    from tnlib.plans import PlanError, read_plan, validate_plan
-    from tnlib.task import TaskError, load_task
+    from tnlib.planning.plans import PlanError, read_plan, validate_plan
+    from tnlib.planning.task import TaskError, load_task
 
     try:
         task = load_task(args.domain, args.problem)

@@ -12,7 +12,7 @@ A state is an immutable ``bytes`` object of ``ceil(F / 8)`` bytes holding one bi
 order: fact ``i`` is true iff ``state[i >> 3] >> (i & 7) & 1``. Bits beyond ``F`` are always zero, so two
 states are equal iff their bytes are equal. ``bytes`` hash fast (and cache their hash), are compact (37 bytes
 for 16-block blocksworld), and a list of them joins into one ``(n, ceil(F/8))`` uint8 matrix without copying
-per fact, which is what the numba kernels of :mod:`tnlib.heuristics` and the successor generator consume.
+per fact, which is what the numba kernels of :mod:`tnlib.planning.heuristics` and the successor generator consume.
 Use :meth:`Task.state_to_facts` / :meth:`Task.facts_to_state` to convert to and from fact names and
 :meth:`Task.states_to_matrix` for a dense 0/1 matrix (model input).
 """
@@ -39,7 +39,7 @@ DOMAINS_DIR = Path(__file__).resolve().parent / "domains"
 
 
 def shipped_domains() -> list[str]:
-    """Keys of the domains shipped in ``tnlib/domains`` (e.g. ``blocksworld``)."""
+    """Keys of the domains shipped in ``tnlib/planning/domains`` (e.g. ``blocksworld``)."""
     return sorted(p.parent.name for p in DOMAINS_DIR.glob("*/domain.pddl"))
 
 

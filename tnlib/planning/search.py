@@ -2,7 +2,7 @@
 
 Heuristics are batch functions: GBFS and A* call ``heuristic(list_of_states) -> sequence of floats`` once per
 expansion with every *new* successor (states seen before are filtered out first, so each distinct state is
-evaluated exactly once). A :class:`tnlib.heuristics.Heuristic`, a heuristic name (``"ff"``) or any callable on a
+evaluated exactly once). A :class:`tnlib.planning.heuristics.Heuristic`, a heuristic name (``"ff"``) or any callable on a
 list of packed states works; a torch model plugs in as, e.g.::
 
     def model_heuristic(states):
@@ -28,9 +28,9 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 
-from tnlib.heuristics import Heuristic, as_batch_function, make_heuristic
+from tnlib.planning.heuristics import Heuristic, as_batch_function, make_heuristic
 from tnlib.paper import MAX_EVALUATIONS
-from tnlib.task import State, Task
+from tnlib.planning.task import State, Task
 
 HeuristicLike = Union[Heuristic, str, Callable[[Sequence[State]], Sequence[float]]]
 
@@ -353,7 +353,7 @@ def goal_distances(task: Task, max_states: int = 1_000_000) -> dict[State, float
 
 
 def register(subparsers) -> None:
-    from tnlib.heuristics import HEURISTIC_NAMES
+    from tnlib.planning.heuristics import HEURISTIC_NAMES
 
     parser = subparsers.add_parser(
         "plan",
@@ -379,8 +379,8 @@ def _run_plan(args) -> int:
     from pathlib import Path
 
     from tnlib.cli import CommandError
-    from tnlib.plans import validate_plan, write_plan
-    from tnlib.task import TaskError, load_task
+    from tnlib.planning.plans import validate_plan, write_plan
+    from tnlib.planning.task import TaskError, load_task
 
     if args.time_limit is not None and args.time_limit < 0:
         raise CommandError("--time-limit must be >= 0")

@@ -9,7 +9,7 @@ Everything is deterministic given ``seed``: each call builds its own ``random.Ra
 global random state.
 
 Domain names: generated problems say ``(:domain NAME)`` with the name declared in the domain file the paper lists
-in its appendix, which is what tnlib ships (``tnlib/domains/KEY/domain.pddl``): ``blocksworld-4ops``, ``ferry``,
+in its appendix, which is what tnlib ships (``tnlib/planning/domains/KEY/domain.pddl``): ``blocksworld-4ops``, ``ferry``,
 ``gripper`` and ``visit-all``. The IPC generators write ``gripper-strips`` and ``grid-visit-all`` instead; the
 planners used here do not check the name, but pyperplan and human readers are happier when they agree.
 
@@ -330,7 +330,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "generate",
         help="write one random problem instance (PDDL)",
-        description="Generate one problem instance, distributed like the IPC generators' (see tnlib.generators).",
+        description="Generate one problem instance, distributed like the IPC generators' (see tnlib.planning.generators).",
     )
     parser.add_argument("domain", choices=sorted(_GENERATORS), help="domain key")
     parser.add_argument("--seed", type=int, required=True, help="random seed (integer)")

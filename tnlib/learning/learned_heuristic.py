@@ -1,6 +1,6 @@
 """Planning with learned heuristics: GBFS guided by a trained model's point estimate (the paper's Table 2).
 
-A :class:`LearnedHeuristic` wraps a checkpoint for one problem. :func:`tnlib.search.gbfs` hands it all new
+A :class:`LearnedHeuristic` wraps a checkpoint for one problem. :func:`tnlib.planning.search.gbfs` hands it all new
 successors of an expansion at once; it computes the symbolic inputs the model needs for that batch (the residual
 base, the lower bound, the linear features) with tnlib's heuristics -- the same code that labelled the training
 data -- runs one forward pass and returns the head's point estimate:
@@ -24,20 +24,20 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from tnlib.heuristics import linear_features, make_heuristic
+from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.io import append_jsonl, read_jsonl
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
-from tnlib.plans import validate_plan
+from tnlib.planning.plans import validate_plan
 from tnlib.records import problem_atoms
-from tnlib.search import gbfs
-from tnlib.task import load_task
+from tnlib.planning.search import gbfs
+from tnlib.planning.task import load_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
 ESTIMATES = ("default", "clip")
 
 
 class LearnedHeuristic:
-    """A batch heuristic for :func:`tnlib.search.gbfs` from a trained model, for one problem.
+    """A batch heuristic for :func:`tnlib.planning.search.gbfs` from a trained model, for one problem.
 
     Args:
         checkpoint: a run folder (its ``best.pt``) or a ``.pt`` file.
@@ -132,7 +132,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     there are not planned again."""
     from tqdm.auto import tqdm
 
-    from tnlib.task import resolve_domain
+    from tnlib.planning.task import resolve_domain
 
     domain_file = resolve_domain(domain)
     instances = table.instances()[:limit]
