@@ -15,18 +15,13 @@ import torch
 from torch.utils.data import DataLoader
 
 from tnlib import cli
-from tnlib.data import (
-    DatasetError,
-    HeuristicDataset,
-    StateTable,
-    collate,
-    dataset_root,
-    default_data_root,
-    find_datasets,
-    load_split,
-    verify_dataset,
-)
-from tnlib.datasets import DOMAINS, SPLITS, generate_dataset
+from tnlib.data import load_split
+from tnlib.data.generation import generate_dataset
+from tnlib.data.loading import HeuristicDataset, StateTable, collate
+from tnlib.data.manifest import dataset_root, default_data_root, find_datasets, verify_dataset
+from tnlib.data.schema import SPLITS
+from tnlib.errors import DatasetError
+from tnlib.paper import DOMAINS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402

@@ -1,4 +1,4 @@
-"""Tests for tnlib.datasets: the paper's grid, disjoint seeds, generation end to end (schema, h* against
+"""Tests for tnlib.data.generation: the paper's grid, disjoint seeds, generation end to end (schema, h* against
 breadth-first search, manifest and checksums, retries and failures), determinism across the serial, pool and Dask
 runners, resumption after SIGKILL, settings checks, and the `tnlib data` command line."""
 from __future__ import annotations
@@ -14,16 +14,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-import tnlib.datasets as datasets
+import tnlib.data.generation as datasets
 from tnlib import cli
-from tnlib.datasets import (
-    PROFILES,
-    SPLITS,
-    DatasetError,
-    generate_dataset,
-    generator_seed,
-    split_of_seed,
-)
+from tnlib.data.generation import PROFILES, generate_dataset, generator_seed, split_of_seed
+from tnlib.data.schema import SPLITS, arrow_schema
+from tnlib.errors import DatasetError
+from tnlib.io import sha256_file
+from tnlib.paper import DOMAINS
 from tnlib.planning.generators import generate
 from tnlib.planning.search import goal_distances
 from tnlib.planning.task import load_task
@@ -70,7 +67,7 @@ def test_paper_profile_follows_the_appendix_table():
 
 def test_plan_split_cycles_through_the_test_sizes():
     for profile in PROFILES.values():
-        for domain in datasets.DOMAINS:
+        for domain in DOMAINS:
             plan = profile.grid(domain, "plan").slots()
             test_combos = profile.grid(domain, "test").combos
             assert {combo for combo, _ in plan} == set(test_combos)
@@ -80,7 +77,7 @@ def test_plan_split_cycles_through_the_test_sizes():
 
 def test_small_profile_tests_larger_sizes_than_it_trains_on():
     small = PROFILES["small"]
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         train = small.grid(domain, "train")
         test = small.grid(domain, "test")
         size = lambda combo: sum(v for k, v in combo if k != "ratio")  # noqa: E731
@@ -92,7 +89,7 @@ def test_small_profile_tests_larger_sizes_than_it_trains_on():
 @pytest.mark.parametrize("profile", ["small", "paper"])
 def test_seeds_are_disjoint_across_splits(profile):
     seeds = {}
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         for split in SPLITS:
             grid = PROFILES[profile].grid(domain, split)
             for combo, n in grid.slots():
@@ -100,7 +97,7 @@ def test_seeds_are_disjoint_across_splits(profile):
                     seed = generator_seed(split, domain, combo, n, attempt)
                     assert split_of_seed(seed) == split
                     seeds.setdefault((domain, split), set()).add(seed)
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         for a in SPLITS:
             for b in SPLITS:
                 if a < b:
@@ -136,19 +133,19 @@ def test_seed_arguments_are_checked():
 def tiny(tmp_path_factory):
     """Every domain and split of the tiny profile (built once per session, shared by xdist workers)."""
     return shared_dataset(
-        tmp_path_factory, "tiny", lambda root: generate_dataset(root, datasets.DOMAINS, tiny_profile(), progress=False)
+        tmp_path_factory, "tiny", lambda root: generate_dataset(root, DOMAINS, tiny_profile(), progress=False)
     )
 
 
 def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
     root = tiny
     top = json.loads((root / "manifest.json").read_text())
-    assert set(top["domains"]) == set(datasets.DOMAINS)
-    for domain in datasets.DOMAINS:
+    assert set(top["domains"]) == set(DOMAINS)
+    for domain in DOMAINS:
         for split in SPLITS:
             table = table_of(root, domain, split)
             assert table.schema.names == ISSUE_COLUMNS
-            assert table.schema.remove_metadata().equals(datasets.arrow_schema())
+            assert table.schema.remove_metadata().equals(arrow_schema())
             types = {f.name: str(f.type) for f in table.schema}
             assert types["state"] == types["goal"] == "list<element: string>"
             assert types["h_star"] == types["step"] == types["plan_length"] == "int64"
@@ -164,7 +161,7 @@ def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
 
 def test_h_star_agrees_with_breadth_first_search(tiny):
     root = tiny
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         rows = table_of(root, domain, "train").to_pylist()
         initial = [r for r in rows if r["step"] == 0]
         assert initial
@@ -175,7 +172,7 @@ def test_h_star_agrees_with_breadth_first_search(tiny):
 
 def test_problem_files_regenerate_from_their_recorded_seed(tiny):
     root = tiny
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         for split, entry in manifest["splits"].items():
             for inst in entry["instances"]:
@@ -189,12 +186,11 @@ def test_problem_files_regenerate_from_their_recorded_seed(tiny):
 
 def test_manifest_records_versions_settings_and_checksums(tiny):
     root = tiny
-    from tnlib.datasets import sha256_file
     from tnlib.planning.fast_downward import fast_downward_version
 
     top = json.loads((root / "manifest.json").read_text())
-    assert top["profile"] == "tiny" and set(top["domains"]) == set(datasets.DOMAINS)
-    for domain in datasets.DOMAINS:
+    assert top["profile"] == "tiny" and set(top["domains"]) == set(DOMAINS)
+    for domain in DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         assert top["domains"][domain]["sha256"] == sha256_file(root / domain / "manifest.json")
         assert manifest["fast_downward"] == fast_downward_version()
@@ -277,7 +273,7 @@ KILL_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from dataset_helpers import gripper_profile
-from tnlib.datasets import generate_dataset
+from tnlib.data.generation import generate_dataset
 generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], progress=False)
 """
 
@@ -318,7 +314,7 @@ def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, mon
     assert table_of(root, "gripper", "train").equals(table_of(fresh, "gripper", "train"))
     assert not work.exists()
     assert not [p for p in (root / "gripper").rglob("*") if p.name.endswith(".tmp")]
-    from tnlib.data import verify_dataset
+    from tnlib.data.manifest import verify_dataset
 
     assert verify_dataset(root) == []
 

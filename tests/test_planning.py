@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
-from tnlib.data import load_split
+from tnlib.data.loading import load_split
 from tnlib.encodings import make_encoder
 from tnlib.learning.learned_heuristic import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
                             render_table2, summarize)

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("tnlib.planning.search", "plan with GBFS and a symbolic heuristic"),
     "heuristics": ("tnlib.planning.heuristics", "heuristic values of the initial state and the states along a plan"),
     "validate": ("tnlib.planning.plans", "check a plan: whether and why it fails"),
-    "data": ("tnlib.datasets", "generate, verify and describe datasets"),
+    "data": ("tnlib.data.generation", "generate, verify and describe datasets"),
     "train": ("tnlib.training", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
     "evaluate": ("tnlib.accuracy", "test metrics of trained models and the Table 1 layout"),
     "sweep": ("tnlib.experiments", "train, evaluate and plan over a grid of configurations"),

@@ -1,6 +1,6 @@
 """From dataset items (a state, its goal, targets and bounds) to model inputs, and batching.
 
-A dataset item (``tnlib.data.HeuristicDataset``) is a dict with ``state`` and ``goal`` (lists of atoms such as
+A dataset item (``tnlib.data.loading.HeuristicDataset``) is a dict with ``state`` and ``goal`` (lists of atoms such as
 ``"(on b1 b2)"``), the targets ``h_star``, ``lower``, ``upper``, ``residual``, the linear ``features``, and
 ``problem`` (absolute path of the problem PDDL), ``domain`` and ``instance``. Each model has an encoder with
 

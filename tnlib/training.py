@@ -141,10 +141,10 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None) ->
 
     Each item also carries the raw ``ff`` and ``lmcut`` values of its state (for the baseline MSE columns).
     """
-    from tnlib import data
+    from tnlib.data.loading import HeuristicDataset, load_split
 
-    table = data.load_split(config.data_root, config.domain, split)
-    dataset = data.HeuristicDataset(
+    table = load_split(config.data_root, config.domain, split)
+    dataset = HeuristicDataset(
         table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
         instances=instances, seed=config.seed,
     )
@@ -255,7 +255,7 @@ def train(
 ) -> Path:
     """Train one model; returns its run folder (see the module docstring for what it contains).
 
-    ``train_items`` / ``val_items`` are dataset items (dicts as ``tnlib.data.HeuristicDataset`` yields); by default
+    ``train_items`` / ``val_items`` are dataset items (dicts as ``tnlib.data.loading.HeuristicDataset`` yields); by default
     they are loaded from ``config.data_root``. ``on_step(step)`` is called after every completed step (notebooks
     use it for live plots; tests use it to interrupt). With ``resume`` (the default) a run folder holding a
     ``last.pt`` of the same configuration continues from it; otherwise the folder is started afresh.

@@ -28,7 +28,7 @@ from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.io import append_jsonl, read_jsonl
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
 from tnlib.planning.plans import validate_plan
-from tnlib.records import problem_atoms
+from tnlib.data.labels import problem_atoms
 from tnlib.planning.search import gbfs
 from tnlib.planning.task import load_task
 
@@ -152,7 +152,7 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
                max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
                progress: bool = False) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
-    from tnlib.data import load_split
+    from tnlib.data.loading import load_split
     from tnlib.training import TrainConfig
 
     run_dir = Path(run_dir)
@@ -167,7 +167,7 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
                   max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
-    from tnlib.data import load_split
+    from tnlib.data.loading import load_split
 
     out_dir = Path(out_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)

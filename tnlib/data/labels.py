@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from tnlib.data.schema import HEURISTIC_COLUMNS
 from tnlib.errors import LabelError
 from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.paper import MAX_EVALUATIONS
@@ -37,20 +38,6 @@ from tnlib.planning.plans import plan_states, validate_plan
 from tnlib.planning.search import gbfs
 from tnlib.planning.task import State, Task, load_task, resolve_domain
 
-# Row columns, in table order (the dataset schema; tnlib.data checks it).
-HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
-FEATURE_COLUMNS = ("goalcount", "ff", "ff_ignored_deletes_total", "ff_ignored_deletes_mean")
-RECORD_COLUMNS = (
-    "step",
-    "plan_length",
-    "state",
-    "goal",
-    "h_star",
-    *HEURISTIC_COLUMNS,
-    "ff_ignored_deletes_total",
-    "ff_ignored_deletes_mean",
-    "h_sat",
-)
 ADMISSIBLE = ("blind", "hmax", "lmcut")
 DEFAULT_SAT_EVALUATIONS = MAX_EVALUATIONS  # the paper's per-problem evaluation limit, reused for h_sat's GBFS
 
@@ -124,7 +111,7 @@ def label_instance(
     """One record per state on the optimal ``plan`` (``step`` 0..len(plan)), and the time spent.
 
     ``plan`` is a list of ``(op arg ...)`` strings as :func:`tnlib.planning.fast_downward.solve` returns. Record keys:
-    :data:`RECORD_COLUMNS` (floats for heuristic values, ints for ``step``/``plan_length``/``h_star``, lists of
+    :data:`tnlib.data.schema.RECORD_COLUMNS` (floats for heuristic values, ints for ``step``/``plan_length``/``h_star``, lists of
     atoms for ``state``/``goal``). Raises :class:`LabelError` when the plan is invalid or the labels are
     inconsistent, and :class:`tnlib.planning.task.TaskError` for unreadable PDDL.
     """
@@ -187,11 +174,7 @@ def label_instance(
 
 __all__ = [
     "DEFAULT_SAT_EVALUATIONS",
-    "FEATURE_COLUMNS",
-    "HEURISTIC_COLUMNS",
-    "LabelError",
     "LabelTiming",
-    "RECORD_COLUMNS",
     "label_instance",
     "problem_atoms",
     "satisficing_lengths",
