@@ -119,6 +119,9 @@ def test_explorer_figure_shows_a_message_for_invalid_widget_values():
 def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatch):
     monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)  # restored after the test
     monkeypatch.setattr("IPython.display.display", lambda obj: None)
+    # as in a kernel, where a figure's _ipython_display_ shows it in the cell, outside the widget
+    shown_outside = []
+    monkeypatch.setattr(go.Figure, "_ipython_display_", lambda figure: shown_outside.append(figure))
     figures.setup_notebook_plotting()  # as in the notebook: figures render to the plotly mimetype and HTML
     params = teaching.check_explorer_parameters(0.0, 1.0, 0.2, "inf", 0.5)
     controls = figures.explorer_controls(params)
@@ -133,6 +136,6 @@ def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatc
                         "low_is_infinite": False, "high_is_infinite": False}
     figures.show_in_output(controls.output, figures.explorer_figure(**controls.current_values()))
     figures.show_in_output(controls.output, figures.explorer_figure(**controls.current_values()))
-    assert len(controls.output.outputs) == 1
+    assert len(controls.output.outputs) == 1 and not shown_outside
     data = controls.output.outputs[0]["data"]
     assert "application/vnd.plotly.v1+json" in data and "Plotly.newPlot" in data["text/html"]

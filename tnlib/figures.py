@@ -374,10 +374,11 @@ def show_in_output(output: Any, figure: go.Figure) -> None:
 
     The outputs are set directly instead of capturing ``figure.show()`` inside ``with output:``: capturing a
     plotly figure into an Output widget made papermill hang after the last cell, and setting them works the
-    same in JupyterLab.
+    same in JupyterLab. The bundle comes from ``_repr_mimebundle_``, not ``Output.append_display_data``: in a
+    kernel that goes through the figure's ``_ipython_display_``, which shows it in the cell (or nowhere, from a
+    slider callback) and leaves the widget empty.
     """
-    output.outputs = ()
-    output.append_display_data(figure)
+    output.outputs = ({"output_type": "display_data", "data": figure._repr_mimebundle_(), "metadata": {}},)
 
 
 class ExplorerControls:
