@@ -44,7 +44,7 @@ def test_cli_import_does_not_load_torch():
 
 
 def test_main_job_plans_every_notebook_and_report():
-    from tnlib.reproduce import NOTEBOOKS, steps
+    from tnlib.experiments.reproduce import NOTEBOOKS, steps
 
     names = [s.name for s in steps()]
     notebooks = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.encodings import (
+from tnlib.learning.encodings import (
     HGNEncoder, LinearEncoder, NLMEncoder, domain_signature, make_encoder, parse_atom, problem_objects,
 )
 from tnlib.planning.task import load_task

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tnlib.cli import main
-from tnlib.experiments import Sweep, run_sweep
+from tnlib.experiments.sweep import Sweep, run_sweep
 
 
 def _sweep(out, **kwargs) -> Sweep:
@@ -58,7 +58,7 @@ def test_cli_runs_a_tiny_sweep(tmp_path, capsys):
 
 
 def test_summaries_table_lists_every_cell():
-    from tnlib.experiments import summaries_table
+    from tnlib.experiments.reports import summaries_table
 
     table = summaries_table([{"run": "a", "mse": 1.0, "nll": 2.0, "coverage_default": 1.0},
                              {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])

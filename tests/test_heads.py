@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tnlib.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig
+from tnlib.learning.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig
 
 torch.set_default_dtype(torch.float32)
 

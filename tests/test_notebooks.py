@@ -80,7 +80,7 @@ def test_committed_notebook_has_no_outputs_and_a_parameters_cell(path):
     tagged = [index for index, cell in enumerate(code_cells) if "parameters" in cell.metadata.get("tags", [])]
     assert len(tagged) == 1
     # The cell right after the parameters validates them before anything else runs.
-    assert "check_" in code_cells[tagged[0] + 1].source
+    assert re.search(r"\bcheck_|\.from_parameters\(", code_cells[tagged[0] + 1].source)
 
 
 def test_explorer_runs_headless_and_renders_offline_html(tmp_path):

@@ -10,11 +10,11 @@ import torch
 
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
-from tnlib.encodings import make_encoder
-from tnlib.learning.learned_heuristic import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
-                            render_table2, summarize)
+from tnlib.learning.encodings import make_encoder
+from tnlib.experiments.tables import collect_planning, render_table2, summarize
+from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
 from tnlib.planning.task import resolve_domain
-from tnlib.training import TrainConfig, load_checkpoint, train
+from tnlib.learning.training import TrainConfig, load_checkpoint, train
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
-from tnlib.training import TrainConfig, TrainingDiverged, load_checkpoint, train
+from tnlib.learning.training import TrainConfig, TrainingDiverged, load_checkpoint, train
 
 
 
@@ -93,8 +93,8 @@ def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     # the checkpoint rebuilds the model and head on its own
     model, head, cfg, _ = load_checkpoint(run)
     assert cfg == TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
-    from tnlib.encodings import LinearEncoder
-    from tnlib.training import validation_metrics
+    from tnlib.learning.encodings import LinearEncoder
+    from tnlib.learning.training import validation_metrics
 
     encoder = LinearEncoder()
     metrics = validation_metrics(model, head, encoder, [encoder.encode(i) for i in data[10:]], torch.device("cpu"), 7)
@@ -113,7 +113,7 @@ def test_nan_loss_stops_with_the_step_and_batch_and_keeps_the_good_checkpoint(tm
             poison.model.linear.weight.data[0, 0] = float("nan")
 
     # reach the live model through the optimizer-free route: patch build_model to keep a handle on it
-    import tnlib.training as training
+    import tnlib.learning.training as training
 
     original = training.build_model
 
@@ -170,8 +170,8 @@ def test_paper_defaults():
 
 
 def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
-    import tnlib.accuracy as accuracy
-    import tnlib.training as training
+    import tnlib.learning.evaluation as accuracy
+    import tnlib.learning.training as training
 
     data = items["blocksworld"]
     monkeypatch.setattr(training, "load_items", lambda cfg, split, instances=None: data)
@@ -189,10 +189,10 @@ def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
 
 
 def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
-    from tnlib.encodings import NLMEncoder
-    from tnlib.models import NLM
-    from tnlib.heads import DistributionHead, HeadConfig
-    from tnlib.training import batches, predict
+    from tnlib.learning.encodings import NLMEncoder
+    from tnlib.learning.models import NLM
+    from tnlib.learning.heads import DistributionHead, HeadConfig
+    from tnlib.learning.training import batches, predict
 
     data = items["blocksworld"]
     encoder = NLMEncoder("blocksworld")

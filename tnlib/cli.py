@@ -15,16 +15,16 @@ import sys
 
 # command -> (module that registers it, help line), in the order `tnlib --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
-    "reproduce": ("tnlib.reproduce", "regenerate reports/ on the small embedded default (the main job)"),
+    "reproduce": ("tnlib.experiments.reproduce", "regenerate reports/ on the small embedded default (the main job)"),
     "generate": ("tnlib.planning.generators", "generate a problem instance of a shipped domain"),
     "solve": ("tnlib.planning.fast_downward", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
     "plan": ("tnlib.planning.search", "plan with GBFS and a symbolic heuristic"),
     "heuristics": ("tnlib.planning.heuristics", "heuristic values of the initial state and the states along a plan"),
     "validate": ("tnlib.planning.plans", "check a plan: whether and why it fails"),
     "data": ("tnlib.data.generation", "generate, verify and describe datasets"),
-    "train": ("tnlib.training", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
-    "evaluate": ("tnlib.accuracy", "test metrics of trained models and the Table 1 layout"),
-    "sweep": ("tnlib.experiments", "train, evaluate and plan over a grid of configurations"),
+    "train": ("tnlib.learning.training", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
+    "evaluate": ("tnlib.learning.evaluation", "test metrics of trained models and the Table 1 layout"),
+    "sweep": ("tnlib.experiments.sweep", "train, evaluate and plan over a grid of configurations"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -10,14 +10,12 @@ data -- runs one forward pass and returns the head's point estimate:
 
 A state whose lower bound is infinite (LM-cut or h_max prove a dead end) is a dead end for the search too, without
 a forward pass. :func:`plan_split` runs a run folder over a dataset's ``plan`` split and writes one JSON line per
-instance to ``planning-<estimate>.jsonl`` (resumable: instances already there are skipped); :func:`render_table2`
-renders the paper's Table 2 layout from a results folder.
+instance to ``planning-<estimate>.jsonl`` (resumable: instances already there are skipped);
+:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2 layout from a results folder.
 """
 from __future__ import annotations
 
-import json
 import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
@@ -26,7 +24,8 @@ import torch
 
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.io import append_jsonl, read_jsonl
-from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.data.labels import problem_atoms
 from tnlib.planning.search import gbfs
@@ -46,8 +45,8 @@ class LearnedHeuristic:
     """
 
     def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
-        from tnlib.encodings import make_encoder
-        from tnlib.training import load_checkpoint
+        from tnlib.learning.encodings import make_encoder
+        from tnlib.learning.training import load_checkpoint
 
         if estimate not in ESTIMATES:
             raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(ESTIMATES)})")
@@ -121,8 +120,9 @@ def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MA
     return record
 
 
-def _done(path: Path) -> dict[str, dict]:
-    # a line cut by a crash is skipped: that instance is simply planned again
+def planned(path: Path) -> dict[str, dict]:
+    """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
+    instance is simply planned again)."""
     return {record["problem"]: record for record in read_jsonl(path)}
 
 
@@ -136,7 +136,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
 
     domain_file = resolve_domain(domain)
     instances = table.instances()[:limit]
-    done = _done(out)
+    done = planned(out)
     for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
         problem = table.problem_path(instance)
         if problem.name in done:
@@ -153,13 +153,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
                progress: bool = False) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
     from tnlib.data.loading import load_split
-    from tnlib.training import TrainConfig
+    from tnlib.learning.training import TrainConfig
 
     run_dir = Path(run_dir)
-    config = TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    config = TrainConfig.from_dict(RunDir(run_dir).read_config())
     table = load_split(data_root or config.data_root, config.domain, split)
     return _plan_instances(
-        table, config.domain, run_dir / f"planning-{estimate}.jsonl",
+        table, config.domain, RunDir(run_dir).planning_file(estimate),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
         {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}")
 
@@ -171,72 +171,6 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
 
     out_dir = Path(out_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"baseline-{domain}-{heuristic}.jsonl"
+    out = ResultsDir(out_dir).baseline_file(domain, heuristic)
     return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
                            {"domain": domain, "heuristic": heuristic}, max_evaluations, limit)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Table 2
-
-
-def summarize(records: Sequence[dict], max_evaluations: int = MAX_EVALUATIONS) -> dict:
-    """Coverage and the average evaluations, counting an unsolved instance as ``max_evaluations`` (as the paper)."""
-    if not records:
-        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
-    solved = [r["solved"] for r in records]
-    evaluations = [r["evaluations"] if r["solved"] else max_evaluations for r in records]
-    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations))}
-
-
-def collect_planning(results_dir) -> list[dict]:
-    """One row per (run, estimate): the run's configuration and its summary on the plan split."""
-    rows = []
-    for path in sorted(Path(results_dir).rglob("planning-*.jsonl")):
-        config = json.loads((path.parent / "config.json").read_text())
-        estimate = path.stem.split("-", 1)[1]
-        column = config["distribution"] + ("+clip" if estimate == "clip" else "")
-        rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
-                     "column": column, **summarize(list(_done(path).values()))})
-    return rows
-
-
-def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
-                  configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
-                  baseline_dir=None) -> str:
-    """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (best in bold)."""
-    rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
-    groups: dict = defaultdict(list)
-    for r in rows:
-        groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
-    baseline = {}
-    for path in sorted(Path(baseline_dir or results_dir).rglob("baseline-*-ff.jsonl")):
-        domain = path.stem.split("-")[1]
-        baseline[domain] = summarize(list(_done(path).values()))
-    domains = sorted({r["domain"] for r in rows} | set(baseline),
-                     key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
-    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
-    header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
-    lines = []
-    for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
-                                  ("evaluations", "Average node evaluations (lower is better)", min)):
-        lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]
-        for domain in domains:
-            cells, stats = [], {}
-            for key in columns:
-                values = [r[metric] for r in groups.get((domain, *key), [])]
-                if values:
-                    stats[key] = (float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
-            for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
-                group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
-                best = better(group.values(), key=lambda v: v[0])[0] if group else None
-                for c in ("N", "N+clip", "TN"):
-                    v = stats.get((s, res, c))
-                    text = "" if v is None else (f"{v[0]:.2f}±{v[1]:.2f}" if metric == "coverage"
-                                                 else f"{v[0]:.0f}±{v[1]:.0f}")
-                    cells.append(f"**{text}**" if v is not None and v[0] == best else text)
-            ff = baseline.get(domain, {}).get(metric)
-            ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
-            lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
-        lines.append("")
-    return "\n".join(lines)

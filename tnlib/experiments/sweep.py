@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
 from tnlib.executors import run_jobs
+from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS
 
 
@@ -42,8 +43,47 @@ class Sweep:
     plan_instances: int | None = None  # the first N instances of the plan split (None: all)
     max_evaluations: int = MAX_EVALUATIONS
 
+    @classmethod
+    def from_parameters(cls, **params) -> "Sweep":
+        """A checked sweep from keyword parameters (the experiments notebook's and ``tnlib sweep``'s).
+
+        Keys are the fields of :class:`Sweep`; those left out keep their defaults. ``configs`` may be
+        ``"sigma/residual"`` strings (``"learn/ff"``) or pairs; ``out_dir`` is made absolute. A ValueError names
+        the first bad parameter.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"unknown sweep parameters: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        values = {**asdict(cls()), **params}
+        domains = values["domains"]
+        unknown_domains = [d for d in domains if d not in DOMAINS]
+        if unknown_domains or not domains:
+            raise ValueError(f"domains: unknown {unknown_domains} (choose from {', '.join(DOMAINS)})"
+                             if unknown_domains else "domains: name at least one")
+        pairs = []
+        for config in values["configs"]:
+            parts = list(config) if isinstance(config, (tuple, list)) else str(config).split("/")
+            if len(parts) != 2:
+                raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
+            pairs.append(tuple(parts))
+        for name in ("steps", "batch_size", "eval_every", "max_evaluations"):
+            value = values[name]
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        plan_instances = values["plan_instances"]
+        if plan_instances is not None and (not isinstance(plan_instances, int) or plan_instances < 1):
+            raise ValueError(f"plan_instances must be None or an integer >= 1, got {plan_instances!r}")
+        if not values["seeds"]:
+            raise ValueError("seeds: name at least one")
+        for name in ("domains", "models", "distributions", "seeds"):
+            values[name] = list(values[name])
+        sweep = cls(**{**values, "configs": pairs, "out_dir": str(Path(values["out_dir"]).resolve())})
+        sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
+        return sweep
+
     def train_configs(self) -> list[dict]:
-        from tnlib.training import TrainConfig
+        from tnlib.learning.training import TrainConfig
 
         configs = []
         for domain in self.domains:
@@ -67,14 +107,15 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
     """Train (or resume) one configuration, evaluate it on the test split and plan with it."""
     import torch
 
-    from tnlib.accuracy import evaluate_run
-    from tnlib.learning.learned_heuristic import plan_split, summarize
-    from tnlib.training import TrainConfig, train
+    from tnlib.learning.evaluation import evaluate_run
+    from tnlib.experiments.tables import summarize
+    from tnlib.learning.learned_heuristic import plan_split
+    from tnlib.learning.training import TrainConfig, train
 
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
     run_dir = train(TrainConfig.from_dict(config))
-    metrics_path = run_dir / "metrics-test.json"
-    best_step = torch.load(run_dir / "best.pt", map_location="cpu", weights_only=False)["step"]
+    metrics_path = RunDir(run_dir).metrics_file("test")
+    best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
     if metrics is None or metrics.get("checkpoint_step") != best_step:
         metrics = evaluate_run(run_dir, "test")
@@ -100,7 +141,7 @@ def run_sweep(sweep: Sweep, workers: int = 1, scheduler: str | None = None, prog
     from tqdm.auto import tqdm
 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(sweep.out_dir) / "sweep.json").write_text(json.dumps(asdict(sweep), indent=2) + "\n")
+    ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
     configs = sweep.train_configs()
     kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
     bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
@@ -144,93 +185,14 @@ def _run(args) -> int:
     from tnlib.cli import CommandError
 
     try:
-        sweep = check_sweep_parameters(
-            args.out, args.domains, args.models, args.configs, args.distributions, args.seeds, args.steps,
-            args.batch_size, args.eval_every, args.instances, args.plan_instances, args.max_evaluations,
-            device=args.device, data_root=args.data_root, lower_bound=args.lower_bound, plan=not args.no_plan)
+        sweep = Sweep.from_parameters(
+            out_dir=args.out, domains=args.domains, models=args.models, configs=args.configs,
+            distributions=args.distributions, seeds=args.seeds, steps=args.steps, batch_size=args.batch_size,
+            eval_every=args.eval_every, instances=args.instances, plan_instances=args.plan_instances,
+            max_evaluations=args.max_evaluations, device=args.device, data_root=args.data_root,
+            lower_bound=args.lower_bound, plan=not args.no_plan)
     except ValueError as err:
         raise CommandError(str(err)) from err
     for row in run_sweep(sweep, workers=args.workers, scheduler=args.scheduler):
         print(json.dumps(row))
     return 0
-
-
-def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
-    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
-    one section per model."""
-    from tnlib.accuracy import render_table
-    from tnlib.figures import training_curves_figure
-    from tnlib.learning.learned_heuristic import render_table2
-
-    results_dir, reports_dir = Path(results_dir), Path(reports_dir)
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    sweep = json.loads((results_dir / "sweep.json").read_text()) if (results_dir / "sweep.json").is_file() else {}
-    grid = ", ".join(f"{k}={v}" for k, v in sweep.items() if k in ("steps", "batch_size", "seeds", "instances",
-                                                                   "plan_instances", "max_evaluations"))
-    source = f"From `{results_dir.name}/` ({grid}), l = {lower_bound}."
-    if sweep.get("steps", 40_000) < 40_000:
-        source += (" These runs are far shorter than the paper's 40,000 steps at batch 256: compare N with TN "
-                   "within a row, not with the paper's absolute numbers.")
-    accuracy = [f"# Test accuracy\n\n{source} Mean ± std over seeds of the test MSE of the point estimate "
-                "(N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of those "
-                "heuristics.\n"]
-    planning = [f"# Planning with the learned heuristics\n\nGBFS on the plan split. {source} An unsolved "
-                "instance counts as the evaluation limit.\n"]
-    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
-    configs_of = [json.loads(p.read_text()) for p in results_dir.glob("*/config.json")]
-    for model in models:
-        accuracy.append(f"## {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
-        planning.append(f"## {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound))
-        html.append(f"<h1>Training curves ({model})</h1>")
-        for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
-                                               if c["model"] == model}):
-            figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
-            html.append(figure.to_html(full_html=False, include_plotlyjs=False))
-    html.append("</body></html>")
-    written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
-    for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
-        path.write_text(text)
-    return written
-
-
-def check_sweep_parameters(results_dir, domains, models, configs, distributions, seeds, steps, batch_size,
-                           eval_every, instances, plan_instances, max_evaluations, device=None,
-                           data_root=None, lower_bound="lmcut", plan=True) -> Sweep:
-    """The notebook's and the CLI's sweep parameters as a :class:`Sweep`; a ValueError names the first bad one."""
-    unknown = [d for d in domains if d not in DOMAINS]
-    if unknown or not domains:
-        raise ValueError(f"domains: unknown {unknown} (choose from {', '.join(DOMAINS)})" if unknown
-                         else "domains: name at least one")
-    pairs = []
-    for config in configs:
-        parts = str(config).split("/")
-        if len(parts) != 2:
-            raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
-        pairs.append(tuple(parts))
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every),
-                        ("max_evaluations", max_evaluations)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if plan_instances is not None and (not isinstance(plan_instances, int) or plan_instances < 1):
-        raise ValueError(f"plan_instances must be None or an integer >= 1, got {plan_instances!r}")
-    if not seeds:
-        raise ValueError("seeds: name at least one")
-    sweep = Sweep(domains=list(domains), models=list(models), configs=pairs, distributions=list(distributions),
-                  seeds=list(seeds), steps=steps, batch_size=batch_size, eval_every=eval_every, instances=instances,
-                  plan_instances=plan_instances, max_evaluations=max_evaluations,
-                  out_dir=str(Path(results_dir).resolve()), device=device, data_root=data_root,
-                  lower_bound=lower_bound, plan=plan)
-    sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
-    return sweep
-
-
-def summaries_table(rows: Sequence[dict]) -> str:
-    """The cells' summaries (run, test MSE and NLL, plan coverage) as a Markdown table."""
-    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |",
-             "|---|---|---|---|---|"]
-    for r in rows:
-        clip = r.get("coverage_clip")
-        default = r.get("coverage_default")
-        lines.append(f"| {r['run']} | {r['mse']:.3f} | {r['nll']:.3f} | "
-                     f"{'' if default is None else f'{default:.2f}'} | {'' if clip is None else f'{clip:.2f}'} |")
-    return "\n".join(lines)

@@ -22,7 +22,7 @@ from typing import Callable
 
 from tnlib.io import atomic_write_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 

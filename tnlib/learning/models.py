@@ -1,7 +1,7 @@
 """The paper's three models: Neural Logic Machine, STRIPS-HGN and linear regression.
 
-Each maps a batch of encoded inputs (:mod:`tnlib.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
-and one for sigma, which :class:`tnlib.heads.DistributionHead` turns into a distribution.
+Each maps a batch of encoded inputs (:mod:`tnlib.learning.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
+and one for sigma, which :class:`tnlib.learning.heads.DistributionHead` turns into a distribution.
 
 NLM (Dong et al. 2019), as configured in the paper's appendix: breadth 3, depth 5, 8 predicates per arity per
 layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every arity r, the concatenation of
@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tnlib.encodings import HGNInputs, NLMInputs
+from tnlib.learning.encodings import HGNInputs, NLMInputs
 
 
 # ---------------------------------------------------------------------------------------------------------------

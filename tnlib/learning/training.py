@@ -39,10 +39,11 @@ from torch import nn
 
 from tnlib.device import default_device
 from tnlib.errors import DatasetError, TrainingDiverged
+from tnlib.experiments.run_dir import RunDir
 from tnlib.io import atomic_write_bytes
-from tnlib.encodings import Batch, Encoded, Encoder, make_encoder
-from tnlib.heads import DistributionHead, HeadConfig
-from tnlib.models import DEFAULT_LEARNING_RATES, MODELS, build_model
+from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
+from tnlib.learning.heads import DistributionHead, HeadConfig
+from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -55,7 +56,7 @@ class TrainConfig:
 
     domain: str = "blocksworld"
     model: str = "nlm"  # nlm | hgn | linear
-    # the head (see tnlib.heads)
+    # the head (see tnlib.learning.heads)
     distribution: str = "TN"  # N | TN
     sigma: str = "learn"  # learn | fixed
     residual: str = "ff"  # ff | lmcut | none
@@ -228,7 +229,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     """Rebuild ``(model, head, config, checkpoint)`` from a ``.pt`` file or a run folder (its ``best.pt``)."""
     path = Path(path)
     if path.is_dir():
-        path = path / "best.pt"
+        path = RunDir(path).best
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     checkpoint = torch.load(path, map_location="cpu", weights_only=False)
@@ -286,8 +287,8 @@ def train(
     sampler = torch.Generator().manual_seed(config.seed)
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
-    last_path, best_path, curves_path = run_dir / "last.pt", run_dir / "best.pt", run_dir / "curves.jsonl"
-    best_nll_path = run_dir / "best-nll.pt"
+    run = RunDir(run_dir)
+    last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
     if resume and last_path.is_file():
         checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
         saved = TrainConfig.from_dict(checkpoint["config"])
@@ -310,7 +311,7 @@ def train(
         for stale in (last_path, best_path, best_nll_path, curves_path):
             stale.unlink(missing_ok=True)
         curves_path.touch()
-    (run_dir / "config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
+    run.config_file.write_text(json.dumps(asdict(config), indent=2) + "\n")
 
     def checkpoint_state(**extra) -> dict:
         return {

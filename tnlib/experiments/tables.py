@@ -1,86 +1,36 @@
-"""Test accuracy of trained models and the paper's Table 1.
+"""The paper's tables from a results folder: Table 1 (test accuracy) and Table 2 (planning).
 
-``evaluate(checkpoint, split) -> metrics`` computes, on a split (default ``test``):
+:func:`collect_results` reads every ``metrics-<split>.json`` under a results folder (written by
+:func:`tnlib.learning.evaluation.evaluate_run`) and :func:`render_table` lays them out as the paper's Table 1: per
+domain an ``MSE`` row and a ``+clip`` row, the h_FF and LM-cut columns, then N and TN for each (sigma, residual)
+configuration, each cell the mean +- std over seeds, the best of N, N+clip and TN of a configuration in bold when its
+gap to the next value exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
 
-* ``mse`` — the MSE of the point estimate (N: mu; TN: its truncated mean) against h*;
-* ``mse_clip`` — N only: the MSE of max(mu, l) (``None`` for TN);
-* ``nll`` — the mean negative log-likelihood of h* (the training loss);
-* ``mse_ff`` / ``mse_lmcut`` — the MSE of the h_FF and LM-cut heuristics on the same states (the table's
-  baseline columns);
-
-with the run's configuration (domain, model, distribution, sigma, residual, bounds, seed). ``evaluate_run`` also
-writes them to ``<run>/metrics-<split>.json``; :func:`collect_results` reads every such file under a results
-folder and :func:`render_table` lays them out as the paper's Table 1: per domain an ``MSE`` row and a ``+clip``
-row, the h_FF and LM-cut columns, then N and TN for each (sigma, residual) configuration, each cell the mean +- std
-over seeds, the best of N, N+clip and TN of a configuration in bold when its gap to the next value exceeds 0.1.
+:func:`collect_planning` reads every ``planning-<estimate>.jsonl`` (written by
+:func:`tnlib.learning.learned_heuristic.plan_split`) and :func:`render_table2` lays them out as the paper's Table 2:
+coverage and average evaluations, an unsolved instance counting as the evaluation limit, beside the h_FF baseline.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import defaultdict
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from tnlib.encodings import make_encoder
-from tnlib.errors import DatasetError
-from tnlib.paper import DOMAINS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
-from tnlib.training import encode_all, load_checkpoint, load_items, predict
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.io import read_json
+from tnlib.learning.learned_heuristic import planned
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
 
 DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper", "visitall": "visitall"}
 
 
-def _mse(a, b) -> float:
-    return float(((a - b) ** 2).mean())
-
-
-def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
-             data_root: str | None = None, batch_size: int = 1024, device: str | None = None) -> dict:
-    """Test metrics of a checkpoint (a ``.pt`` file, or a run folder: its ``best.pt``) on a split.
-
-    ``items`` overrides loading the split from the dataset (``data_root``, default: the run's).
-    """
-    model, head, config, saved = load_checkpoint(checkpoint, device)
-    if items is None:
-        if data_root is not None:
-            config.data_root = data_root
-        items = load_items(config, split)
-    encoder = make_encoder(config.model, config.domain)
-    p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device, batch_size)
-    h_star = p["h_star"]
-    lmcut_known = not bool(p["lmcut"].isnan().any())
-    return {
-        "domain": config.domain, "model": config.model, "distribution": config.distribution, "sigma": config.sigma,
-        "residual": config.residual, "lower_bound": config.lower_bound, "upper_bound": config.upper_bound,
-        "seed": config.seed, "split": split, "states": len(items), "checkpoint_step": saved["step"],
-        "mse": _mse(p["estimate"], h_star),
-        "mse_clip": _mse(p["clipped"], h_star) if "clipped" in p else None,
-        "nll": float(p["nll"].mean()),
-        "mse_ff": _mse(p["ff"], h_star),
-        "mse_lmcut": _mse(p["lmcut"], h_star) if lmcut_known else None,
-    }
-
-
-def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt", **kwargs) -> dict:
-    """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
-    for ``best.pt`` (what :func:`collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
-    (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
-    metrics = evaluate(Path(run_dir) / checkpoint, split, **kwargs)
-    stem = Path(checkpoint).stem
-    name = f"metrics-{split}.json" if stem == "best" else f"metrics-{split}-{stem}.json"
-    Path(run_dir, name).write_text(json.dumps(metrics, indent=2) + "\n")
-    return metrics
-
-
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
-    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`evaluate_run`) under ``results_dir``,
+    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under ``results_dir``,
     recursively, sorted by path."""
-    stem = Path(checkpoint).stem
-    name = f"metrics-{split}.json" if stem == "best" else f"metrics-{split}-{stem}.json"
-    return [json.loads(p.read_text()) for p in sorted(Path(results_dir).rglob(name))]
+    return [read_json(p) for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -221,48 +171,65 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# `tnlib evaluate`
+# Table 2
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "evaluate", help="test metrics of trained runs, or the paper's Table 1 from a results folder",
-        description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
-                    "with --table, render Table 1 from every metrics file under a folder.")
-    p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
-    p.add_argument("--split", default="test")
-    p.add_argument("--data", default=None, help="dataset root (default: the run's)")
-    p.add_argument("--device", default=None)
-    p.add_argument("--checkpoint", default="best.pt",
-                   help="which checkpoint of each run folder: best.pt (best validation MSE) or best-nll.pt")
-    p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
-    p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
-    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")
-    p.add_argument("--metric", default="mse", help="with --table: mse (Table 1) or nll")
-    p.add_argument("--latex", action="store_true", help="with --table: LaTeX instead of Markdown")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON lines")
-    p.set_defaults(func=_run_evaluate)
+def summarize(records: Sequence[dict], max_evaluations: int = MAX_EVALUATIONS) -> dict:
+    """Coverage and the average evaluations, counting an unsolved instance as ``max_evaluations`` (as the paper)."""
+    if not records:
+        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
+    solved = [r["solved"] for r in records]
+    evaluations = [r["evaluations"] if r["solved"] else max_evaluations for r in records]
+    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations))}
 
 
-def _run_evaluate(args) -> int:
-    from tnlib.cli import CommandError
+def collect_planning(results_dir) -> list[dict]:
+    """One row per (run, estimate): the run's configuration and its summary on the plan split."""
+    rows = []
+    for path in ResultsDir(results_dir).planning_files():
+        config = RunDir(path.parent).read_config()
+        estimate = RunDir.estimate_of(path)
+        column = config["distribution"] + ("+clip" if estimate == "clip" else "")
+        rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
+                     "column": column, **summarize(list(planned(path).values()))})
+    return rows
 
-    try:
-        if args.table:
-            print(render_table(args.runs[0], args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
-                               metric=args.metric, split=args.split, checkpoint=args.checkpoint), end="")
-            return 0
-        for run in args.runs:
-            path = Path(run)
-            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data, device=args.device)
-                       if path.is_dir()
-                       else evaluate(path, args.split, data_root=args.data, device=args.device))
-            if args.json:
-                print(json.dumps(metrics))
-            else:
-                clip = "" if metrics["mse_clip"] is None else f"  MSE+clip {metrics['mse_clip']:.4g}"
-                print(f"{run}: {args.split} MSE {metrics['mse']:.4g}{clip}  NLL {metrics['nll']:.4g}  "
-                      f"(h_FF {metrics['mse_ff']:.4g}, {metrics['states']} states)")
-    except (ValueError, FileNotFoundError, DatasetError) as err:
-        raise CommandError(str(err)) from None
-    return 0
+
+def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
+                  configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
+                  baseline_dir=None) -> str:
+    """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (best in bold)."""
+    rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
+    groups: dict = defaultdict(list)
+    for r in rows:
+        groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
+    baseline = {}
+    for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
+        baseline[domain] = summarize(list(planned(path).values()))
+    domains = sorted({r["domain"] for r in rows} | set(baseline),
+                     key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
+    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
+    header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
+    lines = []
+    for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
+                                  ("evaluations", "Average node evaluations (lower is better)", min)):
+        lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]
+        for domain in domains:
+            cells, stats = [], {}
+            for key in columns:
+                values = [r[metric] for r in groups.get((domain, *key), [])]
+                if values:
+                    stats[key] = (float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+            for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
+                group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
+                best = better(group.values(), key=lambda v: v[0])[0] if group else None
+                for c in ("N", "N+clip", "TN"):
+                    v = stats.get((s, res, c))
+                    text = "" if v is None else (f"{v[0]:.2f}±{v[1]:.2f}" if metric == "coverage"
+                                                 else f"{v[0]:.0f}±{v[1]:.0f}")
+                    cells.append(f"**{text}**" if v is not None and v[0] == best else text)
+            ff = baseline.get(domain, {}).get(metric)
+            ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
+            lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

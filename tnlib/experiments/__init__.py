@@ -1,0 +1,2 @@
+"""Experiments: the files of a run folder (run_dir), sweeps over configurations (sweep), the paper's Table 1 and
+Table 2 (tables), the reports of a sweep (reports) and the main job that regenerates reports/ (reproduce)."""

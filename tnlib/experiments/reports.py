@@ -1,0 +1,59 @@
+"""A sweep's reports: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and the training curves, and a
+table of the cells' summaries for the notebook."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from tnlib.experiments.run_dir import ResultsDir
+
+
+def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
+    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
+    one section per model."""
+    from tnlib.experiments.tables import render_table, render_table2
+    from tnlib.figures import training_curves_figure
+
+    results_dir, reports_dir = Path(results_dir), Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    sweep_file = ResultsDir(results_dir).sweep_file
+    sweep = json.loads(sweep_file.read_text()) if sweep_file.is_file() else {}
+    grid = ", ".join(f"{k}={v}" for k, v in sweep.items() if k in ("steps", "batch_size", "seeds", "instances",
+                                                                   "plan_instances", "max_evaluations"))
+    source = f"From `{results_dir.name}/` ({grid}), l = {lower_bound}."
+    if sweep.get("steps", 40_000) < 40_000:
+        source += (" These runs are far shorter than the paper's 40,000 steps at batch 256: compare N with TN "
+                   "within a row, not with the paper's absolute numbers.")
+    accuracy = [f"# Test accuracy\n\n{source} Mean ± std over seeds of the test MSE of the point estimate "
+                "(N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of those "
+                "heuristics.\n"]
+    planning = [f"# Planning with the learned heuristics\n\nGBFS on the plan split. {source} An unsolved "
+                "instance counts as the evaluation limit.\n"]
+    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
+    configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    for model in models:
+        accuracy.append(f"## {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
+        planning.append(f"## {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound))
+        html.append(f"<h1>Training curves ({model})</h1>")
+        for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
+                                               if c["model"] == model}):
+            figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+            html.append(figure.to_html(full_html=False, include_plotlyjs=False))
+    html.append("</body></html>")
+    written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
+    for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
+        path.write_text(text)
+    return written
+
+
+def summaries_table(rows: Sequence[dict]) -> str:
+    """The cells' summaries (run, test MSE and NLL, plan coverage) as a Markdown table."""
+    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        clip = r.get("coverage_clip")
+        default = r.get("coverage_default")
+        lines.append(f"| {r['run']} | {r['mse']:.3f} | {r['nll']:.3f} | "
+                     f"{'' if default is None else f'{default:.2f}'} | {'' if clip is None else f'{clip:.2f}'} |")
+    return "\n".join(lines)
