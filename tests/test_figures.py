@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from tnlib import figures, teaching
+from tnlib.notebook import figures, teaching
 
 EXTRA_BOUNDS = [("far right tail", 10.0, math.inf), ("narrow window", -0.001, 0.001), ("left of mu", -6.0, -3.0)]
 

@@ -13,7 +13,7 @@ papermill = pytest.importorskip("papermill")
 from nbconvert import HTMLExporter  # noqa: E402
 from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
-from tnlib.figures import BUNDLE_MARKER  # noqa: E402
+from tnlib.notebook.figures import BUNDLE_MARKER  # noqa: E402
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 EXPLORER = NOTEBOOK_DIR / "truncated_gaussian_explorer.ipynb"

@@ -1,5 +1,5 @@
-"""A sweep's reports: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and the training curves, and a
-table of the cells' summaries for the notebook."""
+"""A sweep's reports: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and the training curves (the
+paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,6 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
     one section per model."""
     from tnlib.experiments.tables import render_table, render_table2
-    from tnlib.figures import training_curves_figure
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -57,3 +56,37 @@ def summaries_table(rows: Sequence[dict]) -> str:
         lines.append(f"| {r['run']} | {r['mse']:.3f} | {r['nll']:.3f} | "
                      f"{'' if default is None else f'{default:.2f}'} | {'' if clip is None else f'{clip:.2f}'} |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Experiments: training curves (the paper's Figure 2)
+
+_DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange (Gaussian) and blue (truncated)
+
+
+def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
+                           residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse") :
+    """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
+    import plotly.graph_objects as go
+
+    from tnlib.io import read_jsonl
+
+    figure = go.Figure()
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
+                domain, model, sigma, residual, lower_bound):
+            continue
+        if not run.curves_file.is_file():
+            continue
+        rows = read_jsonl(run.curves_file)
+        distribution = config["distribution"]
+        figure.add_trace(go.Scatter(
+            x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
+            name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
+            line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
+    figure.update_layout(
+        title=f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, l = {lower_bound})",
+        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
+        template="plotly_white", height=380)
+    return figure

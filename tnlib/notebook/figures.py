@@ -21,7 +21,7 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
-from tnlib import teaching
+from tnlib.notebook import teaching
 
 #: Renderer name registered by :func:`setup_notebook_plotting`.
 INLINE_RENDERER = "tnlib_inline_html"
@@ -433,7 +433,7 @@ class ExplorerControls:
 
 def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 5.0) -> ExplorerControls:
     """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
-    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.teaching.PRESET_BOUNDS`, and an output
+    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.teaching.PRESET_BOUNDS`, and an output
     area for the figure."""
     import ipywidgets as widgets
 
@@ -462,37 +462,3 @@ def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float =
         output,
     ])
     return ExplorerControls(values, preset, output, panel)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Experiments: training curves (the paper's Figure 2)
-
-_DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange (Gaussian) and blue (truncated)
-
-
-def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
-                           residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse") -> go.Figure:
-    """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
-    import json
-    from pathlib import Path
-
-    figure = go.Figure()
-    for config_path in sorted(Path(results_dir).glob("*/config.json")):
-        config = json.loads(config_path.read_text())
-        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
-                domain, model, sigma, residual, lower_bound):
-            continue
-        curves_path = config_path.parent / "curves.jsonl"
-        if not curves_path.is_file():
-            continue
-        rows = [json.loads(line) for line in curves_path.read_text().splitlines() if line.strip()]
-        distribution = config["distribution"]
-        figure.add_trace(go.Scatter(
-            x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
-            name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
-            line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
-    figure.update_layout(
-        title=f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, l = {lower_bound})",
-        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
-        template="plotly_white", height=380)
-    return figure
