@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from tnlib.io import atomic_write_text
+from tnlib.offline_math import offline_html
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -61,10 +62,10 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
                                    execution_timeout=timeout_s)
         # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
-        # instead of defining window.Plotly. MathJax stays a link: the browser fetches it to typeset the prose.
+        # instead of defining window.Plotly. Formulas become MathML (offline_html), so nothing loads MathJax.
         exporter = HTMLExporter(template_name="lab", require_js_url="")
         body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    atomic_write_text(html_out, _share_plotly_bundle(body, html_out.parent))
+    atomic_write_text(html_out, offline_html(_share_plotly_bundle(body, html_out.parent)))
 
 
 def _share_plotly_bundle(body: str, folder: Path) -> str:
