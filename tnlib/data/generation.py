@@ -60,7 +60,6 @@ another; the limits are set far above the solve times of the shipped grids.)
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import itertools
@@ -79,7 +78,6 @@ from tnlib.errors import DatasetError, SchedulerUnreachable
 from tnlib.executors import run_jobs
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 from tnlib.io import atomic_write_bytes, atomic_write_json, read_json, sha256_file
-from tnlib.data.manifest import data_card, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import FORMAT, FORMAT_VERSION, MANIFEST, SPLITS, TABLE_COLUMNS, arrow_schema
 from tnlib.paper import DOMAINS, MAX_ATTEMPTS, MAX_EVALUATIONS
 
@@ -715,114 +713,6 @@ def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:
     return relative == f"{sp.domain}/{sp.split}.parquet" or relative.startswith(f"{sp.domain}/problems/{sp.split}/")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# CLI: tnlib data
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "data",
-        help="generate, verify and summarize heuristic-learning datasets",
-        description="Datasets of optimally solved instances labelled per state (see tnlib.data.generation, data/README.md).",
-    )
-    commands = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
-
-    gen = commands.add_parser(
-        "generate",
-        help="generate (or resume) a dataset",
-        description="Generate instances, solve them with A* + LM-cut, label every state on the optimal plan and "
-        "store the splits as Parquet with a manifest. Rerunning the same command resumes an interrupted run.",
-    )
-    gen.add_argument("--domain", action="append", required=True, metavar="D",
-                     help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
-    gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
-    gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
-                     help=f"comma-separated splits (default {','.join(SPLITS)})")
-    gen.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
-    gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
-    gen.add_argument("--out", type=Path, metavar="FOLDER",
-                     help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
-    gen.add_argument("--time-limit", type=float, metavar="S", help="solve limit for train and val (seconds)")
-    gen.add_argument("--test-time-limit", type=float, metavar="S", help="solve limit for test and plan (seconds)")
-    gen.add_argument("--memory-limit", type=int, metavar="MB", help="solve memory limit (MiB)")
-    gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
-    gen.add_argument("--sat-evaluations", type=int, metavar="N", help="GBFS evaluation limit for h_sat (10000)")
-    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
-    gen.add_argument("--quiet", action="store_true", help="no progress bar")
-    gen.set_defaults(func=_run_generate)
-
-    ver = commands.add_parser(
-        "verify",
-        help="check manifests and checksums; non-zero exit on any problem",
-        description="Verify every dataset under FOLDER (default: the data root) against its manifests.",
-    )
-    ver.add_argument("folder", nargs="?", type=Path, help="dataset root or data root")
-    ver.set_defaults(func=_run_verify)
-
-    card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
-    card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
-    card.set_defaults(func=_run_card)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
-
-
-def _run_generate(args: argparse.Namespace) -> int:
-    from tnlib.cli import CommandError
-
-    domains: list[str] = []
-    for d in args.domain:
-        for name in d.split(","):
-            for item in DOMAINS if name == "all" else [name]:
-                if item not in domains:
-                    domains.append(item)
-    splits = [s for s in args.splits.split(",") if s]
-    if args.workers < 1:
-        raise CommandError(f"--workers must be >= 1, got {args.workers}")
-    out = args.out or default_data_root() / args.profile
-    try:
-        report = generate_dataset(
-            out, domains, args.profile, splits, workers=args.workers, scheduler=args.scheduler, force=args.force,
-            progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
-            memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
-            sat_max_evaluations=args.sat_evaluations,
-        )
-    except DatasetError as err:
-        raise CommandError(str(err)) from None
-    for name in report.skipped:
-        print(f"{name}: complete, skipped")
-    for name, counts in report.splits.items():
-        print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
-              f"{counts['failed']} failed, {counts['retried']} retried")
-    print(f"{out}: done in {report.wall_seconds:.1f} s")
-    return 0
-
-
-def _run_verify(args: argparse.Namespace) -> int:
-
-    folder = args.folder or default_data_root()
-    roots = find_datasets(folder)
-    if not roots:
-        print(f"{folder}: no dataset (no {MANIFEST}); generate one with `tnlib data generate`", file=sys.stderr)
-        return 1
-    bad = 0
-    for root in roots:
-        problems = verify_dataset(root)
-        for problem in problems:
-            print(f"{root}: {problem}", file=sys.stderr)
-        bad += bool(problems)
-        print(f"{root}: {'FAILED' if problems else 'ok'}")
-    return 1 if bad else 0
-
-
-def _run_card(args: argparse.Namespace) -> int:
-    from tnlib.cli import CommandError
-
-    folder = args.folder or default_data_root() / "small"
-    if not (folder / MANIFEST).is_file():
-        raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
-    print(data_card(folder))
-    return 0
-
-
 __all__ = [
     "PROFILES",
     "Profile",
@@ -833,7 +723,6 @@ __all__ = [
     "generate_dataset",
     "generator_seed",
     "get_profile",
-    "register",
     "run_slot",
     "split_of_seed",
 ]

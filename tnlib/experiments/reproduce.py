@@ -145,11 +145,3 @@ def reproduce(keep_existing: bool = False, only: str | None = None) -> int:
         print(f"[{i}/{len(todo)}] {step.name}: done in {time.perf_counter() - start:.0f} s "
               f"-> {', '.join(str(p.relative_to(ROOT)) for p in step.outputs)}", flush=True)
     return 0
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser("reproduce", help="regenerate reports/ on the small embedded default",
-                                   description=__doc__.splitlines()[0])
-    parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
-    parser.add_argument("--only", help="run only the steps whose name contains this text")
-    parser.set_defaults(func=lambda args: reproduce(keep_existing=args.keep_existing, only=args.only))

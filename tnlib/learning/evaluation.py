@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Sequence
 
 from tnlib.learning.encodings import make_encoder
-from tnlib.errors import DatasetError
 from tnlib.experiments.run_dir import RunDir
 from tnlib.learning.training import encode_all, load_checkpoint, load_items, predict
 
@@ -64,53 +62,3 @@ def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: st
     metrics = evaluate(run.checkpoint(checkpoint), split, **kwargs)
     run.metrics_file(split, checkpoint).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# `tnlib evaluate`
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "evaluate", help="test metrics of trained runs, or the paper's Table 1 from a results folder",
-        description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
-                    "with --table, render Table 1 from every metrics file under a folder.")
-    p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
-    p.add_argument("--split", default="test")
-    p.add_argument("--data", default=None, help="dataset root (default: the run's)")
-    p.add_argument("--device", default=None)
-    p.add_argument("--checkpoint", default="best.pt",
-                   help="which checkpoint of each run folder: best.pt (best validation MSE) or best-nll.pt")
-    p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
-    p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
-    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")
-    p.add_argument("--metric", default="mse", help="with --table: mse (Table 1) or nll")
-    p.add_argument("--latex", action="store_true", help="with --table: LaTeX instead of Markdown")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON lines")
-    p.set_defaults(func=_run_evaluate)
-
-
-def _run_evaluate(args) -> int:
-    from tnlib.cli import CommandError
-
-    from tnlib.experiments.tables import render_table
-
-    try:
-        if args.table:
-            print(render_table(args.runs[0], args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
-                               metric=args.metric, split=args.split, checkpoint=args.checkpoint), end="")
-            return 0
-        for run in args.runs:
-            path = Path(run)
-            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data, device=args.device)
-                       if path.is_dir()
-                       else evaluate(path, args.split, data_root=args.data, device=args.device))
-            if args.json:
-                print(json.dumps(metrics))
-            else:
-                clip = "" if metrics["mse_clip"] is None else f"  MSE+clip {metrics['mse_clip']:.4g}"
-                print(f"{run}: {args.split} MSE {metrics['mse']:.4g}{clip}  NLL {metrics['nll']:.4g}  "
-                      f"(h_FF {metrics['mse_ff']:.4g}, {metrics['states']} states)")
-    except (ValueError, FileNotFoundError, DatasetError) as err:
-        raise CommandError(str(err)) from None
-    return 0

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from tnlib.device import default_device
-from tnlib.errors import DatasetError, TrainingDiverged
+from tnlib.errors import TrainingDiverged
 from tnlib.experiments.run_dir import RunDir
 from tnlib.io import atomic_write_bytes
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
@@ -375,95 +375,3 @@ def _diverged_message(what: str, value: float, step: int, batch: Batch, last_pat
     saved = f"the last checkpoint ({last_path}) is from before it" if last_path.is_file() else "no checkpoint was written"
     return (f"training stopped: non-finite {what} ({value}) at step {step} on the batch drawn for that step "
             f"({len(batch)} states from: {shown}); {saved}")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# `tnlib train`
-
-
-def _parse_model_args(pairs: Sequence[str]) -> dict:
-    values = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            from tnlib.cli import CommandError
-
-            raise CommandError(f"--model-arg expects KEY=VALUE, got {pair!r}")
-        try:
-            values[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            values[key] = raw
-    return values
-
-
-def register(subparsers) -> None:
-    defaults = TrainConfig()
-    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL",
-                              description="Train one model with one head configuration; writes a run folder "
-                                          "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
-    p.add_argument("--domain", default=defaults.domain, help="blocksworld | ferry | gripper | visitall")
-    p.add_argument("--model", default=defaults.model, help="nlm | hgn | linear")
-    p.add_argument("--distribution", default=defaults.distribution, help="N | TN")
-    p.add_argument("--sigma", default=defaults.sigma, help="learn | fixed (1/sqrt 2)")
-    p.add_argument("--residual", default=defaults.residual, help="ff | lmcut | none")
-    p.add_argument("--lower-bound", default=defaults.lower_bound, help="lmcut | hmax | blind | none")
-    p.add_argument("--upper-bound", default=defaults.upper_bound, help="none | h_sat")
-    p.add_argument("--data", default=None, help="dataset root (default: tnlib.data's, data/small)")
-    p.add_argument("--instances", type=int, default=None, help="subsample this many training instances")
-    p.add_argument("--steps", type=int, default=defaults.steps)
-    p.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    p.add_argument("--lr", type=float, default=None, help="default: 1e-2 (nlm, linear), 1e-3 (hgn)")
-    p.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    p.add_argument("--grad-clip", type=float, default=defaults.grad_clip)
-    p.add_argument("--eval-every", type=int, default=defaults.eval_every)
-    p.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
-    p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="model constructor argument, e.g. depth=3 (repeatable)")
-    p.add_argument("--out", default=defaults.out_dir, help="folder of run folders (default: %(default)s)")
-    p.add_argument("--name", default=None, help="run folder name (default: from the configuration)")
-    p.add_argument("--device", default=None, help="cpu | cuda (default: CUDA when present)")
-    p.add_argument("--restart", action="store_true", help="start afresh even if the run folder has a checkpoint")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run_train)
-
-
-def _keep_freed_memory() -> None:
-    """What ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`` do, for a ``tnlib train`` process started without
-    them: glibc otherwise maps and unmaps every large tensor on every step (2-3x slower NLM training, see the
-    shared training-cost spec). Only the command does this: a notebook's process keeps the allocator it had."""
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_max = -1, -4  # glibc's mallopt parameter numbers
-    if "MALLOC_MMAP_MAX_" not in os.environ:
-        libc.mallopt(m_mmap_max, 0)
-    if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
-        libc.mallopt(m_trim_threshold, 2**31 - 1)
-
-
-def _run_train(args) -> int:
-    from tnlib.cli import CommandError
-
-    _keep_freed_memory()
-    try:
-        config = TrainConfig(
-            domain=args.domain, model=args.model, distribution=args.distribution, sigma=args.sigma,
-            residual=args.residual, lower_bound=args.lower_bound, upper_bound=args.upper_bound, data_root=args.data,
-            instances=args.instances, steps=args.steps, batch_size=args.batch_size, learning_rate=args.lr,
-            weight_decay=args.weight_decay, grad_clip=args.grad_clip, eval_every=args.eval_every,
-            checkpoint_every=args.checkpoint_every, seed=args.seed, model_args=_parse_model_args(args.model_arg),
-            out_dir=args.out, run_name=args.name, device=args.device, progress=not args.no_progress,
-        )
-        run_dir = train(config, resume=not args.restart)
-    except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
-        raise CommandError(str(err)) from None
-    best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
-    print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
-    return 0

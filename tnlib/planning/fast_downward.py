@@ -22,12 +22,10 @@ the log kept.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import importlib.metadata
 import importlib.util
-import json
 import math
 import os
 import re
@@ -39,8 +37,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from tnlib.paper import DOMAINS
 
 SEARCH = "astar(lmcut())"
 
@@ -368,52 +364,6 @@ def fd_heuristic_value(
         domain_file, problem_file, f"astar({heuristic}, bound=0)", time_limit, memory_limit_mb
     )
     return result.initial_heuristic
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# CLI: tnlib solve
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "solve",
-        help="solve one problem optimally with Fast Downward (A* + LM-cut)",
-        description=f"Optimal planning with Fast Downward's {SEARCH}. Exit code 0 when solved, 1 otherwise.",
-    )
-    parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(DOMAINS)}")
-    parser.add_argument("problem", type=Path, help="problem file")
-    parser.add_argument("--time-limit", type=float, default=300, metavar="S", help="seconds (default 300)")
-    parser.add_argument("--memory-limit", type=int, default=8000, metavar="MB", help="MiB (default 8000)")
-    parser.add_argument("--plan-file", type=Path, metavar="F", help="write the plan here when solved")
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    parser.set_defaults(func=_run_solve)
-
-
-def _run_solve(args: argparse.Namespace) -> int:
-    from tnlib.cli import CommandError
-
-    try:
-        result, plan_text = _run_fast_downward(
-            args.domain, args.problem, SEARCH, args.time_limit, args.memory_limit
-        )
-    except (FileNotFoundError, ValueError) as err:
-        raise CommandError(str(err)) from err
-    if args.plan_file is not None and plan_text is not None:
-        args.plan_file.parent.mkdir(parents=True, exist_ok=True)
-        args.plan_file.write_text(plan_text)
-    if args.json:
-        print(json.dumps(result.to_dict()))
-    else:
-        print(f"status: {result.status}")
-        if result.solved:
-            print(f"cost: {result.cost:g}")
-            print(f"plan length: {len(result.plan)}")
-        print(f"seconds: {result.seconds:.3f}")
-        if result.expansions is not None:
-            print(f"expansions: {result.expansions}")
-        if result.log:
-            print(result.log, file=sys.stderr)
-    return 0 if result.solved else 1
 
 
 __all__ = [

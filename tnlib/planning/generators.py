@@ -26,12 +26,10 @@ Domains and parameters:
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import numbers
 import random
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -322,53 +320,6 @@ def domain_file(domain: str) -> Path:
     return Path(__file__).parent / "domains" / domain / "domain.pddl"
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# CLI: tnlib generate
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "generate",
-        help="write one random problem instance (PDDL)",
-        description="Generate one problem instance, distributed like the IPC generators' (see tnlib.planning.generators).",
-    )
-    parser.add_argument("domain", choices=sorted(_GENERATORS), help="domain key")
-    parser.add_argument("--seed", type=int, required=True, help="random seed (integer)")
-    parser.add_argument("--blocks", type=int, help="blocksworld: number of blocks")
-    parser.add_argument("--locations", type=int, help="ferry: number of locations")
-    parser.add_argument("--cars", type=int, help="ferry: number of cars")
-    parser.add_argument("--balls", type=int, help="gripper: number of balls")
-    parser.add_argument("--x", type=int, help="visitall: grid width")
-    parser.add_argument("--y", type=int, help="visitall: grid height")
-    parser.add_argument("--ratio", type=float, help="visitall: fraction of cells to visit, in (0, 1]")
-    parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
-    parser.set_defaults(func=_run_generate)
-
-
-def _run_generate(args: argparse.Namespace) -> int:
-    from tnlib.cli import CommandError
-
-    all_params = ("blocks", "locations", "cars", "balls", "x", "y", "ratio")
-    given = {p: getattr(args, p) for p in all_params if getattr(args, p) is not None}
-    expected = DOMAIN_PARAMETERS[args.domain]
-    missing = [f"--{p}" for p in expected if p not in given]
-    unknown = [f"--{p}" for p in given if p not in expected]
-    if missing or unknown:
-        wanted = " ".join(f"--{p} N" for p in expected)
-        problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(unknown)} does not apply"
-        raise CommandError(f"{args.domain} takes {wanted}: {problem}")
-    try:
-        text = generate(args.domain, args.seed, **given)
-    except ValueError as err:
-        raise CommandError(str(err)) from err
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
-    return 0
-
-
 __all__ = [
     "DOMAIN_NAMES",
     "DOMAIN_PARAMETERS",
@@ -378,7 +329,6 @@ __all__ = [
     "domain_file",
     "generate",
     "problem_name",
-    "register",
     "sample_blocksworld_state",
     "visitall_cell",
     "visitall_goal_probability",

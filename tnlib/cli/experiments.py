@@ -1,0 +1,52 @@
+"""`tnlib sweep` and `tnlib reproduce`. The flags of `sweep` are generated from :class:`Sweep`'s fields
+(:mod:`tnlib.cli.config_flags`), so a new field of the sweep is a new flag."""
+from __future__ import annotations
+
+import json
+
+from tnlib.cli.config_flags import add_config_flags, config_values
+from tnlib.errors import CommandError
+
+SWEEP_FLAGS = {"out_dir": "--out"}
+SWEEP_HELP = {
+    "configs": "sigma/residual pairs, e.g. learn/ff fixed/none learn/lmcut",
+    "model_args": "MODEL={...}: constructor arguments per model, e.g. nlm='{\"depth\": 3}' (repeatable)",
+    "plan": "train and evaluate only",
+    "plan_instances": "plan the first N instances of the plan split (default: all)",
+}
+
+
+def register_sweep(subparsers) -> None:
+    from tnlib.experiments import sweep
+
+    parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
+                                   description=sweep.__doc__.splitlines()[0])
+    add_config_flags(parser, sweep.Sweep, SWEEP_FLAGS, SWEEP_HELP)
+    parser.add_argument("--workers", type=int, default=1, help="local processes (default 1)")
+    parser.add_argument("--scheduler", help="address of a Dask scheduler to run the cells on")
+    parser.set_defaults(func=_run_sweep)
+
+
+def _run_sweep(args) -> int:
+    from tnlib.experiments.sweep import Sweep, run_sweep
+
+    try:
+        sweep = Sweep.from_parameters(**config_values(args, Sweep, SWEEP_FLAGS))
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    for row in run_sweep(sweep, workers=args.workers, scheduler=args.scheduler):
+        print(json.dumps(row))
+    return 0
+
+
+def register_reproduce(subparsers) -> None:
+    from tnlib.experiments import reproduce
+
+    parser = subparsers.add_parser("reproduce", help="regenerate reports/ on the small embedded default",
+                                   description=reproduce.__doc__.splitlines()[0])
+    parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
+    parser.add_argument("--only", help="run only the steps whose name contains this text")
+    parser.set_defaults(func=lambda args: reproduce.reproduce(keep_existing=args.keep_existing, only=args.only))
+
+
+REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce}
