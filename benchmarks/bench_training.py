@@ -22,6 +22,7 @@ import torch
 
 from tnlib.learning.encodings import make_encoder
 from tnlib.learning.models import build_model
+from tnlib.paper import DOMAINS
 from tnlib.learning.training import TrainConfig, load_items, train
 
 
@@ -60,7 +61,7 @@ def time_forward(domain: str, model_name: str, items: list[dict], batch: int, re
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="dataset root (default: tnlib.data's)")
-    parser.add_argument("--domains", nargs="+", default=["blocksworld", "ferry", "gripper", "visitall"])
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS))
     parser.add_argument("--models", nargs="+", default=["nlm", "hgn", "linear"])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=30)

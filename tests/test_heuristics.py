@@ -22,12 +22,11 @@ from tnlib.planning.heuristics import (
     linear_features,
     make_heuristic,
 )
-from tnlib.paper import LINEAR_FEATURES
+from tnlib.paper import DOMAINS, LINEAR_FEATURES
 from tnlib.planning.search import astar, gbfs, goal_distances
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.task import load_task, parse_and_ground
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities, nlm_reference_forward
+from nlm_reference import nlm_reference_forward
+from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities
 
 
 @pytest.fixture(scope="module")

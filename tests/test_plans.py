@@ -7,6 +7,7 @@ import pytest
 
 from planning_corpus import DATA, instance, problem_file
 from tnlib.cli import main
+from tnlib.paper import DOMAINS
 from tnlib.planning.plans import (
     PlanError,
     format_plan,
@@ -149,7 +150,7 @@ def test_cli_failures(corpus, tmp_path, capsys):
 
 def test_every_search_plan_in_the_corpus_validates_with_full_grounding(corpus):
     # Plans found on the pruned task must also be valid for the unpruned grounding (what `validate` uses).
-    for domain in ("blocksworld", "ferry", "gripper", "visitall"):
+    for domain in DOMAINS:
         task = instance(corpus, domain, 7, "medium")
         result = gbfs(task, "ff")
         full = load_task(domain, task.problem_file, remove_irrelevant_operators=False)

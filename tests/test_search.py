@@ -25,8 +25,8 @@ from tnlib.planning.search import (
     hstar,
 )
 from tnlib.planning.task import load_task
+from tnlib.paper import DOMAINS
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from planning_corpus import DATA, instance, problem_file, random_walk_states
-from tnlib.planning.task import TaskError, load_task, parse_and_ground, resolve_domain, shipped_domains
+from tnlib.errors import TaskError
+from tnlib.paper import DOMAINS
+from tnlib.planning.task import load_task, parse_and_ground, resolve_domain, shipped_domains
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def corpus(tmp_path_factory) -> str:
 
 
 def test_shipped_domains_resolve():
-    assert shipped_domains() == DOMAINS
+    assert shipped_domains() == list(DOMAINS)
     for key in DOMAINS:
         assert resolve_domain(key).name == "domain.pddl"
         assert resolve_domain(key).parent.name == key

@@ -9,7 +9,8 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
-from tnlib.learning.training import TrainConfig, TrainingDiverged, load_checkpoint, train
+from tnlib.errors import TrainingDiverged
+from tnlib.learning.training import TrainConfig, load_checkpoint, train
 
 
 

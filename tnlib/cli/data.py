@@ -9,7 +9,7 @@ from tnlib.data.generation import PROFILES, generate_dataset
 from tnlib.data.manifest import data_card, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import CommandError, DatasetError
-from tnlib.paper import DOMAINS
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
 
 def register_data(subparsers: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--test-time-limit", type=float, metavar="S", help="solve limit for test and plan (seconds)")
     gen.add_argument("--memory-limit", type=int, metavar="MB", help="solve memory limit (MiB)")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
-    gen.add_argument("--sat-evaluations", type=int, metavar="N", help="GBFS evaluation limit for h_sat (10000)")
+    gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat ({MAX_EVALUATIONS})")
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_generate)

@@ -11,7 +11,7 @@ import math
 import sys
 from pathlib import Path
 
-from tnlib.errors import CommandError
+from tnlib.errors import CommandError, PlanError, TaskError
 from tnlib.paper import DOMAINS
 
 
@@ -128,7 +128,7 @@ def register_plan(subparsers) -> None:
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
     from tnlib.planning.search import astar, gbfs
-    from tnlib.planning.task import TaskError, load_task
+    from tnlib.planning.task import load_task
 
     if args.time_limit is not None and args.time_limit < 0:
         raise CommandError("--time-limit must be >= 0")
@@ -185,8 +185,8 @@ def _json_number(value: float):
 
 def _run_heuristics(args) -> int:
     from tnlib.planning.heuristics import evaluate_all
-    from tnlib.planning.plans import PlanError, read_plan, validate_plan
-    from tnlib.planning.task import TaskError, load_task
+    from tnlib.planning.plans import read_plan, validate_plan
+    from tnlib.planning.task import load_task
 
     try:
         task = load_task(args.domain, args.problem)
@@ -236,8 +236,8 @@ def register_validate(subparsers) -> None:
 
 
 def _run_validate(args) -> int:
-    from tnlib.planning.plans import PlanError, read_plan, validate_plan
-    from tnlib.planning.task import TaskError, load_task
+    from tnlib.planning.plans import read_plan, validate_plan
+    from tnlib.planning.task import load_task
 
     try:
         task = load_task(args.domain, args.problem, remove_irrelevant_operators=False)

@@ -15,7 +15,7 @@ over all r! permutations of the r object axes, then Linear + sigmoid. The readou
 layer's 8 nullary predicates to the two raw outputs (no sigmoid: mu must reach the scale of h*).
 
 Two optimisations from the shared spec keep the function exactly the same (tested against
-:func:`nlm_reference_forward` in float64):
+``nlm_reference_forward`` in tests/nlm_reference.py, in float64):
 
 * the Linear is applied *before* expanding and permuting: Linear acts on channels and commutes with both, so each
   part is multiplied by its weight slices for all r! permutations at once on the narrow, unexpanded tensor, and
@@ -216,43 +216,6 @@ class NLM(nn.Module):
         for layer in self.layers:
             xs = layer(xs, inputs.object_mask)
         return self.readout(xs[0])
-
-
-def nlm_reference_forward(model: NLM, inputs: NLMInputs) -> torch.Tensor:
-    """The NLM computed the straightforward way (expand, reduce, concatenate, permute, then Linear), for tests.
-
-    Uses ``model``'s parameters; it computes exactly the arities the model has Linears for.
-    """
-    xs = list(inputs.tensors)
-    mask = inputs.object_mask
-    batch, n = mask.shape
-    for layer in model.layers:
-        outputs = [None] * len(xs)
-        for r in layer.out_arities:
-            c_expand, c_same, c_reduce = layer.part_sizes(r)
-            parts = []
-            if c_expand:
-                prev = xs[r - 1].unsqueeze(r)
-                parts.append(prev.expand((batch,) + (n,) * r + (prev.shape[-1],)))
-            if c_same:
-                parts.append(xs[r])
-            if c_reduce:
-                bigger = xs[r + 1]
-                axis = r + 1
-                view = (batch,) + (1,) * r + (n, 1)
-                valid = mask.view(view).expand(bigger.shape[:-1] + (1,))
-                idx = [torch.arange(n).view((1,) * (1 + k) + (n,) + (1,) * (r + 1 - k)) for k in range(r)]
-                last = torch.arange(n).view((1,) * (1 + r) + (n, 1))
-                for k in range(r):
-                    valid = valid & (idx[k] != last)
-                exists = torch.where(valid, bigger, torch.zeros_like(bigger)).amax(dim=axis)
-                forall = torch.where(valid, bigger, torch.ones_like(bigger)).amin(dim=axis)
-                parts += [exists, forall]
-            joined = torch.cat(parts, dim=-1)
-            permuted = torch.cat([_permute_objects(joined, p) for p in _permutations(r)], dim=-1)
-            outputs[r] = torch.sigmoid(layer.linears[str(r)](permuted))
-        xs = outputs
-    return model.readout(xs[0])
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -140,7 +140,8 @@ def fast_downward_version() -> str:
 def _resolve_domain(domain: str | os.PathLike) -> Path:
     """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.planning.task's rules)."""
     # Imported here: tnlib.planning.task pulls in numba, which every `tnlib` command would otherwise pay for at start-up.
-    from tnlib.planning.task import TaskError, resolve_domain
+    from tnlib.errors import TaskError
+    from tnlib.planning.task import resolve_domain
 
     try:
         return resolve_domain(domain)
