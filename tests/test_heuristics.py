@@ -29,11 +29,6 @@ from tnlib.planning.task import load_task, parse_and_ground
 
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("heuristic-corpus"))
-
-
 class SortedOrderFF(hFFHeuristic):
     """pyperplan's h_FF with its one hash-dependent choice fixed: the state's facts enter the queue in sorted
     name order (pyperplan iterates over a set). Built on a task whose operators are sorted by name, it makes

@@ -24,11 +24,6 @@ BW3_PLAN = ["(unstack a b)", "(putdown a)", "(pickup b)", "(stack b c)", "(picku
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("plan-corpus"))
-
-
-@pytest.fixture(scope="module")
 def bw3():
     return load_task("blocksworld", DATA / "bw-3.pddl")
 

@@ -29,11 +29,6 @@ from tnlib.paper import DOMAINS
 
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("search-corpus"))
-
-
 def assert_valid(task, result):
     assert result.status == SOLVED
     verdict = validate_plan(task, result.plan)

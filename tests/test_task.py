@@ -17,11 +17,6 @@ from tnlib.planning.task import load_task, parse_and_ground, resolve_domain, shi
 
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("task-corpus"))
-
-
 def test_shipped_domains_resolve():
     assert shipped_domains() == list(DOMAINS)
     for key in DOMAINS:
