@@ -28,7 +28,7 @@ import torch
 from tnlib.heuristics import linear_features, make_heuristic
 from tnlib.plans import validate_plan
 from tnlib.records import problem_atoms
-from tnlib.search import gbfs
+from tnlib.search import DISTINCT, PAPER, gbfs
 from tnlib.task import load_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
@@ -105,12 +105,14 @@ class LearnedHeuristic:
 
 
 def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = DEFAULT_MAX_EVALUATIONS,
-                 time_limit: float | None = None) -> dict:
-    """GBFS on one problem; the plan, when found, is validated. Returns a JSON-able result."""
+                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
+    """GBFS on one problem under a counting ``protocol`` (see :func:`tnlib.search.gbfs`); the plan, when found,
+    is validated. Returns a JSON-able result that names the protocol."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
-    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit)
-    record = {"problem": Path(problem_file).name, "status": result.status, "solved": result.solved,
+    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
+    record = {"problem": Path(problem_file).name, "protocol": protocol, "status": result.status,
+              "solved": result.solved,
               "evaluations": result.evaluations, "expansions": result.expansions,
               "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
     if result.solved:
@@ -144,10 +146,16 @@ def _done(path: Path) -> dict[str, dict]:
     return done
 
 
+def record_protocol(record: dict) -> str:
+    """The search protocol a planning record was made under; records written before protocols existed used the
+    distinct-state counting."""
+    return record.get("protocol", DISTINCT)
+
+
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
-                    limit: int | None, progress: bool = False, desc: str = "") -> list[dict]:
+                    limit: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
     """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``; instances already
-    there are not planned again."""
+    there under the same protocol are not planned again (a record under another protocol is replaced)."""
     from tqdm.auto import tqdm
 
     from tnlib.task import resolve_domain
@@ -157,9 +165,10 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     done = _done(out)
     for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
         problem = table.problem_path(instance)
-        if problem.name in done:
+        if problem.name in done and record_protocol(done[problem.name]) == protocol:
             continue
-        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations)
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations,
+                              protocol=protocol)
         record.update(instance=instance, **extra)
         _append_jsonl(out, record)
         done[problem.name] = record
@@ -168,7 +177,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
                max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None,
-               progress: bool = False) -> list[dict]:
+               progress: bool = False, protocol: str = PAPER) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
     from tnlib.data import load_split
     from tnlib.training import TrainConfig
@@ -179,11 +188,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     return _plan_instances(
         table, config.domain, run_dir / f"planning-{estimate}.jsonl",
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}")
+        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}",
+        protocol=protocol)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
-                  max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
+                  max_evaluations: int = DEFAULT_MAX_EVALUATIONS, limit: int | None = None,
+                  protocol: str = PAPER) -> list[dict]:
     """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
     from tnlib.data import load_split
 
@@ -191,7 +202,7 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"baseline-{domain}-{heuristic}.jsonl"
     return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
-                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit)
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -214,8 +225,10 @@ def collect_planning(results_dir) -> list[dict]:
         config = json.loads((path.parent / "config.json").read_text())
         estimate = path.stem.split("-", 1)[1]
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
+        records = list(_done(path).values())
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
-                     "column": column, **summarize(list(_done(path).values()))})
+                     "column": column, "protocols": sorted({record_protocol(r) for r in records}),
+                     **summarize(records)})
     return rows
 
 
@@ -228,15 +241,21 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     for r in rows:
         groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
     baseline = {}
+    protocols = {p for r in rows for p in r["protocols"]}
     for path in sorted(Path(baseline_dir or results_dir).rglob("baseline-*-ff.jsonl")):
         domain = path.stem.split("-")[1]
-        baseline[domain] = summarize(list(_done(path).values()))
+        records = list(_done(path).values())
+        protocols |= {record_protocol(r) for r in records}
+        baseline[domain] = summarize(records)
     domains = sorted({r["domain"] for r in rows} | set(baseline),
                      key=lambda d: ["blocksworld", "ferry", "gripper", "visitall"].index(d)
                      if d in ("blocksworld", "ferry", "gripper", "visitall") else 9)
     columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
-    lines = []
+    lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
+             + (" (mixed: rows are not comparable)" if len(protocols) > 1 else "")
+             + (" -- the paper's planner: every generated successor counts, goal test at generation"
+                if protocols == {PAPER} else ""), ""]
     for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
                                   ("evaluations", "Average node evaluations (lower is better)", min)):
         lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]

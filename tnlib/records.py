@@ -32,7 +32,7 @@ import numpy as np
 
 from tnlib.heuristics import FFHeuristic, evaluate_all
 from tnlib.plans import plan_states, validate_plan
-from tnlib.search import gbfs
+from tnlib.search import DISTINCT, gbfs
 from tnlib.task import State, Task, load_task, resolve_domain
 
 # Row columns, in table order (the dataset schema; tnlib.data checks it).
@@ -107,7 +107,8 @@ def satisficing_lengths(
     ff = FFHeuristic(task)  # built once; its kernels only need the shared index arrays
     lengths = np.full(len(states), np.nan)
     for i, state in enumerate(states):
-        result = gbfs(task_from(task, state), ff, max_evaluations=max_evaluations)
+        # h_sat is a plan cost; the distinct-state protocol (each state evaluated once) is the labels' definition.
+        result = gbfs(task_from(task, state), ff, max_evaluations=max_evaluations, protocol=DISTINCT)
         if not result.solved:
             continue
         verdict = validate_plan(task_from(full_task, state), result.plan)
