@@ -35,7 +35,7 @@ from tnlib.errors import LabelError
 from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import plan_states, validate_plan
-from tnlib.planning.search import gbfs
+from tnlib.planning.search import DISTINCT, gbfs
 from tnlib.planning.task import State, Task, load_task, resolve_domain
 
 ADMISSIBLE = ("blind", "hmax", "lmcut")
@@ -92,7 +92,8 @@ def satisficing_lengths(
     ff = FFHeuristic(task)  # built once; its kernels only need the shared index arrays
     lengths = np.full(len(states), np.nan)
     for i, state in enumerate(states):
-        result = gbfs(task_from(task, state), ff, max_evaluations=max_evaluations)
+        # h_sat is a plan cost; the distinct-state protocol (each state evaluated once) is the labels' definition.
+        result = gbfs(task_from(task, state), ff, max_evaluations=max_evaluations, protocol=DISTINCT)
         if not result.solved:
             continue
         verdict = validate_plan(task_from(full_task, state), result.plan)

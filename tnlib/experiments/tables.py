@@ -21,7 +21,8 @@ import numpy as np
 
 from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.io import read_json
-from tnlib.learning.learned_heuristic import planned
+from tnlib.learning.learned_heuristic import planned, record_protocol
+from tnlib.planning.search import PAPER
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
 
 DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper", "visitall": "visitall"}
@@ -190,8 +191,10 @@ def collect_planning(results_dir) -> list[dict]:
         config = RunDir(path.parent).read_config()
         estimate = RunDir.estimate_of(path)
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
+        records = list(planned(path).values())
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
-                     "column": column, **summarize(list(planned(path).values()))})
+                     "column": column, "protocols": sorted({record_protocol(r) for r in records}),
+                     **summarize(records)})
     return rows
 
 
@@ -204,13 +207,19 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     for r in rows:
         groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
     baseline = {}
+    protocols = {p for r in rows for p in r["protocols"]}
     for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
-        baseline[domain] = summarize(list(planned(path).values()))
+        records = list(planned(path).values())
+        protocols |= {record_protocol(r) for r in records}
+        baseline[domain] = summarize(records)
     domains = sorted({r["domain"] for r in rows} | set(baseline),
                      key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
     columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
-    lines = []
+    lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
+             + (" (mixed: rows are not comparable)" if len(protocols) > 1 else "")
+             + (" -- the paper's planner: every generated successor counts, goal test at generation"
+                if protocols == {PAPER} else ""), ""]
     for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
                                   ("evaluations", "Average node evaluations (lower is better)", min)):
         lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]

@@ -28,7 +28,7 @@ from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.data.labels import problem_atoms
-from tnlib.planning.search import gbfs
+from tnlib.planning.search import DISTINCT, PAPER, gbfs
 from tnlib.planning.task import load_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
@@ -104,12 +104,14 @@ class LearnedHeuristic:
 
 
 def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
-                 time_limit: float | None = None) -> dict:
-    """GBFS on one problem; the plan, when found, is validated. Returns a JSON-able result."""
+                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
+    """GBFS on one problem under a counting ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found,
+    is validated. Returns a JSON-able result that names the protocol."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
-    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit)
-    record = {"problem": Path(problem_file).name, "status": result.status, "solved": result.solved,
+    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
+    record = {"problem": Path(problem_file).name, "protocol": protocol, "status": result.status,
+              "solved": result.solved,
               "evaluations": result.evaluations, "expansions": result.expansions,
               "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
     if result.solved:
@@ -126,10 +128,16 @@ def planned(path: Path) -> dict[str, dict]:
     return {record["problem"]: record for record in read_jsonl(path)}
 
 
+def record_protocol(record: dict) -> str:
+    """The search protocol a planning record was made under; records written before protocols existed used the
+    distinct-state counting."""
+    return record.get("protocol", DISTINCT)
+
+
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
-                    limit: int | None, progress: bool = False, desc: str = "") -> list[dict]:
+                    limit: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
     """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``; instances already
-    there are not planned again."""
+    there under the same protocol are not planned again (a record under another protocol is replaced)."""
     from tqdm.auto import tqdm
 
     from tnlib.planning.task import resolve_domain
@@ -139,9 +147,10 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     done = planned(out)
     for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
         problem = table.problem_path(instance)
-        if problem.name in done:
+        if problem.name in done and record_protocol(done[problem.name]) == protocol:
             continue
-        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations)
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations,
+                              protocol=protocol)
         record.update(instance=instance, **extra)
         append_jsonl(out, record)
         done[problem.name] = record
@@ -150,7 +159,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
                max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
-               progress: bool = False) -> list[dict]:
+               progress: bool = False, protocol: str = PAPER) -> list[dict]:
     """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
     from tnlib.data.loading import load_split
     from tnlib.learning.training import TrainConfig
@@ -161,11 +170,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     return _plan_instances(
         table, config.domain, RunDir(run_dir).planning_file(estimate),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}")
+        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}",
+        protocol=protocol)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
-                  max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None) -> list[dict]:
+                  max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
+                  protocol: str = PAPER) -> list[dict]:
     """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
     from tnlib.data.loading import load_split
 
@@ -173,4 +184,4 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
     out_dir.mkdir(parents=True, exist_ok=True)
     out = ResultsDir(out_dir).baseline_file(domain, heuristic)
     return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
-                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit)
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)
