@@ -100,6 +100,10 @@ def test_cli_plan_validate_heuristics(corpus, tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "solved"
     assert {"status", "plan_length", "evaluations", "expansions", "seconds"} <= set(record)
+    assert record["protocol"] == "paper"  # the paper's counting is the default, and the JSON says so
+    assert main(["plan", "ferry", str(problem), "--heuristic", "lmcut", "--protocol", "distinct", "--json"]) == 0
+    distinct = json.loads(capsys.readouterr().out)
+    assert distinct["protocol"] == "distinct" and distinct["evaluations"] <= record["evaluations"] + 1
     plan = read_plan(plan_path)
     assert len(plan) == record["plan_length"] and plan == record["plan"]
     assert plan_path.read_text().endswith(f"; cost = {len(plan)} (unit cost)\n")

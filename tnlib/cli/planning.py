@@ -105,6 +105,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 def register_plan(subparsers) -> None:
     from tnlib.planning.heuristics import HEURISTIC_NAMES
     from tnlib.paper import MAX_EVALUATIONS
+    from tnlib.planning.search import PAPER, PROTOCOLS
 
     parser = subparsers.add_parser(
         "plan",
@@ -115,6 +116,11 @@ def register_plan(subparsers) -> None:
     parser.add_argument("problem", help="problem file")
     parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, default="ff", help="default: ff")
     parser.add_argument("--search", choices=("gbfs", "astar"), default="gbfs", help="default: gbfs")
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS, default=PAPER,
+        help="GBFS evaluation counting: 'paper' (the paper's planner: every generated successor counts, goal test "
+             "at generation; default) or 'distinct' (each distinct state counts once, goal test at expansion)",
+    )
     parser.add_argument(
         "--max-evaluations", type=int, default=MAX_EVALUATIONS, metavar="N",
         help=f"heuristic evaluation limit (default {MAX_EVALUATIONS}; 0 = none)",
@@ -136,9 +142,11 @@ def _run_plan(args) -> int:
         task = load_task(args.domain, args.problem)
     except TaskError as err:
         raise CommandError(str(err)) from None
-    search = gbfs if args.search == "gbfs" else astar
     limit = args.max_evaluations if args.max_evaluations > 0 else None
-    result = search(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit)
+    if args.search == "gbfs":
+        result = gbfs(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit, protocol=args.protocol)
+    else:
+        result = astar(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit)
     if result.solved:
         verdict = validate_plan(task, result.plan)
         if not verdict.valid:  # a bug, never a user error: say so loudly
@@ -154,7 +162,8 @@ def _run_plan(args) -> int:
         print(f"status: {result.status}")
         if result.solved:
             print(f"plan length: {result.plan_length}")
-        print(f"evaluations: {result.evaluations}  expansions: {result.expansions}  seconds: {result.seconds:.3f}")
+        print(f"evaluations: {result.evaluations}  expansions: {result.expansions}  seconds: {result.seconds:.3f}"
+              + (f"  (protocol: {result.protocol})" if result.protocol else ""))
         if result.solved and not args.plan_file:
             for step in result.plan:
                 print(step)
