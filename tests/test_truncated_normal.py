@@ -198,6 +198,9 @@ MPMATH_GRADIENT_POINTS = [
     ((-1e3, 1.0, 0.0, 2.0), 1e-4, 0.5),
     ((-1e5, 1.0, 0.0, INF), 3e-6, 0.7),
     ((2.0, 1.0, -INF, 0.0), -0.5, 0.5),
+    # an interval three ulps wide, observed one ulp above its lower bound
+    ((7.0, 1.0, 7.3, float(np.nextafter(np.nextafter(np.nextafter(7.3, INF), INF), INF))),
+     float(np.nextafter(7.3, INF)), 0.4),
 ]
 
 

@@ -3,9 +3,10 @@
 Everything is computed at 80 significant digits from the textbook formulas (which cancel catastrophically in
 double precision but not at this precision). ``reference`` gives values and the derivatives of the mean and
 log_prob in their analytic forms, not finite differences, so they stay exact on intervals only a few ulps
-wide. ``reference_gradients`` differentiates every statistic numerically with mpmath's ``diff`` at that
-precision (central differences with a step near 1e-27, so far more accurate than double rounding wherever the
-interval is wider than the step): a reference that shares no formula with the library's closed-form gradients.
+wide. ``reference_gradients`` differentiates every statistic numerically with mpmath's ``diff`` (a central
+difference with step 2^-(prec + 10), about 1e-84, evaluated at twice the working precision, so it is exact to
+far below double rounding even on intervals a few ulps wide): a reference that shares no formula with the
+library's closed-form gradients.
 """
 from __future__ import annotations
 
