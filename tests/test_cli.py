@@ -74,6 +74,10 @@ def test_config_flags_cover_every_field_and_default_to_the_config(command, confi
     args = parser.parse_args([command])
     defaults = cls()
     values = config_values(args, cls, {"model_args": "--model-arg"})
+    if command == "sweep":
+        # flags not given are left to the preset (none: the paper's settings, the dataclass's defaults)
+        assert values == {} and cls.from_parameters(preset=args.preset, **values) == cls.from_parameters()
+        return
     for field in dataclasses.fields(cls):
         expected = getattr(defaults, field.name)
         if field.name == "configs":
@@ -81,6 +85,17 @@ def test_config_flags_cover_every_field_and_default_to_the_config(command, confi
         elif isinstance(expected, tuple):
             expected = list(expected)
         assert values[field.name] == expected, field.name
+
+
+def test_sweep_flags_override_the_preset_even_at_the_papers_value():
+    from tnlib.cli.config_flags import config_values
+    from tnlib.experiments.sweep import Sweep
+
+    args = build_parser("sweep").parse_args(["sweep", "--preset", "small", "--batch-size", "256", "--no-plan"])
+    values = config_values(args, Sweep)
+    assert values == {"batch_size": 256, "plan": False}
+    sweep = Sweep.from_parameters(preset=args.preset, **values)
+    assert (sweep.batch_size, sweep.plan, sweep.steps) == (256, False, Sweep.preset("small").steps)
 
 
 def test_config_flags_parse_key_values_and_switches():

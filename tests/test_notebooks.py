@@ -156,6 +156,11 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
     assert "| gripper | MSE |" in html and "| gripper |" in html.split("Ratio of solved")[1]
     assert {p.name for p in reports.iterdir()} == {"accuracy.md", "planning.md", "training_curves.html"}
     assert (runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "planning-default.jsonl").is_file()
+    # the settings are printed before the sweep runs (the small preset with the overrides), the scope header after
+    assert "tnlib sweep: custom settings" in printed_text(notebook) and "= 2 runs\n" in printed_text(notebook)
+    assert "## What these results can and cannot show" in html and "| models | linear (missing: nlm, hgn) |" in html
+    assert "6 steps x batch 64" in html  # the small preset's batch size, the notebook's steps
+    assert "## What these results can and cannot show" in (reports / "accuracy.md").read_text()
 
 
 def test_experiments_notebook_rejects_a_malformed_config(tmp_path):

@@ -165,9 +165,62 @@ def test_resume_refuses_a_different_configuration(tmp_path, items):
 
 def test_paper_defaults():
     cfg = TrainConfig()
-    assert (cfg.batch_size, cfg.weight_decay, cfg.grad_clip, cfg.steps) == (256, 1e-2, 0.1, 40_000)
+    assert (cfg.batch_size, cfg.grad_clip, cfg.steps) == (256, 0.1, 40_000)
     assert TrainConfig(model="nlm").lr == 1e-2 and TrainConfig(model="linear").lr == 1e-2
     assert TrainConfig(model="hgn").lr == 1e-3
+    # weight decay: the paper's 1e-2 for NLM and HGN; none for linear regression (the appendix removed it)
+    assert cfg.weight_decay is None and cfg.sigma_link == "softplus"
+    assert TrainConfig(model="nlm").decay == 1e-2 and TrainConfig(model="hgn").decay == 1e-2
+    assert TrainConfig(model="linear").decay == 0.0
+    assert TrainConfig(model="linear", weight_decay=0.05).decay == 0.05
+
+
+@pytest.mark.parametrize("model, weight_decay, expected", [
+    ("linear", None, 0.0), ("nlm", None, 1e-2), ("linear", 0.03, 0.03),
+])
+def test_the_optimizer_gets_the_models_weight_decay(tmp_path, items, model, weight_decay, expected):
+    data = items["blocksworld"]
+    run = train(config(tmp_path, model=model, weight_decay=weight_decay, steps=4), data, data)
+    groups = torch.load(run / "last.pt", weights_only=False)["optimizer"]["param_groups"]
+    assert [g["weight_decay"] for g in groups] == [expected]
+    assert json.loads((run / "config.json").read_text())["weight_decay"] == weight_decay
+
+
+def test_resume_compares_the_effective_weight_decay(tmp_path, items):
+    data = items["blocksworld"]
+    # a run saved with the linear model's decay spelled out (0) resumes under the default (None -> 0) ...
+    train(config(tmp_path, run_name="run", weight_decay=0.0, steps=8), data, data)
+    assert torch.load(train(config(tmp_path, run_name="run", steps=12), data, data) / "last.pt",
+                      weights_only=False)["step"] == 12
+    # ... but not one saved with the decay the linear model used to get (1e-2)
+    train(config(tmp_path, run_name="old", weight_decay=1e-2, steps=8), data, data)
+    with pytest.raises(ValueError, match="different configuration.*weight_decay"):
+        train(config(tmp_path, run_name="old", steps=12), data, data)
+
+
+def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_path, items):
+    from tnlib.learning.encodings import LinearEncoder
+    from tnlib.learning.heads import SIGMA_FLOOR
+
+    data = items["blocksworld"]
+    run = train(config(tmp_path, sigma_link="bounded"), data, data)
+    assert run.name.endswith("-learn-bounded-ff-llmcut-s3")  # its own folder beside a softplus run
+    assert json.loads((run / "config.json").read_text())["sigma_link"] == "bounded"
+    model, head, cfg, checkpoint = load_checkpoint(run)
+    assert checkpoint["config"]["sigma_link"] == "bounded" and head.config.sigma_link == "bounded"
+    encoder = LinearEncoder()
+    batch = encoder.collate([encoder.encode(item) for item in data[:16]])
+    raw = model(batch.inputs).detach()
+    sigma = head(raw, batch.residual, batch.lower, batch.upper).sigma
+    torch.testing.assert_close(sigma, 10 * torch.sigmoid(raw[:, 1]) + 0.1)
+    # a checkpoint written before the option existed (no sigma_link in its config) loads with softplus
+    old = torch.load(run / "best.pt", weights_only=False)
+    del old["config"]["sigma_link"]
+    torch.save(old, tmp_path / "old.pt")
+    _, old_head, old_cfg, _ = load_checkpoint(tmp_path / "old.pt")
+    assert old_cfg.sigma_link == "softplus" and old_head.config.sigma_link == "softplus"
+    sigma = old_head(raw, batch.residual, batch.lower, batch.upper).sigma
+    torch.testing.assert_close(sigma, torch.nn.functional.softplus(raw[:, 1]) + SIGMA_FLOOR)
 
 
 def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):

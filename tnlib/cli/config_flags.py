@@ -5,7 +5,8 @@ Each field becomes ``--field-name`` (underscores as dashes; ``flags`` renames so
 (``nargs="+"``; pairs such as ``("learn", "ff")`` are written ``learn/ff``), a ``bool`` that defaults to True
 becomes ``--no-field-name`` (False: ``--field-name``), and a ``dict`` field takes repeated ``KEY=VALUE`` (VALUE
 read as JSON when it parses, as a string otherwise). :func:`config_values` reads the parsed arguments back into
-keyword arguments for the dataclass.
+keyword arguments for the dataclass. With ``defaults=False`` a flag that is not given is left out of those keyword
+arguments (``tnlib sweep --preset`` fills them from the preset, not from the dataclass's defaults).
 """
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ def _show(value: Any) -> Any:
 
 
 def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
-                     help: dict[str, str] | None = None, skip: Sequence[str] = ()) -> None:
+                     help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True) -> None:
     """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
-    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text."""
+    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text. With ``defaults=False``
+    a flag that is not given sets nothing (its field is absent from :func:`config_values`)."""
     flags, help = flags or {}, help or {}
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
@@ -65,17 +67,21 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
         if kind == "bool":
             if default:
                 flag = flags.get(field.name, "--no-" + field.name.replace("_", "-"))
-                parser.add_argument(flag, dest=field.name, action="store_false", help=text)
+                action = parser.add_argument(flag, dest=field.name, action="store_false", help=text)
             else:
-                parser.add_argument(_flag(field.name, flags), dest=field.name, action="store_true", help=text)
+                action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="store_true",
+                                             help=text)
         elif kind == "dict":
-            parser.add_argument(_flag(field.name, flags), dest=field.name, action="append", default=[],
-                                metavar="KEY=VALUE", help=text)
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="append", default=[],
+                                         metavar="KEY=VALUE", help=text)
         elif kind == "sequence":
-            parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
-                                default=[_show(v) for v in default], help=text)
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
+                                         default=[_show(v) for v in default], help=text)
         else:
-            parser.add_argument(_flag(field.name, flags), dest=field.name, type=element, default=default, help=text)
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, type=element, default=default,
+                                         help=text)
+        if not defaults:
+            action.default = argparse.SUPPRESS
 
 
 def _key_values(flag: str, pairs: Sequence[str]) -> dict:
@@ -99,7 +105,7 @@ def config_values(args: argparse.Namespace, cls: type, flags: dict[str, str] | N
     hints = typing.get_type_hints(cls)
     values = {}
     for field in dataclasses.fields(cls):
-        if field.name in skip:
+        if field.name in skip or not hasattr(args, field.name):  # not given, and added with defaults=False
             continue
         value = getattr(args, field.name)
         if _kind(hints[field.name])[0] == "dict":

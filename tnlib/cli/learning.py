@@ -20,9 +20,12 @@ TRAIN_HELP = {
     "residual": "ff | lmcut | none",
     "lower_bound": "lmcut | hmax | blind | none",
     "upper_bound": "none | h_sat",
+    "sigma_link": "a learned sigma: softplus (softplus(x) + 0.01, default) | bounded (the authors' 10 sigmoid(x) "
+                  "+ 0.1)",
     "data_root": "dataset root (default: tnlib.data's, data/small)",
     "instances": "subsample this many training instances",
     "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn)",
+    "weight_decay": "AdamW's; default: the paper's, 1e-2 (nlm, hgn), 0 (linear)",
     "model_args": "model constructor argument, e.g. depth=3 (repeatable)",
     "out_dir": "folder of run folders (default: %(default)s)",
     "run_name": "run folder name (default: from the configuration)",

@@ -2,38 +2,38 @@
 paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 from tnlib.experiments.run_dir import ResultsDir
+from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
-    one section per model."""
+    one section per model. Both Markdown reports open with the scope header (:mod:`tnlib.experiments.scope`):
+    what the runs did against the paper's setting, computed from the run folders."""
+    from tnlib.experiments.scope import scope_header
     from tnlib.experiments.tables import render_table, render_table2
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
-    sweep_file = ResultsDir(results_dir).sweep_file
-    sweep = json.loads(sweep_file.read_text()) if sweep_file.is_file() else {}
-    grid = ", ".join(f"{k}={v}" for k, v in sweep.items() if k in ("steps", "batch_size", "seeds", "instances",
-                                                                   "plan_instances", "max_evaluations"))
-    source = f"From `{results_dir.name}/` ({grid}), l = {lower_bound}."
-    if sweep.get("steps", 40_000) < 40_000:
-        source += (" These runs are far shorter than the paper's 40,000 steps at batch 256: compare N with TN "
-                   "within a row, not with the paper's absolute numbers.")
-    accuracy = [f"# Test accuracy\n\n{source} Mean ± std over seeds of the test MSE of the point estimate "
-                "(N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of those "
-                "heuristics.\n"]
-    planning = [f"# Planning with the learned heuristics\n\nGBFS on the plan split. {source} An unsolved "
-                "instance counts as the evaluation limit.\n"]
+    scope = scope_header(results_dir)
+    source = f"From `{results_dir.name}/`, l = {lower_bound}."
+    accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
+                "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
+                "those heuristics.\n"]
+    planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
+                "An unsolved instance counts as the evaluation limit.\n"]
     html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
     configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
     for model in models:
-        accuracy.append(f"## {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
-        planning.append(f"## {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound))
+        # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
+        ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
+        planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
+        accuracy.append(f"### {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
+        planning.append(f"### {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound,
+                                                            configs=planned))
         html.append(f"<h1>Training curves ({model})</h1>")
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):

@@ -1,10 +1,11 @@
 """The main job: `tnlib reproduce` regenerates everything in reports/ from the small embedded default.
 
 It executes the notebooks headless with papermill (rendered to HTML in reports/notebooks/): the explorer, the
-classroom notebook, and the experiments notebook, which runs the small-profile sweep (train NLM N and TN models
-on data/small, evaluate them, plan with them; runs/small/) and writes reports/accuracy.md, planning.md and
-training_curves.html. Then it measures the Truncated Normal's accuracy and speed against scipy and
-stable-trunc-gaussian (reports/truncated_normal.md). Each step writes its outputs atomically, so an
+classroom notebook, and the experiments notebook, which runs the sweep's ``small`` preset (train NLM N and TN
+models on data/small, evaluate them, plan with them; runs/small/) and writes reports/accuracy.md, planning.md and
+training_curves.html, each opening with what the runs can and cannot show (tnlib.experiments.scope). Then it
+measures the Truncated Normal's accuracy and speed against scipy and stable-trunc-gaussian
+(reports/truncated_normal.md). Each step writes its outputs atomically, so an
 interrupted run never leaves a half-written report behind. Every step runs each time (reports are rebuilt from
 what is there); the expensive part, the sweep, resumes from runs/small/ and redoes nothing already finished.
 ``--keep-existing`` skips steps whose outputs exist.
@@ -32,11 +33,11 @@ REPORTS = ROOT / "reports"
 NOTEBOOK_PARAMETERS: dict[str, dict] = {
     "truncated_gaussian_explorer.ipynb": {"interactive": False},
     "statistics_of_heuristic_learning.ipynb": {},
-    # the small-profile sweep: linear and NLM, learn/ff and fixed/none, N vs TN, two seeds, on data/small
-    # (resumable); sized for a 2-core CPU in well under an hour -- far from the paper's 4e4 steps
-    "heuristic_learning_experiments.ipynb": {"results_dir": "../runs/small", "reports_dir": "../reports",
-                                             "models": ["linear", "nlm"], "steps": 300, "eval_every": 50,
-                                             "seeds": [0, 1], "plan_instances": 5, "workers": 2},
+    # the sweep's "small" preset (tnlib.experiments.sweep.PRESETS, where its numbers live): NLM, the four
+    # configurations, N vs TN, two seeds, on data/small (resumable); sized for a 2-core CPU -- far from the paper's
+    # 4e4 steps, which the reports' header says
+    "heuristic_learning_experiments.ipynb": {"preset": "small", "results_dir": "../runs/small",
+                                             "reports_dir": "../reports"},
 }
 EXTRA_OUTPUTS = {
     "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html"],

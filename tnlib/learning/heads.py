@@ -4,10 +4,11 @@ Every model (NLM, STRIPS-HGN, linear regression) ends in two unconstrained numbe
 (for mu) and ``raw[..., 1]`` (for sigma). :class:`DistributionHead` turns them into the paper's statistical model:
 
 * ``mu = raw_mu``, or ``mu = h + raw_mu`` with residual learning over a heuristic ``h`` (``ff`` or ``lmcut``);
-* ``sigma = softplus(raw_sigma) + SIGMA_FLOOR`` when learned (the floor keeps the NLL bounded above and its
-  gradients finite when a model becomes overconfident), or the constant ``1/sqrt(2)`` when fixed, which makes the
-  Gaussian NLL the squared error plus a constant. The paper states 1/sqrt(2); its authors' code used sqrt(2);
-  tnlib follows the paper;
+* a learned sigma through its ``sigma_link`` (the paper does not give one): ``"softplus"`` (the default),
+  ``softplus(raw_sigma) + SIGMA_FLOOR`` (the floor keeps the NLL bounded above and its gradients finite when a
+  model becomes overconfident), or ``"bounded"``, the authors' code's ``10 * sigmoid(raw_sigma) + 0.1``
+  (sigma in (0.1, 10.1)); a fixed sigma is the constant ``1/sqrt(2)``, which makes the Gaussian NLL the squared
+  error plus a constant. The paper states 1/sqrt(2); its authors' code used sqrt(2); tnlib follows the paper;
 * ``N``: ``torch.distributions.Normal(mu, sigma)``; ``TN``: ``tnlib.TruncatedNormal(mu, sigma, l - 0.1, u + 0.1)``,
   the paper's *open* bounds (appendix "Truncated Gaussian with Open Bounds"): a lower bound l that equals h*
   would otherwise reward mu -> -inf. A missing lower bound is ``-inf`` and a missing upper bound ``+inf``
@@ -27,16 +28,29 @@ from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
 from tnlib.paper import (
+    BOUNDED_SIGMA_FLOOR,
+    BOUNDED_SIGMA_SCALE,
     DISTRIBUTIONS,
     FIXED_SIGMA,
     LOWER_BOUNDS,
     OPEN_BOUND_EPSILON,
     RESIDUALS,
+    SIGMA_LINKS,
     SIGMA_MODES,
     UPPER_BOUNDS,
 )
 
 SIGMA_FLOOR = 1e-2  # learned sigma = softplus(raw) + SIGMA_FLOOR
+
+
+def learned_sigma(raw: torch.Tensor, link: str = "softplus") -> torch.Tensor:
+    """A learned sigma from the network's raw output: ``softplus(raw) + SIGMA_FLOOR`` (``"softplus"``) or the
+    authors' bounded ``BOUNDED_SIGMA_SCALE * sigmoid(raw) + BOUNDED_SIGMA_FLOOR`` (``"bounded"``)."""
+    if link == "softplus":
+        return F.softplus(raw) + SIGMA_FLOOR
+    if link == "bounded":
+        return BOUNDED_SIGMA_SCALE * torch.sigmoid(raw) + BOUNDED_SIGMA_FLOOR
+    raise ValueError(f"unknown sigma link {link!r} (choose from {', '.join(SIGMA_LINKS)})")
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
@@ -47,17 +61,20 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class HeadConfig:
-    """What the head does: the distribution, learned or fixed sigma, the residual base and the bounds."""
+    """What the head does: the distribution, learned or fixed sigma, the residual base, the bounds, and how a
+    learned sigma is made positive (``sigma_link``; unused with a fixed sigma)."""
 
     distribution: str = "TN"
     sigma: str = "learn"
     residual: str = "ff"
     lower_bound: str = "lmcut"
     upper_bound: str = "none"
+    sigma_link: str = "softplus"
 
     def __post_init__(self) -> None:
         _check_choice("distribution", self.distribution, DISTRIBUTIONS)
         _check_choice("sigma mode", self.sigma, SIGMA_MODES)
+        _check_choice("sigma link", self.sigma_link, SIGMA_LINKS)
         _check_choice("residual", self.residual, RESIDUALS)
         _check_choice("lower bound", self.lower_bound, LOWER_BOUNDS)
         _check_choice("upper bound", self.upper_bound, UPPER_BOUNDS)
@@ -114,7 +131,7 @@ class DistributionHead(nn.Module):
         if config.residual != "none":
             mu = residual + mu
         if config.sigma == "learn":
-            sigma = F.softplus(raw[..., 1]) + SIGMA_FLOOR
+            sigma = learned_sigma(raw[..., 1], config.sigma_link)
         else:
             sigma = torch.full_like(mu, FIXED_SIGMA)
         # The dataset supplies -inf / +inf for absent bounds; enforce it here too so a config decides alone.
@@ -126,4 +143,6 @@ class DistributionHead(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return f"{c.distribution}, sigma={c.sigma}, residual={c.residual}, l={c.lower_bound}, u={c.upper_bound}"
+        link = f" ({c.sigma_link})" if c.sigma == "learn" else ""
+        return (f"{c.distribution}, sigma={c.sigma}{link}, residual={c.residual}, l={c.lower_bound}, "
+                f"u={c.upper_bound}")

@@ -1,8 +1,9 @@
 """Training: one readable loop, in the spirit of nanoGPT's ``train.py``.
 
 ``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN or linear regression) with one head
-configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2, gradient
-norm clip 0.1, learning rate 1e-2 (NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
+configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2 (NLM, HGN; none
+for linear regression, whose weight decay the appendix says was removed), gradient norm clip 0.1, learning rate 1e-2
+(NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
 The run folder holds
 
 * ``config.json`` — the :class:`TrainConfig`;
@@ -44,6 +45,7 @@ from tnlib.io import atomic_write_bytes
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model
+from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -52,7 +54,8 @@ _RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a mo
 
 @dataclass
 class TrainConfig:
-    """Everything a training run depends on. Defaults are the paper's except ``steps`` and ``eval_every``."""
+    """Everything a training run depends on. Defaults are the paper's where it gives one; how often to validate
+    (``eval_every``) and the learned sigma's link (``sigma_link``) it leaves open, and these defaults are tnlib's."""
 
     domain: str = "blocksworld"
     model: str = "nlm"  # nlm | hgn | linear
@@ -62,6 +65,7 @@ class TrainConfig:
     residual: str = "ff"  # ff | lmcut | none
     lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
     upper_bound: str = "none"  # none | h_sat
+    sigma_link: str = "softplus"  # learned sigma: softplus(x) + 0.01 | bounded: 10 * sigmoid(x) + 0.1 (authors' code)
     # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples training
     # instances (the paper: 400)
     data_root: str | None = None
@@ -69,10 +73,10 @@ class TrainConfig:
     val_split: str = "val"
     instances: int | None = None
     # optimisation
-    steps: int = 40_000
-    batch_size: int = 256
+    steps: int = TRAIN_STEPS
+    batch_size: int = BATCH_SIZE
     learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
-    weight_decay: float = 1e-2
+    weight_decay: float | None = None  # None: the paper's per model, 1e-2 (nlm, hgn) or 0 (linear)
     grad_clip: float = 0.1
     eval_every: int = 500
     checkpoint_every: int = 500
@@ -100,20 +104,27 @@ class TrainConfig:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.instances is not None and (not isinstance(self.instances, int) or self.instances < 1):
             raise ValueError(f"instances must be None or an integer >= 1, got {self.instances!r}")
-        for name in ("weight_decay", "grad_clip"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.weight_decay is not None and not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be None or >= 0, got {self.weight_decay!r}")
+        if not self.grad_clip >= 0:
+            raise ValueError(f"grad_clip must be >= 0, got {self.grad_clip!r}")
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def head_config(self) -> HeadConfig:
-        return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound)
+        return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound,
+                          self.sigma_link)
 
     @property
     def lr(self) -> float:
         return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATES[self.model]
+
+    @property
+    def decay(self) -> float:
+        """AdamW's weight decay: ``weight_decay``, or the paper's for the model when it is None."""
+        return self.weight_decay if self.weight_decay is not None else WEIGHT_DECAY[self.model]
 
     @property
     def name(self) -> str:
@@ -121,7 +132,8 @@ class TrainConfig:
         if self.run_name:
             return self.run_name
         upper = "" if self.upper_bound == "none" else f"-u{self.upper_bound}"
-        return (f"{self.domain}-{self.model}-{self.distribution}-{self.sigma}-{self.residual}"
+        link = f"-{self.sigma_link}" if self.sigma == "learn" and self.sigma_link != "softplus" else ""
+        return (f"{self.domain}-{self.model}-{self.distribution}-{self.sigma}{link}-{self.residual}"
                 f"-l{self.lower_bound}{upper}-s{self.seed}")
 
     @classmethod
@@ -131,6 +143,16 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown config keys: {', '.join(unknown)}")
         return cls(**values)
+
+
+def _effective(config: TrainConfig, name: str):
+    """A field's value as training uses it: a None learning rate or weight decay is the model's default, so a
+    run saved with the value spelled out (or before the default became None) resumes under the default."""
+    if name == "learning_rate":
+        return config.lr
+    if name == "weight_decay":
+        return config.decay
+    return getattr(config, name)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -283,7 +305,7 @@ def train(
     model_kwargs = _model_spec(config, encoder)
     model = build_model(config.model, **model_kwargs).to(device)
     head = DistributionHead(config.head_config())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay)
     sampler = torch.Generator().manual_seed(config.seed)
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
@@ -293,7 +315,7 @@ def train(
         checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
         saved = TrainConfig.from_dict(checkpoint["config"])
         differs = [f.name for f in fields(TrainConfig)
-                   if f.name not in _RESUMABLE_CHANGES and getattr(saved, f.name) != getattr(config, f.name)]
+                   if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)]
         if differs:
             raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
                              "choose another run_name or pass resume=False to start it afresh")
