@@ -137,6 +137,7 @@ def test_header_states_budget_gaps_sets_and_curves(results):
     assert "saw 0.25% of the paper's training samples or less" in caveats
     assert "2 of 3 runs were still improving" in caveats
     assert "configurations learn/none, fixed/ff; models hgn, linear; domains ferry, visitall" in caveats
+    assert "2 seeds (the paper: 5): the ± are rough." in caveats
     assert "h_FF alone solves every planned instance of gripper:" in caveats  # not blocksworld: 3 of 4
     assert "Test sets differ from the paper's in blocksworld, gripper" in caveats
     assert "Plan sets of 2/4 instances (blocksworld, gripper; the paper: 100)" in caveats
@@ -179,6 +180,7 @@ def test_header_without_runs_or_data(tmp_path):
     header = scope_header(tmp_path / "r")
     assert "0 steps x batch 64 = 0 samples" in header and "| blocksworld | ? | ? |" in header
     assert "**0 of 0 runs** (1 with fewer than 4 evaluations cannot tell)" in header
+    assert "1 seed (the paper: 5): the tables show no spread across seeds." in header
     assert run.is_dir()
 
 

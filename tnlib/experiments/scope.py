@@ -402,8 +402,8 @@ def render_scope(scope: Scope) -> str:
         caveats.append(f"Runs with different learned-sigma links ({', '.join(links)}) are averaged together in the "
                        "tables.")
     if len(seeds) < len(SEEDS):
-        caveats.append(f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} (the paper: {len(SEEDS)}): the ± are "
-                       "rough.")
+        caveats.append(f"1 seed (the paper: {len(SEEDS)}): the tables show no spread across seeds." if len(seeds) == 1
+                       else f"{len(seeds)} seeds (the paper: {len(SEEDS)}): the ± are rough.")
     smaller = [d.domain for d in scope.domains.values()
                if d.test_sizes is not None and d.paper_test_sizes is not None and d.test_sizes != d.paper_test_sizes]
     if smaller:

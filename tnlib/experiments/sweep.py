@@ -189,7 +189,8 @@ class Sweep:
                 "evaluations, h_FF baseline")
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
         gpu_hours, cpu_hours = self.estimated_hours()
-        cost = f"about {gpu_hours:,.1f} GPU-hours by the paper's V100 times per run, scaled by samples"
+        cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
+                "paper's V100 times per run, scaled by samples")
         timed = [m for m in self.models if m in CPU_SECONDS_PER_STEP]
         if timed:
             steps = " / ".join(f"{CPU_SECONDS_PER_STEP[m]} s" for m in timed)
