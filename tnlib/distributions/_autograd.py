@@ -1,0 +1,287 @@
+"""The torch.autograd.Function classes behind TruncatedNormal's statistics.
+
+Each forward evaluates a statistic from the per-element state of tnlib.distributions._regimes, passed in as the
+last argument and computed once per distribution; each backward applies its closed-form first derivatives
+(tnlib.distributions._statistics, or inline for the one-sided fast path). Second derivatives are not implemented:
+a backward pass with create_graph=True raises (``_first_order``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _zero_where
+from tnlib.distributions._statistics import (
+    _cdf_canonical,
+    _cdf_grads,
+    _core_mean,
+    _entropy_values,
+    _frame_cdf_slope,
+    _icdf_canonical,
+    _log_prob_grads,
+    _log_prob_values,
+    _mean_grads,
+    _standardized_variance,
+    _unflip_grads,
+    _variance_and_entropy_slopes,
+)
+
+
+def _first_order(backward):
+    """Marks a custom backward whose gradients are closed forms evaluated outside autograd.
+
+    Differentiating them again would silently give zero second derivatives, so a backward pass that builds a
+    graph for higher derivatives (create_graph=True, which runs backward with grad mode on) raises instead.
+    """
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grad_outputs):
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
+                "(second derivatives, Hessians, gradient penalties) is not supported")
+        return backward(ctx, *grad_outputs)
+
+    return wrapper
+
+
+def _shaped_grads(core: _Core, grad: torch.Tensor, grads, needs) -> tuple:
+    """grad * each gradient, in the batch shape, None where the input needs none."""
+    grad = grad.reshape(-1)
+    return tuple(core.shaped(grad * g) if need else None for g, need in zip(grads, needs))
+
+
+class _Mean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        ctx.core = core
+        return core.shaped(_core_mean(core))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        return tuple(core.shaped(grad.reshape(-1) * gi) for gi in _mean_grads(core)) + (None,)
+
+
+class _LogNormalizer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        ctx.core = core
+        return core.shaped(core.log_z)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        s = core.scale
+        a_pa = _zero_where(core.p_a == 0, core.a * core.p_a)
+        b_pb = _zero_where(core.p_b == 0, core.b * core.p_b)
+        g = _unflip_grads(core, core.mean_t / s, (a_pa - b_pb) / s, -core.p_a / s, core.p_b / s, odd=False)
+        return tuple(core.shaped(grad.reshape(-1) * gi) for gi in g) + (None,)
+
+
+class _LogProb(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high, core):
+        lp, d, xi, inside = _log_prob_values(core, value.detach().reshape(-1))
+        ctx.core = core
+        ctx.save_for_backward(d, xi, inside)
+        return core.shaped(lp)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        grads = _log_prob_grads(core, *ctx.saved_tensors)
+        return tuple(core.shaped(grad.reshape(-1) * gi) for gi in grads) + (None,)
+
+
+class _Variance(torch.autograd.Function):
+    """Var[X] = scale^2 V(a, b)."""
+
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        v = _standardized_variance(core)
+        ctx.core = core
+        ctx.save_for_backward(v)
+        return core.shaped(core.scale.square() * v)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        (v,) = ctx.saved_tensors
+        slopes, _ = _variance_and_entropy_slopes(core, v)
+        g_loc, g_scale, g_low, g_high = slopes.grads(core)
+        s2 = core.scale.square()
+        # Var = s^2 V: d/dscale adds 2 s V to s^2 dV/dscale
+        grads = _unflip_grads(core, s2 * g_loc, 2.0 * core.scale * v + s2 * g_scale, s2 * g_low, s2 * g_high,
+                              odd=False)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
+
+
+class _Entropy(torch.autograd.Function):
+    """H[X] = log(scale) + H_t(a, b)."""
+
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        v = _standardized_variance(core)
+        ctx.core = core
+        ctx.save_for_backward(v)
+        return core.shaped(torch.log(core.scale) + _entropy_values(core, v))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        (v,) = ctx.saved_tensors
+        _, slopes = _variance_and_entropy_slopes(core, v)
+        g_loc, g_scale, g_low, g_high = slopes.grads(core)
+        grads = _unflip_grads(core, g_loc, g_scale + 1.0 / core.scale, g_low, g_high, odd=False)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
+
+
+class _CDF(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high, core):
+        value = value.detach().reshape(-1)
+        c_value = torch.where(core.flip, -value, value)
+        cdf = _cdf_canonical(core, c_value)
+        ctx.core = core
+        ctx.save_for_backward(c_value, cdf)
+        return core.shaped(torch.where(core.flip, 1.0 - cdf, cdf))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        grads = _cdf_grads(core, *ctx.saved_tensors)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
+
+
+class _ICDF(torch.autograd.Function):
+    """x(p; loc, scale, low, high) with the implicit-function gradients of F(x; theta) = p."""
+
+    @staticmethod
+    def forward(ctx, p, loc, scale, low, high, core):
+        p = p.detach().reshape(-1)
+        c_p = torch.where(core.flip, 1.0 - p, p)
+        x_c = _icdf_canonical(core, c_p)
+        ctx.core = core
+        ctx.save_for_backward(x_c, c_p)
+        return core.shaped(torch.where(core.flip, -x_c, x_c))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        x_c, c_p = ctx.saved_tensors
+        s = core.scale
+        d = (x_c - core.c_low) / s
+        t = (x_c - core.c_loc) / s
+        # log phi(t) relative to phi(a) and phi(b), each formed as a product of small differences
+        log_pdf = torch.where(core.frame, -torch.log(s) - core.log_m0 - 0.5 * d * (d + 2.0 * core.a),
+                              -torch.log(s) - _LOG_SQRT_2PI - 0.5 * t.square() - core.log_z)
+        # dx/dp = 1/pdf ; dx/dlow = (1 - F) pdf(low)/pdf(x) ; dx/dhigh = F pdf(high)/pdf(x)
+        log_pa = torch.log(core.p_a) - torch.log(s)  # pdf at low = phi(a)/(Z s)
+        log_pb = torch.log(core.p_b) - torch.log(s)
+        dx_dp = torch.exp(-log_pdf)
+        dx_dl = torch.exp(torch.log1p(-c_p) + log_pa - log_pdf)
+        dx_du = torch.exp(torch.log(c_p) + log_pb - log_pdf)
+        dx_dl = torch.nan_to_num(dx_dl, nan=0.0)
+        dx_du = torch.nan_to_num(dx_du, nan=0.0)
+        # dx/dloc = 1 - dx/dlow - dx/dhigh (shifting everything shifts x); in the frame that cancels when loc is
+        # far below the interval, and dx/dloc = -dF/dloc / pdf(x) = F_a / (s pdf(x)) is taken directly
+        frame = core.frame & (dx_dp > 0) & torch.isfinite(dx_dp)
+        t_frame = torch.where(frame, t, torch.ones_like(t))
+        f_a = _frame_cdf_slope(core, x_c, d, t_frame, c_p, frame)
+        dx_dloc = torch.where(frame, f_a * dx_dp / s, 1.0 - dx_dl - dx_du)
+        # dx/dscale = t - a dx/dlow - b dx/dhigh, with t - a = d in the frame
+        frame_ds = core.a * dx_dloc + d - _zero_where(dx_du == 0, core.w * dx_du)
+        straddle_ds = t - _zero_where(dx_dl == 0, core.a * dx_dl) - _zero_where(dx_du == 0, core.b * dx_du)
+        dx_ds = torch.where(core.frame, frame_ds, straddle_ds)
+        g_loc, g_scale, g_low, g_high = _unflip_grads(core, dx_dloc, dx_ds, dx_dl, dx_du, odd=True)
+        grads = (dx_dp, g_loc, g_scale, g_low, g_high)
+        return tuple(core.shaped(grad.reshape(-1) * gi) for gi in grads) + (None,)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The one-sided fast path (high = +inf everywhere), on _FastCore; its derivatives are inline.
+# ----------------------------------------------------------------------------------------------------------------
+
+class _FastMean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, fc):
+        ctx.fc = fc
+        return fc.shaped(fc.mean)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        fc = ctx.fc
+        grad = grad.reshape(-1)
+        dedl = fc.p_a * (fc.p_a - fc.a)  # d mean / d low = p_a (E[t] - a)
+        v = 1.0 - dedl  # d mean / d loc = Var[t]
+        ds = fc.p_a - fc.a * dedl  # d mean / d scale = E[t] - a dedl
+        if fc.far.numel():
+            a_f = fc.a[fc.far]
+            dedl[fc.far] = fc.far_d * fc.p_a[fc.far]
+            v[fc.far] = fc.far_v
+            ds[fc.far] = fc.far_d + a_f * fc.far_v  # D + a v, without forming E[t] - a E[t]
+        needs = ctx.needs_input_grad
+        return (fc.shaped(grad * v) if needs[0] else None,
+                fc.shaped(grad * ds) if needs[1] else None,
+                fc.shaped(grad * dedl) if needs[2] else None,
+                torch.zeros_like(fc.shaped(grad)) if needs[3] else None, None)
+
+
+class _FastLogProb(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high, fc):
+        value = value.detach().reshape(-1)
+        low = low.detach().reshape(-1)
+        xi = (value - loc.detach().reshape(-1)) / fc.scale
+        lp = (-_LOG_SQRT_2PI - torch.log(fc.scale) - fc.log_z).addcmul_(xi, xi, value=-0.5)
+        outside = value < low
+        lp.masked_fill_(outside, -math.inf)
+        d = None
+        if fc.far.numel():
+            # relative to the bound: -log s - log m(a) - d (d + 2a)/2, never forming xi^2/2 - a^2/2
+            far = fc.far
+            d = (value[far] - low[far]) / fc.scale[far]
+            lp_far = -torch.log(fc.scale[far]) - fc.far_log_m - 0.5 * d * (d + 2.0 * fc.a[far])
+            lp[far] = lp_far.masked_fill_(outside[far], -math.inf)
+        ctx.fc, ctx.far_dist = fc, d
+        ctx.save_for_backward(xi, outside)
+        return fc.shaped(lp)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        fc = ctx.fc
+        xi, outside = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_s = (grad.reshape(-1) / fc.scale).masked_fill_(outside, 0.0)  # grad / scale, 0 outside the support
+        far, d = fc.far, ctx.far_dist
+        out = []
+        for i in range(4):
+            if not needs[i]:
+                out.append(None)
+                continue
+            if i == 0:  # d/dvalue * scale
+                g = -xi
+            elif i == 1:  # d/dloc * scale
+                g = xi - fc.p_a
+                if d is not None:
+                    g[far] = d - fc.far_d
+            elif i == 2:  # d/dscale * scale
+                g = torch.addcmul((xi * xi).sub_(1.0), fc.a, fc.p_a, value=-1.0)
+                if d is not None:
+                    g[far] = -1.0 + fc.a[far] * (2.0 * d - fc.far_d) + d.square()
+            else:  # d/dlow * scale
+                g = fc.p_a
+            out.append(fc.shaped(grad_s * g))
+        return (*out, torch.zeros_like(fc.shaped(grad_s)) if needs[4] else None, None)

@@ -1,0 +1,359 @@
+"""Values and first derivatives of every statistic of TN(loc, scale, low, high), from the canonical-frame state.
+
+Each function takes the ``_Core`` of tnlib.distributions._regimes (flattened, in canonical coordinates) and
+returns a statistic or its first derivatives w.r.t. loc, scale, low and high (and the value or probability);
+``_unflip_grads`` maps derivatives back through the mirror. Gradients are analytic and use the same frame
+quantities as the values, so they are finite wherever the value is. They are built from
+d/da E[f] = p_a (E[f] - f(a)), d/db E[f] = p_b (f(b) - E[f]) and, for moving both bounds at once, the tilt
+identities d Var/d shift = -kappa_3 and d H/d shift = -(E[t] Var + kappa_3/2), whose terms share a sign.
+Variance, entropy, the third cumulant and the mean's derivative in the far tail, where closed forms cancel
+catastrophically, fall back to composite Gauss-Legendre moments of the frame integrand on just those elements;
+the CDF's derivative splits the frame integral at the observation (each part is again a frame).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _frame_integral, _frame_moments, _ndtr, _zero_where
+from tnlib.distributions._series import _far_tail_series, _g_threshold, _v_threshold
+
+
+def _core_mean(core: _Core) -> torch.Tensor:
+    """The mean, in the caller's coordinates."""
+    frame_mean = core.c_low + core.scale * core.d_mean
+    straddle_mean = core.c_loc + core.scale * core.mean_t
+    mean = torch.where(core.frame, frame_mean, straddle_mean)
+    # the mean never leaves [low, high]; rounding of the last ulp is clamped back
+    mean = torch.minimum(torch.maximum(mean, core.c_low), core.c_high)
+    return torch.where(core.flip, -mean, mean)
+
+
+def _standardized_variance(core: _Core) -> torch.Tensor:
+    """Var[t] of the standardised variable t = (X - loc)/scale, i.e. Var[X]/scale^2, exact in every regime.
+
+    Closed form 1 + a p_a - b p_b - E[t]^2 (straddling) or 1 - p_a D_a - p_b D_b (frame); where that cancels by
+    more than a safe factor (the far tail), quadrature moments of the frame integrand take over.
+    """
+    dedl, dedu = _mean_bound_derivatives(core)
+    a_pa = _zero_where(torch.isinf(core.a), core.a * core.p_a)
+    b_pb = _zero_where(torch.isinf(core.b), core.b * core.p_b)
+    straddle_v = 1.0 + a_pa - b_pb - core.mean_t.square()
+    frame_v = 1.0 - dedl - dedu
+    v = torch.where(core.frame, frame_v, straddle_v)
+    # condition number of the cancellation: |terms| / |result|
+    # g(a), hence D and dedl, carry ~a^2 ulps below the series threshold: count them in the frame's terms
+    g_ulps = 1.0 + core.a.clamp(0.0, _g_threshold(v.dtype)).square()
+    terms = torch.where(core.frame, (dedl + dedu) * g_ulps, 1.0 + a_pa.abs() + b_pb.abs())
+    # closed form loses eps * terms / v relatively; accept it while that stays below `tolerance`
+    tolerance = 1e-12 if v.dtype == torch.float64 else 1e-6
+    ill = (terms * torch.finfo(v.dtype).eps > tolerance * v.abs()) | (v <= 0)
+    ill = ill & core.frame
+    if bool(ill.any()):
+        # semi-infinite far tail: the asymptotic series; anything else: quadrature moments of the frame
+        series = ill & torch.isinf(core.w) & (core.a >= _v_threshold(v.dtype))
+        if bool(series.any()):
+            v = v.index_put((series,), _far_tail_series(core.a[series])[2])
+        quad = ill & ~series
+        if bool(quad.any()):
+            _, _, var_q, _ = _frame_moments(core.a[quad], core.w[quad], panels=8)
+            v = v.index_put((quad,), var_q)
+    return v.clamp(min=0.0, max=1.0)
+
+
+def _mean_bound_derivatives(core: _Core) -> tuple[torch.Tensor, torch.Tensor]:
+    """d mean / d low and d mean / d high in canonical coordinates: p_a (E[t] - a) and p_b (b - E[t])."""
+    frame_dl = core.p_a * core.d_mean
+    frame_du = _zero_where(torch.isinf(core.w), core.p_b * (core.w - core.d_mean))
+    straddle_dl = _zero_where(torch.isinf(core.a) | (core.p_a == 0), core.p_a * (core.mean_t - core.a))
+    straddle_du = _zero_where(torch.isinf(core.b) | (core.p_b == 0), core.p_b * (core.b - core.mean_t))
+    return torch.where(core.frame, frame_dl, straddle_dl), torch.where(core.frame, frame_du, straddle_du)
+
+
+def _unflip_grads(core: _Core, g_loc, g_scale, g_low, g_high, odd: bool):
+    """Map canonical-frame derivatives back through the mirror x -> -x.
+
+    For a quantity q that is odd under the mirror (the mean) q = -q_c(-loc, scale, -high, -low); for an even one
+    (log Z, log_prob at the mirrored point) q = q_c(...). The sign pattern follows from the chain rule.
+    """
+    f = core.flip
+    if odd:  # q = -q_c:  dq/dloc = dq_c/dloc_c, dq/dscale = -dq_c/dscale, dq/dlow = dq_c/dhigh_c ...
+        return (g_loc, torch.where(f, -g_scale, g_scale),
+                torch.where(f, g_high, g_low), torch.where(f, g_low, g_high))
+    return (torch.where(f, -g_loc, g_loc), g_scale,
+            torch.where(f, -g_high, g_low), torch.where(f, -g_low, g_high))
+
+
+def _mean_grads(core: _Core) -> tuple[torch.Tensor, ...]:
+    """d mean / d (loc, scale, low, high), flattened."""
+    v = _standardized_variance(core)  # d mean / d loc
+    dedl, dedu = _mean_bound_derivatives(core)
+    frame_ds = core.d_mean + core.a * v - _zero_where(torch.isinf(core.w), core.w * dedu)
+    a_dl = _zero_where(dedl == 0, core.a * dedl)
+    b_du = _zero_where(dedu == 0, core.b * dedu)
+    straddle_ds = core.mean_t - a_dl - b_du
+    ds = torch.where(core.frame, frame_ds, straddle_ds)
+    return _unflip_grads(core, v, ds, dedl, dedu, odd=True)
+
+
+def _log_prob_values(core: _Core, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """log_prob of flattened values, and (d, xi, inside) for its gradient."""
+    c_value = torch.where(core.flip, -value, value)
+    s = core.scale
+    d = (c_value - core.c_low) / s  # distance above the lower bound, in scales
+    xi = (c_value - core.c_loc) / s
+    log_s = torch.log(s)
+    frame_lp = -log_s - core.log_m0 - 0.5 * d * (d + 2.0 * core.a)
+    straddle_lp = -log_s - _LOG_SQRT_2PI - 0.5 * xi.square() - core.log_z
+    lp = torch.where(core.frame, frame_lp, straddle_lp)
+    inside = (c_value >= core.c_low) & (c_value <= core.c_high)
+    lp = torch.where(inside, lp, torch.full_like(lp, -math.inf))
+    return lp, d, xi, inside
+
+
+def _log_prob_grads(core: _Core, d, xi, inside) -> tuple[torch.Tensor, ...]:
+    """d log_prob / d (value, loc, scale, low, high), flattened."""
+    s = core.scale
+    # d/dloc: (xi - E[t]) / s, written relative to the lower bound in the frame to avoid a - a
+    g_loc = torch.where(core.frame, d - core.d_mean, xi - core.mean_t) / s
+    w_pb = _zero_where(torch.isinf(core.w) | (core.p_b == 0), core.w * core.p_b)
+    frame_gs = -1.0 + core.a * (2.0 * d - core.d_mean) + d.square() + w_pb
+    a_pa = _zero_where(core.p_a == 0, core.a * core.p_a)
+    b_pb = _zero_where(core.p_b == 0, core.b * core.p_b)
+    straddle_gs = -1.0 + xi.square() - a_pa + b_pb
+    g_scale = torch.where(core.frame, frame_gs, straddle_gs) / s
+    g_low = core.p_a / s
+    g_high = -core.p_b / s
+    g_value_c = -xi / s
+    g_loc, g_scale, g_low, g_high = _unflip_grads(core, g_loc, g_scale, g_low, g_high, odd=False)
+    g_value = torch.where(core.flip, -g_value_c, g_value_c)
+    grads = (g_value, g_loc, g_scale, g_low, g_high)
+    return tuple(_zero_where(~inside, gi) for gi in grads)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Variance, entropy and CDF: values from the core, first derivatives in closed form.
+# ----------------------------------------------------------------------------------------------------------------
+# For a quantity Q(a, b) of the standardised variable t = (X - loc)/scale on [a, b], the chain rule through
+# a = (low - loc)/scale and b = (high - loc)/scale gives
+#     dQ/dlow = Q_a / s,  dQ/dhigh = Q_b / s,  dQ/dloc = -(Q_a + Q_b) / s,  dQ/dscale = -(a Q_a + b Q_b) / s,
+# so each statistic only needs Q_a, Q_b, their sum and a Q_a + b Q_b, in a form that does not cancel.
+
+@dataclass
+class _Slopes:
+    """Q_a, Q_b, Q_a + Q_b and a Q_a + b Q_b of one standardised quantity Q(a, b) (flattened, canonical)."""
+
+    at_low: torch.Tensor
+    at_high: torch.Tensor
+    shift: torch.Tensor
+    spread: torch.Tensor
+
+    def grads(self, core: _Core) -> tuple[torch.Tensor, ...]:
+        """dQ / d(loc, scale, low, high) in canonical coordinates (not yet mapped through the mirror)."""
+        s = core.scale
+        return -self.shift / s, -self.spread / s, self.at_low / s, self.at_high / s
+
+
+def _distances_to_bounds(core: _Core) -> tuple[torch.Tensor, torch.Tensor]:
+    """E[t] - a and b - E[t]; in the frame both come from D = E[t] - a, so neither subtracts a from a."""
+    dist_low = torch.where(core.frame, core.d_mean, core.mean_t - core.a)
+    dist_high = torch.where(core.frame, core.w - core.d_mean, core.b - core.mean_t)
+    return dist_low, dist_high
+
+
+def _third_cumulant(core: _Core, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """kappa_3 of t and V_b = d Var[t] / db, given v = Var[t].
+
+    From d/da E[f] = p_a (E[f] - f(a)) and d/db E[f] = p_b (f(b) - E[f]): V_a = p_a (V - (E[t] - a)^2) and
+    V_b = p_b ((b - E[t])^2 - V). Shifting both bounds together tilts the density by exp(-delta t), so
+    V_a + V_b = -kappa_3. In the far tail that sum cancels (t - a is nearly exponential, whose variance equals
+    its squared mean): where the closed form's error bound exceeds the tolerance, kappa_3 is the quadrature's
+    third central moment of the frame density instead, as the variance does.
+    """
+    dist_low, dist_high = _distances_to_bounds(core)
+    no_a = core.p_a == 0  # includes a = -inf
+    no_b = core.p_b == 0  # includes b = +inf
+    v_a = _zero_where(no_a, core.p_a * (v - dist_low.square()))
+    v_b = _zero_where(no_b, core.p_b * (dist_high.square() - v))
+    kappa3 = -(v_a + v_b)
+    terms = (_zero_where(no_a, core.p_a * (v + dist_low.square()))
+             + _zero_where(no_b, core.p_b * (v + dist_high.square())))
+    # D carries ~a^2 ulps below the g series threshold and V up to its own tolerance (_standardized_variance)
+    g_ulps = 1.0 + core.a.clamp(0.0, _g_threshold(v.dtype)).square()
+    v_tolerance, tolerance = (1e-12, 1e-10) if v.dtype == torch.float64 else (1e-6, 1e-4)
+    error_bound = terms * (torch.finfo(v.dtype).eps * g_ulps + v_tolerance)
+    ill = core.frame & ~(error_bound <= tolerance * kappa3.abs())
+    if bool(ill.any()):
+        _, _, _, third = _frame_moments(core.a[ill], core.w[ill], panels=8)
+        kappa3 = kappa3.index_put((ill,), third)
+    return kappa3, v_b
+
+
+def _variance_and_entropy_slopes(core: _Core, v: torch.Tensor) -> tuple[_Slopes, _Slopes]:
+    """Slopes of V = Var[t] and of H_t = log sqrt(2 pi) + log Z + E[t^2]/2 (the entropy of t).
+
+    V_a + V_b = -kappa_3 and, differentiating the entropy along the same tilt, H_a + H_b = -(E[t] V + kappa_3/2);
+    H_a = p_a (V - 2 + (E[t] - a)(E[t] + a))/2, H_b = p_b (2 - V + (b - E[t])(b + E[t]))/2. Straddling elements
+    take V_a and H_a in closed form (exactly 0 at an infinite bound); frame elements take them as the sum minus
+    the b-slope, and a Q_a + b Q_b as a (Q_a + Q_b) + w Q_b, which subtracts nothing of size a.
+    """
+    kappa3, v_b = _third_cumulant(core, v)
+    dist_low, dist_high = _distances_to_bounds(core)
+    no_a = core.p_a == 0
+    no_b = core.p_b == 0
+    b_plus_mean = torch.where(core.frame, 2.0 * core.a + core.w + core.d_mean, core.b + core.mean_t)
+    h_b = _zero_where(no_b, 0.5 * core.p_b * (2.0 - v + dist_high * b_plus_mean))
+    # straddling: closed forms at the lower bound
+    v_a_s = _zero_where(no_a, core.p_a * (v - dist_low.square()))
+    h_a_s = _zero_where(no_a, 0.5 * core.p_a * (v - 2.0 + dist_low * (core.mean_t + core.a)))
+    # frame: the tilt sums
+    v_shift_f = -kappa3
+    h_shift_f = -(core.mean_t * v + 0.5 * kappa3)
+
+    def slopes(q_a_s, q_b, q_shift_f) -> _Slopes:
+        q_shift = torch.where(core.frame, q_shift_f, q_a_s + q_b)
+        q_a = torch.where(core.frame, q_shift_f - q_b, q_a_s)
+        w_q_b = _zero_where(no_b, core.w * q_b)
+        spread_f = core.a * q_shift_f + w_q_b
+        spread_s = _zero_where(no_a, core.a * q_a_s) + _zero_where(no_b, core.b * q_b)
+        return _Slopes(q_a, q_b, q_shift, torch.where(core.frame, spread_f, spread_s))
+
+    return slopes(v_a_s, v_b, v_shift_f), slopes(h_a_s, h_b, h_shift_f)
+
+
+def _entropy_values(core: _Core, v: torch.Tensor) -> torch.Tensor:
+    """H_t = H[X] - log(scale), flattened."""
+    # H_t = log sqrt(2 pi) + log Z + E[t^2]/2; in the frame the a^2/2 terms cancel analytically
+    frame_h = core.log_m0 + core.a * core.d_mean + 0.5 * (v + core.d_mean.square())
+    straddle_h = _LOG_SQRT_2PI + core.log_z + 0.5 * (v + core.mean_t.square())
+    return torch.where(core.frame, frame_h, straddle_h)
+
+
+def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
+    """The canonical CDF at c_value (flattened; clamped into the support), all regimes."""
+    c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
+    d = (c_value - core.c_low) / core.scale
+    a = torch.where(core.frame, core.a, torch.ones_like(core.a))
+    d_f = torch.where(core.frame, d, torch.zeros_like(d))
+    frame_cdf = _frame_integral(a, d_f) * torch.exp(-core.log_m0)
+    t = (c_value - core.c_loc) / core.scale
+    lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
+    upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
+    straddle_cdf = torch.where(t <= 0, lower, 1.0 - upper)
+    return torch.where(core.frame, frame_cdf, straddle_cdf).clamp(0.0, 1.0)
+
+
+def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:
+    """dF/da at fixed d and w of the frame CDF F = J(a, d) / J(a, w), on the elements in ``mask`` (0 elsewhere).
+
+    F_a = F (D - D_head) = (1 - F) (d - D + D_tail): D_head is the frame mean on [0, d], D_tail the mean of the
+    part above d measured from d (itself a frame, at a' = t, w' = w - d). The first form is used where d <= D,
+    the second above, so neither subtracts nearly equal numbers; 1 - F is taken from the tail's own mass.
+    """
+    s = core.scale
+    f_a = torch.zeros_like(d)
+    head = mask & (d <= core.d_mean) & (d > 0)
+    if bool(head.any()):
+        _, d_head, _, _ = _frame_moments(core.a[head], d[head], panels=8)
+        f_a = f_a.index_put((head,), cdf[head] * (core.d_mean[head] - d_head))
+    tail = mask & (d > core.d_mean) & (x < core.c_high)
+    if bool(tail.any()):
+        rest = (core.c_high[tail] - x[tail]) / s[tail]  # w - d, +inf without an upper bound
+        m0_tail, d_tail, _, _ = _frame_moments(t[tail], rest, panels=8)
+        # 1 - F = exp(-d (a + d/2)) J(t, w - d) / M0, accurate where F is near 1
+        upper = m0_tail * torch.exp(-d[tail] * (core.a[tail] + 0.5 * d[tail]) - core.log_m0[tail])
+        f_a = f_a.index_put((tail,), upper * (d[tail] - core.d_mean[tail] + d_tail))
+    return f_a
+
+
+def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """dF / d(value, loc, scale, low, high) in canonical coordinates, 0 outside the support.
+
+    Straddling: F = (Phi(t) - Phi(a)) / Z with F_t = phi(t)/Z, F_a = -p_a (1 - F), F_b = -p_b F. Frame:
+    F = J(a, d) / J(a, w) with d = (x - low)/s, J(a, d) = int_0^d exp(-a r - r^2/2) dr, so F_d is the frame
+    density at d, F_w = -F p_b and F_a comes from _frame_cdf_slope. Moving loc moves a alone (d and w stay),
+    which is why the frame's loc-derivative is a single term there.
+    """
+    s = core.scale
+    inside = (c_value >= core.c_low) & (c_value <= core.c_high)
+    x = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
+    d = (x - core.c_low) / s
+    t = (x - core.c_loc) / s
+    no_a = core.p_a == 0
+    no_b = core.p_b == 0
+    # straddling, in (t, a, b): F_t, F_a, F_b
+    f_t = torch.exp(-0.5 * t.square() - _LOG_SQRT_2PI - core.log_z)
+    f_a = -_zero_where(no_a, core.p_a * (1.0 - cdf))
+    f_b = -_zero_where(no_b, core.p_b * cdf)
+    s_spread = t * f_t + _zero_where(no_a, core.a * f_a) + _zero_where(no_b, core.b * f_b)
+    # frame, in (a, d, w) with d = t - a and w = b - a: F_a, F_d, F_w
+    fr_a = _frame_cdf_slope(core, x, d, t, cdf, core.frame & inside)
+    fr_d = torch.exp(-d * (core.a + 0.5 * d) - core.log_m0)
+    fr_w = f_b  # -p_b F in both coordinate systems
+    fr_spread = core.a * fr_a + d * fr_d + _zero_where(no_b, core.w * fr_w)
+    frame = core.frame
+    g_value = torch.where(frame, fr_d, f_t) / s
+    g_loc = -torch.where(frame, fr_a, f_t + f_a + f_b) / s
+    g_scale = -torch.where(frame, fr_spread, s_spread) / s
+    g_low = torch.where(frame, fr_a - fr_d - fr_w, f_a) / s
+    g_high = f_b / s
+    grads = (g_value,) + _unflip_grads(core, g_loc, g_scale, g_low, g_high, odd=True)
+    return tuple(_zero_where(~inside, g) for g in grads)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Inverse CDF (for icdf and rsample): solved in the canonical frame by safeguarded Newton steps.
+# ----------------------------------------------------------------------------------------------------------------
+
+def _icdf_canonical(core: _Core, p: torch.Tensor) -> torch.Tensor:
+    """The canonical value x_c with canonical CDF p (0 <= p <= 1), all regimes."""
+    s = core.scale
+    dtype = p.dtype
+    # straddling: invert Phi on whichever tail keeps the argument small, never subtracting near-equal numbers
+    z = torch.exp(core.log_z)
+    phi_a = _ndtr(core.a)
+    phi_minus_b = _ndtr(-core.b)
+    lower_mass = phi_a + p * z  # Phi(t)
+    upper_mass = phi_minus_b + (1.0 - p) * z  # Phi(-t)
+    t = torch.where(lower_mass <= 0.5, torch.special.ndtri(lower_mass), -torch.special.ndtri(upper_mass))
+    t = torch.minimum(torch.maximum(t, core.a), core.b)
+    x_straddle = core.c_loc + s * t
+
+    # frame: solve J(a, d) = p J(a, w) for d in [0, w] (J(a, w) = M0)
+    a = torch.where(core.frame, core.a, torch.ones_like(core.a))
+    w = torch.where(core.frame, core.w, torch.ones_like(core.w))
+    m0 = torch.exp(torch.where(core.frame, core.log_m0, torch.zeros_like(core.log_m0)))
+    # start from the truncated-exponential inverse with rate max(a, 1e-3) (the far-tail shape)
+    rate = a.clamp_min(1e-3)
+    w_fin = torch.where(torch.isinf(w), torch.full_like(w, math.inf), w)
+    d = -torch.log1p(p * torch.expm1(-rate * w_fin)) / rate
+    d = torch.minimum(d.clamp_min(0.0), w)
+    d = torch.where(torch.isfinite(d), d, torch.where(torch.isinf(w), 1.0 / rate, 0.5 * w))
+    lo = torch.zeros_like(d)
+    hi = w.clone()
+    target_lower = p * m0
+    target_upper = (1.0 - p) * m0
+    use_upper = p > 0.5
+    for _ in range(60 if dtype == torch.float64 else 40):
+        j = _frame_integral(a, d)
+        dens = torch.exp(-d * (a + 0.5 * d))
+        # residual in the tail that has the smaller mass, relative so the step is scale-free
+        upper_j = torch.clamp(m0 - j, min=0.0)
+        resid = torch.where(use_upper, target_upper - upper_j, j - target_lower)
+        # F increases with d: bracket the root
+        too_high = torch.where(use_upper, upper_j < target_upper, j > target_lower)
+        hi = torch.where(too_high, torch.minimum(hi, d), hi)
+        lo = torch.where(too_high, lo, torch.maximum(lo, d))
+        step = torch.where(use_upper, -resid, resid) / dens
+        new_d = d - step
+        bad = ~torch.isfinite(new_d) | (new_d <= lo) | (new_d >= hi)
+        bisect = torch.where(torch.isinf(hi), 2.0 * lo + 1.0 / rate, 0.5 * (lo + hi))
+        new_d = torch.where(bad, bisect, new_d)
+        if bool((new_d == d).all()):
+            break
+        d = new_d
+    x_frame = core.c_low + s * d
+    x = torch.where(core.frame, x_frame, x_straddle)
+    return torch.minimum(torch.maximum(x, core.c_low), core.c_high)
