@@ -95,6 +95,58 @@ def test_edited_manifest_and_stray_files_are_reported(root):
     assert any("gripper/val.parquet" in p and "rows, the manifest says" in p for p in problems)
 
 
+def _rewrite_manifests(root, domain, manifest):
+    """Write a domain manifest and update the root manifest's checksum of it (what a hand edit that knows the
+    format, or a generator bug, would leave: every checksum passes)."""
+    from tnlib.datasets import sha256_file
+
+    path = root / domain / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    top = json.loads((root / "manifest.json").read_text())
+    top["domains"][domain]["sha256"] = sha256_file(path)
+    (root / "manifest.json").write_text(json.dumps(top))
+
+
+def test_verify_flags_an_instance_repeated_across_splits(root, capsys):
+    from tnlib.datasets import sha256_file
+    from tnlib.instance_keys import instance_key, parse_problem
+
+    manifest = json.loads((root / "gripper" / "manifest.json").read_text())
+    train = manifest["splits"]["train"]["instances"][0]
+    val = manifest["splits"]["val"]["instances"][0]
+    # val's first problem becomes train's first with the rooms swapped and another name: no atom string in
+    # common with it, the same instance.
+    copy = parse_problem((root / train["problem"]).read_text()).renamed({"rooma": "roomb", "roomb": "rooma"},
+                                                                        name=val["instance"])
+    (root / val["problem"]).write_text(copy.to_pddl("gripper"))
+    manifest["files"][val["problem"]] = sha256_file(root / val["problem"])
+    val["instance_key"] = instance_key(copy)
+    _rewrite_manifests(root, "gripper", manifest)
+    problems = verify_dataset(root)
+    assert len(problems) == 1
+    assert "gripper/val: 1 of 3 instances also occur in an earlier split (1 in train)" in problems[0]
+    assert f"{val['problem']} repeats {train['problem']}" in problems[0]
+    assert "--domain gripper --profile tiny --splits val,test,plan --force" in problems[0]
+    with pytest.raises(DatasetError, match="also occur in an earlier split"):
+        load_split(root, "gripper", "val")
+    assert len(load_split(root, "gripper", "train")) > 0  # train itself is fine
+    assert cli.main(["data", "verify", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "gripper duplicates: train 6: 0 repeated; val 3: 0 repeated, 1 in train, 1 in earlier splits" in out
+
+    # A key that does not match its file: the manifest's keys are not taken on trust by the full check.
+    val["instance_key"] = "0" * 64
+    _rewrite_manifests(root, "gripper", manifest)
+    assert any(f"{val['problem']}: the manifest's instance_key differs" in p for p in verify_dataset(root))
+
+
+def test_verify_reports_zero_duplicates_for_a_generated_dataset(pristine, capsys):
+    assert cli.main(["data", "verify", str(pristine)]) == 0
+    out = capsys.readouterr().out
+    assert "ferry duplicates: train" in out and "0 in train, 0 in earlier splits" in out
+    assert " 1 repeated" not in out and " 1 in train" not in out
+
+
 def test_missing_dataset_names_the_command_that_makes_it(tmp_path, monkeypatch):
     with pytest.raises(DatasetError, match="tnlib data generate --domain all --profile small"):
         load_split(tmp_path, "gripper", "train")

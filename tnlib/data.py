@@ -119,13 +119,18 @@ def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
 
 
 def verify_dataset(
-    root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True
+    root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True,
+    duplicates: dict | None = None,
 ) -> list[str]:
     """Every problem found in a dataset root (empty list: all good).
 
     Checks the root and domain manifests, that every file they list exists with its sha256, that no unlisted
-    table or problem file sits among them, and (``deep``) each table's schema and row count. ``domain`` and
-    ``split`` restrict the file checks to that part of the dataset.
+    table or problem file sits among them, (``deep``) each table's schema and row count, and that no instance
+    occurs twice in a split or in two splits (:mod:`tnlib.instance_keys`: same initial state and goal up to
+    renaming objects). ``domain`` and ``split`` restrict the checks to that part of the dataset (a split is
+    checked against itself and the domain's earlier splits, with the keys the manifest stores); a whole-dataset
+    check (neither given, ``deep``) recomputes every key from its problem file. ``duplicates``, when a dict, gets
+    the duplicate counts per domain and split (:class:`tnlib.instance_keys.SplitDuplicates`).
     """
     root = Path(root)
     problems: list[str] = []
@@ -172,7 +177,24 @@ def verify_dataset(
         if deep:
             for s in wanted:
                 problems += _check_table(root, name, s, splits[s])
+        # [instance keys] distinct within each split, disjoint across splits
+        from tnlib.instance_keys import check_domain_instances
+
+        found, counts = check_domain_instances(
+            root, name, manifest, split, recompute=deep and domain is None and split is None,
+            hint=lambda s, n=name: _generate_hint(n, profile, ",".join(_from(s, splits)), force=True),
+        )
+        problems += found
+        if duplicates is not None:
+            duplicates[name] = counts
     return problems
+
+
+def _from(split: str, splits: dict) -> list[str]:
+    """``split`` and the splits after it: what must be remade together (tnlib.datasets: later splits are made
+    disjoint from earlier ones)."""
+    order = [s for s in SPLITS if s in splits]
+    return order[order.index(split):] if split in order else [split]
 
 
 def _split_of(relative: str, domain: str) -> str | None:

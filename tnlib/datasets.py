@@ -11,8 +11,8 @@ distribution: the test grid's parameters, cycled, with seeds of their own). A sp
 seed number) pairs, listed seed-major (every parameter combination for seed number 1, then for 2, ...); a split
 with a ``count`` keeps the first ``count`` slots, so a short ``plan`` split still covers every size evenly.
 
-Generator seeds (disjoint across splits by construction)
--------------------------------------------------------
+Generator seeds
+---------------
 The generator seed of attempt ``a`` (0-based) of slot (params, seed number ``n``) in split ``S`` is::
 
     seed = ((SPLIT_CODE[S] * 10**6 + params_code) * 10**4 + n) * 10**2 + a
@@ -25,14 +25,34 @@ share a seed number. An instance is named by :func:`tnlib.generators.problem_nam
 (``blocksworld-b5-s1482901000100``), so names are unique across the whole dataset and
 ``tnlib generate blocksworld --seed 1482901000100 --blocks 5`` rewrites the problem file exactly.
 
+Distinct seeds do not make distinct problems: small grids have few problems (visitall with ratio 1 has one per
+start cell), so different seeds draw the same problem again. That is what the next rule is for.
+
+Distinct instances (:mod:`tnlib.instance_keys`)
+-----------------------------------------------
+Every attempt gets an *instance key*, equal exactly for problems that differ only by renaming objects. Within a
+domain the splits are made in the order train, val, test, plan, and an attempt whose key is that of an instance of
+an earlier split, or of an earlier slot's instance (or failed attempt) in its own split, is rejected as a
+``duplicate`` (the manifest names the instance it repeats) and the slot moves on to its next attempt, like a
+trivial one. So no instance occurs twice in a split, and no two splits share one. A slot whose ``max_attempts``
+draws are all trivial or repeats is ``exhausted``: its cell (parameter combination) has no new instance to give,
+and the split's later slots of that cell are ``skipped`` rather than drawn (``exhausted_cells`` in the manifest,
+and the data card, say where). Which attempt each slot keeps is decided by
+:func:`tnlib.instance_keys.select_attempts` in the process that runs ``generate``, from the draws (cheap) and the
+solve outcomes (the workers' part), so the dataset does not depend on the number of workers or on the runner.
+A split therefore needs the domain's earlier splits: they must exist in the dataset root or be made in the same
+run, and remaking a split means remaking its later ones.
+
 Solving and retries
 -------------------
-Each attempt generates a problem and solves it (A* + LM-cut, the split's time and memory limits). An attempt that
-is not solved (timeout, out of memory, unsolvable, planner error) or is trivial (plan length 0) is rejected and
-the slot moves on to its next attempt, up to ``max_attempts`` (20, as in the paper); rejected attempts are kept
-in the manifest, and a slot that runs out of attempts is listed under ``failures``. A solved instance is labelled
-(plan validated, every state on it recorded); a Python exception there fails the slot at once (a bug, not bad
-luck) with its message in the manifest.
+Each attempt that passes the rule above is solved (A* + LM-cut, the split's time and memory limits). An attempt
+that is not solved (timeout, out of memory, unsolvable, planner error) or is trivial (the goal holds initially: a
+plan of length 0; decided before solving) is rejected and the slot moves on to its next attempt, up to
+``max_attempts`` (20, as in the paper); rejected attempts are kept in the manifest, and a slot that runs out of
+attempts is listed under ``failures``. A solved instance is labelled (plan validated, every state on it
+recorded); a Python exception there fails the slot at once (a bug, not bad luck) with its message in the
+manifest. Solves already recorded in the dataset root (or in ``--reuse`` roots) for byte-identical problems, the
+same Fast Downward build and the same limits are not run again (:mod:`tnlib.solution_cache`); labels always are.
 
 Storage (one dataset root per profile, e.g. ``data/small``)
 -----------------------------------------------------------
@@ -40,7 +60,8 @@ Storage (one dataset root per profile, e.g. ``data/small``)
 
     ROOT/manifest.json                   format, profile, and each domain manifest with its sha256
     ROOT/DOMAIN/manifest.json            generator parameters, seeds, limits, Fast Downward version, counts,
-                                         rejected attempts, failures, generation time, sha256 of every file
+                                         instance keys, rejected attempts, failures, exhausted cells,
+                                         generation time, sha256 of every file
     ROOT/DOMAIN/domain.pddl              the domain file
     ROOT/DOMAIN/SPLIT.parquet            one row per state (schema: TABLE_COLUMNS, below), zstd-compressed
     ROOT/DOMAIN/problems/SPLIT/NAME.pddl the problem file of every instance
@@ -48,15 +69,17 @@ Storage (one dataset root per profile, e.g. ``data/small``)
 Crash safety and resumption
 ---------------------------
 Every file is written to a temporary name and moved into place with ``os.replace``. While a split is generated,
-each finished slot leaves ``ROOT/DOMAIN/.work/SPLIT/SLOT.json`` (its problem file is written before it); a rerun of
-the same command skips slots that have one, so killing the job at any moment (even SIGKILL) loses only the slots
-in flight. When all slots of a split are done, the split is consolidated -- Parquet table, then domain manifest,
-then root manifest -- and its work folder removed. The work folder holds the split's settings: a rerun with
-different settings stops with an error (``--force`` starts the split over).
+each finished attempt leaves ``ROOT/DOMAIN/.work/SPLIT/attempts/SEED.json`` (its solve outcome and labels); a
+rerun of the same command reads them back and solves only what is missing, so killing the job at any moment (even
+SIGKILL) loses only the attempts in flight. When the selection of a split is complete, the split is consolidated
+-- problem files, Parquet table, then domain manifest, then root manifest -- and its work folder removed. The
+work folder holds the split's settings: a rerun with different settings stops with an error (``--force`` starts
+the split over).
 
-Determinism: slot results depend only on the slot and the settings; tables are written in slot order, whatever
-order the workers finish in. (A solve whose time is close to its limit may succeed on one machine and time out on
-another; the limits are set far above the solve times of the shipped grids.)
+Determinism: the selection depends only on the slots, the draws and the solve outcomes, and each outcome only on
+its attempt and the settings; tables are written in slot order, whatever order the workers finish in. (A solve
+whose time is close to its limit may succeed on one machine and time out on another; the limits are set far
+above the solve times of the shipped grids.)
 """
 from __future__ import annotations
 
@@ -76,9 +99,21 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from tnlib.generators import DOMAIN_NAMES, DOMAIN_PARAMETERS, domain_file, generate, problem_name
+from tnlib.instance_keys import (  # [instance keys]
+    INSTANCE_KEY_SCHEME,
+    Draw,
+    Selection,
+    SlotChoice,
+    instance_key,
+    keys_fingerprint,
+    parse_problem,
+    problem_keys,
+    select_attempts,
+)
+from tnlib.solution_cache import SolutionCache, text_sha256
 
 FORMAT = "tnlib-heuristic-dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: instance keys, splits distinct and disjoint (tnlib.instance_keys)
 DOMAINS = tuple(DOMAIN_NAMES)
 SPLITS = ("train", "val", "test", "plan")
 SPLIT_CODES = {"train": 1, "val": 2, "test": 3, "plan": 4}
@@ -88,6 +123,13 @@ SEED_SCHEME = (
     "seed = ((SPLIT_CODE * 10**6 + params_code) * 10**4 + seed_number) * 10**2 + attempt; "
     "SPLIT_CODE train 1, val 2, test 3, plan 4; params_code = int.from_bytes(sha256('<domain>-<params>')[:8]) "
     "% 10**6; seed_number < 10**4; attempt < 100 (0-based)"
+)
+
+# [instance keys] The rule every split of format 2 is made under (part of a split's settings, so a dataset made
+# before it exists is not taken for complete).
+DISTINCT_RULE = (
+    "instance_key v1: no instance twice in a split; splits made in the order train, val, test, plan, each disjoint "
+    "from the earlier ones"
 )
 
 # The table's columns, in order, with their Arrow types (see tnlib.data for the meaning of each).
@@ -317,79 +359,83 @@ def slot_key(domain: str, params: Params | dict, seed_number: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# One slot (runs in a worker: a pool process, a Dask worker, or in-process)
+# One attempt (runs in a worker: a pool process, a Dask worker, or in-process)
+# [instance keys] One job per attempt, not per slot: which attempt a slot keeps depends on the other slots'
+# instances (tnlib.instance_keys.select_attempts runs in the coordinator), so workers only solve and label.
 
 
 @dataclass(frozen=True)
-class SlotJob:
+class AttemptJob:
+    """Solve and label one attempt of one slot. ``reuse``: a cached solve of the same problem bytes
+    (:mod:`tnlib.solution_cache`): its plan is labelled (and so validated) without running the planner."""
+
     domain: str
     split: str
     params: Params
     seed_number: int
+    attempt: int
     time_limit: float
     memory_limit_mb: int | None
-    max_attempts: int
     sat_max_evaluations: int | None
+    reuse: dict | None = None
+
+    @property
+    def seed(self) -> int:
+        return generator_seed(self.split, self.domain, self.params, self.seed_number, self.attempt)
 
     @property
     def key(self) -> str:
         return slot_key(self.domain, self.params, self.seed_number)
 
 
-def run_slot(job: SlotJob) -> dict:
-    """Generate, solve and label one slot, retrying rejected attempts; a JSON-ready result (never raises for
-    planner failures; a Python exception ends the slot as failed, with the traceback's last line)."""
+def run_attempt(job: AttemptJob) -> dict:
+    """Generate, solve and label one attempt; a JSON-ready outcome (never raises: planner failures are a
+    ``status``, a Python exception is status ``exception`` with the traceback's last line as ``message``).
+
+    Keys: ``seed``, ``attempt``, ``status`` (``solved``, a failure of :func:`tnlib.solve.solve`, ``trivial`` or
+    ``exception``), ``worker_seconds``; failures add ``seconds`` (the solve's); solved ones add the plan, solve
+    and label statistics, ``records`` and ``solve_reused``.
+    """
     from tnlib.records import label_instance
     from tnlib.solve import solve
 
     started = time.perf_counter()
-    result: dict[str, Any] = {
-        "key": job.key,
-        "domain": job.domain,
-        "split": job.split,
-        "params": dict(job.params),
-        "seed_number": job.seed_number,
-        "status": "failed",
-        "rejected": [],
-    }
+    seed = job.seed
+    result: dict[str, Any] = {"seed": seed, "attempt": job.attempt}
     with tempfile.TemporaryDirectory(prefix="tnlib-data-") as tmp:
-        for attempt in range(job.max_attempts):
-            seed = generator_seed(job.split, job.domain, job.params, job.seed_number, attempt)
-            name = problem_name(job.domain, seed, **dict(job.params))
-            try:
-                text = generate(job.domain, seed, **dict(job.params))
-                path = Path(tmp) / f"{name}.pddl"
-                path.write_text(text)
+        try:
+            text = generate(job.domain, seed, **dict(job.params))
+            path = Path(tmp) / f"{problem_name(job.domain, seed, **dict(job.params))}.pddl"
+            path.write_text(text)
+            if job.reuse is not None:
+                plan, status = list(job.reuse["plan"]), "solved"
+                solve_seconds, expansions = job.reuse["solve_seconds"], job.reuse["expansions"]
+            else:
                 solved = solve(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
-                status = solved.status
+                plan, status = solved.plan, solved.status
+                solve_seconds, expansions = round(solved.seconds, 4), solved.expansions
                 if solved.solved and not solved.plan:
-                    status = "trivial"
-                if status != "solved":
-                    result["rejected"].append({"seed": seed, "status": status, "seconds": round(solved.seconds, 3)})
-                    continue
-                records, timing = label_instance(job.domain, path, solved.plan, job.sat_max_evaluations)
-            except Exception as err:  # noqa: BLE001 - recorded in the manifest; a bug must not kill the whole run
-                line = traceback.format_exception_only(type(err), err)[-1].strip()
-                result["rejected"].append({"seed": seed, "status": "exception", "message": line})
-                break
-            result.update(
-                status="ok",
-                attempt=attempt,
-                seed=seed,
-                instance=name,
-                problem_text=text,
-                plan=solved.plan,
-                plan_length=len(solved.plan),
-                solve_seconds=round(solved.seconds, 4),
-                expansions=solved.expansions,
-                label_seconds=round(timing.total, 4),
-                label_h_sat_seconds=round(timing.h_sat, 4),
-                records=records,
-            )
-            break
-    result["seconds"] = round(time.perf_counter() - started, 4)
+                    status = "trivial"  # selection filters these out before solving; kept as a safeguard
+            if status != "solved":
+                result.update(status=status, seconds=round(solve_seconds, 3))
+            else:
+                records, timing = label_instance(job.domain, path, plan, job.sat_max_evaluations)
+                result.update(
+                    status="solved",
+                    plan=plan,
+                    plan_length=len(plan),
+                    solve_seconds=solve_seconds,
+                    expansions=expansions,
+                    solve_reused=job.reuse is not None,
+                    label_seconds=round(timing.total, 4),
+                    label_h_sat_seconds=round(timing.h_sat, 4),
+                    records=records,
+                )
+        except Exception as err:  # noqa: BLE001 - recorded in the manifest; a bug must not kill the whole run
+            line = traceback.format_exception_only(type(err), err)[-1].strip()
+            result.update(status="exception", message=line)
+    result["worker_seconds"] = round(time.perf_counter() - started, 4)
     return result
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Files
@@ -461,14 +507,24 @@ def _ranges(numbers: Sequence[int]) -> str:
 
 @dataclass
 class SplitPlan:
-    """One (domain, split) of a generate run: its settings, slots, and work folder."""
+    """One (domain, split) of a generate run: settings, slots and work folder, and while it runs the draws and
+    solve outcomes that the attempt selection (:func:`tnlib.instance_keys.select_attempts`) reads."""
 
     root: Path
     domain: str
     split: str
     grid: SplitGrid
     settings: dict
-    jobs: list[SlotJob] = field(default_factory=list)
+    slots: list[tuple[Params, int]] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)  # [instance keys] splits of the domain this one avoids
+    draws: dict[tuple[int, int], Draw] = field(default_factory=dict)  # (slot index, attempt) -> Draw
+    slot_of_seed: dict[int, int] = field(default_factory=dict)
+    outcomes: dict[int, dict] = field(default_factory=dict)  # seed -> run_attempt's outcome
+    in_flight: set[int] = field(default_factory=set)
+    taken: dict[str, str] | None = None  # instance keys of the earlier splits -> "split/instance"
+    selection: Selection | None = None
+    done: bool = False
+    draw_seconds: float = 0.0
 
     @property
     def domain_dir(self) -> Path:
@@ -478,17 +534,40 @@ class SplitPlan:
     def work_dir(self) -> Path:
         return self.domain_dir / WORK / self.split
 
-    def slot_file(self, key: str) -> Path:
-        return self.work_dir / f"{key}.json"
+    def attempt_file(self, seed: int) -> Path:
+        return self.work_dir / "attempts" / f"{seed}.json"
+
+    def draw(self, slot: int, attempt: int) -> Draw:
+        """Generate one attempt's problem and key it (cheap next to solving; cached for the run)."""
+        found = self.draws.get((slot, attempt))
+        if found is None:
+            started = time.perf_counter()
+            params, seed_number = self.slots[slot]
+            seed = generator_seed(self.split, self.domain, params, seed_number, attempt)
+            text = generate(self.domain, seed, **dict(params))
+            problem = parse_problem(text)
+            found = Draw(attempt, seed, problem_name(self.domain, seed, **dict(params)), instance_key(problem),
+                         text_sha256(text), problem.trivial)
+            self.draws[(slot, attempt)] = found
+            self.slot_of_seed[seed] = slot
+            self.draw_seconds += time.perf_counter() - started
+        return found
+
+    def store_outcome(self, outcome: dict) -> None:
+        atomic_write_json(self.attempt_file(outcome["seed"]), outcome)
+        self.outcomes[outcome["seed"]] = outcome
+        self.in_flight.discard(outcome["seed"])
 
 
 @dataclass
 class GenerateReport:
-    """What a generate run did: per (domain, split) counts, and the run's wall time."""
+    """What a generate run did: per (domain, split) counts, solves run and reused, and the run's wall time."""
 
     splits: dict[str, dict] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     wall_seconds: float = 0.0
+    solves: int = 0  # attempts solved (or failed) by the planner in this run
+    reused_solves: int = 0  # attempts whose plan or failure came from the solution cache
 
 
 def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) -> dict:
@@ -500,16 +579,18 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
         "memory_limit_mb": overrides.get("memory_limit_mb") or profile.memory_limit_mb,
         "max_attempts": overrides.get("max_attempts") or profile.max_attempts,
         "sat_max_evaluations": overrides.get("sat_max_evaluations") or profile.sat_max_evaluations,
+        "distinct_instances": DISTINCT_RULE,  # [instance keys]
         "format_version": FORMAT_VERSION,
     }
 
 
 def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
     """Prepare one split: None when it is already complete with the same settings; raises DatasetError when the
-    folder holds it (complete or in progress) with other settings and ``force`` is off."""
+    folder holds it (complete or in progress) with other settings and ``force`` is off. Attempts an interrupted
+    run finished are read back from the work folder."""
     grid = profile.grid(domain, split)
     settings = _split_settings(profile, domain, split, overrides)
-    sp = SplitPlan(root, domain, split, grid, settings)
+    sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
     manifest_path = sp.domain_dir / MANIFEST
     done = read_json(manifest_path)["splits"].get(split) if manifest_path.is_file() else None
     if done is not None and not force:
@@ -534,13 +615,9 @@ def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides:
             )
     else:
         atomic_write_json(settings_file, settings)
-    for params, seed_number in grid.slots():
-        job = SlotJob(
-            domain, split, params, seed_number, settings["time_limit"], settings["memory_limit_mb"],
-            settings["max_attempts"], settings["sat_max_evaluations"],
-        )
-        if not sp.slot_file(job.key).is_file():
-            sp.jobs.append(job)
+    for path in sorted((sp.work_dir / "attempts").glob("*.json")):
+        outcome = read_json(path)
+        sp.outcomes[outcome["seed"]] = outcome
     return sp
 
 
@@ -559,41 +636,113 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def _run_local(jobs: list[SlotJob], workers: int) -> Iterator[dict]:
-    if workers <= 1:
-        for job in jobs:
-            yield run_slot(job)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+class _SerialRunner:
+    """Runs each attempt in-process when its result is asked for."""
 
-    # spawn, not fork: the parent has threads (tqdm's monitor) that fork would copy mid-lock.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
-        futures = [pool.submit(run_slot, job) for job in jobs]
+    def __init__(self) -> None:
+        self.queue: list[AttemptJob] = []
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue)
+
+    def submit(self, job: AttemptJob) -> None:
+        self.queue.append(job)
+
+    def next(self) -> tuple[AttemptJob, dict]:
+        job = self.queue.pop(0)
+        return job, run_attempt(job)
+
+    def close(self) -> None:
+        self.queue.clear()
+
+
+class _PoolRunner:
+    """A local process pool (spawn, not fork: the parent has threads, tqdm's monitor, that fork would copy
+    mid-lock)."""
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent)
+        self.futures: dict = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.futures)
+
+    def submit(self, job: AttemptJob) -> None:
+        self.futures[self.pool.submit(run_attempt, job)] = job
+
+    def next(self) -> tuple[AttemptJob, dict]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        finished, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+        future = min(finished, key=lambda f: self.futures[f].seed)
+        return self.futures.pop(future), future.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _DaskRunner:
+    """Attempts on a Dask cluster, submitted as the selection asks for them."""
+
+    def __init__(self, scheduler: str) -> None:
+        from distributed import Client, as_completed
+
         try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+            self.client = Client(scheduler, set_as_default=False, timeout="30s")
+        except (OSError, TimeoutError) as err:
+            raise DatasetError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+        self.completed = as_completed(loop=self.client.loop)
+        self.jobs: dict = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.jobs)
+
+    def submit(self, job: AttemptJob) -> None:
+        future = self.client.submit(run_attempt, job, pure=False, key=f"tnlib-attempt-{job.domain}-{job.seed}")
+        self.jobs[future.key] = (job, future)
+        self.completed.add(future)
+
+    def next(self) -> tuple[AttemptJob, dict]:
+        future = next(self.completed)
+        job, _ = self.jobs.pop(future.key)
+        return job, future.result()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.cancel([future for _job, future in self.jobs.values()])
+        self.client.close()
 
 
-def _run_dask(jobs: list[SlotJob], scheduler: str) -> Iterator[dict]:
-    from distributed import Client, as_completed
-
-    try:
-        client = Client(scheduler, set_as_default=False, timeout="30s")
-    except (OSError, TimeoutError) as err:
-        raise DatasetError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
-    with client:
-        futures = client.map(run_slot, jobs, pure=False, key=[f"tnlib-slot-{j.split}-{j.key}" for j in jobs])
-        try:
-            for future in as_completed(futures, loop=client.loop):
-                yield future.result()
-        finally:
-            client.cancel(futures)
+def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], splits: Sequence[str],
+                       force: bool) -> None:
+    """[instance keys] A split is made disjoint from the domain's earlier splits (train, val, test, plan order):
+    they must exist or be made in the same run, and a split that is remade must take its later splits along."""
+    for domain in domains:
+        chain = [s for s in SPLITS if s in profile.grids.get(domain, {})]
+        path = root / domain / MANIFEST
+        present = set(read_json(path)["splits"]) if path.is_file() else set()
+        running = {s for s in splits if force or s not in present}
+        for split in running:
+            at = chain.index(split)
+            for earlier in chain[:at]:
+                if earlier not in running and earlier not in present:
+                    raise DatasetError(
+                        f"{domain}/{split} is made disjoint from {domain}/{earlier}, which is not generated yet: add "
+                        f"{earlier} to --splits (a domain's splits are made in the order {', '.join(chain)})"
+                    )
+            for later in chain[at + 1:]:
+                if later in present and later not in running:
+                    raise DatasetError(
+                        f"remaking {domain}/{split} would leave {domain}/{later} unchecked against it: add {later} "
+                        f"to --splits (with --force), or generate into another --out"
+                    )
 
 
 def generate_dataset(
@@ -610,11 +759,16 @@ def generate_dataset(
     memory_limit_mb: int | None = None,
     max_attempts: int | None = None,
     sat_max_evaluations: int | None = None,
+    reuse: Sequence[str | os.PathLike] = (),
+    reuse_solutions: bool = True,
 ) -> GenerateReport:
     """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``.
 
-    ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs slots
-    in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at ``scheduler``.
+    ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs
+    attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
+    ``scheduler``. With ``reuse_solutions`` (the default), solves recorded in ``out`` itself and in the dataset
+    roots ``reuse`` are not run again where the problem bytes, Fast Downward build and limits are the same
+    (:mod:`tnlib.solution_cache`); the labels are always recomputed.
     """
     profile = get_profile(profile)
     root = Path(out)
@@ -630,6 +784,7 @@ def generate_dataset(
             raise DatasetError(f"{name} must be positive, got {value}")
     if max_attempts is not None and not 1 <= max_attempts <= 99:  # the seed scheme has two digits for attempts
         raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    splits = [s for s in SPLITS if s in splits]  # earlier splits first: later ones are made disjoint from them
     for domain in domains:
         for split in splits:
             profile.grid(domain, split)  # every pair exists before anything is written
@@ -640,10 +795,13 @@ def generate_dataset(
             raise DatasetError(
                 f"{root} holds the {there!r} profile, not {profile.name!r}; use another --out (or --force)"
             )
+    _check_split_order(root, profile, domains, splits, force)
     started = time.perf_counter()
+    cache = SolutionCache.from_datasets([root, *reuse], domains) if reuse_solutions else SolutionCache()
     report = GenerateReport()
     plans: list[SplitPlan] = []
     for domain in domains:
+        chain = [s for s in SPLITS if s in profile.grids[domain]]
         for split in splits:
             overrides = {
                 "time_limit": test_time_limit if split in ("test", "plan") else time_limit,
@@ -655,59 +813,147 @@ def generate_dataset(
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
             else:
+                sp.earlier = chain[: chain.index(split)]
                 plans.append(sp)
     by_key = {(sp.domain, sp.split): sp for sp in plans}
-    jobs = [job for sp in plans for job in sp.jobs]
-    counts = {"solved": 0, "retried": 0, "failed": 0}
     from tqdm import tqdm
 
-    bar = tqdm(total=len(jobs), desc=f"tnlib data ({profile.name})", unit="inst", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
-    runner = _run_dask(jobs, scheduler) if scheduler else _run_local(jobs, workers)
-    # A split is consolidated as soon as its last slot is in, so a long run banks finished splits as it goes.
-    remaining = {key: len(sp.jobs) for key, sp in by_key.items()}
-    for key, left in remaining.items():
-        if left == 0:  # every slot was done by an interrupted run
-            report.splits["/".join(key)] = consolidate_split(by_key[key])
+    bar = tqdm(total=sum(len(sp.slots) for sp in plans), desc=f"tnlib data ({profile.name})", unit="inst",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    runner = _DaskRunner(scheduler) if scheduler else _PoolRunner(workers) if workers > 1 else _SerialRunner()
+    build: list[str] = []  # the Fast Downward build, looked up once when the cache has entries to check against
+
+    def fd_build() -> str:
+        if not build:
+            from tnlib.solve import fast_downward_version
+
+            build.append(fast_downward_version())
+        return build[0]
+
+    def advance(sp: SplitPlan) -> bool:
+        """Select; submit the solves the selection waits for; consolidate when none. True if anything moved."""
+        if sp.taken is None:
+            sp.taken = _earlier_keys(sp, by_key)
+        moved = False
+        while True:
+            sp.selection = select_attempts(sp.split, sp.slots, sp.draw, sp.outcomes.get, sp.taken,
+                                           sp.settings["max_attempts"])
+            if sp.selection.complete:
+                report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
+                sp.done = True
+                return True
+            filled = False
+            for d in sp.selection.needed:
+                if d.seed in sp.in_flight:
+                    continue
+                hit = cache.lookup(d.problem_sha256, fd_build(), sp.settings["time_limit"],
+                                   sp.settings["memory_limit_mb"]) if len(cache) else None
+                if hit is not None and hit["status"] != "solved":
+                    sp.store_outcome({"seed": d.seed, "attempt": d.attempt, "status": hit["status"],
+                                      "seconds": hit.get("seconds"), "reused": True, "worker_seconds": 0.0})
+                    report.reused_solves += 1
+                    filled = True
+                    continue
+                params, seed_number = sp.slots[sp.slot_of_seed[d.seed]]
+                reused = None if hit is None else {k: hit[k] for k in ("plan", "solve_seconds", "expansions")}
+                runner.submit(AttemptJob(sp.domain, sp.split, params, seed_number, d.attempt,
+                                         sp.settings["time_limit"], sp.settings["memory_limit_mb"],
+                                         sp.settings["sat_max_evaluations"], reused))
+                sp.in_flight.add(d.seed)
+                report.reused_solves += reused is not None
+                moved = True
+            if not filled:
+                return moved
+
+    def slots_done() -> int:
+        """Slots with a final verdict, or (while their split's round runs) with their attempt solved."""
+        def settled(sp: SplitPlan, c: SlotChoice) -> bool:
+            return c.status != "pending" or sp.outcomes.get(c.draw.seed, {}).get("status") == "solved"
+
+        return sum(len(sp.slots) if sp.done else
+                   sum(settled(sp, c) for c in sp.selection.choices) if sp.selection else 0 for sp in plans)
+
     try:
-        for result in runner:
-            key = (result["domain"], result["split"])
-            _store_slot(by_key[key], result)
-            counts["solved" if result["status"] == "ok" else "failed"] += 1
-            counts["retried"] += bool(result["rejected"]) and result["status"] == "ok"
-            bar.set_postfix(counts, refresh=False)
-            bar.update(1)
-            remaining[key] -= 1
-            if remaining[key] == 0:
-                report.splits["/".join(key)] = consolidate_split(by_key[key])
+        while True:
+            moved = True
+            while moved:
+                moved = False
+                for sp in plans:
+                    waiting = any(not by_key[(sp.domain, e)].done for e in sp.earlier if (sp.domain, e) in by_key)
+                    if not sp.done and not sp.in_flight and not waiting:
+                        moved |= advance(sp)
+            bar.update(slots_done() - bar.n)
+            if not runner.busy:
+                break
+            job, outcome = runner.next()
+            sp = by_key[(job.domain, job.split)]
+            sp.store_outcome(outcome)
+            report.solves += job.reuse is None
+            bar.update(slots_done() - bar.n)
     finally:
+        runner.close()
         bar.close()
+    stuck = [f"{sp.domain}/{sp.split}" for sp in plans if not sp.done]
+    if stuck:  # cannot happen: every selection either completes or waits for a submitted solve
+        raise DatasetError(f"generation stopped with unfinished splits: {', '.join(stuck)}")
     report.wall_seconds = time.perf_counter() - started
     return report
 
 
-def _store_slot(sp: SplitPlan, result: dict) -> None:
-    """Problem file first, then the slot file: a slot file always has its problem file."""
-    if result["status"] == "ok":
-        atomic_write_bytes(_problem_path(sp, result["instance"]), result["problem_text"].encode())
-    atomic_write_json(sp.slot_file(result["key"]), result)
+def _earlier_keys(sp: SplitPlan, by_key: dict) -> dict[str, str]:
+    """[instance keys] Instance keys of the domain's earlier splits -> "split/instance": from this run's
+    selection when the split was made in it, else from the manifest (keys computed from the problem files where
+    an older manifest has none)."""
+    taken: dict[str, str] = {}
+    manifest_path = sp.domain_dir / MANIFEST
+    for split in sp.earlier:
+        made = by_key.get((sp.domain, split))
+        if made is not None:
+            for choice in made.selection.choices:
+                if choice.status == "ok":
+                    taken.setdefault(choice.draw.key, f"{split}/{choice.draw.name}")
+            continue
+        manifest = read_json(manifest_path)
+        for inst, (_path, key) in zip(manifest["splits"][split]["instances"],
+                                      problem_keys(sp.root, manifest, split)):
+            taken.setdefault(key, f"{split}/{inst['instance']}")
+    return taken
 
 
-def _problem_path(sp: SplitPlan, instance: str) -> Path:
-    return sp.domain_dir / "problems" / sp.split / f"{instance}.pddl"
+def _slot_result(sp: SplitPlan, choice: SlotChoice) -> dict:
+    """One slot's outcome in the form the table and manifest are built from."""
+    params = dict(choice.params)
+    result: dict[str, Any] = {
+        "key": slot_key(sp.domain, choice.params, choice.seed_number),
+        "params": params,
+        "seed_number": choice.seed_number,
+        "status": choice.status,
+        "rejected": choice.rejected,
+    }
+    seeds = [r["seed"] for r in choice.rejected] + ([choice.draw.seed] if choice.draw is not None else [])
+    result["seconds"] = round(sum(sp.outcomes[s]["worker_seconds"] for s in seeds if s in sp.outcomes), 4)
+    if choice.status == "ok":
+        d = choice.draw
+        outcome = sp.outcomes[d.seed]
+        result.update(
+            attempt=d.attempt,
+            seed=d.seed,
+            instance=d.name,
+            instance_key=d.key,
+            problem_text=generate(sp.domain, d.seed, **params),
+            **{k: outcome[k] for k in ("plan", "plan_length", "solve_seconds", "expansions", "solve_reused",
+                                       "label_seconds", "label_h_sat_seconds", "records")},
+        )
+    return result
 
 
 def consolidate_split(sp: SplitPlan) -> dict:
-    """Turn a split's slot files into its Parquet table and manifest entries; returns the split's counts."""
+    """Turn a split's final selection and solve outcomes into its problem files, Parquet table and manifest
+    entries; returns the split's counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    results = []
-    for params, seed_number in sp.grid.slots():
-        path = sp.slot_file(slot_key(sp.domain, params, seed_number))
-        if not path.is_file():
-            raise DatasetError(f"{path}: slot result missing; rerun the same command to finish the split")
-        results.append(read_json(path))
+    results = [_slot_result(sp, choice) for choice in sp.selection.choices]
     columns: dict[str, list] = {name: [] for name, _ in TABLE_COLUMNS}
     instances, failures = [], []
     rejected_by_status: dict[str, int] = {}
@@ -717,19 +963,22 @@ def consolidate_split(sp: SplitPlan) -> dict:
             rejected_by_status[rejected["status"]] = rejected_by_status.get(rejected["status"], 0) + 1
         slot_seconds += result["seconds"]
         if result["status"] != "ok":
-            failures.append({k: result[k] for k in ("params", "seed_number", "rejected")})
+            failures.append({k: result[k] for k in ("params", "seed_number", "status", "rejected")})
             continue
         problem = f"{sp.domain}/problems/{sp.split}/{result['instance']}.pddl"
+        atomic_write_bytes(sp.root / problem, result["problem_text"].encode())
         solve_seconds += result["solve_seconds"]
         label_seconds += result["label_seconds"]
         instances.append({
             "instance": result["instance"],
+            "instance_key": result["instance_key"],
             "params": result["params"],
             "seed_number": result["seed_number"],
             "seed": result["seed"],
             "attempt": result["attempt"],
             "plan_length": result["plan_length"],
             "solve_seconds": result["solve_seconds"],
+            "solve_reused": result["solve_reused"],
             "expansions": result["expansions"],
             "label_seconds": result["label_seconds"],
             "problem": problem,
@@ -749,13 +998,14 @@ def consolidate_split(sp: SplitPlan) -> dict:
     pq.write_table(table, buffer, compression="zstd")
     atomic_write_bytes(table_path, buffer.getvalue().to_pybytes())
 
-    # Problem files left by attempts of a killed run that were later redone with another outcome.
+    # Problem files of an earlier generation of this split that the new one does not keep.
     referenced = {Path(i["problem"]).name for i in instances}
     problems_dir = sp.domain_dir / "problems" / sp.split
     if problems_dir.is_dir():
         for path in problems_dir.iterdir():
             if path.name not in referenced:
                 path.unlink()
+    unfilled = [r for r in results if r["status"] in ("exhausted", "skipped")]
     counts = {
         "slots": len(results),
         "instances": len(instances),
@@ -763,12 +1013,29 @@ def consolidate_split(sp: SplitPlan) -> dict:
         "failed": len(failures),
         "retried": sum(1 for i in instances if i["rejected"]),
         "rejected_attempts": dict(sorted(rejected_by_status.items())),
+        "duplicates_rejected": rejected_by_status.get("duplicate", 0),  # [instance keys]
+        "unfilled": len(unfilled),  # slots of exhausted cells (counted in failed too)
+        "solves_reused": sum(1 for i in instances if i["solve_reused"]),
     }
+    earlier_keys = {}
+    for split in sp.earlier:
+        earlier_keys.setdefault(split, [])
+    for key, owner in (sp.taken or {}).items():
+        split = owner.split("/", 1)[0]
+        if split in earlier_keys:
+            earlier_keys[split].append(key)
     entry = {
         "table": f"{sp.split}.parquet",
         "settings": sp.settings,
         "counts": counts,
-        "seconds": {"slots": round(slot_seconds, 2), "solve": round(solve_seconds, 2), "label": round(label_seconds, 2)},
+        "seconds": {"slots": round(slot_seconds, 2), "solve": round(solve_seconds, 2), "label": round(label_seconds, 2),
+                    "keys": round(sp.draw_seconds, 2)},
+        # [instance keys] what this split was kept apart from, and where it ran out of distinct instances
+        "instance_keys": {
+            "scheme": INSTANCE_KEY_SCHEME,
+            "disjoint_from": {split: keys_fingerprint(keys) for split, keys in earlier_keys.items()},
+        },
+        "exhausted_cells": sp.selection.exhausted_cells(),
         "instances": instances,
         "failures": failures,
     }
@@ -831,18 +1098,21 @@ def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:
 
 
 def data_card(root: str | os.PathLike) -> str:
-    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, generation time.
+    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, duplicates rejected,
+    generation time; then the cells that ran out of distinct instances.
 
-    Generation time is the sum over slots of the worker's time (generate + solve + label, rejected attempts
-    included): the cost on one core, whatever the parallelism. Solve and label are the accepted attempts' parts.
+    Generation time is the sum over slots of the worker's time (solve + label, rejected attempts included): the
+    cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
+    Solve and label are the accepted attempts' parts; solve time is the planner's, reused solves included.
     """
     root = Path(root)
     top = read_json(root / MANIFEST)
     lines = [
         "| domain | split | instances | states | sizes | h* (initial) range, mean | failed / retried "
-        "| generation s | of which solve / label |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| duplicates rejected / slots unfilled | generation s | of which solve / label |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    exhausted = []
     for domain, ref in top["domains"].items():
         manifest = read_json(root / ref["manifest"])
         for split, entry in manifest["splits"].items():
@@ -853,11 +1123,24 @@ def data_card(root: str | os.PathLike) -> str:
             )
             counts = entry["counts"]
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
+            # [instance keys] datasets of format 1 predate the duplicate rule: "-"
+            duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
+                          if "duplicates_rejected" in counts else "-")
             lines.append(
                 f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
-                f"| {counts['failed']} / {counts['retried']} | {entry['seconds']['slots']:.0f} "
+                f"| {counts['failed']} / {counts['retried']} | {duplicates} | {entry['seconds']['slots']:.0f} "
                 f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
             )
+            for cell in entry.get("exhausted_cells", []):
+                label = params_label(domain, cell["params"])
+                exhausted.append(
+                    f"- {domain} {split} `{label}`: {cell['instances']} distinct instance(s), then "
+                    f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
+                    f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
+                )
+    if exhausted:
+        lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
+                  "grid asks for):", "", *exhausted]
     return "\n".join(lines)
 
 
@@ -903,6 +1186,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
     gen.add_argument("--sat-evaluations", type=int, metavar="N", help="GBFS evaluation limit for h_sat (10000)")
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
+    gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
+                     help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
+                     "used): same problem bytes, Fast Downward build and limits")
+    gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_generate)
 
@@ -943,7 +1230,7 @@ def _run_generate(args: argparse.Namespace) -> int:
             out, domains, args.profile, splits, workers=args.workers, scheduler=args.scheduler, force=args.force,
             progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
             memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
-            sat_max_evaluations=args.sat_evaluations,
+            sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
         )
     except DatasetError as err:
         raise CommandError(str(err)) from None
@@ -951,8 +1238,9 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"{name}: complete, skipped")
     for name, counts in report.splits.items():
         print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
-              f"{counts['failed']} failed, {counts['retried']} retried")
-    print(f"{out}: done in {report.wall_seconds:.1f} s")
+              f"{counts['failed']} failed, {counts['retried']} retried, {counts['duplicates_rejected']} duplicate "
+              f"attempts rejected, {counts['unfilled']} slots unfilled (cell exhausted)")
+    print(f"{out}: done in {report.wall_seconds:.1f} s ({report.solves} solves run, {report.reused_solves} reused)")
     return 0
 
 
@@ -966,11 +1254,21 @@ def _run_verify(args: argparse.Namespace) -> int:
         return 1
     bad = 0
     for root in roots:
-        problems = verify_dataset(root)
+        duplicates: dict = {}
+        problems = verify_dataset(root, duplicates=duplicates)
         for problem in problems:
             print(f"{root}: {problem}", file=sys.stderr)
         bad += bool(problems)
         print(f"{root}: {'FAILED' if problems else 'ok'}")
+        # [instance keys] duplicate counts, up to renaming objects (tnlib.instance_keys)
+        for domain, splits in duplicates.items():
+            parts = []
+            for split, d in splits.items():
+                text = f"{split} {d.instances}: {d.within} repeated"
+                if split != "train":
+                    text += f", {d.in_train} in train, {d.in_earlier} in earlier splits"
+                parts.append(text)
+            print(f"  {domain} duplicates: " + "; ".join(parts))
     return 1 if bad else 0
 
 
@@ -991,7 +1289,8 @@ __all__ = [
     "Profile",
     "SEED_SCHEME",
     "SPLITS",
-    "SlotJob",
+    "AttemptJob",
+    "DISTINCT_RULE",
     "SplitGrid",
     "TABLE_COLUMNS",
     "arrow_schema",
@@ -1001,6 +1300,6 @@ __all__ = [
     "generator_seed",
     "get_profile",
     "register",
-    "run_slot",
+    "run_attempt",
     "split_of_seed",
 ]
