@@ -22,10 +22,10 @@ from pyperplan.heuristics.lm_cut import LmCutHeuristic  # noqa: E402
 from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeuristic  # noqa: E402
 from pyperplan.search.searchspace import make_root_node  # noqa: E402
 
-from tnlib.generators import generate  # noqa: E402
-from tnlib.heuristics import make_heuristic  # noqa: E402
-from tnlib.search import random_walk_states  # noqa: E402
-from tnlib.task import load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.generators import generate  # noqa: E402
+from tnlib.planning.heuristics import make_heuristic  # noqa: E402
+from tnlib.planning.search import random_walk_states  # noqa: E402
+from tnlib.planning.task import load_task, parse_and_ground  # noqa: E402
 
 INSTANCES = {
     "blocksworld": dict(blocks=16),

@@ -4,7 +4,7 @@
 
 For each domain it generates instances at the ``small`` profile's test sizes, solves each with Fast Downward
 (A* + LM-cut, what dataset generation does), and labels every state on the optimal plan with
-:func:`tnlib.records.label_instance`: grounding + plan validation, all heuristics and linear features in one
+:func:`tnlib.data.labels.label_instance`: grounding + plan validation, all heuristics and linear features in one
 batch, and h_sat (a GBFS(h_FF) run per state, 10,000 evaluations at most). It prints ms/state for each part, the
 solve time per instance, and labelling as a share of solving.
 
@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tnlib.generators import generate  # noqa: E402
-from tnlib.records import label_instance  # noqa: E402
-from tnlib.solve import fd_heuristic_value, solve  # noqa: E402
+from tnlib.planning.generators import generate  # noqa: E402
+from tnlib.data.labels import label_instance  # noqa: E402
+from tnlib.planning.fast_downward import fd_heuristic_value, solve  # noqa: E402
 
 SIZES = {
     "blocksworld": [dict(blocks=9), dict(blocks=10)],

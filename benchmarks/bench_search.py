@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyperplan.heuristics.relaxation import hFFHeuristic  # noqa: E402
 from pyperplan.search.a_star import greedy_best_first_search  # noqa: E402
 
-from tnlib.generators import generate  # noqa: E402
-from tnlib.heuristics import make_heuristic  # noqa: E402
-from tnlib.plans import validate_plan  # noqa: E402
-from tnlib.search import gbfs  # noqa: E402
-from tnlib.task import _quiet_pyperplan, load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.generators import generate  # noqa: E402
+from tnlib.planning.heuristics import make_heuristic  # noqa: E402
+from tnlib.planning.plans import validate_plan  # noqa: E402
+from tnlib.planning.search import DISTINCT, gbfs  # noqa: E402
+from tnlib.planning.task import _quiet_pyperplan, load_task, parse_and_ground  # noqa: E402
 
 
 class _Stop(Exception):
@@ -67,7 +67,8 @@ def main() -> None:
             started = time.perf_counter()
             heuristic.batch([task.init])
             first_call = time.perf_counter() - started
-            result = gbfs(task, heuristic)
+            # Distinct-state counting: every counted evaluation is a computed one, as in pyperplan's loop.
+            result = gbfs(task, heuristic, protocol=DISTINCT)
             if result.solved:
                 assert validate_plan(task, result.plan).valid
             rate = result.evaluations / result.seconds

@@ -1,7 +1,7 @@
 """Training and inference speed of the three models on each domain (CPU unless --device says otherwise).
 
 Prints, per domain and model:
-* training steps per second of ``tnlib.training.train`` itself (batch sampling, collation, forward, NLL,
+* training steps per second of ``tnlib.learning.training.train`` itself (batch sampling, collation, forward, NLL,
   backward, clipping, AdamW) at the given batch size, after a warm-up run;
 * the time of one forward pass (no gradient, inputs already collated) at batch 1, 16 and 256.
 
@@ -20,9 +20,10 @@ import time
 
 import torch
 
-from tnlib.encodings import make_encoder
-from tnlib.models import build_model
-from tnlib.training import TrainConfig, load_items, train
+from tnlib.learning.encodings import make_encoder
+from tnlib.learning.models import build_model
+from tnlib.paper import DOMAINS
+from tnlib.learning.training import TrainConfig, load_items, train
 
 
 def time_training(domain: str, model: str, items: list[dict], batch_size: int, steps: int, device) -> float:
@@ -60,7 +61,7 @@ def time_forward(domain: str, model_name: str, items: list[dict], batch: int, re
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="dataset root (default: tnlib.data's)")
-    parser.add_argument("--domains", nargs="+", default=["blocksworld", "ferry", "gripper", "visitall"])
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS))
     parser.add_argument("--models", nargs="+", default=["nlm", "hgn", "linear"])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=30)
@@ -79,7 +80,7 @@ def main() -> None:
         except Exception as err:  # noqa: BLE001 - a missing split is reported, the others still run
             print(f"{domain:12} skipped: {err}")
             continue
-        from tnlib.encodings import HGNEncoder, problem_objects
+        from tnlib.learning.encodings import HGNEncoder, problem_objects
 
         objects = max(len(problem_objects(domain, p).objects) for p in {i["problem"] for i in items})
         facts = max(HGNEncoder(domain).graph(p).num_nodes for p in {i["problem"] for i in items})

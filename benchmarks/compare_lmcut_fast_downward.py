@@ -12,10 +12,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from tnlib.generators import generate
-from tnlib.heuristics import make_heuristic
-from tnlib.solve import fd_heuristic_value, solve
-from tnlib.task import load_task, resolve_domain
+from tnlib.planning.generators import generate
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.fast_downward import fd_heuristic_value, solve
+from tnlib.planning.task import load_task, resolve_domain
 
 SIZES = {
     "blocksworld": [{"blocks": n} for n in (5, 7, 9)],

@@ -8,7 +8,7 @@ in the order train, val, test, plan ("in earlier"), by two tests:
 
 * ``exact``: the same initial and goal atom strings, problem name left out (the test issue 8 reported numbers
   with);
-* ``renaming``: the same up to renaming objects (:func:`tnlib.instance_keys.instance_key`, what ``tnlib data
+* ``renaming``: the same up to renaming objects (:func:`tnlib.data.instance_keys.instance_key`, what ``tnlib data
   generate`` rejects and ``tnlib data verify`` checks).
 
 Keys are computed from the problem files, never read from the manifests, so datasets made before instance keys
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tnlib.instance_keys import domain_duplicates, exact_key, instance_key, problem_keys  # noqa: E402
+from tnlib.data.instance_keys import domain_duplicates, exact_key, instance_key, problem_keys  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

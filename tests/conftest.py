@@ -1,4 +1,5 @@
-"""Shared test set-up."""
+"""Shared test set-up: one thread per test module, and the folder each module's problem corpus is written to
+(the problem files themselves come from planning_corpus.py, built deterministically and cached by folder)."""
 from __future__ import annotations
 
 import pytest
@@ -13,3 +14,9 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> str:
+    """A folder for the module's generated problem files (``planning_corpus.instance(corpus, domain, ...)``)."""
+    return str(tmp_path_factory.mktemp("corpus"))

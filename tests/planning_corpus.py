@@ -6,8 +6,8 @@ import functools
 import random
 from pathlib import Path
 
-from tnlib.search import random_walk_states  # noqa: F401  (re-exported for the tests)
-from tnlib.task import Task, load_task
+from tnlib.planning.search import random_walk_states  # noqa: F401  (re-exported for the tests)
+from tnlib.planning.task import Task, load_task
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -29,7 +29,7 @@ MEDIUM_INSTANCES = {
 
 @functools.lru_cache(maxsize=None)
 def problem_file(tmp_root: str, domain: str, seed: int, size: str) -> Path:
-    from tnlib.generators import generate
+    from tnlib.planning.generators import generate
 
     params = (SMALL_INSTANCES if size == "small" else MEDIUM_INSTANCES)[domain]
     path = Path(tmp_root) / f"{domain}-{size}-{seed}.pddl"

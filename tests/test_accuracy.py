@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.accuracy import collect_results, evaluate_run, render_table, table1_cells
-from tnlib.training import TrainConfig, load_checkpoint, train
+from tnlib.experiments.tables import collect_results, render_table, table1_cells
+from tnlib.learning.evaluation import evaluate_run
+from tnlib.learning.training import TrainConfig, load_checkpoint, train
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ def test_cli_import_does_not_load_torch():
 
 
 def test_main_job_plans_every_notebook_and_report():
-    from tnlib.reproduce import NOTEBOOKS, steps
+    from tnlib.experiments.reproduce import NOTEBOOKS, steps
 
     names = [s.name for s in steps()]
     notebooks = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -55,3 +55,58 @@ def test_main_job_plans_every_notebook_and_report():
     assert {n.split(" ", 1)[1] for n in names if n.startswith("notebook ")} == set(notebooks)
     outputs = {p.name for s in steps() for p in s.outputs}
     assert {"accuracy.md", "planning.md", "training_curves.html", "truncated_normal.md"} <= outputs
+
+
+@pytest.mark.parametrize("command, config", [("train", "tnlib.learning.training:TrainConfig"),
+                                             ("sweep", "tnlib.experiments.sweep:Sweep")])
+def test_config_flags_cover_every_field_and_default_to_the_config(command, config):
+    import dataclasses
+    import importlib
+
+    from tnlib.cli.config_flags import config_values
+
+    module, name = config.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    parser = build_parser(command)
+    subparser = next(a for a in parser._actions if a.dest == "command").choices[command]
+    dests = {action.dest for action in subparser._actions}
+    assert {f.name for f in dataclasses.fields(cls)} <= dests  # a new field gets its flag without touching the CLI
+    args = parser.parse_args([command])
+    defaults = cls()
+    values = config_values(args, cls, {"model_args": "--model-arg"})
+    if command == "sweep":
+        # flags not given are left to the preset (none: the paper's settings, the dataclass's defaults)
+        assert values == {} and cls.from_parameters(preset=args.preset, **values) == cls.from_parameters()
+        return
+    for field in dataclasses.fields(cls):
+        expected = getattr(defaults, field.name)
+        if field.name == "configs":
+            expected = ["/".join(pair) for pair in expected]
+        elif isinstance(expected, tuple):
+            expected = list(expected)
+        assert values[field.name] == expected, field.name
+
+
+def test_sweep_flags_override_the_preset_even_at_the_papers_value():
+    from tnlib.cli.config_flags import config_values
+    from tnlib.experiments.sweep import Sweep
+
+    args = build_parser("sweep").parse_args(["sweep", "--preset", "small", "--batch-size", "256", "--no-plan"])
+    values = config_values(args, Sweep)
+    assert values == {"batch_size": 256, "plan": False}
+    sweep = Sweep.from_parameters(preset=args.preset, **values)
+    assert (sweep.batch_size, sweep.plan, sweep.steps) == (256, False, Sweep.preset("small").steps)
+
+
+def test_config_flags_parse_key_values_and_switches():
+    from tnlib.cli.config_flags import config_values
+    from tnlib.learning.training import TrainConfig
+
+    args = build_parser("train").parse_args(["train", "--model-arg", "depth=3", "--model-arg", "name=x", "--lr", "0.5",
+                                             "--no-progress", "--instances", "7"])
+    values = config_values(args, TrainConfig)
+    assert values["model_args"] == {"depth": 3, "name": "x"}
+    assert values["learning_rate"] == 0.5 and values["progress"] is False and values["instances"] == 7
+    bad = build_parser("train").parse_args(["train", "--model-arg", "depth"])
+    with pytest.raises(ValueError, match="expects KEY=VALUE"):
+        config_values(bad, TrainConfig, {"model_args": "--model-arg"})

@@ -15,18 +15,14 @@ import torch
 from torch.utils.data import DataLoader
 
 from tnlib import cli
-from tnlib.data import (
-    DatasetError,
-    HeuristicDataset,
-    StateTable,
-    collate,
-    dataset_root,
-    default_data_root,
-    find_datasets,
-    load_split,
-    verify_dataset,
-)
-from tnlib.datasets import DOMAINS, SPLITS, generate_dataset
+from tnlib.data import load_split
+from tnlib.data.generation import generate_dataset
+from tnlib.data.loading import HeuristicDataset, StateTable, collate
+from tnlib.data.manifest import dataset_root, default_data_root, find_datasets, verify_dataset
+from tnlib.data.schema import SPLITS
+from tnlib.errors import DatasetError
+from tnlib.io import sha256_file
+from tnlib.paper import DOMAINS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
@@ -98,8 +94,6 @@ def test_edited_manifest_and_stray_files_are_reported(root):
 def _rewrite_manifests(root, domain, manifest):
     """Write a domain manifest and update the root manifest's checksum of it (what a hand edit that knows the
     format, or a generator bug, would leave: every checksum passes)."""
-    from tnlib.datasets import sha256_file
-
     path = root / domain / "manifest.json"
     path.write_text(json.dumps(manifest))
     top = json.loads((root / "manifest.json").read_text())
@@ -108,8 +102,7 @@ def _rewrite_manifests(root, domain, manifest):
 
 
 def test_verify_flags_an_instance_repeated_across_splits(root, capsys):
-    from tnlib.datasets import sha256_file
-    from tnlib.instance_keys import instance_key, parse_problem
+    from tnlib.data.instance_keys import instance_key, parse_problem
 
     manifest = json.loads((root / "gripper" / "manifest.json").read_text())
     train = manifest["splits"]["train"]["instances"][0]
@@ -243,8 +236,24 @@ def test_bad_options_are_refused(pristine):
         HeuristicDataset(table, residual="hmax")
     with pytest.raises(ValueError, match="upper_bound must be one of"):
         HeuristicDataset(table, upper_bound="ff")
-    with pytest.raises(ValueError, match="has 3 instances"):
-        HeuristicDataset(table, instances=4)
+    with pytest.raises(ValueError, match="instances=0: must be at least 1"):
+        HeuristicDataset(table, instances=0)
+
+
+def test_instances_means_at_most_n_distinct_instances(pristine):
+    """Asking for more instances than the split holds uses all of them and says so, once."""
+    import warnings
+
+    table = load_split(pristine, "gripper", "val")  # 3 instances
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dataset = HeuristicDataset(table, instances=400, seed=5)
+    assert [str(w.message) for w in caught] == [
+        "gripper/val: instances=400 asked for, but the split has 3 distinct instances; using all 3"]
+    assert dataset.instances() == table.instances() and len(dataset) == len(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exactly as many as there are: no warning, all of them
+        assert HeuristicDataset(table, instances=3, seed=5).instances() == table.instances()
 
 
 def test_instance_subsampling_is_seeded(pristine):

@@ -1,4 +1,4 @@
-"""Tests for tnlib.datasets: the paper's grid, disjoint seeds, generation end to end (schema, h* against
+"""Tests for tnlib.data.generation: the paper's grid, disjoint seeds, generation end to end (schema, h* against
 breadth-first search, manifest and checksums, retries and failures), determinism across the serial, pool and Dask
 runners, resumption after SIGKILL, settings checks, and the `tnlib data` command line."""
 from __future__ import annotations
@@ -14,19 +14,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-import tnlib.datasets as datasets
+import tnlib.data.generation as datasets
 from tnlib import cli
-from tnlib.datasets import (
-    PROFILES,
-    SPLITS,
-    DatasetError,
-    generate_dataset,
-    generator_seed,
-    split_of_seed,
-)
-from tnlib.generators import generate
-from tnlib.search import goal_distances
-from tnlib.task import load_task
+from tnlib.data.generation import PROFILES, generate_dataset, generator_seed, split_of_seed
+from tnlib.data.manifest import data_card
+from tnlib.data.schema import SPLITS, arrow_schema
+from tnlib.errors import DatasetError
+from tnlib.io import sha256_file
+from tnlib.paper import DOMAINS
+from tnlib.planning.generators import generate
+from tnlib.planning.search import goal_distances
+from tnlib.planning.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dataset_helpers import (  # noqa: E402
@@ -76,7 +74,7 @@ def test_paper_profile_follows_the_appendix_table():
 
 def test_plan_split_cycles_through_the_test_sizes():
     for profile in PROFILES.values():
-        for domain in datasets.DOMAINS:
+        for domain in DOMAINS:
             plan = profile.grid(domain, "plan").slots()
             test_combos = profile.grid(domain, "test").combos
             assert {combo for combo, _ in plan} == set(test_combos)
@@ -86,7 +84,7 @@ def test_plan_split_cycles_through_the_test_sizes():
 
 def test_small_profile_tests_larger_sizes_than_it_trains_on():
     small = PROFILES["small"]
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         train = small.grid(domain, "train")
         test = small.grid(domain, "test")
         size = lambda combo: sum(v for k, v in combo if k != "ratio")  # noqa: E731
@@ -98,7 +96,7 @@ def test_small_profile_tests_larger_sizes_than_it_trains_on():
 @pytest.mark.parametrize("profile", ["small", "paper"])
 def test_seeds_are_disjoint_across_splits(profile):
     seeds = {}
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         for split in SPLITS:
             grid = PROFILES[profile].grid(domain, split)
             for combo, n in grid.slots():
@@ -106,7 +104,7 @@ def test_seeds_are_disjoint_across_splits(profile):
                     seed = generator_seed(split, domain, combo, n, attempt)
                     assert split_of_seed(seed) == split
                     seeds.setdefault((domain, split), set()).add(seed)
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         for a in SPLITS:
             for b in SPLITS:
                 if a < b:
@@ -142,19 +140,19 @@ def test_seed_arguments_are_checked():
 def tiny(tmp_path_factory):
     """Every domain and split of the tiny profile (built once per session, shared by xdist workers)."""
     return shared_dataset(
-        tmp_path_factory, "tiny", lambda root: generate_dataset(root, datasets.DOMAINS, tiny_profile(), progress=False)
+        tmp_path_factory, "tiny", lambda root: generate_dataset(root, DOMAINS, tiny_profile(), progress=False)
     )
 
 
 def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
     root = tiny
     top = json.loads((root / "manifest.json").read_text())
-    assert set(top["domains"]) == set(datasets.DOMAINS)
-    for domain in datasets.DOMAINS:
+    assert set(top["domains"]) == set(DOMAINS)
+    for domain in DOMAINS:
         for split in SPLITS:
             table = table_of(root, domain, split)
             assert table.schema.names == ISSUE_COLUMNS
-            assert table.schema.remove_metadata().equals(datasets.arrow_schema())
+            assert table.schema.remove_metadata().equals(arrow_schema())
             types = {f.name: str(f.type) for f in table.schema}
             assert types["state"] == types["goal"] == "list<element: string>"
             assert types["h_star"] == types["step"] == types["plan_length"] == "int64"
@@ -170,7 +168,7 @@ def test_tables_have_the_schema_and_one_row_per_plan_state(tiny):
 
 def test_h_star_agrees_with_breadth_first_search(tiny):
     root = tiny
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         rows = table_of(root, domain, "train").to_pylist()
         initial = [r for r in rows if r["step"] == 0]
         assert initial
@@ -181,7 +179,7 @@ def test_h_star_agrees_with_breadth_first_search(tiny):
 
 def test_problem_files_regenerate_from_their_recorded_seed(tiny):
     root = tiny
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         for split, entry in manifest["splits"].items():
             for inst in entry["instances"]:
@@ -195,12 +193,11 @@ def test_problem_files_regenerate_from_their_recorded_seed(tiny):
 
 def test_manifest_records_versions_settings_and_checksums(tiny):
     root = tiny
-    from tnlib.datasets import sha256_file
-    from tnlib.solve import fast_downward_version
+    from tnlib.planning.fast_downward import fast_downward_version
 
     top = json.loads((root / "manifest.json").read_text())
-    assert top["profile"] == "tiny" and set(top["domains"]) == set(datasets.DOMAINS)
-    for domain in datasets.DOMAINS:
+    assert top["profile"] == "tiny" and set(top["domains"]) == set(DOMAINS)
+    for domain in DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         assert top["domains"][domain]["sha256"] == sha256_file(root / domain / "manifest.json")
         assert manifest["fast_downward"] == fast_downward_version()
@@ -234,10 +231,10 @@ def test_retries_and_failures_are_recorded(tmp_path):
 
 def test_no_instance_repeats_within_or_across_splits(tiny):
     """Up to renaming objects, recomputed from the problem files (the manifest's keys are not trusted here)."""
-    from tnlib.instance_keys import domain_duplicates, exact_key, instance_key
+    from tnlib.data.instance_keys import domain_duplicates, exact_key, instance_key
 
     root = tiny
-    for domain in datasets.DOMAINS:
+    for domain in DOMAINS:
         manifest = json.loads((root / domain / "manifest.json").read_text())
         for key in (instance_key, exact_key):
             keys = {split: [(i["problem"], key(root / i["problem"])) for i in entry["instances"]]
@@ -277,20 +274,20 @@ def test_an_exhausted_cell_is_reported_not_looped(tmp_path, monkeypatch):
     assert len(calls) == 1 + 2 + len([r for f in gripper["train"]["failures"] for r in f["rejected"]
                                       if r["status"] not in ("duplicate", "trivial")])
     assert report.splits["visitall/train"]["unfilled"] == 29
-    card = datasets.data_card(tmp_path)
+    card = data_card(tmp_path)
     assert "visitall train `visitall-x2-y2-r1`: 1 distinct instance(s), then 5 draws in a row" in card
     assert "gripper val `gripper-b1`: 0 distinct instance(s)" in card
 
 
 def test_solves_are_reused_for_identical_problems_only(tmp_path, monkeypatch):
-    import tnlib.solve
+    import tnlib.planning.fast_downward as fast_downward
 
     profile = tiny_profile(seeds=2)
     first = tmp_path / "first"
     generate_dataset(first, ["gripper"], profile, ["train", "val"], progress=False)
     solves = []
-    real = tnlib.solve.solve
-    monkeypatch.setattr(tnlib.solve, "solve", lambda *a, **k: solves.append(a[1]) or real(*a, **k))
+    real = fast_downward.solve
+    monkeypatch.setattr(fast_downward, "solve", lambda *a, **k: solves.append(a[1]) or real(*a, **k))
     # Another root, reusing the first one's solves: nothing is solved, and the tables are the same.
     second = tmp_path / "second"
     report = generate_dataset(second, ["gripper"], profile, ["train", "val"], reuse=[first], progress=False)
@@ -378,7 +375,7 @@ KILL_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from dataset_helpers import gripper_profile
-from tnlib.datasets import generate_dataset
+from tnlib.data.generation import generate_dataset
 generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], progress=False)
 """
 
@@ -420,7 +417,7 @@ def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, mon
     assert table_of(root, "gripper", "train").equals(table_of(fresh, "gripper", "train"))
     assert not work.exists()
     assert not [p for p in (root / "gripper").rglob("*") if p.name.endswith(".tmp")]
-    from tnlib.data import verify_dataset
+    from tnlib.data.manifest import verify_dataset
 
     assert verify_dataset(root) == []
 

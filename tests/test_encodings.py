@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.encodings import (
+from tnlib.learning.encodings import (
     HGNEncoder, LinearEncoder, NLMEncoder, domain_signature, make_encoder, parse_atom, problem_objects,
 )
-from tnlib.task import load_task
+from tnlib.planning.task import load_task
 
 
 @pytest.fixture(scope="module")

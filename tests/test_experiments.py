@@ -1,4 +1,5 @@
-"""Sweeps: the grid, resuming finished work, local and Dask execution give the same results."""
+"""Sweeps: the paper's settings by default and the small preset, the banner, the grid, resuming finished work,
+local and Dask execution give the same results."""
 from __future__ import annotations
 
 import json
@@ -6,12 +7,14 @@ import json
 import pytest
 
 from tnlib.cli import main
-from tnlib.experiments import Sweep, run_sweep
+from tnlib.errors import DatasetError
+from tnlib.experiments.sweep import PRESETS, Sweep, run_sweep
 
 
 def _sweep(out, **kwargs) -> Sweep:
     base = dict(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),), distributions=("N", "TN"),
-                seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1)
+                seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
+                data_profile="small", instances=None)
     base.update(kwargs)
     return Sweep(**base)
 
@@ -49,16 +52,93 @@ def test_cli_refuses_bad_grids(capsys):
 
 
 def test_cli_runs_a_tiny_sweep(tmp_path, capsys):
-    code = main(["sweep", "--domains", "gripper", "--models", "linear", "--configs", "fixed/none", "--distributions",
-                 "TN", "--seeds", "0", "--steps", "6", "--eval-every", "3", "--plan-instances", "1", "--out",
-                 str(tmp_path)])
+    code = main(["sweep", "--preset", "small", "--domains", "gripper", "--models", "linear", "--configs", "fixed/none",
+                 "--distributions", "TN", "--seeds", "0", "--steps", "6", "--eval-every", "3", "--plan-instances", "1",
+                 "--workers", "1", "--out", str(tmp_path)])
     assert code == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines() if line.startswith("{")]
     assert rows and rows[0]["run"] == "gripper-linear-TN-fixed-none-llmcut-s0"
+    assert "preset 'small'" not in captured.err and "custom settings" in captured.err  # the banner came first
+    assert "= 1 run\n" in captured.err
+
+
+def test_default_sweep_is_the_papers_setting():
+    sweep = Sweep.from_parameters()
+    assert (sweep.steps, sweep.batch_size, sweep.instances, sweep.seeds) == (40_000, 256, 400, [0, 1, 2, 3, 4])
+    assert sweep.configs == [("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none")]
+    assert (sweep.models, sweep.distributions, sweep.lower_bound) == (["nlm"], ["N", "TN"], "lmcut")
+    assert (sweep.data_profile, sweep.plan_instances, sweep.max_evaluations) == ("paper", None, 10_000)
+    assert sweep.dataset_path().name == "paper"
+    assert sweep.runs() == 4 * 4 * 2 * 5 == len(sweep.train_configs())
+    assert all(c["data_root"] == str(sweep.dataset_path()) for c in sweep.train_configs())
+    assert Sweep.from_parameters() == Sweep.preset("paper") == Sweep.from_parameters(out_dir="runs/paper")
+
+
+def test_small_preset_and_overrides():
+    small = Sweep.preset("small")
+    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 300, 64, 2)
+    assert len(small.configs) == 4 and small.instances is None and small.dataset_path().name == "small"
+    assert Sweep.from_parameters(preset="small") == small
+    # an override wins even when it equals the paper's value; the rest stays the preset's
+    custom = Sweep.preset("small", batch_size=256, plan_instances="all", models=["nlm", "linear"])
+    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 300)
+    assert custom.models == ["nlm", "linear"]
+    with pytest.raises(ValueError, match="unknown sweep preset 'tiny'"):
+        Sweep.preset("tiny")
+    with pytest.raises(ValueError, match="plan_instances"):
+        Sweep.preset("small", plan_instances="some")
+    with pytest.raises(ValueError, match="sigma link"):
+        Sweep.preset("small", sigma_link="exp")
+    with pytest.raises(ValueError, match="data_profile"):
+        Sweep.preset("small", data_profile="huge")
+    assert set(PRESETS) == {"paper", "small"}
+
+
+def test_banner_says_what_runs_and_what_it_costs():
+    paper = Sweep.from_parameters().describe()
+    assert paper.startswith("tnlib sweep: the paper's settings")
+    assert "= 160 runs" in paper and "40,000 steps x batch 256 per run (100% of the paper's" in paper
+    assert "400 training instances" in paper and "GPU" in paper and "needs a GPU machine" in paper
+    assert "140.0 GPU-hours" in paper  # 40 runs per domain x (0.5 + 0.5 + 0.5 + 2 h on visitall)
+    assert "not run   the paper's hgn and linear models" in paper
+    small = Sweep.preset("small").describe()
+    assert small.startswith("tnlib sweep: preset 'small' -- not the paper's settings")
+    assert "= 64 runs" in small and "(0.19% of the paper's" in small and "needs a GPU" not in small
+    custom = Sweep.preset("small", steps=301).describe()
+    assert custom.startswith("tnlib sweep: custom settings") and "steps" in custom.splitlines()[0]
+    everything = Sweep.from_parameters(models=["nlm", "hgn", "linear"]).describe()
+    assert "not run" not in everything and "linear runs: minutes each" in everything
+
+
+def test_cli_without_flags_announces_the_papers_setting(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("tnlib sweep: the paper's settings") and "= 160 runs" in err
+    assert not (tmp_path / "runs").exists()
+    assert main(["sweep", "--preset", "small", "--batch-size", "256", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "300 steps x batch 256" in err and "batch_size" not in err.splitlines()[0]
+
+
+def test_missing_data_stops_the_sweep_before_training(tmp_path):
+    root = tmp_path / "data" / "paper"
+    (root / "gripper").mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({"domains": {"gripper": {"manifest": "gripper/manifest.json"}},
+                                                    "profile": "paper"}))
+    (root / "gripper" / "manifest.json").write_text(json.dumps({"splits": {"train": {}, "val": {}}}))
+    sweep = Sweep.from_parameters(data_root=str(tmp_path / "data"), domains=["gripper", "ferry"],
+                                  out_dir=str(tmp_path / "runs"))
+    assert sweep.dataset_path() == root
+    with pytest.raises(DatasetError, match=r"lacks gripper/test, gripper/plan, ferry \(all splits\).*--domain gripper "
+                                           r"--domain ferry --profile paper"):
+        run_sweep(sweep, progress=False)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_summaries_table_lists_every_cell():
-    from tnlib.experiments import summaries_table
+    from tnlib.experiments.reports import summaries_table
 
     table = summaries_table([{"run": "a", "mse": 1.0, "nll": 2.0, "coverage_default": 1.0},
                              {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])

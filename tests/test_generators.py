@@ -1,4 +1,4 @@
-"""Tests for tnlib.generators: distributions, PDDL validity, determinism, parameter checks and the CLI."""
+"""Tests for tnlib.planning.generators: distributions, PDDL validity, determinism, parameter checks and the CLI."""
 from __future__ import annotations
 
 import collections
@@ -12,7 +12,7 @@ from pyperplan.pddl.parser import Parser
 from scipy.stats import binomtest, chisquare
 
 from tnlib import cli
-from tnlib.generators import (
+from tnlib.planning.generators import (
     DOMAIN_NAMES,
     blocksworld_completions,
     blocksworld_state_count,

@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tnlib.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig
+from tnlib.learning.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig, learned_sigma
 
 torch.set_default_dtype(torch.float32)
 
@@ -93,8 +93,47 @@ def test_gradients_flow_to_both_raw_outputs():
     assert torch.isfinite(raw.grad).all() and (raw.grad != 0).all()
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def test_bounded_sigma_is_the_authors_ten_sigmoid_plus_a_tenth():
+    p = head(sigma="learn", sigma_link="bounded")(RAW, RESIDUAL, LOWER, UPPER)
+    np.testing.assert_allclose(p.sigma.numpy(), 10 * sigmoid(RAW[:, 1].numpy()) + 0.1, rtol=1e-15)
+    # the default link is unchanged by the option
+    softplus_sigma = head(sigma="learn")(RAW, RESIDUAL, LOWER, UPPER).sigma
+    np.testing.assert_allclose(softplus_sigma.numpy(), softplus(RAW[:, 1].numpy()) + SIGMA_FLOOR, rtol=1e-15)
+    assert not torch.allclose(p.sigma, softplus_sigma)
+    # a fixed sigma ignores the link
+    fixed = head(sigma="fixed", sigma_link="bounded")(RAW, RESIDUAL, LOWER, UPPER).sigma
+    assert torch.all(fixed == FIXED_SIGMA)
+
+
+def test_bounded_sigma_stays_in_its_bounds_and_softplus_has_none_above():
+    raw = torch.tensor([-1e4, -40.0, -5.0, 0.0, 5.0, 40.0, 1e4], dtype=torch.float64)
+    bounded = learned_sigma(raw, "bounded")
+    assert bounded[0] == 0.1 and bounded[-1] == 10.1  # the limits, reached in float64 at extreme inputs
+    assert ((bounded >= 0.1) & (bounded <= 10.1)).all()
+    assert (bounded.diff() >= 0).all() and bounded[3] == 5.1  # increasing; 10 * 1/2 + 0.1 at 0
+    assert learned_sigma(raw, "softplus")[-1] == 1e4 + SIGMA_FLOOR  # softplus grows without bound
+
+
+def test_bounded_sigma_gradient_is_ten_sigmoid_derivative():
+    raw = RAW.clone().requires_grad_(True)
+    p = head(distribution="TN", sigma="learn", sigma_link="bounded")(raw, RESIDUAL, LOWER, UPPER)
+    p.sigma.sum().backward()
+    s = sigmoid(RAW[:, 1].numpy())
+    np.testing.assert_allclose(raw.grad[:, 1].numpy(), 10 * s * (1 - s), rtol=1e-12)
+    assert torch.all(raw.grad[:, 0] == 0)
+    assert torch.autograd.gradcheck(lambda x: learned_sigma(x, "bounded"), (RAW[:, 1].clone().requires_grad_(True),))
+    raw.grad = None
+    bounded_tn = head(distribution="TN", sigma="learn", sigma_link="bounded")
+    bounded_tn(raw, RESIDUAL, LOWER, UPPER).nll(H_STAR).sum().backward()
+    assert torch.isfinite(raw.grad).all() and (raw.grad != 0).all()
+
+
 @pytest.mark.parametrize("kwargs, word", [
-    (dict(distribution="Gauss"), "distribution"), (dict(sigma="learned"), "sigma"),
+    (dict(distribution="Gauss"), "distribution"), (dict(sigma="learned"), "sigma"), (dict(sigma_link="exp"), "link"),
     (dict(residual="hadd"), "residual"), (dict(lower_bound="ff"), "lower bound"),
     (dict(upper_bound="ff"), "upper bound"),
 ])

@@ -15,24 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planning_corpus import DATA, instance, random_strips_text, random_walk_states
-from tnlib.heuristics import (
-    FEATURE_NAMES,
+from tnlib.planning.heuristics import (
     HEURISTIC_NAMES,
     FFHeuristic,
     evaluate_all,
     linear_features,
     make_heuristic,
 )
-from tnlib.search import astar, gbfs, goal_distances
-from tnlib.plans import validate_plan
-from tnlib.task import load_task, parse_and_ground
+from tnlib.paper import DOMAINS, LINEAR_FEATURES
+from tnlib.planning.search import astar, gbfs, goal_distances
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.task import load_task, parse_and_ground
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("heuristic-corpus"))
 
 
 class SortedOrderFF(hFFHeuristic):
@@ -175,7 +169,7 @@ def test_batch_equals_single_state_calls(corpus, name):
 def test_evaluate_all_keys_and_unknown_name(corpus):
     task = instance(corpus, "ferry", 1, "small")
     values = evaluate_all(task, [task.init])
-    assert set(values) == set(HEURISTIC_NAMES) | set(FEATURE_NAMES)
+    assert set(values) == set(HEURISTIC_NAMES) | set(LINEAR_FEATURES)
     with pytest.raises(ValueError, match="unknown heuristic"):
         make_heuristic("hsa", task)
 

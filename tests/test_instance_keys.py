@@ -1,4 +1,4 @@
-"""Tests for tnlib.instance_keys: keys against a brute-force isomorphism test, invariance to renaming and
+"""Tests for tnlib.data.instance_keys: keys against a brute-force isomorphism test, invariance to renaming and
 reordering, class counts against closed forms, the attempt-selection rule, and duplicate counting."""
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from collections import Counter
 
 import pytest
 
-import tnlib.instance_keys as keys_module
-from tnlib.generators import generate
-from tnlib.instance_keys import (
+import tnlib.data.instance_keys as keys_module
+from tnlib.data.instance_keys import (
     Draw,
-    InstanceKeyError,
     ProblemAtoms,
     canonical_form,
     domain_duplicates,
@@ -22,6 +20,8 @@ from tnlib.instance_keys import (
     parse_problem,
     select_attempts,
 )
+from tnlib.errors import InstanceKeyError
+from tnlib.planning.generators import generate
 
 DOMAIN_NAMES = {"blocksworld": "blocksworld-4ops", "ferry": "ferry", "gripper": "gripper", "visitall": "visit-all"}
 

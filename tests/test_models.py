@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
-from tnlib.heads import DistributionHead, HeadConfig
-from tnlib.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities, nlm_reference_forward
+from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
+from tnlib.learning.heads import DistributionHead, HeadConfig
+from nlm_reference import nlm_reference_forward
+from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ papermill = pytest.importorskip("papermill")
 from nbconvert import HTMLExporter  # noqa: E402
 from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
-from tnlib.figures import BUNDLE_MARKER  # noqa: E402
+from tnlib.notebook.figures import BUNDLE_MARKER  # noqa: E402
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 EXPLORER = NOTEBOOK_DIR / "truncated_gaussian_explorer.ipynb"
@@ -80,7 +80,7 @@ def test_committed_notebook_has_no_outputs_and_a_parameters_cell(path):
     tagged = [index for index, cell in enumerate(code_cells) if "parameters" in cell.metadata.get("tags", [])]
     assert len(tagged) == 1
     # The cell right after the parameters validates them before anything else runs.
-    assert "check_" in code_cells[tagged[0] + 1].source
+    assert re.search(r"\bcheck_|\.from_parameters\(", code_cells[tagged[0] + 1].source)
 
 
 def test_explorer_runs_headless_and_renders_offline_html(tmp_path):
@@ -156,6 +156,11 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
     assert "| gripper | MSE |" in html and "| gripper |" in html.split("Ratio of solved")[1]
     assert {p.name for p in reports.iterdir()} == {"accuracy.md", "planning.md", "training_curves.html"}
     assert (runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "planning-default.jsonl").is_file()
+    # the settings are printed before the sweep runs (the small preset with the overrides), the scope header after
+    assert "tnlib sweep: custom settings" in printed_text(notebook) and "= 2 runs\n" in printed_text(notebook)
+    assert "## What these results can and cannot show" in html and "| models | linear (missing: nlm, hgn) |" in html
+    assert "6 steps x batch 64" in html  # the small preset's batch size, the notebook's steps
+    assert "## What these results can and cannot show" in (reports / "accuracy.md").read_text()
 
 
 def test_experiments_notebook_rejects_a_malformed_config(tmp_path):

@@ -1,6 +1,7 @@
 """GBFS with learned heuristics: the values it plans with, validated plans, resumable split runs, Table 2."""
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -9,12 +10,13 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
-from tnlib.data import load_split
-from tnlib.encodings import make_encoder
-from tnlib.planning import (LearnedHeuristic, collect_planning, plan_baseline, plan_problem, plan_split,
-                            render_table2, summarize)
-from tnlib.task import resolve_domain
-from tnlib.training import TrainConfig, load_checkpoint, train
+from tnlib.data.loading import load_split
+from tnlib.learning.encodings import make_encoder
+from tnlib.experiments.tables import collect_planning, render_table2, summarize
+from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
+from tnlib.planning.task import resolve_domain
+from tnlib.learning.training import TrainConfig, load_checkpoint, train
+from tnlib.planning.search import DISTINCT, PAPER
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +58,17 @@ def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, 
 
 def test_gbfs_with_a_learned_heuristic_finds_valid_plans(tmp_path, rows):
     run = _train(tmp_path, rows, model="linear", distribution="TN")
-    for problem in sorted({r["problem"] for r in rows}):
+    for problem, protocol in itertools.product(sorted({r["problem"] for r in rows}), (PAPER, DISTINCT)):
         heuristic = LearnedHeuristic(run, resolve_domain("blocksworld"), problem)
-        record = plan_problem(heuristic, resolve_domain("blocksworld"), problem, max_evaluations=5000)
+        record = plan_problem(heuristic, resolve_domain("blocksworld"), problem, max_evaluations=5000,
+                              protocol=protocol)
         assert record["solved"], record  # (plan_problem validates every plan it returns)
-        assert record["evaluations"] >= record["plan_length"]
-        assert heuristic.evaluated == record["evaluations"]  # every evaluation went through the model
+        assert record["protocol"] == protocol
+        assert record["evaluations"] >= record["plan_length"] - (protocol == PAPER)
+        if protocol == DISTINCT:
+            assert heuristic.evaluated == record["evaluations"]  # every evaluation went through the model
+        else:  # counted per generated successor; a state seen again is not recomputed
+            assert heuristic.evaluated <= record["evaluations"]
         assert heuristic.calls <= record["expansions"] + 1  # at most one batch per expansion, plus the initial state
 
 
@@ -106,6 +113,12 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     assert len(baseline) == 2 and all(r["solved"] for r in baseline)
     rows = collect_planning(tmp_path)
     assert rows and rows[0]["column"] == "TN" and rows[0]["instances"] == 2
+    assert rows[0]["protocols"] == [PAPER] and all(r["protocol"] == PAPER for r in first + baseline)
+    # asked for the other protocol, a resumed run plans again instead of reusing the paper-protocol records
+    distinct = plan_split(run, limit=2, protocol=DISTINCT)
+    assert [r["protocol"] for r in distinct] == [DISTINCT, DISTINCT]
+    assert all(d["evaluations"] <= p["evaluations"] + 1 for d, p in zip(distinct, first))
+    assert collect_planning(run)[0]["protocols"] == [DISTINCT]
 
 
 def test_summary_counts_failures_at_the_limit():
@@ -134,6 +147,8 @@ def test_table2_layout_and_bold(tmp_path):
     (tmp_path / "baseline-ferry-ff.jsonl").write_text(
         json.dumps({"problem": "p0.pddl", "solved": True, "evaluations": 7}) + "\n")
     table = render_table2(tmp_path)
+    # records without a protocol field predate protocols: distinct-state counting
+    assert table.splitlines()[0] == "GBFS counting protocol: distinct"
     coverage, evaluations = table.split("**Average node evaluations")
     ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")
     # FF, then learn/ff N, N+clip, TN, then fixed/none (empty)

@@ -7,7 +7,8 @@ import pytest
 
 from planning_corpus import DATA, instance, problem_file
 from tnlib.cli import main
-from tnlib.plans import (
+from tnlib.paper import DOMAINS
+from tnlib.planning.plans import (
     PlanError,
     format_plan,
     parse_plan,
@@ -16,15 +17,10 @@ from tnlib.plans import (
     validate_plan,
     write_plan,
 )
-from tnlib.search import gbfs, hstar
-from tnlib.task import load_task
+from tnlib.planning.search import gbfs, hstar
+from tnlib.planning.task import load_task
 
 BW3_PLAN = ["(unstack a b)", "(putdown a)", "(pickup b)", "(stack b c)", "(pickup a)", "(stack a b)"]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("plan-corpus"))
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +100,10 @@ def test_cli_plan_validate_heuristics(corpus, tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "solved"
     assert {"status", "plan_length", "evaluations", "expansions", "seconds"} <= set(record)
+    assert record["protocol"] == "paper"  # the paper's counting is the default, and the JSON says so
+    assert main(["plan", "ferry", str(problem), "--heuristic", "lmcut", "--protocol", "distinct", "--json"]) == 0
+    distinct = json.loads(capsys.readouterr().out)
+    assert distinct["protocol"] == "distinct" and distinct["evaluations"] <= record["evaluations"] + 1
     plan = read_plan(plan_path)
     assert len(plan) == record["plan_length"] and plan == record["plan"]
     assert plan_path.read_text().endswith(f"; cost = {len(plan)} (unit cost)\n")
@@ -149,7 +149,7 @@ def test_cli_failures(corpus, tmp_path, capsys):
 
 def test_every_search_plan_in_the_corpus_validates_with_full_grounding(corpus):
     # Plans found on the pruned task must also be valid for the unpruned grounding (what `validate` uses).
-    for domain in ("blocksworld", "ferry", "gripper", "visitall"):
+    for domain in DOMAINS:
         task = instance(corpus, domain, 7, "medium")
         result = gbfs(task, "ff")
         full = load_task(domain, task.problem_file, remove_irrelevant_operators=False)

@@ -1,4 +1,4 @@
-"""Tests for tnlib.records: per-state labels against independent references -- h* against breadth-first goal
+"""Tests for tnlib.data.labels: per-state labels against independent references -- h* against breadth-first goal
 distances, atoms against the problem text, heuristic values against the single-state heuristic objects, h_sat
 against a GBFS run of its own -- and the consistency checks that refuse bad plans."""
 from __future__ import annotations
@@ -9,13 +9,15 @@ import re
 import numpy as np
 import pytest
 
-from tnlib.generators import generate
-from tnlib.heuristics import make_heuristic
-from tnlib.plans import plan_states
-from tnlib.records import RECORD_COLUMNS, LabelError, label_instance, task_from
-from tnlib.search import gbfs, goal_distances
-from tnlib.solve import solve
-from tnlib.task import load_task
+from tnlib.planning.generators import generate
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.plans import plan_states
+from tnlib.data.labels import label_instance, task_from
+from tnlib.data.schema import RECORD_COLUMNS
+from tnlib.errors import LabelError
+from tnlib.planning.search import gbfs, goal_distances
+from tnlib.planning.fast_downward import solve
+from tnlib.planning.task import load_task
 
 # Small enough for exhaustive goal distances, with plans of several steps.
 CASES = [
@@ -132,7 +134,7 @@ def test_invalid_plans_are_refused(tmp_path):
 
 def test_a_plan_shorter_than_lmcut_allows_is_refused(tmp_path, monkeypatch):
     """The admissibility check: if LM-cut exceeded the claimed h*, the plan could not be optimal."""
-    import tnlib.records as records_module
+    import tnlib.data.labels as records_module
 
     path = tmp_path / "p.pddl"
     path.write_text(generate("ferry", 2, locations=3, cars=2))

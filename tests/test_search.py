@@ -11,9 +11,10 @@ import sys
 import pytest
 
 from planning_corpus import DATA, instance, problem_file, random_walk_states
-from tnlib.heuristics import HEURISTIC_NAMES, make_heuristic
-from tnlib.plans import validate_plan
-from tnlib.search import (
+from tnlib.planning.heuristics import HEURISTIC_NAMES, make_heuristic
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.search import (
+    DISTINCT,
     EVALUATION_LIMIT,
     EXHAUSTED,
     SOLVED,
@@ -24,14 +25,9 @@ from tnlib.search import (
     goal_distances,
     hstar,
 )
-from tnlib.task import load_task
+from tnlib.planning.task import load_task
+from tnlib.paper import DOMAINS
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("search-corpus"))
 
 
 def assert_valid(task, result):
@@ -45,10 +41,10 @@ def assert_valid(task, result):
 def test_gbfs_solves_and_plans_validate(corpus, domain, heuristic):
     # h_max is too weak a guide for 9-block blocksworld within 10,000 evaluations.
     task = instance(corpus, domain, 1, "small" if heuristic == "hmax" else "medium")
-    result = gbfs(task, heuristic)
+    result = gbfs(task, heuristic, max_evaluations=None)
     assert_valid(task, result)
-    assert 1 <= result.evaluations <= 10_000
-    assert result.expansions >= len(result.plan) + 1
+    assert result.evaluations >= 1
+    assert result.expansions >= len(result.plan)  # the paper's protocol: goal test at generation
     assert result.generated >= result.evaluations
 
 
@@ -68,7 +64,7 @@ class RecordingHeuristic:
 def test_each_state_evaluated_once_in_one_batch_per_expansion(corpus, domain):
     task = instance(corpus, domain, 2, "medium")
     recorder = RecordingHeuristic(make_heuristic("ff", task))
-    result = gbfs(task, recorder)
+    result = gbfs(task, recorder, protocol=DISTINCT)
     assert_valid(task, result)
     evaluated = [s for batch in recorder.batches for s in batch]
     assert len(evaluated) == len(set(evaluated)) == result.evaluations
@@ -127,12 +123,14 @@ def test_limits_and_statuses(corpus):
     assert gbfs(task, "ff", max_evaluations=0).evaluations == 0
 
     unsolvable = load_task(DATA / "deadend-domain.pddl", DATA / "unsolvable-problem.pddl")
-    for search in (gbfs, astar):
-        result = search(unsolvable, "ff")
+    for result in (gbfs(unsolvable, "ff", protocol=DISTINCT), astar(unsolvable, "ff")):
         assert result.status == EXHAUSTED and result.evaluations == 1 and result.expansions == 0
+    # The paper's planner pushes the initial state whatever its value, so it expands even a dead end.
+    paper = gbfs(unsolvable, "ff")
+    assert paper.status == EXHAUSTED and paper.expansions == 1 and paper.evaluations == 1 + paper.generated
     assert breadth_first_search(unsolvable).status == EXHAUSTED
     assert hstar(unsolvable) == math.inf
-    blind = gbfs(unsolvable, "blind")  # explores the whole (tiny) state space
+    blind = gbfs(unsolvable, "blind", protocol=DISTINCT)  # explores the whole (tiny) state space
     assert blind.status == EXHAUSTED and blind.evaluations == blind.generated
 
     deadend = load_task(DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl")
@@ -164,8 +162,8 @@ def test_torch_style_float_heuristic(corpus):
 
 _RUN = """
 import json, sys
-from tnlib.task import load_task
-from tnlib.search import gbfs
+from tnlib.planning.task import load_task
+from tnlib.planning.search import gbfs
 task = load_task(sys.argv[1], sys.argv[2])
 out = {}
 for name in sys.argv[3:]:

@@ -1,4 +1,4 @@
-"""Tests for tnlib.solve: optimal costs against pyperplan's breadth-first search, plan validity, unsolvable and
+"""Tests for tnlib.planning.fast_downward: optimal costs against pyperplan's breadth-first search, plan validity, unsolvable and
 time-out paths (no process left behind), the initial heuristic value, and the CLI."""
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from pyperplan.grounding import ground
 from pyperplan.pddl.parser import Parser
 from pyperplan.search import breadth_first_search
 
-import tnlib.solve as solve_module
+import tnlib.planning.fast_downward as solve_module
 from tnlib import cli
-from tnlib.generators import domain_file, generate
-from tnlib.solve import SolveResult, fast_downward_version, fd_heuristic_value, solve
+from tnlib.planning.generators import domain_file, generate
+from tnlib.planning.fast_downward import SolveResult, fast_downward_version, fd_heuristic_value, solve
 
 # Small enough for breadth-first search in pyperplan, large enough to have plans of a few steps.
 SMALL_INSTANCES = [
@@ -91,7 +91,7 @@ def sessions_alive(session_ids: set[int]) -> list[str]:
 
 @pytest.fixture
 def recorded_sessions(monkeypatch):
-    """Records the process ids of every process tnlib.solve starts (each leads its own session)."""
+    """Records the process ids of every process tnlib.planning.fast_downward starts (each leads its own session)."""
     pids: set[int] = set()
     real_popen = subprocess.Popen
 
@@ -286,7 +286,7 @@ def test_search_dies_with_a_killed_parent(tmp_path):
     # A worker killed mid-solve (SIGKILL: no cleanup code runs) must not leave its search running.
     domain, seed, params = HARD
     problem = write_instance(tmp_path, domain, seed, **params)
-    script = f"from tnlib.solve import solve; solve({domain!r}, {str(problem)!r}, time_limit=60)"
+    script = f"from tnlib.planning.fast_downward import solve; solve({domain!r}, {str(problem)!r}, time_limit=60)"
     worker = subprocess.Popen([sys.executable, "-c", script])
     try:
         search_pids: list[int] = []

@@ -11,18 +11,14 @@ import numpy as np
 import pytest
 
 from planning_corpus import DATA, instance, problem_file, random_walk_states
-from tnlib.task import TaskError, load_task, parse_and_ground, resolve_domain, shipped_domains
+from tnlib.errors import TaskError
+from tnlib.paper import DOMAINS
+from tnlib.planning.task import load_task, parse_and_ground, resolve_domain, shipped_domains
 
-DOMAINS = ["blocksworld", "ferry", "gripper", "visitall"]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("task-corpus"))
 
 
 def test_shipped_domains_resolve():
-    assert shipped_domains() == DOMAINS
+    assert shipped_domains() == list(DOMAINS)
     for key in DOMAINS:
         assert resolve_domain(key).name == "domain.pddl"
         assert resolve_domain(key).parent.name == key
@@ -95,7 +91,7 @@ def test_apply_rejects_inapplicable_operator():
 
 _FINGERPRINT = """
 import hashlib, json, sys
-from tnlib.task import load_task
+from tnlib.planning.task import load_task
 task = load_task(sys.argv[1], sys.argv[2])
 digest = hashlib.sha256()
 for array in (task.pre_start, task.pre_facts, task.add_start, task.add_facts, task.del_start, task.del_facts,

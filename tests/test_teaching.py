@@ -1,4 +1,4 @@
-"""Tests for tnlib.teaching: parameter checks, the explorer's summary, the classroom demonstrations, and the
+"""Tests for tnlib.notebook.teaching: parameter checks, the explorer's summary, the classroom demonstrations, and the
 synthetic regression, whose assertions are the claims the classroom notebook's prose makes about it."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import truncnorm
 
-from tnlib import teaching
+from tnlib.notebook import teaching
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
-from tnlib.training import TrainConfig, TrainingDiverged, load_checkpoint, train
+from tnlib.errors import TrainingDiverged
+from tnlib.learning.training import TrainConfig, load_checkpoint, train
 
 
 
@@ -93,8 +94,8 @@ def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     # the checkpoint rebuilds the model and head on its own
     model, head, cfg, _ = load_checkpoint(run)
     assert cfg == TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
-    from tnlib.encodings import LinearEncoder
-    from tnlib.training import validation_metrics
+    from tnlib.learning.encodings import LinearEncoder
+    from tnlib.learning.training import validation_metrics
 
     encoder = LinearEncoder()
     metrics = validation_metrics(model, head, encoder, [encoder.encode(i) for i in data[10:]], torch.device("cpu"), 7)
@@ -113,7 +114,7 @@ def test_nan_loss_stops_with_the_step_and_batch_and_keeps_the_good_checkpoint(tm
             poison.model.linear.weight.data[0, 0] = float("nan")
 
     # reach the live model through the optimizer-free route: patch build_model to keep a handle on it
-    import tnlib.training as training
+    import tnlib.learning.training as training
 
     original = training.build_model
 
@@ -164,14 +165,67 @@ def test_resume_refuses_a_different_configuration(tmp_path, items):
 
 def test_paper_defaults():
     cfg = TrainConfig()
-    assert (cfg.batch_size, cfg.weight_decay, cfg.grad_clip, cfg.steps) == (256, 1e-2, 0.1, 40_000)
+    assert (cfg.batch_size, cfg.grad_clip, cfg.steps) == (256, 0.1, 40_000)
     assert TrainConfig(model="nlm").lr == 1e-2 and TrainConfig(model="linear").lr == 1e-2
     assert TrainConfig(model="hgn").lr == 1e-3
+    # weight decay: the paper's 1e-2 for NLM and HGN; none for linear regression (the appendix removed it)
+    assert cfg.weight_decay is None and cfg.sigma_link == "softplus"
+    assert TrainConfig(model="nlm").decay == 1e-2 and TrainConfig(model="hgn").decay == 1e-2
+    assert TrainConfig(model="linear").decay == 0.0
+    assert TrainConfig(model="linear", weight_decay=0.05).decay == 0.05
+
+
+@pytest.mark.parametrize("model, weight_decay, expected", [
+    ("linear", None, 0.0), ("nlm", None, 1e-2), ("linear", 0.03, 0.03),
+])
+def test_the_optimizer_gets_the_models_weight_decay(tmp_path, items, model, weight_decay, expected):
+    data = items["blocksworld"]
+    run = train(config(tmp_path, model=model, weight_decay=weight_decay, steps=4), data, data)
+    groups = torch.load(run / "last.pt", weights_only=False)["optimizer"]["param_groups"]
+    assert [g["weight_decay"] for g in groups] == [expected]
+    assert json.loads((run / "config.json").read_text())["weight_decay"] == weight_decay
+
+
+def test_resume_compares_the_effective_weight_decay(tmp_path, items):
+    data = items["blocksworld"]
+    # a run saved with the linear model's decay spelled out (0) resumes under the default (None -> 0) ...
+    train(config(tmp_path, run_name="run", weight_decay=0.0, steps=8), data, data)
+    assert torch.load(train(config(tmp_path, run_name="run", steps=12), data, data) / "last.pt",
+                      weights_only=False)["step"] == 12
+    # ... but not one saved with the decay the linear model used to get (1e-2)
+    train(config(tmp_path, run_name="old", weight_decay=1e-2, steps=8), data, data)
+    with pytest.raises(ValueError, match="different configuration.*weight_decay"):
+        train(config(tmp_path, run_name="old", steps=12), data, data)
+
+
+def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_path, items):
+    from tnlib.learning.encodings import LinearEncoder
+    from tnlib.learning.heads import SIGMA_FLOOR
+
+    data = items["blocksworld"]
+    run = train(config(tmp_path, sigma_link="bounded"), data, data)
+    assert run.name.endswith("-learn-bounded-ff-llmcut-s3")  # its own folder beside a softplus run
+    assert json.loads((run / "config.json").read_text())["sigma_link"] == "bounded"
+    model, head, cfg, checkpoint = load_checkpoint(run)
+    assert checkpoint["config"]["sigma_link"] == "bounded" and head.config.sigma_link == "bounded"
+    encoder = LinearEncoder()
+    batch = encoder.collate([encoder.encode(item) for item in data[:16]])
+    raw = model(batch.inputs).detach()
+    sigma = head(raw, batch.residual, batch.lower, batch.upper).sigma
+    torch.testing.assert_close(sigma, 10 * torch.sigmoid(raw[:, 1]) + 0.1)
+    # a checkpoint written before the option existed (no sigma_link in its config) loads with softplus
+    old = torch.load(run / "best.pt", weights_only=False)
+    del old["config"]["sigma_link"]
+    torch.save(old, tmp_path / "old.pt")
+    _, old_head, old_cfg, _ = load_checkpoint(tmp_path / "old.pt")
+    assert old_cfg.sigma_link == "softplus" and old_head.config.sigma_link == "softplus"
+    sigma = old_head(raw, batch.residual, batch.lower, batch.upper).sigma
+    torch.testing.assert_close(sigma, torch.nn.functional.softplus(raw[:, 1]) + SIGMA_FLOOR)
 
 
 def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
-    import tnlib.accuracy as accuracy
-    import tnlib.training as training
+    import tnlib.learning.evaluation as accuracy
+    import tnlib.learning.training as training
 
     data = items["blocksworld"]
     monkeypatch.setattr(training, "load_items", lambda cfg, split, instances=None: data)
@@ -189,10 +243,10 @@ def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
 
 
 def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
-    from tnlib.encodings import NLMEncoder
-    from tnlib.models import NLM
-    from tnlib.heads import DistributionHead, HeadConfig
-    from tnlib.training import batches, predict
+    from tnlib.learning.encodings import NLMEncoder
+    from tnlib.learning.models import NLM
+    from tnlib.learning.heads import DistributionHead, HeadConfig
+    from tnlib.learning.training import batches, predict
 
     data = items["blocksworld"]
     encoder = NLMEncoder("blocksworld")
@@ -206,3 +260,35 @@ def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
     whole = predict(model, head, encoder, encoded, torch.device("cpu"), batch_size=1000)
     assert torch.equal(small["h_star"], torch.tensor([float(i["h_star"]) for i in data], dtype=torch.float64))
     torch.testing.assert_close(small["estimate"], whole["estimate"], rtol=1e-6, atol=1e-6)
+
+
+def test_instances_is_at_most_n_and_the_run_records_what_it_used(tmp_path):
+    """The paper's 400 training instances from a split that holds fewer distinct ones (the shipped paper profile's
+    gripper train split): every instance is used, one warning names the domain and both counts, and the run's
+    data.json records the number actually used."""
+    from pathlib import Path
+
+    from tnlib.paper import TRAIN_INSTANCES
+
+    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    splits = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]
+    available = splits["train"]["counts"]["instances"]
+    assert available < TRAIN_INSTANCES  # what this test is about; regenerating the data may change it
+    cfg = config(tmp_path, domain="gripper", data_root=str(root), instances=TRAIN_INSTANCES, steps=2, eval_every=2,
+                 checkpoint_every=2)
+    with pytest.warns(UserWarning) as caught:
+        run = train(cfg)
+    messages = [str(w.message) for w in caught if "asked for" in str(w.message)]
+    assert messages == [f"gripper/train: instances={TRAIN_INSTANCES} asked for, but the split has {available} "
+                        f"distinct instances; using all {available}"]
+    used = json.loads((run / "data.json").read_text())
+    assert used == {
+        "data_root": str(root), "train_split": "train", "val_split": "val",
+        "train_instances_requested": TRAIN_INSTANCES, "train_instances": available,
+        "train_states": splits["train"]["counts"]["states"],
+        "val_instances": splits["val"]["counts"]["instances"], "val_states": splits["val"]["counts"]["states"],
+    }
+    # Fewer than the split holds: a subsample of exactly that many, recorded the same way.
+    run = train(config(tmp_path, domain="gripper", data_root=str(root), instances=5, steps=2, eval_every=2,
+                       checkpoint_every=2, run_name="five"))
+    assert json.loads((run / "data.json").read_text())["train_instances"] == 5

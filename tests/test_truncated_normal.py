@@ -10,7 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tn_reference import reference
+from tn_reference import PARAMETERS as PARAMETER_NAMES
+from tn_reference import reference, reference_gradients
 from tnlib import TruncatedNormal
 
 INF = math.inf
@@ -126,44 +127,157 @@ def test_float32_narrow_interval_is_finite_where_stable_trunc_gaussian_is_not():
     assert torch.isfinite(loc.grad).all()
 
 
-def test_gradcheck_float64():
-    loc = torch.tensor([0.3, -2.0, 5.0, -30.0, 0.0, 50.0], dtype=torch.float64, requires_grad=True)
-    scale = torch.tensor([1.0, 0.5, 2.0, 1.5, 0.1, 3.0], dtype=torch.float64, requires_grad=True)
-    low = torch.tensor([0.0, -INF, 1.0, 0.0, -0.5, -1.0], dtype=torch.float64, requires_grad=True)
-    high = torch.tensor([INF, 1.0, 2.0, 4.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
-    x = torch.tensor([0.5, 0.0, 1.5, 0.1, 0.2, 0.9], dtype=torch.float64, requires_grad=True)
+# ------------------------------------------------------------------------------------------------------------
+# Gradients of every statistic w.r.t. all four parameters (and the value / probability where there is one)
+# ------------------------------------------------------------------------------------------------------------
 
-    # infinite bounds have no finite-difference derivative: check only the finite entries' gradients
-    def finite_low(low_):
-        return torch.where(torch.isinf(low), low, low_)
-
-    def finite_high(high_):
-        return torch.where(torch.isinf(high), high, high_)
-
-    lo_in = torch.where(torch.isinf(low), torch.zeros_like(low), low).detach().requires_grad_()
-    hi_in = torch.where(torch.isinf(high), torch.zeros_like(high), high).detach().requires_grad_()
-
-    def f_log_prob(x_, loc_, scale_, lo_, hi_):
-        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).log_prob(x_)
-
-    def f_mean(loc_, scale_, lo_, hi_):
-        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).mean
-
-    def f_log_z(loc_, scale_, lo_, hi_):
-        return TruncatedNormal(loc_, scale_, finite_low(lo_), finite_high(hi_)).log_normalizer
-
-    assert torch.autograd.gradcheck(f_log_prob, (x, loc, scale, lo_in, hi_in))
-    assert torch.autograd.gradcheck(f_mean, (loc, scale, lo_in, hi_in))
-    assert torch.autograd.gradcheck(f_log_z, (loc, scale, lo_in, hi_in))
+# (loc, scale, low, high, x, p) per element: x an observation inside [low, high], p a probability for icdf.
+# General path: finite bounds in each regime the core distinguishes, plus one infinite lower bound.
+GENERAL_BATCH = [
+    (-3.0, 0.7, 0.0, 1.5, 0.2, 0.6),  # left tail: loc 4.3 scales below the interval (frame)
+    (0.3, 1.0, 0.0, 2.0, 0.7, 0.3),  # straddling (the issue's example)
+    (5.0, 1.0, -1.0, 1.0, 0.4, 0.9),  # right tail: loc above the interval (mirrored frame)
+    (0.2, 1.0, 0.5, 0.55, 0.53, 0.4),  # narrow interval (quadrature)
+    (-37.5, 1.5, 0.0, 4.0, 0.01, 0.5),  # far left tail, a = 25 (third cumulant by quadrature)
+    (-1.0, 2.0, -INF, 1.0, 0.0, 0.2),  # upper bound only
+]
+# One-sided fast path (high = +inf everywhere: the training configuration)
+ONE_SIDED_BATCH = [
+    (0.3, 1.0, 0.0, INF, 0.7, 0.3),  # loc inside
+    (-2.0, 0.5, 0.0, INF, 0.3, 0.6),  # loc 4 scales below the bound
+    (5.0, 2.0, 1.0, INF, 4.0, 0.1),  # loc above the bound
+    (-37.5, 1.5, 0.0, INF, 0.01, 0.5),  # a = 25: the fast path's far-tail series
+    (1.0, 1.0, -INF, INF, 0.5, 0.8),  # no bounds: a Normal
+]
+STATISTIC_NAMES = ["log_prob", "cdf", "icdf", "mean", "variance", "stddev", "entropy", "log_normalizer", "mode",
+                   "rsample"]
 
 
-def test_gradcheck_rsample_float64():
-    loc = torch.tensor([0.3, -4.0, 2.0], dtype=torch.float64, requires_grad=True)
-    scale = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64, requires_grad=True)
-    low = torch.tensor([0.0, -1.0, -INF], dtype=torch.float64)
-    high = torch.tensor([INF, 1.0, 0.0], dtype=torch.float64)
-    u = torch.tensor([0.2, 0.7, 0.95], dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda u_, l_, s_: TruncatedNormal(l_, s_, low, high).icdf(u_), (u, loc, scale))
+def _statistic(name: str, loc, scale, low, high, value=None) -> torch.Tensor:
+    d = TruncatedNormal(loc, scale, low, high)
+    if name in ("log_prob", "cdf", "icdf"):
+        return getattr(d, name)(value)
+    if name == "entropy":
+        return d.entropy()
+    if name == "rsample":
+        torch.manual_seed(0)  # the same uniforms in every evaluation: the reparameterised sample is a function
+        return d.rsample((2,))
+    return getattr(d, name)
+
+
+def _batch_tensors(batch):
+    return [torch.tensor(column, dtype=torch.float64, requires_grad=True) for column in zip(*batch)]
+
+
+@pytest.mark.parametrize("path", ["general", "one_sided"])
+@pytest.mark.parametrize("name", STATISTIC_NAMES)
+def test_gradcheck_every_statistic(path, name):
+    loc, scale, low, high, x, p = _batch_tensors(GENERAL_BATCH if path == "general" else ONE_SIDED_BATCH)
+    d = TruncatedNormal(loc, scale, low, high)
+    assert d._one_sided == (path == "one_sided")
+    if path == "general":  # the batch reaches the regimes its comments name
+        core = d._core
+        assert core.flip.tolist() == [False, False, True, False, False, False]
+        assert core.frame.tolist() == [True, False, True, True, True, False]
+    value = {"log_prob": x, "cdf": x, "icdf": p}.get(name)
+    inputs = (loc, scale, low, high) + ((value,) if value is not None else ())
+    # infinite bounds stay infinite under the finite-difference steps: their numerical derivative is 0, and so
+    # must the analytic one be. Tolerances are tight: central differences in float64 are good to ~1e-9 here.
+    assert torch.autograd.gradcheck(lambda *args: _statistic(name, *args), inputs, atol=1e-8, rtol=1e-6)
+
+
+# a few points of each regime, x inside the bulk, p for icdf
+MPMATH_GRADIENT_POINTS = [
+    ((0.3, 1.0, 0.0, 2.0), 0.7, 0.3),  # the issue's example
+    ((0.3, 1.0, 0.0, INF), 0.7, 0.3),  # the same on the one-sided fast path
+    ((-3.0, 0.7, 0.0, 1.5), 0.2, 0.6),
+    ((5.0, 1.0, -1.0, 1.0), 0.4, 0.9),
+    ((0.2, 1.0, 0.5, 0.51), 0.503, 0.4),
+    ((-37.5, 1.5, 0.0, INF), 0.01, 0.5),
+    ((-30.0, 1.5, 0.0, 0.05), 0.01, 0.5),
+    ((-1e3, 1.0, 0.0, 2.0), 1e-4, 0.5),
+    ((-1e5, 1.0, 0.0, INF), 3e-6, 0.7),
+    ((2.0, 1.0, -INF, 0.0), -0.5, 0.5),
+    # an interval three ulps wide, observed one ulp above its lower bound
+    ((7.0, 1.0, 7.3, float(np.nextafter(np.nextafter(np.nextafter(7.3, INF), INF), INF))),
+     float(np.nextafter(7.3, INF)), 0.4),
+]
+
+
+@pytest.mark.parametrize("params, x, p", MPMATH_GRADIENT_POINTS)
+def test_gradients_match_mpmath(params, x, p):
+    ref = reference_gradients(*params, x, p)
+    assert set(ref) | {"rsample"} == set(STATISTIC_NAMES)
+    for name, expected in ref.items():
+        loc, scale, low, high = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in params)
+        value = torch.tensor(p if name == "icdf" else x, dtype=torch.float64, requires_grad=True)
+        inputs = [loc, scale, low, high] + ([value] if "value" in expected else [])
+        out = _statistic(name, loc, scale, low, high, value)
+        grads = torch.autograd.grad(out, inputs, allow_unused=True)  # the mode does not depend on scale
+        # relative to the gradient's largest component: a component far below it (d Var / d loc at a few
+        # scales' width, say) is the difference of terms of that size
+        size = max(abs(v) for v in expected.values())
+        for argument, grad in zip(expected, grads):
+            if grad is None:  # no path from the argument: only right where the derivative is exactly 0
+                assert expected[argument] == 0.0, (name, argument)
+                continue
+            assert abs(grad.item() - expected[argument]) <= 1e-9 * size, (name, argument, grad.item(), expected)
+
+
+def test_issue_example_gradients_of_variance_and_entropy():
+    # TN(0.3, 1, 0, 2): autograd gave d Var / d scale = 0.541 and d H / d scale = 1.0 (the derivatives at a
+    # fixed shape), and no gradient for loc, low, high
+    ref = reference_gradients(0.3, 1.0, 0.0, 2.0, 0.7, 0.3)
+    params = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (0.3, 1.0, 0.0, 2.0)]
+    d = TruncatedNormal(*params)
+    for name, out in (("variance", d.variance), ("entropy", d.entropy())):
+        grads = torch.autograd.grad(out, params)
+        for argument, grad in zip(PARAMETER_NAMES, grads):
+            assert grad.item() == pytest.approx(ref[name][argument], rel=1e-12, abs=1e-15), (name, argument)
+
+
+def test_reference_derivatives_agree_with_analytic_forms():
+    # the mpmath differentiation behind reference_gradients against the closed forms of reference()
+    for (loc, scale, low, high), x, p in MPMATH_GRADIENT_POINTS[:5]:
+        numeric = reference_gradients(loc, scale, low, high, x, p)
+        analytic = reference(loc, scale, low, high, x)
+        assert numeric["mean"]["loc"] == pytest.approx(analytic["dmean_dloc"], rel=1e-14)
+        assert numeric["mean"]["scale"] == pytest.approx(analytic["dmean_dscale"], rel=1e-14, abs=1e-300)
+        assert numeric["log_prob"]["loc"] == pytest.approx(analytic["dlogp_dloc"], rel=1e-14)
+        assert numeric["log_prob"]["scale"] == pytest.approx(analytic["dlogp_dscale"], rel=1e-14)
+
+
+@pytest.mark.parametrize("batch", [GENERAL_BATCH, ONE_SIDED_BATCH])
+def test_float32_gradients_agree_with_float64(batch):
+    for name in STATISTIC_NAMES:
+        if name == "rsample":  # the same seed draws different uniforms in float32 and float64
+            continue
+        grads = {}
+        for dtype in (torch.float32, torch.float64):
+            tensors = [torch.tensor(column, dtype=dtype, requires_grad=True) for column in zip(*batch)]
+            loc, scale, low, high, x, p = tensors
+            value = {"log_prob": x, "cdf": x, "icdf": p}.get(name)
+            inputs = [loc, scale, low, high] + ([value] if value is not None else [])
+            out = _statistic(name, loc, scale, low, high, value)
+            found = torch.autograd.grad(out.sum(), inputs, allow_unused=True)
+            grads[dtype] = torch.stack([torch.zeros_like(t) if g is None else g for g, t in zip(found, inputs)])
+            grads[dtype] = grads[dtype].double()
+        size = grads[torch.float64].abs().amax(dim=0)  # per element, over the arguments
+        assert torch.isfinite(grads[torch.float32]).all(), name
+        assert ((grads[torch.float32] - grads[torch.float64]).abs() <= 1e-4 * size + 1e-30).all(), name
+
+
+def test_second_derivatives_raise_a_clear_error():
+    loc = torch.tensor([0.3, -2.0], dtype=torch.float64, requires_grad=True)
+    for high in (2.0, INF):  # general and one-sided paths
+        d = TruncatedNormal(loc, torch.ones(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64),
+                            torch.full((2,), high, dtype=torch.float64))
+        x = torch.full((2,), 0.5, dtype=torch.float64)
+        for out in (d.mean, d.variance, d.entropy(), d.log_prob(x), d.cdf(x), d.icdf(x), d.log_normalizer):
+            with pytest.raises(RuntimeError, match="only first derivatives"):
+                torch.autograd.grad(out.sum(), loc, create_graph=True)
+            # first derivatives without a graph still work
+            assert torch.isfinite(torch.autograd.grad(out.sum(), loc)[0]).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -12,7 +12,7 @@ __all__ = ["TruncatedNormal", "__version__"]
 
 def __getattr__(name: str):
     if name == "TruncatedNormal":
-        from tnlib.truncated_normal import TruncatedNormal
+        from tnlib.distributions import TruncatedNormal
 
         return TruncatedNormal
     raise AttributeError(f"module 'tnlib' has no attribute {name!r}")

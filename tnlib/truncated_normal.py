@@ -16,11 +16,18 @@ interval is narrow. This module does it in three regimes, all written in one *ca
   integrand with 16-point Gauss-Legendre quadrature, whose error there is far below double rounding.
 
 Gradients are analytic (custom autograd functions) and use the same frame quantities, so they are finite
-wherever the value is. Variance, entropy and the mean's derivative in the far tail, where closed forms cancel
-catastrophically, fall back to composite Gauss-Legendre moments of the frame integrand on just those elements.
+wherever the value is. Every statistic (log_prob, cdf, icdf and rsample, mean, mode, variance, stddev, entropy,
+log_normalizer) has first derivatives w.r.t. loc, scale, low and high (and the value or probability). They are
+built from d/da E[f] = p_a (E[f] - f(a)), d/db E[f] = p_b (f(b) - E[f]) and, for moving both bounds at once, the
+tilt identities d Var/d shift = -kappa_3 and d H/d shift = -(E[t] Var + kappa_3/2), whose terms share a sign.
+Variance, entropy, the third cumulant and the mean's derivative in the far tail, where closed forms cancel
+catastrophically, fall back to composite Gauss-Legendre moments of the frame integrand on just those elements;
+the CDF's derivative splits the frame integral at the observation (each part is again a frame). Second
+derivatives are not implemented: a backward pass with create_graph=True raises.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,6 +44,24 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi / 2)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _NARROW = 1.0  # w * max(1, |c|) at or below this uses quadrature (see module docstring)
+
+
+def _first_order(backward):
+    """Marks a custom backward whose gradients are closed forms evaluated outside autograd.
+
+    Differentiating them again would silently give zero second derivatives, so a backward pass that builds a
+    graph for higher derivatives (create_graph=True, which runs backward with grad mode on) raises instead.
+    """
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grad_outputs):
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
+                "(second derivatives, Hessians, gradient penalties) is not supported")
+        return backward(ctx, *grad_outputs)
+
+    return wrapper
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -97,10 +122,11 @@ def _gl(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def _frame_moments(a: torch.Tensor, w: torch.Tensor, panels: int = 1) -> tuple[torch.Tensor, ...]:
     """Moments of the frame density  exp(-a d - d^2/2)  on  0 <= d <= w  by composite Gauss-Legendre.
 
-    Returns (M0, mean, variance) of d: M0 is the unnormalised mass, mean and variance are normalised. The range
-    is cut where the integrand falls below exp(-45) of its peak, so ``w`` may be infinite. With one panel this is
-    meant for narrow intervals (exponent variation <= 1.5); with 8 panels it is exact to double rounding for
-    any a >= 0.
+    Returns (M0, mean, variance, third central moment) of d: M0 is the unnormalised mass, the moments are
+    normalised. The range is cut where the integrand falls below exp(-45) of its peak, so ``w`` may be infinite.
+    With one panel this is meant for narrow intervals (exponent variation <= 1.5); with 8 panels it is exact to
+    double rounding for any a >= 0. Central moments are summed about the quadrature's own mean, so they keep
+    their relative accuracy where the raw-moment combinations cancel (the far tail).
     """
     # beyond d_max the integrand is < exp(-45) * its value at 0 (a >= 0) -- negligible in any dtype
     d_max = 90.0 / (torch.sqrt(a.square() + 90.0) + a)  # sqrt(a^2 + 90) - a, without cancelling
@@ -114,8 +140,11 @@ def _frame_moments(a: torch.Tensor, w: torch.Tensor, panels: int = 1) -> tuple[t
     fw = f * omega
     mass = fw.sum(-1)
     mean = (fw * s).sum(-1) / mass
-    variance = (fw * (s - mean[..., None]).square()).sum(-1) / mass
-    return mass * top, mean, variance
+    centred = s - mean[..., None]
+    fw_c2 = fw * centred.square()
+    variance = fw_c2.sum(-1) / mass
+    third = (fw_c2 * centred).sum(-1) / mass
+    return mass * top, mean, variance, third
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -220,7 +249,7 @@ def _core(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch
         # ---- narrow intervals: quadrature, only on the elements that need it
         if bool(narrow.any()):
             a_n, w_n = a[narrow], w[narrow]
-            m0_n, d_n, _ = _frame_moments(a_n, w_n)
+            m0_n, d_n, _, _ = _frame_moments(a_n, w_n)
             log_m0 = log_m0.index_put((narrow,), torch.log(m0_n))
             d_mean = d_mean.index_put((narrow,), d_n)
             p_a = p_a.index_put((narrow,), 1.0 / m0_n)
@@ -269,7 +298,7 @@ def _standardized_variance(core: _Core) -> torch.Tensor:
             v = v.index_put((series,), _far_tail_series(core.a[series])[2])
         quad = ill & ~series
         if bool(quad.any()):
-            _, _, var_q = _frame_moments(core.a[quad], core.w[quad], panels=8)
+            _, _, var_q, _ = _frame_moments(core.a[quad], core.w[quad], panels=8)
             v = v.index_put((quad,), var_q)
     return v.clamp(min=0.0, max=1.0)
 
@@ -351,6 +380,7 @@ class _Mean(torch.autograd.Function):
         return core.shaped(_core_mean(core))
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         core = ctx.core
         return tuple(core.shaped(grad.reshape(-1) * gi) for gi in _mean_grads(core)) + (None,)
@@ -363,6 +393,7 @@ class _LogNormalizer(torch.autograd.Function):
         return core.shaped(core.log_z)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         core = ctx.core
         s = core.scale
@@ -381,10 +412,250 @@ class _LogProb(torch.autograd.Function):
         return core.shaped(lp)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         core = ctx.core
         grads = _log_prob_grads(core, *ctx.saved_tensors)
         return tuple(core.shaped(grad.reshape(-1) * gi) for gi in grads) + (None,)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Variance, entropy and CDF: values from the core, first derivatives in closed form.
+# ----------------------------------------------------------------------------------------------------------------
+# For a quantity Q(a, b) of the standardised variable t = (X - loc)/scale on [a, b], the chain rule through
+# a = (low - loc)/scale and b = (high - loc)/scale gives
+#     dQ/dlow = Q_a / s,  dQ/dhigh = Q_b / s,  dQ/dloc = -(Q_a + Q_b) / s,  dQ/dscale = -(a Q_a + b Q_b) / s,
+# so each statistic only needs Q_a, Q_b, their sum and a Q_a + b Q_b, in a form that does not cancel.
+
+@dataclass
+class _Slopes:
+    """Q_a, Q_b, Q_a + Q_b and a Q_a + b Q_b of one standardised quantity Q(a, b) (flattened, canonical)."""
+
+    at_low: torch.Tensor
+    at_high: torch.Tensor
+    shift: torch.Tensor
+    spread: torch.Tensor
+
+    def grads(self, core: _Core) -> tuple[torch.Tensor, ...]:
+        """dQ / d(loc, scale, low, high) in canonical coordinates (not yet mapped through the mirror)."""
+        s = core.scale
+        return -self.shift / s, -self.spread / s, self.at_low / s, self.at_high / s
+
+
+def _distances_to_bounds(core: _Core) -> tuple[torch.Tensor, torch.Tensor]:
+    """E[t] - a and b - E[t]; in the frame both come from D = E[t] - a, so neither subtracts a from a."""
+    dist_low = torch.where(core.frame, core.d_mean, core.mean_t - core.a)
+    dist_high = torch.where(core.frame, core.w - core.d_mean, core.b - core.mean_t)
+    return dist_low, dist_high
+
+
+def _third_cumulant(core: _Core, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """kappa_3 of t and V_b = d Var[t] / db, given v = Var[t].
+
+    From d/da E[f] = p_a (E[f] - f(a)) and d/db E[f] = p_b (f(b) - E[f]): V_a = p_a (V - (E[t] - a)^2) and
+    V_b = p_b ((b - E[t])^2 - V). Shifting both bounds together tilts the density by exp(-delta t), so
+    V_a + V_b = -kappa_3. In the far tail that sum cancels (t - a is nearly exponential, whose variance equals
+    its squared mean): where the closed form's error bound exceeds the tolerance, kappa_3 is the quadrature's
+    third central moment of the frame density instead, as the variance does.
+    """
+    dist_low, dist_high = _distances_to_bounds(core)
+    no_a = core.p_a == 0  # includes a = -inf
+    no_b = core.p_b == 0  # includes b = +inf
+    v_a = _zero_where(no_a, core.p_a * (v - dist_low.square()))
+    v_b = _zero_where(no_b, core.p_b * (dist_high.square() - v))
+    kappa3 = -(v_a + v_b)
+    terms = (_zero_where(no_a, core.p_a * (v + dist_low.square()))
+             + _zero_where(no_b, core.p_b * (v + dist_high.square())))
+    # D carries ~a^2 ulps below the g series threshold and V up to its own tolerance (_standardized_variance)
+    g_ulps = 1.0 + core.a.clamp(0.0, _g_threshold(v.dtype)).square()
+    v_tolerance, tolerance = (1e-12, 1e-10) if v.dtype == torch.float64 else (1e-6, 1e-4)
+    error_bound = terms * (torch.finfo(v.dtype).eps * g_ulps + v_tolerance)
+    ill = core.frame & ~(error_bound <= tolerance * kappa3.abs())
+    if bool(ill.any()):
+        _, _, _, third = _frame_moments(core.a[ill], core.w[ill], panels=8)
+        kappa3 = kappa3.index_put((ill,), third)
+    return kappa3, v_b
+
+
+def _variance_and_entropy_slopes(core: _Core, v: torch.Tensor) -> tuple[_Slopes, _Slopes]:
+    """Slopes of V = Var[t] and of H_t = log sqrt(2 pi) + log Z + E[t^2]/2 (the entropy of t).
+
+    V_a + V_b = -kappa_3 and, differentiating the entropy along the same tilt, H_a + H_b = -(E[t] V + kappa_3/2);
+    H_a = p_a (V - 2 + (E[t] - a)(E[t] + a))/2, H_b = p_b (2 - V + (b - E[t])(b + E[t]))/2. Straddling elements
+    take V_a and H_a in closed form (exactly 0 at an infinite bound); frame elements take them as the sum minus
+    the b-slope, and a Q_a + b Q_b as a (Q_a + Q_b) + w Q_b, which subtracts nothing of size a.
+    """
+    kappa3, v_b = _third_cumulant(core, v)
+    dist_low, dist_high = _distances_to_bounds(core)
+    no_a = core.p_a == 0
+    no_b = core.p_b == 0
+    b_plus_mean = torch.where(core.frame, 2.0 * core.a + core.w + core.d_mean, core.b + core.mean_t)
+    h_b = _zero_where(no_b, 0.5 * core.p_b * (2.0 - v + dist_high * b_plus_mean))
+    # straddling: closed forms at the lower bound
+    v_a_s = _zero_where(no_a, core.p_a * (v - dist_low.square()))
+    h_a_s = _zero_where(no_a, 0.5 * core.p_a * (v - 2.0 + dist_low * (core.mean_t + core.a)))
+    # frame: the tilt sums
+    v_shift_f = -kappa3
+    h_shift_f = -(core.mean_t * v + 0.5 * kappa3)
+
+    def slopes(q_a_s, q_b, q_shift_f) -> _Slopes:
+        q_shift = torch.where(core.frame, q_shift_f, q_a_s + q_b)
+        q_a = torch.where(core.frame, q_shift_f - q_b, q_a_s)
+        w_q_b = _zero_where(no_b, core.w * q_b)
+        spread_f = core.a * q_shift_f + w_q_b
+        spread_s = _zero_where(no_a, core.a * q_a_s) + _zero_where(no_b, core.b * q_b)
+        return _Slopes(q_a, q_b, q_shift, torch.where(core.frame, spread_f, spread_s))
+
+    return slopes(v_a_s, v_b, v_shift_f), slopes(h_a_s, h_b, h_shift_f)
+
+
+def _entropy_values(core: _Core, v: torch.Tensor) -> torch.Tensor:
+    """H_t = H[X] - log(scale), flattened."""
+    # H_t = log sqrt(2 pi) + log Z + E[t^2]/2; in the frame the a^2/2 terms cancel analytically
+    frame_h = core.log_m0 + core.a * core.d_mean + 0.5 * (v + core.d_mean.square())
+    straddle_h = _LOG_SQRT_2PI + core.log_z + 0.5 * (v + core.mean_t.square())
+    return torch.where(core.frame, frame_h, straddle_h)
+
+
+def _shaped_grads(core: _Core, grad: torch.Tensor, grads, needs) -> tuple:
+    """grad * each gradient, in the batch shape, None where the input needs none."""
+    grad = grad.reshape(-1)
+    return tuple(core.shaped(grad * g) if need else None for g, need in zip(grads, needs))
+
+
+class _Variance(torch.autograd.Function):
+    """Var[X] = scale^2 V(a, b)."""
+
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        v = _standardized_variance(core)
+        ctx.core = core
+        ctx.save_for_backward(v)
+        return core.shaped(core.scale.square() * v)
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        (v,) = ctx.saved_tensors
+        slopes, _ = _variance_and_entropy_slopes(core, v)
+        g_loc, g_scale, g_low, g_high = slopes.grads(core)
+        s2 = core.scale.square()
+        # Var = s^2 V: d/dscale adds 2 s V to s^2 dV/dscale
+        grads = _unflip_grads(core, s2 * g_loc, 2.0 * core.scale * v + s2 * g_scale, s2 * g_low, s2 * g_high,
+                              odd=False)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
+
+
+class _Entropy(torch.autograd.Function):
+    """H[X] = log(scale) + H_t(a, b)."""
+
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, core):
+        v = _standardized_variance(core)
+        ctx.core = core
+        ctx.save_for_backward(v)
+        return core.shaped(torch.log(core.scale) + _entropy_values(core, v))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        (v,) = ctx.saved_tensors
+        _, slopes = _variance_and_entropy_slopes(core, v)
+        g_loc, g_scale, g_low, g_high = slopes.grads(core)
+        grads = _unflip_grads(core, g_loc, g_scale + 1.0 / core.scale, g_low, g_high, odd=False)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
+
+
+def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
+    """The canonical CDF at c_value (flattened; clamped into the support), all regimes."""
+    c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
+    d = (c_value - core.c_low) / core.scale
+    a = torch.where(core.frame, core.a, torch.ones_like(core.a))
+    d_f = torch.where(core.frame, d, torch.zeros_like(d))
+    frame_cdf = _frame_integral(a, d_f) * torch.exp(-core.log_m0)
+    t = (c_value - core.c_loc) / core.scale
+    lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
+    upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
+    straddle_cdf = torch.where(t <= 0, lower, 1.0 - upper)
+    return torch.where(core.frame, frame_cdf, straddle_cdf).clamp(0.0, 1.0)
+
+
+def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:
+    """dF/da at fixed d and w of the frame CDF F = J(a, d) / J(a, w), on the elements in ``mask`` (0 elsewhere).
+
+    F_a = F (D - D_head) = (1 - F) (d - D + D_tail): D_head is the frame mean on [0, d], D_tail the mean of the
+    part above d measured from d (itself a frame, at a' = t, w' = w - d). The first form is used where d <= D,
+    the second above, so neither subtracts nearly equal numbers; 1 - F is taken from the tail's own mass.
+    """
+    s = core.scale
+    f_a = torch.zeros_like(d)
+    head = mask & (d <= core.d_mean) & (d > 0)
+    if bool(head.any()):
+        _, d_head, _, _ = _frame_moments(core.a[head], d[head], panels=8)
+        f_a = f_a.index_put((head,), cdf[head] * (core.d_mean[head] - d_head))
+    tail = mask & (d > core.d_mean) & (x < core.c_high)
+    if bool(tail.any()):
+        rest = (core.c_high[tail] - x[tail]) / s[tail]  # w - d, +inf without an upper bound
+        m0_tail, d_tail, _, _ = _frame_moments(t[tail], rest, panels=8)
+        # 1 - F = exp(-d (a + d/2)) J(t, w - d) / M0, accurate where F is near 1
+        upper = m0_tail * torch.exp(-d[tail] * (core.a[tail] + 0.5 * d[tail]) - core.log_m0[tail])
+        f_a = f_a.index_put((tail,), upper * (d[tail] - core.d_mean[tail] + d_tail))
+    return f_a
+
+
+def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """dF / d(value, loc, scale, low, high) in canonical coordinates, 0 outside the support.
+
+    Straddling: F = (Phi(t) - Phi(a)) / Z with F_t = phi(t)/Z, F_a = -p_a (1 - F), F_b = -p_b F. Frame:
+    F = J(a, d) / J(a, w) with d = (x - low)/s, J(a, d) = int_0^d exp(-a r - r^2/2) dr, so F_d is the frame
+    density at d, F_w = -F p_b and F_a comes from _frame_cdf_slope. Moving loc moves a alone (d and w stay),
+    which is why the frame's loc-derivative is a single term there.
+    """
+    s = core.scale
+    inside = (c_value >= core.c_low) & (c_value <= core.c_high)
+    x = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
+    d = (x - core.c_low) / s
+    t = (x - core.c_loc) / s
+    no_a = core.p_a == 0
+    no_b = core.p_b == 0
+    # straddling, in (t, a, b): F_t, F_a, F_b
+    f_t = torch.exp(-0.5 * t.square() - _LOG_SQRT_2PI - core.log_z)
+    f_a = -_zero_where(no_a, core.p_a * (1.0 - cdf))
+    f_b = -_zero_where(no_b, core.p_b * cdf)
+    s_spread = t * f_t + _zero_where(no_a, core.a * f_a) + _zero_where(no_b, core.b * f_b)
+    # frame, in (a, d, w) with d = t - a and w = b - a: F_a, F_d, F_w
+    fr_a = _frame_cdf_slope(core, x, d, t, cdf, core.frame & inside)
+    fr_d = torch.exp(-d * (core.a + 0.5 * d) - core.log_m0)
+    fr_w = f_b  # -p_b F in both coordinate systems
+    fr_spread = core.a * fr_a + d * fr_d + _zero_where(no_b, core.w * fr_w)
+    frame = core.frame
+    g_value = torch.where(frame, fr_d, f_t) / s
+    g_loc = -torch.where(frame, fr_a, f_t + f_a + f_b) / s
+    g_scale = -torch.where(frame, fr_spread, s_spread) / s
+    g_low = torch.where(frame, fr_a - fr_d - fr_w, f_a) / s
+    g_high = f_b / s
+    grads = (g_value,) + _unflip_grads(core, g_loc, g_scale, g_low, g_high, odd=True)
+    return tuple(_zero_where(~inside, g) for g in grads)
+
+
+class _CDF(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high, core):
+        value = value.detach().reshape(-1)
+        c_value = torch.where(core.flip, -value, value)
+        cdf = _cdf_canonical(core, c_value)
+        ctx.core = core
+        ctx.save_for_backward(c_value, cdf)
+        return core.shaped(torch.where(core.flip, 1.0 - cdf, cdf))
+
+    @staticmethod
+    @_first_order
+    def backward(ctx, grad):
+        core = ctx.core
+        grads = _cdf_grads(core, *ctx.saved_tensors)
+        return _shaped_grads(core, grad, grads, ctx.needs_input_grad) + (None,)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -474,6 +745,7 @@ class _FastMean(torch.autograd.Function):
         return fc.shaped(fc.mean)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         fc = ctx.fc
         grad = grad.reshape(-1)
@@ -513,6 +785,7 @@ class _FastLogProb(torch.autograd.Function):
         return fc.shaped(lp)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         fc = ctx.fc
         xi, outside = ctx.saved_tensors
@@ -559,7 +832,7 @@ def _frame_integral(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
         phi_diff = _ndtr(an + dn) - _ndtr(an)
         closed = closed.index_put((neg,), phi_diff * torch.exp(0.5 * an.square() + _LOG_SQRT_2PI))
     if bool(narrow.any()):
-        m0, _, _ = _frame_moments(a[narrow], d[narrow])
+        m0, _, _, _ = _frame_moments(a[narrow], d[narrow])
         closed = closed.index_put((narrow,), m0)
     return closed
 
@@ -629,6 +902,7 @@ class _ICDF(torch.autograd.Function):
         return core.shaped(torch.where(core.flip, -x_c, x_c))
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
         core = ctx.core
         x_c, c_p = ctx.saved_tensors
@@ -646,7 +920,12 @@ class _ICDF(torch.autograd.Function):
         dx_du = torch.exp(torch.log(c_p) + log_pb - log_pdf)
         dx_dl = torch.nan_to_num(dx_dl, nan=0.0)
         dx_du = torch.nan_to_num(dx_du, nan=0.0)
-        dx_dloc = 1.0 - dx_dl - dx_du
+        # dx/dloc = 1 - dx/dlow - dx/dhigh (shifting everything shifts x); in the frame that cancels when loc is
+        # far below the interval, and dx/dloc = -dF/dloc / pdf(x) = F_a / (s pdf(x)) is taken directly
+        frame = core.frame & (dx_dp > 0) & torch.isfinite(dx_dp)
+        t_frame = torch.where(frame, t, torch.ones_like(t))
+        f_a = _frame_cdf_slope(core, x_c, d, t_frame, c_p, frame)
+        dx_dloc = torch.where(frame, f_a * dx_dp / s, 1.0 - dx_dl - dx_du)
         # dx/dscale = t - a dx/dlow - b dx/dhigh, with t - a = d in the frame
         frame_ds = core.a * dx_dloc + d - _zero_where(dx_du == 0, core.w * dx_du)
         straddle_ds = t - _zero_where(dx_dl == 0, core.a * dx_dl) - _zero_where(dx_du == 0, core.b * dx_du)
@@ -679,6 +958,8 @@ class TruncatedNormal(Distribution):
     ``mean`` is the heuristic value the paper plans with; ``log_prob`` is the negative of its training loss;
     ``log_normalizer`` is log Z = log(Phi(beta) - Phi(alpha)). Values and gradients are exact in float64 and
     float32 (see the module docstring), including loc many scales outside the bounds and narrow intervals.
+    Every statistic is differentiable (first order) w.r.t. all four parameters; the derivative w.r.t. an
+    infinite bound is 0. Second derivatives (``create_graph=True``) raise a RuntimeError.
 
     Example::
 
@@ -777,20 +1058,14 @@ class TruncatedNormal(Distribution):
 
     @property
     def variance(self) -> torch.Tensor:
-        # not a training quantity: no custom gradient; the value is exact in every regime
-        return self.scale.square() * self._core.shaped(_standardized_variance(self._core))
+        return _Variance.apply(self.loc, self.scale, self.low, self.high, self._core)
 
     @property
     def stddev(self) -> torch.Tensor:
         return self.variance.sqrt()
 
     def entropy(self) -> torch.Tensor:
-        core = self._core
-        v = _standardized_variance(core)
-        # H = log(s) + log sqrt(2 pi) + log Z + E[t^2]/2; in the frame the a^2/2 terms cancel analytically
-        frame_h = core.log_m0 + core.a * core.d_mean + 0.5 * (v + core.d_mean.square())
-        straddle_h = _LOG_SQRT_2PI + core.log_z + 0.5 * (v + core.mean_t.square())
-        return torch.log(self.scale) + core.shaped(torch.where(core.frame, frame_h, straddle_h))
+        return _Entropy.apply(self.loc, self.scale, self.low, self.high, self._core)
 
     def log_prob(self, value) -> torch.Tensor:
         value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
@@ -810,21 +1085,7 @@ class TruncatedNormal(Distribution):
         shape = torch.broadcast_shapes(value.shape, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
-        core = self._core
-        with torch.no_grad():
-            value = value.reshape(-1)
-            c_value = torch.where(core.flip, -value, value)
-            c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
-            d = (c_value - core.c_low) / core.scale
-            a = torch.where(core.frame, core.a, torch.ones_like(core.a))
-            d_f = torch.where(core.frame, d, torch.zeros_like(d))
-            frame_cdf = _frame_integral(a, d_f) * torch.exp(-core.log_m0)
-            t = (c_value - core.c_loc) / core.scale
-            lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
-            upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
-            straddle_cdf = torch.where(t <= 0, lower, 1.0 - upper)
-            cdf = torch.where(core.frame, frame_cdf, straddle_cdf).clamp(0.0, 1.0)
-            return core.shaped(torch.where(core.flip, 1.0 - cdf, cdf))
+        return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
         value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)

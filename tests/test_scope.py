@@ -1,0 +1,193 @@
+"""The reports' header (tnlib.experiments.scope): every statement computed from synthetic run folders whose answer
+is known -- a still-improving curve, a missing configuration, a short budget, an easy plan set, a smaller test set."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+
+import pytest
+
+from tnlib.experiments.scope import collect_scope, render_scope, scope_header, still_improving
+from tnlib.learning.training import TrainConfig
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The flattening criterion
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([10, 8, 6, 5, 4, 3, 2, 1], True),  # falling to the end
+    ([10, 5, 4, 3.9, 3.9, 3.9, 3.9, 3.9], False),  # flat over the last quarter
+    ([10, 5, 4, 1.0, 2, 2, 0.99, 1.5], False),  # exactly 1% better: not more than 1%
+    ([10, 5, 4, 1.0, 2, 2, 0.989, 1.5], True),  # just over 1% better
+    ([10, 1, 5, 5, 5, 5, 5, 5], False),  # the best came early, the end got worse
+    ([9, 8, 7], None),  # too few evaluations to tell
+    ([5, 4, 3, 2, 1], True),  # five values: the last quarter is the last two (rounded up)
+    ([math.nan, math.nan, math.inf, 3.0], True),  # non-finite values never count as a best
+    ([3.0, 2.0, 1.0, math.nan], False),
+])
+def test_still_improving(values, expected):
+    assert still_improving(values) is expected
+
+
+def test_still_improving_options():
+    curve = [10, 9, 8, 7, 6, 5, 4.98, 4.97]
+    assert still_improving(curve) is False  # 4.97 vs 5: 0.6% better
+    assert still_improving(curve, improvement=0.001) is True
+    assert still_improving(curve, last_fraction=0.5) is True  # the last four beat 7
+    assert still_improving(curve[:3], minimum=3) is True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Synthetic run folders
+
+
+def write_data_root(root, domain="blocksworld", train=200, test=50, test_states=700, test_params=None, plan=24):
+    (root / domain).mkdir(parents=True, exist_ok=True)
+    top = root / "manifest.json"
+    manifest = json.loads(top.read_text()) if top.is_file() else {"domains": {}, "profile": "small"}
+    manifest["domains"][domain] = {"manifest": f"{domain}/manifest.json"}
+    top.write_text(json.dumps(manifest))
+    params = test_params or [{"blocks": 9}, {"blocks": 10}]
+    splits = {"train": {"counts": {"instances": train, "states": 10 * train}, "settings": {"grid": {"params": []}}},
+              "test": {"counts": {"instances": test, "states": test_states}, "settings": {"grid": {"params": params}}},
+              "plan": {"counts": {"instances": plan, "states": 10 * plan}, "settings": {"grid": {"params": params}}}}
+    (root / domain / "manifest.json").write_text(json.dumps({"domain": domain, "splits": splits}))
+
+
+def write_run(results, data_root, val_mse, domain="blocksworld", model="nlm", sigma="learn", residual="ff",
+              distribution="TN", seed=0, steps=400, batch_size=64, eval_every=50, instances=None, **extra):
+    config = TrainConfig(domain=domain, model=model, sigma=sigma, residual=residual, distribution=distribution,
+                         seed=seed, steps=steps, batch_size=batch_size, eval_every=eval_every, instances=instances,
+                         data_root=str(data_root), out_dir=str(results), **extra)
+    run = results / config.name
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(asdict(config)))
+    lines = [json.dumps({"step": eval_every * (i + 1), "train_loss": 1.0, "val_nll": 1.0, "val_mse": v,
+                         "seconds": 0.1}) for i, v in enumerate(val_mse)]
+    (run / "curves.jsonl").write_text("".join(line + "\n" for line in lines))
+    return run
+
+
+def write_planning(path, solved: list[bool], protocol="paper"):
+    path.write_text("".join(json.dumps({"problem": f"p{i}.pddl", "protocol": protocol, "solved": s,
+                                        "evaluations": 100 if s else 10_000}) + "\n" for i, s in enumerate(solved)))
+
+
+FALLING = [10, 8, 6, 5, 4, 3, 2, 1]
+FLAT = [10, 5, 4, 3.9, 3.9, 3.9, 3.9, 3.9]
+
+
+@pytest.fixture
+def results(tmp_path):
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    write_data_root(data, "gripper", train=200, test=51, test_states=692,
+                    test_params=[{"balls": 8}, {"balls": 9}, {"balls": 10}])
+    results.mkdir()
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000}))
+    # blocksworld: learn/ff N still falling, TN flat; fixed/none TN still falling but stopped at 300 of 400 steps
+    write_run(results, data, FALLING, distribution="N")
+    write_run(results, data, FLAT, distribution="TN")
+    write_run(results, data, FALLING[:6], sigma="fixed", residual="none", distribution="TN")
+    write_run(results, data, [5, 4], domain="gripper", distribution="TN", seed=1, eval_every=200)  # too short
+    write_planning(results / "baseline-blocksworld-ff.jsonl", [True, True, False, True])
+    write_planning(results / "baseline-gripper-ff.jsonl", [True, True])
+    return results
+
+
+def test_collect_scope_reads_what_was_done(results):
+    scope = collect_scope(results)
+    assert len(scope.runs) == 4
+    improving = {r.name.split("-", 1)[1]: r.improving for r in scope.runs}
+    assert improving == {"nlm-N-learn-ff-llmcut-s0": True, "nlm-TN-learn-ff-llmcut-s0": False,
+                         "nlm-TN-fixed-none-llmcut-s0": True, "nlm-TN-learn-ff-llmcut-s1": None}
+    assert sorted(scope.samples()) == [300 * 64, 400 * 64, 400 * 64, 400 * 64]
+    assert scope.unfinished() == ["blocksworld-nlm-TN-fixed-none-llmcut-s0"]
+    assert scope.missing("config") == ["learn/none", "fixed/ff"]
+    assert scope.missing("model") == ["hgn", "linear"] and scope.missing("distribution") == []
+    assert scope.missing("domain") == ["ferry", "visitall"]
+    blocks = scope.domains["blocksworld"]
+    assert (blocks.train_instances, blocks.train_used) == (200, [200])
+    assert (blocks.test_instances, blocks.test_states, blocks.test_sizes) == (50, 700, "blocks 9-10")
+    assert (blocks.paper_test_instances, blocks.paper_test_sizes) == (12 * 11, "blocks 11-22")  # the paper profile
+    assert (blocks.planned, blocks.ff_solved, blocks.plan_split, blocks.protocols) == (4, 3, 24, ["paper"])
+    gripper = scope.domains["gripper"]
+    assert (gripper.test_sizes, gripper.paper_test_sizes) == ("balls 8-10", "balls {20,40,60,80,100}")
+    assert (gripper.planned, gripper.ff_solved) == (2, 2)
+
+
+def test_header_states_budget_gaps_sets_and_curves(results):
+    header = scope_header(results)
+    assert header.startswith("## What these results can and cannot show")
+    assert "4 run folders in `results/`" in header
+    assert "| training per run | 300-400 steps x batch 64 = 19,200-25,600 samples (0.19%-0.25%); 1 run stopped " \
+           "before its configured steps | 40,000 steps x batch 256 = 10,240,000 samples |" in header
+    assert "| seeds | 2 (0, 1); 0-1 per cell" not in header  # (per-cell counts only when they differ)
+    assert "| configurations (sigma/residual) | learn/ff, fixed/none (missing: learn/none, fixed/ff) |" in header
+    assert "| models | nlm (missing: hgn, linear) |" in header
+    assert ("| blocksworld | 200 (all) | 50 instances, 700 states; blocks 9-10 | 132 instances; blocks 11-22 | "
+            "3/4 (0.75); 4 of the split's 24 planned | 0.13 of 100 |") in header
+    assert "GBFS: at most 10,000 evaluations, counted by `paper`: the paper's counting" in header
+    assert "**2 of 3 runs** (1 with fewer than 4 evaluations cannot tell)" in header
+    assert "| nlm | learn/ff | 1 of 1 still improving | 0 of 1 still improving (1 too short) |" in header
+    assert "| nlm | fixed/none |  | 1 of 1 still improving |" in header
+    caveats = header.split("**Read the tables with this in mind:**")[1]
+    assert "saw 0.25% of the paper's training samples or less" in caveats
+    assert "2 of 3 runs were still improving" in caveats
+    assert "configurations learn/none, fixed/ff; models hgn, linear; domains ferry, visitall" in caveats
+    assert "h_FF alone solves every planned instance of gripper:" in caveats  # not blocksworld: 3 of 4
+    assert "Test sets differ from the paper's in blocksworld, gripper" in caveats
+    assert "Plan sets of 2/4 instances (blocksworld, gripper; the paper: 100)" in caveats
+
+
+def test_header_of_the_papers_setting_has_no_caveats_about_it(tmp_path):
+    data, results = tmp_path / "data", tmp_path / "results"
+    paper_params = [{"blocks": b} for b in range(11, 23)]
+    write_data_root(data, train=456, test=132, test_states=2000, test_params=paper_params, plan=100)
+    results.mkdir()
+    for config in (("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none")):
+        for distribution in ("N", "TN"):
+            for seed in range(5):
+                write_run(results, data, FLAT, sigma=config[0], residual=config[1], distribution=distribution,
+                          seed=seed, steps=400, batch_size=25_600, instances=400)  # 400 x 25,600 = 40,000 x 256
+    write_planning(results / "baseline-blocksworld-ff.jsonl", [True] * 13 + [False] * 87)
+    scope = collect_scope(results)
+    assert scope.domains["blocksworld"].train_used == [400]
+    header = render_scope(scope)
+    assert "(100%)" in header and "**0 of 40 runs**" in header and "400 (of 456)" in header
+    caveats = header.split("**Read the tables with this in mind:**")[1]
+    assert "training samples" not in caveats and "still improving" not in caveats and "seed" not in caveats
+    assert "Test sets" not in caveats and "h_FF alone" not in caveats and "Plan sets" not in caveats
+    assert "Not run here: models hgn, linear; domains ferry, gripper, visitall." in caveats
+
+
+def test_header_flags_mixed_protocols_and_sigma_links(results, tmp_path):
+    write_run(results, tmp_path / "data", FLAT, seed=2, sigma_link="bounded")
+    run = write_run(results, tmp_path / "data", FLAT, seed=3)
+    write_planning(run / "planning-default.jsonl", [True], protocol="distinct")
+    header = scope_header(results)
+    assert "`distinct`: distinct-state counting" in header and "**mixed protocols" in header
+    assert "| learned sigma | 10 sigmoid(x) + 0.1, softplus(x) + 0.01 |" in header
+    assert "different learned-sigma links (bounded, softplus) are averaged together" in header
+
+
+def test_header_without_runs_or_data(tmp_path):
+    assert "No run folders" in scope_header(tmp_path)
+    run = write_run(tmp_path / "r", tmp_path / "no-data", [])
+    header = scope_header(tmp_path / "r")
+    assert "0 steps x batch 64 = 0 samples" in header and "| blocksworld | ? | ? |" in header
+    assert "**0 of 0 runs** (1 with fewer than 4 evaluations cannot tell)" in header
+    assert run.is_dir()
+
+
+def test_reports_open_with_the_header(results, tmp_path):
+    from tnlib.experiments.reports import write_reports
+
+    written = write_reports(results, tmp_path / "reports")
+    header = scope_header(results)
+    for path in written[:2]:
+        text = path.read_text()
+        title, rest = text.split("\n\n", 1)
+        assert title.startswith("# ") and rest.startswith(header) and "## Tables" in rest

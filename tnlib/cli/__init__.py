@@ -1,0 +1,75 @@
+"""The `tnlib` command line.
+
+Every command lives in this package, one module per pipeline stage (``planning``, ``data``, ``learning``,
+``experiments``); the library modules hold no argument parsing. Each module's ``REGISTER`` maps its commands to
+functions that add them to the sub-parsers; a registered sub-parser sets ``func`` (called with the parsed
+arguments, returning an exit code). ``CommandError`` (and the library's own errors, which the commands turn into
+it) prints one line on stderr and exits with 2.
+
+Modules are imported only for the command being run (``COMMANDS`` maps each command to its module and a
+one-line help for ``tnlib --help``), so that e.g. ``tnlib plan`` starts without importing torch.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tnlib.errors import CommandError
+
+# command -> (module that registers it, help line), in the order `tnlib --help` lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "reproduce": ("tnlib.cli.experiments", "regenerate reports/ on the small embedded default (the main job)"),
+    "generate": ("tnlib.cli.planning", "generate a problem instance of a shipped domain"),
+    "solve": ("tnlib.cli.planning", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
+    "plan": ("tnlib.cli.planning", "plan with GBFS and a symbolic heuristic"),
+    "heuristics": ("tnlib.cli.planning", "heuristic values of the initial state and the states along a plan"),
+    "validate": ("tnlib.cli.planning", "check a plan: whether and why it fails"),
+    "data": ("tnlib.cli.data", "generate, verify and describe datasets"),
+    "train": ("tnlib.cli.learning", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
+    "evaluate": ("tnlib.cli.learning", "test metrics of trained models and the Table 1 layout"),
+    "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
+}
+COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+__all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command`` given, only that command's module is imported and registers it in full."""
+    from tnlib import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tnlib",
+        description="Learning planning heuristics with Truncated Gaussians.",
+    )
+    parser.add_argument("--version", action="version", version=f"tnlib {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command][0]).REGISTER[command](subparsers)
+    else:
+        for name, (_, help_line) in COMMANDS.items():
+            subparsers.add_parser(name, help=help_line)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except CommandError as err:
+        print(f"tnlib {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tnlib {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""Command-line flags generated from a configuration dataclass, so a new config field gets its flag for free.
+
+Each field becomes ``--field-name`` (underscores as dashes; ``flags`` renames some) with the field's default:
+``int`` / ``float`` / ``str`` fields (``None`` allowed) take one value of that type, sequences take one or more
+(``nargs="+"``; pairs such as ``("learn", "ff")`` are written ``learn/ff``), a ``bool`` that defaults to True
+becomes ``--no-field-name`` (False: ``--field-name``), and a ``dict`` field takes repeated ``KEY=VALUE`` (VALUE
+read as JSON when it parses, as a string otherwise). :func:`config_values` reads the parsed arguments back into
+keyword arguments for the dataclass. With ``defaults=False`` a flag that is not given is left out of those keyword
+arguments (``tnlib sweep --preset`` fills them from the preset, not from the dataclass's defaults).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import typing
+from typing import Any, Sequence, Union
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None
+
+
+def _kind(annotation) -> tuple[str, type]:
+    """("scalar" | "sequence" | "bool" | "dict", element type) of a field's type."""
+    origin = typing.get_origin(annotation)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if origin is Union or str(origin) == "<class 'types.UnionType'>":  # X | None
+        return _kind(args[0])
+    if annotation is bool:
+        return "bool", bool
+    if annotation is dict or origin is dict:
+        return "dict", str
+    if origin is not None and origin not in (tuple,) and args:  # Sequence[X], list[X]
+        element = args[0]
+        return "sequence", (element if element in (int, float) else str)
+    if annotation in (int, float, str):
+        return "scalar", annotation
+    return "scalar", str
+
+
+def _flag(name: str, flags: dict[str, str]) -> str:
+    return flags.get(name, "--" + name.replace("_", "-"))
+
+
+def _show(value: Any) -> Any:
+    return "/".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
+                     help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True) -> None:
+    """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
+    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text. With ``defaults=False``
+    a flag that is not given sets nothing (its field is absent from :func:`config_values`)."""
+    flags, help = flags or {}, help or {}
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        if field.name in skip:
+            continue
+        kind, element = _kind(hints[field.name])
+        default = _default(field)
+        text = help.get(field.name)
+        if kind == "bool":
+            if default:
+                flag = flags.get(field.name, "--no-" + field.name.replace("_", "-"))
+                action = parser.add_argument(flag, dest=field.name, action="store_false", help=text)
+            else:
+                action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="store_true",
+                                             help=text)
+        elif kind == "dict":
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="append", default=[],
+                                         metavar="KEY=VALUE", help=text)
+        elif kind == "sequence":
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
+                                         default=[_show(v) for v in default], help=text)
+        else:
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, type=element, default=default,
+                                         help=text)
+        if not defaults:
+            action.default = argparse.SUPPRESS
+
+
+def _key_values(flag: str, pairs: Sequence[str]) -> dict:
+    values = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        try:
+            values[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key] = raw
+    return values
+
+
+def config_values(args: argparse.Namespace, cls: type, flags: dict[str, str] | None = None,
+                  skip: Sequence[str] = ()) -> dict:
+    """The dataclass's keyword arguments from arguments parsed with :func:`add_config_flags`; a ValueError for a
+    malformed ``KEY=VALUE``."""
+    flags = flags or {}
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in skip or not hasattr(args, field.name):  # not given, and added with defaults=False
+            continue
+        value = getattr(args, field.name)
+        if _kind(hints[field.name])[0] == "dict":
+            value = _key_values(_flag(field.name, flags), value)
+        values[field.name] = value
+    return values

@@ -1,0 +1,130 @@
+"""`tnlib data generate | verify | card`: build, check and describe datasets (see :mod:`tnlib.data`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tnlib.data.generation import PROFILES, generate_dataset
+from tnlib.data.manifest import data_card, default_data_root, find_datasets, verify_dataset
+from tnlib.data.schema import MANIFEST, SPLITS
+from tnlib.errors import CommandError, DatasetError
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS
+
+
+def register_data(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "data",
+        help="generate, verify and summarize heuristic-learning datasets",
+        description="Datasets of optimally solved instances labelled per state (see tnlib.data, data/README.md).",
+    )
+    commands = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+
+    gen = commands.add_parser(
+        "generate",
+        help="generate (or resume) a dataset",
+        description="Generate instances, solve them with A* + LM-cut, label every state on the optimal plan and "
+        "store the splits as Parquet with a manifest. Rerunning the same command resumes an interrupted run.",
+    )
+    gen.add_argument("--domain", action="append", required=True, metavar="D",
+                     help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
+    gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
+    gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
+                     help=f"comma-separated splits (default {','.join(SPLITS)})")
+    gen.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
+    gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
+    gen.add_argument("--out", type=Path, metavar="FOLDER",
+                     help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
+    gen.add_argument("--time-limit", type=float, metavar="S", help="solve limit for train and val (seconds)")
+    gen.add_argument("--test-time-limit", type=float, metavar="S", help="solve limit for test and plan (seconds)")
+    gen.add_argument("--memory-limit", type=int, metavar="MB", help="solve memory limit (MiB)")
+    gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
+    gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat ({MAX_EVALUATIONS})")
+    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
+    gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
+                     help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
+                     "used): same problem bytes, Fast Downward build and limits")
+    gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
+    gen.add_argument("--quiet", action="store_true", help="no progress bar")
+    gen.set_defaults(func=_run_generate)
+
+    ver = commands.add_parser(
+        "verify",
+        help="check manifests, checksums and distinct instances; non-zero exit on any problem",
+        description="Verify every dataset under FOLDER (default: the data root) against its manifests, and that "
+        "no instance occurs twice in a split or in two splits (up to renaming objects); print duplicate counts.",
+    )
+    ver.add_argument("folder", nargs="?", type=Path, help="dataset root or data root")
+    ver.set_defaults(func=_run_verify)
+
+    card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
+    card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
+    card.set_defaults(func=_run_card)
+    parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    domains: list[str] = []
+    for d in args.domain:
+        for name in d.split(","):
+            for item in DOMAINS if name == "all" else [name]:
+                if item not in domains:
+                    domains.append(item)
+    splits = [s for s in args.splits.split(",") if s]
+    if args.workers < 1:
+        raise CommandError(f"--workers must be >= 1, got {args.workers}")
+    out = args.out or default_data_root() / args.profile
+    try:
+        report = generate_dataset(
+            out, domains, args.profile, splits, workers=args.workers, scheduler=args.scheduler, force=args.force,
+            progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
+            memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
+            sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
+        )
+    except DatasetError as err:
+        raise CommandError(str(err)) from None
+    for name in report.skipped:
+        print(f"{name}: complete, skipped")
+    for name, counts in report.splits.items():
+        print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
+              f"{counts['failed']} failed, {counts['retried']} retried, {counts['duplicates_rejected']} duplicate "
+              f"attempts rejected, {counts['unfilled']} slots unfilled (cell exhausted)")
+    print(f"{out}: done in {report.wall_seconds:.1f} s ({report.solves} solves run, {report.reused_solves} reused)")
+    return 0
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    folder = args.folder or default_data_root()
+    roots = find_datasets(folder)
+    if not roots:
+        print(f"{folder}: no dataset (no {MANIFEST}); generate one with `tnlib data generate`", file=sys.stderr)
+        return 1
+    bad = 0
+    for root in roots:
+        duplicates: dict = {}
+        problems = verify_dataset(root, duplicates=duplicates)
+        for problem in problems:
+            print(f"{root}: {problem}", file=sys.stderr)
+        bad += bool(problems)
+        print(f"{root}: {'FAILED' if problems else 'ok'}")
+        # Duplicate counts, up to renaming objects (tnlib.data.instance_keys).
+        for domain, splits in duplicates.items():
+            parts = []
+            for split, d in splits.items():
+                text = f"{split} {d.instances}: {d.within} repeated"
+                if split != "train":
+                    text += f", {d.in_train} in train, {d.in_earlier} in earlier splits"
+                parts.append(text)
+            print(f"  {domain} duplicates: " + "; ".join(parts))
+    return 1 if bad else 0
+
+
+def _run_card(args: argparse.Namespace) -> int:
+    folder = args.folder or default_data_root() / "small"
+    if not (folder / MANIFEST).is_file():
+        raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
+    print(data_card(folder))
+    return 0
+
+
+REGISTER = {"data": register_data}

@@ -1,0 +1,70 @@
+"""`tnlib sweep` and `tnlib reproduce`. The flags of `sweep` are generated from :class:`Sweep`'s fields
+(:mod:`tnlib.cli.config_flags`), so a new field of the sweep is a new flag. `tnlib sweep` alone runs the paper's
+settings; `--preset NAME` starts from a named preset instead, and every flag given overrides it. Either way the
+command first prints what it will run (settings, number of runs, the compute it needs) on stderr."""
+from __future__ import annotations
+
+import json
+import sys
+
+from tnlib.cli.config_flags import add_config_flags, config_values
+from tnlib.errors import CommandError
+
+SWEEP_FLAGS = {"out_dir": "--out"}
+SWEEP_HELP = {
+    "configs": "sigma/residual pairs, e.g. learn/ff fixed/none learn/lmcut",
+    "model_args": "MODEL={...}: constructor arguments per model, e.g. nlm='{\"depth\": 3}' (repeatable)",
+    "plan": "train and evaluate only",
+    "plan_instances": "plan the first N instances of the plan split (default: all)",
+    "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
+    "workers": "local processes running cells side by side (default 1; the small preset: 2)",
+    "data_profile": "the dataset profile: the data root's sub-folder to read (default: paper)",
+}
+
+
+def register_sweep(subparsers) -> None:
+    from tnlib.experiments import sweep
+
+    parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
+                                   description=sweep.__doc__.splitlines()[0])
+    parser.add_argument("--preset", choices=sorted(sweep.PRESETS),
+                        help="start from a named preset instead of the paper's settings (small: what `make "
+                             "reproduce` runs on 2 CPU cores); the other flags override it")
+    add_config_flags(parser, sweep.Sweep, SWEEP_FLAGS, SWEEP_HELP, defaults=False)
+    parser.add_argument("--scheduler", help="address of a Dask scheduler to run the cells on")
+    parser.add_argument("--dry-run", action="store_true", help="print what the sweep would run and stop")
+    parser.set_defaults(func=_run_sweep)
+
+
+def _run_sweep(args) -> int:
+    from tnlib.experiments.sweep import Sweep, run_sweep
+
+    from tnlib.errors import DatasetError
+
+    try:
+        sweep = Sweep.from_parameters(preset=args.preset, **config_values(args, Sweep, SWEEP_FLAGS))
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    print(sweep.describe(), file=sys.stderr, flush=True)
+    if args.dry_run:
+        return 0
+    try:
+        rows = run_sweep(sweep, scheduler=args.scheduler)
+    except DatasetError as err:
+        raise CommandError(str(err)) from err
+    for row in rows:
+        print(json.dumps(row))
+    return 0
+
+
+def register_reproduce(subparsers) -> None:
+    from tnlib.experiments import reproduce
+
+    parser = subparsers.add_parser("reproduce", help="regenerate reports/ on the small embedded default",
+                                   description=reproduce.__doc__.splitlines()[0])
+    parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
+    parser.add_argument("--only", help="run only the steps whose name contains this text")
+    parser.set_defaults(func=lambda args: reproduce.reproduce(keep_existing=args.keep_existing, only=args.only))
+
+
+REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce}

@@ -1,0 +1,128 @@
+"""`tnlib train` and `tnlib evaluate`. The flags of `train` are generated from :class:`TrainConfig`'s fields
+(:mod:`tnlib.cli.config_flags`), so a new field of the configuration is a new flag."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tnlib.cli.config_flags import add_config_flags, config_values
+from tnlib.errors import CommandError, DatasetError, TrainingDiverged
+
+# TrainConfig fields whose flag is not --field-name, and help texts.
+TRAIN_FLAGS = {"data_root": "--data", "learning_rate": "--lr", "model_args": "--model-arg", "out_dir": "--out",
+               "run_name": "--name"}
+TRAIN_HELP = {
+    "domain": "blocksworld | ferry | gripper | visitall",
+    "model": "nlm | hgn | linear",
+    "distribution": "N | TN",
+    "sigma": "learn | fixed (1/sqrt 2)",
+    "residual": "ff | lmcut | none",
+    "lower_bound": "lmcut | hmax | blind | none",
+    "upper_bound": "none | h_sat",
+    "sigma_link": "a learned sigma: softplus (softplus(x) + 0.01, default) | bounded (the authors' 10 sigmoid(x) "
+                  "+ 0.1)",
+    "data_root": "dataset root (default: tnlib.data's, data/small)",
+    "instances": "subsample this many training instances",
+    "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn)",
+    "weight_decay": "AdamW's; default: the paper's, 1e-2 (nlm, hgn), 0 (linear)",
+    "model_args": "model constructor argument, e.g. depth=3 (repeatable)",
+    "out_dir": "folder of run folders (default: %(default)s)",
+    "run_name": "run folder name (default: from the configuration)",
+    "device": "cpu | cuda (default: CUDA when present)",
+    "progress": "no progress bar",
+}
+
+
+def register_train(subparsers) -> None:
+    from tnlib.learning.training import TrainConfig
+
+    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL",
+                              description="Train one model with one head configuration; writes a run folder "
+                                          "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
+    add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP)
+    p.add_argument("--restart", action="store_true", help="start afresh even if the run folder has a checkpoint")
+    p.set_defaults(func=_run_train)
+
+
+def _keep_freed_memory() -> None:
+    """What ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`` do, for a ``tnlib train`` process started without
+    them: glibc otherwise maps and unmaps every large tensor on every step (2-3x slower NLM training, see the
+    shared training-cost spec). Only the command does this: a notebook's process keeps the allocator it had."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's mallopt parameter numbers
+    if "MALLOC_MMAP_MAX_" not in os.environ:
+        libc.mallopt(m_mmap_max, 0)
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        libc.mallopt(m_trim_threshold, 2**31 - 1)
+
+
+def _run_train(args) -> int:
+    from tnlib.learning.training import TrainConfig, train
+
+    _keep_freed_memory()
+    try:
+        config = TrainConfig(**config_values(args, TrainConfig, TRAIN_FLAGS))
+        run_dir = train(config, resume=not args.restart)
+    except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
+        raise CommandError(str(err)) from None
+    best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
+    print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
+    return 0
+
+
+def register_evaluate(subparsers) -> None:
+    p = subparsers.add_parser(
+        "evaluate", help="test metrics of trained runs, or the paper's Table 1 from a results folder",
+        description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
+                    "with --table, render Table 1 from every metrics file under a folder.")
+    p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
+    p.add_argument("--split", default="test")
+    p.add_argument("--data", default=None, help="dataset root (default: the run's)")
+    p.add_argument("--device", default=None)
+    p.add_argument("--checkpoint", default="best.pt",
+                   help="which checkpoint of each run folder: best.pt (best validation MSE) or best-nll.pt")
+    p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
+    p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
+    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")
+    p.add_argument("--metric", default="mse", help="with --table: mse (Table 1) or nll")
+    p.add_argument("--latex", action="store_true", help="with --table: LaTeX instead of Markdown")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON lines")
+    p.set_defaults(func=_run_evaluate)
+
+
+def _run_evaluate(args) -> int:
+    from tnlib.experiments.tables import render_table
+    from tnlib.learning.evaluation import evaluate, evaluate_run
+
+
+    try:
+        if args.table:
+            print(render_table(args.runs[0], args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
+                               metric=args.metric, split=args.split, checkpoint=args.checkpoint), end="")
+            return 0
+        for run in args.runs:
+            path = Path(run)
+            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data, device=args.device)
+                       if path.is_dir()
+                       else evaluate(path, args.split, data_root=args.data, device=args.device))
+            if args.json:
+                print(json.dumps(metrics))
+            else:
+                clip = "" if metrics["mse_clip"] is None else f"  MSE+clip {metrics['mse_clip']:.4g}"
+                print(f"{run}: {args.split} MSE {metrics['mse']:.4g}{clip}  NLL {metrics['nll']:.4g}  "
+                      f"(h_FF {metrics['mse_ff']:.4g}, {metrics['states']} states)")
+    except (ValueError, FileNotFoundError, DatasetError) as err:
+        raise CommandError(str(err)) from None
+    return 0
+
+
+REGISTER = {"train": register_train, "evaluate": register_evaluate}

@@ -1,0 +1,273 @@
+"""`tnlib generate`, `tnlib solve`, `tnlib plan`, `tnlib heuristics` and `tnlib validate`: the planning core.
+
+Library modules are imported inside the functions, so that each command loads only what it uses (none of them
+torch; `generate` and `solve` not even numba).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from tnlib.errors import CommandError, PlanError, TaskError
+from tnlib.paper import DOMAINS
+
+
+def register_generate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "generate",
+        help="write one random problem instance (PDDL)",
+        description="Generate one problem instance, distributed like the IPC generators' (see tnlib.planning.generators).",
+    )
+    parser.add_argument("domain", choices=sorted(DOMAINS), help="domain key")
+    parser.add_argument("--seed", type=int, required=True, help="random seed (integer)")
+    parser.add_argument("--blocks", type=int, help="blocksworld: number of blocks")
+    parser.add_argument("--locations", type=int, help="ferry: number of locations")
+    parser.add_argument("--cars", type=int, help="ferry: number of cars")
+    parser.add_argument("--balls", type=int, help="gripper: number of balls")
+    parser.add_argument("--x", type=int, help="visitall: grid width")
+    parser.add_argument("--y", type=int, help="visitall: grid height")
+    parser.add_argument("--ratio", type=float, help="visitall: fraction of cells to visit, in (0, 1]")
+    parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    parser.set_defaults(func=_run_generate)
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    from tnlib.planning.generators import DOMAIN_PARAMETERS, generate
+
+    all_params = ("blocks", "locations", "cars", "balls", "x", "y", "ratio")
+    given = {p: getattr(args, p) for p in all_params if getattr(args, p) is not None}
+    expected = DOMAIN_PARAMETERS[args.domain]
+    missing = [f"--{p}" for p in expected if p not in given]
+    unknown = [f"--{p}" for p in given if p not in expected]
+    if missing or unknown:
+        wanted = " ".join(f"--{p} N" for p in expected)
+        problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(unknown)} does not apply"
+        raise CommandError(f"{args.domain} takes {wanted}: {problem}")
+    try:
+        text = generate(args.domain, args.seed, **given)
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text)
+    return 0
+
+
+def register_solve(subparsers: argparse._SubParsersAction) -> None:
+    from tnlib.planning.fast_downward import SEARCH
+
+    parser = subparsers.add_parser(
+        "solve",
+        help="solve one problem optimally with Fast Downward (A* + LM-cut)",
+        description=f"Optimal planning with Fast Downward's {SEARCH}. Exit code 0 when solved, 1 otherwise.",
+    )
+    parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(DOMAINS)}")
+    parser.add_argument("problem", type=Path, help="problem file")
+    parser.add_argument("--time-limit", type=float, default=300, metavar="S", help="seconds (default 300)")
+    parser.add_argument("--memory-limit", type=int, default=8000, metavar="MB", help="MiB (default 8000)")
+    parser.add_argument("--plan-file", type=Path, metavar="F", help="write the plan here when solved")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.set_defaults(func=_run_solve)
+
+
+def _run_solve(args: argparse.Namespace) -> int:
+    from tnlib.planning.fast_downward import SEARCH, _run_fast_downward
+
+    try:
+        result, plan_text = _run_fast_downward(
+            args.domain, args.problem, SEARCH, args.time_limit, args.memory_limit
+        )
+    except (FileNotFoundError, ValueError) as err:
+        raise CommandError(str(err)) from err
+    if args.plan_file is not None and plan_text is not None:
+        args.plan_file.parent.mkdir(parents=True, exist_ok=True)
+        args.plan_file.write_text(plan_text)
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        print(f"status: {result.status}")
+        if result.solved:
+            print(f"cost: {result.cost:g}")
+            print(f"plan length: {len(result.plan)}")
+        print(f"seconds: {result.seconds:.3f}")
+        if result.expansions is not None:
+            print(f"expansions: {result.expansions}")
+        if result.log:
+            print(result.log, file=sys.stderr)
+    return 0 if result.solved else 1
+
+
+def register_plan(subparsers) -> None:
+    from tnlib.planning.heuristics import HEURISTIC_NAMES
+    from tnlib.paper import MAX_EVALUATIONS
+    from tnlib.planning.search import PAPER, PROTOCOLS
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="find a plan with greedy best-first search (or A*)",
+        description="Eager GBFS (default) or A* on a PDDL problem. Exit code 0 when solved, 1 otherwise.",
+    )
+    parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
+    parser.add_argument("problem", help="problem file")
+    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, default="ff", help="default: ff")
+    parser.add_argument("--search", choices=("gbfs", "astar"), default="gbfs", help="default: gbfs")
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS, default=PAPER,
+        help="GBFS evaluation counting: 'paper' (the paper's planner: every generated successor counts, goal test "
+             "at generation; default) or 'distinct' (each distinct state counts once, goal test at expansion)",
+    )
+    parser.add_argument(
+        "--max-evaluations", type=int, default=MAX_EVALUATIONS, metavar="N",
+        help=f"heuristic evaluation limit (default {MAX_EVALUATIONS}; 0 = none)",
+    )
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds (default: none)")
+    parser.add_argument("--plan-file", metavar="F", help="write the plan here (IPC format) when solved")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.set_defaults(func=_run_plan)
+
+
+def _run_plan(args) -> int:
+    from tnlib.planning.plans import validate_plan, write_plan
+    from tnlib.planning.search import astar, gbfs
+    from tnlib.planning.task import load_task
+
+    if args.time_limit is not None and args.time_limit < 0:
+        raise CommandError("--time-limit must be >= 0")
+    try:
+        task = load_task(args.domain, args.problem)
+    except TaskError as err:
+        raise CommandError(str(err)) from None
+    limit = args.max_evaluations if args.max_evaluations > 0 else None
+    if args.search == "gbfs":
+        result = gbfs(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit, protocol=args.protocol)
+    else:
+        result = astar(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit)
+    if result.solved:
+        verdict = validate_plan(task, result.plan)
+        if not verdict.valid:  # a bug, never a user error: say so loudly
+            raise RuntimeError(f"search returned an invalid plan: {verdict.message}")
+        if args.plan_file:
+            Path(args.plan_file).parent.mkdir(parents=True, exist_ok=True)
+            write_plan(result.plan, args.plan_file)
+    if args.json:
+        record = result.to_dict()
+        record.update(search=args.search, heuristic=args.heuristic, problem=str(args.problem))
+        print(json.dumps(record))
+    else:
+        print(f"status: {result.status}")
+        if result.solved:
+            print(f"plan length: {result.plan_length}")
+        print(f"evaluations: {result.evaluations}  expansions: {result.expansions}  seconds: {result.seconds:.3f}"
+              + (f"  (protocol: {result.protocol})" if result.protocol else ""))
+        if result.solved and not args.plan_file:
+            for step in result.plan:
+                print(step)
+    return 0 if result.solved else 1
+
+
+def register_heuristics(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "heuristics",
+        help="heuristic values of the initial state and the states along a plan",
+        description=(
+            "Evaluate blind, goalcount, hmax, hadd, ff, lmcut and the linear-model features on the initial state "
+            "and, with --plan, on each state the plan visits. Infinite values (dead ends) print as null in JSON."
+        ),
+    )
+    parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
+    parser.add_argument("problem", help="problem file")
+    parser.add_argument("--plan", metavar="PLAN", help="plan file (IPC format)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list, one object per state")
+    parser.set_defaults(func=_run_heuristics)
+
+
+def _json_number(value: float):
+    if math.isinf(value) or math.isnan(value):
+        return None
+    return int(value) if float(value).is_integer() else value
+
+
+def _run_heuristics(args) -> int:
+    from tnlib.planning.heuristics import evaluate_all
+    from tnlib.planning.plans import read_plan, validate_plan
+    from tnlib.planning.task import load_task
+
+    try:
+        task = load_task(args.domain, args.problem)
+        plan = read_plan(args.plan) if args.plan else []
+        # Simulate on the unpruned grounding (a plan may use goal-irrelevant actions); both groundings have the
+        # same facts, so their packed states are interchangeable.
+        full = load_task(args.domain, args.problem, remove_irrelevant_operators=False) if plan else task
+    except (TaskError, PlanError) as err:
+        raise CommandError(str(err)) from None
+    verdict = validate_plan(full, plan)
+    if verdict.failed_step is not None:
+        raise CommandError(f"{args.plan}: {verdict.message}")
+    assert full.fact_names == task.fact_names
+    states = [full.init]
+    for step in plan:
+        states.append(full.apply(states[-1], step))
+    values = evaluate_all(task, states)
+    records = []
+    for i, state in enumerate(states):
+        record = {"step": i, "action": plan[i - 1] if i else None, "is_goal": task.is_goal(state)}
+        record.update({name: _json_number(float(column[i])) for name, column in values.items()})
+        records.append(record)
+    if args.json:
+        print(json.dumps(records))
+    else:
+        columns = ["step", *values]
+        short = {"ignored_deletes_total": "del_total", "ignored_deletes_mean": "del_mean"}
+        print("  ".join(f"{short.get(c, c):>10}" for c in columns) + "  action")
+        for record in records:
+            cells = ["inf" if record[c] is None else (f"{record[c]:.3g}" if isinstance(record[c], float)
+                                                       else str(record[c])) for c in columns]
+            print("  ".join(f"{c:>10}" for c in cells) + f"  {record['action'] or ''}")
+    return 0
+
+
+def register_validate(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check a plan against a problem",
+        description="Simulate an IPC-format plan. Exit code 0 when valid, 1 when not, 2 on unreadable input.",
+    )
+    parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
+    parser.add_argument("problem", help="problem file")
+    parser.add_argument("plan", help="plan file (IPC format)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    parser.set_defaults(func=_run_validate)
+
+
+def _run_validate(args) -> int:
+    from tnlib.planning.plans import read_plan, validate_plan
+    from tnlib.planning.task import load_task
+
+    try:
+        task = load_task(args.domain, args.problem, remove_irrelevant_operators=False)
+        plan = read_plan(args.plan)
+    except (TaskError, PlanError) as err:
+        raise CommandError(str(err)) from None
+    verdict = validate_plan(task, plan)
+    if args.json:
+        print(json.dumps({
+            "valid": verdict.valid,
+            "length": verdict.length,
+            "message": verdict.message,
+            "failed_step": verdict.failed_step,
+            "failed_action": verdict.failed_action,
+            "missing_preconditions": verdict.missing_preconditions,
+            "unmet_goals": verdict.unmet_goals,
+        }))
+    else:
+        print(("VALID: " if verdict.valid else "INVALID: ") + verdict.message)
+    return 0 if verdict.valid else 1
+
+
+REGISTER = {"generate": register_generate, "solve": register_solve, "plan": register_plan,
+            "heuristics": register_heuristics, "validate": register_validate}

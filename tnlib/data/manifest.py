@@ -1,0 +1,268 @@
+"""Where datasets live and whether one is intact: its manifests, the sha256 of every file, the tables' schemas.
+
+A dataset root holds ``manifest.json`` (its domains, each with its manifest's sha256) and per domain
+``DOMAIN/manifest.json`` (settings, counts, the sha256 of every file); :mod:`tnlib.data.generation` writes them.
+:func:`verify_dataset` lists every problem it finds, with the command that regenerates the damaged part;
+:func:`check_dataset` raises them as one :class:`tnlib.errors.DatasetError`. Both include the distinct-instance
+rule (:mod:`tnlib.data.instance_keys`): no instance twice in a split, none in two splits. :func:`data_card`
+summarizes a root's manifests as a Markdown table.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, SPLITS, arrow_schema
+from tnlib.data.instance_keys import check_domain_instances
+from tnlib.errors import DatasetError
+from tnlib.io import read_json, sha256_file
+from tnlib.planning.generators import DOMAIN_PARAMETERS
+
+
+def default_data_root() -> Path:
+    """Where datasets live: ``$TNLIB_DATA`` when set, else ``<repo>/data``."""
+    env = os.environ.get("TNLIB_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+
+
+def _generate_hint(
+    domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None, force: bool = False
+) -> str:
+    command = f"tnlib data generate --domain {domain or 'all'} --profile {profile}"
+    if split:
+        command += f" --splits {split}"
+    return f"`{command}{' --force' if force else ''}`"
+
+
+def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_PROFILE) -> Path:
+    """The dataset root to read: ``root`` itself when it holds a manifest, else ``root/profile``
+    (``root`` defaults to :func:`default_data_root`). Raises DatasetError when neither has one."""
+    base = Path(root) if root is not None else default_data_root()
+    for candidate in (base, base / profile):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    raise DatasetError(
+        f"no dataset at {base} (no {MANIFEST} there or in {base / profile}); generate it with "
+        f"{_generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
+    )
+
+
+def find_datasets(folder: str | os.PathLike) -> list[Path]:
+    """``folder`` when it is a dataset root, else its sub-folders that are."""
+    folder = Path(folder)
+    if (folder / MANIFEST).is_file():
+        return [folder]
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if (p / MANIFEST).is_file())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verification
+
+
+def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
+    if not path.is_file():
+        problems.append(f"{what} missing: {path}")
+        return None
+    try:
+        return read_json(path)
+    except (OSError, ValueError) as err:
+        problems.append(f"{what} unreadable ({err.__class__.__name__}: {err}): {path}")
+        return None
+
+
+def verify_dataset(
+    root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True,
+    duplicates: dict | None = None,
+) -> list[str]:
+    """Every problem found in a dataset root (empty list: all good).
+
+    Checks the root and domain manifests, that every file they list exists with its sha256, that no unlisted
+    table or problem file sits among them, (``deep``) each table's schema and row count, and that no instance
+    occurs twice in a split or in two splits (:mod:`tnlib.data.instance_keys`: same initial state and goal up to
+    renaming objects). ``domain`` and ``split`` restrict the checks to that part of the dataset (a split is
+    checked against itself and the domain's earlier splits, with the keys the manifest stores); a whole-dataset
+    check (neither given, ``deep``) recomputes every key from its problem file. ``duplicates``, when a dict, gets
+    the duplicate counts per domain and split (:class:`tnlib.data.instance_keys.SplitDuplicates`).
+    """
+    root = Path(root)
+    problems: list[str] = []
+    top = _load_json(root / MANIFEST, problems, "dataset manifest")
+    if top is None:
+        return problems
+    if top.get("format") != FORMAT:
+        return [f"{root / MANIFEST}: not a tnlib dataset manifest (format {top.get('format')!r})"]
+    profile = top.get("profile", DEFAULT_PROFILE)
+    domains = top.get("domains", {})
+    if domain is not None and domain not in domains:
+        hint = _generate_hint(domain, profile)
+        return [f"domain {domain!r} is not in this dataset (it has {', '.join(domains) or 'none'}); run {hint}"]
+    for name, ref in domains.items():
+        if domain is not None and name != domain:
+            continue
+        manifest_path = root / ref["manifest"]
+        manifest = _load_json(manifest_path, problems, f"{name} manifest")
+        if manifest is None:
+            continue
+        if sha256_file(manifest_path) != ref["sha256"]:
+            problems.append(f"{manifest_path}: checksum differs from the dataset manifest (edited or corrupt)")
+        splits = manifest.get("splits", {})
+        if split is not None and split not in splits:
+            problems.append(
+                f"{name}: split {split!r} was not generated (has {', '.join(splits) or 'none'}); run "
+                f"{_generate_hint(name, profile, split)}"
+            )
+            continue
+        wanted = [split] if split is not None else list(splits)
+        listed = manifest.get("files", {})
+        for relative, digest in listed.items():
+            if split is not None and not _in_split(relative, name, split):
+                continue
+            path = root / relative
+            fix = _generate_hint(name, profile, _split_of(relative, name), force=True)
+            if not path.is_file():
+                problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
+            elif sha256_file(path) != digest:
+                problems.append(f"{relative}: checksum mismatch (changed or corrupt); regenerate with {fix}")
+        for relative in _files_on_disk(root, name):
+            if relative not in listed and (split is None or _in_split(relative, name, split)):
+                problems.append(f"{relative}: not listed in {name}/{MANIFEST} (a stray or foreign file)")
+        if deep:
+            for s in wanted:
+                problems += _check_table(root, name, s, splits[s])
+        # Distinct within each split, disjoint across splits.
+        found, counts = check_domain_instances(
+            root, name, manifest, split, recompute=deep and domain is None and split is None,
+            hint=lambda s, n=name: _generate_hint(n, profile, ",".join(_from(s, splits)), force=True),
+        )
+        problems += found
+        if duplicates is not None:
+            duplicates[name] = counts
+    return problems
+
+
+def _from(split: str, splits: dict) -> list[str]:
+    """``split`` and the splits after it: what must be remade together (:mod:`tnlib.data.generation` makes later
+    splits disjoint from earlier ones)."""
+    order = [s for s in SPLITS if s in splits]
+    return order[order.index(split):] if split in order else [split]
+
+
+def _split_of(relative: str, domain: str) -> str | None:
+    rest = relative[len(domain) + 1:]
+    if rest.endswith(".parquet"):
+        return rest[: -len(".parquet")]
+    if rest.startswith("problems/"):
+        return rest.split("/")[1]
+    return None
+
+
+def _in_split(relative: str, domain: str, split: str) -> bool:
+    return relative == f"{domain}/domain.pddl" or _split_of(relative, domain) == split
+
+
+def _files_on_disk(root: Path, domain: str) -> Iterator[str]:
+    folder = root / domain
+    if not folder.is_dir():
+        return
+    for path in folder.glob("*.parquet"):
+        yield path.relative_to(root).as_posix()
+    for path in (folder / "problems").glob("*/*.pddl"):
+        yield path.relative_to(root).as_posix()
+
+
+def _check_table(root: Path, domain: str, split: str, entry: dict) -> list[str]:
+    import pyarrow.parquet as pq
+
+    path = root / domain / entry["table"]
+    if not path.is_file():
+        return []  # reported as missing already
+    try:
+        metadata = pq.read_metadata(path)
+        schema = pq.read_schema(path)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several types for damaged files
+        return [f"{path.relative_to(root)}: not a readable Parquet file ({err})"]
+    problems = []
+    expected = arrow_schema()
+    if not schema.remove_metadata().equals(expected):
+        problems.append(
+            f"{path.relative_to(root)}: columns {schema.names} differ from the format's {expected.names}"
+        )
+    if metadata.num_rows != entry["counts"]["states"]:
+        problems.append(
+            f"{path.relative_to(root)}: {metadata.num_rows} rows, the manifest says {entry['counts']['states']}"
+        )
+    return problems
+
+
+def check_dataset(root: str | os.PathLike, domain: str | None = None, split: str | None = None) -> None:
+    """Raise :class:`DatasetError` listing every problem :func:`verify_dataset` finds."""
+    problems = verify_dataset(root, domain, split)
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise DatasetError(f"dataset {root} failed verification:\n  {shown}{more}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data card
+
+
+def data_card(root: str | os.PathLike) -> str:
+    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, duplicates rejected,
+    generation time; then the cells that ran out of distinct instances.
+
+    Generation time is the sum over slots of the worker's time (solve + label, rejected attempts included): the
+    cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
+    Solve and label are the accepted attempts' parts; solve time is the planner's, reused solves included.
+    """
+    from tnlib.data.generation import params_label
+
+    root = Path(root)
+    top = read_json(root / MANIFEST)
+    lines = [
+        "| domain | split | instances | states | sizes | h* (initial) range, mean | failed / retried "
+        "| duplicates rejected / slots unfilled | generation s | of which solve / label |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    exhausted = []
+    for domain, ref in top["domains"].items():
+        manifest = read_json(root / ref["manifest"])
+        for split, entry in manifest["splits"].items():
+            lengths = [i["plan_length"] for i in entry["instances"]]
+            params = entry["settings"]["grid"]["params"]
+            sizes = "; ".join(
+                f"{p} {_value_range([c[p] for c in params])}" for p in DOMAIN_PARAMETERS[domain]
+            )
+            counts = entry["counts"]
+            h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
+            # datasets of format 1 predate the duplicate rule: "-"
+            duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
+                          if "duplicates_rejected" in counts else "-")
+            lines.append(
+                f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
+                f"| {counts['failed']} / {counts['retried']} | {duplicates} | {entry['seconds']['slots']:.0f} "
+                f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
+            )
+            for cell in entry.get("exhausted_cells", []):
+                label = params_label(domain, cell["params"])
+                exhausted.append(
+                    f"- {domain} {split} `{label}`: {cell['instances']} distinct instance(s), then "
+                    f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
+                    f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
+                )
+    if exhausted:
+        lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
+                  "grid asks for):", "", *exhausted]
+    return "\n".join(lines)
+
+
+def _value_range(values: list) -> str:
+    distinct = sorted(set(values))
+    if len(distinct) == 1:
+        return f"{distinct[0]:g}"
+    if all(isinstance(v, int) for v in distinct) and distinct == list(range(distinct[0], distinct[-1] + 1)):
+        return f"{distinct[0]}-{distinct[-1]}"
+    return "{" + ",".join(f"{v:g}" for v in distinct) + "}"

@@ -1,0 +1,68 @@
+"""The dataset format: file names, splits, and the columns of a split table.
+
+One row per state on an instance's optimal plan:
+
+============================  ==========================================================================
+column                        meaning
+============================  ==========================================================================
+``domain``                    domain key (``blocksworld``, ``ferry``, ``gripper``, ``visitall``)
+``split``                     ``train``, ``val``, ``test`` or ``plan``
+``instance``                  problem name (unique in the dataset; encodes the generator seed)
+``problem``                   problem PDDL path, relative to the dataset root
+``step``                      position on the optimal plan (0 = initial state)
+``plan_length``               length of the instance's optimal plan
+``state``                     atoms true in the state, static ones included, lower case, sorted
+``goal``                      the goal atoms, sorted
+``h_star``                    optimal cost-to-go (``plan_length - step``)
+``blind`` ... ``lmcut``       tnlib's blind, goal count, h_max, h_add, h_FF, LM-cut (float64)
+``ff_ignored_deletes_total``  delete effects of h_FF's relaxed plan; ``..._mean``: per relaxed action
+``h_sat``                     length of a GBFS(h_FF) plan from the state (an upper bound on h*), NaN if none
+============================  ==========================================================================
+
+The linear model's features are the columns :data:`FEATURE_COLUMNS`: :data:`tnlib.paper.LINEAR_FEATURES` with
+the two ignored-delete counts prefixed ``ff_`` (they are counted on h_FF's relaxed plan).
+"""
+from __future__ import annotations
+
+from tnlib.paper import LINEAR_FEATURES
+
+FORMAT = "tnlib-heuristic-dataset"
+FORMAT_VERSION = 2  # 2: instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
+SPLITS = ("train", "val", "test", "plan")
+MANIFEST = "manifest.json"
+DEFAULT_PROFILE = "small"
+
+# The table's columns, in order, with their Arrow types (meanings above).
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("domain", "string"),
+    ("split", "string"),
+    ("instance", "string"),
+    ("problem", "string"),
+    ("step", "int64"),
+    ("plan_length", "int64"),
+    ("state", "list<string>"),
+    ("goal", "list<string>"),
+    ("h_star", "int64"),
+    ("blind", "float64"),
+    ("goalcount", "float64"),
+    ("hmax", "float64"),
+    ("hadd", "float64"),
+    ("ff", "float64"),
+    ("lmcut", "float64"),
+    ("ff_ignored_deletes_total", "float64"),
+    ("ff_ignored_deletes_mean", "float64"),
+    ("h_sat", "float64"),
+)
+
+# The columns a labelled state fills (tnlib.data.labels), in table order; the first four name where it comes from.
+RECORD_COLUMNS = tuple(name for name, _ in TABLE_COLUMNS[4:])
+HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
+FEATURE_COLUMNS = tuple(f"ff_{name}" if name.startswith("ignored_deletes") else name for name in LINEAR_FEATURES)
+
+
+def arrow_schema():
+    """The pyarrow schema of a split table (:data:`TABLE_COLUMNS`)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "list<string>": pa.list_(pa.string())}
+    return pa.schema([(name, types[kind]) for name, kind in TABLE_COLUMNS])

@@ -1,0 +1,38 @@
+"""Every error tnlib raises on purpose, in one place: each names what went wrong for a user to act on.
+
+The command line (:mod:`tnlib.cli`) turns these into one line on stderr and exit code 2 instead of a traceback.
+"""
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    """A user error worth one clear line on stderr and exit code 2, not a traceback."""
+
+
+class TaskError(ValueError):
+    """A PDDL file that cannot be turned into a task; the message names the file and the problem."""
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be read (not a sequence of ``(action args)`` lines)."""
+
+
+class LabelError(ValueError):
+    """A plan that does not validate, or labels that contradict each other (see :mod:`tnlib.data.labels`)."""
+
+
+class DatasetError(Exception):
+    """A dataset that is missing, corrupt, or inconsistent with the settings asked for (one clear message)."""
+
+
+class InstanceKeyError(ValueError):
+    """A problem that cannot be keyed (:mod:`tnlib.data.instance_keys`): unreadable PDDL, an atom over an
+    undeclared object, or too much symmetry."""
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the gradient became NaN or infinite; nothing was saved for the offending step."""
+
+
+class SchedulerUnreachable(ConnectionError):
+    """The Dask scheduler at the given address did not answer."""

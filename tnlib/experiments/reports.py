@@ -1,0 +1,92 @@
+"""A sweep's reports: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and the training curves (the
+paper's Figure 2), and a table of the cells' summaries for the notebook."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from tnlib.experiments.run_dir import ResultsDir
+from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
+
+
+def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
+    """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
+    one section per model. Both Markdown reports open with the scope header (:mod:`tnlib.experiments.scope`):
+    what the runs did against the paper's setting, computed from the run folders."""
+    from tnlib.experiments.scope import scope_header
+    from tnlib.experiments.tables import render_table, render_table2
+
+    results_dir, reports_dir = Path(results_dir), Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    scope = scope_header(results_dir)
+    source = f"From `{results_dir.name}/`, l = {lower_bound}."
+    accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
+                "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
+                "those heuristics.\n"]
+    planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
+                "An unsolved instance counts as the evaluation limit.\n"]
+    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
+    configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    for model in models:
+        # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
+        ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
+        planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
+        accuracy.append(f"### {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
+        planning.append(f"### {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound,
+                                                            configs=planned))
+        html.append(f"<h1>Training curves ({model})</h1>")
+        for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
+                                               if c["model"] == model}):
+            figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+            html.append(figure.to_html(full_html=False, include_plotlyjs=False))
+    html.append("</body></html>")
+    written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
+    for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
+        path.write_text(text)
+    return written
+
+
+def summaries_table(rows: Sequence[dict]) -> str:
+    """The cells' summaries (run, test MSE and NLL, plan coverage) as a Markdown table."""
+    lines = ["| run | test MSE | test NLL | plan coverage (default) | plan coverage (N+clip) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        clip = r.get("coverage_clip")
+        default = r.get("coverage_default")
+        lines.append(f"| {r['run']} | {r['mse']:.3f} | {r['nll']:.3f} | "
+                     f"{'' if default is None else f'{default:.2f}'} | {'' if clip is None else f'{clip:.2f}'} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Experiments: training curves (the paper's Figure 2)
+
+_DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange (Gaussian) and blue (truncated)
+
+
+def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
+                           residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse") :
+    """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
+    import plotly.graph_objects as go
+
+    from tnlib.io import read_jsonl
+
+    figure = go.Figure()
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
+                domain, model, sigma, residual, lower_bound):
+            continue
+        if not run.curves_file.is_file():
+            continue
+        rows = read_jsonl(run.curves_file)
+        distribution = config["distribution"]
+        figure.add_trace(go.Scatter(
+            x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
+            name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
+            line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
+    figure.update_layout(
+        title=f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, l = {lower_bound})",
+        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
+        template="plotly_white", height=380)
+    return figure

@@ -1,0 +1,433 @@
+"""What a results folder can and cannot show: the header of the reports, computed from the run folders.
+
+A sweep's tables look the same whether its runs trained for 40,000 steps or 300, on the paper's test sets or on
+smaller ones, with the plan instances h_FF finds hard or ones it solves outright. :func:`collect_scope` reads what
+was actually done -- every run's ``config.json`` and ``curves.jsonl``, the planning and baseline files, the sweep's
+``sweep.json`` and the data manifests -- and sets it beside the paper's setting (:mod:`tnlib.paper` and the
+``paper`` profile of :mod:`tnlib.data.generation`); :func:`render_scope` writes it as a short Markdown block that
+the reports (``accuracy.md``, ``planning.md``) and the experiments notebook put on top. Nothing in it is typed
+in by hand: a shorter run, a missing configuration or an easy plan set shows up by itself.
+
+**Still improving.** A run's validation curve counts as *still improving at the last step* when the best
+validation MSE among its last quarter of evaluations (at least one) is more than 1% below the best before them
+(:func:`still_improving`): the model selection (best validation MSE) would likely have picked a better model had
+training gone on. Runs with fewer than four evaluations are *too short to tell*.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.io import read_json, read_jsonl
+from tnlib.paper import (
+    BATCH_SIZE,
+    DISTRIBUTIONS,
+    DOMAINS,
+    FF_COVERAGE,
+    MAX_EVALUATIONS,
+    MODELS,
+    PLAN_INSTANCES,
+    SEEDS,
+    TABLE1_CONFIGS,
+    TRAIN_INSTANCES,
+    TRAIN_STEPS,
+)
+
+# The flattening criterion (module docstring): the last LAST_FRACTION of evaluations must beat the best before
+# them by more than IMPROVEMENT (relative) for a run to count as still improving; fewer than MIN_EVALUATIONS
+# evaluations cannot tell.
+LAST_FRACTION = 0.25
+IMPROVEMENT = 0.01
+MIN_EVALUATIONS = 4
+
+# GBFS counting protocols (tnlib.planning.search), as the header names them.
+PROTOCOL_TEXT = {
+    "paper": "the paper's counting (every generated successor is an evaluation, goal test at generation)",
+    "distinct": "distinct-state counting (goal test at expansion; looser than the paper's)",
+}
+
+
+def still_improving(values: Sequence[float], last_fraction: float = LAST_FRACTION,
+                    improvement: float = IMPROVEMENT, minimum: int = MIN_EVALUATIONS) -> bool | None:
+    """Whether a validation curve was still improving at its end: the best of its last ``last_fraction`` of
+    values (rounded up, at least one) is below ``(1 - improvement)`` times the best before them. None when it has
+    fewer than ``minimum`` values. Non-finite values never count as a best."""
+    if len(values) < minimum:
+        return None
+    last = max(1, math.ceil(len(values) * last_fraction))
+    finite = [v if math.isfinite(v) else math.inf for v in values]
+    before, after = min(finite[:-last]), min(finite[-last:])
+    if not math.isfinite(after):
+        return False
+    if not math.isfinite(before):
+        return True
+    return after < before * (1 - improvement) if before > 0 else after < before
+
+
+@dataclass
+class RunFacts:
+    """One run folder as the header needs it."""
+
+    name: str
+    domain: str
+    model: str
+    sigma: str
+    residual: str
+    distribution: str
+    lower_bound: str
+    sigma_link: str
+    seed: int
+    steps: int  # configured
+    steps_done: int  # the last validated step (0 without curves)
+    batch_size: int
+    instances: int | None
+    data_root: str | None
+    evaluations: int
+    improving: bool | None
+    instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
+
+
+@dataclass
+class DomainFacts:
+    """One domain: its data (from the manifest) beside the paper's, and its plan set with h_FF's coverage."""
+
+    domain: str
+    data_root: str | None = None
+    train_instances: int | None = None  # in the train split
+    train_used: list[int] = field(default_factory=list)  # per distinct instances setting of its runs
+    test_instances: int | None = None
+    test_states: int | None = None
+    test_sizes: str | None = None
+    paper_test_instances: int | None = None
+    paper_test_sizes: str | None = None
+    plan_split: int | None = None  # instances in the plan split
+    planned: int | None = None  # instances GBFS(h_FF) was run on
+    ff_solved: int | None = None
+    protocols: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Scope:
+    results_dir: str
+    runs: list[RunFacts]
+    domains: dict[str, DomainFacts]
+    max_evaluations: int | None  # from sweep.json; None when the folder has none
+    plan_protocols: list[str]  # of the learned heuristics' planning records
+
+    # -- the grid -------------------------------------------------------------------------------------------------
+    def values(self, attribute: str) -> list:
+        return sorted({getattr(r, attribute) for r in self.runs}, key=_order(attribute))
+
+    def missing(self, attribute: str) -> list:
+        """What the paper ran and these runs did not (domains, models, configs, distributions)."""
+        paper = {"domain": DOMAINS, "model": MODELS, "distribution": DISTRIBUTIONS,
+                 "config": ["/".join(c) for c in TABLE1_CONFIGS]}[attribute]
+        here = {f"{r.sigma}/{r.residual}" for r in self.runs} if attribute == "config" else set(self.values(attribute))
+        return [value for value in paper if value not in here]
+
+    def configs(self) -> list[str]:
+        order = ["/".join(c) for c in TABLE1_CONFIGS]
+        found = {f"{r.sigma}/{r.residual}" for r in self.runs}
+        return sorted(found, key=lambda c: order.index(c) if c in order else len(order))
+
+    # -- training -------------------------------------------------------------------------------------------------
+    def samples(self) -> list[int]:
+        """Training samples (steps done x batch size) per run."""
+        return [r.steps_done * r.batch_size for r in self.runs]
+
+    def unfinished(self) -> list[str]:
+        return [r.name for r in self.runs if r.steps_done < r.steps]
+
+    def improving(self) -> dict[tuple[str, str, str], Counter]:
+        """Per (model, configuration, distribution): counts of True (still improving), False and None."""
+        groups: dict = defaultdict(Counter)
+        for r in self.runs:
+            groups[(r.model, f"{r.sigma}/{r.residual}", r.distribution)][r.improving] += 1
+        return dict(groups)
+
+
+def _order(attribute: str):
+    orders = {"domain": DOMAINS, "model": MODELS, "distribution": DISTRIBUTIONS}
+    if attribute in orders:
+        known = list(orders[attribute])
+        return lambda v: (known.index(v) if v in known else len(known), str(v))
+    return lambda v: (str(type(v)), v)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def _run_facts(run: RunDir) -> RunFacts:
+    config = run.read_config()
+    curve = [row for row in read_jsonl(run.curves_file) if "val_mse" in row]
+    val_mse = [float(row["val_mse"]) if row["val_mse"] is not None else math.nan for row in curve]
+    return RunFacts(
+        name=run.name, domain=config["domain"], model=config["model"], sigma=config["sigma"],
+        residual=config["residual"], distribution=config["distribution"], lower_bound=config["lower_bound"],
+        sigma_link=config.get("sigma_link", "softplus"), seed=config["seed"], steps=config["steps"],
+        steps_done=max((int(row["step"]) for row in curve), default=0), batch_size=config["batch_size"],
+        instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
+        improving=still_improving(val_mse),
+        instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None)
+
+
+def _domain_manifest(data_root: str | None, domain: str) -> tuple[str | None, dict | None]:
+    """(the dataset root, the domain's manifest) of a run's data, or (root or None, None) when unreadable."""
+    from tnlib.data.manifest import dataset_root
+    from tnlib.data.schema import MANIFEST
+    from tnlib.errors import DatasetError
+
+    try:
+        root = dataset_root(data_root)
+    except DatasetError:
+        return data_root, None
+    try:
+        entry = read_json(root / MANIFEST)["domains"][domain]
+        return str(root), read_json(root / entry["manifest"])
+    except (OSError, KeyError, ValueError):
+        return str(root), None
+
+
+def sizes_text(domain: str, params: Iterable[dict]) -> str:
+    """A grid's generator parameters as ranges, e.g. ``blocks 9-10`` or ``x 5-7, y 5-7, ratio {0.5,1}``."""
+    from tnlib.planning.generators import DOMAIN_PARAMETERS
+
+    params = list(params)
+    parts = []
+    for name in DOMAIN_PARAMETERS[domain]:
+        values = sorted({p[name] for p in params if name in p})
+        if not values:
+            continue
+        if len(values) == 1:
+            text = f"{values[0]:g}"
+        elif all(isinstance(v, int) for v in values) and values == list(range(values[0], values[-1] + 1)):
+            text = f"{values[0]}-{values[-1]}"
+        else:
+            text = "{" + ",".join(f"{v:g}" for v in values) + "}"
+        parts.append(f"{name} {text}")
+    return ", ".join(parts)
+
+
+def _paper_test(domain: str) -> tuple[int, str]:
+    """The paper profile's test split of ``domain``: (instances, sizes)."""
+    from tnlib.data.generation import PROFILES
+
+    grid = PROFILES["paper"].grid(domain, "test")
+    return len(grid.slots()), sizes_text(domain, [dict(combo) for combo in grid.combos])
+
+
+def _records_by_problem(path: Path) -> list[dict]:
+    """A planning JSON-lines file's records, the last one per problem (as the tables read them)."""
+    return list({record.get("problem"): record for record in read_jsonl(path)}.values())
+
+
+def collect_scope(results_dir: str | os.PathLike) -> Scope:
+    """Everything the header states, read from a results folder (see the module docstring)."""
+    results = ResultsDir(results_dir)
+    runs = [_run_facts(run) for run in results.runs()]
+    sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
+    baselines = results.baseline_files("ff")
+    domains: dict[str, DomainFacts] = {}
+    for name in sorted({r.domain for r in runs} | set(baselines), key=_order("domain")):
+        facts = DomainFacts(name)
+        domain_runs = [r for r in runs if r.domain == name]
+        data_roots = sorted({r.data_root for r in domain_runs if r.data_root}) or [sweep.get("data_root")]
+        facts.data_root, manifest = _domain_manifest(data_roots[0], name)
+        splits = (manifest or {}).get("splits", {})
+        if "train" in splits:
+            facts.train_instances = splits["train"]["counts"]["instances"]
+            facts.train_used = sorted({r.instances_used if r.instances_used is not None
+                                       else facts.train_instances if r.instances is None
+                                       else min(r.instances, facts.train_instances) for r in domain_runs})
+        if "test" in splits:
+            facts.test_instances = splits["test"]["counts"]["instances"]
+            facts.test_states = splits["test"]["counts"]["states"]
+            facts.test_sizes = sizes_text(name, splits["test"]["settings"]["grid"]["params"])
+        if "plan" in splits:
+            facts.plan_split = splits["plan"]["counts"]["instances"]
+        if name in DOMAINS:
+            facts.paper_test_instances, facts.paper_test_sizes = _paper_test(name)
+        if name in baselines:
+            records = _records_by_problem(baselines[name])
+            facts.planned = len(records)
+            facts.ff_solved = sum(bool(r.get("solved")) for r in records)
+            facts.protocols = sorted({r.get("protocol", "distinct") for r in records})
+        domains[name] = facts
+    plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files()
+                             for record in _records_by_problem(path)})
+    return Scope(str(results_dir), runs, domains, sweep.get("max_evaluations"), plan_protocols)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def percent(fraction: float) -> str:
+    """A share as a percentage: two significant digits under 10% (0.19%), whole numbers above."""
+    return f"{100 * fraction:.2g}%" if fraction < 0.1 else f"{100 * fraction:.0f}%"
+
+
+def _listing(values: Sequence, missing: Sequence = ()) -> str:
+    text = ", ".join(map(str, values)) or "none"
+    return text + (f" (missing: {', '.join(map(str, missing))})" if missing else "")
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    return f"{len(seeds)} ({', '.join(map(str, seeds))})"
+
+
+def render_scope(scope: Scope) -> str:
+    """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
+    curves' state, and what follows for reading the tables."""
+    name = Path(scope.results_dir).name
+    lines = [f"## What these results can and cannot show\n",
+             f"Computed from the {len(scope.runs)} run folders in `{name}/`, their data manifests and planning files "
+             "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
+    if not scope.runs:
+        return "\n".join(lines + ["No run folders (with a config.json) here: nothing to show.\n"])
+    paper_samples = TRAIN_STEPS * BATCH_SIZE
+    samples = scope.samples()
+    low, high = min(samples), max(samples)
+    steps = sorted({r.steps_done for r in scope.runs})
+    batches = sorted({r.batch_size for r in scope.runs})
+    steps_text = f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"
+    budget = (f"{steps_text} steps x batch {'/'.join(map(str, batches))} = "
+              + (f"{low:,} samples ({percent(low / paper_samples)})" if low == high else
+                 f"{low:,}-{high:,} samples ({percent(low / paper_samples)}-{percent(high / paper_samples)})"))
+    unfinished = scope.unfinished()
+    if unfinished:
+        budget += (f"; 1 run stopped before its configured steps" if len(unfinished) == 1 else
+                   f"; {len(unfinished)} runs stopped before their configured steps")
+    seeds = scope.values("seed")
+    per_cell = Counter((r.domain, r.model, r.sigma, r.residual, r.distribution) for r in scope.runs)
+    seeds_text = _seeds_text(seeds) + ("" if len(set(per_cell.values())) <= 1
+                                       else f"; {min(per_cell.values())}-{max(per_cell.values())} per cell")
+    links = scope.values("sigma_link") if any(r.sigma == "learn" for r in scope.runs) else []
+    link_text = {"softplus": "softplus(x) + 0.01", "bounded": "10 sigmoid(x) + 0.1"}
+    lines += [
+        "| | these runs | the paper |", "|---|---|---|",
+        f"| training per run | {budget} | {TRAIN_STEPS:,} steps x batch {BATCH_SIZE} = {paper_samples:,} samples |",
+        f"| seeds | {seeds_text} | {_seeds_text(SEEDS)} |",
+        f"| domains | {_listing(scope.values('domain'), scope.missing('domain'))} | {', '.join(DOMAINS)} |",
+        f"| models | {_listing(scope.values('model'), scope.missing('model'))} | {', '.join(MODELS)} "
+        "(main tables: nlm) |",
+        f"| configurations (sigma/residual) | {_listing(scope.configs(), scope.missing('config'))} | "
+        f"{', '.join('/'.join(c) for c in TABLE1_CONFIGS)} |",
+        f"| distributions | {_listing(scope.values('distribution'), scope.missing('distribution'))} | "
+        f"{', '.join(DISTRIBUTIONS)} |",
+        f"| lower bound l | {', '.join(scope.values('lower_bound'))} | lmcut (hmax, blind in the appendix) |",
+    ]
+    if links:
+        lines.append(f"| learned sigma | {', '.join(link_text.get(v, v) for v in links)} | not stated (the "
+                     "authors' code: 10 sigmoid(x) + 0.1) |")
+    lines.append("")
+
+    # per domain: training instances, test set, plan set
+    max_evaluations = scope.max_evaluations or MAX_EVALUATIONS
+    limit_note = "" if scope.max_evaluations else " (assumed: no sweep.json)"
+    protocols = sorted({p for d in scope.domains.values() for p in d.protocols} | set(scope.plan_protocols))
+    lines += [f"| domain | training instances (paper: {TRAIN_INSTANCES}) | test set | paper's test set | "
+              f"plan set: h_FF solves | paper: h_FF solves |", "|---|---|---|---|---|---|"]
+    for d in scope.domains.values():
+        if d.train_instances is None:
+            train = "?"
+        else:
+            train = ", ".join(f"{u} ({'all' if u == d.train_instances else f'of {d.train_instances}'})"
+                              for u in d.train_used) or f"{d.train_instances} in the split"
+        test = ("?" if d.test_instances is None
+                else f"{d.test_instances} instances, {d.test_states:,} states; {d.test_sizes}")
+        paper_test = ("" if d.paper_test_instances is None
+                      else f"{d.paper_test_instances} instances; {d.paper_test_sizes}")
+        if d.planned:
+            plan = f"{d.ff_solved}/{d.planned} ({d.ff_solved / d.planned:.2f})"
+            if d.plan_split is not None and d.plan_split != d.planned:
+                plan += f"; {d.planned} of the split's {d.plan_split} planned"
+        else:
+            plan = "not planned"
+        paper_plan = (f"{FF_COVERAGE[d.domain]:.2f} of {PLAN_INSTANCES}" if d.domain in FF_COVERAGE else "")
+        lines.append(f"| {d.domain} | {train} | {test} | {paper_test} | {plan} | {paper_plan} |")
+    lines.append("")
+    if protocols:
+        lines.append(f"GBFS: at most {max_evaluations:,} evaluations{limit_note}, counted by "
+                     + "; ".join(f"`{p}`: {PROTOCOL_TEXT.get(p, p)}" for p in protocols)
+                     + (" -- **mixed protocols: planning numbers are not comparable**" if len(protocols) > 1 else "")
+                     + ".\n")
+
+    # training curves
+    groups = scope.improving()
+    improving = sum(c[True] for c in groups.values())
+    judged = sum(c[True] + c[False] for c in groups.values())
+    lines += [f"Validation curves still improving at the last evaluation (best validation MSE of the last "
+              f"{LAST_FRACTION:.0%} of evaluations more than {IMPROVEMENT:.0%} below the best before them): "
+              f"**{improving} of {judged} runs**"
+              + (f" ({len(scope.runs) - judged} with fewer than {MIN_EVALUATIONS} evaluations cannot tell)"
+                 if judged < len(scope.runs) else "") + ".\n",
+              "| model | configuration | " + " | ".join(DISTRIBUTIONS) + " |",
+              "|---|---|" + "---|" * len(DISTRIBUTIONS)]
+    for model in scope.values("model"):
+        for config in scope.configs():
+            cells = []
+            for distribution in DISTRIBUTIONS:
+                counts = groups.get((model, config, distribution))
+                if not counts:
+                    cells.append("")
+                    continue
+                total = sum(counts.values())
+                cell = f"{counts[True]} of {total - counts[None]} still improving"
+                cells.append(cell + (f" ({counts[None]} too short)" if counts[None] else ""))
+            if any(cells):
+                lines.append(f"| {model} | {config} | " + " | ".join(cells) + " |")
+    lines.append("")
+
+    # what follows
+    caveats = []
+    if high < paper_samples:
+        caveats.append(f"The runs saw {percent(high / paper_samples)} of the paper's training samples"
+                       + (" or less" if low != high else "")
+                       + ": compare N with TN within a row, not these numbers with the paper's.")
+    if judged and improving:
+        caveats.append(f"{improving} of {judged} runs were still improving when training stopped: the tables "
+                       "compare models part-way through training (faster convergence, as in the paper's Figure 2, "
+                       "is not the same as a better final model).")
+    missing = [(what, scope.missing(key)) for what, key in (("configurations", "config"), ("models", "model"),
+                                                            ("distributions", "distribution"),
+                                                            ("domains", "domain"))]
+    missing = [f"{what} {', '.join(values)}" for what, values in missing if values]
+    if missing:
+        caveats.append(f"Not run here: {'; '.join(missing)}.")
+    if len(links) > 1:
+        caveats.append(f"Runs with different learned-sigma links ({', '.join(links)}) are averaged together in the "
+                       "tables.")
+    if len(seeds) < len(SEEDS):
+        caveats.append(f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} (the paper: {len(SEEDS)}): the ± are "
+                       "rough.")
+    smaller = [d.domain for d in scope.domains.values()
+               if d.test_sizes is not None and d.paper_test_sizes is not None and d.test_sizes != d.paper_test_sizes]
+    if smaller:
+        caveats.append(f"Test sets differ from the paper's in {', '.join(smaller)} (sizes above): accuracy on them "
+                       "says less about generalisation to larger instances.")
+    easy = [d.domain for d in scope.domains.values() if d.planned and d.ff_solved == d.planned]
+    if easy:
+        caveats.append(f"h_FF alone solves every planned instance of {', '.join(easy)}: coverage cannot separate the "
+                       "heuristics there, only the evaluation counts can.")
+    small_plan = [d.domain for d in scope.domains.values() if d.planned and d.planned < PLAN_INSTANCES]
+    if small_plan:
+        sizes = sorted({scope.domains[x].planned for x in small_plan})
+        caveats.append(f"Plan sets of {'/'.join(map(str, sizes))} instances ({', '.join(small_plan)}; the paper: "
+                       f"{PLAN_INSTANCES}): one instance moves coverage by up to {1 / sizes[0]:.2f}.")
+    if caveats:
+        lines.append("**Read the tables with this in mind:**\n")
+        lines += [f"- {c}" for c in caveats]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def scope_header(results_dir: str | os.PathLike) -> str:
+    """:func:`render_scope` of :func:`collect_scope`: the Markdown header of a results folder's reports."""
+    return render_scope(collect_scope(results_dir))

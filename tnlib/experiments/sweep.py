@@ -1,0 +1,357 @@
+"""Sweeps: train, evaluate and plan over domains x models x configurations x seeds, locally or on Dask.
+
+A :class:`Sweep` names the grid; :func:`run_sweep` runs each cell -- ``train`` (resumes from ``last.pt``),
+``evaluate_run`` on the test split (``metrics-test.json``), then GBFS over the plan split
+(``planning-*.jsonl``, resumable) -- plus the h_FF planning baseline per domain. Every stage skips what an earlier,
+interrupted run already finished, so rerunning the same sweep picks up where it stopped. Cells run one after the
+other by default, on a local process pool with ``workers > 1``, or on a Dask cluster with ``scheduler`` (the
+address of a running ``distributed`` scheduler); results land in ``out_dir`` either way (a shared filesystem on
+a cluster).
+
+``Sweep()`` is the paper's setting: NLM, the four (sigma, residual) configurations, N and TN, five seeds, 40,000
+steps at batch 256 on 400 training instances of the ``paper`` data profile, planning every plan instance with at
+most 10,000 evaluations -- hundreds of GPU-hours (:meth:`Sweep.describe` estimates them). Named presets
+(:data:`PRESETS`) start from it: ``Sweep.preset("small")`` is what ``make reproduce`` runs on 2 CPU cores.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Sequence
+
+from tnlib.executors import run_jobs
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.scope import percent
+from tnlib.paper import (
+    BATCH_SIZE,
+    DISTRIBUTIONS,
+    DOMAINS,
+    GPU_HOURS_PER_RUN,
+    MAX_EVALUATIONS,
+    MODELS,
+    SEEDS,
+    TABLE1_CONFIGS,
+    TRAIN_INSTANCES,
+    TRAIN_STEPS,
+)
+
+# How often to validate (and so how finely the best-validation-MSE checkpoint is chosen): the paper does not say.
+# Every 1,000 of its 40,000 steps gives 40 points per training curve.
+EVAL_EVERY = 1000
+
+
+@dataclass
+class Sweep:
+    """A grid of training runs and what to do with each. The defaults are the paper's settings (see the module
+    docstring); :meth:`preset` starts from a named smaller one."""
+
+    domains: Sequence[str] = DOMAINS
+    # The paper's main tables are NLM's; HGN and linear regression (its appendix) are models=("nlm", "hgn", "linear").
+    models: Sequence[str] = ("nlm",)
+    configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS
+    distributions: Sequence[str] = DISTRIBUTIONS
+    seeds: Sequence[int] = SEEDS
+    lower_bound: str = "lmcut"
+    sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
+    steps: int = TRAIN_STEPS
+    batch_size: int = BATCH_SIZE
+    eval_every: int = EVAL_EVERY
+    instances: int | None = TRAIN_INSTANCES  # training instances to subsample per run; None: all
+    model_args: dict = field(default_factory=dict)  # per model name, e.g. {"nlm": {"depth": 5}}
+    # The dataset: data_root when it is a dataset root, else its data_profile sub-folder (data_root None:
+    # $TNLIB_DATA or <repo>/data).
+    data_profile: str = "paper"
+    data_root: str | None = None
+    out_dir: str = "runs/paper"
+    device: str | None = None
+    plan: bool = True
+    plan_instances: int | None = None  # the first N instances of the plan split (None: all)
+    max_evaluations: int = MAX_EVALUATIONS
+    workers: int = 1  # local processes running cells side by side (ignored on a Dask scheduler)
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "Sweep":
+        """A checked sweep from the preset ``name`` (:data:`PRESETS`), with ``overrides`` on top."""
+        return cls.from_parameters(preset=name, **overrides)
+
+    @classmethod
+    def from_parameters(cls, preset: str | None = None, **params) -> "Sweep":
+        """A checked sweep from keyword parameters (the experiments notebook's and ``tnlib sweep``'s).
+
+        Keys are the fields of :class:`Sweep`; those left out take the ``preset``'s values (None: the paper's,
+        the defaults). ``configs`` may be ``"sigma/residual"`` strings (``"learn/ff"``) or pairs; ``instances``
+        and ``plan_instances`` may be ``"all"`` (None); ``out_dir`` is made absolute. A ValueError names the first
+        bad parameter.
+        """
+        if preset is not None and preset not in PRESETS:
+            raise ValueError(f"unknown sweep preset {preset!r} (choose from {', '.join(PRESETS)})")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"unknown sweep parameters: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        values = {**asdict(cls()), **PRESETS.get(preset or "paper", {}), **params}
+        domains = values["domains"]
+        unknown_domains = [d for d in domains if d not in DOMAINS]
+        if unknown_domains or not domains:
+            raise ValueError(f"domains: unknown {unknown_domains} (choose from {', '.join(DOMAINS)})"
+                             if unknown_domains else "domains: name at least one")
+        pairs = []
+        for config in values["configs"]:
+            parts = list(config) if isinstance(config, (tuple, list)) else str(config).split("/")
+            if len(parts) != 2:
+                raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
+            pairs.append(tuple(parts))
+        for name in ("steps", "batch_size", "eval_every", "max_evaluations", "workers"):
+            value = values[name]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("instances", "plan_instances"):
+            value = values[name]
+            if value == "all":
+                values[name] = value = None
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name} must be None, 'all' or an integer >= 1, got {value!r}")
+        from tnlib.data.generation import PROFILES
+
+        if values["data_profile"] not in PROFILES:
+            raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
+        if not values["seeds"]:
+            raise ValueError("seeds: name at least one")
+        for name in ("domains", "models", "distributions", "seeds"):
+            values[name] = list(values[name])
+        sweep = cls(**{**values, "configs": pairs, "out_dir": str(Path(values["out_dir"]).resolve())})
+        sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
+        return sweep
+
+    def dataset_path(self) -> Path:
+        """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
+        sub-folder (absolute, so run folders name it wherever they are read from)."""
+        from tnlib.data.manifest import default_data_root
+        from tnlib.data.schema import MANIFEST
+
+        base = Path(self.data_root) if self.data_root is not None else default_data_root()
+        return (base if (base / MANIFEST).is_file() else base / self.data_profile).resolve()
+
+    def train_configs(self) -> list[dict]:
+        from tnlib.learning.training import TrainConfig
+
+        data_root = str(self.dataset_path())
+        configs = []
+        for domain in self.domains:
+            for model in self.models:
+                for sigma, residual in self.configs:
+                    for distribution in self.distributions:
+                        for seed in self.seeds:
+                            config = TrainConfig(
+                                domain=domain, model=model, distribution=distribution, sigma=sigma,
+                                residual=residual, lower_bound=self.lower_bound, sigma_link=self.sigma_link,
+                                steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
+                                checkpoint_every=self.eval_every, instances=self.instances, seed=seed,
+                                model_args=dict(self.model_args.get(model, {})), data_root=data_root,
+                                out_dir=self.out_dir, device=self.device, progress=False)
+                            configs.append(asdict(config))
+        return configs
+
+    def matching_preset(self) -> str | None:
+        """The preset whose experiment this is (where the results go, the device and the parallelism aside)."""
+        ignored = {"out_dir", "data_root", "device", "workers"}
+        mine = {k: v for k, v in asdict(Sweep.from_parameters(**asdict(self))).items() if k not in ignored}
+        for name in PRESETS:
+            theirs = {k: v for k, v in asdict(Sweep.preset(name)).items() if k not in ignored}
+            if mine == theirs:
+                return name
+        return None
+
+    def describe(self) -> str:
+        """What the sweep will do, for a banner before it starts: the settings against the paper's, the number
+        of runs, and an estimate of the compute it needs (GPU hours from the paper's own times, CPU hours from
+        tnlib's measured step time)."""
+        preset = self.matching_preset()
+        differs = [name for name, value in asdict(Sweep.preset("paper")).items()
+                   if name not in ("out_dir", "data_root", "device", "workers")
+                   and _comparable(getattr(self, name)) != _comparable(value)]
+        if preset == "paper":
+            title = "the paper's settings (preset 'paper'; `--preset small` is a demo for 2 CPU cores)"
+        elif preset is not None:
+            title = f"preset {preset!r} -- not the paper's settings (they differ in: {', '.join(differs)})"
+        else:
+            title = f"custom settings -- they differ from the paper's in: {', '.join(differs)}"
+        runs = self.runs()
+        fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
+        configs = ", ".join("/".join(pair) for pair in self.configs)
+        instances = "all" if self.instances is None else f"{self.instances:,}"
+        planned = "all" if self.plan_instances is None else f"the first {self.plan_instances}"
+        plan = ("no planning" if not self.plan else
+                f"GBFS on the plan split ({planned} instances per domain), at most {self.max_evaluations:,} "
+                "evaluations, h_FF baseline")
+        link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
+        gpu_hours, cpu_hours = self.estimated_hours()
+        cost = f"about {gpu_hours:,.1f} GPU-hours by the paper's V100 times per run, scaled by samples"
+        timed = [m for m in self.models if m in CPU_SECONDS_PER_STEP]
+        if timed:
+            steps = " / ".join(f"{CPU_SECONDS_PER_STEP[m]} s" for m in timed)
+            untimed = [m for m in self.models if m not in CPU_SECONDS_PER_STEP]
+            cost += (f"; about {cpu_hours:,.1f} CPU-hours on 2 cores ({' / '.join(timed)} at 16 objects: {steps} "
+                     f"per step at batch 256{'; ' + ', '.join(untimed) + ' runs: minutes each' if untimed else ''})")
+        profile = self.data_profile
+        with contextlib.suppress(OSError, ValueError):
+            profile = json.loads((self.dataset_path() / "manifest.json").read_text()).get("profile", profile)
+        lines = [
+            f"tnlib sweep: {title}",
+            f"  grid      {_count(self.domains, 'domain')} ({', '.join(self.domains)}) x "
+            f"{_count(self.models, 'model')} ({', '.join(self.models)}) x {_count(self.configs, 'configuration')} "
+            f"({configs}) x {_count(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
+            f"{_count(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = {_count(range(runs), 'run')}",
+            f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
+            f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
+            f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{link}",
+            f"  data      {self.dataset_path()} (profile {profile})",
+            f"  planning  {plan}",
+            f"  results   {self.out_dir}",
+            f"  cost      {cost}",
+        ]
+        if cpu_hours > CPU_HOURS_WORTH_A_CLUSTER:
+            lines.append("  => this needs a GPU machine (runs use CUDA when present) or a Dask cluster "
+                         "(--scheduler tcp://HOST:8786); `--preset small` runs on a laptop")
+        left_out = [m for m in MODELS if m not in self.models]
+        if left_out:
+            lines.append(f"  not run   the paper's {' and '.join(left_out)} models (its appendix tables): "
+                         f"add --models {' '.join(dict.fromkeys([*self.models, *MODELS]))}")
+        return "\n".join(lines)
+
+    def runs(self) -> int:
+        """The number of training runs: domains x models x configurations x distributions x seeds."""
+        return (len(self.domains) * len(self.models) * len(self.configs) * len(self.distributions)
+                * len(self.seeds))
+
+    def estimated_hours(self) -> tuple[float, float]:
+        """(GPU-hours, CPU-hours) of the training: the paper's V100 hours per run
+        (:data:`tnlib.paper.GPU_HOURS_PER_RUN`) and tnlib's CPU seconds per step (:data:`CPU_SECONDS_PER_STEP`),
+        both scaled by steps x batch size. The CPU-hours leave out models without a measured step time (linear
+        regression, minutes per run)."""
+        fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
+        per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
+        gpu, cpu = 0.0, 0.0
+        for domain in self.domains:
+            for model in self.models:
+                hours = GPU_HOURS_PER_RUN[model]
+                gpu += hours.get(domain, hours["default"]) * fraction * per_cell
+                seconds = CPU_SECONDS_PER_STEP.get(model)
+                if seconds is not None:
+                    cpu += seconds * self.batch_size / BATCH_SIZE / 3600 * self.steps * per_cell
+        return gpu, cpu
+
+    def check_data(self) -> Path:
+        """The dataset root, after checking that it exists and holds every domain and split the sweep reads
+        (a DatasetError with the command that generates what is missing)."""
+        from tnlib.data.manifest import dataset_root
+        from tnlib.data.schema import MANIFEST
+        from tnlib.errors import DatasetError
+        from tnlib.io import read_json
+
+        root = dataset_root(self.dataset_path(), self.data_profile)
+        domains = read_json(root / MANIFEST).get("domains", {})
+        splits = ("train", "val", "test") + (("plan",) if self.plan else ())
+        missing, lacking = [], []
+        for domain in self.domains:
+            there = read_json(root / domains[domain]["manifest"]).get("splits", {}) if domain in domains else {}
+            absent = [split for split in splits if split not in there]
+            missing += [f"{domain} (all splits)"] if len(absent) == len(splits) else [f"{domain}/{s}" for s in absent]
+            lacking += [domain] if absent else []
+        if missing:
+            command = " ".join(f"--domain {d}" for d in lacking)
+            raise DatasetError(f"{root} lacks {', '.join(missing)}: generate it with `tnlib data generate {command} "
+                               f"--profile {self.data_profile} --out {root}` (or choose another --data-root or "
+                               "--preset)")
+        return root
+
+
+def _count(items: Sequence, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _comparable(value):
+    if isinstance(value, (list, tuple)):
+        return [_comparable(v) for v in value]
+    return value
+
+
+# tnlib's training step on a 2-core CPU at batch 256 (NLM and STRIPS-HGN at 16 objects; the shared spec
+# "training-cost": 0.54 s and 2.3 s). The CPU estimate scales them by steps and batch size; smaller instances train
+# faster, so it is an upper estimate for data/small. Linear regression trains in minutes: no estimate.
+CPU_SECONDS_PER_STEP = {"nlm": 0.54, "hgn": 2.3}
+# Beyond this many CPU-hours the banner says the sweep needs a GPU or a cluster.
+CPU_HOURS_WORTH_A_CLUSTER = 8.0
+
+# Named starting points for Sweep.preset / from_parameters(preset=...) / `tnlib sweep --preset`: each maps fields to
+# their values on top of the paper's defaults.
+PRESETS: dict[str, dict] = {
+    "paper": {},
+    # What `make reproduce` runs on 2 CPU cores: NLM, the four configurations, N and TN, two seeds, 300 steps at
+    # batch 64 on all of data/small's training instances (0.19% of the paper's samples).
+    "small": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=300, batch_size=64, eval_every=50,
+                  instances=None, data_profile="small", out_dir="runs/small", plan_instances=5, workers=2),
+}
+
+
+def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
+             max_evaluations: int = MAX_EVALUATIONS) -> dict:
+    """Train (or resume) one configuration, evaluate it on the test split and plan with it."""
+    import torch
+
+    from tnlib.learning.evaluation import evaluate_run
+    from tnlib.experiments.tables import summarize
+    from tnlib.learning.learned_heuristic import plan_split
+    from tnlib.learning.training import TrainConfig, train
+
+    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
+    run_dir = train(TrainConfig.from_dict(config))
+    metrics_path = RunDir(run_dir).metrics_file("test")
+    best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
+    if metrics is None or metrics.get("checkpoint_step") != best_step:
+        metrics = evaluate_run(run_dir, "test")
+    summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
+    if plan:
+        estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)
+        for estimate in estimates:
+            records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
+            summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
+    return summary
+
+
+def run_baselines(sweep: Sweep) -> None:
+    from tnlib.learning.learned_heuristic import plan_baseline
+
+    for domain in sweep.domains:
+        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=sweep.out_dir, limit=sweep.plan_instances,
+                      max_evaluations=sweep.max_evaluations)
+
+
+def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
+              progress: bool = True) -> list[dict]:
+    """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries.
+
+    ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
+    checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training.
+    """
+    from tqdm.auto import tqdm
+
+    sweep.check_data()
+    workers = sweep.workers if workers is None else workers
+    Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
+    ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
+    configs = sweep.train_configs()
+    kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
+    bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
+    results = []
+    for summary in run_jobs(functools.partial(run_cell, **kwargs), configs, workers, scheduler):
+        results.append(summary)
+        bar.update(1)
+    bar.close()
+    if sweep.plan:
+        run_baselines(sweep)
+    return sorted(results, key=lambda r: r["run"])

@@ -1,0 +1,244 @@
+"""The paper's tables from a results folder: Table 1 (test accuracy) and Table 2 (planning).
+
+:func:`collect_results` reads every ``metrics-<split>.json`` under a results folder (written by
+:func:`tnlib.learning.evaluation.evaluate_run`) and :func:`render_table` lays them out as the paper's Table 1: per
+domain an ``MSE`` row and a ``+clip`` row, the h_FF and LM-cut columns, then N and TN for each (sigma, residual)
+configuration, each cell the mean +- std over seeds, the best of N, N+clip and TN of a configuration in bold when its
+gap to the next value exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
+
+:func:`collect_planning` reads every ``planning-<estimate>.jsonl`` (written by
+:func:`tnlib.learning.learned_heuristic.plan_split`) and :func:`render_table2` lays them out as the paper's Table 2:
+coverage and average evaluations, an unsolved instance counting as the evaluation limit, beside the h_FF baseline.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.io import read_json
+from tnlib.learning.learned_heuristic import planned, record_protocol
+from tnlib.planning.search import PAPER
+from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
+
+DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper", "visitall": "visitall"}
+
+
+def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
+    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under ``results_dir``,
+    recursively, sorted by path."""
+    return [read_json(p) for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table 1
+
+
+def _stats(values: list[float]) -> tuple[float, float] | None:
+    """Mean and sample std (ddof=1; 0 for one seed) of the finite values, or None."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
+
+
+def _number(x: float) -> str:
+    """Like the paper: two decimals under 100, fewer above, no leading zero (.76)."""
+    if not math.isfinite(x):
+        return str(x)
+    text = f"{x:.2f}" if abs(x) < 100 else f"{x:.1f}" if abs(x) < 1e4 else f"{x:.3g}"
+    return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) and "e" not in text else text
+
+
+def _cell(stats: tuple[float, float] | None) -> str:
+    if stats is None:
+        return ""
+    mean, std = stats
+    std_text = f"{std:.1f}" if abs(std) < 1e4 else f"{std:.2g}"
+    if std_text.startswith("0."):
+        std_text = std_text[1:]
+    return f"{_number(mean)}±{std_text}"
+
+
+def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+                 configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, metric: str = "mse") -> dict:
+    """The table's numbers: ``{domain: {"ff": x, "lmcut": x, (sigma, residual, column): (mean, std)}}``.
+
+    ``column`` is ``N``, ``N+clip`` or ``TN``. ``metric`` is ``mse`` (with ``mse_clip`` for N+clip) or ``nll``.
+    """
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        if r["model"] != model or r["lower_bound"] != lower_bound:
+            continue
+        cell = groups[r["domain"]]
+        cell["ff"].append(r.get("mse_ff"))
+        cell["lmcut"].append(r.get("mse_lmcut"))
+        key = (r["sigma"], r["residual"], r["distribution"])
+        cell[key].append(r[metric])
+        if r["distribution"] == "N" and metric == "mse":
+            cell[(r["sigma"], r["residual"], "N+clip")].append(r["mse_clip"])
+    table = {}
+    for domain in sorted(groups, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 99):
+        cells = groups[domain]
+        row = {"ff": _stats(cells["ff"]), "lmcut": _stats(cells["lmcut"])}
+        for sigma, residual in configs:
+            for column in ("N", "N+clip", "TN"):
+                row[(sigma, residual, column)] = _stats(cells.get((sigma, residual, column), []))
+        table[domain] = row
+    return table
+
+
+def _bold_keys(row: dict, configs) -> set:
+    """Per configuration, the best (smallest mean) of N, N+clip and TN when the next distinct value is more than
+    TABLE1_BOLD_GAP worse. Values tied with the best are all bold, as the paper does for N and N+clip (ferry, fixed/h_FF:
+    both 2.98 in bold); comparisons use the displayed precision (two decimals) so a gap shown as .10 is not bold."""
+    bold = set()
+    for sigma, residual in configs:
+        means = {(sigma, residual, c): round(row[(sigma, residual, c)][0], 2)
+                 for c in ("N", "N+clip", "TN") if row[(sigma, residual, c)] is not None}
+        if not means:
+            continue
+        best = min(means.values())
+        others = [v for v in means.values() if v > best]
+        if others and min(others) - best > TABLE1_BOLD_GAP + 1e-9:
+            bold |= {k for k, v in means.items() if v == best}
+    return bold
+
+
+def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+                 configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, fmt: str = "markdown",
+                 metric: str = "mse", split: str = "test", checkpoint: str = "best.pt") -> str:
+    """The paper's Table 1 layout from a results folder (or a list of metrics dicts), as Markdown or LaTeX.
+
+    Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
+    With ``metric="nll"`` the rows are the NLL (no +clip row, no baseline columns), as in the appendix's linear
+    table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds; bold marks the best of N, N+clip and TN of a configuration when the gap
+    to the second best exceeds 0.1.
+    """
+    if fmt not in ("markdown", "latex"):
+        raise ValueError(f"unknown format {fmt!r} (markdown or latex)")
+    if metric not in ("mse", "nll"):
+        raise ValueError(f"unknown metric {metric!r} (mse or nll)")
+    if isinstance(results, (str, os.PathLike)):
+        results = collect_results(results, split, checkpoint)
+    cells = table1_cells(results, model, lower_bound, configs, metric)
+    latex = fmt == "latex"
+
+    def show(stats, bold=False) -> str:
+        text = _cell(stats)
+        if latex:
+            text = text.replace("±", r"$\pm$")
+        if bold and text:
+            return rf"\textbf{{{text}}}" if latex else f"**{text}**"
+        return text
+
+    def baseline(stats) -> str:
+        return "" if stats is None else _number(stats[0])
+
+    header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
+    lines = []
+    for domain, row in cells.items():
+        bold = _bold_keys(row, configs) if metric == "mse" else set()
+        label = DOMAIN_LABELS.get(domain, domain)
+        first = [label, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
+                 baseline(row["lmcut"]) if metric == "mse" else ""]
+        for sigma, residual in configs:
+            for d in ("N", "TN"):
+                key = (sigma, residual, d)
+                first.append(show(row[key], key in bold))
+        lines.append(first)
+        if metric == "mse":
+            clip = ["", "+clip", "", ""]
+            for sigma, residual in configs:
+                key = (sigma, residual, "N+clip")
+                clip += [show(row[key], key in bold), ""]
+            lines.append(clip)
+    if latex:
+        out = [r"\begin{tabular}{ll" + "l" * 2 + "c" * (2 * len(configs)) + "}", r"\toprule",
+               " & ".join(["", "", "", ""] + [rf"\multicolumn{{2}}{{c}}{{{s}/{r}}}" for s, r in configs]) + r" \\",
+               " & ".join(["domain", "metric", r"$h^{FF}$", r"$h^{LM-cut}$"]
+                          + [r"$\mathcal{N}$", r"$\mathcal{TN}$"] * len(configs)) + r" \\", r"\midrule"]
+        out += [" & ".join(line) + r" \\" for line in lines]
+        out += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(out) + "\n"
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table 2
+
+
+def summarize(records: Sequence[dict], max_evaluations: int = MAX_EVALUATIONS) -> dict:
+    """Coverage and the average evaluations, counting an unsolved instance as ``max_evaluations`` (as the paper)."""
+    if not records:
+        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
+    solved = [r["solved"] for r in records]
+    evaluations = [r["evaluations"] if r["solved"] else max_evaluations for r in records]
+    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations))}
+
+
+def collect_planning(results_dir) -> list[dict]:
+    """One row per (run, estimate): the run's configuration and its summary on the plan split."""
+    rows = []
+    for path in ResultsDir(results_dir).planning_files():
+        config = RunDir(path.parent).read_config()
+        estimate = RunDir.estimate_of(path)
+        column = config["distribution"] + ("+clip" if estimate == "clip" else "")
+        records = list(planned(path).values())
+        rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
+                     "column": column, "protocols": sorted({record_protocol(r) for r in records}),
+                     **summarize(records)})
+    return rows
+
+
+def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
+                  configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
+                  baseline_dir=None) -> str:
+    """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (best in bold)."""
+    rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
+    groups: dict = defaultdict(list)
+    for r in rows:
+        groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
+    baseline = {}
+    protocols = {p for r in rows for p in r["protocols"]}
+    for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
+        records = list(planned(path).values())
+        protocols |= {record_protocol(r) for r in records}
+        baseline[domain] = summarize(records)
+    domains = sorted({r["domain"] for r in rows} | set(baseline),
+                     key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
+    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
+    header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
+    lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
+             + (" (mixed: rows are not comparable)" if len(protocols) > 1 else "")
+             + (" -- the paper's planner: every generated successor counts, goal test at generation"
+                if protocols == {PAPER} else ""), ""]
+    for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
+                                  ("evaluations", "Average node evaluations (lower is better)", min)):
+        lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]
+        for domain in domains:
+            cells, stats = [], {}
+            for key in columns:
+                values = [r[metric] for r in groups.get((domain, *key), [])]
+                if values:
+                    stats[key] = (float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+            for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
+                group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
+                best = better(group.values(), key=lambda v: v[0])[0] if group else None
+                for c in ("N", "N+clip", "TN"):
+                    v = stats.get((s, res, c))
+                    text = "" if v is None else (f"{v[0]:.2f}±{v[1]:.2f}" if metric == "coverage"
+                                                 else f"{v[0]:.0f}±{v[1]:.0f}")
+                    cells.append(f"**{text}**" if v is not None and v[0] == best else text)
+            ff = baseline.get(domain, {}).get(metric)
+            ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
+            lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

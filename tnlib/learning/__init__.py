@@ -1,0 +1,2 @@
+"""Learning heuristics: model inputs (encodings), the models (NLM, STRIPS-HGN, linear regression), the N / TN
+distribution head, training, test metrics (evaluation) and planning with a trained model (learned_heuristic)."""

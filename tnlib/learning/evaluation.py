@@ -1,0 +1,64 @@
+"""Test accuracy of trained models (the numbers of the paper's Table 1).
+
+``evaluate(checkpoint, split) -> metrics`` computes, on a split (default ``test``):
+
+* ``mse`` — the MSE of the point estimate (N: mu; TN: its truncated mean) against h*;
+* ``mse_clip`` — N only: the MSE of max(mu, l) (``None`` for TN);
+* ``nll`` — the mean negative log-likelihood of h* (the training loss);
+* ``mse_ff`` / ``mse_lmcut`` — the MSE of the h_FF and LM-cut heuristics on the same states (the table's
+  baseline columns);
+
+with the run's configuration (domain, model, distribution, sigma, residual, bounds, seed). ``evaluate_run`` also
+writes them to ``<run>/metrics-<split>.json``, which :mod:`tnlib.experiments.tables` lays out as Table 1.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Sequence
+
+from tnlib.learning.encodings import make_encoder
+from tnlib.experiments.run_dir import RunDir
+from tnlib.learning.training import encode_all, load_checkpoint, load_items, predict
+
+
+
+def _mse(a, b) -> float:
+    return float(((a - b) ** 2).mean())
+
+
+def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
+             data_root: str | None = None, batch_size: int = 1024, device: str | None = None) -> dict:
+    """Test metrics of a checkpoint (a ``.pt`` file, or a run folder: its ``best.pt``) on a split.
+
+    ``items`` overrides loading the split from the dataset (``data_root``, default: the run's).
+    """
+    model, head, config, saved = load_checkpoint(checkpoint, device)
+    if items is None:
+        if data_root is not None:
+            config.data_root = data_root
+        items = load_items(config, split)
+    encoder = make_encoder(config.model, config.domain)
+    p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device, batch_size)
+    h_star = p["h_star"]
+    lmcut_known = not bool(p["lmcut"].isnan().any())
+    return {
+        "domain": config.domain, "model": config.model, "distribution": config.distribution, "sigma": config.sigma,
+        "residual": config.residual, "lower_bound": config.lower_bound, "upper_bound": config.upper_bound,
+        "seed": config.seed, "split": split, "states": len(items), "checkpoint_step": saved["step"],
+        "mse": _mse(p["estimate"], h_star),
+        "mse_clip": _mse(p["clipped"], h_star) if "clipped" in p else None,
+        "nll": float(p["nll"].mean()),
+        "mse_ff": _mse(p["ff"], h_star),
+        "mse_lmcut": _mse(p["lmcut"], h_star) if lmcut_known else None,
+    }
+
+
+def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt", **kwargs) -> dict:
+    """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
+    for ``best.pt`` (what :func:`tnlib.experiments.tables.collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
+    (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
+    run = RunDir(run_dir)
+    metrics = evaluate(run.checkpoint(checkpoint), split, **kwargs)
+    run.metrics_file(split, checkpoint).write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics

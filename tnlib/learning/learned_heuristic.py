@@ -1,0 +1,187 @@
+"""Planning with learned heuristics: GBFS guided by a trained model's point estimate (the paper's Table 2).
+
+A :class:`LearnedHeuristic` wraps a checkpoint for one problem. :func:`tnlib.planning.search.gbfs` hands it all new
+successors of an expansion at once; it computes the symbolic inputs the model needs for that batch (the residual
+base, the lower bound, the linear features) with tnlib's heuristics -- the same code that labelled the training
+data -- runs one forward pass and returns the head's point estimate:
+
+* ``N`` -> mu; ``N+clip`` -> max(mu, l); ``TN`` -> the truncated mean (lower bound ``l - 0.1``, no upper bound:
+  at planning time there is no satisficing plan cost to bound h* with).
+
+A state whose lower bound is infinite (LM-cut or h_max prove a dead end) is a dead end for the search too, without
+a forward pass. :func:`plan_split` runs a run folder over a dataset's ``plan`` split and writes one JSON line per
+instance to ``planning-<estimate>.jsonl`` (resumable: instances already there are skipped);
+:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2 layout from a results folder.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from tnlib.planning.heuristics import linear_features, make_heuristic
+from tnlib.io import append_jsonl, read_jsonl
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.paper import MAX_EVALUATIONS
+from tnlib.planning.plans import validate_plan
+from tnlib.data.labels import problem_atoms
+from tnlib.planning.search import DISTINCT, PAPER, gbfs
+from tnlib.planning.task import load_task
+
+# The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
+ESTIMATES = ("default", "clip")
+
+
+class LearnedHeuristic:
+    """A batch heuristic for :func:`tnlib.planning.search.gbfs` from a trained model, for one problem.
+
+    Args:
+        checkpoint: a run folder (its ``best.pt``) or a ``.pt`` file.
+        domain_file, problem_file: the problem to plan for.
+        estimate: ``"default"`` (N: mu, TN: mean) or ``"clip"`` (N+clip: max(mu, l); N models only).
+    """
+
+    def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
+        from tnlib.learning.encodings import make_encoder
+        from tnlib.learning.training import load_checkpoint
+
+        if estimate not in ESTIMATES:
+            raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(ESTIMATES)})")
+        self.model, self.head, self.config, _ = load_checkpoint(checkpoint, device)
+        if estimate == "clip" and self.config.distribution != "N":
+            raise ValueError("the 'clip' estimate (N+clip) applies to N models only")
+        self.estimate = estimate
+        self.device = next(self.model.parameters()).device
+        self.encoder = make_encoder(self.config.model, self.config.domain)
+        self.problem_file = str(Path(problem_file).resolve())
+        self.task = load_task(domain_file, problem_file)
+        init_atoms, self.goal_atoms = problem_atoms(domain_file, problem_file)
+        # the dataset's states list static atoms too (grounding compiles them away): add them the same way
+        self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
+        names = {self.config.residual, self.config.lower_bound} - {"none"}
+        self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
+        self.calls = 0  # batches evaluated
+        self.evaluated = 0  # states evaluated
+
+    def _items(self, states: Sequence, values: dict[str, np.ndarray]) -> list[dict]:
+        features = linear_features(self.task, states) if self.config.model == "linear" else None
+        items = []
+        for i, state in enumerate(states):
+            atoms = sorted(self.static_atoms + [self.task.fact_names[f] for f in self.task.state_to_indices(state)])
+            lower = values[self.config.lower_bound][i] if self.config.lower_bound != "none" else -math.inf
+            residual = values[self.config.residual][i] if self.config.residual != "none" else 0.0
+            item = {"state": atoms, "goal": self.goal_atoms, "problem": self.problem_file,
+                    "domain": self.config.domain, "instance": Path(self.problem_file).stem,
+                    "h_star": math.nan, "lower": float(lower), "upper": math.inf, "residual": float(residual),
+                    "lmcut": float(values["lmcut"][i]) if "lmcut" in values else math.nan}
+            if features is not None:
+                item["features"] = torch.as_tensor(features[i], dtype=torch.float32)
+            items.append(item)
+        return items
+
+    def __call__(self, states: Sequence) -> np.ndarray:
+        self.calls += 1
+        self.evaluated += len(states)
+        values = {name: h.batch(states) for name, h in self.heuristics.items()}
+        out = np.full(len(states), math.inf)
+        # dead ends proved by a symbolic heuristic never reach the model (their bounds are infinite)
+        alive = np.ones(len(states), dtype=bool)
+        for v in values.values():
+            alive &= np.isfinite(v)
+        index = np.flatnonzero(alive)
+        if index.size:
+            subset = {name: v[index] for name, v in values.items()}
+            batch = self.encoder.collate_items(self._items([states[i] for i in index], subset)).to(self.device)
+            with torch.no_grad():
+                prediction = self.head(self.model(batch.inputs), batch.residual, batch.lower, batch.upper)
+                estimate = (prediction.clipped_point_estimate() if self.estimate == "clip"
+                            else prediction.point_estimate())
+            out[index] = estimate.double().cpu().numpy()
+        return out
+
+
+def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
+                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
+    """GBFS on one problem under a counting ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found,
+    is validated. Returns a JSON-able result that names the protocol."""
+    task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_task(domain_file, problem_file)
+    h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
+    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
+    record = {"problem": Path(problem_file).name, "protocol": protocol, "status": result.status,
+              "solved": result.solved,
+              "evaluations": result.evaluations, "expansions": result.expansions,
+              "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
+    if result.solved:
+        full = load_task(domain_file, problem_file, remove_irrelevant_operators=False)
+        verdict = validate_plan(full, result.plan)
+        if not verdict.valid:
+            raise RuntimeError(f"GBFS returned an invalid plan for {problem_file}: {verdict.message}")
+    return record
+
+
+def planned(path: Path) -> dict[str, dict]:
+    """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
+    instance is simply planned again)."""
+    return {record["problem"]: record for record in read_jsonl(path)}
+
+
+def record_protocol(record: dict) -> str:
+    """The search protocol a planning record was made under; records written before protocols existed used the
+    distinct-state counting."""
+    return record.get("protocol", DISTINCT)
+
+
+def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
+                    limit: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
+    """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``; instances already
+    there under the same protocol are not planned again (a record under another protocol is replaced)."""
+    from tqdm.auto import tqdm
+
+    from tnlib.planning.task import resolve_domain
+
+    domain_file = resolve_domain(domain)
+    instances = table.instances()[:limit]
+    done = planned(out)
+    for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
+        problem = table.problem_path(instance)
+        if problem.name in done and record_protocol(done[problem.name]) == protocol:
+            continue
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations,
+                              protocol=protocol)
+        record.update(instance=instance, **extra)
+        append_jsonl(out, record)
+        done[problem.name] = record
+    return [done[table.problem_path(i).name] for i in instances]
+
+
+def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
+               max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
+               progress: bool = False, protocol: str = PAPER) -> list[dict]:
+    """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
+    from tnlib.data.loading import load_split
+    from tnlib.learning.training import TrainConfig
+
+    run_dir = Path(run_dir)
+    config = TrainConfig.from_dict(RunDir(run_dir).read_config())
+    table = load_split(data_root or config.data_root, config.domain, split)
+    return _plan_instances(
+        table, config.domain, RunDir(run_dir).planning_file(estimate),
+        lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
+        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}",
+        protocol=protocol)
+
+
+def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
+                  max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
+                  protocol: str = PAPER) -> list[dict]:
+    """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
+    from tnlib.data.loading import load_split
+
+    out_dir = Path(out_dir or ".")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = ResultsDir(out_dir).baseline_file(domain, heuristic)
+    return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)

@@ -1,0 +1,417 @@
+"""Training: one readable loop, in the spirit of nanoGPT's ``train.py``.
+
+``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN or linear regression) with one head
+configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2 (NLM, HGN; none
+for linear regression, whose weight decay the appendix says was removed), gradient norm clip 0.1, learning rate 1e-2
+(NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
+The run folder holds
+
+* ``config.json`` — the :class:`TrainConfig`;
+* ``data.json`` — what it trained and validated on: splits, and the instances and states used (``instances`` is
+  at most N: a split with fewer distinct instances is used whole, with a warning, and this file says how many);
+* ``curves.jsonl`` — one JSON line per validation: step, mean training loss since the previous line, validation
+  NLL and MSE, seconds since the start (for plots);
+* ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection);
+* ``best-nll.pt`` — the weights with the best validation NLL (the paper's choice for its NLL table of the linear
+  models);
+* ``last.pt`` — a periodic checkpoint with the optimizer and the batch sampler's RNG state, written atomically
+  (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
+  weights an uninterrupted run would have.
+
+A checkpoint holds the config and the model's constructor arguments, so :func:`load_checkpoint` rebuilds model and
+head without the data. A non-finite loss or gradient norm stops the run with :class:`TrainingDiverged`, naming
+the step and the batch's instances, before anything is written for that step.
+
+Determinism: the model is initialised after ``torch.manual_seed(seed)`` and batches are drawn (uniformly, with
+replacement) from a dedicated ``torch.Generator`` seeded with ``seed``, so the same seed gives the same weights
+on the same machine and torch build (on CUDA, ``index_add_`` in STRIPS-HGN may add in a different order).
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from tnlib.device import default_device
+from tnlib.errors import TrainingDiverged
+from tnlib.experiments.run_dir import RunDir
+from tnlib.io import atomic_write_bytes, atomic_write_json
+from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
+from tnlib.learning.heads import DistributionHead, HeadConfig
+from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model
+from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
+
+CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
+# Changing these between an interruption and the resume does not change the computation of the steps already done.
+_RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a moved folder still resumes
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on. Defaults are the paper's where it gives one; how often to validate
+    (``eval_every``) and the learned sigma's link (``sigma_link``) it leaves open, and these defaults are tnlib's."""
+
+    domain: str = "blocksworld"
+    model: str = "nlm"  # nlm | hgn | linear
+    # the head (see tnlib.learning.heads)
+    distribution: str = "TN"  # N | TN
+    sigma: str = "learn"  # learn | fixed
+    residual: str = "ff"  # ff | lmcut | none
+    lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
+    upper_bound: str = "none"  # none | h_sat
+    sigma_link: str = "softplus"  # learned sigma: softplus(x) + 0.01 | bounded: 10 * sigmoid(x) + 0.1 (authors' code)
+    # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples at most
+    # that many training instances (the paper: 400; all, with a warning, when the split has fewer)
+    data_root: str | None = None
+    train_split: str = "train"
+    val_split: str = "val"
+    instances: int | None = None
+    # optimisation
+    steps: int = TRAIN_STEPS
+    batch_size: int = BATCH_SIZE
+    learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
+    weight_decay: float | None = None  # None: the paper's per model, 1e-2 (nlm, hgn) or 0 (linear)
+    grad_clip: float = 0.1
+    eval_every: int = 500
+    checkpoint_every: int = 500
+    eval_batch_size: int = 1024
+    seed: int = 0
+    model_args: dict = field(default_factory=dict)  # e.g. {"depth": 3} for a smaller NLM
+    # where
+    out_dir: str = "runs"
+    run_name: str | None = None
+    device: str | None = None  # None: CUDA when present
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.device is not None:
+            self.device = str(self.device)  # a torch.device is accepted; the config stays JSON
+        self.validate()
+
+    def validate(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r} (choose from {', '.join(MODELS)})")
+        self.head_config()  # checks the head's names
+        for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.instances is not None and (not isinstance(self.instances, int) or self.instances < 1):
+            raise ValueError(f"instances must be None or an integer >= 1, got {self.instances!r}")
+        if self.weight_decay is not None and not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be None or >= 0, got {self.weight_decay!r}")
+        if not self.grad_clip >= 0:
+            raise ValueError(f"grad_clip must be >= 0, got {self.grad_clip!r}")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+
+    def head_config(self) -> HeadConfig:
+        return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound,
+                          self.sigma_link)
+
+    @property
+    def lr(self) -> float:
+        return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATES[self.model]
+
+    @property
+    def decay(self) -> float:
+        """AdamW's weight decay: ``weight_decay``, or the paper's for the model when it is None."""
+        return self.weight_decay if self.weight_decay is not None else WEIGHT_DECAY[self.model]
+
+    @property
+    def name(self) -> str:
+        """The run folder's name: explicit, or built from what distinguishes runs in the paper's tables."""
+        if self.run_name:
+            return self.run_name
+        upper = "" if self.upper_bound == "none" else f"-u{self.upper_bound}"
+        link = f"-{self.sigma_link}" if self.sigma == "learn" and self.sigma_link != "softplus" else ""
+        return (f"{self.domain}-{self.model}-{self.distribution}-{self.sigma}{link}-{self.residual}"
+                f"-l{self.lower_bound}{upper}-s{self.seed}")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        return cls(**values)
+
+
+def _effective(config: TrainConfig, name: str):
+    """A field's value as training uses it: a None learning rate or weight decay is the model's default, so a
+    run saved with the value spelled out (or before the default became None) resumes under the default."""
+    if name == "learning_rate":
+        return config.lr
+    if name == "weight_decay":
+        return config.decay
+    return getattr(config, name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+
+
+def load_items(config: TrainConfig, split: str, instances: int | None = None) -> list[dict]:
+    """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline).
+
+    Each item also carries the raw ``ff`` and ``lmcut`` values of its state (for the baseline MSE columns).
+    """
+    from tnlib.data.loading import HeuristicDataset, load_split
+
+    table = load_split(config.data_root, config.domain, split)
+    dataset = HeuristicDataset(
+        table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
+        instances=instances, seed=config.seed,
+    )
+    ff, lmcut = dataset.table.numpy("ff"), dataset.table.numpy("lmcut")
+    return [{**dataset[i], "ff": float(ff[i]), "lmcut": float(lmcut[i])} for i in range(len(dataset))]
+
+
+def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Sequence[dict]) -> dict:
+    """What a run trains and validates on (its ``data.json``): the splits, the training instances asked for
+    (``config.instances``; None: all) and used, and the instances and states of each."""
+    return {
+        "data_root": config.data_root,
+        "train_split": config.train_split,
+        "val_split": config.val_split,
+        "train_instances_requested": config.instances,
+        "train_instances": len({item["instance"] for item in train_items}),
+        "train_states": len(train_items),
+        "val_instances": len({item["instance"] for item in val_items}),
+        "val_states": len(val_items),
+    }
+
+
+def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
+    return [encoder.encode(item) for item in items]
+
+
+# A batch's padded size (encoder.cost) is capped at evaluation, so a test set with 100-object instances does not
+# allocate B * 100^3 NLM cells at once (at 2^22 cells and 8 channels, each arity-3 tensor is 128 MB).
+EVAL_COST_BUDGET = 2**22
+
+
+def batches(encoder: Encoder, encoded: Sequence[Encoded], batch_size: int, cost_budget: int = EVAL_COST_BUDGET):
+    """Evaluation batches: ``(rows, Batch)`` over ``encoded`` ordered by size (less padding), each at most
+    ``batch_size`` states and, past one state, at most ``cost_budget`` padded cells (``encoder.cost``)."""
+    order = sorted(range(len(encoded)), key=lambda i: encoder.cost(encoded[i]))
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while (stop < len(order) and stop - start < batch_size
+               and (stop + 1 - start) * encoder.cost(encoded[order[stop]]) <= cost_budget):
+            stop += 1
+        rows = order[start:stop]
+        yield rows, encoder.collate([encoded[i] for i in rows])
+        start = stop
+
+
+@torch.no_grad()
+def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded: Sequence[Encoded],
+            device: torch.device, batch_size: int = 1024) -> dict[str, torch.Tensor]:
+    """Per-state float64 CPU tensors, in the order of ``encoded``: h_star, lower, upper, ff, lmcut, mu, sigma,
+    estimate (the point estimate), clipped (N only: max(mu, l)) and nll."""
+    was_training = model.training
+    model.eval()
+    columns: dict[str, list[torch.Tensor]] = {}
+    order: list[int] = []
+    for rows, batch in batches(encoder, encoded, batch_size):
+        batch = batch.to(device)
+        prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+        values = {
+            "h_star": batch.h_star, "lower": batch.lower, "upper": batch.upper, "ff": batch.ff, "lmcut": batch.lmcut,
+            "mu": prediction.mu, "sigma": prediction.sigma, "estimate": prediction.point_estimate(),
+            "nll": prediction.nll(batch.h_star),
+        }
+        if prediction.kind == "N":
+            values["clipped"] = prediction.clipped_point_estimate()
+        for key, value in values.items():
+            columns.setdefault(key, []).append(value.detach().double().cpu())
+        order += rows
+    model.train(was_training)
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+    return {key: torch.cat(value)[inverse] for key, value in columns.items()}
+
+
+def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dict[str, float]:
+    p = predict(model, head, encoder, encoded, device, batch_size)
+    return {"val_mse": float((p["estimate"] - p["h_star"]).square().mean()), "val_nll": float(p["nll"].mean())}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints
+
+
+def _atomic_save(obj: dict, path: Path) -> None:
+    """A checkpoint written atomically: a crash never leaves a half-written file."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
+    return {**encoder.model_kwargs(), **config.model_args}
+
+
+def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
+    """Rebuild ``(model, head, config, checkpoint)`` from a ``.pt`` file or a run folder (its ``best.pt``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = RunDir(path).best
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    if checkpoint.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a tnlib checkpoint (format {checkpoint.get('format')!r})")
+    config = TrainConfig.from_dict(checkpoint["config"])
+    model = build_model(config.model, **checkpoint["model_kwargs"])
+    model.load_state_dict(checkpoint["model"])
+    device = default_device(device if device is not None else config.device)
+    model.to(device).eval()
+    return model, DistributionHead(config.head_config()), config, checkpoint
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loop
+
+
+def train(
+    config: TrainConfig | dict,
+    train_items: Sequence[dict] | None = None,
+    val_items: Sequence[dict] | None = None,
+    on_step: Callable[[int], None] | None = None,
+    resume: bool = True,
+) -> Path:
+    """Train one model; returns its run folder (see the module docstring for what it contains).
+
+    ``train_items`` / ``val_items`` are dataset items (dicts as ``tnlib.data.loading.HeuristicDataset`` yields); by default
+    they are loaded from ``config.data_root``. ``on_step(step)`` is called after every completed step (notebooks
+    use it for live plots; tests use it to interrupt). With ``resume`` (the default) a run folder holding a
+    ``last.pt`` of the same configuration continues from it; otherwise the folder is started afresh.
+    """
+    config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
+    config.validate()
+    run_dir = Path(config.out_dir) / config.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    device = default_device(config.device)
+
+    # -- data -------------------------------------------------------------------------------------------------
+    encoder = make_encoder(config.model, config.domain)
+    if train_items is None:
+        train_items = load_items(config, config.train_split, config.instances)
+    if val_items is None:
+        val_items = load_items(config, config.val_split)
+    if not train_items or not val_items:
+        raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
+    train_data = encode_all(encoder, train_items)
+    val_data = encode_all(encoder, val_items)
+    run = RunDir(run_dir)
+    atomic_write_json(run.data_file, data_used(config, train_items, val_items))
+
+    # -- model, head, optimizer, sampler ------------------------------------------------------------------------
+    torch.manual_seed(config.seed)
+    model_kwargs = _model_spec(config, encoder)
+    model = build_model(config.model, **model_kwargs).to(device)
+    head = DistributionHead(config.head_config())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay)
+    sampler = torch.Generator().manual_seed(config.seed)
+    step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
+
+    last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
+    if resume and last_path.is_file():
+        checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
+        saved = TrainConfig.from_dict(checkpoint["config"])
+        differs = [f.name for f in fields(TrainConfig)
+                   if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)]
+        if differs:
+            raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
+                             "choose another run_name or pass resume=False to start it afresh")
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        sampler.set_state(checkpoint["sampler_state"])
+        step, best_val_mse, best_val_nll = checkpoint["step"], checkpoint["best_val_mse"], checkpoint["best_val_nll"]
+        loss_sum, loss_count = checkpoint["loss_sum"], checkpoint["loss_count"]
+        elapsed_before = checkpoint["elapsed"]
+        # curve lines written after the checkpoint will be written again
+        kept = [line for line in curves_path.read_text().splitlines() if json.loads(line)["step"] <= step] \
+            if curves_path.is_file() else []
+        curves_path.write_text("".join(line + "\n" for line in kept))
+    else:
+        for stale in (last_path, best_path, best_nll_path, curves_path):
+            stale.unlink(missing_ok=True)
+        curves_path.touch()
+    run.config_file.write_text(json.dumps(asdict(config), indent=2) + "\n")
+
+    def checkpoint_state(**extra) -> dict:
+        return {
+            "format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": model_kwargs,
+            "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, "best_val_nll": best_val_nll,
+            **extra,
+        }
+
+    # -- loop ---------------------------------------------------------------------------------------------------
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter() - elapsed_before
+    bar = tqdm(total=config.steps, initial=step, disable=not config.progress, desc=config.name, leave=False)
+    model.train()
+    while step < config.steps:
+        rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
+        batch: Batch = encoder.collate([train_data[i] for i in rows]).to(device)
+        prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+        loss = prediction.nll(batch.h_star).mean()
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(_diverged_message("loss", loss.item(), step + 1, batch, last_path))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise TrainingDiverged(_diverged_message("gradient norm", grad_norm.item(), step + 1, batch, last_path))
+        optimizer.step()
+        step += 1
+        loss_sum += loss.item()
+        loss_count += 1
+        bar.update(1)
+
+        if step % config.eval_every == 0 or step == config.steps:
+            metrics = validation_metrics(model, head, encoder, val_data, device, config.eval_batch_size)
+            record = {"step": step, "train_loss": loss_sum / loss_count, **metrics,
+                      "seconds": round(time.perf_counter() - started, 3)}
+            with curves_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            loss_sum, loss_count = 0.0, 0
+            if metrics["val_mse"] < best_val_mse:
+                best_val_mse = metrics["val_mse"]
+                _atomic_save(checkpoint_state(**metrics), best_path)
+            if metrics["val_nll"] < best_val_nll:
+                best_val_nll = metrics["val_nll"]
+                _atomic_save(checkpoint_state(**metrics), best_nll_path)
+            bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            _atomic_save(checkpoint_state(
+                optimizer=optimizer.state_dict(), sampler_state=sampler.get_state(), loss_sum=loss_sum,
+                loss_count=loss_count, elapsed=time.perf_counter() - started,
+            ), last_path)
+        if on_step is not None:
+            on_step(step)
+    bar.close()
+    return run_dir
+
+
+def _diverged_message(what: str, value: float, step: int, batch: Batch, last_path: Path) -> str:
+    instances = sorted(set(batch.instances))
+    shown = ", ".join(instances[:8]) + (f", ... ({len(instances)} instances)" if len(instances) > 8 else "")
+    saved = f"the last checkpoint ({last_path}) is from before it" if last_path.is_file() else "no checkpoint was written"
+    return (f"training stopped: non-finite {what} ({value}) at step {step} on the batch drawn for that step "
+            f"({len(batch)} states from: {shown}); {saved}")

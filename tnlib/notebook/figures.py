@@ -1,0 +1,464 @@
+"""Plotly figure builders for the notebooks, and the notebook plotting setup.
+
+Every figure the notebooks show is built here and returned as a ``plotly.graph_objects.Figure`` (tested in
+``tests/test_figures.py``); the notebooks only choose parameters and call ``.show()``.
+
+Offline rendering: :func:`setup_notebook_plotting` embeds the plotly.js bundle once, in the output of the
+cell that calls it, and makes every later ``fig.show()`` emit two representations: the plotly mimetype,
+which JupyterLab draws with its bundled plotly extension, and a ``text/html`` div whose script uses that
+embedded bundle, which nbconvert keeps when it writes HTML. Nothing is loaded from a CDN (plotly's own
+``notebook`` renderer adds a MathJax CDN script to every figure, hence the renderer below).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import torch
+from plotly.io.base_renderers import MimetypeRenderer
+
+from tnlib.notebook import teaching
+
+#: Renderer name registered by :func:`setup_notebook_plotting`.
+INLINE_RENDERER = "tnlib_inline_html"
+#: Marker in the HTML that carries the embedded plotly.js bundle (tests look for it).
+BUNDLE_MARKER = "tnlib: embedded plotly.js bundle"
+
+# Stable trace names: tests and legend toggling rely on them.
+NORMAL_PDF = "Normal PDF"
+TRUNCATED_PDF = "Truncated Normal PDF"
+LOC_LINE = "mu (Normal mean = mode)"
+MEAN_LINE = "TN mean (heuristic)"
+MODE_MARKER = "TN mode"
+OBSERVED_LINE = "observed x = h*"
+
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+class _InlineHtmlRenderer(MimetypeRenderer):
+    """``text/html`` figures that rely on the plotly.js bundle already embedded in the notebook."""
+
+    def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
+        html = pio.to_html(
+            fig_dict,
+            include_plotlyjs=False,
+            include_mathjax=False,
+            full_html=False,
+            default_width="100%",
+            default_height=480,
+            validate=False,
+        )
+        return {"text/html": html}
+
+
+def setup_notebook_plotting() -> None:
+    """Make plotly figures display in JupyterLab and in nbconvert HTML without network access.
+
+    Call it once, near the top of a notebook: its cell output carries the plotly.js bundle (about 5 MB), so
+    calling it in several cells would embed the bundle several times.
+    """
+    from IPython.display import HTML, display
+    from plotly.offline import get_plotlyjs
+
+    pio.renderers[INLINE_RENDERER] = _InlineHtmlRenderer()
+    pio.renderers.default = f"plotly_mimetype+{INLINE_RENDERER}"
+    display(
+        HTML(
+            f"<!-- {BUNDLE_MARKER} -->\n"
+            "<script type=\"text/javascript\">window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
+            f"<script type=\"text/javascript\">{get_plotlyjs()}</script>"
+        )
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Truncated Gaussian densities
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _finite_or_none(values: np.ndarray) -> list[float | None]:
+    """Plotly draws a gap at ``None``; non-finite values would break the JSON or the axis range."""
+    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=float)]
+
+
+def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = 801) -> np.ndarray:
+    """Sorted x values covering the Normal's bulk, the finite bounds and the truncated bulk.
+
+    A uniform grid over the whole view is joined with a dense one over the truncated distribution's own
+    bulk (mean +- 8 stddev, inside the bounds), so that a narrow density far from mu is still resolved; the
+    bounds themselves are on the grid so the density's jumps are drawn sharply.
+    """
+    distribution = teaching.truncated_normal(loc, scale, low, high)
+    mean, stddev = float(distribution.mean), float(distribution.stddev)
+    bulk_low = max(low, mean - 8.0 * stddev)
+    bulk_high = min(high, mean + 8.0 * stddev)
+    view = [loc - 4.0 * scale, loc + 4.0 * scale, bulk_low, bulk_high]
+    view += [bound for bound in (low, high) if math.isfinite(bound)]
+    view_low, view_high = min(view), max(view)
+    margin = 0.05 * (view_high - view_low)
+    coarse = np.linspace(view_low - margin, view_high + margin, num_points)
+    dense = np.linspace(bulk_low, bulk_high, num_points)
+    bounds = [bound for bound in (low, high) if math.isfinite(bound)]
+    return np.unique(np.concatenate([coarse, dense, bounds]))
+
+
+def truncated_density(loc: float, scale: float, low: float, high: float, x: np.ndarray) -> np.ndarray:
+    """The Truncated Normal PDF on ``x``: zero outside ``[low, high]``."""
+    values = torch.as_tensor(x, dtype=teaching.DTYPE)
+    low_tensor = torch.tensor(low, dtype=teaching.DTYPE)
+    high_tensor = torch.tensor(high, dtype=teaching.DTYPE)
+    nll = teaching.truncated_nll(teaching.truncated_normal(loc, scale, low, high), values, low_tensor, high_tensor)
+    return torch.exp(-nll).numpy()
+
+
+def _with_jumps(x: np.ndarray, density: np.ndarray, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
+    """Insert a zero at each finite bound (which is on ``x``), so the line drops vertically there and the
+    trapezoid integral of the line is the integral of the density."""
+    if math.isfinite(low):
+        index = int(np.searchsorted(x, low, side="left"))  # (low, 0) goes just before (low, pdf(low))
+        x, density = np.insert(x, index, low), np.insert(density, index, 0.0)
+    if math.isfinite(high):
+        index = int(np.searchsorted(x, high, side="right"))  # (high, 0) goes just after (high, pdf(high))
+        x, density = np.insert(x, index, high), np.insert(density, index, 0.0)
+    return x, density
+
+
+def _format_bound(value: float) -> str:
+    return "inf" if value == math.inf else "-inf" if value == -math.inf else f"{value:g}"
+
+
+def truncated_normal_figure(
+    loc: float,
+    scale: float,
+    low: float,
+    high: float,
+    observed: float | None = None,
+    num_points: int = 801,
+) -> go.Figure:
+    """Normal and Truncated Normal PDFs with mu, the truncated mean and mode, and an observed ``x = h*``.
+
+    Traces (by name): :data:`NORMAL_PDF`, :data:`TRUNCATED_PDF`, :data:`LOC_LINE`, :data:`MEAN_LINE`,
+    :data:`MODE_MARKER` and, when ``observed`` is given, :data:`OBSERVED_LINE`. The title gives the truncated
+    mean and mode and, for ``observed``, its NLL under both distributions. Finite bounds are dashed lines,
+    the region outside them is shaded.
+    """
+    params = teaching.check_explorer_parameters(loc, scale, low, high, 0.0 if observed is None else observed, num_points)
+    loc, scale, low, high = params.loc, params.scale, params.low, params.high
+    summary = teaching.describe_truncated_normal(loc, scale, low, high, params.observed)
+    grid = density_grid(loc, scale, low, high, num_points)
+    normal_pdf = np.exp(-0.5 * ((grid - loc) / scale) ** 2) / (scale * math.sqrt(2 * math.pi))
+    truncated_x, truncated_pdf = _with_jumps(grid, truncated_density(loc, scale, low, high, grid), low, high)
+    top = 1.08 * max(float(normal_pdf.max()), float(truncated_pdf.max()))
+
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=grid, y=normal_pdf, name=NORMAL_PDF, mode="lines", line=dict(color=_COLORS[7], dash="dash")))
+    figure.add_trace(
+        go.Scatter(x=truncated_x, y=truncated_pdf, name=TRUNCATED_PDF, mode="lines", line=dict(color=_COLORS[0], width=3))
+    )
+    figure.add_trace(
+        go.Scatter(x=[loc, loc], y=[0, top], name=LOC_LINE, mode="lines", line=dict(color=_COLORS[7], dash="dot"))
+    )
+    figure.add_trace(
+        go.Scatter(x=[summary["mean"]] * 2, y=[0, top], name=MEAN_LINE, mode="lines", line=dict(color=_COLORS[3], width=2))
+    )
+    mode_height = float(truncated_density(loc, scale, low, high, np.array([summary["mode"]]))[0])
+    figure.add_trace(
+        go.Scatter(
+            x=[summary["mode"]], y=[mode_height], name=MODE_MARKER, mode="markers",
+            marker=dict(color=_COLORS[1], size=11, symbol="diamond"),
+        )
+    )
+    if observed is not None:
+        figure.add_trace(
+            go.Scatter(
+                x=[params.observed] * 2, y=[0, top], name=OBSERVED_LINE, mode="lines", line=dict(color=_COLORS[2], dash="dashdot")
+            )
+        )
+    view_low, view_high = float(grid[0]), float(grid[-1])
+    for bound in (low, high):
+        if math.isfinite(bound):
+            figure.add_vline(x=bound, line=dict(color="black", dash="dash", width=1))
+    if math.isfinite(low) and low > view_low:
+        figure.add_vrect(x0=view_low, x1=low, fillcolor="gray", opacity=0.12, line_width=0)
+    if math.isfinite(high) and high < view_high:
+        figure.add_vrect(x0=high, x1=view_high, fillcolor="gray", opacity=0.12, line_width=0)
+
+    subtitle = f"TN mean {summary['mean']:.3f}, mode {summary['mode']:.3f}, kept mass Z {summary['kept_mass']:.3g}"
+    if observed is not None:
+        subtitle += f"; NLL of x={params.observed:g}: Normal {summary['normal_nll']:.3f}, TN {summary['truncated_nll']:.3f}"
+    figure.update_layout(
+        title=dict(
+            text=f"TN(mu={loc:g}, sigma={scale:g}, l={_format_bound(low)}, u={_format_bound(high)})<br><sup>{subtitle}</sup>"
+        ),
+        xaxis_title="x (cost-to-go h*)",
+        yaxis_title="density p(x)",
+        yaxis_range=[0, top],
+        xaxis_range=[view_low, view_high],
+        legend=dict(orientation="h", yanchor="top", y=-0.18),
+        margin=dict(t=80),
+        template="plotly_white",
+    )
+    return figure
+
+
+def preset_bounds_figure(
+    loc: float = 0.0,
+    scale: float = 1.0,
+    presets: Sequence[tuple[str, float, float]] = teaching.PRESET_BOUNDS,
+    num_points: int = 801,
+) -> go.Figure:
+    """The paper's Figure 1: ``TN(loc, scale, l, u)`` PDFs for several bounds, each with its mean marked.
+
+    Two traces per preset: the PDF (named by the preset label) and its mean (``"mean of " + label``), which
+    lies inside the bounds even when ``loc`` does not.
+    """
+    figure = go.Figure()
+    for index, (label, low, high) in enumerate(presets):
+        teaching.check_explorer_parameters(loc, scale, low, high, 0.0, num_points)
+        color = _COLORS[index % len(_COLORS)]
+        grid = density_grid(loc, scale, low, high, num_points)
+        x, density = _with_jumps(grid, truncated_density(loc, scale, low, high, grid), low, high)
+        figure.add_trace(go.Scatter(x=x, y=density, name=label, mode="lines", legendgroup=label, line=dict(color=color)))
+        mean = float(teaching.truncated_normal(loc, scale, low, high).mean)
+        height = float(truncated_density(loc, scale, low, high, np.array([mean]))[0])
+        figure.add_trace(
+            go.Scatter(
+                x=[mean], y=[height], name=f"mean of {label}", mode="markers", legendgroup=label, showlegend=False,
+                marker=dict(color=color, size=10, symbol="x"), hovertemplate=f"mean of {label}: %{{x:.3f}}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title=f"Truncated Gaussians TN(mu={loc:g}, sigma={scale:g}, l, u); x marks each mean",
+        xaxis_title="x",
+        yaxis_title="density p(x)",
+        xaxis_range=[loc - 4 * scale, loc + 4 * scale],
+        template="plotly_white",
+    )
+    return figure
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Generic curves and bars for the classroom notebook
+# ----------------------------------------------------------------------------------------------------------
+
+
+def curves_figure(
+    x: Sequence[float] | np.ndarray,
+    curves: Mapping[str, Sequence[float] | np.ndarray],
+    title: str,
+    x_title: str,
+    y_title: str,
+    log_y: bool = False,
+    vertical_lines: Mapping[str, float] | None = None,
+) -> go.Figure:
+    """One line per entry of ``curves`` (name -> y values on ``x``), optional labelled vertical lines.
+
+    Non-finite y values are left as gaps.
+    """
+    figure = go.Figure()
+    for index, (name, values) in enumerate(curves.items()):
+        if len(values) != len(x):
+            raise ValueError(f"curve {name!r} has {len(values)} values for {len(x)} x values")
+        figure.add_trace(
+            go.Scatter(x=list(map(float, x)), y=_finite_or_none(np.asarray(values)), name=name, mode="lines",
+                       line=dict(color=_COLORS[index % len(_COLORS)], width=2))
+        )
+    for name, position in (vertical_lines or {}).items():
+        figure.add_vline(x=position, line=dict(color="black", dash="dash", width=1), annotation_text=name,
+                         annotation_position="top")
+    figure.update_layout(
+        title=title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
+        yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", yanchor="top", y=-0.2),
+    )
+    return figure
+
+
+def bar_figure(values: Mapping[str, float], title: str, y_title: str) -> go.Figure:
+    """A single bar trace, one bar per entry, labelled with its value."""
+    figure = go.Figure(
+        go.Bar(x=list(values), y=[float(v) for v in values.values()], text=[f"{v:.3f}" for v in values.values()],
+               textposition="outside", marker_color=_COLORS[: len(values)])
+    )
+    figure.update_layout(title=title, yaxis_title=y_title, template="plotly_white")
+    return figure
+
+
+def regression_loss_figure(result: teaching.RegressionResult) -> go.Figure:
+    """Validation MSE of each model's planning heuristic against the training step (log y), like the paper's
+    Figure 2, with the MSE of the bound l alone as a dotted reference."""
+    curves = {teaching.MODEL_LABELS[kind]: values for kind, values in result.validation_mse.items()}
+    figure = curves_figure(
+        result.recorded_steps, curves, "Validation MSE of the planning heuristic during training",
+        "training step", "validation MSE (log scale)", log_y=True,
+    )
+    figure.add_hline(y=result.lower_bound_mse, line=dict(color="black", dash="dot", width=1),
+                     annotation_text="MSE of the bound l alone", annotation_position="top right")
+    return figure
+
+
+def point_estimate_figure(result: teaching.RegressionResult) -> go.Figure:
+    """Grouped bars: test MSE of mu, max(mu, l) and the TN mean for each model (one trace per estimate)."""
+    models = list(teaching.MODEL_LABELS)
+    figure = go.Figure()
+    for index, (name, label) in enumerate(teaching.ESTIMATE_LABELS.items()):
+        values = [result.test_mse[kind].get(name) for kind in models]
+        figure.add_trace(
+            go.Bar(x=[teaching.MODEL_LABELS[kind] for kind in models], y=values, name=label,
+                   text=[f"{v:.2f}" if v is not None else "" for v in values], textposition="outside",
+                   marker_color=_COLORS[index])
+        )
+    figure.update_layout(barmode="group", title="Test MSE of each point estimate (lower is better)",
+                         yaxis_title="test MSE", template="plotly_white")
+    return figure
+
+
+def prediction_scatter_figure(result: teaching.RegressionResult, max_points: int = 400) -> go.Figure:
+    """Planning heuristic against h* for each model and for the bound l, on the first ``max_points`` test
+    states, with the diagonal ``y = x`` (perfect heuristic)."""
+    count = min(max_points, len(result.test_optimal_cost))
+    optimal = result.test_optimal_cost[:count]
+    # Deterministic horizontal jitter: h* is an integer and the points would hide each other otherwise.
+    jitter = (np.arange(count) % 7 - 3) * 0.04
+    figure = go.Figure()
+    series = {"admissible bound l": result.test_lower_bound[:count]}
+    series.update({teaching.MODEL_LABELS[kind]: values[:count] for kind, values in result.test_heuristic.items()})
+    for index, (name, values) in enumerate(series.items()):
+        figure.add_trace(go.Scatter(x=optimal + jitter, y=values, name=name, mode="markers",
+                                    marker=dict(size=5, opacity=0.55, color=_COLORS[(index + 7) % len(_COLORS)])))
+    top = float(max(optimal.max(), max(float(np.max(v)) for v in series.values())))
+    figure.add_trace(go.Scatter(x=[0, top], y=[0, top], name="perfect heuristic y = h*", mode="lines",
+                                line=dict(color="black", dash="dash")))
+    figure.update_layout(title="Planning heuristic vs optimal cost h* on test states", xaxis_title="h*",
+                         yaxis_title="heuristic", template="plotly_white")
+    return figure
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Explorer widgets
+# ----------------------------------------------------------------------------------------------------------
+
+
+def message_figure(message: str) -> go.Figure:
+    """An empty figure that shows ``message``: what the explorer draws for an invalid slider setting."""
+    figure = go.Figure()
+    figure.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=16))
+    figure.update_layout(xaxis_visible=False, yaxis_visible=False, template="plotly_white", height=300)
+    return figure
+
+
+def explorer_figure(
+    loc: float,
+    scale: float,
+    low: float,
+    high: float,
+    observed: float,
+    low_is_infinite: bool = False,
+    high_is_infinite: bool = False,
+) -> go.Figure:
+    """The explorer's figure for the current widget values: ``-inf``/``inf`` replace the bounds whose
+    checkbox is ticked; an invalid combination (e.g. low >= high) gives a message instead of an error."""
+    lower = -math.inf if low_is_infinite else low
+    upper = math.inf if high_is_infinite else high
+    try:
+        return truncated_normal_figure(loc, scale, lower, upper, observed)
+    except ValueError as error:
+        return message_figure(f"cannot draw: {error}")
+
+
+def show_in_output(output: Any, figure: go.Figure) -> None:
+    """Replace what an ``ipywidgets.Output`` shows with ``figure``.
+
+    The outputs are set directly instead of capturing ``figure.show()`` inside ``with output:``: capturing a
+    plotly figure into an Output widget made papermill hang after the last cell, and setting them works the
+    same in JupyterLab. The bundle comes from ``_repr_mimebundle_``, not ``Output.append_display_data``: in a
+    kernel that goes through the figure's ``_ipython_display_``, which shows it in the cell (or nowhere, from a
+    slider callback) and leaves the widget empty.
+    """
+    output.outputs = ({"output_type": "display_data", "data": figure._repr_mimebundle_(), "metadata": {}},)
+
+
+class ExplorerControls:
+    """The explorer's widgets.
+
+    ``values`` maps :func:`explorer_figure`'s argument names to their widgets, ``output`` is where the figure
+    goes, ``panel`` lays everything out with the preset selector. :meth:`on_change` registers the redraw
+    callback; a preset changes several widgets but triggers a single redraw.
+    """
+
+    def __init__(self, values: dict[str, Any], preset: Any, output: Any, panel: Any) -> None:
+        self.values, self.preset, self.output, self.panel = values, preset, output, panel
+        self._callbacks: list[Callable[[], None]] = []
+        self._applying_preset = False
+        for control in values.values():
+            control.observe(self._value_changed, names="value")
+        preset.observe(self._apply_preset, names="value")
+
+    def current_values(self) -> dict[str, Any]:
+        """The widgets' values, as keyword arguments of :func:`explorer_figure`."""
+        return {name: control.value for name, control in self.values.items()}
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every user change."""
+        self._callbacks.append(callback)
+
+    def _notify(self) -> None:
+        for callback in self._callbacks:
+            callback()
+
+    def _value_changed(self, change: dict) -> None:
+        if not self._applying_preset:
+            self._notify()
+
+    def _apply_preset(self, change: dict) -> None:
+        if change["new"] is None:
+            return
+        low, high = change["new"]
+        self._applying_preset = True
+        try:
+            self.values["loc"].value, self.values["scale"].value = 0.0, 1.0
+            self.values["low_is_infinite"].value = not math.isfinite(low)
+            self.values["high_is_infinite"].value = not math.isfinite(high)
+            if math.isfinite(low):
+                self.values["low"].value = low
+            if math.isfinite(high):
+                self.values["high"].value = high
+        finally:
+            self._applying_preset = False
+        self._notify()
+
+
+def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 5.0) -> ExplorerControls:
+    """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
+    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.teaching.PRESET_BOUNDS`, and an output
+    area for the figure."""
+    import ipywidgets as widgets
+
+    def slider(description: str, value: float, minimum: float, maximum: float) -> widgets.FloatSlider:
+        clipped = min(max(value, minimum), maximum)
+        return widgets.FloatSlider(value=clipped, min=minimum, max=maximum, step=0.05, description=description,
+                                   continuous_update=False, readout_format=".2f")
+
+    values = {
+        "loc": slider("mu", params.loc, -slider_limit, slider_limit),
+        "scale": slider("sigma", params.scale, 0.05, slider_limit),
+        "low": slider("low l", params.low if math.isfinite(params.low) else -slider_limit, -slider_limit, slider_limit),
+        "high": slider("high u", params.high if math.isfinite(params.high) else slider_limit, -slider_limit, slider_limit),
+        "observed": slider("x = h*", params.observed, -slider_limit, slider_limit),
+        "low_is_infinite": widgets.Checkbox(value=not math.isfinite(params.low), description="l = -inf"),
+        "high_is_infinite": widgets.Checkbox(value=not math.isfinite(params.high), description="u = +inf"),
+    }
+    options = [("(choose a preset)", None)] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS]
+    preset = widgets.Dropdown(options=options, description="preset")
+    output = widgets.Output()
+    panel = widgets.VBox([
+        preset,
+        widgets.HBox([values["loc"], values["scale"], values["observed"]]),
+        widgets.HBox([values["low"], values["low_is_infinite"]]),
+        widgets.HBox([values["high"], values["high_is_infinite"]]),
+        output,
+    ])
+    return ExplorerControls(values, preset, output, panel)

@@ -1,0 +1,598 @@
+"""Computations behind the teaching notebooks.
+
+The notebooks in ``notebooks/`` hold parameters, prose and plots only; every number they show is computed
+here so that it is tested (``tests/test_teaching.py``) and reusable:
+
+* parameter checks that turn bad notebook parameters into one clear ``ValueError``;
+* :func:`describe_truncated_normal`, the summary the Truncated Gaussian explorer prints;
+* the small numerical demonstrations of the classroom notebook (maximum likelihood, MSE as a Gaussian NLL,
+  learned sigma, maximum entropy, closed vs open lower bounds);
+* :func:`run_synthetic_regression`, a seconds-long CPU regression that compares Gaussian and Truncated
+  Gaussian heuristic models trained from an admissible lower bound.
+
+All tensors are float64: the demonstrations go far into the Gaussian tails, where float32 rounds the
+normalizer of the Truncated Gaussian to zero.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.distributions import Laplace, Normal, Uniform
+
+from tnlib.distributions import TruncatedNormal
+from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
+
+DTYPE = torch.float64
+
+#: The open-bound margin of the paper's appendix: a lower bound ``l`` becomes ``l - 0.1`` so that an
+#: observation equal to ``l`` is never on the boundary of the support.
+PAPER_OPEN_BOUND_MARGIN = OPEN_BOUND_EPSILON
+
+#: Bounds (label, low, high) shown by the explorer for mu=0, sigma=1. ``(0.2, 1.7)`` is the paper's
+#: Figure 1 example whose mean respects the bounds although mu=0 lies outside them.
+PRESET_BOUNDS: tuple[tuple[str, float, float], ...] = (
+    ("(-inf, inf): plain Normal", -math.inf, math.inf),
+    ("(0, inf): non-negative cost", 0.0, math.inf),
+    ("(-1, 1): symmetric window", -1.0, 1.0),
+    ("(0.2, 1.7): paper Figure 1", 0.2, 1.7),
+    ("(1, 3): mu left of the bounds", 1.0, 3.0),
+    ("(2.5, inf): far tail", 2.5, math.inf),
+    ("(-inf, -0.5): upper bound only", -math.inf, -0.5),
+)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Parameter checks
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _as_float(name: str, value: object) -> float:
+    """``float(value)``, accepting the strings "inf"/"-inf" that papermill can pass for infinite bounds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got the boolean {value!r}")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (or 'inf'/'-inf' for a bound), got {value!r}") from None
+    if math.isnan(number):
+        raise ValueError(f"{name} must not be NaN")
+    return number
+
+
+def _as_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ExplorerParameters:
+    """Validated parameters of ``truncated_gaussian_explorer.ipynb``."""
+
+    loc: float
+    scale: float
+    low: float
+    high: float
+    observed: float
+    num_points: int
+    interactive: bool
+
+
+def check_explorer_parameters(
+    loc: object,
+    scale: object,
+    low: object,
+    high: object,
+    observed: object,
+    num_points: object = 801,
+    interactive: object = True,
+) -> ExplorerParameters:
+    """Validate the explorer's parameters; raise ``ValueError`` naming the first bad one.
+
+    ``low``/``high`` may be ``-inf``/``inf`` (or those strings); ``observed`` may lie outside the bounds
+    (its truncated NLL is then infinite, which the explorer shows).
+    """
+    loc_value = _as_float("loc", loc)
+    scale_value = _as_float("scale", scale)
+    low_value = _as_float("low", low)
+    high_value = _as_float("high", high)
+    observed_value = _as_float("observed", observed)
+    if not math.isfinite(loc_value):
+        raise ValueError(f"loc must be finite, got {loc_value}")
+    if not (scale_value > 0 and math.isfinite(scale_value)):
+        raise ValueError(f"scale must be a finite number > 0, got {scale_value}")
+    if low_value == math.inf:
+        raise ValueError("low must be < inf")
+    if high_value == -math.inf:
+        raise ValueError("high must be > -inf")
+    if not low_value < high_value:
+        raise ValueError(f"low must be < high, got low={low_value} and high={high_value}")
+    if not math.isfinite(observed_value):
+        raise ValueError(f"observed must be finite, got {observed_value}")
+    points = _as_int("num_points", num_points, minimum=11)
+    if not isinstance(interactive, bool):
+        raise ValueError(f"interactive must be True or False, got {interactive!r}")
+    return ExplorerParameters(loc_value, scale_value, low_value, high_value, observed_value, points, interactive)
+
+
+@dataclass(frozen=True)
+class ClassroomParameters:
+    """Validated parameters of ``statistics_of_heuristic_learning.ipynb``."""
+
+    seed: int
+    num_train: int
+    num_test: int
+    steps: int
+    learning_rate: float
+    hidden_units: int
+    open_bound_margin: float
+    demo_steps: int
+
+
+def check_parameters(
+    seed: object = 0,
+    num_train: object = 500,
+    num_test: object = 2000,
+    steps: object = 400,
+    learning_rate: object = 0.03,
+    hidden_units: object = 16,
+    open_bound_margin: object = PAPER_OPEN_BOUND_MARGIN,
+    demo_steps: object = 300,
+) -> ClassroomParameters:
+    """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
+    seed_value = _as_int("seed", seed, minimum=0)
+    train = _as_int("num_train", num_train, minimum=2)
+    test = _as_int("num_test", num_test, minimum=2)
+    step_count = _as_int("steps", steps, minimum=1)
+    rate = _as_float("learning_rate", learning_rate)
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {rate}")
+    hidden = _as_int("hidden_units", hidden_units, minimum=1)
+    margin = _as_float("open_bound_margin", open_bound_margin)
+    if not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
+    demo = _as_int("demo_steps", demo_steps, minimum=1)
+    return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Explorer summary
+# ----------------------------------------------------------------------------------------------------------
+
+
+def truncated_normal(loc: float, scale: float, low: float, high: float) -> TruncatedNormal:
+    """A scalar float64 ``TruncatedNormal`` (argument checks are done by the callers' parameter checks)."""
+    return TruncatedNormal(
+        torch.tensor(loc, dtype=DTYPE),
+        torch.tensor(scale, dtype=DTYPE),
+        torch.tensor(low, dtype=DTYPE),
+        torch.tensor(high, dtype=DTYPE),
+        validate_args=False,
+    )
+
+
+def truncated_nll(distribution: TruncatedNormal, value: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+    """``-log p(value)``, +inf outside ``[low, high]`` whatever the implementation does off its support."""
+    inside = (value >= low) & (value <= high)
+    clamped = torch.minimum(torch.maximum(value, low), high)
+    nll = -distribution.log_prob(clamped)
+    return torch.where(inside, nll, torch.full_like(nll, math.inf))
+
+
+def describe_truncated_normal(loc: float, scale: float, low: float, high: float, observed: float) -> dict[str, float]:
+    """The numbers the explorer shows for ``TN(loc, scale, low, high)`` and an observed ``x = h*``.
+
+    Keys: ``normal_mean`` (= mode of the Normal = loc), ``mean`` (the truncated mean, the paper's heuristic),
+    ``mode``, ``stddev``, ``log_normalizer`` (log Z), ``kept_mass`` (Z, the Normal's probability of
+    ``[low, high]``), ``normal_nll`` and ``truncated_nll`` (of ``observed``; inf outside the bounds).
+    """
+    distribution = truncated_normal(loc, scale, low, high)
+    value = torch.tensor(observed, dtype=DTYPE)
+    low_tensor, high_tensor = torch.tensor(low, dtype=DTYPE), torch.tensor(high, dtype=DTYPE)
+    log_normalizer = float(distribution.log_normalizer)
+    return {
+        "normal_mean": float(loc),
+        "mean": float(distribution.mean),
+        "mode": float(distribution.mode),
+        "stddev": float(distribution.stddev),
+        "log_normalizer": log_normalizer,
+        "kept_mass": math.exp(log_normalizer),
+        "normal_nll": float(-Normal(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE)).log_prob(value)),
+        "truncated_nll": float(truncated_nll(distribution, value, low_tensor, high_tensor)),
+    }
+
+
+def format_description(description: dict[str, float]) -> str:
+    """A few aligned lines for printing :func:`describe_truncated_normal`'s result."""
+    labels = {
+        "normal_mean": "Normal mean = mode = mu",
+        "mean": "truncated mean E[x] (heuristic)",
+        "mode": "truncated mode",
+        "stddev": "truncated stddev",
+        "kept_mass": "kept mass Z",
+        "log_normalizer": "log Z",
+        "normal_nll": "NLL of x under Normal",
+        "truncated_nll": "NLL of x under Truncated Normal",
+    }
+    return "\n".join(f"{labels[key]:<34s} {description[key]: .4f}" for key in labels)
+
+
+def preset_summary_table(
+    loc: float = 0.0,
+    scale: float = 1.0,
+    observed: float = 0.5,
+    presets: tuple[tuple[str, float, float], ...] = PRESET_BOUNDS,
+) -> str:
+    """One line per preset: its truncated mean, mode, kept mass and the NLL of ``observed`` (inf when the
+    observation is outside the bounds)."""
+    header = f"{'bounds (l, u)':<34s}{'mean':>9s}{'mode':>9s}{'Z':>10s}{'NLL N':>9s}{'NLL TN':>9s}"
+    lines = [header, "-" * len(header)]
+    for label, low, high in presets:
+        row = describe_truncated_normal(loc, scale, low, high, observed)
+        lines.append(
+            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{row['kept_mass']:10.4f}"
+            f"{row['normal_nll']:9.3f}{row['truncated_nll']:9.3f}"
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Classroom demonstrations
+# ----------------------------------------------------------------------------------------------------------
+
+
+def draw_gaussian_sample(num_points: int, loc: float, scale: float, seed: int) -> np.ndarray:
+    """``num_points`` draws of ``N(loc, scale)``, reproducible for a seed."""
+    generator = torch.Generator().manual_seed(seed)
+    return (loc + scale * torch.randn(num_points, generator=generator, dtype=DTYPE)).numpy()
+
+
+def gaussian_nll_curve(samples: np.ndarray, locs: np.ndarray, scale: float) -> np.ndarray:
+    """Mean Gaussian NLL of ``samples`` for each candidate ``loc`` (fixed ``scale``)."""
+    data = torch.as_tensor(samples, dtype=DTYPE)[None, :]
+    candidates = torch.as_tensor(locs, dtype=DTYPE)[:, None]
+    return (-Normal(candidates, torch.tensor(scale, dtype=DTYPE)).log_prob(data)).mean(dim=1).numpy()
+
+
+def mse_nll_gap(samples: np.ndarray, predictions: np.ndarray) -> tuple[float, float]:
+    """Check that MSE is the Gaussian NLL with sigma = 1/sqrt(2), up to a constant.
+
+    Returns ``(largest, smallest)`` of ``NLL_i - (x_i - mu_i)^2`` over the points: both equal
+    ``log sqrt(pi)`` (= 0.5724), the constant the MSE drops.
+    """
+    data = torch.as_tensor(samples, dtype=DTYPE)
+    mean = torch.as_tensor(predictions, dtype=DTYPE)
+    nll = -Normal(mean, torch.tensor(FIXED_SIGMA, dtype=DTYPE)).log_prob(data)
+    gap = nll - (data - mean) ** 2
+    return float(gap.max()), float(gap.min())
+
+
+def nll_versus_scale(residuals: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Mean Gaussian NLL of fixed ``residuals`` (x - mu) for each candidate sigma; minimal at their RMS."""
+    data = torch.as_tensor(residuals, dtype=DTYPE)[None, :]
+    candidates = torch.as_tensor(scales, dtype=DTYPE)[:, None]
+    return (-Normal(torch.zeros((), dtype=DTYPE), candidates).log_prob(data)).mean(dim=1).numpy()
+
+
+def equal_variance_entropies(variance: float = 1.0) -> dict[str, float]:
+    """Differential entropies of a Gaussian, a Laplace and a uniform distribution with the same variance.
+
+    The Gaussian's is the largest: it is the max-ent distribution on R for a given mean and variance.
+    """
+    std = math.sqrt(variance)
+    half_width = math.sqrt(3.0) * std  # uniform on [-a, a] has variance a^2 / 3
+    zero = torch.zeros((), dtype=DTYPE)
+    distributions = {
+        "Gaussian": Normal(zero, torch.tensor(std, dtype=DTYPE)),
+        "Laplace": Laplace(zero, torch.tensor(std / math.sqrt(2.0), dtype=DTYPE)),
+        "Uniform": Uniform(torch.tensor(-half_width, dtype=DTYPE), torch.tensor(half_width, dtype=DTYPE)),
+    }
+    return {name: float(distribution.entropy()) for name, distribution in distributions.items()}
+
+
+def truncated_nll_decomposition(observed: float, loc: float, scale: float, low: float, high: float) -> dict[str, float]:
+    """``-log TN(x) = -log N(x) + log Z``: the three terms, computed independently.
+
+    Returns ``normal_nll``, ``log_normalizer`` and ``truncated_nll``; the first plus the second equals the
+    third when ``low <= x <= high``.
+    """
+    description = describe_truncated_normal(loc, scale, low, high, observed)
+    return {key: description[key] for key in ("normal_nll", "log_normalizer", "truncated_nll")}
+
+
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block.
+
+    The demonstrations' tensors are tiny: one thread is fastest, and on a busy two-core machine OpenMP's
+    spin-waiting made two threads five to ten times slower than one.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+#: Curve labels of :func:`bound_nll_curves` and :func:`descend_loc`.
+GAUSSIAN_LABEL = "Gaussian N(mu, sigma)"
+CLOSED_LABEL = "closed bound TN(mu, sigma, l, inf)"
+OPEN_LABEL = "open bound TN(mu, sigma, l - eps, inf)"
+
+
+def bound_nll_curves(observed: float, scale: float, margin: float, locs: np.ndarray) -> dict[str, np.ndarray]:
+    """NLL of ``x = h*`` as a function of mu when the lower bound is tight (``l = h*``).
+
+    The closed-bound curve decreases without limit as mu -> -inf (the failure mode); the open-bound curve,
+    with ``l - margin``, has a finite minimum, as does the Gaussian (at mu = h*).
+    """
+    mu = torch.as_tensor(locs, dtype=DTYPE)
+    value = torch.full_like(mu, observed)
+    sigma = torch.full_like(mu, scale)
+    infinity = torch.full_like(mu, math.inf)
+    closed_low = torch.full_like(mu, observed)
+    open_low = torch.full_like(mu, observed - margin)
+    return {
+        GAUSSIAN_LABEL: (-Normal(mu, sigma).log_prob(value)).numpy(),
+        CLOSED_LABEL: truncated_nll(TruncatedNormal(mu, sigma, closed_low, infinity, validate_args=False), value, closed_low, infinity).numpy(),
+        OPEN_LABEL: truncated_nll(TruncatedNormal(mu, sigma, open_low, infinity, validate_args=False), value, open_low, infinity).numpy(),
+    }
+
+
+def descend_loc(
+    observed: float,
+    scale: float,
+    margin: float,
+    steps: int,
+    learning_rate: float = 0.1,
+    initial_loc: float | None = None,
+) -> dict[str, np.ndarray]:
+    """Minimise the NLL of ``x = h* = l`` over mu alone with Adam; the mu trajectory for each model.
+
+    This is what a network does to a training state whose admissible bound equals its optimal cost: under
+    the closed bound mu keeps falling for as long as it runs (the gradient only decays like 1/(l - mu), and
+    Adam rescales it); under the open bound it settles. Each trajectory has ``steps + 1`` entries.
+    """
+    start = observed if initial_loc is None else initial_loc
+    value = torch.tensor(observed, dtype=DTYPE)
+    sigma = torch.tensor(scale, dtype=DTYPE)
+    infinity = torch.tensor(math.inf, dtype=DTYPE)
+
+    def gaussian(mu: torch.Tensor) -> torch.Tensor:
+        return -Normal(mu, sigma).log_prob(value)
+
+    def truncated(low: float):
+        low_tensor = torch.tensor(low, dtype=DTYPE)
+
+        def nll(mu: torch.Tensor) -> torch.Tensor:
+            return truncated_nll(TruncatedNormal(mu, sigma, low_tensor, infinity, validate_args=False), value, low_tensor, infinity)
+
+        return nll
+
+    objectives = {GAUSSIAN_LABEL: gaussian, CLOSED_LABEL: truncated(observed), OPEN_LABEL: truncated(observed - margin)}
+    trajectories: dict[str, np.ndarray] = {}
+    with _single_thread():
+        for label, objective in objectives.items():
+            trajectories[label] = _descend(objective, start, steps, learning_rate)
+    return trajectories
+
+
+def _descend(objective: Callable[[torch.Tensor], torch.Tensor], start: float, steps: int, learning_rate: float) -> np.ndarray:
+    """The path of a scalar parameter from ``start`` over ``steps`` Adam steps on ``objective``."""
+    mu = torch.tensor(start, dtype=DTYPE, requires_grad=True)
+    optimizer = torch.optim.Adam([mu], lr=learning_rate)
+    path = [start]
+    for _ in range(steps):
+        optimizer.zero_grad()
+        objective(mu).backward()
+        optimizer.step()
+        path.append(float(mu.detach()))
+    return np.asarray(path)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Synthetic heuristic regression
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyntheticHeuristicData:
+    """States described by two features in [0, 1], their optimal cost h* and an admissible bound l <= h*."""
+
+    features: torch.Tensor
+    optimal_cost: torch.Tensor
+    lower_bound: torch.Tensor
+
+
+def make_synthetic_heuristic_data(num_states: int, generator: torch.Generator) -> SyntheticHeuristicData:
+    """Draw ``num_states`` synthetic states.
+
+    ``h* = round(2 + 8 z1 + 4 sin(3 z2) + noise)``, clipped at 0, with noise whose spread grows with z1
+    (harder states are less predictable, as in planning). The bound is ``l = max(h* - gap, 0)`` with an
+    integer gap that is 0 for about half of the states, like LM-cut, which is often exact: the features
+    alone cannot tell the model how far a state is from its bound.
+    """
+    features = torch.rand(num_states, 2, generator=generator, dtype=DTYPE)
+    trend = 2.0 + 8.0 * features[:, 0] + 4.0 * torch.sin(3.0 * features[:, 1])
+    noise = torch.randn(num_states, generator=generator, dtype=DTYPE) * (0.5 + 2.0 * features[:, 0])
+    optimal_cost = torch.clamp(torch.round(trend + noise), min=0.0)
+    uniform = torch.rand(num_states, generator=generator, dtype=DTYPE).clamp_min(1e-12)
+    gap = torch.floor(-1.5 * torch.log(uniform))  # geometric: P(gap = 0) = 1 - exp(-2/3) ~ 0.49
+    lower_bound = torch.clamp(optimal_cost - gap, min=0.0)
+    return SyntheticHeuristicData(features, optimal_cost, lower_bound)
+
+
+#: The models of :func:`run_synthetic_regression`, in display order, with their labels.
+MODEL_LABELS: dict[str, str] = {
+    "gaussian_mse": "Gaussian, fixed sigma (MSE)",
+    "gaussian": "Gaussian, learned sigma",
+    "truncated": "Truncated Gaussian, learned sigma, open bound l - eps",
+}
+#: The point estimates compared on the test states, with their labels.
+ESTIMATE_LABELS: dict[str, str] = {
+    "mu": "mu",
+    "clipped": "max(mu, l)",
+    "truncated_mean": "TN mean",
+}
+# Centre and spread of the typical cost, so that the network's raw outputs start near sensible values.
+_COST_CENTRE, _COST_SPREAD = 8.0, 5.0
+
+
+class _HeuristicNetwork(torch.nn.Module):
+    """Features -> (mu, sigma): a one-hidden-layer tanh network with a softplus sigma head."""
+
+    def __init__(self, hidden_units: int) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(2, hidden_units), torch.nn.Tanh(), torch.nn.Linear(hidden_units, 2))
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        output = self.body(features)
+        mu = _COST_CENTRE + _COST_SPREAD * output[:, 0]
+        sigma = torch.nn.functional.softplus(output[:, 1]) + 1e-2  # floor keeps the NLL finite
+        return mu, sigma
+
+
+@dataclass
+class RegressionResult:
+    """What :func:`run_synthetic_regression` measured.
+
+    ``validation_mse[model]`` is the test MSE of the model's planning heuristic (mu for the Gaussians, the
+    TN mean for the Truncated Gaussian) after each step in ``recorded_steps``; ``train_nll[model]`` its
+    training loss at the same steps. ``test_mse[model][estimate]`` compares the point estimates after
+    training (``truncated_mean`` only for the truncated model). ``lower_bound_mse`` is the MSE of using l
+    itself; ``truncated_mean_minus_bound`` is the smallest ``TN mean - l`` over the test states.
+    """
+
+    recorded_steps: list[int]
+    validation_mse: dict[str, list[float]]
+    train_nll: dict[str, list[float]]
+    test_mse: dict[str, dict[str, float]]
+    lower_bound_mse: float
+    truncated_mean_minus_bound: float
+    test_optimal_cost: np.ndarray = field(repr=False)
+    test_lower_bound: np.ndarray = field(repr=False)
+    test_heuristic: dict[str, np.ndarray] = field(repr=False)
+
+
+def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
+    if kind == "gaussian_mse":
+        return Normal(mu, torch.full_like(mu, FIXED_SIGMA))
+    if kind == "gaussian":
+        return Normal(mu, sigma)
+    return TruncatedNormal(mu, sigma, lower_bound - margin, torch.full_like(mu, math.inf), validate_args=False)
+
+
+def run_synthetic_regression(
+    seed: int = 0,
+    num_train: int = 500,
+    num_test: int = 2000,
+    steps: int = 400,
+    learning_rate: float = 0.03,
+    hidden_units: int = 16,
+    open_bound_margin: float = PAPER_OPEN_BOUND_MARGIN,
+    record_every: int | None = None,
+) -> RegressionResult:
+    """Train the three models of :data:`MODEL_LABELS` on the same synthetic data (full batch, Adam).
+
+    Every model sees the features only; the Truncated Gaussian also gets the admissible bound l as the lower
+    end of its support, at training and at test (planning) time. Deterministic for a seed: data and
+    initial weights come from seeded generators and full-batch CPU training has no other randomness.
+    """
+    check_parameters(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin)
+    with _single_thread():
+        return _run_synthetic_regression(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin, record_every)
+
+
+def _run_synthetic_regression(
+    seed: int,
+    num_train: int,
+    num_test: int,
+    steps: int,
+    learning_rate: float,
+    hidden_units: int,
+    open_bound_margin: float,
+    record_every: int | None,
+) -> RegressionResult:
+    data_generator = torch.Generator().manual_seed(seed)
+    train = make_synthetic_heuristic_data(num_train, data_generator)
+    test = make_synthetic_heuristic_data(num_test, data_generator)
+    interval = record_every or max(1, steps // 50)
+    recorded_steps = sorted({0, *range(interval, steps + 1, interval), steps})
+
+    validation_mse: dict[str, list[float]] = {}
+    train_nll: dict[str, list[float]] = {}
+    test_mse: dict[str, dict[str, float]] = {}
+    test_heuristic: dict[str, np.ndarray] = {}
+    truncated_margin = math.inf
+    for kind in MODEL_LABELS:
+        # Same initial weights for every model (seeded per run, isolated from the global RNG).
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed * 1000 + 17)
+            network = _HeuristicNetwork(hidden_units).to(DTYPE)
+        optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
+
+        def heuristic(data: SyntheticHeuristicData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            mu, sigma = network(data.features)
+            if kind == "truncated":
+                planning = _model_distribution(kind, mu, sigma, data.lower_bound, open_bound_margin).mean
+            else:
+                planning = mu
+            return mu, sigma, planning
+
+        validation_mse[kind], train_nll[kind] = [], []
+        for step in range(steps + 1):
+            mu, sigma = network(train.features)
+            loss = -_model_distribution(kind, mu, sigma, train.lower_bound, open_bound_margin).log_prob(train.optimal_cost).mean()
+            if step in recorded_steps:
+                with torch.no_grad():
+                    _, _, planning = heuristic(test)
+                validation_mse[kind].append(float(((planning - test.optimal_cost) ** 2).mean()))
+                train_nll[kind].append(loss.item())
+            if step == steps:
+                break
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+        with torch.no_grad():
+            mu, sigma, planning = heuristic(test)
+        estimates = {"mu": mu, "clipped": torch.maximum(mu, test.lower_bound)}
+        if kind == "truncated":
+            estimates["truncated_mean"] = planning
+            truncated_margin = float((planning - test.lower_bound).min())
+        test_mse[kind] = {name: float(((value - test.optimal_cost) ** 2).mean()) for name, value in estimates.items()}
+        test_heuristic[kind] = planning.numpy()
+
+    return RegressionResult(
+        recorded_steps=recorded_steps,
+        validation_mse=validation_mse,
+        train_nll=train_nll,
+        test_mse=test_mse,
+        lower_bound_mse=float(((test.lower_bound - test.optimal_cost) ** 2).mean()),
+        truncated_mean_minus_bound=truncated_margin,
+        test_optimal_cost=test.optimal_cost.numpy(),
+        test_lower_bound=test.lower_bound.numpy(),
+        test_heuristic=test_heuristic,
+    )
+
+
+def format_regression_table(result: RegressionResult) -> str:
+    """The test MSE of every (model, point estimate) pair as an aligned text table."""
+    header = f"{'model':<54s}" + "".join(f"{label:>12s}" for label in ESTIMATE_LABELS.values())
+    lines = [header, "-" * len(header)]
+    for kind, label in MODEL_LABELS.items():
+        cells = "".join(
+            f"{result.test_mse[kind][name]:12.3f}" if name in result.test_mse[kind] else f"{'-':>12s}"
+            for name in ESTIMATE_LABELS
+        )
+        lines.append(f"{label:<54s}{cells}")
+    lines.append(f"{'the admissible bound l alone':<54s}{result.lower_bound_mse:12.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""The paper's constants, in one place.
+
+*"On Using Admissible Bounds for Learning Forward Search Heuristics"* (IJCAI 2024) fixes these values; every module
+that needs one imports it from here, so a reader checks them against the paper once and a change happens in one line.
+"""
+from __future__ import annotations
+
+import math
+
+# The four domains of the paper's experiments (keys of tnlib/planning/domains/), in the order its tables list them.
+DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
+
+# GBFS stops after this many heuristic evaluations per problem (Table 2); an unsolved problem counts as this many.
+# The datasets' satisficing upper bound h_sat uses the same limit.
+MAX_EVALUATIONS = 10_000
+
+# Truncated Gaussian with open bounds (appendix): TN(mu, sigma, l - eps, u + eps), so a lower bound l that equals h*
+# does not reward mu -> -inf.
+OPEN_BOUND_EPSILON = 0.1
+
+# sigma when it is not learned: 1/sqrt(2), which makes the Gaussian NLL the squared error plus a constant (the
+# paper's text; its authors' code used sqrt(2)).
+FIXED_SIGMA = 1.0 / math.sqrt(2.0)
+
+# The head's choices (tnlib.learning.heads) and the dataset columns they read (tnlib.data.loading).
+DISTRIBUTIONS = ("N", "TN")
+SIGMA_MODES = ("learn", "fixed")
+# How a learned sigma is made positive. The paper does not say. "softplus" (tnlib's default): softplus(x) + 0.01.
+# "bounded" (the authors' code): BOUNDED_SIGMA_SCALE * sigmoid(x) + BOUNDED_SIGMA_FLOOR, so sigma lies in (0.1, 10.1).
+SIGMA_LINKS = ("softplus", "bounded")
+BOUNDED_SIGMA_SCALE = 10.0
+BOUNDED_SIGMA_FLOOR = 0.1
+RESIDUALS = ("ff", "lmcut", "none")
+LOWER_BOUNDS = ("lmcut", "hmax", "blind", "none")
+UPPER_BOUNDS = ("none", "h_sat")
+
+# The linear model's four features (Gomoluch et al. 2017), as tnlib.planning.heuristics names them: goal count,
+# h_FF, and the total and mean number of delete effects its relaxed plan ignores. Dataset columns spell the last two
+# with an ``ff_`` prefix (tnlib.data.schema.FEATURE_COLUMNS).
+LINEAR_FEATURES = ("goalcount", "ff", "ignored_deletes_total", "ignored_deletes_mean")
+
+# The three models the paper trains (its main tables are NLM's; HGN's and linear regression's are in the appendix).
+MODELS = ("nlm", "hgn", "linear")
+
+# Training (the paper's "Training" paragraph and appendix "Model Hyperparameters"): 4e4 AdamW steps at batch 256 on
+# 400 training instances subsampled from the training set, five seeds, the weights of the best validation MSE kept.
+TRAIN_STEPS = 40_000
+BATCH_SIZE = 256
+TRAIN_INSTANCES = 400
+SEEDS = (0, 1, 2, 3, 4)
+# AdamW's weight decay per model: 1e-2 for NLM and HGN; for linear regression the appendix reports that an L2 weight
+# decay was tried and removed, so none.
+WEIGHT_DECAY = {"nlm": 1e-2, "hgn": 1e-2, "linear": 0.0}
+# Hours per training run on one V100 GPU, as the paper reports them ("default" for the domains it does not single
+# out; linear regression: 12-20 minutes, the upper end here). Used to estimate what a sweep costs.
+GPU_HOURS_PER_RUN = {"nlm": {"default": 0.5, "visitall": 2.0}, "hgn": {"default": 3.0, "blocksworld": 15.0},
+                     "linear": {"default": 20 / 60}}
+
+# (sigma, residual) configurations: the two of the main tables (Table 2, the sweep's default) and Table 1's four.
+PAPER_CONFIGS = (("learn", "ff"), ("fixed", "none"))
+TABLE1_CONFIGS = (("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none"))
+# Table 1 bolds the best of N, N+clip and TN only when it beats the second best by more than this.
+TABLE1_BOLD_GAP = 0.1
+
+# Table 2's h_FF column (GBFS with h_FF on the 100 plan instances, at most MAX_EVALUATIONS evaluations): coverage and
+# average evaluations. The reports compare the plan set's difficulty with these.
+FF_COVERAGE = {"blocksworld": 0.13, "ferry": 0.82, "gripper": 0.96, "visitall": 0.86}
+FF_EVALUATIONS = {"blocksworld": 9309, "ferry": 5152, "gripper": 3918, "visitall": 3321}
+# Instances planned per domain in Table 2 ("100 instances sampled from the test set for planning").
+PLAN_INSTANCES = 100
+
+# Dataset generation: attempts per instance before a slot is given up (the paper's 20).
+MAX_ATTEMPTS = 20

@@ -1,0 +1,15 @@
+"""Classical planning: PDDL tasks compiled to arrays, the paper's domains and instance generators, symbolic
+heuristics, search, plan files and validation, and optimal plans from Fast Downward.
+
+========================  ==========================================================================
+module                    what
+========================  ==========================================================================
+``task``                  PDDL (via pyperplan) grounded to packed bit-states and index arrays
+``domains/``              the paper's four domain files
+``generators``            random instances distributed like the IPC generators'
+``heuristics``            blind, goal count, h_max, h_add, h_FF, LM-cut, the linear model's features
+``search``                GBFS, A*, breadth-first search, random-walk states
+``plans``                 IPC plan files, simulation and validation
+``fast_downward``         optimal plans with Fast Downward A* + LM-cut
+========================  ==========================================================================
+"""
