@@ -45,6 +45,20 @@ def failing_profile() -> Profile:
     return Profile("failing", grids, dict(LIMITS), memory_limit_mb=2000, max_attempts=3)
 
 
+def crowded_profile(seeds: int = 30, max_attempts: int = 5) -> Profile:
+    """Cells with almost no distinct instances. visitall 2x2 with ratio 1 has one instance up to renaming (every
+    start cell is a corner); gripper with one ball has two non-trivial ones (the ball must change rooms; the
+    robot starts with it or not), and val repeats train's grid."""
+    grids = {
+        "visitall": {"train": SplitGrid(combos("visitall", x=(2,), y=(2,), ratio=(1.0,)), tuple(range(1, seeds + 1)))},
+        "gripper": {
+            "train": SplitGrid(combos("gripper", balls=(1,)), (1, 2, 3)),
+            "val": SplitGrid(combos("gripper", balls=(1,)), (1, 2)),
+        },
+    }
+    return Profile("crowded", grids, dict(LIMITS), memory_limit_mb=2000, max_attempts=max_attempts)
+
+
 def gripper_profile(seeds: int) -> Profile:
     """Many quick slots in one split (for the kill-and-resume test)."""
     grids = {"gripper": {"train": SplitGrid(combos("gripper", balls=(2, 3)), tuple(range(1, seeds + 1)))}}

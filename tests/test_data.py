@@ -21,6 +21,7 @@ from tnlib.data.loading import HeuristicDataset, StateTable, collate
 from tnlib.data.manifest import dataset_root, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import SPLITS
 from tnlib.errors import DatasetError
+from tnlib.io import sha256_file
 from tnlib.paper import DOMAINS
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -88,6 +89,55 @@ def test_edited_manifest_and_stray_files_are_reported(root):
     assert any("gripper/manifest.json: checksum differs" in p for p in problems)
     assert any("ferry/problems/train/extra.pddl: not listed" in p for p in problems)
     assert any("gripper/val.parquet" in p and "rows, the manifest says" in p for p in problems)
+
+
+def _rewrite_manifests(root, domain, manifest):
+    """Write a domain manifest and update the root manifest's checksum of it (what a hand edit that knows the
+    format, or a generator bug, would leave: every checksum passes)."""
+    path = root / domain / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    top = json.loads((root / "manifest.json").read_text())
+    top["domains"][domain]["sha256"] = sha256_file(path)
+    (root / "manifest.json").write_text(json.dumps(top))
+
+
+def test_verify_flags_an_instance_repeated_across_splits(root, capsys):
+    from tnlib.data.instance_keys import instance_key, parse_problem
+
+    manifest = json.loads((root / "gripper" / "manifest.json").read_text())
+    train = manifest["splits"]["train"]["instances"][0]
+    val = manifest["splits"]["val"]["instances"][0]
+    # val's first problem becomes train's first with the rooms swapped and another name: no atom string in
+    # common with it, the same instance.
+    copy = parse_problem((root / train["problem"]).read_text()).renamed({"rooma": "roomb", "roomb": "rooma"},
+                                                                        name=val["instance"])
+    (root / val["problem"]).write_text(copy.to_pddl("gripper"))
+    manifest["files"][val["problem"]] = sha256_file(root / val["problem"])
+    val["instance_key"] = instance_key(copy)
+    _rewrite_manifests(root, "gripper", manifest)
+    problems = verify_dataset(root)
+    assert len(problems) == 1
+    assert "gripper/val: 1 of 3 instances also occur in an earlier split (1 in train)" in problems[0]
+    assert f"{val['problem']} repeats {train['problem']}" in problems[0]
+    assert "--domain gripper --profile tiny --splits val,test,plan --force" in problems[0]
+    with pytest.raises(DatasetError, match="also occur in an earlier split"):
+        load_split(root, "gripper", "val")
+    assert len(load_split(root, "gripper", "train")) > 0  # train itself is fine
+    assert cli.main(["data", "verify", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "gripper duplicates: train 6: 0 repeated; val 3: 0 repeated, 1 in train, 1 in earlier splits" in out
+
+    # A key that does not match its file: the manifest's keys are not taken on trust by the full check.
+    val["instance_key"] = "0" * 64
+    _rewrite_manifests(root, "gripper", manifest)
+    assert any(f"{val['problem']}: the manifest's instance_key differs" in p for p in verify_dataset(root))
+
+
+def test_verify_reports_zero_duplicates_for_a_generated_dataset(pristine, capsys):
+    assert cli.main(["data", "verify", str(pristine)]) == 0
+    out = capsys.readouterr().out
+    assert "ferry duplicates: train" in out and "0 in train, 0 in earlier splits" in out
+    assert " 1 repeated" not in out and " 1 in train" not in out
 
 
 def test_missing_dataset_names_the_command_that_makes_it(tmp_path, monkeypatch):
@@ -186,8 +236,24 @@ def test_bad_options_are_refused(pristine):
         HeuristicDataset(table, residual="hmax")
     with pytest.raises(ValueError, match="upper_bound must be one of"):
         HeuristicDataset(table, upper_bound="ff")
-    with pytest.raises(ValueError, match="has 3 instances"):
-        HeuristicDataset(table, instances=4)
+    with pytest.raises(ValueError, match="instances=0: must be at least 1"):
+        HeuristicDataset(table, instances=0)
+
+
+def test_instances_means_at_most_n_distinct_instances(pristine):
+    """Asking for more instances than the split holds uses all of them and says so, once."""
+    import warnings
+
+    table = load_split(pristine, "gripper", "val")  # 3 instances
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dataset = HeuristicDataset(table, instances=400, seed=5)
+    assert [str(w.message) for w in caught] == [
+        "gripper/val: instances=400 asked for, but the split has 3 distinct instances; using all 3"]
+    assert dataset.instances() == table.instances() and len(dataset) == len(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exactly as many as there are: no warning, all of them
+        assert HeuristicDataset(table, instances=3, seed=5).instances() == table.instances()
 
 
 def test_instance_subsampling_is_seeded(pristine):

@@ -17,6 +17,7 @@ import pytest
 import tnlib.data.generation as datasets
 from tnlib import cli
 from tnlib.data.generation import PROFILES, generate_dataset, generator_seed, split_of_seed
+from tnlib.data.manifest import data_card
 from tnlib.data.schema import SPLITS, arrow_schema
 from tnlib.errors import DatasetError
 from tnlib.io import sha256_file
@@ -26,7 +27,13 @@ from tnlib.planning.search import goal_distances
 from tnlib.planning.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dataset_helpers import failing_profile, gripper_profile, shared_dataset, tiny_profile  # noqa: E402
+from dataset_helpers import (  # noqa: E402
+    crowded_profile,
+    failing_profile,
+    gripper_profile,
+    shared_dataset,
+    tiny_profile,
+)
 
 # The paper's appendix table "List of instance generation parameters": instances per split (seeds x grid).
 PAPER_COUNTS = {
@@ -208,16 +215,111 @@ def test_retries_and_failures_are_recorded(tmp_path):
     counts = report.splits["blocksworld/train"]
     manifest = json.loads((tmp_path / "blocksworld" / "manifest.json").read_text())
     entry = manifest["splits"]["train"]
-    # One block: every attempt trivial (empty goal), 3 attempts each, two failed slots.
+    # One block: every attempt trivial (empty goal). The first slot spends its 3 attempts and exhausts the cell,
+    # the second is skipped without drawing.
     one_block = [f for f in entry["failures"] if f["params"] == {"blocks": 1}]
-    assert len(one_block) == 2
-    for failure in one_block:
-        assert [r["status"] for r in failure["rejected"]] == ["trivial"] * 3
+    assert [f["status"] for f in one_block] == ["exhausted", "skipped"]
+    assert [r["status"] for r in one_block[0]["rejected"]] == ["trivial"] * 3 and one_block[1]["rejected"] == []
+    assert entry["exhausted_cells"][0] == {"params": {"blocks": 1}, "instances": 0, "unfilled": 2, "exhausted_at": 1}
+    assert counts["unfilled"] >= 2
     assert counts["failed"] == len(entry["failures"]) >= 2
     assert counts["instances"] + counts["failed"] == counts["slots"] == 4
     assert counts["rejected_attempts"]["trivial"] == sum(
         len(f["rejected"]) for f in entry["failures"]) + sum(len(i["rejected"]) for i in entry["instances"])
     assert counts["retried"] == sum(1 for i in entry["instances"] if i["attempt"] > 0)
+
+
+def test_no_instance_repeats_within_or_across_splits(tiny):
+    """Up to renaming objects, recomputed from the problem files (the manifest's keys are not trusted here)."""
+    from tnlib.data.instance_keys import domain_duplicates, exact_key, instance_key
+
+    root = tiny
+    for domain in DOMAINS:
+        manifest = json.loads((root / domain / "manifest.json").read_text())
+        for key in (instance_key, exact_key):
+            keys = {split: [(i["problem"], key(root / i["problem"])) for i in entry["instances"]]
+                    for split, entry in manifest["splits"].items()}
+            for split, counts in domain_duplicates(keys).items():
+                assert (counts.within, counts.in_earlier) == (0, 0), (domain, split, key.__name__, counts)
+        for split, entry in manifest["splits"].items():
+            for inst in entry["instances"]:
+                assert inst["instance_key"] == instance_key(root / inst["problem"])
+    # The tiny grid does hold repeats to reject: visitall 2x2 with ratio 1 has one instance, so its second slot
+    # draws only repeats.
+    visitall = json.loads((root / "visitall" / "manifest.json").read_text())["splits"]["train"]
+    assert visitall["counts"]["duplicates_rejected"] > 0 and visitall["exhausted_cells"]
+
+
+def test_an_exhausted_cell_is_reported_not_looped(tmp_path, monkeypatch):
+    calls = []
+    real = datasets.run_attempt
+    monkeypatch.setattr(datasets, "run_attempt", lambda job: calls.append(job.seed) or real(job))
+    profile = crowded_profile(seeds=30, max_attempts=5)
+    report = generate_dataset(tmp_path, ["visitall"], profile, ["train"], progress=False)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False)
+    visitall = json.loads((tmp_path / "visitall" / "manifest.json").read_text())["splits"]["train"]
+    assert visitall["counts"]["instances"] == 1 and visitall["counts"]["unfilled"] == 29
+    assert visitall["exhausted_cells"] == [
+        {"params": {"x": 2, "y": 2, "ratio": 1.0}, "instances": 1, "unfilled": 29, "exhausted_at": 2}]
+    statuses = [f["status"] for f in visitall["failures"]]
+    assert statuses == ["exhausted"] + ["skipped"] * 28
+    assert [r["status"] for r in visitall["failures"][0]["rejected"]] == ["duplicate"] * 5
+    assert {r["of"] for r in visitall["failures"][0]["rejected"]} == {f"train/{visitall['instances'][0]['instance']}"}
+    # gripper with one ball: train takes both instances, so val has none to give and says so.
+    gripper = json.loads((tmp_path / "gripper" / "manifest.json").read_text())["splits"]
+    assert gripper["train"]["counts"]["instances"] == 2
+    assert gripper["val"]["counts"]["instances"] == 0 and gripper["val"]["exhausted_cells"][0]["unfilled"] == 2
+    assert {r["of"].split("/")[0] for r in gripper["val"]["failures"][0]["rejected"] if "of" in r} == {"train"}
+    # Only instances were solved: duplicates and trivial draws never reach the planner.
+    assert len(calls) == 1 + 2 + len([r for f in gripper["train"]["failures"] for r in f["rejected"]
+                                      if r["status"] not in ("duplicate", "trivial")])
+    assert report.splits["visitall/train"]["unfilled"] == 29
+    card = data_card(tmp_path)
+    assert "visitall train `visitall-x2-y2-r1`: 1 distinct instance(s), then 5 draws in a row" in card
+    assert "gripper val `gripper-b1`: 0 distinct instance(s)" in card
+
+
+def test_solves_are_reused_for_identical_problems_only(tmp_path, monkeypatch):
+    import tnlib.planning.fast_downward as fast_downward
+
+    profile = tiny_profile(seeds=2)
+    first = tmp_path / "first"
+    generate_dataset(first, ["gripper"], profile, ["train", "val"], progress=False)
+    solves = []
+    real = fast_downward.solve
+    monkeypatch.setattr(fast_downward, "solve", lambda *a, **k: solves.append(a[1]) or real(*a, **k))
+    # Another root, reusing the first one's solves: nothing is solved, and the tables are the same.
+    second = tmp_path / "second"
+    report = generate_dataset(second, ["gripper"], profile, ["train", "val"], reuse=[first], progress=False)
+    assert solves == [] and report.solves == 0 and report.reused_solves > 0
+    for split in ("train", "val"):
+        assert table_of(second, "gripper", split).equals(table_of(first, "gripper", split))
+    manifest = json.loads((second / "gripper" / "manifest.json").read_text())
+    assert all(i["solve_reused"] for i in manifest["splits"]["train"]["instances"])
+    # In place with --force: the root's own solves are reused.
+    generate_dataset(first, ["gripper"], profile, ["train", "val"], force=True, progress=False)
+    assert solves == []
+    # Other limits: a solve under them proves nothing, so everything is solved again.
+    third = tmp_path / "third"
+    generate_dataset(third, ["gripper"], profile, ["train"], time_limit=29, reuse=[first], progress=False)
+    assert len(solves) == json.loads((third / "gripper" / "manifest.json").read_text())["splits"]["train"][
+        "counts"]["instances"]
+    solves.clear()
+    generate_dataset(tmp_path / "fourth", ["gripper"], profile, ["train"], reuse=[first], reuse_solutions=False,
+                     progress=False)
+    assert solves
+
+
+def test_splits_are_made_in_order(tiny, tmp_path):
+    with pytest.raises(DatasetError, match="visitall/test is made disjoint from visitall/train.*add train"):
+        generate_dataset(tmp_path, ["visitall"], tiny_profile(), ["test"], progress=False)
+    assert not any(tmp_path.iterdir())
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(tiny, copy)
+    with pytest.raises(DatasetError, match="remaking ferry/train would leave ferry/val unchecked"):
+        generate_dataset(copy, ["ferry"], tiny_profile(), ["train"], force=True, progress=False)
 
 
 def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
@@ -226,7 +328,7 @@ def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
 
     root = tiny
     domains = ["gripper", "visitall"]
-    splits = ["train", "test"]
+    splits = ["train", "val", "test"]
     generate_dataset(tmp_path / "pool", domains, tiny_profile(), splits, workers=2, progress=False)
     with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
         generate_dataset(tmp_path / "dask", domains, tiny_profile(), splits, scheduler=cluster.scheduler_address,
@@ -254,7 +356,7 @@ def test_rerun_skips_complete_splits_and_refuses_other_settings(tiny, tmp_path):
 
 def test_force_regenerates_with_new_settings(tmp_path):
     profile = tiny_profile(seeds=1)
-    generate_dataset(tmp_path, ["gripper"], profile, ["val"], progress=False)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False)
     before = table_of(tmp_path, "gripper", "val")
     generate_dataset(tmp_path, ["gripper"], profile, ["val"], sat_max_evaluations=1, force=True, progress=False)
     after = table_of(tmp_path, "gripper", "val")
@@ -285,32 +387,33 @@ def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, mon
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), root=str(root), seeds=seeds)
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     work = root / "gripper" / ".work" / "train"
+    attempts = work / "attempts"
     deadline = time.monotonic() + 120
     try:
-        while len(list(work.glob("*.json"))) < 7:  # settings.json + at least 6 slots
+        while len(list(attempts.glob("*.json"))) < 6:
             assert proc.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    done = {p.stem for p in work.glob("*.json")} - {"settings"}
-    assert 6 <= len(done) < 2 * seeds
+    done = {int(p.stem) for p in attempts.glob("*.json")}
+    assert len(done) >= 6
     assert not (root / "gripper" / "train.parquet").exists()
-    # Every slot file that exists is complete JSON, and its problem file is in place.
-    for path in work.glob("*.json"):
-        result = json.loads(path.read_text())
-        if path.stem != "settings":
-            assert (root / "gripper" / "problems" / "train" / f"{result['instance']}.pddl").is_file()
+    for path in attempts.glob("*.json"):  # every attempt file that exists is complete JSON
+        assert json.loads(path.read_text())["seed"] == int(path.stem)
 
     calls = []
-    real = datasets.run_slot
-    monkeypatch.setattr(datasets, "run_slot", lambda job: calls.append(job.key) or real(job))
+    real = datasets.run_attempt
+    monkeypatch.setattr(datasets, "run_attempt", lambda job: calls.append(job.seed) or real(job))
     generate_dataset(root, ["gripper"], gripper_profile(seeds), ["train"], progress=False)
-    assert len(calls) == 2 * seeds - len(done) and not set(calls) & done
+    resumed = list(calls)
+    assert resumed and not set(resumed) & done  # nothing finished before the kill is solved again
 
     fresh = tmp_path / "fresh"
+    calls.clear()
     generate_dataset(fresh, ["gripper"], gripper_profile(seeds), ["train"], progress=False)
+    assert sorted(calls) == sorted(done | set(resumed))  # together, exactly the attempts of an uninterrupted run
     assert table_of(root, "gripper", "train").equals(table_of(fresh, "gripper", "train"))
     assert not work.exists()
     assert not [p for p in (root / "gripper").rglob("*") if p.name.endswith(".tmp")]
@@ -348,13 +451,18 @@ def test_cli_verify_and_card(tiny, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_generate_small_profile_split_into_a_folder(tmp_path, capsys):
-    """The command line end to end on a real profile's smallest split (gripper plan, 24 instances)."""
-    out = tmp_path / "small"
-    argv = ["data", "generate", "--domain", "gripper", "--profile", "small", "--splits", "plan", "--out", str(out),
-            "--quiet", "--sat-evaluations", "100"]
+def test_cli_generate_end_to_end(tmp_path, capsys, monkeypatch):
+    """The command line end to end (on the tiny profile, registered for the test): a split whose earlier splits
+    are missing is refused with what to add; the whole domain; a rerun that skips it all."""
+    monkeypatch.setitem(datasets.PROFILES, "tiny", tiny_profile())
+    out = tmp_path / "tiny"
+    argv = ["data", "generate", "--domain", "gripper", "--profile", "tiny", "--out", str(out), "--quiet",
+            "--sat-evaluations", "100"]
+    assert cli.main(argv + ["--splits", "plan"]) == 2
+    assert "gripper/plan is made disjoint from gripper/train, which is not generated yet" in capsys.readouterr().err
+    assert not out.exists()
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "gripper/plan: 24 instances" in printed
+    assert "gripper/plan: 2 instances" in printed and "duplicate attempts rejected" in printed
     assert cli.main(argv) == 0
     assert "gripper/plan: complete, skipped" in capsys.readouterr().out

@@ -260,3 +260,35 @@ def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
     whole = predict(model, head, encoder, encoded, torch.device("cpu"), batch_size=1000)
     assert torch.equal(small["h_star"], torch.tensor([float(i["h_star"]) for i in data], dtype=torch.float64))
     torch.testing.assert_close(small["estimate"], whole["estimate"], rtol=1e-6, atol=1e-6)
+
+
+def test_instances_is_at_most_n_and_the_run_records_what_it_used(tmp_path):
+    """The paper's 400 training instances from a split that holds fewer distinct ones (the shipped paper profile's
+    gripper train split): every instance is used, one warning names the domain and both counts, and the run's
+    data.json records the number actually used."""
+    from pathlib import Path
+
+    from tnlib.paper import TRAIN_INSTANCES
+
+    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    splits = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]
+    available = splits["train"]["counts"]["instances"]
+    assert available < TRAIN_INSTANCES  # what this test is about; regenerating the data may change it
+    cfg = config(tmp_path, domain="gripper", data_root=str(root), instances=TRAIN_INSTANCES, steps=2, eval_every=2,
+                 checkpoint_every=2)
+    with pytest.warns(UserWarning) as caught:
+        run = train(cfg)
+    messages = [str(w.message) for w in caught if "asked for" in str(w.message)]
+    assert messages == [f"gripper/train: instances={TRAIN_INSTANCES} asked for, but the split has {available} "
+                        f"distinct instances; using all {available}"]
+    used = json.loads((run / "data.json").read_text())
+    assert used == {
+        "data_root": str(root), "train_split": "train", "val_split": "val",
+        "train_instances_requested": TRAIN_INSTANCES, "train_instances": available,
+        "train_states": splits["train"]["counts"]["states"],
+        "val_instances": splits["val"]["counts"]["instances"], "val_states": splits["val"]["counts"]["states"],
+    }
+    # Fewer than the split holds: a subsample of exactly that many, recorded the same way.
+    run = train(config(tmp_path, domain="gripper", data_root=str(root), instances=5, steps=2, eval_every=2,
+                       checkpoint_every=2, run_name="five"))
+    assert json.loads((run / "data.json").read_text())["train_instances"] == 5

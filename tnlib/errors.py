@@ -25,6 +25,11 @@ class DatasetError(Exception):
     """A dataset that is missing, corrupt, or inconsistent with the settings asked for (one clear message)."""
 
 
+class InstanceKeyError(ValueError):
+    """A problem that cannot be keyed (:mod:`tnlib.data.instance_keys`): unreadable PDDL, an atom over an
+    undeclared object, or too much symmetry."""
+
+
 class TrainingDiverged(RuntimeError):
     """The loss or the gradient became NaN or infinite; nothing was saved for the offending step."""
 

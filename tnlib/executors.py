@@ -1,9 +1,14 @@
 """Running independent jobs: in this process, on a local process pool, or on a Dask cluster.
 
-Dataset generation (one job per instance slot) and sweeps (one job per training run) both hand a function and a
-list of picklable arguments to :func:`run_jobs` and consume the results as they complete. Local pools start their
-workers with ``spawn``, not ``fork``: the parent has threads (tqdm's monitor, torch's pools) that fork would copy
-mid-lock; and on Linux each worker dies with its parent (SIGKILL included) instead of finishing orphaned jobs.
+Two ways in, one implementation. :func:`run_jobs` hands a function and a fixed list of picklable jobs to a runner
+and yields the results as they complete (sweeps: one job per training run). :func:`open_runner` gives the runner
+itself, for callers that decide what to submit next from the results so far (dataset generation: which attempt
+a slot keeps depends on the other slots' instances, so attempts are submitted in rounds): ``submit(job)``,
+``next()`` -> ``(job, result)`` of a finished job, ``busy`` while any is outstanding, ``close()``.
+
+Local pools start their workers with ``spawn``, not ``fork``: the parent has threads (tqdm's monitor, torch's
+pools) that fork would copy mid-lock; and on Linux each worker dies with its parent (SIGKILL included) instead of
+finishing orphaned jobs.
 """
 from __future__ import annotations
 
@@ -23,6 +28,123 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
+class SerialRunner:
+    """Runs each job in this process, in submission order, when its result is asked for."""
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        self.function = function
+        self.queue: list[Any] = []
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue)
+
+    def submit(self, job: Any, key: str | None = None) -> None:
+        self.queue.append(job)
+
+    def next(self) -> tuple[Any, Any]:
+        if not self.queue:
+            raise RuntimeError("next() on a runner with no job outstanding")
+        job = self.queue.pop(0)
+        return job, self.function(job)
+
+    def close(self) -> None:
+        self.queue.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class PoolRunner(SerialRunner):
+    """Jobs on ``workers`` local processes. Of jobs that finish together, ``next`` returns the one submitted
+    first, so a caller that reads results one at a time sees a reproducible order wherever timing allows."""
+
+    def __init__(self, function: Callable[[Any], Any], workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        super().__init__(function)
+        context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent)
+        self.futures: dict = {}  # future -> (submission number, job)
+        self.submitted = 0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.futures)
+
+    def submit(self, job: Any, key: str | None = None) -> None:
+        self.futures[self.pool.submit(self.function, job)] = (self.submitted, job)
+        self.submitted += 1
+
+    def next(self) -> tuple[Any, Any]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        if not self.futures:
+            raise RuntimeError("next() on a runner with no job outstanding")
+        finished, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+        future = min(finished, key=lambda f: self.futures[f][0])
+        _number, job = self.futures.pop(future)
+        return job, future.result()
+
+    def close(self) -> None:
+        """Cancel the jobs not yet started and wait for the running ones."""
+        self.futures.clear()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskRunner(SerialRunner):
+    """Jobs on the Dask cluster whose scheduler is at ``scheduler``; ``key`` names a task there."""
+
+    def __init__(self, function: Callable[[Any], Any], scheduler: str) -> None:
+        from distributed import Client, as_completed
+
+        super().__init__(function)
+        try:
+            self.client = Client(scheduler, set_as_default=False, timeout="30s")
+        except (OSError, TimeoutError) as err:
+            raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+        self.completed = as_completed(loop=self.client.loop)
+        self.jobs: dict = {}  # task key -> (job, future)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.jobs)
+
+    def submit(self, job: Any, key: str | None = None) -> None:
+        future = self.client.submit(self.function, job, pure=False, **({"key": key} if key is not None else {}))
+        self.jobs[future.key] = (job, future)
+        self.completed.add(future)
+
+    def next(self) -> tuple[Any, Any]:
+        if not self.jobs:
+            raise RuntimeError("next() on a runner with no job outstanding")
+        future = next(self.completed)
+        job, _ = self.jobs.pop(future.key)
+        return job, future.result()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.cancel([future for _job, future in self.jobs.values()])
+        self.jobs.clear()
+        self.client.close()
+
+
+def open_runner(function: Callable[[Any], Any], workers: int = 1,
+                scheduler: str | None = None) -> SerialRunner:
+    """A runner for ``function``: on the Dask scheduler at ``scheduler``, else on ``workers`` local processes,
+    else (``workers <= 1``) in this process. Raises :class:`tnlib.errors.SchedulerUnreachable` when the
+    scheduler does not answer. Close it (or use it as a context manager) to cancel what is still outstanding."""
+    if scheduler:
+        return DaskRunner(function, scheduler)
+    if workers > 1:
+        return PoolRunner(function, workers)
+    return SerialRunner(function)
+
+
 def run_jobs(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int = 1, scheduler: str | None = None,
              keys: Sequence[str] | None = None) -> Iterator[Any]:
     """``function(job)`` for every job, yielded in completion order: on the Dask scheduler at ``scheduler``
@@ -31,42 +153,11 @@ def run_jobs(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int =
     Raises :class:`tnlib.errors.SchedulerUnreachable` when the scheduler does not answer. When the consumer stops
     early or a job raises, the jobs not yet started are cancelled.
     """
-    if scheduler:
-        yield from _run_dask(function, jobs, scheduler, keys)
-    elif workers > 1:
-        yield from _run_pool(function, jobs, workers)
-    else:
-        for job in jobs:
-            yield function(job)
+    with open_runner(function, workers, scheduler) as runner:
+        for i, job in enumerate(jobs):
+            runner.submit(job, key=keys[i] if keys is not None else None)
+        while runner.busy:
+            yield runner.next()[1]
 
 
-def _run_pool(function, jobs, workers: int) -> Iterator[Any]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
-        futures = [pool.submit(function, job) for job in jobs]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-
-
-def _run_dask(function, jobs, scheduler: str, keys) -> Iterator[Any]:
-    from distributed import Client, as_completed
-
-    try:
-        client = Client(scheduler, set_as_default=False, timeout="30s")
-    except (OSError, TimeoutError) as err:
-        raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
-    with client:
-        futures = client.map(function, jobs, pure=False, **({"key": list(keys)} if keys is not None else {}))
-        try:
-            for future in as_completed(futures, loop=client.loop):
-                yield future.result()
-        finally:
-            client.cancel(futures)
+__all__ = ["DaskRunner", "PoolRunner", "SerialRunner", "open_runner", "run_jobs"]

@@ -41,13 +41,18 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
     gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat ({MAX_EVALUATIONS})")
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
+    gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
+                     help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
+                     "used): same problem bytes, Fast Downward build and limits")
+    gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_generate)
 
     ver = commands.add_parser(
         "verify",
-        help="check manifests and checksums; non-zero exit on any problem",
-        description="Verify every dataset under FOLDER (default: the data root) against its manifests.",
+        help="check manifests, checksums and distinct instances; non-zero exit on any problem",
+        description="Verify every dataset under FOLDER (default: the data root) against its manifests, and that "
+        "no instance occurs twice in a split or in two splits (up to renaming objects); print duplicate counts.",
     )
     ver.add_argument("folder", nargs="?", type=Path, help="dataset root or data root")
     ver.set_defaults(func=_run_verify)
@@ -74,7 +79,7 @@ def _run_generate(args: argparse.Namespace) -> int:
             out, domains, args.profile, splits, workers=args.workers, scheduler=args.scheduler, force=args.force,
             progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
             memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
-            sat_max_evaluations=args.sat_evaluations,
+            sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
         )
     except DatasetError as err:
         raise CommandError(str(err)) from None
@@ -82,13 +87,13 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"{name}: complete, skipped")
     for name, counts in report.splits.items():
         print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
-              f"{counts['failed']} failed, {counts['retried']} retried")
-    print(f"{out}: done in {report.wall_seconds:.1f} s")
+              f"{counts['failed']} failed, {counts['retried']} retried, {counts['duplicates_rejected']} duplicate "
+              f"attempts rejected, {counts['unfilled']} slots unfilled (cell exhausted)")
+    print(f"{out}: done in {report.wall_seconds:.1f} s ({report.solves} solves run, {report.reused_solves} reused)")
     return 0
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-
     folder = args.folder or default_data_root()
     roots = find_datasets(folder)
     if not roots:
@@ -96,11 +101,21 @@ def _run_verify(args: argparse.Namespace) -> int:
         return 1
     bad = 0
     for root in roots:
-        problems = verify_dataset(root)
+        duplicates: dict = {}
+        problems = verify_dataset(root, duplicates=duplicates)
         for problem in problems:
             print(f"{root}: {problem}", file=sys.stderr)
         bad += bool(problems)
         print(f"{root}: {'FAILED' if problems else 'ok'}")
+        # Duplicate counts, up to renaming objects (tnlib.data.instance_keys).
+        for domain, splits in duplicates.items():
+            parts = []
+            for split, d in splits.items():
+                text = f"{split} {d.instances}: {d.within} repeated"
+                if split != "train":
+                    text += f", {d.in_train} in train, {d.in_earlier} in earlier splits"
+                parts.append(text)
+            print(f"  {domain} duplicates: " + "; ".join(parts))
     return 1 if bad else 0
 
 

@@ -10,6 +10,7 @@ that names the file and the command that regenerates it.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -129,8 +130,11 @@ class HeuristicDataset(torch.utils.data.Dataset):
     ``lower_bound``: the truncation's lower bound l (``'lmcut'``, ``'hmax'``, ``'blind'``, or ``'none'`` = -inf);
     ``residual``: the base the model's output is added to (``'ff'``, ``'lmcut'``, or ``'none'`` = 0);
     ``upper_bound``: ``'none'`` (+inf) or ``'h_sat'`` (+inf where GBFS found no plan);
-    ``instances``: None for all, an int N for N instances drawn at random (seeded by ``seed``; the paper trains on
-    400), or a list of instance names; ``goal_states=False`` leaves out each plan's last state (h* = 0).
+    ``instances``: None for all, an int N for at most N distinct instances drawn at random (seeded by ``seed``;
+    the paper trains on 400): all of them, with a warning, when the split has fewer (splits hold distinct
+    instances only, and small grids have few: the paper profile's gripper train split has 239); or a list of
+    instance names. :meth:`instances` lists those used. ``goal_states=False`` leaves out each plan's last state
+    (h* = 0).
 
     Each item is a dict: ``h_star``, ``lower``, ``upper``, ``residual`` (float32 scalar tensors), ``features``
     (float32 [4]: goalcount, ff, ignored deletes total, mean), ``state`` and ``goal`` (lists of atoms),
@@ -153,12 +157,18 @@ class HeuristicDataset(torch.utils.data.Dataset):
         if instances is not None:
             names = table.instances()
             if isinstance(instances, (int, np.integer)) and not isinstance(instances, bool):
-                if not 0 < instances <= len(names):
-                    raise ValueError(
-                        f"instances={instances}: {table.domain}/{table.split} has {len(names)} instances"
-                    )
-                picked = np.random.default_rng(seed).choice(len(names), size=int(instances), replace=False)
-                instances = [names[i] for i in sorted(picked)]
+                if instances < 1:
+                    raise ValueError(f"instances={instances}: must be at least 1 (or None for all)")
+                if instances >= len(names):
+                    if instances > len(names):
+                        warnings.warn(
+                            f"{table.domain}/{table.split}: instances={instances} asked for, but the split has "
+                            f"{len(names)} distinct instances; using all {len(names)}", stacklevel=2,
+                        )
+                    instances = names
+                else:
+                    picked = np.random.default_rng(seed).choice(len(names), size=int(instances), replace=False)
+                    instances = [names[i] for i in sorted(picked)]
             table = table.select_instances(list(instances))
         if not goal_states:
             import pyarrow.compute as pc

@@ -3,8 +3,9 @@
 A dataset root holds ``manifest.json`` (its domains, each with its manifest's sha256) and per domain
 ``DOMAIN/manifest.json`` (settings, counts, the sha256 of every file); :mod:`tnlib.data.generation` writes them.
 :func:`verify_dataset` lists every problem it finds, with the command that regenerates the damaged part;
-:func:`check_dataset` raises them as one :class:`tnlib.errors.DatasetError`. :func:`data_card` summarizes a
-root's manifests as a Markdown table.
+:func:`check_dataset` raises them as one :class:`tnlib.errors.DatasetError`. Both include the distinct-instance
+rule (:mod:`tnlib.data.instance_keys`): no instance twice in a split, none in two splits. :func:`data_card`
+summarizes a root's manifests as a Markdown table.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, arrow_schema
+from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, SPLITS, arrow_schema
+from tnlib.data.instance_keys import check_domain_instances
 from tnlib.errors import DatasetError
 from tnlib.io import read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -72,13 +74,18 @@ def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
 
 
 def verify_dataset(
-    root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True
+    root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True,
+    duplicates: dict | None = None,
 ) -> list[str]:
     """Every problem found in a dataset root (empty list: all good).
 
     Checks the root and domain manifests, that every file they list exists with its sha256, that no unlisted
-    table or problem file sits among them, and (``deep``) each table's schema and row count. ``domain`` and
-    ``split`` restrict the file checks to that part of the dataset.
+    table or problem file sits among them, (``deep``) each table's schema and row count, and that no instance
+    occurs twice in a split or in two splits (:mod:`tnlib.data.instance_keys`: same initial state and goal up to
+    renaming objects). ``domain`` and ``split`` restrict the checks to that part of the dataset (a split is
+    checked against itself and the domain's earlier splits, with the keys the manifest stores); a whole-dataset
+    check (neither given, ``deep``) recomputes every key from its problem file. ``duplicates``, when a dict, gets
+    the duplicate counts per domain and split (:class:`tnlib.data.instance_keys.SplitDuplicates`).
     """
     root = Path(root)
     problems: list[str] = []
@@ -125,7 +132,22 @@ def verify_dataset(
         if deep:
             for s in wanted:
                 problems += _check_table(root, name, s, splits[s])
+        # Distinct within each split, disjoint across splits.
+        found, counts = check_domain_instances(
+            root, name, manifest, split, recompute=deep and domain is None and split is None,
+            hint=lambda s, n=name: _generate_hint(n, profile, ",".join(_from(s, splits)), force=True),
+        )
+        problems += found
+        if duplicates is not None:
+            duplicates[name] = counts
     return problems
+
+
+def _from(split: str, splits: dict) -> list[str]:
+    """``split`` and the splits after it: what must be remade together (:mod:`tnlib.data.generation` makes later
+    splits disjoint from earlier ones)."""
+    order = [s for s in SPLITS if s in splits]
+    return order[order.index(split):] if split in order else [split]
 
 
 def _split_of(relative: str, domain: str) -> str | None:
@@ -189,18 +211,23 @@ def check_dataset(root: str | os.PathLike, domain: str | None = None, split: str
 
 
 def data_card(root: str | os.PathLike) -> str:
-    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, generation time.
+    """A Markdown table per domain and split: instances, states, sizes, h* range, failures, duplicates rejected,
+    generation time; then the cells that ran out of distinct instances.
 
-    Generation time is the sum over slots of the worker's time (generate + solve + label, rejected attempts
-    included): the cost on one core, whatever the parallelism. Solve and label are the accepted attempts' parts.
+    Generation time is the sum over slots of the worker's time (solve + label, rejected attempts included): the
+    cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
+    Solve and label are the accepted attempts' parts; solve time is the planner's, reused solves included.
     """
+    from tnlib.data.generation import params_label
+
     root = Path(root)
     top = read_json(root / MANIFEST)
     lines = [
         "| domain | split | instances | states | sizes | h* (initial) range, mean | failed / retried "
-        "| generation s | of which solve / label |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| duplicates rejected / slots unfilled | generation s | of which solve / label |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    exhausted = []
     for domain, ref in top["domains"].items():
         manifest = read_json(root / ref["manifest"])
         for split, entry in manifest["splits"].items():
@@ -211,11 +238,24 @@ def data_card(root: str | os.PathLike) -> str:
             )
             counts = entry["counts"]
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
+            # datasets of format 1 predate the duplicate rule: "-"
+            duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
+                          if "duplicates_rejected" in counts else "-")
             lines.append(
                 f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
-                f"| {counts['failed']} / {counts['retried']} | {entry['seconds']['slots']:.0f} "
+                f"| {counts['failed']} / {counts['retried']} | {duplicates} | {entry['seconds']['slots']:.0f} "
                 f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
             )
+            for cell in entry.get("exhausted_cells", []):
+                label = params_label(domain, cell["params"])
+                exhausted.append(
+                    f"- {domain} {split} `{label}`: {cell['instances']} distinct instance(s), then "
+                    f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
+                    f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
+                )
+    if exhausted:
+        lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
+                  "grid asks for):", "", *exhausted]
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from tnlib.paper import LINEAR_FEATURES
 
 FORMAT = "tnlib-heuristic-dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
 SPLITS = ("train", "val", "test", "plan")
 MANIFEST = "manifest.json"
 DEFAULT_PROFILE = "small"

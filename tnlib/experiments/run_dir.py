@@ -3,6 +3,7 @@
 A run folder (``train`` writes it; one per configuration and seed) holds::
 
     config.json               the TrainConfig
+    data.json                 the data the run trained and validated on: splits, instances and states used
     curves.jsonl              one line per validation: step, training loss, validation NLL and MSE, seconds
     best.pt, best-nll.pt      the weights with the best validation MSE / NLL
     last.pt                   the resumable checkpoint (optimizer, sampler state)
@@ -23,6 +24,7 @@ class RunDir:
     """One run folder: the path of each of its files."""
 
     CONFIG = "config.json"
+    DATA = "data.json"
     CURVES = "curves.jsonl"
     BEST = "best.pt"
     BEST_NLL = "best-nll.pt"
@@ -41,6 +43,10 @@ class RunDir:
     @property
     def config_file(self) -> Path:
         return self.path / self.CONFIG
+
+    @property
+    def data_file(self) -> Path:
+        return self.path / self.DATA
 
     @property
     def curves_file(self) -> Path:

@@ -89,6 +89,7 @@ class RunFacts:
     data_root: str | None
     evaluations: int
     improving: bool | None
+    instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
 
 
 @dataclass
@@ -172,7 +173,8 @@ def _run_facts(run: RunDir) -> RunFacts:
         sigma_link=config.get("sigma_link", "softplus"), seed=config["seed"], steps=config["steps"],
         steps_done=max((int(row["step"]) for row in curve), default=0), batch_size=config["batch_size"],
         instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
-        improving=still_improving(val_mse))
+        improving=still_improving(val_mse),
+        instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None)
 
 
 def _domain_manifest(data_root: str | None, domain: str) -> tuple[str | None, dict | None]:
@@ -240,7 +242,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         splits = (manifest or {}).get("splits", {})
         if "train" in splits:
             facts.train_instances = splits["train"]["counts"]["instances"]
-            facts.train_used = sorted({facts.train_instances if r.instances is None
+            facts.train_used = sorted({r.instances_used if r.instances_used is not None
+                                       else facts.train_instances if r.instances is None
                                        else min(r.instances, facts.train_instances) for r in domain_runs})
         if "test" in splits:
             facts.test_instances = splits["test"]["counts"]["instances"]

@@ -7,6 +7,8 @@ for linear regression, whose weight decay the appendix says was removed), gradie
 The run folder holds
 
 * ``config.json`` — the :class:`TrainConfig`;
+* ``data.json`` — what it trained and validated on: splits, and the instances and states used (``instances`` is
+  at most N: a split with fewer distinct instances is used whole, with a warning, and this file says how many);
 * ``curves.jsonl`` — one JSON line per validation: step, mean training loss since the previous line, validation
   NLL and MSE, seconds since the start (for plots);
 * ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection);
@@ -41,7 +43,7 @@ from torch import nn
 from tnlib.device import default_device
 from tnlib.errors import TrainingDiverged
 from tnlib.experiments.run_dir import RunDir
-from tnlib.io import atomic_write_bytes
+from tnlib.io import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model
@@ -66,8 +68,8 @@ class TrainConfig:
     lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
     upper_bound: str = "none"  # none | h_sat
     sigma_link: str = "softplus"  # learned sigma: softplus(x) + 0.01 | bounded: 10 * sigmoid(x) + 0.1 (authors' code)
-    # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples training
-    # instances (the paper: 400)
+    # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples at most
+    # that many training instances (the paper: 400; all, with a warning, when the split has fewer)
     data_root: str | None = None
     train_split: str = "train"
     val_split: str = "val"
@@ -173,6 +175,21 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None) ->
     )
     ff, lmcut = dataset.table.numpy("ff"), dataset.table.numpy("lmcut")
     return [{**dataset[i], "ff": float(ff[i]), "lmcut": float(lmcut[i])} for i in range(len(dataset))]
+
+
+def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Sequence[dict]) -> dict:
+    """What a run trains and validates on (its ``data.json``): the splits, the training instances asked for
+    (``config.instances``; None: all) and used, and the instances and states of each."""
+    return {
+        "data_root": config.data_root,
+        "train_split": config.train_split,
+        "val_split": config.val_split,
+        "train_instances_requested": config.instances,
+        "train_instances": len({item["instance"] for item in train_items}),
+        "train_states": len(train_items),
+        "val_instances": len({item["instance"] for item in val_items}),
+        "val_states": len(val_items),
+    }
 
 
 def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
@@ -299,6 +316,8 @@ def train(
         raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
     train_data = encode_all(encoder, train_items)
     val_data = encode_all(encoder, val_items)
+    run = RunDir(run_dir)
+    atomic_write_json(run.data_file, data_used(config, train_items, val_items))
 
     # -- model, head, optimizer, sampler ------------------------------------------------------------------------
     torch.manual_seed(config.seed)
@@ -309,7 +328,6 @@ def train(
     sampler = torch.Generator().manual_seed(config.seed)
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
-    run = RunDir(run_dir)
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
     if resume and last_path.is_file():
         checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)

@@ -1,0 +1,17 @@
+(define (problem blocksworld-b4-s1203786001802)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b2)
+    (clear b2)
+    (on-table b3)
+    (on b1 b3)
+    (on b4 b1)
+    (clear b4)
+  )
+  (:goal (and
+    (on b3 b1)
+    (on b2 b4)
+  ))
+)

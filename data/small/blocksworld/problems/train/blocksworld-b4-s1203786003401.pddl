@@ -1,0 +1,18 @@
+(define (problem blocksworld-b4-s1203786003401)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (clear b1)
+    (on-table b4)
+    (on b2 b4)
+    (on b3 b2)
+    (clear b3)
+  )
+  (:goal (and
+    (on b4 b1)
+    (on b3 b4)
+    (on b2 b3)
+  ))
+)

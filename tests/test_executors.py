@@ -1,0 +1,41 @@
+"""tnlib.executors: the in-process and local-pool runners give every job's result once, run_jobs on top of them
+(the Dask runner is exercised by tests/test_datasets.py's runner-independence test)."""
+from __future__ import annotations
+
+import pytest
+
+from tnlib.executors import PoolRunner, SerialRunner, open_runner, run_jobs
+
+
+def test_serial_runner_runs_in_submission_order_and_lazily():
+    calls = []
+    runner = open_runner(lambda job: calls.append(job) or job * job)
+    assert isinstance(runner, SerialRunner) and not runner.busy
+    for job in (3, 1, 2):
+        runner.submit(job)
+    assert runner.busy and calls == []  # nothing runs before its result is asked for
+    assert [runner.next() for _ in range(3)] == [(3, 9), (1, 1), (2, 4)]
+    assert not runner.busy
+    with pytest.raises(RuntimeError, match="no job outstanding"):
+        runner.next()
+    assert list(run_jobs(abs, [-2, 5, -1])) == [2, 5, 1]
+
+
+def test_pool_runner_returns_each_job_with_its_result():
+    jobs = [-4, 3, -2, 1, 0, -7]
+    with open_runner(abs, workers=2) as runner:
+        assert isinstance(runner, PoolRunner)
+        for job in jobs[:3]:
+            runner.submit(job)
+        seen = [runner.next()]
+        for job in jobs[3:]:  # submitting while others are outstanding, as dataset generation does
+            runner.submit(job)
+        while runner.busy:
+            seen.append(runner.next())
+    assert sorted(seen) == sorted((job, abs(job)) for job in jobs)
+    assert sorted(run_jobs(abs, jobs, workers=2)) == sorted(abs(job) for job in jobs)
+
+
+def test_run_jobs_passes_a_jobs_exception_on():
+    with pytest.raises(TypeError):
+        list(run_jobs(abs, [1, "not a number", 2]))

@@ -1,0 +1,109 @@
+"""Reusing solves across dataset runs: a problem file that is byte-identical to one already solved is not solved again.
+
+Solving is most of a dataset's generation time (Fast Downward A* + LM-cut). When a dataset is regenerated under
+new rules (another selection of attempts, a relabelling), most attempts are the same problems as before: the
+generator is deterministic, so the same seed gives the same PDDL bytes. :class:`SolutionCache` collects, from
+existing dataset roots, what their solves gave -- the optimal plan of every instance and the failure of every
+attempt that timed out, ran out of memory or was proved unsolvable -- keyed by the sha256 of the problem text.
+
+A cached result is used only when it is provably what a new solve would give:
+
+* the problem text's sha256 equals the solved problem's (checked against the file on disk for instances, and
+  against the regenerated text for rejected attempts, whose files are not kept);
+* the Fast Downward build (:func:`tnlib.planning.fast_downward.fast_downward_version`) is the one that solved it:
+  A* + LM-cut is deterministic, so the same build on the same bytes returns the same plan;
+* the time and memory limits are the ones it was solved under (a failure at 120 s says nothing at 1800 s).
+
+Labels (heuristic values, h_sat) are always recomputed from the plan with the current code, so a cached plan
+never carries stale labels. A failure's verdict depends on the machine when the solve time is near the limit --
+as does a fresh run's (see :mod:`tnlib.data.generation`); reused verdicts are marked ``"reused": true``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from tnlib.data.schema import MANIFEST
+from tnlib.io import read_json
+
+REUSABLE_FAILURES = ("timeout", "memory", "unsolvable")  # planner errors and exceptions are always retried
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class SolutionCache:
+    """sha256 of a problem text -> what solving it gave (``status``, and for solved ones ``plan``,
+    ``solve_seconds``, ``expansions``), with the Fast Downward build and limits it was solved under."""
+
+    entries: dict[str, dict] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, sha256: str, entry: dict) -> None:
+        self.entries.setdefault(sha256, entry)
+
+    def lookup(self, sha256: str, fast_downward: str, time_limit: float, memory_limit_mb: int | None) -> dict | None:
+        """The cached result for a problem text, or None unless build and limits match (module docstring)."""
+        entry = self.entries.get(sha256)
+        if entry is None:
+            return None
+        if (entry["fast_downward"], float(entry["time_limit"]), entry["memory_limit_mb"]) != (
+                fast_downward, float(time_limit), memory_limit_mb):
+            return None
+        return entry
+
+    @classmethod
+    def from_datasets(cls, roots: Iterable[str | os.PathLike], domains: Iterable[str] | None = None) -> "SolutionCache":
+        """Everything the dataset roots' manifests record (roots without a manifest are ignored)."""
+        from tnlib.planning.generators import generate
+
+        cache = cls()
+        wanted = set(domains) if domains is not None else None
+        for root in roots:
+            root = Path(root)
+            top_path = root / MANIFEST
+            if not top_path.is_file():
+                continue
+            top = read_json(top_path)
+            for domain, ref in top.get("domains", {}).items():
+                if wanted is not None and domain not in wanted:
+                    continue
+                path = root / ref["manifest"]
+                if not path.is_file():
+                    continue
+                manifest = read_json(path)
+                build = manifest.get("fast_downward")
+                files = manifest.get("files", {})
+                for entry in manifest.get("splits", {}).values():
+                    limits = {"fast_downward": build, "time_limit": entry["settings"]["time_limit"],
+                              "memory_limit_mb": entry["settings"]["memory_limit_mb"]}
+                    for inst in entry.get("instances", []):
+                        problem = root / inst["problem"]
+                        listed = files.get(inst["problem"])
+                        if listed is None or not problem.is_file():
+                            continue
+                        digest = text_sha256(problem.read_text())
+                        if digest != listed:
+                            continue  # the file changed since it was solved: its plan proves nothing
+                        cache.add(digest, {"status": "solved", "plan": list(inst["plan"]),
+                                           "solve_seconds": inst["solve_seconds"], "expansions": inst["expansions"],
+                                           "source": str(problem), **limits})
+                    rejected = [(inst["params"], r) for inst in entry.get("instances", []) for r in inst["rejected"]]
+                    rejected += [(f["params"], r) for f in entry.get("failures", []) for r in f["rejected"]]
+                    for params, r in rejected:
+                        if r.get("status") not in REUSABLE_FAILURES:
+                            continue
+                        text = generate(domain, r["seed"], **params)
+                        cache.add(text_sha256(text), {"status": r["status"], "seconds": r.get("seconds"),
+                                                      "source": f"{path} seed {r['seed']}", **limits})
+        return cache
+
+
+__all__ = ["REUSABLE_FAILURES", "SolutionCache", "text_sha256"]
