@@ -14,19 +14,24 @@ paper's main configuration), so each evaluation also runs h_FF and LM-cut:
 * ``strings``  the route before this work: one batch per expansion, each state written out as atom strings
                (a dataset item) and encoded by ``encoder.collate_items``, the pre-change model forward
                (``benchmarks/baseline_models.py``);
-* ``batch-1``  as the paper's planner: one state at a time through the ``strings`` route.
+* ``batch-1``  as the paper's planner: one state at a time through the ``strings`` route;
+* ``packed-1`` the ``packed`` route one state at a time (what batching per expansion adds, by itself).
 
 Each route runs eager GBFS from the initial state until it solves the instance or reaches its evaluation limit
 (--evaluations, fewer for the slow routes); all figures are per evaluation, so the routes compare although they
 stop at different points. Columns: evaluations per second over the whole search (successor generation and open
 list included), and the shares of that time spent in the symbolic heuristics (h_FF residual, LM-cut bound, the
-linear model's features), in building model inputs, and in the model with its head. The last lines give the
-speed-up of ``packed`` over the two baselines (total evaluations / total seconds, over all instances).
+linear model's features), in building model inputs, and in the model with its head. With ``--repeats R`` every
+route runs R times, alternating with the others (other processes make single timings noisy). The last lines give,
+per route, the median over the repeats of total evaluations / total seconds over all instances, and the speed-up
+of ``packed`` over the other routes.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
+import statistics
 import sys
 import tempfile
 import time
@@ -105,6 +110,11 @@ def run_route(route: str, checkpoint: Path, domain: str, problem: Path, max_eval
     heuristic = LearnedHeuristic(checkpoint, resolve_domain(domain), problem)
     if route == "packed":
         evaluate, accounts = heuristic, heuristic.seconds
+    elif route == "packed-1":
+        accounts = heuristic.seconds
+
+        def evaluate(states):
+            return np.concatenate([heuristic([s]) for s in states])
     else:
         baseline_forward(heuristic.model)
         evaluate = StringRoute(heuristic, one_at_a_time=route == "batch-1")
@@ -141,7 +151,9 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=3000, help="evaluation limit of the packed route")
     parser.add_argument("--baseline-evaluations", type=int, default=600,
                         help="evaluation limit of the strings and batch-1 routes")
-    parser.add_argument("--routes", nargs="+", default=["packed", "strings", "batch-1"])
+    parser.add_argument("--routes", nargs="+", default=["packed", "strings", "batch-1", "packed-1"],
+                        choices=["packed", "strings", "batch-1", "packed-1"])
+    parser.add_argument("--repeats", type=int, default=1, help="runs of every route (median reported)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -150,7 +162,7 @@ def main() -> None:
           f"(TN, residual h_FF, LM-cut bound; random fixed weights, seed {args.weight_seed})")
     header = (f"{'instance':<26} {'model':<6} {'route':<8} {'status':<16} {'evals':>6} {'evals/s':>8} "
               f"{'symbolic':>8} {'encode':>7} {'forward':>8} {'other':>6}")
-    totals: dict[tuple[str, str, str], list[float]] = {}
+    totals: dict[tuple[str, str, str, int], list[float]] = {}
     for domain in args.domains:
         for model_name in args.models:
             checkpoint = random_checkpoint(folder, domain, model_name, args.weight_seed)
@@ -159,27 +171,30 @@ def main() -> None:
                 problem = folder / f"{domain}-{seed}.pddl"
                 problem.write_text(generate(domain, seed, **INSTANCES[domain]))
                 disagreement = check_routes_agree(checkpoint, domain, problem)
-                for route in args.routes:
+                for repeat, route in itertools.product(range(args.repeats), args.routes):
                     limit = args.evaluations if route == "packed" else args.baseline_evaluations
                     row = run_route(route, checkpoint, domain, problem, limit)
                     other = 1.0 - row["symbolic"] - row["encode"] - row["forward"]
                     rate = row["evaluations"] / row["seconds"]
-                    total = totals.setdefault((domain, model_name, route), [0.0, 0.0])
+                    total = totals.setdefault((domain, model_name, route, repeat), [0.0, 0.0])
                     total[0] += row["evaluations"]
                     total[1] += row["seconds"]
                     print(f"{problem.stem:<26} {model_name:<6} {route:<8} {row['status']:<16} {row['evaluations']:>6}"
                           f" {rate:>8.0f} {row['symbolic']:>8.1%} {row['encode']:>7.1%} {row['forward']:>8.1%}"
                           f" {other:>6.1%}", flush=True)
                 print(f"{'':<26} (packed and strings values differ by at most {disagreement:.2g})")
-    print("\noverall evaluations per second (total evaluations / total seconds) and speed-ups of packed:")
-    for (domain, model_name, route), (evaluations, seconds) in totals.items():
-        rate = evaluations / seconds
+    rates: dict[tuple[str, str, str], list[float]] = {}
+    for (domain, model_name, route, _), (evaluations, seconds) in totals.items():
+        rates.setdefault((domain, model_name, route), []).append(evaluations / seconds)
+    medians = {key: statistics.median(values) for key, values in rates.items()}
+    print(f"\noverall evaluations per second (total evaluations / total seconds over the instances; median of "
+          f"{args.repeats}) and speed-ups of packed:")
+    for (domain, model_name, route), rate in medians.items():
         line = f"  {domain:<12} {model_name:<6} {route:<8} {rate:>8.0f}/s"
         if route == "packed":
-            for other in ("strings", "batch-1"):
-                if (domain, model_name, other) in totals:
-                    e, s = totals[(domain, model_name, other)]
-                    line += f"   {rate / (e / s):6.1f}x {other}"
+            for other in ("strings", "batch-1", "packed-1"):
+                if (domain, model_name, other) in medians:
+                    line += f"   {rate / medians[(domain, model_name, other)]:6.1f}x {other}"
         print(line)
 
 
