@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/compare_lmcut_fast_downward.py
 	$(PY) benchmarks/bench_labelling.py
 	$(PY) benchmarks/bench_training.py
+	$(PY) benchmarks/bench_learned_search.py
 
 clean-env:
 	rm -rf $(VENV)

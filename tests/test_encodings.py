@@ -9,9 +9,13 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import (
-    HGNEncoder, LinearEncoder, NLMEncoder, domain_signature, make_encoder, parse_atom, problem_objects,
+    HGNEncoder, HGNPackedEncoder, LinearEncoder, NLMEncoder, NLMPackedEncoder, domain_signature, make_encoder,
+    parse_atom, problem_objects,
 )
-from tnlib.planning.task import load_task
+from tnlib.planning.generators import generate
+from tnlib.data.labels import problem_atoms
+from tnlib.planning.search import random_walk_states
+from tnlib.planning.task import load_task, resolve_domain
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +158,36 @@ def test_missing_bounds_are_infinite(blocks_items):
 def test_make_encoder_rejects_unknown_models():
     with pytest.raises(ValueError, match="unknown model"):
         make_encoder("transformer", "blocksworld")
+
+
+@pytest.mark.parametrize("domain, params", [("blocksworld", dict(blocks=5)), ("ferry", dict(locations=3, cars=2)),
+                                            ("gripper", dict(balls=3)), ("visitall", dict(x=3, y=3, ratio=0.5))])
+def test_packed_state_encoders_equal_the_item_route(folder, domain, params):
+    # planning encodes the search's packed states directly; the reference is the dataset route: atom strings
+    # (static atoms included, as the dataset lists them) through collate_items
+    problem = folder / f"packed-{domain}.pddl"
+    problem.write_text(generate(domain, 3, **params))
+    task = load_task(domain, problem)
+    init, goal = problem_atoms(resolve_domain(domain), problem)
+    static = [atom for atom in init if atom not in task.fact_index]
+    states = random_walk_states(task, 12, seed=1)
+    items = [{"state": sorted(static + [task.fact_names[f] for f in task.state_to_indices(s)]), "goal": goal,
+              "problem": str(problem.resolve()), "instance": problem.stem} for s in states]
+    nlm = NLMEncoder(domain)
+    expected = nlm.collate_items(items).inputs
+    packed = NLMPackedEncoder(nlm, task, problem.resolve(), static, goal)(states)
+    assert len(packed.tensors) == len(expected.tensors)
+    for a, b in zip(packed.tensors, expected.tensors):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    assert torch.equal(packed.object_mask, expected.object_mask)
+    assert any(t.sum() > 0 for t in packed.tensors[1:])
+    hgn = HGNEncoder(domain)
+    expected = hgn.collate_items(items).inputs
+    encoder = HGNPackedEncoder(hgn, task, problem.resolve(), goal)
+    for batch in (states, states[:3], states):  # the second call of a batch size reuses its index layout
+        packed = encoder(batch)
+        reference = hgn.collate_items(items[:len(batch)]).inputs
+        for key, value in reference.__dict__.items():
+            other = getattr(packed, key)
+            assert other == value if key == "num_graphs" else torch.equal(other, value), key
+    assert expected.node_features[:, 0].sum() > 0 and expected.node_features[:, 1].sum() > 0

@@ -11,6 +11,7 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
+from tnlib.learning import models
 from nlm_reference import nlm_reference_forward
 from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities
 
@@ -107,6 +108,95 @@ def test_nlm_is_invariant_to_object_order():
     torch.testing.assert_close(model(NLMInputs(permuted, inputs.object_mask)), model(inputs), rtol=0, atol=1e-12)
 
 
+def _reference_extrema(x, object_mask):
+    """exists/forall the plain autograd way: the oracle for the kernels (values and the tie-splitting gradient)."""
+    mask = models._reduction_mask(object_mask, x.dim() - 2)
+    axis = x.dim() - 2
+    return torch.cat([x.masked_fill(~mask, 0.0).amax(dim=axis), x.masked_fill(~mask, 1.0).amin(dim=axis)], dim=-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("arity", [1, 2, 3])
+def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity):
+    # values from a small set, so that ties are everywhere (symmetric objects give exact ties in practice), and
+    # padded objects; the gradient of a tied extremum is split evenly, filled entries counted
+    g = torch.Generator().manual_seed(arity)
+    n, counts = 5, [5, 3, 4, 1]
+    levels = torch.tensor([0.0, 0.25, 0.5, 1.0], dtype=dtype)
+    x = levels[torch.randint(4, (len(counts),) + (n,) * arity + (3,), generator=g)]
+    object_mask = torch.arange(n)[None, :] < torch.tensor(counts)[:, None]
+    grad = torch.rand((len(counts),) + (n,) * (arity - 1) + (6,), generator=g, dtype=dtype)
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    fast, slow = models._exists_forall(a, object_mask), _reference_extrema(b, object_mask)
+    assert torch.equal(fast, slow)
+    fast.backward(grad)
+    slow.backward(grad)
+    assert torch.equal(a.grad, b.grad)
+    axis = x.dim() - 2  # the case is exercised: some extremum is attained by several entries
+    assert ((x.masked_fill(~models._reduction_mask(object_mask, axis), 0.0) == slow[..., :3].unsqueeze(axis))
+            .sum(axis) > 1).any()
+    with torch.no_grad():  # the inference route (no autograd function) gives the same values
+        assert torch.equal(models._exists_forall(x, object_mask), slow)
+
+
+def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch):
+    # the torch route (CUDA, half precision) against the kernels, forward and backward
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(3, 4, 4, 4, 2, generator=g, dtype=torch.float64)
+    object_mask = torch.arange(4)[None, :] < torch.tensor([4, 2, 3])[:, None]
+    grad = torch.rand(3, 4, 4, 4, generator=g, dtype=torch.float64)
+    results = []
+    for kernels in (True, False):
+        monkeypatch.setattr(models, "_use_kernels", lambda t, kernels=kernels: kernels)
+        leaf = x.clone().requires_grad_(True)
+        out = models._exists_forall(leaf, object_mask)
+        out.backward(grad)
+        results.append((out.detach(), leaf.grad))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
+def test_nlm_equals_the_reference_when_chunked_and_split_among_threads(monkeypatch):
+    # tiny chunks and work thresholds: every chunked loop runs several chunks, every kernel call is split
+    monkeypatch.setattr(models, "_CHUNK_BYTES", 512)
+    monkeypatch.setattr(models, "_SPLIT_WORK", 1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        channels = [2, 6, 4, 2]
+        model = randomized(NLM(channels).double(), seed=4)
+        inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1, 5, 2], seed=4)
+        for t in inputs.tensors:
+            t.requires_grad_(True)
+        fast = model(inputs)
+        grads = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
+        slow = nlm_reference_forward(model, inputs)
+        ref = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
+        torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+        for a, b in zip(grads, ref):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+        with torch.no_grad():  # the inference route gives the same outputs
+            torch.testing.assert_close(model(inputs), slow, rtol=0, atol=1e-12)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_nlm_expand_only_and_self_only_arities_equal_the_reference():
+    # input arities without channels leave some first-layer outputs fed by one part alone: [2, 0, 0, 3] gives an
+    # expand-only arity 1, a reduce-only arity 2 and a self-only arity 3
+    for channels in ([2, 0, 0, 3], [0, 3, 0, 2], [3, 0, 2, 0]):
+        model = randomized(NLM(channels, depth=4).double(), seed=len(channels))
+        inputs = random_nlm_inputs(channels, counts=[4, 3], seed=2)
+        params = list(model.parameters())
+        fast = model(inputs)
+        slow = nlm_reference_forward(model, inputs)
+        torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+        for a, b in zip(torch.autograd.grad(fast.sum(), params, allow_unused=True),
+                        torch.autograd.grad(slow.sum(), params, allow_unused=True)):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # STRIPS-HGN
 
@@ -170,6 +260,25 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch):
     grads = torch.autograd.grad(fast.sum(), list(model.parameters()))
     ref = torch.autograd.grad(slow.sum(), list(model.parameters()))
     for a, b in zip(grads, ref):
+        torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-11 * float(b.abs().max()))
+
+
+def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batch):
+    # incidences in any order (the sparse matrices are built by sorting them), gradients included
+    encoder, examples = hgn_batch
+    model = STRIPSHGN().double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)
+    g = encoder.collate_examples(examples).double()
+    gen = torch.Generator().manual_seed(1)
+    pre, add = torch.randperm(len(g.pre_edge), generator=gen), torch.randperm(len(g.add_edge), generator=gen)
+    shuffled = HGNInputs(**{**g.__dict__, "pre_edge": g.pre_edge[pre], "pre_node": g.pre_node[pre],
+                            "add_edge": g.add_edge[add], "add_node": g.add_node[add]})
+    fast, slow = model(shuffled), hgn_dense_reference(model, g)
+    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(fast.sum(), list(model.parameters())),
+                    torch.autograd.grad(slow.sum(), list(model.parameters()))):
         torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-11 * float(b.abs().max()))
 
 

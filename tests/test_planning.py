@@ -56,6 +56,34 @@ def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, 
         assert (values >= np.array([r["lmcut"] for r in mine]) - 0.1 - 1e-5).all()
 
 
+@pytest.mark.parametrize("model", ["nlm", "hgn", "linear"])
+def test_packed_route_equals_the_item_route(tmp_path, rows, model):
+    # the planner builds model inputs from packed states; the dataset route (atom strings -> collate_items) is
+    # the reference: the same tensors, hence the same values
+    run = _train(tmp_path, rows, model=model, distribution="N", steps=10)
+    problem = rows[-1]["problem"]
+    heuristic = LearnedHeuristic(run, resolve_domain("blocksworld"), problem)
+    task = heuristic.task
+    states = [task.init] + [s for _, s in task.successors(task.init)]
+    values, features = heuristic._symbolic(states)
+    inputs, residual, lower, upper = heuristic.encode(states, values, features)
+    batch = heuristic.encoder.collate_items(heuristic._items(states, values))
+    expected = batch.inputs
+    if model == "nlm":
+        assert all(torch.equal(a, b) for a, b in zip(inputs.tensors, expected.tensors))
+    elif model == "hgn":
+        assert torch.equal(inputs.node_features, expected.node_features)
+    else:
+        assert torch.equal(inputs, expected)
+    for mine, theirs in ((residual, batch.residual), (lower, batch.lower), (upper, batch.upper)):
+        assert torch.equal(mine, theirs)
+    with torch.no_grad():
+        reference = heuristic.head(heuristic.model(expected), batch.residual, batch.lower, batch.upper)
+    assert np.array_equal(heuristic(states), reference.point_estimate().double().numpy())
+    assert heuristic.calls == 1 and heuristic.evaluated == len(states)
+    assert all(seconds > 0 for seconds in heuristic.seconds.values())
+
+
 def test_gbfs_with_a_learned_heuristic_finds_valid_plans(tmp_path, rows):
     run = _train(tmp_path, rows, model="linear", distribution="TN")
     for problem, protocol in itertools.product(sorted({r["problem"] for r in rows}), (PAPER, DISTINCT)):

@@ -305,6 +305,64 @@ class NLMEncoder(Encoder):
         return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
 
 
+class NLMPackedEncoder:
+    """NLM inputs straight from a task's packed states (what search holds), for planning with a learned heuristic.
+
+    Gives exactly what :meth:`NLMEncoder.collate_items` gives for dataset items of the same states (the tests
+    compare the two), without building atom strings per state: what every state of the problem shares (its static
+    atoms, ``extra_state_atoms`` and the goal channels) is encoded once, and each task fact gets its position in
+    the flattened arity tensors, so a batch is a copy of the shared part plus one gather of the facts' bits.
+
+    Args:
+        encoder: the NLM encoder of the model's domain.
+        task: the grounded task whose packed states are encoded.
+        problem_file: its problem (objects and static atoms come from there, as for dataset items).
+        extra_state_atoms: atoms true in every state that the task does not have as facts (the initial atoms that
+            grounding compiled away), as the dataset's states list them.
+        goal_atoms: the goal atoms.
+    """
+
+    def __init__(self, encoder: NLMEncoder, task, problem_file, extra_state_atoms: Sequence[str],
+                 goal_atoms: Sequence[str]):
+        self.task = task
+        shared = encoder.encode_state(str(problem_file), list(extra_state_atoms), list(goal_atoms))
+        self.num_objects = n = shared.num_objects
+        self.channels = list(encoder.input_channels)
+        self.shared = [t.reshape(-1) for t in encoder.collate_examples([shared]).tensors]
+        index = {name: i for i, name in enumerate(problem_objects(encoder.domain, str(problem_file)).objects)}
+        facts: list[list[int]] = [[] for _ in self.channels]
+        positions: list[list[int]] = [[] for _ in self.channels]
+        for fact, atom in enumerate(task.fact_names):
+            name, args = parse_atom(atom)
+            if name not in encoder.signature.arities:
+                raise ValueError(f"{problem_file}: fact {atom} uses predicate {name!r} unknown to {encoder.domain}")
+            try:
+                objects = [index[a] for a in args]
+            except KeyError as err:
+                raise ValueError(f"{problem_file}: fact {atom} names an undeclared object {err}") from None
+            r = len(args)
+            position = 0
+            for o in objects:
+                position = position * n + o
+            position = position * self.channels[r] + encoder.channel[(name, False)]
+            if self.shared[r][position] == 0:  # a fact also among the shared atoms is 1 in every state anyway
+                facts[r].append(fact)
+                positions[r].append(position)
+        self.facts = [np.asarray(f, dtype=np.int64) for f in facts]
+        self.positions = [torch.as_tensor(p, dtype=torch.long) for p in positions]
+
+    def __call__(self, states: Sequence) -> NLMInputs:
+        batch, n = len(states), self.num_objects
+        bits = self.task.states_to_matrix(states)
+        tensors = []
+        for r, channels in enumerate(self.channels):
+            flat = self.shared[r].repeat(batch, 1)
+            if len(self.facts[r]):
+                flat[:, self.positions[r]] = torch.from_numpy(bits[:, self.facts[r]]).to(flat.dtype)
+            tensors.append(flat.view((batch,) + (n,) * r + (channels,)))
+        return NLMInputs(tensors, torch.ones((batch, n), dtype=torch.bool))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # STRIPS-HGN
 
@@ -437,6 +495,36 @@ class HGNEncoder(Encoder):
 
     def collate(self, encoded: Sequence[Encoded]) -> Batch:
         return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
+
+
+class HGNPackedEncoder:
+    """STRIPS-HGN inputs straight from a task's packed states; the HGN counterpart of :class:`NLMPackedEncoder`.
+
+    The node features of a batch are the goal column (shared) and each fact's bit (one gather); the incidence
+    indices of a batch of b copies of the problem's hypergraph depend only on b and are built once per b.
+    """
+
+    def __init__(self, encoder: HGNEncoder, task, problem_file, goal_atoms: Sequence[str]):
+        self.task = task
+        self.graph = encoder.graph(str(problem_file))
+        self.goal = encoder.encode_state(str(problem_file), [], list(goal_atoms)).node_features[:, 1]
+        nodes = [self.graph.fact_index.get(normalize_atom(atom)) for atom in task.fact_names]
+        # facts without a node cannot occur (the hypergraph is grounded from the same problem); skip them as the
+        # item route does with atoms it does not know
+        self.facts = np.asarray([f for f, node in enumerate(nodes) if node is not None], dtype=np.int64)
+        self.nodes = np.asarray([node for node in nodes if node is not None], dtype=np.int64)
+        self._layouts: dict[int, HGNInputs] = {}
+
+    def __call__(self, states: Sequence) -> HGNInputs:
+        batch = len(states)
+        layout = self._layouts.get(batch)
+        if layout is None:
+            empty = HGNExample(self.graph, np.zeros((self.graph.num_nodes, 2), dtype=np.float32))
+            layout = self._layouts[batch] = HGNEncoder.collate_examples([empty] * batch)
+        features = np.zeros((batch, self.graph.num_nodes, 2), dtype=np.float32)
+        features[:, :, 1] = self.goal
+        features[:, self.nodes, 0] = self.task.states_to_matrix(states)[:, self.facts]
+        return HGNInputs(**{**layout.__dict__, "node_features": torch.from_numpy(features.reshape(-1, 2))})
 
 
 # ---------------------------------------------------------------------------------------------------------------

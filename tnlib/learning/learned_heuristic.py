@@ -16,6 +16,9 @@ instance to ``planning-<estimate>.jsonl`` (resumable: instances already there ar
 from __future__ import annotations
 
 import math
+import os
+import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
@@ -45,7 +48,7 @@ class LearnedHeuristic:
     """
 
     def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
-        from tnlib.learning.encodings import make_encoder
+        from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder, make_encoder
         from tnlib.learning.training import load_checkpoint
 
         if estimate not in ESTIMATES:
@@ -63,8 +66,18 @@ class LearnedHeuristic:
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
         names = {self.config.residual, self.config.lower_bound} - {"none"}
         self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
+        # model inputs straight from the packed states (no atom strings per state); _items is the dataset route
+        self.packed_encoder = None
+        if self.config.model == "nlm":
+            self.packed_encoder = NLMPackedEncoder(self.encoder, self.task, self.problem_file, self.static_atoms,
+                                                   self.goal_atoms)
+        elif self.config.model == "hgn":
+            self.packed_encoder = HGNPackedEncoder(self.encoder, self.task, self.problem_file, self.goal_atoms)
         self.calls = 0  # batches evaluated
         self.evaluated = 0  # states evaluated
+        # seconds spent in the symbolic heuristics (and linear features), building model inputs, and the model
+        # with its head (the forward pass), over all calls
+        self.seconds = {"symbolic": 0.0, "encode": 0.0, "forward": 0.0}
 
     def _items(self, states: Sequence, values: dict[str, np.ndarray]) -> list[dict]:
         features = linear_features(self.task, states) if self.config.model == "linear" else None
@@ -82,24 +95,59 @@ class LearnedHeuristic:
             items.append(item)
         return items
 
+    def _symbolic(self, states: Sequence) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The heuristic values the head needs, by name, and the linear model's features (else None)."""
+        features = None
+        values = {}
+        if self.config.model == "linear":
+            features = linear_features(self.task, states)
+            if "ff" in self.heuristics:
+                values["ff"] = features[:, 1]  # the same kernel's h_FF: do not run it twice
+        for name, h in self.heuristics.items():
+            if name not in values:
+                values[name] = h.batch(states)
+        return values, features
+
+    def encode(self, states: Sequence, values: dict[str, np.ndarray], features: np.ndarray | None = None):
+        """``(inputs, residual, lower, upper)`` for the model and head, from packed states and their symbolic
+        values (the same tensors the dataset route, ``encoder.collate_items(self._items(...))``, gives)."""
+        batch = len(states)
+        if self.config.model == "linear":
+            inputs = torch.as_tensor(features, dtype=torch.float32)
+        else:
+            inputs = self.packed_encoder(states)
+        lower = (torch.as_tensor(values[self.config.lower_bound], dtype=torch.float32)
+                 if self.config.lower_bound != "none" else torch.full((batch,), -math.inf))
+        residual = (torch.as_tensor(values[self.config.residual], dtype=torch.float32)
+                    if self.config.residual != "none" else torch.zeros(batch))
+        return inputs, residual, lower, torch.full((batch,), math.inf)
+
     def __call__(self, states: Sequence) -> np.ndarray:
         self.calls += 1
         self.evaluated += len(states)
-        values = {name: h.batch(states) for name, h in self.heuristics.items()}
+        started = time.perf_counter()
+        values, features = self._symbolic(states)
         out = np.full(len(states), math.inf)
         # dead ends proved by a symbolic heuristic never reach the model (their bounds are infinite)
         alive = np.ones(len(states), dtype=bool)
         for v in values.values():
             alive &= np.isfinite(v)
         index = np.flatnonzero(alive)
+        encoded = time.perf_counter()
+        self.seconds["symbolic"] += encoded - started
         if index.size:
             subset = {name: v[index] for name, v in values.items()}
-            batch = self.encoder.collate_items(self._items([states[i] for i in index], subset)).to(self.device)
-            with torch.no_grad():
-                prediction = self.head(self.model(batch.inputs), batch.residual, batch.lower, batch.upper)
+            inputs, residual, lower, upper = self.encode(
+                [states[i] for i in index], subset, features[index] if features is not None else None)
+            inputs, residual, lower, upper = (x.to(self.device) for x in (inputs, residual, lower, upper))
+            forward = time.perf_counter()
+            self.seconds["encode"] += forward - encoded
+            with torch.inference_mode():
+                prediction = self.head(self.model(inputs), residual, lower, upper)
                 estimate = (prediction.clipped_point_estimate() if self.estimate == "clip"
                             else prediction.point_estimate())
-            out[index] = estimate.double().cpu().numpy()
+                out[index] = estimate.double().cpu().numpy()
+            self.seconds["forward"] += time.perf_counter() - forward
         return out
 
 

@@ -14,14 +14,19 @@ layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every a
 over all r! permutations of the r object axes, then Linear + sigmoid. The readout is a Linear from the last
 layer's 8 nullary predicates to the two raw outputs (no sigmoid: mu must reach the scale of h*).
 
-Two optimisations from the shared spec keep the function exactly the same (tested against
-``nlm_reference_forward`` in tests/nlm_reference.py, in float64):
+These optimisations keep the function exactly the same (outputs and gradients tested against
+``nlm_reference_forward`` in tests/nlm_reference.py, in float64; the speed figures are in reports/speed.md):
 
 * the Linear is applied *before* expanding and permuting: Linear acts on channels and commutes with both, so each
   part is multiplied by its weight slices for all r! permutations at once on the narrow, unexpanded tensor, and
   only the 8-channel results are permuted and summed;
+* the expand part is permuted and summed while it is small: the r! permutations put its constant axis at r
+  places, so the big output receives r broadcast terms, not r!;
 * arities that cannot reach the output are not computed (with depth 5 and breadth 3: arity 3 only in layers 1-2,
-  arity 2 in layers 1-3, ...).
+  arity 2 in layers 1-3, ...);
+* the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
+  (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
+  masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).
 
 STRIPS-HGN (Shen et al. 2020), encode-process-decode on the delete-relaxed hypergraph with hidden size 32 and 4
 recurrent steps. Each step updates hyperedges from their own state, the sums over their preconditions (senders)
@@ -31,8 +36,11 @@ add them and that need them, and the global state; then the global state from su
 senders; tnlib averages messages, so graphs of any size batch together and activations do not grow with the
 degrees over the recurrent steps, and also lets facts hear the actions that need them. The global state sums
 over facts and hyperedges, so it can grow with the instance like h* does.) Sums and means are linear, so every
-Linear is applied to node/edge features *before* they are gathered and scattered (``index_add``), which moves
-32-wide instead of 64-wide rows. The readout is a Linear from the final global state.
+Linear is applied to node/edge features *before* they are aggregated, which moves 32-wide instead of 64-wide
+rows; the aggregations are products with constant sparse matrices (built once per batch, their transposes give
+the backward); the encoded half of each ``[encoded, latent]`` input is projected once for all steps, and the
+Linears that read the same features run as one matrix product. The readout is a Linear from the final global
+state.
 
 Linear regression: ``nn.Linear(4, 2)`` on the four features.
 """
@@ -40,10 +48,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from numba import njit
 from torch import nn
 
 from tnlib.learning.encodings import HGNInputs, NLMInputs
@@ -101,17 +113,272 @@ def _reduction_mask(object_mask: torch.Tensor, r_plus_1: int) -> torch.Tensor:
     return mask
 
 
+def _inverse_permutation(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for position, axis in enumerate(perm):
+        inverse[axis] = position
+    return tuple(inverse)
+
+
+def _needs_grad(*tensors: torch.Tensor | None) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+# The big NLM tensors ([B, N^3, C]: 32 MB at batch 256, 16 objects and 8 channels in float32) do not fit in the
+# caches, and every elementwise pass over them is a trip to memory. The two autograd functions below therefore
+# work through the batch in chunks whose largest temporary takes about this many bytes, so that the several
+# passes of one step (project, add the permuted terms, sigmoid; or fill, reduce, compare, count) reuse cached data.
+_CHUNK_BYTES = 1 << 22
+
+
+def _batch_chunks(batch: int, bytes_per_state: int) -> list[tuple[int, int]]:
+    step = max(1, _CHUNK_BYTES // max(1, bytes_per_state))
+    return [(start, min(batch, start + step)) for start in range(0, batch, step)]
+
+
+# Masked max / min over the last object axis, as numba kernels on CPU: one pass over x forward, two backward,
+# where autograd's route (fill, reduce, compare, count, scale, fill) makes about ten. The kernels compute the
+# same numbers as that route (the tests compare them bit for bit): excluded entries -- objects that are not real
+# (padding) and objects equal to one of the kept ones -- take the value 0 for the max and 1 for the min; the
+# gradient of an extremum is split evenly among the entries equal to it, excluded ones counted, and excluded
+# entries then get none. x is [B, M, N, C]: M = N^r kept positions (row-major), N reduced objects, C channels.
+
+
+@njit(nogil=True, cache=True)
+def _extrema_kernel(x, real, r, out, start, stop):  # pragma: no cover - compiled
+    _, positions, n, channels = x.shape
+    kept = np.empty(max(r, 1), np.int64)
+    most = np.empty(channels, x.dtype)
+    least = np.empty(channels, x.dtype)
+    for b in range(start, stop):
+        for m in range(positions):
+            rest = m
+            for a in range(r - 1, -1, -1):
+                kept[a] = rest % n
+                rest //= n
+            most[:] = -np.inf
+            least[:] = np.inf
+            for k in range(n):
+                excluded = not real[b, k]
+                for a in range(r):
+                    excluded = excluded or kept[a] == k
+                if excluded:
+                    for c in range(channels):
+                        most[c] = max(most[c], 0.0)
+                        least[c] = min(least[c], 1.0)
+                else:
+                    for c in range(channels):
+                        most[c] = max(most[c], x[b, m, k, c])
+                        least[c] = min(least[c], x[b, m, k, c])
+            for c in range(channels):
+                out[b, m, c] = most[c]
+                out[b, m, channels + c] = least[c]
+
+
+@njit(nogil=True, cache=True)
+def _extrema_backward_kernel(x, real, r, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
+    _, positions, n, channels = x.shape
+    kept = np.empty(max(r, 1), np.int64)
+    ties_max = np.empty(channels, np.int64)
+    ties_min = np.empty(channels, np.int64)
+    share_max = np.empty(channels, x.dtype)
+    share_min = np.empty(channels, x.dtype)
+    for b in range(start, stop):
+        for m in range(positions):
+            rest = m
+            for a in range(r - 1, -1, -1):
+                kept[a] = rest % n
+                rest //= n
+            ties_max[:] = 0
+            ties_min[:] = 0
+            for k in range(n):
+                excluded = not real[b, k]
+                for a in range(r):
+                    excluded = excluded or kept[a] == k
+                for c in range(channels):
+                    if (0.0 if excluded else x[b, m, k, c]) == out[b, m, c]:
+                        ties_max[c] += 1
+                    if (1.0 if excluded else x[b, m, k, c]) == out[b, m, channels + c]:
+                        ties_min[c] += 1
+            for c in range(channels):
+                share_max[c] = grad[b, m, c] / ties_max[c]
+                share_min[c] = grad[b, m, channels + c] / ties_min[c]
+            for k in range(n):
+                excluded = not real[b, k]
+                for a in range(r):
+                    excluded = excluded or kept[a] == k
+                for c in range(channels):
+                    if excluded:
+                        grad_x[b, m, k, c] = 0.0
+                    else:
+                        v = x[b, m, k, c]
+                        grad_x[b, m, k, c] = ((share_max[c] if v == out[b, m, c] else 0.0)
+                                              + (share_min[c] if v == out[b, m, channels + c] else 0.0))
+
+
+_KERNEL_POOL: ThreadPoolExecutor | None = None
+_SPLIT_WORK = 1 << 18  # elements below which a kernel runs on one thread (starting threads costs more)
+
+
+def _run_split(kernel, batch: int, work: int, *args) -> None:
+    """``kernel(*args, start, stop)`` over the batch, split among torch's intra-op threads when there is enough
+    work (the kernels release the GIL)."""
+    global _KERNEL_POOL
+    threads = min(torch.get_num_threads(), batch)
+    if threads <= 1 or work < _SPLIT_WORK:
+        kernel(*args, 0, batch)
+        return
+    if _KERNEL_POOL is None or _KERNEL_POOL._max_workers < threads:
+        _KERNEL_POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tnlib-nlm")
+    bounds = [batch * t // threads for t in range(threads + 1)]
+    for future in [_KERNEL_POOL.submit(kernel, *args, bounds[t], bounds[t + 1]) for t in range(threads)]:
+        future.result()
+
+
+def _use_kernels(x: torch.Tensor) -> bool:
+    return x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+
+
+def _kernel_view(x: torch.Tensor) -> np.ndarray:
+    """x ``[B, N^(r+1), C]`` as the kernels' contiguous ``[B, N^r, N, C]`` array (no copy when contiguous)."""
+    n = x.shape[-2]
+    return x.detach().contiguous().view(x.shape[0], -1, n, x.shape[-1]).numpy()
+
+
+def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, excluded: torch.Tensor | None) -> torch.Tensor:
+    """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max over the last object axis with excluded entries filled with 0,
+    then min with them filled with 1 (see ``_exists_forall``)."""
+    axis = x.dim() - 2
+    channels = x.shape[-1]
+    out = x.new_empty(x.shape[:axis] + (2 * channels,))
+    if _use_kernels(x):
+        _run_split(_extrema_kernel, x.shape[0], x.numel(), _kernel_view(x), object_mask.numpy(), axis - 1,
+                   out.view(x.shape[0], -1, 2 * channels).numpy())
+        return out
+    excluded = ~_reduction_mask(object_mask, axis) if excluded is None else excluded
+    torch.amax(x.masked_fill(excluded, 0.0), dim=axis, out=out[..., :channels])
+    torch.amin(x.masked_fill(excluded, 1.0), dim=axis, out=out[..., channels:])
+    return out
+
+
+class _MaskedExtrema(torch.autograd.Function):
+    """:func:`_masked_extrema` with exactly the gradient autograd gives ``x.masked_fill(excluded, 0).amax(axis)``
+    and ``x.masked_fill(excluded, 1).amin(axis)`` (see the kernels above)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, object_mask: torch.Tensor, excluded: torch.Tensor | None) -> torch.Tensor:
+        out = _masked_extrema(x, object_mask, excluded)
+        ctx.save_for_backward(x, object_mask, out)
+        ctx.excluded = excluded
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, object_mask, out = ctx.saved_tensors
+        axis = x.dim() - 2
+        channels = x.shape[-1]
+        if _use_kernels(x):
+            grad_x = x.new_empty(x.shape)
+            _run_split(_extrema_backward_kernel, x.shape[0], 2 * x.numel(), _kernel_view(x), object_mask.numpy(),
+                       axis - 1, out.view(x.shape[0], -1, 2 * channels).numpy(),
+                       grad.contiguous().view(x.shape[0], -1, 2 * channels).numpy(), _kernel_view(grad_x))
+            return grad_x, None, None
+        excluded = ~_reduction_mask(object_mask, axis) if ctx.excluded is None else ctx.excluded
+        total = None
+        for fill, part in ((0.0, slice(None, channels)), (1.0, slice(channels, None))):
+            ties = x.masked_fill(excluded, fill) == out[..., part].unsqueeze(axis)
+            share = (grad[..., part].unsqueeze(axis) / ties.sum(axis, keepdim=True)) * ties
+            share.masked_fill_(excluded, 0.0)
+            total = share if total is None else total.add_(share)
+        return total, None, None
+
+
 def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor) -> torch.Tensor:
     """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max and min over the last object axis, restricted by the mask.
 
     Values lie in [0, 1] (inputs are 0/1, hidden predicates sigmoids), so excluded entries become 0 for the max
     and 1 for the min: they never win, and an empty range gives exists = 0, forall = 1.
     """
-    axis = x.dim() - 2
-    mask = _reduction_mask(object_mask, axis)
-    exists = x.masked_fill(~mask, 0.0).amax(dim=axis)
-    forall = x.masked_fill(~mask, 1.0).amin(dim=axis)
-    return torch.cat([exists, forall], dim=-1)
+    excluded = None if _use_kernels(x) else ~_reduction_mask(object_mask, x.dim() - 2)
+    return _MaskedExtrema.apply(x, object_mask, excluded) if _needs_grad(x) else \
+        _masked_extrema(x, object_mask, excluded)
+
+
+def _permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
+                          small: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
+    """``y = sigmoid(sum_i P_i(x @ w_i^T) + sum_d broadcast_d(s_d) + bias)`` for output arity ``r = len(small)``.
+
+    ``P_i`` permutes the r object axes by the i-th permutation of ``_permutations(r)`` (as ``_permute_objects``),
+    ``w = [w_0; w_1; ...]`` is ``[r! * out, C]`` and ``x`` is ``[B, N^r, C]``; ``s_d`` is ``[B, N^(r-1), out]``
+    (the other axes in output order), constant along output axis d. ``x`` (with ``w``) and any ``s_d`` may be
+    None. Chunked over the batch: the r!-wide projection exists for one chunk at a time only.
+    """
+    r = len(small)
+    perms = _permutations(r)
+    width = bias.shape[0]
+    batch = x.shape[0] if x is not None else next(s for s in small if s is not None).shape[0]
+    y = bias.new_empty((batch,) + (n,) * r + (width,))
+    per_state = y[:1].numel() * y.element_size() * (len(perms) if x is not None else 1)
+    for start, stop in _batch_chunks(batch, per_state):
+        out = y[start:stop]
+        terms = []
+        if x is not None:
+            projected = F.linear(x[start:stop], w)
+            terms += [_permute_objects(projected[..., i * width:(i + 1) * width], perm) for i, perm in enumerate(perms)]
+        terms += [s[start:stop].unsqueeze(1 + d) for d, s in enumerate(small) if s is not None]
+        out.copy_(terms[0])
+        for term in terms[1:]:
+            out.add_(term)
+        out.add_(bias).sigmoid_()
+    return y
+
+
+class _PermutedSumSigmoid(torch.autograd.Function):
+    """:func:`_permuted_sum_sigmoid` with a chunked backward (see there for the arguments)."""
+
+    @staticmethod
+    def forward(ctx, n: int, x, w, bias, *small):
+        ctx.set_materialize_grads(False)
+        y = _permuted_sum_sigmoid(n, x, w, bias, small)
+        ctx.save_for_backward(x, w, y)
+        ctx.has_small = [s is not None for s in small]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, y = ctx.saved_tensors
+        if grad is None:
+            return (None,) * (4 + len(ctx.has_small))
+        width = y.shape[-1]
+        perms = _permutations(len(ctx.has_small))
+        inverse = [_inverse_permutation(p) for p in perms]
+        need_x, need_w, need_bias = ctx.needs_input_grad[1:4]
+        grad_x = x.new_empty(x.shape) if x is not None and need_x else None
+        grad_w = torch.zeros_like(w) if w is not None and need_w else None
+        grad_bias = y.new_zeros(width) if need_bias else None
+        grad_small = [y.new_empty(y.shape[:1 + d] + y.shape[2 + d:]) if has and need else None
+                      for d, (has, need) in enumerate(zip(ctx.has_small, ctx.needs_input_grad[4:]))]
+        per_state = y[:1].numel() * y.element_size() * (len(perms) if x is not None else 1)
+        for start, stop in _batch_chunks(y.shape[0], per_state):
+            pre = torch.ops.aten.sigmoid_backward(grad[start:stop], y[start:stop])
+            if grad_bias is not None:
+                grad_bias += pre.sum(dim=tuple(range(pre.dim() - 1)))
+            for d, g in enumerate(grad_small):
+                if g is not None:
+                    torch.sum(pre, dim=1 + d, out=g[start:stop])
+            if grad_x is None and grad_w is None:
+                continue
+            # the gradient of the i-th projection is P_i^{-1}(pre); side by side they are the gradient of x @ w^T
+            stacked = pre.new_empty(pre.shape[:-1] + (len(perms) * width,))
+            for i, inv in enumerate(inverse):
+                stacked[..., i * width:(i + 1) * width] = _permute_objects(pre, inv)
+            flat = stacked.view(-1, stacked.shape[-1])
+            if grad_x is not None:
+                torch.matmul(flat, w, out=grad_x[start:stop].view(-1, w.shape[1]))
+            if grad_w is not None:
+                # as (x^T G)^T: MKL computes G^T x (r! out rows, B N^r long) several times slower
+                grad_w += (x[start:stop].reshape(-1, w.shape[1]).t() @ flat).t()
+        return (None, grad_x, grad_w, grad_bias) + tuple(grad_small)
 
 
 class NLMLayer(nn.Module):
@@ -140,7 +407,6 @@ class NLMLayer(nn.Module):
         return expand, same, reduce
 
     def forward(self, xs: list[torch.Tensor | None], object_mask: torch.Tensor) -> list[torch.Tensor | None]:
-        batch, n = object_mask.shape
         outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
         for r in self.out_arities:
             linear = self.linears[str(r)]
@@ -149,33 +415,34 @@ class NLMLayer(nn.Module):
             # weight [out, r!, C_in] -> per part [r! * out, c]: one matmul gives every permutation's contribution
             weight = linear.weight.view(self.width, len(perms), c_expand + c_same + c_reduce)
 
-            def project(x: torch.Tensor, start: int, stop: int) -> tuple[torch.Tensor, ...]:
-                w = weight[:, :, start:stop].transpose(0, 1).reshape(len(perms) * self.width, stop - start)
-                # unbind (not indexing) so the backward stacks once instead of scattering into zeros r! times
-                return F.linear(x, w).unflatten(-1, (len(perms), self.width)).unbind(-2)
+            def stacked(start: int, stop: int) -> torch.Tensor:
+                return weight[:, :, start:stop].transpose(0, 1).reshape(len(perms) * self.width, stop - start)
 
-            local = expanded = None  # per permutation: [B, N^r, out] and [B, N^(r-1), 1, out]
-            if c_same + c_reduce:
-                pieces = ([xs[r]] if c_same else []) + ([_exists_forall(xs[r + 1], object_mask)] if c_reduce else [])
-                local = project(torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0],
-                                c_expand, c_expand + c_same + c_reduce)
+            # The expand part is constant along its new axis: project and permute it while it is small
+            # ([B, N^(r-1), out]) and add up the permutations that put the new axis at the same place d, so that
+            # the big output receives r broadcast terms instead of r!.
+            small: list[torch.Tensor | None] = [None] * r
             if c_expand:
-                expanded = [t.unsqueeze(r) for t in project(xs[r - 1], 0, c_expand)]  # new last object axis
-            shape = (batch,) + (n,) * r + (self.width,)
-            total = None
-            for i, perm in enumerate(perms):
-                if local is not None and expanded is not None:
-                    term = local[i] + expanded[i]
-                else:
-                    term = (local if local is not None else expanded)[i].expand(shape)
-                term = _permute_objects(term, perm)
-                # one contiguous buffer, summed in place: the next layer's matmul reads it without a copy, and
-                # r! - 1 tensors of the biggest size are never allocated
-                if total is None:
-                    total = term if len(perms) == 1 else term.clone(memory_format=torch.contiguous_format)
-                else:
-                    total.add_(term)
-            outputs[r] = torch.sigmoid(total + linear.bias)
+                # unbind (not indexing) so the backward stacks once instead of scattering into zeros r! times
+                projected = F.linear(xs[r - 1], stacked(0, c_expand)).unflatten(-1, (len(perms), self.width))
+                for term, perm in zip(projected.unbind(-2), perms):
+                    d = perm.index(r - 1)
+                    rest = [perm[a] for a in range(r) if a != d]  # their source axes, in output order
+                    if rest != sorted(rest):
+                        term = term.permute(0, *[1 + a for a in rest], term.dim() - 1)
+                    small[d] = term if small[d] is None else small[d] + term
+            local = None
+            if c_same + c_reduce:
+                pieces = [xs[r]] if c_same else []
+                if c_reduce:
+                    pieces.append(_exists_forall(xs[r + 1], object_mask))
+                local = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
+            w_local = stacked(c_expand, c_expand + c_same + c_reduce) if local is not None else None
+            n = object_mask.shape[1]
+            if _needs_grad(local, w_local, linear.bias, *small):
+                outputs[r] = _PermutedSumSigmoid.apply(n, local, w_local, linear.bias, *small)
+            else:
+                outputs[r] = _permuted_sum_sigmoid(n, local, w_local, linear.bias, tuple(small))
         return outputs
 
 
@@ -222,16 +489,69 @@ class NLM(nn.Module):
 # STRIPS-HGN
 
 
-def _sum_into(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
-    """``out[i] = sum of values[j] with index[j] == i`` for i < size."""
-    out = values.new_zeros((size,) + values.shape[1:])
-    return out.index_add_(0, index, values)
+class _ConstantSparseProduct(torch.autograd.Function):
+    """``matrix @ x`` for a constant sparse ``matrix``, whose transpose the caller supplies for the backward."""
+
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.transposed = transposed
+        return matrix @ x
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, ctx.transposed @ grad
 
 
-def _mean_into(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
-    """``out[i] = mean of values[j] with index[j] == i`` (0 where there is none)."""
-    count = torch.bincount(index, minlength=size).clamp_(min=1).to(values.dtype)
-    return _sum_into(values, index, size) / count.unsqueeze(-1)
+def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """The sparse ``shape`` matrix with ``values`` at ``(rows, cols)`` (repeated positions add up), in CSR form."""
+    key = rows * shape[1] + cols
+    if key.numel() > 1 and not bool((key[1:] >= key[:-1]).all()):  # batches list incidences sorted already
+        order = torch.argsort(key)
+        cols, values = cols[order], values[order]
+    crow = torch.zeros(shape[0] + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=shape[0]), dim=0, out=crow[1:])
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": matrix products are all we use
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, cols, values, shape)
+
+
+class _Membership:
+    """Which graph each row (node or edge) belongs to, as sparse matrices: ``sum(x)`` adds the rows of each graph
+    ([G, R] @ x) and ``spread(y)`` gives every row its graph's row of y ([R, G] @ y); each is the other's
+    backward. Sparse products instead of ``index_add_`` into G rows, which is slow with many rows per graph."""
+
+    def __init__(self, graph: torch.Tensor, num_graphs: int, dtype):
+        rows = torch.arange(graph.numel(), device=graph.device)
+        ones = torch.ones(graph.numel(), dtype=dtype, device=graph.device)
+        self.summing = _csr(graph, rows, ones, (num_graphs, graph.numel()))
+        self.spreading = _csr(rows, graph, ones, (graph.numel(), num_graphs))
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.summing, self.spreading, x.contiguous())
+
+    def spread(self, y: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.spreading, self.summing, y.contiguous())
+
+
+class _IncidenceMeans:
+    """The two means along one incidence list ``(edge[j], node[j])`` as sparse matrices: ``by_edge @ x`` is, for
+    every edge, the mean of ``x`` over its nodes ([E, N]); ``by_node @ y`` for every node the mean of ``y`` over
+    its edges ([N, E]). One sparse product replaces a gather and a scatter (and their backward, the same
+    products with the transposed matrices). Built once per forward pass, shared by the message-passing steps."""
+
+    def __init__(self, edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, dtype):
+        per_edge = 1.0 / torch.bincount(edge, minlength=num_edges).clamp_(min=1).to(dtype)
+        per_node = 1.0 / torch.bincount(node, minlength=num_nodes).clamp_(min=1).to(dtype)
+        self.by_edge = _csr(edge, node, per_edge[edge], (num_edges, num_nodes))
+        self.by_edge_t = _csr(node, edge, per_edge[edge], (num_nodes, num_edges))
+        self.by_node = _csr(node, edge, per_node[node], (num_nodes, num_edges))
+        self.by_node_t = _csr(edge, node, per_node[node], (num_edges, num_nodes))
+
+    def edge_mean(self, x: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.by_edge, self.by_edge_t, x.contiguous())
+
+    def node_mean(self, y: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.by_node, self.by_node_t, y.contiguous())
 
 
 class STRIPSHGN(nn.Module):
@@ -263,26 +583,49 @@ class STRIPSHGN(nn.Module):
         self.readout = nn.Linear(h, 2)
 
     def forward(self, g: HGNInputs) -> torch.Tensor:
+        h = self.hidden
         num_nodes, num_edges = g.node_features.shape[0], g.edge_features.shape[0]
+        dtype = g.node_features.dtype
+        senders = _IncidenceMeans(g.pre_edge, g.pre_node, num_edges, num_nodes, dtype)  # preconditions
+        receivers = _IncidenceMeans(g.add_edge, g.add_node, num_edges, num_nodes, dtype)  # add effects
+        node_graphs = _Membership(g.node_graph, g.num_graphs, dtype)
+        edge_graphs = _Membership(g.edge_graph, g.num_graphs, dtype)
         node_encoded = torch.relu(self.node_encoder(g.node_features))
         edge_encoded = torch.relu(self.edge_encoder(g.edge_features))
-        node, edge = torch.zeros_like(node_encoded), torch.zeros_like(edge_encoded)
-        glob = node_encoded.new_zeros((g.num_graphs, self.hidden))
+
+        def encoded_part(linear: nn.Linear) -> torch.Tensor:
+            return linear.weight[:, :h]
+
+        def latent_part(linear: nn.Linear) -> torch.Tensor:
+            return linear.weight[:, h:]
+
+        # Every Linear on [encoded, latent] is split by those halves: the encoded half is projected once for all
+        # steps, and the latent half (zero in the first step) once per step, for the three Linears reading the
+        # node state at once. Sums and means are linear, so features are projected before they are aggregated.
+        node_readers = (self.edge_from_senders, self.edge_from_receivers, self.node_self)
+        node_bias = torch.cat([self.node_self.bias.new_zeros(2 * h), self.node_self.bias])
+        node_constant = F.linear(node_encoded, torch.cat([encoded_part(m) for m in node_readers]), node_bias)
+        node_latent = torch.cat([latent_part(m) for m in node_readers])
+        edge_constant = F.linear(edge_encoded, encoded_part(self.edge_self), self.edge_self.bias)
+        edge_readers = torch.cat([self.node_from_adders.weight, self.node_from_users.weight,
+                                  self.global_from_edges.weight])
+        node = edge = glob = None
         for _ in range(self.steps):
-            node_in = torch.cat([node_encoded, node], dim=-1)
-            edge_in = torch.cat([edge_encoded, edge], dim=-1)
-            # project first, then gather and sum (sums commute with the Linear)
-            from_senders = _mean_into(self.edge_from_senders(node_in)[g.pre_node], g.pre_edge, num_edges)
-            from_receivers = _mean_into(self.edge_from_receivers(node_in)[g.add_node], g.add_edge, num_edges)
-            edge = torch.relu(self.edge_self(edge_in) + from_senders + from_receivers
-                              + self.edge_from_global(glob)[g.edge_graph])
-            from_adders = _mean_into(self.node_from_adders(edge)[g.add_edge], g.add_node, num_nodes)
-            from_users = _mean_into(self.node_from_users(edge)[g.pre_edge], g.pre_node, num_nodes)
-            node = torch.relu(self.node_self(node_in) + from_adders + from_users
-                              + self.node_from_global(glob)[g.node_graph])
-            glob = torch.relu(self.global_self(glob)
-                              + _sum_into(self.global_from_nodes(node), g.node_graph, g.num_graphs)
-                              + _sum_into(self.global_from_edges(edge), g.edge_graph, g.num_graphs))
+            projected = node_constant if node is None else node_constant + F.linear(node, node_latent)
+            to_senders, to_receivers, node_self = projected.split(h, dim=1)
+            edge_sum = edge_constant if edge is None else edge_constant + F.linear(edge, latent_part(self.edge_self))
+            edge_sum = edge_sum + senders.edge_mean(to_senders) + receivers.edge_mean(to_receivers)
+            if glob is not None:
+                edge_sum = edge_sum + edge_graphs.spread(self.edge_from_global(glob))
+            edge = torch.relu(edge_sum)
+            to_adders, to_users, to_global = F.linear(edge, edge_readers).split(h, dim=1)
+            node_sum = node_self + receivers.node_mean(to_adders) + senders.node_mean(to_users)
+            if glob is not None:
+                node_sum = node_sum + node_graphs.spread(self.node_from_global(glob))
+            node = torch.relu(node_sum)
+            glob_sum = (self.global_self(glob) if glob is not None else
+                        self.global_self.bias.expand(g.num_graphs, h))
+            glob = torch.relu(glob_sum + node_graphs.sum(self.global_from_nodes(node)) + edge_graphs.sum(to_global))
         return self.readout(glob)
 
 
