@@ -130,6 +130,7 @@ def test_header_states_budget_gaps_sets_and_curves(results):
     assert ("| blocksworld | 200 (all) | 50 instances, 700 states; blocks 9-10 | 132 instances; blocks 11-22 | "
             "3/4 (0.75); 4 of the split's 24 planned | 0.13 of 100 |") in header
     assert "GBFS: at most 10,000 evaluations, counted by `paper`: the paper's counting" in header
+    assert "(the paper: 10,000)" not in header
     assert "**2 of 3 runs** (1 with fewer than 4 evaluations cannot tell)" in header
     assert "| nlm | learn/ff | 1 of 1 still improving | 0 of 1 still improving (1 too short) |" in header
     assert "| nlm | fixed/none |  | 1 of 1 still improving |" in header
@@ -193,3 +194,9 @@ def test_reports_open_with_the_header(results, tmp_path):
         text = path.read_text()
         title, rest = text.split("\n\n", 1)
         assert title.startswith("# ") and rest.startswith(header) and "## Tables" in rest
+
+
+def test_header_compares_a_smaller_evaluation_limit_with_the_papers(results):
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 200}))
+    header = scope_header(results)
+    assert "GBFS: at most 200 evaluations (the paper: 10,000), counted by `paper`" in header

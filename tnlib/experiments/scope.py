@@ -354,7 +354,8 @@ def render_scope(scope: Scope) -> str:
         lines.append(f"| {d.domain} | {train} | {test} | {paper_test} | {plan} | {paper_plan} |")
     lines.append("")
     if protocols:
-        lines.append(f"GBFS: at most {max_evaluations:,} evaluations{limit_note}, counted by "
+        paper_limit = "" if max_evaluations == MAX_EVALUATIONS else f" (the paper: {MAX_EVALUATIONS:,})"
+        lines.append(f"GBFS: at most {max_evaluations:,} evaluations{limit_note}{paper_limit}, counted by "
                      + "; ".join(f"`{p}`: {PROTOCOL_TEXT.get(p, p)}" for p in protocols)
                      + (" -- **mixed protocols: planning numbers are not comparable**" if len(protocols) > 1 else "")
                      + ".\n")
