@@ -98,6 +98,17 @@ def test_sweep_flags_override_the_preset_even_at_the_papers_value():
     assert (sweep.batch_size, sweep.plan, sweep.steps) == (256, False, Sweep.preset("small").steps)
 
 
+def test_optional_counts_take_all_and_reject_words(capsys):
+    from tnlib.cli.config_flags import config_values
+    from tnlib.experiments.sweep import Sweep
+
+    args = build_parser("sweep").parse_args(["sweep", "--plan-instances", "all", "--instances", "12"])
+    assert config_values(args, Sweep)["plan_instances"] is None and args.instances == 12
+    with pytest.raises(SystemExit):
+        build_parser("sweep").parse_args(["sweep", "--plan-instances", "some"])
+    assert "expected a whole number or 'all', got 'some'" in capsys.readouterr().err
+
+
 def test_config_flags_parse_key_values_and_switches():
     from tnlib.cli.config_flags import config_values
     from tnlib.learning.training import TrainConfig

@@ -77,12 +77,13 @@ def test_default_sweep_is_the_papers_setting():
 
 def test_small_preset_and_overrides():
     small = Sweep.preset("small")
-    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 300, 64, 2)
+    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 600, 64, 2)
     assert len(small.configs) == 4 and small.instances is None and small.dataset_path().name == "small"
+    assert (small.plan_instances, small.max_evaluations) == (None, 200)
     assert Sweep.from_parameters(preset="small") == small
     # an override wins even when it equals the paper's value; the rest stays the preset's
     custom = Sweep.preset("small", batch_size=256, plan_instances="all", models=["nlm", "linear"])
-    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 300)
+    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 600)
     assert custom.models == ["nlm", "linear"]
     with pytest.raises(ValueError, match="unknown sweep preset 'tiny'"):
         Sweep.preset("tiny")
@@ -104,8 +105,8 @@ def test_banner_says_what_runs_and_what_it_costs():
     assert "not run   the paper's hgn and linear models" in paper
     small = Sweep.preset("small").describe()
     assert small.startswith("tnlib sweep: preset 'small' -- not the paper's settings")
-    assert "= 64 runs" in small and "(0.19% of the paper's" in small and "needs a GPU" not in small
-    custom = Sweep.preset("small", steps=301).describe()
+    assert "= 64 runs" in small and "(0.38% of the paper's" in small and "needs a GPU" not in small
+    custom = Sweep.preset("small", steps=601).describe()
     assert custom.startswith("tnlib sweep: custom settings") and "steps" in custom.splitlines()[0]
     everything = Sweep.from_parameters(models=["nlm", "hgn", "linear"]).describe()
     assert "not run" not in everything and "linear runs: minutes each" in everything
@@ -119,7 +120,7 @@ def test_cli_without_flags_announces_the_papers_setting(tmp_path, capsys, monkey
     assert not (tmp_path / "runs").exists()
     assert main(["sweep", "--preset", "small", "--batch-size", "256", "--dry-run"]) == 0
     err = capsys.readouterr().err
-    assert "300 steps x batch 256" in err and "batch_size" not in err.splitlines()[0]
+    assert "600 steps x batch 256" in err and "batch_size" not in err.splitlines()[0]
 
 
 def test_missing_data_stops_the_sweep_before_training(tmp_path):

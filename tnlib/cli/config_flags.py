@@ -1,7 +1,8 @@
 """Command-line flags generated from a configuration dataclass, so a new config field gets its flag for free.
 
 Each field becomes ``--field-name`` (underscores as dashes; ``flags`` renames some) with the field's default:
-``int`` / ``float`` / ``str`` fields (``None`` allowed) take one value of that type, sequences take one or more
+``int`` / ``float`` / ``str`` fields (``None`` allowed) take one value of that type (an ``int | None`` field
+also ``all`` or ``none`` for None), sequences take one or more
 (``nargs="+"``; pairs such as ``("learn", "ff")`` are written ``learn/ff``), a ``bool`` that defaults to True
 becomes ``--no-field-name`` (False: ``--field-name``), and a ``dict`` field takes repeated ``KEY=VALUE`` (VALUE
 read as JSON when it parses, as a string otherwise). :func:`config_values` reads the parsed arguments back into
@@ -23,6 +24,16 @@ def _default(field: dataclasses.Field) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()
     return None
+
+
+def _optional_int(text: str) -> int | None:
+    """An ``int | None`` field's value: a whole number, or ``all`` / ``none`` for None (e.g. every instance)."""
+    if text.lower() in ("all", "none"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
 
 
 def _kind(annotation) -> tuple[str, type]:
@@ -78,7 +89,9 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
             action = parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
                                          default=[_show(v) for v in default], help=text)
         else:
-            action = parser.add_argument(_flag(field.name, flags), dest=field.name, type=element, default=default,
+            optional = type(None) in typing.get_args(hints[field.name])
+            convert = _optional_int if (optional and element is int) else element
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name, type=convert, default=default,
                                          help=text)
         if not defaults:
             action.default = argparse.SUPPRESS
