@@ -194,6 +194,12 @@ def test_reports_open_with_the_header(results, tmp_path):
         text = path.read_text()
         title, rest = text.split("\n\n", 1)
         assert title.startswith("# ") and rest.startswith(header) and "## Tables" in rest
+    curves = written[2].read_text()
+    assert "<h2>What these results can and cannot show</h2>" in curves
+    assert "<td>learn/ff, fixed/none (missing: learn/none, fixed/ff)</td>" in curves  # a table, not raw Markdown
+    assert curves.index("cannot show") < curves.index("<h1>Training curves (nlm)</h1>")
+    again = write_reports(results, tmp_path / "again")
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]  # same runs, same files
 
 
 def test_header_compares_a_smaller_evaluation_limit_with_the_papers(results):

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.experiments.run_dir import ResultsDir
+from tnlib.io import atomic_write_text
 from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
-    one section per model. Both Markdown reports open with the scope header (:mod:`tnlib.experiments.scope`):
-    what the runs did against the paper's setting, computed from the run folders."""
+    one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
+    did against the paper's setting, computed from the run folders. Each file is written atomically."""
     from tnlib.experiments.scope import scope_header
     from tnlib.experiments.tables import render_table, render_table2
 
@@ -25,7 +26,8 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                 "those heuristics.\n"]
     planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
                 "An unsolved instance counts as the evaluation limit.\n"]
-    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>"]
+    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>",
+            _markdown_html(scope)]
     configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
     for model in models:
         # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
@@ -38,12 +40,21 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):
             figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
-            html.append(figure.to_html(full_html=False, include_plotlyjs=False))
+            # a fixed div id (plotly draws a random one) so the same runs render the same file
+            html.append(figure.to_html(full_html=False, include_plotlyjs=False,
+                                       div_id=f"curves-{model}-{domain}-{sigma}-{residual}"))
     html.append("</body></html>")
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
-        path.write_text(text)
+        atomic_write_text(path, text)
     return written
+
+
+def _markdown_html(text: str) -> str:
+    """Markdown (the scope header: prose and tables) as HTML, with mistune (nbconvert's Markdown renderer)."""
+    import mistune
+
+    return mistune.create_markdown(plugins=["table"])(text)
 
 
 def summaries_table(rows: Sequence[dict]) -> str:
