@@ -45,9 +45,10 @@ def test_evaluate_matches_a_direct_computation(tmp_path, data, distribution):
     else:
         assert metrics["mse_clip"] is None
     assert json.loads((run / "metrics-test.json").read_text()) == metrics
-    assert collect_results(tmp_path) == [metrics]
+    config = json.loads((run / "config.json").read_text())
+    assert collect_results(tmp_path) == [{**metrics, "config": config}]
     by_nll = evaluate_run(run, "test", checkpoint="best-nll.pt", items=data)
-    assert collect_results(tmp_path, checkpoint="best-nll.pt") == [by_nll]
+    assert collect_results(tmp_path, checkpoint="best-nll.pt") == [{**by_nll, "config": config}]
     assert by_nll["checkpoint_step"] == torch.load(run / "best-nll.pt", weights_only=False)["step"]
 
 
@@ -73,6 +74,18 @@ def test_table_cells_are_mean_and_std_over_seeds():
     assert mean == pytest.approx(0.76) and std == pytest.approx(np.std([0.71, 0.81], ddof=1))
     assert cells[("learn", "none", "N+clip")][0] == pytest.approx(2.91)
     assert cells["ff"] == (9.77, 0.0) and cells["lmcut"] == (11.10, 0.0)
+
+
+def test_a_cell_pools_seeds_only():
+    results = fake_results()
+    for r in results:
+        r["config"] = {"seed": r["seed"], "sigma_link": "softplus", "steps": 600, "out_dir": f"/tmp/{r['seed']}"}
+    assert table1_cells(results)["ferry"][("learn", "ff", "N")] is not None  # seeds and folders may differ
+    odd = next(r for r in results if (r["seed"], r["sigma"], r["residual"], r["distribution"], r["model"])
+               == (1, "learn", "ff", "N", "nlm"))
+    odd["config"] = dict(odd["config"], sigma_link="bounded")
+    with pytest.raises(ValueError, match=r"ferry nlm N learn/ff .*sigma_link: \"bounded\", \"softplus\""):
+        table1_cells(results)
 
 
 def test_markdown_table_layout_and_bold_rule():

@@ -147,6 +147,45 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     assert [r["protocol"] for r in distinct] == [DISTINCT, DISTINCT]
     assert all(d["evaluations"] <= p["evaluations"] + 1 for d, p in zip(distinct, first))
     assert collect_planning(run)[0]["protocols"] == [DISTINCT]
+    # another evaluation limit: planned again, and the file keeps only records of the current setting
+    tight = plan_split(run, limit=2, protocol=DISTINCT, max_evaluations=3)
+    assert all(r["max_evaluations"] == 3 and not r["solved"] for r in tight)
+    assert {json.loads(line)["max_evaluations"] for line in
+            (run / "planning-default.jsonl").read_text().splitlines()} == {3}
+    # weights trained further since (another best.pt): planned again with them
+    assert all(r["checkpoint"] == first[0]["checkpoint"] for r in first + distinct + tight)
+    best = run / "best.pt"
+    state = torch.load(best, weights_only=False)
+    state["model"] = {k: v + 1.0 for k, v in state["model"].items()}
+    torch.save(state, best)
+    retrained = plan_split(run, limit=2, protocol=DISTINCT, max_evaluations=3)
+    assert all(r["checkpoint"] != first[0]["checkpoint"] for r in retrained)
+    assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
+
+
+def test_planning_sees_the_states_the_dataset_labelled():
+    # Along each labelled optimal plan, the grounding planning searches must reach the dataset's next state exactly
+    # (the model was trained on those atoms) and give the dataset's heuristic values. Visitall with ratio 0.5 is
+    # where relevance pruning would differ: it drops `visited` of cells that are not goals.
+    from tnlib.planning.heuristics import evaluate_all
+    from tnlib.planning.task import load_search_task, load_task
+
+    table = load_split(None, "visitall", "test")
+    instances = [i for i in table.instances() if "-r0.5-" in i][:2]
+    assert instances
+    pruned_differs = False
+    for instance in instances:
+        rows = sorted((r for r in table if r["instance"] == instance), key=lambda r: r["step"])
+        problem = table.problem_path(instance)
+        task, pruned = load_search_task("visitall", problem), load_task("visitall", problem)
+        states = [task.facts_to_state([a for a in r["state"] if a in task.fact_index]) for r in rows]  # no statics
+        for state, after in zip(states, states[1:]):
+            assert after in {successor for _, successor in task.successors(state)}
+            pruned_differs |= after not in {successor for _, successor in pruned.successors(state)}
+        values = evaluate_all(task, states)
+        for name in ("hmax", "hadd", "ff", "lmcut", "goalcount"):
+            assert list(values[name]) == [r[name] for r in rows], name
+    assert pruned_differs  # the pruned grounding would have shown the model states it never saw
 
 
 def test_summary_counts_failures_at_the_limit():
@@ -155,6 +194,44 @@ def test_summary_counts_failures_at_the_limit():
     s = summarize(records, max_evaluations=10_000)
     assert s["coverage"] == 0.5
     assert s["evaluations"] == (100 + 10_000 + 300 + 10_000) / 4
+    # a record names the limit it ran under; that limit counts, not the caller's default
+    limited = [dict(r, max_evaluations=200) for r in records]
+    assert summarize(limited)["evaluations"] == (100 + 200 + 300 + 200) / 4
+    assert summarize(limited)["max_evaluations"] == 200
+    with pytest.raises(ValueError, match="different evaluation limits"):
+        summarize(limited[:2] + records[2:])
+    unlimited = [dict(r, max_evaluations=None) for r in records]  # no limit: a failure exhausted the space
+    assert summarize(unlimited)["evaluations"] == (100 + 10_000 + 300 + 42) / 4
+
+
+def test_table2_refuses_to_pool_runs_that_differ_in_more_than_the_seed(tmp_path):
+    for name, seed, link in (("s0", 0, "softplus"), ("s1", 1, "softplus"), ("b0", 0, "bounded")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(dict(
+            domain="ferry", model="nlm", distribution="TN", sigma="learn", residual="ff", lower_bound="lmcut",
+            seed=seed, sigma_link=link)))
+        (folder / "planning-default.jsonl").write_text(json.dumps({"problem": "p.pddl", "solved": True,
+                                                                   "evaluations": 9}) + "\n")
+    with pytest.raises(ValueError, match="Table 2 cell ferry nlm TN learn/ff .*sigma_link"):
+        render_table2(tmp_path)
+    (tmp_path / "b0" / "planning-default.jsonl").unlink()
+    assert "ferry" in render_table2(tmp_path)
+
+
+def test_table2_counts_failures_at_the_limit_they_ran_under(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(domain="ferry", model="nlm", distribution="TN",
+                                                         sigma="learn", residual="ff", lower_bound="lmcut", seed=0)))
+    lines = [{"problem": "p0.pddl", "protocol": PAPER, "max_evaluations": 200, "solved": True, "evaluations": 50},
+             {"problem": "p1.pddl", "protocol": PAPER, "max_evaluations": 200, "solved": False, "evaluations": 200}]
+    (folder / "planning-default.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    table = render_table2(tmp_path)
+    assert table.splitlines()[0].endswith("; at most 200 evaluations")
+    evaluations = table.split("**Average node evaluations")[1]
+    ferry = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
+    assert ferry[4] == "**125±0**"  # (50 + 200) / 2, not (50 + 10,000) / 2
 
 
 def test_table2_layout_and_bold(tmp_path):
@@ -176,7 +253,7 @@ def test_table2_layout_and_bold(tmp_path):
         json.dumps({"problem": "p0.pddl", "solved": True, "evaluations": 7}) + "\n")
     table = render_table2(tmp_path)
     # records without a protocol field predate protocols: distinct-state counting
-    assert table.splitlines()[0] == "GBFS counting protocol: distinct"
+    assert table.splitlines()[0] == "GBFS counting protocol: distinct; at most 10,000 evaluations"
     coverage, evaluations = table.split("**Average node evaluations")
     ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")
     # FF, then learn/ff N, N+clip, TN, then fixed/none (empty)

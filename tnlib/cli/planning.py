@@ -134,12 +134,12 @@ def register_plan(subparsers) -> None:
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
     from tnlib.planning.search import astar, gbfs
-    from tnlib.planning.task import load_task
+    from tnlib.planning.task import load_search_task
 
     if args.time_limit is not None and args.time_limit < 0:
         raise CommandError("--time-limit must be >= 0")
     try:
-        task = load_task(args.domain, args.problem)
+        task = load_search_task(args.domain, args.problem)
     except TaskError as err:
         raise CommandError(str(err)) from None
     limit = args.max_evaluations if args.max_evaluations > 0 else None

@@ -118,9 +118,10 @@ def label_instance(
     """
     started = time.perf_counter()
     problem_file = Path(problem_file)
-    # Heuristics and GBFS run on the relevance-pruned grounding (what planning sees); simulation and validation on
-    # the unpruned one (a plan may use goal-irrelevant actions). Both have the same facts, so the packed states
-    # are interchangeable -- checked below rather than assumed.
+    # States are simulated (and the plan validated) on the unpruned grounding, the one planning searches
+    # (tnlib.planning.task.load_search_task); heuristic values and h_sat's search use the relevance-pruned one,
+    # which gives the same values faster. Both have the same facts, so the packed states are interchangeable --
+    # checked below rather than assumed.
     full = load_task(domain_file, problem_file, remove_irrelevant_operators=False)
     task = load_task(domain_file, problem_file)
     if full.fact_names != task.fact_names:

@@ -12,6 +12,7 @@ coverage and average evaluations, an unsolved instance counting as the evaluatio
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import defaultdict
@@ -29,9 +30,34 @@ DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper"
 
 
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
-    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under ``results_dir``,
-    recursively, sorted by path."""
-    return [read_json(p) for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
+    ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
+    return [{**read_json(p), "config": _run_config(p.parent)}
+            for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+
+
+def _run_config(folder) -> dict:
+    run = RunDir(folder)
+    return run.read_config() if run.config_file.is_file() else {}
+
+
+# A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.
+POOLED_OVER = frozenset({"seed", "out_dir", "run_name", "device", "progress", "data_root", "eval_batch_size",
+                         "checkpoint_every"})
+
+
+def check_one_setting(cells: dict, what: str) -> None:
+    """Refuse to average runs that differ in more than the seed (:data:`POOLED_OVER`): ``cells`` maps a cell's
+    label to the training configurations of the runs it would pool. A ValueError names the cell and the fields
+    (e.g. a ``sigma_link="bounded"`` sweep written into the same results folder as a softplus one)."""
+    for label, configs in cells.items():
+        fields = sorted({k for c in configs for k in c} - POOLED_OVER)
+        differing = {k: sorted({json.dumps(c.get(k), sort_keys=True) for c in configs}) for k in fields}
+        differing = {k: v for k, v in differing.items() if len(v) > 1}
+        if differing:
+            detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in differing.items())
+            raise ValueError(f"{what} cell {label} would average runs that differ in more than the seed ({detail}): "
+                             "render them from separate results folders (e.g. `tnlib sweep --out`)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -72,9 +98,12 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
     ``column`` is ``N``, ``N+clip`` or ``TN``. ``metric`` is ``mse`` (with ``mse_clip`` for N+clip) or ``nll``.
     """
     groups: dict = defaultdict(lambda: defaultdict(list))
+    pooled: dict = defaultdict(list)
     for r in results:
         if r["model"] != model or r["lower_bound"] != lower_bound:
             continue
+        pooled[" ".join((r["domain"], model, r["distribution"], f"{r['sigma']}/{r['residual']}"))].append(
+            r.get("config", {}))
         cell = groups[r["domain"]]
         cell["ff"].append(r.get("mse_ff"))
         cell["lmcut"].append(r.get("mse_lmcut"))
@@ -82,6 +111,7 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
         cell[key].append(r[metric])
         if r["distribution"] == "N" and metric == "mse":
             cell[(r["sigma"], r["residual"], "N+clip")].append(r["mse_clip"])
+    check_one_setting(pooled, "Table 1")
     table = {}
     for domain in sorted(groups, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 99):
         cells = groups[domain]
@@ -175,13 +205,22 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
 # Table 2
 
 
-def summarize(records: Sequence[dict], max_evaluations: int = MAX_EVALUATIONS) -> dict:
-    """Coverage and the average evaluations, counting an unsolved instance as ``max_evaluations`` (as the paper)."""
+def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUATIONS) -> dict:
+    """Coverage and the average evaluations, counting an unsolved instance as the evaluation limit it ran under
+    (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
+    it. Records that ran under different limits are not averaged together (ValueError)."""
     if not records:
         return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
+    limits = {r.get("max_evaluations", max_evaluations) for r in records}
+    if len(limits) > 1:
+        raise ValueError(f"planning records under different evaluation limits ({sorted(limits, key=str)}) "
+                         "cannot be averaged: plan them again under one limit")
+    (limit,) = limits
     solved = [r["solved"] for r in records]
-    evaluations = [r["evaluations"] if r["solved"] else max_evaluations for r in records]
-    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations))}
+    # without a limit, an unsolved search ended by exhausting the state space: its own count is the count
+    evaluations = [r["evaluations"] if r["solved"] or limit is None else limit for r in records]
+    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations)),
+            "max_evaluations": limit}
 
 
 def collect_planning(results_dir) -> list[dict]:
@@ -194,7 +233,7 @@ def collect_planning(results_dir) -> list[dict]:
         records = list(planned(path).values())
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
                      "column": column, "protocols": sorted({record_protocol(r) for r in records}),
-                     **summarize(records)})
+                     "config": config, **summarize(records)})
     return rows
 
 
@@ -206,12 +245,15 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     groups: dict = defaultdict(list)
     for r in rows:
         groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
+    check_one_setting({f"{d} {model} {c} {s}/{res}": [r["config"] for r in g] for (d, s, res, c), g in groups.items()},
+                      "Table 2")
     baseline = {}
     protocols = {p for r in rows for p in r["protocols"]}
     for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
         records = list(planned(path).values())
         protocols |= {record_protocol(r) for r in records}
         baseline[domain] = summarize(records)
+    limits = ({r["max_evaluations"] for r in rows} | {b["max_evaluations"] for b in baseline.values()}) - {None}
     domains = sorted({r["domain"] for r in rows} | set(baseline),
                      key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
     columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
@@ -219,7 +261,9 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
              + (" (mixed: rows are not comparable)" if len(protocols) > 1 else "")
              + (" -- the paper's planner: every generated successor counts, goal test at generation"
-                if protocols == {PAPER} else ""), ""]
+                if protocols == {PAPER} else "")
+             + (f"; at most {', '.join(f'{n:,}' for n in sorted(limits))} evaluations"
+                + (" (mixed: rows are not comparable)" if len(limits) > 1 else "") if limits else ""), ""]
     for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
                                   ("evaluations", "Average node evaluations (lower is better)", min)):
         lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]

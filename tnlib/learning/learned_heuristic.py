@@ -15,6 +15,7 @@ instance to ``planning-<estimate>.jsonl`` (resumable: instances already there ar
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -26,16 +27,19 @@ import numpy as np
 import torch
 
 from tnlib.planning.heuristics import linear_features, make_heuristic
-from tnlib.io import append_jsonl, read_jsonl
+from tnlib.io import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.data.labels import problem_atoms
 from tnlib.planning.search import DISTINCT, PAPER, gbfs
-from tnlib.planning.task import load_task
+from tnlib.planning.task import load_search_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
 ESTIMATES = ("default", "clip")
+# What planning records name about the search that made them (besides the protocol and the evaluation limit):
+# the grounding searched (tnlib.planning.task.load_search_task). Records without it predate the unpruned search.
+GROUNDING = "unpruned"
 
 
 class LearnedHeuristic:
@@ -60,7 +64,7 @@ class LearnedHeuristic:
         self.device = next(self.model.parameters()).device
         self.encoder = make_encoder(self.config.model, self.config.domain)
         self.problem_file = str(Path(problem_file).resolve())
-        self.task = load_task(domain_file, problem_file)
+        self.task = load_search_task(domain_file, problem_file)
         init_atoms, self.goal_atoms = problem_atoms(domain_file, problem_file)
         # the dataset's states list static atoms too (grounding compiles them away): add them the same way
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
@@ -155,16 +159,15 @@ def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MA
                  time_limit: float | None = None, protocol: str = PAPER) -> dict:
     """GBFS on one problem under a counting ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found,
     is validated. Returns a JSON-able result that names the protocol."""
-    task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_task(domain_file, problem_file)
+    task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_search_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
     result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
-    record = {"problem": Path(problem_file).name, "protocol": protocol, "status": result.status,
-              "solved": result.solved,
+    record = {"problem": Path(problem_file).name, "protocol": protocol, "max_evaluations": max_evaluations,
+              "grounding": GROUNDING, "status": result.status, "solved": result.solved,
               "evaluations": result.evaluations, "expansions": result.expansions,
               "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
     if result.solved:
-        full = load_task(domain_file, problem_file, remove_irrelevant_operators=False)
-        verdict = validate_plan(full, result.plan)
+        verdict = validate_plan(task, result.plan)
         if not verdict.valid:
             raise RuntimeError(f"GBFS returned an invalid plan for {problem_file}: {verdict.message}")
     return record
@@ -184,18 +187,26 @@ def record_protocol(record: dict) -> str:
 
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
                     limit: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
-    """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``; instances already
-    there under the same protocol are not planned again (a record under another protocol is replaced)."""
+    """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``.
+
+    ``out`` only ever holds records of one setting: the protocol, the evaluation limit, the grounding and what
+    ``extra`` names (a learned heuristic's checkpoint digest). Records made otherwise -- an earlier limit, weights
+    trained further since -- are dropped when it is opened, and their instances planned again; matching records
+    are kept (resuming an interrupted split plans only what is missing)."""
     from tqdm.auto import tqdm
 
     from tnlib.planning.task import resolve_domain
 
     domain_file = resolve_domain(domain)
     instances = table.instances()[:limit]
-    done = planned(out)
+    setting = {"protocol": protocol, "max_evaluations": max_evaluations, "grounding": GROUNDING, **extra}
+    lines = read_jsonl(out)
+    done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
+    if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
+        atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
     for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
         problem = table.problem_path(instance)
-        if problem.name in done and record_protocol(done[problem.name]) == protocol:
+        if problem.name in done:
             continue
         record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations,
                               protocol=protocol)
@@ -215,11 +226,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     run_dir = Path(run_dir)
     config = TrainConfig.from_dict(RunDir(run_dir).read_config())
     table = load_split(data_root or config.data_root, config.domain, split)
+    # the weights a record was planned with: a run trained further since is planned again
+    checkpoint = sha256_file(RunDir(run_dir).best)[:16]
     return _plan_instances(
         table, config.domain, RunDir(run_dir).planning_file(estimate),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate}, max_evaluations, limit, progress, desc=f"{run_dir.name} {estimate}",
-        protocol=protocol)
+        {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, limit, progress,
+        desc=f"{run_dir.name} {estimate}", protocol=protocol)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",

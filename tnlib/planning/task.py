@@ -403,15 +403,27 @@ def parse_and_ground(
     return grounded
 
 
+def load_search_task(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> Task:
+    """The grounding planning searches (Table 2, ``tnlib plan``): unpruned, as the authors' planner grounds.
+
+    Relevance pruning also drops goal-irrelevant *effects* (in visitall, ``visited`` of a cell that is not a goal),
+    so its states would differ from the dataset's -- which are simulated on the unpruned grounding -- and a learned
+    model would see inputs it was never trained on; the search would also merge states the paper's planner keeps
+    apart and count fewer evaluations.
+    """
+    return load_task(domain_file, problem_file, remove_irrelevant_operators=False)
+
+
 def load_task(
     domain_file: str | os.PathLike, problem_file: str | os.PathLike, remove_irrelevant_operators: bool = True
 ) -> Task:
     """Parse, ground and compile a PDDL instance. ``domain_file`` may also be a shipped domain key.
 
     Grounding is pyperplan's: static facts are compiled away and, by default, its relevance analysis drops
-    operators and effects that cannot matter for the goal (what the heuristics and search should see). Plan
-    validation grounds with ``remove_irrelevant_operators=False`` so that a plan using a goal-irrelevant action
-    is still simulated faithfully; the fact set is the same either way.
+    operators and effects that cannot matter for the goal (enough for heuristic values, which it leaves
+    unchanged). Plan validation, the dataset's states and planning (:func:`load_search_task`) ground with
+    ``remove_irrelevant_operators=False``, so that goal-irrelevant actions and effects are simulated faithfully;
+    the fact set is the same either way.
 
     Raises :class:`TaskError` (a ValueError) naming the file for unreadable, malformed or mismatched PDDL.
     """
