@@ -130,8 +130,9 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
         (EXPLORER, {"scale": 0.0}, "scale must be"),
         (EXPLORER, {"low": 2.0, "high": 1.0}, "low must be < high"),
         (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
+        (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
     ],
-    ids=["explorer-scale", "explorer-bounds", "classroom-steps"],
+    ids=["explorer-scale", "explorer-bounds", "classroom-steps", "experiments-run"],
 )
 def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
     with pytest.raises(PapermillExecutionError) as failure:

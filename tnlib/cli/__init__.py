@@ -4,7 +4,8 @@ Every command lives in this package, one module per pipeline stage (``planning``
 ``experiments``); the library modules hold no argument parsing. Each module's ``REGISTER`` maps its commands to
 functions that add them to the sub-parsers; a registered sub-parser sets ``func`` (called with the parsed
 arguments, returning an exit code). ``CommandError`` (and the library's own errors, which the commands turn into
-it) prints one line on stderr and exits with 2.
+it) prints one line on stderr and exits with 2, and so does an ``OSError`` (an output path that is a folder or
+cannot be written); output piped into a reader that stops early (``| head``) ends the command quietly.
 
 Modules are imported only for the command being run (``COMMANDS`` maps each command to its module and a
 one-line help for ``tnlib --help``), so that e.g. ``tnlib plan`` starts without importing torch.
@@ -12,6 +13,7 @@ one-line help for ``tnlib --help``), so that e.g. ``tnlib plan`` starts without 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -62,13 +64,32 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_went_away()
     except CommandError as err:
         print(f"tnlib {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # an unwritable output path, a full disk, ...: the system's words, not a traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"tnlib {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"tnlib {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """Output piped into a reader that stopped reading (``tnlib ... | head``): stop quietly, as Unix tools do.
+    stdout is pointed at /dev/null so that Python's own flush at exit does not report the closed pipe again; the
+    exit status is a shell's for a command killed by SIGPIPE (128 + 13)."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141
 
 
 if __name__ == "__main__":

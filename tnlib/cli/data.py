@@ -86,9 +86,10 @@ def _run_generate(args: argparse.Namespace) -> int:
     for name in report.skipped:
         print(f"{name}: complete, skipped")
     for name, counts in report.splits.items():
+        unfilled = f", {counts['unfilled']} slots unfilled (cell exhausted)" if counts["unfilled"] else ""
         print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
               f"{counts['failed']} failed, {counts['retried']} retried, {counts['duplicates_rejected']} duplicate "
-              f"attempts rejected, {counts['unfilled']} slots unfilled (cell exhausted)")
+              f"attempts rejected{unfilled}")
     print(f"{out}: done in {report.wall_seconds:.1f} s ({report.solves} solves run, {report.reused_solves} reused)")
     return 0
 

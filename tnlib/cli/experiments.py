@@ -64,7 +64,16 @@ def register_reproduce(subparsers) -> None:
                                    description=reproduce.__doc__.splitlines()[0])
     parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")
-    parser.set_defaults(func=lambda args: reproduce.reproduce(keep_existing=args.keep_existing, only=args.only))
+    parser.set_defaults(func=_run_reproduce)
+
+
+def _run_reproduce(args) -> int:
+    from tnlib.experiments import reproduce
+
+    try:
+        return reproduce.reproduce(keep_existing=args.keep_existing, only=args.only)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
 
 
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce}

@@ -99,15 +99,33 @@ def register_evaluate(subparsers) -> None:
     p.set_defaults(func=_run_evaluate)
 
 
+def _table_results(folder: str, args) -> list[dict]:
+    """The metrics a ``--table`` renders, or a CommandError saying why there are none (not an empty table)."""
+    from tnlib.experiments.tables import collect_results
+
+    if not Path(folder).is_dir():
+        raise CommandError(f"{folder}: no such folder")
+    results = collect_results(folder, args.split, args.checkpoint)
+    if not results:
+        raise CommandError(f"{folder}: no {args.split} metrics of {args.checkpoint} checkpoints under it (write them "
+                           f"with `tnlib evaluate RUN_FOLDER --split {args.split}`)")
+    matching = [r for r in results if r.get("model") == args.model and r.get("lower_bound") == args.lower_bound]
+    if not matching:
+        found = sorted({f"--model {r.get('model')} --lower-bound {r.get('lower_bound')}" for r in results})
+        raise CommandError(f"{folder}: no metrics of model {args.model!r} with lower bound {args.lower_bound!r} "
+                           f"(found: {'; '.join(found)})")
+    return results
+
+
 def _run_evaluate(args) -> int:
     from tnlib.experiments.tables import render_table
     from tnlib.learning.evaluation import evaluate, evaluate_run
 
-
     try:
         if args.table:
-            print(render_table(args.runs[0], args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
-                               metric=args.metric, split=args.split, checkpoint=args.checkpoint), end="")
+            results = _table_results(args.runs[0], args)
+            print(render_table(results, args.model, args.lower_bound, fmt="latex" if args.latex else "markdown",
+                               metric=args.metric), end="")
             return 0
         for run in args.runs:
             path = Path(run)

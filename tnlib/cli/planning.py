@@ -15,6 +15,12 @@ from tnlib.errors import CommandError, PlanError, TaskError
 from tnlib.paper import DOMAINS
 
 
+def _output_file(path, flag: str) -> None:
+    """Refuse an output path that is a folder before any work is done (writing there would fail only at the end)."""
+    if path is not None and Path(path).is_dir():
+        raise CommandError(f"{flag} {path}: is a folder; name a file to write")
+
+
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "generate",
@@ -46,6 +52,7 @@ def _run_generate(args: argparse.Namespace) -> int:
         wanted = " ".join(f"--{p} N" for p in expected)
         problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(unknown)} does not apply"
         raise CommandError(f"{args.domain} takes {wanted}: {problem}")
+    _output_file(args.output, "--output")
     try:
         text = generate(args.domain, args.seed, **given)
     except ValueError as err:
@@ -77,13 +84,18 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_solve(args: argparse.Namespace) -> int:
     from tnlib.planning.fast_downward import SEARCH, _run_fast_downward
+    from tnlib.planning.task import check_pddl
 
+    _output_file(args.plan_file, "--plan-file")
     try:
+        if args.problem.is_file():  # (a missing one: Fast Downward's wrapper names it)
+            # tnlib's parser first: one line naming the file for malformed PDDL, not Fast Downward's whole log
+            check_pddl(args.domain, args.problem)
         result, plan_text = _run_fast_downward(
             args.domain, args.problem, SEARCH, args.time_limit, args.memory_limit
         )
-    except (FileNotFoundError, ValueError) as err:
-        raise CommandError(str(err)) from err
+    except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError
+        raise CommandError(str(err)) from None
     if args.plan_file is not None and plan_text is not None:
         args.plan_file.parent.mkdir(parents=True, exist_ok=True)
         args.plan_file.write_text(plan_text)
@@ -138,6 +150,9 @@ def _run_plan(args) -> int:
 
     if args.time_limit is not None and args.time_limit < 0:
         raise CommandError("--time-limit must be >= 0")
+    if args.max_evaluations < 0:
+        raise CommandError(f"--max-evaluations must be >= 0 (0: no limit), got {args.max_evaluations}")
+    _output_file(args.plan_file, "--plan-file")
     try:
         task = load_search_task(args.domain, args.problem)
     except TaskError as err:

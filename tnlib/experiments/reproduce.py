@@ -135,7 +135,11 @@ def steps() -> list[Step]:
 
 
 def reproduce(keep_existing: bool = False, only: str | None = None) -> int:
+    """Run every step (or those whose name contains ``only``: a ValueError listing the names when none does)."""
     todo = [s for s in steps() if only is None or only in s.name]
+    if not todo:
+        names = "; ".join(s.name for s in steps())
+        raise ValueError(f"no step's name contains {only!r} (the steps: {names})")
     for i, step in enumerate(todo, 1):
         if keep_existing and all(p.exists() for p in step.outputs):
             print(f"[{i}/{len(todo)}] {step.name}: kept (its outputs exist)", flush=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +31,7 @@ from tnlib.paper import (
     DISTRIBUTIONS,
     DOMAINS,
     GPU_HOURS_PER_RUN,
+    MAIN_TABLES_MODEL,
     MAX_EVALUATIONS,
     MODELS,
     SEEDS,
@@ -82,9 +84,11 @@ class Sweep:
         """A checked sweep from keyword parameters (the experiments notebook's and ``tnlib sweep``'s).
 
         Keys are the fields of :class:`Sweep`; those left out take the ``preset``'s values (None: the paper's,
-        the defaults). ``configs`` may be ``"sigma/residual"`` strings (``"learn/ff"``) or pairs; ``instances``
-        and ``plan_instances`` may be ``"all"`` (None); ``out_dir`` is made absolute. A ValueError names the first
-        bad parameter.
+        the defaults). ``configs`` may be ``"sigma/residual"`` strings (``"learn/ff"``) or pairs; a single name
+        (``domains="ferry"``, ``configs="learn/ff"``) or seed (``seeds=3``) stands for a list of one; ``instances``
+        and ``plan_instances`` may be ``"all"`` (None); ``out_dir`` is made absolute; ``model_args`` maps model
+        names to constructor arguments they take; ``data_root``, when given, must be a folder. A ValueError names
+        the first bad parameter.
         """
         if preset is not None and preset not in PRESETS:
             raise ValueError(f"unknown sweep preset {preset!r} (choose from {', '.join(PRESETS)})")
@@ -93,11 +97,13 @@ class Sweep:
         if unknown:
             raise ValueError(f"unknown sweep parameters: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         values = {**asdict(cls()), **PRESETS.get(preset or "paper", {}), **params}
+        for name in ("domains", "models", "configs", "distributions"):
+            values[name] = _names(name, values[name])
+        values["seeds"] = _seeds(values["seeds"])
         domains = values["domains"]
         unknown_domains = [d for d in domains if d not in DOMAINS]
-        if unknown_domains or not domains:
-            raise ValueError(f"domains: unknown {unknown_domains} (choose from {', '.join(DOMAINS)})"
-                             if unknown_domains else "domains: name at least one")
+        if unknown_domains:
+            raise ValueError(f"domains: unknown {unknown_domains} (choose from {', '.join(DOMAINS)})")
         pairs = []
         for config in values["configs"]:
             parts = list(config) if isinstance(config, (tuple, list)) else str(config).split("/")
@@ -118,10 +124,16 @@ class Sweep:
 
         if values["data_profile"] not in PROFILES:
             raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
-        if not values["seeds"]:
-            raise ValueError("seeds: name at least one")
-        for name in ("domains", "models", "distributions", "seeds"):
-            values[name] = list(values[name])
+        model_args = values["model_args"]
+        if not isinstance(model_args, dict):
+            raise ValueError(f"model_args must map model names to their arguments, e.g. {{'nlm': {{'depth': 3}}}}, "
+                             f"got {model_args!r}")
+        from tnlib.learning.models import check_model_args
+
+        for model, args in model_args.items():
+            check_model_args(model, args, setting=f"model_args[{model!r}]")
+        if values["data_root"] is not None and not Path(values["data_root"]).is_dir():
+            raise ValueError(f"data_root: no such folder {values['data_root']}")
         sweep = cls(**{**values, "configs": pairs, "out_dir": str(Path(values["out_dir"]).resolve())})
         sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
         return sweep
@@ -129,11 +141,15 @@ class Sweep:
     def dataset_path(self) -> Path:
         """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
         sub-folder (absolute, so run folders name it wherever they are read from)."""
-        from tnlib.data.manifest import default_data_root
         from tnlib.data.schema import MANIFEST
 
-        base = Path(self.data_root) if self.data_root is not None else default_data_root()
+        base = self._data_base()
         return (base if (base / MANIFEST).is_file() else base / self.data_profile).resolve()
+
+    def _data_base(self) -> Path:
+        from tnlib.data.manifest import default_data_root
+
+        return Path(self.data_root) if self.data_root is not None else default_data_root()
 
     def train_configs(self) -> list[dict]:
         from tnlib.learning.training import TrainConfig
@@ -191,15 +207,19 @@ class Sweep:
         gpu_hours, cpu_hours = self.estimated_hours()
         cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
                 "paper's V100 times per run, scaled by samples")
+        profile = self.data_profile
+        with contextlib.suppress(OSError, ValueError):
+            profile = json.loads((self.dataset_path() / "manifest.json").read_text()).get("profile", profile)
         timed = [m for m in self.models if m in CPU_SECONDS_PER_STEP]
         if timed:
             steps = " / ".join(f"{CPU_SECONDS_PER_STEP[m]} s" for m in timed)
             untimed = [m for m in self.models if m not in CPU_SECONDS_PER_STEP]
-            cost += (f"; about {cpu_hours:,.1f} CPU-hours on 2 cores ({' / '.join(timed)} at 16 objects: {steps} "
-                     f"per step at batch 256{'; ' + ', '.join(untimed) + ' runs: minutes each' if untimed else ''})")
-        profile = self.data_profile
-        with contextlib.suppress(OSError, ValueError):
-            profile = json.loads((self.dataset_path() / "manifest.json").read_text()).get("profile", profile)
+            cost += (f"; about {cpu_hours:,.1f} CPU-hours on 2 cores if the instances had {CPU_TIMED_OBJECTS} objects "
+                     f"({' / '.join(timed)} there: {steps} per step at batch 256"
+                     f"{'; ' + ', '.join(untimed) + ' runs: minutes each' if untimed else ''})")
+            if profile == "small":
+                cost += (" -- an upper bound for data/small, whose training instances have at most 16 objects "
+                         "(most far fewer, and smaller instances train several times faster)")
         lines = [
             f"tnlib sweep: {title}",
             f"  grid      {_count(self.domains, 'domain')} ({', '.join(self.domains)}) x "
@@ -219,7 +239,11 @@ class Sweep:
                          "(--scheduler tcp://HOST:8786); `--preset small` runs on a laptop")
         left_out = [m for m in MODELS if m not in self.models]
         if left_out:
-            lines.append(f"  not run   the paper's {' and '.join(left_out)} models (its appendix tables): "
+            appendix = [m for m in left_out if m != MAIN_TABLES_MODEL]
+            groups = ([f"{MAIN_TABLES_MODEL} model (its main tables)"] if MAIN_TABLES_MODEL in left_out else []) + (
+                [f"{' and '.join(appendix)} model{'s' if len(appendix) > 1 else ''} (its appendix tables)"]
+                if appendix else [])
+            lines.append(f"  not run   the paper's {' and '.join(groups)}: "
                          f"add --models {' '.join(dict.fromkeys([*self.models, *MODELS]))}")
         return "\n".join(lines)
 
@@ -253,7 +277,7 @@ class Sweep:
         from tnlib.errors import DatasetError
         from tnlib.io import read_json
 
-        root = dataset_root(self.dataset_path(), self.data_profile)
+        root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
         splits = ("train", "val", "test") + (("plan",) if self.plan else ())
         missing, lacking = [], []
@@ -270,6 +294,69 @@ class Sweep:
         return root
 
 
+def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,
+                              run=True, reports_dir: str | os.PathLike | None = None, scheduler: str | None = None,
+                              notebook_dir: str | os.PathLike | None = None,
+                              **overrides) -> tuple[Sweep, Path | None]:
+    """The experiments notebook's parameters, checked before anything runs: ``(sweep, reports folder or None)``,
+    or a ValueError naming the first bad parameter.
+
+    Relative ``results_dir``, ``reports_dir`` and ``data_root`` are relative to the notebooks folder
+    (``notebook_dir``, default ``<repo>/notebooks``) whatever the kernel's working folder, so papermill started from
+    the repository root writes where JupyterLab would; ``results_dir`` None is ``../runs/<preset>``. ``overrides``
+    are :class:`Sweep` fields; None keeps the preset's value. With ``run`` the dataset is checked too
+    (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first cell,
+    not the sweep.
+    """
+    if not isinstance(run, bool):
+        raise ValueError(f"run must be True or False, got {run!r}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ValueError(f"scheduler must be None or a Dask scheduler address such as 'tcp://HOST:8786', "
+                         f"got {scheduler!r}")
+    if notebook_dir is None:
+        from tnlib.experiments.reproduce import NOTEBOOKS as notebook_dir
+
+    def folder(name: str, value) -> Path:
+        if not isinstance(value, (str, os.PathLike)) or not str(value):
+            raise ValueError(f"{name} must be a folder path, got {value!r}")
+        return (Path(notebook_dir) / value).resolve()  # an absolute value stays itself
+
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    if "data_root" in overrides:
+        overrides["data_root"] = str(folder("data_root", overrides["data_root"]))
+    results = folder("results_dir", f"../runs/{preset or 'paper'}" if results_dir is None else results_dir)
+    sweep = Sweep.from_parameters(preset=preset, out_dir=str(results), **overrides)
+    reports = None if reports_dir is None else folder("reports_dir", reports_dir)
+    if run:
+        sweep.check_data()
+    return sweep, reports
+
+
+def _names(name: str, value) -> list:
+    """A list parameter's value as a list: one string stands for a list of one (papermill's ``-p domains ferry``)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name}: expected a name or a list of names, got {value!r}")
+    if not value:
+        raise ValueError(f"{name}: name at least one")
+    return list(value)
+
+
+def _seeds(value) -> list[int]:
+    """Seeds as a list of whole numbers >= 0; one number stands for a list of one (``-p seeds 3``)."""
+    seeds = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(seeds, (list, tuple)):
+        raise ValueError(f"seeds: expected a whole number >= 0 or a list of them (papermill: -p seeds 3, or "
+                         f"-y 'seeds: [0, 1]'), got {value!r}")
+    if not seeds:
+        raise ValueError("seeds: name at least one")
+    bad = [s for s in seeds if not isinstance(s, int) or isinstance(s, bool) or s < 0]
+    if bad:
+        raise ValueError(f"seeds must be whole numbers >= 0, got {bad[0]!r}")
+    return list(seeds)
+
+
 def _count(items: Sequence, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
@@ -280,10 +367,13 @@ def _comparable(value):
     return value
 
 
-# tnlib's training step on a 2-core CPU at batch 256 (NLM and STRIPS-HGN at 16 objects; the shared spec
-# "training-cost": 0.54 s and 2.3 s). The CPU estimate scales them by steps and batch size; smaller instances train
-# faster, so it is an upper estimate for data/small. Linear regression trains in minutes: no estimate.
+# tnlib's training step on a 2-core CPU at batch 256 (NLM and STRIPS-HGN on 16-block blocksworld; the shared spec
+# "training-cost": 0.54 s and 2.3 s). The CPU estimate scales them by steps and batch size, not by instance size;
+# smaller instances train faster (NLM at 8 objects: 0.062 s), so for data/small (training instances of 4-8 blocks,
+# at most 8 objects in ferry, 10 in gripper, 16 in visitall) it is an upper bound, and the banner says so. Linear
+# regression trains in minutes: no estimate.
 CPU_SECONDS_PER_STEP = {"nlm": 0.54, "hgn": 2.3}
+CPU_TIMED_OBJECTS = 16
 # Beyond this many CPU-hours the banner says the sweep needs a GPU or a cluster.
 CPU_HOURS_WORTH_A_CLUSTER = 8.0
 

@@ -46,6 +46,7 @@ Linear regression: ``nn.Linear(4, 2)`` on the four features.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import warnings
@@ -646,6 +647,35 @@ class LinearRegression(nn.Module):
 
 MODELS = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression}
 DEFAULT_LEARNING_RATES = {"nlm": 1e-2, "hgn": 1e-3, "linear": 1e-2}  # the paper's
+
+
+def check_model_args(name: str, args, setting: str = "model_args") -> None:
+    """A ValueError naming ``setting`` unless ``args`` is a mapping of arguments the model ``name``'s constructor
+    takes, each of its default's type (``depth=3`` for an NLM). Arguments without a default (an NLM's input
+    channels) come from the data, not from the user."""
+    if name not in MODELS:
+        raise ValueError(f"{setting}: unknown model {name!r} (choose from {', '.join(MODELS)})")
+    if not isinstance(args, dict):
+        raise ValueError(f"{setting}: {name}'s arguments must be a mapping such as {{\"depth\": 3}}, got {args!r}")
+    cls = MODELS[name]
+    settable = {key: parameter.default for key, parameter in inspect.signature(cls).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    for key, value in args.items():
+        if key not in settable:
+            raise ValueError(f"{setting}: {name} ({cls.__name__}) takes no argument {key!r} "
+                             f"(it takes {', '.join(settable) or 'none'})")
+        default = settable[key]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(default, bool):
+            ok, kind = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            ok, kind = number and isinstance(value, int), "a whole number"
+        elif isinstance(default, float):
+            ok, kind = number, "a number"
+        else:
+            ok, kind = True, ""
+        if not ok:
+            raise ValueError(f"{setting}: {name}'s {key} must be {kind} (default {default!r}), got {value!r}")
 
 
 def build_model(name: str, **kwargs) -> nn.Module:

@@ -40,13 +40,13 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from tnlib.device import default_device
+from tnlib.device import check_device, default_device
 from tnlib.errors import TrainingDiverged
 from tnlib.experiments.run_dir import RunDir
 from tnlib.io import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model
+from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model, check_model_args
 from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
@@ -114,6 +114,9 @@ class TrainConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        check_model_args(self.model, self.model_args)
+        if self.device is not None and self.device != "auto":
+            check_device(self.device)
 
     def head_config(self) -> HeadConfig:
         return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound,
@@ -271,9 +274,14 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         path = RunDir(path).best
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-    if checkpoint.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a tnlib checkpoint (format {checkpoint.get('format')!r})")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - unpickling a foreign file raises anything (UnpicklingError, EOFError, ...)
+        reason = str(err).strip() or type(err).__name__
+        raise ValueError(f"{path}: not a tnlib checkpoint (torch cannot load it: {reason})") from None
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+        found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
     config = TrainConfig.from_dict(checkpoint["config"])
     model = build_model(config.model, **checkpoint["model_kwargs"])
     model.load_state_dict(checkpoint["model"])
@@ -303,7 +311,6 @@ def train(
     config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
     config.validate()
     run_dir = Path(config.out_dir) / config.name
-    run_dir.mkdir(parents=True, exist_ok=True)
     device = default_device(config.device)
 
     # -- data -------------------------------------------------------------------------------------------------
@@ -316,8 +323,6 @@ def train(
         raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
     train_data = encode_all(encoder, train_items)
     val_data = encode_all(encoder, val_items)
-    run = RunDir(run_dir)
-    atomic_write_json(run.data_file, data_used(config, train_items, val_items))
 
     # -- model, head, optimizer, sampler ------------------------------------------------------------------------
     torch.manual_seed(config.seed)
@@ -326,6 +331,13 @@ def train(
     head = DistributionHead(config.head_config())
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay)
     sampler = torch.Generator().manual_seed(config.seed)
+
+    # The run folder only now: a configuration that fails above (an unknown domain, missing data, a bad model
+    # argument) leaves no empty folder behind.
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run = RunDir(run_dir)
+    atomic_write_json(run.data_file, data_used(config, train_items, val_items))
+
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll

@@ -18,6 +18,7 @@ Use :meth:`Task.state_to_facts` / :meth:`Task.facts_to_state` to convert to and 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from contextlib import contextmanager
@@ -81,6 +82,23 @@ def _quiet_pyperplan() -> Iterator[None]:
         root.removeHandler(guard)
 
 
+def _holds_pddl(path: Path) -> bool:
+    """Whether the file has anything but whitespace and ``;`` comments."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return any(line.split(";", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return True
+
+
+def _malformed(path: Path, what: str, err: BaseException) -> str:
+    """The message for a file pyperplan's parser rejects. Its lexer raises a bare StopIteration when the tokens run
+    out: for a file with no PDDL at all, say it is empty."""
+    if isinstance(err, StopIteration):
+        if not _holds_pddl(path):
+            return f"{path}: the {what} file is empty (no PDDL in it)"
+        return f"{path}: malformed PDDL {what}: it ends before the definition is complete"
+    return f"{path}: malformed PDDL {what}: {_describe(err)}"
+
+
 def _describe(err: BaseException) -> str:
     if isinstance(err, SystemExit):
         return f"the parser gave up (exit status {err.code})"
@@ -97,7 +115,7 @@ def _parse_domain(domain_file: Path):
     except OSError as err:
         raise TaskError(f"{domain_file}: cannot read domain file ({err.strerror or err})") from None
     except (Exception, SystemExit) as err:  # noqa: BLE001 - pyperplan raises anything, even SystemExit
-        raise TaskError(f"{domain_file}: malformed PDDL domain: {_describe(err)}") from None
+        raise TaskError(_malformed(domain_file, "domain", err)) from None
     if ast.requirements is not None:
         unknown = sorted(k.name for k in ast.requirements.keywords if k.name not in SUPPORTED_REQUIREMENTS)
         if unknown:
@@ -122,7 +140,7 @@ def _parse_problem(problem_file: Path, domain):
     except OSError as err:
         raise TaskError(f"{problem_file}: cannot read problem file ({err.strerror or err})") from None
     except (Exception, SystemExit) as err:  # noqa: BLE001
-        raise TaskError(f"{problem_file}: malformed PDDL problem: {_describe(err)}") from None
+        raise TaskError(_malformed(problem_file, "problem", err)) from None
     if ast.domainName != domain.name:
         raise TaskError(
             f"{problem_file}: problem is for domain '{ast.domainName}' but the domain file defines '{domain.name}'"
@@ -401,6 +419,13 @@ def parse_and_ground(
             raise TaskError(f"{problem_path}: grounding failed: {_describe(err)}") from None
     grounded.domain_name = domain.name
     return grounded
+
+
+def check_pddl(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> None:
+    """Parse a domain (file or shipped key) and a problem without grounding them: a :class:`TaskError` naming the
+    file for unreadable, malformed or mismatched PDDL (what ``tnlib solve`` checks before calling Fast Downward)."""
+    with _quiet_pyperplan():
+        _parse_problem(Path(problem_file), _parse_domain(resolve_domain(domain_file)))
 
 
 def load_search_task(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> Task:

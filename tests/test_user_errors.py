@@ -1,0 +1,273 @@
+"""A new user's mistakes -- an output path that is a folder, a misspelt device or model argument, a file that is not
+a checkpoint, a notebook parameter of the wrong shape -- give one line naming the flag or parameter (exit status 2
+on the command line), before any work is done, never a traceback or a silent default."""
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tnlib.cli import main
+from tnlib.errors import DatasetError
+from tnlib.experiments.sweep import Sweep, check_notebook_parameters
+from tnlib.planning.generators import generate
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def one_line_error(capsys, command: str) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith(f"tnlib {command}: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def problem(tmp_path) -> Path:
+    path = tmp_path / "p.pddl"
+    path.write_text(generate("blocksworld", 1, blocks=3))
+    return path
+
+
+# -- output paths and pipes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", "{dir}"],
+    ["plan", "blocksworld", "{problem}", "--plan-file", "{dir}"],
+    ["solve", "blocksworld", "{problem}", "--plan-file", "{dir}"],
+], ids=["generate", "plan", "solve"])
+def test_an_output_path_that_is_a_folder_is_refused_up_front(command, tmp_path, problem, capsys):
+    argv = [a.format(dir=tmp_path, problem=problem) for a in command]
+    assert main(argv) == 2
+    assert f"{tmp_path}: is a folder" in one_line_error(capsys, command[0])
+
+
+def test_an_unwritable_output_path_is_a_one_line_error(tmp_path, capsys):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    assert main(["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", str(not_a_folder / "p.pddl")]) == 2
+    assert f"error: {not_a_folder}: File exists" in one_line_error(capsys, "generate")  # (mkdir's words)
+    # training creates its run folder under --out, which here is a file
+    assert main(["train", "--domain", "gripper", "--model", "linear", "--steps", "1", "--no-progress",
+                 "--out", str(not_a_folder)]) == 2
+    assert f"{not_a_folder}/gripper-linear" in one_line_error(capsys, "train")
+
+
+class _ClosedPipe(io.StringIO):
+    """stdout of a command piped into `head` after head has exited."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["heuristics", "blocksworld", str(problem)]) == 141  # a shell's status for SIGPIPE
+    assert capsys.readouterr().err == ""
+
+
+# -- planning inputs -------------------------------------------------------------------------------------------
+
+
+def test_plan_refuses_a_negative_evaluation_limit(problem, capsys):
+    assert main(["plan", "blocksworld", str(problem), "--max-evaluations", "-5"]) == 2
+    assert "--max-evaluations must be >= 0" in one_line_error(capsys, "plan")
+    assert main(["plan", "blocksworld", str(problem), "--max-evaluations", "0"]) == 0  # 0: no limit
+
+
+@pytest.mark.parametrize("command", ["solve", "plan", "heuristics"])
+@pytest.mark.parametrize("text, message", [
+    ("", "the problem file is empty (no PDDL in it)"),
+    ("; only a comment\n", "the problem file is empty (no PDDL in it)"),
+    ("(define)", "malformed PDDL problem: it ends before the definition is complete"),
+    ("(define (problem p", "malformed PDDL problem: missing closing parenthesis"),
+], ids=["empty", "comment", "define", "truncated"])
+def test_malformed_problems_are_one_line_errors_in_every_command(command, text, message, tmp_path, capsys):
+    path = tmp_path / "bad.pddl"
+    path.write_text(text)
+    assert main([command, "blocksworld", str(path)]) == 2
+    assert f"{path}: {message}" in one_line_error(capsys, command)
+
+
+def test_an_empty_domain_file_says_it_is_empty(problem, tmp_path, capsys):
+    domain = tmp_path / "domain.pddl"
+    domain.write_text("\n")
+    assert main(["plan", str(domain), str(problem)]) == 2
+    assert f"{domain}: the domain file is empty" in one_line_error(capsys, "plan")
+
+
+# -- training and evaluation -----------------------------------------------------------------------------------
+
+
+def test_an_unknown_domain_leaves_no_run_folder(tmp_path, capsys):
+    assert main(["train", "--domain", "sokoban", "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    assert "sokoban" in one_line_error(capsys, "train")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("argument, message", [
+    ("foo=3", "model_args: nlm (NLM) takes no argument 'foo' (it takes breadth, depth, width, prune)"),
+    ("depth=x", "model_args: nlm's depth must be a whole number (default 5), got 'x'"),
+    ("depth=2.5", "model_args: nlm's depth must be a whole number"),
+    ("prune=1", "model_args: nlm's prune must be true or false"),
+    ("input_channels=[1]", "takes no argument 'input_channels'"),  # from the data, not the user
+])
+def test_train_checks_model_arguments_against_the_constructor(argument, message, tmp_path, capsys):
+    assert main(["train", "--domain", "ferry", "--steps", "1", "--model-arg", argument,
+                 "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    assert message in one_line_error(capsys, "train")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_device_names_are_checked_where_they_are_given(tmp_path, problem, capsys):
+    from tnlib.device import default_device
+    from tnlib.learning.training import TrainConfig
+
+    for bad in ("tpu", "xla", "cuda:x"):
+        with pytest.raises(ValueError, match=f"device must be one of cpu, cuda, mps .*got '{bad}'"):
+            TrainConfig(device=bad)
+        with pytest.raises(ValueError, match="device must be"):
+            default_device(bad)
+    assert TrainConfig(device="cuda:1").device == "cuda:1"  # whether the machine has it is checked at run time
+    assert main(["train", "--domain", "ferry", "--steps", "1", "--device", "tpu", "--out", str(tmp_path / "runs"),
+                 "--no-progress"]) == 2
+    assert "device must be" in one_line_error(capsys, "train")
+    assert main(["sweep", "--device", "tpu", "--dry-run"]) == 2
+    assert "device must be" in one_line_error(capsys, "sweep")
+
+
+def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys):
+    assert main(["evaluate", str(problem)]) == 2
+    assert f"{problem}: not a tnlib checkpoint (torch cannot load it" in one_line_error(capsys, "evaluate")
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    assert main(["evaluate", str(empty)]) == 2
+    assert "not a tnlib checkpoint" in one_line_error(capsys, "evaluate")
+
+
+def test_evaluate_table_without_metrics_is_an_error_not_an_empty_table(tmp_path, capsys):
+    assert main(["evaluate", "--table", str(tmp_path / "missing")]) == 2
+    assert "missing: no such folder" in one_line_error(capsys, "evaluate")
+    assert main(["evaluate", "--table", str(tmp_path)]) == 2
+    assert "no test metrics of best.pt checkpoints" in one_line_error(capsys, "evaluate")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics-test.json").write_text(json.dumps(dict(
+        model="nlm", lower_bound="lmcut", domain="ferry", distribution="TN", sigma="learn", residual="ff", mse=1.0,
+        nll=1.0, mse_ff=2.0, mse_lmcut=3.0)))
+    assert main(["evaluate", "--table", str(tmp_path), "--model", "foo"]) == 2
+    assert "no metrics of model 'foo' with lower bound 'lmcut' (found: --model nlm --lower-bound lmcut)" in \
+        one_line_error(capsys, "evaluate")
+    assert main(["evaluate", "--table", str(tmp_path)]) == 0
+    assert "| ferry | MSE | 2.00 | 3.00 |" in capsys.readouterr().out
+
+
+def test_reproduce_only_with_no_matching_step_lists_the_steps(capsys):
+    assert main(["reproduce", "--only", "xyz"]) == 2
+    err = one_line_error(capsys, "reproduce")
+    assert "no step's name contains 'xyz'" in err and "truncated normal accuracy and speed" in err
+
+
+def test_data_generate_mentions_unfilled_slots_only_when_there_are_some(tmp_path, monkeypatch, capsys):
+    import tnlib.cli.data as data_cli
+    from types import SimpleNamespace
+
+    counts = dict(instances=3, states=9, failed=0, retried=0, duplicates_rejected=0)
+    report = SimpleNamespace(skipped=[], solves=3, reused_solves=0, wall_seconds=1.0, splits={
+        "gripper/train": {**counts, "unfilled": 0}, "gripper/val": {**counts, "unfilled": 2}})
+    monkeypatch.setattr(data_cli, "generate_dataset", lambda *args, **kwargs: report)
+    assert main(["data", "generate", "--domain", "gripper", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("duplicate attempts rejected") and "unfilled" not in out[0]
+    assert out[1].endswith("duplicate attempts rejected, 2 slots unfilled (cell exhausted)")
+
+
+# -- sweeps and the experiments notebook's parameters ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(model_args={"nlm": 3}), "model_args['nlm']: nlm's arguments must be a mapping"),
+    (dict(model_args={"linear": {"foo": 1}}), "model_args['linear']: linear (LinearRegression) takes no argument 'foo'"),
+    (dict(model_args={"mlp": {}}), "model_args['mlp']: unknown model 'mlp'"),
+    (dict(model_args=[1]), "model_args must map model names"),
+    (dict(seeds="0"), "seeds: expected a whole number >= 0 or a list of them"),
+    (dict(seeds=[-1]), "seeds must be whole numbers >= 0, got -1"),
+    (dict(seeds=[]), "seeds: name at least one"),
+    (dict(domains=3), "domains: expected a name or a list of names, got 3"),
+    (dict(domains=[]), "domains: name at least one"),
+    (dict(data_root="/no/such/folder"), "data_root: no such folder /no/such/folder"),
+])
+def test_sweep_parameters_are_checked_up_front(params, message):
+    with pytest.raises(ValueError) as error:
+        Sweep.from_parameters(preset="small", **params)
+    assert message in str(error.value)
+
+
+def test_cli_sweep_checks_model_args_before_it_starts(capsys):
+    assert main(["sweep", "--model-args", "nlm=3", "--dry-run"]) == 2
+    assert "model_args['nlm']" in one_line_error(capsys, "sweep")
+    assert main(["sweep", "--models", "linear", "--model-args", 'linear={"foo": 1}', "--dry-run"]) == 2
+    assert "takes no argument 'foo'" in one_line_error(capsys, "sweep")
+
+
+def test_one_name_or_seed_stands_for_a_list_of_one():
+    sweep = Sweep.from_parameters(preset="small", domains="ferry", models="linear", configs="learn/ff",
+                                  distributions="TN", seeds=3)
+    assert (sweep.domains, sweep.models, sweep.configs, sweep.distributions, sweep.seeds) == (
+        ["ferry"], ["linear"], [("learn", "ff")], ["TN"], [3])
+    assert Sweep.from_parameters(preset="small", seeds=0).seeds == [0]
+
+
+def test_a_missing_dataset_names_the_folder_once(tmp_path):
+    sweep = Sweep.from_parameters(preset="small", data_root=str(tmp_path))
+    with pytest.raises(DatasetError) as error:
+        sweep.check_data()
+    assert f"no dataset at {tmp_path} (no manifest.json there or in {tmp_path / 'small'})" in str(error.value)
+    assert "small/small" not in str(error.value)
+
+
+def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # papermill started from elsewhere, e.g. the repository root
+    sweep, reports = check_notebook_parameters(preset="small", run=False, reports_dir="../reports")
+    repo = NOTEBOOKS.parent
+    assert Path(sweep.out_dir) == repo / "runs" / "small" and reports == repo / "reports"
+    sweep, reports = check_notebook_parameters(preset="small", results_dir="../runs/x", run=False,
+                                               data_root="../data")
+    assert Path(sweep.out_dir) == repo / "runs" / "x" and reports is None
+    assert sweep.dataset_path() == repo / "data" / "small"
+    absolute = tmp_path / "elsewhere"
+    sweep, _ = check_notebook_parameters(preset="small", results_dir=str(absolute), run=False)
+    assert Path(sweep.out_dir) == absolute
+    assert not list(tmp_path.iterdir())  # nothing written anywhere by checking
+
+
+@pytest.mark.parametrize("params, error, message", [
+    (dict(run="maybe"), ValueError, "run must be True or False, got 'maybe'"),
+    (dict(scheduler=3), ValueError, "scheduler must be None or a Dask scheduler address"),
+    (dict(results_dir=3), ValueError, "results_dir must be a folder path, got 3"),
+    (dict(device="tpu"), ValueError, "device must be one of"),
+    (dict(data_root="/no/such/folder"), ValueError, "data_root: no such folder"),
+    (dict(domains="ferry", data_root="{tmp}"), DatasetError, "no dataset at"),  # run=True checks the data
+])
+def test_notebook_parameters_fail_in_the_check(params, error, message, tmp_path):
+    params = {k: (v.format(tmp=tmp_path) if isinstance(v, str) else v) for k, v in params.items()}
+    with pytest.raises(error) as failure:
+        check_notebook_parameters(**{"preset": "small", "results_dir": str(tmp_path / "runs"), **params})
+    assert message in str(failure.value)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_banner_names_the_main_table_model_and_an_honest_cpu_estimate():
+    linear = Sweep.from_parameters(models=["linear"]).describe()
+    assert ("not run   the paper's nlm model (its main tables) and hgn model (its appendix tables): add --models "
+            "linear nlm hgn") in linear
+    small = Sweep.preset("small").describe()
+    assert "CPU-hours on 2 cores if the instances had 16 objects" in small
+    assert "an upper bound for data/small" in small
+    assert "upper bound" not in Sweep.from_parameters(data_profile="paper").describe()
