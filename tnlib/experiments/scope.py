@@ -286,7 +286,7 @@ def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
     name = Path(scope.results_dir).name
-    lines = [f"## What these results can and cannot show\n",
+    lines = ["## What these results can and cannot show\n",
              f"Computed from the {len(scope.runs)} run folders in `{name}/`, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
     if not scope.runs:
@@ -302,7 +302,7 @@ def render_scope(scope: Scope) -> str:
                  f"{low:,}-{high:,} samples ({percent(low / paper_samples)}-{percent(high / paper_samples)})"))
     unfinished = scope.unfinished()
     if unfinished:
-        budget += (f"; 1 run stopped before its configured steps" if len(unfinished) == 1 else
+        budget += ("; 1 run stopped before its configured steps" if len(unfinished) == 1 else
                    f"; {len(unfinished)} runs stopped before their configured steps")
     seeds = scope.values("seed")
     per_cell = Counter((r.domain, r.model, r.sigma, r.residual, r.distribution) for r in scope.runs)

@@ -267,16 +267,21 @@ class NLMEncoder(Encoder):
         rows: list[list[list[int]]] = [[] for _ in range(self.breadth + 1)]
         for atoms, is_goal in ((list(state) + list(info.static_atoms), False), (goal, True)):
             for atom in atoms:
-                name, args = parse_atom(atom)
-                if name not in self.signature.arities:
-                    raise ValueError(f"{problem_file}: atom {atom} uses predicate {name!r} unknown to {self.domain}")
-                try:
-                    objects = [index[a] for a in args]
-                except KeyError as err:
-                    raise ValueError(f"{problem_file}: atom {atom} names an undeclared object {err}") from None
-                rows[len(args)].append([self.channel[(name, is_goal)]] + objects)
+                name, objects = self.atom_objects(problem_file, index, atom)
+                rows[len(objects)].append([self.channel[(name, is_goal)]] + objects)
         atoms = [np.asarray(rows[r], dtype=np.int64).reshape(-1, 1 + r) for r in range(self.breadth + 1)]
         return NLMExample(len(info.objects), atoms)
+
+    def atom_objects(self, problem_file, index: dict[str, int], atom: str) -> tuple[str, list[int]]:
+        """An atom's predicate and its objects' indices (``index``: object name -> index); a ValueError naming the
+        file for a predicate the domain does not have or an undeclared object."""
+        name, args = parse_atom(atom)
+        if name not in self.signature.arities:
+            raise ValueError(f"{problem_file}: atom {atom} uses predicate {name!r} unknown to {self.domain}")
+        try:
+            return name, [index[a] for a in args]
+        except KeyError as err:
+            raise ValueError(f"{problem_file}: atom {atom} names an undeclared object {err}") from None
 
     def encode(self, item: dict) -> Encoded:
         return Encoded(self.encode_state(item["problem"], item["state"], item["goal"]), **_targets(item))
@@ -333,14 +338,8 @@ class NLMPackedEncoder:
         facts: list[list[int]] = [[] for _ in self.channels]
         positions: list[list[int]] = [[] for _ in self.channels]
         for fact, atom in enumerate(task.fact_names):
-            name, args = parse_atom(atom)
-            if name not in encoder.signature.arities:
-                raise ValueError(f"{problem_file}: fact {atom} uses predicate {name!r} unknown to {encoder.domain}")
-            try:
-                objects = [index[a] for a in args]
-            except KeyError as err:
-                raise ValueError(f"{problem_file}: fact {atom} names an undeclared object {err}") from None
-            r = len(args)
+            name, objects = encoder.atom_objects(problem_file, index, atom)
+            r = len(objects)
             position = 0
             for o in objects:
                 position = position * n + o

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
