@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("tnlib.cli.experiments", "regenerate reports/ on the small embedded default (the main job)"),
     "generate": ("tnlib.cli.planning", "generate a problem instance of a shipped domain"),
     "solve": ("tnlib.cli.planning", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
-    "plan": ("tnlib.cli.planning", "plan with GBFS and a symbolic heuristic"),
+    "plan": ("tnlib.cli.planning", "plan with GBFS and a symbolic heuristic or a trained model"),
     "heuristics": ("tnlib.cli.planning", "heuristic values of the initial state and the states along a plan"),
     "validate": ("tnlib.cli.planning", "check a plan: whether and why it fails"),
     "data": ("tnlib.cli.data", "generate, verify and describe datasets"),

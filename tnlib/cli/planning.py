@@ -37,6 +37,7 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--y", type=int, help="visitall: grid height")
     parser.add_argument("--ratio", type=float, help="visitall: fraction of cells to visit, in (0, 1]")
     parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing --output file")
     parser.set_defaults(func=_run_generate)
 
 
@@ -53,6 +54,8 @@ def _run_generate(args: argparse.Namespace) -> int:
         problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(unknown)} does not apply"
         raise CommandError(f"{args.domain} takes {wanted}: {problem}")
     _output_file(args.output, "--output")
+    if args.output is not None and args.output.exists() and not args.force:
+        raise CommandError(f"--output {args.output}: exists; pass --force to overwrite it")
     try:
         text = generate(args.domain, args.seed, **given)
     except ValueError as err:
@@ -60,8 +63,13 @@ def _run_generate(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
+        from tnlib.io import atomic_write_text
+
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
+        atomic_write_text(args.output, text)
+        settings = ", ".join(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+                             for name, value in given.items())
+        print(f"wrote {args.output}: {args.domain} problem, seed {args.seed}, {settings}")
     return 0
 
 
@@ -109,6 +117,9 @@ def _run_solve(args: argparse.Namespace) -> int:
         print(f"seconds: {result.seconds:.3f}")
         if result.expansions is not None:
             print(f"expansions: {result.expansions}")
+        if result.solved and not args.plan_file:  # (as `tnlib plan` does: with a plan file, the plan is there)
+            for step in result.plan:
+                print(step)
         if result.log:
             print(result.log, file=sys.stderr)
     return 0 if result.solved else 1
@@ -122,11 +133,24 @@ def register_plan(subparsers) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="find a plan with greedy best-first search (or A*)",
-        description="Eager GBFS (default) or A* on a PDDL problem. Exit code 0 when solved, 1 otherwise.",
+        description=(
+            "Eager GBFS (default) or A* on a PDDL problem with a symbolic heuristic, or GBFS with a trained model "
+            "(--model: the batched learned GBFS of Table 2). Exit code 0 when solved, 1 otherwise."
+        ),
     )
     parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
     parser.add_argument("problem", help="problem file")
-    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, default="ff", help="default: ff")
+    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, help="a symbolic heuristic (default: ff)")
+    parser.add_argument(
+        "--model", type=Path, metavar="RUN_OR_CHECKPOINT",
+        help="plan with a trained model instead: a run folder (its best.pt) or a checkpoint file (.pt)",
+    )
+    parser.add_argument(
+        "--estimate", default=None, metavar="E",
+        help="with --model, the value GBFS orders by: 'default' (N: mu, TN: the truncated mean; the default) or "
+             "'clip' (N+clip: max(mu, lower bound); N models only)",
+    )
+    parser.add_argument("--device", default=None, help="with --model: cpu or cuda (default: the checkpoint's)")
     parser.add_argument("--search", choices=("gbfs", "astar"), default="gbfs", help="default: gbfs")
     parser.add_argument(
         "--protocol", choices=PROTOCOLS, default=PAPER,
@@ -152,37 +176,81 @@ def _run_plan(args) -> int:
         raise CommandError("--time-limit must be >= 0")
     if args.max_evaluations < 0:
         raise CommandError(f"--max-evaluations must be >= 0 (0: no limit), got {args.max_evaluations}")
+    if args.model is not None:
+        if args.heuristic is not None:
+            raise CommandError("--model and --heuristic exclude each other: a search uses one heuristic")
+        if args.search != "gbfs":
+            raise CommandError("--model plans with GBFS only (the paper's Table 2 search), not --search astar")
+    elif args.estimate is not None or args.device is not None:
+        raise CommandError(f"{'--estimate' if args.estimate is not None else '--device'} applies to --model only")
     _output_file(args.plan_file, "--plan-file")
-    try:
-        task = load_search_task(args.domain, args.problem)
-    except TaskError as err:
-        raise CommandError(str(err)) from None
     limit = args.max_evaluations if args.max_evaluations > 0 else None
-    if args.search == "gbfs":
-        result = gbfs(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit, protocol=args.protocol)
+    if args.model is not None:
+        result, about = _plan_with_model(args, limit)
     else:
-        result = astar(task, args.heuristic, max_evaluations=limit, time_limit=args.time_limit)
-    if result.solved:
-        verdict = validate_plan(task, result.plan)
-        if not verdict.valid:  # a bug, never a user error: say so loudly
-            raise RuntimeError(f"search returned an invalid plan: {verdict.message}")
-        if args.plan_file:
-            Path(args.plan_file).parent.mkdir(parents=True, exist_ok=True)
-            write_plan(result.plan, args.plan_file)
+        heuristic = args.heuristic or "ff"
+        try:
+            task = load_search_task(args.domain, args.problem)
+        except TaskError as err:
+            raise CommandError(str(err)) from None
+        if args.search == "gbfs":
+            result = gbfs(task, heuristic, max_evaluations=limit, time_limit=args.time_limit, protocol=args.protocol)
+        else:
+            result = astar(task, heuristic, max_evaluations=limit, time_limit=args.time_limit)
+        if result.solved:
+            verdict = validate_plan(task, result.plan)
+            if not verdict.valid:  # a bug, never a user error: say so loudly
+                raise RuntimeError(f"search returned an invalid plan: {verdict.message}")
+        about = {"search": args.search, "heuristic": heuristic}
+    if result.solved and args.plan_file:
+        Path(args.plan_file).parent.mkdir(parents=True, exist_ok=True)
+        write_plan(result.plan, args.plan_file)
     if args.json:
         record = result.to_dict()
-        record.update(search=args.search, heuristic=args.heuristic, problem=str(args.problem))
+        record.update(about, problem=str(args.problem))
         print(json.dumps(record))
     else:
         print(f"status: {result.status}")
+        if "model" in about:
+            print(f"model: {about['checkpoint']} (step {about['checkpoint_step']}, {about['distribution']} head, "
+                  f"estimate {about['estimate']})")
         if result.solved:
             print(f"plan length: {result.plan_length}")
+            print(f"cost: {result.plan_length} (unit cost)")
         print(f"evaluations: {result.evaluations}  expansions: {result.expansions}  seconds: {result.seconds:.3f}"
               + (f"  (protocol: {result.protocol})" if result.protocol else ""))
         if result.solved and not args.plan_file:
             for step in result.plan:
                 print(step)
     return 0 if result.solved else 1
+
+
+def _plan_with_model(args, limit: int | None):
+    """GBFS with a trained model, by the path Table 2's planning stage takes (a :class:`LearnedHeuristic` for the
+    problem, :func:`tnlib.learning.learned_heuristic.search_problem`, which validates the plan it returns).
+    Returns the search result and what the JSON record adds about the model."""
+    from tnlib.experiments.run_dir import RunDir
+    from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
+    from tnlib.planning.task import resolve_domain
+
+    model = args.model
+    if not model.exists():
+        raise CommandError(f"--model {model}: no such run folder or checkpoint file")
+    checkpoint = RunDir(model).best if model.is_dir() else model
+    if not checkpoint.is_file():
+        raise CommandError(f"--model {model}: a folder without {RunDir.BEST}; name a run folder or a checkpoint file")
+    try:
+        domain_file = resolve_domain(args.domain)
+        heuristic = LearnedHeuristic(checkpoint, domain_file, args.problem, estimate=args.estimate or "default",
+                                     device=args.device)
+    except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError; so are a foreign file and a mismatch
+        raise CommandError(str(err)) from None
+    result = search_problem(heuristic, domain_file, args.problem, max_evaluations=limit,
+                            time_limit=args.time_limit, protocol=args.protocol)
+    about = {"search": "gbfs", "heuristic": "model", "model": str(model), "checkpoint": str(checkpoint),
+             "checkpoint_step": heuristic.checkpoint_step, "domain": heuristic.config.domain,
+             "distribution": heuristic.config.distribution, "estimate": heuristic.estimate}
+    return result, about
 
 
 def register_heuristics(subparsers) -> None:

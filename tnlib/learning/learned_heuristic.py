@@ -30,8 +30,8 @@ from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.data.labels import problem_atoms
-from tnlib.planning.search import DISTINCT, PAPER, gbfs
-from tnlib.planning.task import load_search_task
+from tnlib.planning.search import DISTINCT, PAPER, SearchResult, gbfs
+from tnlib.planning.task import domain_name, load_search_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
 ESTIMATES = ("default", "clip")
@@ -55,7 +55,8 @@ class LearnedHeuristic:
 
         if estimate not in ESTIMATES:
             raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(ESTIMATES)})")
-        self.model, self.head, self.config, _ = load_checkpoint(checkpoint, device)
+        self.model, self.head, self.config, saved = load_checkpoint(checkpoint, device)
+        self.checkpoint_step = saved.get("step")  # the training step whose weights these are
         if estimate == "clip" and self.config.distribution != "N":
             raise ValueError("the 'clip' estimate (N+clip) applies to N models only")
         self.estimate = estimate
@@ -63,6 +64,10 @@ class LearnedHeuristic:
         self.encoder = make_encoder(self.config.model, self.config.domain)
         self.problem_file = str(Path(problem_file).resolve())
         self.task = load_search_task(domain_file, problem_file)
+        trained_on = domain_name(self.config.domain)
+        if self.task.domain_name != trained_on:  # the encoder would fail on unknown predicates, or plan blind
+            raise ValueError(f"{checkpoint}: the model was trained on {self.config.domain} (PDDL domain "
+                             f"'{trained_on}'), but {problem_file} is a '{self.task.domain_name}' problem")
         init_atoms, self.goal_atoms = problem_atoms(domain_file, problem_file)
         # the dataset's states list static atoms too (grounding compiles them away): add them the same way
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
@@ -153,22 +158,30 @@ class LearnedHeuristic:
         return out
 
 
-def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
-                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
-    """GBFS on one problem under a counting ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found,
-    is validated. Returns a JSON-able result that names the protocol."""
+def search_problem(heuristic, domain_file, problem_file, max_evaluations: int | None = MAX_EVALUATIONS,
+                   time_limit: float | None = None, protocol: str = PAPER) -> SearchResult:
+    """GBFS on one problem with a :class:`LearnedHeuristic` or a symbolic heuristic's name, under a counting
+    ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found, is validated. Table 2's search
+    (:func:`plan_problem`) and ``tnlib plan --model`` both run it."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_search_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
     result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
-    record = {"problem": Path(problem_file).name, "protocol": protocol, "max_evaluations": max_evaluations,
-              "grounding": GROUNDING, "status": result.status, "solved": result.solved,
-              "evaluations": result.evaluations, "expansions": result.expansions,
-              "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
     if result.solved:
         verdict = validate_plan(task, result.plan)
-        if not verdict.valid:
+        if not verdict.valid:  # a bug, never a user error
             raise RuntimeError(f"GBFS returned an invalid plan for {problem_file}: {verdict.message}")
-    return record
+    return result
+
+
+def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
+                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
+    """:func:`search_problem`'s outcome as a JSON-able planning record (one line of a planning file) that names the
+    protocol, the evaluation limit and the grounding."""
+    result = search_problem(heuristic, domain_file, problem_file, max_evaluations, time_limit, protocol)
+    return {"problem": Path(problem_file).name, "protocol": protocol, "max_evaluations": max_evaluations,
+            "grounding": GROUNDING, "status": result.status, "solved": result.solved,
+            "evaluations": result.evaluations, "expansions": result.expansions,
+            "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
 
 
 def planned(path: Path) -> dict[str, dict]:

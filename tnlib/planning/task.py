@@ -428,6 +428,13 @@ def check_pddl(domain_file: str | os.PathLike, problem_file: str | os.PathLike) 
         _parse_problem(Path(problem_file), _parse_domain(resolve_domain(domain_file)))
 
 
+def domain_name(domain_file: str | os.PathLike) -> str:
+    """The name a domain file (or a shipped domain key) defines, as pyperplan reads ``(define (domain NAME) ...)``:
+    what a problem's ``(:domain NAME)`` and a grounded :class:`Task`'s ``domain_name`` are compared with."""
+    with _quiet_pyperplan():
+        return _parse_domain(resolve_domain(domain_file)).name
+
+
 def load_search_task(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> Task:
     """The grounding planning searches (Table 2, ``tnlib plan``): unpruned, as the authors' planner grounds.
 
