@@ -163,6 +163,82 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
 
 
+@pytest.fixture(scope="module")
+def gripper_run(tmp_path_factory):
+    """A tiny run folder trained on data/small's gripper (a few steps of the linear TN model: seconds)."""
+    out = tmp_path_factory.mktemp("gripper-runs")
+    return train(TrainConfig(domain="gripper", model="linear", distribution="TN", steps=20, batch_size=16,
+                             eval_every=10, checkpoint_every=10, out_dir=str(out), progress=False))
+
+
+def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, capsys):
+    from tnlib.cli import main
+    from tnlib.planning.plans import read_plan, validate_plan
+    from tnlib.planning.search import gbfs
+    from tnlib.planning.task import load_task
+
+    table = load_split(None, "gripper", "plan")
+    problem = table.problem_path(table.instances()[0])
+    domain_file = resolve_domain("gripper")
+    # the planning stage's record of this instance (what Table 2 counts)
+    [stage] = plan_split(gripper_run, limit=1)
+    for protocol in (PAPER, DISTINCT):
+        # the reference: the library's learned GBFS called directly
+        heuristic = LearnedHeuristic(gripper_run, domain_file, problem)
+        direct = gbfs(heuristic.task, heuristic, max_evaluations=10_000, protocol=protocol)
+        assert direct.solved
+        for model in (gripper_run, gripper_run / "best.pt"):  # a run folder or a checkpoint file
+            assert main(["plan", "gripper", str(problem), "--model", str(model), "--protocol", protocol,
+                         "--json"]) == 0
+            record = json.loads(capsys.readouterr().out)
+            assert (record["plan"], record["evaluations"], record["expansions"]) == \
+                (direct.plan, direct.evaluations, direct.expansions)
+            assert record["protocol"] == protocol and record["status"] == "solved"
+            assert record["model"] == str(model) and record["checkpoint"] == str(gripper_run / "best.pt")
+            assert (record["domain"], record["distribution"], record["estimate"]) == ("gripper", "TN", "default")
+            assert record["checkpoint_step"] == torch.load(gripper_run / "best.pt", weights_only=False)["step"]
+        if protocol == PAPER:
+            assert (record["evaluations"], record["plan_length"]) == (stage["evaluations"], stage["plan_length"])
+            paper_plan = record["plan"]
+    # the text form: what it planned with, the plan one action per line, cost, evaluations and protocol
+    plan_file = tmp_path / "out" / "gripper.plan"
+    assert main(["plan", "gripper", str(problem), "--model", str(gripper_run)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == "status: solved" and text[1].startswith(f"model: {gripper_run / 'best.pt'} (step ")
+    assert f"cost: {stage['plan_length']} (unit cost)" in text
+    assert f"evaluations: {stage['evaluations']}  expansions: {stage['expansions']}" in "\n".join(text)
+    assert "(protocol: paper)" in text[4]
+    printed = [line for line in text if line.startswith("(")]
+    assert printed == paper_plan
+    assert main(["plan", "gripper", str(problem), "--model", str(gripper_run), "--plan-file", str(plan_file)]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("(")]
+    plan = read_plan(plan_file)
+    assert plan == printed
+    assert validate_plan(load_task(domain_file, problem, remove_irrelevant_operators=False), plan).valid
+    assert main(["validate", "gripper", str(problem), str(plan_file)]) == 0
+    assert capsys.readouterr().out.startswith("VALID")
+    # the evaluation limit applies as in the symbolic route
+    assert main(["plan", "gripper", str(problem), "--model", str(gripper_run), "--max-evaluations", "3",
+                 "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["status"] == "evaluation limit"
+
+
+def test_a_model_refuses_another_domains_problem(gripper_run, capsys):
+    from tnlib.cli import main
+
+    table = load_split(None, "ferry", "plan")
+    problem = table.problem_path(table.instances()[0])
+    with pytest.raises(ValueError, match="trained on gripper .* is a 'ferry' problem"):
+        LearnedHeuristic(gripper_run, resolve_domain("ferry"), problem)
+    assert main(["plan", "ferry", str(problem), "--model", str(gripper_run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tnlib plan: error: ") and "trained on gripper" in err
+    # a TN model has no N+clip estimate; the CLI says so in one line
+    assert main(["plan", "gripper", str(load_split(None, "gripper", "plan").problem_path(
+        "gripper-b8-s4639370000102")), "--model", str(gripper_run), "--estimate", "clip"]) == 2
+    assert "N models only" in capsys.readouterr().err
+
+
 def test_planning_sees_the_states_the_dataset_labelled():
     # Along each labelled optimal plan, the grounding planning searches must reach the dataset's next state exactly
     # (the model was trained on those atoms) and give the dataset's heuristic values. Visitall with ratio 0.5 is

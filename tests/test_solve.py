@@ -243,6 +243,20 @@ def test_cli_json_and_plan_file(tmp_path, capsys):
     assert_valid_plan("ferry", problem, result["plan"])
 
 
+def test_cli_text_form_prints_the_plan(tmp_path, capsys):
+    problem = write_instance(tmp_path, "blocksworld", 3, blocks=4)
+    assert cli.main(["solve", "blocksworld", str(problem), "--json", "--time-limit", "60"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan
+    assert cli.main(["solve", "blocksworld", str(problem), "--time-limit", "60"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"plan length: {len(plan)}" in out
+    assert out[-len(plan):] == plan  # one action per line, IPC style, after the figures
+    plan_file = tmp_path / "plan.txt"  # with a plan file the plan goes there, as in `tnlib plan`
+    assert cli.main(["solve", "blocksworld", str(problem), "--time-limit", "60", "--plan-file", str(plan_file)]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("(")]
+
+
 def test_cli_unsolvable_and_user_errors(tmp_path, capsys):
     problem = tmp_path / "unsolvable.pddl"
     problem.write_text(UNSOLVABLE_BY_SEARCH)

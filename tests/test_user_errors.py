@@ -75,6 +75,42 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch
 # -- planning inputs -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("model, flags, message", [
+    ("{tmp}/missing", [], "--model {tmp}/missing: no such run folder or checkpoint file"),
+    ("{tmp}", [], "--model {tmp}: a folder without best.pt"),
+    ("{problem}", [], "{problem}: not a tnlib checkpoint (torch cannot load it"),
+    ("{tmp}", ["--heuristic", "ff"], "--model and --heuristic exclude each other"),
+    ("{tmp}", ["--search", "astar"], "--model plans with GBFS only"),
+    (None, ["--estimate", "clip"], "--estimate applies to --model only"),
+    (None, ["--device", "cpu"], "--device applies to --model only"),
+], ids=["missing", "not-a-run-folder", "not-a-checkpoint", "two-heuristics", "astar", "estimate", "device"])
+def test_plan_with_a_model_checks_its_flags(model, flags, message, tmp_path, problem, capsys):
+    # (a model of another domain: tests/test_planning.py, which trains one)
+    argv = ["plan", "blocksworld", str(problem), *flags]
+    if model is not None:
+        argv += ["--model", model.format(tmp=tmp_path, problem=problem)]
+    assert main(argv) == 2
+    assert message.format(tmp=tmp_path, problem=problem) in one_line_error(capsys, "plan")
+
+
+def test_generate_says_what_it_wrote_and_overwrites_only_with_force(tmp_path, capsys):
+    out = tmp_path / "p.pddl"
+    argv = ["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"wrote {out}: blocksworld problem, seed 1, blocks 3\n"
+    assert out.read_text() == generate("blocksworld", 1, blocks=3)
+    argv[3] = "2"  # another seed, same file
+    assert main(argv) == 2
+    assert f"--output {out}: exists; pass --force to overwrite it" in one_line_error(capsys, "generate")
+    assert out.read_text() == generate("blocksworld", 1, blocks=3)  # untouched
+    assert main([*argv, "--force"]) == 0
+    assert capsys.readouterr().out == f"wrote {out}: blocksworld problem, seed 2, blocks 3\n"
+    assert out.read_text() == generate("blocksworld", 2, blocks=3)
+    # to stdout: the problem and nothing else (it is piped into a file or another program)
+    assert main(argv[:-2]) == 0
+    assert capsys.readouterr().out == generate("blocksworld", 2, blocks=3)
+
+
 def test_plan_refuses_a_negative_evaluation_limit(problem, capsys):
     assert main(["plan", "blocksworld", str(problem), "--max-evaluations", "-5"]) == 2
     assert "--max-evaluations must be >= 0" in one_line_error(capsys, "plan")
