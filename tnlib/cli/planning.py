@@ -1,7 +1,7 @@
 """`tnlib generate`, `tnlib solve`, `tnlib plan`, `tnlib heuristics` and `tnlib validate`: the planning core.
 
 Library modules are imported inside the functions, so that each command loads only what it uses (none of them
-torch; `generate` and `solve` not even numba).
+torch but `plan --model`; `generate` and `solve` not even numba).
 """
 from __future__ import annotations
 
