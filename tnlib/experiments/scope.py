@@ -394,11 +394,12 @@ def render_scope(scope: Scope) -> str:
     grids = {d: authors_plan_grid(d) for d in scope.domains}
     grids = {d: g for d, g in grids.items() if g is not None}
     if grids:
-        lines.append(f"The paper's plan instances ({PLAN_INSTANCES} per domain, \"sampled from the test set\") came, in "
-                     "the authors' scripts, from this grid (`plan2` of `test2`), not always the appendix's test "
-                     "table (the paper's test set above):\n")
+        lines.append(f"The paper's plan instances ({PLAN_INSTANCES} per domain, \"sampled from the test set\") "
+                     "came, in the authors' scripts, from this grid (`plan2` of `test2`), not always the appendix's "
+                     "test table (the paper's test set above):\n")
         lines += [f"- {d}: {authors}" + (" -- the same as the appendix's" if authors == appendix
-                                         else f" -- the appendix's: {appendix}") for d, (authors, appendix) in grids.items()]
+                                         else f" -- the appendix's: {appendix}")
+                  for d, (authors, appendix) in grids.items()]
         lines.append("")
     if protocols:
         paper_limit = "" if max_evaluations == MAX_EVALUATIONS else f" (the paper: {MAX_EVALUATIONS:,})"
