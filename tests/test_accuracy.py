@@ -118,3 +118,26 @@ def test_latex_and_nll_tables():
     assert "+clip" not in nll and "NLL" in nll
     with pytest.raises(ValueError, match="format"):
         render_table(fake_results(), fmt="html")
+
+
+def test_one_seed_says_so_instead_of_a_zero_spread():
+    one_seed = [r for r in fake_results() if r["seed"] == 0]
+    row = render_table(one_seed).splitlines()[2]
+    assert "±" not in row and ".71 (1 seed)" in row
+    assert "**.60 (1 seed)**" in row  # learn/ff TN .60 vs N .71: still bold
+
+
+def test_table1_names_domains_in_full_and_drops_configurations_not_run():
+    results = [dict(r, domain="blocksworld") for r in fake_results()
+               if (r["sigma"], r["residual"]) in {("learn", "ff"), ("fixed", "none")}]
+    lines = render_table(results).splitlines()
+    assert lines[0] == "| domain | metric | h_FF | LM-cut | learn/ff N | learn/ff TN | fixed/none N | fixed/none TN |"
+    assert lines[2].startswith("| blocksworld | MSE |") and "| blocks |" not in render_table(results)
+    assert render_table([]).splitlines()[0].endswith("fixed/none N | fixed/none TN |")  # nothing ran: the layout
+
+
+def test_bold_rule_is_stated_with_its_gap():
+    from tnlib.experiments.tables import TABLE1_BOLD_RULE
+    from tnlib.paper import TABLE1_BOLD_GAP
+
+    assert f"more than {TABLE1_BOLD_GAP:g} above it" in TABLE1_BOLD_RULE

@@ -162,6 +162,20 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
     assert "## What these results can and cannot show" in html and "| models | linear (missing: nlm, hgn) |" in html
     assert "6 steps x batch 64" in html  # the small preset's batch size, the notebook's steps
     assert "## What these results can and cannot show" in (reports / "accuracy.md").read_text()
+    # the banner names the data as a repository path, not the folder of this machine
+    root = str(NOTEBOOK_DIR.parent)
+    assert "  data      data/small (profile small)" in printed_text(notebook) and root not in printed_text(notebook)
+    assert "Bold: per configuration" in html  # the rule under each table
+
+
+def test_experiments_notebook_states_the_bold_rules_as_the_tables_apply_them():
+    from tnlib.paper import TABLE1_BOLD_GAP
+
+    notebook = nbformat.read(EXPERIMENTS, as_version=4)
+    prose = {cell.source.splitlines()[0]: cell.source for cell in notebook.cells if cell.cell_type == "markdown"}
+    table1, table2 = prose["## Test accuracy (Table 1 layout)"], prose["## Planning (Table 2 layout)"]
+    assert f"more than {TABLE1_BOLD_GAP:g} above it" in " ".join(table1.split())
+    assert "Bold, within a configuration: the best of N, N+clip and TN" in " ".join(table2.split())
 
 
 def test_experiments_notebook_rejects_a_malformed_config(tmp_path):

@@ -307,7 +307,7 @@ def test_table2_counts_failures_at_the_limit_they_ran_under(tmp_path):
     assert table.splitlines()[0].endswith("; at most 200 evaluations")
     evaluations = table.split("**Average node evaluations")[1]
     ferry = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
-    assert ferry[4] == "**125±0**"  # (50 + 200) / 2, not (50 + 10,000) / 2
+    assert ferry[4] == "**125 (1 seed)** |"  # (50 + 200) / 2, not (50 + 10,000) / 2; one seed: no ±0
 
 
 def test_table2_layout_and_bold(tmp_path):
@@ -332,10 +332,12 @@ def test_table2_layout_and_bold(tmp_path):
     assert table.splitlines()[0] == "GBFS counting protocol: distinct; at most 10,000 evaluations"
     coverage, evaluations = table.split("**Average node evaluations")
     ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")
-    # FF, then learn/ff N, N+clip, TN, then fixed/none (empty)
+    # FF, then learn/ff N, N+clip, TN; fixed/none, which no run has, is left out
     assert ferry_cov[1] == "1.00"
-    assert ferry_cov[2] == "0.50±0.00" and ferry_cov[3] == "**1.00±0.00**" and ferry_cov[4] == "**1.00±0.00**"
+    assert ferry_cov[2] == "0.50 (1 seed)" and ferry_cov[3] == "**1.00 (1 seed)**"
+    assert ferry_cov[4] == "**1.00±0.00** |"
+    assert "fixed/none" not in table
     ferry_ev = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
     assert ferry_ev[1] == "7"
-    assert ferry_ev[2] == "5050±0"  # the unsolved instance counts as 10,000 evaluations
-    assert ferry_ev[3] == "**75±0**" and ferry_ev[4] == "250±141"
+    assert ferry_ev[2] == "5050 (1 seed)"  # the unsolved instance counts as 10,000 evaluations
+    assert ferry_ev[3] == "**75 (1 seed)**" and ferry_ev[4] == "250±141 |"

@@ -206,3 +206,82 @@ def test_header_compares_a_smaller_evaluation_limit_with_the_papers(results):
     (results / "sweep.json").write_text(json.dumps({"max_evaluations": 200}))
     header = scope_header(results)
     assert "GBFS: at most 200 evaluations (the paper: 10,000), counted by `paper`" in header
+
+
+def test_header_names_the_authors_seeds_fixed_sigma_and_plan_grid(results):
+    header = scope_header(results)
+    # the paper names no seeds; 0-4 are tnlib's, 42-400 the authors' scripts'
+    assert "| seeds | 2 (0, 1) | 5, not named (the authors' scripts: 42, 100, 200, 300, 400) |" in header
+    assert "5 (0, 1, 2, 3, 4)" not in header
+    # a fixed/none run is here: the header states both fixed sigmas
+    assert ("| fixed sigma | 1/sqrt(2) = 0.707 | 1/sqrt(2) = 0.707 in the text (the authors' code: "
+            "sqrt(2) = 1.414) |") in header
+    # the authors' Table 2 instances, beside the appendix's test grid (blocksworld and gripper are in `results`)
+    assert "- blocksworld: blocks 11-22; seeds 1-11 -- the same as the appendix's" in header
+    assert ("- gripper: balls {20,30,40,50,60}; seeds 1-20 -- the appendix's: balls {20,40,60,80,100}; "
+            "seeds 1-20") in header
+    assert "- ferry:" not in header  # not run here
+
+
+def test_authors_plan_grid_differs_from_the_appendix_where_their_scripts_do():
+    from tnlib.experiments.scope import authors_plan_grid
+
+    assert authors_plan_grid("ferry") == (
+        "locations {10,15,20,25,30}, cars {10,15,20,25,30}; seeds 1-4",
+        "locations {10,15,20,25,30}, cars {10,15,20,25,30}; seeds 1-16")
+    assert authors_plan_grid("visitall") == ("x 6-8, y 6-8, ratio {0.5,1} (x = y); seeds 1-17",
+                                             "x 5-7, y 5-7, ratio {0.5,1}; seeds 1-17")
+    assert authors_plan_grid("elevators") is None
+
+
+def test_learn_only_runs_state_no_fixed_sigma(tmp_path):
+    run = write_run(tmp_path / "r", tmp_path / "data", FLAT)
+    assert "| fixed sigma |" not in scope_header(run.parent)
+
+
+def test_reports_read_right(results, tmp_path):
+    """Rendered from small run folders: the bold rules stated, full domain names, one seed said in words, only
+    the configurations run, and training_curves.html styled like the other reports, with few ticks."""
+    from tnlib.experiments.reports import CURVE_TICKS, training_curves_figure, write_reports
+
+    for name in ("blocksworld-nlm-N-learn-ff-llmcut-s0", "blocksworld-nlm-TN-learn-ff-llmcut-s0"):
+        write_planning(results / name / "planning-default.jsonl", [True, False])
+    accuracy, planning, curves = (p.read_text() for p in write_reports(results, tmp_path / "reports"))
+    assert "Bold: per configuration, the smallest of N, N+clip and TN when the next larger one is more than 0.1" \
+        in accuracy
+    assert "Bold: per configuration, the best of N, N+clip and TN" in planning
+    table2 = planning.split("## Tables")[1]
+    assert "| blocksworld | 0.75 | **0.50 (1 seed)** |  | **0.50 (1 seed)** |" in table2 and "±" not in table2
+    assert "learn/ff TN |" in table2 and "fixed/none" not in table2  # no planning records: no columns
+    assert "<style>" in curves and "word-break: normal" in curves and "overflow-x: auto" in curves
+    assert "font-family" in curves  # not the browser's default look
+    figure = training_curves_figure(results, "blocksworld")
+    assert figure.layout.xaxis.nticks == CURVE_TICKS == figure.layout.yaxis.nticks <= 6
+
+
+def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_paths():
+    import nbformat
+
+    from tnlib.experiments.reproduce import ROOT, notebook_html
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("| a | b |\n|---|---|\n| 1 | 2 |"),
+        nbformat.v4.new_code_cell("print(path)", outputs=[nbformat.v4.new_output(
+            "stream", name="stdout", text=f"  data      {ROOT}/data/small (profile small)\nwrote {ROOT}\n")])]
+    html = notebook_html(notebook, ROOT / "reports" / "notebooks")
+    assert str(ROOT) not in html and "data      data/small (profile small)" in html
+    styles = html.split("<style>")
+    ours = styles[-1]  # after JupyterLab's own styles, which break words anywhere
+    assert "word-break: break-all" in "".join(styles[:-1])
+    assert "word-break: normal" in ours and "overflow-x: auto" in ours and "display: block" in ours
+
+
+def test_banner_and_notebook_show_paths_relative_to_the_repository():
+    from tnlib.experiments.sweep import Sweep
+    from tnlib.io import REPO_ROOT, shown_path
+
+    assert shown_path(REPO_ROOT / "runs" / "small") == "runs/small"
+    assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
+    banner = Sweep.preset("small").describe()
+    assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner

@@ -78,3 +78,18 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# The repository (or install) root: what printed paths are shown relative to.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as output (banners, notebook prints, reports) shows it: relative to the repository root when it
+    lies inside it, so a rendered report names ``data/small``, not the folder of the machine it ran on; other
+    paths as given."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
+    except ValueError:
+        return str(path)

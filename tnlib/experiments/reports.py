@@ -9,13 +9,51 @@ from tnlib.experiments.run_dir import ResultsDir
 from tnlib.io import atomic_write_text
 from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
+# Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
+# styles it overrides): words wrap at spaces only -- JupyterLab's output style breaks anywhere
+# (word-break: break-all), cutting numbers and names in two -- and a table wider than its column scrolls
+# sideways in its own box instead of running over the page. PAGE_CSS gives training_curves.html, which has no
+# JupyterLab styles, the look of the exported notebooks.
+REPORT_CSS = """
+.jp-OutputArea-output pre, .jp-RenderedHTMLCommon pre, .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th,
+pre, td, th {
+  word-break: normal;
+  overflow-wrap: normal;
+}
+.jp-RenderedHTMLCommon table, table {
+  display: block;
+  max-width: 100%;
+  overflow-x: auto;
+  table-layout: auto;
+}
+"""
+PAGE_CSS = """
+body {
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  font-size: 14px;
+  line-height: 1.5;
+  color: rgba(0, 0, 0, 0.87);
+  max-width: 1100px;
+  margin: 0 auto;
+  padding: 1em 2em;
+}
+h1, h2 { font-weight: 500; }
+table { border-collapse: collapse; margin-bottom: 1em; }
+th, td { padding: 0.4em 0.6em; vertical-align: middle; text-align: left; }
+thead { border-bottom: 1px solid #bdbdbd; }
+tbody tr:nth-child(odd) { background: #f5f5f5; }
+code { font-family: Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 90%; }
+"""
+# Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
+CURVE_TICKS = 6
+
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
     one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
     did against the paper's setting, computed from the run folders. Each file is written atomically."""
     from tnlib.experiments.scope import scope_header
-    from tnlib.experiments.tables import render_table, render_table2
+    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, render_table, render_table2
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -23,10 +61,11 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     source = f"From `{results_dir.name}/`, l = {lower_bound}."
     accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
                 "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
-                "those heuristics.\n"]
+                f"those heuristics. {TABLE1_BOLD_RULE}\n"]
     planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
-                "An unsolved instance counts as the evaluation limit.\n"]
-    html = ["<html><head><meta charset='utf-8'><script src='notebooks/plotly.min.js'></script></head><body>",
+                f"An unsolved instance counts as the evaluation limit. {TABLE2_BOLD_RULE}\n"]
+    html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
+            f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='notebooks/plotly.min.js'></script></head><body>",
             _markdown_html(scope)]
     configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
     for model in models:
@@ -100,4 +139,6 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
         title=f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, l = {lower_bound})",
         xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
         template="plotly_white", height=380)
+    figure.update_xaxes(nticks=CURVE_TICKS)
+    figure.update_yaxes(nticks=CURVE_TICKS)
     return figure

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tnlib.io import atomic_write_text
+from tnlib.experiments.reports import REPORT_CSS
+from tnlib.io import REPO_ROOT, atomic_write_text
 from tnlib.offline_math import offline_html
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT  # the repository: notebooks/, reports/, benchmarks/
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 
@@ -55,18 +56,35 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
     """Run notebooks/NAME with papermill and render the executed copy to HTML (plots embedded, no CDN)."""
     import nbformat
     import papermill
-    from nbconvert import HTMLExporter
 
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / name
         papermill.execute_notebook(str(NOTEBOOKS / name), str(executed), parameters=parameters,
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
                                    execution_timeout=timeout_s)
-        # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
-        # instead of defining window.Plotly. Formulas become MathML (offline_html), so nothing loads MathJax.
-        exporter = HTMLExporter(template_name="lab", require_js_url="")
-        body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    atomic_write_text(html_out, offline_html(_share_plotly_bundle(body, html_out.parent)))
+        notebook = nbformat.read(executed, as_version=4)
+    atomic_write_text(html_out, notebook_html(notebook, html_out.parent))
+
+
+def notebook_html(notebook, folder: Path) -> str:
+    """An executed notebook as the HTML report in ``folder``: JupyterLab's look with :data:`REPORT_CSS` on top,
+    formulas as MathML, plotly.js shared from ``folder``, and no path of this machine (:func:`_relative_paths`)."""
+    from nbconvert import HTMLExporter
+
+    # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
+    # instead of defining window.Plotly. Formulas become MathML (offline_html), so nothing loads MathJax.
+    exporter = HTMLExporter(template_name="lab", require_js_url="")
+    body, _ = exporter.from_notebook_node(notebook)
+    # after JupyterLab's styles, so the report's rules win at equal specificity
+    body = body.replace("</head>", f"<style>{REPORT_CSS}</style>\n</head>", 1)
+    return _relative_paths(offline_html(_share_plotly_bundle(body, folder)))
+
+
+def _relative_paths(html: str) -> str:
+    """The repository's absolute path cut from anything a cell printed that names a file in it (``ROOT/data/small``
+    becomes ``data/small``): committed reports must not show the folder of the machine they ran on. The notebook
+    code prints relative paths already (tnlib.io.shown_path); this catches any other output."""
+    return html.replace(f"{ROOT}/", "").replace(str(ROOT), ".")
 
 
 def _share_plotly_bundle(body: str, folder: Path) -> str:

@@ -25,10 +25,14 @@ from typing import Iterable, Sequence
 from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.io import read_json, read_jsonl
 from tnlib.paper import (
+    AUTHORS_FIXED_SIGMA,
+    AUTHORS_PLAN_GRID,
+    AUTHORS_SEEDS,
     BATCH_SIZE,
     DISTRIBUTIONS,
     DOMAINS,
     FF_COVERAGE,
+    FIXED_SIGMA,
     MAX_EVALUATIONS,
     MODELS,
     PLAN_INSTANCES,
@@ -222,6 +226,28 @@ def _paper_test(domain: str) -> tuple[int, str]:
     return len(grid.slots()), sizes_text(domain, [dict(combo) for combo in grid.combos])
 
 
+def _grid_text(domain: str, params: Sequence[dict], first_seed: int, last_seed: int) -> str:
+    """A generator grid as the header shows it: sizes, ``x = y`` for square visitall grids, seed numbers."""
+    text = sizes_text(domain, params)
+    if len(params) > 1 and all("x" in p and p["x"] == p.get("y") for p in params):
+        text += " (x = y)"
+    return f"{text}; seeds {first_seed}-{last_seed}"
+
+
+def authors_plan_grid(domain: str) -> tuple[str, str] | None:
+    """(the grid the authors' scripts drew the paper's plan instances from, the appendix's test grid) of
+    ``domain`` as text (:data:`tnlib.paper.AUTHORS_PLAN_GRID`; the ``paper`` profile), or None for a domain the
+    paper did not plan on."""
+    from tnlib.data.generation import PROFILES
+
+    if domain not in AUTHORS_PLAN_GRID:
+        return None
+    authors = AUTHORS_PLAN_GRID[domain]
+    appendix = PROFILES["paper"].grid(domain, "test")
+    return (_grid_text(domain, list(authors["params"]), *authors["seeds"]),
+            _grid_text(domain, [dict(c) for c in appendix.combos], appendix.seeds[0], appendix.seeds[-1]))
+
+
 def _records_by_problem(path: Path) -> list[dict]:
     """A planning JSON-lines file's records, the last one per problem (as the tables read them)."""
     return list({record.get("problem"): record for record in read_jsonl(path)}.values())
@@ -282,6 +308,14 @@ def _seeds_text(seeds: Sequence[int]) -> str:
     return f"{len(seeds)} ({', '.join(map(str, seeds))})"
 
 
+def _sigma_text(sigma: float) -> str:
+    """A fixed sigma by its closed form where it has the one of the paper or of its authors' code."""
+    for value, name in ((1 / math.sqrt(2), "1/sqrt(2)"), (math.sqrt(2), "sqrt(2)")):
+        if math.isclose(sigma, value):
+            return f"{name} = {sigma:.3f}"
+    return f"{sigma:g}"
+
+
 def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
@@ -313,7 +347,8 @@ def render_scope(scope: Scope) -> str:
     lines += [
         "| | these runs | the paper |", "|---|---|---|",
         f"| training per run | {budget} | {TRAIN_STEPS:,} steps x batch {BATCH_SIZE} = {paper_samples:,} samples |",
-        f"| seeds | {seeds_text} | {_seeds_text(SEEDS)} |",
+        f"| seeds | {seeds_text} | {len(SEEDS)}, not named (the authors' scripts: "
+        f"{', '.join(map(str, AUTHORS_SEEDS))}) |",
         f"| domains | {_listing(scope.values('domain'), scope.missing('domain'))} | {', '.join(DOMAINS)} |",
         f"| models | {_listing(scope.values('model'), scope.missing('model'))} | {', '.join(MODELS)} "
         "(main tables: nlm) |",
@@ -326,6 +361,9 @@ def render_scope(scope: Scope) -> str:
     if links:
         lines.append(f"| learned sigma | {', '.join(link_text.get(v, v) for v in links)} | not stated (the "
                      "authors' code: 10 sigmoid(x) + 0.1) |")
+    if any(r.sigma == "fixed" for r in scope.runs):
+        lines.append(f"| fixed sigma | {_sigma_text(FIXED_SIGMA)} | {_sigma_text(FIXED_SIGMA)} in the text (the "
+                     f"authors' code: {_sigma_text(AUTHORS_FIXED_SIGMA)}) |")
     lines.append("")
 
     # per domain: training instances, test set, plan set
@@ -353,6 +391,16 @@ def render_scope(scope: Scope) -> str:
         paper_plan = (f"{FF_COVERAGE[d.domain]:.2f} of {PLAN_INSTANCES}" if d.domain in FF_COVERAGE else "")
         lines.append(f"| {d.domain} | {train} | {test} | {paper_test} | {plan} | {paper_plan} |")
     lines.append("")
+    grids = {d: authors_plan_grid(d) for d in scope.domains}
+    grids = {d: g for d, g in grids.items() if g is not None}
+    if grids:
+        lines.append(f"The paper's plan instances ({PLAN_INSTANCES} per domain, \"sampled from the test set\") "
+                     "came, in the authors' scripts, from this grid (`plan2` of `test2`), not always the appendix's "
+                     "test table (the paper's test set above):\n")
+        lines += [f"- {d}: {authors}" + (" -- the same as the appendix's" if authors == appendix
+                                         else f" -- the appendix's: {appendix}")
+                  for d, (authors, appendix) in grids.items()]
+        lines.append("")
     if protocols:
         paper_limit = "" if max_evaluations == MAX_EVALUATIONS else f" (the paper: {MAX_EVALUATIONS:,})"
         lines.append(f"GBFS: at most {max_evaluations:,} evaluations{limit_note}{paper_limit}, counted by "

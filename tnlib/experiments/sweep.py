@@ -26,6 +26,7 @@ from typing import Sequence
 from tnlib.executors import run_jobs
 from tnlib.experiments.run_dir import ResultsDir, RunDir
 from tnlib.experiments.scope import percent
+from tnlib.io import shown_path
 from tnlib.paper import (
     BATCH_SIZE,
     DISTRIBUTIONS,
@@ -229,9 +230,9 @@ class Sweep:
             f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
             f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
             f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{link}",
-            f"  data      {self.dataset_path()} (profile {profile})",
+            f"  data      {shown_path(self.dataset_path())} (profile {profile})",
             f"  planning  {plan}",
-            f"  results   {self.out_dir}",
+            f"  results   {shown_path(self.out_dir)}",
             f"  cost      {cost}",
         ]
         if cpu_hours > CPU_HOURS_WORTH_A_CLUSTER:

@@ -26,7 +26,14 @@ from tnlib.learning.learned_heuristic import planned, record_protocol
 from tnlib.planning.search import PAPER
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
 
-DOMAIN_LABELS = {"blocksworld": "blocks", "ferry": "ferry", "gripper": "gripper", "visitall": "visitall"}
+# What the reports say about the bold cells: Table 1's rule has a gap, Table 2's none (as the paper's captions).
+TABLE1_BOLD_RULE = (f"Bold: per configuration, the smallest of N, N+clip and TN when the next larger one is more than "
+                    f"{TABLE1_BOLD_GAP:g} above it (compared at the two decimals shown; values tied with it are bold "
+                    "too).")
+TABLE2_BOLD_RULE = ("Bold: per configuration, the best of N, N+clip and TN (highest coverage; fewest evaluations), "
+                    "ties all bold.")
+# A cell of one run has no spread across seeds: it says so instead of showing ±0.
+ONE_SEED = "(1 seed)"
 
 
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
@@ -64,13 +71,14 @@ def check_one_setting(cells: dict, what: str) -> None:
 # Table 1
 
 
-def _stats(values: list[float]) -> tuple[float, float] | None:
-    """Mean and sample std (ddof=1; 0 for one seed) of the finite values, or None."""
+def _stats(values: list[float]) -> tuple[float, float | None] | None:
+    """Mean and sample std (ddof=1; None for one seed: no spread to show) of the values that are not None, or
+    None."""
     values = [v for v in values if v is not None]
     if not values:
         return None
     array = np.asarray(values, dtype=np.float64)
-    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
+    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else None
 
 
 def _number(x: float) -> str:
@@ -85,6 +93,8 @@ def _cell(stats: tuple[float, float] | None) -> str:
     if stats is None:
         return ""
     mean, std = stats
+    if std is None:
+        return f"{_number(mean)} {ONE_SEED}"
     std_text = f"{std:.1f}" if abs(std) < 1e4 else f"{std:.2g}"
     if std_text.startswith("0."):
         std_text = std_text[1:]
@@ -96,6 +106,7 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
     """The table's numbers: ``{domain: {"ff": x, "lmcut": x, (sigma, residual, column): (mean, std)}}``.
 
     ``column`` is ``N``, ``N+clip`` or ``TN``. ``metric`` is ``mse`` (with ``mse_clip`` for N+clip) or ``nll``.
+    A std is None where a cell has one seed.
     """
     groups: dict = defaultdict(lambda: defaultdict(list))
     pooled: dict = defaultdict(list)
@@ -147,8 +158,9 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
 
     Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
     With ``metric="nll"`` the rows are the NLL (no +clip row, no baseline columns), as in the appendix's linear
-    table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds; bold marks the best of N, N+clip and TN of a configuration when the gap
-    to the second best exceeds 0.1.
+    table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds
+    (one seed: the mean and ``(1 seed)``); bold as :data:`TABLE1_BOLD_RULE` says. Configurations without a value
+    are left out (as Table 2 does).
     """
     if fmt not in ("markdown", "latex"):
         raise ValueError(f"unknown format {fmt!r} (markdown or latex)")
@@ -157,6 +169,8 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     if isinstance(results, (str, os.PathLike)):
         results = collect_results(results, split, checkpoint)
     cells = table1_cells(results, model, lower_bound, configs, metric)
+    configs = _configs_with_values(configs, [{k[:2] for k, v in row.items() if isinstance(k, tuple) and v is not None}
+                                             for row in cells.values()])
     latex = fmt == "latex"
 
     def show(stats, bold=False) -> str:
@@ -174,8 +188,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     lines = []
     for domain, row in cells.items():
         bold = _bold_keys(row, configs) if metric == "mse" else set()
-        label = DOMAIN_LABELS.get(domain, domain)
-        first = [label, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
+        first = [domain, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
                  baseline(row["lmcut"]) if metric == "mse" else ""]
         for sigma, residual in configs:
             for d in ("N", "TN"):
@@ -203,6 +216,13 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Table 2
+
+
+def _configs_with_values(configs: Sequence[tuple[str, str]], ran: Sequence[set]) -> list[tuple[str, str]]:
+    """The (sigma, residual) configurations some row has a value for (``ran``: per row, the configurations with a
+    value); all of them when none has any, so an empty table keeps its layout."""
+    found = set().union(*ran) if ran else set()
+    return [c for c in configs if c in found] or list(configs)
 
 
 def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUATIONS) -> dict:
@@ -240,7 +260,8 @@ def collect_planning(results_dir) -> list[dict]:
 def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                   configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
                   baseline_dir=None) -> str:
-    """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (best in bold)."""
+    """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (one seed: the
+    mean and ``(1 seed)``), bold as :data:`TABLE2_BOLD_RULE` says. Configurations no run has are left out."""
     rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
     groups: dict = defaultdict(list)
     for r in rows:
@@ -256,6 +277,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     limits = ({r["max_evaluations"] for r in rows} | {b["max_evaluations"] for b in baseline.values()}) - {None}
     domains = sorted({r["domain"] for r in rows} | set(baseline),
                      key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
+    configs = _configs_with_values(configs, [{(r["sigma"], r["residual"]) for r in rows}])
     columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
     lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
@@ -272,14 +294,15 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
             for key in columns:
                 values = [r[metric] for r in groups.get((domain, *key), [])]
                 if values:
-                    stats[key] = (float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+                    stats[key] = _stats(values)
             for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
                 group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
                 best = better(group.values(), key=lambda v: v[0])[0] if group else None
                 for c in ("N", "N+clip", "TN"):
                     v = stats.get((s, res, c))
-                    text = "" if v is None else (f"{v[0]:.2f}±{v[1]:.2f}" if metric == "coverage"
-                                                 else f"{v[0]:.0f}±{v[1]:.0f}")
+                    digits = 2 if metric == "coverage" else 0
+                    text = ("" if v is None else f"{v[0]:.{digits}f} {ONE_SEED}" if v[1] is None
+                            else f"{v[0]:.{digits}f}±{v[1]:.{digits}f}")
                     cells.append(f"**{text}**" if v is not None and v[0] == best else text)
             ff = baseline.get(domain, {}).get(metric)
             ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
