@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from browser_support import isolate, launch_chromium
+from browser_support import isolate, launch_chromium, unavailable
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "truncated_gaussian_explorer.ipynb"
 # Seconds for the whole browser session (server start, kernel start, all cells, two redraws); ~20 s when quiet.
@@ -83,7 +83,7 @@ def _stop(server: subprocess.Popen) -> None:
 def jupyterlab(tmp_path):
     """A JupyterLab server whose root holds a copy of the explorer notebook: yields the notebook's URL."""
     if importlib.util.find_spec("jupyterlab") is None:
-        pytest.skip("browser test needs JupyterLab (pip install jupyterlab)")
+        unavailable("browser test needs JupyterLab (pip install jupyterlab)")
     root, state = tmp_path / "root", tmp_path / "jupyter"
     root.mkdir()
     shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
