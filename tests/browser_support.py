@@ -1,7 +1,7 @@
 """Headless Chromium for the browser tests: the system's browser (Debian's ``chromium`` package) driven by
 Playwright's Python package. Playwright's own browser download is never used, so nothing is fetched: where
-either is missing the tests skip and say what to install -- except on CI (``CI`` set, as CI services and
-``.ci/run`` do), where they fail, so that CI cannot silently stop testing the browser."""
+either is missing the tests skip and say what to install -- except on CI (``CI`` set, as CI services set it
+when they run ``.ci/run``), where they fail, so that CI cannot silently stop testing the browser."""
 from __future__ import annotations
 
 import os

@@ -7,7 +7,7 @@ change) and the truncated mean printed in its title must change to tnlib's ``Tru
 values the widgets show. Every request to a host other than localhost is blocked and must not happen, and the
 page must log no JavaScript error.
 
-Skips where Playwright, Chromium or JupyterLab is missing (see the README's "Browser test"). Every wait draws on
+Skips where Playwright, Chromium or JupyterLab is missing (see the README's "Browser test"), fails there on CI. Every wait draws on
 one deadline, so the test ends well within two minutes even when something hangs, and the server (with its
 kernel) and the browser are always stopped.
 """
