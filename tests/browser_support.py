@@ -1,6 +1,7 @@
 """Headless Chromium for the browser tests: the system's browser (Debian's ``chromium`` package) driven by
 Playwright's Python package. Playwright's own browser download is never used, so nothing is fetched: where
-either is missing the tests skip and say what to install."""
+either is missing the tests skip and say what to install -- except on CI (``CI`` set, as CI services set it
+when they run ``.ci/run``), where they fail, so that CI cannot silently stop testing the browser."""
 from __future__ import annotations
 
 import os
@@ -18,6 +19,18 @@ _ARGS = ["--no-sandbox", "--disable-dev-shm-usage"]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
+def on_ci() -> bool:
+    """True where the environment says it is CI: ``CI`` set to anything but empty, 0 or false."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str):
+    """Skip the test because ``reason`` (something it needs is missing); fail instead on CI."""
+    if on_ci():
+        pytest.fail(f"CI must run the browser tests, but: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def chromium_executable() -> str | None:
     """The Chromium executable: ``$TNLIB_CHROMIUM``, else the first of chromium/chrome on PATH."""
     configured = os.environ.get(CHROMIUM_ENV)
@@ -32,19 +45,19 @@ def launch_chromium() -> Iterator:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("browser test needs the playwright package: pip install playwright (no browser download: "
+        unavailable("browser test needs the playwright package: pip install playwright (no browser download: "
                     "it drives the system's Chromium)")
     executable = chromium_executable()
     if executable is None and os.environ.get(CHROMIUM_ENV):
-        pytest.skip(f"{CHROMIUM_ENV}={os.environ[CHROMIUM_ENV]} is not an executable")
+        unavailable(f"{CHROMIUM_ENV}={os.environ[CHROMIUM_ENV]} is not an executable")
     if executable is None:
-        pytest.skip(f"browser test needs Chromium: apt-get install chromium (or set {CHROMIUM_ENV})")
+        unavailable(f"browser test needs Chromium: apt-get install chromium (or set {CHROMIUM_ENV})")
     playwright = sync_playwright().start()
     try:
         try:
             browser = playwright.chromium.launch(executable_path=executable, headless=True, args=_ARGS, timeout=30_000)
         except PlaywrightError as error:
-            pytest.skip(f"Chromium at {executable} does not start headless: {str(error).splitlines()[0]}")
+            unavailable(f"Chromium at {executable} does not start headless: {str(error).splitlines()[0]}")
         try:
             yield browser
         finally:

@@ -7,7 +7,7 @@ change) and the truncated mean printed in its title must change to tnlib's ``Tru
 values the widgets show. Every request to a host other than localhost is blocked and must not happen, and the
 page must log no JavaScript error.
 
-Skips where Playwright, Chromium or JupyterLab is missing (see the README's "Browser test"). Every wait draws on
+Skips where Playwright, Chromium or JupyterLab is missing (see the README's "Browser test"), fails there on CI. Every wait draws on
 one deadline, so the test ends well within two minutes even when something hangs, and the server (with its
 kernel) and the browser are always stopped.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from browser_support import isolate, launch_chromium
+from browser_support import isolate, launch_chromium, unavailable
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "truncated_gaussian_explorer.ipynb"
 # Seconds for the whole browser session (server start, kernel start, all cells, two redraws); ~20 s when quiet.
@@ -79,14 +79,30 @@ def _stop(server: subprocess.Popen) -> None:
             continue
 
 
+def _with_parameters(notebook: Path, overrides: dict[str, object]) -> str:
+    """The notebook's JSON with the parameters cell's ``name: type = value`` lines set to ``overrides``, as a
+    reader would edit them."""
+    content = json.loads(notebook.read_text())
+    cell = next(cell for cell in content["cells"] if "parameters" in cell["metadata"].get("tags", []))
+    source = "".join(cell["source"])
+    for name, value in overrides.items():
+        source, count = re.subn(rf"^({name}: \w+ = )[^#\n]*?(\s*#|$)", rf"\g<1>{value!r}\g<2>", source, flags=re.M)
+        assert count == 1, f"no parameter {name} in the parameters cell"
+    cell["source"] = source.splitlines(keepends=True)
+    return json.dumps(content)
+
+
 @pytest.fixture
-def jupyterlab(tmp_path):
-    """A JupyterLab server whose root holds a copy of the explorer notebook: yields the notebook's URL."""
+def jupyterlab(tmp_path, request):
+    """A JupyterLab server whose root holds a copy of the explorer notebook: yields the notebook's URL.
+
+    Parametrized indirectly with a dict, the copy's parameters cell holds those values instead.
+    """
     if importlib.util.find_spec("jupyterlab") is None:
-        pytest.skip("browser test needs JupyterLab (pip install jupyterlab)")
+        unavailable("browser test needs JupyterLab (pip install jupyterlab)")
     root, state = tmp_path / "root", tmp_path / "jupyter"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    (root / NOTEBOOK.name).write_text(_with_parameters(NOTEBOOK, getattr(request, "param", {})))
     _write_lab_settings(state / "settings")
     port, token = _free_port(), secrets.token_hex(16)
     command = [
@@ -135,7 +151,8 @@ _READ_PANEL = """() => {
   const panel = [...document.querySelectorAll('.jp-Notebook .widget-vbox')].find(
       box => box.querySelector('.widget-slider') && box.querySelector('.js-plotly-plot'));
   if (!panel) return null;
-  const text = element => element.textContent.replace(/\u200b/g, '').trim();  // widgets pad labels with ZWSP
+  // widgets pad labels with ZWSP and print negative readouts with the minus sign U+2212
+  const text = element => element.textContent.replace(/\u200b/g, '').replace(/\u2212/g, '-').trim();
   const readouts = {};
   for (const slider of panel.querySelectorAll('.widget-slider')) {
     readouts[text(slider.querySelector('.widget-label'))] = text(slider.querySelector('.widget-readout'));
@@ -202,25 +219,30 @@ def _press_and_wait_for_redraw(page, label: str, key: str, presses: int, before:
     return _read_panel(page)
 
 
+def _run_all_cells(page, url: str, deadline: Deadline) -> dict:
+    """Open the notebook, run all its cells from the Run menu, wait for the widget panel's plot: its reading."""
+    page.goto(url, timeout=deadline.ms())
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=deadline.ms())
+    page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"\|\s*Idle")).first.wait_for(timeout=deadline.ms())
+    # Run > Run All Cells, as a reader would (the kernel starts by itself; execution waits for it)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=deadline.ms())
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=deadline.ms())
+    page.wait_for_function(_ALL_CELLS_RUN, timeout=deadline.ms())
+    panel = page.locator(".jp-Notebook .widget-vbox", has=page.locator(".widget-slider")).first
+    panel.wait_for(timeout=deadline.ms())
+    try:  # the plot follows the sliders by a moment
+        panel.locator(".js-plotly-plot .scatterlayer path.js-line").first.wait_for(timeout=min(deadline.ms(), 5000))
+    except Exception:  # playwright's TimeoutError: _read_panel says what is missing
+        pass
+    return _read_panel(page)
+
+
 def test_explorer_sliders_redraw_the_plot_and_the_truncated_mean(chromium, jupyterlab, tmp_path):
     deadline = Deadline(DEADLINE_S)
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
     blocked, errors = isolate(page)
     try:
-        page.goto(jupyterlab, timeout=deadline.ms())
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=deadline.ms())
-        page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"\|\s*Idle")).first.wait_for(timeout=deadline.ms())
-        # Run > Run All Cells, as a reader would (the kernel starts by itself; execution waits for it)
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=deadline.ms())
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=deadline.ms())
-        page.wait_for_function(_ALL_CELLS_RUN, timeout=deadline.ms())
-        panel = page.locator(".jp-Notebook .widget-vbox", has=page.locator(".widget-slider")).first
-        panel.wait_for(timeout=deadline.ms())
-        try:  # the plot follows the sliders by a moment
-            panel.locator(".js-plotly-plot .scatterlayer path.js-line").first.wait_for(timeout=min(deadline.ms(), 5000))
-        except Exception:  # playwright's TimeoutError: _read_panel says what is missing
-            pass
-        start = _read_panel(page)
+        start = _run_all_cells(page, jupyterlab, deadline)
         page.locator(".jp-Notebook .widget-vbox .js-plotly-plot").first.scroll_into_view_if_needed()
         page.screenshot(path=tmp_path / "explorer_start.png")
         assert _values(start) == {"loc": 0.0, "scale": 1.0, "low": 0.2, "high": 1.7, "observed": 0.5}
@@ -244,6 +266,108 @@ def test_explorer_sliders_redraw_the_plot_and_the_truncated_mean(chromium, jupyt
         assert not blocked, f"the page tried to reach the network: {blocked}"
     except BaseException:
         page.screenshot(path=tmp_path / "explorer_failed.png")  # what the browser showed, for the report
+        raise
+    finally:
+        page.close()
+
+
+# Every plotly figure of the notebook, in page order: title, boxes (viewport pixels) of the legend, its entries,
+# the title, the axis titles and the plot area, the figure's size, and the x range plotly drew.
+_READ_FIGURES = """() => [...document.querySelectorAll('.jp-Notebook .js-plotly-plot')].map(plot => {
+  const box = element => {
+    if (!element) return null;
+    const r = element.getBoundingClientRect();
+    return {left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+  };
+  const title = plot.querySelector('.g-gtitle');
+  return {title: title ? title.textContent : '', gtitle: box(title), legend: box(plot.querySelector('.legend .bg')),
+          xtitle: box(plot.querySelector('.xtitle')), ytitle: box(plot.querySelector('.ytitle')),
+          plotarea: box(plot.querySelector('.nsewdrag')), svg: box(plot.querySelector('.main-svg')),
+          entries: [...plot.querySelectorAll('.legend .traces')].map(entry => ({text: entry.textContent, box: box(entry)})),
+          xrange: plot._fullLayout ? plot._fullLayout.xaxis.range : null};
+})"""
+# the explorer's figures: the parameters' figure, the presets (Figure 1), one per preset, the widget's
+EXPLORER_FIGURES = 1 + 1 + 7 + 1
+EDGE_CASE = {"loc": -50.0}  # mu far left of the bounds (0.2, 1.7): Z = exp(-1264.9) underflows float64
+
+
+def _overlap(a: dict, b: dict, tolerance: float = 1.0) -> bool:
+    return (a["left"] < b["right"] - tolerance and b["left"] < a["right"] - tolerance
+            and a["top"] < b["bottom"] - tolerance and b["top"] < a["bottom"] - tolerance)
+
+
+def _inside(inner: dict, outer: dict, tolerance: float = 1.0) -> bool:
+    return (inner["left"] >= outer["left"] - tolerance and inner["right"] <= outer["right"] + tolerance
+            and inner["top"] >= outer["top"] - tolerance and inner["bottom"] <= outer["bottom"] + tolerance)
+
+
+def _check_layout(figures_read: list[dict], width: int) -> None:
+    """No legend covers the title, an axis title or the plot; every legend entry is drawn inside its legend
+    (not scrolled out of it) and inside the figure, and none covers another."""
+    for figure in figures_read:
+        where = f"at {width} px, figure {figure['title'][:60]!r}"
+        assert figure["legend"] and figure["entries"], f"{where}: no legend"
+        for part in ("gtitle", "xtitle", "ytitle", "plotarea"):
+            assert not _overlap(figure["legend"], figure[part]), f"{where}: the legend covers the {part}: {figure}"
+        # (a text box reaches a few pixels above its glyphs)
+        assert _inside(figure["gtitle"], figure["svg"], tolerance=5.0), f"{where}: the title is cut off"
+        for index, entry in enumerate(figure["entries"]):
+            assert _inside(entry["box"], figure["legend"]), f"{where}: legend entry {entry['text']!r} is hidden"
+            assert _inside(entry["box"], figure["svg"]), f"{where}: legend entry {entry['text']!r} is cut off"
+            for other in figure["entries"][index + 1:]:
+                assert not _overlap(entry["box"], other["box"]), f"{where}: {entry['text']!r} covers {other['text']!r}"
+
+
+@pytest.mark.parametrize("jupyterlab", [EDGE_CASE], indirect=True, ids=["loc=-50"])
+def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
+    """Issue 15: a parameter outside the sliders' range is shown as it is (not clipped to +-5), a tiny but finite
+    Z is not printed as 0, the view zooms to where the mass is, and at 1200-1400 px no legend covers an axis
+    title and the presets figure shows all its 7 labels."""
+    from tnlib.notebook import figures, teaching
+
+    deadline = Deadline(DEADLINE_S + 20)
+    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    blocked, errors = isolate(page)
+    try:
+        start = _run_all_cells(page, jupyterlab, deadline)
+        assert start["readouts"][SLIDER_LABELS["loc"]] == "-50.00", start["readouts"]
+        assert _values(start) == {"loc": -50.0, "scale": 1.0, "low": 0.2, "high": 1.7, "observed": 0.5}
+        _check_printed_mean_matches(start)
+        described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+        kept_mass = teaching.format_probability(described["log_normalizer"])
+        assert f"kept mass Z {kept_mass} " in start["title"] and "e-550" in kept_mass, start["title"]
+        page.wait_for_function(f"() => ({_READ_FIGURES})().filter(f => f.entries.length).length >= {EXPLORER_FIGURES}",
+                               timeout=deadline.ms())
+        page.locator(".jp-Notebook .widget-vbox .js-plotly-plot").first.scroll_into_view_if_needed()
+        page.screenshot(path=tmp_path / "explorer_edge_1280.png")
+        read = page.evaluate(_READ_FIGURES)
+        assert len(read) == EXPLORER_FIGURES, [figure["title"] for figure in read]
+        # the widget's figure shows where the mass is: the view tnlib computes, not mu -50 +- 4 sigma
+        assert read[-1]["xrange"] == pytest.approx(list(figures.density_view(-50.0, 1.0, 0.2, 1.7)), rel=1e-9)
+        presets = [figure for figure in read if figure["title"].startswith("Truncated Gaussians TN(")]
+        assert len(presets) == 1
+        assert [entry["text"] for entry in presets[0]["entries"]] == [label for label, _, _ in teaching.PRESET_BOUNDS]
+        _check_layout(read, 1280)
+
+        # the widened mu slider still moves by its step, and the plot follows
+        moved = _press_and_wait_for_redraw(page, SLIDER_LABELS["loc"], "ArrowRight", 1, start, deadline)
+        assert _values(moved)["loc"] == pytest.approx(-50.0 + SLIDER_STEP)
+        _check_printed_mean_matches(moved)
+
+        for width in (1200, 1400):  # JupyterLab resizes its plotly figures to the notebook's new width
+            widths = [figure["svg"]["right"] - figure["svg"]["left"] for figure in page.evaluate(_READ_FIGURES)]
+            page.set_viewport_size({"width": width, "height": 1000})
+            page.wait_for_function(
+                "(before) => { const now = (" + _READ_FIGURES + ")(); return now.length === before.length"
+                " && now.every((f, i) => f.svg && Math.abs((f.svg.right - f.svg.left) - before[i]) > 20); }",
+                arg=widths, timeout=deadline.ms())
+            _check_layout(page.evaluate(_READ_FIGURES), width)
+        page.screenshot(path=tmp_path / "explorer_edge_1400.png")
+
+        assert not errors, f"JavaScript errors in JupyterLab: {errors}"
+        assert not blocked, f"the page tried to reach the network: {blocked}"
+    except BaseException:
+        page.screenshot(path=tmp_path / "explorer_edge_failed.png")
         raise
     finally:
         page.close()

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 import scipy.stats
+import torch
 
 from tnlib.notebook import figures, teaching
 
@@ -71,6 +72,67 @@ def test_preset_figure_has_a_density_and_a_mean_marker_inside_the_bounds_per_pre
     for label, low, high in teaching.PRESET_BOUNDS:
         assert label in traces
         assert low <= traces[f"mean of {label}"].x[0] <= high
+    # one legend entry per preset (the browser test checks that all 7 are drawn and none overlaps another)
+    assert [trace.name for trace in figure.data if trace.showlegend is not False] == [p[0] for p in teaching.PRESET_BOUNDS]
+
+
+@pytest.mark.parametrize("build", [
+    lambda: figures.truncated_normal_figure(0.0, 1.0, 0.2, 1.7, observed=0.5),
+    lambda: figures.preset_bounds_figure(0.0, 1.0, num_points=101),
+], ids=["explorer", "presets"])
+def test_legend_is_in_rows_above_the_plot_not_over_the_x_axis_title(build):
+    # below the plot (y < 0) a wrapped legend covered the x-axis title; beside it, a tall legend scrolled
+    layout = build().layout
+    assert layout.legend.orientation == "h" and layout.legend.yanchor == "bottom" and layout.legend.y >= 1.0
+    assert layout.title.yref == "container" and layout.title.yanchor == "top"
+
+
+# Extreme densities: their mass is a small part of the Normal's bulk or far from it (mu far outside the bounds,
+# a far tail, a very narrow window, mu 1e5 scales above an upper bound).
+EXTREME = [(-50.0, 1.0, 0.2, 1.7), (0.0, 1.0, 10.0, math.inf), (0.0, 1.0, -0.001, 0.001), (1e5, 1.0, -math.inf, 0.0),
+           (3.0, 0.01, -math.inf, 2.0)]
+
+
+@pytest.mark.parametrize("loc, scale, low, high", EXTREME + [(0.0, 1.0, low, high) for _, low, high in teaching.PRESET_BOUNDS])
+def test_the_view_is_where_the_truncated_mass_is(loc, scale, low, high):
+    figure = figures.truncated_normal_figure(loc, scale, low, high, num_points=401)
+    view_low, view_high = figure.layout.xaxis.range
+    distribution = teaching.truncated_normal(loc, scale, low, high)
+    # the central 99.8% of the mass is in view ...
+    q_low, q_high = (float(distribution.icdf(torch.tensor(q, dtype=teaching.DTYPE))) for q in (1e-3, 1 - 1e-3))
+    assert view_low <= q_low and q_high <= view_high
+    # ... and spans at least a tenth of it: the density is a visible curve, not a spike under a bound line
+    # (before: mu = -50 showed its mass on 0.2% of the axis, next to the lines at l and u)
+    assert (q_high - q_low) >= 0.1 * (view_high - view_low)
+    traces = traces_by_name(figure)
+    x = np.asarray(traces[figures.TRUNCATED_PDF].x, dtype=float)
+    density = np.asarray(traces[figures.TRUNCATED_PDF].y, dtype=float)
+    shown = (x >= view_low) & (x <= view_high)
+    assert np.count_nonzero(density[shown] > 0.05 * density.max()) >= 100  # resolved by the grid
+    assert 0.0 < figure.layout.yaxis.range[1] <= 1.2 * density.max() or density.max() < traces[figures.NORMAL_PDF].y[0]
+
+
+def test_title_shows_a_tiny_kept_mass_and_its_log_not_zero():
+    # Z = exp(-1264.86) underflows float64; the title printed "kept mass Z 0" with a finite log Z
+    title = figures.truncated_normal_figure(-50.0, 1.0, 0.2, 1.7, observed=0.5).layout.title.text
+    described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+    assert f"kept mass Z {teaching.format_probability(described['log_normalizer'])} " in title
+    assert "e-550" in title and "log Z -1265" in title
+    assert not re.search(r"Z 0\b", title)
+
+
+def test_explorer_sliders_widen_to_parameters_outside_their_range():
+    # the sliders spanned +-5 and clipped mu = -50 to -5 without a word
+    params = teaching.check_explorer_parameters(-50.0, 12.0, -60.0, 70.0, 80.0)
+    values = figures.explorer_controls(params).values
+    assert {name: values[name].value for name in ("loc", "scale", "low", "high", "observed")} == {
+        "loc": -50.0, "scale": 12.0, "low": -60.0, "high": 70.0, "observed": 80.0}
+    for name in ("loc", "low", "high", "observed"):  # one range for every position on the x axis
+        assert (values[name].min, values[name].max) == (-60.0, 80.0)
+    assert (values["scale"].min, values["scale"].max) == (0.05, 12.0)
+    tiny = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 0.01, "-inf", "inf", 0.0)).values
+    assert tiny["scale"].value == 0.01 and tiny["scale"].min == 0.01
+    assert (tiny["low"].value, tiny["high"].value, tiny["low"].min, tiny["high"].max) == (-5.0, 5.0, -5.0, 5.0)
 
 
 def test_curves_figure_leaves_gaps_for_non_finite_values_and_checks_lengths():

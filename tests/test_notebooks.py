@@ -129,10 +129,11 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
     [
         (EXPLORER, {"scale": 0.0}, "scale must be"),
         (EXPLORER, {"low": 2.0, "high": 1.0}, "low must be < high"),
+        (EXPLORER, {"num_points": 10**8}, "num_points must be between 11 and 20001, got 100000000"),
         (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
         (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
     ],
-    ids=["explorer-scale", "explorer-bounds", "classroom-steps", "experiments-run"],
+    ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "experiments-run"],
 )
 def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
     with pytest.raises(PapermillExecutionError) as failure:

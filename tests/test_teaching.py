@@ -54,6 +54,8 @@ def test_check_parameters_accepts_the_notebook_defaults():
         ({"observed": float("inf")}, "observed"),
         ({"high": "ten"}, "high"),
         ({"num_points": 3}, "num_points"),
+        ({"num_points": 10**8}, r"num_points must be between 11 and 20001, got 100000000"),
+        ({"num_points": 20_002}, r"num_points must be between 11 and 20001"),
         ({"interactive": "yes"}, "interactive"),
     ],
 )
@@ -87,6 +89,24 @@ def test_describe_truncated_normal_matches_scipy(label, low, high):
         assert described["truncated_nll"] == pytest.approx(described["normal_nll"] + described["log_normalizer"])
     else:
         assert described["truncated_nll"] == math.inf
+
+
+@pytest.mark.parametrize("log_probability", [-1e-9, -0.5, -6.9, -7.0, -50.0, -708.0, -800.0, -1264.8553, -2.5e6])
+def test_format_probability_matches_mpmath_and_never_shows_zero(log_probability):
+    mpmath = pytest.importorskip("mpmath")
+    text = teaching.format_probability(log_probability)
+    assert mpmath.mpf(text) == pytest.approx(mpmath.exp(log_probability), rel=1e-3), text
+    assert mpmath.mpf(text) > 0
+    assert teaching.format_probability(-math.inf) == "0"
+
+
+def test_description_shows_a_tiny_kept_mass_from_log_z():
+    # mu = -50 with bounds (0.2, 1.7): Z = exp(-1264.86) underflows float64, log Z is finite
+    described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+    assert described["kept_mass"] == 0.0 and math.isfinite(described["log_normalizer"])
+    line = next(line for line in teaching.format_description(described).splitlines() if line.startswith("kept mass Z"))
+    assert line.split()[-1] == teaching.format_probability(described["log_normalizer"])
+    assert line.split()[-1].endswith("e-550")
 
 
 def test_paper_figure1_mean_lies_inside_the_bounds_although_mu_does_not():

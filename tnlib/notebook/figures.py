@@ -85,22 +85,48 @@ def _finite_or_none(values: np.ndarray) -> list[float | None]:
     return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=float)]
 
 
-def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = 801) -> np.ndarray:
-    """Sorted x values covering the Normal's bulk, the finite bounds and the truncated bulk.
+#: Probability left out on each side of the truncated distribution's bulk (its icdf quantiles): the view
+#: always shows the bulk, where the density's mass is.
+BULK_TAIL_PROBABILITY = 1e-4
+#: The view may be at most this many times wider than the truncated bulk. Context (the finite bounds, the
+#: Normal's mu +- 4 sigma) is added only within it, nearest first, so that an extreme density (mu far
+#: outside the bounds, a far tail, a very narrow window) is drawn at a readable width instead of as a spike
+#: under the bound lines.
+MAX_VIEW_TO_BULK = 6.0
 
-    A uniform grid over the whole view is joined with a dense one over the truncated distribution's own
-    bulk (mean +- 8 stddev, inside the bounds), so that a narrow density far from mu is still resolved; the
-    bounds themselves are on the grid so the density's jumps are drawn sharply.
+
+def density_view(loc: float, scale: float, low: float, high: float) -> tuple[float, float]:
+    """The x range the density figures show: the truncated bulk (``icdf`` of ``BULK_TAIL_PROBABILITY`` and of
+    its complement) widened to the finite bounds and the Normal's bulk (mu +- 4 sigma), nearest first, as far as
+    the view stays at most ``MAX_VIEW_TO_BULK`` times the bulk's width; plus a 5% margin on each side."""
+    distribution = teaching.truncated_normal(loc, scale, low, high)
+    quantiles = distribution.icdf(torch.tensor([BULK_TAIL_PROBABILITY, 1.0 - BULK_TAIL_PROBABILITY], dtype=teaching.DTYPE))
+    bulk_low, bulk_high = (float(value) for value in quantiles)
+    if not bulk_high > bulk_low:  # an interval a few ulps wide: the bounds are the bulk
+        bulk_low, bulk_high = low, high
+    widest = MAX_VIEW_TO_BULK * (bulk_high - bulk_low)
+    view_low, view_high = bulk_low, bulk_high
+    context = [bound for bound in (low, high) if math.isfinite(bound)] + [loc - 4.0 * scale, loc + 4.0 * scale]
+    for point in sorted(context, key=lambda x: max(bulk_low - x, x - bulk_high, 0.0)):
+        if max(view_high, point) - min(view_low, point) <= widest:
+            view_low, view_high = min(view_low, point), max(view_high, point)
+    margin = 0.05 * (view_high - view_low)
+    return view_low - margin, view_high + margin
+
+
+def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = 801) -> np.ndarray:
+    """Sorted x values covering :func:`density_view`, the finite bounds and the truncated bulk.
+
+    A uniform grid over the view is joined with a dense one over the truncated distribution's own bulk (mean
+    +- 8 stddev, inside the bounds), so that a narrow density is still resolved; the bounds themselves are on
+    the grid so the density's jumps are drawn sharply.
     """
     distribution = teaching.truncated_normal(loc, scale, low, high)
     mean, stddev = float(distribution.mean), float(distribution.stddev)
     bulk_low = max(low, mean - 8.0 * stddev)
     bulk_high = min(high, mean + 8.0 * stddev)
-    view = [loc - 4.0 * scale, loc + 4.0 * scale, bulk_low, bulk_high]
-    view += [bound for bound in (low, high) if math.isfinite(bound)]
-    view_low, view_high = min(view), max(view)
-    margin = 0.05 * (view_high - view_low)
-    coarse = np.linspace(view_low - margin, view_high + margin, num_points)
+    view_low, view_high = density_view(loc, scale, low, high)
+    coarse = np.linspace(view_low, view_high, num_points)
     dense = np.linspace(bulk_low, bulk_high, num_points)
     bounds = [bound for bound in (low, high) if math.isfinite(bound)]
     return np.unique(np.concatenate([coarse, dense, bounds]))
@@ -125,6 +151,18 @@ def _with_jumps(x: np.ndarray, density: np.ndarray, low: float, high: float) -> 
         index = int(np.searchsorted(x, high, side="right"))  # (high, 0) goes just after (high, pdf(high))
         x, density = np.insert(x, index, high), np.insert(density, index, 0.0)
     return x, density
+
+
+# Legend in rows between the title and the plot: below the plot it covered the x-axis title once it wrapped
+# (windows <= 1400 px), and a vertical legend beside the plot scrolled and hid entries in JupyterLab's shorter
+# output. The title is pinned to the figure's top and the top margin holds the title's three lines and up to
+# four legend rows (about 560 px of plot width for the presets' long labels), so neither covers the other.
+_LEGEND_ABOVE_THE_PLOT = dict(
+    legend=dict(orientation="h", xanchor="left", x=0.0, yanchor="bottom", y=1.02),
+    margin=dict(t=170, b=60),
+    height=600,
+)
+_TITLE_AT_THE_TOP = dict(yref="container", y=1.0, yanchor="top", pad=dict(t=12), x=0.0, xanchor="left")
 
 
 def _format_bound(value: float) -> str:
@@ -152,7 +190,9 @@ def truncated_normal_figure(
     grid = density_grid(loc, scale, low, high, num_points)
     normal_pdf = np.exp(-0.5 * ((grid - loc) / scale) ** 2) / (scale * math.sqrt(2 * math.pi))
     truncated_x, truncated_pdf = _with_jumps(grid, truncated_density(loc, scale, low, high, grid), low, high)
-    top = 1.08 * max(float(normal_pdf.max()), float(truncated_pdf.max()))
+    view_low, view_high = density_view(loc, scale, low, high)
+    shown = (grid >= view_low) & (grid <= view_high)  # the grid also holds bounds and bulk points beyond the view
+    top = 1.08 * max(float(normal_pdf[shown].max()), float(truncated_pdf.max()))
 
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=grid, y=normal_pdf, name=NORMAL_PDF, mode="lines", line=dict(color=_COLORS[7], dash="dash")))
@@ -178,7 +218,6 @@ def truncated_normal_figure(
                 x=[params.observed] * 2, y=[0, top], name=OBSERVED_LINE, mode="lines", line=dict(color=_COLORS[2], dash="dashdot")
             )
         )
-    view_low, view_high = float(grid[0]), float(grid[-1])
     for bound in (low, high):
         if math.isfinite(bound):
             figure.add_vline(x=bound, line=dict(color="black", dash="dash", width=1))
@@ -187,19 +226,25 @@ def truncated_normal_figure(
     if math.isfinite(high) and high < view_high:
         figure.add_vrect(x0=high, x1=view_high, fillcolor="gray", opacity=0.12, line_width=0)
 
-    subtitle = f"TN mean {summary['mean']:.3f}, mode {summary['mode']:.3f}, kept mass Z {summary['kept_mass']:.3g}"
+    # Z from log Z: a far-tail Z underflows exp() to 0 while log Z is finite, and "Z 0" would be wrong.
+    statistics = (
+        f"TN mean {summary['mean']:.3f}, mode {summary['mode']:.3f}, kept mass Z "
+        f"{teaching.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer']:.4g})"
+    )
     if observed is not None:
-        subtitle += f"; NLL of x={params.observed:g}: Normal {summary['normal_nll']:.3f}, TN {summary['truncated_nll']:.3f}"
+        statistics += (
+            f"<br>NLL of x={params.observed:g}: Normal {summary['normal_nll']:.3f}, TN {summary['truncated_nll']:.3f}"
+        )
     figure.update_layout(
         title=dict(
-            text=f"TN(mu={loc:g}, sigma={scale:g}, l={_format_bound(low)}, u={_format_bound(high)})<br><sup>{subtitle}</sup>"
+            text=f"TN(mu={loc:g}, sigma={scale:g}, l={_format_bound(low)}, u={_format_bound(high)})<br><sup>{statistics}</sup>",
+            **_TITLE_AT_THE_TOP,
         ),
         xaxis_title="x (cost-to-go h*)",
         yaxis_title="density p(x)",
         yaxis_range=[0, top],
         xaxis_range=[view_low, view_high],
-        legend=dict(orientation="h", yanchor="top", y=-0.18),
-        margin=dict(t=80),
+        **_LEGEND_ABOVE_THE_PLOT,
         template="plotly_white",
     )
     return figure
@@ -231,11 +276,13 @@ def preset_bounds_figure(
                 marker=dict(color=color, size=10, symbol="x"), hovertemplate=f"mean of {label}: %{{x:.3f}}<extra></extra>",
             )
         )
+    views = [density_view(loc, scale, low, high) for _, low, high in presets]
     figure.update_layout(
-        title=f"Truncated Gaussians TN(mu={loc:g}, sigma={scale:g}, l, u); x marks each mean",
+        title=dict(text=f"Truncated Gaussians TN(mu={loc:g}, sigma={scale:g}, l, u); x marks each mean", **_TITLE_AT_THE_TOP),
         xaxis_title="x",
         yaxis_title="density p(x)",
-        xaxis_range=[loc - 4 * scale, loc + 4 * scale],
+        xaxis_range=[min(view[0] for view in views), max(view[1] for view in views)],
+        **_LEGEND_ABOVE_THE_PLOT,
         template="plotly_white",
     )
     return figure
@@ -434,20 +481,27 @@ class ExplorerControls:
 def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 5.0) -> ExplorerControls:
     """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
     selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.teaching.PRESET_BOUNDS`, and an output
-    area for the figure."""
+    area for the figure.
+
+    The sliders span ``[-slider_limit, slider_limit]`` (sigma ``[0.05, slider_limit]``), widened to the
+    parameters: mu, l, u and x share one range that holds all their finite values, so a starting point such as
+    mu = -50 is shown as it is (a slider would silently clip it to its range) and the bounds can be moved to it.
+    """
     import ipywidgets as widgets
 
+    positions = [params.loc, params.observed] + [bound for bound in (params.low, params.high) if math.isfinite(bound)]
+    position_low, position_high = min([-slider_limit, *positions]), max([slider_limit, *positions])
+
     def slider(description: str, value: float, minimum: float, maximum: float) -> widgets.FloatSlider:
-        clipped = min(max(value, minimum), maximum)
-        return widgets.FloatSlider(value=clipped, min=minimum, max=maximum, step=0.05, description=description,
+        return widgets.FloatSlider(value=value, min=minimum, max=maximum, step=0.05, description=description,
                                    continuous_update=False, readout_format=".2f")
 
     values = {
-        "loc": slider("mu", params.loc, -slider_limit, slider_limit),
-        "scale": slider("sigma", params.scale, 0.05, slider_limit),
-        "low": slider("low l", params.low if math.isfinite(params.low) else -slider_limit, -slider_limit, slider_limit),
-        "high": slider("high u", params.high if math.isfinite(params.high) else slider_limit, -slider_limit, slider_limit),
-        "observed": slider("x = h*", params.observed, -slider_limit, slider_limit),
+        "loc": slider("mu", params.loc, position_low, position_high),
+        "scale": slider("sigma", params.scale, min(0.05, params.scale), max(slider_limit, params.scale)),
+        "low": slider("low l", params.low if math.isfinite(params.low) else position_low, position_low, position_high),
+        "high": slider("high u", params.high if math.isfinite(params.high) else position_high, position_low, position_high),
+        "observed": slider("x = h*", params.observed, position_low, position_high),
         "low_is_infinite": widgets.Checkbox(value=not math.isfinite(params.low), description="l = -inf"),
         "high_is_infinite": widgets.Checkbox(value=not math.isfinite(params.high), description="u = +inf"),
     }

@@ -64,12 +64,20 @@ def _as_float(name: str, value: object) -> float:
     return number
 
 
-def _as_int(name: str, value: object, minimum: int) -> int:
+def _as_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
+    if maximum is not None and not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, got {value}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+#: Allowed range of the explorer's ``num_points`` (grid points per density curve). The dense grid over the
+#: truncated bulk already resolves every density at the default 801; above the maximum the nine figures of
+#: the notebook would hold millions of points (1e8 exhausted the kernel's memory).
+MIN_NUM_POINTS, MAX_NUM_POINTS = 11, 20_001
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,7 @@ def check_explorer_parameters(
         raise ValueError(f"low must be < high, got low={low_value} and high={high_value}")
     if not math.isfinite(observed_value):
         raise ValueError(f"observed must be finite, got {observed_value}")
-    points = _as_int("num_points", num_points, minimum=11)
+    points = _as_int("num_points", num_points, minimum=MIN_NUM_POINTS, maximum=MAX_NUM_POINTS)
     if not isinstance(interactive, bool):
         raise ValueError(f"interactive must be True or False, got {interactive!r}")
     return ExplorerParameters(loc_value, scale_value, low_value, high_value, observed_value, points, interactive)
@@ -209,8 +217,25 @@ def describe_truncated_normal(loc: float, scale: float, low: float, high: float,
     }
 
 
+def format_probability(log_probability: float, digits: int = 4) -> str:
+    """A probability given by its log, with ``digits`` significant digits, never rounded to "0" while the log
+    is finite: plain below 1 down to 1e-3, ``m.mmme-N`` below (computed from the log, so far-tail masses such
+    as ``exp(-1264.9)`` that underflow float64 are still shown), "0" only for a log of -inf."""
+    if log_probability == -math.inf:
+        return "0"
+    if log_probability >= math.log(1e-3):
+        return f"{math.exp(log_probability):.{digits}g}"
+    log10 = log_probability / math.log(10.0)
+    exponent = math.floor(log10)
+    mantissa = round(10.0 ** (log10 - exponent), digits - 1)
+    if mantissa >= 10.0:  # rounding carried into the next power of ten
+        mantissa, exponent = mantissa / 10.0, exponent + 1
+    return f"{mantissa:.{digits - 1}f}e{exponent:+d}"
+
+
 def format_description(description: dict[str, float]) -> str:
-    """A few aligned lines for printing :func:`describe_truncated_normal`'s result."""
+    """A few aligned lines for printing :func:`describe_truncated_normal`'s result (Z through
+    :func:`format_probability`, so a tiny but positive Z never prints as 0)."""
     labels = {
         "normal_mean": "Normal mean = mode = mu",
         "mean": "truncated mean E[x] (heuristic)",
@@ -221,7 +246,12 @@ def format_description(description: dict[str, float]) -> str:
         "normal_nll": "NLL of x under Normal",
         "truncated_nll": "NLL of x under Truncated Normal",
     }
-    return "\n".join(f"{labels[key]:<34s} {description[key]: .4f}" for key in labels)
+    def value(key: str) -> str:
+        if key == "kept_mass":
+            return " " + format_probability(description["log_normalizer"])
+        return f"{description[key]: .4f}"
+
+    return "\n".join(f"{labels[key]:<34s} {value(key)}" for key in labels)
 
 
 def preset_summary_table(
@@ -237,7 +267,7 @@ def preset_summary_table(
     for label, low, high in presets:
         row = describe_truncated_normal(loc, scale, low, high, observed)
         lines.append(
-            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{row['kept_mass']:10.4f}"
+            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{format_probability(row['log_normalizer']):>10s}"
             f"{row['normal_nll']:9.3f}{row['truncated_nll']:9.3f}"
         )
     return "\n".join(lines)
