@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tnlib.cli import main
-from tnlib.errors import DatasetError
+from tnlib.errors import DatasetError, MissingRuns
 from tnlib.experiments.sweep import Sweep, check_notebook_parameters
 from tnlib.planning.generators import generate
 
@@ -234,15 +234,16 @@ def test_a_missing_dataset_names_the_folder_once(tmp_path):
 
 def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # papermill started from elsewhere, e.g. the repository root
-    sweep, reports = check_notebook_parameters(preset="small", run=False, reports_dir="../reports")
+    # (run=True checks the shipped data/small; run=False would want runs in the results folder)
+    sweep, reports = check_notebook_parameters(preset="small", run=True, reports_dir="../reports")
     repo = NOTEBOOKS.parent
     assert Path(sweep.out_dir) == repo / "runs" / "small" and reports == repo / "reports"
-    sweep, reports = check_notebook_parameters(preset="small", results_dir="../runs/x", run=False,
+    sweep, reports = check_notebook_parameters(preset="small", results_dir="../runs/x", run=True,
                                                data_root="../data")
     assert Path(sweep.out_dir) == repo / "runs" / "x" and reports is None
     assert sweep.dataset_path() == repo / "data" / "small"
     absolute = tmp_path / "elsewhere"
-    sweep, _ = check_notebook_parameters(preset="small", results_dir=str(absolute), run=False)
+    sweep, _ = check_notebook_parameters(preset="small", results_dir=str(absolute), run=True)
     assert Path(sweep.out_dir) == absolute
     assert not list(tmp_path.iterdir())  # nothing written anywhere by checking
 
@@ -254,6 +255,10 @@ def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_
     (dict(device="tpu"), ValueError, "device must be one of"),
     (dict(data_root="/no/such/folder"), ValueError, "data_root: no such folder"),
     (dict(domains="ferry", data_root="{tmp}"), DatasetError, "no dataset at"),  # run=True checks the data
+    # run=False on a results folder without runs (a fresh clone: runs/ is not in git) says how to make them
+    (dict(run=False), MissingRuns, "holds none of this sweep's 64 runs (no run folder with test metrics; runs are "
+     "not in git, a fresh clone has none): set run = True to train them (papermill: -p run True), or run "
+     "`make reproduce`"),
 ])
 def test_notebook_parameters_fail_in_the_check(params, error, message, tmp_path):
     params = {k: (v.format(tmp=tmp_path) if isinstance(v, str) else v) for k, v in params.items()}
@@ -261,6 +266,20 @@ def test_notebook_parameters_fail_in_the_check(params, error, message, tmp_path)
         check_notebook_parameters(**{"preset": "small", "results_dir": str(tmp_path / "runs"), **params})
     assert message in str(failure.value)
     assert not (tmp_path / "runs").exists()
+
+
+def test_reading_results_needs_one_run_of_the_sweep_with_test_metrics(tmp_path):
+    params = dict(preset="small", results_dir=str(tmp_path), run=False, domains="gripper", models="linear",
+                  configs="learn/ff", seeds=0)
+    run = tmp_path / "gripper-linear-TN-learn-ff-llmcut-s0"
+    run.mkdir()
+    (run / "config.json").write_text("{}")  # a run folder whose training never finished: nothing to tabulate
+    with pytest.raises(MissingRuns, match=r"holds none of this sweep's 2 runs .*: set run = True to train them "
+                                          r"\(papermill: -p run True\)$"):  # not the small preset: no make reproduce
+        check_notebook_parameters(**params)
+    (run / "metrics-test.json").write_text("{}")
+    sweep, _ = check_notebook_parameters(**params)
+    assert Path(sweep.out_dir) == tmp_path
 
 
 def test_banner_names_the_main_table_model_and_an_honest_cpu_estimate():

@@ -269,6 +269,23 @@ class Sweep:
                     cpu += seconds * self.batch_size / BATCH_SIZE / 3600 * self.steps * per_cell
         return gpu, cpu
 
+    def check_results(self) -> Path:
+        """The results folder, after checking that it holds at least one of the sweep's runs with test metrics
+        (what the tables read): a :class:`tnlib.errors.MissingRuns` saying how to make them when it holds none
+        (runs/ is not in git, so a fresh clone has none)."""
+        from tnlib.errors import MissingRuns
+        from tnlib.learning.training import TrainConfig
+
+        out = Path(self.out_dir)
+        names = [TrainConfig.from_dict(config).name for config in self.train_configs()]
+        if any(RunDir(out / name).metrics_file("test").is_file() for name in names):
+            return out
+        how = "set run = True to train them (papermill: -p run True)"
+        if self.matching_preset() == "small":
+            how += ", or run `make reproduce` (it trains the small preset into runs/small)"
+        raise MissingRuns(f"{out} holds none of this sweep's {_count(names, 'run')} (no run folder with test "
+                          f"metrics; runs are not in git, a fresh clone has none): {how}")
+
     def check_data(self) -> Path:
         """The dataset root, after checking that it exists and holds every domain and split the sweep reads
         (a DatasetError with the command that generates what is missing)."""
@@ -306,7 +323,8 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     the repository root writes where JupyterLab would; ``results_dir`` None is ``../runs/<preset>``. ``overrides``
     are :class:`Sweep` fields; None keeps the preset's value. With ``run`` the dataset is checked too
     (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first cell,
-    not the sweep.
+    not the sweep; without it the results folder is (:meth:`Sweep.check_results`: a MissingRuns saying how to
+    make them), so a notebook that only reads shows no empty tables.
     """
     if not isinstance(run, bool):
         raise ValueError(f"run must be True or False, got {run!r}")
@@ -329,6 +347,8 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     reports = None if reports_dir is None else folder("reports_dir", reports_dir)
     if run:
         sweep.check_data()
+    else:
+        sweep.check_results()
     return sweep, reports
 
 
@@ -432,7 +452,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training.
     """
-    from tqdm.auto import tqdm
+    from tnlib.progress import progress as progress_display
 
     sweep.check_data()
     workers = sweep.workers if workers is None else workers
@@ -440,7 +460,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
     configs = sweep.train_configs()
     kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
-    bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
+    # a line per finished run where the display is text (papermill, a log): runs take minutes each
+    bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
     results = []
     for summary in run_jobs(functools.partial(run_cell, **kwargs), configs, workers, scheduler):
         results.append(summary)
