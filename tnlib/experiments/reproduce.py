@@ -12,6 +12,7 @@ what is there); the expensive part, the sweep, resumes from runs/small/ and redo
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -19,10 +20,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, TextIO
 
 from tnlib.io import atomic_write_text
 from tnlib.offline_math import offline_html
+from tnlib.progress import ENV_VAR as PROGRESS_ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -57,16 +59,53 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
     import papermill
     from nbconvert import HTMLExporter
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _environment(**{PROGRESS_ENV_VAR: "text"}):
         executed = Path(tmp) / name
+        # the kernel (which inherits this environment) prints its progress as text lines; they and everything
+        # else the notebook prints are passed on to this terminal, indented, as they come
         papermill.execute_notebook(str(NOTEBOOKS / name), str(executed), parameters=parameters,
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
-                                   execution_timeout=timeout_s)
+                                   execution_timeout=timeout_s, stdout_file=_Indented(sys.stdout),
+                                   stderr_file=_Indented(sys.stderr))
         # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
         # instead of defining window.Plotly. Formulas become MathML (offline_html), so nothing loads MathJax.
         exporter = HTMLExporter(template_name="lab", require_js_url="")
         body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
     atomic_write_text(html_out, offline_html(_share_plotly_bundle(body, html_out.parent)))
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Environment variables set for the duration (a kernel started inside inherits them), then restored."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class _Indented:
+    """A writable stream that passes text on to ``stream`` with each line indented (a notebook's output, under
+    the main job's step line); papermill writes a kernel's output in chunks that need not end a line."""
+
+    def __init__(self, stream: TextIO, indent: str = "    ") -> None:
+        self.stream, self.indent, self.at_line_start = stream, indent, True
+
+    def write(self, text: str) -> int:
+        for piece in text.splitlines(keepends=True):
+            if self.at_line_start:
+                self.stream.write(self.indent)
+            self.stream.write(piece)
+            self.at_line_start = piece.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _share_plotly_bundle(body: str, folder: Path) -> str:

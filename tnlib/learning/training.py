@@ -373,10 +373,10 @@ def train(
         }
 
     # -- loop ---------------------------------------------------------------------------------------------------
-    from tqdm.auto import tqdm
+    from tnlib.progress import progress
 
     started = time.perf_counter() - elapsed_before
-    bar = tqdm(total=config.steps, initial=step, disable=not config.progress, desc=config.name, leave=False)
+    bar = progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress, leave=False)
     model.train()
     while step < config.steps:
         rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
