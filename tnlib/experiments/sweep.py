@@ -257,16 +257,13 @@ class Sweep:
         (:data:`tnlib.paper.GPU_HOURS_PER_RUN`) and tnlib's CPU seconds per step (:data:`CPU_SECONDS_PER_STEP`),
         both scaled by steps x batch size. The CPU-hours leave out models without a measured step time (linear
         regression, minutes per run)."""
-        fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
         per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
         gpu, cpu = 0.0, 0.0
         for domain in self.domains:
             for model in self.models:
-                hours = GPU_HOURS_PER_RUN[model]
-                gpu += hours.get(domain, hours["default"]) * fraction * per_cell
-                seconds = CPU_SECONDS_PER_STEP.get(model)
-                if seconds is not None:
-                    cpu += seconds * self.batch_size / BATCH_SIZE / 3600 * self.steps * per_cell
+                run_gpu, run_cpu = run_hours(model, domain, self.steps, self.batch_size)
+                gpu += run_gpu * per_cell
+                cpu += (run_cpu or 0.0) * per_cell
         return gpu, cpu
 
     def check_results(self) -> Path:
@@ -309,6 +306,16 @@ class Sweep:
                                f"--profile {self.data_profile} --out {root}` (or choose another --data-root or "
                                "--preset)")
         return root
+
+
+def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
+    """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
+    None for a model without a measured step time (linear regression: minutes)."""
+    hours = GPU_HOURS_PER_RUN[model]
+    gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
+    seconds = CPU_SECONDS_PER_STEP.get(model)
+    cpu = None if seconds is None else seconds * batch_size / BATCH_SIZE * steps / 3600
+    return gpu, cpu
 
 
 def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,
