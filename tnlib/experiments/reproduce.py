@@ -8,7 +8,9 @@ measures the Truncated Normal's accuracy and speed against scipy and stable-trun
 (reports/truncated_normal.md). Each step writes its outputs atomically, so an
 interrupted run never leaves a half-written report behind. Every step runs each time (reports are rebuilt from
 what is there); the expensive part, the sweep, resumes from runs/small/ and redoes nothing already finished.
-``--keep-existing`` skips steps whose outputs exist.
+``--keep-existing`` skips steps whose outputs exist. What each notebook prints is passed on to the terminal,
+indented under its step, as it comes; the notebooks run with ``TNLIB_PROGRESS=text`` (tnlib.progress), so the
+sweep's progress is a line per finished run there and in the rendered report.
 """
 from __future__ import annotations
 
