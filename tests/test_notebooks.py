@@ -148,7 +148,9 @@ def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, pa
     assert failed == [first_code_after]
 
 
-def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
+def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, monkeypatch):
+    monkeypatch.delenv("TNLIB_PROGRESS", raising=False)  # papermill's kernel alone must choose text progress
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     notebook = execute(EXPERIMENTS, tmp_path, results_dir=str(runs), domains=["gripper"], models=["linear"],
                        configs=["learn/ff"], seeds=[0], steps=6, eval_every=3, plan_instances=1, workers=1,
@@ -162,6 +164,9 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path):
     assert "tnlib sweep: custom settings" in printed_text(notebook) and "= 2 runs\n" in printed_text(notebook)
     assert "## What these results can and cannot show" in html and "| models | linear (missing: nlm, hgn) |" in html
     assert "6 steps x batch 64" in html  # the small preset's batch size, the notebook's steps
+    # the sweep's progress is text the saved notebook keeps (a tqdm widget would say "0/2" forever)
+    assert re.search(r"^sweep: 0/2 runs done, .*\n(.*\n)*sweep: 2/2 runs done, ", printed_text(notebook), re.M)
+    assert not [o for o in outputs_of(notebook) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert "## What these results can and cannot show" in (reports / "accuracy.md").read_text()
     # the banner names the data as a repository path, not the folder of this machine
     root = str(NOTEBOOK_DIR.parent)

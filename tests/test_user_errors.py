@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tnlib.cli import main
-from tnlib.errors import DatasetError
+from tnlib.errors import DatasetError, MissingRuns
 from tnlib.experiments.sweep import Sweep, check_notebook_parameters
 from tnlib.planning.generators import generate
 
@@ -148,10 +148,10 @@ def test_an_unknown_domain_leaves_no_run_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argument, message", [
-    ("foo=3", "model_args: nlm (NLM) takes no argument 'foo' (it takes breadth, depth, width, prune)"),
-    ("depth=x", "model_args: nlm's depth must be a whole number (default 5), got 'x'"),
-    ("depth=2.5", "model_args: nlm's depth must be a whole number"),
-    ("prune=1", "model_args: nlm's prune must be true or false"),
+    ("foo=3", "--model-arg: nlm (NLM) takes no argument 'foo' (it takes breadth, depth, width, prune)"),
+    ("depth=x", "--model-arg: nlm's depth must be a whole number (default 5), got 'x'"),
+    ("depth=2.5", "--model-arg: nlm's depth must be a whole number"),
+    ("prune=1", "--model-arg: nlm's prune must be true or false"),
     ("input_channels=[1]", "takes no argument 'input_channels'"),  # from the data, not the user
 ])
 def test_train_checks_model_arguments_against_the_constructor(argument, message, tmp_path, capsys):
@@ -159,6 +159,59 @@ def test_train_checks_model_arguments_against_the_constructor(argument, message,
                  "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
     assert message in one_line_error(capsys, "train")
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--lr", "-1"], "--lr must be > 0, got -1.0"),  # the flag typed, not TrainConfig's learning_rate
+    (["train", "--eval-batch-size", "0"], "--eval-batch-size must be an integer >= 1, got 0"),
+    (["sweep", "--steps", "0", "--dry-run"], "--steps must be an integer >= 1, got 0"),
+    (["sweep", "--seeds", "-1", "--dry-run"], "--seeds must be whole numbers >= 0, got -1"),
+])
+def test_validation_errors_name_the_flag(argv, message, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "runs")]) == 2
+    assert one_line_error(capsys, argv[0]) == f"tnlib {argv[0]}: error: {message}\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_train_help_shows_every_default(capsys):
+    from tnlib.cli import build_parser
+
+    train = build_parser("train")._subparsers._group_actions[0].choices["train"]
+    flags = [a for a in train._actions if a.option_strings and a.nargs != 0 and a.metavar != "KEY=VALUE"]
+    assert len(flags) == 24  # every TrainConfig field taking a value (not --model-arg, --no-progress)
+    undocumented = [a.option_strings[0] for a in flags if "default" not in (a.help or "")]
+    assert not undocumented
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--steps STEPS training steps (default: 40000, the paper's: hours on a CPU" in help_text
+    assert "--batch-size BATCH_SIZE (default: 256)" in help_text and "--seed SEED (default: 0)" in help_text
+
+
+def test_train_prints_its_estimated_cost_before_training(tmp_path, monkeypatch, capsys):
+    import tnlib.progress
+
+    def interrupt(*args, **kwargs):  # the first step's progress display: stop there, as a user's Ctrl-C would
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tnlib.progress, "progress", interrupt)
+    # the default 40,000 steps: the estimate, once the settings and the data are checked, then the first step
+    assert main(["train", "--domain", "gripper", "--device", "cpu", "--out", str(tmp_path / "runs")]) == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "tnlib train: 40,000 steps (the default, the paper's 40,000) at batch 256 of nlm on gripper: about 6h00m on "
+        "2 CPU cores (0.54 s per step at batch 256 with 16 objects; smaller instances train faster); --steps N "
+        "changes it (e.g. --steps 2000)",
+        "tnlib train: interrupted"]
+    from tnlib.cli.learning import cost_estimate
+    from tnlib.learning.training import TrainConfig
+
+    # 0.54 s x 2000 = 18 min; a few steps (tests, quick looks) print nothing; linear has no measured step time
+    assert "2,000 steps (--steps) at batch 256 of nlm on ferry: about 18m00s on 2 CPU cores" in cost_estimate(
+        TrainConfig(domain="ferry", steps=2000, device="cpu"))
+    assert cost_estimate(TrainConfig(steps=100, device="cpu")) is None
+    assert "2,000 steps (--steps, 1,000 left from step 1,000) at batch 256 of nlm on ferry: about 9m00s" in (
+        cost_estimate(TrainConfig(domain="ferry", steps=2000, device="cpu"), start_step=1000))
+    assert cost_estimate(TrainConfig(model="linear", device="cpu")) is None
 
 
 def test_device_names_are_checked_where_they_are_given(tmp_path, problem, capsys):
@@ -270,15 +323,16 @@ def test_a_missing_dataset_names_the_folder_once(tmp_path):
 
 def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # papermill started from elsewhere, e.g. the repository root
-    sweep, reports = check_notebook_parameters(preset="small", run=False, reports_dir="../reports")
+    # (run=True checks the shipped data/small; run=False would want runs in the results folder)
+    sweep, reports = check_notebook_parameters(preset="small", run=True, reports_dir="../reports")
     repo = NOTEBOOKS.parent
     assert Path(sweep.out_dir) == repo / "runs" / "small" and reports == repo / "reports"
-    sweep, reports = check_notebook_parameters(preset="small", results_dir="../runs/x", run=False,
+    sweep, reports = check_notebook_parameters(preset="small", results_dir="../runs/x", run=True,
                                                data_root="../data")
     assert Path(sweep.out_dir) == repo / "runs" / "x" and reports is None
     assert sweep.dataset_path() == repo / "data" / "small"
     absolute = tmp_path / "elsewhere"
-    sweep, _ = check_notebook_parameters(preset="small", results_dir=str(absolute), run=False)
+    sweep, _ = check_notebook_parameters(preset="small", results_dir=str(absolute), run=True)
     assert Path(sweep.out_dir) == absolute
     assert not list(tmp_path.iterdir())  # nothing written anywhere by checking
 
@@ -290,6 +344,10 @@ def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_
     (dict(device="tpu"), ValueError, "device must be one of"),
     (dict(data_root="/no/such/folder"), ValueError, "data_root: no such folder"),
     (dict(domains="ferry", data_root="{tmp}"), DatasetError, "no dataset at"),  # run=True checks the data
+    # run=False on a results folder without runs (a fresh clone: runs/ is not in git) says how to make them
+    (dict(run=False), MissingRuns, "holds none of this sweep's 64 runs (no run folder with test metrics; runs are "
+     "not in git, a fresh clone has none): set run = True to train them (papermill: -p run True), or run "
+     "`make reproduce`"),
 ])
 def test_notebook_parameters_fail_in_the_check(params, error, message, tmp_path):
     params = {k: (v.format(tmp=tmp_path) if isinstance(v, str) else v) for k, v in params.items()}
@@ -297,6 +355,20 @@ def test_notebook_parameters_fail_in_the_check(params, error, message, tmp_path)
         check_notebook_parameters(**{"preset": "small", "results_dir": str(tmp_path / "runs"), **params})
     assert message in str(failure.value)
     assert not (tmp_path / "runs").exists()
+
+
+def test_reading_results_needs_one_run_of_the_sweep_with_test_metrics(tmp_path):
+    params = dict(preset="small", results_dir=str(tmp_path), run=False, domains="gripper", models="linear",
+                  configs="learn/ff", seeds=0)
+    run = tmp_path / "gripper-linear-TN-learn-ff-llmcut-s0"
+    run.mkdir()
+    (run / "config.json").write_text("{}")  # a run folder whose training never finished: nothing to tabulate
+    with pytest.raises(MissingRuns, match=r"holds none of this sweep's 2 runs .*: set run = True to train them "
+                                          r"\(papermill: -p run True\)$"):  # not the small preset: no make reproduce
+        check_notebook_parameters(**params)
+    (run / "metrics-test.json").write_text("{}")
+    sweep, _ = check_notebook_parameters(**params)
+    assert Path(sweep.out_dir) == tmp_path
 
 
 def test_banner_names_the_main_table_model_and_an_honest_cpu_estimate():

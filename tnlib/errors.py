@@ -36,3 +36,7 @@ class TrainingDiverged(RuntimeError):
 
 class SchedulerUnreachable(ConnectionError):
     """The Dask scheduler at the given address did not answer."""
+
+
+class MissingRuns(FileNotFoundError):
+    """A results folder that holds none of the runs it was asked to read; the message says how to make them."""

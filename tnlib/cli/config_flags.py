@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import typing
 from typing import Any, Sequence, Union
 
@@ -62,11 +63,33 @@ def _show(value: Any) -> Any:
     return "/".join(map(str, value)) if isinstance(value, tuple) else value
 
 
+def _default_text(value: Any) -> str:
+    """A default as it is typed on the command line: a sequence space-separated, a pair as ``a/b``, None as
+    ``none``."""
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)) and value and not all(isinstance(v, (str, int, float)) for v in value):
+        return " ".join(str(_show(v)) for v in value)
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def _with_default(text: str | None, default: Any) -> str:
+    """The help text with ``(default: X)`` added, unless it already says what the default is (a None default
+    needs words: data_root's "tnlib.data's", a learning rate's per model, ...)."""
+    text = text or ""
+    if "default" in text:
+        return text
+    return f"{text} (default: {_default_text(default)})".strip().replace("%", "%%")
+
+
 def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
                      help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True) -> None:
     """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
-    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text. With ``defaults=False``
-    a flag that is not given sets nothing (its field is absent from :func:`config_values`)."""
+    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text, to which the field's
+    default is added (``(default: X)``) unless the text says it. With ``defaults=False`` a flag that is not given
+    sets nothing (its field is absent from :func:`config_values`)."""
     flags, help = flags or {}, help or {}
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
@@ -87,12 +110,12 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
                                          metavar="KEY=VALUE", help=text)
         elif kind == "sequence":
             action = parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
-                                         default=[_show(v) for v in default], help=text)
+                                         default=[_show(v) for v in default], help=_with_default(text, default))
         else:
             optional = type(None) in typing.get_args(hints[field.name])
             convert = _optional_int if (optional and element is int) else element
             action = parser.add_argument(_flag(field.name, flags), dest=field.name, type=convert, default=default,
-                                         help=text)
+                                         help=_with_default(text, default))
         if not defaults:
             action.default = argparse.SUPPRESS
 
@@ -125,3 +148,15 @@ def config_values(args: argparse.Namespace, cls: type, flags: dict[str, str] | N
             value = _key_values(_flag(field.name, flags), value)
         values[field.name] = value
     return values
+
+
+def name_flags(message: str, cls: type, flags: dict[str, str] | None = None) -> str:
+    """A validation message of the dataclass ``cls`` that starts with a field's name (``learning_rate must be >
+    0, got -1.0``), starting with its flag instead (``--lr must be > 0, got -1.0``): the command line's user typed
+    the flag, not the field."""
+    flags = flags or {}
+    for field in sorted(dataclasses.fields(cls), key=lambda f: -len(f.name)):  # (longest first: eval_batch_size)
+        match = re.match(rf"{field.name}(?=[\s:])", message)
+        if match:
+            return _flag(field.name, flags) + message[match.end():]
+    return message

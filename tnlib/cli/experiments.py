@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tnlib.cli.config_flags import add_config_flags, config_values
+from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
 
 SWEEP_FLAGS = {"out_dir": "--out"}
@@ -19,6 +19,9 @@ SWEEP_HELP = {
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
     "workers": "local processes running cells side by side (default 1; the small preset: 2)",
     "data_profile": "the dataset profile: the data root's sub-folder to read (default: paper)",
+    "data_root": "dataset root, holding the data profile's folder (default: $TNLIB_DATA or <repo>/data)",
+    "device": "cpu | cuda (default: CUDA when present)",
+    "out_dir": "results folder (default: runs/paper; the small preset: runs/small)",
 }
 
 
@@ -26,7 +29,8 @@ def register_sweep(subparsers) -> None:
     from tnlib.experiments import sweep
 
     parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
-                                   description=sweep.__doc__.splitlines()[0])
+                                   description=sweep.__doc__.splitlines()[0] + " The defaults shown are the "
+                                   "paper's settings; --preset replaces them with the preset's.")
     parser.add_argument("--preset", choices=sorted(sweep.PRESETS),
                         help="start from a named preset instead of the paper's settings (small: what `make "
                              "reproduce` runs on 2 CPU cores); the other flags override it")
@@ -44,7 +48,7 @@ def _run_sweep(args) -> int:
     try:
         sweep = Sweep.from_parameters(preset=args.preset, **config_values(args, Sweep, SWEEP_FLAGS))
     except ValueError as err:
-        raise CommandError(str(err)) from err
+        raise CommandError(name_flags(str(err), Sweep, SWEEP_FLAGS)) from err
     print(sweep.describe(), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
-from tnlib.cli.config_flags import add_config_flags, config_values
+from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 
 # TrainConfig fields whose flag is not --field-name, and help texts.
@@ -23,7 +24,9 @@ TRAIN_HELP = {
     "sigma_link": "a learned sigma: softplus (softplus(x) + 0.01, default) | bounded (the authors' 10 sigmoid(x) "
                   "+ 0.1)",
     "data_root": "dataset root (default: tnlib.data's, data/small)",
-    "instances": "subsample this many training instances",
+    "instances": "subsample at most this many training instances (default: all; the paper: 400)",
+    "steps": "training steps (default: %(default)s, the paper's: hours on a CPU, see the estimate printed before "
+             "training; e.g. --steps 2000)",
     "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn)",
     "weight_decay": "AdamW's; default: the paper's, 1e-2 (nlm, hgn), 0 (linear)",
     "model_args": "model constructor argument, e.g. depth=3 (repeatable)",
@@ -71,12 +74,52 @@ def _run_train(args) -> int:
     _keep_freed_memory()
     try:
         config = TrainConfig(**config_values(args, TrainConfig, TRAIN_FLAGS))
-        run_dir = train(config, resume=not args.restart)
+    except ValueError as err:
+        raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
+
+    def announce(start_step: int) -> None:
+        estimate = cost_estimate(config, start_step)
+        if estimate:
+            print(estimate, file=sys.stderr, flush=True)
+
+    try:
+        run_dir = train(config, resume=not args.restart, on_start=announce)
     except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
-        raise CommandError(str(err)) from None
+        raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
     best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
     return 0
+
+
+# A run estimated at least this long gets its estimate printed before it starts (a few steps of a test do not).
+ESTIMATE_FROM_S = 60
+
+
+def cost_estimate(config, start_step: int = 0) -> str | None:
+    """One line on what a run will cost and how to change it, from the sweep's estimate
+    (:func:`tnlib.experiments.sweep.run_hours`): on CUDA the paper's V100 time, on a CPU tnlib's measured step time
+    at 16 objects (an upper bound for smaller instances); None for a run estimated under :data:`ESTIMATE_FROM_S`
+    seconds or, on a CPU, a model without a measured step time (linear regression: minutes). A resumed run
+    (``start_step`` > 0) counts the steps it has left."""
+    from tnlib.device import default_device
+    from tnlib.experiments.sweep import CPU_SECONDS_PER_STEP, CPU_TIMED_OBJECTS, run_hours
+    from tnlib.paper import TRAIN_STEPS
+    from tnlib.progress import duration
+
+    gpu_hours, cpu_hours = run_hours(config.model, config.domain, config.steps - start_step, config.batch_size)
+    if default_device(config.device).type == "cuda":
+        hours, where = gpu_hours, "on a GPU (the paper's V100 time per run, scaled by steps x batch)"
+    elif cpu_hours is not None:
+        hours, where = cpu_hours, (f"on 2 CPU cores ({CPU_SECONDS_PER_STEP[config.model]} s per step at batch 256 "
+                                   f"with {CPU_TIMED_OBJECTS} objects; smaller instances train faster)")
+    else:
+        return None
+    if hours * 3600 < ESTIMATE_FROM_S:
+        return None
+    which = (f"the default, the paper's {TRAIN_STEPS:,}" if config.steps == TRAIN_STEPS else "--steps")
+    resumed = f", {config.steps - start_step:,} left from step {start_step:,}" if start_step else ""
+    return (f"tnlib train: {config.steps:,} steps ({which}{resumed}) at batch {config.batch_size} of {config.model} on "
+            f"{config.domain}: about {duration(hours * 3600)} {where}; --steps N changes it (e.g. --steps 2000)")
 
 
 def register_evaluate(subparsers) -> None:

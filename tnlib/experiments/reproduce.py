@@ -8,10 +8,13 @@ measures the Truncated Normal's accuracy and speed against scipy and stable-trun
 (reports/truncated_normal.md). Each step writes its outputs atomically, so an
 interrupted run never leaves a half-written report behind. Every step runs each time (reports are rebuilt from
 what is there); the expensive part, the sweep, resumes from runs/small/ and redoes nothing already finished.
-``--keep-existing`` skips steps whose outputs exist.
+``--keep-existing`` skips steps whose outputs exist. What each notebook prints is passed on to the terminal,
+indented under its step, as it comes; the notebooks run with ``TNLIB_PROGRESS=text`` (tnlib.progress), so the
+sweep's progress is a line per finished run there and in the rendered report.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -19,11 +22,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, TextIO
 
 from tnlib.experiments.reports import REPORT_CSS
 from tnlib.io import REPO_ROOT, atomic_write_text
 from tnlib.offline_math import offline_html
+from tnlib.progress import ENV_VAR as PROGRESS_ENV_VAR
 
 ROOT = REPO_ROOT  # the repository: notebooks/, reports/, benchmarks/
 NOTEBOOKS = ROOT / "notebooks"
@@ -57,11 +61,14 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
     import nbformat
     import papermill
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _environment(**{PROGRESS_ENV_VAR: "text"}):
         executed = Path(tmp) / name
+        # the kernel (which inherits this environment) prints its progress as text lines; they and everything
+        # else the notebook prints are passed on to this terminal, indented, as they come
         papermill.execute_notebook(str(NOTEBOOKS / name), str(executed), parameters=parameters,
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
-                                   execution_timeout=timeout_s)
+                                   execution_timeout=timeout_s, stdout_file=_Indented(sys.stdout),
+                                   stderr_file=_Indented(sys.stderr))
         notebook = nbformat.read(executed, as_version=4)
     atomic_write_text(html_out, notebook_html(notebook, html_out.parent))
 
@@ -85,6 +92,40 @@ def _relative_paths(html: str) -> str:
     becomes ``data/small``): committed reports must not show the folder of the machine they ran on. The notebook
     code prints relative paths already (tnlib.io.shown_path); this catches any other output."""
     return html.replace(f"{ROOT}/", "").replace(str(ROOT), ".")
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Environment variables set for the duration (a kernel started inside inherits them), then restored."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class _Indented:
+    """A writable stream that passes text on to ``stream`` with each line indented (a notebook's output, under
+    the main job's step line); papermill writes a kernel's output in chunks that need not end a line."""
+
+    def __init__(self, stream: TextIO, indent: str = "    ") -> None:
+        self.stream, self.indent, self.at_line_start = stream, indent, True
+
+    def write(self, text: str) -> int:
+        for piece in text.splitlines(keepends=True):
+            if self.at_line_start:
+                self.stream.write(self.indent)
+            self.stream.write(piece)
+            self.at_line_start = piece.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _share_plotly_bundle(body: str, folder: Path) -> str:

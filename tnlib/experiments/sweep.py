@@ -258,17 +258,31 @@ class Sweep:
         (:data:`tnlib.paper.GPU_HOURS_PER_RUN`) and tnlib's CPU seconds per step (:data:`CPU_SECONDS_PER_STEP`),
         both scaled by steps x batch size. The CPU-hours leave out models without a measured step time (linear
         regression, minutes per run)."""
-        fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
         per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
         gpu, cpu = 0.0, 0.0
         for domain in self.domains:
             for model in self.models:
-                hours = GPU_HOURS_PER_RUN[model]
-                gpu += hours.get(domain, hours["default"]) * fraction * per_cell
-                seconds = CPU_SECONDS_PER_STEP.get(model)
-                if seconds is not None:
-                    cpu += seconds * self.batch_size / BATCH_SIZE / 3600 * self.steps * per_cell
+                run_gpu, run_cpu = run_hours(model, domain, self.steps, self.batch_size)
+                gpu += run_gpu * per_cell
+                cpu += (run_cpu or 0.0) * per_cell
         return gpu, cpu
+
+    def check_results(self) -> Path:
+        """The results folder, after checking that it holds at least one of the sweep's runs with test metrics
+        (what the tables read): a :class:`tnlib.errors.MissingRuns` saying how to make them when it holds none
+        (runs/ is not in git, so a fresh clone has none)."""
+        from tnlib.errors import MissingRuns
+        from tnlib.learning.training import TrainConfig
+
+        out = Path(self.out_dir)
+        names = [TrainConfig.from_dict(config).name for config in self.train_configs()]
+        if any(RunDir(out / name).metrics_file("test").is_file() for name in names):
+            return out
+        how = "set run = True to train them (papermill: -p run True)"
+        if self.matching_preset() == "small":
+            how += ", or run `make reproduce` (it trains the small preset into runs/small)"
+        raise MissingRuns(f"{out} holds none of this sweep's {_count(names, 'run')} (no run folder with test "
+                          f"metrics; runs are not in git, a fresh clone has none): {how}")
 
     def check_data(self) -> Path:
         """The dataset root, after checking that it exists and holds every domain and split the sweep reads
@@ -295,6 +309,16 @@ class Sweep:
         return root
 
 
+def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
+    """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
+    None for a model without a measured step time (linear regression: minutes)."""
+    hours = GPU_HOURS_PER_RUN[model]
+    gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
+    seconds = CPU_SECONDS_PER_STEP.get(model)
+    cpu = None if seconds is None else seconds * batch_size / BATCH_SIZE * steps / 3600
+    return gpu, cpu
+
+
 def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,
                               run=True, reports_dir: str | os.PathLike | None = None, scheduler: str | None = None,
                               notebook_dir: str | os.PathLike | None = None,
@@ -307,7 +331,8 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     the repository root writes where JupyterLab would; ``results_dir`` None is ``../runs/<preset>``. ``overrides``
     are :class:`Sweep` fields; None keeps the preset's value. With ``run`` the dataset is checked too
     (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first cell,
-    not the sweep.
+    not the sweep; without it the results folder is (:meth:`Sweep.check_results`: a MissingRuns saying how to
+    make them), so a notebook that only reads shows no empty tables.
     """
     if not isinstance(run, bool):
         raise ValueError(f"run must be True or False, got {run!r}")
@@ -330,6 +355,8 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     reports = None if reports_dir is None else folder("reports_dir", reports_dir)
     if run:
         sweep.check_data()
+    else:
+        sweep.check_results()
     return sweep, reports
 
 
@@ -433,7 +460,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training.
     """
-    from tqdm.auto import tqdm
+    from tnlib.progress import progress as progress_display
 
     sweep.check_data()
     workers = sweep.workers if workers is None else workers
@@ -441,7 +468,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
     configs = sweep.train_configs()
     kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
-    bar = tqdm(total=len(configs), desc="sweep", disable=not progress)
+    # a line per finished run where the display is text (papermill, a log): runs take minutes each
+    bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
     results = []
     for summary in run_jobs(functools.partial(run_cell, **kwargs), configs, workers, scheduler):
         results.append(summary)

@@ -300,12 +300,15 @@ def train(
     val_items: Sequence[dict] | None = None,
     on_step: Callable[[int], None] | None = None,
     resume: bool = True,
+    on_start: Callable[[int], None] | None = None,
 ) -> Path:
     """Train one model; returns its run folder (see the module docstring for what it contains).
 
     ``train_items`` / ``val_items`` are dataset items (dicts as ``tnlib.data.loading.HeuristicDataset`` yields); by default
     they are loaded from ``config.data_root``. ``on_step(step)`` is called after every completed step (notebooks
-    use it for live plots; tests use it to interrupt). With ``resume`` (the default) a run folder holding a
+    use it for live plots; tests use it to interrupt); ``on_start(step)`` once before the first, with the step
+    training starts from (0, or where a resumed run stopped), after the data and the run folder are ready (the
+    command line prints its cost estimate there, after any error in the settings). With ``resume`` (the default) a run folder holding a
     ``last.pt`` of the same configuration continues from it; otherwise the folder is started afresh.
     """
     config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
@@ -373,10 +376,12 @@ def train(
         }
 
     # -- loop ---------------------------------------------------------------------------------------------------
-    from tqdm.auto import tqdm
+    from tnlib.progress import progress
 
     started = time.perf_counter() - elapsed_before
-    bar = tqdm(total=config.steps, initial=step, disable=not config.progress, desc=config.name, leave=False)
+    if on_start is not None:
+        on_start(step)
+    bar = progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress, leave=False)
     model.train()
     while step < config.steps:
         rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()

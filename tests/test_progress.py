@@ -1,0 +1,112 @@
+"""Progress of long work is visible where it runs: a widget in a Jupyter frontend, tqdm's bar on a terminal, and
+plain text lines in papermill's kernel, a log or a pipe (tnlib.progress); the main job passes a notebook's output
+on to its terminal as it comes."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import nbformat
+import pytest
+
+from tnlib import progress as progress_module
+from tnlib.progress import TextProgress, duration, progress, progress_mode
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def plain_environment(monkeypatch):
+    """No override, no Jupyter server, not in a kernel."""
+    monkeypatch.delenv("TNLIB_PROGRESS", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(progress_module, "_in_kernel", lambda: False)
+    return monkeypatch
+
+
+def test_the_display_follows_the_context(plain_environment):
+    monkeypatch = plain_environment
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert progress_mode() == "bar"
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # piped or logged (make reproduce > log, CI)
+    assert progress_mode() == "text"
+    monkeypatch.setattr(progress_module, "_in_kernel", lambda: True)
+    assert progress_mode() == "text"  # a kernel no Jupyter server started: papermill, nbclient
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/heuristic_learning_experiments.ipynb")
+    assert progress_mode() == "widget"  # JupyterLab's kernel
+    monkeypatch.setenv("TNLIB_PROGRESS", "Text")
+    assert progress_mode() == "text"
+    monkeypatch.setenv("TNLIB_PROGRESS", "fancy")
+    with pytest.raises(ValueError, match="TNLIB_PROGRESS must be one of widget, bar, text, off, got 'fancy'"):
+        progress_mode()
+
+
+def test_durations_are_short():
+    assert [duration(s) for s in (0, 44.6, 72, 3599, 7500)] == ["0s", "45s", "1m12s", "59m59s", "2h05m"]
+
+
+def test_text_progress_prints_timed_lines_with_the_time_left():
+    now = [100.0]
+    out = io.StringIO()
+    bar = TextProgress(16, "sweep", "runs", file=out, interval_s=30, clock=lambda: now[0])
+    for seconds in (24, 24, 24):  # 3 runs of 24 s: the first two within 30 s of the last line, the third after
+        now[0] += seconds
+        bar.update()
+    now[0] += 10
+    bar.set_postfix(loss="0.25")
+    bar.close()  # stopped early: where it stopped
+    assert out.getvalue().splitlines() == [
+        "sweep: 0/16 runs done, 0s elapsed",
+        "sweep: 2/16 runs done, 48s elapsed, ~5m36s left",
+        "sweep: 3/16 runs done, 1m22s elapsed, ~5m55s left (loss 0.25)",
+    ]
+
+
+def test_text_progress_counts_only_this_sessions_items_for_the_time_left_and_always_prints_the_end():
+    now = [0.0]
+    out = io.StringIO()
+    bar = TextProgress(4, "train", "steps", initial=2, file=out, interval_s=30, clock=lambda: now[0])
+    now[0] += 5
+    bar.update()
+    now[0] += 5
+    bar.update()  # the last: printed although within the interval
+    bar.close()
+    assert out.getvalue().splitlines() == ["train: 2/4 steps done, 0s elapsed", "train: 4/4 steps done, 10s elapsed"]
+
+
+def test_off_a_terminal_progress_is_text_lines_and_disabled_it_is_nothing(plain_environment, capsys):
+    plain_environment.setattr(sys, "stderr", io.StringIO())
+    bar = progress(2, "sweep", unit="runs", interval_s=0)
+    bar.update()
+    bar.update()
+    bar.close()
+    assert sys.stderr.getvalue().splitlines()[-1] == "sweep: 2/2 runs done, 0s elapsed"
+    assert isinstance(progress(2, "sweep", disable=True), progress_module._Silent)
+
+
+def test_the_main_job_passes_a_notebooks_progress_on_to_its_terminal(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("papermill")
+    from tnlib.experiments import reproduce
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(
+        "from tnlib.progress import progress, progress_mode\n"
+        "print('mode', progress_mode())\n"
+        "bar = progress(2, 'sweep', unit='runs', interval_s=0)\n"
+        "bar.update(); bar.update(); bar.close()")]
+    nbformat.write(notebook, tmp_path / "demo.ipynb")
+    monkeypatch.setattr(reproduce, "NOTEBOOKS", tmp_path)
+    # started from a JupyterLab kernel (`!make reproduce`): the notebook it runs still prints text
+    monkeypatch.setenv("JPY_SESSION_NAME", "started-from-lab.ipynb")
+    monkeypatch.delenv("TNLIB_PROGRESS", raising=False)
+    reproduce.execute_notebook("demo.ipynb", {}, tmp_path / "demo.html", timeout_s=120)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "    mode text"
+    assert lines[1] == "    sweep: 0/2 runs done, 0s elapsed" and lines[-1].startswith("    sweep: 2/2 runs done, ")
+    assert "sweep: 2/2 runs done" in (tmp_path / "demo.html").read_text()  # and the saved notebook holds them
+    assert "TNLIB_PROGRESS" not in os.environ  # restored after the run

@@ -1,0 +1,137 @@
+"""Progress of long work, shown the way the place it runs in can show it.
+
+tqdm's notebook widget only lives in a frontend that renders widgets: run by papermill (or saved from it) it stays
+at "0/16" and prints nothing to papermill's log. So :func:`progress` picks one of four displays
+(:func:`progress_mode`):
+
+``widget``  tqdm's notebook widget -- a kernel started by a Jupyter server (JupyterLab, Notebook), which sets
+            ``JPY_SESSION_NAME`` in the kernel's environment;
+``bar``     tqdm's text bar -- a terminal (stderr is a TTY) outside a kernel;
+``text``    plain lines such as ``sweep: 3/16 runs done, 1m12s elapsed, ~4m left``, flushed as they are written --
+            everywhere else: a kernel without a Jupyter server (papermill, nbclient), output piped or logged. In a
+            kernel they go to stdout (so the saved notebook and papermill's ``--log-output`` hold them), elsewhere
+            to stderr (stdout stays the command's result);
+``off``     nothing.
+
+The environment variable ``TNLIB_PROGRESS`` (one of those names) overrides the choice; the main job sets
+``text`` for the notebooks it runs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable, TextIO
+
+MODES = ("widget", "bar", "text", "off")
+ENV_VAR = "TNLIB_PROGRESS"
+# A text display prints at most one line per this many seconds (the first and the last always print).
+TEXT_INTERVAL_S = 30.0
+
+
+def _in_kernel() -> bool:
+    """True inside an IPython kernel (a notebook's process), False in a terminal IPython or plain Python."""
+    if "IPython" not in sys.modules:
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def progress_mode() -> str:
+    """The display to use here: $TNLIB_PROGRESS when set (a ValueError naming it when it is not a mode), else
+    ``widget`` in a kernel a Jupyter server started, ``text`` in any other kernel, ``bar`` on a terminal and
+    ``text`` when stderr is not one."""
+    chosen = os.environ.get(ENV_VAR, "").strip().lower()
+    if chosen:
+        if chosen not in MODES:
+            raise ValueError(f"{ENV_VAR} must be one of {', '.join(MODES)}, got {os.environ[ENV_VAR]!r}")
+        return chosen
+    if _in_kernel():
+        return "widget" if os.environ.get("JPY_SESSION_NAME") else "text"
+    isatty = getattr(sys.stderr, "isatty", None)
+    return "bar" if isatty is not None and isatty() else "text"
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``1m12s``, ``2h05m``: short enough for a progress line."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class TextProgress:
+    """Plain progress lines: ``DESC: DONE/TOTAL UNIT done, ELAPSED elapsed, ~LEFT left`` at the start, then at
+    most one per ``interval_s`` seconds, and at the end. The time left assumes the remaining items take as long
+    as those done in this session (items already done before, ``initial``, are not counted as progress)."""
+
+    def __init__(self, total: int, desc: str, unit: str = "", initial: int = 0, file: TextIO | None = None,
+                 interval_s: float = TEXT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.desc, self.unit, self.n, self.initial = total, desc, unit, initial, initial
+        self.file = file
+        self.interval_s, self.clock = interval_s, clock
+        self.started = self.printed_at = clock()
+        self.printed_n = None
+        self.postfix = ""
+        self.closed = False
+        self._print()
+
+    def _print(self) -> None:
+        now = self.clock()
+        elapsed = now - self.started
+        unit = f" {self.unit}" if self.unit else ""
+        line = f"{self.desc}: {self.n}/{self.total}{unit} done, {duration(elapsed)} elapsed"
+        done_here = self.n - self.initial
+        if 0 < done_here and self.n < self.total:
+            line += f", ~{duration(elapsed / done_here * (self.total - self.n))} left"
+        if self.postfix:
+            line += f" ({self.postfix})"
+        file = self.file or (sys.stdout if _in_kernel() else sys.stderr)
+        print(line, file=file, flush=True)
+        self.printed_at, self.printed_n = now, self.n
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self.n >= self.total or self.clock() - self.printed_at >= self.interval_s:
+            self._print()
+
+    def set_postfix(self, **values) -> None:
+        self.postfix = ", ".join(f"{key} {value}" for key, value in values.items())
+
+    def close(self) -> None:
+        if not self.closed and self.n != self.printed_n:
+            self._print()  # stopped early, or between two lines: say where
+        self.closed = True
+
+
+class _Silent:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix(self, **values) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress(total: int, desc: str, unit: str = "", initial: int = 0, disable: bool = False, leave: bool = True,
+             interval_s: float = TEXT_INTERVAL_S):
+    """A progress display for ``total`` items (``update(n)``, ``set_postfix(**values)``, ``close()``), chosen by
+    :func:`progress_mode`; ``disable`` shows nothing, ``leave=False`` removes a bar or widget when it closes
+    (text lines stay: they are a log). ``interval_s``: a text display's least time between two lines."""
+    mode = "off" if disable else progress_mode()
+    if mode == "off":
+        return _Silent()
+    if mode == "text":
+        return TextProgress(total, desc, unit, initial, interval_s=interval_s)
+    if mode == "widget":
+        from tqdm.notebook import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit=unit or "it", initial=initial, leave=leave)
+
+
+__all__ = ["ENV_VAR", "MODES", "TextProgress", "duration", "progress", "progress_mode"]
