@@ -224,9 +224,9 @@ def check_train_pairs(root: str | os.PathLike, domain: str, manifest: dict) -> l
     return problems
 
 
-def steps_equal_to_train(root: str | os.PathLike, domain: str, split: str) -> dict[str, set[int]]:
-    """instance -> steps of the split's rows that equal a train (state, goal) pair, from the manifest; raises
-    :class:`DatasetError` when the record is missing or stale (naming the command that writes it)."""
+def train_pair_record(root: str | os.PathLike, domain: str, split: str) -> dict:
+    """A split's record from the manifest (counts and ``steps_equal_to_train``); raises :class:`DatasetError`
+    when it is missing or stale, naming the command that writes it."""
     root = Path(root)
     if split == "train":
         raise DatasetError(f"{domain}/train: its rows are the train pairs; model selection uses val (or test)")
@@ -239,6 +239,12 @@ def steps_equal_to_train(root: str | os.PathLike, domain: str, split: str) -> di
     record = manifest["splits"][split].get(RECORD)
     if record is None:
         raise DatasetError(f"{domain}: no train split in {root}, so no rows to tell {split}'s apart from")
+    return record
+
+
+def steps_equal_to_train(root: str | os.PathLike, domain: str, split: str) -> dict[str, set[int]]:
+    """instance -> steps of the split's rows that equal a train (state, goal) pair (:func:`train_pair_record`)."""
+    record = train_pair_record(root, domain, split)
     return {name: set(steps) for name, steps in record["steps_equal_to_train"].items()}
 
 
@@ -251,4 +257,5 @@ __all__ = [
     "record_train_pairs",
     "stale_records",
     "steps_equal_to_train",
+    "train_pair_record",
 ]
