@@ -218,6 +218,13 @@ def parse_atom(text: str) -> Atom:
     return tuple(text.strip().strip("()").lower().split())
 
 
+def _predicate(atom: str | Atom) -> str:
+    if isinstance(atom, tuple):
+        return atom[0]
+    head = atom.strip().lstrip("(").split(None, 1)[0]
+    return head.rstrip(")").lower()
+
+
 def state_goal_key(problem: ProblemAtoms, state: Iterable[str | Atom], goal: Iterable[str | Atom]) -> str:
     """The :func:`instance_key` of a (state, goal) pair of ``problem``: the problem with ``state`` in place of its
     initial atoms and ``goal`` as its goal (atoms as tuples or as the tables' strings). Equal keys: the same
@@ -226,11 +233,11 @@ def state_goal_key(problem: ProblemAtoms, state: Iterable[str | Atom], goal: Ite
     return instance_key(ProblemAtoms(problem.name, problem.objects, problem.types, atoms(state), atoms(goal)))
 
 
-def state_goal_signature(problem: ProblemAtoms, state: Iterable[str], goal: Iterable[str]) -> tuple:
+def state_goal_signature(problem: ProblemAtoms, state: Iterable[str | Atom], goal: Iterable[str | Atom]) -> tuple:
     """A cheap invariant of :func:`state_goal_key`: the object types and the atoms per predicate of the state
     and of the goal, counted. Renaming objects changes none of it, so pairs with different signatures have
     different keys; only pairs whose signature occurs on both sides need their keys computed."""
-    count = lambda items: tuple(sorted(Counter(parse_atom(a)[0] for a in items).items()))  # noqa: E731
+    count = lambda items: tuple(sorted(Counter(_predicate(a) for a in items).items()))  # noqa: E731
     return tuple(sorted(Counter(problem.types).items())), count(state), count(goal)
 
 

@@ -73,6 +73,7 @@ class _Keyer:
     def __init__(self, root: Path):
         self.root = root
         self.problems: dict = {}
+        self.keys: dict = {}  # rows with the same atom strings and objects (often: equal names) are keyed once
 
     def problem(self, relative: str):
         if relative not in self.problems:
@@ -83,7 +84,11 @@ class _Keyer:
         return state_goal_signature(self.problem(row.problem), row.state, row.goal)
 
     def key(self, row: _Row) -> str:
-        return state_goal_key(self.problem(row.problem), row.state, row.goal)
+        problem = self.problem(row.problem)
+        exact = (problem.objects, problem.types, tuple(sorted(row.state)), tuple(sorted(row.goal)))
+        if exact not in self.keys:
+            self.keys[exact] = state_goal_key(problem, row.state, row.goal)
+        return self.keys[exact]
 
 
 def compute_train_pairs(root: str | os.PathLike, domain: str, splits: list[str] | None = None) -> dict[str, dict]:

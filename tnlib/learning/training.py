@@ -220,8 +220,9 @@ def load_validation_items(config: TrainConfig) -> tuple[list[dict], dict]:
     items = load_items(config, config.val_split, without_train_pairs=True)
     record = train_pair_record(dataset_root(config.data_root), config.domain, config.val_split)
     if not items:
-        raise ValueError(f"{config.domain}/{config.val_split}: all {record['rows']} rows equal a train (state, "
-                         "goal) pair up to renaming objects, so none is left to select a model on")
+        raise ValueError(f"{config.domain}/{config.val_split}: no row left to select a model on ({record['rows']} "
+                         f"rows, {record['equal_to_train']} of them equal to a train (state, goal) pair up to "
+                         "renaming objects)")
     return items, record
 
 
