@@ -289,6 +289,114 @@ def test_batches_through_a_dataloader(pristine):
 # The shipped data
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Rows equal to a train (state, goal) pair (tnlib.data.train_pairs)
+
+
+def _brute_form(objects, types, state, goal) -> tuple:
+    """Reference: the smallest (types, state, goal) over every renaming of the objects to 0..n-1."""
+    from itertools import permutations
+
+    from tnlib.data.instance_keys import parse_atom
+
+    state, goal = [parse_atom(a) for a in state], [parse_atom(a) for a in goal]
+    best = None
+    for image in permutations(range(len(objects))):
+        name = dict(zip(objects, image))
+        rename = lambda atoms: tuple(sorted((a[0], *(name[o] for o in a[1:])) for a in atoms))  # noqa: E731
+        form = (tuple(t for _, t in sorted(zip(image, types))), rename(state), rename(goal))
+        best = form if best is None or form < best else best
+    return best
+
+
+def test_train_pairs_are_exactly_the_rows_equal_to_a_train_row_up_to_renaming(pristine):
+    """Brute force over every renaming of every row (at most 7 objects): the recorded rows of val, test and plan
+    are those whose (state, goal) is some train row's, and without_train_pairs keeps the others."""
+    from tnlib.data.instance_keys import parse_problem
+
+    def objects(row):
+        return parse_problem((pristine / row["problem"]).read_text()).objects
+
+    def form(row):
+        p = parse_problem((pristine / row["problem"]).read_text())
+        if len(p.objects) > 7:  # test and plan: larger than any train instance, so never equal
+            return ("too large for brute force", len(p.objects), row["instance"], row["step"])
+        return _brute_form(p.objects, p.types, row["state"], row["goal"])
+
+    seen = {"equal": 0, "kept": 0}
+    for domain in ("gripper", "ferry"):
+        manifest = json.loads((pristine / domain / "manifest.json").read_text())
+        sizes = {len(objects(r)) for s in ("val", "test", "plan") for r in load_split(pristine, domain, s)}
+        # rows with other object counts cannot be equal: brute force only over the train rows that could be
+        train = {form(r) for r in load_split(pristine, domain, "train") if len(objects(r)) in sizes}
+        for split in ("val", "test", "plan"):
+            table = load_split(pristine, domain, split)
+            rows = table.to_pylist()
+            expected = {(r["instance"], r["step"]) for r in rows if form(r) in train}
+            record = manifest["splits"][split]["train_pairs"]
+            assert {(i, t) for i, steps in record["steps_equal_to_train"].items() for t in steps} == expected
+            assert (record["rows"], record["equal_to_train"], record["kept"]) == \
+                (len(rows), len(expected), len(rows) - len(expected))
+            kept = table.without_train_pairs()
+            assert [(r["instance"], r["step"]) for r in kept] == \
+                [(r["instance"], r["step"]) for r in rows if (r["instance"], r["step"]) not in expected]
+            seen["equal"] += len(expected)
+            seen["kept"] += len(kept)
+        with pytest.raises(DatasetError, match="its rows are the train pairs"):
+            load_split(pristine, domain, "train").without_train_pairs()
+    assert seen["equal"] > 0 and seen["kept"] > 0  # the tiny profile's val grid repeats train's sizes
+
+
+def test_verify_fails_when_the_train_pair_record_is_wrong(root, capsys):
+    manifest = json.loads((root / "gripper" / "manifest.json").read_text())
+    record = manifest["splits"]["val"]["train_pairs"]
+    assert record["equal_to_train"] > 0
+    instance, steps = next(iter(record["steps_equal_to_train"].items()))
+    # One row unmarked, the counts made to add up: only recomputing the keys can tell.
+    record["steps_equal_to_train"][instance] = steps[1:]
+    record["equal_to_train"] -= 1
+    record["kept"] += 1
+    _rewrite_manifests(root, "gripper", manifest)
+    equal = record["equal_to_train"] + 1
+    assert verify_dataset(root) == [
+        f"gripper/val: {equal} rows equal a train (state, goal) pair up to renaming, the manifest marks "
+        f"{equal - 1} (1 differ, e.g. {instance} step {steps[0]} equal but not marked); run "
+        f"`tnlib data train-pairs {root}`"]
+    assert verify_dataset(root, "gripper", "val") == []  # a load-time check does not key rows
+    # Counts that do not add up, a record made for another train table, a missing one: found without keying.
+    record["kept"] += 1
+    _rewrite_manifests(root, "gripper", manifest)
+    assert verify_dataset(root, "gripper", "val") == [
+        f"gripper/val: its train-pair record does not add up (rows {record['rows']} of {record['rows']}, "
+        f"equal_to_train {record['equal_to_train']} with {record['equal_to_train']} rows marked, kept "
+        f"{record['kept']}); run `tnlib data train-pairs {root}`"]
+    record["kept"] -= 1
+    record["train_table_sha256"] = "0" * 64
+    _rewrite_manifests(root, "gripper", manifest)
+    assert verify_dataset(root, "gripper", "val") == [
+        "gripper/val: its train-pair record was made for another train table (train remade since); run "
+        f"`tnlib data train-pairs {root}`"]
+    with pytest.raises(DatasetError, match="made for another train table"):
+        load_split(root, "gripper", "val", verify=False).without_train_pairs()
+    del manifest["splits"]["test"]["train_pairs"]
+    _rewrite_manifests(root, "gripper", manifest)
+    problems = verify_dataset(root)
+    assert any("gripper/test: the manifest does not record which rows equal a train (state, goal) pair" in p
+               for p in problems)
+    assert cli.main(["data", "verify", str(root)]) == 1
+    # The command rewrites the records; then everything verifies again.
+    capsys.readouterr()
+    assert cli.main(["data", "train-pairs", str(root), "--domain", "gripper"]) == 0
+    out = capsys.readouterr().out
+    assert (f"{root}/gripper: states = a train (state, goal) pair: val {equal} of {record['rows']} "
+            f"({record['rows'] - equal} kept for model selection); test ") in out
+    assert verify_dataset(root) == []
+    fixed = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]["val"]["train_pairs"]
+    assert fixed["steps_equal_to_train"][instance] == steps
+    assert cli.main(["data", "train-pairs", str(root), "--domain", "nowhere"]) == 2
+    assert "domain 'nowhere' is not in" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not (REPO_DATA / "small" / "manifest.json").is_file(), reason="data/small not generated")
 def test_shipped_small_dataset_verifies_and_loads():
     root = REPO_DATA / "small"

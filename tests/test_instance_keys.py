@@ -186,6 +186,30 @@ def test_large_instances_are_keyed_quickly_and_consistently():
         assert instance_key(random_renaming(p, rng)) == instance_key(p), domain
 
 
+@pytest.mark.parametrize("domain", sorted(TINY))
+def test_state_goal_keys_equal_exactly_for_pairs_equal_up_to_renaming(domain):
+    """(state, goal) pairs -- states made from tiny problems' initial states by dropping one atom -- keyed from
+    the tables' atom strings: equal under a random renaming, and equal for two pairs exactly when brute force
+    over every renaming finds one mapping one onto the other."""
+    from tnlib.data.instance_keys import state_goal_key, state_goal_signature
+
+    rng = random.Random(7)
+    show = lambda atoms: [f"({' '.join(a)})" for a in sorted(atoms)]  # noqa: E731  the tables' atom strings
+    pairs = []
+    for p in tiny_problems(domain, 2)[:4]:
+        for dropped in sorted(p.init)[:3]:
+            pairs.append(ProblemAtoms(p.name, p.objects, p.types, p.init - {dropped}, p.goal))
+    for p in pairs:
+        q = random_renaming(p, rng)
+        assert state_goal_key(p, show(p.init), show(p.goal)) == state_goal_key(q, q.init, q.goal) \
+            == instance_key(p)
+        assert state_goal_signature(p, show(p.init), show(p.goal)) == state_goal_signature(q, show(q.init),
+                                                                                          show(q.goal))
+    for p, q in itertools.combinations(pairs, 2):
+        same = state_goal_key(p, p.init, p.goal) == state_goal_key(q, q.init, q.goal)
+        assert same == brute_isomorphic(p, q), (p.name, q.name)
+
+
 def test_complete_relations_are_kept_as_their_support():
     # not-eq over {l0, l1, l2} minus one pair is not complete: it must stay a relation and change the key.
     p = parse_problem(generate("ferry", 2, locations=3, cars=1))

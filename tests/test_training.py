@@ -229,6 +229,7 @@ def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
 
     data = items["blocksworld"]
     monkeypatch.setattr(training, "load_items", lambda cfg, split, instances=None: data)
+    monkeypatch.setattr(training, "load_validation_items", lambda cfg: (data, None))
     monkeypatch.setattr(accuracy, "load_items", lambda cfg, split, instances=None: data)
     code = main(["train", "--model", "linear", "--steps", "6", "--batch-size", "4", "--eval-every", "3",
                  "--out", str(tmp_path), "--name", "cli", "--no-progress", "--distribution", "N"])
@@ -282,13 +283,49 @@ def test_instances_is_at_most_n_and_the_run_records_what_it_used(tmp_path):
     assert messages == [f"gripper/train: instances={TRAIN_INSTANCES} asked for, but the split has {available} "
                         f"distinct instances; using all {available}"]
     used = json.loads((run / "data.json").read_text())
+    pairs = splits["val"]["train_pairs"]
+    val_instances = {i["instance"] for i in splits["val"]["instances"]}
+    # instances all of whose states are train pairs leave validation altogether
+    whole = {i["instance"] for i in splits["val"]["instances"]
+             if len(pairs["steps_equal_to_train"].get(i["instance"], [])) == i["plan_length"] + 1}
+    assert pairs["equal_to_train"] > 0 and pairs["kept"] > 0
     assert used == {
         "data_root": str(root), "train_split": "train", "val_split": "val",
         "train_instances_requested": TRAIN_INSTANCES, "train_instances": available,
         "train_states": splits["train"]["counts"]["states"],
-        "val_instances": splits["val"]["counts"]["instances"], "val_states": splits["val"]["counts"]["states"],
+        "val_instances": len(val_instances - whole), "val_states": pairs["kept"],
+        "val_states_in_split": splits["val"]["counts"]["states"], "val_states_equal_to_train": pairs["equal_to_train"],
     }
     # Fewer than the split holds: a subsample of exactly that many, recorded the same way.
     run = train(config(tmp_path, domain="gripper", data_root=str(root), instances=5, steps=2, eval_every=2,
                        checkpoint_every=2, run_name="five"))
     assert json.loads((run / "data.json").read_text())["train_instances"] == 5
+
+
+def test_model_selection_validates_on_the_val_rows_that_are_no_train_pair(tmp_path):
+    """The best checkpoint is chosen by the MSE over the val rows whose (state, goal) is not a train row's up to
+    renaming objects (data/paper gripper: most val rows are): the recorded validation MSE is that subset's, not
+    the whole split's."""
+    from pathlib import Path
+
+    from tnlib.learning.encodings import make_encoder
+    from tnlib.learning.training import encode_all, load_items, predict
+
+    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    cfg = config(tmp_path, domain="gripper", data_root=str(root), instances=20, steps=4, eval_every=2,
+                 checkpoint_every=2)
+    run = train(cfg)
+    model, head, _, checkpoint = load_checkpoint(run / "best.pt")
+    encoder = make_encoder(cfg.model, cfg.domain)
+
+    def mse(items):
+        p = predict(model, head, encoder, encode_all(encoder, items), torch.device("cpu"))
+        return float((p["estimate"] - p["h_star"]).square().mean())
+
+    kept = load_items(cfg, "val", without_train_pairs=True)
+    every = load_items(cfg, "val")
+    assert 0 < len(kept) < len(every)
+    assert checkpoint["val_mse"] == pytest.approx(mse(kept), rel=1e-6)
+    assert checkpoint["val_mse"] != pytest.approx(mse(every), rel=1e-3)
+    assert min(c["val_mse"] for c in curves(run)) == checkpoint["val_mse"]
+

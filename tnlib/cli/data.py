@@ -1,4 +1,4 @@
-"""`tnlib data generate | verify | card`: build, check and describe datasets (see :mod:`tnlib.data`)."""
+"""`tnlib data generate | verify | train-pairs | card`: build, check and describe datasets (see :mod:`tnlib.data`)."""
 from __future__ import annotations
 
 import argparse
@@ -57,6 +57,18 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     ver.add_argument("folder", nargs="?", type=Path, help="dataset root or data root")
     ver.set_defaults(func=_run_verify)
 
+    pairs = commands.add_parser(
+        "train-pairs",
+        help="(re)compute which val/test/plan rows equal a train (state, goal) pair; record it in the manifests",
+        description="Key every row's (state, goal) up to renaming objects and record, per val, test and plan "
+        "split, the rows equal to a row of the domain's whole train split (model selection validates on the "
+        "others; see tnlib.data.train_pairs). `tnlib data generate` does this itself; run it after changing a "
+        "dataset's splits by other means (e.g. merging manifests).",
+    )
+    pairs.add_argument("folder", nargs="?", type=Path, help="dataset root or data root (default: the data root)")
+    pairs.add_argument("--domain", action="append", metavar="D", help="only this domain (repeatable)")
+    pairs.set_defaults(func=_run_train_pairs)
+
     card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
     card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
     card.set_defaults(func=_run_card)
@@ -103,7 +115,8 @@ def _run_verify(args: argparse.Namespace) -> int:
     bad = 0
     for root in roots:
         duplicates: dict = {}
-        problems = verify_dataset(root, duplicates=duplicates)
+        pairs: dict = {}
+        problems = verify_dataset(root, duplicates=duplicates, train_pairs=pairs)
         for problem in problems:
             print(f"{root}: {problem}", file=sys.stderr)
         bad += bool(problems)
@@ -117,7 +130,38 @@ def _run_verify(args: argparse.Namespace) -> int:
                     text += f", {d.in_train} in train, {d.in_earlier} in earlier splits"
                 parts.append(text)
             print(f"  {domain} duplicates: " + "; ".join(parts))
+        for domain, records in pairs.items():
+            if records:
+                print(f"  {domain} states = a train (state, goal) pair: " + "; ".join(_pair_counts(records)))
     return 1 if bad else 0
+
+
+def _pair_counts(records: dict) -> list[str]:
+    return [f"{split} {r['equal_to_train']} of {r['rows']}" + (f" ({r['kept']} kept for model selection)"
+                                                               if split == "val" else "")
+            for split, r in records.items()]
+
+
+def _run_train_pairs(args: argparse.Namespace) -> int:
+    import time
+
+    from tnlib.data.train_pairs import record_train_pairs
+
+    folder = args.folder or default_data_root()
+    roots = find_datasets(folder)
+    if not roots:
+        raise CommandError(f"{folder}: no dataset (no {MANIFEST}); generate one with `tnlib data generate`")
+    for root in roots:
+        started = time.perf_counter()
+        try:
+            records = record_train_pairs(root, args.domain)
+        except DatasetError as err:
+            raise CommandError(str(err)) from None
+        for domain, by_split in records.items():
+            print(f"{root}/{domain}: states = a train (state, goal) pair: "
+                  + ("; ".join(_pair_counts(by_split)) or "no split besides train"))
+        print(f"{root}: recorded in {time.perf_counter() - started:.1f} s")
+    return 0
 
 
 def _run_card(args: argparse.Namespace) -> int:

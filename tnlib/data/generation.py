@@ -64,7 +64,9 @@ Storage (one dataset root per profile, e.g. ``data/small``)
     ROOT/manifest.json                   format, profile, and each domain manifest with its sha256
     ROOT/DOMAIN/manifest.json            generator parameters, seeds, limits, Fast Downward version, counts,
                                          instance keys, rejected attempts, failures, exhausted cells,
-                                         generation time, sha256 of every file
+                                         generation time, the rows of val/test/plan that equal a train
+                                         (state, goal) pair (tnlib.data.train_pairs; recorded when a run ends),
+                                         sha256 of every file
     ROOT/DOMAIN/domain.pddl              the domain file
     ROOT/DOMAIN/SPLIT.parquet            one row per state (schema: TABLE_COLUMNS, below), zstd-compressed
     ROOT/DOMAIN/problems/SPLIT/NAME.pddl the problem file of every instance
@@ -113,6 +115,7 @@ from tnlib.data.instance_keys import (
 )
 from tnlib.data.schema import FORMAT, FORMAT_VERSION, MANIFEST, SPLITS, TABLE_COLUMNS, arrow_schema
 from tnlib.data.solution_cache import SolutionCache, text_sha256
+from tnlib.data.train_pairs import record_train_pairs, stale_records
 from tnlib.errors import DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
 from tnlib.io import atomic_write_bytes, atomic_write_json, read_json, sha256_file
@@ -741,6 +744,13 @@ def generate_dataset(
     stuck = [f"{sp.domain}/{sp.split}" for sp in plans if not sp.done]
     if stuck:  # cannot happen: every selection either completes or waits for a submitted solve
         raise DatasetError(f"generation stopped with unfinished splits: {', '.join(stuck)}")
+    # Which rows of val, test and plan equal a train (state, goal) pair: a remade split changes its own rows and,
+    # for train, every later split's; a domain left as it was is recorded only when its record is missing or stale.
+    remade = {sp.domain for sp in plans}
+    recount = [d for d in domains if d in remade or (
+        (root / d / MANIFEST).is_file() and stale_records(root, d, read_json(root / d / MANIFEST)))]
+    if recount:
+        record_train_pairs(root, recount)
     report.wall_seconds = time.perf_counter() - started
     return report
 

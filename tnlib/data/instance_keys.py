@@ -33,6 +33,11 @@ search is exponential only for problems with large symmetry groups that step 3's
 with :class:`InstanceKeyError` past :data:`MAX_LEAVES` leaves rather than run on (no generated instance comes
 near: see tests/test_instance_keys.py).
 
+A (state, goal) pair is keyed the same way, with the state in place of the initial atoms
+(:func:`state_goal_key`): two dataset rows with equal pair keys are one training example (the same input and,
+since h* depends only on the pair, the same label). :mod:`tnlib.data.train_pairs` uses it to keep model selection
+away from the training states.
+
 :func:`exact_key` is the weaker test the issue that introduced these keys used: the same atom strings with only the
 problem name removed. A problem's exact key equals another's only if their instance keys are equal.
 
@@ -47,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -205,6 +211,34 @@ def exact_key(problem: ProblemAtoms | str | os.PathLike) -> str:
 def instance_key(problem: ProblemAtoms | str | os.PathLike) -> str:
     """sha256 of :func:`canonical_form`: equal exactly for problems that differ only by renaming objects."""
     return hashlib.sha256(canonical_form(problem).encode()).hexdigest()
+
+
+def parse_atom(text: str) -> Atom:
+    """A dataset table's atom string, ``"(at c0 l1)"``, as an :data:`Atom` (lower case)."""
+    return tuple(text.strip().strip("()").lower().split())
+
+
+def _predicate(atom: str | Atom) -> str:
+    if isinstance(atom, tuple):
+        return atom[0]
+    head = atom.strip().lstrip("(").split(None, 1)[0]
+    return head.rstrip(")").lower()
+
+
+def state_goal_key(problem: ProblemAtoms, state: Iterable[str | Atom], goal: Iterable[str | Atom]) -> str:
+    """The :func:`instance_key` of a (state, goal) pair of ``problem``: the problem with ``state`` in place of its
+    initial atoms and ``goal`` as its goal (atoms as tuples or as the tables' strings). Equal keys: the same
+    (state, goal) pair up to renaming objects -- for every model in tnlib, the same training example."""
+    atoms = lambda items: frozenset(a if isinstance(a, tuple) else parse_atom(a) for a in items)  # noqa: E731
+    return instance_key(ProblemAtoms(problem.name, problem.objects, problem.types, atoms(state), atoms(goal)))
+
+
+def state_goal_signature(problem: ProblemAtoms, state: Iterable[str | Atom], goal: Iterable[str | Atom]) -> tuple:
+    """A cheap invariant of :func:`state_goal_key`: the object types and the atoms per predicate of the state
+    and of the goal, counted. Renaming objects changes none of it, so pairs with different signatures have
+    different keys; only pairs whose signature occurs on both sides need their keys computed."""
+    count = lambda items: tuple(sorted(Counter(_predicate(a) for a in items).items()))  # noqa: E731
+    return tuple(sorted(Counter(problem.types).items())), count(state), count(goal)
 
 
 Fact = tuple[str, str, tuple[int, ...]]  # (phase, predicate, object indices); phase: "type", "init", "goal"
@@ -638,7 +672,10 @@ __all__ = [
     "exact_key",
     "instance_key",
     "keys_fingerprint",
+    "parse_atom",
     "parse_problem",
     "problem_keys",
     "select_attempts",
+    "state_goal_key",
+    "state_goal_signature",
 ]

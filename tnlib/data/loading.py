@@ -81,6 +81,19 @@ class StateTable:
         mask = pc.is_in(self.table.column("instance"), value_set=pa.array(list(names), pa.string()))
         return StateTable(self.table.filter(mask), self.root, self.domain, self.split)
 
+    def without_train_pairs(self) -> "StateTable":
+        """The rows whose (state, goal) is not, up to renaming objects, that of any row of the domain's whole
+        train split: the state-disjoint validation set (:mod:`tnlib.data.train_pairs`; from the manifest's
+        record, which ``tnlib data verify`` recomputes). Raises :class:`DatasetError` for the train split and
+        when the record is missing or stale."""
+        import pyarrow as pa
+
+        from tnlib.data.train_pairs import steps_equal_to_train
+
+        drop = steps_equal_to_train(self.root, self.domain, self.split)
+        keep = [step not in drop.get(name, ()) for name, step in zip(self.column("instance"), self.column("step"))]
+        return StateTable(self.table.filter(pa.array(keep, pa.bool_())), self.root, self.domain, self.split)
+
     def problem_path(self, instance: str) -> Path:
         """Absolute path of an instance's problem file."""
         rows = self.select_instances([instance])

@@ -15,6 +15,7 @@ from typing import Iterator
 
 from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, SPLITS, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
+from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
 from tnlib.errors import DatasetError
 from tnlib.io import read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -75,7 +76,7 @@ def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
 
 def verify_dataset(
     root: str | os.PathLike, domain: str | None = None, split: str | None = None, deep: bool = True,
-    duplicates: dict | None = None,
+    duplicates: dict | None = None, train_pairs: dict | None = None,
 ) -> list[str]:
     """Every problem found in a dataset root (empty list: all good).
 
@@ -86,6 +87,11 @@ def verify_dataset(
     checked against itself and the domain's earlier splits, with the keys the manifest stores); a whole-dataset
     check (neither given, ``deep``) recomputes every key from its problem file. ``duplicates``, when a dict, gets
     the duplicate counts per domain and split (:class:`tnlib.data.instance_keys.SplitDuplicates`).
+
+    The records of which val, test and plan rows equal a train (state, goal) pair (:mod:`tnlib.data.train_pairs`)
+    are recomputed by the whole-dataset check, where a missing record is a problem too; a restricted check only
+    finds records made for other tables or that do not add up. ``train_pairs``, when a dict, gets the records
+    per domain and split.
     """
     root = Path(root)
     problems: list[str] = []
@@ -140,6 +146,12 @@ def verify_dataset(
         problems += found
         if duplicates is not None:
             duplicates[name] = counts
+        # Which rows of the later splits are a train (state, goal) pair (the model-selection subset).
+        whole = domain is None and split is None
+        problems += (check_train_pairs(root, name, manifest) if whole and deep
+                     else stale_records(root, name, manifest, split, missing=whole))
+        if train_pairs is not None:
+            train_pairs[name] = {s: e[PAIRS_RECORD] for s, e in splits.items() if PAIRS_RECORD in e}
     return problems
 
 
@@ -212,7 +224,8 @@ def check_dataset(root: str | os.PathLike, domain: str | None = None, split: str
 
 def data_card(root: str | os.PathLike) -> str:
     """A Markdown table per domain and split: instances, states, sizes, h* range, failures, duplicates rejected,
-    generation time; then the cells that ran out of distinct instances.
+    states that equal a train (state, goal) pair, generation time; then the cells that ran out of distinct
+    instances.
 
     Generation time is the sum over slots of the worker's time (solve + label, rejected attempts included): the
     cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
@@ -224,8 +237,9 @@ def data_card(root: str | os.PathLike) -> str:
     top = read_json(root / MANIFEST)
     lines = [
         "| domain | split | instances | states | sizes | h* (initial) range, mean | failed / retried "
-        "| duplicates rejected / slots unfilled | generation s | of which solve / label |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| duplicates rejected / slots unfilled | states = a train (state, goal) pair | generation s "
+        "| of which solve / label |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     exhausted = []
     for domain, ref in top["domains"].items():
@@ -241,9 +255,13 @@ def data_card(root: str | os.PathLike) -> str:
             # datasets of format 1 predate the duplicate rule: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
                           if "duplicates_rejected" in counts else "-")
+            pairs = entry.get(PAIRS_RECORD)
+            pairs = "-" if split == "train" else "not recorded" if pairs is None else (
+                f"{pairs['equal_to_train']} ({100 * pairs['equal_to_train'] / max(pairs['rows'], 1):.0f}%)")
             lines.append(
                 f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
-                f"| {counts['failed']} / {counts['retried']} | {duplicates} | {entry['seconds']['slots']:.0f} "
+                f"| {counts['failed']} / {counts['retried']} | {duplicates} | {pairs} "
+                f"| {entry['seconds']['slots']:.0f} "
                 f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
             )
             for cell in entry.get("exhausted_cells", []):
@@ -253,6 +271,10 @@ def data_card(root: str | os.PathLike) -> str:
                     f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
                     f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
                 )
+    lines += ["", "States = a train (state, goal) pair: rows whose state and goal equal those of some row of the "
+              "domain's whole train split up to renaming objects (tnlib.data.train_pairs). Distinct instances pass "
+              "through such states; model selection validates on the other val rows only. For test and plan it "
+              "is information: evaluation uses every row."]
     if exhausted:
         lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
                   "grid asks for):", "", *exhausted]

@@ -8,10 +8,13 @@ The run folder holds
 
 * ``config.json`` — the :class:`TrainConfig`;
 * ``data.json`` — what it trained and validated on: splits, and the instances and states used (``instances`` is
-  at most N: a split with fewer distinct instances is used whole, with a warning, and this file says how many);
+  at most N: a split with fewer distinct instances is used whole, with a warning, and this file says how many;
+  validation leaves out the val rows whose (state, goal) equals a train row's up to renaming objects,
+  :func:`load_validation_items`, and this file says how many of the split's rows it kept);
 * ``curves.jsonl`` — one JSON line per validation: step, mean training loss since the previous line, validation
   NLL and MSE, seconds since the start (for plots);
-* ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection);
+* ``best.pt`` — the weights with the best validation MSE so far (the paper's model selection, on the
+  state-disjoint validation rows);
 * ``best-nll.pt`` — the weights with the best validation NLL (the paper's choice for its NLL table of the linear
   models);
 * ``last.pt`` — a periodic checkpoint with the optimizer and the batch sampler's RNG state, written atomically
@@ -164,14 +167,19 @@ def _effective(config: TrainConfig, name: str):
 # Data
 
 
-def load_items(config: TrainConfig, split: str, instances: int | None = None) -> list[dict]:
+def load_items(config: TrainConfig, split: str, instances: int | None = None,
+               without_train_pairs: bool = False) -> list[dict]:
     """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline).
 
     Each item also carries the raw ``ff`` and ``lmcut`` values of its state (for the baseline MSE columns).
+    ``without_train_pairs``: only the rows whose (state, goal) is no train row's up to renaming objects
+    (:meth:`tnlib.data.loading.StateTable.without_train_pairs`; what model selection validates on).
     """
     from tnlib.data.loading import HeuristicDataset, load_split
 
     table = load_split(config.data_root, config.domain, split)
+    if without_train_pairs:
+        table = table.without_train_pairs()
     dataset = HeuristicDataset(
         table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
         instances=instances, seed=config.seed,
@@ -180,9 +188,13 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None) ->
     return [{**dataset[i], "ff": float(ff[i]), "lmcut": float(lmcut[i])} for i in range(len(dataset))]
 
 
-def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Sequence[dict]) -> dict:
+def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Sequence[dict],
+              val_split_pairs: dict | None = None) -> dict:
     """What a run trains and validates on (its ``data.json``): the splits, the training instances asked for
-    (``config.instances``; None: all) and used, and the instances and states of each."""
+    (``config.instances``; None: all) and used, and the instances and states of each. ``val_split_pairs``: the
+    validation split's train-pair record (:mod:`tnlib.data.train_pairs`) when validation left out the rows equal
+    to a train (state, goal) pair; then ``val_states`` counts the rows kept, ``val_states_in_split`` all of them
+    and ``val_states_equal_to_train`` those left out (None: the items were given, not loaded)."""
     return {
         "data_root": config.data_root,
         "train_split": config.train_split,
@@ -192,7 +204,26 @@ def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Seque
         "train_states": len(train_items),
         "val_instances": len({item["instance"] for item in val_items}),
         "val_states": len(val_items),
+        "val_states_in_split": val_split_pairs["rows"] if val_split_pairs else None,
+        "val_states_equal_to_train": val_split_pairs["equal_to_train"] if val_split_pairs else None,
     }
+
+
+def load_validation_items(config: TrainConfig) -> tuple[list[dict], dict]:
+    """The items model selection validates on: the rows of ``config.val_split`` whose (state, goal) is not, up
+    to renaming objects, that of any row of the domain's whole train split -- a row equal to a training example
+    would reward memorising it. The whole split, not the run's subsample of training instances: one validation
+    set for every run and seed, and safe for any subsample. Returns (items, the split's train-pair record)."""
+    from tnlib.data.manifest import dataset_root
+    from tnlib.data.train_pairs import train_pair_record
+
+    items = load_items(config, config.val_split, without_train_pairs=True)
+    record = train_pair_record(dataset_root(config.data_root), config.domain, config.val_split)
+    if not items:
+        raise ValueError(f"{config.domain}/{config.val_split}: no row left to select a model on ({record['rows']} "
+                         f"rows, {record['equal_to_train']} of them equal to a train (state, goal) pair up to "
+                         "renaming objects)")
+    return items, record
 
 
 def encode_all(encoder: Encoder, items: Sequence[dict]) -> list[Encoded]:
@@ -320,8 +351,9 @@ def train(
     encoder = make_encoder(config.model, config.domain)
     if train_items is None:
         train_items = load_items(config, config.train_split, config.instances)
+    val_split_pairs = None
     if val_items is None:
-        val_items = load_items(config, config.val_split)
+        val_items, val_split_pairs = load_validation_items(config)
     if not train_items or not val_items:
         raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
     train_data = encode_all(encoder, train_items)
@@ -339,7 +371,7 @@ def train(
     # argument) leaves no empty folder behind.
     run_dir.mkdir(parents=True, exist_ok=True)
     run = RunDir(run_dir)
-    atomic_write_json(run.data_file, data_used(config, train_items, val_items))
+    atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
