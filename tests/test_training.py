@@ -300,14 +300,14 @@ def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout
     from tnlib.learning.encodings import NLMEncoder
 
     data = items["blocksworld"]
-    run = train(config(tmp_path, steps=4), data, data)
+    run = train(config(tmp_path, model="nlm", steps=4), data, data)
     model, _, _, checkpoint = load_checkpoint(run)
     # the defaults are spelled out in the checkpoint: a later change of default does not change what it rebuilds
     assert checkpoint["model_kwargs"]["layout"] == "authors" and checkpoint["model_kwargs"]["exclude_self"] is False
     assert model.layout == "authors" and model.readout is None
     # a checkpoint written before the layouts existed (tnlib's earlier NLM; no layout in its arguments) loads as
     # that NLM: depth sigmoid layers, a readout, reductions skipping the kept objects
-    old_run = train(config(tmp_path, run_name="old", steps=4, model_args={"depth": 3, "layout": "paper-text",
+    old_run = train(config(tmp_path, model="nlm", run_name="old", steps=4, model_args={"depth": 3, "layout": "paper-text",
                                                                           "exclude_self": True}), data, data)
     old = torch.load(old_run / "best.pt", weights_only=False)
     for key in ("layout", "exclude_self", "prune", "width"):  # what the earlier checkpoints did not record
@@ -325,6 +325,7 @@ def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout
 
 def test_resume_refuses_a_run_of_another_nlm_layout(tmp_path, items):
     data = items["blocksworld"]
-    train(config(tmp_path, run_name="run", steps=4, model_args={"depth": 3, "layout": "paper-text"}), data, data)
+    train(config(tmp_path, model="nlm", run_name="run", steps=4, model_args={"depth": 3, "layout": "paper-text"}),
+          data, data)
     with pytest.raises(ValueError, match="different configuration.*layout: 'paper-text' there, 'authors' now"):
-        train(config(tmp_path, run_name="run", steps=8, model_args={"depth": 3}), data, data)
+        train(config(tmp_path, model="nlm", run_name="run", steps=8, model_args={"depth": 3}), data, data)

@@ -3,16 +3,19 @@
 Each maps a batch of encoded inputs (:mod:`tnlib.learning.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
 and one for sigma, which :class:`tnlib.learning.heads.DistributionHead` turns into a distribution.
 
-NLM (Dong et al. 2019), as configured in the paper's appendix: breadth 3, depth 5, 8 predicates per arity per
-layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every arity r, the concatenation of
+NLM (Dong et al. 2019), as configured in the paper's appendix and built in its authors' code: breadth 3, depth 5,
+8 predicates per arity per inner layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every
+arity r, the concatenation of
 
 * ``expand`` of arity r-1 (copy along a new last object axis),
 * arity r itself,
-* ``exists`` and ``forall`` of arity r+1 over its last object axis (max / min over the real objects other than
-  the kept ones: padded objects and, as in the original NLM, self-references are excluded),
+* ``exists`` and ``forall`` of arity r+1 over its last object axis (max / min over the real objects; with
+  ``exclude_self``, as in the original NLM, also skipping the objects equal to a kept one),
 
-over all r! permutations of the r object axes, then Linear + sigmoid. The readout is a Linear from the last
-layer's 8 nullary predicates to the two raw outputs (no sigmoid: mu must reach the scale of h*).
+over all r! permutations of the r object axes, then Linear + sigmoid. In the authors' layout (the default) the
+last of the depth layers is the output: its Linear gives the two raw outputs for arity 0, without sigmoid (mu must
+reach the scale of h*). In the "paper-text" layout (tnlib's earlier NLM) all depth layers are sigmoid layers and a
+Linear reads the two raw outputs from the last one's 8 nullary predicates.
 
 These optimisations keep the function exactly the same (outputs and gradients tested against
 ``nlm_reference_forward`` in tests/nlm_reference.py, in float64; the speed figures are in reports/speed.md):
