@@ -16,15 +16,17 @@ import torch.nn.functional as F
 from tnlib.learning.models import NLM, STRIPSHGN, NLMLayer, _permutations, _permute_objects, _reduction_mask
 
 
-def exists_forall(x: torch.Tensor, object_mask: torch.Tensor) -> torch.Tensor:
+def exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: str) -> torch.Tensor:
     axis = x.dim() - 2
-    mask = _reduction_mask(object_mask, axis)
+    mask = _reduction_mask(object_mask, axis, exclude_self)
     exists = x.masked_fill(~mask, 0.0).amax(dim=axis)
     forall = x.masked_fill(~mask, 1.0).amin(dim=axis)
     return torch.cat([exists, forall], dim=-1)
 
 
 def nlm_layer_forward(self: NLMLayer, xs: list[torch.Tensor | None], object_mask: torch.Tensor):
+    if not self.sigmoid:  # the authors' output layer: a Linear on arity 0, no speed work to undo
+        return NLMLayer.forward(self, xs, object_mask)
     batch, n = object_mask.shape
     outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
     for r in self.out_arities:
@@ -39,7 +41,7 @@ def nlm_layer_forward(self: NLMLayer, xs: list[torch.Tensor | None], object_mask
 
         local = expanded = None
         if c_same + c_reduce:
-            pieces = ([xs[r]] if c_same else []) + ([exists_forall(xs[r + 1], object_mask)] if c_reduce else [])
+            pieces = ([xs[r]] if c_same else []) + ([exists_forall(xs[r + 1], object_mask, self.exclude_self)] if c_reduce else [])
             local = project(torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0],
                             c_expand, c_expand + c_same + c_reduce)
         if c_expand:

@@ -12,7 +12,7 @@ from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning import models
-from nlm_reference import nlm_reference_forward
+from nlm_reference import _usable, nlm_reference_forward
 from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities
 
 
@@ -43,9 +43,32 @@ def test_nlm_layer_arities_skip_what_cannot_reach_the_output():
     assert nlm_output_arities(5, 3, prune=False) == [[0, 1, 2, 3]] * 4 + [[0]]
 
 
-def test_nlm_optimised_forward_and_gradients_equal_the_reference_in_float64():
+LAYOUTS = [(layout, exclude) for layout in models.NLM_LAYOUTS for exclude in (False, True)]
+
+
+def test_nlm_default_is_the_authors_layout():
+    # the authors' NLMCarlosV2 at depth 5, breadth 3: four sigmoid layers (arities 3, 3, 2, 1 at the top) and an
+    # output NLM layer whose Linear reads the nullary predicates and exists / forall of the unary ones, no sigmoid
     channels = [2, 6, 4, 2]
-    model = randomized(NLM(channels).double())
+    model = NLM(channels)
+    assert (model.layout, model.exclude_self, model.width) == ("authors", False, 8)
+    assert [layer.out_arities for layer in model.layers] == [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2], [0, 1]]
+    assert all(layer.sigmoid for layer in model.layers) and model.readout is None
+    output = model.output_layer
+    assert not output.sigmoid and list(output.linears) == ["0"]
+    assert output.linears["0"].weight.shape == (2, 8 + 2 * 8)
+    assert model.double()(random_nlm_inputs(channels, counts=[3, 2])).shape == (2, 2)
+    # tnlib's earlier NLM: five sigmoid layers and a Linear readout of the last one's nullary predicates
+    earlier = NLM(channels, layout="paper-text", exclude_self=True)
+    assert len(earlier.layers) == 5 and earlier.output_layer is None and earlier.readout.weight.shape == (2, 8)
+    with pytest.raises(ValueError, match="layout must be one of authors, paper-text"):
+        NLM(channels, layout="paper")
+
+
+@pytest.mark.parametrize("layout, exclude_self", LAYOUTS)
+def test_nlm_optimised_forward_and_gradients_equal_the_reference_in_float64(layout, exclude_self):
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels, layout=layout, exclude_self=exclude_self).double())
     inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1])
     for t in inputs.tensors:
         t.requires_grad_(True)
@@ -72,10 +95,30 @@ def test_nlm_reference_is_sensitive_to_permutation_order():
     assert (nlm_reference_forward(model, inputs) - before).abs().max() > 1e-3
 
 
-def test_nlm_pruned_equals_unpruned():
+def test_exclude_self_changes_the_function_and_skips_the_kept_objects():
+    channels = [2, 6, 4, 2]
+    inputs = random_nlm_inputs(channels, counts=[5, 3])
+    model = randomized(NLM(channels).double())
+    with_self = model(inputs)
+    model.exclude_self = False
+    for layer in list(model.layers) + [model.output_layer]:
+        layer.exclude_self = True
+    assert (model(inputs) - with_self).abs().max() > 1e-6
+    # the reference's authors' rule (kept positions with a repeated object reduce over nothing) and tnlib's (skip
+    # the reduced objects equal to a kept one) differ inside, where the output never looks
+    x = torch.rand(1, 3, 3, 3, 1, dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    reduced = models._exists_forall(x, mask, True)[0, 1, 1]
+    assert reduced.tolist() == [float(x[0, 1, 1, [0, 2]].max()), float(x[0, 1, 1, [0, 2]].min())]
+    assert not _usable(mask, 2, True)[0, 1, 1].any() and _usable(mask, 2, True, kept_repeats=False)[0, 1, 1].sum() == 2
+    assert models._exists_forall(x, mask, False)[0, 1, 1].tolist() == [float(x[0, 1, 1].max()), float(x[0, 1, 1].min())]
+
+
+@pytest.mark.parametrize("layout", models.NLM_LAYOUTS)
+def test_nlm_pruned_equals_unpruned(layout):
     channels = [2, 6, 4, 0]
-    pruned = randomized(NLM(channels).double())
-    full = randomized(NLM(channels, prune=False).double(), seed=5)
+    pruned = randomized(NLM(channels, layout=layout).double())
+    full = randomized(NLM(channels, prune=False, layout=layout).double(), seed=5)
     full.load_state_dict(pruned.state_dict(), strict=False)
     inputs = random_nlm_inputs(channels, counts=[4, 2])
     assert len(full.state_dict()) > len(pruned.state_dict())
@@ -108,16 +151,17 @@ def test_nlm_is_invariant_to_object_order():
     torch.testing.assert_close(model(NLMInputs(permuted, inputs.object_mask)), model(inputs), rtol=0, atol=1e-12)
 
 
-def _reference_extrema(x, object_mask):
+def _reference_extrema(x, object_mask, exclude_self):
     """exists/forall the plain autograd way: the oracle for the kernels (values and the tie-splitting gradient)."""
-    mask = models._reduction_mask(object_mask, x.dim() - 2)
+    mask = _usable(object_mask, x.dim() - 3, exclude_self, kept_repeats=False)
     axis = x.dim() - 2
     return torch.cat([x.masked_fill(~mask, 0.0).amax(dim=axis), x.masked_fill(~mask, 1.0).amin(dim=axis)], dim=-1)
 
 
+@pytest.mark.parametrize("exclude_self", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("arity", [1, 2, 3])
-def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity):
+def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity, exclude_self):
     # values from a small set, so that ties are everywhere (symmetric objects give exact ties in practice), and
     # padded objects; the gradient of a tied extremum is split evenly, filled entries counted
     g = torch.Generator().manual_seed(arity)
@@ -127,19 +171,20 @@ def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity):
     object_mask = torch.arange(n)[None, :] < torch.tensor(counts)[:, None]
     grad = torch.rand((len(counts),) + (n,) * (arity - 1) + (6,), generator=g, dtype=dtype)
     a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
-    fast, slow = models._exists_forall(a, object_mask), _reference_extrema(b, object_mask)
+    fast, slow = models._exists_forall(a, object_mask, exclude_self), _reference_extrema(b, object_mask, exclude_self)
     assert torch.equal(fast, slow)
     fast.backward(grad)
     slow.backward(grad)
     assert torch.equal(a.grad, b.grad)
     axis = x.dim() - 2  # the case is exercised: some extremum is attained by several entries
-    assert ((x.masked_fill(~models._reduction_mask(object_mask, axis), 0.0) == slow[..., :3].unsqueeze(axis))
+    assert ((x.masked_fill(~_usable(object_mask, axis - 1, exclude_self, kept_repeats=False), 0.0) == slow[..., :3].unsqueeze(axis))
             .sum(axis) > 1).any()
     with torch.no_grad():  # the inference route (no autograd function) gives the same values
-        assert torch.equal(models._exists_forall(x, object_mask), slow)
+        assert torch.equal(models._exists_forall(x, object_mask, exclude_self), slow)
 
 
-def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch):
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_self):
     # the torch route (CUDA, half precision) against the kernels, forward and backward
     g = torch.Generator().manual_seed(1)
     x = torch.rand(3, 4, 4, 4, 2, generator=g, dtype=torch.float64)
@@ -149,7 +194,7 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch):
     for kernels in (True, False):
         monkeypatch.setattr(models, "_use_kernels", lambda t, kernels=kernels: kernels)
         leaf = x.clone().requires_grad_(True)
-        out = models._exists_forall(leaf, object_mask)
+        out = models._exists_forall(leaf, object_mask, exclude_self)
         out.backward(grad)
         results.append((out.detach(), leaf.grad))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])

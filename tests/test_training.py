@@ -168,15 +168,16 @@ def test_paper_defaults():
     assert (cfg.batch_size, cfg.grad_clip, cfg.steps) == (256, 0.1, 40_000)
     assert TrainConfig(model="nlm").lr == 1e-2 and TrainConfig(model="linear").lr == 1e-2
     assert TrainConfig(model="hgn").lr == 1e-3
-    # weight decay: the paper's 1e-2 for NLM and HGN; none for linear regression (the appendix removed it)
+    # weight decay: the paper's 1e-2 for NLM; none for HGN (as its authors trained it) and linear regression (the
+    # appendix removed it)
     assert cfg.weight_decay is None and cfg.sigma_link == "softplus"
-    assert TrainConfig(model="nlm").decay == 1e-2 and TrainConfig(model="hgn").decay == 1e-2
+    assert TrainConfig(model="nlm").decay == 1e-2 and TrainConfig(model="hgn").decay == 0.0
     assert TrainConfig(model="linear").decay == 0.0
     assert TrainConfig(model="linear", weight_decay=0.05).decay == 0.05
 
 
 @pytest.mark.parametrize("model, weight_decay, expected", [
-    ("linear", None, 0.0), ("nlm", None, 1e-2), ("linear", 0.03, 0.03),
+    ("linear", None, 0.0), ("nlm", None, 1e-2), ("hgn", None, 0.0), ("linear", 0.03, 0.03),
 ])
 def test_the_optimizer_gets_the_models_weight_decay(tmp_path, items, model, weight_decay, expected):
     data = items["blocksworld"]
@@ -329,3 +330,38 @@ def test_model_selection_validates_on_the_val_rows_that_are_no_train_pair(tmp_pa
     assert checkpoint["val_mse"] != pytest.approx(mse(every), rel=1e-3)
     assert min(c["val_mse"] for c in curves(run)) == checkpoint["val_mse"]
 
+
+def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout(tmp_path, items):
+    from nlm_reference import nlm_reference_forward
+    from tnlib.learning.encodings import NLMEncoder
+
+    data = items["blocksworld"]
+    run = train(config(tmp_path, model="nlm", steps=4), data, data)
+    model, _, _, checkpoint = load_checkpoint(run)
+    # the defaults are spelled out in the checkpoint: a later change of default does not change what it rebuilds
+    assert checkpoint["model_kwargs"]["layout"] == "authors" and checkpoint["model_kwargs"]["exclude_self"] is False
+    assert model.layout == "authors" and model.readout is None
+    # a checkpoint written before the layouts existed (tnlib's earlier NLM; no layout in its arguments) loads as
+    # that NLM: depth sigmoid layers, a readout, reductions skipping the kept objects
+    old_run = train(config(tmp_path, model="nlm", run_name="old", steps=4, model_args={"depth": 3, "layout": "paper-text",
+                                                                          "exclude_self": True}), data, data)
+    old = torch.load(old_run / "best.pt", weights_only=False)
+    for key in ("layout", "exclude_self", "prune", "width"):  # what the earlier checkpoints did not record
+        old["model_kwargs"].pop(key)
+    old["config"]["model_args"] = {"depth": 3}
+    torch.save(old, tmp_path / "old.pt")
+    loaded, _, _, _ = load_checkpoint(tmp_path / "old.pt")
+    assert (loaded.layout, loaded.exclude_self, len(loaded.layers)) == ("paper-text", True, 3)
+    encoder = NLMEncoder("blocksworld")
+    batch = encoder.collate([encoder.encode(item) for item in data[:8]])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(batch.inputs), nlm_reference_forward(loaded, batch.inputs))
+        assert (loaded(batch.inputs) - model(batch.inputs)).abs().max() > 1e-3  # not the new layout's model
+
+
+def test_resume_refuses_a_run_of_another_nlm_layout(tmp_path, items):
+    data = items["blocksworld"]
+    train(config(tmp_path, model="nlm", run_name="run", steps=4, model_args={"depth": 3, "layout": "paper-text"}),
+          data, data)
+    with pytest.raises(ValueError, match="different configuration.*layout: 'paper-text' there, 'authors' now"):
+        train(config(tmp_path, model="nlm", run_name="run", steps=8, model_args={"depth": 3}), data, data)

@@ -148,7 +148,9 @@ def test_an_unknown_domain_leaves_no_run_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argument, message", [
-    ("foo=3", "--model-arg: nlm (NLM) takes no argument 'foo' (it takes breadth, depth, width, prune)"),
+    ("foo=3", "--model-arg: nlm (NLM) takes no argument 'foo' (it takes breadth, depth, width, prune, layout, "
+              "exclude_self)"),
+    ("layout=paper", "--model-arg: nlm's layout must be one of authors, paper-text (default 'authors'), got 'paper'"),
     ("depth=x", "--model-arg: nlm's depth must be a whole number (default 5), got 'x'"),
     ("depth=2.5", "--model-arg: nlm's depth must be a whole number"),
     ("prune=1", "--model-arg: nlm's prune must be true or false"),

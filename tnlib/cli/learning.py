@@ -28,8 +28,8 @@ TRAIN_HELP = {
     "steps": "training steps (default: %(default)s, the paper's: hours on a CPU, see the estimate printed before "
              "training; e.g. --steps 2000)",
     "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn)",
-    "weight_decay": "AdamW's; default: the paper's, 1e-2 (nlm, hgn), 0 (linear)",
-    "model_args": "model constructor argument, e.g. depth=3 (repeatable)",
+    "weight_decay": "AdamW's; default: 1e-2 (nlm, the paper's), 0 (hgn, the authors'; linear)",
+    "model_args": "model constructor argument, e.g. depth=3 or layout=paper-text (repeatable)",
     "out_dir": "folder of run folders (default: %(default)s)",
     "run_name": "run folder name (default: from the configuration)",
     "device": "cpu | cuda (default: CUDA when present)",

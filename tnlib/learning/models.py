@@ -3,16 +3,19 @@
 Each maps a batch of encoded inputs (:mod:`tnlib.learning.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
 and one for sigma, which :class:`tnlib.learning.heads.DistributionHead` turns into a distribution.
 
-NLM (Dong et al. 2019), as configured in the paper's appendix: breadth 3, depth 5, 8 predicates per arity per
-layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every arity r, the concatenation of
+NLM (Dong et al. 2019), as configured in the paper's appendix and built in its authors' code: breadth 3, depth 5,
+8 predicates per arity per inner layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every
+arity r, the concatenation of
 
 * ``expand`` of arity r-1 (copy along a new last object axis),
 * arity r itself,
-* ``exists`` and ``forall`` of arity r+1 over its last object axis (max / min over the real objects other than
-  the kept ones: padded objects and, as in the original NLM, self-references are excluded),
+* ``exists`` and ``forall`` of arity r+1 over its last object axis (max / min over the real objects; with
+  ``exclude_self``, as in the original NLM, also skipping the objects equal to a kept one),
 
-over all r! permutations of the r object axes, then Linear + sigmoid. The readout is a Linear from the last
-layer's 8 nullary predicates to the two raw outputs (no sigmoid: mu must reach the scale of h*).
+over all r! permutations of the r object axes, then Linear + sigmoid. In the authors' layout (the default) the
+last of the depth layers is the output: its Linear gives the two raw outputs for arity 0, without sigmoid (mu must
+reach the scale of h*). In the "paper-text" layout (tnlib's earlier NLM) all depth layers are sigmoid layers and a
+Linear reads the two raw outputs from the last one's 8 nullary predicates.
 
 These optimisations keep the function exactly the same (outputs and gradients tested against
 ``nlm_reference_forward`` in tests/nlm_reference.py, in float64; the speed figures are in reports/speed.md):
@@ -91,15 +94,23 @@ def _permute_objects(x: torch.Tensor, perm: tuple[int, ...]) -> torch.Tensor:
     return x.permute(0, *[1 + p for p in perm], x.dim() - 1)
 
 
+# ``exclude_self`` (the authors' --exclude-self, Dong et al.'s exclude_self): with True a reduction (exists / forall
+# over the last object axis) skips the entries whose reduced object equals a kept one; with False (the authors'
+# code's default) it ranges over every real object. The authors' True also skips every entry whose kept objects
+# repeat one another; tnlib does not need to: a position with a repeated object only ever feeds positions with a
+# repeated object (expand and permute keep the repeat, and a reduction skips the reduced object where it repeats a
+# kept one), so it never reaches the arity-0 output, and the two compute the same model (tests/nlm_reference.py
+# implements the authors' rule; the tests compare outputs and gradients).
 _DISTINCT_CACHE: dict[tuple[int, int, str], torch.Tensor] = {}
 
 
-def _reduction_mask(object_mask: torch.Tensor, r_plus_1: int) -> torch.Tensor:
-    """Bool ``[B, N^(r+1), 1]``: entries a reduction over the last axis may use (real, not equal to a kept index)."""
+def _reduction_mask(object_mask: torch.Tensor, r_plus_1: int, exclude_self: bool) -> torch.Tensor:
+    """Bool ``[B, N^(r+1), 1]``: entries a reduction over the last axis may use (real, and with ``exclude_self``
+    not equal to a kept index)."""
     batch, n = object_mask.shape
     view = (batch,) + (1,) * (r_plus_1 - 1) + (n, 1)
     mask = object_mask.view(view)
-    if r_plus_1 > 1:
+    if r_plus_1 > 1 and exclude_self:
         key = (r_plus_1, n, str(object_mask.device))
         distinct = _DISTINCT_CACHE.get(key)
         if distinct is None:
@@ -140,30 +151,45 @@ def _batch_chunks(batch: int, bytes_per_state: int) -> list[tuple[int, int]]:
 # Masked max / min over the last object axis, as numba kernels on CPU: one pass over x forward, two backward,
 # where autograd's route (fill, reduce, compare, count, scale, fill) makes about ten. The kernels compute the
 # same numbers as that route (the tests compare them bit for bit): excluded entries -- objects that are not real
-# (padding) and objects equal to one of the kept ones -- take the value 0 for the max and 1 for the min; the
-# gradient of an extremum is split evenly among the entries equal to it, excluded ones counted, and excluded
-# entries then get none. x is [B, M, N, C]: M = N^r kept positions (row-major), N reduced objects, C channels.
+# (padding) and, with ``exclude`` (``exclude_self``), objects equal to one of the kept ones -- take the value 0 for
+# the max and 1 for the min; the gradient of an extremum is split evenly among the entries equal to it, excluded
+# ones counted, and excluded entries then get none. x is [B, M, N, C]: M = N^r kept positions (row-major), N
+# reduced objects, C channels.
 
 
 @njit(nogil=True, cache=True)
-def _extrema_kernel(x, real, r, out, start, stop):  # pragma: no cover - compiled
+def _kept_objects(m, r, n, kept):  # pragma: no cover - compiled
+    """Fill ``kept`` with the objects of kept position ``m``."""
+    rest = m
+    for a in range(r - 1, -1, -1):
+        kept[a] = rest % n
+        rest //= n
+
+
+@njit(nogil=True, cache=True)
+def _is_excluded(real, b, k, kept, r, exclude):  # pragma: no cover - compiled
+    if not real[b, k]:
+        return True
+    if exclude:
+        for a in range(r):
+            if kept[a] == k:
+                return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def _extrema_kernel(x, real, r, exclude, out, start, stop):  # pragma: no cover - compiled
     _, positions, n, channels = x.shape
     kept = np.empty(max(r, 1), np.int64)
     most = np.empty(channels, x.dtype)
     least = np.empty(channels, x.dtype)
     for b in range(start, stop):
         for m in range(positions):
-            rest = m
-            for a in range(r - 1, -1, -1):
-                kept[a] = rest % n
-                rest //= n
+            _kept_objects(m, r, n, kept)
             most[:] = -np.inf
             least[:] = np.inf
             for k in range(n):
-                excluded = not real[b, k]
-                for a in range(r):
-                    excluded = excluded or kept[a] == k
-                if excluded:
+                if _is_excluded(real, b, k, kept, r, exclude):
                     for c in range(channels):
                         most[c] = max(most[c], 0.0)
                         least[c] = min(least[c], 1.0)
@@ -177,7 +203,7 @@ def _extrema_kernel(x, real, r, out, start, stop):  # pragma: no cover - compile
 
 
 @njit(nogil=True, cache=True)
-def _extrema_backward_kernel(x, real, r, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
+def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
     _, positions, n, channels = x.shape
     kept = np.empty(max(r, 1), np.int64)
     ties_max = np.empty(channels, np.int64)
@@ -186,16 +212,11 @@ def _extrema_backward_kernel(x, real, r, out, grad, grad_x, start, stop):  # pra
     share_min = np.empty(channels, x.dtype)
     for b in range(start, stop):
         for m in range(positions):
-            rest = m
-            for a in range(r - 1, -1, -1):
-                kept[a] = rest % n
-                rest //= n
+            _kept_objects(m, r, n, kept)
             ties_max[:] = 0
             ties_min[:] = 0
             for k in range(n):
-                excluded = not real[b, k]
-                for a in range(r):
-                    excluded = excluded or kept[a] == k
+                excluded = _is_excluded(real, b, k, kept, r, exclude)
                 for c in range(channels):
                     if (0.0 if excluded else x[b, m, k, c]) == out[b, m, c]:
                         ties_max[c] += 1
@@ -205,9 +226,7 @@ def _extrema_backward_kernel(x, real, r, out, grad, grad_x, start, stop):  # pra
                 share_max[c] = grad[b, m, c] / ties_max[c]
                 share_min[c] = grad[b, m, channels + c] / ties_min[c]
             for k in range(n):
-                excluded = not real[b, k]
-                for a in range(r):
-                    excluded = excluded or kept[a] == k
+                excluded = _is_excluded(real, b, k, kept, r, exclude)
                 for c in range(channels):
                     if excluded:
                         grad_x[b, m, k, c] = 0.0
@@ -246,7 +265,8 @@ def _kernel_view(x: torch.Tensor) -> np.ndarray:
     return x.detach().contiguous().view(x.shape[0], -1, n, x.shape[-1]).numpy()
 
 
-def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, excluded: torch.Tensor | None) -> torch.Tensor:
+def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool,
+                    excluded: torch.Tensor | None) -> torch.Tensor:
     """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max over the last object axis with excluded entries filled with 0,
     then min with them filled with 1 (see ``_exists_forall``)."""
     axis = x.dim() - 2
@@ -254,9 +274,9 @@ def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, excluded: torch.
     out = x.new_empty(x.shape[:axis] + (2 * channels,))
     if _use_kernels(x):
         _run_split(_extrema_kernel, x.shape[0], x.numel(), _kernel_view(x), object_mask.numpy(), axis - 1,
-                   out.view(x.shape[0], -1, 2 * channels).numpy())
+                   bool(exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy())
         return out
-    excluded = ~_reduction_mask(object_mask, axis) if excluded is None else excluded
+    excluded = ~_reduction_mask(object_mask, axis, exclude_self) if excluded is None else excluded
     torch.amax(x.masked_fill(excluded, 0.0), dim=axis, out=out[..., :channels])
     torch.amin(x.masked_fill(excluded, 1.0), dim=axis, out=out[..., channels:])
     return out
@@ -267,10 +287,11 @@ class _MaskedExtrema(torch.autograd.Function):
     and ``x.masked_fill(excluded, 1).amin(axis)`` (see the kernels above)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, object_mask: torch.Tensor, excluded: torch.Tensor | None) -> torch.Tensor:
-        out = _masked_extrema(x, object_mask, excluded)
+    def forward(ctx, x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool,
+                excluded: torch.Tensor | None) -> torch.Tensor:
+        out = _masked_extrema(x, object_mask, exclude_self, excluded)
         ctx.save_for_backward(x, object_mask, out)
-        ctx.excluded = excluded
+        ctx.exclude_self, ctx.excluded = exclude_self, excluded
         return out
 
     @staticmethod
@@ -281,28 +302,30 @@ class _MaskedExtrema(torch.autograd.Function):
         if _use_kernels(x):
             grad_x = x.new_empty(x.shape)
             _run_split(_extrema_backward_kernel, x.shape[0], 2 * x.numel(), _kernel_view(x), object_mask.numpy(),
-                       axis - 1, out.view(x.shape[0], -1, 2 * channels).numpy(),
+                       axis - 1, bool(ctx.exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy(),
                        grad.contiguous().view(x.shape[0], -1, 2 * channels).numpy(), _kernel_view(grad_x))
-            return grad_x, None, None
-        excluded = ~_reduction_mask(object_mask, axis) if ctx.excluded is None else ctx.excluded
+            return grad_x, None, None, None
+        excluded = ~_reduction_mask(object_mask, axis, ctx.exclude_self) if ctx.excluded is None else ctx.excluded
         total = None
         for fill, part in ((0.0, slice(None, channels)), (1.0, slice(channels, None))):
             ties = x.masked_fill(excluded, fill) == out[..., part].unsqueeze(axis)
             share = (grad[..., part].unsqueeze(axis) / ties.sum(axis, keepdim=True)) * ties
             share.masked_fill_(excluded, 0.0)
             total = share if total is None else total.add_(share)
-        return total, None, None
+        return total, None, None, None
 
 
-def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor) -> torch.Tensor:
-    """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max and min over the last object axis, restricted by the mask.
+def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool) -> torch.Tensor:
+    """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max and min over the last object axis, restricted by the mask and
+    ``exclude_self`` (see above the masks).
 
     Values lie in [0, 1] (inputs are 0/1, hidden predicates sigmoids), so excluded entries become 0 for the max
-    and 1 for the min: they never win, and an empty range gives exists = 0, forall = 1.
+    and 1 for the min: they never win, and an empty range gives exists = 0, forall = 1 (the values the authors'
+    code gives too: it multiplies excluded entries by 0, or sets them to 1 for the min).
     """
-    excluded = None if _use_kernels(x) else ~_reduction_mask(object_mask, x.dim() - 2)
-    return _MaskedExtrema.apply(x, object_mask, excluded) if _needs_grad(x) else \
-        _masked_extrema(x, object_mask, excluded)
+    excluded = None if _use_kernels(x) else ~_reduction_mask(object_mask, x.dim() - 2, exclude_self)
+    return _MaskedExtrema.apply(x, object_mask, exclude_self, excluded) if _needs_grad(x) else \
+        _masked_extrema(x, object_mask, exclude_self, excluded)
 
 
 def _permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
@@ -386,14 +409,21 @@ class NLMLayer(nn.Module):
     """One NLM layer: for each output arity r, Linear + sigmoid over [expand r-1, r, exists/forall r+1] x r!.
 
     ``linears[str(r)].weight`` is laid out ``[out, r! * (C_{r-1} + C_r + 2 C_{r+1})]``: permutation-major (in
-    ``itertools.permutations`` order), then the parts in the order expand, self, exists, forall.
+    ``itertools.permutations`` order), then the parts in the order expand, self, exists, forall. With
+    ``sigmoid=False`` (the authors' output layer) the Linear's output is the layer's, and only arity 0 is
+    computed. With ``exclude_self`` exists / forall skip the reduced objects equal to a kept one.
     """
 
-    def __init__(self, in_channels: list[int], out_arities: list[int], width: int):
+    def __init__(self, in_channels: list[int], out_arities: list[int], width: int, exclude_self: bool = True,
+                 sigmoid: bool = True):
         super().__init__()
+        if not sigmoid and list(out_arities) != [0]:
+            raise ValueError(f"an NLM layer without sigmoid computes arity 0 only, not {out_arities}")
         self.in_channels = list(in_channels)
         self.out_arities = list(out_arities)
         self.width = width
+        self.exclude_self = exclude_self
+        self.sigmoid = sigmoid
         self.linears = nn.ModuleDict()
         for r in out_arities:
             parts = self.part_sizes(r)
@@ -409,6 +439,12 @@ class NLMLayer(nn.Module):
 
     def forward(self, xs: list[torch.Tensor | None], object_mask: torch.Tensor) -> list[torch.Tensor | None]:
         outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
+        if not self.sigmoid:  # arity 0: no objects to expand or permute, a plain Linear
+            pieces = [x for x, c in ((xs[0], self.in_channels[0]),) if c]
+            if len(self.in_channels) > 1 and self.in_channels[1]:
+                pieces.append(_exists_forall(xs[1], object_mask, self.exclude_self))
+            outputs[0] = self.linears["0"](torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0])
+            return outputs
         for r in self.out_arities:
             linear = self.linears[str(r)]
             c_expand, c_same, c_reduce = self.part_sizes(r)
@@ -436,7 +472,7 @@ class NLMLayer(nn.Module):
             if c_same + c_reduce:
                 pieces = [xs[r]] if c_same else []
                 if c_reduce:
-                    pieces.append(_exists_forall(xs[r + 1], object_mask))
+                    pieces.append(_exists_forall(xs[r + 1], object_mask, self.exclude_self))
                 local = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
             w_local = stacked(c_expand, c_expand + c_same + c_reduce) if local is not None else None
             n = object_mask.shape[1]
@@ -447,30 +483,53 @@ class NLMLayer(nn.Module):
         return outputs
 
 
+# The NLM's layouts (``NLM(layout=...)``): "authors", the authors' code (their NLMCarlosV2): depth - 1 sigmoid
+# layers, then an NLM layer whose Linear gives the two raw outputs from the arity-0 inputs (the last sigmoid
+# layer's nullary predicates and exists / forall of its unary ones), without sigmoid. "paper-text", tnlib's first
+# reading of the paper's "depth 5": depth sigmoid layers, then a Linear from the last one's nullary predicates.
+NLM_LAYOUTS = ("authors", "paper-text")
+# The constructor arguments of an NLM saved before ``layout`` and ``exclude_self`` existed: they rebuild it.
+NLM_ARGS_BEFORE_LAYOUTS = {"layout": "paper-text", "exclude_self": True}
+
+
 class NLM(nn.Module):
-    """Neural Logic Machine over object tensors (``NLMInputs``) -> raw ``[B, 2]``."""
+    """Neural Logic Machine over object tensors (``NLMInputs``) -> raw ``[B, 2]``.
+
+    ``width`` predicates per arity in every sigmoid layer; ``layout`` see ``NLM_LAYOUTS``; with ``exclude_self``
+    reductions skip the objects equal to a kept one. The defaults are the authors' code's.
+    """
+
+    ARG_CHOICES = {"layout": NLM_LAYOUTS}
 
     def __init__(self, input_channels: list[int], breadth: int = 3, depth: int = 5, width: int = 8,
-                 prune: bool = True):
+                 prune: bool = True, layout: str = "authors", exclude_self: bool = False):
         super().__init__()
         if depth < 1 or breadth < 0 or width < 1:
             raise ValueError(f"NLM needs depth >= 1, breadth >= 0 and width >= 1 (got {depth}, {breadth}, {width})")
+        if layout not in NLM_LAYOUTS:
+            raise ValueError(f"NLM's layout must be one of {', '.join(NLM_LAYOUTS)}, got {layout!r}")
         channels = list(input_channels) + [0] * (breadth + 1 - len(input_channels))
         if len(channels) != breadth + 1:
             raise ValueError(f"input has arities up to {len(input_channels) - 1}, more than the breadth {breadth}")
         self.input_channels, self.breadth, self.depth, self.width = channels, breadth, depth, width
+        self.layout, self.exclude_self = layout, exclude_self
+        arities = nlm_output_arities(depth, breadth, prune)
+        sigmoid_layers = arities[:-1] if layout == "authors" else arities
         self.layers = nn.ModuleList()
-        for out_arities in nlm_output_arities(depth, breadth, prune):
-            self.layers.append(NLMLayer(channels, out_arities, width))
+        for out_arities in sigmoid_layers:
+            self.layers.append(NLMLayer(channels, out_arities, width, exclude_self))
             channels = [width if r in out_arities else 0 for r in range(breadth + 1)]
-        self.readout = nn.Linear(width, 2)
+        if layout == "authors":
+            self.output_layer, self.readout = NLMLayer(channels, [0], 2, exclude_self, sigmoid=False), None
+        else:
+            self.output_layer, self.readout = None, nn.Linear(width, 2)
         self.reset_parameters()
 
     # Glorot and Bengio's gain for sigmoid units (4: sigmoid'(0) = 1/4). With PyTorch's default init the
     # difference between two states shrinks ~20x per layer through the sigmoids and max/min reductions (outputs
     # differ by ~1e-8 after five layers), and a few hundred steps leave the model a constant; with this gain it
     # learns at once (data/small blocksworld, fixed/none, 300 steps: validation MSE 15.2 -> 5.2). The paper does
-    # not specify an initialisation.
+    # not specify an initialisation. The linear output (layer or readout) keeps PyTorch's default.
     SIGMOID_GAIN = 4.0
 
     def reset_parameters(self) -> None:
@@ -483,6 +542,8 @@ class NLM(nn.Module):
         xs: list[torch.Tensor | None] = list(inputs.tensors)
         for layer in self.layers:
             xs = layer(xs, inputs.object_mask)
+        if self.output_layer is not None:
+            return self.output_layer(xs, inputs.object_mask)[0]
         return self.readout(xs[0])
 
 
@@ -666,6 +727,12 @@ def check_model_args(name: str, args, setting: str = "model_args") -> None:
                              f"(it takes {', '.join(settable) or 'none'})")
         default = settable[key]
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        choices = getattr(cls, "ARG_CHOICES", {}).get(key)
+        if choices is not None:
+            if value not in choices:
+                raise ValueError(f"{setting}: {name}'s {key} must be one of {', '.join(choices)} "
+                                 f"(default {default!r}), got {value!r}")
+            continue
         if isinstance(default, bool):
             ok, kind = isinstance(value, bool), "true or false"
         elif isinstance(default, int):
@@ -676,6 +743,22 @@ def check_model_args(name: str, args, setting: str = "model_args") -> None:
             ok, kind = True, ""
         if not ok:
             raise ValueError(f"{setting}: {name}'s {key} must be {kind} (default {default!r}), got {value!r}")
+
+
+def model_arguments(name: str, given: dict) -> dict:
+    """Every constructor argument of model ``name`` that has a default, at its default, updated with ``given``:
+    what a checkpoint records, so that a later change of a default does not change the model it rebuilds."""
+    defaults = {key: parameter.default for key, parameter in inspect.signature(MODELS[name]).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    return {**defaults, **given}
+
+
+def saved_model_arguments(name: str, saved: dict) -> dict:
+    """The constructor arguments that rebuild a model from a checkpoint's ``saved`` ones: an NLM saved before its
+    layouts existed (no ``layout``) was trained as ``NLM_ARGS_BEFORE_LAYOUTS``."""
+    if name == "nlm" and "layout" not in saved:
+        saved = {**NLM_ARGS_BEFORE_LAYOUTS, **saved}
+    return model_arguments(name, saved)
 
 
 def build_model(name: str, **kwargs) -> nn.Module:

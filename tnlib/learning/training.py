@@ -1,8 +1,9 @@
 """Training: one readable loop, in the spirit of nanoGPT's ``train.py``.
 
 ``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN or linear regression) with one head
-configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2 (NLM, HGN; none
-for linear regression, whose weight decay the appendix says was removed), gradient norm clip 0.1, learning rate 1e-2
+configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2 (NLM; none for
+HGN, as its authors trained it, and for linear regression, whose weight decay the appendix says was removed),
+gradient norm clip 0.1, learning rate 1e-2
 (NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
 The run folder holds
 
@@ -49,7 +50,8 @@ from tnlib.experiments.run_dir import RunDir
 from tnlib.io import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning.models import DEFAULT_LEARNING_RATES, MODELS, build_model, check_model_args
+from tnlib.learning.models import (DEFAULT_LEARNING_RATES, MODELS, build_model, check_model_args, model_arguments,
+                                   saved_model_arguments)
 from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
@@ -81,13 +83,14 @@ class TrainConfig:
     steps: int = TRAIN_STEPS
     batch_size: int = BATCH_SIZE
     learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
-    weight_decay: float | None = None  # None: the paper's per model, 1e-2 (nlm, hgn) or 0 (linear)
+    weight_decay: float | None = None  # None: per model (tnlib.paper.WEIGHT_DECAY), 1e-2 (nlm) or 0 (hgn, linear)
     grad_clip: float = 0.1
     eval_every: int = 500
     checkpoint_every: int = 500
     eval_batch_size: int = 1024
     seed: int = 0
-    model_args: dict = field(default_factory=dict)  # e.g. {"depth": 3} for a smaller NLM
+    # e.g. {"depth": 3} for a smaller NLM, {"layout": "paper-text"} for tnlib's earlier NLM (tnlib.learning.models)
+    model_args: dict = field(default_factory=dict)
     # where
     out_dir: str = "runs"
     run_name: str | None = None
@@ -131,7 +134,7 @@ class TrainConfig:
 
     @property
     def decay(self) -> float:
-        """AdamW's weight decay: ``weight_decay``, or the paper's for the model when it is None."""
+        """AdamW's weight decay: ``weight_decay``, or the model's (``tnlib.paper.WEIGHT_DECAY``) when it is None."""
         return self.weight_decay if self.weight_decay is not None else WEIGHT_DECAY[self.model]
 
     @property
@@ -295,7 +298,8 @@ def _atomic_save(obj: dict, path: Path) -> None:
 
 
 def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
-    return {**encoder.model_kwargs(), **config.model_args}
+    """The model's constructor arguments, defaults spelled out (the NLM's layout, ...): checkpoints record them."""
+    return model_arguments(config.model, {**encoder.model_kwargs(), **config.model_args})
 
 
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
@@ -314,7 +318,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
     config = TrainConfig.from_dict(checkpoint["config"])
-    model = build_model(config.model, **checkpoint["model_kwargs"])
+    model = build_model(config.model, **saved_model_arguments(config.model, checkpoint["model_kwargs"]))
     model.load_state_dict(checkpoint["model"])
     device = default_device(device if device is not None else config.device)
     model.to(device).eval()
@@ -381,6 +385,9 @@ def train(
         saved = TrainConfig.from_dict(checkpoint["config"])
         differs = [f.name for f in fields(TrainConfig)
                    if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)]
+        saved_model = saved_model_arguments(saved.model, checkpoint["model_kwargs"])
+        differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
+                    for key, value in model_kwargs.items() if saved_model.get(key) != value]
         if differs:
             raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
                              "choose another run_name or pass resume=False to start it afresh")
