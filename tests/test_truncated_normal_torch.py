@@ -333,8 +333,8 @@ def test_kl_float32_broadcasting_and_batches():
         q = TruncatedNormal(*(torch.tensor(c, dtype=dtype) for c in zip(*q_rows)))
         got = kl_divergence(p, q)
         assert got.shape == (8,) and got.dtype == dtype
-        # float32: terms O(1) (up to 1e3 for the far tails) rounded to ~1e-7 relatively
-        tol = 1e-12 if dtype == torch.float64 else 2e-4
+        # float32: the O(1) terms of the closed form each rounded to ~1e-7
+        tol = 1e-12 if dtype == torch.float64 else 1e-6
         assert ((got.double() - expected).abs() <= tol * (expected + 1.0)).all(), (got, expected)
     # broadcasting: p batch (8, 1) against q batch (3,) gives (8, 3), each entry the elementwise KL
     p = TruncatedNormal(*(torch.tensor(c, dtype=torch.float64)[:, None] for c in zip(*p_rows)))
