@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 import scipy.stats
@@ -439,3 +440,115 @@ def test_gpu_path_when_available():
     cpu = TruncatedNormal(*(p.cpu() for p in params))
     torch.testing.assert_close(d.mean.cpu(), cpu.mean)
     torch.testing.assert_close(d.log_prob(params[2] + 0.01).cpu(), cpu.log_prob(params[2].cpu() + 0.01))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# cdf, icdf and scale derivatives by relative error (issue 14.4): mirrored elements and narrow intervals
+# ------------------------------------------------------------------------------------------------------------
+
+def _cdf_cases() -> list[tuple[tuple[float, float, float, float], float]]:
+    """(params, x): loc far above the interval (mirrored: the cdf is a far-tail mass), far below, inside,
+    and narrow intervals, at points spread over each support."""
+    cases = [((20.0, 1.0, 0.0, 5.0), 1.0)]  # the issue's example: 2.3e-30
+    for loc, scale, low, high in [(20.0, 1.0, 0.0, 5.0), (8.0, 0.5, -1.0, 2.0), (30.0, 2.0, -INF, 0.0),
+                                  (1e3, 30.0, 0.0, 50.0), (-20.0, 1.0, -5.0, 0.0), (-7.0, 3.0, 0.0, INF),
+                                  (0.3, 1.0, 0.0, 2.0), (1.0, 1.0, -INF, 0.5), (5.0, 1.0, 4.0, INF)]:
+        lo = low if low > -INF else high - 6 * scale
+        hi = high if high < INF else low + 6 * scale
+        cases += [((loc, scale, low, high), lo + f * (hi - lo)) for f in (1e-6, 0.01, 0.2, 0.5, 0.9, 0.999)]
+    for scale in (1e-3, 1.0, 1e3):  # narrow intervals, loc below, inside and above
+        for centre in (-40.0, -1.0, 0.0, 0.3, 2.0, 40.0):
+            for width in (1e-13, 1e-6, 0.3):
+                low = 3.0 + (centre - width / 2) * scale
+                high = low + width * scale
+                if low < high:
+                    cases.append(((3.0, scale, low, high), low + 0.3 * (high - low)))
+    return cases
+
+
+CDF_CASES = _cdf_cases()
+
+
+def _reference_cdf(params, x) -> float:
+    from tn_reference import DIGITS, _bound, _cdf
+    with mp.workdps(DIGITS):
+        return float(_cdf(*(_bound(v) for v in params), mp.mpf(x)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_cdf_relative_error_against_mpmath(dtype):
+    cast = float if dtype == torch.float64 else (lambda v: float(np.float32(v)))
+    # rounding of each exp(-q) the cdf goes through costs ~eps |q| relatively; |log F| bounds that q
+    eps = torch.finfo(dtype).eps
+    tiny = 1e-300 if dtype == torch.float64 else 1e-30  # below: the reference underflows the dtype
+    checked = 0
+    for params, x in CDF_CASES:
+        params, x = tuple(cast(v) for v in params), cast(x)
+        if not params[2] < params[3]:
+            continue
+        expected = _reference_cdf(params, x)
+        if expected < tiny:
+            continue
+        d = TruncatedNormal(*(torch.tensor(v, dtype=dtype) for v in params))
+        got = d.cdf(torch.tensor(x, dtype=dtype)).item()
+        tolerance = 64 * eps * (1.0 + abs(math.log(expected)))
+        assert abs(got - expected) <= tolerance * expected, (params, x, got, expected)
+        checked += 1
+    assert checked > 60
+
+
+def test_cdf_of_the_issue_example_is_the_far_tail_mass():
+    d = TruncatedNormal(torch.tensor(20.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64),
+                        torch.tensor(0.0, dtype=torch.float64), torch.tensor(5.0, dtype=torch.float64))
+    assert d.cdf(torch.tensor(1.0, dtype=torch.float64)).item() == pytest.approx(2.32288271319173e-30, rel=1e-13)
+
+
+@pytest.mark.parametrize("params, p", [
+    ((20.0, 1.0, 0.0, 5.0), 2.3e-30),  # mirrored: the canonical probability is 1 - 2.3e-30
+    ((50.0, 2.0, -INF, 0.0), 1e-17),
+    ((20.0, 1.0, 0.0, 5.0), 0.3),
+    ((-20.0, 1.0, 0.0, INF), 1.0 - 2.0**-20),  # the upper tail of a far-tail element
+    ((0.3, 1.0, 0.0, 2.0), 0.9),
+])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_icdf_relative_error_and_round_trip(params, p, dtype):
+    from tn_reference import DIGITS, _bound, _icdf
+    p = float(np.float32(p)) if dtype == torch.float32 else p  # the reference at the exact input
+    with mp.workdps(DIGITS):
+        expected = float(_icdf(*(_bound(v) for v in params), mp.mpf(p)))
+    d = TruncatedNormal(*(torch.tensor(v, dtype=dtype) for v in params))
+    x = d.icdf(torch.tensor(p, dtype=dtype))
+    # icdf is well conditioned here (|x dF/dx / F| is O(a)): relative error a few hundred ulps at most
+    rtol = 1e-13 if dtype == torch.float64 else 1e-5
+    assert abs(x.item() - expected) <= rtol * abs(expected), (x.item(), expected)
+    back = d.cdf(x).item()
+    assert back == pytest.approx(p, rel=1e-11 if dtype == torch.float64 else 1e-4)
+
+
+def _narrow_interval_cases():
+    cases = []
+    for scale in (1e-3, 1.0, 1e3):
+        for width in (1e-13, 1e-9, 1e-3):
+            for centre in (-50.0, -3.0, 0.3, 0.9, 3.0, 50.0):
+                low = (centre - width / 2) * scale
+                cases.append((0.0, scale, low, low + width * scale))
+    return cases
+
+
+@pytest.mark.parametrize("statistic", ["log_normalizer", "log_prob"])
+def test_scale_derivative_on_narrow_intervals_by_relative_error(statistic):
+    from tn_reference import DIGITS, _log_normalizer, _log_prob
+    for loc, scale, low, high in _narrow_interval_cases():
+        x = low + 0.3 * (high - low)
+        with mp.workdps(DIGITS):
+            args = [mp.mpf(v) for v in (loc, scale, low, high, x)]
+            if statistic == "log_normalizer":
+                expected = mp.diff(lambda s: _log_normalizer(args[0], s, args[2], args[3]), args[1])
+            else:
+                expected = mp.diff(lambda s: _log_prob(args[0], s, args[2], args[3], args[4]), args[1])
+        t = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (loc, scale, low, high)]
+        d = TruncatedNormal(*t)
+        out = d.log_normalizer if statistic == "log_normalizer" else d.log_prob(torch.tensor(x, dtype=torch.float64))
+        (g_scale,) = torch.autograd.grad(out, t[1])
+        assert abs(g_scale.item() - float(expected)) <= 1e-11 * abs(float(expected)), (
+            (loc, scale, low, high), g_scale.item(), float(expected))

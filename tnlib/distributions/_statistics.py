@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 import torch
 
-from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _frame_integral, _frame_moments, _ndtr, _zero_where
+from tnlib.distributions._regimes import (
+    _LOG_SQRT_2PI,
+    _NARROW,
+    _Core,
+    _frame_integral,
+    _frame_moments,
+    _ndtr,
+    _zero_where,
+)
 from tnlib.distributions._series import _far_tail_series, _g_threshold, _v_threshold
 
 
@@ -118,8 +126,10 @@ def _log_prob_grads(core: _Core, d, xi, inside) -> tuple[torch.Tensor, ...]:
     s = core.scale
     # d/dloc: (xi - E[t]) / s, written relative to the lower bound in the frame to avoid a - a
     g_loc = torch.where(core.frame, d - core.d_mean, xi - core.mean_t) / s
-    w_pb = _zero_where(torch.isinf(core.w) | (core.p_b == 0), core.w * core.p_b)
-    frame_gs = -1.0 + core.a * (2.0 * d - core.d_mean) + d.square() + w_pb
+    # d/dscale * s = xi^2 - E[t^2]; in the frame as (d - D)(2a + d + D) - Var[t], which keeps its relative
+    # accuracy on narrow intervals (the form -1 + a (2d - D) + d^2 + w p_b cancels there: w p_b ~ 1)
+    v = _standardized_variance(core) if bool(core.frame.any()) else torch.zeros_like(d)
+    frame_gs = (d - core.d_mean) * (2.0 * core.a + d + core.d_mean) - v
     a_pa = _zero_where(core.p_a == 0, core.a * core.p_a)
     b_pb = _zero_where(core.p_b == 0, core.b * core.p_b)
     straddle_gs = -1.0 + xi.square() - a_pa + b_pb
@@ -231,6 +241,31 @@ def _entropy_values(core: _Core, v: torch.Tensor) -> torch.Tensor:
     return torch.where(core.frame, frame_h, straddle_h)
 
 
+def _straddle_masses(core: _Core, c_value: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The masses below and above c_value (clamped into the support) for straddling elements, each relatively exact.
+
+    (Phi(t) - Phi(a)) / Z cancels where t is close to a (1e-6 scales above the lower bound it keeps 6 digits
+    fewer). Over such a short stretch it is p_a J(a, t - a), the frame integral from the bound, by quadrature;
+    the same at the upper bound, p_b J(-b, b - t). Farther from the bound the difference of Phi's loses at most
+    a few ulps, and is kept.
+    """
+    s = core.scale
+    lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
+    upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
+    for side, start, bound, p_bound, sign in ((0, core.a, core.c_low, core.p_a, 1.0),
+                                               (1, -core.b, core.c_high, core.p_b, -1.0)):
+        length = sign * (c_value - bound) / s  # distance from the bound into the support, in scales
+        near = ~core.frame & torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0)
+                                                      <= _NARROW)
+        if bool(near.any()):
+            mass, _, _, _ = _frame_moments(start[near], length[near])
+            if side == 0:
+                lower = lower.index_put((near,), p_bound[near] * mass)
+            else:
+                upper = upper.index_put((near,), p_bound[near] * mass)
+    return lower, upper
+
+
 def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
     """The canonical CDF at c_value (flattened; clamped into the support), all regimes."""
     c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
@@ -239,10 +274,30 @@ def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
     d_f = torch.where(core.frame, d, torch.zeros_like(d))
     frame_cdf = _frame_integral(a, d_f) * torch.exp(-core.log_m0)
     t = (c_value - core.c_loc) / core.scale
-    lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
-    upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
+    lower, upper = _straddle_masses(core, c_value, t)
     straddle_cdf = torch.where(t <= 0, lower, 1.0 - upper)
     return torch.where(core.frame, frame_cdf, straddle_cdf).clamp(0.0, 1.0)
+
+
+def _sf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
+    """1 - the canonical CDF at c_value, with full relative accuracy where it is tiny.
+
+    A mirrored element's CDF is this survival function at the mirrored value, so ``1 - cdf`` would lose it
+    (TN(20, 1, 0, 5).cdf(1) is 2.3e-30, not 1 - (1 - 2.3e-30)). Frame: the mass above d is itself a frame
+    integral, exp(-d (a + d/2)) J(a + d, w - d) / M0 (a + d >= a, so J stays in its accurate regimes).
+    """
+    c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
+    d = (c_value - core.c_low) / core.scale
+    frame = core.frame
+    a = torch.where(frame, core.a, torch.ones_like(core.a))
+    d_f = torch.where(frame, d, torch.zeros_like(d))
+    # w - d measured from the upper bound (forming w - d would cancel next to it); +inf without one
+    rest = torch.where(frame, (core.c_high - c_value) / core.scale, torch.zeros_like(d))
+    frame_sf = _frame_integral(a + d_f, rest) * torch.exp(-d_f * (a + 0.5 * d_f) - core.log_m0)
+    t = (c_value - core.c_loc) / core.scale
+    lower, upper = _straddle_masses(core, c_value, t)
+    straddle_sf = torch.where(t <= 0, 1.0 - lower, upper)
+    return torch.where(frame, frame_sf, straddle_sf).clamp(0.0, 1.0)
 
 
 def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:
@@ -307,8 +362,12 @@ def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[t
 # Inverse CDF (for icdf and rsample): solved in the canonical frame by safeguarded Newton steps.
 # ----------------------------------------------------------------------------------------------------------------
 
-def _icdf_canonical(core: _Core, p: torch.Tensor) -> torch.Tensor:
-    """The canonical value x_c with canonical CDF p (0 <= p <= 1), all regimes."""
+def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """The canonical value x_c with canonical CDF p and survival 1 - p = q (both given, each exact), all regimes.
+
+    q is passed separately because a mirrored element's probability arrives as q: forming 1 - p would round a
+    q of 1e-30 away.
+    """
     s = core.scale
     dtype = p.dtype
     # straddling: invert Phi on whichever tail keeps the argument small, never subtracting near-equal numbers
@@ -316,38 +375,38 @@ def _icdf_canonical(core: _Core, p: torch.Tensor) -> torch.Tensor:
     phi_a = _ndtr(core.a)
     phi_minus_b = _ndtr(-core.b)
     lower_mass = phi_a + p * z  # Phi(t)
-    upper_mass = phi_minus_b + (1.0 - p) * z  # Phi(-t)
+    upper_mass = phi_minus_b + q * z  # Phi(-t)
     t = torch.where(lower_mass <= 0.5, torch.special.ndtri(lower_mass), -torch.special.ndtri(upper_mass))
     t = torch.minimum(torch.maximum(t, core.a), core.b)
     x_straddle = core.c_loc + s * t
 
-    # frame: solve J(a, d) = p J(a, w) for d in [0, w] (J(a, w) = M0)
+    # frame: solve J(a, d) = p J(a, w) for d in [0, w] (J(a, w) = M0), or, where p > 1/2, the mass above d,
+    # exp(-d (a + d/2)) J(a + d, w - d) = q M0 (taken directly, so a tiny q keeps its relative accuracy)
     a = torch.where(core.frame, core.a, torch.ones_like(core.a))
     w = torch.where(core.frame, core.w, torch.ones_like(core.w))
     m0 = torch.exp(torch.where(core.frame, core.log_m0, torch.zeros_like(core.log_m0)))
     # start from the truncated-exponential inverse with rate max(a, 1e-3) (the far-tail shape)
     rate = a.clamp_min(1e-3)
-    w_fin = torch.where(torch.isinf(w), torch.full_like(w, math.inf), w)
-    d = -torch.log1p(p * torch.expm1(-rate * w_fin)) / rate
+    d = -torch.log1p(p * torch.expm1(-rate * w)) / rate
     d = torch.minimum(d.clamp_min(0.0), w)
     d = torch.where(torch.isfinite(d), d, torch.where(torch.isinf(w), 1.0 / rate, 0.5 * w))
     lo = torch.zeros_like(d)
     hi = w.clone()
-    target_lower = p * m0
-    target_upper = (1.0 - p) * m0
     use_upper = p > 0.5
+    target = torch.where(use_upper, q, p) * m0
     for _ in range(60 if dtype == torch.float64 else 40):
-        j = _frame_integral(a, d)
-        dens = torch.exp(-d * (a + 0.5 * d))
-        # residual in the tail that has the smaller mass, relative so the step is scale-free
-        upper_j = torch.clamp(m0 - j, min=0.0)
-        resid = torch.where(use_upper, target_upper - upper_j, j - target_lower)
-        # F increases with d: bracket the root
-        too_high = torch.where(use_upper, upper_j < target_upper, j > target_lower)
+        dens = torch.exp(-d * (a + 0.5 * d))  # the frame integrand at d
+        # the mass below d (lower) or above it (upper), whichever is the smaller: one frame integral either way
+        start = torch.where(use_upper, a + d, a)
+        length = torch.where(use_upper, (w - d).clamp_min(0.0), d)
+        mass = _frame_integral(start, length) * torch.where(use_upper, dens, torch.ones_like(dens))
+        # the lower mass increases with d, the upper one decreases: bracket the root and take a Newton step. The
+        # lower mass is concave in d, so plain Newton converges; the upper one is convex and nearly exponential in
+        # the tail (plain Newton would crawl 1/a per step there), so its step is Newton's on log(mass)
+        too_high = torch.where(use_upper, mass < target, mass > target)
         hi = torch.where(too_high, torch.minimum(hi, d), hi)
         lo = torch.where(too_high, lo, torch.maximum(lo, d))
-        step = torch.where(use_upper, -resid, resid) / dens
-        new_d = d - step
+        new_d = torch.where(use_upper, d + torch.log(mass / target) * mass / dens, d - (mass - target) / dens)
         bad = ~torch.isfinite(new_d) | (new_d <= lo) | (new_d >= hi)
         bisect = torch.where(torch.isinf(hi), 2.0 * lo + 1.0 / rate, 0.5 * (lo + hi))
         new_d = torch.where(bad, bisect, new_d)

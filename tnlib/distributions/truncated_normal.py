@@ -13,10 +13,11 @@ interval is narrow. This module is the public class; the numerics live in privat
 """
 from __future__ import annotations
 
+import math
 from numbers import Number
 
 import torch
-from torch.distributions import Distribution, constraints
+from torch.distributions import Distribution, Normal, constraints, register_kl
 from torch.distributions.utils import broadcast_all
 
 from tnlib.distributions._autograd import (
@@ -30,9 +31,16 @@ from tnlib.distributions._autograd import (
     _Mean,
     _Variance,
 )
-from tnlib.distributions._regimes import _Core, _FastCore, _core, _fast_core
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _FastCore, _core, _fast_core
+from tnlib.distributions._statistics import _standardized_variance
 
 __all__ = ["TruncatedNormal"]
+
+
+def _is_vmapped(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is a torch.vmap batched tensor (the check is private to torch; absent, assume not)."""
+    check = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
+    return bool(check(tensor)) if check is not None else False
 
 
 class _ExtendedReal(constraints.Constraint):
@@ -75,6 +83,12 @@ class TruncatedNormal(Distribution):
 
     def __init__(self, loc, scale, low, high, validate_args=None):
         self.loc, self.scale, self.low, self.high = broadcast_all(loc, scale, low, high)
+        if any(_is_vmapped(t) for t in (self.loc, self.scale, self.low, self.high)):
+            # torch.vmap would fail later with a generic message about data-dependent control flow
+            raise RuntimeError(
+                "TruncatedNormal does not support torch.vmap: its numerical regimes are chosen per element from "
+                "the data; give the parameters a batch dimension instead (every method is elementwise over "
+                "batch_shape)")
         if all(isinstance(v, Number) for v in (loc, scale, low, high)):
             batch_shape = torch.Size()
         else:
@@ -118,7 +132,8 @@ class TruncatedNormal(Distribution):
             self._fast_cache = _fast_core(self.loc, self.scale, self.low, self.high)
         return self._fast_cache
 
-    @property
+    # a dependent property (as torch's Uniform has), so ``TruncatedNormal.support.event_dim`` works on the class
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         return constraints.interval(self.low, self.high)
 
@@ -208,3 +223,73 @@ class TruncatedNormal(Distribution):
         args = ", ".join(f"{k}: {getattr(self, k) if getattr(self, k).numel() == 1 else getattr(self, k).size()}"
                          for k in ("loc", "scale", "low", "high"))
         return f"TruncatedNormal({args})"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# KL divergences, registered with torch.distributions.kl_divergence where they are exact (closed form)
+# ----------------------------------------------------------------------------------------------------------------
+# Write each log density relative to an anchor c inside or at the edge of its support, y = (x - c)/scale:
+#     log p(x) = -log scale - K - y^2/2 - u y,   u = (c - loc)/scale,   K = log Z + log sqrt(2 pi) + u^2/2.
+# With c the bound the mass sits against (the frame's lower bound, or upper bound when mirrored) K is log M0 of
+# tnlib.distributions._regimes and E[y] is D, so no term carries the a^2/2 that cancels in the far tail;
+# straddling elements anchor at loc (u = 0). KL(p || q) = E_p[log p - log q] then needs only p's first two moments
+# about its anchor, for any q whose support holds p's; otherwise it is +inf (p puts mass where q has none).
+
+def _anchored(d: TruncatedNormal) -> tuple[torch.Tensor, ...]:
+    """(anchor c, u, K, E[y], E[y^2]) of each element, flattened and detached (see above)."""
+    core = d._core
+    sign = torch.where(core.flip, -1.0, 1.0).to(core.a.dtype)
+    frame = core.frame
+    anchor = torch.where(frame, sign * core.c_low, core.c_loc)  # straddling elements are never mirrored
+    u = torch.where(frame, sign * core.a, torch.zeros_like(core.a))
+    k = torch.where(frame, core.log_m0, core.log_z + _LOG_SQRT_2PI)
+    first = torch.where(frame, sign * core.d_mean, core.mean_t)
+    second = _standardized_variance(core) + first.square()
+    return anchor, u, k, first, second
+
+
+def _kl_truncated_normals(p: TruncatedNormal, q: TruncatedNormal) -> torch.Tensor:
+    shape = torch.broadcast_shapes(p.batch_shape, q.batch_shape)
+    p, q = p.expand(shape), q.expand(shape)
+    c_p, u_p, k_p, e1, e2 = _anchored(p)
+    c_q, u_q, k_q, _, _ = _anchored(q)
+    s_p, s_q = p.scale.detach().reshape(-1), q.scale.detach().reshape(-1)
+    r = s_p / s_q
+    delta = (c_p - c_q) / s_q  # p's anchor in q's frame
+    # E_p[log p] = -log s_p - K_p - E[y^2]/2 - u_p E[y];  E_p[log q] likewise with y_q = r y + delta
+    kl = (torch.log(s_q / s_p) + (k_q - k_p) - 0.5 * e2 * (1.0 - r.square()) - u_p * e1 + r * e1 * delta
+          + 0.5 * delta.square() + u_q * (r * e1 + delta))
+    kl = kl.reshape(shape).clamp_min(0.0)  # KL >= 0; rounding of a near-zero value must not make it negative
+    params = (p.loc, p.scale, p.low, p.high, q.loc, q.scale, q.low, q.high)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in params):
+        # gradients through the textbook form, whose pieces (entropy, log Z, variance, mean) carry exact
+        # derivatives; its value, which cancels in the far tail, is replaced by the anchored one
+        textbook = (-p.entropy() + torch.log(q.scale) + _LOG_SQRT_2PI + q.log_normalizer
+                    + (p.variance + (p.mean - q.loc).square()) / (2.0 * q.scale.square()))
+        kl = kl + (textbook - textbook.detach())
+    inside = (p.low >= q.low) & (p.high <= q.high)
+    return torch.where(inside, kl, torch.full_like(kl, math.inf))
+
+
+def _as_truncated(n: Normal) -> TruncatedNormal:
+    """Normal(loc, scale) as TruncatedNormal(loc, scale, -inf, +inf)."""
+    loc, scale = n.loc, n.scale
+    return TruncatedNormal(loc, scale, torch.full_like(loc, -math.inf), torch.full_like(loc, math.inf),
+                           validate_args=False)
+
+
+@register_kl(TruncatedNormal, TruncatedNormal)
+def _kl_tn_tn(p: TruncatedNormal, q: TruncatedNormal) -> torch.Tensor:
+    """Closed form where p's support lies inside q's, +inf otherwise."""
+    return _kl_truncated_normals(p, q)
+
+
+@register_kl(TruncatedNormal, Normal)
+def _kl_tn_normal(p: TruncatedNormal, q: Normal) -> torch.Tensor:
+    return _kl_truncated_normals(p, _as_truncated(q))
+
+
+@register_kl(Normal, TruncatedNormal)
+def _kl_normal_tn(p: Normal, q: TruncatedNormal) -> torch.Tensor:
+    """+inf where q has a finite bound (torch's convention for a support not covered), else KL(Normal || Normal)."""
+    return _kl_truncated_normals(_as_truncated(p), q)
