@@ -69,6 +69,7 @@ def _keep_freed_memory() -> None:
 
 
 def _run_train(args) -> int:
+    from tnlib.learning.run_files import RunDir
     from tnlib.learning.training import TrainConfig, train
 
     _keep_freed_memory()
@@ -86,7 +87,7 @@ def _run_train(args) -> int:
         run_dir = train(config, resume=not args.restart, on_start=announce)
     except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
         raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
-    best = json.loads((run_dir / "curves.jsonl").read_text().splitlines()[-1])
+    best = json.loads(RunDir(run_dir).curves_file.read_text().splitlines()[-1])
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
     return 0
 

@@ -1,2 +1,3 @@
 """Learning heuristics: model inputs (encodings), the models (NLM, STRIPS-HGN, linear regression), the N / TN
-distribution head, training, test metrics (evaluation) and planning with a trained model (learned_heuristic)."""
+distribution head, training, test metrics (evaluation), planning with a trained model (learned_heuristic) and the
+names of the files they write (run_files)."""

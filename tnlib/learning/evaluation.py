@@ -18,7 +18,7 @@ import os
 from typing import Sequence
 
 from tnlib.learning.encodings import make_encoder
-from tnlib.experiments.run_dir import RunDir
+from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import encode_all, load_checkpoint, load_items, predict
 
 
@@ -54,7 +54,7 @@ def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence
     }
 
 
-def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt", **kwargs) -> dict:
+def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST, **kwargs) -> dict:
     """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
     for ``best.pt`` (what :func:`tnlib.experiments.tables.collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
     (e.g. ``best-nll.pt``, the paper's choice for NLL)."""

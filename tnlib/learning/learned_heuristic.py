@@ -26,7 +26,7 @@ import torch
 
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.io import append_jsonl, atomic_write_text, read_jsonl, sha256_file
-from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.data.labels import problem_atoms
@@ -254,6 +254,6 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
 
     out_dir = Path(out_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = ResultsDir(out_dir).baseline_file(domain, heuristic)
+    out = baseline_file(out_dir, domain, heuristic)
     return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
                            {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)

@@ -46,12 +46,12 @@ from torch import nn
 
 from tnlib.device import check_device, default_device
 from tnlib.errors import TrainingDiverged
-from tnlib.experiments.run_dir import RunDir
 from tnlib.io import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.models import (DEFAULT_LEARNING_RATES, MODELS, build_model, check_model_args, model_arguments,
                                    saved_model_arguments)
+from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"

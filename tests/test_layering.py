@@ -1,0 +1,155 @@
+"""tnlib's layering: each stage imports only itself and the stages below it.
+
+    cli > experiments > learning > data > planning > distributions > the foundation modules
+
+Every module under tnlib/ is parsed with ``ast`` and every import in it -- at the top, inside functions and
+classes, relative ones, and ``importlib.import_module("...")`` with a literal name -- is checked against
+:data:`RANKS`. A module whose folder or name is missing from :data:`RANKS` fails too, so a new stage has to be
+placed here on purpose.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+TNLIB = Path(__file__).resolve().parents[1] / "tnlib"
+
+# Where each part of tnlib sits; a part may import parts of its own rank or lower ranks.
+RANKS: dict[str, int] = {
+    # The foundation: they import nothing of tnlib but each other (executors raises an error class), and every
+    # stage may use them -- the paper's constants, every error, atomic writes, CPU or CUDA, the job runner,
+    # progress display, and formulas to MathML (used by experiments' reports, but it knows nothing of them).
+    "paper": 0, "errors": 0, "io": 0, "device": 0, "executors": 0, "progress": 0, "offline_math": 0,
+    "distributions": 1,
+    # The package itself (tnlib/__init__.py): it re-exports TruncatedNormal, so it sits with distributions; data
+    # and cli import it for __version__.
+    "": 1,
+    "planning": 2,
+    "data": 3,
+    "learning": 4,
+    "experiments": 5,
+    # What the notebooks call beside tnlib.experiments (figures, the teaching notebooks' checks): a front end
+    # for the notebooks at experiments' level, imported by no library stage.
+    "notebook": 5,
+    "cli": 6,
+    "__main__": 6,  # `python -m tnlib`: runs the command line
+}
+
+
+def _part(module: str) -> str:
+    """The part of tnlib a dotted module name belongs to: ``tnlib.learning.training`` -> ``learning``."""
+    names = module.split(".")
+    return names[1] if len(names) > 1 else ""
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every tnlib module that ``source`` (the code of ``module``) imports, anywhere."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: drop level - 1 trailing names of the package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module
+            # `from tnlib import learning` imports the stage tnlib.learning, not only the package
+            names = [f"{name}.{alias.name}" for alias in node.names] if name == "tnlib" else [name]
+            found += [(node.lineno, each) for each in names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return [(line, name) for line, name in found if name == "tnlib" or name.startswith("tnlib.")]
+
+
+def _rank_of(name: str, root: Path) -> int | None:
+    part = _part(name)
+    if part in RANKS:
+        return RANKS[part]
+    # `from tnlib import __version__`: a name defined in the package itself, not a module of it
+    return RANKS[""] if not (root / part).is_dir() and not (root / f"{part}.py").is_file() else None
+
+
+def layering_violations(root: Path = TNLIB) -> list[str]:
+    """One line per import of a higher stage (or of a module no rank is given for), naming file, line and import."""
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        where = f"{path.relative_to(root.parent)}"
+        own = RANKS.get(_part(module))
+        if own is None:
+            problems.append(f"{where}: {module} has no rank in tests/test_layering.py's RANKS; place it there")
+            continue
+        for line, name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            rank = _rank_of(name, root)
+            if rank is None:
+                problems.append(f"{where}:{line}: imports {name}, which has no rank in RANKS")
+            elif rank > own:
+                problems.append(f"{where}:{line}: {_part(module) or 'tnlib'} imports {name} "
+                                f"({_part(name)}, a stage above it)")
+    return problems
+
+
+def test_no_stage_imports_a_stage_above_it():
+    problems = layering_violations()
+    assert not problems, "upward imports in tnlib/:\n" + "\n".join(problems)
+
+
+def test_every_top_level_part_of_tnlib_has_a_rank():
+    parts = {p.stem for p in TNLIB.glob("*.py") if p.name != "__init__.py"}
+    parts |= {p.name for p in TNLIB.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert parts <= set(RANKS), f"give these a rank in RANKS: {sorted(parts - set(RANKS))}"
+
+
+def _write(root: Path, relative: str, source: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+
+
+@pytest.mark.parametrize("source, line, imported", [
+    ("from tnlib.experiments.run_dir import RunDir\n", 3, "tnlib.experiments.run_dir"),
+    ("def f():\n    from tnlib.experiments import run_dir\n", 4, "tnlib.experiments"),  # inside a function
+    ("class C:\n    def f(self):\n        import tnlib.cli\n", 5, "tnlib.cli"),
+    ("from ..experiments import sweep\n", 3, "tnlib.experiments"),  # relative
+    ("from tnlib import experiments\n", 3, "tnlib.experiments"),
+    ("import importlib\nimportlib.import_module('tnlib.experiments.sweep')\n", 4, "tnlib.experiments.sweep"),
+])
+def test_the_check_names_an_upward_import(tmp_path, source, line, imported):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "experiments/__init__.py", "")
+    _write(root, "learning/__init__.py", "")
+    _write(root, "learning/training.py", "from tnlib.data import loading\nimport tnlib.paper\n" + source)
+    stage = imported.split(".")[1]
+    assert layering_violations(root) == [
+        f"tnlib/learning/training.py:{line}: learning imports {imported} ({stage}, a stage above it)"]
+
+
+def test_the_check_allows_own_and_lower_stages_and_names_an_unranked_module(tmp_path):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "learning/training.py", "from . import models\nfrom ..data import loading\nfrom tnlib import __version__\n"
+                                        "def f():\n    from tnlib.learning.run_files import RunDir\n")
+    assert layering_violations(root) == []
+    _write(root, "plotting.py", "")
+    assert layering_violations(root) == ["tnlib/plotting.py: tnlib.plotting has no rank in tests/test_layering.py's "
+                                         "RANKS; place it there"]
+
+
+def test_run_dir_is_learnings_run_folder_and_baseline_names():
+    from tnlib.experiments import run_dir
+    from tnlib.learning import run_files
+
+    assert run_dir.RunDir is run_files.RunDir
+    results = run_dir.ResultsDir("out")
+    assert results.baseline_file("ferry", "ff") == run_files.baseline_file("out", "ferry", "ff")

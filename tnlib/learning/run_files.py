@@ -1,0 +1,103 @@
+"""The names of the files that the learning stage writes, in one place.
+
+A run folder (``train`` writes it; one per configuration and seed) holds::
+
+    config.json               the TrainConfig
+    data.json                 the data the run trained and validated on: splits, instances and states used
+    curves.jsonl              one line per validation: step, training loss, validation NLL and MSE, seconds
+    best.pt, best-nll.pt      the weights with the best validation MSE / NLL
+    last.pt                   the resumable checkpoint (optimizer, sampler state)
+    metrics-SPLIT.json        test metrics of best.pt (metrics-SPLIT-STEM.json for another checkpoint)
+    planning-ESTIMATE.jsonl   one line per planned instance of the plan split (ESTIMATE: default or clip)
+
+and :func:`tnlib.learning.learned_heuristic.plan_baseline` writes ``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a
+symbolic heuristic over the plan split) into the folder it is given, a sweep's results folder.
+
+Why here and not in :mod:`tnlib.experiments.run_dir`: every one of these files is written by learning's own
+modules (training, evaluation, learned_heuristic), and a stage imports only the stages below it, so the names
+live with their writers. :mod:`tnlib.experiments.run_dir` builds on this module -- its ``RunDir`` is this class --
+and adds what only experiments owns: a results folder of run folders and its ``sweep.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+# baseline-DOMAIN-HEURISTIC.jsonl: GBFS with a symbolic heuristic over a domain's plan split (plan_baseline)
+BASELINE = "baseline-{domain}-{heuristic}.jsonl"
+# planning-ESTIMATE.jsonl: GBFS with a run's model over the plan split (plan_split)
+PLANNING = "planning-{estimate}.jsonl"
+
+
+def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:
+    """Where :func:`tnlib.learning.learned_heuristic.plan_baseline` writes ``domain``'s ``heuristic`` baseline."""
+    return Path(folder) / BASELINE.format(domain=domain, heuristic=heuristic)
+
+
+class RunDir:
+    """One run folder: the path of each of its files."""
+
+    CONFIG = "config.json"
+    DATA = "data.json"
+    CURVES = "curves.jsonl"
+    BEST = "best.pt"
+    BEST_NLL = "best-nll.pt"
+    LAST = "last.pt"
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / self.CONFIG
+
+    @property
+    def data_file(self) -> Path:
+        return self.path / self.DATA
+
+    @property
+    def curves_file(self) -> Path:
+        return self.path / self.CURVES
+
+    @property
+    def best(self) -> Path:
+        return self.path / self.BEST
+
+    @property
+    def best_nll(self) -> Path:
+        return self.path / self.BEST_NLL
+
+    @property
+    def last(self) -> Path:
+        return self.path / self.LAST
+
+    def checkpoint(self, name: str = BEST) -> Path:
+        return self.path / name
+
+    @staticmethod
+    def metrics_name(split: str = "test", checkpoint: str = BEST) -> str:
+        """``metrics-SPLIT.json`` for ``best.pt``, ``metrics-SPLIT-STEM.json`` for another checkpoint."""
+        stem = Path(checkpoint).stem
+        return f"metrics-{split}.json" if stem == "best" else f"metrics-{split}-{stem}.json"
+
+    def metrics_file(self, split: str = "test", checkpoint: str = BEST) -> Path:
+        return self.path / self.metrics_name(split, checkpoint)
+
+    def planning_file(self, estimate: str) -> Path:
+        return self.path / PLANNING.format(estimate=estimate)
+
+    @staticmethod
+    def estimate_of(planning_file: str | os.PathLike) -> str:
+        """The estimate a ``planning-ESTIMATE.jsonl`` file holds."""
+        return Path(planning_file).stem.split("-", 1)[1]
+
+    def read_config(self) -> dict:
+        return json.loads(self.config_file.read_text())
