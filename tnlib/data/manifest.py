@@ -227,7 +227,7 @@ def data_card(root: str | os.PathLike) -> str:
         "| duplicates rejected / slots unfilled | generation s | of which solve / label |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    exhausted = []
+    exhausted, unreachable = [], []
     for domain, ref in top["domains"].items():
         manifest = read_json(root / ref["manifest"])
         for split, entry in manifest["splits"].items():
@@ -253,10 +253,33 @@ def data_card(root: str | os.PathLike) -> str:
                     f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
                     f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
                 )
+            unreachable += out_of_reach_lines(domain, split, entry)
     if exhausted:
         lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
                   "grid asks for):", "", *exhausted]
+    if unreachable:
+        lines += ["", "Cells out of reach (given up after the solver hit its limits on consecutive attempts; the "
+                  "split holds only the instances solved before):", "", *unreachable]
     return "\n".join(lines)
+
+
+def out_of_reach_lines(domain: str, split: str, entry: dict) -> list[str]:
+    """One Markdown line per cell of a split's manifest entry given up as out of reach: the limits, the split that
+    found it, and the solve times of the attempts that hit the limit."""
+    from tnlib.data.generation import params_label
+
+    settings, lines = entry["settings"], []
+    for cell in entry.get("out_of_reach_cells", []):
+        found = "" if cell["found_in"] == split else f" (found in {cell['found_in']})"
+        times = ", ".join(f"{a['seconds']:.1f} s" if a.get("seconds") is not None else a["status"]
+                          for a in cell["attempts"])
+        lines.append(
+            f"- {domain} {split} `{params_label(domain, cell['params'])}`: out of reach at "
+            f"{settings['time_limit']:g} s / {settings['memory_limit_mb']} MB{found}: {len(cell['attempts'])} solves "
+            f"in a row hit the limit ({times}); {cell['instances']} instance(s) solved, {cell['unfilled']} slot(s) "
+            "left empty"
+        )
+    return lines
 
 
 def _value_range(values: list) -> str:
