@@ -150,3 +150,82 @@ def test_the_rule_is_off_unless_asked_for_and_settings_without_it_stay_as_they_w
                          out_of_reach_after=1)
     with pytest.raises(DatasetError, match="out_of_reach_after must be at least 1"):
         generate_dataset(tmp_path / "x", ["gripper"], profile, ["train"], progress=False, out_of_reach_after=0)
+
+
+def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves(tmp_path, fake_solve, monkeypatch):
+    """Interrupted after a few solves (the time-outs of the hard cell among them), rerun: the solves already
+    recorded are not run again and the split equals that of an uninterrupted run."""
+    import pyarrow.parquet as pq
+
+    import tnlib.planning.fast_downward as fd
+
+    whole = tmp_path / "whole"
+    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                     out_of_reach_after=2)
+    solves_whole = len(fake_solve)
+    fake_solve.clear()
+    counting = fd.solve
+
+    def interrupting(*args, **kwargs):
+        if len(fake_solve) == 4:
+            raise KeyboardInterrupt  # not an Exception: run_attempt does not record it, the run stops here
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(fd, "solve", interrupting)
+    root = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                         out_of_reach_after=2)
+    attempts = root / "gripper" / ".work" / "train" / "attempts"
+    assert len(list(attempts.glob("*.json"))) == 4 and not (root / "gripper" / "train.parquet").exists()
+    monkeypatch.setattr(fd, "solve", counting)
+    before = len(fake_solve)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                     out_of_reach_after=2)
+    assert len(fake_solve) - before == solves_whole - 4  # only what the first run had not finished
+    assert pq.read_table(root / "gripper" / "train.parquet").equals(pq.read_table(whole / "gripper" / "train.parquet"))
+    entries = [json.loads((r / "gripper" / "manifest.json").read_text())["splits"]["train"] for r in (whole, root)]
+    assert entries[0]["out_of_reach_cells"] == entries[1]["out_of_reach_cells"] != []
+    assert not (root / "gripper" / ".work").exists()
+
+
+def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fake_solve, capsys):
+    from tnlib.cli import main
+    from tnlib.experiments.sweep import Sweep
+
+    profile = two_cell_profile(seeds=2)
+    profile.grids["gripper"]["test"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1,))
+    profile.grids["gripper"]["plan"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1, 2), count=2)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False, time_limit=7,
+                     test_time_limit=7, out_of_reach_after=2)
+    sweep = Sweep.from_parameters(preset="small", data_root=str(tmp_path), domains=["gripper"])
+    root, missing, out_of_reach = sweep.data_gaps()
+    assert root == tmp_path.resolve() and missing == ["gripper/test", "gripper/plan"]
+    assert out_of_reach == [
+        f"gripper/train: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD}): 2 of 4 slots empty, 2 instances there",
+        f"gripper/val: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD}): 2 of 4 slots empty, 2 instances there",
+    ]
+    with pytest.raises(DatasetError, match="lacks gripper/test, gripper/plan"):
+        sweep.check_data(accept_out_of_reach=True)
+    args = ["sweep", "--preset", "small", "--data-root", str(tmp_path), "--domains", "gripper", "--dry-run"]
+    assert main(args) == 0
+    banner = capsys.readouterr().err
+    assert "missing   gripper/test, gripper/plan (never generated" in banner
+    assert f"    gripper/train: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD})" in banner
+
+    # Test and plan generated: nothing is missing, the hard cell is out of reach there too (found in train).
+    generate_dataset(tmp_path, ["gripper"], profile, ["test", "plan"], progress=False, time_limit=7,
+                     test_time_limit=7, out_of_reach_after=2)
+    _root, missing, out_of_reach = sweep.data_gaps()
+    assert missing == [] and [line.split(":")[0] for line in out_of_reach] == [
+        "gripper/train", "gripper/val", "gripper/test", "gripper/plan"]
+    with pytest.raises(DatasetError, match="cells out of reach of its solver limits.*--accept-out-of-reach"):
+        sweep.check_data()
+    assert sweep.check_data(accept_out_of_reach=True) == tmp_path.resolve()
+    assert main(args) == 0
+    banner = capsys.readouterr().err
+    assert "missing" not in banner and "gripper/plan: 1 cell(s) out of reach" in banner
+    # The real run stops before any training unless the user accepts the gaps (exit 2, one line).
+    assert main(args[:-1] + ["--out", str(tmp_path / "runs")]) == 2
+    assert "--accept-out-of-reach" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
