@@ -13,7 +13,7 @@ import pytest
 import tnlib.planning.fast_downward as fast_downward
 from tnlib.data.generation import Profile, SplitGrid, combos, generate_dataset
 from tnlib.data.instance_keys import Draw, select_attempts
-from tnlib.data.manifest import data_card
+from tnlib.data.manifest import cell_card, data_card
 from tnlib.errors import DatasetError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -137,6 +137,10 @@ def test_generation_records_out_of_reach_cells_and_later_splits_inherit_them(tmp
     assert f"gripper train `gripper-b{HARD}`: out of reach at 7 s / 2000 MB" in card
     assert "2 solves in a row hit the limit (7.0 s, 7.0 s)" in card
     assert f"gripper val `gripper-b{HARD}`: out of reach at 7 s / 2000 MB (found in train)" in card
+    cells = cell_card(tmp_path)
+    assert f"| gripper | train | `gripper-b{HARD}` | 6 | 0 | 0 / 6 / 0 | - | 2 | 7 s / 2000 MB |" in cells
+    assert "| gripper | train | `gripper-b3` | 6 | 6 | 0 / 0 / 0 |" in cells
+    assert f"| gripper | val | `gripper-b{HARD}` | 2 | 0 | 0 / 2 / 0 | - | 0 | 7 s / 2000 MB |" in cells
 
 
 def test_the_rule_is_off_unless_asked_for_and_settings_without_it_stay_as_they_were(tmp_path, fake_solve):

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from tnlib.data.generation import PROFILES, generate_dataset
-from tnlib.data.manifest import data_card, default_data_root, find_datasets, verify_dataset
+from tnlib.data.manifest import cell_card, data_card, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
@@ -63,6 +63,10 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
 
     card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
     card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
+    card.add_argument("--cells", action="store_true",
+                      help="one row per cell (parameter combination) instead: instances solved, slots left empty "
+                      "and why, solve times, attempts at the limit")
+    card.add_argument("--domain", action="append", help="only this domain (repeatable; with --cells)")
     card.set_defaults(func=_run_card)
     parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
 
@@ -133,7 +137,7 @@ def _run_card(args: argparse.Namespace) -> int:
     folder = args.folder or default_data_root() / "small"
     if not (folder / MANIFEST).is_file():
         raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
-    print(data_card(folder))
+    print(cell_card(folder, args.domain) if args.cells else data_card(folder))
     return 0
 
 
