@@ -57,6 +57,13 @@ manifest. Solves already recorded in the dataset root (or in ``--reuse`` roots) 
 same Fast Downward build and the same limits are not run again (:mod:`tnlib.data.solution_cache`); labels always
 are.
 
+With ``out_of_reach_after`` K (``--out-of-reach-after``; off by default, as in the paper), a cell whose solves
+hit the time or memory limit K times in a row is given up at these limits: its slots without an instance stay
+empty (``out_of_reach``), the manifest lists it under ``out_of_reach_cells`` with those attempts and their
+times, and the domain's later splits made under the same limits and K skip it
+(:func:`tnlib.data.instance_keys.select_attempts` has the exact rule). So a split with cells beyond one
+machine's reach completes in bounded time and says where.
+
 Storage (one dataset root per profile, e.g. ``data/small``)
 -----------------------------------------------------------
 ::
