@@ -292,7 +292,9 @@ class Sweep:
                 cells = there.get(split, {}).get("out_of_reach_cells", [])
                 if cells:
                     settings, counts = there[split]["settings"], there[split]["counts"]
-                    names = ", ".join(params_label(domain, c["params"]) for c in cells)
+                    given_up = {params_label(domain, c["params"]) for c in cells}
+                    names = ", ".join(label for label in (params_label(domain, p) for p in settings["grid"]["params"])
+                                      if label in given_up)  # in the grid's order
                     out_of_reach.append(
                         f"{domain}/{split}: {len(cells)} cell(s) out of reach at {settings['time_limit']:g} s / "
                         f"{settings['memory_limit_mb']} MB ({names}): {sum(c['unfilled'] for c in cells)} of "
