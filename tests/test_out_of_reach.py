@@ -205,10 +205,9 @@ def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fak
     sweep = Sweep.from_parameters(preset="small", data_root=str(tmp_path), domains=["gripper"])
     root, missing, out_of_reach = sweep.data_gaps()
     assert root == tmp_path.resolve() and missing == ["gripper/test", "gripper/plan"]
-    assert out_of_reach == [
-        f"gripper/train: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD}): 2 of 4 slots empty, 2 instances there",
-        f"gripper/val: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD}): 2 of 4 slots empty, 2 instances there",
-    ]
+    at = f"1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD})"
+    assert out_of_reach == [f"gripper/train: {at}: 2 of 4 slots empty, 2 instances there",
+                            f"gripper/val: {at}: 2 of 4 slots empty, 2 instances there"]
     with pytest.raises(DatasetError, match="lacks gripper/test, gripper/plan"):
         sweep.check_data(accept_out_of_reach=True)
     args = ["sweep", "--preset", "small", "--data-root", str(tmp_path), "--domains", "gripper", "--dry-run"]

@@ -391,8 +391,8 @@ class SlotChoice:
     ran out or the labelling raised), ``exhausted`` (every one of ``max_attempts`` draws was trivial or a repeat:
     the slot's cell has no new instance to give), ``skipped`` (an earlier slot of the same cell was exhausted) or
     ``out_of_reach`` (its cell was found out of the solver's reach under the split's limits: see
-    :func:`select_attempts`). ``rejected`` lists the rejected attempts in order: ``{"seed", "status"}`` plus ``"of"`` (the split/instance
-    it repeats) for duplicates, or the solve's ``seconds`` / exception ``message``.
+    :func:`select_attempts`). ``rejected`` lists the rejected attempts in order: ``{"seed", "status"}`` plus
+    ``"of"`` (the split/instance it repeats) for duplicates, or the solve's ``seconds`` / exception ``message``.
     """
 
     params: tuple
