@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from tnlib.data.generation import PROFILES, generate_dataset
-from tnlib.data.manifest import data_card, default_data_root, find_datasets, verify_dataset
+from tnlib.data.manifest import cell_card, data_card, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
@@ -40,6 +40,10 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--memory-limit", type=int, metavar="MB", help="solve memory limit (MiB)")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
     gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat ({MAX_EVALUATIONS})")
+    gen.add_argument("--out-of-reach-after", type=int, metavar="K",
+                     help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
+                     "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "
+                     "those attempts' times (default: off, every slot gets its attempts as in the paper)")
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
     gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
                      help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
@@ -71,6 +75,10 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
 
     card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
     card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
+    card.add_argument("--cells", action="store_true",
+                      help="one row per cell (parameter combination) instead: instances solved, slots left empty "
+                      "and why, solve times, attempts at the limit")
+    card.add_argument("--domain", action="append", help="only this domain (repeatable; with --cells)")
     card.set_defaults(func=_run_card)
     parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
 
@@ -85,6 +93,8 @@ def _run_generate(args: argparse.Namespace) -> int:
     splits = [s for s in args.splits.split(",") if s]
     if args.workers < 1:
         raise CommandError(f"--workers must be >= 1, got {args.workers}")
+    if args.out_of_reach_after is not None and args.out_of_reach_after < 1:
+        raise CommandError(f"--out-of-reach-after must be >= 1, got {args.out_of_reach_after}")
     out = args.out or default_data_root() / args.profile
     try:
         report = generate_dataset(
@@ -92,6 +102,7 @@ def _run_generate(args: argparse.Namespace) -> int:
             progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
             memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
             sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
+            out_of_reach_after=args.out_of_reach_after,
         )
     except DatasetError as err:
         raise CommandError(str(err)) from None
@@ -99,6 +110,8 @@ def _run_generate(args: argparse.Namespace) -> int:
         print(f"{name}: complete, skipped")
     for name, counts in report.splits.items():
         unfilled = f", {counts['unfilled']} slots unfilled (cell exhausted)" if counts["unfilled"] else ""
+        if counts.get("out_of_reach"):
+            unfilled += f", {counts['out_of_reach']} slots unfilled (cell out of reach at the split's limits)"
         print(f"{name}: {counts['instances']} instances, {counts['states']} states, "
               f"{counts['failed']} failed, {counts['retried']} retried, {counts['duplicates_rejected']} duplicate "
               f"attempts rejected{unfilled}")
@@ -168,7 +181,7 @@ def _run_card(args: argparse.Namespace) -> int:
     folder = args.folder or default_data_root() / "small"
     if not (folder / MANIFEST).is_file():
         raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
-    print(data_card(folder))
+    print(cell_card(folder, args.domain) if args.cells else data_card(folder))
     return 0
 
 

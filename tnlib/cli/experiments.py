@@ -36,7 +36,11 @@ def register_sweep(subparsers) -> None:
                              "reproduce` runs on 2 CPU cores); the other flags override it")
     add_config_flags(parser, sweep.Sweep, SWEEP_FLAGS, SWEEP_HELP, defaults=False)
     parser.add_argument("--scheduler", help="address of a Dask scheduler to run the cells on")
-    parser.add_argument("--dry-run", action="store_true", help="print what the sweep would run and stop")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what the sweep would run, and which data it would lack, and stop")
+    parser.add_argument("--accept-out-of-reach", action="store_true",
+                        help="run on a dataset whose generation gave up cells at its solver limits (listed by "
+                        "--dry-run), training and testing on the cells that exist")
     parser.set_defaults(func=_run_sweep)
 
 
@@ -50,10 +54,11 @@ def _run_sweep(args) -> int:
     except ValueError as err:
         raise CommandError(name_flags(str(err), Sweep, SWEEP_FLAGS)) from err
     print(sweep.describe(), file=sys.stderr, flush=True)
+    print("\n".join(sweep.data_lines()), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0
     try:
-        rows = run_sweep(sweep, scheduler=args.scheduler)
+        rows = run_sweep(sweep, scheduler=args.scheduler, accept_out_of_reach=args.accept_out_of_reach)
     except DatasetError as err:
         raise CommandError(str(err)) from err
     for row in rows:

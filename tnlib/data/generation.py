@@ -57,6 +57,13 @@ manifest. Solves already recorded in the dataset root (or in ``--reuse`` roots) 
 same Fast Downward build and the same limits are not run again (:mod:`tnlib.data.solution_cache`); labels always
 are.
 
+With ``out_of_reach_after`` K (``--out-of-reach-after``; off by default, as in the paper), a cell whose solves
+hit the time or memory limit K times in a row is given up at these limits: its slots without an instance stay
+empty (``out_of_reach``), the manifest lists it under ``out_of_reach_cells`` with those attempts and their
+times, and the domain's later splits made under the same limits and K skip it
+(:func:`tnlib.data.instance_keys.select_attempts` has the exact rule). So a split with cells beyond one
+machine's reach completes in bounded time and says where.
+
 Storage (one dataset root per profile, e.g. ``data/small``)
 -----------------------------------------------------------
 ::
@@ -461,6 +468,7 @@ class SplitPlan:
     outcomes: dict[int, dict] = field(default_factory=dict)  # seed -> run_attempt's outcome
     in_flight: set[int] = field(default_factory=set)
     taken: dict[str, str] | None = None  # instance keys of the earlier splits -> "split/instance"
+    given_up: dict[tuple, dict] | None = None  # cells an earlier split found out of reach under the same limits
     selection: Selection | None = None
     done: bool = False
     draw_seconds: float = 0.0
@@ -511,7 +519,7 @@ class GenerateReport:
 
 def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) -> dict:
     grid = profile.grid(domain, split)
-    return {
+    settings = {
         "profile": profile.name,
         "grid": grid.describe(),
         "time_limit": float(overrides.get("time_limit") or profile.time_limits[split]),
@@ -521,6 +529,9 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
         "distinct_instances": DISTINCT_RULE,
         "format_version": FORMAT_VERSION,
     }
+    if overrides.get("out_of_reach_after"):  # only when on, so splits made before the rule keep their settings
+        settings["out_of_reach_after"] = overrides["out_of_reach_after"]
+    return settings
 
 
 def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
@@ -606,6 +617,7 @@ def generate_dataset(
     sat_max_evaluations: int | None = None,
     reuse: Sequence[str | os.PathLike] = (),
     reuse_solutions: bool = True,
+    out_of_reach_after: int | None = None,
 ) -> GenerateReport:
     """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``.
 
@@ -613,7 +625,9 @@ def generate_dataset(
     attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
     ``scheduler``. With ``reuse_solutions`` (the default), solves recorded in ``out`` itself and in the dataset
     roots ``reuse`` are not run again where the problem bytes, Fast Downward build and limits are the same
-    (:mod:`tnlib.data.solution_cache`); the labels are always recomputed.
+    (:mod:`tnlib.data.solution_cache`); the labels are always recomputed. ``out_of_reach_after`` (K): give up a
+    cell after K solves in a row hit the time or memory limit (:func:`tnlib.data.instance_keys.select_attempts`),
+    so a split with cells beyond one machine's reach completes and records them (``out_of_reach_cells``).
     """
     profile = get_profile(profile)
     root = Path(out)
@@ -627,6 +641,8 @@ def generate_dataset(
                              ("memory_limit_mb", memory_limit_mb, 0), ("sat_max_evaluations", sat_max_evaluations, 0)):
         if value is not None and not value > low:
             raise DatasetError(f"{name} must be positive, got {value}")
+    if out_of_reach_after is not None and not out_of_reach_after >= 1:
+        raise DatasetError(f"out_of_reach_after must be at least 1, got {out_of_reach_after}")
     if max_attempts is not None and not 1 <= max_attempts <= 99:  # the seed scheme has two digits for attempts
         raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
     splits = [s for s in SPLITS if s in splits]  # earlier splits first: later ones are made disjoint from them
@@ -653,6 +669,7 @@ def generate_dataset(
                 "memory_limit_mb": memory_limit_mb,
                 "max_attempts": max_attempts,
                 "sat_max_evaluations": sat_max_evaluations,
+                "out_of_reach_after": out_of_reach_after,
             }
             sp = plan_split(root, profile, domain, split, overrides, force)
             if sp is None:
@@ -684,8 +701,11 @@ def generate_dataset(
             sp.taken = _earlier_keys(sp, by_key)
         moved = False
         while True:
+            if sp.given_up is None:
+                sp.given_up = _earlier_out_of_reach(sp, by_key)
             sp.selection = select_attempts(sp.split, sp.slots, sp.draw, sp.outcomes.get, sp.taken,
-                                           sp.settings["max_attempts"])
+                                           sp.settings["max_attempts"], sp.settings.get("out_of_reach_after"),
+                                           sp.given_up)
             if sp.selection.complete:
                 report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
                 sp.done = True
@@ -716,7 +736,10 @@ def generate_dataset(
     def slots_done() -> int:
         """Slots with a final verdict, or (while their split's round runs) with their attempt solved."""
         def settled(sp: SplitPlan, c: SlotChoice) -> bool:
-            return c.status != "pending" or sp.outcomes.get(c.draw.seed, {}).get("status") == "solved"
+            # (a pending slot without a draw failed a solve and waits for the next round: the out-of-reach rule
+            # can hold a round open while it waits for a cell's earlier solves)
+            return c.status != "pending" or (
+                c.draw is not None and sp.outcomes.get(c.draw.seed, {}).get("status") == "solved")
 
         return sum(len(sp.slots) if sp.done else
                    sum(settled(sp, c) for c in sp.selection.choices) if sp.selection else 0 for sp in plans)
@@ -773,6 +796,34 @@ def _earlier_keys(sp: SplitPlan, by_key: dict) -> dict[str, str]:
                                       problem_keys(sp.root, manifest, split)):
             taken.setdefault(key, f"{split}/{inst['instance']}")
     return taken
+
+
+# The settings under which an out-of-reach verdict carries over from one split to a later one of the same domain.
+REACH_SETTINGS = ("time_limit", "memory_limit_mb", "out_of_reach_after")
+
+
+def _earlier_out_of_reach(sp: SplitPlan, by_key: dict) -> dict[tuple, dict]:
+    """Cells the domain's earlier splits found out of reach under this split's limits (and K): this split does
+    not try them again (their attempts are the evidence, named by the split that found them). Empty when the rule
+    is off."""
+    if not sp.settings.get("out_of_reach_after"):
+        return {}
+    given_up: dict[tuple, dict] = {}
+    manifest_path = sp.domain_dir / MANIFEST
+    for split in sp.earlier:
+        made = by_key.get((sp.domain, split))
+        if made is not None:
+            settings, cells = made.settings, made.selection.out_of_reach_cells()
+        else:
+            entry = read_json(manifest_path)["splits"][split]
+            settings, cells = entry["settings"], entry.get("out_of_reach_cells", [])
+        if any(settings.get(k) != sp.settings.get(k) for k in REACH_SETTINGS):
+            continue
+        order = DOMAIN_PARAMETERS[sp.domain]
+        for cell in cells:
+            params = tuple((name, cell["params"][name]) for name in order)
+            given_up.setdefault(params, {"split": cell["found_in"], "attempts": cell["attempts"]})
+    return given_up
 
 
 def _slot_result(sp: SplitPlan, choice: SlotChoice) -> dict:
@@ -870,6 +921,7 @@ def consolidate_split(sp: SplitPlan) -> dict:
         "rejected_attempts": dict(sorted(rejected_by_status.items())),
         "duplicates_rejected": rejected_by_status.get("duplicate", 0),
         "unfilled": len(unfilled),  # slots of exhausted cells (counted in failed too)
+        "out_of_reach": sum(1 for r in results if r["status"] == "out_of_reach"),  # (counted in failed too)
         "solves_reused": sum(1 for i in instances if i["solve_reused"]),
     }
     earlier_keys = {}
@@ -891,6 +943,8 @@ def consolidate_split(sp: SplitPlan) -> dict:
             "disjoint_from": {split: keys_fingerprint(keys) for split, keys in earlier_keys.items()},
         },
         "exhausted_cells": sp.selection.exhausted_cells(),
+        # cells given up at this split's limits (settings.time_limit / memory_limit_mb), with the attempts that hit them
+        "out_of_reach_cells": sp.selection.out_of_reach_cells(),
         "instances": instances,
         "failures": failures,
     }

@@ -400,6 +400,11 @@ def _exchangeable_classes(n: int, facts: list[Fact], incidences: list[list[tuple
 # Choosing attempts: distinct within a split, disjoint from earlier splits
 
 
+# Solve outcomes that mean "not within the split's limits" (tnlib.planning.fast_downward statuses): what the
+# out-of-reach rule of select_attempts counts.
+LIMIT_HITS = ("timeout", "out_of_memory")
+
+
 @dataclass(frozen=True)
 class Draw:
     """One attempt of one slot, generated but not solved: what the selection rule needs to know about it."""
@@ -418,9 +423,10 @@ class SlotChoice:
 
     ``status``: ``ok`` (``draw`` is the instance), ``pending`` (``draw`` waits for its solve), ``failed`` (attempts
     ran out or the labelling raised), ``exhausted`` (every one of ``max_attempts`` draws was trivial or a repeat:
-    the slot's cell has no new instance to give) or ``skipped`` (an earlier slot of the same cell was exhausted).
-    ``rejected`` lists the rejected attempts in order: ``{"seed", "status"}`` plus ``"of"`` (the split/instance
-    it repeats) for duplicates, or the solve's ``seconds`` / exception ``message``.
+    the slot's cell has no new instance to give), ``skipped`` (an earlier slot of the same cell was exhausted) or
+    ``out_of_reach`` (its cell was found out of the solver's reach under the split's limits: see
+    :func:`select_attempts`). ``rejected`` lists the rejected attempts in order: ``{"seed", "status"}`` plus
+    ``"of"`` (the split/instance it repeats) for duplicates, or the solve's ``seconds`` / exception ``message``.
     """
 
     params: tuple
@@ -438,6 +444,8 @@ class Selection:
     choices: list[SlotChoice]
     needed: list[Draw]
     taken: dict[str, str]
+    # cell (params) -> {"split": where it was found out of reach, "attempts": the consecutive limit hits}
+    out_of_reach: dict[tuple, dict] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -457,6 +465,23 @@ class Selection:
                     cell["exhausted_at"] = choice.seed_number
         return [{"params": dict(params), **info} for params, info in cells.items() if info["exhausted_at"] is not None]
 
+    def out_of_reach_cells(self) -> list[dict]:
+        """Cells given up because the solver hit its limits on consecutive attempts: the instances the split holds
+        there (solved before), the slots left empty, and those attempts (seed number, seed, status, seconds)."""
+        cells = []
+        for params, found in self.out_of_reach.items():
+            mine = [c for c in self.choices if c.params == params]
+            if not mine:
+                continue  # given up in an earlier split, not in this one's grid
+            cells.append({
+                "params": dict(params),
+                "instances": sum(c.status == "ok" for c in mine),
+                "unfilled": sum(c.status == "out_of_reach" for c in mine),
+                "found_in": found["split"],
+                "attempts": found["attempts"],
+            })
+        return cells
+
 
 def select_attempts(
     split: str,
@@ -465,6 +490,8 @@ def select_attempts(
     outcome: Callable[[int], dict | None],
     taken: Mapping[str, str],
     max_attempts: int,
+    out_of_reach_after: int | None = None,
+    out_of_reach: Mapping[tuple, dict] | None = None,
 ) -> Selection:
     """Pick each slot's attempt so that the split's instances are distinct and new (deterministic).
 
@@ -480,17 +507,32 @@ def select_attempts(
     and stops its cell: later slots of the same parameters are skipped. The result depends only on the slots,
     the draws and the solves' outcomes -- not on the order solves finish in -- so any runner gives the same
     dataset. While some round's solves are unknown, ``needed`` lists them (call again once they are in).
+
+    ``out_of_reach_after`` (K, off when None): a cell whose solves hit the time or memory limit K times in a row
+    is *out of reach* under these limits: its slots without an instance become ``out_of_reach`` and none of its
+    draws is solved any more, so a split whose large cells no solver run can finish still completes, in bounded
+    time, and says where. "In a row" is in a fixed order -- round by round, slots in order within a round --
+    and only solves that are not limit hits (solved) break a run, so the verdict depends on the outcomes alone,
+    not on the order they arrive in: a known outcome that follows an unknown one of its cell waits for it, and at
+    most K minus the current run of a cell's unknown solves are ``needed`` at once (no solve is run that the
+    verdict could make moot). ``out_of_reach``: cells already found out of reach (by an earlier split, under the
+    same limits and K), as :attr:`Selection.out_of_reach` holds them: none of their slots is drawn.
     """
     taken = dict(taken)
     choices = [SlotChoice(params, n) for params, n in slots]
     next_attempt = [0] * len(slots)
     stopped: set = set()
+    run: dict[tuple, list[dict]] = {}  # cell -> its current run of consecutive limit hits
+    unreachable: dict[tuple, dict] = dict(out_of_reach or {})
     while True:
         for i, choice in enumerate(choices):
             if choice.status != "pending" or choice.draw is not None:
                 continue
             if choice.params in stopped:
                 choice.status = "skipped"
+                continue
+            if choice.params in unreachable:
+                choice.status = "out_of_reach"
                 continue
             while next_attempt[i] < max_attempts:
                 d = draw(i, next_attempt[i])
@@ -509,15 +551,27 @@ def select_attempts(
                 if repeats_only:
                     stopped.add(choice.params)
         needed, retry = [], False
+        unknown: dict[tuple, int] = {}  # cell -> its solves of this round not known yet
         for choice in choices:
             if choice.status != "pending":
                 continue
-            d = choice.draw
+            cell, d = choice.params, choice.draw
+            if cell in unreachable:  # drawn, but the cell was given up before its solve counted
+                choice.status, choice.draw = "out_of_reach", None
+                if taken.get(d.key) == f"{split}/{d.name}":
+                    del taken[d.key]
+                continue
             result = outcome(d.seed)
             if result is None:
-                needed.append(d)
+                seen = unknown.get(cell, 0)
+                unknown[cell] = seen + 1
+                if out_of_reach_after is None or seen < out_of_reach_after - len(run.get(cell, ())):
+                    needed.append(d)
+            elif out_of_reach_after is not None and cell in unknown:
+                continue  # counts after the cell's earlier solves, once they are known
             elif result["status"] == "solved":
                 choice.status = "ok"
+                run.pop(cell, None)
             else:
                 entry = {"seed": d.seed, "status": result["status"]}
                 for extra in ("seconds", "message"):
@@ -530,8 +584,15 @@ def select_attempts(
                 else:
                     choice.draw = None
                     retry = True
+                if out_of_reach_after is not None and result["status"] in LIMIT_HITS:
+                    hits = run.setdefault(cell, [])
+                    hits.append({"seed_number": choice.seed_number, **entry})
+                    if len(hits) >= out_of_reach_after:
+                        unreachable[cell] = {"split": split, "attempts": run.pop(cell)}
+                        if choice.status == "pending":
+                            choice.status = "out_of_reach"
         if needed or not retry:
-            return Selection(choices, needed, taken)
+            return Selection(choices, needed, taken, unreachable)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ def data_card(root: str | os.PathLike) -> str:
         "| of which solve / label |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    exhausted = []
+    exhausted, unreachable = [], []
     for domain, ref in top["domains"].items():
         manifest = read_json(root / ref["manifest"])
         for split, entry in manifest["splits"].items():
@@ -271,6 +271,7 @@ def data_card(root: str | os.PathLike) -> str:
                     f"{entry['settings']['max_attempts']} draws in a row were trivial or repeats (seed number "
                     f"{cell['exhausted_at']}); {cell['unfilled']} slot(s) left empty"
                 )
+            unreachable += out_of_reach_lines(domain, split, entry)
     lines += ["", "States = a train (state, goal) pair: rows whose state and goal equal those of some row of the "
               "domain's whole train split up to renaming objects (tnlib.data.train_pairs). Distinct instances pass "
               "through such states; model selection validates on the other val rows only. For test and plan it "
@@ -278,7 +279,29 @@ def data_card(root: str | os.PathLike) -> str:
     if exhausted:
         lines += ["", "Cells that ran out of distinct instances (the split holds fewer instances there than its "
                   "grid asks for):", "", *exhausted]
+    if unreachable:
+        lines += ["", "Cells out of reach (given up after the solver hit its limits on consecutive attempts; the "
+                  "split holds only the instances solved before):", "", *unreachable]
     return "\n".join(lines)
+
+
+def out_of_reach_lines(domain: str, split: str, entry: dict) -> list[str]:
+    """One Markdown line per cell of a split's manifest entry given up as out of reach: the limits, the split that
+    found it, and the solve times of the attempts that hit the limit."""
+    from tnlib.data.generation import params_label
+
+    settings, lines = entry["settings"], []
+    for cell in entry.get("out_of_reach_cells", []):
+        found = "" if cell["found_in"] == split else f" (found in {cell['found_in']})"
+        times = ", ".join(f"{a['seconds']:.1f} s" if a.get("seconds") is not None else a["status"]
+                          for a in cell["attempts"])
+        lines.append(
+            f"- {domain} {split} `{params_label(domain, cell['params'])}`: out of reach at "
+            f"{settings['time_limit']:g} s / {settings['memory_limit_mb']} MB{found}: {len(cell['attempts'])} solves "
+            f"in a row hit the limit ({times}); {cell['instances']} instance(s) solved, {cell['unfilled']} slot(s) "
+            "left empty"
+        )
+    return lines
 
 
 def _value_range(values: list) -> str:
@@ -288,3 +311,52 @@ def _value_range(values: list) -> str:
     if all(isinstance(v, int) for v in distinct) and distinct == list(range(distinct[0], distinct[-1] + 1)):
         return f"{distinct[0]}-{distinct[-1]}"
     return "{" + ",".join(f"{v:g}" for v in distinct) + "}"
+
+
+def cell_card(root: str | os.PathLike, domains: list[str] | None = None) -> str:
+    """A Markdown table with one row per cell (parameter combination) of every split: its slots, the instances
+    solved, the slots left empty and why (exhausted: no new instance to draw; out of reach: given up at the
+    split's limits; failed: attempts ran out), the planner's time on the kept instances (median, max), and the
+    attempts that hit the time or memory limit."""
+    from statistics import median
+
+    from tnlib.data.generation import params_label
+    from tnlib.data.instance_keys import LIMIT_HITS
+
+    root = Path(root)
+    top = read_json(root / MANIFEST)
+    lines = [
+        "| domain | split | cell | slots | instances | empty: exhausted / out of reach / failed | solve s (median, max) "
+        "| attempts at the limit | limit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for domain, ref in top["domains"].items():
+        if domains is not None and domain not in domains:
+            continue
+        manifest = read_json(root / ref["manifest"])
+        for split, entry in manifest["splits"].items():
+            settings = entry["settings"]
+            cells: dict[str, dict] = {}
+            for params in settings["grid"]["params"]:
+                cells[params_label(domain, params)] = {"slots": 0, "times": [], "hits": 0, "empty": {}}
+            for inst in entry["instances"]:
+                cell = cells[params_label(domain, inst["params"])]
+                cell["slots"] += 1
+                cell["times"].append(inst["solve_seconds"])
+                cell["hits"] += sum(r["status"] in LIMIT_HITS for r in inst["rejected"])
+            for failure in entry["failures"]:
+                cell = cells[params_label(domain, failure["params"])]
+                cell["slots"] += 1
+                status = "exhausted" if failure["status"] == "skipped" else failure["status"]
+                cell["empty"][status] = cell["empty"].get(status, 0) + 1
+                cell["hits"] += sum(r["status"] in LIMIT_HITS for r in failure["rejected"])
+            limit = f"{settings['time_limit']:g} s / {settings['memory_limit_mb']} MB"
+            for label, cell in cells.items():
+                if not cell["slots"]:
+                    continue  # a plan split's count can stop before the grid's last cells
+                times = cell["times"]
+                solve = f"{median(times):.1f}, {max(times):.1f}" if times else "-"
+                empty = " / ".join(str(cell["empty"].get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
+                lines.append(f"| {domain} | {split} | `{label}` | {cell['slots']} | {len(times)} | {empty} | {solve} "
+                             f"| {cell['hits']} | {limit} |")
+    return "\n".join(lines)

@@ -284,28 +284,75 @@ class Sweep:
         raise MissingRuns(f"{out} holds none of this sweep's {_count(names, 'run')} (no run folder with test "
                           f"metrics; runs are not in git, a fresh clone has none): {how}")
 
-    def check_data(self) -> Path:
-        """The dataset root, after checking that it exists and holds every domain and split the sweep reads
-        (a DatasetError with the command that generates what is missing)."""
+    def data_gaps(self) -> tuple[Path, list[str], list[str]]:
+        """What of the data this sweep reads is not there: (dataset root, missing, out of reach). ``missing``:
+        domains or splits that were never generated (``"ferry/test"``, ``"blocksworld (all splits)"``); ``out of
+        reach``: one line per split whose generation gave up cells at its solver limits
+        (:func:`tnlib.data.instance_keys.select_attempts`), naming the cells, the limits and the empty slots.
+        Raises DatasetError when there is no dataset at all."""
+        from tnlib.data.generation import params_label
         from tnlib.data.manifest import dataset_root
         from tnlib.data.schema import MANIFEST
-        from tnlib.errors import DatasetError
         from tnlib.io import read_json
 
         root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
         splits = ("train", "val", "test") + (("plan",) if self.plan else ())
-        missing, lacking = [], []
+        missing, out_of_reach = [], []
         for domain in self.domains:
             there = read_json(root / domains[domain]["manifest"]).get("splits", {}) if domain in domains else {}
             absent = [split for split in splits if split not in there]
             missing += [f"{domain} (all splits)"] if len(absent) == len(splits) else [f"{domain}/{s}" for s in absent]
-            lacking += [domain] if absent else []
+            for split in splits:
+                cells = there.get(split, {}).get("out_of_reach_cells", [])
+                if cells:
+                    settings, counts = there[split]["settings"], there[split]["counts"]
+                    given_up = {params_label(domain, c["params"]) for c in cells}
+                    names = ", ".join(label for label in (params_label(domain, p) for p in settings["grid"]["params"])
+                                      if label in given_up)  # in the grid's order
+                    out_of_reach.append(
+                        f"{domain}/{split}: {len(cells)} cell(s) out of reach at {settings['time_limit']:g} s / "
+                        f"{settings['memory_limit_mb']} MB ({names}): {sum(c['unfilled'] for c in cells)} of "
+                        f"{counts['slots']} slots empty, {counts['instances']} instances there")
+        return root, missing, out_of_reach
+
+    def data_lines(self) -> list[str]:
+        """The banner's lines on the data: what a run would lack, before it starts."""
+        from tnlib.errors import DatasetError
+
+        try:
+            _root, missing, out_of_reach = self.data_gaps()
+        except DatasetError as err:
+            return [f"  missing   {err}"]
+        lines = [f"  missing   {', '.join(missing)} (never generated: the sweep stops before training)"] if missing \
+            else []
+        if out_of_reach:
+            lines.append("  out of reach (generation gave these cells up at its solver limits; the sweep runs on the "
+                         "cells that exist only with --accept-out-of-reach):")
+            lines += [f"    {line}" for line in out_of_reach]
+        if not lines:
+            lines.append("  data      complete: every domain and split the sweep reads, no cell out of reach")
+        return lines
+
+    def check_data(self, accept_out_of_reach: bool = False) -> Path:
+        """The dataset root, after checking that it exists and holds every domain and split the sweep reads
+        (a DatasetError with the command that generates what is missing). Splits with cells out of reach (given
+        up at the solver limits) pass only with ``accept_out_of_reach``: the sweep then trains and tests on the
+        cells that exist."""
+        from tnlib.errors import DatasetError
+
+        root, missing, out_of_reach = self.data_gaps()
         if missing:
+            lacking = [d for d in self.domains if any(m.startswith(f"{d}/") or m.startswith(f"{d} ") for m in missing)]
             command = " ".join(f"--domain {d}" for d in lacking)
             raise DatasetError(f"{root} lacks {', '.join(missing)}: generate it with `tnlib data generate {command} "
                                f"--profile {self.data_profile} --out {root}` (or choose another --data-root or "
                                "--preset)")
+        if out_of_reach and not accept_out_of_reach:
+            raise DatasetError(
+                f"{root} has cells out of reach of its solver limits ({'; '.join(out_of_reach)}): pass "
+                "--accept-out-of-reach to train and test on the cells that exist, or generate them with longer limits "
+                "(`tnlib data generate ... --force --time-limit S --test-time-limit S`, see data/README.md)")
         return root
 
 
@@ -454,15 +501,16 @@ def run_baselines(sweep: Sweep) -> None:
 
 
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
-              progress: bool = True) -> list[dict]:
+              progress: bool = True, accept_out_of_reach: bool = False) -> list[dict]:
     """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries.
 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
-    checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training.
+    checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
+    so do cells out of reach unless ``accept_out_of_reach``.
     """
     from tnlib.progress import progress as progress_display
 
-    sweep.check_data()
+    sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")

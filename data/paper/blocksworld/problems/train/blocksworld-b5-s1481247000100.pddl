@@ -1,0 +1,17 @@
+(define (problem blocksworld-b5-s1481247000100)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b3)
+    (on b2 b3)
+    (on b5 b2)
+    (on b4 b5)
+    (on b1 b4)
+    (clear b1)
+  )
+  (:goal (and
+    (on b1 b2)
+    (on b4 b5)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247000300)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b2 b1)
+    (on b4 b2)
+    (clear b4)
+    (on-table b5)
+    (on b3 b5)
+    (clear b3)
+  )
+  (:goal (and
+    (on b5 b2)
+    (on b1 b4)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247000500)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b3)
+    (on b5 b3)
+    (on b1 b5)
+    (clear b1)
+    (on-table b4)
+    (on b2 b4)
+    (clear b2)
+  )
+  (:goal (and
+    (on b1 b4)
+    (on b3 b5)
+  ))
+)

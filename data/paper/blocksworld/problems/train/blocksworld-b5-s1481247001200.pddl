@@ -1,0 +1,17 @@
+(define (problem blocksworld-b5-s1481247001200)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b4)
+    (on b2 b4)
+    (on b5 b2)
+    (on b1 b5)
+    (on b3 b1)
+    (clear b3)
+  )
+  (:goal (and
+    (on b1 b3)
+    (on b4 b1)
+  ))
+)

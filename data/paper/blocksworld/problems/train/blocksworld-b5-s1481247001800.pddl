@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247001800)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (clear b1)
+    (on-table b4)
+    (on b5 b4)
+    (on b3 b5)
+    (on b2 b3)
+    (clear b2)
+  )
+  (:goal (and
+    (on b1 b2)
+    (on b4 b5)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247001900)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b3)
+    (on b2 b3)
+    (on b5 b2)
+    (on b1 b5)
+    (clear b1)
+    (on-table b4)
+    (clear b4)
+  )
+  (:goal (and
+    (on b4 b2)
+    (on b5 b3)
+  ))
+)

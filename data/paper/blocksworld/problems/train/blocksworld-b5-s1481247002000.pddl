@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247002000)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b2 b1)
+    (clear b2)
+    (on-table b5)
+    (on b4 b5)
+    (on b3 b4)
+    (clear b3)
+  )
+  (:goal (and
+    (on b3 b2)
+    (on b5 b3)
+  ))
+)

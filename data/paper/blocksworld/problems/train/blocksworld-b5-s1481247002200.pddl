@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247002200)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b2 b1)
+    (on b5 b2)
+    (on b3 b5)
+    (on b4 b3)
+    (clear b4)
+  )
+  (:goal (and
+    (on b5 b3)
+    (on b4 b5)
+    (on b2 b4)
+  ))
+)

@@ -1,0 +1,17 @@
+(define (problem blocksworld-b5-s1481247002400)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b3)
+    (on b1 b3)
+    (on b4 b1)
+    (on b5 b4)
+    (on b2 b5)
+    (clear b2)
+  )
+  (:goal (and
+    (on b1 b4)
+    (on b2 b5)
+  ))
+)

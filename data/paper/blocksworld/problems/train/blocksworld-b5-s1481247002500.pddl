@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s1481247002500)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b4 b1)
+    (on b5 b4)
+    (on b2 b5)
+    (on b3 b2)
+    (clear b3)
+  )
+  (:goal (and
+    (on b4 b2)
+    (on b3 b4)
+    (on b1 b3)
+  ))
+)

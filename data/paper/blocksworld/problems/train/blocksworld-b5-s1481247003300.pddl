@@ -1,0 +1,17 @@
+(define (problem blocksworld-b5-s1481247003300)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b2 b1)
+    (on b4 b2)
+    (on b3 b4)
+    (on b5 b3)
+    (clear b5)
+  )
+  (:goal (and
+    (on b1 b4)
+    (on b3 b1)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b6-s1498474001900)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5 b6)
+  (:init
+    (arm-empty)
+    (on-table b1)
+    (on b3 b1)
+    (clear b3)
+    (on-table b4)
+    (on b6 b4)
+    (on b5 b6)
+    (on b2 b5)
+    (clear b2)
+  )
+  (:goal (and
+    (on b2 b4)
+  ))
+)

@@ -1,0 +1,18 @@
+(define (problem blocksworld-b6-s1498474002300)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5 b6)
+  (:init
+    (arm-empty)
+    (on-table b6)
+    (on b4 b6)
+    (on b5 b4)
+    (on b1 b5)
+    (on b3 b1)
+    (on b2 b3)
+    (clear b2)
+  )
+  (:goal (and
+    (on b4 b1)
+    (on b5 b3)
+  ))
+)

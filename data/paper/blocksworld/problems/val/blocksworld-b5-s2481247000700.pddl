@@ -1,0 +1,18 @@
+(define (problem blocksworld-b5-s2481247000700)
+  (:domain blocksworld-4ops)
+  (:objects b1 b2 b3 b4 b5)
+  (:init
+    (arm-empty)
+    (on-table b4)
+    (on b3 b4)
+    (on b2 b3)
+    (on b1 b2)
+    (on b5 b1)
+    (clear b5)
+  )
+  (:goal (and
+    (on b1 b3)
+    (on b5 b1)
+    (on b2 b5)
+  ))
+)

@@ -1,0 +1,234 @@
+"""The out-of-reach rule of dataset generation (issue 14.1): a cell whose solves hit the limits K times in a row is
+given up, recorded with those attempts, inherited by later splits under the same limits, deterministic whatever
+order the solves finish in, resumable after a kill; and `tnlib sweep --dry-run` names missing data and cells out of
+reach before anything runs."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import tnlib.planning.fast_downward as fast_downward
+from tnlib.data.generation import Profile, SplitGrid, combos, generate_dataset
+from tnlib.data.instance_keys import Draw, select_attempts
+from tnlib.data.manifest import cell_card, data_card
+from tnlib.errors import DatasetError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dataset_helpers import LIMITS  # noqa: E402
+
+HARD = 5  # gripper balls: the fake planner "times out" on these
+
+
+def two_cell_profile(seeds: int = 6) -> Profile:
+    """gripper with an easy cell (3 balls) and a hard one (5 balls, timed out by ``fake_solve``)."""
+    s = tuple(range(1, seeds + 1))
+    grids = {"gripper": {
+        "train": SplitGrid(combos("gripper", balls=(3, HARD)), s),
+        "val": SplitGrid(combos("gripper", balls=(3, HARD)), (1, 2)),
+    }}
+    return Profile("reach", grids, dict(LIMITS), memory_limit_mb=2000, max_attempts=20)
+
+
+@pytest.fixture
+def fake_solve(monkeypatch):
+    """Fast Downward as it is, except that problems with HARD balls time out at the limit."""
+    real = fast_downward.solve
+    calls = []
+
+    def solve(domain, path, time_limit=None, memory_limit_mb=None):
+        calls.append(path)
+        if f"-b{HARD}-" in Path(path).name:
+            return fast_downward.SolveResult(status="timeout", plan=None, seconds=float(time_limit), expansions=None)
+        return real(domain, path, time_limit=time_limit, memory_limit_mb=memory_limit_mb)
+
+    monkeypatch.setattr(fast_downward, "solve", solve)
+    return calls
+
+
+def draws_for(cells: int, slots_per_cell: int):
+    """A fake selection input: ``cells`` x ``slots_per_cell`` slots, every draw distinct and non-trivial."""
+    slots = [(((("n", c),)), n) for n in range(1, slots_per_cell + 1) for c in range(cells)]
+
+    def draw(slot: int, attempt: int) -> Draw:
+        return Draw(attempt, slot * 100 + attempt, f"p{slot}-{attempt}", f"k{slot}-{attempt}", "", False)
+
+    return slots, draw
+
+
+def test_selection_gives_up_a_cell_after_k_limit_hits_in_a_row_and_asks_for_no_more():
+    slots, draw = draws_for(cells=2, slots_per_cell=5)  # slot i: cell i % 2
+    outcomes: dict[int, dict] = {}
+    asked = []
+    while True:
+        sel = select_attempts("train", slots, draw, outcomes.get, {}, 20, out_of_reach_after=3)
+        if sel.complete:
+            break
+        for d in sel.needed:
+            asked.append(d.seed)
+            cell = (d.seed // 100) % 2
+            outcomes[d.seed] = ({"status": "solved"} if cell == 0 else {"status": "timeout", "seconds": 9.0})
+    statuses = [c.status for c in sel.choices]
+    assert statuses[0::2] == ["ok"] * 5
+    assert statuses[1::2] == ["out_of_reach"] * 5
+    # Exactly three solves of the hard cell ran: never more than K - (current run) were asked for at once.
+    hard = [s for s in asked if (s // 100) % 2 == 1]
+    assert len(hard) == 3
+    (cell,) = sel.out_of_reach_cells()
+    assert cell["params"] == {"n": 1} and cell["instances"] == 0 and cell["unfilled"] == 5
+    assert cell["found_in"] == "train"
+    assert [a["status"] for a in cell["attempts"]] == ["timeout"] * 3
+    assert [a["seconds"] for a in cell["attempts"]] == [9.0] * 3
+    # Without the rule the same outcomes fail every slot after its 20 attempts, 100 solves of the hard cell.
+    outcomes_off: dict[int, dict] = {}
+    while True:
+        sel = select_attempts("train", slots, draw, outcomes_off.get, {}, 20)
+        if sel.complete:
+            break
+        for d in sel.needed:
+            outcomes_off[d.seed] = {"status": "solved"} if (d.seed // 100) % 2 == 0 else {"status": "timeout"}
+    assert [c.status for c in sel.choices][1::2] == ["failed"] * 5 and not sel.out_of_reach_cells()
+
+
+def test_a_solve_between_limit_hits_breaks_the_run_and_the_verdict_ignores_arrival_order():
+    slots, draw = draws_for(cells=1, slots_per_cell=8)
+    # slot 2's first attempt is solved: runs are 2 (slots 0, 1), then 3 (slots 3, 4, 5) -> out of reach at slot 5.
+    verdict = {2 * 100: "solved"}
+
+    def outcome_of(seed):
+        return {"status": verdict.get(seed, "timeout"), "seconds": 1.0}
+
+    results = []
+    for order in (1, -1):  # answer each round's needed solves first-to-last, then last-to-first
+        outcomes: dict[int, dict] = {}
+        while True:
+            sel = select_attempts("test", slots, draw, outcomes.get, {}, 20, out_of_reach_after=3)
+            if sel.complete:
+                break
+            for d in sel.needed[::order][:1]:  # one at a time, like a worker finishing
+                outcomes[d.seed] = outcome_of(d.seed)
+        results.append(([c.status for c in sel.choices], sel.out_of_reach_cells()))
+    assert results[0] == results[1]
+    statuses, (cell,) = results[0]
+    assert statuses == ["out_of_reach", "out_of_reach", "ok"] + ["out_of_reach"] * 5
+    assert [a["seed_number"] for a in cell["attempts"]] == [4, 5, 6]
+
+
+def test_generation_records_out_of_reach_cells_and_later_splits_inherit_them(tmp_path, fake_solve):
+    report = generate_dataset(tmp_path, ["gripper"], two_cell_profile(), ["train", "val"], progress=False,
+                              time_limit=7, out_of_reach_after=2)
+    manifest = json.loads((tmp_path / "gripper" / "manifest.json").read_text())
+    train, val = manifest["splits"]["train"], manifest["splits"]["val"]
+    assert train["settings"]["out_of_reach_after"] == 2 and train["settings"]["time_limit"] == 7
+    (cell,) = train["out_of_reach_cells"]
+    assert cell["params"] == {"balls": HARD} and cell["instances"] == 0 and cell["unfilled"] == 6
+    assert [(a["seed_number"], a["status"], a["seconds"]) for a in cell["attempts"]] == [
+        (1, "timeout", 7.0), (2, "timeout", 7.0)]
+    assert train["counts"]["out_of_reach"] == 6 and train["counts"]["instances"] == 6
+    assert report.splits["gripper/train"]["out_of_reach"] == 6
+    # val: same limits and K, so the hard cell is not tried again; its verdict names the split that found it.
+    (inherited,) = val["out_of_reach_cells"]
+    assert inherited["found_in"] == "train" and inherited["unfilled"] == 2 and inherited["attempts"] == cell["attempts"]
+    hard_solves = [p for p in fake_solve if f"-b{HARD}-" in Path(p).name]
+    assert len(hard_solves) == 2
+    card = data_card(tmp_path)
+    assert f"gripper train `gripper-b{HARD}`: out of reach at 7 s / 2000 MB" in card
+    assert "2 solves in a row hit the limit (7.0 s, 7.0 s)" in card
+    assert f"gripper val `gripper-b{HARD}`: out of reach at 7 s / 2000 MB (found in train)" in card
+    cells = cell_card(tmp_path)
+    assert f"| gripper | train | `gripper-b{HARD}` | 6 | 0 | 0 / 6 / 0 | - | 2 | 7 s / 2000 MB |" in cells
+    assert "| gripper | train | `gripper-b3` | 6 | 6 | 0 / 0 / 0 |" in cells
+    assert f"| gripper | val | `gripper-b{HARD}` | 2 | 0 | 0 / 2 / 0 | - | 0 | 7 s / 2000 MB |" in cells
+
+
+def test_the_rule_is_off_unless_asked_for_and_settings_without_it_stay_as_they_were(tmp_path, fake_solve):
+    profile = two_cell_profile(seeds=1)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train"], progress=False, time_limit=7, max_attempts=2)
+    entry = json.loads((tmp_path / "gripper" / "manifest.json").read_text())["splits"]["train"]
+    assert "out_of_reach_after" not in entry["settings"] and entry["out_of_reach_cells"] == []
+    assert [f["status"] for f in entry["failures"]] == ["failed"]
+    with pytest.raises(DatasetError, match="out_of_reach_after"):
+        generate_dataset(tmp_path, ["gripper"], profile, ["train"], progress=False, time_limit=7, max_attempts=2,
+                         out_of_reach_after=1)
+    with pytest.raises(DatasetError, match="out_of_reach_after must be at least 1"):
+        generate_dataset(tmp_path / "x", ["gripper"], profile, ["train"], progress=False, out_of_reach_after=0)
+
+
+def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves(tmp_path, fake_solve, monkeypatch):
+    """Interrupted after a few solves (the time-outs of the hard cell among them), rerun: the solves already
+    recorded are not run again and the split equals that of an uninterrupted run."""
+    import pyarrow.parquet as pq
+
+    import tnlib.planning.fast_downward as fd
+
+    whole = tmp_path / "whole"
+    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                     out_of_reach_after=2)
+    solves_whole = len(fake_solve)
+    fake_solve.clear()
+    counting = fd.solve
+
+    def interrupting(*args, **kwargs):
+        if len(fake_solve) == 4:
+            raise KeyboardInterrupt  # not an Exception: run_attempt does not record it, the run stops here
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(fd, "solve", interrupting)
+    root = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                         out_of_reach_after=2)
+    attempts = root / "gripper" / ".work" / "train" / "attempts"
+    assert len(list(attempts.glob("*.json"))) == 4 and not (root / "gripper" / "train.parquet").exists()
+    monkeypatch.setattr(fd, "solve", counting)
+    before = len(fake_solve)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
+                     out_of_reach_after=2)
+    assert len(fake_solve) - before == solves_whole - 4  # only what the first run had not finished
+    assert pq.read_table(root / "gripper" / "train.parquet").equals(pq.read_table(whole / "gripper" / "train.parquet"))
+    entries = [json.loads((r / "gripper" / "manifest.json").read_text())["splits"]["train"] for r in (whole, root)]
+    assert entries[0]["out_of_reach_cells"] == entries[1]["out_of_reach_cells"] != []
+    assert not (root / "gripper" / ".work").exists()
+
+
+def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fake_solve, capsys):
+    from tnlib.cli import main
+    from tnlib.experiments.sweep import Sweep
+
+    profile = two_cell_profile(seeds=2)
+    profile.grids["gripper"]["test"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1,))
+    profile.grids["gripper"]["plan"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1, 2), count=2)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False, time_limit=7,
+                     test_time_limit=7, out_of_reach_after=2)
+    sweep = Sweep.from_parameters(preset="small", data_root=str(tmp_path), domains=["gripper"])
+    root, missing, out_of_reach = sweep.data_gaps()
+    assert root == tmp_path.resolve() and missing == ["gripper/test", "gripper/plan"]
+    at = f"1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD})"
+    assert out_of_reach == [f"gripper/train: {at}: 2 of 4 slots empty, 2 instances there",
+                            f"gripper/val: {at}: 2 of 4 slots empty, 2 instances there"]
+    with pytest.raises(DatasetError, match="lacks gripper/test, gripper/plan"):
+        sweep.check_data(accept_out_of_reach=True)
+    args = ["sweep", "--preset", "small", "--data-root", str(tmp_path), "--domains", "gripper", "--dry-run"]
+    assert main(args) == 0
+    banner = capsys.readouterr().err
+    assert "missing   gripper/test, gripper/plan (never generated" in banner
+    assert f"    gripper/train: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD})" in banner
+
+    # Test and plan generated: nothing is missing, the hard cell is out of reach there too (found in train).
+    generate_dataset(tmp_path, ["gripper"], profile, ["test", "plan"], progress=False, time_limit=7,
+                     test_time_limit=7, out_of_reach_after=2)
+    _root, missing, out_of_reach = sweep.data_gaps()
+    assert missing == [] and [line.split(":")[0] for line in out_of_reach] == [
+        "gripper/train", "gripper/val", "gripper/test", "gripper/plan"]
+    with pytest.raises(DatasetError, match="cells out of reach of its solver limits.*--accept-out-of-reach"):
+        sweep.check_data()
+    assert sweep.check_data(accept_out_of_reach=True) == tmp_path.resolve()
+    assert main(args) == 0
+    banner = capsys.readouterr().err
+    assert "missing" not in banner and "gripper/plan: 1 cell(s) out of reach" in banner
+    # The real run stops before any training unless the user accepts the gaps (exit 2, one line).
+    assert main(args[:-1] + ["--out", str(tmp_path / "runs")]) == 2
+    assert "--accept-out-of-reach" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
