@@ -285,3 +285,62 @@ def test_banner_and_notebook_show_paths_relative_to_the_repository():
     assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
     banner = Sweep.preset("small").describe()
     assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paper's Figure 2 and `tnlib report`
+
+
+def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
+    """Mean and min-max band over seeds, at the steps every seed evaluated; N before TN; other configurations,
+    domains and lower bounds left out."""
+    from tnlib.experiments.reports import validation_spread_figure
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    write_run(results, data, [8, 4, 2], distribution="TN", seed=0)
+    write_run(results, data, [6, 2, 1, 0.5], distribution="TN", seed=1)  # one more evaluation: not drawn
+    write_run(results, data, [9, 9, 9], distribution="N", seed=0)
+    write_run(results, data, [1, 1, 1], distribution="N", sigma="fixed", residual="none")  # another configuration
+    write_run(results, data, [5, 5, 5], distribution="N", lower_bound="hmax")  # another lower bound
+    figure = validation_spread_figure(results, "blocksworld")
+    traces = {trace.name: trace for trace in figure.data}
+    assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (1 seed): mean",
+                                             None, "TN: seeds' range", "TN (2 seeds): mean"]
+    assert list(traces["TN (2 seeds): mean"].x) == [50, 100, 150]
+    assert list(traces["TN (2 seeds): mean"].y) == [7, 3, 1.5]
+    assert list(figure.data[3].y) == [8, 4, 2] and list(traces["TN: seeds' range"].y) == [6, 2, 1]
+    assert traces["TN: seeds' range"].fill == "tonexty"
+    assert list(traces["N (1 seed): mean"].y) == [9, 9, 9]
+    assert figure.layout.yaxis.type == "log"
+
+
+def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):
+    import tnlib.io
+    from tnlib.cli import main
+    from tnlib.experiments.reports import render_results
+
+    out = tmp_path / "out"
+    assert main(["report", str(results), "--out", str(out)]) == 0
+    names = [line.rsplit("/", 1)[-1] for line in capsys.readouterr().out.splitlines()]
+    assert names == ["accuracy.md", "planning.md", "training_curves.html", "figure2.html"]
+    figure2 = (out / "figure2.html").read_text()
+    # outside reports/: plotly.js is written beside the files, which load it from there
+    assert "<script src='plotly.min.js'>" in figure2 and (out / "plotly.min.js").stat().st_size > 1_000_000
+    assert "<script src='plotly.min.js'>" in (out / "training_curves.html").read_text()
+    assert "What these results can and cannot show" in figure2 and 'id="figure2-nlm-blocksworld-learn-ff"' in figure2
+    # inside the repository's reports/: the exported notebooks' shared bundle, no second copy
+    repo = tmp_path / "repo"
+    (repo / "reports" / "notebooks").mkdir(parents=True)
+    (repo / "reports" / "notebooks" / "plotly.min.js").write_text("/* plotly */")
+    monkeypatch.setattr(tnlib.io, "REPO_ROOT", repo)
+    render_results(results, repo / "reports" / "converged")
+    assert "<script src='../notebooks/plotly.min.js'>" in (repo / "reports" / "converged" / "figure2.html").read_text()
+    assert not (repo / "reports" / "converged" / "plotly.min.js").exists()
+    # one line and exit 2 for a folder without runs or with two lower bounds
+    assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert "holds no run folder" in capsys.readouterr().err
+    write_run(results, tmp_path / "data", [1, 1, 1, 1], lower_bound="hmax")
+    assert main(["report", str(results), "--out", str(out)]) == 2
+    assert "mixes lower bounds (hmax, lmcut)" in capsys.readouterr().err
