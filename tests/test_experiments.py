@@ -145,3 +145,20 @@ def test_summaries_table_lists_every_cell():
                              {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])
     rows = table.splitlines()[2:]
     assert rows == ["| a | 1.000 | 2.000 | 1.00 |  |", "| b | 1.500 | 2.500 | 0.50 | 1.00 |"]
+
+
+def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
+    """`--upper-bound h_sat` (beyond the paper: TN doubly truncated in training) is a sweep setting like the lower
+    bound: each run trains with it, its folder says so, and the banner names it."""
+    sweep = _sweep(tmp_path, upper_bound="h_sat")
+    assert {c["upper_bound"] for c in sweep.train_configs()} == {"h_sat"}
+    from tnlib.learning.training import TrainConfig
+
+    assert [TrainConfig.from_dict(c).name for c in sweep.train_configs()] == [
+        "gripper-linear-N-learn-ff-llmcut-uh_sat-s0", "gripper-linear-TN-learn-ff-llmcut-uh_sat-s0"]
+    assert {c["upper_bound"] for c in _sweep(tmp_path).train_configs()} == {"none"}
+    assert main(["sweep", "--preset", "small", "--upper-bound", "h_sat", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "u = h_sat (training only; beyond the paper)" in err and "upper_bound" in err.splitlines()[0]
+    with pytest.raises(ValueError, match="upper"):
+        Sweep.preset("small", upper_bound="h_max")

@@ -58,6 +58,8 @@ class Sweep:
     distributions: Sequence[str] = DISTRIBUTIONS
     seeds: Sequence[int] = SEEDS
     lower_bound: str = "lmcut"
+    # "h_sat": TN bounded above by a satisficing plan's cost during training (doubly truncated; beyond the paper)
+    upper_bound: str = "none"
     sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
     steps: int = TRAIN_STEPS
     batch_size: int = BATCH_SIZE
@@ -164,7 +166,8 @@ class Sweep:
                         for seed in self.seeds:
                             config = TrainConfig(
                                 domain=domain, model=model, distribution=distribution, sigma=sigma,
-                                residual=residual, lower_bound=self.lower_bound, sigma_link=self.sigma_link,
+                                residual=residual, lower_bound=self.lower_bound, upper_bound=self.upper_bound,
+                                sigma_link=self.sigma_link,
                                 steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
                                 checkpoint_every=self.eval_every, instances=self.instances, seed=seed,
                                 model_args=dict(self.model_args.get(model, {})), data_root=data_root,
@@ -204,6 +207,7 @@ class Sweep:
         plan = ("no planning" if not self.plan else
                 f"GBFS on the plan split ({planned} instances per domain), at most {self.max_evaluations:,} "
                 "evaluations, h_FF baseline")
+        upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
         gpu_hours, cpu_hours = self.estimated_hours()
         cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
@@ -229,7 +233,7 @@ class Sweep:
             f"{_count(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = {_count(range(runs), 'run')}",
             f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
             f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
-            f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{link}",
+            f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{upper}{link}",
             f"  data      {shown_path(self.dataset_path())} (profile {profile})",
             f"  planning  {plan}",
             f"  results   {shown_path(self.out_dir)}",
