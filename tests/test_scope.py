@@ -344,3 +344,47 @@ def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monk
     write_run(results, tmp_path / "data", [1, 1, 1, 1], lower_bound="hmax")
     assert main(["report", str(results), "--out", str(out)]) == 2
     assert "mixes lower bounds (hmax, lmcut)" in capsys.readouterr().err
+
+
+def write_metrics(run, mse: float, nll: float) -> None:
+    """A run's test metrics, as tnlib.learning.evaluation.evaluate_run writes them (the fields the tables read)."""
+    config = json.loads((run / "config.json").read_text())
+    metrics = {k: config[k] for k in ("domain", "model", "distribution", "sigma", "residual", "lower_bound", "seed")}
+    (run / "metrics-test.json").write_text(json.dumps({**metrics, "mse": mse, "mse_clip": mse, "nll": nll,
+                                                       "mse_ff": 5.0, "mse_lmcut": 6.0}))
+
+
+def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
+    """`tnlib report --against`: the cells both folders hold, columns named by the setting that differs (here the
+    upper bound), mean ± std over seeds, the better of each pair in bold; cells only one folder has are left out."""
+    from tnlib.cli import main
+    from tnlib.experiments.tables import render_comparison
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    without, with_h_sat = tmp_path / "without", tmp_path / "with"
+    for folder, extra, mses, solved in ((without, {}, (2.0, 4.0), [[True, False], [False, False]]),
+                                        (with_h_sat, {"upper_bound": "h_sat"}, (1.0, 1.0), [[True, True]] * 2)):
+        folder.mkdir()
+        for seed, mse in enumerate(mses):
+            run = write_run(folder, data, [3, 2, 1, 1], seed=seed, **extra)
+            write_metrics(run, mse, 1.5 + seed)
+            write_planning(run / "planning-default.jsonl", solved[seed])
+    only_here = write_run(without, data, [3, 2, 1, 1], distribution="N")
+    write_metrics(only_here, 9.0, 9.0)
+    table = render_comparison(with_h_sat, without).splitlines()
+    assert table[0] == ("| domain | model | configuration | distribution | test MSE: upper_bound h_sat | "
+                        "test MSE: upper_bound none | test NLL: upper_bound h_sat | test NLL: upper_bound none | "
+                        "plan coverage: upper_bound h_sat | plan coverage: upper_bound none | "
+                        "average evaluations: upper_bound h_sat | average evaluations: upper_bound none |")
+    # MSE 1±0 against 3±1.41; NLL 2±.71 both (a tie: no bold); coverage 1 against .25 (±.35); evaluations: an
+    # unsolved instance counts as the 10,000 limit: (100 + 10,000) / 2 and 10,000
+    assert table[2:] == ["| blocksworld | nlm | learn/ff | TN | **1.00±.0** | 3.00±1.4 | 2.00±.7 | 2.00±.7 | "
+                         "**1.00±0.00** | 0.25±0.35 | **100±0** | 7525±3500 |"]
+    with pytest.raises(ValueError, match="share no"):
+        render_comparison(with_h_sat, tmp_path / "data")
+    out = tmp_path / "reports"
+    assert main(["report", str(with_h_sat), "--out", str(out), "--against", str(without)]) == 0
+    comparison = (out / "comparison.md").read_text()
+    assert comparison.startswith("# `with/` against `without/`") and table[2] in comparison
+    assert capsys.readouterr().out.splitlines()[-1].endswith("comparison.md")

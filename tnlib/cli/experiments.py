@@ -89,6 +89,9 @@ def register_report(subparsers) -> None:
                     "with the seeds' range), each opening with what the runs can and cannot show.")
     parser.add_argument("results", help="results folder (run folders, planning files), e.g. runs/small")
     parser.add_argument("--out", required=True, help="folder to write the reports into")
+    parser.add_argument("--against", metavar="RESULTS",
+                        help="another results folder: also write comparison.md, the cells both hold side by side "
+                             "(e.g. runs trained with --upper-bound h_sat against runs without)")
     parser.set_defaults(func=_run_report)
 
 
@@ -97,7 +100,7 @@ def _run_report(args) -> int:
     from tnlib.io import shown_path
 
     try:
-        written = render_results(args.results, args.out)
+        written = render_results(args.results, args.out, against=args.against)
     except ValueError as err:
         raise CommandError(str(err)) from None
     for path in written:

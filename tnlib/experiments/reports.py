@@ -226,9 +226,11 @@ def _domain_order(domain: str) -> int:
 _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
 
 
-def render_results(results_dir, reports_dir) -> list[Path]:
+def render_results(results_dir, reports_dir, against=None) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
-    models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model.
+    models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
+    -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
+    (:func:`tnlib.experiments.tables.render_comparison`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -260,4 +262,15 @@ def render_results(results_dir, reports_dir) -> list[Path]:
     figure_model = "nlm" if "nlm" in models else models[0]
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))
+    if against is not None:
+        from tnlib.experiments.scope import scope_header
+        from tnlib.experiments.tables import render_comparison
+
+        table = render_comparison(results_dir, against)  # (before writing: a ValueError leaves no file behind)
+        text = (f"# `{Path(results_dir).name}/` against `{Path(against).name}/`\n\n{scope_header(results_dir)}\n"
+                f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "
+                "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; bold: the better "
+                "of the two.\n\n" + table)
+        atomic_write_text(reports_dir / "comparison.md", text)
+        written.append(reports_dir / "comparison.md")
     return written
