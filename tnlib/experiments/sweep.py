@@ -245,7 +245,8 @@ class Sweep:
                 f"{model} " + ", ".join(f"{d} {SMALL_STEP_SECONDS[model][d]} s" for d in self.domains)
                 for model in self.models)
             overhead = ", ".join(f"{m} {SMALL_RUN_OVERHEAD_SECONDS[m]:.0f} s" for m in self.models)
-            lines.append(f"  measured  about {measured:.1f} hours with {_count(range(self.workers), 'process')} on "
+            took = f"{measured:.1f} hours" if measured >= 1 else f"{measured * 60:.0f} minutes"
+            lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; test evaluation and planning per run: {overhead})")
         if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
@@ -453,14 +454,15 @@ PRESETS: dict[str, dict] = {
     # (tnlib.experiments.scope.still_improving). data/small, all training instances, two seeds, validation every
     # 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance). Probes (one
     # TN learn/ff run per domain, batch 64, validated every 100 steps; reports/converged/README.md): NLM's
-    # blocksworld curve still fell by more than 1% in the last quarter at 3,000 steps, ferry's was flat from 2,500;
-    # linear regression's blocksworld curve was flat from 3,000 of 5,000 steps. Hours of one process for NLM,
-    # minutes per domain for linear regression (MEASURED_RUN_SECONDS).
+    # blocksworld curve still fell by more than 1% in the last quarter at 3,000 steps, ferry's was flat from 2,500.
+    # Linear regression at 3,000 steps left 14 of 64 runs still improving (ferry and gripper drift down slowly);
+    # three of them run on to 12,000 were flat from 5,000. Hours of one process for NLM, minutes per domain for
+    # linear regression (Sweep.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
                       eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
                       plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
-    # The appendix's linear regression: the same, 3,000 steps.
-    "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=3000, batch_size=64,
+    # The appendix's linear regression: the same, 6,000 steps.
+    "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
                              plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
 }
