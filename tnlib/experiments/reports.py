@@ -207,7 +207,8 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
             "<p>Validation MSE (log scale) during training: per distribution the mean over seeds and the seeds' "
             "range (min to max). The paper draws 5 seeds' curves for N (orange) and TN (blue).</p>",
             _markdown_html(scope_header(results_dir))]
-    for domain, sigma, residual in sorted(configs, key=lambda c: (_domain_order(c[0]), c)):
+    order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}  # learn/ff first, as the tables
+    for domain, sigma, residual in sorted(configs, key=lambda c: (_domain_order(c[0]), order.get(c[1:], 9), c)):
         figure = validation_spread_figure(results_dir, domain, model, sigma, residual, lower_bound)
         html.append(figure.to_html(full_html=False, include_plotlyjs=False,
                                    div_id=f"figure2-{model}-{domain}-{sigma}-{residual}"))
