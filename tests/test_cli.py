@@ -9,7 +9,8 @@ import pytest
 import tnlib
 from tnlib.cli import COMMANDS, build_parser, main
 
-EXPECTED = {"reproduce", "generate", "solve", "plan", "validate", "heuristics", "data", "train", "evaluate", "sweep"}
+EXPECTED = {"reproduce", "generate", "solve", "plan", "validate", "heuristics", "data", "train", "evaluate", "sweep",
+            "report"}
 
 
 def _choices(parser):

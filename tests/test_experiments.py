@@ -93,7 +93,7 @@ def test_small_preset_and_overrides():
         Sweep.preset("small", sigma_link="exp")
     with pytest.raises(ValueError, match="data_profile"):
         Sweep.preset("small", data_profile="huge")
-    assert set(PRESETS) == {"paper", "small"}
+    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear"}
 
 
 def test_banner_says_what_runs_and_what_it_costs():
@@ -145,3 +145,54 @@ def test_summaries_table_lists_every_cell():
                              {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])
     rows = table.splitlines()[2:]
     assert rows == ["| a | 1.000 | 2.000 | 1.00 |  |", "| b | 1.500 | 2.500 | 0.50 | 1.00 |"]
+
+
+def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
+    """`--upper-bound h_sat` (beyond the paper: TN doubly truncated in training) is a sweep setting like the lower
+    bound: each run trains with it, its folder says so, and the banner names it."""
+    sweep = _sweep(tmp_path, upper_bound="h_sat")
+    assert {c["upper_bound"] for c in sweep.train_configs()} == {"h_sat"}
+    from tnlib.learning.training import TrainConfig
+
+    assert [TrainConfig.from_dict(c).name for c in sweep.train_configs()] == [
+        "gripper-linear-N-learn-ff-llmcut-uh_sat-s0", "gripper-linear-TN-learn-ff-llmcut-uh_sat-s0"]
+    assert {c["upper_bound"] for c in _sweep(tmp_path).train_configs()} == {"none"}
+    assert main(["sweep", "--preset", "small", "--upper-bound", "h_sat", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "u = h_sat (training only; beyond the paper)" in err and "upper_bound" in err.splitlines()[0]
+    with pytest.raises(ValueError, match="upper"):
+        Sweep.preset("small", upper_bound="h_max")
+
+
+@pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000)])
+def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(name, model, steps, capsys):
+    """The converged presets (issue 14.6): the four configurations, N and TN, seeds for a spread, the paper's
+    10,000-evaluation limit on every plan instance, and enough validations for the still-improving rule to judge the
+    last quarter; past the steps at which the probes' curves still fell (NLM blocksworld at 3,000 steps)."""
+    from tnlib.experiments.scope import LAST_FRACTION, MIN_EVALUATIONS
+    from tnlib.paper import MAX_EVALUATIONS, TABLE1_CONFIGS
+
+    sweep = Sweep.preset(name)
+    assert (sweep.models, sweep.steps, sweep.batch_size, sweep.workers) == ([model], steps, 64, 1)
+    assert sweep.configs == list(TABLE1_CONFIGS) and sweep.distributions == ["N", "TN"] and len(sweep.seeds) >= 2
+    assert (sweep.max_evaluations, sweep.plan_instances, sweep.plan) == (MAX_EVALUATIONS, None, True)
+    assert sweep.dataset_path().name == "small" and sweep.matching_preset() == name
+    evaluations = sweep.steps // sweep.eval_every
+    assert evaluations >= MIN_EVALUATIONS and evaluations * LAST_FRACTION >= 5  # a last quarter of 5+ validations
+    if model == "nlm":
+        assert sweep.steps > 3000
+    # the banner prints the hours measured on a 2-core machine, scaled by the grid (here: 16 runs per domain)
+    assert main(["sweep", "--preset", name, "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"tnlib sweep: preset {name!r}") and "= 64 runs" in err and "10,000 evaluations" in err
+    from tnlib.experiments.sweep import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
+
+    expected = sum(16 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
+                   for d in sweep.domains) / 3600
+    took = f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
+    assert f"measured  about {took} with 1 process" in err
+    one = Sweep.preset(name, domains="ferry", configs="learn/ff", seeds=0, workers=2)
+    assert one.measured_hours() == pytest.approx(
+        2 * (steps * SMALL_STEP_SECONDS[model]["ferry"] + SMALL_RUN_OVERHEAD_SECONDS[model]) / 3600 / 2)
+    assert Sweep.preset(name, batch_size=256).measured_hours() is None  # not measured: no figure
+    assert Sweep.preset(name, models=["hgn"]).measured_hours() is None

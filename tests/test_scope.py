@@ -285,3 +285,107 @@ def test_banner_and_notebook_show_paths_relative_to_the_repository():
     assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
     banner = Sweep.preset("small").describe()
     assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paper's Figure 2 and `tnlib report`
+
+
+def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
+    """Mean and min-max band over seeds, at the steps every seed evaluated; N before TN; other configurations,
+    domains and lower bounds left out."""
+    from tnlib.experiments.reports import validation_spread_figure
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    write_run(results, data, [8, 4, 2], distribution="TN", seed=0)
+    write_run(results, data, [6, 2, 1, 0.5], distribution="TN", seed=1)  # one more evaluation: not drawn
+    write_run(results, data, [9, 9, 9], distribution="N", seed=0)
+    write_run(results, data, [1, 1, 1], distribution="N", sigma="fixed", residual="none")  # another configuration
+    write_run(results, data, [5, 5, 5], distribution="N", lower_bound="hmax")  # another lower bound
+    figure = validation_spread_figure(results, "blocksworld")
+    traces = {trace.name: trace for trace in figure.data}
+    assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (1 seed): mean",
+                                             None, "TN: seeds' range", "TN (2 seeds): mean"]
+    assert list(traces["TN (2 seeds): mean"].x) == [50, 100, 150]
+    assert list(traces["TN (2 seeds): mean"].y) == [7, 3, 1.5]
+    assert list(figure.data[3].y) == [8, 4, 2] and list(traces["TN: seeds' range"].y) == [6, 2, 1]
+    assert traces["TN: seeds' range"].fill == "tonexty"
+    assert list(traces["N (1 seed): mean"].y) == [9, 9, 9]
+    assert figure.layout.yaxis.type == "log"
+
+
+def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):
+    import tnlib.io
+    from tnlib.cli import main
+    from tnlib.experiments.reports import render_results
+
+    out = tmp_path / "out"
+    assert main(["report", str(results), "--out", str(out)]) == 0
+    names = [line.rsplit("/", 1)[-1] for line in capsys.readouterr().out.splitlines()]
+    assert names == ["accuracy.md", "planning.md", "training_curves.html", "figure2.html"]
+    figure2 = (out / "figure2.html").read_text()
+    # outside reports/: plotly.js is written beside the files, which load it from there
+    assert "<script src='plotly.min.js'>" in figure2 and (out / "plotly.min.js").stat().st_size > 1_000_000
+    assert "<script src='plotly.min.js'>" in (out / "training_curves.html").read_text()
+    assert "What these results can and cannot show" in figure2 and 'id="figure2-nlm-blocksworld-learn-ff"' in figure2
+    # inside the repository's reports/: the exported notebooks' shared bundle, no second copy
+    repo = tmp_path / "repo"
+    (repo / "reports" / "notebooks").mkdir(parents=True)
+    (repo / "reports" / "notebooks" / "plotly.min.js").write_text("/* plotly */")
+    monkeypatch.setattr(tnlib.io, "REPO_ROOT", repo)
+    render_results(results, repo / "reports" / "converged")
+    assert "<script src='../notebooks/plotly.min.js'>" in (repo / "reports" / "converged" / "figure2.html").read_text()
+    assert not (repo / "reports" / "converged" / "plotly.min.js").exists()
+    # one line and exit 2 for a folder without runs or with two lower bounds
+    assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert "holds no run folder" in capsys.readouterr().err
+    write_run(results, tmp_path / "data", [1, 1, 1, 1], lower_bound="hmax")
+    assert main(["report", str(results), "--out", str(out)]) == 2
+    assert "mixes lower bounds (hmax, lmcut)" in capsys.readouterr().err
+
+
+def write_metrics(run, mse: float, nll: float) -> None:
+    """A run's test metrics, as tnlib.learning.evaluation.evaluate_run writes them (the fields the tables read)."""
+    config = json.loads((run / "config.json").read_text())
+    metrics = {k: config[k] for k in ("domain", "model", "distribution", "sigma", "residual", "lower_bound", "seed")}
+    (run / "metrics-test.json").write_text(json.dumps({**metrics, "mse": mse, "mse_clip": mse, "nll": nll,
+                                                       "mse_ff": 5.0, "mse_lmcut": 6.0}))
+
+
+def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
+    """`tnlib report --against`: the cells both folders hold, columns named by the setting that differs (here the
+    upper bound), mean ± std over seeds, the better of each pair in bold; cells only one folder has are left out."""
+    from tnlib.cli import main
+    from tnlib.experiments.tables import render_comparison
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    without, with_h_sat = tmp_path / "without", tmp_path / "with"
+    for folder, extra, mses, solved in ((without, {}, (2.0, 4.0), [[True, False], [False, False]]),
+                                        (with_h_sat, {"upper_bound": "h_sat"}, (1.0, 1.0), [[True, True]] * 2)):
+        folder.mkdir()
+        for seed, mse in enumerate(mses):
+            run = write_run(folder, data, [3, 2, 1, 1], seed=seed, **extra)
+            write_metrics(run, mse, 1.5 + seed)
+            write_planning(run / "planning-default.jsonl", solved[seed])
+    only_here = write_run(without, data, [3, 2, 1, 1], distribution="N")
+    write_metrics(only_here, 9.0, 9.0)
+    table = render_comparison(with_h_sat, without).splitlines()
+    assert table[0] == ("| domain | model | configuration | distribution | test MSE: upper_bound h_sat | "
+                        "test MSE: upper_bound none | test NLL: upper_bound h_sat | test NLL: upper_bound none | "
+                        "plan coverage: upper_bound h_sat | plan coverage: upper_bound none | "
+                        "average evaluations: upper_bound h_sat | average evaluations: upper_bound none |")
+    # MSE 1±0 against 3±1.41; NLL 2±.71 both (a tie: no bold); coverage 1 against .25 (±.35); evaluations: an
+    # unsolved instance counts as the 10,000 limit: (100 + 10,000) / 2 and 10,000
+    assert "GBFS plans with the lower bound only" in table[-1]  # what the MSE of u = h_sat does and does not show
+    assert table[2:3] == ["| blocksworld | nlm | learn/ff | TN | **1.00±.0** | 3.00±1.4 | 2.00±.7 | 2.00±.7 | "
+                         "**1.00±0.00** | 0.25±0.35 | **100±0** | 7525±3500 |"]
+    with pytest.raises(ValueError, match="share no"):
+        render_comparison(with_h_sat, tmp_path / "data")
+    out = tmp_path / "reports"
+    assert main(["report", str(with_h_sat), "--out", str(out), "--against", str(without)]) == 0
+    comparison = (out / "comparison.md").read_text()
+    assert comparison.startswith("# `with/` against `without/`") and table[2] in comparison
+    assert capsys.readouterr().out.splitlines()[-1].endswith("comparison.md")

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("tnlib.cli.learning", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
     "evaluate": ("tnlib.cli.learning", "test metrics of trained models and the Table 1 layout"),
     "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
+    "report": ("tnlib.cli.experiments", "render a results folder's reports (Tables 1 and 2, curves, Figure 2)"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

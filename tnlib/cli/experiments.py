@@ -16,6 +16,7 @@ SWEEP_HELP = {
     "model_args": "MODEL={...}: constructor arguments per model, e.g. nlm='{\"depth\": 3}' (repeatable)",
     "plan": "train and evaluate only",
     "plan_instances": "plan the first N instances of the plan split (default: all)",
+    "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
     "workers": "local processes running cells side by side (default 1; the small preset: 2)",
     "data_profile": "the dataset profile: the data root's sub-folder to read (default: paper)",
@@ -85,4 +86,31 @@ def _run_reproduce(args) -> int:
         raise CommandError(str(err)) from None
 
 
-REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce}
+def register_report(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="render a results folder's reports: Table 1 and 2, training curves, Figure 2",
+        description="Render the reports of one results folder (a sweep's --out): accuracy.md (Table 1), "
+                    "planning.md (Table 2), training_curves.html and figure2.html (validation curves, N vs TN, "
+                    "with the seeds' range), each opening with what the runs can and cannot show.")
+    parser.add_argument("results", help="results folder (run folders, planning files), e.g. runs/small")
+    parser.add_argument("--out", required=True, help="folder to write the reports into")
+    parser.add_argument("--against", metavar="RESULTS",
+                        help="another results folder: also write comparison.md, the cells both hold side by side "
+                             "(e.g. runs trained with --upper-bound h_sat against runs without)")
+    parser.set_defaults(func=_run_report)
+
+
+def _run_report(args) -> int:
+    from tnlib.experiments.reports import render_results
+    from tnlib.io import shown_path
+
+    try:
+        written = render_results(args.results, args.out, against=args.against)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    for path in written:
+        print(f"wrote {shown_path(path)}")
+    return 0
+
+
+REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report}

@@ -44,14 +44,18 @@ thead { border-bottom: 1px solid #bdbdbd; }
 tbody tr:nth-child(odd) { background: #f5f5f5; }
 code { font-family: Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 90%; }
 """
+# Where an HTML report in reports/ loads plotly.js from: the bundle the exported notebooks share.
+PLOTLY_SRC = "notebooks/plotly.min.js"
 # Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
 CURVE_TICKS = 6
 
 
-def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list[Path]:
+def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
+                  plotly_src: str = PLOTLY_SRC) -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
     one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
-    did against the paper's setting, computed from the run folders. Each file is written atomically."""
+    did against the paper's setting, computed from the run folders. Each file is written atomically.
+    ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``."""
     from tnlib.experiments.scope import scope_header
     from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, render_table, render_table2
 
@@ -65,7 +69,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
                 f"An unsolved instance counts as the evaluation limit. {TABLE2_BOLD_RULE}\n"]
     html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
-            f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='notebooks/plotly.min.js'></script></head><body>",
+            f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             _markdown_html(scope)]
     configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
     for model in models:
@@ -142,3 +146,132 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
     figure.update_xaxes(nticks=CURVE_TICKS)
     figure.update_yaxes(nticks=CURVE_TICKS)
     return figure
+
+
+def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
+                             residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse"):
+    """The paper's Figure 2 for one domain and configuration: validation MSE (log scale) of N and TN over training,
+    per distribution the mean over seeds as a line and the seeds' range (min to max) as a band around it.
+
+    Only the steps every seed of a distribution evaluated are drawn (runs stopped early would otherwise make the
+    band jump); the legend names the number of seeds."""
+    import plotly.graph_objects as go
+
+    from tnlib.io import read_jsonl
+
+    curves: dict[str, list[dict[int, float]]] = {}
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
+                domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
+            continue
+        curves.setdefault(config["distribution"], []).append(
+            {r["step"]: r[metric] for r in read_jsonl(run.curves_file)})
+    figure = go.Figure()
+    for distribution in sorted(curves, key=lambda d: (d != "N", d)):  # N first, as the paper's legend
+        seeds = curves[distribution]
+        steps = sorted(set.intersection(*(set(c) for c in seeds)))
+        values = [[c[step] for c in seeds] for step in steps]
+        colour = _DISTRIBUTION_COLOURS.get(distribution, "#7f7f7f")
+        group = f"{distribution} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})"
+        # the band: the maximum, then the minimum filled up to it
+        figure.add_trace(go.Scatter(x=steps, y=[max(v) for v in values], mode="lines", line=dict(width=0),
+                                    legendgroup=distribution, showlegend=False, hoverinfo="skip"))
+        figure.add_trace(go.Scatter(x=steps, y=[min(v) for v in values], mode="lines", line=dict(width=0),
+                                    fill="tonexty", fillcolor=_BAND_COLOURS.get(distribution, "rgba(0,0,0,0.15)"),
+                                    legendgroup=distribution, name=f"{distribution}: seeds' range"))
+        figure.add_trace(go.Scatter(x=steps, y=[sum(v) / len(v) for v in values], mode="lines",
+                                    line=dict(color=colour, width=2), legendgroup=distribution,
+                                    name=f"{group}: mean"))
+    figure.update_layout(
+        title=f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, l = {lower_bound})",
+        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
+        template="plotly_white", height=380)
+    figure.update_xaxes(nticks=CURVE_TICKS)
+    figure.update_yaxes(nticks=CURVE_TICKS)
+    return figure
+
+
+def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmcut",
+                  plotly_src: str = PLOTLY_SRC) -> Path:
+    """``path`` (HTML): :func:`validation_spread_figure` for every domain and configuration of ``model`` in
+    ``results_dir``, under the scope header; plotly.js from ``plotly_src`` (relative to the file's folder)."""
+    from tnlib.experiments.scope import scope_header
+
+    path = Path(path)
+    configs = {(c["domain"], c["sigma"], c["residual"]) for c in (r.read_config() for r in ResultsDir(
+        results_dir).runs()) if c["model"] == model and c["lower_bound"] == lower_bound}
+    html = ["<html><head><meta charset='utf-8'><title>Validation curves, N vs TN (the paper's Figure 2)</title>"
+            f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
+            f"<h1>Validation curves, N vs TN ({model}; the paper's Figure 2)</h1>",
+            "<p>Validation MSE (log scale) during training: per distribution the mean over seeds and the seeds' "
+            "range (min to max). The paper draws 5 seeds' curves for N (orange) and TN (blue).</p>",
+            _markdown_html(scope_header(results_dir))]
+    order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}  # learn/ff first, as the tables
+    for domain, sigma, residual in sorted(configs, key=lambda c: (_domain_order(c[0]), order.get(c[1:], 9), c)):
+        figure = validation_spread_figure(results_dir, domain, model, sigma, residual, lower_bound)
+        html.append(figure.to_html(full_html=False, include_plotlyjs=False,
+                                   div_id=f"figure2-{model}-{domain}-{sigma}-{residual}"))
+    html.append("</body></html>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "\n".join(html))
+    return path
+
+
+def _domain_order(domain: str) -> int:
+    from tnlib.paper import DOMAINS
+
+    return DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS)
+
+
+_BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
+
+
+def render_results(results_dir, reports_dir, against=None) -> list[Path]:
+    """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
+    models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
+    -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
+    (:func:`tnlib.experiments.tables.render_comparison`).
+
+    The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
+    reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
+    bundle in git), else from a plotly.min.js written beside the files."""
+    import os
+
+    from tnlib.io import REPO_ROOT
+    from tnlib.paper import MODELS
+
+    results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
+    configs = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    if not configs:
+        raise ValueError(f"{results_dir} holds no run folder (a folder with a config.json): nothing to render")
+    bounds = sorted({c["lower_bound"] for c in configs})
+    if len(bounds) > 1:
+        raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
+    ran = {c["model"] for c in configs}
+    models = [m for m in MODELS if m in ran] + sorted(ran - set(MODELS))
+    shared = REPO_ROOT / "reports" / PLOTLY_SRC
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    if reports_dir.is_relative_to(REPO_ROOT / "reports") and shared.is_file():
+        plotly_src = os.path.relpath(shared, reports_dir)
+    else:
+        import plotly.offline
+
+        atomic_write_text(reports_dir / "plotly.min.js", plotly.offline.get_plotlyjs())
+        plotly_src = "plotly.min.js"
+    written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src)
+    figure_model = "nlm" if "nlm" in models else models[0]
+    written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
+                                 lower_bound=bounds[0], plotly_src=plotly_src))
+    if against is not None:
+        from tnlib.experiments.scope import scope_header
+        from tnlib.experiments.tables import render_comparison
+
+        table = render_comparison(results_dir, against)  # (before writing: a ValueError leaves no file behind)
+        text = (f"# `{Path(results_dir).name}/` against `{Path(against).name}/`\n\n{scope_header(results_dir)}\n"
+                f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "
+                "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; bold: the better "
+                "of the two.\n\n" + table)
+        atomic_write_text(reports_dir / "comparison.md", text)
+        written.append(reports_dir / "comparison.md")
+    return written

@@ -300,12 +300,82 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                 best = better(group.values(), key=lambda v: v[0])[0] if group else None
                 for c in ("N", "N+clip", "TN"):
                     v = stats.get((s, res, c))
-                    digits = 2 if metric == "coverage" else 0
-                    text = ("" if v is None else f"{v[0]:.{digits}f} {ONE_SEED}" if v[1] is None
-                            else f"{v[0]:.{digits}f}±{v[1]:.{digits}f}")
+                    text = _planning_cell(v, metric)
                     cells.append(f"**{text}**" if v is not None and v[0] == best else text)
             ff = baseline.get(domain, {}).get(metric)
             ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two results folders side by side
+
+
+def render_comparison(results_dir, other_dir) -> str:
+    """The cells two results folders share, side by side, as Markdown: for a setting the paper's tables have no
+    column for (training with the upper bound h_sat against without, another lower bound, ...).
+
+    A cell is (domain, model, configuration, distribution); each folder's runs of it must share one setting, the
+    seed aside (:func:`check_one_setting`). The columns are named by the settings in which the two folders' runs
+    differ (e.g. ``upper_bound h_sat`` and ``upper_bound none``). Per cell: test MSE and NLL of the point estimate
+    and plan coverage and average evaluations (an unsolved instance counting as the limit), mean ± std over seeds
+    (:func:`_cell`); the better of the two in bold. A ValueError when the folders share no cell."""
+    folders = (results_dir, other_dir)
+    cells: list[dict] = [defaultdict(lambda: defaultdict(list)) for _ in folders]
+    configs: list[dict] = [defaultdict(list), defaultdict(list)]
+    for side, folder in enumerate(folders):
+        pooled = defaultdict(list)
+        for r in collect_results(folder):
+            config = r["config"]
+            key = (config["domain"], config["model"], f"{config['sigma']}/{config['residual']}", config["distribution"])
+            pooled[" ".join(key)].append(config)
+            configs[side][key].append(config)
+            cells[side][key]["mse"].append(r["mse"])
+            cells[side][key]["nll"].append(r["nll"])
+        for row in collect_planning(folder):
+            if row["column"] == row["config"]["distribution"]:  # the default estimate (N+clip has no cell here)
+                key = (row["domain"], row["model"], f"{row['sigma']}/{row['residual']}", row["column"])
+                cells[side][key]["coverage"].append(row["coverage"])
+                cells[side][key]["evaluations"].append(row["evaluations"])
+        check_one_setting(pooled, f"{folder}:")
+    shared = sorted(set(cells[0]) & set(cells[1]), key=lambda k: (DOMAINS.index(k[0]) if k[0] in DOMAINS else 9, k))
+    if not shared:
+        raise ValueError(f"{results_dir} and {other_dir} share no (domain, model, configuration, distribution) cell")
+    # the settings that tell the folders apart, among the runs of the cells they share
+    shared_configs = [[c for key in shared for c in side[key]] for side in configs]
+    fields = sorted({k for side in shared_configs for c in side for k in c} - POOLED_OVER)
+    differ = [k for k in fields if {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[0]}
+              != {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[1]}]
+    labels = [", ".join(f"{k} " + "/".join(sorted({str(c.get(k)) for c in side})) for k in differ) or name
+              for side, name in zip(shared_configs, ("first", "second"))]
+    metrics = (("mse", "test MSE", min), ("nll", "test NLL", min), ("coverage", "plan coverage", max),
+               ("evaluations", "average evaluations", min))
+    lines = ["| domain | model | configuration | distribution | "
+             + " | ".join(f"{title}: {label}" for _, title, _ in metrics for label in labels) + " |",
+             "|" + "---|" * (4 + 2 * len(metrics))]
+    for key in shared:
+        row = list(key)
+        for metric, _, better in metrics:
+            stats = [_stats(side[key][metric]) for side in cells]
+            texts = [_cell(s) if metric in ("mse", "nll") else _planning_cell(s, metric) for s in stats]
+            if all(s is not None for s in stats) and stats[0][0] != stats[1][0]:
+                best = better((0, 1), key=lambda i: stats[i][0])
+                texts[best] = f"**{texts[best]}**"
+            row += texts
+        lines.append("| " + " | ".join(row) + " |")
+    if "upper_bound" in differ:
+        lines += ["", "Test MSE and NLL of runs trained with an upper bound use it on the test states too (their "
+                  "truncated mean lies between l and u = h_sat, a satisficing plan's cost a planner does not have); "
+                  "GBFS plans with the lower bound only, so coverage and evaluations compare on equal terms."]
+    return "\n".join(lines) + "\n"
+
+
+def _planning_cell(stats: tuple[float, float | None] | None, metric: str) -> str:
+    """A coverage (two decimals) or evaluations (whole numbers) cell as Table 2 writes it."""
+    if stats is None:
+        return ""
+    digits = 2 if metric == "coverage" else 0
+    mean, std = stats
+    return f"{mean:.{digits}f} {ONE_SEED}" if std is None else f"{mean:.{digits}f}±{std:.{digits}f}"
