@@ -389,3 +389,47 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     comparison = (out / "comparison.md").read_text()
     assert comparison.startswith("# `with/` against `without/`") and table[2] in comparison
     assert capsys.readouterr().out.splitlines()[-1].endswith("comparison.md")
+
+
+def test_ablation_tables_put_each_lower_bound_in_its_columns(tmp_path, capsys):
+    """`tnlib report A B --ablation lower-bound`: learn/ff with l = lmcut, hmax, blind from two folders, one column
+    group each in Table 1's and Table 2's layout (mean ± std over seeds), one header for the runs shown; runs of
+    other configurations in those folders are left out, and a folder with none of the ablation's runs is an error."""
+    from tnlib.cli import main
+    from tnlib.experiments.reports import write_ablation
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    lmcut, others = tmp_path / "lmcut", tmp_path / "others"
+    runs = [(lmcut, "lmcut", "TN", (1.0, 3.0), [[True, True], [True, False]]),
+            (lmcut, "lmcut", "N", (4.0, 4.0), [[True, True]] * 2),
+            (others, "hmax", "TN", (2.0, 2.0), [[False, False]] * 2),
+            (others, "blind", "TN", (5.0, 7.0), [[True, True]] * 2)]
+    for folder, bound, distribution, mses, solved in runs:
+        folder.mkdir(exist_ok=True)
+        for seed, mse in enumerate(mses):
+            run = write_run(folder, data, [3, 2, 1, 1], seed=seed, lower_bound=bound, distribution=distribution)
+            write_metrics(run, mse, 1.0)
+            write_planning(run / "planning-default.jsonl", solved[seed])
+    stray = write_run(lmcut, data, [3, 2, 1, 1], sigma="fixed", residual="none")  # not in the ablation
+    write_metrics(stray, 0.5, 1.0)
+    write_planning(lmcut / "baseline-blocksworld-ff.jsonl", [True, False])
+    out = tmp_path / "reports"
+    assert main(["report", str(lmcut), str(others), "--ablation", "lower-bound", "--out", str(out)]) == 0
+    accuracy = (out / "accuracy.md").read_text()
+    assert ("| domain | metric | h_FF | LM-cut | learn/ff/l=lmcut N | learn/ff/l=lmcut TN | learn/ff/l=hmax N | "
+            "learn/ff/l=hmax TN | learn/ff/l=blind N | learn/ff/l=blind TN |") in accuracy
+    # TN means 2, 2 and 6; N 4 (l = lmcut only); bold: the best of N, N+clip, TN per column group
+    assert "| blocksworld | MSE | 5.00 | 6.00 | 4.00±.0 | **2.00±1.4** |  | 2.00±.0 |  | 6.00±1.4 |" in accuracy
+    assert "Computed from the 8 run folders in `lmcut/`, `others/`" in accuracy  # the stray run is not counted
+    planning = (out / "planning.md").read_text()
+    # coverage: h_FF .5; N (l = lmcut) 1, TN with l = lmcut .75, hmax 0, blind 1; evaluations count an unsolved
+    # instance as 10,000; bold: the best of each column group
+    assert ("| blocksworld | 0.50 | **1.00±0.00** |  | 0.75±0.35 |  |  | **0.00±0.00** |  |  | **1.00±0.00** |"
+            in planning)
+    assert "| blocksworld | 5050 | **100±0** |  | 2575±3500 |  |  | **10000±0** |  |  | **100±0** |" in planning
+    with pytest.raises(ValueError, match="no nlm run of learn/ff l=lmcut"):
+        write_ablation([data], tmp_path / "nothing", "lower-bound")
+    assert not (tmp_path / "nothing").exists()
+    assert main(["report", str(lmcut), str(others), "--out", str(out)]) == 2  # several folders: --ablation only
+    assert "several only with --ablation" in capsys.readouterr().err

@@ -59,6 +59,22 @@ def test_same_seed_same_weights_other_seed_other_weights(tmp_path, items, model)
     assert any(not torch.equal(weights(a)[k], weights(c)[k]) for k in weights(a))
 
 
+def test_n_training_does_not_read_the_lower_bound_tn_training_does(tmp_path):
+    # The appendix's lower-bound ablation (l = hmax, blind) needs N only to clip it at another l: N's weights and
+    # curves must be those of l = lmcut (so its N runs can be compared with the l = lmcut ones), while TN's loss is
+    # truncated at l and must change with it. Through the dataset, which is where l is read.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "data" / "small"
+    runs = {(dist, bound): train(config(tmp_path / f"{dist}-{bound}", distribution=dist, lower_bound=bound,
+                                        data_root=str(root), instances=6, steps=6, eval_every=3))
+            for dist in ("N", "TN") for bound in ("lmcut", "blind")}
+    assert_same_weights(weights(runs["N", "lmcut"]), weights(runs["N", "blind"]))
+    assert curves(runs["N", "lmcut"]) == curves(runs["N", "blind"])
+    tn_lmcut, tn_blind = weights(runs["TN", "lmcut"]), weights(runs["TN", "blind"])
+    assert any(not torch.equal(tn_lmcut[k], tn_blind[k]) for k in tn_lmcut)
+
+
 @pytest.mark.parametrize("model", ["nlm", "hgn"])
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, items, model):
     data = items["gripper"]

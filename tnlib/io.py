@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -93,3 +93,19 @@ def shown_path(path: str | os.PathLike) -> str:
         return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
     except ValueError:
         return str(path)
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block: several processes
+    (`generate` runs, `data train-pairs`) may update one dataset's manifests."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

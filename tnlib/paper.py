@@ -68,6 +68,13 @@ GPU_HOURS_PER_RUN = {"nlm": {"default": 0.5, "visitall": 2.0}, "hgn": {"default"
 # (sigma, residual) configurations: the two of the main tables (Table 2, the sweep's default) and Table 1's four.
 PAPER_CONFIGS = (("learn", "ff"), ("fixed", "none"))
 TABLE1_CONFIGS = (("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none"))
+# The appendix's ablations of NLM learn/h_FF, each a list of (sigma, residual, lower bound) column groups:
+# "Experimental Results with Different Residuals" (LM-cut as the residual's base, and none) and "... with Different
+# Lower Bounds" (l = h_max and blind instead of LM-cut).
+ABLATIONS = {
+    "residual": (("learn", "ff", "lmcut"), ("learn", "lmcut", "lmcut"), ("learn", "none", "lmcut")),
+    "lower-bound": (("learn", "ff", "lmcut"), ("learn", "ff", "hmax"), ("learn", "ff", "blind")),
+}
 # Table 1 bolds the best of N, N+clip and TN only when it beats the second best by more than this.
 TABLE1_BOLD_GAP = 0.1
 

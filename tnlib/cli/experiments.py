@@ -9,6 +9,7 @@ import sys
 
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
+from tnlib.paper import ABLATIONS
 
 SWEEP_FLAGS = {"out_dir": "--out"}
 SWEEP_HELP = {
@@ -92,8 +93,15 @@ def register_report(subparsers) -> None:
         description="Render the reports of one results folder (a sweep's --out): accuracy.md (Table 1), "
                     "planning.md (Table 2), training_curves.html and figure2.html (validation curves, N vs TN, "
                     "with the seeds' range), each opening with what the runs can and cannot show.")
-    parser.add_argument("results", help="results folder (run folders, planning files), e.g. runs/small")
+    parser.add_argument("results", nargs="+",
+                        help="results folder (run folders, planning files), e.g. runs/small; with --ablation, "
+                             "one or more")
     parser.add_argument("--out", required=True, help="folder to write the reports into")
+    parser.add_argument("--ablation", choices=sorted(ABLATIONS),
+                        help="render one of the appendix's NLM ablations instead (accuracy.md and planning.md): "
+                             "residual (learn/ff, learn/lmcut, learn/none) or lower-bound (learn/ff with l = "
+                             "lmcut, hmax, blind), from the runs of every RESULTS folder")
+    parser.add_argument("--model", default="nlm", help="with --ablation: which model's runs (default: nlm)")
     parser.add_argument("--against", metavar="RESULTS",
                         help="another results folder: also write comparison.md, the cells both hold side by side "
                              "(e.g. runs trained with --upper-bound h_sat against runs without)")
@@ -101,11 +109,19 @@ def register_report(subparsers) -> None:
 
 
 def _run_report(args) -> int:
-    from tnlib.experiments.reports import render_results
+    from tnlib.experiments.reports import render_results, write_ablation
     from tnlib.io import shown_path
 
     try:
-        written = render_results(args.results, args.out, against=args.against)
+        if args.ablation:
+            if args.against:
+                raise CommandError("--against compares two folders' shared cells; it does not go with --ablation")
+            written = write_ablation(args.results, args.out, args.ablation, model=args.model)
+        elif len(args.results) > 1:
+            raise CommandError(f"one results folder per report ({len(args.results)} given); several only with "
+                               "--ablation")
+        else:
+            written = render_results(args.results[0], args.out, against=args.against)
     except ValueError as err:
         raise CommandError(str(err)) from None
     for path in written:

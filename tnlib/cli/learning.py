@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
+from tnlib.learning.run_files import RunDir
 
 # TrainConfig fields whose flag is not --field-name, and help texts.
 TRAIN_FLAGS = {"data_root": "--data", "learning_rate": "--lr", "model_args": "--model-arg", "out_dir": "--out",
@@ -132,8 +133,8 @@ def register_evaluate(subparsers) -> None:
     p.add_argument("--split", default="test")
     p.add_argument("--data", default=None, help="dataset root (default: the run's)")
     p.add_argument("--device", default=None)
-    p.add_argument("--checkpoint", default="best.pt",
-                   help="which checkpoint of each run folder: best.pt (best validation MSE) or best-nll.pt")
+    p.add_argument("--checkpoint", default=RunDir.BEST,
+                   help=f"which checkpoint of each run folder: {RunDir.BEST} (best validation MSE) or {RunDir.BEST_NLL}")
     p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
     p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
     p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")

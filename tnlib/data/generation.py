@@ -125,7 +125,7 @@ from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
 from tnlib.errors import DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
-from tnlib.io import atomic_write_bytes, atomic_write_json, read_json, sha256_file
+from tnlib.io import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
 from tnlib.paper import DOMAINS, MAX_ATTEMPTS, MAX_EVALUATIONS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 
@@ -418,20 +418,6 @@ def run_attempt(job: AttemptJob) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Files
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (several `generate` runs may share a dataset root)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _ranges(numbers: Sequence[int]) -> str:
@@ -959,7 +945,7 @@ def _update_manifests(sp: SplitPlan, entry: dict, problems_dir: Path) -> None:
     from tnlib import __version__
     from tnlib.planning.fast_downward import fast_downward_version
 
-    with _locked(sp.root / ".manifest.lock"):
+    with locked(sp.root / ".manifest.lock"):
         domain_copy = sp.domain_dir / "domain.pddl"
         source = domain_file(sp.domain).read_bytes()
         if not domain_copy.is_file() or domain_copy.read_bytes() != source:

@@ -32,7 +32,7 @@ from pathlib import Path
 from tnlib.data.instance_keys import parse_problem, state_goal_key, state_goal_signature
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import DatasetError, InstanceKeyError
-from tnlib.io import atomic_write_json, read_json, sha256_file
+from tnlib.io import atomic_write_json, locked, read_json, sha256_file
 
 # Stored verbatim in every record (train_pairs.scheme): a new way of keying gets a new text.
 PAIR_KEY_SCHEME = (
@@ -137,8 +137,6 @@ def _record(manifest: dict, domain: str, split: str, counts: dict) -> dict:
 def record_train_pairs(root: str | os.PathLike, domains: list[str] | None = None) -> dict[str, dict[str, dict]]:
     """Compute the records of a dataset root's domains (all by default) and write them into the domain manifests
     (and their checksums into the root manifest). Returns ``{domain: {split: record}}``."""
-    from tnlib.data.generation import _locked  # generation imports this module
-
     root = Path(root)
     top = read_json(root / MANIFEST)
     done: dict[str, dict[str, dict]] = {}
@@ -150,7 +148,7 @@ def record_train_pairs(root: str | os.PathLike, domains: list[str] | None = None
         except (OSError, InstanceKeyError) as err:
             raise DatasetError(f"{root}/{domain}: cannot key its rows ({err}); run `tnlib data verify {root}`") \
                 from None
-        with _locked(root / ".manifest.lock"):
+        with locked(root / ".manifest.lock"):
             path = root / domain / MANIFEST
             manifest = read_json(path)
             for split, entry in manifest["splits"].items():

@@ -93,6 +93,39 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     return written
 
 
+def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:
+    """One of the appendix's ablations (``tnlib.paper.ABLATIONS``: ``residual`` or ``lower-bound``) from the runs
+    of one or more results folders: ``accuracy.md`` (Table 1's layout) and ``planning.md`` (Table 2's), one column
+    group per (sigma, residual, lower bound), each opening with the header of the runs they show."""
+    from tnlib.experiments.scope import collect_scopes, render_scope
+    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, render_ablation
+    from tnlib.paper import ABLATIONS
+
+    if ablation not in ABLATIONS:
+        raise ValueError(f"unknown ablation {ablation!r} (choose from {', '.join(ABLATIONS)})")
+    columns = ABLATIONS[ablation]
+    results_dirs = [Path(folder) for folder in results_dirs]
+    accuracy, plans = render_ablation(results_dirs, columns, model)  # (before writing: a ValueError leaves nothing)
+    scope = render_scope(collect_scopes(results_dirs, keep=lambda r: r.model == model and (
+        r.sigma, r.residual, r.lower_bound) in columns))
+    groups = ", ".join(f"{s}/{r} with l = {b}" for s, r, b in columns)
+    source = (f"The appendix's {ablation} ablation ({model}): {groups}, from "
+              + ", ".join(f"`{folder.name}/`" for folder in results_dirs) + ". A column's name is its "
+              "sigma/residual/l.")
+    if len({b for _, _, b in columns}) > 1:
+        source += (" N's training does not read l (tests/test_training.py checks that its weights are those of "
+                   "l = lmcut); l changes its +clip row and TN.")
+    reports_dir = Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    written = [reports_dir / "accuracy.md", reports_dir / "planning.md"]
+    atomic_write_text(written[0], f"# Test accuracy: {ablation} ablation\n\n{scope}\n## Table\n\n{source} Mean ± "
+                      "std over seeds of the test MSE of the point estimate (N: mu, TN: truncated mean); +clip: "
+                      f"max(mu, l) for N. {TABLE1_BOLD_RULE}\n\n{accuracy}")
+    atomic_write_text(written[1], f"# Planning: {ablation} ablation\n\n{scope}\n## Table\n\nGBFS on the plan split. "
+                      f"{source} An unsolved instance counts as the evaluation limit. {TABLE2_BOLD_RULE}\n\n{plans}")
+    return written
+
+
 def _markdown_html(text: str) -> str:
     """Markdown (the scope header: prose and tables) as HTML, with mistune (nbconvert's Markdown renderer)."""
     import mistune

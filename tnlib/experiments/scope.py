@@ -319,9 +319,10 @@ def _sigma_text(sigma: float) -> str:
 def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
-    name = Path(scope.results_dir).name
+    # several folders (collect_scopes) are joined by os.pathsep
+    names = ", ".join(f"`{Path(folder).name}/`" for folder in scope.results_dir.split(os.pathsep))
     lines = ["## What these results can and cannot show\n",
-             f"Computed from the {len(scope.runs)} run folders in `{name}/`, their data manifests and planning files "
+             f"Computed from the {len(scope.runs)} run folders in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
     if not scope.runs:
         return "\n".join(lines + ["No run folders (with a config.json) here: nothing to show.\n"])
@@ -480,3 +481,21 @@ def render_scope(scope: Scope) -> str:
 def scope_header(results_dir: str | os.PathLike) -> str:
     """:func:`render_scope` of :func:`collect_scope`: the Markdown header of a results folder's reports."""
     return render_scope(collect_scope(results_dir))
+
+
+def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scope:
+    """One :class:`Scope` for the runs of several results folders (an ablation's column groups): the runs that
+    ``keep(run_facts)`` accepts (all by default), the first folder's planning facts per domain (a later folder's for
+    the domains the first lacks), the evaluation limit when the folders share one (None otherwise)."""
+    scopes = [collect_scope(folder) for folder in results_dirs]
+    runs = [r for scope in scopes for r in scope.runs if keep is None or keep(r)]
+    domains: dict[str, DomainFacts] = {}
+    for scope in scopes:
+        for name, facts in scope.domains.items():
+            domains.setdefault(name, facts)
+    ran = {r.domain for r in runs}
+    domains = {name: facts for name, facts in sorted(domains.items(), key=lambda kv: _order("domain")(kv[0]))
+               if name in ran}
+    limits = {scope.max_evaluations for scope in scopes}
+    return Scope(os.pathsep.join(str(folder) for folder in results_dirs), runs, domains, limits.pop() if len(limits) == 1 else None,
+                 sorted({p for scope in scopes for p in scope.plan_protocols}))

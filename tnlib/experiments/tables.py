@@ -36,7 +36,7 @@ TABLE2_BOLD_RULE = ("Bold: per configuration, the best of N, N+clip and TN (high
 ONE_SEED = "(1 seed)"
 
 
-def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = "best.pt") -> list[dict]:
+def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
     """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
     ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
     return [{**read_json(p), "config": _run_config(p.parent)}
@@ -153,7 +153,7 @@ def _bold_keys(row: dict, configs) -> set:
 
 def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, fmt: str = "markdown",
-                 metric: str = "mse", split: str = "test", checkpoint: str = "best.pt") -> str:
+                 metric: str = "mse", split: str = "test", checkpoint: str = RunDir.BEST) -> str:
     """The paper's Table 1 layout from a results folder (or a list of metrics dicts), as Markdown or LaTeX.
 
     Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
@@ -261,8 +261,16 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                   configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
                   baseline_dir=None) -> str:
     """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (one seed: the
-    mean and ``(1 seed)``), bold as :data:`TABLE2_BOLD_RULE` says. Configurations no run has are left out."""
-    rows = [r for r in collect_planning(results_dir) if r["model"] == model and r["lower_bound"] == lower_bound]
+    mean and ``(1 seed)``), bold as :data:`TABLE2_BOLD_RULE` says. Configurations no run has are left out.
+    ``results_dir``: a results folder, or rows of :func:`collect_planning` (then h_FF's column comes from
+    ``baseline_dir``)."""
+    if isinstance(results_dir, (str, os.PathLike)):
+        rows = collect_planning(results_dir)
+    else:
+        rows, results_dir = list(results_dir), None
+        if baseline_dir is None:
+            raise ValueError("render_table2 of rows needs baseline_dir (the folder holding h_FF's planning files)")
+    rows = [r for r in rows if r["model"] == model and r["lower_bound"] == lower_bound]
     groups: dict = defaultdict(list)
     for r in rows:
         groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
@@ -307,6 +315,51 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The appendix's ablations: column groups that differ in residual or lower bound, from one or more folders
+
+ABLATION_ROWS = "ablation"  # the lower_bound of relabelled rows: tables select them by it
+
+
+def ablation_labels(columns: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """The (sigma, residual) pairs under which the tables show an ablation's (sigma, residual, lower bound) column
+    groups: ``("learn/ff", "l=hmax")``, so a column reads ``learn/ff/l=hmax TN``."""
+    return [(f"{sigma}/{residual}", f"l={bound}") for sigma, residual, bound in columns]
+
+
+def ablation_rows(rows: Sequence[dict], columns: Sequence[tuple[str, str, str]]) -> list[dict]:
+    """The rows (of :func:`collect_results` or :func:`collect_planning`) that belong to one of ``columns``
+    ((sigma, residual, lower bound) groups), relabelled by :func:`ablation_labels` so that Table 1's and Table 2's
+    renderers, which group by (sigma, residual) under one lower bound, give each group its columns. Each row's
+    ``config`` keeps what the run really was."""
+    labels = dict(zip(columns, ablation_labels(columns)))
+    out = []
+    for r in rows:
+        label = labels.get((r["sigma"], r["residual"], r["lower_bound"]))
+        if label is not None:
+            out.append({**r, "sigma": label[0], "residual": label[1], "lower_bound": ABLATION_ROWS})
+    return out
+
+
+def render_ablation(results_dirs: Sequence[str | os.PathLike], columns: Sequence[tuple[str, str, str]],
+                    model: str = "nlm") -> tuple[str, str]:
+    """An appendix ablation (``tnlib.paper.ABLATIONS``) from the runs of one or more results folders: the test
+    accuracy in Table 1's layout and the planning results in Table 2's, one column group per (sigma, residual,
+    lower bound) of ``columns``. h_FF's planning column comes from the first folder. A ValueError when no run
+    matches, or when two runs of a cell differ in more than the seed."""
+    results = [r for folder in results_dirs for r in collect_results(folder)]
+    planning = [r for folder in results_dirs for r in collect_planning(folder)]
+    accuracy_rows, planning_rows = ablation_rows(results, columns), ablation_rows(planning, columns)
+    if not accuracy_rows and not planning_rows:
+        wanted = ", ".join(f"{s}/{r} l={b}" for s, r, b in columns)
+        raise ValueError(f"no {model} run of {wanted} in {', '.join(str(f) for f in results_dirs)}")
+    labels = ablation_labels(columns)
+    accuracy = render_table(accuracy_rows, model=model, lower_bound=ABLATION_ROWS, configs=labels)
+    plans = render_table2(planning_rows, model=model, lower_bound=ABLATION_ROWS, configs=labels,
+                          baseline_dir=results_dirs[0])
+    return accuracy, plans
 
 
 # ---------------------------------------------------------------------------------------------------------------
