@@ -164,6 +164,13 @@ def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
         Sweep.preset("small", upper_bound="h_max")
 
 
+def test_the_small_presets_banner_counts_its_two_processes_in_english():
+    """The README says `--preset small` runs two processes; the banner's measured line says so, spelled right."""
+    banner = Sweep.preset("small").describe()
+    assert "with 2 processes on" in banner and "processs" not in banner
+    assert "with 1 process on" in Sweep.preset("small", workers=1).describe()
+
+
 @pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000)])
 def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(name, model, steps, capsys):
     """The converged presets (issue 14.6): the four configurations, N and TN, seeds for a spread, the paper's

@@ -246,7 +246,7 @@ class Sweep:
                 for model in self.models)
             overhead = ", ".join(f"{m} {SMALL_RUN_OVERHEAD_SECONDS[m]:.0f} s" for m in self.models)
             took = f"{measured:.1f} hours" if measured >= 1 else f"{measured * 60:.0f} minutes"
-            lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process')} on "
+            lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process', 'processes')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; test evaluation and planning per run: {overhead})")
         if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
@@ -458,8 +458,9 @@ def _seeds(value) -> list[int]:
     return list(seeds)
 
 
-def _count(items: Sequence, noun: str) -> str:
-    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+def _count(items: Sequence, noun: str, plural: str | None = None) -> str:
+    """``3 runs``, ``1 run``; ``plural`` for a noun whose plural is not noun + s (``processes``)."""
+    return f"{len(items)} {noun if len(items) == 1 else plural or noun + 's'}"
 
 
 def _comparable(value):
