@@ -26,6 +26,41 @@ def test_every_command_is_listed_and_its_module_registers_it():
         assert callable(subparsers.choices[name].get_default("func")), name
 
 
+def _flags(parser, path):
+    """(command path, argparse action) of every optional flag under ``parser``, sub-commands included."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _flags(sub, f"{path} {name}")
+        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield path, action
+
+
+def test_every_flag_with_a_default_says_it_in_its_help():
+    """The README: `tnlib COMMAND --help` shows every flag with its default. A flag that falls back to something
+    (a value, or the dataset profile's limits) names it; only flags that are simply off when absent need not."""
+    import argparse
+
+    missing, limits = [], {}
+    for name in COMMANDS:
+        command = next(a for a in build_parser(name)._actions if a.dest == "command").choices[name]
+        for path, action in _flags(command, f"tnlib {name}"):
+            if path == "tnlib data generate" and action.dest in ("time_limit", "test_time_limit", "memory_limit"):
+                limits[action.dest] = action.help
+            switch = isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+            off = switch or action.default in (None, [], argparse.SUPPRESS)
+            if not off and "default" not in (action.help or ""):  # "%(default)s" counts too
+                missing.append(f"{path} {action.option_strings[0]} (default {action.default!r})")
+    assert not missing, missing
+    from tnlib.data.generation import PROFILES
+
+    assert f"paper {PROFILES['paper'].time_limits['train']:g}" in limits["time_limit"]
+    assert f"paper {PROFILES['paper'].time_limits['test']:g}" in limits["test_time_limit"]
+    assert f"small {PROFILES['small'].memory_limit_mb}" in limits["memory_limit"]
+
+
 def test_python_dash_m_and_version():
     out = subprocess.run([sys.executable, "-m", "tnlib", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == f"tnlib {tnlib.__version__}"

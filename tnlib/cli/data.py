@@ -12,6 +12,13 @@ from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
 
+def _limits(split: str | None) -> str:
+    """Each profile's solve limit for ``split`` (its time limit, seconds) or, with None, its memory limit (MiB),
+    as a flag's help shows them: ``paper 300, small 60``."""
+    return ", ".join(f"{name} {profile.time_limits[split] if split else profile.memory_limit_mb}"
+                     for name, profile in sorted(PROFILES.items()))
+
+
 def register_data(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "data",
@@ -35,11 +42,14 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
     gen.add_argument("--out", type=Path, metavar="FOLDER",
                      help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
-    gen.add_argument("--time-limit", type=float, metavar="S", help="solve limit for train and val (seconds)")
-    gen.add_argument("--test-time-limit", type=float, metavar="S", help="solve limit for test and plan (seconds)")
-    gen.add_argument("--memory-limit", type=int, metavar="MB", help="solve memory limit (MiB)")
+    gen.add_argument("--time-limit", type=float, metavar="S",
+                     help=f"solve limit for train and val (seconds; default: the profile's, {_limits('train')})")
+    gen.add_argument("--test-time-limit", type=float, metavar="S",
+                     help=f"solve limit for test and plan (seconds; default: the profile's, {_limits('test')})")
+    gen.add_argument("--memory-limit", type=int, metavar="MB",
+                     help=f"solve memory limit (MiB; default: the profile's, {_limits(None)})")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
-    gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat ({MAX_EVALUATIONS})")
+    gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat (default: {MAX_EVALUATIONS})")
     gen.add_argument("--out-of-reach-after", type=int, metavar="K",
                      help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
                      "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "

@@ -130,15 +130,17 @@ def register_evaluate(subparsers) -> None:
         description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
                     "with --table, render Table 1 from every metrics file under a folder.")
     p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default="test", help="train | val | test | plan (default: test)")
     p.add_argument("--data", default=None, help="dataset root (default: the run's)")
-    p.add_argument("--device", default=None)
+    p.add_argument("--device", default=None,
+                   help="cpu | cuda (default: the run's device setting, else CUDA when present)")
     p.add_argument("--checkpoint", default=RunDir.BEST,
-                   help=f"which checkpoint of each run folder: {RunDir.BEST} (best validation MSE) or {RunDir.BEST_NLL}")
+                   help=f"which checkpoint of each run folder: {RunDir.BEST} (best validation MSE; the default) or "
+                        f"{RunDir.BEST_NLL}")
     p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
     p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
-    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results")
-    p.add_argument("--metric", default="mse", help="with --table: mse (Table 1) or nll")
+    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results (default: lmcut)")
+    p.add_argument("--metric", default="mse", help="with --table: mse (Table 1; the default) or nll")
     p.add_argument("--latex", action="store_true", help="with --table: LaTeX instead of Markdown")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON lines")
     p.set_defaults(func=_run_evaluate)
