@@ -314,3 +314,17 @@ def test_numpy_parameters_are_accepted():
     )
     assert generate("visitall", 1, x=3, y=3, ratio=np.float64(0.5)) == generate("visitall", 1, x=3, y=3, ratio=0.5)
     assert problem_name("visitall", 1, x=3, y=3, ratio=1) == problem_name("visitall", 1, x=3, y=3, ratio=1.0)
+
+
+def test_data_readmes_regeneration_example_rewrites_a_shipped_problem_byte_for_byte(capsys):
+    """data/README.md names a shipped instance and the `tnlib generate` command that rewrites its problem file:
+    the name must be one data/small holds, and the command's output that file, byte for byte."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "data" / "README.md").read_text()
+    name, = re.findall(r"e\.g\.\s+`(blocksworld-b5-s\d+)`", readme)
+    command = re.search(r"`tnlib generate (blocksworld --seed (\d+) --blocks 5)` rewrites", readme)
+    assert command and name == problem_name("blocksworld", int(command.group(2)), blocks=5)
+    shipped = root / "data" / "small" / "blocksworld" / "problems" / "train" / f"{name}.pddl"
+    assert shipped.is_file(), f"data/README.md's example {name} is not a shipped instance"
+    assert cli.main(["generate", *command.group(1).split()]) == 0
+    assert capsys.readouterr().out == shipped.read_text()
