@@ -202,4 +202,7 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert one.measured_hours() == pytest.approx(
         2 * (steps * SMALL_STEP_SECONDS[model]["ferry"] + SMALL_RUN_OVERHEAD_SECONDS[model]) / 3600 / 2)
     assert Sweep.preset(name, batch_size=256).measured_hours() is None  # not measured: no figure
-    assert Sweep.preset(name, models=["hgn"]).measured_hours() is None
+    assert Sweep.preset(name, data_profile="paper").measured_hours() is None  # another dataset: no figure
+    assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
+        sum(16 * (steps * SMALL_STEP_SECONDS["hgn"][d] + SMALL_RUN_OVERHEAD_SECONDS["hgn"]) for d in sweep.domains)
+        / 3600)
