@@ -506,9 +506,9 @@ PRESETS: dict[str, dict] = {
     # Runs meant to converge on a 2-core CPU (issue 14.6; the target: at most 10% of runs still improving by the
     # reports' rule, tnlib.experiments.scope.still_improving). data/small, all training instances, two seeds,
     # validation every 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance).
-    # Measured (reports/converged/README.md): NLM TN learn/ff is flat by 6,000 steps in blocksworld, ferry and
-    # gripper (5 of 6 runs; blocksworld from about 4,000), N is not (4 of 6 still improving; blocksworld N still
-    # improves at 12,000), so the target holds for TN only. Linear regression at 3,000 steps left 14 of 64 runs
+    # Measured (reports/converged/README.md): NLM TN learn/ff is flat by 6,000 steps (7 of 8 runs, all four
+    # domains; blocksworld from about 4,000), N is not (5 of 8 still improving; blocksworld N still improves at
+    # 12,000), nor learn/none (8 of 12), so the target holds for TN learn/ff only. Linear regression at 3,000 steps left 14 of 64 runs
     # still improving, at 6,000 9 of 64 (8 of them visitall curves that are flat but for one low value at 5,900).
     # Hours of one process for NLM, minutes for linear regression (Sweep.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
