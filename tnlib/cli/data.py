@@ -49,7 +49,8 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--memory-limit", type=int, metavar="MB",
                      help=f"solve memory limit (MiB; default: the profile's, {_limits(None)})")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
-    gen.add_argument("--sat-evaluations", type=int, metavar="N", help=f"GBFS evaluation limit for h_sat (default: {MAX_EVALUATIONS})")
+    gen.add_argument("--sat-evaluations", type=int, metavar="N",
+                     help=f"GBFS evaluation limit for h_sat (default: {MAX_EVALUATIONS})")
     gen.add_argument("--out-of-reach-after", type=int, metavar="K",
                      help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
                      "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "

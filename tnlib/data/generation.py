@@ -107,7 +107,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from tnlib.data.instance_keys import (
     INSTANCE_KEY_SCHEME,

@@ -117,7 +117,7 @@ class DomainFacts:
 
 @dataclass
 class Scope:
-    results_dir: str
+    results_dirs: list[str]  # one folder, or several (collect_scopes: an ablation's)
     runs: list[RunFacts]
     domains: dict[str, DomainFacts]
     max_evaluations: int | None  # from sweep.json; None when the folder has none
@@ -287,7 +287,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         domains[name] = facts
     plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files()
                              for record in _records_by_problem(path)})
-    return Scope(str(results_dir), runs, domains, sweep.get("max_evaluations"), plan_protocols)
+    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -319,8 +319,7 @@ def _sigma_text(sigma: float) -> str:
 def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
-    # several folders (collect_scopes) are joined by os.pathsep
-    names = ", ".join(f"`{Path(folder).name}/`" for folder in scope.results_dir.split(os.pathsep))
+    names = ", ".join(f"`{Path(folder).name}/`" for folder in scope.results_dirs)
     lines = ["## What these results can and cannot show\n",
              f"Computed from the {len(scope.runs)} run folders in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
@@ -497,5 +496,6 @@ def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scop
     domains = {name: facts for name, facts in sorted(domains.items(), key=lambda kv: _order("domain")(kv[0]))
                if name in ran}
     limits = {scope.max_evaluations for scope in scopes}
-    return Scope(os.pathsep.join(str(folder) for folder in results_dirs), runs, domains, limits.pop() if len(limits) == 1 else None,
+    return Scope([folder for scope in scopes for folder in scope.results_dirs], runs, domains,
+                 limits.pop() if len(limits) == 1 else None,
                  sorted({p for scope in scopes for p in scope.plan_protocols}))

@@ -508,8 +508,9 @@ PRESETS: dict[str, dict] = {
     # validation every 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance).
     # Measured (reports/converged/README.md): NLM TN learn/ff is flat by 6,000 steps (7 of 8 runs, all four
     # domains; blocksworld from about 4,000), N is not (5 of 8 still improving; blocksworld N still improves at
-    # 12,000), nor learn/none (8 of 12), so the target holds for TN learn/ff only. Linear regression at 3,000 steps left 14 of 64 runs
-    # still improving, at 6,000 9 of 64 (8 of them visitall curves that are flat but for one low value at 5,900).
+    # 12,000), nor learn/none (8 of 12), so the target holds for TN learn/ff only. Linear regression at 3,000 steps
+    # left 14 of 64 runs still improving, at 6,000 9 of 64 (8 of them visitall curves that are flat but for one low
+    # value at 5,900).
     # Hours of one process for NLM, minutes for linear regression (Sweep.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
                       eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
