@@ -1,7 +1,7 @@
 """Fast Downward A* + LM-cut solve times on the paper profile's larger sizes: what data/README.md's table of
 measured solve times reports, and what the generation limits of data/paper were chosen from.
 
-    .venv/bin/python benchmarks/paper_solve_times.py [--time-limit 30] [--seeds 2]
+    .venv/bin/python benchmarks/paper_solve_times.py [--time-limit 30] [--seeds 2] [--sizes blocksworld-b12 ...]
 
 For each size below it generates the test split's instances of seed numbers 1..SEEDS (attempt 0, the problem
 `tnlib data generate --profile paper` draws first for that slot) and solves each with
@@ -32,10 +32,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per solve (default 30)")
     parser.add_argument("--seeds", type=int, default=2, help="seed numbers per size (default 2)")
+    labels = [params_label(domain, params) for domain, params in SIZES]
+    parser.add_argument("--sizes", nargs="+", choices=labels, default=labels, metavar="SIZE",
+                        help=f"only these sizes (default: all of {', '.join(labels)})")
     args = parser.parse_args()
     print(f"| size | {' | '.join(f'seed {n}' for n in range(1, args.seeds + 1))} |")
     print("|---|" + "---|" * args.seeds)
     for domain, params in SIZES:
+        if params_label(domain, params) not in args.sizes:
+            continue
         cells = []
         for n in range(1, args.seeds + 1):
             seed = generator_seed("test", domain, tuple(params.items()), n, 0)
