@@ -38,9 +38,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"| size | {' | '.join(f'seed {n}' for n in range(1, args.seeds + 1))} |")
     print("|---|" + "---|" * args.seeds)
-    for domain, params in SIZES:
-        if params_label(domain, params) not in args.sizes:
-            continue
+    for domain, params in (size for size, label in zip(SIZES, labels) if label in args.sizes):
         cells = []
         for n in range(1, args.seeds + 1):
             seed = generator_seed("test", domain, tuple(params.items()), n, 0)

@@ -480,10 +480,9 @@ CPU_TIMED_OBJECTS = 16
 # beside them) on data/small at batch 64, validation every 100 steps: wall seconds per training step, validation
 # included (seconds of curves.jsonl over steps; medians over the 6,000-step runs of reports/converged/: NLM 16
 # runs per domain, STRIPS-HGN and linear regression 16 per domain) -- the machine's load moves them by up to 2x.
-# On top, per run:
-# the test evaluation and planning every plan instance at 10,000 evaluations (twice for N: default and clip), cheap
-# on data/small (NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16 runs took 2,015 s, their
-# training 1,831 s). Sweep.measured_hours sums them for the banner.
+# On top, per run: the test evaluation and planning every plan instance at 10,000 evaluations (twice for N:
+# default and clip), cheap on data/small (NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16
+# runs took 2,015 s, their training 1,831 s). Sweep.measured_hours sums them for the banner.
 SMALL_BATCH_SIZE = 64
 SMALL_STEP_SECONDS = {"nlm": {"blocksworld": 0.021, "ferry": 0.021, "gripper": 0.030, "visitall": 0.106},
                       "hgn": {"blocksworld": 0.037, "ferry": 0.0125, "gripper": 0.016, "visitall": 0.016},
@@ -506,13 +505,12 @@ PRESETS: dict[str, dict] = {
     # Runs meant to converge on a 2-core CPU (issue 14.6; the target: at most 10% of runs still improving by the
     # reports' rule, tnlib.experiments.scope.still_improving). data/small, all training instances, two seeds,
     # validation every 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance).
-    # Measured (reports/converged/README.md): NLM TN learn/ff is flat by 6,000 steps (7 of 8 runs, all four
-    # domains; blocksworld from about 4,000), N is not (5 of 8 still improving; blocksworld N still improves at
-    # 12,000), nor learn/none (8 of 12): the target is not met (TN learn/ff comes nearest, 1 of 8 = 12.5%; N needs
-    # more than 12,000 steps at batch 64, by how much was not measured). Linear regression at 3,000 steps
-    # left 14 of 64 runs still improving, at 6,000 9 of 64 (8 of them visitall curves that are flat but for one low
-    # value at 5,900).
-    # Hours of one process for NLM, minutes for linear regression (Sweep.measured_hours).
+    # Measured (reports/converged/README.md): the target is not met. NLM at 6,000 steps: 26 of 64 runs still
+    # improving, N 16 of 32, TN 10 of 32; TN learn/ff comes nearest (1 of 8 = 12.5%; blocksworld flat from about
+    # 4,000), and blocksworld's N still improves at 12,000 (how many steps N needs was not measured). STRIPS-HGN
+    # (--models hgn): 41 of 64. Linear regression at 3,000 steps left 14 of 64 runs still improving, at 6,000 9 of
+    # 64 (8 of them visitall curves that are flat but for one low value at 5,900).
+    # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (Sweep.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
                       eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
                       plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
