@@ -194,10 +194,16 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert err.startswith(f"tnlib sweep: preset {name!r}") and "= 64 runs" in err and "10,000 evaluations" in err
     from tnlib.experiments.sweep import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
 
-    expected = sum(16 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
-                   for d in sweep.domains) / 3600
-    took = f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
-    assert f"measured  about {took} with 1 process" in err
+    def hours(steps):
+        expected = sum(16 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
+                       for d in sweep.domains) / 3600
+        return f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
+
+    # they train until flat: the banner gives the hours at `steps` and at `max_steps`
+    assert sweep.max_steps > sweep.steps and sweep.extend_steps % sweep.eval_every == 0
+    assert (f"measured  about {hours(steps)} (up to {hours(sweep.max_steps)} if every run trained to max_steps) "
+            "with 1 process") in err
+    assert f"until flat: a run still improving then trains on, 2,000 steps at a time, up to {sweep.max_steps:,}" in err
     one = Sweep.preset(name, domains="ferry", configs="learn/ff", seeds=0, workers=2)
     assert one.measured_hours() == pytest.approx(
         2 * (steps * SMALL_STEP_SECONDS[model]["ferry"] + SMALL_RUN_OVERHEAD_SECONDS[model]) / 3600 / 2)

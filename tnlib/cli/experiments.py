@@ -19,6 +19,9 @@ SWEEP_HELP = {
     "plan_instances": "plan the first N instances of the plan split (default: all)",
     "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
+    "max_steps": "train until flat: runs still improving after --steps train on, in chunks of --extend-steps, "
+                 "up to this many steps (default: none, every run trains --steps)",
+    "extend_steps": "with --max-steps, the chunk a still-improving run trains on before it is checked again",
     "workers": "local processes running cells side by side (default 1; the small preset: 2)",
     "data_profile": "the dataset profile: the data root's sub-folder to read (default: paper)",
     "data_root": "dataset root, holding the data profile's folder (default: $TNLIB_DATA or <repo>/data)",

@@ -62,6 +62,11 @@ class Sweep:
     upper_bound: str = "none"
     sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
     steps: int = TRAIN_STEPS
+    # Train until flat (beyond the paper, which trains a fixed number of steps): with max_steps, a run whose
+    # validation curve is still improving after `steps` (the reports' rule, tnlib.experiments.scope.still_improving)
+    # trains on in chunks of extend_steps, each checked again, up to max_steps. None: every run trains `steps`.
+    max_steps: int | None = None
+    extend_steps: int = 2000
     batch_size: int = BATCH_SIZE
     eval_every: int = EVAL_EVERY
     instances: int | None = TRAIN_INSTANCES  # training instances to subsample per run; None: all
@@ -113,10 +118,12 @@ class Sweep:
             if len(parts) != 2:
                 raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
             pairs.append(tuple(parts))
-        for name in ("steps", "batch_size", "eval_every", "max_evaluations", "workers"):
+        for name in ("steps", "extend_steps", "batch_size", "eval_every", "max_evaluations", "workers"):
             value = values[name]
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if values["max_steps"] is not None:
+            _check_until_flat(values["steps"], values["max_steps"], values["extend_steps"], values["eval_every"])
         for name in ("instances", "plan_instances"):
             value = values[name]
             if value == "all":
@@ -234,6 +241,9 @@ class Sweep:
             f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
             f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
             f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{upper}{link}",
+            *([f"            until flat: a run still improving then trains on, {self.extend_steps:,} steps at a "
+               f"time, up to {self.max_steps:,} steps (beyond the paper, which trains a fixed number)"]
+              if self.max_steps is not None else []),
             f"  data      {shown_path(self.dataset_path())} (profile {profile})",
             f"  planning  {plan}",
             f"  results   {shown_path(self.out_dir)}",
@@ -245,7 +255,9 @@ class Sweep:
                 f"{model} " + ", ".join(f"{d} {SMALL_STEP_SECONDS[model][d]} s" for d in self.domains)
                 for model in self.models)
             overhead = ", ".join(f"{m} {SMALL_RUN_OVERHEAD_SECONDS[m]:.0f} s" for m in self.models)
-            took = f"{measured:.1f} hours" if measured >= 1 else f"{measured * 60:.0f} minutes"
+            took = _hours(measured)
+            if self.max_steps is not None and self.max_steps > self.steps:
+                took += f" (up to {_hours(self.measured_hours(self.max_steps))} if every run trained to max_steps)"
             lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process', 'processes')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; test evaluation and planning per run: {overhead})")
@@ -281,15 +293,17 @@ class Sweep:
                 cpu += (run_cpu or 0.0) * per_cell
         return gpu, cpu
 
-    def measured_hours(self) -> float | None:
+    def measured_hours(self, steps: int | None = None) -> float | None:
         """Wall-clock hours of the whole sweep from tnlib's measurements on data/small at batch 64
-        (:data:`SMALL_STEP_SECONDS`, :data:`SMALL_RUN_OVERHEAD_SECONDS`), shared among ``workers`` processes; None
-        for settings not measured (another dataset or batch size, a model without measurements)."""
+        (:data:`SMALL_STEP_SECONDS`, :data:`SMALL_RUN_OVERHEAD_SECONDS`), shared among ``workers`` processes, every
+        run training ``steps`` (None: the sweep's ``steps``); None for settings not measured (another dataset or
+        batch size, a model without measurements)."""
+        steps = self.steps if steps is None else steps
         if (self.data_profile != "small" or self.data_root is not None or self.batch_size != SMALL_BATCH_SIZE
                 or any(m not in SMALL_STEP_SECONDS for m in self.models)):
             return None
         per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        seconds = sum(per_cell * (self.steps * SMALL_STEP_SECONDS[model][domain] + SMALL_RUN_OVERHEAD_SECONDS[model])
+        seconds = sum(per_cell * (steps * SMALL_STEP_SECONDS[model][domain] + SMALL_RUN_OVERHEAD_SECONDS[model])
                       for model in self.models for domain in self.domains)
         return seconds / 3600 / self.workers
 
@@ -463,6 +477,10 @@ def _count(items: Sequence, noun: str, plural: str | None = None) -> str:
     return f"{len(items)} {noun if len(items) == 1 else plural or noun + 's'}"
 
 
+def _hours(hours: float) -> str:
+    return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
+
+
 def _comparable(value):
     if isinstance(value, (list, tuple)):
         return [_comparable(v) for v in value]
@@ -511,19 +529,56 @@ PRESETS: dict[str, dict] = {
     # (--models hgn): 41 of 64. Linear regression at 3,000 steps left 14 of 64 runs still improving, at 6,000 9 of
     # 64 (8 of them visitall curves that are flat but for one low value at 5,900).
     # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (Sweep.measured_hours).
-    "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
+    "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, max_steps=24000,
+                      extend_steps=2000, batch_size=64,
                       eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
                       plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
     # The appendix's linear regression: the same, 6,000 steps.
-    "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, batch_size=64,
+    "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000,
+                             max_steps=24000, extend_steps=2000, batch_size=64,
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
                              plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
 }
 
 
+def _check_until_flat(steps: int, max_steps, extend_steps: int, eval_every: int) -> None:
+    """The train-until-flat settings' checks (a ValueError naming the bad one)."""
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < steps:
+        raise ValueError(f"max_steps must be None or an integer >= steps ({steps}), got {max_steps!r}")
+    # Chunk ends on the validation grid: a run trained on in chunks then has the same curve, checkpoints and
+    # weights as one trained straight to its last step.
+    for name, value in (("steps", steps), ("extend_steps", extend_steps)):
+        if value % eval_every:
+            raise ValueError(f"with max_steps, {name} ({value}) must be a multiple of eval_every ({eval_every})")
+
+
+def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
+    """Train one configuration for its ``steps``, then on in chunks of ``extend_steps`` while its validation curve
+    is still improving (:func:`tnlib.experiments.scope.still_improving`; a curve too short to tell goes on too),
+    until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
+    trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
+    is checked there, so the steps a run ends at do not depend on interruptions."""
+    from tnlib.experiments.scope import still_improving
+    from tnlib.io import read_jsonl
+    from tnlib.learning.training import TrainConfig, train
+
+    first = config["steps"]
+    run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
+    done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
+    steps = first if done <= first else min(max_steps, first + -(-(done - first) // extend_steps) * extend_steps)
+    while True:
+        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}))
+        curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
+        if steps >= max_steps or still_improving(curve) is False:
+            return run_dir
+        steps = min(steps + extend_steps, max_steps)
+
+
 def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
-             max_evaluations: int = MAX_EVALUATIONS) -> dict:
-    """Train (or resume) one configuration, evaluate it on the test split and plan with it."""
+             max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
+             extend_steps: int = 2000) -> dict:
+    """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
+    it on the test split and plan with it."""
     import torch
 
     from tnlib.learning.evaluation import evaluate_run
@@ -532,7 +587,8 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
     from tnlib.learning.training import TrainConfig, train
 
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
-    run_dir = train(TrainConfig.from_dict(config))
+    run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
+        train_until_flat(config, max_steps, extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
     best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
@@ -570,7 +626,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
     configs = sweep.train_configs()
-    kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
+    kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations,
+                  max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
     results = []
