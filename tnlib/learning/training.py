@@ -290,6 +290,19 @@ def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dic
 # Checkpoints
 
 
+def same_dataset(root, other) -> bool:
+    """Whether two dataset roots (None: the default one) hold the same dataset: their root manifests, which chain
+    the sha256 of every file, are byte-identical. A run resumes from a moved or cloned repository's data."""
+    from tnlib.data.manifest import dataset_root
+    from tnlib.data.schema import MANIFEST
+    from tnlib.errors import DatasetError
+
+    try:
+        return (dataset_root(root) / MANIFEST).read_bytes() == (dataset_root(other) / MANIFEST).read_bytes()
+    except (OSError, DatasetError):
+        return False
+
+
 def _atomic_save(obj: dict, path: Path) -> None:
     """A checkpoint written atomically: a crash never leaves a half-written file."""
     buffer = io.BytesIO()
@@ -375,7 +388,6 @@ def train(
     # argument) leaves no empty folder behind.
     run_dir.mkdir(parents=True, exist_ok=True)
     run = RunDir(run_dir)
-    atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
@@ -384,7 +396,8 @@ def train(
         checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
         saved = TrainConfig.from_dict(checkpoint["config"])
         differs = [f.name for f in fields(TrainConfig)
-                   if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)]
+                   if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)
+                   and not (f.name == "data_root" and same_dataset(saved.data_root, config.data_root))]
         saved_model = saved_model_arguments(saved.model, checkpoint["model_kwargs"])
         differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
                     for key, value in model_kwargs.items() if saved_model.get(key) != value]
@@ -406,6 +419,7 @@ def train(
             stale.unlink(missing_ok=True)
         curves_path.touch()
     run.config_file.write_text(json.dumps(asdict(config), indent=2) + "\n")
+    atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     def checkpoint_state(**extra) -> dict:
         return {
