@@ -212,3 +212,108 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
         sum(16 * (steps * SMALL_STEP_SECONDS["hgn"][d] + SMALL_RUN_OVERHEAD_SECONDS["hgn"]) for d in sweep.domains)
         / 3600)
+
+
+def _until_flat_config(out, **overrides) -> dict:
+    """One cheap cell that trains until flat: linear regression on data/small's ferry, validated every 100 steps."""
+    params = dict(models="linear", domains="ferry", configs="learn/ff", distributions="TN", seeds=0, steps=200,
+                  eval_every=100, max_steps=800, extend_steps=200, plan=False, out_dir=str(out))
+    return Sweep.from_parameters(preset="small", **{**params, **overrides}).train_configs()[0]
+
+
+def _scripted_verdicts(monkeypatch, verdicts):
+    """Replace the still-improving rule by a script of answers; returns the curve lengths it was asked about."""
+    import tnlib.experiments.scope as scope
+
+    asked, answers = [], iter(verdicts)
+    monkeypatch.setattr(scope, "still_improving", lambda values: asked.append(len(values)) or next(answers))
+    return asked
+
+
+def _trained(run_dir) -> tuple[int, list[int]]:
+    """(config.json's steps, the validated steps of curves.jsonl)."""
+    steps = json.loads((run_dir / "config.json").read_text())["steps"]
+    return steps, [json.loads(line)["step"] for line in (run_dir / "curves.jsonl").read_text().splitlines()]
+
+
+def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(tmp_path, monkeypatch):
+    """Still improving at 200 and 400 steps, flat at 600: the run stops at 600, its folder says so, and its
+    weights, curve and best checkpoint are those of a run trained straight to 600 steps."""
+    import torch
+
+    from tnlib.experiments.sweep import train_until_flat
+    from tnlib.learning.training import train
+
+    asked = _scripted_verdicts(monkeypatch, [True, True, False])
+    run = train_until_flat(_until_flat_config(tmp_path / "chunks"), max_steps=800, extend_steps=200)
+    assert asked == [2, 4, 6]  # checked after each chunk, on the whole curve
+    assert _trained(run) == (600, [100, 200, 300, 400, 500, 600])
+    straight = train({**_until_flat_config(tmp_path / "straight"), "steps": 600})
+    for name in ("last.pt", "best.pt"):
+        a, b = (torch.load(r / name, weights_only=False) for r in (run, straight))
+        assert a["step"] == b["step"] and a.keys() == b.keys()
+        assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    strip = lambda r: [{k: v for k, v in json.loads(line).items() if k != "seconds"}  # noqa: E731
+                       for line in (r / "curves.jsonl").read_text().splitlines()]
+    assert strip(run) == strip(straight)
+
+
+def test_train_until_flat_stops_at_max_steps_and_at_a_flat_start(tmp_path, monkeypatch):
+    from tnlib.experiments.sweep import train_until_flat
+
+    asked = _scripted_verdicts(monkeypatch, [True] * 10)
+    assert _trained(train_until_flat(_until_flat_config(tmp_path / "a"), 800, 300))[0] == 800  # 200, 500, 800
+    assert asked == [2, 5]  # at max_steps it stops without asking
+    asked = _scripted_verdicts(monkeypatch, [False])
+    assert _trained(train_until_flat(_until_flat_config(tmp_path / "b"), 800, 200)) == (200, [100, 200])
+    assert asked == [2]
+
+
+def test_train_until_flat_resumes_an_interrupted_chunk_to_its_end(tmp_path, monkeypatch):
+    """A run interrupted at 300 steps, inside the chunk 200-400, finishes that chunk before it is judged: where a
+    run stops does not depend on where it was interrupted."""
+    from tnlib.experiments.sweep import train_until_flat
+    from tnlib.learning.training import train
+
+    config = _until_flat_config(tmp_path)
+    train({**config, "steps": 300})
+    asked = _scripted_verdicts(monkeypatch, [False])
+    assert _trained(train_until_flat(config, 800, 200)) == (400, [100, 200, 300, 400])
+    assert asked == [4]
+    asked = _scripted_verdicts(monkeypatch, [False])  # run again: judged where it stands, nothing trained
+    assert _trained(train_until_flat(config, 800, 200))[0] == 400 and asked == [4]
+
+
+def test_a_sweep_trains_until_flat_by_the_reports_rule(tmp_path):
+    """Unscripted: every run of a sweep with max_steps ends flat by the reports' rule or at max_steps."""
+    from tnlib.experiments.scope import still_improving
+
+    sweep = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs=["learn/ff", "fixed/none"],
+                                  distributions="TN", seeds=0, steps=400, eval_every=100, max_steps=2000,
+                                  extend_steps=400, plan=False, out_dir=str(tmp_path), workers=1)
+    trained = []
+    for row in run_sweep(sweep, progress=False):
+        steps, validated = _trained(tmp_path / row["run"])
+        trained.append(steps)
+        assert validated == list(range(100, steps + 1, 100)) and 400 <= steps <= 2000 and (steps - 400) % 400 == 0
+        curve = [json.loads(line)["val_mse"] for line in (tmp_path / row["run"] / "curves.jsonl").read_text().splitlines()]
+        assert steps == 2000 or still_improving(curve) is False
+        if steps > 400:  # it went on because the curve was still improving at the chunk before
+            assert still_improving(curve[:(steps - 400) // 100]) is not False
+    assert max(trained) > 400  # some run trained on (this grid: learn/ff to max_steps, fixed/none flat at once)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(steps=400, max_steps=300), "max_steps must be None or an integer >= steps"),
+    (dict(steps=400, max_steps=800, extend_steps=150), r"extend_steps \(150\) must be a multiple of eval_every"),
+    (dict(steps=450, max_steps=800), r"steps \(450\) must be a multiple of eval_every"),
+    (dict(max_steps=800, extend_steps=0), "extend_steps must be an integer >= 1"),
+])
+def test_bad_until_flat_settings_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        Sweep.from_parameters(preset="small", eval_every=100, **overrides)
+
+
+def test_cli_names_the_until_flat_flags(capsys):
+    assert main(["sweep", "--preset", "small", "--max-steps", "100", "--dry-run"]) == 2
+    assert "error: --max-steps must be None or an integer >= steps (600), got 100" in capsys.readouterr().err

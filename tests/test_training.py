@@ -381,3 +381,32 @@ def test_resume_refuses_a_run_of_another_nlm_layout(tmp_path, items):
           data, data)
     with pytest.raises(ValueError, match="different configuration.*layout: 'paper-text' there, 'authors' now"):
         train(config(tmp_path, model="nlm", run_name="run", steps=8, model_args={"depth": 3}), data, data)
+
+
+def test_resume_from_a_moved_copy_of_the_same_data(tmp_path):
+    """A run resumes when its data_root now names another folder holding the same dataset (a moved or cloned
+    repository); a folder with other data is refused, and the refused attempt leaves the run's data.json alone."""
+    import shutil
+    from pathlib import Path
+
+    from tnlib.learning.training import same_dataset
+
+    small = Path(__file__).resolve().parents[1] / "data" / "small"
+    first, moved, other = (tmp_path / name for name in ("first", "moved", "other"))
+    for copy in (first, moved, other):
+        shutil.copytree(small, copy)
+    manifest = other / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"profile": "small"', '"profile": "elsewhere"'))
+    assert same_dataset(first, moved) and not same_dataset(first, other) and not same_dataset(first, tmp_path)
+    settings = dict(domain="ferry", steps=4, eval_every=2, checkpoint_every=2, run_name="run")
+    run = train(config(tmp_path / "runs", data_root=str(first), **settings))
+    before = weights(run)
+    resumed = train(config(tmp_path / "runs", data_root=str(moved), **{**settings, "steps": 6}))
+    assert torch.load(resumed / "last.pt", weights_only=False)["step"] == 6
+    assert json.loads((run / "data.json").read_text())["data_root"] == str(moved)
+    straight = train(config(tmp_path / "straight", data_root=str(first), **{**settings, "steps": 6}))
+    assert_same_weights(weights(resumed), weights(straight))
+    assert any(not torch.equal(before[k], weights(resumed)[k]) for k in before)
+    with pytest.raises(ValueError, match=r"different configuration \(data_root\)"):
+        train(config(tmp_path / "runs", data_root=str(other), **{**settings, "steps": 8}))
+    assert json.loads((run / "data.json").read_text())["data_root"] == str(moved)
