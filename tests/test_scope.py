@@ -433,3 +433,31 @@ def test_ablation_tables_put_each_lower_bound_in_its_columns(tmp_path, capsys):
     assert not (tmp_path / "nothing").exists()
     assert main(["report", str(lmcut), str(others), "--out", str(out)]) == 2  # several folders: --ablation only
     assert "several only with --ablation" in capsys.readouterr().err
+
+
+def test_header_of_runs_trained_until_flat_says_how_far_each_went(tmp_path):
+    """A sweep with max_steps: the header says the runs trained until flat, how many went on and how many reached
+    the cap, and gives each cell's range of steps; runs still improving are the ones that hit the cap."""
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200, "max_steps": 800}))
+    write_run(results, data, FLAT, distribution="N", steps=200, eval_every=25)  # flat at once: 200 steps
+    write_run(results, data, FLAT + [3.9] * 4, distribution="N", seed=1, steps=600, eval_every=50)  # went on
+    write_run(results, data, FALLING, distribution="TN", steps=800, eval_every=100)  # reached the cap improving
+    scope = collect_scope(results)
+    assert scope.until_flat == (200, 800)
+    assert scope.steps_trained() == {("nlm", "learn/ff", "N"): [200, 600], ("nlm", "learn/ff", "TN"): [800]}
+    header = render_scope(scope)
+    assert ("| training per run | 200-800 steps x batch 64 = 12,800-51,200 samples (0.12%-0.5%); trained until flat "
+            "(beyond the paper): 200 steps, then on while still improving, up to 800 -- 2 of 3 runs went on, "
+            "1 reached 800 |") in header
+    assert ("| nlm | learn/ff | 0 of 2 still improving, 200-600 (median 400) steps | "
+            "1 of 1 still improving, 800 steps |") in header
+    assert "1 of 3 runs were still improving when training stopped at max_steps (800)" in header
+    # a sweep of a fixed number of steps says none of it
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
+    plain = render_scope(collect_scope(results))
+    assert collect_scope(results).until_flat is None
+    assert "until flat" not in plain and "at max_steps" not in plain
+    assert "| nlm | learn/ff | 0 of 2 still improving, 200-600 (median 400) steps |" in plain  # steps differ

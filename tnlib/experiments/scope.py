@@ -122,6 +122,8 @@ class Scope:
     domains: dict[str, DomainFacts]
     max_evaluations: int | None  # from sweep.json; None when the folder has none
     plan_protocols: list[str]  # of the learned heuristics' planning records
+    # (steps, max_steps) of a sweep that trained until flat (sweep.json's max_steps); None: a fixed number of steps
+    until_flat: tuple[int, int] | None = None
 
     # -- the grid -------------------------------------------------------------------------------------------------
     def values(self, attribute: str) -> list:
@@ -153,6 +155,13 @@ class Scope:
         for r in self.runs:
             groups[(r.model, f"{r.sigma}/{r.residual}", r.distribution)][r.improving] += 1
         return dict(groups)
+
+    def steps_trained(self) -> dict[tuple[str, str, str], list[int]]:
+        """Per (model, configuration, distribution): the steps its runs trained, sorted."""
+        groups: dict = defaultdict(list)
+        for r in self.runs:
+            groups[(r.model, f"{r.sigma}/{r.residual}", r.distribution)].append(r.steps_done)
+        return {key: sorted(steps) for key, steps in groups.items()}
 
 
 def _order(attribute: str):
@@ -287,11 +296,21 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         domains[name] = facts
     plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files()
                              for record in _records_by_problem(path)})
-    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols)
+    until_flat = (sweep["steps"], sweep["max_steps"]) if sweep.get("max_steps") is not None else None
+    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Rendering
+
+
+def _range_text(values: Sequence[int]) -> str:
+    """``6,000`` or ``6,000-14,000`` (median 8,000) for a sorted list of step counts."""
+    if values[0] == values[-1]:
+        return f"{values[0]:,}"
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return f"{values[0]:,}-{values[-1]:,} (median {median:,.0f})"
 
 
 def percent(fraction: float) -> str:
@@ -334,6 +353,12 @@ def render_scope(scope: Scope) -> str:
     budget = (f"{steps_text} steps x batch {'/'.join(map(str, batches))} = "
               + (f"{low:,} samples ({percent(low / paper_samples)})" if low == high else
                  f"{low:,}-{high:,} samples ({percent(low / paper_samples)}-{percent(high / paper_samples)})"))
+    if scope.until_flat is not None:
+        first, cap = scope.until_flat
+        went_on = sum(r.steps_done > first for r in scope.runs)
+        at_cap = sum(r.steps_done >= cap for r in scope.runs)
+        budget += (f"; trained until flat (beyond the paper): {first:,} steps, then on while still improving, up to "
+                   f"{cap:,} -- {went_on} of {len(scope.runs)} runs went on, {at_cap} reached {cap:,}")
     unfinished = scope.unfinished()
     if unfinished:
         budget += ("; 1 run stopped before its configured steps" if len(unfinished) == 1 else
@@ -410,6 +435,7 @@ def render_scope(scope: Scope) -> str:
 
     # training curves
     groups = scope.improving()
+    trained = scope.steps_trained()
     improving = sum(c[True] for c in groups.values())
     judged = sum(c[True] + c[False] for c in groups.values())
     lines += [f"Validation curves still improving at the last evaluation (best validation MSE of the last "
@@ -429,6 +455,9 @@ def render_scope(scope: Scope) -> str:
                     continue
                 total = sum(counts.values())
                 cell = f"{counts[True]} of {total - counts[None]} still improving"
+                steps = trained[(model, config, distribution)]
+                if steps[0] != steps[-1] or scope.until_flat is not None:
+                    cell += f", {_range_text(steps)} steps"
                 cells.append(cell + (f" ({counts[None]} too short)" if counts[None] else ""))
             if any(cells):
                 lines.append(f"| {model} | {config} | " + " | ".join(cells) + " |")
@@ -441,7 +470,8 @@ def render_scope(scope: Scope) -> str:
                        + (" or less" if low != high else "")
                        + ": compare N with TN within a row, not these numbers with the paper's.")
     if judged and improving:
-        caveats.append(f"{improving} of {judged} runs were still improving when training stopped: the tables "
+        stopped = "" if scope.until_flat is None else f" at max_steps ({scope.until_flat[1]:,})"
+        caveats.append(f"{improving} of {judged} runs were still improving when training stopped{stopped}: the tables "
                        "compare models part-way through training (faster convergence, as in the paper's Figure 2, "
                        "is not the same as a better final model).")
     missing = [(what, scope.missing(key)) for what, key in (("configurations", "config"), ("models", "model"),
@@ -498,4 +528,5 @@ def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scop
     limits = {scope.max_evaluations for scope in scopes}
     return Scope([folder for scope in scopes for folder in scope.results_dirs], runs, domains,
                  limits.pop() if len(limits) == 1 else None,
-                 sorted({p for scope in scopes for p in scope.plan_protocols}))
+                 sorted({p for scope in scopes for p in scope.plan_protocols}),
+                 next((scope.until_flat for scope in scopes if scope.until_flat is not None), None))
