@@ -132,8 +132,10 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
         (EXPLORER, {"num_points": 10**8}, "num_points must be between 11 and 20001, got 100000000"),
         (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
         (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
+        (EXPERIMENTS, {"max_steps": 100}, "max_steps must be None or an integer >= steps (600), got 100"),
     ],
-    ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "experiments-run"],
+    ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "experiments-run",
+         "experiments-max-steps"],
 )
 def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
     with pytest.raises(PapermillExecutionError) as failure:
