@@ -300,20 +300,42 @@ def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
     write_data_root(data)
     results.mkdir()
     write_run(results, data, [8, 4, 2], distribution="TN", seed=0)
-    write_run(results, data, [6, 2, 1, 0.5], distribution="TN", seed=1)  # one more evaluation: not drawn
+    write_run(results, data, [6, 2, 1, 0.5], distribution="TN", seed=1)  # one more evaluation: not in the band
     write_run(results, data, [9, 9, 9], distribution="N", seed=0)
     write_run(results, data, [1, 1, 1], distribution="N", sigma="fixed", residual="none")  # another configuration
     write_run(results, data, [5, 5, 5], distribution="N", lower_bound="hmax")  # another lower bound
     figure = validation_spread_figure(results, "blocksworld")
     traces = {trace.name: trace for trace in figure.data}
     assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (1 seed): mean",
-                                             None, "TN: seeds' range", "TN (2 seeds): mean"]
+                                             None, "TN: seeds' range", "TN (2 seeds): mean",
+                                             "TN: seed 1, trained on"]
     assert list(traces["TN (2 seeds): mean"].x) == [50, 100, 150]
     assert list(traces["TN (2 seeds): mean"].y) == [7, 3, 1.5]
     assert list(figure.data[3].y) == [8, 4, 2] and list(traces["TN: seeds' range"].y) == [6, 2, 1]
     assert traces["TN: seeds' range"].fill == "tonexty"
     assert list(traces["N (1 seed): mean"].y) == [9, 9, 9]
     assert figure.layout.yaxis.type == "log"
+
+
+def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path):
+    """Runs trained until flat end at different steps: the band covers the common steps, each seed past them
+    goes on from the last common step as its own dotted line (none for the seed that stopped there)."""
+    from tnlib.experiments.reports import validation_spread_figure
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    write_run(results, data, [8, 4, 2], distribution="N", seed=0)
+    write_run(results, data, [6, 3, 2, 1.5, 1], distribution="N", seed=1)
+    write_run(results, data, [7, 5, 3, 2.5], distribution="N", seed=2)
+    figure = validation_spread_figure(results, "blocksworld")
+    assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (3 seeds): mean",
+                                             "N: seed 1, trained on", "N: seed 2, trained on"]
+    assert list(figure.data[2].x) == [50, 100, 150] and list(figure.data[2].y) == [7, 4, 7 / 3]
+    one, two = figure.data[3], figure.data[4]
+    assert (list(one.x), list(one.y)) == ([150, 200, 250], [2, 1.5, 1])
+    assert (list(two.x), list(two.y)) == ([150, 200], [3, 2.5])
+    assert one.line.dash == "dot" and one.legendgroup == "N"
 
 
 def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):

@@ -186,20 +186,23 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
     """The paper's Figure 2 for one domain and configuration: validation MSE (log scale) of N and TN over training,
     per distribution the mean over seeds as a line and the seeds' range (min to max) as a band around it.
 
-    Only the steps every seed of a distribution evaluated are drawn (runs stopped early would otherwise make the
-    band jump); the legend names the number of seeds."""
+    The mean and band cover the steps every seed of a distribution evaluated (runs stopped early would otherwise
+    make the band jump); a seed that trained on past them (trained until flat, or interrupted twins) goes on as a
+    dotted line of its own from the last common step. The legend names the number of seeds."""
     import plotly.graph_objects as go
 
     from tnlib.io import read_jsonl
 
     curves: dict[str, list[dict[int, float]]] = {}
+    seed_of: dict[int, int] = {}  # id(curve) -> its run's seed
     for run in ResultsDir(results_dir).runs():
         config = run.read_config()
         if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
                 domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
             continue
-        curves.setdefault(config["distribution"], []).append(
-            {r["step"]: r[metric] for r in read_jsonl(run.curves_file)})
+        curve = {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}
+        curves.setdefault(config["distribution"], []).append(curve)
+        seed_of[id(curve)] = config["seed"]
     figure = go.Figure()
     for distribution in sorted(curves, key=lambda d: (d != "N", d)):  # N first, as the paper's legend
         seeds = curves[distribution]
@@ -216,6 +219,13 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
         figure.add_trace(go.Scatter(x=steps, y=[sum(v) / len(v) for v in values], mode="lines",
                                     line=dict(color=colour, width=2), legendgroup=distribution,
                                     name=f"{group}: mean"))
+        last = steps[-1] if steps else None
+        for curve in sorted(seeds, key=lambda c: seed_of[id(c)]):
+            beyond = sorted(step for step in curve if last is None or step >= last)
+            if len(beyond) > 1:
+                figure.add_trace(go.Scatter(x=beyond, y=[curve[step] for step in beyond], mode="lines",
+                                            line=dict(color=colour, width=1, dash="dot"), legendgroup=distribution,
+                                            name=f"{distribution}: seed {seed_of[id(curve)]}, trained on"))
     figure.update_layout(
         title=f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, l = {lower_bound})",
         xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
