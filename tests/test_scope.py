@@ -483,3 +483,29 @@ def test_header_of_runs_trained_until_flat_says_how_far_each_went(tmp_path):
     assert collect_scope(results).until_flat is None
     assert "until flat" not in plain and "at max_steps" not in plain
     assert "| nlm | learn/ff | 0 of 2 still improving, 200-600 (median 400) steps |" in plain  # steps differ
+
+
+def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
+    """In a folder whose sweep trained until flat, seeds of a cell that stopped at different steps (on the sweep's
+    grid of chunks) are one setting; without max_steps in sweep.json, or off the grid, they are not."""
+    from tnlib.experiments.tables import render_table, render_table2
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    sweep = {"max_evaluations": 10_000, "steps": 200, "max_steps": 800, "extend_steps": 200}
+    (results / "sweep.json").write_text(json.dumps(sweep))
+    for seed, steps, mse in ((0, 200, 1.0), (1, 600, 3.0)):
+        run = write_run(results, data, [10, 5] + [3.9] * (steps // 25 - 2), distribution="TN", seed=seed, steps=steps,
+                        eval_every=25)
+        write_metrics(run, mse, 0.5)
+        write_planning(run / "planning-default.jsonl", [True, True])
+    write_planning(results / "baseline-blocksworld-ff.jsonl", [True, True])
+    assert "| 2.00±1.4 |" in render_table(results)  # mean and sample std of the two seeds
+    assert "| **100±0** |" in render_table2(results)  # both seeds: 100 evaluations
+    (results / "sweep.json").write_text(json.dumps({**sweep, "extend_steps": 300}))  # 600 is not 200 + k x 300
+    with pytest.raises(ValueError, match=r'differ in more than the seed \(steps: "until flat: 200-800, by 300", 600\)'):
+        render_table(results)
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
+    with pytest.raises(ValueError, match=r"differ in more than the seed \(steps: 200, 600\)"):
+        render_table2(results)

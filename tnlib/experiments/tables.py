@@ -16,6 +16,7 @@ import json
 import math
 import os
 from collections import defaultdict
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -44,8 +45,21 @@ def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpo
 
 
 def _run_config(folder) -> dict:
+    """A run's training configuration as the tables pool it: ``steps`` of a run its sweep trained until flat
+    (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks) is the
+    rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps."""
     run = RunDir(folder)
-    return run.read_config() if run.config_file.is_file() else {}
+    if not run.config_file.is_file():
+        return {}
+    config = run.read_config()
+    sweep_file = ResultsDir(Path(folder).parent).sweep_file
+    sweep = read_json(sweep_file) if sweep_file.is_file() else {}
+    first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
+    steps = config.get("steps")
+    if cap is not None and isinstance(steps, int) and first <= steps <= cap and (
+            steps == cap or (steps - first) % chunk == 0):
+        config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
+    return config
 
 
 # A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.
@@ -247,7 +261,7 @@ def collect_planning(results_dir) -> list[dict]:
     """One row per (run, estimate): the run's configuration and its summary on the plan split."""
     rows = []
     for path in ResultsDir(results_dir).planning_files():
-        config = RunDir(path.parent).read_config()
+        config = _run_config(path.parent)
         estimate = RunDir.estimate_of(path)
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
         records = list(planned(path).values())
