@@ -44,6 +44,8 @@ from tnlib.paper import (
 # How often to validate (and so how finely the best-validation-MSE checkpoint is chosen): the paper does not say.
 # Every 1,000 of its 40,000 steps gives 40 points per training curve.
 EVAL_EVERY = 1000
+# Training until flat (Sweep.max_steps): how many steps a still-improving run trains before it is checked again.
+EXTEND_STEPS = 2000
 
 
 @dataclass
@@ -66,7 +68,7 @@ class Sweep:
     # validation curve is still improving after `steps` (the reports' rule, tnlib.experiments.scope.still_improving)
     # trains on in chunks of extend_steps, each checked again, up to max_steps. None: every run trains `steps`.
     max_steps: int | None = None
-    extend_steps: int = 2000
+    extend_steps: int = EXTEND_STEPS
     batch_size: int = BATCH_SIZE
     eval_every: int = EVAL_EVERY
     instances: int | None = TRAIN_INSTANCES  # training instances to subsample per run; None: all
@@ -530,12 +532,12 @@ PRESETS: dict[str, dict] = {
     # 64 (8 of them visitall curves that are flat but for one low value at 5,900).
     # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (Sweep.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, max_steps=24000,
-                      extend_steps=2000, batch_size=64,
+                      batch_size=64,
                       eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
                       plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
     # The appendix's linear regression: the same, 6,000 steps.
     "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000,
-                             max_steps=24000, extend_steps=2000, batch_size=64,
+                             max_steps=24000, batch_size=64,
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
                              plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
 }
@@ -576,7 +578,7 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
 
 def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
              max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
-             extend_steps: int = 2000) -> dict:
+             extend_steps: int = EXTEND_STEPS) -> dict:
     """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
     it on the test split and plan with it."""
     import torch
