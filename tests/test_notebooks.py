@@ -156,7 +156,7 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, mon
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     notebook = execute(EXPERIMENTS, tmp_path, results_dir=str(runs), domains=["gripper"], models=["linear"],
                        configs=["learn/ff"], seeds=[0], steps=6, eval_every=3, plan_instances=1, workers=1,
-                       reports_dir=str(reports))
+                       max_steps=12, extend_steps=3, reports_dir=str(reports))
     check_figures_and_bundle(notebook, minimum_figures=1)
     html = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs_of(notebook))
     assert "| gripper | MSE |" in html and "| gripper |" in html.split("Ratio of solved")[1]
@@ -165,7 +165,9 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, mon
     # the settings are printed before the sweep runs (the small preset with the overrides), the scope header after
     assert "tnlib sweep: custom settings" in printed_text(notebook) and "= 2 runs\n" in printed_text(notebook)
     assert "## What these results can and cannot show" in html and "| models | linear (missing: nlm, hgn) |" in html
-    assert "6 steps x batch 64" in html  # the small preset's batch size, the notebook's steps
+    # the small preset's batch size, the notebook's steps, trained until flat (6 steps, then on up to 12)
+    assert "until flat: a run still improving then trains on, 3 steps at a time, up to 12 steps" in printed_text(notebook)
+    assert re.search(r"\| training per run \| (6|9|12) steps x batch 64 = .* trained until flat", html)
     # the sweep's progress is text the saved notebook keeps (a tqdm widget would say "0/2" forever)
     assert re.search(r"^sweep: 0/2 runs done, .*\n(.*\n)*sweep: 2/2 runs done, ", printed_text(notebook), re.M)
     assert not [o for o in outputs_of(notebook) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
