@@ -317,3 +317,31 @@ def test_bad_until_flat_settings_are_refused(overrides, message):
 def test_cli_names_the_until_flat_flags(capsys):
     assert main(["sweep", "--preset", "small", "--max-steps", "100", "--dry-run"]) == 2
     assert "error: --max-steps must be None or an integer >= steps (600), got 100" in capsys.readouterr().err
+
+
+def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
+    """Two sweeps writing one folder take turns on a run: run_cell holds the run's lock while it trains, so a
+    second process asking for it would wait (here: a non-blocking try fails then, and succeeds after)."""
+    import fcntl
+
+    import tnlib.experiments.sweep as sweep_module
+
+    config = _until_flat_config(tmp_path, max_steps=None)
+    lock = tmp_path / ".ferry-linear-TN-learn-ff-llmcut-s0.lock"
+    tries = []
+
+    def try_lock() -> bool:
+        with open(lock, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return True
+
+    real_train = sweep_module.train_until_flat
+    monkeypatch.setattr(sweep_module, "train_until_flat",
+                        lambda *args, **kwargs: tries.append(try_lock()) or real_train(*args, **kwargs))
+    summary = sweep_module.run_cell(config, plan=False, max_steps=400, extend_steps=200)
+    assert summary["run"] == "ferry-linear-TN-learn-ff-llmcut-s0" and tries == [False]
+    assert try_lock()  # released when the cell is done

@@ -578,7 +578,21 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
              max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
              extend_steps: int = EXTEND_STEPS) -> dict:
     """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
-    it on the test split and plan with it."""
+    it on the test split and plan with it.
+
+    The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
+    folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
+    work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
+    on a cluster it holds where the shared filesystem supports it."""
+    from tnlib.io import locked
+    from tnlib.learning.training import TrainConfig
+
+    with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
+        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps)
+
+
+def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
+              extend_steps: int) -> dict:
     import torch
 
     from tnlib.learning.evaluation import evaluate_run
