@@ -56,8 +56,8 @@ def _run_config(folder) -> dict:
     sweep = read_json(sweep_file) if sweep_file.is_file() else {}
     first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
     steps = config.get("steps")
-    if cap is not None and isinstance(steps, int) and first <= steps <= cap and (
-            steps == cap or (steps - first) % chunk == 0):
+    if isinstance(cap, int) and isinstance(chunk, int) and chunk > 0 and isinstance(steps, int) and (
+            first <= steps <= cap) and (steps == cap or (steps - first) % chunk == 0):
         config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
     return config
 
