@@ -193,19 +193,18 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
 
     from tnlib.io import read_jsonl
 
-    curves: dict[str, list[dict[int, float]]] = {}
-    seed_of: dict[int, int] = {}  # id(curve) -> its run's seed
+    curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
     for run in ResultsDir(results_dir).runs():
         config = run.read_config()
         if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
                 domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
             continue
-        curve = {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}
-        curves.setdefault(config["distribution"], []).append(curve)
-        seed_of[id(curve)] = config["seed"]
+        curves.setdefault(config["distribution"], []).append(
+            (config["seed"], {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}))
     figure = go.Figure()
     for distribution in sorted(curves, key=lambda d: (d != "N", d)):  # N first, as the paper's legend
-        seeds = curves[distribution]
+        runs = sorted(curves[distribution], key=lambda pair: pair[0])
+        seeds = [curve for _, curve in runs]
         steps = sorted(set.intersection(*(set(c) for c in seeds)))
         values = [[c[step] for c in seeds] for step in steps]
         colour = _DISTRIBUTION_COLOURS.get(distribution, "#7f7f7f")
@@ -220,12 +219,12 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
                                     line=dict(color=colour, width=2), legendgroup=distribution,
                                     name=f"{group}: mean"))
         last = steps[-1] if steps else None
-        for curve in sorted(seeds, key=lambda c: seed_of[id(c)]):
+        for seed, curve in runs:
             beyond = sorted(step for step in curve if last is None or step >= last)
             if len(beyond) > 1:
                 figure.add_trace(go.Scatter(x=beyond, y=[curve[step] for step in beyond], mode="lines",
                                             line=dict(color=colour, width=1, dash="dot"), legendgroup=distribution,
-                                            name=f"{distribution}: seed {seed_of[id(curve)]}, trained on"))
+                                            name=f"{distribution}: seed {seed}, trained on"))
     figure.update_layout(
         title=f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, l = {lower_bound})",
         xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",

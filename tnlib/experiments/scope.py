@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,15 @@ PROTOCOL_TEXT = {
     "paper": "the paper's counting (every generated successor is an evaluation, goal test at generation)",
     "distinct": "distinct-state counting (goal test at expansion; looser than the paper's)",
 }
+
+
+def until_flat_end(steps: int, first: int, max_steps: int, extend_steps: int) -> int:
+    """Where a run trained until flat (:func:`tnlib.experiments.sweep.train_until_flat`) that has reached ``steps``
+    stops its current chunk: the first chunk end ``first + k * extend_steps`` (or ``max_steps``) at or after it. A
+    run's steps lie on the sweep's grid of chunks when this is ``steps`` itself."""
+    if steps <= first:
+        return first
+    return min(max_steps, first + -(-(steps - first) // extend_steps) * extend_steps)
 
 
 def still_improving(values: Sequence[float], last_fraction: float = LAST_FRACTION,
@@ -94,6 +104,11 @@ class RunFacts:
     evaluations: int
     improving: bool | None
     instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        """(model, "sigma/residual", distribution): the row and column of the header's curves table."""
+        return self.model, f"{self.sigma}/{self.residual}", self.distribution
 
 
 @dataclass
@@ -153,14 +168,14 @@ class Scope:
         """Per (model, configuration, distribution): counts of True (still improving), False and None."""
         groups: dict = defaultdict(Counter)
         for r in self.runs:
-            groups[(r.model, f"{r.sigma}/{r.residual}", r.distribution)][r.improving] += 1
+            groups[r.cell][r.improving] += 1
         return dict(groups)
 
     def steps_trained(self) -> dict[tuple[str, str, str], list[int]]:
         """Per (model, configuration, distribution): the steps its runs trained, sorted."""
         groups: dict = defaultdict(list)
         for r in self.runs:
-            groups[(r.model, f"{r.sigma}/{r.residual}", r.distribution)].append(r.steps_done)
+            groups[r.cell].append(r.steps_done)
         return {key: sorted(steps) for key, steps in groups.items()}
 
 
@@ -308,9 +323,7 @@ def _range_text(values: Sequence[int]) -> str:
     """``6,000`` or ``6,000-14,000`` (median 8,000) for a sorted list of step counts."""
     if values[0] == values[-1]:
         return f"{values[0]:,}"
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return f"{values[0]:,}-{values[-1]:,} (median {median:,.0f})"
+    return f"{values[0]:,}-{values[-1]:,} (median {statistics.median(values):,.0f})"
 
 
 def percent(fraction: float) -> str:

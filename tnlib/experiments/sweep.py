@@ -558,14 +558,13 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
     until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
     trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
     is checked there, so the steps a run ends at do not depend on interruptions."""
-    from tnlib.experiments.scope import still_improving
+    from tnlib.experiments.scope import still_improving, until_flat_end
     from tnlib.io import read_jsonl
     from tnlib.learning.training import TrainConfig, train
 
-    first = config["steps"]
     run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
     done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
-    steps = first if done <= first else min(max_steps, first + -(-(done - first) // extend_steps) * extend_steps)
+    steps = until_flat_end(done, config["steps"], max_steps, extend_steps)
     while True:
         run_dir = train(TrainConfig.from_dict({**config, "steps": steps}))
         curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]

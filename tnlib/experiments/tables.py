@@ -40,24 +40,30 @@ ONE_SEED = "(1 seed)"
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
     """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
     ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
-    return [{**read_json(p), "config": _run_config(p.parent)}
+    sweeps: dict = {}
+    return [{**read_json(p), "config": _run_config(p.parent, sweeps)}
             for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
 
 
-def _run_config(folder) -> dict:
+def _run_config(folder, sweeps: dict) -> dict:
     """A run's training configuration as the tables pool it: ``steps`` of a run its sweep trained until flat
     (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks) is the
-    rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps."""
+    rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps.
+    ``sweeps`` caches each results folder's sweep.json for the caller's pass over its runs."""
+    from tnlib.experiments.scope import until_flat_end
+
     run = RunDir(folder)
     if not run.config_file.is_file():
         return {}
     config = run.read_config()
-    sweep_file = ResultsDir(Path(folder).parent).sweep_file
-    sweep = read_json(sweep_file) if sweep_file.is_file() else {}
+    results = ResultsDir(Path(folder).parent)
+    if results.path not in sweeps:
+        sweeps[results.path] = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
+    sweep = sweeps[results.path]
     first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
     steps = config.get("steps")
-    if isinstance(cap, int) and isinstance(chunk, int) and chunk > 0 and isinstance(steps, int) and (
-            first <= steps <= cap) and (steps == cap or (steps - first) % chunk == 0):
+    if all(isinstance(v, int) and v > 0 for v in (first, cap, chunk, steps)) and first <= steps <= cap and (
+            until_flat_end(steps, first, cap, chunk) == steps):
         config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
     return config
 
@@ -259,9 +265,9 @@ def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUAT
 
 def collect_planning(results_dir) -> list[dict]:
     """One row per (run, estimate): the run's configuration and its summary on the plan split."""
-    rows = []
+    rows, sweeps = [], {}
     for path in ResultsDir(results_dir).planning_files():
-        config = _run_config(path.parent)
+        config = _run_config(path.parent, sweeps)
         estimate = RunDir.estimate_of(path)
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
         records = list(planned(path).values())
