@@ -345,3 +345,23 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
     summary = sweep_module.run_cell(config, plan=False, max_steps=400, extend_steps=200)
     assert summary["run"] == "ferry-linear-TN-learn-ff-llmcut-s0" and tries == [False]
     assert try_lock()  # released when the cell is done
+
+
+def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
+    from tnlib.experiments.sweep import write_sweep_file
+
+    def written():
+        return json.loads((tmp_path / "sweep.json").read_text())
+
+    write_sweep_file(_sweep(tmp_path, domains=("visitall",), distributions=("TN",), seeds=(1,)))
+    write_sweep_file(_sweep(tmp_path, domains=("gripper", "ferry"), configs=(("fixed", "none"),),
+                            distributions=("N",), seeds=(0,), workers=2))
+    record = written()
+    assert record["domains"] == ["ferry", "gripper", "visitall"]  # the paper's order, not the order run
+    assert record["configs"] == [["learn", "ff"], ["fixed", "none"]]
+    assert record["distributions"] == ["N", "TN"] and record["seeds"] == [0, 1]
+    assert Sweep.from_parameters(**{k: v for k, v in record.items()}).train_configs()  # still a valid sweep
+    # anything else differing (here the steps) is another sweep: it replaces the file
+    write_sweep_file(_sweep(tmp_path, domains=("ferry",), steps=24))
+    record = written()
+    assert record["domains"] == ["ferry"] and record["steps"] == 24 and record["seeds"] == [0]

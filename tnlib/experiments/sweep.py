@@ -625,6 +625,33 @@ def run_baselines(sweep: Sweep) -> None:
                       max_evaluations=sweep.max_evaluations)
 
 
+# The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
+# sweep.json then names the union of the parts.
+GRID_AXES = ("domains", "models", "configs", "distributions", "seeds")
+
+
+def write_sweep_file(sweep: Sweep) -> dict:
+    """Write the results folder's ``sweep.json`` and return what it holds. Where the folder already holds a
+    sweep that differs from this one only along its grid (:data:`GRID_AXES`; ``workers`` aside), the file names
+    the union of the two grids -- a sweep split across processes or sessions (``--domains ferry`` here,
+    ``--domains gripper`` there) is described whole; any other difference (steps, data, bounds) replaces it."""
+    from tnlib.io import atomic_write_text, read_json
+
+    path = ResultsDir(sweep.out_dir).sweep_file
+    record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
+    previous = read_json(path) if path.is_file() else None
+    ignored = set(GRID_AXES) | {"workers"}
+    if isinstance(previous, dict) and previous.keys() == record.keys() and \
+            all(previous[k] == record[k] for k in record if k not in ignored):
+        for axis in GRID_AXES:
+            union = previous[axis] + [v for v in record[axis] if v not in previous[axis]]
+            order = {"domains": DOMAINS, "distributions": DISTRIBUTIONS}.get(axis)
+            record[axis] = sorted(union, key=list(order).index) if order and set(union) <= set(order) else \
+                sorted(union) if axis == "seeds" else union
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
               progress: bool = True, accept_out_of_reach: bool = False) -> list[dict]:
     """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries.
@@ -638,7 +665,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
-    ResultsDir(sweep.out_dir).sweep_file.write_text(json.dumps(asdict(sweep), indent=2) + "\n")
+    write_sweep_file(sweep)
     configs = sweep.train_configs()
     kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations,
                   max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
