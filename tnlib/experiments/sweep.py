@@ -635,20 +635,23 @@ def write_sweep_file(sweep: Sweep) -> dict:
     sweep that differs from this one only along its grid (:data:`GRID_AXES`; ``workers`` aside), the file names
     the union of the two grids -- a sweep split across processes or sessions (``--domains ferry`` here,
     ``--domains gripper`` there) is described whole; any other difference (steps, data, bounds) replaces it."""
-    from tnlib.io import atomic_write_text, read_json
+    from tnlib.io import atomic_write_text, locked, read_json
 
     path = ResultsDir(sweep.out_dir).sweep_file
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
-    previous = read_json(path) if path.is_file() else None
-    ignored = set(GRID_AXES) | {"workers"}
-    if isinstance(previous, dict) and previous.keys() == record.keys() and \
-            all(previous[k] == record[k] for k in record if k not in ignored):
-        for axis in GRID_AXES:
+    canonical = {"domains": list(DOMAINS), "distributions": list(DISTRIBUTIONS)}
+    with locked(path.with_name(f".{path.name}.lock")):  # parts starting side by side read and write in turn
+        previous = read_json(path) if path.is_file() else None
+        same_sweep = isinstance(previous, dict) and previous.keys() == record.keys() and all(
+            previous[k] == record[k] for k in record if k not in GRID_AXES and k != "workers")
+        for axis in GRID_AXES if same_sweep else ():
             union = previous[axis] + [v for v in record[axis] if v not in previous[axis]]
-            order = {"domains": DOMAINS, "distributions": DISTRIBUTIONS}.get(axis)
-            record[axis] = sorted(union, key=list(order).index) if order and set(union) <= set(order) else \
-                sorted(union) if axis == "seeds" else union
-    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+            if axis == "seeds":
+                union.sort()
+            elif axis in canonical and set(union) <= set(canonical[axis]):
+                union.sort(key=canonical[axis].index)
+            record[axis] = union
+        atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return record
 
 
