@@ -1,5 +1,5 @@
 # tnlib: two commands for a fresh machine with Python 3.11+.
-#   make reproduce   run the main job on the small embedded default, results in reports/
+#   make reproduce   run the main job on the small embedded default, its reports in reports/ (all but speed.md, converged/)
 #   make test        run the test suite
 # Both create .venv/ and install what they need from PyPI when it is missing or stale.
 

@@ -74,7 +74,7 @@ def _run_sweep(args) -> int:
 def register_reproduce(subparsers) -> None:
     from tnlib.experiments import reproduce
 
-    parser = subparsers.add_parser("reproduce", help="regenerate reports/ on the small embedded default",
+    parser = subparsers.add_parser("reproduce", help="regenerate the main job's reports on the small embedded default",
                                    description=reproduce.__doc__.splitlines()[0])
     parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")

@@ -1,4 +1,4 @@
-"""The main job: `tnlib reproduce` regenerates everything in reports/ from the small embedded default.
+"""The main job: `tnlib reproduce` regenerates the main job's reports (all of reports/ but speed.md and converged/).
 
 It executes the notebooks headless with papermill (rendered to HTML in reports/notebooks/): the explorer, the
 classroom notebook, and the experiments notebook, which runs the sweep's ``small`` preset (train NLM N and TN
