@@ -279,6 +279,22 @@ def test_an_exhausted_cell_is_reported_not_looped(tmp_path, monkeypatch):
     assert "gripper val `gripper-b1`: 0 distinct instance(s)" in card
 
 
+def test_generation_progress_follows_tnlib_progress(tmp_path, monkeypatch, capsys):
+    """A generation logged to a file (hours, for data/paper) shows plain lines, not a bar's carriage returns;
+    TNLIB_PROGRESS chooses as it does for training and sweeps."""
+    profile = crowded_profile(seeds=3, max_attempts=3)
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    generate_dataset(tmp_path / "text", ["gripper"], profile, ["train"])
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if line.startswith("tnlib data (crowded):")]
+    assert lines[0].startswith("tnlib data (crowded): 0/3 inst done") and lines[-1].startswith(
+        "tnlib data (crowded): 3/3 inst done")
+    monkeypatch.setenv("TNLIB_PROGRESS", "off")
+    generate_dataset(tmp_path / "off", ["gripper"], profile, ["train"])
+    assert "tnlib data" not in capsys.readouterr().err
+
+
 def test_solves_are_reused_for_identical_problems_only(tmp_path, monkeypatch):
     import tnlib.planning.fast_downward as fast_downward
 

@@ -101,7 +101,6 @@ import itertools
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 import traceback
@@ -664,14 +663,21 @@ def generate_dataset(
                 sp.earlier = chain[: chain.index(split)]
                 plans.append(sp)
     by_key = {(sp.domain, sp.split): sp for sp in plans}
-    from tqdm import tqdm
+    from tnlib.progress import progress as progress_display
 
     try:
         runner = open_runner(run_attempt, workers, scheduler)
     except SchedulerUnreachable as err:
         raise DatasetError(str(err)) from None
-    bar = tqdm(total=sum(len(sp.slots) for sp in plans), desc=f"tnlib data ({profile.name})", unit="inst",
-               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    # tnlib.progress picks the display: a bar on a terminal, plain lines in a log or a notebook run headless
+    bar = progress_display(sum(len(sp.slots) for sp in plans), f"tnlib data ({profile.name})", unit="inst",
+                           disable=not progress)
+    shown = [0]  # slots the display has counted
+
+    def show_progress() -> None:
+        done = slots_done()
+        bar.update(done - shown[0])
+        shown[0] = done
     build: list[str] = []  # the Fast Downward build, looked up once when the cache has entries to check against
 
     def fd_build() -> str:
@@ -739,14 +745,14 @@ def generate_dataset(
                     waiting = any(not by_key[(sp.domain, e)].done for e in sp.earlier if (sp.domain, e) in by_key)
                     if not sp.done and not sp.in_flight and not waiting:
                         moved |= advance(sp)
-            bar.update(slots_done() - bar.n)
+            show_progress()
             if not runner.busy:
                 break
             job, outcome = runner.next()
             sp = by_key[(job.domain, job.split)]
             sp.store_outcome(outcome)
             report.solves += job.reuse is None
-            bar.update(slots_done() - bar.n)
+            show_progress()
     finally:
         runner.close()
         bar.close()
