@@ -324,6 +324,46 @@ def test_solves_are_reused_for_identical_problems_only(tmp_path, monkeypatch):
     generate_dataset(tmp_path / "fourth", ["gripper"], profile, ["train"], reuse=[first], reuse_solutions=False,
                      progress=False)
     assert solves
+    # Larger limits: a plan found under smaller ones is what the same search finds, so nothing is solved again.
+    solves.clear()
+    fifth = tmp_path / "fifth"
+    generate_dataset(fifth, ["gripper"], profile, ["train"], time_limit=31, memory_limit_mb=2500, reuse=[first],
+                     progress=False)
+    assert solves == [] and table_of(fifth, "gripper", "train").equals(table_of(first, "gripper", "train"))
+    assert json.loads((fifth / "gripper" / "manifest.json").read_text())["splits"]["train"]["settings"][
+        "time_limit"] == 31
+
+
+def test_a_cached_verdict_is_used_only_where_its_limits_prove_it():
+    from tnlib.data.solution_cache import SolutionCache
+
+    cache = SolutionCache()
+    build = "fd-1"
+    cache.add("solved", {"status": "solved", "plan": ["(a)"], "fast_downward": build, "time_limit": 10,
+                         "memory_limit_mb": 1000})
+    cache.add("timeout", {"status": "timeout", "fast_downward": build, "time_limit": 10, "memory_limit_mb": 1000})
+    cache.add("memory", {"status": "out_of_memory", "fast_downward": build, "time_limit": 10,
+                         "memory_limit_mb": 1000})
+    cache.add("unsolvable", {"status": "unsolvable", "fast_downward": build, "time_limit": 10,
+                             "memory_limit_mb": 1000})
+    for key in ("solved", "timeout", "memory", "unsolvable"):  # the same limits: any verdict
+        assert cache.lookup(key, build, 10, 1000)["status"] == cache.entries[key][0]["status"]
+        assert cache.lookup(key, "fd-2", 10, 1000) is None  # another build proves nothing
+    for key in ("solved", "unsolvable"):  # reached before the limits stopped anything: holds under larger ones
+        assert cache.lookup(key, build, 300, 1000) is not None and cache.lookup(key, build, 10, None) is not None
+        assert cache.lookup(key, build, 9.5, 1000) is None and cache.lookup(key, build, 10, 999) is None
+    for key in ("timeout", "memory"):  # a limit hit says nothing under other limits, larger or smaller
+        assert all(cache.lookup(key, build, t, m) is None for t, m in [(300, 1000), (10, 2000), (5, 500)])
+    # Solved under one limit, timed out under another: each limit gets its own verdict, the exact one first.
+    cache.add("solved", {"status": "timeout", "fast_downward": build, "time_limit": 5, "memory_limit_mb": 1000})
+    cache.add("solved", {"status": "solved", "plan": ["(b)"], "fast_downward": build, "time_limit": 10,
+                         "memory_limit_mb": 1000})  # a second record under known limits is ignored
+    assert cache.lookup("solved", build, 5, 1000)["status"] == "timeout"
+    assert cache.lookup("solved", build, 10, 1000)["plan"] == ["(a)"]
+    # Unlimited memory proves nothing for a limited run: the search may have needed more.
+    cache.add("unlimited", {"status": "solved", "plan": [], "fast_downward": build, "time_limit": 10,
+                            "memory_limit_mb": None})
+    assert cache.lookup("unlimited", build, 20, 8000) is None and cache.lookup("unlimited", build, 20, None)
 
 
 def test_splits_are_made_in_order(tiny, tmp_path):

@@ -58,7 +58,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
     gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
                      help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
-                     "used): same problem bytes, Fast Downward build and limits")
+                     "used): same problem bytes and Fast Downward build, the same limits (a plan: limits no larger)")
     gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_generate)

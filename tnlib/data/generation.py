@@ -54,8 +54,8 @@ plan of length 0; decided before solving) is rejected and the slot moves on to i
 attempts is listed under ``failures``. A solved instance is labelled (plan validated, every state on it
 recorded); a Python exception there fails the slot at once (a bug, not bad luck) with its message in the
 manifest. Solves already recorded in the dataset root (or in ``--reuse`` roots) for byte-identical problems, the
-same Fast Downward build and the same limits are not run again (:mod:`tnlib.data.solution_cache`); labels always
-are.
+same Fast Downward build and the same limits (or, for a plan or an unsolvability proof, limits no larger) are
+not run again (:mod:`tnlib.data.solution_cache`); labels always are.
 
 With ``out_of_reach_after`` K (``--out-of-reach-after``; off by default, as in the paper), a cell whose solves
 hit the time or memory limit K times in a row is given up at these limits: its slots without an instance stay
@@ -609,8 +609,8 @@ def generate_dataset(
     ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs
     attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
     ``scheduler``. With ``reuse_solutions`` (the default), solves recorded in ``out`` itself and in the dataset
-    roots ``reuse`` are not run again where the problem bytes, Fast Downward build and limits are the same
-    (:mod:`tnlib.data.solution_cache`); the labels are always recomputed. ``out_of_reach_after`` (K): give up a
+    roots ``reuse`` are not run again where the problem bytes and Fast Downward build are the same and the
+    limits prove the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`); the labels are always recomputed. ``out_of_reach_after`` (K): give up a
     cell after K solves in a row hit the time or memory limit (:func:`tnlib.data.instance_keys.select_attempts`),
     so a split with cells beyond one machine's reach completes and records them (``out_of_reach_cells``).
     """

@@ -12,7 +12,12 @@ A cached result is used only when it is provably what a new solve would give:
   against the regenerated text for rejected attempts, whose files are not kept);
 * the Fast Downward build (:func:`tnlib.planning.fast_downward.fast_downward_version`) is the one that solved it:
   A* + LM-cut is deterministic, so the same build on the same bytes returns the same plan;
-* the time and memory limits are the ones it was solved under (a failure at 120 s says nothing at 1800 s).
+* the limits prove it. A failure (time-out, out of memory) is reused only under the very limits it happened
+  under: a time-out at 120 s says nothing at 1800 s, and a time-out's CPU time depends on the machine's load. A
+  plan found, or unsolvability proved, under some limits is what the same search finds under limits at least as
+  large: the limits only stop the search, never steer it. So a problem solved in 10 s is not solved again
+  when the dataset is regenerated at 300 s (where the same result at both limits is the exact match's, that one
+  is used).
 
 Labels (heuristic values, h_sat) are always recomputed from the plan with the current code, so a cached plan
 never carries stale labels. A failure's verdict depends on the machine when the solve time is near the limit --
@@ -29,7 +34,9 @@ from typing import Iterable
 from tnlib.data.schema import MANIFEST
 from tnlib.io import read_json
 
-REUSABLE_FAILURES = ("timeout", "memory", "unsolvable")  # planner errors and exceptions are always retried
+REUSABLE_FAILURES = ("timeout", "out_of_memory", "unsolvable")  # planner errors and exceptions are always retried
+# Verdicts a search reaches before any limit stops it: they hold under every larger limit too.
+LIMIT_INDEPENDENT = ("solved", "unsolvable")
 
 
 def text_sha256(text: str) -> str:
@@ -39,25 +46,34 @@ def text_sha256(text: str) -> str:
 @dataclass
 class SolutionCache:
     """sha256 of a problem text -> what solving it gave (``status``, and for solved ones ``plan``,
-    ``solve_seconds``, ``expansions``), with the Fast Downward build and limits it was solved under."""
+    ``solve_seconds``, ``expansions``), with the Fast Downward build and limits it was solved under; a problem
+    solved under several limits has an entry for each (the first one recorded per build and limits)."""
 
-    entries: dict[str, dict] = field(default_factory=dict)
+    entries: dict[str, list[dict]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def add(self, sha256: str, entry: dict) -> None:
-        self.entries.setdefault(sha256, entry)
+        known = self.entries.setdefault(sha256, [])
+        if not any(_limits(e) == _limits(entry) for e in known):
+            known.append(entry)
 
     def lookup(self, sha256: str, fast_downward: str, time_limit: float, memory_limit_mb: int | None) -> dict | None:
-        """The cached result for a problem text, or None unless build and limits match (module docstring)."""
-        entry = self.entries.get(sha256)
-        if entry is None:
-            return None
-        if (entry["fast_downward"], float(entry["time_limit"]), entry["memory_limit_mb"]) != (
-                fast_downward, float(time_limit), memory_limit_mb):
-            return None
-        return entry
+        """What a solve of this problem text under these limits would give, if an entry proves it (module
+        docstring): one made under exactly these limits, else a plan or an unsolvability proof found under
+        limits no larger. None otherwise."""
+        wanted = (fast_downward, float(time_limit), memory_limit_mb)
+        known = self.entries.get(sha256, [])
+        for entry in known:
+            if _limits(entry) == wanted:
+                return entry
+        for entry in known:
+            if (entry["status"] in LIMIT_INDEPENDENT and entry["fast_downward"] == fast_downward
+                    and float(entry["time_limit"]) <= float(time_limit)
+                    and _memory_at_most(entry["memory_limit_mb"], memory_limit_mb)):
+                return entry
+        return None
 
     @classmethod
     def from_datasets(cls, roots: Iterable[str | os.PathLike], domains: Iterable[str] | None = None) -> "SolutionCache":
@@ -106,4 +122,13 @@ class SolutionCache:
         return cache
 
 
-__all__ = ["REUSABLE_FAILURES", "SolutionCache", "text_sha256"]
+def _limits(entry: dict) -> tuple:
+    return entry["fast_downward"], float(entry["time_limit"]), entry["memory_limit_mb"]
+
+
+def _memory_at_most(recorded: int | None, limit: int | None) -> bool:
+    """Whether a limit of ``limit`` MiB allows all that ``recorded`` did (None: no limit)."""
+    return limit is None or (recorded is not None and recorded <= limit)
+
+
+__all__ = ["LIMIT_INDEPENDENT", "REUSABLE_FAILURES", "SolutionCache", "text_sha256"]
