@@ -21,7 +21,7 @@ from tnlib.errors import CommandError
 
 # command -> (module that registers it, help line), in the order `tnlib --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
-    "reproduce": ("tnlib.cli.experiments", "regenerate the main job's reports on the small embedded default (the main job)"),
+    "reproduce": ("tnlib.cli.experiments", "the main job: rebuild its reports on the small embedded default"),
     "generate": ("tnlib.cli.planning", "generate a problem instance of a shipped domain"),
     "solve": ("tnlib.cli.planning", "solve a problem optimally with Fast Downward (A* + LM-cut)"),
     "plan": ("tnlib.cli.planning", "plan with GBFS and a symbolic heuristic or a trained model"),

@@ -610,9 +610,10 @@ def generate_dataset(
     attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
     ``scheduler``. With ``reuse_solutions`` (the default), solves recorded in ``out`` itself and in the dataset
     roots ``reuse`` are not run again where the problem bytes and Fast Downward build are the same and the
-    limits prove the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`); the labels are always recomputed. ``out_of_reach_after`` (K): give up a
-    cell after K solves in a row hit the time or memory limit (:func:`tnlib.data.instance_keys.select_attempts`),
-    so a split with cells beyond one machine's reach completes and records them (``out_of_reach_cells``).
+    limits prove the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`);
+    the labels are always recomputed. ``out_of_reach_after`` (K): give up a cell after K solves in a row hit the
+    time or memory limit (:func:`tnlib.data.instance_keys.select_attempts`), so a split with cells beyond one
+    machine's reach completes and records them (``out_of_reach_cells``).
     """
     profile = get_profile(profile)
     root = Path(out)

@@ -13,11 +13,11 @@ A cached result is used only when it is provably what a new solve would give:
 * the Fast Downward build (:func:`tnlib.planning.fast_downward.fast_downward_version`) is the one that solved it:
   A* + LM-cut is deterministic, so the same build on the same bytes returns the same plan;
 * the limits prove it. A failure (time-out, out of memory) is reused only under the very limits it happened
-  under: a time-out at 120 s says nothing at 1800 s, and a time-out's CPU time depends on the machine's load. A
-  plan found, or unsolvability proved, under some limits is what the same search finds under limits at least as
-  large: the limits only stop the search, never steer it. So a problem solved in 10 s is not solved again
-  when the dataset is regenerated at 300 s (where the same result at both limits is the exact match's, that one
-  is used).
+  under: a time-out at 120 s says nothing at 1800 s (nor, strictly, at 100 s: on a loaded machine the wall-clock
+  backstop can stop a search before its CPU limit). A plan found, or unsolvability proved, under some limits is
+  what the same search finds under limits at least as large: the limits only stop the search, never steer it.
+  So a problem solved in 10 s is not solved again when the dataset is regenerated at 300 s. An entry made under
+  exactly the requested limits is preferred.
 
 Labels (heuristic values, h_sat) are always recomputed from the plan with the current code, so a cached plan
 never carries stale labels. A failure's verdict depends on the machine when the solve time is near the limit --
