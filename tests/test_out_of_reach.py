@@ -232,3 +232,59 @@ def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fak
     assert main(args[:-1] + ["--out", str(tmp_path / "runs")]) == 2
     assert "--accept-out-of-reach" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_nothing(tmp_path, fake_solve,
+                                                                                      monkeypatch, capsys):
+    """`tnlib data status` reads the work folder of an interrupted (or running) generation: the solves recorded per
+    cell, the cells already given up (the verdict the finished run records), the splits waiting for an earlier
+    one -- and changes no file, so it is safe beside a running generate."""
+    import tnlib.planning.fast_downward as fd
+    from tnlib.cli import main
+    from tnlib.data.generation import generation_status
+    from tnlib.data.manifest import status_card
+
+    counting = fd.solve
+
+    def interrupting(*args, **kwargs):
+        if len(fake_solve) == 4:
+            raise KeyboardInterrupt
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(fd, "solve", interrupting)
+    root = tmp_path / "root"
+    run = dict(progress=False, time_limit=7, out_of_reach_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], **run)
+    outcomes = [json.loads(p.read_text()) for p in (root / "gripper" / ".work" / "train" / "attempts").glob("*.json")]
+    timeouts = sum(o["status"] == "timeout" for o in outcomes)
+    assert len(outcomes) == 4 and timeouts == 2  # the hard cell's first two solves: given up at K = 2
+
+    files = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    train, val = generation_status(root)
+    assert (train["split"], val["split"], val["waiting_for"]) == ("train", "val", "train")
+    given_up = train["selection"].out_of_reach_cells()
+    card = status_card(root)
+    assert main(["data", "status", str(root)]) == 0
+    assert capsys.readouterr().out.strip() == card
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == files  # nothing written
+
+    assert "gripper train (limits 7 s / 2000 MB, out of reach after 2): " in card
+    assert ", 4 solve(s) recorded, " in card and "gripper val (limits 7 s / 2000 MB, out of reach after 2): waits " \
+        "for gripper train" in card
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in card.splitlines()
+            if line.startswith("| `gripper-b")}
+    easy, hard = rows["`gripper-b3`"], rows[f"`gripper-b{HARD}`"]
+    assert hard[3] == f"0 / {timeouts}" and easy[3] == f"{4 - timeouts} / 0"
+    assert easy[1] == str(4 - timeouts)  # the easy cell's solved slots are its instances so far
+    assert f"`gripper-b{HARD}`: out of reach at 7 s / 2000 MB: 2 solves in a row hit the limit" in card
+
+    # The resumed run reaches the verdict the status showed, and afterwards nothing is in progress.
+    monkeypatch.setattr(fd, "solve", counting)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], **run)
+    manifest = json.loads((root / "gripper" / "manifest.json").read_text())
+    recorded = manifest["splits"]["train"]["out_of_reach_cells"]
+    assert [c["attempts"] for c in recorded] == [c["attempts"] for c in given_up] != []
+    assert generation_status(root) == [] and status_card(root).endswith("no generation in progress (no work folder)")
+    assert main(["data", "status", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere: no such folder" in capsys.readouterr().err

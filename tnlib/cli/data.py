@@ -6,7 +6,14 @@ import sys
 from pathlib import Path
 
 from tnlib.data.generation import PROFILES, generate_dataset
-from tnlib.data.manifest import cell_card, data_card, default_data_root, find_datasets, verify_dataset
+from tnlib.data.manifest import (
+    cell_card,
+    data_card,
+    default_data_root,
+    find_datasets,
+    status_card,
+    verify_dataset,
+)
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
@@ -91,6 +98,16 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                       "and why, solve times, attempts at the limit")
     card.add_argument("--domain", action="append", help="only this domain (repeatable; with --cells)")
     card.set_defaults(func=_run_card)
+
+    status = commands.add_parser(
+        "status", help="where an unfinished `generate` stands, per cell (reads its work folder; safe while it runs)",
+        description="Where the unfinished splits of a dataset root stand -- a `tnlib data generate` that is running "
+        "or was interrupted -- read from its work folders without writing anything: per cell, the instances so far, "
+        "the solves recorded (solved, at the limit) and their times, the slots still open, and the cells already "
+        "given up as out of reach. Rerunning the same `generate` command resumes from exactly this state.",
+    )
+    status.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
+    status.set_defaults(func=_run_status)
     parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
 
 
@@ -193,6 +210,14 @@ def _run_card(args: argparse.Namespace) -> int:
     if not (folder / MANIFEST).is_file():
         raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
     print(cell_card(folder, args.domain) if args.cells else data_card(folder))
+    return 0
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    folder = args.folder or default_data_root() / "small"
+    if not folder.is_dir():
+        raise CommandError(f"{folder}: no such folder")
+    print(status_card(folder))
     return 0
 
 

@@ -819,6 +819,55 @@ def _earlier_out_of_reach(sp: SplitPlan, by_key: dict) -> dict[tuple, dict]:
     return given_up
 
 
+def _grid_from_settings(domain: str, grid: dict) -> SplitGrid:
+    """The :class:`SplitGrid` a split's recorded settings describe (:meth:`SplitGrid.describe`)."""
+    order = DOMAIN_PARAMETERS[domain]
+    seeds: list[int] = []
+    for part in str(grid["seed_numbers"]).split(","):
+        first, _, last = part.partition("-")
+        seeds += range(int(first), int(last or first) + 1)
+    return SplitGrid(tuple(tuple((name, params[name]) for name in order) for params in grid["params"]),
+                     tuple(seeds), grid.get("count"))
+
+
+def generation_status(root: str | os.PathLike) -> list[dict]:
+    """Where the unfinished splits under ``root`` stand -- a `generate` run that is running or was interrupted --
+    read from their work folders (nothing is written). One dict per (domain, split) with a work folder, in the
+    order they are made: ``domain``, ``split``, ``settings``, ``attempts`` (solves recorded), and either
+    ``waiting_for`` (an earlier split still in progress) or ``selection``, the attempt selection
+    (:func:`tnlib.data.instance_keys.select_attempts`) over the solves recorded so far -- exactly the state a
+    resumed run starts from: which slots are settled, which cells are already out of reach, which solves come
+    next."""
+    root = Path(root)
+    status = []
+    for domain in DOMAINS:
+        work = root / domain / WORK
+        if not work.is_dir():
+            continue
+        running = [s for s in SPLITS if (work / s / "settings.json").is_file()]
+        for split in running:
+            settings = read_json(work / split / "settings.json")
+            grid = _grid_from_settings(domain, settings["grid"])
+            sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
+            for path in sorted((sp.work_dir / "attempts").glob("*.json")):
+                outcome = read_json(path)
+                sp.outcomes[outcome["seed"]] = outcome
+            entry = {"domain": domain, "split": split, "settings": settings, "attempts": dict(sp.outcomes)}
+            before = [s for s in running if SPLITS.index(s) < SPLITS.index(split)]
+            if before:
+                entry["waiting_for"] = before[-1]
+            else:
+                manifest_path = sp.domain_dir / MANIFEST
+                made = set(read_json(manifest_path)["splits"]) if manifest_path.is_file() else set()
+                sp.earlier = [s for s in SPLITS[: SPLITS.index(split)] if s in made]
+                entry["selection"] = select_attempts(
+                    split, sp.slots, sp.draw, sp.outcomes.get, _earlier_keys(sp, {}), settings["max_attempts"],
+                    settings.get("out_of_reach_after"), _earlier_out_of_reach(sp, {}))
+                entry["seed_cells"] = {d.seed: sp.slots[sp.slot_of_seed[d.seed]][0] for d in sp.draws.values()}
+            status.append(entry)
+    return status
+
+
 def _slot_result(sp: SplitPlan, choice: SlotChoice) -> dict:
     """One slot's outcome in the form the table and manifest are built from."""
     params = dict(choice.params)

@@ -304,6 +304,70 @@ def out_of_reach_lines(domain: str, split: str, entry: dict) -> list[str]:
     return lines
 
 
+def status_card(root: str | os.PathLike) -> str:
+    """Markdown: where each unfinished split under ``root`` stands (:func:`tnlib.data.generation.generation_status`),
+    per cell: slots, instances so far, slots left empty so far and why, the solves recorded (solved, at the limit)
+    with the planner's time on the solved ones, and the slots still open; then the cells already given up."""
+    from statistics import median
+
+    from tnlib.data.generation import generation_status, params_label
+    from tnlib.data.instance_keys import LIMIT_HITS
+
+    root = Path(root)
+    entries = generation_status(root)
+    if not entries:
+        return f"{root}: no generation in progress (no work folder)"
+    lines: list[str] = []
+    for entry in entries:
+        domain, split, settings = entry["domain"], entry["split"], entry["settings"]
+        limit = f"{settings['time_limit']:g} s / {settings['memory_limit_mb']} MB"
+        rule = settings.get("out_of_reach_after")
+        head = f"{domain} {split} (limits {limit}{f', out of reach after {rule}' if rule else ''})"
+        if "waiting_for" in entry:
+            lines += [f"{head}: waits for {domain} {entry['waiting_for']}; {len(entry['attempts'])} solve(s) "
+                      "recorded", ""]
+            continue
+        selection, outcomes = entry["selection"], entry["attempts"]
+        cells: dict[str, dict] = {}
+        for choice in selection.choices:
+            cell = cells.setdefault(params_label(domain, choice.params), {
+                "slots": 0, "ok": 0, "open": 0, "empty": {}, "solved": [], "hits": 0})
+            cell["slots"] += 1
+            solved = choice.draw is not None and outcomes.get(choice.draw.seed, {}).get("status") == "solved"
+            if choice.status == "ok" or (choice.status == "pending" and solved):
+                cell["ok"] += 1
+            elif choice.status == "pending":
+                cell["open"] += 1
+            else:
+                status = "exhausted" if choice.status == "skipped" else choice.status
+                cell["empty"][status] = cell["empty"].get(status, 0) + 1
+        for seed, outcome in outcomes.items():
+            params = entry["seed_cells"].get(seed)
+            if params is None:
+                continue  # a solve the current selection no longer draws
+            cell = cells[params_label(domain, params)]
+            if outcome["status"] == "solved":
+                cell["solved"].append(outcome["solve_seconds"])
+            cell["hits"] += outcome["status"] in LIMIT_HITS
+        settled = sum(c["slots"] - c["open"] for c in cells.values())
+        total = sum(c["slots"] for c in cells.values())
+        lines += [f"{head}: {settled} of {total} slots settled, {len(outcomes)} solve(s) recorded, "
+                  f"{len(selection.needed)} to run next", "",
+                  "| cell | slots | instances so far | empty: exhausted / out of reach / failed | solves: solved / at "
+                  "the limit | solve s (median, max) | slots open |",
+                  "|---|---|---|---|---|---|---|"]
+        for label, cell in cells.items():
+            times = cell["solved"]
+            solve = f"{median(times):.1f}, {max(times):.1f}" if times else "-"
+            empty = " / ".join(str(cell["empty"].get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
+            lines.append(f"| `{label}` | {cell['slots']} | {cell['ok']} | {empty} | {len(times)} / {cell['hits']} "
+                         f"| {solve} | {cell['open']} |")
+        given_up = out_of_reach_lines(domain, split, {"settings": settings,
+                                                      "out_of_reach_cells": selection.out_of_reach_cells()})
+        lines += ["", *(given_up or ["No cell given up so far."]), ""]
+    return "\n".join(lines).rstrip()
+
+
 def _value_range(values: list) -> str:
     distinct = sorted(set(values))
     if len(distinct) == 1:
