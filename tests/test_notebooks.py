@@ -112,10 +112,12 @@ def test_explorer_non_interactive_with_infinite_bounds(tmp_path):
 
 def test_classroom_runs_headless_with_small_parameters(tmp_path):
     notebook = execute(CLASSROOM, tmp_path, **SMALL_CLASSROOM)
-    # NLL vs mu, NLL vs sigma, entropies, Figure 1, bound NLL, descent, loss curves, estimates, scatter.
-    check_figures_and_bundle(notebook, minimum_figures=9)
-    check_offline_html(notebook, minimum_figures=9)
+    # NLL vs mu, NLL vs sigma, entropies, Figure 1, bound NLL, descent, label gaps, loss curves, estimates, scatter.
+    check_figures_and_bundle(notebook, minimum_figures=10)
+    check_offline_html(notebook, minimum_figures=10)
     text = printed_text(notebook)
+    # Section 7 reads data/small's training labels: one row per domain.
+    assert all(re.search(rf"^{domain}\s+\d+\s+\d+\.\d%", text, re.M) for domain in ("blocksworld", "visitall"))
     assert "between 0.572365 and 0.572365; log(sqrt(pi)) = 0.572365" in text
     table_row = re.search(r"Truncated Gaussian[^\n]*?\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\n", text)
     assert table_row, text
@@ -131,11 +133,12 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
         (EXPLORER, {"low": 2.0, "high": 1.0}, "low must be < high"),
         (EXPLORER, {"num_points": 10**8}, "num_points must be between 11 and 20001, got 100000000"),
         (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
+        (CLASSROOM, {"label_split": "training"}, "label_split must be one of train, val, test, plan"),
         (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
         (EXPERIMENTS, {"max_steps": 100}, "max_steps must be None or an integer >= steps (600), got 100"),
     ],
-    ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "experiments-run",
-         "experiments-max-steps"],
+    ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "classroom-split",
+         "experiments-run", "experiments-max-steps"],
 )
 def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
     with pytest.raises(PapermillExecutionError) as failure:

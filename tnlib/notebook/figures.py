@@ -516,3 +516,22 @@ def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float =
         output,
     ])
     return ExplorerControls(values, preset, output, panel)
+
+
+def label_gap_figure(gaps: Sequence[teaching.LabelGaps], bound: str = "lmcut") -> go.Figure:
+    """Per domain, the share of states at each gap h* - l (integers: unit costs), one bar group per gap: the
+    bar at 0 is the states whose target lies exactly on the truncation point."""
+    figure = go.Figure()
+    largest = max((int(g.lower_gaps[bound].max()) for g in gaps if g.states), default=0)
+    values = list(range(largest + 1))
+    for index, g in enumerate(gaps):
+        counts = np.bincount(g.lower_gaps[bound].astype(np.int64), minlength=largest + 1)
+        figure.add_trace(go.Bar(x=values, y=(counts / max(g.states, 1)).tolist(), name=f"{g.domain} ({g.states:,})",
+                                marker_color=_COLORS[index % len(_COLORS)]))
+    split = gaps[0].split if gaps else ""
+    figure.update_layout(
+        title=f"h* - {bound} over the {split} states: the bar at 0 is where the bound is exact",
+        xaxis_title=f"h* - {bound}", yaxis_title="share of the states", barmode="group", template="plotly_white",
+        xaxis=dict(dtick=1), legend=dict(orientation="h", yanchor="top", y=-0.2),
+    )
+    return figure

@@ -142,6 +142,8 @@ class ClassroomParameters:
     hidden_units: int
     open_bound_margin: float
     demo_steps: int
+    data_root: str | None = None  # section 7's dataset (None: the default data root)
+    label_split: str = "train"
 
 
 def check_parameters(
@@ -153,8 +155,14 @@ def check_parameters(
     hidden_units: object = 16,
     open_bound_margin: object = PAPER_OPEN_BOUND_MARGIN,
     demo_steps: object = 300,
+    data_root: object = "",
+    label_split: object = "train",
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
+    from pathlib import Path
+
+    from tnlib.data.schema import SPLITS
+
     seed_value = _as_int("seed", seed, minimum=0)
     train = _as_int("num_train", num_train, minimum=2)
     test = _as_int("num_test", num_test, minimum=2)
@@ -167,7 +175,14 @@ def check_parameters(
     if not (margin > 0 and math.isfinite(margin)):
         raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
     demo = _as_int("demo_steps", demo_steps, minimum=1)
-    return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo)
+    if data_root is not None and not isinstance(data_root, str):
+        raise ValueError(f"data_root must be a folder name (\"\" for the default), got {data_root!r}")
+    if data_root and not Path(data_root).is_dir():
+        raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
+    if label_split not in SPLITS:
+        raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {label_split!r}")
+    return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
+                               label_split)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -625,4 +640,68 @@ def format_regression_table(result: RegressionResult) -> str:
         )
         lines.append(f"{label:<54s}{cells}")
     lines.append(f"{'the admissible bound l alone':<54s}{result.lower_bound_mse:12.3f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The real labels: how far the bounds are from h*
+# ----------------------------------------------------------------------------------------------------------
+
+#: The admissible lower bounds of the dataset (the paper's l and its appendix's alternatives), strongest first.
+LOWER_BOUND_COLUMNS = ("lmcut", "hmax", "blind")
+
+
+@dataclass(frozen=True)
+class LabelGaps:
+    """One domain and split of a tnlib dataset: per state, how far each admissible lower bound lies below h*
+    (``lower_gaps[name] = h* - l >= 0``) and how far h_FF, the residual's base, lies from it
+    (``ff_error = h_FF - h*``, either sign: h_FF is not admissible)."""
+
+    domain: str
+    split: str
+    h_star: np.ndarray
+    lower_gaps: dict[str, np.ndarray]
+    ff_error: np.ndarray
+
+    @property
+    def states(self) -> int:
+        return int(self.h_star.size)
+
+    def exact_fraction(self, bound: str = "lmcut") -> float:
+        """The fraction of states where the lower bound equals h*: the training targets that sit exactly on
+        the truncation point l (why the paper opens the bound to l - 0.1)."""
+        return float(np.mean(self.lower_gaps[bound] == 0))
+
+
+def label_gaps(data_root: str | None = None, profile: str = "small", split: str = "train",
+               domains: tuple[str, ...] | None = None) -> list[LabelGaps]:
+    """:class:`LabelGaps` of every domain of a dataset (``data_root``: a dataset root or a data root, None or ""
+    for the default; checked like every load, :func:`tnlib.data.load_split`). Raises ``DatasetError`` naming
+    what is missing or wrong, ``ValueError`` if a label breaks ``l <= h*`` (a corrupt dataset)."""
+    from tnlib.data.loading import load_split
+    from tnlib.paper import DOMAINS
+
+    result = []
+    for domain in domains or DOMAINS:
+        table = load_split(data_root or None, domain, split, profile=profile)
+        h_star = table.numpy("h_star").astype(np.float64)
+        gaps = {name: h_star - table.numpy(name) for name in LOWER_BOUND_COLUMNS}
+        for name, gap in gaps.items():
+            if np.any(gap < 0):
+                raise ValueError(f"{domain}/{split}: {name} exceeds h* on {int(np.sum(gap < 0))} state(s)")
+        result.append(LabelGaps(domain, split, h_star, gaps, table.numpy("ff") - h_star))
+    return result
+
+
+def format_label_gaps(gaps: list[LabelGaps]) -> str:
+    """A plain-text table: states, the fraction where each lower bound is exact, the mean gap h* - LM-cut, and
+    where h_FF is exact, above and below h*."""
+    header = (f"{'domain':<12} {'states':>6}  " + "  ".join(f"{'l=h* ' + n:>11}" for n in LOWER_BOUND_COLUMNS)
+              + f"  {'mean h*-lmcut':>13}  {'ff=h*':>6} {'ff>h*':>6} {'ff<h*':>6}")
+    lines = [header, "-" * len(header)]
+    for g in gaps:
+        exact = "  ".join(f"{g.exact_fraction(n):>11.1%}" for n in LOWER_BOUND_COLUMNS)
+        lines.append(f"{g.domain:<12} {g.states:>6}  {exact}  {float(np.mean(g.lower_gaps['lmcut'])):>13.2f}  "
+                     f"{float(np.mean(g.ff_error == 0)):>6.1%} {float(np.mean(g.ff_error > 0)):>6.1%} "
+                     f"{float(np.mean(g.ff_error < 0)):>6.1%}")
     return "\n".join(lines)
