@@ -193,6 +193,53 @@ def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves
     assert not (root / "gripper" / ".work").exists()
 
 
+def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_path, fake_solve, monkeypatch):
+    """`generate --force` over an existing split (new limits: hours of solving for data/paper), interrupted, then
+    the same command again: the attempts it finished are kept, not redone, and the split equals an uninterrupted
+    forced run's. Other settings with --force start over."""
+    import pyarrow.parquet as pq
+
+    import tnlib.planning.fast_downward as fd
+
+    old = dict(progress=False, time_limit=7, out_of_reach_after=2)
+    new = dict(progress=False, time_limit=8, out_of_reach_after=2, force=True, reuse_solutions=False)
+    whole, root = tmp_path / "whole", tmp_path / "resumed"
+    for folder in (whole, root):
+        generate_dataset(folder, ["gripper"], two_cell_profile(), ["train"], **old)
+    fake_solve.clear()
+    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], **new)
+    solves_whole = len(fake_solve)
+    fake_solve.clear()
+    counting = fd.solve
+
+    def interrupting(*args, **kwargs):
+        if len(fake_solve) == 3:
+            raise KeyboardInterrupt
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(fd, "solve", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **new)
+    attempts = root / "gripper" / ".work" / "train" / "attempts"
+    assert len(list(attempts.glob("*.json"))) == 3
+    monkeypatch.setattr(fd, "solve", counting)
+    before = len(fake_solve)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **new)  # the same command
+    assert len(fake_solve) - before == solves_whole - 3
+    assert pq.read_table(root / "gripper" / "train.parquet").equals(pq.read_table(whole / "gripper" / "train.parquet"))
+    settings = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]["train"]["settings"]
+    assert settings["time_limit"] == 8
+    # Interrupted again, then forced with other settings: the work folder is discarded, every solve runs.
+    monkeypatch.setattr(fd, "solve", interrupting)
+    fake_solve.clear()
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **{**new, "time_limit": 9})
+    monkeypatch.setattr(fd, "solve", counting)
+    before = len(fake_solve)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **{**new, "time_limit": 6})
+    assert len(fake_solve) - before == solves_whole
+
+
 def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fake_solve, capsys):
     from tnlib.cli import main
     from tnlib.experiments.sweep import Sweep

@@ -522,7 +522,7 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
 def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
     """Prepare one split: None when it is already complete with the same settings; raises DatasetError when the
     folder holds it (complete or in progress) with other settings and ``force`` is off. Attempts an interrupted
-    run finished are read back from the work folder."""
+    run under the same settings finished are read back from the work folder, with ``force`` too."""
     grid = profile.grid(domain, split)
     settings = _split_settings(profile, domain, split, overrides)
     sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
@@ -539,7 +539,10 @@ def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides:
         shutil.rmtree(sp.work_dir)  # a crash after consolidation, before clean-up
         return None
     settings_file = sp.work_dir / "settings.json"
-    if sp.work_dir.exists() and (force or not settings_file.is_file()):
+    # An interrupted run under these very settings is resumed, --force or not: its attempts are what a fresh run
+    # would recompute (a forced regeneration of hours must survive an interruption too). --force discards a
+    # work folder only when its settings differ.
+    if sp.work_dir.exists() and (not settings_file.is_file() or (force and read_json(settings_file) != settings)):
         shutil.rmtree(sp.work_dir)
     if settings_file.is_file():
         previous = read_json(settings_file)
