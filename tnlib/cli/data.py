@@ -62,7 +62,8 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                      help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
                      "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "
                      "those attempts' times (default: off, every slot gets its attempts as in the paper)")
-    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present")
+    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present (rerunning the "
+                     "same command after an interruption resumes it)")
     gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
                      help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
                      "used): same problem bytes and Fast Downward build, the same limits (a plan: limits no larger)")
