@@ -325,6 +325,12 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     assert hard[3] == f"0 / {timeouts}" and easy[3] == f"{4 - timeouts} / 0"
     assert easy[1] == str(4 - timeouts)  # the easy cell's solved slots are its instances so far
     assert f"`gripper-b{HARD}`: out of reach at 7 s / 2000 MB: 2 solves in a row hit the limit" in card
+    # A sweep's banner says the data it reads is being regenerated.
+    from tnlib.experiments.sweep import Sweep
+
+    banner = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines()
+    assert any(line.startswith("  in progress  gripper: an unfinished `tnlib data generate`") and
+               f"tnlib data status {root}`" in line for line in banner), banner
 
     # The resumed run reaches the verdict the status showed, and afterwards nothing is in progress.
     monkeypatch.setattr(fd, "solve", counting)
@@ -333,5 +339,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     recorded = manifest["splits"]["train"]["out_of_reach_cells"]
     assert [c["attempts"] for c in recorded] == [c["attempts"] for c in given_up] != []
     assert generation_status(root) == [] and status_card(root).endswith("no generation in progress (no work folder)")
+    assert not any("in progress" in line for line in
+                   Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
     assert main(["data", "status", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no such folder" in capsys.readouterr().err

@@ -360,14 +360,22 @@ class Sweep:
 
     def data_lines(self) -> list[str]:
         """The banner's lines on the data: what a run would lack, before it starts."""
+        from tnlib.data.generation import WORK
         from tnlib.errors import DatasetError
 
         try:
-            _root, missing, out_of_reach = self.data_gaps()
+            root, missing, out_of_reach = self.data_gaps()
+            lines = [f"  missing   {', '.join(missing)} (never generated: the sweep stops before training)"] \
+                if missing else []
         except DatasetError as err:
-            return [f"  missing   {err}"]
-        lines = [f"  missing   {', '.join(missing)} (never generated: the sweep stops before training)"] if missing \
-            else []
+            root, out_of_reach, lines = None, [], [f"  missing   {err}"]
+        # A generation under way (or interrupted) there: what the sweep reads will change when it completes.
+        for folder in ([root] if root is not None else [self._data_base() / self.data_profile, self._data_base()]):
+            running = [domain for domain in self.domains if (folder / domain / WORK).is_dir()]
+            if running:
+                lines.append(f"  in progress  {', '.join(running)}: an unfinished `tnlib data generate` in {folder} "
+                             f"(`tnlib data status {folder}`; rerun it to resume)")
+                break
         if out_of_reach:
             lines.append("  out of reach (generation gave these cells up at its solver limits; the sweep runs on the "
                          "cells that exist only with --accept-out-of-reach):")
