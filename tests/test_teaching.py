@@ -278,6 +278,10 @@ def test_what_to_look_for_in_the_real_labels():
         assert np.any(g.ff_error > 0) and np.any(g.ff_error < 0)
     above = {g.domain: float(np.mean(g.ff_error > 0)) for g in gaps}
     assert max(above, key=above.get) == "visitall"  # where h_FF overestimates most
+    # Exercise 6: on the larger test instances LM-cut is exact less often and the mean gap is larger, everywhere.
+    for train, test in zip(gaps, teaching.label_gaps(split="test")):
+        assert test.exact_fraction("lmcut") < train.exact_fraction("lmcut")
+        assert np.mean(test.lower_gaps["lmcut"]) > np.mean(train.lower_gaps["lmcut"])
 
 
 def test_label_gaps_name_bad_input():
