@@ -323,6 +323,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
             if line.startswith("| `gripper-b")}
     easy, hard = rows["`gripper-b3`"], rows[f"`gripper-b{HARD}`"]
     assert hard[3] == f"0 / {timeouts}" and easy[3] == f"{4 - timeouts} / 0"
+    assert (hard[1], hard[2], hard[5]) == ("0", "0 / 6 / 0", "0")  # given up: no slot of it is open any more
     assert easy[1] == str(4 - timeouts)  # the easy cell's solved slots are its instances so far
     assert f"`gripper-b{HARD}`: out of reach at 7 s / 2000 MB: 2 solves in a row hit the limit" in card
     # A sweep's banner says the data it reads is being regenerated.

@@ -333,9 +333,14 @@ def status_card(root: str | os.PathLike) -> str:
             cell = cells.setdefault(params_label(domain, choice.params), {
                 "slots": 0, "ok": 0, "open": 0, "empty": {}, "solved": [], "hits": 0})
             cell["slots"] += 1
-            solved = choice.draw is not None and outcomes.get(choice.draw.seed, {}).get("status") == "solved"
+            outcome = outcomes.get(choice.draw.seed) if choice.draw is not None else None
+            solved = outcome is not None and outcome["status"] == "solved"
             if choice.status == "ok" or (choice.status == "pending" and solved):
                 cell["ok"] += 1
+            elif (choice.status == "pending" and choice.params in selection.out_of_reach
+                  and (choice.draw is None or outcome is not None)):
+                # its solve failed in a cell now given up: when its round ends, it is marked out of reach
+                cell["empty"]["out_of_reach"] = cell["empty"].get("out_of_reach", 0) + 1
             elif choice.status == "pending":
                 cell["open"] += 1
             else:
@@ -364,6 +369,9 @@ def status_card(root: str | os.PathLike) -> str:
                          f"| {solve} | {cell['open']} |")
         given_up = out_of_reach_lines(domain, split, {"settings": settings,
                                                       "out_of_reach_cells": selection.out_of_reach_cells()})
+        if given_up:
+            given_up = ["In a cell given up, a slot whose solve failed counts as out of reach above; the selection "
+                        "marks it when its round ends, so the lines below may count fewer so far.", "", *given_up]
         lines += ["", *(given_up or ["No cell given up so far."]), ""]
     return "\n".join(lines).rstrip()
 
