@@ -485,6 +485,12 @@ class SplitPlan:
             self.draw_seconds += time.perf_counter() - started
         return found
 
+    def read_attempts(self) -> None:
+        """Read back the solves an earlier (interrupted or running) run recorded in the work folder."""
+        for path in sorted((self.work_dir / "attempts").glob("*.json")):
+            outcome = read_json(path)
+            self.outcomes[outcome["seed"]] = outcome
+
     def store_outcome(self, outcome: dict) -> None:
         atomic_write_json(self.attempt_file(outcome["seed"]), outcome)
         self.outcomes[outcome["seed"]] = outcome
@@ -553,9 +559,7 @@ def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides:
             )
     else:
         atomic_write_json(settings_file, settings)
-    for path in sorted((sp.work_dir / "attempts").glob("*.json")):
-        outcome = read_json(path)
-        sp.outcomes[outcome["seed"]] = outcome
+    sp.read_attempts()
     return sp
 
 
@@ -852,9 +856,7 @@ def generation_status(root: str | os.PathLike) -> list[dict]:
             settings = read_json(work / split / "settings.json")
             grid = _grid_from_settings(domain, settings["grid"])
             sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
-            for path in sorted((sp.work_dir / "attempts").glob("*.json")):
-                outcome = read_json(path)
-                sp.outcomes[outcome["seed"]] = outcome
+            sp.read_attempts()
             entry = {"domain": domain, "split": split, "settings": settings, "attempts": dict(sp.outcomes)}
             before = [s for s in running if SPLITS.index(s) < SPLITS.index(split)]
             if before:
