@@ -48,6 +48,20 @@ def fake_solve(monkeypatch):
     return calls
 
 
+def interrupt_after(monkeypatch, calls: list, solves: int):
+    """Make the planner raise KeyboardInterrupt once ``calls`` (``fake_solve``'s record) holds ``solves`` solves --
+    not an Exception: run_attempt does not record it, the run stops there. Returns the planner to restore."""
+    counting = fast_downward.solve
+
+    def interrupting(*args, **kwargs):
+        if len(calls) == solves:
+            raise KeyboardInterrupt
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(fast_downward, "solve", interrupting)
+    return counting
+
+
 def draws_for(cells: int, slots_per_cell: int):
     """A fake selection input: ``cells`` x ``slots_per_cell`` slots, every draw distinct and non-trivial."""
     slots = [(((("n", c),)), n) for n in range(1, slots_per_cell + 1) for c in range(cells)]
@@ -168,14 +182,7 @@ def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves
                      out_of_reach_after=2)
     solves_whole = len(fake_solve)
     fake_solve.clear()
-    counting = fd.solve
-
-    def interrupting(*args, **kwargs):
-        if len(fake_solve) == 4:
-            raise KeyboardInterrupt  # not an Exception: run_attempt does not record it, the run stops here
-        return counting(*args, **kwargs)
-
-    monkeypatch.setattr(fd, "solve", interrupting)
+    counting = interrupt_after(monkeypatch, fake_solve, 4)
     root = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
         generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
@@ -210,14 +217,7 @@ def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_pa
     generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], **new)
     solves_whole = len(fake_solve)
     fake_solve.clear()
-    counting = fd.solve
-
-    def interrupting(*args, **kwargs):
-        if len(fake_solve) == 3:
-            raise KeyboardInterrupt
-        return counting(*args, **kwargs)
-
-    monkeypatch.setattr(fd, "solve", interrupting)
+    counting = interrupt_after(monkeypatch, fake_solve, 3)
     with pytest.raises(KeyboardInterrupt):
         generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **new)
     attempts = root / "gripper" / ".work" / "train" / "attempts"
@@ -230,8 +230,8 @@ def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_pa
     settings = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]["train"]["settings"]
     assert settings["time_limit"] == 8
     # Interrupted again, then forced with other settings: the work folder is discarded, every solve runs.
-    monkeypatch.setattr(fd, "solve", interrupting)
     fake_solve.clear()
+    interrupt_after(monkeypatch, fake_solve, 3)
     with pytest.raises(KeyboardInterrupt):
         generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **{**new, "time_limit": 9})
     monkeypatch.setattr(fd, "solve", counting)
@@ -291,14 +291,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     from tnlib.data.generation import generation_status
     from tnlib.data.manifest import status_card
 
-    counting = fd.solve
-
-    def interrupting(*args, **kwargs):
-        if len(fake_solve) == 4:
-            raise KeyboardInterrupt
-        return counting(*args, **kwargs)
-
-    monkeypatch.setattr(fd, "solve", interrupting)
+    counting = interrupt_after(monkeypatch, fake_solve, 4)
     root = tmp_path / "root"
     run = dict(progress=False, time_limit=7, out_of_reach_after=2)
     with pytest.raises(KeyboardInterrupt):

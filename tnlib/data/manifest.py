@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, SPLITS, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
@@ -308,7 +308,7 @@ def status_card(root: str | os.PathLike) -> str:
     """Markdown: where each unfinished split under ``root`` stands (:func:`tnlib.data.generation.generation_status`),
     per cell: slots, instances so far, slots left empty so far and why, the solves recorded (solved, at the limit)
     with the planner's time on the solved ones, and the slots still open; then the cells already given up."""
-    from statistics import median
+    from collections import Counter
 
     from tnlib.data.generation import generation_status, params_label
     from tnlib.data.instance_keys import LIMIT_HITS
@@ -331,7 +331,7 @@ def status_card(root: str | os.PathLike) -> str:
         cells: dict[str, dict] = {}
         for choice in selection.choices:
             cell = cells.setdefault(params_label(domain, choice.params), {
-                "slots": 0, "ok": 0, "open": 0, "empty": {}, "solved": [], "hits": 0})
+                "slots": 0, "ok": 0, "open": 0, "empty": Counter(), "solved": [], "hits": 0})
             cell["slots"] += 1
             outcome = outcomes.get(choice.draw.seed) if choice.draw is not None else None
             solved = outcome is not None and outcome["status"] == "solved"
@@ -340,12 +340,11 @@ def status_card(root: str | os.PathLike) -> str:
             elif (choice.status == "pending" and choice.params in selection.out_of_reach
                   and (choice.draw is None or outcome is not None)):
                 # its solve failed in a cell now given up: when its round ends, it is marked out of reach
-                cell["empty"]["out_of_reach"] = cell["empty"].get("out_of_reach", 0) + 1
+                cell["empty"]["out_of_reach"] += 1
             elif choice.status == "pending":
                 cell["open"] += 1
             else:
-                status = "exhausted" if choice.status == "skipped" else choice.status
-                cell["empty"][status] = cell["empty"].get(status, 0) + 1
+                cell["empty"]["exhausted" if choice.status == "skipped" else choice.status] += 1
         for seed, outcome in outcomes.items():
             params = entry["seed_cells"].get(seed)
             if params is None:
@@ -363,10 +362,8 @@ def status_card(root: str | os.PathLike) -> str:
                   "|---|---|---|---|---|---|---|"]
         for label, cell in cells.items():
             times = cell["solved"]
-            solve = f"{median(times):.1f}, {max(times):.1f}" if times else "-"
-            empty = " / ".join(str(cell["empty"].get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
-            lines.append(f"| `{label}` | {cell['slots']} | {cell['ok']} | {empty} | {len(times)} / {cell['hits']} "
-                         f"| {solve} | {cell['open']} |")
+            lines.append(f"| `{label}` | {cell['slots']} | {cell['ok']} | {_empty_counts(cell['empty'])} "
+                         f"| {len(times)} / {cell['hits']} | {_solve_range(times)} | {cell['open']} |")
         given_up = out_of_reach_lines(domain, split, {"settings": settings,
                                                       "out_of_reach_cells": selection.out_of_reach_cells()})
         if given_up:
@@ -374,6 +371,18 @@ def status_card(root: str | os.PathLike) -> str:
                         "marks it when its round ends, so the lines below may count fewer so far.", "", *given_up]
         lines += ["", *(given_up or ["No cell given up so far."]), ""]
     return "\n".join(lines).rstrip()
+
+
+def _solve_range(seconds: list[float]) -> str:
+    """A cell card's solve-time column: median and max, or "-" when nothing was solved."""
+    from statistics import median
+
+    return f"{median(seconds):.1f}, {max(seconds):.1f}" if seconds else "-"
+
+
+def _empty_counts(empty: Mapping[str, int]) -> str:
+    """A cell card's empty-slots column: exhausted / out of reach / failed."""
+    return " / ".join(str(empty.get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
 
 
 def _value_range(values: list) -> str:
@@ -390,8 +399,6 @@ def cell_card(root: str | os.PathLike, domains: list[str] | None = None) -> str:
     solved, the slots left empty and why (exhausted: no new instance to draw; out of reach: given up at the
     split's limits; failed: attempts ran out), the planner's time on the kept instances (median, max), and the
     attempts that hit the time or memory limit."""
-    from statistics import median
-
     from tnlib.data.generation import params_label
     from tnlib.data.instance_keys import LIMIT_HITS
 
@@ -427,8 +434,7 @@ def cell_card(root: str | os.PathLike, domains: list[str] | None = None) -> str:
                 if not cell["slots"]:
                     continue  # a plan split's count can stop before the grid's last cells
                 times = cell["times"]
-                solve = f"{median(times):.1f}, {max(times):.1f}" if times else "-"
-                empty = " / ".join(str(cell["empty"].get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
+                solve, empty = _solve_range(times), _empty_counts(cell["empty"])
                 lines.append(f"| {domain} | {split} | `{label}` | {cell['slots']} | {len(times)} | {empty} | {solve} "
                              f"| {cell['hits']} | {limit} |")
     return "\n".join(lines)

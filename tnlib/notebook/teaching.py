@@ -25,7 +25,7 @@ import torch
 from torch.distributions import Laplace, Normal, Uniform
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
+from tnlib.paper import FIXED_SIGMA, LOWER_BOUNDS, OPEN_BOUND_EPSILON
 
 DTYPE = torch.float64
 
@@ -648,7 +648,7 @@ def format_regression_table(result: RegressionResult) -> str:
 # ----------------------------------------------------------------------------------------------------------
 
 #: The admissible lower bounds of the dataset (the paper's l and its appendix's alternatives), strongest first.
-LOWER_BOUND_COLUMNS = ("lmcut", "hmax", "blind")
+LOWER_BOUND_COLUMNS = tuple(bound for bound in LOWER_BOUNDS if bound != "none")
 
 
 @dataclass(frozen=True)
