@@ -48,7 +48,7 @@ from baseline_models import baseline_forward, current_forward  # noqa: E402
 
 from tnlib.learning.encodings import make_encoder  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.learning.models import build_model  # noqa: E402
+from tnlib.learning.models import build_model, model_arguments  # noqa: E402
 from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
 from tnlib.planning.task import resolve_domain  # noqa: E402
@@ -64,7 +64,8 @@ def random_checkpoint(folder: Path, domain: str, model_name: str, seed: int) -> 
     torch.manual_seed(seed)
     model = build_model(model_name, **encoder.model_kwargs())
     path = folder / f"{domain}-{model_name}-seed{seed}.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": encoder.model_kwargs(),
+    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(config),
+                "model_kwargs": model_arguments(model_name, encoder.model_kwargs()),
                 "model": model.state_dict(), "step": 0}, path)
     return path
 

@@ -225,6 +225,60 @@ def test_nlm_equals_the_reference_when_chunked_and_split_among_threads(monkeypat
         torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("layout, exclude_self", LAYOUTS)
+@pytest.mark.parametrize("channels", [[2, 6, 4, 2], [2, 6, 4, 0], [0, 3, 0, 2]])
+def test_nlm_inference_forward_equals_the_reference_in_float64(monkeypatch, layout, exclude_self, channels):
+    # without gradients the forward goes a few states at a time (tiny chunks here), the last arity-3 layer is
+    # projected and reduced without being stored and an expand-only arity 3 comes with its reduction; 11 objects
+    # leave partial cubes in the kernels' tiles, padded objects are masked, and two threads split each state
+    monkeypatch.setattr(NLM, "INFERENCE_CHUNK_BYTES", 1)
+    monkeypatch.setattr(models, "_SPLIT_WORK", 1)
+    model = randomized(NLM(channels, layout=layout, exclude_self=exclude_self).double(), seed=len(channels))
+    inputs = random_nlm_inputs(channels, counts=[11, 7, 9], seed=3)
+    slow = nlm_reference_forward(model, inputs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch.no_grad():
+            fast = model(inputs)
+    finally:
+        torch.set_num_threads(threads)
+    assert fast.abs().max() > 0.1
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+
+
+def test_nlm_inference_forward_stores_no_arity_3_tensor_the_next_layer_only_reduces(monkeypatch):
+    # the second layer's arity-3 output reaches the third layer only through exists / forall: the inference
+    # forward never forms it with _permuted_sum_sigmoid, the layer-by-layer route does
+    channels = [2, 6, 4, 0]
+    model = randomized(NLM(channels).double())
+    inputs = random_nlm_inputs(channels, counts=[6, 6])
+    stored = []
+    original = models._permuted_sum_sigmoid
+
+    def recording(n, x, w, bias, small):
+        stored.append(len(small))
+        return original(n, x, w, bias, small)
+
+    monkeypatch.setattr(models, "_permuted_sum_sigmoid", recording)
+    with torch.no_grad():
+        model(inputs)
+        assert 3 not in stored
+        model.forward_by_layers(inputs)
+    assert stored.count(3) == 2
+
+
+def test_nlm_inference_forward_equals_the_layer_by_layer_route_in_float32():
+    channels = [2, 6, 4, 0]
+    model = randomized(NLM(channels), seed=1)
+    double = random_nlm_inputs(channels, counts=[20, 13, 17], seed=5)
+    inputs = NLMInputs([t.float() for t in double.tensors], double.object_mask)
+    with torch.no_grad():
+        fused, layered = model(inputs), model.forward_by_layers(inputs)
+    assert fused.dtype == torch.float32 and layered.abs().max() > 0.1
+    torch.testing.assert_close(fused, layered, rtol=0, atol=1e-5)
+
+
 def test_nlm_expand_only_and_self_only_arities_equal_the_reference():
     # input arities without channels leave some first-layer outputs fed by one part alone: [2, 0, 0, 3] gives an
     # expand-only arity 1, a reduce-only arity 2 and a self-only arity 3

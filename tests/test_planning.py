@@ -341,3 +341,43 @@ def test_table2_layout_and_bold(tmp_path):
     assert ferry_ev[1] == "7"
     assert ferry_ev[2] == "5050 (1 seed)"  # the unsolved instance counts as 10,000 evaluations
     assert ferry_ev[3] == "**75 (1 seed)**" and ferry_ev[4] == "250±141 |"
+
+
+def _random_nlm_checkpoint(folder, domain: str, seed: int = 0):
+    """A checkpoint of the authors' NLM (depth 5: arity-3 layers) at its seeded initialisation, TN, learned sigma,
+    residual h_FF, LM-cut bound."""
+    from dataclasses import asdict
+
+    from tnlib.learning.models import build_model, model_arguments
+    from tnlib.learning.training import CHECKPOINT_FORMAT
+
+    config = TrainConfig(domain=domain, model="nlm", distribution="TN", seed=seed, out_dir=str(folder), device="cpu")
+    arguments = model_arguments("nlm", make_encoder("nlm", domain).model_kwargs())
+    torch.manual_seed(seed)
+    model = build_model("nlm", **arguments)
+    path = folder / f"{domain}-nlm.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": arguments,
+                "model": model.state_dict(), "step": 0}, path)
+    return path
+
+
+@pytest.mark.parametrize("domain", ["blocksworld", "ferry", "gripper", "visitall"])
+def test_the_nlm_inference_forward_plans_as_the_layer_by_layer_route(tmp_path, domain):
+    # same plans, evaluation and expansion counts on data/small's plan instances: the fused forward moves only
+    # rounding, never the order GBFS expands states in
+    from tnlib.planning.search import gbfs
+
+    checkpoint = _random_nlm_checkpoint(tmp_path, domain)
+    table = load_split(None, domain, "plan")
+    domain_file = resolve_domain(domain)
+    for instance in table.instances()[:2]:
+        problem = table.problem_path(instance)
+        results = []
+        for route in ("fused", "by-layer"):
+            heuristic = LearnedHeuristic(checkpoint, domain_file, problem)
+            if route == "by-layer":
+                heuristic.model.forward = heuristic.model.forward_by_layers
+            result = gbfs(heuristic.task, heuristic, max_evaluations=2000)
+            results.append((result.status, result.plan, result.evaluations, result.expansions))
+        assert results[0][2] > 1
+        assert results[0] == results[1]

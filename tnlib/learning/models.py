@@ -249,6 +249,133 @@ def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop
                         target[c] = (share_max[c] if v == most[c] else 0.0) + (share_min[c] if v == least[c] else 0.0)
 
 
+# Inference only: an arity-3 output that the next layer reads only through exists / forall is never stored. The
+# kernel walks the output in cubes of ``_TILE`` objects a side: it gathers, for each position of a cube, the six
+# permuted rows of the local input side by side ([tile^3, 6 C_in], read from six cubes of x that stay in cache),
+# projects them with one matrix product, adds the bias and the three broadcast expand terms and keeps the max and
+# min over the reduced object k per kept pair (i, j). The sigmoid is monotone, so sigmoid(max) is the max of the
+# sigmoids: the caller applies it to the N^2 results instead of to N^3 values, and an empty range (-inf, +inf)
+# becomes exists 0, forall 1, as excluded entries give in ``_extrema_kernel``. x is [B, N^3, C_in] (row-major
+# positions) and ``words`` the same memory as 8-byte words where a row fills whole words (rows are moved as bits,
+# four words at a time: the gather's cost is the number of moves); ``w`` is [6 C_in, out] (permutation-major);
+# ``strides[p, t]`` the stride, in positions, of the axis of x that output axis t reads under permutation p; s0,
+# s1, s2 the expand terms constant along output axis 0, 1, 2 ([B, N, N, out]). Without NaNs or infinities in the
+# sums, reassociating them (fastmath, infinities kept) moves only rounding. A cube of 8 keeps the six source cubes
+# and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects).
+_TILE = 8
+
+
+@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
+def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, start,
+                              stop):  # pragma: no cover - compiled
+    n = real.shape[1]
+    inputs = x.shape[2]
+    row_words = words.shape[2]
+    perms = strides.shape[0]
+    width = w.shape[1]
+    tile = min(_TILE, n)
+    gathered_words = np.zeros((tile * tile * tile, perms * row_words), words.dtype)
+    gathered = gathered_words.view(x.dtype)
+    pre = np.zeros((tile * tile * tile, width), x.dtype)
+    base = np.empty(width, x.dtype)
+    most = np.empty((tile, tile, width), x.dtype)
+    least = np.empty((tile, tile, width), x.dtype)
+    kept = np.empty(2, np.int64)
+    tiles = (n + tile - 1) // tile
+    for unit in range(start, stop):  # (state, tile of i): threads split a state's work too
+        b, i0 = unit // tiles, unit % tiles * tile
+        every_object = not exclude
+        for k in range(n):
+            every_object = every_object and real[b, k]
+        ti = min(tile, n - i0)
+        for j0 in range(0, n, tile):
+            tj = min(tile, n - j0)
+            most[:] = -np.inf
+            least[:] = np.inf
+            for k0 in range(0, n, tile):
+                tk = min(tile, n - k0)
+                rows = ti * tj * tk
+                if inputs:
+                    for ii in range(ti):
+                        for jj in range(tj):
+                            for kk in range(tk):
+                                target = gathered_words[(ii * tj + jj) * tk + kk]
+                                for p in range(perms):
+                                    source = words[b, (i0 + ii) * strides[p, 0] + (j0 + jj) * strides[p, 1]
+                                                   + (k0 + kk) * strides[p, 2]]
+                                    at = p * row_words
+                                    if row_words == 4:  # unrolled: one vector move
+                                        target[at] = source[0]
+                                        target[at + 1] = source[1]
+                                        target[at + 2] = source[2]
+                                        target[at + 3] = source[3]
+                                    else:
+                                        for q in range(row_words):
+                                            target[at + q] = source[q]
+                    np.dot(gathered[:rows], w, pre[:rows])
+                for ii in range(ti):
+                    i = i0 + ii
+                    kept[0] = i
+                    for jj in range(tj):
+                        j = j0 + jj
+                        kept[1] = j
+                        for c in range(width):
+                            base[c] = bias[c] + s2[b, i, j, c]
+                        high = most[ii, jj]
+                        low = least[ii, jj]
+                        for kk in range(tk):
+                            k = k0 + kk
+                            if not every_object and _is_excluded(real, b, k, kept, 2, exclude):
+                                continue
+                            row = pre[(ii * tj + jj) * tk + kk]
+                            row0 = s0[b, j, k]
+                            row1 = s1[b, i, k]
+                            for c in range(width):
+                                v = row[c] + base[c] + row0[c] + row1[c]
+                                high[c] = max(high[c], v)
+                                low[c] = min(low[c], v)
+            for ii in range(ti):
+                for jj in range(tj):
+                    for c in range(width):
+                        out[b, i0 + ii, j0 + jj, c] = most[ii, jj, c]
+                        out[b, i0 + ii, j0 + jj, width + c] = least[ii, jj, c]
+
+
+@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
+def _broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, stop):  # pragma: no cover - compiled
+    """Inference only: an arity-3 output made of broadcast expand terms alone (no arity-3 input to project), in one
+    pass -- ``pre[b, (i, j, k)] = bias + s2[i, j] + s0[j, k] + s1[i, k]`` and, over k, its max and min per (i, j)
+    (excluded entries skipped, as in ``_projected_extrema_kernel``) -- for the caller's sigmoid on both."""
+    n = real.shape[1]
+    width = bias.shape[0]
+    base = np.empty(width, pre.dtype)
+    kept = np.empty(2, np.int64)
+    for unit in range(start, stop):  # (state, object i): threads split a state's work too
+        b, i = unit // n, unit % n
+        every_object = not exclude
+        for k in range(n):
+            every_object = every_object and real[b, k]
+        kept[0] = i
+        for j in range(n):
+            kept[1] = j
+            for c in range(width):
+                base[c] = bias[c] + s2[b, i, j, c]
+            high = extrema[b, i, j, :width]
+            low = extrema[b, i, j, width:]
+            high[:] = -np.inf
+            low[:] = np.inf
+            for k in range(n):
+                target = pre[b, (i * n + j) * n + k]
+                row0 = s0[b, j, k]
+                row1 = s1[b, i, k]
+                for c in range(width):
+                    target[c] = base[c] + row0[c] + row1[c]
+                if every_object or not _is_excluded(real, b, k, kept, 2, exclude):
+                    for c in range(width):
+                        high[c] = max(high[c], target[c])
+                        low[c] = min(low[c], target[c])
+
+
 _KERNEL_POOL: ThreadPoolExecutor | None = None
 _SPLIT_WORK = 1 << 18  # elements below which a kernel runs on one thread (starting threads costs more)
 
@@ -339,6 +466,57 @@ def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: boo
     excluded = None if _use_kernels(x) else ~_reduction_mask(object_mask, x.dim() - 2, exclude_self)
     return _MaskedExtrema.apply(x, object_mask, exclude_self, excluded) if _needs_grad(x) else \
         _masked_extrema(x, object_mask, exclude_self, excluded)
+
+
+def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
+                       small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
+                       exclude_self: bool) -> torch.Tensor:
+    """``_exists_forall(_permuted_sum_sigmoid(n, x, w, bias, small), ...)`` for output arity 3, without the
+    ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``_projected_extrema_kernel``). CPU, no
+    gradient."""
+    batch, n = object_mask.shape
+    width = bias.shape[0]
+    perms = _permutations(3)
+    if x is None:
+        x = bias.new_zeros((batch, n ** 3, 0))
+        w = bias.new_zeros((len(perms) * width, 0))
+    # w [6 out, C_in] (permutation-major) -> [6 C_in, out]: the gathered rows times it give every term at once
+    weights = w.view(len(perms), width, -1).transpose(1, 2).reshape(-1, width).contiguous()
+    strides = np.array([[n ** (2 - axis) for axis in perm] for perm in perms], dtype=np.int64)
+    zeros = None
+    terms = []
+    for term in small:
+        if term is None:
+            zeros = bias.new_zeros((batch, n, n, width)) if zeros is None else zeros
+            term = zeros
+        terms.append(term.contiguous().numpy())
+    out = bias.new_empty((batch, n, n, 2 * width))
+    rows = x.reshape(batch, n ** 3, -1).contiguous().numpy()
+    words = rows.view(np.float64) if rows.shape[2] * rows.itemsize % 8 == 0 else rows
+    units = batch * -(-n // min(_TILE, n))  # (state, tile of i) pairs
+    _run_split(_projected_extrema_kernel, units, batch * n ** 3 * width, rows, words, weights.numpy(), strides,
+               bias.detach().contiguous().numpy(), *terms, object_mask.numpy(), bool(exclude_self), out.numpy())
+    return out.sigmoid_()
+
+
+def _broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
+                           exclude_self: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_permuted_sum_sigmoid(n, None, None, bias, small)`` for output arity 3 and its ``_exists_forall`` from one
+    pass (see ``_broadcast_sum_kernel``): ``([B, N, N, N, out], [B, N, N, 2 out])``. CPU, no gradient."""
+    batch, n = object_mask.shape
+    width = bias.shape[0]
+    zeros = None
+    terms = []
+    for term in small:
+        if term is None:
+            zeros = bias.new_zeros((batch, n, n, width)) if zeros is None else zeros
+            term = zeros
+        terms.append(term.contiguous().numpy())
+    y = bias.new_empty((batch,) + (n,) * 3 + (width,))
+    extrema = bias.new_empty((batch, n, n, 2 * width))
+    _run_split(_broadcast_sum_kernel, batch * n, batch * n ** 3 * width, bias.detach().contiguous().numpy(), *terms,
+               object_mask.numpy(), bool(exclude_self), y.view(batch, n ** 3, width).numpy(), extrema.numpy())
+    return y.sigmoid_(), extrema.sigmoid_()
 
 
 def _permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
@@ -451,13 +629,30 @@ class NLMLayer(nn.Module):
         return expand, same, reduce
 
     def forward(self, xs: list[torch.Tensor | None], object_mask: torch.Tensor) -> list[torch.Tensor | None]:
+        return self.infer(xs, {}, object_mask)[0]
+
+    def infer(self, xs: list[torch.Tensor | None], reductions: dict[int, torch.Tensor], object_mask: torch.Tensor,
+              reduce_only: frozenset[int] = frozenset(),
+              fused: bool = False) -> tuple[list[torch.Tensor | None], dict[int, torch.Tensor]]:
+        """``forward`` with arities handed over as their exists / forall: ``reductions[r]`` stands for
+        ``_exists_forall(xs[r])``, and the second value holds those of this layer's outputs that were formed
+        with them. With ``fused`` (CPU, without gradient) an arity-3 output in ``reduce_only`` is formed as its
+        exists / forall only, never stored, and one of broadcast expand terms alone comes with its reduction from the
+        same pass."""
         outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
+        reduced: dict[int, torch.Tensor] = {}
+
+        def exists_forall(r: int) -> torch.Tensor:
+            if r in reductions:
+                return reductions[r]
+            return _exists_forall(xs[r], object_mask, self.exclude_self)
+
         if not self.sigmoid:  # arity 0: no objects to expand or permute, a plain Linear
             pieces = [x for x, c in ((xs[0], self.in_channels[0]),) if c]
             if len(self.in_channels) > 1 and self.in_channels[1]:
-                pieces.append(_exists_forall(xs[1], object_mask, self.exclude_self))
+                pieces.append(exists_forall(1))
             outputs[0] = self.linears["0"](torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0])
-            return outputs
+            return outputs, reduced
         for r in self.out_arities:
             linear = self.linears[str(r)]
             c_expand, c_same, c_reduce = self.part_sizes(r)
@@ -485,15 +680,21 @@ class NLMLayer(nn.Module):
             if c_same + c_reduce:
                 pieces = [xs[r]] if c_same else []
                 if c_reduce:
-                    pieces.append(_exists_forall(xs[r + 1], object_mask, self.exclude_self))
+                    pieces.append(exists_forall(r + 1))
                 local = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
             w_local = stacked(c_expand, c_expand + c_same + c_reduce) if local is not None else None
             n = object_mask.shape[1]
-            if _needs_grad(local, w_local, linear.bias, *small):
+            if r in reduce_only:
+                reduced[r] = _projected_extrema(local, w_local, linear.bias, tuple(small), object_mask,
+                                                self.exclude_self)
+            elif fused and r == 3 and local is None:
+                outputs[r], reduced[r] = _broadcast_sum_sigmoid(linear.bias, tuple(small), object_mask,
+                                                                self.exclude_self)
+            elif _needs_grad(local, w_local, linear.bias, *small):
                 outputs[r] = _PermutedSumSigmoid.apply(n, local, w_local, linear.bias, *small)
             else:
                 outputs[r] = _permuted_sum_sigmoid(n, local, w_local, linear.bias, tuple(small))
-        return outputs
+        return outputs, reduced
 
 
 # The NLM's layouts (``NLM(layout=...)``): "authors", the authors' code (their NLMCarlosV2): depth - 1 sigmoid
@@ -552,11 +753,49 @@ class NLM(nn.Module):
                 nn.init.zeros_(linear.bias)
 
     def forward(self, inputs: NLMInputs) -> torch.Tensor:
+        if not torch.is_grad_enabled():
+            return self._infer(inputs)
+        return self.forward_by_layers(inputs)
+
+    def forward_by_layers(self, inputs: NLMInputs) -> torch.Tensor:
+        """The forward pass layer by layer, every arity tensor stored (what training differentiates; without
+        gradients, ``forward`` computes the same in bounded memory)."""
         xs: list[torch.Tensor | None] = list(inputs.tensors)
         for layer in self.layers:
             xs = layer(xs, inputs.object_mask)
         if self.output_layer is not None:
             return self.output_layer(xs, inputs.object_mask)[0]
+        return self.readout(xs[0])
+
+    # Without gradients nothing needs to outlive its layer, so the batch goes through the whole network a chunk of
+    # states at a time, each chunk's largest tensor within this many bytes: at the paper's test sizes one
+    # expansion's successors would otherwise hold GBs (gripper with 100 balls: 104 objects, 36 MB per state for
+    # each arity-3 tensor, about 200 successors).
+    INFERENCE_CHUNK_BYTES = 1 << 26
+
+    def _infer(self, inputs: NLMInputs) -> torch.Tensor:
+        mask = inputs.object_mask
+        batch, n = mask.shape
+        per_state = max(1, n ** self.breadth * max(self.width, *self.input_channels) * inputs.tensors[0].element_size())
+        step = max(1, self.INFERENCE_CHUNK_BYTES // per_state)
+        if step >= batch:
+            return self._infer_chunk([t for t in inputs.tensors], mask)
+        return torch.cat([self._infer_chunk([t[start:start + step] for t in inputs.tensors], mask[start:start + step])
+                          for start in range(0, batch, step)])
+
+    def _infer_chunk(self, xs: list[torch.Tensor | None], mask: torch.Tensor) -> torch.Tensor:
+        """The forward pass of a few states; an arity-3 output that the next layer only reduces is never stored
+        (``NLMLayer.infer``)."""
+        reductions: dict[int, torch.Tensor] = {}
+        stages = list(self.layers) + ([self.output_layer] if self.output_layer is not None else [])
+        fused = _use_kernels(xs[0])
+        for k, layer in enumerate(stages):
+            following = stages[k + 1].out_arities if k + 1 < len(stages) else [0]
+            reduce_only = frozenset(r for r in layer.out_arities
+                                    if fused and r == 3 and r not in following and r + 1 not in following)
+            xs, reductions = layer.infer(xs, reductions, mask, reduce_only, fused)
+        if self.output_layer is not None:
+            return xs[0]
         return self.readout(xs[0])
 
 
