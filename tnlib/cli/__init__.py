@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("tnlib.cli.learning", "test metrics of trained models and the Table 1 layout"),
     "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
     "report": ("tnlib.cli.experiments", "render a results folder's reports (Tables 1 and 2, curves, Figure 2)"),
+    "baselines": ("tnlib.cli.experiments", "GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF)"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -1,4 +1,5 @@
-"""`tnlib data generate | verify | train-pairs | card`: build, check and describe datasets (see :mod:`tnlib.data`)."""
+"""`tnlib data generate | plan-set | verify | train-pairs | card | status`: build, check and describe datasets (see
+:mod:`tnlib.data`)."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,9 @@ from tnlib.data.manifest import (
     status_card,
     verify_dataset,
 )
-from tnlib.data.schema import MANIFEST, SPLITS
+from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
+from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
+from tnlib.data.schema import MANIFEST, PLAN_SETS, SPLITS
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
@@ -70,6 +73,32 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_generate)
+
+    plan_set = commands.add_parser(
+        "plan-set",
+        help="draw (or resume) a label-free plan set at the test sizes: problems for planning, no optimal solve needed",
+        description="Draw a domain's plan instances from the test grid (or the grid the authors' scripts used) by "
+        "the generator alone: distinct up to renaming objects, disjoint from the dataset's train, val and test "
+        "splits, non-trivial, and each shown solvable by a validated satisficing plan (Fast Downward, lazy greedy "
+        "h_FF). With --optimal-time-limit every instance is also solved optimally under that limit, so the "
+        "paper's selection (solved optimally within a limit) can be applied; the labelled plan split's solves of "
+        "the same draws are recorded too. Rerunning resumes; another --optimal-time-limit adds its solves.",
+    )
+    plan_set.add_argument("folder", type=Path, help="dataset root holding the domain's train, val and test splits")
+    plan_set.add_argument("--domain", action="append", required=True, metavar="D",
+                          help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
+    plan_set.add_argument("--grid", default="test", choices=sorted(PLAN_SETS),
+                          help="test: the profile's plan slots over its test grid (default); authors: the grid the "
+                          "authors' scripts drew the paper's plan instances from")
+    plan_set.add_argument("--count", type=int, metavar="N", help="instances per domain (default: the profile's plan "
+                          "count, 100 for paper)")
+    plan_set.add_argument("--check-time-limit", type=float, default=CHECK_TIME_LIMIT, metavar="S",
+                          help=f"satisficing plan's time limit (seconds; default {CHECK_TIME_LIMIT:g})")
+    plan_set.add_argument("--optimal-time-limit", type=float, metavar="S",
+                          help="also solve every instance optimally (A* + LM-cut) under this limit (seconds)")
+    plan_set.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
+    plan_set.add_argument("--quiet", action="store_true", help="no progress display")
+    plan_set.set_defaults(func=_run_plan_set)
 
     ver = commands.add_parser(
         "verify",
@@ -148,6 +177,19 @@ def _run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_plan_set(args: argparse.Namespace) -> int:
+    domains = [d for name in args.domain for part in name.split(",") for d in (DOMAINS if part == "all" else [part])]
+    for domain in dict.fromkeys(domains):
+        report = generate_plan_set(args.folder, domain, grid=args.grid, count=args.count,
+                                   check_time_limit=args.check_time_limit, optimal_time_limit=args.optimal_time_limit,
+                                   workers=args.workers, progress=not args.quiet)
+        plan_set = load_plan_set(args.folder, domain, PLAN_SETS[args.grid])
+        checked = sum(plan_set.record(i)["satisficing"].get("valid", False) for i in plan_set.instances())
+        print(f"{report.folder}: {report.instances} instances ({checked} with a validated satisficing plan), "
+              f"{report.exhausted} slots exhausted, {report.solves_run} solves run, {report.wall_seconds:.0f} s")
+    return 0
+
+
 def _run_verify(args: argparse.Namespace) -> int:
     folder = args.folder or default_data_root()
     roots = find_datasets(folder)
@@ -159,6 +201,8 @@ def _run_verify(args: argparse.Namespace) -> int:
         duplicates: dict = {}
         pairs: dict = {}
         problems = verify_dataset(root, duplicates=duplicates, train_pairs=pairs)
+        for domain, name in find_plan_sets(root):
+            problems += [f"{domain}/{name}: {p}" for p in verify_plan_set(root, domain, name)]
         for problem in problems:
             print(f"{root}: {problem}", file=sys.stderr)
         bad += bool(problems)

@@ -132,4 +132,46 @@ def _run_report(args) -> int:
     return 0
 
 
-REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report}
+def register_baselines(subparsers) -> None:
+    from tnlib.data.schema import PLAN_SETS
+    from tnlib.experiments.baselines import BASELINE_HEURISTICS
+    from tnlib.paper import DOMAINS, MAX_EVALUATIONS
+
+    parser = subparsers.add_parser(
+        "baselines", help="GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF column)",
+        description="Plan every instance of a dataset's label-free plan sets (`tnlib data plan-set`) with GBFS and "
+                    "each symbolic heuristic, under the paper's protocol, resumably (one JSON line per instance), "
+                    "then write OUT/baselines.md: coverage and average evaluations per grid cell and per domain, on "
+                    "every instance and under the paper's selection by optimal solves, beside the paper's h_FF.")
+    parser.add_argument("data", help="dataset root holding the plan sets, e.g. data/paper")
+    parser.add_argument("--out", required=True, help="folder for the planning records and baselines.md")
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
+    parser.add_argument("--heuristics", nargs="+", default=list(BASELINE_HEURISTICS), choices=BASELINE_HEURISTICS)
+    parser.add_argument("--plan-sets", nargs="+", default=[PLAN_SETS["test"]], choices=list(PLAN_SETS.values()))
+    parser.add_argument("--max-evaluations", type=int, default=MAX_EVALUATIONS)
+    parser.add_argument("--selection", type=float, nargs="*", default=[], metavar="S",
+                        help="also show each domain's rows under the paper's selection: the instances solved "
+                             "optimally within S seconds by the recorded solves (repeatable values)")
+    parser.add_argument("--render-only", action="store_true", help="write baselines.md from what is planned")
+    parser.add_argument("--workers", type=int, default=1, help="local processes planning side by side")
+    parser.set_defaults(func=_run_baselines)
+
+
+def _run_baselines(args) -> int:
+    import shlex
+
+    from tnlib.experiments.baselines import render_baselines, run_baselines
+    from tnlib.io import shown_path
+
+    if not args.render_only:
+        run_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.max_evaluations,
+                      args.workers, progress=lambda done: print(f"planned {done}", flush=True))
+    command = "tnlib baselines " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
+    path = render_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.selection,
+                            command=command.replace(" --render-only", ""))
+    print(f"wrote {shown_path(path)}")
+    return 0
+
+
+REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
+            "baselines": register_baselines}

@@ -32,6 +32,14 @@ SPLITS = ("train", "val", "test", "plan")
 MANIFEST = "manifest.json"
 DEFAULT_PROFILE = "small"
 
+# Label-free plan sets (tnlib.data.plan_sets reads them, tnlib.data.plan_set_generation writes them): problem files
+# drawn from a grid by the generator alone, for planning only. Per domain, ROOT/DOMAIN/<folder>/ holds the set's
+# manifest and its problems/ folder; the folder names the grid the set was drawn from ("test": the profile's plan
+# slots over its test grid, the paper's appendix; "authors": tnlib.paper.AUTHORS_PLAN_GRID, the grid the authors'
+# scripts drew their 100 plan instances from).
+PLAN_SET_FORMAT = "tnlib-plan-set"
+PLAN_SETS = {"test": "plan-set", "authors": "plan-set-authors"}
+
 # The table's columns, in order, with their Arrow types (meanings above).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("domain", "string"),

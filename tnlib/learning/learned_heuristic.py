@@ -227,16 +227,29 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     return [done[table.problem_path(i).name] for i in instances]
 
 
+def planning_instances(data_root, domain: str, split: str = "plan"):
+    """The instances to plan: a labelled split's table or, for a plan set's name (``plan-set``,
+    ``plan-set-authors``: :data:`tnlib.data.schema.PLAN_SETS`), that label-free set -- both offer ``instances()``
+    and ``problem_path(instance)``."""
+    from tnlib.data.loading import load_split
+    from tnlib.data.plan_sets import load_plan_set
+    from tnlib.data.schema import PLAN_SETS
+
+    if split in PLAN_SETS.values():
+        return load_plan_set(data_root, domain, split)
+    return load_split(data_root, domain, split)
+
+
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
                max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
                progress: bool = False, protocol: str = PAPER) -> list[dict]:
-    """Plan every instance of a dataset split with a run's best checkpoint; results in ``planning-<estimate>.jsonl``."""
-    from tnlib.data.loading import load_split
+    """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
+    ``planning-<estimate>.jsonl``."""
     from tnlib.learning.training import TrainConfig
 
     run_dir = Path(run_dir)
     config = TrainConfig.from_dict(RunDir(run_dir).read_config())
-    table = load_split(data_root or config.data_root, config.domain, split)
+    table = planning_instances(data_root or config.data_root, config.domain, split)
     # the weights a record was planned with: a run trained further since is planned again
     checkpoint = sha256_file(RunDir(run_dir).best)[:16]
     return _plan_instances(
@@ -249,11 +262,11 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
                   max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
                   protocol: str = PAPER) -> list[dict]:
-    """GBFS with a symbolic heuristic over a split (the paper's h_FF column); resumable like :func:`plan_split`."""
-    from tnlib.data.loading import load_split
-
+    """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like
+    :func:`plan_split`."""
     out_dir = Path(out_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = baseline_file(out_dir, domain, heuristic)
-    return _plan_instances(load_split(data_root, domain, split), domain, out, lambda domain_file, problem: heuristic,
+    return _plan_instances(planning_instances(data_root, domain, split), domain, out,
+                           lambda domain_file, problem: heuristic,
                            {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)

@@ -348,6 +348,22 @@ def solve(
     return result
 
 
+# A satisficing plan, fast: lazy greedy search with h_FF and its preferred operators (one h_FF shared by both).
+SATISFICING_SEARCH = "let(hff, ff(), lazy_greedy([hff], preferred=[hff]))"
+
+
+def solve_satisficing(
+    domain_file: str | os.PathLike,
+    problem_file: str | os.PathLike,
+    time_limit: float = 60,
+    memory_limit_mb: int | None = 4000,
+) -> SolveResult:
+    """A plan, not necessarily optimal, by Fast Downward's lazy greedy search with h_FF: a cheap proof that a
+    problem is solvable. Arguments and failures as :func:`solve`."""
+    result, _ = _run_fast_downward(domain_file, problem_file, SATISFICING_SEARCH, time_limit, memory_limit_mb)
+    return result
+
+
 def fd_heuristic_value(
     domain_file: str | os.PathLike,
     problem_file: str | os.PathLike,
@@ -375,5 +391,6 @@ __all__ = [
     "fd_heuristic_value",
     "search_binary",
     "solve",
+    "solve_satisficing",
     "translate_command",
 ]

@@ -1,0 +1,166 @@
+"""Label-free plan sets: drawn by the generator alone, distinct, disjoint from train/val/test, non-trivial, shown
+solvable by a validated plan, deterministic, resumable, verified; the paper's selection by optimal solves; the
+symbolic baselines planned on them."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tnlib.data import plan_set_generation
+from tnlib.data.instance_keys import instance_key, parse_problem
+from tnlib.data.plan_set_generation import generate_plan_set, plan_set_grid
+from tnlib.data.plan_sets import load_plan_set, optimal_verdict, taken_instance_keys, verify_plan_set
+from tnlib.errors import DatasetError
+from tnlib.io import read_json
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.task import load_search_task, resolve_domain
+
+SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+
+
+@pytest.fixture
+def root(tmp_path):
+    copy = tmp_path / "small"
+    shutil.copytree(SMALL, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    copy = tmp_path_factory.mktemp("plan-set") / "small"
+    shutil.copytree(SMALL, copy)
+    generate_plan_set(copy, "gripper", count=8, progress=False)
+    return copy
+
+
+def test_a_plan_set_is_distinct_disjoint_non_trivial_and_solvable(made):
+    plan_set = load_plan_set(made, "gripper")
+    assert len(plan_set) == 8
+    taken = taken_instance_keys(made, "gripper")
+    keys = set()
+    for name in plan_set.instances():
+        path = plan_set.problem_path(name)
+        problem = parse_problem(path.read_text())
+        key = instance_key(problem)
+        assert not problem.trivial and key not in taken and key not in keys
+        keys.add(key)
+        record = plan_set.record(name)
+        assert record["instance_key"] == key
+        assert record["satisficing"]["status"] == "solved" and record["satisficing"]["valid"]
+        # the size comes from the profile's plan slots over its test grid
+        assert record["params"]["balls"] in (8, 9, 10)
+    assert verify_plan_set(made, "gripper") == []
+
+
+def test_the_satisficing_check_rejects_an_invalid_plan(made):
+    # the recorded plan length is a validated plan's: replaying a wrong plan is caught by the same validator
+    plan_set = load_plan_set(made, "gripper")
+    path = plan_set.problem_path(plan_set.instances()[0])
+    task = load_search_task(resolve_domain("gripper"), path)
+    assert not validate_plan(task, ["(move rooma roomb)", "(move rooma roomb)"]).valid
+
+
+def test_a_plan_set_is_deterministic_and_draws_the_labelled_plan_splits_seeds(made, tmp_path):
+    again = tmp_path / "small"
+    shutil.copytree(SMALL, again)
+    generate_plan_set(again, "gripper", count=8, progress=False)
+    first = read_json(made / "gripper" / "plan-set" / "manifest.json")
+    second = read_json(again / "gripper" / "plan-set" / "manifest.json")
+    assert [(i["instance"], i["instance_key"], i["sha256"]) for i in first["instances"]] == \
+        [(i["instance"], i["instance_key"], i["sha256"]) for i in second["instances"]]
+    # where the labelled plan split solved the same draw, its optimal solve comes along
+    labelled = {i["seed"]: i for i in read_json(SMALL / "gripper" / "manifest.json")["splits"]["plan"]["instances"]}
+    shared = [i for i in first["instances"] if i["seed"] in labelled]
+    assert shared
+    for inst in shared:
+        [solve] = [o for o in inst["optimal"] if o["source"] == "labelled plan split"]
+        assert solve["status"] == "solved" and solve["seconds"] == labelled[inst["seed"]]["solve_seconds"]
+
+
+def test_verify_finds_a_changed_a_stray_and_a_repeated_problem(made, tmp_path):
+    copy = tmp_path / "small"
+    shutil.copytree(made, copy)
+    folder = copy / "gripper" / "plan-set"
+    plan_set = load_plan_set(copy, "gripper")
+    first, second = (plan_set.problem_path(n) for n in plan_set.instances()[:2])
+    second.write_text(first.read_text())  # a repeat of the set's first instance, and a checksum mismatch
+    (folder / "problems" / "extra.pddl").write_text(first.read_text())
+    problems = verify_plan_set(copy, "gripper")
+    assert any("checksum mismatch" in p for p in problems)
+    assert any("extra.pddl: not listed" in p for p in problems)
+    with pytest.raises(DatasetError, match="fails its checks"):
+        load_plan_set(copy, "gripper")
+    # a manifest entry repeating a train instance's key is reported as shared with train
+    manifest = read_json(folder / "manifest.json")
+    train_key = next(iter(taken_instance_keys(copy, "gripper")))
+    manifest["instances"][2]["instance_key"] = train_key
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert any("the same instance as train/" in p for p in verify_plan_set(copy, "gripper", recompute=False))
+
+
+def test_an_interrupted_plan_set_resumes_without_solving_again(root, monkeypatch):
+    calls = []
+    real = plan_set_generation.run_solve
+
+    def counting(job):
+        calls.append(job.name)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(job)
+
+    monkeypatch.setattr(plan_set_generation, "run_solve", counting)
+    with pytest.raises(KeyboardInterrupt):
+        generate_plan_set(root, "blocksworld", count=6, progress=False)
+    assert not (root / "blocksworld" / "plan-set" / "manifest.json").exists()
+    calls.clear()
+    monkeypatch.setattr(plan_set_generation, "run_solve", lambda job: (calls.append(job.name), real(job))[1])
+    report = generate_plan_set(root, "blocksworld", count=6, progress=False)
+    assert len(calls) == 3 and report.instances == 6 and report.solves_run == 3
+    assert not (root / "blocksworld" / ".work").exists()
+    # optimal solves under a new limit are added to what is recorded, nothing else is run again
+    calls.clear()
+    generate_plan_set(root, "blocksworld", count=6, optimal_time_limit=30, progress=False)
+    assert len(calls) == 6
+    plan_set = load_plan_set(root, "blocksworld")
+    for name in plan_set.instances():
+        mine = [o for o in plan_set.record(name)["optimal"] if o["source"] == "this plan set"]
+        assert [(o["kind"], o["time_limit"], o["status"]) for o in mine] == [("optimal", 30.0, "solved")]
+
+
+def test_the_papers_selection_is_decided_only_by_solves_that_tell():
+    solved = {"status": "solved", "seconds": 12.0, "time_limit": 60}
+    timeout = {"status": "timeout", "seconds": 10.2, "time_limit": 10}
+    assert optimal_verdict([solved], 30) is True
+    assert optimal_verdict([solved], 5) is False  # solved, but only after 12 s
+    assert optimal_verdict([timeout], 10) is False
+    assert optimal_verdict([timeout], 1800) is None  # a 10 s time-out says nothing about 30 minutes
+    assert optimal_verdict([], 30) is None
+
+
+def test_the_authors_grid_is_their_plan_grid():
+    grid = plan_set_grid("paper", "gripper", "authors")
+    assert sorted({dict(p)["balls"] for p, _ in grid.slots()}) == [20, 30, 40, 50, 60]
+    assert len(grid.slots()) == 100
+    assert {dict(p)["balls"] for p, _ in plan_set_grid("paper", "gripper", "test").slots()} == {20, 40, 60, 80, 100}
+
+
+def test_a_plan_set_needs_the_splits_it_is_disjoint_from(tmp_path):
+    with pytest.raises(DatasetError, match="no dataset"):
+        generate_plan_set(tmp_path, "gripper", progress=False)
+    with pytest.raises(DatasetError, match="tnlib data plan-set"):
+        load_plan_set(SMALL, "ferry", "plan-set-authors")
+
+
+def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
+    from tnlib.experiments.baselines import render_baselines, run_baselines
+    from tnlib.io import read_jsonl
+
+    run_baselines(made, tmp_path, ["gripper"], ["ff"])
+    records = read_jsonl(tmp_path / "plan-set" / "baseline-gripper-ff.jsonl")
+    assert sorted(r["problem"] for r in records) == sorted(f"{n}.pddl" for n in load_plan_set(made, "gripper").instances())
+    assert all(r["solved"] and r["protocol"] == "paper" for r in records)
+    text = render_baselines(made, tmp_path, ["gripper"], ["ff"], selection_seconds=[120]).read_text()
+    assert "| **all** | 8 | 1.00 (" in text and "solved optimally within 120 s" in text

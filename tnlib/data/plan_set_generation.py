@@ -1,0 +1,289 @@
+"""Making label-free plan sets (:mod:`tnlib.data.plan_sets` reads and checks them).
+
+``tnlib data plan-set ROOT --domain D`` draws a domain's plan set into a dataset root that holds its train, val and
+test splits. The slots are the profile's ``plan`` slots (grid ``test``: the paper's test grid, every cell for seed
+number 1, then 2, ..., the first 100) or the first 100 of :data:`tnlib.paper.AUTHORS_PLAN_GRID` (grid
+``authors``). Each slot's attempts use the labelled plan split's generator seeds
+(:func:`tnlib.data.generation.generator_seed` with split ``plan``), so where that split solved a draw the two hold
+the same problem, and its recorded optimal solves (successes and time-outs with their limits) come along. An
+attempt is rejected when its goal holds initially (trivial) or it repeats, up to renaming objects, an instance
+of train, val or test or an earlier instance of the set; the slot then moves to its next attempt, up to
+``max_attempts``. No optimal solve decides what is kept.
+
+Every kept instance is shown solvable by a satisficing plan -- Fast Downward's lazy greedy search with h_FF
+(:func:`tnlib.planning.fast_downward.solve_satisficing`), validated by :func:`tnlib.planning.plans.validate_plan`
+-- and, with ``optimal_time_limit``, solved optimally (A* + LM-cut) under that limit, so that the paper's
+selection can be applied (:meth:`tnlib.data.plan_sets.PlanSet.optimal_selection`). Solves are recorded one file
+per instance and limit under ``ROOT/DOMAIN/.work/<folder>/`` as they finish, so an interrupted run resumes where it
+stopped; the problems and the manifest are written when every solve is in, the manifest last, each atomically.
+Rerunning with another ``optimal_time_limit`` adds its solves to those recorded.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tnlib.data.generation import SplitGrid, generator_seed, get_profile, params_label
+from tnlib.data.instance_keys import instance_key, keys_fingerprint, parse_problem
+from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
+from tnlib.data.schema import MANIFEST, PLAN_SET_FORMAT
+from tnlib.errors import DatasetError
+from tnlib.executors import run_jobs
+from tnlib.io import atomic_write_json, atomic_write_text, read_json, sha256_file
+from tnlib.paper import AUTHORS_PLAN_GRID, DOMAINS, MAX_ATTEMPTS, PLAN_INSTANCES
+from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
+
+# A satisficing plan is cheap in these domains (Fast Downward's lazy greedy h_FF: well under a second at the paper's
+# largest test sizes); the limit only stops a pathological case.
+CHECK_TIME_LIMIT = 120.0
+MEMORY_LIMIT_MB = 8000
+
+
+def plan_set_grid(profile: str, domain: str, grid: str, count: int | None = None) -> SplitGrid:
+    """The slots a plan set is drawn from: the profile's plan slots over its test grid (``test``) or the grid the
+    authors' scripts drew the paper's plan instances from (``authors``); ``count`` overrides how many."""
+    if grid == "test":
+        plan = get_profile(profile).grid(domain, "plan")
+        return SplitGrid(plan.combos, plan.seeds, count if count is not None else plan.count)
+    if grid == "authors":
+        spec = AUTHORS_PLAN_GRID[domain]
+        order = DOMAIN_PARAMETERS[domain]
+        combos = tuple(tuple((name, params[name]) for name in order) for params in spec["params"])
+        first, last = spec["seeds"]
+        slots = len(combos) * (last - first + 1)
+        return SplitGrid(combos, tuple(range(first, last + 1)), min(count or PLAN_INSTANCES, slots))
+    raise DatasetError(f"unknown plan set grid {grid!r}; choose from {', '.join(PLAN_SETS)}")
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    """One Fast Downward run on one drawn problem: ``kind`` ``satisficing`` (lazy greedy h_FF, the plan validated)
+    or ``optimal`` (A* + LM-cut)."""
+
+    domain: str
+    kind: str
+    text: str
+    name: str
+    time_limit: float
+    memory_limit_mb: int
+
+    @property
+    def file_name(self) -> str:
+        return solve_file_name(self.name, self.kind, self.time_limit)
+
+
+def solve_file_name(instance: str, kind: str, time_limit: float) -> str:
+    """The work file of one solve, and its key among the recorded ones."""
+    return f"{instance}-{kind}-{float(time_limit):g}s.json"
+
+
+def run_solve(job: SolveJob) -> dict:
+    """A JSON-ready outcome of one :class:`SolveJob` (never raises: an exception is status ``exception``)."""
+    from tnlib.planning import fast_downward
+    from tnlib.planning.plans import validate_plan
+    from tnlib.planning.task import load_search_task, resolve_domain
+
+    outcome: dict = {"instance": job.name, "kind": job.kind, "time_limit": job.time_limit,
+                     "memory_limit_mb": job.memory_limit_mb}
+    try:
+        with tempfile.TemporaryDirectory(prefix="tnlib-plan-set-") as tmp:
+            path = Path(tmp) / f"{job.name}.pddl"
+            path.write_text(job.text)
+            run = fast_downward.solve_satisficing if job.kind == "satisficing" else fast_downward.solve
+            result = run(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
+            outcome.update(status=result.status, seconds=round(result.seconds, 3))
+            if result.solved:
+                outcome["plan_length"] = len(result.plan)
+                if job.kind == "satisficing":
+                    verdict = validate_plan(load_search_task(resolve_domain(job.domain), path), result.plan)
+                    outcome["valid"] = verdict.valid
+                    if not verdict.valid:
+                        outcome["message"] = verdict.message
+    except Exception as err:  # noqa: BLE001 - recorded; one bad problem must not end the run
+        outcome.update(status="exception", message=f"{type(err).__name__}: {err}")
+    return outcome
+
+
+def _draw_slots(domain: str, grid: SplitGrid, taken: dict[str, str], max_attempts: int) -> tuple[list[dict], list]:
+    """The kept draw of every slot, in slot order, and the slots whose attempts were all rejected."""
+    kept: list[dict] = []
+    exhausted = []
+    mine: dict[str, str] = {}
+    for params, seed_number in grid.slots():
+        rejected = []
+        for attempt in range(max_attempts):
+            seed = generator_seed("plan", domain, params, seed_number, attempt)
+            text = generate(domain, seed, **dict(params))
+            name = problem_name(domain, seed, **dict(params))
+            problem = parse_problem(text)
+            if problem.trivial:
+                rejected.append({"seed": seed, "status": "trivial"})
+                continue
+            key = instance_key(problem)
+            repeat = taken.get(key) or mine.get(key)
+            if repeat is not None:
+                rejected.append({"seed": seed, "status": "duplicate", "of": repeat})
+                continue
+            mine[key] = f"plan set/{name}"
+            kept.append({"instance": name, "params": dict(params), "cell": params_label(domain, params),
+                         "seed_number": seed_number, "seed": seed, "attempt": attempt, "instance_key": key,
+                         "rejected": rejected, "text": text})
+            break
+        else:
+            exhausted.append({"params": dict(params), "seed_number": seed_number, "rejected": rejected})
+    return kept, exhausted
+
+
+def _labelled_plan_solves(root: Path, domain: str) -> dict[int, list[dict]]:
+    """Optimal solves the labelled plan split's generation recorded, by generator seed (same seeds as the set)."""
+    path = root / domain / MANIFEST
+    entry = read_json(path)["splits"].get("plan") if path.is_file() else None
+    if entry is None:
+        return {}
+    limit, memory = entry["settings"]["time_limit"], entry["settings"]["memory_limit_mb"]
+    solves: dict[int, list[dict]] = {}
+
+    def add(seed: int, status: str, seconds: float) -> None:
+        solves.setdefault(seed, []).append({"status": status, "seconds": seconds, "time_limit": limit,
+                                            "memory_limit_mb": memory, "source": "labelled plan split"})
+
+    attempts = [a for cell in entry.get("out_of_reach_cells", []) for a in cell.get("attempts", [])]
+    for inst in entry.get("instances", []):
+        add(inst["seed"], "solved", inst["solve_seconds"])
+        attempts += inst.get("rejected", [])
+    for failure in entry.get("failures", []):
+        attempts += failure.get("rejected", [])
+    seen = set()
+    for attempt in attempts:
+        if "seconds" in attempt and (attempt["seed"], attempt["status"]) not in seen:
+            seen.add((attempt["seed"], attempt["status"]))
+            add(attempt["seed"], attempt["status"], attempt["seconds"])
+    return solves
+
+
+@dataclass
+class PlanSetReport:
+    """What a plan-set run did."""
+
+    folder: Path
+    instances: int
+    exhausted: int
+    solves_run: int
+    wall_seconds: float
+
+
+def generate_plan_set(
+    root: str | os.PathLike,
+    domain: str,
+    grid: str = "test",
+    count: int | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+    check_time_limit: float = CHECK_TIME_LIMIT,
+    optimal_time_limit: float | None = None,
+    memory_limit_mb: int = MEMORY_LIMIT_MB,
+    workers: int = 1,
+    progress: bool = True,
+) -> PlanSetReport:
+    """Draw (or resume, or extend with another ``optimal_time_limit``) one domain's plan set in the dataset root
+    ``root`` (module docstring)."""
+    from tnlib.planning.fast_downward import fast_downward_version
+    from tnlib.progress import progress as progress_display
+
+    started = time.perf_counter()
+    root = Path(root)
+    if domain not in DOMAINS:
+        raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
+    if grid not in PLAN_SETS:
+        raise DatasetError(f"unknown plan set grid {grid!r}; choose from {', '.join(PLAN_SETS)}")
+    for name, value in (("check_time_limit", check_time_limit), ("optimal_time_limit", optimal_time_limit),
+                        ("count", count)):
+        if value is not None and not value > 0:
+            raise DatasetError(f"{name} must be positive, got {value}")
+    if not 1 <= max_attempts <= 99:
+        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    top = root / MANIFEST
+    if not top.is_file():
+        raise DatasetError(f"no dataset at {root} (no {MANIFEST}): a plan set is drawn into a dataset root")
+    profile = read_json(top).get("profile", "small")
+    taken = taken_instance_keys(root, domain)
+    slots = plan_set_grid(profile, domain, grid, count)
+    folder = plan_set_folder(root, domain, PLAN_SETS[grid])
+    work = root / domain / ".work" / PLAN_SETS[grid]
+    kept, exhausted = _draw_slots(domain, slots, taken, max_attempts)
+
+    # Solves: recorded in the manifest of an earlier run, in the work folder of an interrupted one, or run now.
+    recorded: dict[str, dict] = {}
+    if (folder / MANIFEST).is_file():
+        for inst in read_json(folder / MANIFEST)["instances"]:
+            for outcome in [inst["satisficing"], *inst.get("optimal", [])]:
+                if "kind" in outcome:  # run for this set (the labelled split's solves are read again below)
+                    outcome = {k: v for k, v in outcome.items() if k != "source"}
+                    recorded[solve_file_name(inst["instance"], outcome["kind"], outcome["time_limit"])] = outcome
+    for path in sorted((work / "solves").glob("*.json")):
+        try:
+            recorded[path.name] = read_json(path)
+        except (OSError, ValueError):
+            path.unlink()  # a torn record: that solve is simply run again
+    jobs = []
+    for inst in kept:
+        kinds = [("satisficing", check_time_limit)] + ([("optimal", optimal_time_limit)] if optimal_time_limit else [])
+        for kind, limit in kinds:
+            job = SolveJob(domain, kind, inst["text"], inst["instance"], float(limit), memory_limit_mb)
+            if job.file_name not in recorded:
+                jobs.append(job)
+    if jobs:
+        atomic_write_json(work / "settings.json", {"grid": grid, "count": len(kept)})
+        bar = progress_display(len(jobs), f"tnlib plan set {domain}", unit="solve", disable=not progress)
+        try:
+            for outcome in run_jobs(run_solve, jobs, workers):
+                name = solve_file_name(outcome["instance"], outcome["kind"], outcome["time_limit"])
+                atomic_write_json(work / "solves" / name, outcome)
+                recorded[name] = outcome
+                bar.update(1)
+        finally:
+            bar.close()
+
+    labelled = _labelled_plan_solves(root, domain)
+    instances = []
+    for inst in kept:
+        relative = f"{domain}/{PLAN_SETS[grid]}/problems/{inst['instance']}.pddl"
+        atomic_write_text(root / relative, inst["text"])
+        satisficing = recorded[solve_file_name(inst["instance"], "satisficing", check_time_limit)]
+        optimal = [dict(o, source="this plan set") for name, o in sorted(recorded.items())
+                   if name.startswith(f"{inst['instance']}-optimal-")]
+        optimal += labelled.get(inst["seed"], [])
+        record = {k: v for k, v in inst.items() if k != "text"}
+        record.update(problem=relative, sha256=sha256_file(root / relative), satisficing=satisficing,
+                      optimal=optimal)
+        instances.append(record)
+    for stray in (folder / "problems").glob("*.pddl"):
+        if stray.name not in {f"{i['instance']}.pddl" for i in kept}:
+            stray.unlink()
+    manifest = {
+        "format": PLAN_SET_FORMAT,
+        "domain": domain,
+        "grid": grid,
+        "profile": profile,
+        "slots": slots.describe(),
+        "settings": {"max_attempts": max_attempts, "seed_split": "plan",
+                     "satisficing": f"Fast Downward lazy greedy h_FF, {check_time_limit:g} s, validated",
+                     "memory_limit_mb": memory_limit_mb},
+        "disjoint_from": {split: keys_fingerprint(k for k, where in taken.items() if where.startswith(f"{split}/"))
+                          for split in sorted({where.split("/")[0] for where in taken.values()})},
+        "fast_downward": fast_downward_version(),
+        "counts": {"slots": len(slots.slots()), "instances": len(instances), "exhausted": len(exhausted),
+                   "satisficing_solved": sum(i["satisficing"].get("valid", False) for i in instances)},
+        "exhausted": exhausted,
+        "instances": instances,
+    }
+    atomic_write_json(folder / MANIFEST, manifest)
+    if work.exists():
+        shutil.rmtree(work)
+        with contextlib.suppress(OSError):  # the domain's work folder, unless a generate run is using it
+            work.parent.rmdir()
+    return PlanSetReport(folder, len(instances), len(exhausted), len(jobs), time.perf_counter() - started)
