@@ -93,7 +93,7 @@ def test_small_preset_and_overrides():
         Sweep.preset("small", sigma_link="exp")
     with pytest.raises(ValueError, match="data_profile"):
         Sweep.preset("small", data_profile="huge")
-    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear"}
+    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "paper-scale"}
 
 
 def test_banner_says_what_runs_and_what_it_costs():

@@ -155,12 +155,12 @@ def test_a_plan_set_needs_the_splits_it_is_disjoint_from(tmp_path):
 
 
 def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
-    from tnlib.experiments.baselines import render_baselines, run_baselines
+    from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
     from tnlib.io import read_jsonl
 
-    run_baselines(made, tmp_path, ["gripper"], ["ff"])
+    run_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"])
     records = read_jsonl(tmp_path / "plan-set" / "baseline-gripper-ff.jsonl")
     assert sorted(r["problem"] for r in records) == sorted(f"{n}.pddl" for n in load_plan_set(made, "gripper").instances())
     assert all(r["solved"] and r["protocol"] == "paper" for r in records)
-    text = render_baselines(made, tmp_path, ["gripper"], ["ff"], selection_seconds=[120]).read_text()
+    text = render_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"], selection_seconds=[120]).read_text()
     assert "| **all** | 8 | 1.00 (" in text and "solved optimally within 120 s" in text

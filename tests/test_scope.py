@@ -246,7 +246,7 @@ def test_reports_read_right(results, tmp_path):
 
     for name in ("blocksworld-nlm-N-learn-ff-llmcut-s0", "blocksworld-nlm-TN-learn-ff-llmcut-s0"):
         write_planning(results / name / "planning-default.jsonl", [True, False])
-    accuracy, planning, curves = (p.read_text() for p in write_reports(results, tmp_path / "reports"))
+    accuracy, planning, curves = (p.read_text() for p in write_reports(results, tmp_path / "reports")[:3])
     assert "Bold: per configuration, the smallest of N, N+clip and TN when the next larger one is more than 0.1" \
         in accuracy
     assert "Bold: per configuration, the best of N, N+clip and TN" in planning
@@ -346,7 +346,8 @@ def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monk
     out = tmp_path / "out"
     assert main(["report", str(results), "--out", str(out)]) == 0
     names = [line.rsplit("/", 1)[-1] for line in capsys.readouterr().out.splitlines()]
-    assert names == ["accuracy.md", "planning.md", "training_curves.html", "figure2.html"]
+    assert names == ["accuracy.md", "planning.md", "training_curves.html", "accuracy-seeds.csv", "planning-seeds.csv",
+                     "figure2.html"]
     figure2 = (out / "figure2.html").read_text()
     # outside reports/: plotly.js is written beside the files, which load it from there
     assert "<script src='plotly.min.js'>" in figure2 and (out / "plotly.min.js").stat().st_size > 1_000_000

@@ -160,14 +160,14 @@ def register_baselines(subparsers) -> None:
 def _run_baselines(args) -> int:
     import shlex
 
-    from tnlib.experiments.baselines import render_baselines, run_baselines
+    from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
     from tnlib.io import shown_path
 
     if not args.render_only:
-        run_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.max_evaluations,
+        run_plan_set_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.max_evaluations,
                       args.workers, progress=lambda done: print(f"planned {done}", flush=True))
     command = "tnlib baselines " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
-    path = render_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.selection,
+    path = render_plan_set_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.selection,
                             command=command.replace(" --render-only", ""))
     print(f"wrote {shown_path(path)}")
     return 0

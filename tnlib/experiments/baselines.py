@@ -1,8 +1,8 @@
 """Table 2's symbolic baselines on label-free plan sets: GBFS with h_FF (the paper's column), LM-cut, h_add and goal
 count, per grid cell and per domain, on every instance and under the paper's selection by optimal solves.
 
-:func:`run_baselines` plans (resumably: one JSON line per instance, :func:`tnlib.learning.learned_heuristic.
-plan_baseline`) into ``OUT/<plan set>/baseline-<domain>-<heuristic>.jsonl``; :func:`render_baselines` writes
+:func:`run_plan_set_baselines` plans (resumably: one JSON line per instance, :func:`tnlib.learning.learned_heuristic.
+plan_baseline`) into ``OUT/<plan set>/baseline-<domain>-<heuristic>.jsonl``; :func:`render_plan_set_baselines` writes
 ``OUT/baselines.md`` from those files and the plan sets' manifests, with a header that says how it was made.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _plan(job: BaselineJob) -> str:
     return f"{job.plan_set}/{job.domain}/{job.heuristic}"
 
 
-def run_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
+def run_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
                   plan_sets: Sequence[str] = ("plan-set",), max_evaluations: int = MAX_EVALUATIONS,
                   workers: int = 1, progress=None) -> None:
     """Plan every (plan set, domain, heuristic) not planned yet, ``workers`` processes side by side; ``progress``
@@ -72,7 +72,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def render_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
+def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
                      plan_sets: Sequence[str] = ("plan-set",), selection_seconds: Sequence[float] = (),
                      command: str = "") -> Path:
     """``OUT/baselines.md``: per plan set and domain, coverage (average evaluations, an unsolved instance counted
@@ -120,4 +120,4 @@ def render_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Seq
     return path
 
 
-__all__ = ["BASELINE_HEURISTICS", "PAPER_SELECTION_SECONDS", "render_baselines", "run_baselines"]
+__all__ = ["BASELINE_HEURISTICS", "PAPER_SELECTION_SECONDS", "render_plan_set_baselines", "run_plan_set_baselines"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.seed_statistics import paired_differences, render_paired, write_seed_csv
 from tnlib.io import atomic_write_text
 from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
@@ -57,17 +58,28 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     did against the paper's setting, computed from the run folders. Each file is written atomically.
     ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``."""
     from tnlib.experiments.scope import scope_header
-    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, render_table, render_table2
+    from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE
+    from tnlib.experiments.tables import (TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, collect_planning, collect_results,
+                                          render_table, render_table2, table1_seed_values, table2_seed_values,
+                                          uses_paired_bold)
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
-    scope = scope_header(results_dir)
+    scope = scope_header(results_dir) + "\n" + rendered_by() + "\n"
     source = f"From `{results_dir.name}/`, l = {lower_bound}."
+    results = collect_results(results_dir)
+    by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
+    plans = collect_planning(results_dir)
+    paired_accuracy = all(uses_paired_bold(table1_seed_values(results, m, lower_bound)) for m in models)
+    paired_planning = plans and all(uses_paired_bold(table2_seed_values(
+        [r for r in plans if r["model"] == m and r["lower_bound"] == lower_bound], "coverage")) for m in models)
     accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
                 "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
-                f"those heuristics. {TABLE1_BOLD_RULE}\n"]
+                f"those heuristics. {PAIRED_BOLD_RULE if paired_accuracy else TABLE1_BOLD_RULE} Per-seed values: "
+                "accuracy-seeds.csv.\n"]
     planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
-                f"An unsolved instance counts as the evaluation limit. {TABLE2_BOLD_RULE}\n"]
+                "An unsolved instance counts as the evaluation limit. "
+                f"{PAIRED_BOLD_RULE if paired_planning else TABLE2_BOLD_RULE} Per-seed values: planning-seeds.csv.\n"]
     html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             _markdown_html(scope)]
@@ -76,9 +88,19 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
         ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
         planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
-        accuracy.append(f"### {model}\n\n" + render_table(results_dir, model=model, lower_bound=lower_bound) + "\n")
+        accuracy.append(f"### {model}\n\n" + render_table(results, model=model, lower_bound=lower_bound) + "\n"
+                        + render_paired(paired_differences(table1_seed_values(results, model, lower_bound)),
+                                        "test MSE") + "\n")
+        if any(r["model"] == model for r in by_nll):
+            accuracy.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
+                            + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
+                            + render_paired(paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                                               comparisons=(("TN", "N"),)), "test NLL") + "\n")
         planning.append(f"### {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound,
                                                             configs=planned))
+        mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
+        for metric, lower in (("coverage", False), ("evaluations", True)):
+            planning.append(render_paired(paired_differences(table2_seed_values(mine, metric)), metric, lower) + "\n")
         html.append(f"<h1>Training curves ({model})</h1>")
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):
@@ -90,7 +112,57 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
         atomic_write_text(path, text)
+    written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / "accuracy-seeds.csv"))
+    written.append(write_seed_csv(planning_seed_rows(plans), reports_dir / "planning-seeds.csv"))
     return written
+
+
+SETTING_COLUMNS = ("domain", "model", "sigma", "residual", "lower_bound")
+
+
+def accuracy_seed_rows(results: Sequence[dict], by_nll: Sequence[dict] = ()) -> list[dict]:
+    """One row per run and column (N, N+clip, TN) of Table 1: the seed, the steps trained, the test MSE of the
+    best-MSE checkpoint, and the test NLL of the best-MSE and best-NLL checkpoints (N+clip has no NLL)."""
+    nll_at_best_nll = {(*(r[k] for k in SETTING_COLUMNS), r["distribution"], r["seed"]): r["nll"] for r in by_nll}
+    rows = []
+    for r in sorted(results, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["distribution"], r["seed"])):
+        setting = {k: r[k] for k in SETTING_COLUMNS}
+        steps = r.get("config", {}).get("steps")
+        for column, mse in ((r["distribution"], r["mse"]), ("N+clip", r.get("mse_clip"))):
+            if column == "N+clip" and r["distribution"] != "N":
+                continue
+            key = (*setting.values(), r["distribution"], r["seed"])
+            rows.append({**setting, "column": column, "seed": r["seed"], "steps": steps,
+                         "checkpoint_step": r.get("checkpoint_step"), "mse": repr(mse),
+                         "nll": repr(r["nll"]) if column != "N+clip" else "",
+                         "nll_best_nll": repr(nll_at_best_nll[key]) if column != "N+clip" and key in
+                         nll_at_best_nll else ""})
+    return rows
+
+
+def planning_seed_rows(plans: Sequence[dict]) -> list[dict]:
+    """One row per run and column of Table 2: the seed, instances, coverage and average evaluations."""
+    return [{**{k: r[k] for k in SETTING_COLUMNS}, "column": r["column"], "seed": r["seed"],
+             "instances": r["instances"], "coverage": repr(r["coverage"]), "evaluations": repr(r["evaluations"])}
+            for r in sorted(plans, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["column"], r["seed"]))]
+
+
+def rendered_by() -> str:
+    """The line a report's header gives its code and environment: the commit and the versions that move rounding."""
+    import platform
+    import subprocess
+
+    import numba
+    import numpy
+    import torch
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                                cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return (f"Rendered at commit {commit} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
+            f"{numpy.__version__}, numba {numba.__version__}.")
 
 
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:

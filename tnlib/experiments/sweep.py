@@ -622,6 +622,11 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluati
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
     if metrics is None or metrics.get("checkpoint_step") != best_step:
         metrics = evaluate_run(run_dir, "test")
+    # the appendix's NLL rows: test NLL at the best-validation-NLL checkpoint
+    nll_path = RunDir(run_dir).metrics_file("test", RunDir.BEST_NLL)
+    nll_step = torch.load(RunDir(run_dir).best_nll, map_location="cpu", weights_only=False)["step"]
+    if not nll_path.is_file() or json.loads(nll_path.read_text()).get("checkpoint_step") != nll_step:
+        evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if plan:
         estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)

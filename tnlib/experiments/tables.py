@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
 from tnlib.io import read_json
 from tnlib.learning.learned_heuristic import planned, record_protocol
 from tnlib.planning.search import PAPER
@@ -154,6 +155,34 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
     return table
 
 
+def table1_seed_values(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+                       metric: str = "mse") -> dict:
+    """Table 1's values per seed: ``{(domain, sigma, residual, column): {seed: value}}`` (column N, N+clip with
+    ``mse``, TN)."""
+    values: dict = defaultdict(dict)
+    for r in results:
+        if r["model"] != model or r["lower_bound"] != lower_bound:
+            continue
+        values[(r["domain"], r["sigma"], r["residual"], r["distribution"])][r["seed"]] = r[metric]
+        if r["distribution"] == "N" and metric == "mse":
+            values[(r["domain"], r["sigma"], r["residual"], "N+clip")][r["seed"]] = r["mse_clip"]
+    return dict(values)
+
+
+def uses_paired_bold(values: dict) -> bool:
+    """Whether a table's bold can account for noise: every cell has at least PAIRED_MIN_SEEDS seeds."""
+    return bool(values) and seed_count(values) >= PAIRED_MIN_SEEDS
+
+
+def _paired_bold_keys(values: dict, domain: str, configs, lower_is_better: bool = True) -> set:
+    bold = set()
+    for sigma, residual in configs:
+        group = {c: values[(domain, sigma, residual, c)] for c in ("N", "N+clip", "TN")
+                 if (domain, sigma, residual, c) in values}
+        bold |= {(sigma, residual, c) for c in paired_best(group, lower_is_better)}
+    return bold
+
+
 def _bold_keys(row: dict, configs) -> set:
     """Per configuration, the best (smallest mean) of N, N+clip and TN when the next distinct value is more than
     TABLE1_BOLD_GAP worse. Values tied with the best are all bold, as the paper does for N and N+clip (ferry, fixed/h_FF:
@@ -189,6 +218,8 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     if isinstance(results, (str, os.PathLike)):
         results = collect_results(results, split, checkpoint)
     cells = table1_cells(results, model, lower_bound, configs, metric)
+    per_seed = table1_seed_values(results, model, lower_bound, metric)
+    paired = uses_paired_bold(per_seed)
     configs = _configs_with_values(configs, [{k[:2] for k, v in row.items() if isinstance(k, tuple) and v is not None}
                                              for row in cells.values()])
     latex = fmt == "latex"
@@ -207,7 +238,8 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
     lines = []
     for domain, row in cells.items():
-        bold = _bold_keys(row, configs) if metric == "mse" else set()
+        bold = (_paired_bold_keys(per_seed, domain, configs) if paired else
+                _bold_keys(row, configs) if metric == "mse" else set())
         first = [domain, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
                  baseline(row["lmcut"]) if metric == "mse" else ""]
         for sigma, residual in configs:
@@ -317,24 +349,37 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     for metric, title, better in (("coverage", "Ratio of solved instances (higher is better)", max),
                                   ("evaluations", "Average node evaluations (lower is better)", min)):
         lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]
+        per_seed = table2_seed_values(rows, metric)
+        paired = uses_paired_bold(per_seed)
         for domain in domains:
             cells, stats = [], {}
             for key in columns:
                 values = [r[metric] for r in groups.get((domain, *key), [])]
                 if values:
                     stats[key] = _stats(values)
+            bold = _paired_bold_keys(per_seed, domain, configs, better is min) if paired else None
             for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
                 group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
                 best = better(group.values(), key=lambda v: v[0])[0] if group else None
                 for c in ("N", "N+clip", "TN"):
                     v = stats.get((s, res, c))
                     text = _planning_cell(v, metric)
-                    cells.append(f"**{text}**" if v is not None and v[0] == best else text)
+                    strong = (s, res, c) in bold if paired else v is not None and v[0] == best
+                    cells.append(f"**{text}**" if strong and text else text)
             ff = baseline.get(domain, {}).get(metric)
             ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def table2_seed_values(rows: Sequence[dict], metric: str) -> dict:
+    """Table 2's values per seed from :func:`collect_planning` rows (one model and bound):
+    ``{(domain, sigma, residual, column): {seed: value}}``."""
+    values: dict = defaultdict(dict)
+    for r in rows:
+        values[(r["domain"], r["sigma"], r["residual"], r["column"])][r["seed"]] = r[metric]
+    return dict(values)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""What a table's mean +- std rests on, and which of its differences survive the seeds' noise.
+
+Every cell of Table 1 and Table 2 pools runs that differ only in the seed. Runs of N and TN with the same seed saw
+the same data in the same order from the same initial weights, so their difference is *paired*: per
+(domain, configuration), :func:`paired_differences` takes TN - N and TN - N+clip seed by seed and gives the mean
+difference with its 95% t-interval (and the paired t-test's p-value). :func:`paired_best` is the bold rule that
+accounts for noise: the best column of a configuration is bold only where its interval against every other column
+excludes 0, which needs at least :data:`PAIRED_MIN_SEEDS` seeds. :func:`write_seed_csv` writes the values per seed
+beside a table, so any other test can be run on them.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from tnlib.io import atomic_write_text
+
+PAIRED_CONFIDENCE = 0.95
+# Below this many paired seeds an interval is too wide to say anything (at 2 seeds the t quantile is 12.7).
+PAIRED_MIN_SEEDS = 3
+PAIRED_BOLD_RULE = (f"Bold: per configuration, the best of N, N+clip and TN by mean, only where it beats each of the "
+                    f"others paired by seed (same seed: same data and initial weights): the {PAIRED_CONFIDENCE:.0%} "
+                    f"t-interval of the per-seed differences excludes 0 (at least {PAIRED_MIN_SEEDS} seeds).")
+# The comparisons the paper's claims are about: the Truncated Gaussian against the Gaussian, with and without clip.
+COMPARISONS = (("TN", "N"), ("TN", "N+clip"))
+
+
+def paired_interval(differences: Sequence[float]) -> dict | None:
+    """Mean, ``PAIRED_CONFIDENCE`` t-interval and paired t-test p-value of per-seed differences (None below
+    :data:`PAIRED_MIN_SEEDS`)."""
+    d = np.asarray([x for x in differences if x is not None and math.isfinite(x)], dtype=np.float64)
+    if len(d) < PAIRED_MIN_SEEDS:
+        return None
+    mean = float(d.mean())
+    spread = float(d.std(ddof=1)) / math.sqrt(len(d))
+    if spread <= 1e-12 * max(1.0, abs(mean)):  # the same difference on every seed, up to rounding
+        spread = 0.0
+    half = float(stats.t.ppf(0.5 + PAIRED_CONFIDENCE / 2, len(d) - 1)) * spread
+    p = float(stats.ttest_1samp(d, 0.0).pvalue) if spread > 0 else (0.0 if mean != 0 else 1.0)
+    return {"n": len(d), "mean": mean, "low": mean - half, "high": mean + half, "p": p}
+
+
+def _differences(a: dict[int, float], b: dict[int, float]) -> list[float]:
+    return [a[s] - b[s] for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
+
+
+def paired_best(by_column: dict, lower_is_better: bool = True) -> set:
+    """The columns to bold among ``by_column`` ({column: {seed: value}}): the best mean, where its paired interval
+    against each other column lies wholly on its side of 0; several columns equal on every seed are bold together
+    when they beat the rest so."""
+    means = {c: float(np.mean(list(v.values()))) for c, v in by_column.items() if v}
+    if len(means) < 2:
+        return set()
+    best = min(means, key=means.get) if lower_is_better else max(means, key=means.get)
+    tied = {c for c in means if by_column[c] == by_column[best]}
+    for other in set(means) - tied:
+        interval = paired_interval(_differences(by_column[other], by_column[best]))
+        if interval is None or (interval["low"] <= 0 if lower_is_better else interval["high"] >= 0):
+            return set()
+    return tied
+
+
+def seed_count(by_column: dict) -> int:
+    """The fewest seeds any column of a cell group has."""
+    return min((len(v) for v in by_column.values() if v), default=0)
+
+
+def paired_differences(values: dict, comparisons: Iterable[tuple[str, str]] = COMPARISONS) -> dict:
+    """``{(domain, sigma, residual): {(a, b): interval}}`` from ``values`` = {(domain, sigma, residual, column):
+    {seed: value}}: the per-seed a - b of each comparison (None where fewer seeds pair up)."""
+    groups: dict = defaultdict(dict)
+    for (domain, sigma, residual, column), by_seed in values.items():
+        groups[(domain, sigma, residual)][column] = by_seed
+    return {group: {(a, b): paired_interval(_differences(cols.get(a, {}), cols.get(b, {}))) for a, b in comparisons
+                    if a in cols and b in cols}
+            for group, cols in groups.items()}
+
+
+def _number(x: float) -> str:
+    return f"{x:.3g}" if abs(x) >= 0.01 or x == 0 else f"{x:.1e}"
+
+
+def render_paired(differences: dict, what: str, lower_is_better: bool = True) -> str:
+    """A Markdown table of :func:`paired_differences`: per domain and configuration, each comparison's mean
+    difference, its interval and p, marked where the interval excludes 0 (``TN better`` or ``TN worse``)."""
+    comparisons = sorted({c for row in differences.values() for c in row}, key=COMPARISONS.index)
+    if not any(interval is not None for row in differences.values() for interval in row.values()):
+        return ""  # fewer than PAIRED_MIN_SEEDS seeds everywhere: nothing to say
+    lines = [f"Paired by seed, {what} of the first column minus the second: mean [{PAIRED_CONFIDENCE:.0%} "
+             f"t-interval], p of the paired t-test; `better` / `worse` where the interval excludes 0 "
+             f"({'lower' if lower_is_better else 'higher'} is better); blank below {PAIRED_MIN_SEEDS} seeds.", "",
+             "| domain | configuration | " + " | ".join(f"{a} - {b}" for a, b in comparisons) + " |",
+             "|" + "---|" * (2 + len(comparisons))]
+    for (domain, sigma, residual), row in differences.items():
+        cells = []
+        for comparison in comparisons:
+            interval = row.get(comparison)
+            if interval is None:
+                cells.append("")
+                continue
+            verdict = ""
+            if interval["high"] < 0 or interval["low"] > 0:
+                better = (interval["high"] < 0) == lower_is_better
+                verdict = " **better**" if better else " worse"
+            cells.append(f"{_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}], "
+                         f"p {interval['p']:.2g}, n {interval['n']}{verdict}")
+        lines.append(f"| {domain} | {sigma}/{residual} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:
+    """The rows (one per run and column) as CSV, columns in the first row's order, written atomically."""
+    import io
+
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    atomic_write_text(Path(path), buffer.getvalue())
+    return Path(path)
