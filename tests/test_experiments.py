@@ -188,14 +188,15 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert evaluations >= MIN_EVALUATIONS and evaluations * LAST_FRACTION >= 5  # a last quarter of 5+ validations
     if model == "nlm":
         assert sweep.steps > 3000
-    # the banner prints the hours measured on a 2-core machine, scaled by the grid (here: 16 runs per domain)
+    # the banner prints the hours measured on a 2-core machine, scaled by the grid (runs per domain)
     assert main(["sweep", "--preset", name, "--dry-run"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith(f"tnlib sweep: preset {name!r}") and "= 64 runs" in err and "10,000 evaluations" in err
+    runs = 4 * 4 * 2 * len(sweep.seeds)
+    assert err.startswith(f"tnlib sweep: preset {name!r}") and f"= {runs} runs" in err and "10,000 evaluations" in err
     from tnlib.experiments.sweep import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
 
     def hours(steps):
-        expected = sum(16 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
+        expected = sum(runs / 4 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
                        for d in sweep.domains) / 3600
         return f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
 
@@ -210,8 +211,8 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert Sweep.preset(name, batch_size=256).measured_hours() is None  # not measured: no figure
     assert Sweep.preset(name, data_profile="paper").measured_hours() is None  # another dataset: no figure
     assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
-        sum(16 * (steps * SMALL_STEP_SECONDS["hgn"][d] + SMALL_RUN_OVERHEAD_SECONDS["hgn"]) for d in sweep.domains)
-        / 3600)
+        sum(runs / 4 * (steps * SMALL_STEP_SECONDS["hgn"][d] + SMALL_RUN_OVERHEAD_SECONDS["hgn"])
+            for d in sweep.domains) / 3600)
 
 
 def _until_flat_config(out, **overrides) -> dict:
