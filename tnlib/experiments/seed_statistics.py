@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from tnlib.io import atomic_write_text
+from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
 PAIRED_CONFIDENCE = 0.95
 # Below this many paired seeds an interval is too wide to say anything (at 2 seeds the t quantile is 12.7).
@@ -78,9 +79,14 @@ def paired_differences(values: dict, comparisons: Iterable[tuple[str, str]] = CO
     groups: dict = defaultdict(dict)
     for (domain, sigma, residual, column), by_seed in values.items():
         groups[(domain, sigma, residual)][column] = by_seed
-    return {group: {(a, b): paired_interval(_differences(cols.get(a, {}), cols.get(b, {}))) for a, b in comparisons
-                    if a in cols and b in cols}
-            for group, cols in groups.items()}
+    def order(group: tuple) -> tuple:  # the tables' order: domains as the paper lists them, then configurations
+        domain, sigma, residual = group
+        return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain,
+                TABLE1_CONFIGS.index((sigma, residual)) if (sigma, residual) in TABLE1_CONFIGS else 99, sigma, residual)
+
+    return {group: {(a, b): paired_interval(_differences(groups[group].get(a, {}), groups[group].get(b, {})))
+                    for a, b in comparisons if a in groups[group] and b in groups[group]}
+            for group in sorted(groups, key=order)}
 
 
 def _number(x: float) -> str:
