@@ -145,15 +145,19 @@ def register_baselines(subparsers) -> None:
                     "every instance and under the paper's selection by optimal solves, beside the paper's h_FF.")
     parser.add_argument("data", help="dataset root holding the plan sets, e.g. data/paper")
     parser.add_argument("--out", required=True, help="folder for the planning records and baselines.md")
-    parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
-    parser.add_argument("--heuristics", nargs="+", default=list(BASELINE_HEURISTICS), choices=BASELINE_HEURISTICS)
-    parser.add_argument("--plan-sets", nargs="+", default=[PLAN_SETS["test"]], choices=list(PLAN_SETS.values()))
-    parser.add_argument("--max-evaluations", type=int, default=MAX_EVALUATIONS)
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS,
+                        help=f"(default: {' '.join(DOMAINS)})")
+    parser.add_argument("--heuristics", nargs="+", default=list(BASELINE_HEURISTICS), choices=BASELINE_HEURISTICS,
+                        help=f"(default: {' '.join(BASELINE_HEURISTICS)})")
+    parser.add_argument("--plan-sets", nargs="+", default=[PLAN_SETS["test"]], choices=list(PLAN_SETS.values()),
+                        help=f"(default: {PLAN_SETS['test']})")
+    parser.add_argument("--max-evaluations", type=int, default=MAX_EVALUATIONS,
+                        help=f"GBFS's evaluation limit (default: {MAX_EVALUATIONS:,})")
     parser.add_argument("--selection", type=float, nargs="*", default=[], metavar="S",
                         help="also show each domain's rows under the paper's selection: the instances solved "
                              "optimally within S seconds by the recorded solves (repeatable values)")
     parser.add_argument("--render-only", action="store_true", help="write baselines.md from what is planned")
-    parser.add_argument("--workers", type=int, default=1, help="local processes planning side by side")
+    parser.add_argument("--workers", type=int, default=1, help="local processes planning side by side (default: 1)")
     parser.set_defaults(func=_run_baselines)
 
 
