@@ -163,7 +163,8 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, mon
     check_figures_and_bundle(notebook, minimum_figures=1)
     html = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs_of(notebook))
     assert "| gripper | MSE |" in html and "| gripper |" in html.split("Ratio of solved")[1]
-    assert {p.name for p in reports.iterdir()} == {"accuracy.md", "planning.md", "training_curves.html"}
+    assert {p.name for p in reports.iterdir()} == {"accuracy.md", "planning.md", "training_curves.html",
+                                                   "accuracy-seeds.csv", "planning-seeds.csv"}
     assert (runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "planning-default.jsonl").is_file()
     # the settings are printed before the sweep runs (the small preset with the overrides), the scope header after
     assert "tnlib sweep: custom settings" in printed_text(notebook) and "= 2 runs\n" in printed_text(notebook)

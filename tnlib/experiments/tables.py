@@ -163,9 +163,9 @@ def table1_seed_values(results: Sequence[dict], model: str = "nlm", lower_bound:
     for r in results:
         if r["model"] != model or r["lower_bound"] != lower_bound:
             continue
-        values[(r["domain"], r["sigma"], r["residual"], r["distribution"])][r["seed"]] = r[metric]
+        values[(r["domain"], r["sigma"], r["residual"], r["distribution"])][r.get("seed")] = r[metric]
         if r["distribution"] == "N" and metric == "mse":
-            values[(r["domain"], r["sigma"], r["residual"], "N+clip")][r["seed"]] = r["mse_clip"]
+            values[(r["domain"], r["sigma"], r["residual"], "N+clip")][r.get("seed")] = r["mse_clip"]
     return dict(values)
 
 
@@ -378,7 +378,7 @@ def table2_seed_values(rows: Sequence[dict], metric: str) -> dict:
     ``{(domain, sigma, residual, column): {seed: value}}``."""
     values: dict = defaultdict(dict)
     for r in rows:
-        values[(r["domain"], r["sigma"], r["residual"], r["column"])][r["seed"]] = r[metric]
+        values[(r["domain"], r["sigma"], r["residual"], r["column"])][r.get("seed")] = r[metric]
     return dict(values)
 
 
