@@ -153,8 +153,11 @@ def test_bar_figure_has_one_bar_per_entry():
 def test_regression_figures():
     result = teaching.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=4)
     loss = figures.regression_loss_figure(result)
-    assert [trace.name for trace in loss.data] == list(teaching.MODEL_LABELS.values())
-    assert loss.layout.yaxis.type == "log"
+    assert [trace.name for trace in loss.data] == [*teaching.MODEL_LABELS.values(), *figures.REFERENCE_LABELS.values()]
+    assert loss.layout.yaxis.type == "log" and "Test MSE" in loss.layout.title.text
+    low, high = loss.layout.yaxis.range  # log10 units, around the data and the two references
+    values = [v for trace in loss.data for v in trace.y]
+    assert low < math.log10(min(values)) and math.log10(max(values)) < high < math.log10(max(values)) + 0.5
     bars = figures.point_estimate_figure(result)
     assert [trace.name for trace in bars.data] == list(teaching.ESTIMATE_LABELS.values())
     assert bars.data[2].y[:2] == (None, None)  # only the truncated model has a TN mean
@@ -208,3 +211,13 @@ def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatc
     assert len(controls.output.outputs) == 1 and not shown_outside
     data = controls.output.outputs[0]["data"]
     assert "application/vnd.plotly.v1+json" in data and "Plotly.newPlot" in data["text/html"]
+
+
+def test_the_bound_nll_figure_fits_the_truncated_curves():
+    locs = teaching.bound_loc_grid(5.0, 1.0, 0.1)
+    curves = teaching.bound_nll_curves(5.0, 1.0, 0.1, locs)
+    figure = figures.bound_nll_figure(locs, curves, 5.0)
+    low, high = figure.layout.yaxis.range
+    truncated = np.concatenate([v for k, v in curves.items() if k != teaching.GAUSSIAN_LABEL])
+    assert low < np.nanmin(truncated) and np.nanmax(truncated) < high < 15  # the Gaussian reaches ~300 at the edge
+    assert max(curves[teaching.GAUSSIAN_LABEL]) > 100

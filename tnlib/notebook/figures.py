@@ -334,16 +334,40 @@ def bar_figure(values: Mapping[str, float], title: str, y_title: str) -> go.Figu
     return figure
 
 
+def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observed: float) -> go.Figure:
+    """Section 6's figure: the NLL of ``h* = l = observed`` against mu for the Gaussian and the closed- and
+    open-bound Truncated Gaussians, the y-axis fitted to the two truncated curves (the Gaussian's parabola,
+    hundreds of nats at the grid's end, would flatten them)."""
+    figure = curves_figure(locs, curves, f"NLL of h* = l = {observed:g} as a function of mu (sigma = 1)", "mu",
+                           "NLL of h* (nats)", vertical_lines={"h* = l": observed})
+    truncated = np.concatenate([np.asarray(v, dtype=float) for k, v in curves.items() if k != teaching.GAUSSIAN_LABEL])
+    truncated = truncated[np.isfinite(truncated)]
+    pad = 0.1 * max(float(truncated.max() - truncated.min()), 1.0)
+    figure.update_yaxes(range=[float(truncated.min()) - pad, float(truncated.max()) + pad])
+    return figure
+
+
+REFERENCE_LABELS = {"bound": "the bound l alone", "best": "best possible (E[h* | z, l])"}
+
+
 def regression_loss_figure(result: teaching.RegressionResult) -> go.Figure:
-    """Validation MSE of each model's planning heuristic against the training step (log y), like the paper's
-    Figure 2, with the MSE of the bound l alone as a dotted reference."""
+    """Test MSE of each model's planning heuristic against the training step (log y, over the data's range), like
+    the paper's Figure 2, with two dotted references drawn as traces in the legend: the MSE of the bound l alone
+    and of the best possible predictor."""
     curves = {teaching.MODEL_LABELS[kind]: values for kind, values in result.validation_mse.items()}
     figure = curves_figure(
-        result.recorded_steps, curves, "Validation MSE of the planning heuristic during training",
-        "training step", "validation MSE (log scale)", log_y=True,
+        result.recorded_steps, curves, "Test MSE of the planning heuristic during training",
+        "training step", "test MSE (log scale)", log_y=True,
     )
-    figure.add_hline(y=result.lower_bound_mse, line=dict(color="black", dash="dot", width=1),
-                     annotation_text="MSE of the bound l alone", annotation_position="top right")
+    span = [result.recorded_steps[0], result.recorded_steps[-1]]
+    for key, value, dash in (("bound", result.lower_bound_mse, "dot"), ("best", result.best_mse, "dash")):
+        figure.add_trace(go.Scatter(x=span, y=[value, value], name=REFERENCE_LABELS[key], mode="lines",
+                                    line=dict(color="black", dash=dash, width=1)))
+    values = [v for curve in curves.values() for v in curve if v is not None and v > 0]
+    values += [result.lower_bound_mse, result.best_mse]
+    low, high = math.log10(min(values)), math.log10(max(values))
+    pad = 0.05 * max(high - low, 0.1)
+    figure.update_yaxes(range=[low - pad, high + pad])
     return figure
 
 

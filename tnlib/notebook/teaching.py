@@ -144,6 +144,7 @@ class ClassroomParameters:
     demo_steps: int
     data_root: str | None = None  # section 7's dataset (None: the default data root)
     label_split: str = "train"
+    comparison_seeds: int = 8  # section 8's comparison over seeds: seeds seed, seed + 1, ...
 
 
 def check_parameters(
@@ -157,6 +158,7 @@ def check_parameters(
     demo_steps: object = 300,
     data_root: object = "",
     label_split: object = "train",
+    comparison_seeds: object = 8,
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
     from pathlib import Path
@@ -181,8 +183,9 @@ def check_parameters(
         raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
     if label_split not in SPLITS:
         raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {label_split!r}")
+    compared = _as_int("comparison_seeds", comparison_seeds, minimum=3, maximum=50)
     return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
-                               label_split)
+                               label_split, compared)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -373,6 +376,14 @@ CLOSED_LABEL = "closed bound TN(mu, sigma, l, inf)"
 OPEN_LABEL = "open bound TN(mu, sigma, l - eps, inf)"
 
 
+def bound_loc_grid(observed: float, scale: float, margin: float, step: float = 0.1) -> np.ndarray:
+    """The mu grid of section 6's figure: from below the open-bound minimiser (about ``observed - margin -
+    scale**2 / margin``, exercise 4), and at least from ``observed - 25 scale``, to ``observed + 3 scale``."""
+    low = min(observed - 25.0 * scale, observed - margin - 2.0 * scale ** 2 / margin)
+    high = observed + 3.0 * scale
+    return np.linspace(low, high, int(round((high - low) / step)) + 1)
+
+
 def bound_nll_curves(observed: float, scale: float, margin: float, locs: np.ndarray) -> dict[str, np.ndarray]:
     """NLL of ``x = h*`` as a function of mu when the lower bound is tight (``l = h*``).
 
@@ -470,17 +481,47 @@ def make_synthetic_heuristic_data(num_states: int, generator: torch.Generator) -
     noise = torch.randn(num_states, generator=generator, dtype=DTYPE) * (0.5 + 2.0 * features[:, 0])
     optimal_cost = torch.clamp(torch.round(trend + noise), min=0.0)
     uniform = torch.rand(num_states, generator=generator, dtype=DTYPE).clamp_min(1e-12)
-    gap = torch.floor(-1.5 * torch.log(uniform))  # geometric: P(gap = 0) = 1 - exp(-2/3) ~ 0.49
+    gap = torch.floor(-_GAP_SCALE * torch.log(uniform))  # geometric: P(gap = 0) = 1 - exp(-2/3) ~ 0.49
     lower_bound = torch.clamp(optimal_cost - gap, min=0.0)
     return SyntheticHeuristicData(features, optimal_cost, lower_bound)
+
+
+# The generator's parameters, as make_synthetic_heuristic_data draws them (the Bayes-optimal estimate reads them).
+_GAP_SCALE = 1.5
+
+
+def bayes_optimal_cost(data: SyntheticHeuristicData) -> np.ndarray:
+    """E[h* | z, l] under the generator of :func:`make_synthetic_heuristic_data`: the best any model can predict
+    from the features and the bound (its MSE is the floor of section 8's experiment). The posterior over the
+    integer h* = v is P(v | z) P(l | v): P(v | z) is the rounded, clipped normal's mass on v, and l = max(v - g, 0)
+    with the gap's P(g) = exp(-g / 1.5) - exp(-(g + 1) / 1.5), so P(l | v) = P(g = v - l) for l > 0 and P(g >= v)
+    for l = 0."""
+    from scipy.special import ndtr
+
+    z1, z2 = (data.features[:, k].numpy()[:, None] for k in (0, 1))
+    trend = 2.0 + 8.0 * z1 + 4.0 * np.sin(3.0 * z2)
+    spread = 0.5 + 2.0 * z1
+    values = np.arange(0, int(np.ceil(trend.max() + 12 * spread.max())) + 1)[None, :].astype(np.float64)
+    upper = ndtr((values + 0.5 - trend) / spread)
+    prior = upper - np.where(values > 0, ndtr((values - 0.5 - trend) / spread), 0.0)
+    lower = data.lower_bound.numpy()[:, None]
+    gap = values - lower
+    at_least = np.exp(-np.maximum(gap, 0.0) / _GAP_SCALE)  # P(g >= gap)
+    likelihood = np.where(lower > 0, np.where(gap >= 0, at_least - np.exp(-(gap + 1) / _GAP_SCALE), 0.0),
+                          np.exp(-values / _GAP_SCALE))
+    posterior = prior * likelihood
+    return (posterior * values).sum(axis=1) / posterior.sum(axis=1)
 
 
 #: The models of :func:`run_synthetic_regression`, in display order, with their labels.
 MODEL_LABELS: dict[str, str] = {
     "gaussian_mse": "Gaussian, fixed sigma (MSE)",
     "gaussian": "Gaussian, learned sigma",
+    "gaussian_mse_bound": "Gaussian, fixed sigma (MSE), l as an input",
     "truncated": "Truncated Gaussian, learned sigma, open bound l - eps",
 }
+#: The models whose network reads the bound l beside the features (the others see the features only).
+MODELS_READING_THE_BOUND = ("gaussian_mse_bound",)
 #: The point estimates compared on the test states, with their labels.
 ESTIMATE_LABELS: dict[str, str] = {
     "mu": "mu",
@@ -492,13 +533,18 @@ _COST_CENTRE, _COST_SPREAD = 8.0, 5.0
 
 
 class _HeuristicNetwork(torch.nn.Module):
-    """Features -> (mu, sigma): a one-hidden-layer tanh network with a softplus sigma head."""
+    """Features (and, with ``reads_bound``, the bound l scaled like the cost) -> (mu, sigma): a one-hidden-layer
+    tanh network with a softplus sigma head."""
 
-    def __init__(self, hidden_units: int) -> None:
+    def __init__(self, hidden_units: int, reads_bound: bool = False) -> None:
         super().__init__()
-        self.body = torch.nn.Sequential(torch.nn.Linear(2, hidden_units), torch.nn.Tanh(), torch.nn.Linear(hidden_units, 2))
+        self.reads_bound = reads_bound
+        self.body = torch.nn.Sequential(torch.nn.Linear(3 if reads_bound else 2, hidden_units), torch.nn.Tanh(),
+                                        torch.nn.Linear(hidden_units, 2))
 
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, features: torch.Tensor, lower_bound: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.reads_bound:
+            features = torch.cat([features, ((lower_bound - _COST_CENTRE) / _COST_SPREAD)[:, None]], dim=1)
         output = self.body(features)
         mu = _COST_CENTRE + _COST_SPREAD * output[:, 0]
         sigma = torch.nn.functional.softplus(output[:, 1]) + 1e-2  # floor keeps the NLL finite
@@ -513,7 +559,8 @@ class RegressionResult:
     TN mean for the Truncated Gaussian) after each step in ``recorded_steps``; ``train_nll[model]`` its
     training loss at the same steps. ``test_mse[model][estimate]`` compares the point estimates after
     training (``truncated_mean`` only for the truncated model). ``lower_bound_mse`` is the MSE of using l
-    itself; ``truncated_mean_minus_bound`` is the smallest ``TN mean - l`` over the test states.
+    itself; ``truncated_mean_minus_bound`` is the smallest ``TN mean - l`` over the test states; ``best_mse`` the
+    test MSE of the best possible predictor from features and l, :func:`bayes_optimal_cost`.
     """
 
     recorded_steps: list[int]
@@ -522,13 +569,14 @@ class RegressionResult:
     test_mse: dict[str, dict[str, float]]
     lower_bound_mse: float
     truncated_mean_minus_bound: float
+    best_mse: float
     test_optimal_cost: np.ndarray = field(repr=False)
     test_lower_bound: np.ndarray = field(repr=False)
     test_heuristic: dict[str, np.ndarray] = field(repr=False)
 
 
 def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
-    if kind == "gaussian_mse":
+    if kind in ("gaussian_mse", "gaussian_mse_bound"):
         return Normal(mu, torch.full_like(mu, FIXED_SIGMA))
     if kind == "gaussian":
         return Normal(mu, sigma)
@@ -581,11 +629,11 @@ def _run_synthetic_regression(
         # Same initial weights for every model (seeded per run, isolated from the global RNG).
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed * 1000 + 17)
-            network = _HeuristicNetwork(hidden_units).to(DTYPE)
+            network = _HeuristicNetwork(hidden_units, kind in MODELS_READING_THE_BOUND).to(DTYPE)
         optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
 
         def heuristic(data: SyntheticHeuristicData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            mu, sigma = network(data.features)
+            mu, sigma = network(data.features, data.lower_bound)
             if kind == "truncated":
                 planning = _model_distribution(kind, mu, sigma, data.lower_bound, open_bound_margin).mean
             else:
@@ -594,7 +642,7 @@ def _run_synthetic_regression(
 
         validation_mse[kind], train_nll[kind] = [], []
         for step in range(steps + 1):
-            mu, sigma = network(train.features)
+            mu, sigma = network(train.features, train.lower_bound)
             loss = -_model_distribution(kind, mu, sigma, train.lower_bound, open_bound_margin).log_prob(train.optimal_cost).mean()
             if step in recorded_steps:
                 with torch.no_grad():
@@ -622,11 +670,67 @@ def _run_synthetic_regression(
         train_nll=train_nll,
         test_mse=test_mse,
         lower_bound_mse=float(((test.lower_bound - test.optimal_cost) ** 2).mean()),
+        best_mse=float(((bayes_optimal_cost(test) - test.optimal_cost.numpy()) ** 2).mean()),
         truncated_mean_minus_bound=truncated_margin,
         test_optimal_cost=test.optimal_cost.numpy(),
         test_lower_bound=test.lower_bound.numpy(),
         test_heuristic=test_heuristic,
     )
+
+
+#: The comparisons section 8 makes over seeds: the Truncated Gaussian's mean against each other model's planning
+#: heuristic and clipped estimate (the MSE model that reads l is the fair one: it has l as the TN has).
+SEED_COMPARISONS = (("gaussian_mse_bound", "mu"), ("gaussian_mse_bound", "clipped"), ("gaussian", "clipped"),
+                    ("gaussian_mse", "clipped"))
+
+
+@dataclass
+class SeedComparison:
+    """:func:`compare_over_seeds`'s results: per seed the :class:`RegressionResult`'s test MSEs and best MSE."""
+
+    seeds: list[int]
+    test_mse: list[dict[str, dict[str, float]]]
+    best_mse: list[float]
+
+    def differences(self, kind: str, estimate: str) -> list[float]:
+        """Per seed, the TN mean's test MSE minus ``kind``'s ``estimate``'s (negative: the TN mean is better)."""
+        return [m["truncated"]["truncated_mean"] - m[kind][estimate] for m in self.test_mse]
+
+
+def compare_over_seeds(seeds, **settings) -> SeedComparison:
+    """:func:`run_synthetic_regression` for every seed (each its own data and initial weights) with the same
+    ``settings``: what section 8 compares, with enough runs to tell a real difference from the seed's noise."""
+    seeds = [_as_int("seed", seed, 0) for seed in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds: at least two to compare across seeds, got {seeds}")
+    results = [run_synthetic_regression(seed=seed, **settings) for seed in seeds]
+    return SeedComparison(seeds, [r.test_mse for r in results], [r.best_mse for r in results])
+
+
+def format_seed_comparison(comparison: SeedComparison) -> str:
+    """Per seed the test MSE of each model's planning heuristic, the TN mean and the best possible; then the TN
+    mean against each of :data:`SEED_COMPARISONS`, paired by seed (same data): mean difference and its 95%
+    t-interval."""
+    from tnlib.experiments.seed_statistics import paired_interval
+
+    kinds = [k for k in MODEL_LABELS if k != "truncated"]
+    header = f"{'seed':>4s}" + "".join(f"{k:>20s}" for k in kinds) + f"{'TN mean':>10s}{'best possible':>15s}"
+    lines = ["test MSE of each planning heuristic (mu for the Gaussians)", header, "-" * len(header)]
+    for seed, mse, best in zip(comparison.seeds, comparison.test_mse, comparison.best_mse):
+        lines.append(f"{seed:>4d}" + "".join(f"{mse[k]['mu']:20.3f}" for k in kinds)
+                     + f"{mse['truncated']['truncated_mean']:10.3f}{best:15.3f}")
+    lines += ["", "TN mean minus ..., paired by seed: mean [95% t-interval]"]
+    for kind, estimate in SEED_COMPARISONS:
+        interval = paired_interval(comparison.differences(kind, estimate))
+        label = f"{MODEL_LABELS[kind]}, {ESTIMATE_LABELS[estimate]}"
+        if interval is None:
+            lines.append(f"  {label}: too few seeds")
+            continue
+        verdict = ("TN better" if interval["high"] < 0 else "TN worse" if interval["low"] > 0
+                   else "no difference the seeds can show")
+        lines.append(f"  {label:<58s} {interval['mean']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
+                     f"  {verdict}")
+    return "\n".join(lines)
 
 
 def format_regression_table(result: RegressionResult) -> str:
