@@ -347,6 +347,8 @@ def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observe
     return figure
 
 
+# Ticks on a log axis of a few decades (plotly's own choice labels every integer between them and they collide).
+CURVE_TICKS = 6
 REFERENCE_LABELS = {"bound": "the bound l alone", "best": "best possible (E[h* | z, l])"}
 
 
@@ -367,7 +369,9 @@ def regression_loss_figure(result: teaching.RegressionResult) -> go.Figure:
     values += [result.lower_bound_mse, result.best_mse]
     low, high = math.log10(min(values)), math.log10(max(values))
     pad = 0.05 * max(high - low, 0.1)
-    figure.update_yaxes(range=[low - pad, high + pad])
+    # six legend rows under the plot: a taller figure keeps the plot area as tall as the other figures'
+    figure.update_yaxes(range=[low - pad, high + pad], nticks=CURVE_TICKS)
+    figure.update_layout(height=600, legend=dict(orientation="h", yanchor="top", y=-0.15))
     return figure
 
 

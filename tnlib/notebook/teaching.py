@@ -691,6 +691,13 @@ class SeedComparison:
     seeds: list[int]
     test_mse: list[dict[str, dict[str, float]]]
     best_mse: list[float]
+    recorded_steps: list[int]
+    curves: list[dict[str, list[float]]]  # per seed, each model's test-MSE curve at ``recorded_steps``
+
+    def curve_differences(self, kind: str, step: int) -> list[float]:
+        """Per seed, the TN mean's test MSE minus ``kind``'s planning heuristic's at the first recorded step >= ``step``."""
+        at = next(i for i, s in enumerate(self.recorded_steps) if s >= step)
+        return [c["truncated"][at] - c[kind][at] for c in self.curves]
 
     def differences(self, kind: str, estimate: str) -> list[float]:
         """Per seed, the TN mean's test MSE minus ``kind``'s ``estimate``'s (negative: the TN mean is better)."""
@@ -704,7 +711,8 @@ def compare_over_seeds(seeds, **settings) -> SeedComparison:
     if len(seeds) < 2:
         raise ValueError(f"seeds: at least two to compare across seeds, got {seeds}")
     results = [run_synthetic_regression(seed=seed, **settings) for seed in seeds]
-    return SeedComparison(seeds, [r.test_mse for r in results], [r.best_mse for r in results])
+    return SeedComparison(seeds, [r.test_mse for r in results], [r.best_mse for r in results],
+                          results[0].recorded_steps, [r.validation_mse for r in results])
 
 
 def format_seed_comparison(comparison: SeedComparison) -> str:
@@ -726,11 +734,22 @@ def format_seed_comparison(comparison: SeedComparison) -> str:
         if interval is None:
             lines.append(f"  {label}: too few seeds")
             continue
-        verdict = ("TN better" if interval["high"] < 0 else "TN worse" if interval["low"] > 0
-                   else "no difference the seeds can show")
-        lines.append(f"  {label:<58s} {interval['mean']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
+        verdict = "TN better" if interval["high"] < 0 else "TN worse" if interval["low"] > 0 else "no difference shown"
+        lines.append(f"  {label:<50s} {interval['mean']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
                      f"  {verdict}")
     return "\n".join(lines)
+
+
+def format_curve_comparison(comparison: SeedComparison, step: int) -> str:
+    """The TN mean against the MSE network that reads l during training: their test-MSE difference at ``step``,
+    paired by seed, with its 95% t-interval (does the Truncated Gaussian get there faster?)."""
+    from tnlib.experiments.seed_statistics import paired_interval
+
+    interval = paired_interval(comparison.curve_differences("gaussian_mse_bound", step))
+    if interval is None:
+        return f"at step {step}: too few seeds"
+    return (f"at step {step}, TN mean minus {MODEL_LABELS['gaussian_mse_bound']}: {interval['mean']:+.3f} "
+            f"[{interval['low']:+.3f}, {interval['high']:+.3f}]")
 
 
 def format_regression_table(result: RegressionResult) -> str:
