@@ -22,7 +22,7 @@ EXPERIMENTS = NOTEBOOK_DIR / "heuristic_learning_experiments.ipynb"
 NOTEBOOKS = [EXPLORER, CLASSROOM, EXPERIMENTS]
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # Small parameters: seconds, not minutes.
-SMALL_CLASSROOM = dict(num_train=60, num_test=80, steps=5, demo_steps=12, hidden_units=4)
+SMALL_CLASSROOM = dict(num_train=60, num_test=80, steps=5, demo_steps=12, hidden_units=4, comparison_seeds=3)
 SMALL_EXPLORER = dict(num_points=101)
 # Kernel start and the torch import dominate; a generous limit per cell still catches a hang.
 CELL_TIMEOUT_S = 120
@@ -112,9 +112,10 @@ def test_explorer_non_interactive_with_infinite_bounds(tmp_path):
 
 def test_classroom_runs_headless_with_small_parameters(tmp_path):
     notebook = execute(CLASSROOM, tmp_path, **SMALL_CLASSROOM)
-    # NLL vs mu, NLL vs sigma, entropies, Figure 1, bound NLL, descent, label gaps, loss curves, estimates, scatter.
-    check_figures_and_bundle(notebook, minimum_figures=10)
-    check_offline_html(notebook, minimum_figures=10)
+    # NLL vs mu, NLL vs sigma, entropies, Figure 1, tail samples, bound NLL, descent, label gaps, loss curves,
+    # estimates, scatter.
+    check_figures_and_bundle(notebook, minimum_figures=11)
+    check_offline_html(notebook, minimum_figures=11)
     text = printed_text(notebook)
     # Section 7 reads data/small's training labels: one row per domain.
     assert all(re.search(rf"^{domain}\s+\d+\s+\d+\.\d%", text, re.M) for domain in ("blocksworld", "visitall"))
@@ -124,6 +125,9 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
     assert all(0.0 < float(value) < 1e3 for value in table_row.groups())
     closed = re.search(r"closed bound[^\n]*mu after 12 steps =\s+(-?[\d.]+)", text)
     assert closed and float(closed.group(1)) < 5.0  # already moving down from h* = l = 5
+    # section 5b's checks print, and section 8 compares over comparison_seeds seeds (here 3), at the last step
+    assert "truncnorm(low, high, loc, scale), the pitfall: 6.0503" in text and "censored (Tobit) MLE" in text
+    assert re.search(r"^\s+2\s+[\d.]+\s+[\d.]+", text, re.M) and "at step 5, TN mean minus" in text
 
 
 @pytest.mark.parametrize(

@@ -237,7 +237,7 @@ def test_the_fair_comparison_over_the_notebooks_seeds():
     # no faster convergence the seeds can show: at step 150 the paired interval contains 0
     interval = paired_interval(comparison.curve_differences("gaussian_mse_bound", 150))
     assert interval["low"] < 0 < interval["high"]
-    assert "at step 150" in teaching.format_curve_comparison(comparison, 150)
+    assert "at step 152" in teaching.format_curve_comparison(comparison, 150)  # the first recorded step from 150
     # seed 0 alone: the Truncated Gaussian is ahead at step 150 (the notebook's example)
     assert comparison.curve_differences("gaussian_mse_bound", 150)[0] < -0.1
     text = teaching.format_seed_comparison(comparison)
@@ -373,3 +373,92 @@ def test_label_gaps_refuse_a_bound_above_h_star(monkeypatch):
     monkeypatch.setattr(loading, "load_split", lambda *args, **kwargs: Table())
     with pytest.raises(ValueError, match="blocksworld/train: lmcut exceeds h\\* on 1 state"):
         teaching.label_gaps(domains=("blocksworld",))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Section 5b: the distribution's properties, sampling and estimation
+
+
+@pytest.mark.parametrize("case", [(0.0, 1.0, 0.2, 1.7), (2.0, 1.5, 0.0, math.inf), (0.0, 1.0, 3.0, 5.0),
+                                  (-1.0, 0.5, -math.inf, 0.0)])
+def test_the_closed_forms_agree_with_tnlib_and_mpmath(case):
+    import mpmath
+
+    loc, scale, low, high = case
+    rows = {name: (closed, ours, theirs) for name, closed, ours, theirs in teaching.property_comparison(*case)}
+    mpmath.mp.dps = 40
+    a = mpmath.mpf(-mpmath.inf) if low == -math.inf else (mpmath.mpf(low) - loc) / scale
+    b = mpmath.mpf(mpmath.inf) if high == math.inf else (mpmath.mpf(high) - loc) / scale
+    Z = mpmath.ncdf(b) - mpmath.ncdf(a)
+    pdf = lambda x: mpmath.npdf(x) if mpmath.isfinite(x) else 0  # noqa: E731
+    xpdf = lambda x: x * mpmath.npdf(x) if mpmath.isfinite(x) else 0  # noqa: E731
+    mean = loc + scale * (pdf(a) - pdf(b)) / Z
+    variance = scale ** 2 * (1 + (xpdf(a) - xpdf(b)) / Z - ((pdf(a) - pdf(b)) / Z) ** 2)
+    reference = {"mean": mean, "variance": variance,
+                 "median": loc + scale * mpmath.sqrt(2) * mpmath.erfinv(2 * (mpmath.ncdf(a) + mpmath.ncdf(b)) / 2 - 1),
+                 "entropy": mpmath.log(mpmath.sqrt(2 * mpmath.pi * mpmath.e) * scale * Z) + (xpdf(a) - xpdf(b)) / (2 * Z)}
+    for name, value in reference.items():
+        closed, ours, theirs = rows[name]
+        assert ours == pytest.approx(float(value), rel=1e-9, abs=1e-12)
+        assert closed == pytest.approx(float(value), rel=1e-6, abs=1e-9)
+    closed, ours, theirs = rows["cdf(mean)"]
+    assert ours == pytest.approx(closed, abs=1e-9)
+    if high == math.inf:  # scipy's entropy: b phi(b) as inf * 0
+        assert math.isnan(rows["entropy"][2])
+
+
+def test_scipys_standardised_bounds_pitfall_moves_the_mean():
+    values = list(teaching.scipy_bounds_pitfall(3.0, 2.0, 1.0, 6.0).values())
+    assert values[0] == pytest.approx(float(teaching.truncated_normal(3.0, 2.0, 1.0, 6.0).mean), rel=1e-12)
+    assert abs(values[1] - values[0]) > 2
+
+
+def test_the_textbook_inverse_cdf_fails_in_the_far_tail_and_tnlibs_sampler_does_not():
+    from scipy.stats import kstest
+
+    assert np.all(~np.isfinite(teaching.naive_inverse_cdf_samples(0.0, 1.0, 9.0, 10.0, 100, seed=0)))
+    samples = teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0)
+    assert samples.min() >= 9.0 and samples.max() <= 10.0
+    tn = teaching.truncated_normal(0.0, 1.0, 9.0, 10.0)
+    assert kstest(samples, lambda x: tn.cdf(torch.as_tensor(x, dtype=teaching.DTYPE)).numpy()).pvalue > 0.01
+    # the same seed, the same samples; the global generator left as it was
+    state = torch.random.get_rng_state()
+    assert np.array_equal(samples, teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0))
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_exercise_8_the_rejection_sampler_matches_tnlib():
+    from scipy.stats import ks_2samp
+
+    def tail_samples(a, b, count, seed):  # the exercise's solution
+        rng, lam, out = np.random.default_rng(seed), (a + np.sqrt(a * a + 4)) / 2, []
+        while len(out) < count:
+            z = a + rng.exponential(1 / lam, count)
+            keep = (rng.random(count) < np.exp(-(z - lam) ** 2 / 2)) & (z <= b)
+            out.extend(z[keep])
+        return np.array(out[:count])
+
+    mine = tail_samples(9.0, 10.0, 20_000, seed=1)
+    assert ks_2samp(mine, teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 20_000, seed=2)).pvalue > 0.01
+    # nearer the bulk too, and the test can fail: a sampler that skips the acceptance step is caught there (in
+    # the far tail the exponential proposal alone is already close to the target)
+    near = tail_samples(1.0, 3.0, 20_000, seed=4)
+    reference = teaching.tnlib_samples(0.0, 1.0, 1.0, 3.0, 20_000, seed=5)
+    assert ks_2samp(near, reference).pvalue > 0.01
+    lam = (1.0 + np.sqrt(5.0)) / 2
+    wrong = 1.0 + np.random.default_rng(3).exponential(1 / lam, 20_000)
+    assert ks_2samp(wrong[wrong <= 3.0], reference).pvalue < 1e-6
+
+
+def test_maximum_likelihood_recovers_loc_and_scale_from_truncated_samples():
+    samples = teaching.tnlib_samples(2.0, 1.5, 1.0, math.inf, 5000, seed=1)
+    loc, scale = teaching.fit_truncated_normal(samples, 1.0, math.inf)
+    assert loc == pytest.approx(2.0, abs=0.15) and scale == pytest.approx(1.5, abs=0.1)
+    assert abs(samples.mean() - 2.0) > 0.4  # the naive estimate is biased
+
+
+def test_censored_data_need_the_tobit_likelihood_not_the_truncated_one():
+    result = teaching.censoring_versus_truncation(1.0, 2.0, 0.0, 5000, seed=0)
+    assert 0.25 < result["share at the bound"] < 0.4
+    assert result["censored (Tobit) MLE"] == pytest.approx(1.0, abs=0.1)
+    assert result["sample mean"] > 1.2 and result["truncated MLE on censored data"] < 0.0

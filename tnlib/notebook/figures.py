@@ -334,6 +334,22 @@ def bar_figure(values: Mapping[str, float], title: str, y_title: str) -> go.Figu
     return figure
 
 
+def sample_histogram_figure(samples: np.ndarray, loc: float, scale: float, low: float, high: float,
+                            bins: int = 60) -> go.Figure:
+    """A density-normalised histogram of ``samples`` with the density of TN(loc, scale, low, high) over it: what a
+    correct sampler must match."""
+    finite = samples[np.isfinite(samples)]
+    figure = go.Figure(go.Histogram(x=finite, histnorm="probability density", nbinsx=bins, name="samples",
+                                    marker_color=_COLORS[0], opacity=0.6))
+    grid = np.linspace(float(finite.min()), float(finite.max()), 400)
+    density = teaching.truncated_normal(loc, scale, low, high).log_prob(torch.as_tensor(grid, dtype=teaching.DTYPE))
+    figure.add_trace(go.Scatter(x=grid, y=np.exp(density.numpy()), name="density", mode="lines",
+                                line=dict(color=_COLORS[1], width=2)))
+    figure.update_layout(title=f"{len(finite):,} samples of TN({loc:g}, {scale:g}, {low:g}, {high:g}) and its density",
+                         xaxis_title="x", yaxis_title="density", template="plotly_white", bargap=0.02)
+    return figure
+
+
 def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observed: float) -> go.Figure:
     """Section 6's figure: the NLL of ``h* = l = observed`` against mu for the Gaussian and the closed- and
     open-bound Truncated Gaussians, the y-axis fitted to the two truncated curves (the Gaussian's parabola,
