@@ -221,3 +221,11 @@ def test_the_bound_nll_figure_fits_the_truncated_curves():
     truncated = np.concatenate([v for k, v in curves.items() if k != teaching.GAUSSIAN_LABEL])
     assert low < np.nanmin(truncated) and np.nanmax(truncated) < high < 15  # the Gaussian reaches ~300 at the edge
     assert max(curves[teaching.GAUSSIAN_LABEL]) > 100
+
+
+def test_the_sample_histogram_starts_its_bins_at_the_support():
+    samples = teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 2000, seed=0)
+    figure = figures.sample_histogram_figure(samples, 0.0, 1.0, 9.0, 10.0, bins=40)
+    bins = figure.data[0].xbins
+    assert bins.start >= 9.0 and bins.end <= 10.0 and bins.size == pytest.approx((bins.end - bins.start) / 40)
+    assert [trace.name for trace in figure.data] == ["samples", "density"] and max(figure.data[1].y) > 8

@@ -339,8 +339,11 @@ def sample_histogram_figure(samples: np.ndarray, loc: float, scale: float, low: 
     """A density-normalised histogram of ``samples`` with the density of TN(loc, scale, low, high) over it: what a
     correct sampler must match."""
     finite = samples[np.isfinite(samples)]
-    figure = go.Figure(go.Histogram(x=finite, histnorm="probability density", nbinsx=bins, name="samples",
-                                    marker_color=_COLORS[0], opacity=0.6))
+    start, end = max(float(finite.min()), low), min(float(finite.max()), high)
+    # bins from the support's edge: a first bin reaching past it would be half empty and look like a bad sampler
+    figure = go.Figure(go.Histogram(x=finite, histnorm="probability density", name="samples", opacity=0.6,
+                                    xbins=dict(start=start, end=end, size=(end - start) / bins),
+                                    marker_color=_COLORS[0]))
     grid = np.linspace(float(finite.min()), float(finite.max()), 400)
     density = teaching.truncated_normal(loc, scale, low, high).log_prob(torch.as_tensor(grid, dtype=teaching.DTYPE))
     figure.add_trace(go.Scatter(x=grid, y=np.exp(density.numpy()), name="density", mode="lines",
