@@ -779,7 +779,7 @@ class NLM(nn.Module):
         per_state = max(1, n ** self.breadth * max(self.width, *self.input_channels) * inputs.tensors[0].element_size())
         step = max(1, self.INFERENCE_CHUNK_BYTES // per_state)
         if step >= batch:
-            return self._infer_chunk([t for t in inputs.tensors], mask)
+            return self._infer_chunk(list(inputs.tensors), mask)
         return torch.cat([self._infer_chunk([t[start:start + step] for t in inputs.tensors], mask[start:start + step])
                           for start in range(0, batch, step)])
 
