@@ -468,6 +468,20 @@ def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: boo
         _masked_extrema(x, object_mask, exclude_self, excluded)
 
 
+def _expand_term_arrays(small: tuple[torch.Tensor | None, ...], bias: torch.Tensor, batch: int,
+                        n: int) -> list[np.ndarray]:
+    """The three expand terms of an arity-3 output as the kernels read them: contiguous ``[B, N, N, out]`` arrays,
+    zeros for an absent one (a kernel takes no None)."""
+    zeros = None
+    arrays = []
+    for term in small:
+        if term is None:
+            zeros = bias.new_zeros((batch, n, n, bias.shape[0])) if zeros is None else zeros
+            term = zeros
+        arrays.append(term.contiguous().numpy())
+    return arrays
+
+
 def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
                        small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
                        exclude_self: bool) -> torch.Tensor:
@@ -483,13 +497,7 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
     # w [6 out, C_in] (permutation-major) -> [6 C_in, out]: the gathered rows times it give every term at once
     weights = w.view(len(perms), width, -1).transpose(1, 2).reshape(-1, width).contiguous()
     strides = np.array([[n ** (2 - axis) for axis in perm] for perm in perms], dtype=np.int64)
-    zeros = None
-    terms = []
-    for term in small:
-        if term is None:
-            zeros = bias.new_zeros((batch, n, n, width)) if zeros is None else zeros
-            term = zeros
-        terms.append(term.contiguous().numpy())
+    terms = _expand_term_arrays(small, bias, batch, n)
     out = bias.new_empty((batch, n, n, 2 * width))
     rows = x.reshape(batch, n ** 3, -1).contiguous().numpy()
     words = rows.view(np.float64) if rows.shape[2] * rows.itemsize % 8 == 0 else rows
@@ -505,13 +513,7 @@ def _broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None,
     pass (see ``_broadcast_sum_kernel``): ``([B, N, N, N, out], [B, N, N, 2 out])``. CPU, no gradient."""
     batch, n = object_mask.shape
     width = bias.shape[0]
-    zeros = None
-    terms = []
-    for term in small:
-        if term is None:
-            zeros = bias.new_zeros((batch, n, n, width)) if zeros is None else zeros
-            term = zeros
-        terms.append(term.contiguous().numpy())
+    terms = _expand_term_arrays(small, bias, batch, n)
     y = bias.new_empty((batch,) + (n,) * 3 + (width,))
     extrema = bias.new_empty((batch, n, n, 2 * width))
     _run_split(_broadcast_sum_kernel, batch * n, batch * n ** 3 * width, bias.detach().contiguous().numpy(), *terms,
