@@ -229,3 +229,12 @@ def test_the_sample_histogram_starts_its_bins_at_the_support():
     bins = figure.data[0].xbins
     assert bins.start >= 9.0 and bins.end <= 10.0 and bins.size == pytest.approx((bins.end - bins.start) / 40)
     assert [trace.name for trace in figure.data] == ["samples", "density"] and max(figure.data[1].y) > 8
+
+
+def test_explorer_titles_show_significant_digits_and_no_negative_zero():
+    plain = figures.truncated_normal_figure(0.0, 1.0, -math.inf, math.inf, observed=0.5)
+    assert "log Z 0)" in plain.layout.title.text and "log Z -0" not in plain.layout.title.text
+    tiny = figures.truncated_normal_figure(-1.0, 1.0, -1e-5, 2e-5)
+    mean = float(teaching.truncated_normal(-1.0, 1.0, -1e-5, 2e-5).mean)
+    assert f"TN mean {mean:.4g}," in tiny.layout.title.text and "TN mean 0.000" not in tiny.layout.title.text
+    assert tiny.layout.yaxis.tickformat == ".3~g"  # a density near 3e4 is not written with an SI prefix

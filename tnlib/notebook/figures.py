@@ -227,13 +227,15 @@ def truncated_normal_figure(
         figure.add_vrect(x0=high, x1=view_high, fillcolor="gray", opacity=0.12, line_width=0)
 
     # Z from log Z: a far-tail Z underflows exp() to 0 while log Z is finite, and "Z 0" would be wrong.
+    # Four significant digits, not three decimals (a mean of 1e-5 is not 0.000), and log Z = 0 for the plain
+    # Normal, not -0.
     statistics = (
-        f"TN mean {summary['mean']:.3f}, mode {summary['mode']:.3f}, kept mass Z "
-        f"{teaching.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer']:.4g})"
+        f"TN mean {summary['mean']:.4g}, mode {summary['mode']:.4g}, kept mass Z "
+        f"{teaching.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer'] + 0.0:.4g})"
     )
     if observed is not None:
         statistics += (
-            f"<br>NLL of x={params.observed:g}: Normal {summary['normal_nll']:.3f}, TN {summary['truncated_nll']:.3f}"
+            f"<br>NLL of x={params.observed:g}: Normal {summary['normal_nll']:.4g}, TN {summary['truncated_nll']:.4g}"
         )
     figure.update_layout(
         title=dict(
@@ -243,6 +245,7 @@ def truncated_normal_figure(
         xaxis_title="x (cost-to-go h*)",
         yaxis_title="density p(x)",
         yaxis_range=[0, top],
+        yaxis_tickformat=".3~g",  # plotly's default SI prefixes read a density of 2e11 as "200B"
         xaxis_range=[view_low, view_high],
         **_LEGEND_ABOVE_THE_PLOT,
         template="plotly_white",
