@@ -960,3 +960,48 @@ def format_label_gaps(gaps: list[LabelGaps]) -> str:
                      f"{float(np.mean(g.ff_error == 0)):>6.1%} {float(np.mean(g.ff_error > 0)):>6.1%} "
                      f"{float(np.mean(g.ff_error < 0)):>6.1%}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GapFit:
+    """Section 7's fitted models of one domain: the gap h* - l (l = LM-cut) fitted on the train split by a
+    Gaussian and by a Truncated Gaussian on (-eps, inf), both by maximum likelihood, and their mean NLL (nats per
+    state) and the MSE of l + their mean on another split."""
+
+    domain: str
+    gaussian: tuple[float, float]
+    truncated: tuple[float, float]
+    gaussian_nll: float
+    truncated_nll: float
+    gaussian_mse: float
+    truncated_mse: float
+
+
+def fit_gap_models(train: list[LabelGaps], held_out: list[LabelGaps], bound: str = "lmcut",
+                   margin: float = PAPER_OPEN_BOUND_MARGIN) -> list[GapFit]:
+    """Per domain, fit the gap h* - l of ``train``'s states with a Gaussian (its MLE: the sample mean and standard
+    deviation) and with TN(mu, sigma, -margin, inf) (:func:`fit_truncated_normal`), and score both on
+    ``held_out``'s states: a model with no features, the simplest "fitted model" of the real labels."""
+    fits = []
+    for fit_on, score_on in zip(train, held_out):
+        gap, test_gap = fit_on.lower_gaps[bound], score_on.lower_gaps[bound]
+        loc, scale = float(gap.mean()), float(gap.std())
+        t_loc, t_scale = fit_truncated_normal(gap, -margin, math.inf)
+        values = torch.as_tensor(test_gap, dtype=DTYPE)
+        gaussian_nll = float(-Normal(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE)).log_prob(values).mean())
+        tn = truncated_normal(t_loc, t_scale, -margin, math.inf)
+        truncated_nll_value = float(-tn.log_prob(values).mean())
+        fits.append(GapFit(fit_on.domain, (loc, scale), (t_loc, t_scale), gaussian_nll, truncated_nll_value,
+                           float(np.mean((test_gap - loc) ** 2)), float(np.mean((test_gap - float(tn.mean)) ** 2))))
+    return fits
+
+
+def format_gap_fits(fits: list[GapFit]) -> str:
+    """:func:`fit_gap_models` as an aligned table."""
+    lines = [f"{'domain':<12s}{'Gaussian (mu, sigma)':>22s}{'TN (mu, sigma)':>20s}{'NLL Gaussian':>14s}{'NLL TN':>9s}"
+             f"{'MSE Gaussian':>14s}{'MSE TN':>9s}"]
+    for fit in fits:
+        lines.append(f"{fit.domain:<12s}{f'({fit.gaussian[0]:.2f}, {fit.gaussian[1]:.2f})':>22s}"
+                     f"{f'({fit.truncated[0]:.2f}, {fit.truncated[1]:.2f})':>20s}{fit.gaussian_nll:14.3f}"
+                     f"{fit.truncated_nll:9.3f}{fit.gaussian_mse:14.3f}{fit.truncated_mse:9.3f}")
+    return "\n".join(lines)
