@@ -474,3 +474,18 @@ def test_the_truncated_gaussian_fits_the_real_gaps_better_than_the_gaussian():
         assert fit.truncated_mse <= fit.gaussian_mse
         assert fit.truncated[0] < 0 < fit.gaussian[0]  # the TN's mu far below the bound: a decaying tail
     assert "NLL TN" in teaching.format_gap_fits(fits)
+
+
+def test_the_exercises_checks_hold():
+    """The asserts under the solutions of exercises 1, 2, 3 and 6 (exercises 4, 5 and 8 have tests of their own)."""
+    from scipy.stats import laplace
+
+    x, mu = 2.5, 1.0
+    assert abs(-laplace.logpdf(x, loc=mu, scale=1.0) - (abs(x - mu) + np.log(2))) < 1e-12
+    residuals = np.random.default_rng(0).normal(0.0, 2.0, 1000)
+    scales = np.linspace(0.5, 4.0, 3501)
+    best = scales[np.argmin(teaching.nll_versus_scale(residuals, scales))]
+    assert abs(best - np.sqrt(np.mean(residuals ** 2))) < 1e-3
+    assert abs(float(teaching.truncated_normal(0.0, 1.0, 0.0, np.inf).mean) - np.sqrt(2 / np.pi)) < 1e-12
+    train, test = teaching.label_gaps(None, split="train"), teaching.label_gaps(None, split="test")
+    assert all(b.exact_fraction() < a.exact_fraction() for a, b in zip(train, test))
