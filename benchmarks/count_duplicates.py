@@ -6,8 +6,7 @@ For every domain and split of each dataset root it prints (Markdown) how many in
 the same split ("within") and how many equal a train instance ("in train") or an instance of any earlier split
 in the order train, val, test, plan ("in earlier"), by two tests:
 
-* ``exact``: the same initial and goal atom strings, problem name left out (the test issue 8 reported numbers
-  with);
+* ``exact``: the same initial and goal atom strings, problem name left out;
 * ``renaming``: the same up to renaming objects (:func:`tnlib.data.instance_keys.instance_key`, what ``tnlib data
   generate`` rejects and ``tnlib data verify`` checks).
 

@@ -320,7 +320,7 @@ def _check_layout(figures_read: list[dict], width: int) -> None:
 
 @pytest.mark.parametrize("jupyterlab", [EDGE_CASE], indirect=True, ids=["loc=-50"])
 def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
-    """Issue 15: a parameter outside the sliders' range is shown as it is (not clipped to +-5), a tiny but finite
+    """A parameter outside the sliders' range is shown as it is (not clipped to +-5), a tiny but finite
     Z is not printed as 0, the view zooms to where the mass is, and at 1200-1400 px no legend covers an axis
     title and the presets figure shows all its 7 labels."""
     from tnlib.notebook import figures, teaching

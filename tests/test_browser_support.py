@@ -1,4 +1,4 @@
-"""Where the browser tests cannot run: they skip with the reason locally and fail on CI (issue 15), so that CI
+"""Where the browser tests cannot run: they skip with the reason locally and fail on CI, so that CI
 cannot silently stop testing the explorer in a browser."""
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_the_small_presets_banner_counts_its_two_processes_in_english():
 
 @pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000)])
 def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(name, model, steps, capsys):
-    """The converged presets (issue 14.6): the four configurations, N and TN, seeds for a spread, the paper's
+    """The converged presets: the four configurations, N and TN, seeds for a spread, the paper's
     10,000-evaluation limit on every plan instance, and enough validations for the still-improving rule to judge the
     last quarter; past the steps at which the probes' curves still fell (NLM blocksworld at 3,000 steps)."""
     from tnlib.experiments.scope import LAST_FRACTION, MIN_EVALUATIONS

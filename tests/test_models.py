@@ -58,7 +58,7 @@ def test_nlm_default_is_the_authors_layout():
     assert not output.sigmoid and list(output.linears) == ["0"]
     assert output.linears["0"].weight.shape == (2, 8 + 2 * 8)
     assert model.double()(random_nlm_inputs(channels, counts=[3, 2])).shape == (2, 2)
-    # tnlib's earlier NLM: five sigmoid layers and a Linear readout of the last one's nullary predicates
+    # the paper-text layout: five sigmoid layers and a Linear readout of the last one's nullary predicates
     earlier = NLM(channels, layout="paper-text", exclude_self=True)
     assert len(earlier.layers) == 5 and earlier.output_layer is None and earlier.readout.weight.shape == (2, 8)
     with pytest.raises(ValueError, match="layout must be one of authors, paper-text"):

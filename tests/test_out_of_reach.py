@@ -1,4 +1,4 @@
-"""The out-of-reach rule of dataset generation (issue 14.1): a cell whose solves hit the limits K times in a row is
+"""The out-of-reach rule of dataset generation: a cell whose solves hit the limits K times in a row is
 given up, recorded with those attempts, inherited by later splits under the same limits, deterministic whatever
 order the solves finish in, resumable after a kill; and `tnlib sweep --dry-run` names missing data and cells out of
 reach before anything runs."""

@@ -357,8 +357,8 @@ def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout
     # the defaults are spelled out in the checkpoint: a later change of default does not change what it rebuilds
     assert checkpoint["model_kwargs"]["layout"] == "authors" and checkpoint["model_kwargs"]["exclude_self"] is False
     assert model.layout == "authors" and model.readout is None
-    # a checkpoint written before the layouts existed (tnlib's earlier NLM; no layout in its arguments) loads as
-    # that NLM: depth sigmoid layers, a readout, reductions skipping the kept objects
+    # a checkpoint without a layout in its arguments loads as the paper-text NLM it was trained as: depth sigmoid
+    # layers, a readout, reductions skipping the kept objects
     old_run = train(config(tmp_path, model="nlm", run_name="old", steps=4, model_args={"depth": 3, "layout": "paper-text",
                                                                           "exclude_self": True}), data, data)
     old = torch.load(old_run / "best.pt", weights_only=False)

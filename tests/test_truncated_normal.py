@@ -225,7 +225,7 @@ def test_gradients_match_mpmath(params, x, p):
             assert abs(grad.item() - expected[argument]) <= 1e-9 * size, (name, argument, grad.item(), expected)
 
 
-def test_issue_example_gradients_of_variance_and_entropy():
+def test_variance_and_entropy_have_scale_gradients_only_at_a_fixed_shape():
     # TN(0.3, 1, 0, 2): autograd gave d Var / d scale = 0.541 and d H / d scale = 1.0 (the derivatives at a
     # fixed shape), and no gradient for loc, low, high
     ref = reference_gradients(0.3, 1.0, 0.0, 2.0, 0.7, 0.3)
@@ -443,7 +443,7 @@ def test_gpu_path_when_available():
 
 
 # ------------------------------------------------------------------------------------------------------------
-# cdf, icdf and scale derivatives by relative error (issue 14.4): mirrored elements and narrow intervals
+# cdf, icdf and scale derivatives by relative error: mirrored elements and narrow intervals
 # ------------------------------------------------------------------------------------------------------------
 
 def _cdf_cases() -> list[tuple[tuple[float, float, float, float], float]]:

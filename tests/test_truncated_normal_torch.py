@@ -1,5 +1,5 @@
 """TruncatedNormal as a torch user meets it: the generic checks torch runs over its own distributions, KL
-divergences against numerical integration, and the torch features the README lists (issues 16 and 15.8).
+divergences against numerical integration, and the torch features the README lists.
 
 The generic checks are written after what PyTorch's test/distributions/test_distributions.py checks for every
 distribution (support and arg_constraints attributes, sample and batch shapes, expand, cdf/icdf inverse, entropy

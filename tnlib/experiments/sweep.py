@@ -530,7 +530,7 @@ PRESETS: dict[str, dict] = {
     "small": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=600, batch_size=64, eval_every=50,
                   instances=None, data_profile="small", out_dir="runs/small", plan_instances=None,
                   max_evaluations=200, workers=2),
-    # Runs meant to converge on a 2-core CPU (issue 14.6; the target: at most 10% of runs still improving by the
+    # Runs meant to converge on a 2-core CPU (the target: at most 10% of runs still improving by the
     # reports' rule, tnlib.experiments.scope.still_improving). data/small, all training instances, two seeds,
     # validation every 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance).
     # A fixed 6,000 steps left NLM 26 of 64 runs still improving (N 16 of 32), STRIPS-HGN 41 of 64 and linear

@@ -14,7 +14,7 @@ arity r, the concatenation of
 
 over all r! permutations of the r object axes, then Linear + sigmoid. In the authors' layout (the default) the
 last of the depth layers is the output: its Linear gives the two raw outputs for arity 0, without sigmoid (mu must
-reach the scale of h*). In the "paper-text" layout (tnlib's earlier NLM) all depth layers are sigmoid layers and a
+reach the scale of h*). In the "paper-text" layout (the paper's text read literally) all depth layers are sigmoid layers and a
 Linear reads the two raw outputs from the last one's 8 nullary predicates.
 
 These optimisations keep the function exactly the same (outputs and gradients tested against

@@ -89,7 +89,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     eval_batch_size: int = 1024
     seed: int = 0
-    # e.g. {"depth": 3} for a smaller NLM, {"layout": "paper-text"} for tnlib's earlier NLM (tnlib.learning.models)
+    # e.g. {"depth": 3} for a smaller NLM, {"layout": "paper-text"} for the paper-text layout (tnlib.learning.models)
     model_args: dict = field(default_factory=dict)
     # where
     out_dir: str = "runs"
