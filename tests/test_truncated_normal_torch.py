@@ -366,3 +366,20 @@ def test_kl_gradcheck():
     assert torch.autograd.gradcheck(
         lambda a, b, c, d, e: kl_divergence(TruncatedNormal(a, b, c, high), Normal(d, e)),
         (loc, scale, low, n_loc, n_scale), atol=1e-8, rtol=1e-6)
+
+
+def test_transform_to_and_biject_to_map_reals_onto_every_parameter():
+    """Optimising the parameters through ``transform_to(arg_constraints[name])``: each maps an unconstrained real to a
+    valid value (the bounds by the identity), so a distribution built from them validates."""
+    from torch.distributions import biject_to, transform_to
+
+    unconstrained = torch.tensor([-3.0, 0.5, 2.0], dtype=torch.float64)
+    values = {}
+    for name, constraint in TruncatedNormal.arg_constraints.items():
+        for registry in (transform_to, biject_to):
+            value = registry(constraint)(unconstrained)
+            assert bool(constraint.check(value).all()), name
+        values[name] = transform_to(constraint)(unconstrained)
+    assert torch.equal(values["low"], unconstrained) and bool((values["scale"] > 0).all())
+    low, high = values["low"], values["low"] + 1.0
+    TruncatedNormal(values["loc"], values["scale"], low, high, validate_args=True).log_prob(low + 0.5)

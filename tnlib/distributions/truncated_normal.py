@@ -17,7 +17,7 @@ import math
 from numbers import Number
 
 import torch
-from torch.distributions import Distribution, Normal, constraints, register_kl
+from torch.distributions import Distribution, Normal, constraint_registry, constraints, register_kl, transforms
 from torch.distributions.utils import broadcast_all
 
 from tnlib.distributions._autograd import (
@@ -48,6 +48,14 @@ class _ExtendedReal(constraints.Constraint):
 
     def check(self, value):
         return ~torch.isnan(value)
+
+
+# An unconstrained real is already an extended real: libraries that optimise a distribution's parameters through
+# ``transform_to(arg_constraints[name])`` (Pyro, torch's own examples) get the identity for the bounds.
+@constraint_registry.biject_to.register(_ExtendedReal)
+@constraint_registry.transform_to.register(_ExtendedReal)
+def _extended_real_transform(constraint):
+    return transforms.identity_transform
 
 
 class TruncatedNormal(Distribution):
