@@ -381,38 +381,46 @@ def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tens
     x_straddle = core.c_loc + s * t
 
     # frame: solve J(a, d) = p J(a, w) for d in [0, w] (J(a, w) = M0), or, where p > 1/2, the mass above d,
-    # exp(-d (a + d/2)) J(a + d, w - d) = q M0 (taken directly, so a tiny q keeps its relative accuracy)
-    a = torch.where(core.frame, core.a, torch.ones_like(core.a))
-    w = torch.where(core.frame, core.w, torch.ones_like(core.w))
-    m0 = torch.exp(torch.where(core.frame, core.log_m0, torch.zeros_like(core.log_m0)))
+    # exp(-d (a + d/2)) J(a + d, w - d) = q M0 (taken directly, so a tiny q keeps its relative accuracy). Only the
+    # frame elements iterate, and each only until its d stops moving: a stationary d stays so (the step is a
+    # function of d and its bracket), so this gives every element the value it would reach iterating with all.
+    idx = core.frame.nonzero().squeeze(1)
+    if idx.numel() == 0:
+        return torch.minimum(torch.maximum(x_straddle, core.c_low), core.c_high)
+    a, w, p_f, q_f = core.a[idx], core.w[idx], p[idx], q[idx]
+    m0 = torch.exp(core.log_m0[idx])
     # start from the truncated-exponential inverse with rate max(a, 1e-3) (the far-tail shape)
     rate = a.clamp_min(1e-3)
-    d = -torch.log1p(p * torch.expm1(-rate * w)) / rate
+    d = -torch.log1p(p_f * torch.expm1(-rate * w)) / rate
     d = torch.minimum(d.clamp_min(0.0), w)
     d = torch.where(torch.isfinite(d), d, torch.where(torch.isinf(w), 1.0 / rate, 0.5 * w))
     lo = torch.zeros_like(d)
     hi = w.clone()
-    use_upper = p > 0.5
-    target = torch.where(use_upper, q, p) * m0
+    use_upper = p_f > 0.5
+    target = torch.where(use_upper, q_f, p_f) * m0
+    active = torch.arange(d.numel(), device=d.device)
     for _ in range(60 if dtype == torch.float64 else 40):
-        dens = torch.exp(-d * (a + 0.5 * d))  # the frame integrand at d
+        d_a, a_a, w_a, up = d[active], a[active], w[active], use_upper[active]
+        dens = torch.exp(-d_a * (a_a + 0.5 * d_a))  # the frame integrand at d
         # the mass below d (lower) or above it (upper), whichever is the smaller: one frame integral either way
-        start = torch.where(use_upper, a + d, a)
-        length = torch.where(use_upper, (w - d).clamp_min(0.0), d)
-        mass = _frame_integral(start, length) * torch.where(use_upper, dens, torch.ones_like(dens))
+        start = torch.where(up, a_a + d_a, a_a)
+        length = torch.where(up, (w_a - d_a).clamp_min(0.0), d_a)
+        mass = _frame_integral(start, length) * torch.where(up, dens, torch.ones_like(dens))
         # the lower mass increases with d, the upper one decreases: bracket the root and take a Newton step. The
         # lower mass is concave in d, so plain Newton converges; the upper one is convex and nearly exponential in
         # the tail (plain Newton would crawl 1/a per step there), so its step is Newton's on log(mass)
-        too_high = torch.where(use_upper, mass < target, mass > target)
-        hi = torch.where(too_high, torch.minimum(hi, d), hi)
-        lo = torch.where(too_high, lo, torch.maximum(lo, d))
-        new_d = torch.where(use_upper, d + torch.log(mass / target) * mass / dens, d - (mass - target) / dens)
-        bad = ~torch.isfinite(new_d) | (new_d <= lo) | (new_d >= hi)
-        bisect = torch.where(torch.isinf(hi), 2.0 * lo + 1.0 / rate, 0.5 * (lo + hi))
+        t_a = target[active]
+        too_high = torch.where(up, mass < t_a, mass > t_a)
+        hi_a = torch.where(too_high, torch.minimum(hi[active], d_a), hi[active])
+        lo_a = torch.where(too_high, lo[active], torch.maximum(lo[active], d_a))
+        new_d = torch.where(up, d_a + torch.log(mass / t_a) * mass / dens, d_a - (mass - t_a) / dens)
+        bad = ~torch.isfinite(new_d) | (new_d <= lo_a) | (new_d >= hi_a)
+        bisect = torch.where(torch.isinf(hi_a), 2.0 * lo_a + 1.0 / rate[active], 0.5 * (lo_a + hi_a))
         new_d = torch.where(bad, bisect, new_d)
-        if bool((new_d == d).all()):
+        hi[active], lo[active], d[active] = hi_a, lo_a, new_d
+        active = active[new_d != d_a]
+        if active.numel() == 0:
             break
-        d = new_d
-    x_frame = core.c_low + s * d
-    x = torch.where(core.frame, x_frame, x_straddle)
+    x = x_straddle.clone()
+    x[idx] = core.c_low[idx] + s[idx] * d
     return torch.minimum(torch.maximum(x, core.c_low), core.c_high)
