@@ -467,3 +467,11 @@ def test_nlm_initialisation_keeps_states_apart(folder):
     with torch.no_grad():
         raw = default(batch.inputs)[:, 0]
     assert float(raw.max() - raw.min()) < min(spreads) / 100
+
+
+def test_kernels_split_among_threads_call_a_single_threaded_blas():
+    from threadpoolctl import threadpool_info
+
+    with models._single_threaded_blas():
+        scipy_blas = [i for i in threadpool_info() if i["user_api"] == "blas" and "scipy.libs" in i["filepath"]]
+        assert scipy_blas and all(i["num_threads"] == 1 for i in scipy_blas)
