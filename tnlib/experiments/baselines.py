@@ -7,14 +7,13 @@ plan_baseline`) into ``OUT/<plan set>/baseline-<domain>-<heuristic>.jsonl``; :fu
 """
 from __future__ import annotations
 
-import platform
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.executors import run_jobs
+from tnlib.experiments.reports import rendered_by
 from tnlib.experiments.tables import summarize
 from tnlib.io import atomic_write_text, read_jsonl
 from tnlib.learning.learned_heuristic import plan_baseline
@@ -64,14 +63,6 @@ def _cell_summary(records: list[dict]) -> str:
     return f"{summary['coverage']:.2f} ({summary['evaluations']:,.0f})"
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
                      plan_sets: Sequence[str] = ("plan-set",), selection_seconds: Sequence[float] = (),
                      command: str = "") -> Path:
@@ -81,7 +72,7 @@ def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuris
     beside the domain rows. Heuristics not planned yet show as ``-``."""
     out_dir = Path(out_dir)
     lines = ["# Table 2's symbolic baselines on the label-free plan sets", "",
-             f"Made by `{command or 'tnlib baselines'}` at commit {_commit()} (Python {platform.python_version()}); "
+             f"Made by `{command or 'tnlib baselines'}`. {rendered_by()} "
              "GBFS under the paper's protocol (every generated successor counts as an evaluation, the goal is "
              f"tested at generation) with at most {MAX_EVALUATIONS:,} evaluations. A cell reads coverage "
              "(average evaluations, an unsolved instance counted at the limit, as the paper does). The plan sets and "
