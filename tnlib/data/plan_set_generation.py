@@ -31,7 +31,7 @@ from pathlib import Path
 from tnlib.data.generation import SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, parse_problem
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
-from tnlib.data.schema import MANIFEST, PLAN_SET_FORMAT
+from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT
 from tnlib.errors import DatasetError
 from tnlib.executors import run_jobs
 from tnlib.io import atomic_write_json, atomic_write_text, read_json, sha256_file
@@ -209,7 +209,7 @@ def generate_plan_set(
     top = root / MANIFEST
     if not top.is_file():
         raise DatasetError(f"no dataset at {root} (no {MANIFEST}): a plan set is drawn into a dataset root")
-    profile = read_json(top).get("profile", "small")
+    profile = read_json(top).get("profile", DEFAULT_PROFILE)
     taken = taken_instance_keys(root, domain)
     slots = plan_set_grid(profile, domain, grid, count)
     folder = plan_set_folder(root, domain, PLAN_SETS[grid])
@@ -261,8 +261,9 @@ def generate_plan_set(
         record.update(problem=relative, sha256=sha256_file(root / relative), satisficing=satisficing,
                       optimal=optimal)
         instances.append(record)
+    wanted = {f"{inst['instance']}.pddl" for inst in kept}
     for stray in (folder / "problems").glob("*.pddl"):
-        if stray.name not in {f"{i['instance']}.pddl" for i in kept}:
+        if stray.name not in wanted:
             stray.unlink()
     manifest = {
         "format": PLAN_SET_FORMAT,

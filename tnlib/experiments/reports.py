@@ -96,8 +96,8 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
                             + render_paired(paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
                                                                comparisons=(("TN", "N"),)), "test NLL") + "\n")
-        planning.append(f"### {model}\n\n" + render_table2(results_dir, model=model, lower_bound=lower_bound,
-                                                            configs=planned))
+        planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
+                                                            configs=planned, baseline_dir=results_dir))
         mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
         for metric, lower in (("coverage", False), ("evaluations", True)):
             planning.append(render_paired(paired_differences(table2_seed_values(mine, metric)), metric, lower) + "\n")
