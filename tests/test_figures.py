@@ -129,10 +129,50 @@ def test_explorer_sliders_widen_to_parameters_outside_their_range():
         "loc": -50.0, "scale": 12.0, "low": -60.0, "high": 70.0, "observed": 80.0}
     for name in ("loc", "low", "high", "observed"):  # one range for every position on the x axis
         assert (values[name].min, values[name].max) == (-60.0, 80.0)
-    assert (values["scale"].min, values["scale"].max) == (0.05, 12.0)
-    tiny = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 0.01, "-inf", "inf", 0.0)).values
-    assert tiny["scale"].value == 0.01 and tiny["scale"].min == 0.01
-    assert (tiny["low"].value, tiny["high"].value, tiny["low"].min, tiny["high"].max) == (-5.0, 5.0, -5.0, 5.0)
+    assert (values["scale"].min, values["scale"].max) == figures.SIGMA_SLIDER_DECADES  # log10 of sigma's range
+    tiny = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1e-4, "-inf", "inf", 0.0)).values
+    assert tiny["scale"].value == pytest.approx(1e-4) and tiny["scale"].min == pytest.approx(-4.0)
+    assert (tiny["low"].value, tiny["high"].value, tiny["low"].min, tiny["high"].max) == (-10.0, 10.0, -10.0, 10.0)
+
+
+def test_the_sigma_slider_reaches_small_sigmas_and_far_tails():
+    controls = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1.0, 2.5, "inf", 2.5))
+    scale = controls.values["scale"]
+    assert 10 ** scale.min <= 1e-3 and 10 ** scale.max >= 100
+    scale.value = 10 ** scale.min  # l = 2.5 is then 2,500 sigmas into the tail
+    figure = figures.explorer_figure(**controls.current_values())
+    mean = traces_by_name(figure)[figures.MEAN_LINE].x[0]
+    # far in the tail the mass piles against l like an exponential of rate (l - mu) / sigma^2
+    assert mean - 2.5 == pytest.approx(scale.value ** 2 / 2.5, rel=1e-4)
+
+
+def test_choosing_a_preset_again_after_moving_a_slider_applies_it_again():
+    controls = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1.0, 0.2, 1.7, 0.5))
+    calls = []
+    controls.on_change(lambda: calls.append(controls.current_values()))
+    assert controls.preset.label == figures.CUSTOM_PRESET
+    controls.preset.value = (1.0, 3.0)
+    controls.values["loc"].value = 2.0
+    assert controls.preset.label == figures.CUSTOM_PRESET  # the sliders no longer hold the preset, and the selector says so
+    controls.preset.value = (1.0, 3.0)
+    assert [call["loc"] for call in calls] == [0.0, 2.0, 0.0] and calls[-1]["low"] == 1.0
+
+
+@pytest.mark.parametrize("loc, observed, named", [
+    (-50.0, 0.3, {"mu": "left"}), (-50.0, 0.5, {"mu": "left", "x": "right"}), (0.0, 80.0, {"x": "right"}), (-50.0, 80.0, {"mu": "left", "x": "right"}),
+    (0.0, 0.5, {}),
+])
+def test_positions_outside_the_view_are_named_at_the_edge_they_lie_beyond(loc, observed, named):
+    figure = figures.truncated_normal_figure(loc, 1.0, 0.2, 1.7, observed)
+    view_low, view_high = figure.layout.xaxis.range
+    found = {}
+    for annotation in figure.layout.annotations:
+        if annotation.name and annotation.name.endswith("off-screen"):
+            name = annotation.name.split()[0]
+            found[name] = "left" if annotation.x == view_low else "right" if annotation.x == view_high else "inside"
+            value = loc if name == "mu" else observed
+            assert f"{name} = {value:.4g}" in annotation.text
+    assert found == named
 
 
 def test_curves_figure_leaves_gaps_for_non_finite_values_and_checks_lengths():

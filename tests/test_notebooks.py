@@ -3,6 +3,8 @@ on small parameters, converted to HTML that shows the figures without network ac
 parameters in the first cell after the parameters."""
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 
@@ -70,6 +72,11 @@ def check_offline_html(notebook: nbformat.NotebookNode, minimum_figures: int) ->
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
 def test_committed_notebook_has_no_outputs_and_a_parameters_cell(path):
+    raw = json.loads(path.read_text())
+    # nbformat >= 4.5 requires an id per cell (a missing one is a warning today, an error in later nbformat)
+    missing = [index for index, cell in enumerate(raw["cells"]) if not cell.get("id")]
+    assert not missing, f"cells without an id in {path.name}: {missing}"
+    assert len({cell["id"] for cell in raw["cells"]}) == len(raw["cells"]), f"repeated cell ids in {path.name}"
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata.kernelspec.name == "python3"

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import torch
 import pytest
+import scipy.stats
 from scipy.stats import truncnorm
 
 from tnlib.notebook import teaching
@@ -489,3 +490,36 @@ def test_the_exercises_checks_hold():
     assert abs(float(teaching.truncated_normal(0.0, 1.0, 0.0, np.inf).mean) - np.sqrt(2 / np.pi)) < 1e-12
     train, test = teaching.label_gaps(None, split="train"), teaching.label_gaps(None, split="test")
     assert all(b.exact_fraction() < a.exact_fraction() for a, b in zip(train, test))
+
+
+# The explorer's answers to its "things to try", each against scipy.
+
+def test_a_far_tail_mean_approaches_the_bound_like_sigma_squared_over_its_distance():
+    for scale in (0.1, 0.01, 0.001):
+        described = teaching.describe_truncated_normal(0.0, scale, 2.5, math.inf, 2.5)
+        reference = scipy.stats.truncnorm(2.5 / scale, np.inf, loc=0.0, scale=scale)
+        if scale == 0.1:  # scipy still has the digits of mean - l here
+            assert described["mean"] == pytest.approx(reference.mean(), rel=1e-12)
+        assert described["mean"] - 2.5 == pytest.approx(scale ** 2 / 2.5, rel=0.02)
+        assert described["mean"] > 2.5
+
+
+def test_the_nll_at_a_closed_bound_falls_without_limit_as_mu_moves_away():
+    locs = [0.0, -5.0, -20.0, -100.0, -1000.0]
+    nlls = [teaching.describe_truncated_normal(loc, 1.0, 0.2, math.inf, 0.2)["truncated_nll"] for loc in locs]
+    assert all(later < earlier for earlier, later in zip(nlls, nlls[1:]))
+    assert nlls[0] == pytest.approx(-scipy.stats.truncnorm(0.2, np.inf).logpdf(0.2), rel=1e-12)
+    for loc, nll in zip(locs[2:], nlls[2:]):
+        assert nll == pytest.approx(-math.log(0.2 - loc), abs=0.01)
+
+
+def test_the_two_nlls_differ_by_log_z_so_they_are_equal_only_without_bounds():
+    plain = teaching.describe_truncated_normal(0.0, 1.0, -math.inf, math.inf, 0.5)
+    assert plain["truncated_nll"] == plain["normal_nll"]
+    for half_width in (1.0, 3.5, 5.0):
+        window = teaching.describe_truncated_normal(0.0, 1.0, -half_width, half_width, 0.5)
+        log_z = math.log(1.0 - 2.0 * scipy.stats.norm.sf(half_width))
+        assert window["truncated_nll"] - window["normal_nll"] == pytest.approx(log_z, rel=1e-9)
+        assert window["truncated_nll"] < window["normal_nll"]
+    at_three_and_a_half = teaching.describe_truncated_normal(0.0, 1.0, -3.5, 3.5, 0.5)["log_normalizer"]
+    assert -5e-4 < at_three_and_a_half < -4e-4  # equal at three decimals, and not equal

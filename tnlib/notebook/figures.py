@@ -225,6 +225,18 @@ def truncated_normal_figure(
         figure.add_vrect(x0=view_low, x1=low, fillcolor="gray", opacity=0.12, line_width=0)
     if math.isfinite(high) and high < view_high:
         figure.add_vrect(x0=high, x1=view_high, fillcolor="gray", opacity=0.12, line_width=0)
+    # The view follows the truncated mass, so mu (far from the bounds) or x (beyond the bulk) can lie outside it:
+    # each is then named, with its value, at the edge it lies beyond, instead of silently missing.
+    beyond = [(name, value) for name, value in (("mu", loc), ("mean", summary["mean"]), ("mode", summary["mode"]),
+                                                 ("x", None if observed is None else params.observed))
+              if value is not None and not view_low <= value <= view_high]
+    for row, (name, value) in enumerate(beyond):
+        left = value < view_low
+        figure.add_annotation(
+            x=view_low if left else view_high, xref="x", xanchor="left" if left else "right",
+            y=0.97 - 0.08 * row, yref="paper", showarrow=False, bgcolor="rgba(255, 255, 255, 0.85)",
+            text=f"\u25c0 {name} = {value:.4g}" if left else f"{name} = {value:.4g} \u25b6", name=f"{name} off-screen",
+        )
 
     # Z from log Z: a far-tail Z underflows exp() to 0 while log Z is finite, and "Z 0" would be wrong.
     # Four significant digits, not three decimals (a mean of 1e-5 is not 0.000), and log Z = 0 for the plain
@@ -508,10 +520,13 @@ class ExplorerControls:
 
     def _value_changed(self, change: dict) -> None:
         if not self._applying_preset:
+            # The selector shows a preset only while the sliders hold it; back on "custom", choosing the same
+            # preset again is a change the dropdown reports (it reports none for re-selecting its current value).
+            self.preset.value = ()
             self._notify()
 
     def _apply_preset(self, change: dict) -> None:
-        if change["new"] is None:
+        if not change["new"]:  # back on "custom": nothing to apply
             return
         low, high = change["new"]
         self._applying_preset = True
@@ -528,35 +543,48 @@ class ExplorerControls:
         self._notify()
 
 
-def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 5.0) -> ExplorerControls:
+#: The sigma slider's range in decades (a log slider: 0.001 to 100 at one-hundredth of a decade per step), so that
+#: sigma -> 0 and bounds many sigmas into a tail are reached by sliding, not only from the parameters cell.
+SIGMA_SLIDER_DECADES = (-3.0, 2.0)
+#: The label of the preset selector when the sliders hold values of no preset.
+CUSTOM_PRESET = "(custom: move a slider or choose a preset)"
+
+
+def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 10.0) -> ExplorerControls:
     """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
     selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.teaching.PRESET_BOUNDS`, and an output
     area for the figure.
 
-    The sliders span ``[-slider_limit, slider_limit]`` (sigma ``[0.05, slider_limit]``), widened to the
-    parameters: mu, l, u and x share one range that holds all their finite values, so a starting point such as
-    mu = -50 is shown as it is (a slider would silently clip it to its range) and the bounds can be moved to it.
+    mu, l, u and x share one range, ``[-slider_limit, slider_limit]`` widened to hold all their finite values, so a
+    starting point such as mu = -50 is shown as it is (a slider would silently clip it to its range) and the
+    bounds can be moved to it. sigma has a logarithmic slider over :data:`SIGMA_SLIDER_DECADES`, widened to the
+    parameter's value.
     """
     import ipywidgets as widgets
 
     positions = [params.loc, params.observed] + [bound for bound in (params.low, params.high) if math.isfinite(bound)]
     position_low, position_high = min([-slider_limit, *positions]), max([slider_limit, *positions])
 
-    def slider(description: str, value: float, minimum: float, maximum: float) -> widgets.FloatSlider:
-        return widgets.FloatSlider(value=value, min=minimum, max=maximum, step=0.05, description=description,
-                                   continuous_update=False, readout_format=".2f")
+    def slider(description: str, value: float) -> widgets.FloatSlider:
+        return widgets.FloatSlider(value=value, min=position_low, max=position_high, step=0.05,
+                                   description=description, continuous_update=False, readout_format=".2f")
 
+    decades = math.log10(params.scale)
     values = {
-        "loc": slider("mu", params.loc, position_low, position_high),
-        "scale": slider("sigma", params.scale, min(0.05, params.scale), max(slider_limit, params.scale)),
-        "low": slider("low l", params.low if math.isfinite(params.low) else position_low, position_low, position_high),
-        "high": slider("high u", params.high if math.isfinite(params.high) else position_high, position_low, position_high),
-        "observed": slider("x = h*", params.observed, position_low, position_high),
+        "loc": slider("mu", params.loc),
+        "scale": widgets.FloatLogSlider(
+            value=params.scale, base=10.0, min=min(SIGMA_SLIDER_DECADES[0], decades),
+            max=max(SIGMA_SLIDER_DECADES[1], decades), step=0.01, description="sigma", continuous_update=False,
+            readout_format=".3g"),
+        "low": slider("low l", params.low if math.isfinite(params.low) else position_low),
+        "high": slider("high u", params.high if math.isfinite(params.high) else position_high),
+        "observed": slider("x = h*", params.observed),
         "low_is_infinite": widgets.Checkbox(value=not math.isfinite(params.low), description="l = -inf"),
         "high_is_infinite": widgets.Checkbox(value=not math.isfinite(params.high), description="u = +inf"),
     }
-    options = [("(choose a preset)", None)] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS]
-    preset = widgets.Dropdown(options=options, description="preset")
+    options = [(CUSTOM_PRESET, ())] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS]
+    preset = widgets.Dropdown(options=options, value=(), description="preset",
+                              layout=widgets.Layout(width="max-content"))
     output = widgets.Output()
     panel = widgets.VBox([
         preset,
