@@ -51,7 +51,7 @@ from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.learning.models import build_model, model_arguments  # noqa: E402
 from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.task import resolve_domain  # noqa: E402
+from tnlib.planning.pddl import resolve_domain  # noqa: E402
 from tnlib.learning.training import CHECKPOINT_FORMAT, TrainConfig  # noqa: E402
 
 INSTANCES = {"blocksworld": dict(blocks=16), "visitall": dict(x=7, y=7, ratio=1.0)}

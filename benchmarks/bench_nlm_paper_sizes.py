@@ -47,7 +47,7 @@ from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.learning.models import NLM  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.task import resolve_domain  # noqa: E402
+from tnlib.planning.pddl import resolve_domain  # noqa: E402
 
 # The paper's test grid's largest instance per domain, and the parameter --sizes varies.
 LARGEST = {"blocksworld": dict(blocks=22), "ferry": dict(locations=30, cars=30), "gripper": dict(balls=100),

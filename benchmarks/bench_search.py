@@ -25,7 +25,8 @@ from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.planning.heuristics import make_heuristic  # noqa: E402
 from tnlib.planning.plans import validate_plan  # noqa: E402
 from tnlib.planning.search import DISTINCT, gbfs  # noqa: E402
-from tnlib.planning.task import _quiet_pyperplan, load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.task import load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.pddl import quiet_pyperplan  # noqa: E402
 
 
 class _Stop(Exception):
@@ -83,7 +84,7 @@ def main() -> None:
         started = time.perf_counter()
         status = "solved"
         try:
-            with _quiet_pyperplan():
+            with quiet_pyperplan():
                 greedy_best_first_search(reference, counting)
         except _Stop:
             status = "stopped"

@@ -60,9 +60,10 @@ def generated_items(domain: str, objects: int, folder: Path, instances: int = 2,
     """Dataset-style items from random-walk states of generated instances (targets are stand-ins, see above)."""
     from tnlib.planning.generators import generate
     from tnlib.planning.heuristics import evaluate_all, linear_features
-    from tnlib.data.labels import problem_atoms
+    from tnlib.planning.pddl import problem_atoms
     from tnlib.planning.search import random_walk_states
-    from tnlib.planning.task import load_task, resolve_domain
+    from tnlib.planning.task import load_task
+    from tnlib.planning.pddl import resolve_domain
 
     items = []
     for seed in range(1, instances + 1):

@@ -15,7 +15,8 @@ from pathlib import Path
 from tnlib.planning.generators import generate
 from tnlib.planning.heuristics import make_heuristic
 from tnlib.planning.fast_downward import fd_heuristic_value, solve
-from tnlib.planning.task import load_task, resolve_domain
+from tnlib.planning.task import load_task
+from tnlib.planning.pddl import resolve_domain
 
 SIZES = {
     "blocksworld": [{"blocks": n} for n in (5, 7, 9)],

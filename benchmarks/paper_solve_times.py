@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tnlib.data.generation import generator_seed, params_label  # noqa: E402
+from tnlib.data.profiles import generator_seed, params_label  # noqa: E402
 from tnlib.planning.fast_downward import solve  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 

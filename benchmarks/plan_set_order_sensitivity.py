@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tnlib.data.plan_sets import load_plan_set  # noqa: E402
 from tnlib.planning.heuristics import make_heuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.task import Task, load_search_task, resolve_domain  # noqa: E402
+from tnlib.planning.task import Task, load_search_task  # noqa: E402
+from tnlib.planning.pddl import resolve_domain  # noqa: E402
 from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS  # noqa: E402
 
 

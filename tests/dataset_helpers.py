@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tnlib.data.generation import Profile, SplitGrid, combos
+from tnlib.data.profiles import Profile, SplitGrid, combos
 
 LIMITS = {"train": 30, "val": 30, "test": 30, "plan": 30}
 

@@ -54,7 +54,7 @@ def test_every_flag_with_a_default_says_it_in_its_help():
             if not off and "default" not in (action.help or ""):  # "%(default)s" counts too
                 missing.append(f"{path} {action.option_strings[0]} (default {action.default!r})")
     assert not missing, missing
-    from tnlib.data.generation import PROFILES
+    from tnlib.data.profiles import PROFILES
 
     assert f"paper {PROFILES['paper'].time_limits['train']:g}" in limits["time_limit"]
     assert f"paper {PROFILES['paper'].time_limits['test']:g}" in limits["test_time_limit"]

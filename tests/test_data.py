@@ -297,9 +297,9 @@ def _brute_form(objects, types, state, goal) -> tuple:
     """Reference: the smallest (types, state, goal) over every renaming of the objects to 0..n-1."""
     from itertools import permutations
 
-    from tnlib.data.instance_keys import parse_atom
+    from tnlib.planning.pddl import parse_atom
 
-    state, goal = [parse_atom(a) for a in state], [parse_atom(a) for a in goal]
+    state, goal = [(name, *args) for name, args in map(parse_atom, state)], [(name, *args) for name, args in map(parse_atom, goal)]
     best = None
     for image in permutations(range(len(objects))):
         name = dict(zip(objects, image))

@@ -15,8 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import tnlib.data.generation as datasets
+import tnlib.data.profiles as profiles
 from tnlib import cli
-from tnlib.data.generation import PROFILES, generate_dataset, generator_seed, split_of_seed
+from tnlib.data.generation import generate_dataset
+from tnlib.data.profiles import PROFILES, generator_seed, split_of_seed
 from tnlib.data.manifest import data_card
 from tnlib.data.schema import SPLITS, arrow_schema
 from tnlib.errors import DatasetError
@@ -201,7 +203,7 @@ def test_manifest_records_versions_settings_and_checksums(tiny):
         manifest = json.loads((root / domain / "manifest.json").read_text())
         assert top["domains"][domain]["sha256"] == sha256_file(root / domain / "manifest.json")
         assert manifest["fast_downward"] == fast_downward_version()
-        assert manifest["seed_scheme"] == datasets.SEED_SCHEME
+        assert manifest["seed_scheme"] == profiles.SEED_SCHEME
         assert manifest["splits"]["train"]["settings"]["time_limit"] == 30
         files = manifest["files"]
         on_disk = {p.relative_to(root).as_posix() for p in (root / domain).rglob("*")
@@ -510,7 +512,7 @@ def test_cli_verify_and_card(tiny, capsys, tmp_path):
 def test_cli_generate_end_to_end(tmp_path, capsys, monkeypatch):
     """The command line end to end (on the tiny profile, registered for the test): a split whose earlier splits
     are missing is refused with what to add; the whole domain; a rerun that skips it all."""
-    monkeypatch.setitem(datasets.PROFILES, "tiny", tiny_profile())
+    monkeypatch.setitem(profiles.PROFILES, "tiny", tiny_profile())
     out = tmp_path / "tiny"
     argv = ["data", "generate", "--domain", "gripper", "--profile", "tiny", "--out", str(out), "--quiet",
             "--sat-evaluations", "100"]

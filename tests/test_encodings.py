@@ -13,9 +13,10 @@ from tnlib.learning.encodings import (
     parse_atom, problem_objects,
 )
 from tnlib.planning.generators import generate
-from tnlib.data.labels import problem_atoms
+from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.search import random_walk_states
-from tnlib.planning.task import load_task, resolve_domain
+from tnlib.planning.task import load_task
+from tnlib.planning.pddl import resolve_domain
 
 
 @pytest.fixture(scope="module")

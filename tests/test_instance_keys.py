@@ -10,15 +10,14 @@ from collections import Counter
 import pytest
 
 import tnlib.data.instance_keys as keys_module
+from tnlib.data.attempt_selection import Draw, select_attempts
 from tnlib.data.instance_keys import (
-    Draw,
     ProblemAtoms,
     canonical_form,
     domain_duplicates,
     exact_key,
     instance_key,
     parse_problem,
-    select_attempts,
 )
 from tnlib.errors import InstanceKeyError
 from tnlib.planning.generators import generate

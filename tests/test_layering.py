@@ -153,3 +153,40 @@ def test_run_dir_is_learnings_run_folder_and_baseline_names():
     assert run_dir.RunDir is run_files.RunDir
     results = run_dir.ResultsDir("out")
     assert results.baseline_file("ferry", "ff") == run_files.baseline_file("out", "ferry", "ff")
+
+
+# data/'s writing wing: the modules that make a dataset or a plan set (and read only their own unfinished work).
+# Everything else in data/ reads finished datasets and must not import them.
+DATA_WRITING_WING = {"generation", "generation_status", "attempt_selection", "plan_set_generation", "labels",
+                     "solution_cache"}
+
+
+def data_wing_violations(root: Path = TNLIB) -> list[str]:
+    """One line per import of a writing-wing module of data/ by a module outside that wing, anywhere in tnlib
+    but the command line (which runs both)."""
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        if _part(module) == "cli" or (_part(module) == "data" and module.split(".")[-1] in DATA_WRITING_WING):
+            continue
+        for line, name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            names = name.split(".")
+            if len(names) > 2 and names[1] == "data" and names[2] in DATA_WRITING_WING:
+                problems.append(f"{path.relative_to(root.parent)}:{line}: imports {name}, which writes datasets")
+    return problems
+
+
+def test_what_reads_a_dataset_never_imports_what_writes_one():
+    problems = data_wing_violations()
+    assert not problems, "reading modules importing data/'s writing wing:\n" + "\n".join(problems)
+    present = {path.stem for path in (TNLIB / "data").glob("*.py")}
+    assert DATA_WRITING_WING <= present, f"no such data modules: {sorted(DATA_WRITING_WING - present)}"
+
+
+def test_the_wing_check_names_a_reader_importing_the_generator(tmp_path):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "data/manifest.py", "def f():\n    from tnlib.data.generation import params_label\n")
+    _write(root, "data/generation.py", "from tnlib.data.manifest import f\n")
+    assert data_wing_violations(root) == [
+        "tnlib/data/manifest.py:2: imports tnlib.data.generation, which writes datasets"]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import tnlib.planning.fast_downward as fast_downward
-from tnlib.data.generation import Profile, SplitGrid, combos, generate_dataset
-from tnlib.data.instance_keys import Draw, select_attempts
+from tnlib.data.generation import generate_dataset
+from tnlib.data.profiles import Profile, SplitGrid, combos
+from tnlib.data.attempt_selection import Draw, select_attempts
 from tnlib.data.manifest import cell_card, data_card
 from tnlib.errors import DatasetError
 
@@ -288,8 +289,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     one -- and changes no file, so it is safe beside a running generate."""
     import tnlib.planning.fast_downward as fd
     from tnlib.cli import main
-    from tnlib.data.generation import generation_status
-    from tnlib.data.manifest import status_card
+    from tnlib.data.generation_status import generation_status, status_card
 
     counting = interrupt_after(monkeypatch, fake_solve, 4)
     root = tmp_path / "root"

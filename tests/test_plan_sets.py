@@ -16,7 +16,8 @@ from tnlib.data.plan_sets import load_plan_set, optimal_verdict, taken_instance_
 from tnlib.errors import DatasetError
 from tnlib.io import read_json
 from tnlib.planning.plans import validate_plan
-from tnlib.planning.task import load_search_task, resolve_domain
+from tnlib.planning.task import load_search_task
+from tnlib.planning.pddl import resolve_domain
 
 SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
 

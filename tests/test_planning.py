@@ -14,7 +14,7 @@ from tnlib.data.loading import load_split
 from tnlib.learning.encodings import make_encoder
 from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
-from tnlib.planning.task import resolve_domain
+from tnlib.planning.pddl import resolve_domain
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
 from tnlib.planning.search import DISTINCT, PAPER
 

@@ -13,7 +13,8 @@ import pytest
 from planning_corpus import DATA, instance, problem_file, random_walk_states
 from tnlib.errors import TaskError
 from tnlib.paper import DOMAINS
-from tnlib.planning.task import load_task, parse_and_ground, resolve_domain, shipped_domains
+from tnlib.planning.task import load_task, parse_and_ground
+from tnlib.planning.pddl import resolve_domain, shipped_domains
 
 
 

@@ -6,17 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from tnlib.data.generation import PROFILES, generate_dataset
+from tnlib.data.generation import generate_dataset
+from tnlib.data.generation_status import status_card
 from tnlib.data.manifest import (
     cell_card,
     data_card,
     default_data_root,
     find_datasets,
-    status_card,
     verify_dataset,
 )
 from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
+from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import MANIFEST, PLAN_SETS, SPLITS
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS

@@ -231,7 +231,7 @@ def _plan_with_model(args, limit: int | None):
     Returns the search result and what the JSON record adds about the model."""
     from tnlib.experiments.run_dir import RunDir
     from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
-    from tnlib.planning.task import resolve_domain
+    from tnlib.planning.pddl import resolve_domain
 
     model = args.model
     if not model.exists():

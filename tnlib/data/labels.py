@@ -36,7 +36,8 @@ from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import plan_states, validate_plan
 from tnlib.planning.search import DISTINCT, gbfs
-from tnlib.planning.task import State, Task, load_task, resolve_domain
+from tnlib.planning.task import State, Task, load_task
+from tnlib.planning.pddl import problem_atoms
 
 ADMISSIBLE = ("blind", "hmax", "lmcut")
 DEFAULT_SAT_EVALUATIONS = MAX_EVALUATIONS  # the paper's per-problem evaluation limit, reused for h_sat's GBFS
@@ -54,24 +55,6 @@ class LabelTiming:
     @property
     def total(self) -> float:
         return self.ground + self.heuristics + self.h_sat
-
-
-def _atom(name: str, args: Sequence[str]) -> str:
-    return "(" + " ".join([name, *args]).lower() + ")"
-
-
-def problem_atoms(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> tuple[list[str], list[str]]:
-    """The problem's initial and goal atoms as lower-case ``(pred arg ...)`` strings, sorted (statics included)."""
-    from pyperplan.pddl.parser import Parser
-
-    from tnlib.planning.task import _quiet_pyperplan
-
-    parser = Parser(str(resolve_domain(domain_file)), str(problem_file))
-    with _quiet_pyperplan():
-        problem = parser.parse_problem(parser.parse_domain())
-    init = sorted({_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.initial_state})
-    goal = sorted({_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.goal})
-    return init, goal
 
 
 def task_from(task: Task, state: State) -> Task:
@@ -178,7 +161,6 @@ __all__ = [
     "DEFAULT_SAT_EVALUATIONS",
     "LabelTiming",
     "label_instance",
-    "problem_atoms",
     "satisficing_lengths",
     "task_from",
 ]

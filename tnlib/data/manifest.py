@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, MANIFEST, SPLITS, arrow_schema
+from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, LIMIT_HITS, MANIFEST, SPLITS, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
+from tnlib.data.profiles import params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
 from tnlib.errors import DatasetError
 from tnlib.io import read_json, sha256_file
@@ -231,7 +232,6 @@ def data_card(root: str | os.PathLike) -> str:
     cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
     Solve and label are the accepted attempts' parts; solve time is the planner's, reused solves included.
     """
-    from tnlib.data.generation import params_label
 
     root = Path(root)
     top = read_json(root / MANIFEST)
@@ -288,7 +288,6 @@ def data_card(root: str | os.PathLike) -> str:
 def out_of_reach_lines(domain: str, split: str, entry: dict) -> list[str]:
     """One Markdown line per cell of a split's manifest entry given up as out of reach: the limits, the split that
     found it, and the solve times of the attempts that hit the limit."""
-    from tnlib.data.generation import params_label
 
     settings, lines = entry["settings"], []
     for cell in entry.get("out_of_reach_cells", []):
@@ -304,83 +303,14 @@ def out_of_reach_lines(domain: str, split: str, entry: dict) -> list[str]:
     return lines
 
 
-def status_card(root: str | os.PathLike) -> str:
-    """Markdown: where each unfinished split under ``root`` stands (:func:`tnlib.data.generation.generation_status`),
-    per cell: slots, instances so far, slots left empty so far and why, the solves recorded (solved, at the limit)
-    with the planner's time on the solved ones, and the slots still open; then the cells already given up."""
-    from collections import Counter
-
-    from tnlib.data.generation import generation_status, params_label
-    from tnlib.data.instance_keys import LIMIT_HITS
-
-    root = Path(root)
-    entries = generation_status(root)
-    if not entries:
-        return f"{root}: no generation in progress (no work folder)"
-    lines: list[str] = []
-    for entry in entries:
-        domain, split, settings = entry["domain"], entry["split"], entry["settings"]
-        limit = f"{settings['time_limit']:g} s / {settings['memory_limit_mb']} MB"
-        rule = settings.get("out_of_reach_after")
-        head = f"{domain} {split} (limits {limit}{f', out of reach after {rule}' if rule else ''})"
-        if "waiting_for" in entry:
-            lines += [f"{head}: waits for {domain} {entry['waiting_for']}; {len(entry['attempts'])} solve(s) "
-                      "recorded", ""]
-            continue
-        selection, outcomes = entry["selection"], entry["attempts"]
-        cells: dict[str, dict] = {}
-        for choice in selection.choices:
-            cell = cells.setdefault(params_label(domain, choice.params), {
-                "slots": 0, "ok": 0, "open": 0, "empty": Counter(), "solved": [], "hits": 0})
-            cell["slots"] += 1
-            outcome = outcomes.get(choice.draw.seed) if choice.draw is not None else None
-            solved = outcome is not None and outcome["status"] == "solved"
-            if choice.status == "ok" or (choice.status == "pending" and solved):
-                cell["ok"] += 1
-            elif (choice.status == "pending" and choice.params in selection.out_of_reach
-                  and (choice.draw is None or outcome is not None)):
-                # its solve failed in a cell now given up: when its round ends, it is marked out of reach
-                cell["empty"]["out_of_reach"] += 1
-            elif choice.status == "pending":
-                cell["open"] += 1
-            else:
-                cell["empty"]["exhausted" if choice.status == "skipped" else choice.status] += 1
-        for seed, outcome in outcomes.items():
-            params = entry["seed_cells"].get(seed)
-            if params is None:
-                continue  # a solve the current selection no longer draws
-            cell = cells[params_label(domain, params)]
-            if outcome["status"] == "solved":
-                cell["solved"].append(outcome["solve_seconds"])
-            cell["hits"] += outcome["status"] in LIMIT_HITS
-        settled = sum(c["slots"] - c["open"] for c in cells.values())
-        total = sum(c["slots"] for c in cells.values())
-        lines += [f"{head}: {settled} of {total} slots settled, {len(outcomes)} solve(s) recorded, "
-                  f"{len(selection.needed)} to run next", "",
-                  "| cell | slots | instances so far | empty: exhausted / out of reach / failed | solves: solved / at "
-                  "the limit | solve s (median, max) | slots open |",
-                  "|---|---|---|---|---|---|---|"]
-        for label, cell in cells.items():
-            times = cell["solved"]
-            lines.append(f"| `{label}` | {cell['slots']} | {cell['ok']} | {_empty_counts(cell['empty'])} "
-                         f"| {len(times)} / {cell['hits']} | {_solve_range(times)} | {cell['open']} |")
-        given_up = out_of_reach_lines(domain, split, {"settings": settings,
-                                                      "out_of_reach_cells": selection.out_of_reach_cells()})
-        if given_up:
-            given_up = ["In a cell given up, a slot whose solve failed counts as out of reach above; the selection "
-                        "marks it when its round ends, so the lines below may count fewer so far.", "", *given_up]
-        lines += ["", *(given_up or ["No cell given up so far."]), ""]
-    return "\n".join(lines).rstrip()
-
-
-def _solve_range(seconds: list[float]) -> str:
+def format_solve_range(seconds: list[float]) -> str:
     """A cell card's solve-time column: median and max, or "-" when nothing was solved."""
     from statistics import median
 
     return f"{median(seconds):.1f}, {max(seconds):.1f}" if seconds else "-"
 
 
-def _empty_counts(empty: Mapping[str, int]) -> str:
+def format_empty_counts(empty: Mapping[str, int]) -> str:
     """A cell card's empty-slots column: exhausted / out of reach / failed."""
     return " / ".join(str(empty.get(k, 0)) for k in ("exhausted", "out_of_reach", "failed"))
 
@@ -399,8 +329,6 @@ def cell_card(root: str | os.PathLike, domains: list[str] | None = None) -> str:
     solved, the slots left empty and why (exhausted: no new instance to draw; out of reach: given up at the
     split's limits; failed: attempts ran out), the planner's time on the kept instances (median, max), and the
     attempts that hit the time or memory limit."""
-    from tnlib.data.generation import params_label
-    from tnlib.data.instance_keys import LIMIT_HITS
 
     root = Path(root)
     top = read_json(root / MANIFEST)
@@ -434,7 +362,7 @@ def cell_card(root: str | os.PathLike, domains: list[str] | None = None) -> str:
                 if not cell["slots"]:
                     continue  # a plan split's count can stop before the grid's last cells
                 times = cell["times"]
-                solve, empty = _solve_range(times), _empty_counts(cell["empty"])
+                solve, empty = format_solve_range(times), format_empty_counts(cell["empty"])
                 lines.append(f"| {domain} | {split} | `{label}` | {cell['slots']} | {len(times)} | {empty} | {solve} "
                              f"| {cell['hits']} | {limit} |")
     return "\n".join(lines)

@@ -4,7 +4,7 @@
 test splits. The slots are the profile's ``plan`` slots (grid ``test``: the paper's test grid, every cell for seed
 number 1, then 2, ..., the first 100) or the first 100 of :data:`tnlib.paper.AUTHORS_PLAN_GRID` (grid
 ``authors``). Each slot's attempts use the labelled plan split's generator seeds
-(:func:`tnlib.data.generation.generator_seed` with split ``plan``), so where that split solved a draw the two hold
+(:func:`tnlib.data.profiles.generator_seed` with split ``plan``), so where that split solved a draw the two hold
 the same problem, and its recorded optimal solves (successes and time-outs with their limits) come along. An
 attempt is rejected when its goal holds initially (trivial) or it repeats, up to renaming objects, an instance
 of train, val or test or an earlier instance of the set; the slot then moves to its next attempt, up to
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tnlib.data.generation import SplitGrid, generator_seed, get_profile, params_label
+from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, parse_problem
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
 from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT
@@ -86,7 +86,8 @@ def run_solve(job: SolveJob) -> dict:
     """A JSON-ready outcome of one :class:`SolveJob` (never raises: an exception is status ``exception``)."""
     from tnlib.planning import fast_downward
     from tnlib.planning.plans import validate_plan
-    from tnlib.planning.task import load_search_task, resolve_domain
+    from tnlib.planning.task import load_search_task
+    from tnlib.planning.pddl import resolve_domain
 
     outcome: dict = {"instance": job.name, "kind": job.kind, "time_limit": job.time_limit,
                      "memory_limit_mb": job.memory_limit_mb}

@@ -30,6 +30,12 @@ FORMAT = "tnlib-heuristic-dataset"
 FORMAT_VERSION = 2  # 2: instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
 SPLITS = ("train", "val", "test", "plan")
 MANIFEST = "manifest.json"
+# Where an unfinished generation keeps its per-attempt work files, under each domain folder (removed when a split
+# is consolidated).
+WORK = ".work"
+# Solve outcomes that mean "not within the split's limits" (tnlib.planning.fast_downward statuses): what the
+# attempt selection's out-of-reach rule counts, and the cell card reports.
+LIMIT_HITS = ("timeout", "out_of_memory")
 DEFAULT_PROFILE = "small"
 
 # Label-free plan sets (tnlib.data.plan_sets reads them, tnlib.data.plan_set_generation writes them): problem files

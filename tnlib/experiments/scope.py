@@ -244,7 +244,7 @@ def sizes_text(domain: str, params: Iterable[dict]) -> str:
 
 def _paper_test(domain: str) -> tuple[int, str]:
     """The paper profile's test split of ``domain``: (instances, sizes)."""
-    from tnlib.data.generation import PROFILES
+    from tnlib.data.profiles import PROFILES
 
     grid = PROFILES["paper"].grid(domain, "test")
     return len(grid.slots()), sizes_text(domain, [dict(combo) for combo in grid.combos])
@@ -262,7 +262,7 @@ def authors_plan_grid(domain: str) -> tuple[str, str] | None:
     """(the grid the authors' scripts drew the paper's plan instances from, the appendix's test grid) of
     ``domain`` as text (:data:`tnlib.paper.AUTHORS_PLAN_GRID`; the ``paper`` profile), or None for a domain the
     paper did not plan on."""
-    from tnlib.data.generation import PROFILES
+    from tnlib.data.profiles import PROFILES
 
     if domain not in AUTHORS_PLAN_GRID:
         return None

@@ -132,7 +132,7 @@ class Sweep:
                 values[name] = value = None
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{name} must be None, 'all' or an integer >= 1, got {value!r}")
-        from tnlib.data.generation import PROFILES
+        from tnlib.data.profiles import PROFILES
 
         if values["data_profile"] not in PROFILES:
             raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
@@ -330,9 +330,9 @@ class Sweep:
         """What of the data this sweep reads is not there: (dataset root, missing, out of reach). ``missing``:
         domains or splits that were never generated (``"ferry/test"``, ``"blocksworld (all splits)"``); ``out of
         reach``: one line per split whose generation gave up cells at its solver limits
-        (:func:`tnlib.data.instance_keys.select_attempts`), naming the cells, the limits and the empty slots.
+        (:func:`tnlib.data.attempt_selection.select_attempts`), naming the cells, the limits and the empty slots.
         Raises DatasetError when there is no dataset at all."""
-        from tnlib.data.generation import params_label
+        from tnlib.data.profiles import params_label
         from tnlib.data.manifest import dataset_root
         from tnlib.data.schema import MANIFEST
         from tnlib.io import read_json
@@ -360,7 +360,7 @@ class Sweep:
 
     def data_lines(self) -> list[str]:
         """The banner's lines on the data: what a run would lack, before it starts."""
-        from tnlib.data.generation import WORK
+        from tnlib.data.schema import WORK
         from tnlib.errors import DatasetError
 
         try:

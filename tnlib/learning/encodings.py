@@ -34,7 +34,15 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from tnlib.planning.task import load_task, resolve_domain
+from tnlib.planning.task import load_task
+from tnlib.planning.pddl import (
+    format_atom,
+    parse_atom,
+    parse_domain,
+    parse_problem,
+    quiet_pyperplan,
+    resolve_domain,
+)
 
 NLM_BREADTH = 3
 
@@ -136,14 +144,6 @@ class Encoder:
 # Atoms and PDDL structure
 
 
-def parse_atom(atom: str) -> tuple[str, tuple[str, ...]]:
-    """``"(on b1 b2)" -> ("on", ("b1", "b2"))`` (case-insensitive, any whitespace)."""
-    parts = atom.strip().lower().strip("()").split()
-    if not parts:
-        raise ValueError(f"malformed atom {atom!r}")
-    return parts[0], tuple(parts[1:])
-
-
 def normalize_atom(atom: str) -> str:
     name, args = parse_atom(atom)
     return "(" + " ".join((name,) + args) + ")"
@@ -165,20 +165,12 @@ class DomainSignature:
         return max(self.arities.values(), default=0)
 
 
-def _parse_pddl(domain_file: Path, problem_file: Path | None = None):
-    from pyperplan.pddl.parser import Parser
-
-    parser = Parser(str(domain_file), str(problem_file) if problem_file else None)
-    domain = parser.parse_domain()
-    problem = parser.parse_problem(domain) if problem_file else None
-    return domain, problem
-
-
 @lru_cache(maxsize=None)
 def domain_signature(domain: str) -> DomainSignature:
     """The :class:`DomainSignature` of a shipped domain key or a domain file."""
     path = resolve_domain(domain)
-    parsed, _ = _parse_pddl(path)
+    with quiet_pyperplan():
+        parsed = parse_domain(path)
     arities = {name.lower(): len(pred.signature) for name, pred in parsed.predicates.items()}
     changed = set()
     for action in parsed.actions.values():
@@ -198,12 +190,11 @@ class ProblemObjects:
 @lru_cache(maxsize=4096)
 def problem_objects(domain: str, problem_file: str) -> ProblemObjects:
     signature = domain_signature(domain)
-    _, problem = _parse_pddl(resolve_domain(domain), Path(problem_file))
+    with quiet_pyperplan():
+        problem = parse_problem(Path(problem_file), parse_domain(resolve_domain(domain)))
     objects = tuple(name.lower() for name in problem.objects)
-    static = tuple(sorted(
-        "(" + " ".join([atom.name.lower()] + [arg[0].lower() for arg in atom.signature]) + ")"
-        for atom in problem.initial_state if atom.name.lower() in signature.static
-    ))
+    static = tuple(sorted(format_atom(atom.name, [arg[0] for arg in atom.signature])
+                          for atom in problem.initial_state if atom.name.lower() in signature.static))
     return ProblemObjects(objects, static)
 
 

@@ -29,7 +29,7 @@ from tnlib.io import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
-from tnlib.data.labels import problem_atoms
+from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.search import DISTINCT, PAPER, SearchResult, gbfs
 from tnlib.planning.task import domain_name, load_search_task
 
@@ -206,7 +206,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     are kept (resuming an interrupted split plans only what is missing)."""
     from tqdm.auto import tqdm
 
-    from tnlib.planning.task import resolve_domain
+    from tnlib.planning.pddl import resolve_domain
 
     domain_file = resolve_domain(domain)
     instances = table.instances()[:limit]

@@ -141,7 +141,7 @@ def _resolve_domain(domain: str | os.PathLike) -> Path:
     """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.planning.task's rules)."""
     # Imported here: tnlib.planning.task pulls in numba, which every `tnlib` command would otherwise pay for at start-up.
     from tnlib.errors import TaskError
-    from tnlib.planning.task import resolve_domain
+    from tnlib.planning.pddl import resolve_domain
 
     try:
         return resolve_domain(domain)

@@ -18,161 +18,24 @@ Use :meth:`Task.state_to_facts` / :meth:`Task.facts_to_state` to convert to and 
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 from numba import njit
 
 from tnlib.errors import TaskError
+from tnlib.planning.pddl import (
+    describe_pyperplan_error,
+    parse_domain,
+    parse_problem,
+    quiet_pyperplan,
+    resolve_domain,
+)
 
 State = bytes
-
-# pyperplan implements STRIPS with types; anything else it would misread or reject deep inside the parser.
-SUPPORTED_REQUIREMENTS = frozenset({"strips", "typing"})
-
-DOMAINS_DIR = Path(__file__).resolve().parent / "domains"
-
-
-def shipped_domains() -> list[str]:
-    """Keys of the domains shipped in ``tnlib/planning/domains`` (e.g. ``blocksworld``)."""
-    return sorted(p.parent.name for p in DOMAINS_DIR.glob("*/domain.pddl"))
-
-
-def resolve_domain(name_or_path: str | os.PathLike) -> Path:
-    """Return the domain file for a shipped domain key (``blocksworld``, ...) or an existing path.
-
-    A path that exists wins over a key of the same name. Raises :class:`TaskError` for neither.
-    """
-    path = Path(name_or_path)
-    if path.is_file():
-        return path
-    if path.is_dir() and (path / "domain.pddl").is_file():
-        return path / "domain.pddl"
-    key = str(name_or_path)
-    shipped = DOMAINS_DIR / key / "domain.pddl"
-    if os.sep not in key and shipped.is_file():
-        return shipped
-    raise TaskError(
-        f"{key}: no such domain file and not a shipped domain (shipped: {', '.join(shipped_domains())})"
-    )
-
-
-@contextmanager
-def _quiet_pyperplan() -> Iterator[None]:
-    """Silence pyperplan's root-logger messages without configuring logging for the user.
-
-    ``logging.info`` on an unconfigured root logger calls ``basicConfig`` (installing a stderr handler for the
-    whole process); a temporary NullHandler prevents that, and ``logging.disable`` drops the records.
-    """
-    root = logging.getLogger()
-    guard = logging.NullHandler()
-    root.addHandler(guard)
-    previous = root.manager.disable
-    logging.disable(logging.INFO)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
-        root.removeHandler(guard)
-
-
-def _holds_pddl(path: Path) -> bool:
-    """Whether the file has anything but whitespace and ``;`` comments."""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return any(line.split(";", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return True
-
-
-def _malformed(path: Path, what: str, err: BaseException) -> str:
-    """The message for a file pyperplan's parser rejects. Its lexer raises a bare StopIteration when the tokens run
-    out: for a file with no PDDL at all, say it is empty."""
-    if isinstance(err, StopIteration):
-        if not _holds_pddl(path):
-            return f"{path}: the {what} file is empty (no PDDL in it)"
-        return f"{path}: malformed PDDL {what}: it ends before the definition is complete"
-    return f"{path}: malformed PDDL {what}: {_describe(err)}"
-
-
-def _describe(err: BaseException) -> str:
-    if isinstance(err, SystemExit):
-        return f"the parser gave up (exit status {err.code})"
-    text = str(err).strip() or type(err).__name__
-    return text
-
-
-def _parse_domain(domain_file: Path):
-    from pyperplan.pddl import parser as pp
-
-    try:
-        with open(domain_file, encoding="utf-8") as fh:
-            ast = pp.parse_domain_def(pp.parse_lisp_iterator(fh))
-    except OSError as err:
-        raise TaskError(f"{domain_file}: cannot read domain file ({err.strerror or err})") from None
-    except (Exception, SystemExit) as err:  # noqa: BLE001 - pyperplan raises anything, even SystemExit
-        raise TaskError(_malformed(domain_file, "domain", err)) from None
-    if ast.requirements is not None:
-        unknown = sorted(k.name for k in ast.requirements.keywords if k.name not in SUPPORTED_REQUIREMENTS)
-        if unknown:
-            raise TaskError(
-                f"{domain_file}: unsupported requirement(s) {', '.join(':' + r for r in unknown)}"
-                f" (supported: {', '.join(':' + r for r in sorted(SUPPORTED_REQUIREMENTS))})"
-            )
-    try:
-        visitor = pp.TraversePDDLDomain()
-        ast.accept(visitor)
-        return visitor.domain
-    except (Exception, SystemExit) as err:  # noqa: BLE001
-        raise TaskError(f"{domain_file}: invalid PDDL domain: {_describe(err)}") from None
-
-
-def _parse_problem(problem_file: Path, domain):
-    from pyperplan.pddl import parser as pp
-
-    try:
-        with open(problem_file, encoding="utf-8") as fh:
-            ast = pp.parse_problem_def(pp.parse_lisp_iterator(fh))
-    except OSError as err:
-        raise TaskError(f"{problem_file}: cannot read problem file ({err.strerror or err})") from None
-    except (Exception, SystemExit) as err:  # noqa: BLE001
-        raise TaskError(_malformed(problem_file, "problem", err)) from None
-    if ast.domainName != domain.name:
-        raise TaskError(
-            f"{problem_file}: problem is for domain '{ast.domainName}' but the domain file defines '{domain.name}'"
-        )
-    try:
-        visitor = pp.TraversePDDLProblem(domain)
-        ast.accept(visitor)
-        problem = visitor.get_problem()
-    except (Exception, SystemExit) as err:  # noqa: BLE001
-        raise TaskError(f"{problem_file}: problem does not match its domain: {_describe(err)}") from None
-    _check_problem_atoms(problem_file, problem)
-    return problem
-
-
-def _check_problem_atoms(problem_file: Path, problem) -> None:
-    """Checks pyperplan skips: init predicates and arities, goal objects."""
-    domain = problem.domain
-    known_objects = set(problem.objects) | set(domain.constants)
-    for section, atoms in (("init", problem.initial_state), ("goal", problem.goal)):
-        for atom in atoms:
-            predicate = domain.predicates.get(atom.name)
-            if predicate is None:
-                raise TaskError(f"{problem_file}: undeclared predicate '{atom.name}' in {section}")
-            if len(atom.signature) != len(predicate.signature):
-                raise TaskError(
-                    f"{problem_file}: predicate '{atom.name}' takes {len(predicate.signature)} argument(s),"
-                    f" {len(atom.signature)} given in {section}"
-                )
-            for obj, _types in atom.signature:
-                if obj not in known_objects:
-                    raise TaskError(f"{problem_file}: undeclared object '{obj}' in {section} atom '{atom.name}'")
-
 
 def _csr(groups: Sequence[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
     start = np.zeros(len(groups) + 1, dtype=np.int32)
@@ -410,13 +273,13 @@ def parse_and_ground(
     from pyperplan import grounding
 
     domain_path, problem_path = Path(domain_file), Path(problem_file)
-    with _quiet_pyperplan():
-        domain = _parse_domain(domain_path)
-        problem = _parse_problem(problem_path, domain)
+    with quiet_pyperplan():
+        domain = parse_domain(domain_path)
+        problem = parse_problem(problem_path, domain)
         try:
             grounded = grounding.ground(problem, True, remove_irrelevant_operators)
         except (Exception, SystemExit) as err:  # noqa: BLE001
-            raise TaskError(f"{problem_path}: grounding failed: {_describe(err)}") from None
+            raise TaskError(f"{problem_path}: grounding failed: {describe_pyperplan_error(err)}") from None
     grounded.domain_name = domain.name
     return grounded
 
@@ -424,15 +287,15 @@ def parse_and_ground(
 def check_pddl(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> None:
     """Parse a domain (file or shipped key) and a problem without grounding them: a :class:`TaskError` naming the
     file for unreadable, malformed or mismatched PDDL (what ``tnlib solve`` checks before calling Fast Downward)."""
-    with _quiet_pyperplan():
-        _parse_problem(Path(problem_file), _parse_domain(resolve_domain(domain_file)))
+    with quiet_pyperplan():
+        parse_problem(Path(problem_file), parse_domain(resolve_domain(domain_file)))
 
 
 def domain_name(domain_file: str | os.PathLike) -> str:
     """The name a domain file (or a shipped domain key) defines, as pyperplan reads ``(define (domain NAME) ...)``:
     what a problem's ``(:domain NAME)`` and a grounded :class:`Task`'s ``domain_name`` are compared with."""
-    with _quiet_pyperplan():
-        return _parse_domain(resolve_domain(domain_file)).name
+    with quiet_pyperplan():
+        return parse_domain(resolve_domain(domain_file)).name
 
 
 def load_search_task(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> Task:

@@ -1,0 +1,180 @@
+"""PDDL files: where a domain file is, and reading domains, problems and atoms with pyperplan's parser.
+
+Every part of tnlib that reads PDDL goes through here: :func:`parse_domain` and :func:`parse_problem` turn a
+malformed, unreadable or mismatched file into one :class:`TaskError` line that names it (pyperplan itself raises
+anything, even SystemExit), :func:`problem_atoms` lists a problem's initial and goal atoms, and :func:`parse_atom`
+splits an atom string. Grounding and compiling to arrays are :mod:`tnlib.planning.task`'s.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from tnlib.errors import TaskError
+
+# pyperplan implements STRIPS with types; anything else it would misread or reject deep inside the parser.
+SUPPORTED_REQUIREMENTS = frozenset({"strips", "typing"})
+
+DOMAINS_DIR = Path(__file__).resolve().parent / "domains"
+
+
+def shipped_domains() -> list[str]:
+    """Keys of the domains shipped in ``tnlib/planning/domains`` (e.g. ``blocksworld``)."""
+    return sorted(p.parent.name for p in DOMAINS_DIR.glob("*/domain.pddl"))
+
+
+def resolve_domain(name_or_path: str | os.PathLike) -> Path:
+    """Return the domain file for a shipped domain key (``blocksworld``, ...) or an existing path.
+
+    A path that exists wins over a key of the same name. Raises :class:`TaskError` for neither.
+    """
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "domain.pddl").is_file():
+        return path / "domain.pddl"
+    key = str(name_or_path)
+    shipped = DOMAINS_DIR / key / "domain.pddl"
+    if os.sep not in key and shipped.is_file():
+        return shipped
+    raise TaskError(
+        f"{key}: no such domain file and not a shipped domain (shipped: {', '.join(shipped_domains())})"
+    )
+
+
+@contextmanager
+def quiet_pyperplan() -> Iterator[None]:
+    """Silence pyperplan's root-logger messages without configuring logging for the user.
+
+    ``logging.info`` on an unconfigured root logger calls ``basicConfig`` (installing a stderr handler for the
+    whole process); a temporary NullHandler prevents that, and ``logging.disable`` drops the records.
+    """
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    previous = root.manager.disable
+    logging.disable(logging.INFO)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+        root.removeHandler(guard)
+
+
+def _holds_pddl(path: Path) -> bool:
+    """Whether the file has anything but whitespace and ``;`` comments."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return any(line.split(";", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return True
+
+
+def _malformed(path: Path, what: str, err: BaseException) -> str:
+    """The message for a file pyperplan's parser rejects. Its lexer raises a bare StopIteration when the tokens run
+    out: for a file with no PDDL at all, say it is empty."""
+    if isinstance(err, StopIteration):
+        if not _holds_pddl(path):
+            return f"{path}: the {what} file is empty (no PDDL in it)"
+        return f"{path}: malformed PDDL {what}: it ends before the definition is complete"
+    return f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}"
+
+
+def describe_pyperplan_error(err: BaseException) -> str:
+    if isinstance(err, SystemExit):
+        return f"the parser gave up (exit status {err.code})"
+    text = str(err).strip() or type(err).__name__
+    return text
+
+
+def parse_domain(domain_file: Path):
+    from pyperplan.pddl import parser as pp
+
+    try:
+        with open(domain_file, encoding="utf-8") as fh:
+            ast = pp.parse_domain_def(pp.parse_lisp_iterator(fh))
+    except OSError as err:
+        raise TaskError(f"{domain_file}: cannot read domain file ({err.strerror or err})") from None
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - pyperplan raises anything, even SystemExit
+        raise TaskError(_malformed(domain_file, "domain", err)) from None
+    if ast.requirements is not None:
+        unknown = sorted(k.name for k in ast.requirements.keywords if k.name not in SUPPORTED_REQUIREMENTS)
+        if unknown:
+            raise TaskError(
+                f"{domain_file}: unsupported requirement(s) {', '.join(':' + r for r in unknown)}"
+                f" (supported: {', '.join(':' + r for r in sorted(SUPPORTED_REQUIREMENTS))})"
+            )
+    try:
+        visitor = pp.TraversePDDLDomain()
+        ast.accept(visitor)
+        return visitor.domain
+    except (Exception, SystemExit) as err:  # noqa: BLE001
+        raise TaskError(f"{domain_file}: invalid PDDL domain: {describe_pyperplan_error(err)}") from None
+
+
+def parse_problem(problem_file: Path, domain):
+    from pyperplan.pddl import parser as pp
+
+    try:
+        with open(problem_file, encoding="utf-8") as fh:
+            ast = pp.parse_problem_def(pp.parse_lisp_iterator(fh))
+    except OSError as err:
+        raise TaskError(f"{problem_file}: cannot read problem file ({err.strerror or err})") from None
+    except (Exception, SystemExit) as err:  # noqa: BLE001
+        raise TaskError(_malformed(problem_file, "problem", err)) from None
+    if ast.domainName != domain.name:
+        raise TaskError(
+            f"{problem_file}: problem is for domain '{ast.domainName}' but the domain file defines '{domain.name}'"
+        )
+    try:
+        visitor = pp.TraversePDDLProblem(domain)
+        ast.accept(visitor)
+        problem = visitor.get_problem()
+    except (Exception, SystemExit) as err:  # noqa: BLE001
+        raise TaskError(f"{problem_file}: problem does not match its domain: {describe_pyperplan_error(err)}") from None
+    _check_problem_atoms(problem_file, problem)
+    return problem
+
+
+def _check_problem_atoms(problem_file: Path, problem) -> None:
+    """Checks pyperplan skips: init predicates and arities, goal objects."""
+    domain = problem.domain
+    known_objects = set(problem.objects) | set(domain.constants)
+    for section, atoms in (("init", problem.initial_state), ("goal", problem.goal)):
+        for atom in atoms:
+            predicate = domain.predicates.get(atom.name)
+            if predicate is None:
+                raise TaskError(f"{problem_file}: undeclared predicate '{atom.name}' in {section}")
+            if len(atom.signature) != len(predicate.signature):
+                raise TaskError(
+                    f"{problem_file}: predicate '{atom.name}' takes {len(predicate.signature)} argument(s),"
+                    f" {len(atom.signature)} given in {section}"
+                )
+            for obj, _types in atom.signature:
+                if obj not in known_objects:
+                    raise TaskError(f"{problem_file}: undeclared object '{obj}' in {section} atom '{atom.name}'")
+
+
+def parse_atom(atom: str) -> tuple[str, tuple[str, ...]]:
+    """``"(on b1 b2)" -> ("on", ("b1", "b2"))`` (case-insensitive, any whitespace)."""
+    parts = atom.strip().lower().strip("()").split()
+    if not parts:
+        raise ValueError(f"malformed atom {atom!r}")
+    return parts[0], tuple(parts[1:])
+
+
+def format_atom(name: str, args: Sequence[str]) -> str:
+    """``("on", ("b1", "b2")) -> "(on b1 b2)"``, lower case: the form datasets and models store atoms in."""
+    return "(" + " ".join([name, *args]).lower() + ")"
+
+
+def problem_atoms(domain_file: str | os.PathLike, problem_file: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """The problem's initial and goal atoms as lower-case ``(pred arg ...)`` strings, sorted (statics included).
+    ``domain_file`` may be a shipped domain key."""
+    with quiet_pyperplan():
+        problem = parse_problem(Path(problem_file), parse_domain(resolve_domain(domain_file)))
+    init = sorted({format_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.initial_state})
+    goal = sorted({format_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.goal})
+    return init, goal
