@@ -146,11 +146,11 @@ def test_the_check_allows_own_and_lower_stages_and_names_an_unranked_module(tmp_
                                          "RANKS; place it there"]
 
 
-def test_run_dir_is_learnings_run_folder_and_baseline_names():
+def test_a_results_folder_names_baselines_as_the_learning_stage_writes_them():
     from tnlib.experiments import run_dir
     from tnlib.learning import run_files
 
-    assert run_dir.RunDir is run_files.RunDir
+    assert "RunDir" not in run_dir.__all__  # one import path: tnlib.learning.run_files
     results = run_dir.ResultsDir("out")
     assert results.baseline_file("ferry", "ff") == run_files.baseline_file("out", "ferry", "ff")
 

@@ -287,8 +287,8 @@ def test_table2_refuses_to_pool_runs_that_differ_in_more_than_the_seed(tmp_path)
         (folder / "config.json").write_text(json.dumps(dict(
             domain="ferry", model="nlm", distribution="TN", sigma="learn", residual="ff", lower_bound="lmcut",
             seed=seed, sigma_link=link)))
-        (folder / "planning-default.jsonl").write_text(json.dumps({"problem": "p.pddl", "solved": True,
-                                                                   "evaluations": 9}) + "\n")
+        (folder / "planning-default.jsonl").write_text(json.dumps({"problem": "p.pddl", "protocol": PAPER,
+                                                                   "solved": True, "evaluations": 9}) + "\n")
     with pytest.raises(ValueError, match="Table 2 cell ferry nlm TN learn/ff .*sigma_link"):
         render_table2(tmp_path)
     (tmp_path / "b0" / "planning-default.jsonl").unlink()
@@ -319,16 +319,16 @@ def test_table2_layout_and_bold(tmp_path):
         (folder / "config.json").write_text(json.dumps(config))
         with (folder / f"planning-{estimate}.jsonl").open("w") as f:
             for i, (solved, evaluations) in enumerate(results):
-                f.write(json.dumps({"problem": f"p{i}.pddl", "solved": solved, "evaluations": evaluations}) + "\n")
+                f.write(json.dumps({"problem": f"p{i}.pddl", "protocol": DISTINCT, "solved": solved,
+                                    "evaluations": evaluations}) + "\n")
 
     run("a0", "ferry", "learn", "ff", "TN", 0, [(True, 100), (True, 200)])
     run("a1", "ferry", "learn", "ff", "TN", 1, [(True, 300), (True, 400)])
     run("b0", "ferry", "learn", "ff", "N", 0, [(True, 100), (False, 50)])
     run("b0", "ferry", "learn", "ff", "N", 0, [(True, 100), (True, 50)], estimate="clip")
     (tmp_path / "baseline-ferry-ff.jsonl").write_text(
-        json.dumps({"problem": "p0.pddl", "solved": True, "evaluations": 7}) + "\n")
+        json.dumps({"problem": "p0.pddl", "protocol": DISTINCT, "solved": True, "evaluations": 7}) + "\n")
     table = render_table2(tmp_path)
-    # records without a protocol field predate protocols: distinct-state counting
     assert table.splitlines()[0] == "GBFS counting protocol: distinct; at most 10,000 evaluations"
     coverage, evaluations = table.split("**Average node evaluations")
     ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")

@@ -347,7 +347,7 @@ def test_model_selection_validates_on_the_val_rows_that_are_no_train_pair(tmp_pa
     assert min(c["val_mse"] for c in curves(run)) == checkpoint["val_mse"]
 
 
-def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout(tmp_path, items):
+def test_checkpoints_spell_out_the_nlm_layout_they_were_trained_with(tmp_path, items):
     from nlm_reference import nlm_reference_forward
     from tnlib.learning.encodings import NLMEncoder
 
@@ -357,22 +357,15 @@ def test_checkpoints_record_the_nlm_layout_and_old_ones_load_with_the_old_layout
     # the defaults are spelled out in the checkpoint: a later change of default does not change what it rebuilds
     assert checkpoint["model_kwargs"]["layout"] == "authors" and checkpoint["model_kwargs"]["exclude_self"] is False
     assert model.layout == "authors" and model.readout is None
-    # a checkpoint without a layout in its arguments loads as the paper-text NLM it was trained as: depth sigmoid
-    # layers, a readout, reductions skipping the kept objects
-    old_run = train(config(tmp_path, model="nlm", run_name="old", steps=4, model_args={"depth": 3, "layout": "paper-text",
-                                                                          "exclude_self": True}), data, data)
-    old = torch.load(old_run / "best.pt", weights_only=False)
-    for key in ("layout", "exclude_self", "prune", "width"):  # what the earlier checkpoints did not record
-        old["model_kwargs"].pop(key)
-    old["config"]["model_args"] = {"depth": 3}
-    torch.save(old, tmp_path / "old.pt")
-    loaded, _, _, _ = load_checkpoint(tmp_path / "old.pt")
+    text_run = train(config(tmp_path, model="nlm", run_name="text", steps=4,
+                            model_args={"depth": 3, "layout": "paper-text", "exclude_self": True}), data, data)
+    loaded, _, _, _ = load_checkpoint(text_run)
     assert (loaded.layout, loaded.exclude_self, len(loaded.layers)) == ("paper-text", True, 3)
     encoder = NLMEncoder("blocksworld")
     batch = encoder.collate([encoder.encode(item) for item in data[:8]])
     with torch.no_grad():
         torch.testing.assert_close(loaded(batch.inputs), nlm_reference_forward(loaded, batch.inputs))
-        assert (loaded(batch.inputs) - model(batch.inputs)).abs().max() > 1e-3  # not the new layout's model
+        assert (loaded(batch.inputs) - model(batch.inputs)).abs().max() > 1e-3  # not the authors' layout's model
 
 
 def test_resume_refuses_a_run_of_another_nlm_layout(tmp_path, items):

@@ -229,7 +229,7 @@ def _plan_with_model(args, limit: int | None):
     """GBFS with a trained model, by the path Table 2's planning stage takes (a :class:`LearnedHeuristic` for the
     problem, :func:`tnlib.learning.learned_heuristic.search_problem`, which validates the plan it returns).
     Returns the search result and what the JSON record adds about the model."""
-    from tnlib.experiments.run_dir import RunDir
+    from tnlib.learning.run_files import RunDir
     from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
     from tnlib.planning.pddl import resolve_domain
 

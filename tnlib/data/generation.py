@@ -281,7 +281,7 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
     return settings
 
 
-def plan_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
+def prepare_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
     """Prepare one split: None when it is already complete with the same settings; raises DatasetError when the
     folder holds it (complete or in progress) with other settings and ``force`` is off. Attempts an interrupted
     run under the same settings finished are read back from the work folder, with ``force`` too."""
@@ -420,7 +420,7 @@ def generate_dataset(
                 "sat_max_evaluations": sat_max_evaluations,
                 "out_of_reach_after": out_of_reach_after,
             }
-            sp = plan_split(root, profile, domain, split, overrides, force)
+            sp = prepare_split(root, profile, domain, split, overrides, force)
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
             else:

@@ -252,7 +252,7 @@ def data_card(root: str | os.PathLike) -> str:
             )
             counts = entry["counts"]
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
-            # datasets of format 1 predate the duplicate rule: "-"
+            # a format-1 dataset has no duplicate rule, so no count: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
                           if "duplicates_rejected" in counts else "-")
             pairs = entry.get(PAIRS_RECORD)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.run_dir import ResultsDir
+from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import paired_differences, render_paired, write_seed_csv
 from tnlib.io import atomic_write_text
 from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS

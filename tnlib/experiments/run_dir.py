@@ -1,13 +1,12 @@
-"""The files of a results folder; with the run folder's files (:mod:`tnlib.learning.run_files`) re-exported.
+"""The files of a results folder (the run folder's own files are :mod:`tnlib.learning.run_files`'s).
 
 A results folder (a sweep's ``out_dir``) holds run folders (:class:`RunDir`), ``sweep.json`` (the sweep) and
 ``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a symbolic heuristic over the plan split).
 
 The files inside a run folder, and the baseline files, are written by the learning stage (training, evaluation,
 learned_heuristic), so their names live in :mod:`tnlib.learning.run_files`: a stage imports only the stages below
-it, and a file name has one home. ``RunDir`` here is that same class, re-exported so that
-``tnlib.experiments.run_dir.RunDir`` keeps working; this module adds only what experiments owns -- finding run
-folders, metrics, planning and baseline files in a results folder, and the sweep's own file.
+it, and a file name has one home. This module adds only what experiments owns -- finding run folders, metrics,
+planning and baseline files in a results folder, and the sweep's own file.
 """
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from tnlib.learning.run_files import BASELINE, PLANNING, RunDir, baseline_file
 
-__all__ = ["ResultsDir", "RunDir"]
+__all__ = ["ResultsDir"]
 
 
 class ResultsDir:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.run_dir import ResultsDir
+from tnlib.learning.run_files import RunDir
 from tnlib.io import read_json, read_jsonl
 from tnlib.paper import (
     AUTHORS_FIXED_SIGMA,

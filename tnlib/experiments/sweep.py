@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.executors import run_jobs
-from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.run_dir import ResultsDir
+from tnlib.learning.run_files import RunDir
 from tnlib.experiments.scope import percent
 from tnlib.io import shown_path
 from tnlib.paper import (
     BATCH_SIZE,
     DISTRIBUTIONS,
     DOMAINS,
+    EVAL_EVERY,
     GPU_HOURS_PER_RUN,
     MAIN_TABLES_MODEL,
     MAX_EVALUATIONS,
@@ -41,9 +43,6 @@ from tnlib.paper import (
     TRAIN_STEPS,
 )
 
-# How often to validate (and so how finely the best-validation-MSE checkpoint is chosen): the paper does not say.
-# Every 1,000 of its 40,000 steps gives 40 points per training curve.
-EVAL_EVERY = 1000
 # Training until flat (Sweep.max_steps): how many steps a still-improving run trains before it is checked again.
 EXTEND_STEPS = 2000
 

@@ -21,10 +21,11 @@ from typing import Sequence
 
 import numpy as np
 
-from tnlib.experiments.run_dir import ResultsDir, RunDir
+from tnlib.experiments.run_dir import ResultsDir
+from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
 from tnlib.io import read_json
-from tnlib.learning.learned_heuristic import planned, record_protocol
+from tnlib.learning.learned_heuristic import planned
 from tnlib.planning.search import PAPER
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
 
@@ -304,7 +305,7 @@ def collect_planning(results_dir) -> list[dict]:
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
         records = list(planned(path).values())
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
-                     "column": column, "protocols": sorted({record_protocol(r) for r in records}),
+                     "column": column, "protocols": sorted({r["protocol"] for r in records}),
                      "config": config, **summarize(records)})
     return rows
 
@@ -332,7 +333,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     protocols = {p for r in rows for p in r["protocols"]}
     for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
         records = list(planned(path).values())
-        protocols |= {record_protocol(r) for r in records}
+        protocols |= {r["protocol"] for r in records}
         baseline[domain] = summarize(records)
     limits = ({r["max_evaluations"] for r in rows} | {b["max_evaluations"] for b in baseline.values()}) - {None}
     domains = sorted({r["domain"] for r in rows} | set(baseline),

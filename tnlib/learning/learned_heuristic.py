@@ -30,13 +30,13 @@ from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.pddl import problem_atoms
-from tnlib.planning.search import DISTINCT, PAPER, SearchResult, gbfs
+from tnlib.planning.search import PAPER, SearchResult, gbfs
 from tnlib.planning.task import domain_name, load_search_task
 
 # The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
 ESTIMATES = ("default", "clip")
 # What planning records name about the search that made them (besides the protocol and the evaluation limit):
-# the grounding searched (tnlib.planning.task.load_search_task). Records without it predate the unpruned search.
+# the grounding searched (tnlib.planning.task.load_search_task); a record made on another grounding is planned again.
 GROUNDING = "unpruned"
 
 
@@ -188,12 +188,6 @@ def planned(path: Path) -> dict[str, dict]:
     """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
     instance is simply planned again)."""
     return {record["problem"]: record for record in read_jsonl(path)}
-
-
-def record_protocol(record: dict) -> str:
-    """The search protocol a planning record was made under; records written before protocols existed used the
-    distinct-state counting."""
-    return record.get("protocol", DISTINCT)
 
 
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,

@@ -721,8 +721,6 @@ class NLMLayer(nn.Module):
 # layer's nullary predicates and exists / forall of its unary ones), without sigmoid. "paper-text", tnlib's first
 # reading of the paper's "depth 5": depth sigmoid layers, then a Linear from the last one's nullary predicates.
 NLM_LAYOUTS = ("authors", "paper-text")
-# The constructor arguments of an NLM saved before ``layout`` and ``exclude_self`` existed: they rebuild it.
-NLM_ARGS_BEFORE_LAYOUTS = {"layout": "paper-text", "exclude_self": True}
 
 
 class NLM(nn.Module):
@@ -977,7 +975,7 @@ class LinearRegression(nn.Module):
         return self.linear(features)
 
 
-MODELS = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression}
+MODEL_CLASSES = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression}
 DEFAULT_LEARNING_RATES = {"nlm": 1e-2, "hgn": 1e-3, "linear": 1e-2}  # the paper's
 
 
@@ -985,11 +983,11 @@ def check_model_args(name: str, args, setting: str = "model_args") -> None:
     """A ValueError naming ``setting`` unless ``args`` is a mapping of arguments the model ``name``'s constructor
     takes, each of its default's type (``depth=3`` for an NLM). Arguments without a default (an NLM's input
     channels) come from the data, not from the user."""
-    if name not in MODELS:
-        raise ValueError(f"{setting}: unknown model {name!r} (choose from {', '.join(MODELS)})")
+    if name not in MODEL_CLASSES:
+        raise ValueError(f"{setting}: unknown model {name!r} (choose from {', '.join(MODEL_CLASSES)})")
     if not isinstance(args, dict):
         raise ValueError(f"{setting}: {name}'s arguments must be a mapping such as {{\"depth\": 3}}, got {args!r}")
-    cls = MODELS[name]
+    cls = MODEL_CLASSES[name]
     settable = {key: parameter.default for key, parameter in inspect.signature(cls).parameters.items()
                 if parameter.default is not inspect.Parameter.empty}
     for key, value in args.items():
@@ -1019,23 +1017,15 @@ def check_model_args(name: str, args, setting: str = "model_args") -> None:
 def model_arguments(name: str, given: dict) -> dict:
     """Every constructor argument of model ``name`` that has a default, at its default, updated with ``given``:
     what a checkpoint records, so that a later change of a default does not change the model it rebuilds."""
-    defaults = {key: parameter.default for key, parameter in inspect.signature(MODELS[name]).parameters.items()
+    defaults = {key: parameter.default for key, parameter in inspect.signature(MODEL_CLASSES[name]).parameters.items()
                 if parameter.default is not inspect.Parameter.empty}
     return {**defaults, **given}
-
-
-def saved_model_arguments(name: str, saved: dict) -> dict:
-    """The constructor arguments that rebuild a model from a checkpoint's ``saved`` ones: an NLM saved before its
-    layouts existed (no ``layout``) was trained as ``NLM_ARGS_BEFORE_LAYOUTS``."""
-    if name == "nlm" and "layout" not in saved:
-        saved = {**NLM_ARGS_BEFORE_LAYOUTS, **saved}
-    return model_arguments(name, saved)
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
     """A model by name (``nlm``, ``hgn``, ``linear``) with its constructor arguments."""
     try:
-        cls = MODELS[name]
+        cls = MODEL_CLASSES[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r} (choose from {', '.join(MODELS)})") from None
+        raise ValueError(f"unknown model {name!r} (choose from {', '.join(MODEL_CLASSES)})") from None
     return cls(**kwargs)

@@ -49,10 +49,9 @@ from tnlib.errors import TrainingDiverged
 from tnlib.io import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning.models import (DEFAULT_LEARNING_RATES, MODELS, build_model, check_model_args, model_arguments,
-                                   saved_model_arguments)
+from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import BATCH_SIZE, TRAIN_STEPS, WEIGHT_DECAY
+from tnlib.paper import BATCH_SIZE, EVAL_EVERY, MODELS, TRAIN_STEPS, WEIGHT_DECAY
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -85,7 +84,7 @@ class TrainConfig:
     learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
     weight_decay: float | None = None  # None: per model (tnlib.paper.WEIGHT_DECAY), 1e-2 (nlm) or 0 (hgn, linear)
     grad_clip: float = 0.1
-    eval_every: int = 500
+    eval_every: int = EVAL_EVERY
     checkpoint_every: int = 500
     eval_batch_size: int = 1024
     seed: int = 0
@@ -331,7 +330,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
     config = TrainConfig.from_dict(checkpoint["config"])
-    model = build_model(config.model, **saved_model_arguments(config.model, checkpoint["model_kwargs"]))
+    model = build_model(config.model, **model_arguments(config.model, checkpoint["model_kwargs"]))
     model.load_state_dict(checkpoint["model"])
     device = default_device(device if device is not None else config.device)
     model.to(device).eval()
@@ -398,7 +397,7 @@ def train(
         differs = [f.name for f in fields(TrainConfig)
                    if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)
                    and not (f.name == "data_root" and same_dataset(saved.data_root, config.data_root))]
-        saved_model = saved_model_arguments(saved.model, checkpoint["model_kwargs"])
+        saved_model = model_arguments(saved.model, checkpoint["model_kwargs"])
         differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
                     for key, value in model_kwargs.items() if saved_model.get(key) != value]
         if differs:

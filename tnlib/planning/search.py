@@ -389,11 +389,6 @@ def hstar(task: Task, state: State | None = None) -> float:
     return float(len(found.plan)) if found.solved else math.inf
 
 
-def reachable_states(task: Task, max_states: int = 1_000_000) -> list[State]:
-    """All states reachable from the initial state, in breadth-first order (raises past ``max_states``)."""
-    return list(goal_distances(task, max_states))
-
-
 def goal_distances(task: Task, max_states: int = 1_000_000) -> dict[State, float]:
     """Exact h* of every reachable state (breadth-first order of discovery): explore the reachable state space
     forwards, then run a backward breadth-first search over the explored transitions from the goal states.
