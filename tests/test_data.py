@@ -21,7 +21,7 @@ from tnlib.data.loading import HeuristicDataset, StateTable, collate
 from tnlib.data.manifest import dataset_root, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import SPLITS
 from tnlib.errors import DatasetError
-from tnlib.io import sha256_file
+from tnlib.files import sha256_file
 from tnlib.paper import DOMAINS
 
 sys.path.insert(0, str(Path(__file__).parent))

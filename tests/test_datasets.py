@@ -22,7 +22,7 @@ from tnlib.data.profiles import PROFILES, generator_seed, split_of_seed
 from tnlib.data.manifest import data_card
 from tnlib.data.schema import SPLITS, arrow_schema
 from tnlib.errors import DatasetError
-from tnlib.io import sha256_file
+from tnlib.files import sha256_file
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import generate
 from tnlib.planning.search import goal_distances

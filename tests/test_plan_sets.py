@@ -14,7 +14,7 @@ from tnlib.data.instance_keys import instance_key, parse_problem
 from tnlib.data.plan_set_generation import generate_plan_set, plan_set_grid
 from tnlib.data.plan_sets import load_plan_set, optimal_verdict, taken_instance_keys, verify_plan_set
 from tnlib.errors import DatasetError
-from tnlib.io import read_json
+from tnlib.files import read_json
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.task import load_search_task
 from tnlib.planning.pddl import resolve_domain
@@ -157,7 +157,7 @@ def test_a_plan_set_needs_the_splits_it_is_disjoint_from(tmp_path):
 
 def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
     from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
-    from tnlib.io import read_jsonl
+    from tnlib.files import read_jsonl
 
     run_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"])
     records = read_jsonl(tmp_path / "plan-set" / "baseline-gripper-ff.jsonl")

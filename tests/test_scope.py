@@ -279,7 +279,7 @@ def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_
 
 def test_banner_and_notebook_show_paths_relative_to_the_repository():
     from tnlib.experiments.sweep import Sweep
-    from tnlib.io import REPO_ROOT, shown_path
+    from tnlib.files import REPO_ROOT, shown_path
 
     assert shown_path(REPO_ROOT / "runs" / "small") == "runs/small"
     assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
@@ -339,7 +339,7 @@ def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path)
 
 
 def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):
-    import tnlib.io
+    import tnlib.files
     from tnlib.cli import main
     from tnlib.experiments.reports import render_results
 
@@ -357,7 +357,7 @@ def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monk
     repo = tmp_path / "repo"
     (repo / "reports" / "notebooks").mkdir(parents=True)
     (repo / "reports" / "notebooks" / "plotly.min.js").write_text("/* plotly */")
-    monkeypatch.setattr(tnlib.io, "REPO_ROOT", repo)
+    monkeypatch.setattr(tnlib.files, "REPO_ROOT", repo)
     render_results(results, repo / "reports" / "converged")
     assert "<script src='../notebooks/plotly.min.js'>" in (repo / "reports" / "converged" / "figure2.html").read_text()
     assert not (repo / "reports" / "converged" / "plotly.min.js").exists()

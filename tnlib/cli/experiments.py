@@ -113,7 +113,7 @@ def register_report(subparsers) -> None:
 
 def _run_report(args) -> int:
     from tnlib.experiments.reports import render_results, write_ablation
-    from tnlib.io import shown_path
+    from tnlib.files import shown_path
 
     try:
         if args.ablation:
@@ -165,7 +165,7 @@ def _run_baselines(args) -> int:
     import shlex
 
     from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
-    from tnlib.io import shown_path
+    from tnlib.files import shown_path
 
     if not args.render_only:
         run_plan_set_baselines(args.data, args.out, args.domains, args.heuristics, args.plan_sets, args.max_evaluations,

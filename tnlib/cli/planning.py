@@ -63,7 +63,7 @@ def _run_generate(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        from tnlib.io import atomic_write_text
+        from tnlib.files import atomic_write_text
 
         args.output.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.output, text)

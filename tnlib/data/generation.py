@@ -104,7 +104,7 @@ from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
 from tnlib.errors import DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
-from tnlib.io import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
+from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 

@@ -15,7 +15,7 @@ from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import SplitGrid, params_label
 from tnlib.data.schema import LIMIT_HITS, MANIFEST, SPLITS, WORK
-from tnlib.io import read_json
+from tnlib.files import read_json
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS
 

@@ -18,7 +18,7 @@ from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
 from tnlib.errors import DatasetError
-from tnlib.io import read_json, sha256_file
+from tnlib.files import read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS
 
 

@@ -34,7 +34,7 @@ from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
 from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT
 from tnlib.errors import DatasetError
 from tnlib.executors import run_jobs
-from tnlib.io import atomic_write_json, atomic_write_text, read_json, sha256_file
+from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file
 from tnlib.paper import AUTHORS_PLAN_GRID, DOMAINS, MAX_ATTEMPTS, PLAN_INSTANCES
 from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
 

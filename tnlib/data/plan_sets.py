@@ -23,7 +23,7 @@ from tnlib.data.instance_keys import InstanceKeyError, instance_key
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST, PLAN_SET_FORMAT, PLAN_SETS, SPLITS
 from tnlib.errors import DatasetError
-from tnlib.io import read_json, sha256_file
+from tnlib.files import read_json, sha256_file
 from tnlib.paper import DOMAINS
 
 # The splits a plan set must not repeat an instance of (it stands in for the labelled plan split, so that one is not

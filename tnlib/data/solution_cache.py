@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tnlib.data.schema import MANIFEST
-from tnlib.io import read_json
+from tnlib.files import read_json
 
 REUSABLE_FAILURES = ("timeout", "out_of_memory", "unsolvable")  # planner errors and exceptions are always retried
 # Verdicts a search reaches before any limit stops it: they hold under every larger limit too.

@@ -32,7 +32,7 @@ from pathlib import Path
 from tnlib.data.instance_keys import parse_problem, state_goal_key, state_goal_signature
 from tnlib.data.schema import MANIFEST, SPLITS
 from tnlib.errors import DatasetError, InstanceKeyError
-from tnlib.io import atomic_write_json, locked, read_json, sha256_file
+from tnlib.files import atomic_write_json, locked, read_json, sha256_file
 
 # Stored verbatim in every record (train_pairs.scheme): a new way of keying gets a new text.
 PAIR_KEY_SCHEME = (

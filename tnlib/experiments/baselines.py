@@ -15,7 +15,7 @@ from tnlib.data.plan_sets import load_plan_set
 from tnlib.executors import run_jobs
 from tnlib.experiments.reports import rendered_by
 from tnlib.experiments.tables import summarize
-from tnlib.io import atomic_write_text, read_jsonl
+from tnlib.files import atomic_write_text, read_jsonl
 from tnlib.learning.learned_heuristic import plan_baseline
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS

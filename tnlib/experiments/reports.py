@@ -8,7 +8,7 @@ from typing import Sequence
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import paired_differences, render_paired, write_seed_csv
-from tnlib.io import atomic_write_text
+from tnlib.files import atomic_write_text
 from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
@@ -229,7 +229,7 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
     """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
     import plotly.graph_objects as go
 
-    from tnlib.io import read_jsonl
+    from tnlib.files import read_jsonl
 
     figure = go.Figure()
     for run in ResultsDir(results_dir).runs():
@@ -264,7 +264,7 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
     dotted line of its own from the last common step. The legend names the number of seeds."""
     import plotly.graph_objects as go
 
-    from tnlib.io import read_jsonl
+    from tnlib.files import read_jsonl
 
     curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
     for run in ResultsDir(results_dir).runs():
@@ -353,7 +353,7 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
     bundle in git), else from a plotly.min.js written beside the files."""
     import os
 
-    from tnlib.io import REPO_ROOT
+    from tnlib.files import REPO_ROOT
     from tnlib.paper import MODELS
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()

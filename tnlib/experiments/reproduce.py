@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
 from tnlib.experiments.reports import REPORT_CSS
-from tnlib.io import REPO_ROOT, atomic_write_text
+from tnlib.files import REPO_ROOT, atomic_write_text
 from tnlib.offline_math import offline_html
 from tnlib.progress import ENV_VAR as PROGRESS_ENV_VAR
 
@@ -90,7 +90,7 @@ def notebook_html(notebook, folder: Path) -> str:
 def _relative_paths(html: str) -> str:
     """The repository's absolute path cut from anything a cell printed that names a file in it (``ROOT/data/small``
     becomes ``data/small``): committed reports must not show the folder of the machine they ran on. The notebook
-    code prints relative paths already (tnlib.io.shown_path); this catches any other output."""
+    code prints relative paths already (tnlib.files.shown_path); this catches any other output."""
     return html.replace(f"{ROOT}/", "").replace(str(ROOT), ".")
 
 

@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
-from tnlib.io import read_json, read_jsonl
+from tnlib.files import read_json, read_jsonl
 from tnlib.paper import (
     AUTHORS_FIXED_SIGMA,
     AUTHORS_PLAN_GRID,

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from tnlib.io import atomic_write_text
+from tnlib.files import atomic_write_text
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
 PAIRED_CONFIDENCE = 0.95

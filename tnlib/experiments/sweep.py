@@ -27,7 +27,7 @@ from tnlib.executors import run_jobs
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.scope import percent
-from tnlib.io import shown_path
+from tnlib.files import shown_path
 from tnlib.paper import (
     BATCH_SIZE,
     DISTRIBUTIONS,
@@ -334,7 +334,7 @@ class Sweep:
         from tnlib.data.profiles import params_label
         from tnlib.data.manifest import dataset_root
         from tnlib.data.schema import MANIFEST
-        from tnlib.io import read_json
+        from tnlib.files import read_json
 
         root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
@@ -574,7 +574,7 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
     trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
     is checked there, so the steps a run ends at do not depend on interruptions."""
     from tnlib.experiments.scope import still_improving, until_flat_end
-    from tnlib.io import read_jsonl
+    from tnlib.files import read_jsonl
     from tnlib.learning.training import TrainConfig, train
 
     run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
@@ -598,7 +598,7 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
     folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
     work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
     on a cluster it holds where the shared filesystem supports it."""
-    from tnlib.io import locked
+    from tnlib.files import locked
     from tnlib.learning.training import TrainConfig
 
     with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
@@ -654,7 +654,7 @@ def write_sweep_file(sweep: Sweep) -> dict:
     sweep that differs from this one only along its grid (:data:`GRID_AXES`; ``workers`` aside), the file names
     the union of the two grids -- a sweep split across processes or sessions (``--domains ferry`` here,
     ``--domains gripper`` there) is described whole; any other difference (steps, data, bounds) replaces it."""
-    from tnlib.io import atomic_write_text, locked, read_json
+    from tnlib.files import atomic_write_text, locked, read_json
 
     path = ResultsDir(sweep.out_dir).sweep_file
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back

@@ -24,7 +24,7 @@ import numpy as np
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
-from tnlib.io import read_json
+from tnlib.files import read_json
 from tnlib.learning.learned_heuristic import planned
 from tnlib.planning.search import PAPER
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS

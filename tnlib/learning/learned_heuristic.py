@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from tnlib.planning.heuristics import linear_features, make_heuristic
-from tnlib.io import append_jsonl, atomic_write_text, read_jsonl, sha256_file
+from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan

@@ -46,7 +46,7 @@ from torch import nn
 
 from tnlib.device import check_device, default_device
 from tnlib.errors import TrainingDiverged
-from tnlib.io import atomic_write_bytes, atomic_write_json
+from tnlib.files import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
