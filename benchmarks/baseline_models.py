@@ -13,7 +13,8 @@ import types
 import torch
 import torch.nn.functional as F
 
-from tnlib.learning.models import NLM, STRIPSHGN, NLMLayer, _permutations, _permute_objects, _reduction_mask
+from tnlib.learning.nlm import NLM, NLMLayer, _permutations, _permute_objects, _reduction_mask
+from tnlib.learning.strips_hgn import STRIPSHGN
 
 
 def exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: str) -> torch.Tensor:

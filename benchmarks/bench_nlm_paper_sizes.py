@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_learned_search import random_checkpoint  # noqa: E402
 
 from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
-from tnlib.learning.models import NLM  # noqa: E402
+from tnlib.learning.nlm import NLM  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
 from tnlib.planning.pddl import resolve_domain  # noqa: E402

@@ -1,4 +1,4 @@
-"""The test oracle for the NLM: the straightforward computation the optimised :class:`tnlib.learning.models.NLM`
+"""The test oracle for the NLM: the straightforward computation the optimised :class:`tnlib.learning.nlm.NLM`
 must equal, in both layouts and every ``exclude_self``, written from the definitions (the authors' NLMCarlosV2 for
 "authors"), not from the model's code: it takes only the model's parameters and its settings.
 

@@ -11,9 +11,11 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning import models
+from tnlib.learning import nlm
 from nlm_reference import _usable, nlm_reference_forward
-from tnlib.learning.models import NLM, STRIPSHGN, LinearRegression, build_model, nlm_output_arities
+from tnlib.learning.models import LinearRegression, build_model
+from tnlib.learning.nlm import NLM, nlm_output_arities
+from tnlib.learning.strips_hgn import STRIPSHGN
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def test_nlm_layer_arities_skip_what_cannot_reach_the_output():
     assert nlm_output_arities(5, 3, prune=False) == [[0, 1, 2, 3]] * 4 + [[0]]
 
 
-LAYOUTS = [(layout, exclude) for layout in models.NLM_LAYOUTS for exclude in (False, True)]
+LAYOUTS = [(layout, exclude) for layout in nlm.NLM_LAYOUTS for exclude in (False, True)]
 
 
 def test_nlm_default_is_the_authors_layout():
@@ -108,13 +110,13 @@ def test_exclude_self_changes_the_function_and_skips_the_kept_objects():
     # the reduced objects equal to a kept one) differ inside, where the output never looks
     x = torch.rand(1, 3, 3, 3, 1, dtype=torch.float64)
     mask = torch.ones(1, 3, dtype=torch.bool)
-    reduced = models._exists_forall(x, mask, True)[0, 1, 1]
+    reduced = nlm._exists_forall(x, mask, True)[0, 1, 1]
     assert reduced.tolist() == [float(x[0, 1, 1, [0, 2]].max()), float(x[0, 1, 1, [0, 2]].min())]
     assert not _usable(mask, 2, True)[0, 1, 1].any() and _usable(mask, 2, True, kept_repeats=False)[0, 1, 1].sum() == 2
-    assert models._exists_forall(x, mask, False)[0, 1, 1].tolist() == [float(x[0, 1, 1].max()), float(x[0, 1, 1].min())]
+    assert nlm._exists_forall(x, mask, False)[0, 1, 1].tolist() == [float(x[0, 1, 1].max()), float(x[0, 1, 1].min())]
 
 
-@pytest.mark.parametrize("layout", models.NLM_LAYOUTS)
+@pytest.mark.parametrize("layout", nlm.NLM_LAYOUTS)
 def test_nlm_pruned_equals_unpruned(layout):
     channels = [2, 6, 4, 0]
     pruned = randomized(NLM(channels, layout=layout).double())
@@ -171,7 +173,7 @@ def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity, exclude
     object_mask = torch.arange(n)[None, :] < torch.tensor(counts)[:, None]
     grad = torch.rand((len(counts),) + (n,) * (arity - 1) + (6,), generator=g, dtype=dtype)
     a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
-    fast, slow = models._exists_forall(a, object_mask, exclude_self), _reference_extrema(b, object_mask, exclude_self)
+    fast, slow = nlm._exists_forall(a, object_mask, exclude_self), _reference_extrema(b, object_mask, exclude_self)
     assert torch.equal(fast, slow)
     fast.backward(grad)
     slow.backward(grad)
@@ -180,7 +182,7 @@ def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity, exclude
     assert ((x.masked_fill(~_usable(object_mask, axis - 1, exclude_self, kept_repeats=False), 0.0) == slow[..., :3].unsqueeze(axis))
             .sum(axis) > 1).any()
     with torch.no_grad():  # the inference route (no autograd function) gives the same values
-        assert torch.equal(models._exists_forall(x, object_mask, exclude_self), slow)
+        assert torch.equal(nlm._exists_forall(x, object_mask, exclude_self), slow)
 
 
 @pytest.mark.parametrize("exclude_self", [False, True])
@@ -192,9 +194,9 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_s
     grad = torch.rand(3, 4, 4, 4, generator=g, dtype=torch.float64)
     results = []
     for kernels in (True, False):
-        monkeypatch.setattr(models, "_use_kernels", lambda t, kernels=kernels: kernels)
+        monkeypatch.setattr(nlm, "_use_kernels", lambda t, kernels=kernels: kernels)
         leaf = x.clone().requires_grad_(True)
-        out = models._exists_forall(leaf, object_mask, exclude_self)
+        out = nlm._exists_forall(leaf, object_mask, exclude_self)
         out.backward(grad)
         results.append((out.detach(), leaf.grad))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
@@ -202,8 +204,8 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_s
 
 def test_nlm_equals_the_reference_when_chunked_and_split_among_threads(monkeypatch):
     # tiny chunks and work thresholds: every chunked loop runs several chunks, every kernel call is split
-    monkeypatch.setattr(models, "_CHUNK_BYTES", 512)
-    monkeypatch.setattr(models, "_SPLIT_WORK", 1)
+    monkeypatch.setattr(nlm, "_CHUNK_BYTES", 512)
+    monkeypatch.setattr(nlm, "_SPLIT_WORK", 1)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -232,7 +234,7 @@ def test_nlm_inference_forward_equals_the_reference_in_float64(monkeypatch, layo
     # projected and reduced without being stored and an expand-only arity 3 comes with its reduction; 11 objects
     # leave partial cubes in the kernels' tiles, padded objects are masked, and two threads split each state
     monkeypatch.setattr(NLM, "INFERENCE_CHUNK_BYTES", 1)
-    monkeypatch.setattr(models, "_SPLIT_WORK", 1)
+    monkeypatch.setattr(nlm, "_SPLIT_WORK", 1)
     model = randomized(NLM(channels, layout=layout, exclude_self=exclude_self).double(), seed=len(channels))
     inputs = random_nlm_inputs(channels, counts=[11, 7, 9], seed=3)
     slow = nlm_reference_forward(model, inputs)
@@ -254,13 +256,13 @@ def test_nlm_inference_forward_stores_no_arity_3_tensor_the_next_layer_only_redu
     model = randomized(NLM(channels).double())
     inputs = random_nlm_inputs(channels, counts=[6, 6])
     stored = []
-    original = models._permuted_sum_sigmoid
+    original = nlm._permuted_sum_sigmoid
 
     def recording(n, x, w, bias, small):
         stored.append(len(small))
         return original(n, x, w, bias, small)
 
-    monkeypatch.setattr(models, "_permuted_sum_sigmoid", recording)
+    monkeypatch.setattr(nlm, "_permuted_sum_sigmoid", recording)
     with torch.no_grad():
         model(inputs)
         assert 3 not in stored
@@ -472,6 +474,6 @@ def test_nlm_initialisation_keeps_states_apart(folder):
 def test_kernels_split_among_threads_call_a_single_threaded_blas():
     from threadpoolctl import threadpool_info
 
-    with models._single_threaded_blas():
+    with nlm._single_threaded_blas():
         scipy_blas = [i for i in threadpool_info() if i["user_api"] == "blas" and "scipy.libs" in i["filepath"]]
         assert scipy_blas and all(i["num_threads"] == 1 for i in scipy_blas)

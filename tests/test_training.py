@@ -262,7 +262,7 @@ def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):
 
 def test_evaluation_batches_respect_the_cost_budget_and_keep_the_order(items):
     from tnlib.learning.encodings import NLMEncoder
-    from tnlib.learning.models import NLM
+    from tnlib.learning.nlm import NLM
     from tnlib.learning.heads import DistributionHead, HeadConfig
     from tnlib.learning.training import batches, predict
 

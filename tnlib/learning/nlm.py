@@ -1,0 +1,792 @@
+"""The Neural Logic Machine.
+
+NLM (Dong et al. 2019), as configured in the paper's appendix and built in its authors' code: breadth 3, depth 5,
+8 predicates per arity per inner layer, each arity's MLP a single Linear + sigmoid. Layer k computes, for every
+arity r, the concatenation of
+
+* ``expand`` of arity r-1 (copy along a new last object axis),
+* arity r itself,
+* ``exists`` and ``forall`` of arity r+1 over its last object axis (max / min over the real objects; with
+  ``exclude_self``, as in the original NLM, also skipping the objects equal to a kept one),
+
+over all r! permutations of the r object axes, then Linear + sigmoid. In the authors' layout (the default) the
+last of the depth layers is the output: its Linear gives the two raw outputs for arity 0, without sigmoid (mu must
+reach the scale of h*). In the "paper-text" layout (the paper's text read literally) all depth layers are sigmoid layers and a
+Linear reads the two raw outputs from the last one's 8 nullary predicates.
+
+These optimisations keep the function exactly the same (outputs and gradients tested against
+``nlm_reference_forward`` in tests/nlm_reference.py, in float64; the speed figures are in reports/speed.md):
+
+* the Linear is applied *before* expanding and permuting: Linear acts on channels and commutes with both, so each
+  part is multiplied by its weight slices for all r! permutations at once on the narrow, unexpanded tensor, and
+  only the 8-channel results are permuted and summed;
+* the expand part is permuted and summed while it is small: the r! permutations put its constant axis at r
+  places, so the big output receives r broadcast terms, not r!;
+* arities that cannot reach the output are not computed (with depth 5 and breadth 3: arity 3 only in layers 1-2,
+  arity 2 in layers 1-3, ...);
+* the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
+  (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
+  masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from numba import njit
+from torch import nn
+
+from tnlib.learning.encodings import NLMInputs
+
+
+
+def nlm_output_arities(depth: int, breadth: int, prune: bool = True) -> list[list[int]]:
+    """The arities each layer computes: all of 0..breadth, or (pruned) those that can still reach arity 0.
+
+    Layer k's arity r feeds layer k+1's arities r-1, r, r+1, so it matters iff r <= depth - k; the last layer only
+    produces arity 0.
+    """
+    arities = []
+    for k in range(1, depth + 1):
+        top = min(breadth, depth - k) if prune else (0 if k == depth else breadth)
+        arities.append(list(range(top + 1)))
+    return arities
+
+
+@lru_cache(maxsize=None)
+def _permutations(r: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(itertools.permutations(range(r)))
+
+
+def _permute_objects(x: torch.Tensor, perm: tuple[int, ...]) -> torch.Tensor:
+    """Permute the r object axes of ``x [B, N^r, C]`` (identity for r <= 1)."""
+    if len(perm) <= 1:
+        return x
+    return x.permute(0, *[1 + p for p in perm], x.dim() - 1)
+
+
+# ``exclude_self`` (the authors' --exclude-self, Dong et al.'s exclude_self): with True a reduction (exists / forall
+# over the last object axis) skips the entries whose reduced object equals a kept one; with False (the authors'
+# code's default) it ranges over every real object. The authors' True also skips every entry whose kept objects
+# repeat one another; tnlib does not need to: a position with a repeated object only ever feeds positions with a
+# repeated object (expand and permute keep the repeat, and a reduction skips the reduced object where it repeats a
+# kept one), so it never reaches the arity-0 output, and the two compute the same model (tests/nlm_reference.py
+# implements the authors' rule; the tests compare outputs and gradients).
+_DISTINCT_CACHE: dict[tuple[int, int, str], torch.Tensor] = {}
+
+
+def _reduction_mask(object_mask: torch.Tensor, r_plus_1: int, exclude_self: bool) -> torch.Tensor:
+    """Bool ``[B, N^(r+1), 1]``: entries a reduction over the last axis may use (real, and with ``exclude_self``
+    not equal to a kept index)."""
+    batch, n = object_mask.shape
+    view = (batch,) + (1,) * (r_plus_1 - 1) + (n, 1)
+    mask = object_mask.view(view)
+    if r_plus_1 > 1 and exclude_self:
+        key = (r_plus_1, n, str(object_mask.device))
+        distinct = _DISTINCT_CACHE.get(key)
+        if distinct is None:
+            idx = torch.arange(n, device=object_mask.device)
+            grids = torch.meshgrid(*([idx] * r_plus_1), indexing="ij")
+            distinct = torch.ones((n,) * r_plus_1, dtype=torch.bool, device=object_mask.device)
+            for k in range(r_plus_1 - 1):
+                distinct &= grids[k] != grids[-1]
+            distinct = distinct.unsqueeze(0).unsqueeze(-1)
+            _DISTINCT_CACHE[key] = distinct
+        mask = mask & distinct
+    return mask
+
+
+def _inverse_permutation(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for position, axis in enumerate(perm):
+        inverse[axis] = position
+    return tuple(inverse)
+
+
+def _needs_grad(*tensors: torch.Tensor | None) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+# The big NLM tensors ([B, N^3, C]: 32 MB at batch 256, 16 objects and 8 channels in float32) do not fit in the
+# caches, and every elementwise pass over them is a trip to memory. The two autograd functions below therefore
+# work through the batch in chunks whose largest temporary takes about this many bytes, so that the several
+# passes of one step (project, add the permuted terms, sigmoid; or fill, reduce, compare, count) reuse cached data.
+_CHUNK_BYTES = 1 << 22
+
+
+def _batch_chunks(batch: int, bytes_per_state: int) -> list[tuple[int, int]]:
+    step = max(1, _CHUNK_BYTES // max(1, bytes_per_state))
+    return [(start, min(batch, start + step)) for start in range(0, batch, step)]
+
+
+# Masked max / min over the last object axis, as numba kernels on CPU: one pass over x forward, two backward,
+# where autograd's route (fill, reduce, compare, count, scale, fill) makes about ten. The kernels compute the
+# same numbers as that route (the tests compare them bit for bit): excluded entries -- objects that are not real
+# (padding) and, with ``exclude`` (``exclude_self``), objects equal to one of the kept ones -- take the value 0 for
+# the max and 1 for the min; the gradient of an extremum is split evenly among the entries equal to it, excluded
+# ones counted, and excluded entries then get none. x is [B, M, N, C]: M = N^r kept positions (row-major), N
+# reduced objects, C channels.
+
+
+@njit(nogil=True, cache=True)
+def _kept_objects(m, r, n, kept):  # pragma: no cover - compiled
+    """Fill ``kept`` with the objects of kept position ``m``."""
+    rest = m
+    for a in range(r - 1, -1, -1):
+        kept[a] = rest % n
+        rest //= n
+
+
+@njit(nogil=True, cache=True)
+def _is_excluded(real, b, k, kept, r, exclude):  # pragma: no cover - compiled
+    if not real[b, k]:
+        return True
+    if exclude:
+        for a in range(r):
+            if kept[a] == k:
+                return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def _extrema_kernel(x, real, r, exclude, out, start, stop):  # pragma: no cover - compiled
+    _, positions, n, channels = x.shape
+    kept = np.empty(max(r, 1), np.int64)
+    most = np.empty(channels, x.dtype)
+    least = np.empty(channels, x.dtype)
+    for b in range(start, stop):
+        for m in range(positions):
+            _kept_objects(m, r, n, kept)
+            most[:] = -np.inf
+            least[:] = np.inf
+            for k in range(n):
+                if _is_excluded(real, b, k, kept, r, exclude):
+                    for c in range(channels):
+                        most[c] = max(most[c], 0.0)
+                        least[c] = min(least[c], 1.0)
+                else:
+                    for c in range(channels):
+                        most[c] = max(most[c], x[b, m, k, c])
+                        least[c] = min(least[c], x[b, m, k, c])
+            for c in range(channels):
+                out[b, m, c] = most[c]
+                out[b, m, channels + c] = least[c]
+
+
+@njit(nogil=True, cache=True)
+def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
+    # The position's max and min are copied into local arrays, ties are counted branch-free (in x's dtype: exact,
+    # n is far below 2^24) and rows are addressed as 1-d views: numba cannot tell that grad_x does not alias out,
+    # and indexing the 3-d arrays in the channel loops kept it from vectorising them (2-4x slower, same numbers).
+    _, positions, n, channels = x.shape
+    kept = np.empty(max(r, 1), np.int64)
+    excluded = np.empty(n, np.bool_)
+    most = np.empty(channels, x.dtype)
+    least = np.empty(channels, x.dtype)
+    ties_max = np.empty(channels, x.dtype)
+    ties_min = np.empty(channels, x.dtype)
+    share_max = np.empty(channels, x.dtype)
+    share_min = np.empty(channels, x.dtype)
+    for b in range(start, stop):
+        for m in range(positions):
+            _kept_objects(m, r, n, kept)
+            for c in range(channels):
+                most[c] = out[b, m, c]
+                least[c] = out[b, m, channels + c]
+                ties_max[c] = 0.0
+                ties_min[c] = 0.0
+            for k in range(n):
+                excluded[k] = _is_excluded(real, b, k, kept, r, exclude)
+                if excluded[k]:  # counts as 0 for the max, 1 for the min
+                    for c in range(channels):
+                        ties_max[c] += most[c] == 0.0
+                        ties_min[c] += least[c] == 1.0
+                else:
+                    row = x[b, m, k]
+                    for c in range(channels):
+                        ties_max[c] += row[c] == most[c]
+                        ties_min[c] += row[c] == least[c]
+            for c in range(channels):
+                share_max[c] = grad[b, m, c] / ties_max[c]
+                share_min[c] = grad[b, m, channels + c] / ties_min[c]
+            for k in range(n):
+                target = grad_x[b, m, k]
+                if excluded[k]:
+                    target[:] = 0.0
+                else:
+                    row = x[b, m, k]
+                    for c in range(channels):
+                        v = row[c]
+                        target[c] = (share_max[c] if v == most[c] else 0.0) + (share_min[c] if v == least[c] else 0.0)
+
+
+# Inference only: an arity-3 output that the next layer reads only through exists / forall is never stored. The
+# kernel walks the output in cubes of ``_TILE`` objects a side: it gathers, for each position of a cube, the six
+# permuted rows of the local input side by side ([tile^3, 6 C_in], read from six cubes of x that stay in cache),
+# projects them with one matrix product, adds the bias and the three broadcast expand terms and keeps the max and
+# min over the reduced object k per kept pair (i, j). The sigmoid is monotone, so sigmoid(max) is the max of the
+# sigmoids: the caller applies it to the N^2 results instead of to N^3 values, and an empty range (-inf, +inf)
+# becomes exists 0, forall 1, as excluded entries give in ``_extrema_kernel``. x is [B, N^3, C_in] (row-major
+# positions) and ``words`` the same memory as 8-byte words where a row fills whole words (rows are moved as bits,
+# four words at a time: the gather's cost is the number of moves); ``w`` is [6 C_in, out] (permutation-major);
+# ``strides[p, t]`` the stride, in positions, of the axis of x that output axis t reads under permutation p; s0,
+# s1, s2 the expand terms constant along output axis 0, 1, 2 ([B, N, N, out]). Without NaNs or infinities in the
+# sums, reassociating them (fastmath, infinities kept) moves only rounding. A cube of 8 keeps the six source cubes
+# and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects).
+_TILE = 8
+
+
+@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
+def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, start,
+                              stop):  # pragma: no cover - compiled
+    n = real.shape[1]
+    inputs = x.shape[2]
+    row_words = words.shape[2]
+    perms = strides.shape[0]
+    width = w.shape[1]
+    tile = min(_TILE, n)
+    gathered_words = np.zeros((tile * tile * tile, perms * row_words), words.dtype)
+    gathered = gathered_words.view(x.dtype)
+    pre = np.zeros((tile * tile * tile, width), x.dtype)
+    base = np.empty(width, x.dtype)
+    most = np.empty((tile, tile, width), x.dtype)
+    least = np.empty((tile, tile, width), x.dtype)
+    kept = np.empty(2, np.int64)
+    tiles = (n + tile - 1) // tile
+    for unit in range(start, stop):  # (state, tile of i): threads split a state's work too
+        b, i0 = unit // tiles, unit % tiles * tile
+        every_object = not exclude
+        for k in range(n):
+            every_object = every_object and real[b, k]
+        ti = min(tile, n - i0)
+        for j0 in range(0, n, tile):
+            tj = min(tile, n - j0)
+            most[:] = -np.inf
+            least[:] = np.inf
+            for k0 in range(0, n, tile):
+                tk = min(tile, n - k0)
+                rows = ti * tj * tk
+                if inputs:
+                    for ii in range(ti):
+                        for jj in range(tj):
+                            for kk in range(tk):
+                                target = gathered_words[(ii * tj + jj) * tk + kk]
+                                for p in range(perms):
+                                    source = words[b, (i0 + ii) * strides[p, 0] + (j0 + jj) * strides[p, 1]
+                                                   + (k0 + kk) * strides[p, 2]]
+                                    at = p * row_words
+                                    if row_words == 4:  # unrolled: one vector move
+                                        target[at] = source[0]
+                                        target[at + 1] = source[1]
+                                        target[at + 2] = source[2]
+                                        target[at + 3] = source[3]
+                                    else:
+                                        for q in range(row_words):
+                                            target[at + q] = source[q]
+                    np.dot(gathered[:rows], w, pre[:rows])
+                for ii in range(ti):
+                    i = i0 + ii
+                    kept[0] = i
+                    for jj in range(tj):
+                        j = j0 + jj
+                        kept[1] = j
+                        for c in range(width):
+                            base[c] = bias[c] + s2[b, i, j, c]
+                        high = most[ii, jj]
+                        low = least[ii, jj]
+                        for kk in range(tk):
+                            k = k0 + kk
+                            if not every_object and _is_excluded(real, b, k, kept, 2, exclude):
+                                continue
+                            row = pre[(ii * tj + jj) * tk + kk]
+                            row0 = s0[b, j, k]
+                            row1 = s1[b, i, k]
+                            for c in range(width):
+                                v = row[c] + base[c] + row0[c] + row1[c]
+                                high[c] = max(high[c], v)
+                                low[c] = min(low[c], v)
+            for ii in range(ti):
+                for jj in range(tj):
+                    for c in range(width):
+                        out[b, i0 + ii, j0 + jj, c] = most[ii, jj, c]
+                        out[b, i0 + ii, j0 + jj, width + c] = least[ii, jj, c]
+
+
+@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
+def _broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, stop):  # pragma: no cover - compiled
+    """Inference only: an arity-3 output made of broadcast expand terms alone (no arity-3 input to project), in one
+    pass -- ``pre[b, (i, j, k)] = bias + s2[i, j] + s0[j, k] + s1[i, k]`` and, over k, its max and min per (i, j)
+    (excluded entries skipped, as in ``_projected_extrema_kernel``) -- for the caller's sigmoid on both."""
+    n = real.shape[1]
+    width = bias.shape[0]
+    base = np.empty(width, pre.dtype)
+    kept = np.empty(2, np.int64)
+    for unit in range(start, stop):  # (state, object i): threads split a state's work too
+        b, i = unit // n, unit % n
+        every_object = not exclude
+        for k in range(n):
+            every_object = every_object and real[b, k]
+        kept[0] = i
+        for j in range(n):
+            kept[1] = j
+            for c in range(width):
+                base[c] = bias[c] + s2[b, i, j, c]
+            high = extrema[b, i, j, :width]
+            low = extrema[b, i, j, width:]
+            high[:] = -np.inf
+            low[:] = np.inf
+            for k in range(n):
+                target = pre[b, (i * n + j) * n + k]
+                row0 = s0[b, j, k]
+                row1 = s1[b, i, k]
+                for c in range(width):
+                    target[c] = base[c] + row0[c] + row1[c]
+                if every_object or not _is_excluded(real, b, k, kept, 2, exclude):
+                    for c in range(width):
+                        high[c] = max(high[c], target[c])
+                        low[c] = min(low[c], target[c])
+
+
+_KERNEL_POOL: ThreadPoolExecutor | None = None
+_SPLIT_WORK = 1 << 18  # elements below which a kernel runs on one thread (starting threads costs more)
+
+
+_BLAS_CONTROLLER = None
+
+
+def _single_threaded_blas():
+    """A context in which the BLAS that numba's ``np.dot`` calls (scipy's OpenBLAS) uses one thread: kernels split
+    among threads each call it, and its own threads on top of theirs oversubscribe the cores (measured at gripper 60
+    on 2 threads: 80 evaluations per second with them, 104 without)."""
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        import scipy.linalg.cython_blas  # noqa: F401 - loads that BLAS, so the controller finds it
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def _run_split(kernel, batch: int, work: int, *args) -> None:
+    """``kernel(*args, start, stop)`` over the batch, split among torch's intra-op threads when there is enough
+    work (the kernels release the GIL)."""
+    global _KERNEL_POOL
+    threads = min(torch.get_num_threads(), batch)
+    if threads <= 1 or work < _SPLIT_WORK:
+        kernel(*args, 0, batch)
+        return
+    if _KERNEL_POOL is None or _KERNEL_POOL._max_workers < threads:
+        _KERNEL_POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tnlib-nlm")
+    bounds = [batch * t // threads for t in range(threads + 1)]
+    with _single_threaded_blas():
+        for future in [_KERNEL_POOL.submit(kernel, *args, bounds[t], bounds[t + 1]) for t in range(threads)]:
+            future.result()
+
+
+def _use_kernels(x: torch.Tensor) -> bool:
+    return x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+
+
+def _kernel_view(x: torch.Tensor) -> np.ndarray:
+    """x ``[B, N^(r+1), C]`` as the kernels' contiguous ``[B, N^r, N, C]`` array (no copy when contiguous)."""
+    n = x.shape[-2]
+    return x.detach().contiguous().view(x.shape[0], -1, n, x.shape[-1]).numpy()
+
+
+def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool,
+                    excluded: torch.Tensor | None) -> torch.Tensor:
+    """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max over the last object axis with excluded entries filled with 0,
+    then min with them filled with 1 (see ``_exists_forall``)."""
+    axis = x.dim() - 2
+    channels = x.shape[-1]
+    out = x.new_empty(x.shape[:axis] + (2 * channels,))
+    if _use_kernels(x):
+        _run_split(_extrema_kernel, x.shape[0], x.numel(), _kernel_view(x), object_mask.numpy(), axis - 1,
+                   bool(exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy())
+        return out
+    excluded = ~_reduction_mask(object_mask, axis, exclude_self) if excluded is None else excluded
+    torch.amax(x.masked_fill(excluded, 0.0), dim=axis, out=out[..., :channels])
+    torch.amin(x.masked_fill(excluded, 1.0), dim=axis, out=out[..., channels:])
+    return out
+
+
+class _MaskedExtrema(torch.autograd.Function):
+    """:func:`_masked_extrema` with exactly the gradient autograd gives ``x.masked_fill(excluded, 0).amax(axis)``
+    and ``x.masked_fill(excluded, 1).amin(axis)`` (see the kernels above)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool,
+                excluded: torch.Tensor | None) -> torch.Tensor:
+        out = _masked_extrema(x, object_mask, exclude_self, excluded)
+        ctx.save_for_backward(x, object_mask, out)
+        ctx.exclude_self, ctx.excluded = exclude_self, excluded
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, object_mask, out = ctx.saved_tensors
+        axis = x.dim() - 2
+        channels = x.shape[-1]
+        if _use_kernels(x):
+            grad_x = x.new_empty(x.shape)
+            _run_split(_extrema_backward_kernel, x.shape[0], 2 * x.numel(), _kernel_view(x), object_mask.numpy(),
+                       axis - 1, bool(ctx.exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy(),
+                       grad.contiguous().view(x.shape[0], -1, 2 * channels).numpy(), _kernel_view(grad_x))
+            return grad_x, None, None, None
+        excluded = ~_reduction_mask(object_mask, axis, ctx.exclude_self) if ctx.excluded is None else ctx.excluded
+        total = None
+        for fill, part in ((0.0, slice(None, channels)), (1.0, slice(channels, None))):
+            ties = x.masked_fill(excluded, fill) == out[..., part].unsqueeze(axis)
+            share = (grad[..., part].unsqueeze(axis) / ties.sum(axis, keepdim=True)) * ties
+            share.masked_fill_(excluded, 0.0)
+            total = share if total is None else total.add_(share)
+        return total, None, None, None
+
+
+def _exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bool) -> torch.Tensor:
+    """``[B, N^(r+1), C] -> [B, N^r, 2C]``: max and min over the last object axis, restricted by the mask and
+    ``exclude_self`` (see above the masks).
+
+    Values lie in [0, 1] (inputs are 0/1, hidden predicates sigmoids), so excluded entries become 0 for the max
+    and 1 for the min: they never win, and an empty range gives exists = 0, forall = 1 (the values the authors'
+    code gives too: it multiplies excluded entries by 0, or sets them to 1 for the min).
+    """
+    excluded = None if _use_kernels(x) else ~_reduction_mask(object_mask, x.dim() - 2, exclude_self)
+    return _MaskedExtrema.apply(x, object_mask, exclude_self, excluded) if _needs_grad(x) else \
+        _masked_extrema(x, object_mask, exclude_self, excluded)
+
+
+def _expand_term_arrays(small: tuple[torch.Tensor | None, ...], bias: torch.Tensor, batch: int,
+                        n: int) -> list[np.ndarray]:
+    """The three expand terms of an arity-3 output as the kernels read them: contiguous ``[B, N, N, out]`` arrays,
+    zeros for an absent one (a kernel takes no None)."""
+    zeros = None
+    arrays = []
+    for term in small:
+        if term is None:
+            zeros = bias.new_zeros((batch, n, n, bias.shape[0])) if zeros is None else zeros
+            term = zeros
+        arrays.append(term.contiguous().numpy())
+    return arrays
+
+
+def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
+                       small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
+                       exclude_self: bool) -> torch.Tensor:
+    """``_exists_forall(_permuted_sum_sigmoid(n, x, w, bias, small), ...)`` for output arity 3, without the
+    ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``_projected_extrema_kernel``). CPU, no
+    gradient."""
+    batch, n = object_mask.shape
+    width = bias.shape[0]
+    perms = _permutations(3)
+    if x is None:
+        x = bias.new_zeros((batch, n ** 3, 0))
+        w = bias.new_zeros((len(perms) * width, 0))
+    # w [6 out, C_in] (permutation-major) -> [6 C_in, out]: the gathered rows times it give every term at once
+    weights = w.view(len(perms), width, -1).transpose(1, 2).reshape(-1, width).contiguous()
+    strides = np.array([[n ** (2 - axis) for axis in perm] for perm in perms], dtype=np.int64)
+    terms = _expand_term_arrays(small, bias, batch, n)
+    out = bias.new_empty((batch, n, n, 2 * width))
+    rows = x.reshape(batch, n ** 3, -1).contiguous().numpy()
+    words = rows.view(np.float64) if rows.shape[2] * rows.itemsize % 8 == 0 else rows
+    units = batch * -(-n // min(_TILE, n))  # (state, tile of i) pairs
+    _run_split(_projected_extrema_kernel, units, batch * n ** 3 * width, rows, words, weights.numpy(), strides,
+               bias.detach().contiguous().numpy(), *terms, object_mask.numpy(), bool(exclude_self), out.numpy())
+    return out.sigmoid_()
+
+
+def _broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
+                           exclude_self: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_permuted_sum_sigmoid(n, None, None, bias, small)`` for output arity 3 and its ``_exists_forall`` from one
+    pass (see ``_broadcast_sum_kernel``): ``([B, N, N, N, out], [B, N, N, 2 out])``. CPU, no gradient."""
+    batch, n = object_mask.shape
+    width = bias.shape[0]
+    terms = _expand_term_arrays(small, bias, batch, n)
+    y = bias.new_empty((batch,) + (n,) * 3 + (width,))
+    extrema = bias.new_empty((batch, n, n, 2 * width))
+    _run_split(_broadcast_sum_kernel, batch * n, batch * n ** 3 * width, bias.detach().contiguous().numpy(), *terms,
+               object_mask.numpy(), bool(exclude_self), y.view(batch, n ** 3, width).numpy(), extrema.numpy())
+    return y.sigmoid_(), extrema.sigmoid_()
+
+
+def _permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
+                          small: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
+    """``y = sigmoid(sum_i P_i(x @ w_i^T) + sum_d broadcast_d(s_d) + bias)`` for output arity ``r = len(small)``.
+
+    ``P_i`` permutes the r object axes by the i-th permutation of ``_permutations(r)`` (as ``_permute_objects``),
+    ``w = [w_0; w_1; ...]`` is ``[r! * out, C]`` and ``x`` is ``[B, N^r, C]``; ``s_d`` is ``[B, N^(r-1), out]``
+    (the other axes in output order), constant along output axis d. ``x`` (with ``w``) and any ``s_d`` may be
+    None. Chunked over the batch: the r!-wide projection exists for one chunk at a time only.
+    """
+    r = len(small)
+    perms = _permutations(r)
+    width = bias.shape[0]
+    batch = x.shape[0] if x is not None else next(s for s in small if s is not None).shape[0]
+    y = bias.new_empty((batch,) + (n,) * r + (width,))
+    per_state = y[:1].numel() * y.element_size() * (len(perms) if x is not None else 1)
+    for start, stop in _batch_chunks(batch, per_state):
+        out = y[start:stop]
+        terms = []
+        if x is not None:
+            projected = F.linear(x[start:stop], w)
+            terms += [_permute_objects(projected[..., i * width:(i + 1) * width], perm) for i, perm in enumerate(perms)]
+        terms += [s[start:stop].unsqueeze(1 + d) for d, s in enumerate(small) if s is not None]
+        out.copy_(terms[0])
+        for term in terms[1:]:
+            out.add_(term)
+        out.add_(bias).sigmoid_()
+    return y
+
+
+class _PermutedSumSigmoid(torch.autograd.Function):
+    """:func:`_permuted_sum_sigmoid` with a chunked backward (see there for the arguments)."""
+
+    @staticmethod
+    def forward(ctx, n: int, x, w, bias, *small):
+        ctx.set_materialize_grads(False)
+        y = _permuted_sum_sigmoid(n, x, w, bias, small)
+        ctx.save_for_backward(x, w, y)
+        ctx.has_small = [s is not None for s in small]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, y = ctx.saved_tensors
+        if grad is None:
+            return (None,) * (4 + len(ctx.has_small))
+        width = y.shape[-1]
+        perms = _permutations(len(ctx.has_small))
+        inverse = [_inverse_permutation(p) for p in perms]
+        need_x, need_w, need_bias = ctx.needs_input_grad[1:4]
+        grad_x = x.new_empty(x.shape) if x is not None and need_x else None
+        grad_w = torch.zeros_like(w) if w is not None and need_w else None
+        grad_bias = y.new_zeros(width) if need_bias else None
+        grad_small = [y.new_empty(y.shape[:1 + d] + y.shape[2 + d:]) if has and need else None
+                      for d, (has, need) in enumerate(zip(ctx.has_small, ctx.needs_input_grad[4:]))]
+        per_state = y[:1].numel() * y.element_size() * (len(perms) if x is not None else 1)
+        for start, stop in _batch_chunks(y.shape[0], per_state):
+            pre = torch.ops.aten.sigmoid_backward(grad[start:stop], y[start:stop])
+            if grad_bias is not None:
+                grad_bias += pre.sum(dim=tuple(range(pre.dim() - 1)))
+            for d, g in enumerate(grad_small):
+                if g is not None:
+                    torch.sum(pre, dim=1 + d, out=g[start:stop])
+            if grad_x is None and grad_w is None:
+                continue
+            # the gradient of the i-th projection is P_i^{-1}(pre); side by side they are the gradient of x @ w^T
+            stacked = pre.new_empty(pre.shape[:-1] + (len(perms) * width,))
+            for i, inv in enumerate(inverse):
+                stacked[..., i * width:(i + 1) * width] = _permute_objects(pre, inv)
+            flat = stacked.view(-1, stacked.shape[-1])
+            if grad_x is not None:
+                torch.matmul(flat, w, out=grad_x[start:stop].view(-1, w.shape[1]))
+            if grad_w is not None:
+                # as (x^T G)^T: MKL computes G^T x (r! out rows, B N^r long) several times slower
+                grad_w += (x[start:stop].reshape(-1, w.shape[1]).t() @ flat).t()
+        return (None, grad_x, grad_w, grad_bias) + tuple(grad_small)
+
+
+class NLMLayer(nn.Module):
+    """One NLM layer: for each output arity r, Linear + sigmoid over [expand r-1, r, exists/forall r+1] x r!.
+
+    ``linears[str(r)].weight`` is laid out ``[out, r! * (C_{r-1} + C_r + 2 C_{r+1})]``: permutation-major (in
+    ``itertools.permutations`` order), then the parts in the order expand, self, exists, forall. With
+    ``sigmoid=False`` (the authors' output layer) the Linear's output is the layer's, and only arity 0 is
+    computed. With ``exclude_self`` exists / forall skip the reduced objects equal to a kept one.
+    """
+
+    def __init__(self, in_channels: list[int], out_arities: list[int], width: int, exclude_self: bool = True,
+                 sigmoid: bool = True):
+        super().__init__()
+        if not sigmoid and list(out_arities) != [0]:
+            raise ValueError(f"an NLM layer without sigmoid computes arity 0 only, not {out_arities}")
+        self.in_channels = list(in_channels)
+        self.out_arities = list(out_arities)
+        self.width = width
+        self.exclude_self = exclude_self
+        self.sigmoid = sigmoid
+        self.linears = nn.ModuleDict()
+        for r in out_arities:
+            parts = self.part_sizes(r)
+            self.linears[str(r)] = nn.Linear(math.factorial(r) * sum(parts), width)
+
+    def part_sizes(self, r: int) -> tuple[int, int, int]:
+        """Channels of (expand from r-1, self r, exists+forall from r+1) feeding output arity r."""
+        c = self.in_channels
+        expand = c[r - 1] if r >= 1 else 0
+        same = c[r] if r < len(c) else 0
+        reduce = 2 * c[r + 1] if r + 1 < len(c) else 0
+        return expand, same, reduce
+
+    def forward(self, xs: list[torch.Tensor | None], object_mask: torch.Tensor) -> list[torch.Tensor | None]:
+        return self.infer(xs, {}, object_mask)[0]
+
+    def infer(self, xs: list[torch.Tensor | None], reductions: dict[int, torch.Tensor], object_mask: torch.Tensor,
+              reduce_only: frozenset[int] = frozenset(),
+              fused: bool = False) -> tuple[list[torch.Tensor | None], dict[int, torch.Tensor]]:
+        """``forward`` with arities handed over as their exists / forall: ``reductions[r]`` stands for
+        ``_exists_forall(xs[r])``, and the second value holds those of this layer's outputs that were formed
+        with them. With ``fused`` (CPU, without gradient) an arity-3 output in ``reduce_only`` is formed as its
+        exists / forall only, never stored, and one of broadcast expand terms alone comes with its reduction from the
+        same pass."""
+        outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
+        reduced: dict[int, torch.Tensor] = {}
+
+        def exists_forall(r: int) -> torch.Tensor:
+            if r in reductions:
+                return reductions[r]
+            return _exists_forall(xs[r], object_mask, self.exclude_self)
+
+        if not self.sigmoid:  # arity 0: no objects to expand or permute, a plain Linear
+            pieces = [x for x, c in ((xs[0], self.in_channels[0]),) if c]
+            if len(self.in_channels) > 1 and self.in_channels[1]:
+                pieces.append(exists_forall(1))
+            outputs[0] = self.linears["0"](torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0])
+            return outputs, reduced
+        for r in self.out_arities:
+            linear = self.linears[str(r)]
+            c_expand, c_same, c_reduce = self.part_sizes(r)
+            perms = _permutations(r)
+            # weight [out, r!, C_in] -> per part [r! * out, c]: one matmul gives every permutation's contribution
+            weight = linear.weight.view(self.width, len(perms), c_expand + c_same + c_reduce)
+
+            def stacked(start: int, stop: int) -> torch.Tensor:
+                return weight[:, :, start:stop].transpose(0, 1).reshape(len(perms) * self.width, stop - start)
+
+            # The expand part is constant along its new axis: project and permute it while it is small
+            # ([B, N^(r-1), out]) and add up the permutations that put the new axis at the same place d, so that
+            # the big output receives r broadcast terms instead of r!.
+            small: list[torch.Tensor | None] = [None] * r
+            if c_expand:
+                # unbind (not indexing) so the backward stacks once instead of scattering into zeros r! times
+                projected = F.linear(xs[r - 1], stacked(0, c_expand)).unflatten(-1, (len(perms), self.width))
+                for term, perm in zip(projected.unbind(-2), perms):
+                    d = perm.index(r - 1)
+                    rest = [perm[a] for a in range(r) if a != d]  # their source axes, in output order
+                    if rest != sorted(rest):
+                        term = term.permute(0, *[1 + a for a in rest], term.dim() - 1)
+                    small[d] = term if small[d] is None else small[d] + term
+            local = None
+            if c_same + c_reduce:
+                pieces = [xs[r]] if c_same else []
+                if c_reduce:
+                    pieces.append(exists_forall(r + 1))
+                local = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
+            w_local = stacked(c_expand, c_expand + c_same + c_reduce) if local is not None else None
+            n = object_mask.shape[1]
+            if r in reduce_only:
+                reduced[r] = _projected_extrema(local, w_local, linear.bias, tuple(small), object_mask,
+                                                self.exclude_self)
+            elif fused and r == 3 and local is None:
+                outputs[r], reduced[r] = _broadcast_sum_sigmoid(linear.bias, tuple(small), object_mask,
+                                                                self.exclude_self)
+            elif _needs_grad(local, w_local, linear.bias, *small):
+                outputs[r] = _PermutedSumSigmoid.apply(n, local, w_local, linear.bias, *small)
+            else:
+                outputs[r] = _permuted_sum_sigmoid(n, local, w_local, linear.bias, tuple(small))
+        return outputs, reduced
+
+
+# The NLM's layouts (``NLM(layout=...)``): "authors", the authors' code (their NLMCarlosV2): depth - 1 sigmoid
+# layers, then an NLM layer whose Linear gives the two raw outputs from the arity-0 inputs (the last sigmoid
+# layer's nullary predicates and exists / forall of its unary ones), without sigmoid. "paper-text", tnlib's first
+# reading of the paper's "depth 5": depth sigmoid layers, then a Linear from the last one's nullary predicates.
+NLM_LAYOUTS = ("authors", "paper-text")
+
+
+class NLM(nn.Module):
+    """Neural Logic Machine over object tensors (``NLMInputs``) -> raw ``[B, 2]``.
+
+    ``width`` predicates per arity in every sigmoid layer; ``layout`` see ``NLM_LAYOUTS``; with ``exclude_self``
+    reductions skip the objects equal to a kept one. The defaults are the authors' code's.
+    """
+
+    ARG_CHOICES = {"layout": NLM_LAYOUTS}
+
+    def __init__(self, input_channels: list[int], breadth: int = 3, depth: int = 5, width: int = 8,
+                 prune: bool = True, layout: str = "authors", exclude_self: bool = False):
+        super().__init__()
+        if depth < 1 or breadth < 0 or width < 1:
+            raise ValueError(f"NLM needs depth >= 1, breadth >= 0 and width >= 1 (got {depth}, {breadth}, {width})")
+        if layout not in NLM_LAYOUTS:
+            raise ValueError(f"NLM's layout must be one of {', '.join(NLM_LAYOUTS)}, got {layout!r}")
+        channels = list(input_channels) + [0] * (breadth + 1 - len(input_channels))
+        if len(channels) != breadth + 1:
+            raise ValueError(f"input has arities up to {len(input_channels) - 1}, more than the breadth {breadth}")
+        self.input_channels, self.breadth, self.depth, self.width = channels, breadth, depth, width
+        self.layout, self.exclude_self = layout, exclude_self
+        arities = nlm_output_arities(depth, breadth, prune)
+        sigmoid_layers = arities[:-1] if layout == "authors" else arities
+        self.layers = nn.ModuleList()
+        for out_arities in sigmoid_layers:
+            self.layers.append(NLMLayer(channels, out_arities, width, exclude_self))
+            channels = [width if r in out_arities else 0 for r in range(breadth + 1)]
+        if layout == "authors":
+            self.output_layer, self.readout = NLMLayer(channels, [0], 2, exclude_self, sigmoid=False), None
+        else:
+            self.output_layer, self.readout = None, nn.Linear(width, 2)
+        self.reset_parameters()
+
+    # Glorot and Bengio's gain for sigmoid units (4: sigmoid'(0) = 1/4). With PyTorch's default init the
+    # difference between two states shrinks ~20x per layer through the sigmoids and max/min reductions (outputs
+    # differ by ~1e-8 after five layers), and a few hundred steps leave the model a constant; with this gain it
+    # learns at once (data/small blocksworld, fixed/none, 300 steps: validation MSE 15.2 -> 5.2). The paper does
+    # not specify an initialisation. The linear output (layer or readout) keeps PyTorch's default.
+    SIGMOID_GAIN = 4.0
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            for linear in layer.linears.values():
+                nn.init.xavier_uniform_(linear.weight, gain=self.SIGMOID_GAIN)
+                nn.init.zeros_(linear.bias)
+
+    def forward(self, inputs: NLMInputs) -> torch.Tensor:
+        if not torch.is_grad_enabled():
+            return self._infer(inputs)
+        return self.forward_by_layers(inputs)
+
+    def forward_by_layers(self, inputs: NLMInputs) -> torch.Tensor:
+        """The forward pass layer by layer, every arity tensor stored (what training differentiates; without
+        gradients, ``forward`` computes the same in bounded memory)."""
+        xs: list[torch.Tensor | None] = list(inputs.tensors)
+        for layer in self.layers:
+            xs = layer(xs, inputs.object_mask)
+        if self.output_layer is not None:
+            return self.output_layer(xs, inputs.object_mask)[0]
+        return self.readout(xs[0])
+
+    # Without gradients nothing needs to outlive its layer, so the batch goes through the whole network a chunk of
+    # states at a time, each chunk's largest tensor within this many bytes: at the paper's test sizes one
+    # expansion's successors would otherwise hold GBs (gripper with 100 balls: 104 objects, 36 MB per state for
+    # each arity-3 tensor, about 200 successors).
+    INFERENCE_CHUNK_BYTES = 1 << 26
+
+    def _infer(self, inputs: NLMInputs) -> torch.Tensor:
+        mask = inputs.object_mask
+        batch, n = mask.shape
+        per_state = max(1, n ** self.breadth * max(self.width, *self.input_channels) * inputs.tensors[0].element_size())
+        step = max(1, self.INFERENCE_CHUNK_BYTES // per_state)
+        if step >= batch:
+            return self._infer_chunk(list(inputs.tensors), mask)
+        return torch.cat([self._infer_chunk([t[start:start + step] for t in inputs.tensors], mask[start:start + step])
+                          for start in range(0, batch, step)])
+
+    def _infer_chunk(self, xs: list[torch.Tensor | None], mask: torch.Tensor) -> torch.Tensor:
+        """The forward pass of a few states; an arity-3 output that the next layer only reduces is never stored
+        (``NLMLayer.infer``)."""
+        reductions: dict[int, torch.Tensor] = {}
+        stages = list(self.layers) + ([self.output_layer] if self.output_layer is not None else [])
+        fused = _use_kernels(xs[0])
+        for k, layer in enumerate(stages):
+            following = stages[k + 1].out_arities if k + 1 < len(stages) else [0]
+            reduce_only = frozenset(r for r in layer.out_arities
+                                    if fused and r == 3 and r not in following and r + 1 not in following)
+            xs, reductions = layer.infer(xs, reductions, mask, reduce_only, fused)
+        if self.output_layer is not None:
+            return xs[0]
+        return self.readout(xs[0])

@@ -1,0 +1,166 @@
+"""STRIPS-HGN, the hypergraph network of the delete relaxation.
+
+STRIPS-HGN (Shen et al. 2020), encode-process-decode on the delete-relaxed hypergraph with hidden size 32 and 4
+recurrent steps. Each step updates hyperedges from their own state, the sums over their preconditions (senders)
+and add effects (receivers), and the global state; then facts from themselves, the sums over the hyperedges that
+add them and that need them, and the global state; then the global state from sums over facts and hyperedges.
+(STRIPS-HGN passes fact-to-action messages along preconditions only and concatenates a fixed maximum number of
+senders; tnlib averages messages, so graphs of any size batch together and activations do not grow with the
+degrees over the recurrent steps, and also lets facts hear the actions that need them. The global state sums
+over facts and hyperedges, so it can grow with the instance like h* does.) Sums and means are linear, so every
+Linear is applied to node/edge features *before* they are aggregated, which moves 32-wide instead of 64-wide
+rows; the aggregations are products with constant sparse matrices (built once per batch, their transposes give
+the backward); the encoded half of each ``[encoded, latent]`` input is projected once for all steps, and the
+Linears that read the same features run as one matrix product. The readout is a Linear from the final global
+state.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tnlib.learning.encodings import HGNInputs
+
+
+
+class _ConstantSparseProduct(torch.autograd.Function):
+    """``matrix @ x`` for a constant sparse ``matrix``, whose transpose the caller supplies for the backward."""
+
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.transposed = transposed
+        return matrix @ x
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, ctx.transposed @ grad
+
+
+def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """The sparse ``shape`` matrix with ``values`` at ``(rows, cols)`` (repeated positions add up), in CSR form."""
+    key = rows * shape[1] + cols
+    if key.numel() > 1 and not bool((key[1:] >= key[:-1]).all()):  # batches list incidences sorted already
+        order = torch.argsort(key)
+        cols, values = cols[order], values[order]
+    crow = torch.zeros(shape[0] + 1, dtype=torch.int64, device=rows.device)
+    torch.cumsum(torch.bincount(rows, minlength=shape[0]), dim=0, out=crow[1:])
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": matrix products are all we use
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, cols, values, shape)
+
+
+class _Membership:
+    """Which graph each row (node or edge) belongs to, as sparse matrices: ``sum(x)`` adds the rows of each graph
+    ([G, R] @ x) and ``spread(y)`` gives every row its graph's row of y ([R, G] @ y); each is the other's
+    backward. Sparse products instead of ``index_add_`` into G rows, which is slow with many rows per graph."""
+
+    def __init__(self, graph: torch.Tensor, num_graphs: int, dtype):
+        rows = torch.arange(graph.numel(), device=graph.device)
+        ones = torch.ones(graph.numel(), dtype=dtype, device=graph.device)
+        self.summing = _csr(graph, rows, ones, (num_graphs, graph.numel()))
+        self.spreading = _csr(rows, graph, ones, (graph.numel(), num_graphs))
+
+    def sum(self, x: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.summing, self.spreading, x.contiguous())
+
+    def spread(self, y: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.spreading, self.summing, y.contiguous())
+
+
+class _IncidenceMeans:
+    """The two means along one incidence list ``(edge[j], node[j])`` as sparse matrices: ``by_edge @ x`` is, for
+    every edge, the mean of ``x`` over its nodes ([E, N]); ``by_node @ y`` for every node the mean of ``y`` over
+    its edges ([N, E]). One sparse product replaces a gather and a scatter (and their backward, the same
+    products with the transposed matrices). Built once per forward pass, shared by the message-passing steps."""
+
+    def __init__(self, edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, dtype):
+        per_edge = 1.0 / torch.bincount(edge, minlength=num_edges).clamp_(min=1).to(dtype)
+        per_node = 1.0 / torch.bincount(node, minlength=num_nodes).clamp_(min=1).to(dtype)
+        self.by_edge = _csr(edge, node, per_edge[edge], (num_edges, num_nodes))
+        self.by_edge_t = _csr(node, edge, per_edge[edge], (num_nodes, num_edges))
+        self.by_node = _csr(node, edge, per_node[node], (num_nodes, num_edges))
+        self.by_node_t = _csr(edge, node, per_node[node], (num_edges, num_nodes))
+
+    def edge_mean(self, x: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.by_edge, self.by_edge_t, x.contiguous())
+
+    def node_mean(self, y: torch.Tensor) -> torch.Tensor:
+        return _ConstantSparseProduct.apply(self.by_node, self.by_node_t, y.contiguous())
+
+
+class STRIPSHGN(nn.Module):
+    """STRIPS-HGN on batched delete-relaxed hypergraphs (``HGNInputs``) -> raw ``[B, 2]``."""
+
+    def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3):
+        super().__init__()
+        if hidden < 1 or steps < 1:
+            raise ValueError(f"STRIPS-HGN needs hidden >= 1 and steps >= 1 (got {hidden}, {steps})")
+        self.hidden, self.steps = hidden, steps
+        h = hidden
+        self.node_encoder = nn.Linear(node_features, h)
+        self.edge_encoder = nn.Linear(edge_features, h)
+        # Each step's inputs are [encoded, latent] (2h) for nodes and edges, the latent global (h).
+        # Edge update from: itself (2h), sum of senders (2h), sum of receivers (2h), global (h).
+        self.edge_self = nn.Linear(2 * h, h)
+        self.edge_from_senders = nn.Linear(2 * h, h, bias=False)
+        self.edge_from_receivers = nn.Linear(2 * h, h, bias=False)
+        self.edge_from_global = nn.Linear(h, h, bias=False)
+        # Node update from: itself (2h), sum of edges adding it (h), sum of edges needing it (h), global (h).
+        self.node_self = nn.Linear(2 * h, h)
+        self.node_from_adders = nn.Linear(h, h, bias=False)
+        self.node_from_users = nn.Linear(h, h, bias=False)
+        self.node_from_global = nn.Linear(h, h, bias=False)
+        # Global update from: itself (h), sum of nodes (h), sum of edges (h).
+        self.global_self = nn.Linear(h, h)
+        self.global_from_nodes = nn.Linear(h, h, bias=False)
+        self.global_from_edges = nn.Linear(h, h, bias=False)
+        self.readout = nn.Linear(h, 2)
+
+    def forward(self, g: HGNInputs) -> torch.Tensor:
+        h = self.hidden
+        num_nodes, num_edges = g.node_features.shape[0], g.edge_features.shape[0]
+        dtype = g.node_features.dtype
+        senders = _IncidenceMeans(g.pre_edge, g.pre_node, num_edges, num_nodes, dtype)  # preconditions
+        receivers = _IncidenceMeans(g.add_edge, g.add_node, num_edges, num_nodes, dtype)  # add effects
+        node_graphs = _Membership(g.node_graph, g.num_graphs, dtype)
+        edge_graphs = _Membership(g.edge_graph, g.num_graphs, dtype)
+        node_encoded = torch.relu(self.node_encoder(g.node_features))
+        edge_encoded = torch.relu(self.edge_encoder(g.edge_features))
+
+        def encoded_part(linear: nn.Linear) -> torch.Tensor:
+            return linear.weight[:, :h]
+
+        def latent_part(linear: nn.Linear) -> torch.Tensor:
+            return linear.weight[:, h:]
+
+        # Every Linear on [encoded, latent] is split by those halves: the encoded half is projected once for all
+        # steps, and the latent half (zero in the first step) once per step, for the three Linears reading the
+        # node state at once. Sums and means are linear, so features are projected before they are aggregated.
+        node_readers = (self.edge_from_senders, self.edge_from_receivers, self.node_self)
+        node_bias = torch.cat([self.node_self.bias.new_zeros(2 * h), self.node_self.bias])
+        node_constant = F.linear(node_encoded, torch.cat([encoded_part(m) for m in node_readers]), node_bias)
+        node_latent = torch.cat([latent_part(m) for m in node_readers])
+        edge_constant = F.linear(edge_encoded, encoded_part(self.edge_self), self.edge_self.bias)
+        edge_readers = torch.cat([self.node_from_adders.weight, self.node_from_users.weight,
+                                  self.global_from_edges.weight])
+        node = edge = glob = None
+        for _ in range(self.steps):
+            projected = node_constant if node is None else node_constant + F.linear(node, node_latent)
+            to_senders, to_receivers, node_self = projected.split(h, dim=1)
+            edge_sum = edge_constant if edge is None else edge_constant + F.linear(edge, latent_part(self.edge_self))
+            edge_sum = edge_sum + senders.edge_mean(to_senders) + receivers.edge_mean(to_receivers)
+            if glob is not None:
+                edge_sum = edge_sum + edge_graphs.spread(self.edge_from_global(glob))
+            edge = torch.relu(edge_sum)
+            to_adders, to_users, to_global = F.linear(edge, edge_readers).split(h, dim=1)
+            node_sum = node_self + receivers.node_mean(to_adders) + senders.node_mean(to_users)
+            if glob is not None:
+                node_sum = node_sum + node_graphs.spread(self.node_from_global(glob))
+            node = torch.relu(node_sum)
+            glob_sum = (self.global_self(glob) if glob is not None else
+                        self.global_self.bias.expand(g.num_graphs, h))
+            glob = torch.relu(glob_sum + node_graphs.sum(self.global_from_nodes(node)) + edge_graphs.sum(to_global))
+        return self.readout(glob)
