@@ -8,7 +8,8 @@ import pytest
 
 from tnlib.cli import main
 from tnlib.errors import DatasetError
-from tnlib.experiments.sweep import PRESETS, Sweep, run_sweep
+from tnlib.experiments.presets import PRESETS
+from tnlib.experiments.sweep import Sweep, run_sweep
 
 
 def _sweep(out, **kwargs) -> Sweep:
@@ -176,7 +177,7 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     """The converged presets: the four configurations, N and TN, seeds for a spread, the paper's
     10,000-evaluation limit on every plan instance, and enough validations for the still-improving rule to judge the
     last quarter; past the steps at which the probes' curves still fell (NLM blocksworld at 3,000 steps)."""
-    from tnlib.experiments.scope import LAST_FRACTION, MIN_EVALUATIONS
+    from tnlib.learning.until_flat import LAST_FRACTION, MIN_EVALUATIONS
     from tnlib.paper import MAX_EVALUATIONS, TABLE1_CONFIGS
 
     sweep = Sweep.preset(name)
@@ -193,7 +194,7 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     err = capsys.readouterr().err
     runs = 4 * 4 * 2 * len(sweep.seeds)
     assert err.startswith(f"tnlib sweep: preset {name!r}") and f"= {runs} runs" in err and "10,000 evaluations" in err
-    from tnlib.experiments.sweep import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
+    from tnlib.learning.training_cost import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
 
     def hours(steps):
         expected = sum(runs / 4 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
@@ -224,10 +225,10 @@ def _until_flat_config(out, **overrides) -> dict:
 
 def _scripted_verdicts(monkeypatch, verdicts):
     """Replace the still-improving rule by a script of answers; returns the curve lengths it was asked about."""
-    import tnlib.experiments.scope as scope
+    import tnlib.experiments.cells as cells
 
     asked, answers = [], iter(verdicts)
-    monkeypatch.setattr(scope, "still_improving", lambda values: asked.append(len(values)) or next(answers))
+    monkeypatch.setattr(cells, "still_improving", lambda values: asked.append(len(values)) or next(answers))
     return asked
 
 
@@ -242,7 +243,7 @@ def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(t
     weights, curve and best checkpoint are those of a run trained straight to 600 steps."""
     import torch
 
-    from tnlib.experiments.sweep import train_until_flat
+    from tnlib.experiments.cells import train_until_flat
     from tnlib.learning.training import train
 
     asked = _scripted_verdicts(monkeypatch, [True, True, False])
@@ -260,7 +261,7 @@ def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(t
 
 
 def test_train_until_flat_stops_at_max_steps_and_at_a_flat_start(tmp_path, monkeypatch):
-    from tnlib.experiments.sweep import train_until_flat
+    from tnlib.experiments.cells import train_until_flat
 
     asked = _scripted_verdicts(monkeypatch, [True] * 10)
     assert _trained(train_until_flat(_until_flat_config(tmp_path / "a"), 800, 300))[0] == 800  # 200, 500, 800
@@ -273,7 +274,7 @@ def test_train_until_flat_stops_at_max_steps_and_at_a_flat_start(tmp_path, monke
 def test_train_until_flat_resumes_an_interrupted_chunk_to_its_end(tmp_path, monkeypatch):
     """A run interrupted at 300 steps, inside the chunk 200-400, finishes that chunk before it is judged: where a
     run stops does not depend on where it was interrupted."""
-    from tnlib.experiments.sweep import train_until_flat
+    from tnlib.experiments.cells import train_until_flat
     from tnlib.learning.training import train
 
     config = _until_flat_config(tmp_path)
@@ -287,7 +288,7 @@ def test_train_until_flat_resumes_an_interrupted_chunk_to_its_end(tmp_path, monk
 
 def test_a_sweep_trains_until_flat_by_the_reports_rule(tmp_path):
     """Unscripted: every run of a sweep with max_steps ends flat by the reports' rule or at max_steps."""
-    from tnlib.experiments.scope import still_improving
+    from tnlib.learning.until_flat import still_improving
 
     sweep = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs=["learn/ff", "fixed/none"],
                                   distributions="TN", seeds=0, steps=400, eval_every=100, max_steps=2000,
@@ -325,7 +326,7 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
     second process asking for it would wait (here: a non-blocking try fails then, and succeeds after)."""
     import fcntl
 
-    import tnlib.experiments.sweep as sweep_module
+    import tnlib.experiments.cells as cells
 
     config = _until_flat_config(tmp_path, max_steps=None)
     lock = tmp_path / ".ferry-linear-TN-learn-ff-llmcut-s0.lock"
@@ -340,10 +341,10 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
             fcntl.flock(handle, fcntl.LOCK_UN)
             return True
 
-    real_train = sweep_module.train_until_flat
-    monkeypatch.setattr(sweep_module, "train_until_flat",
+    real_train = cells.train_until_flat
+    monkeypatch.setattr(cells, "train_until_flat",
                         lambda *args, **kwargs: tries.append(try_lock()) or real_train(*args, **kwargs))
-    summary = sweep_module.run_cell(config, plan=False, max_steps=400, extend_steps=200)
+    summary = cells.run_cell(config, plan=False, max_steps=400, extend_steps=200)
     assert summary["run"] == "ferry-linear-TN-learn-ff-llmcut-s0" and tries == [False]
     assert try_lock()  # released when the cell is done
 

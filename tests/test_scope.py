@@ -8,7 +8,8 @@ from dataclasses import asdict
 
 import pytest
 
-from tnlib.experiments.scope import collect_scope, render_scope, scope_header, still_improving
+from tnlib.experiments.scope import collect_scope, render_scope, scope_header
+from tnlib.learning.until_flat import still_improving
 from tnlib.learning.training import TrainConfig
 
 

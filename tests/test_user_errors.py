@@ -12,7 +12,8 @@ import pytest
 
 from tnlib.cli import main
 from tnlib.errors import DatasetError, MissingRuns
-from tnlib.experiments.sweep import Sweep, check_notebook_parameters
+from tnlib.experiments.notebook_parameters import check_notebook_parameters
+from tnlib.experiments.sweep import Sweep
 from tnlib.planning.generators import generate
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"

@@ -32,11 +32,12 @@ SWEEP_HELP = {
 
 def register_sweep(subparsers) -> None:
     from tnlib.experiments import sweep
+    from tnlib.experiments.presets import PRESETS
 
     parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
                                    description=sweep.__doc__.splitlines()[0] + " The defaults shown are the "
                                    "paper's settings; --preset replaces them with the preset's.")
-    parser.add_argument("--preset", choices=sorted(sweep.PRESETS),
+    parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="start from a named preset instead of the paper's settings (small: what `make "
                              "reproduce` runs on 2 CPU cores); the other flags override it")
     add_config_flags(parser, sweep.Sweep, SWEEP_FLAGS, SWEEP_HELP, defaults=False)

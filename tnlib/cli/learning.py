@@ -99,12 +99,12 @@ ESTIMATE_FROM_S = 60
 
 def cost_estimate(config, start_step: int = 0) -> str | None:
     """One line on what a run will cost and how to change it, from the sweep's estimate
-    (:func:`tnlib.experiments.sweep.run_hours`): on CUDA the paper's V100 time, on a CPU tnlib's measured step time
+    (:func:`tnlib.learning.training_cost.run_hours`): on CUDA the paper's V100 time, on a CPU tnlib's measured step time
     at 16 objects (an upper bound for smaller instances); None for a run estimated under :data:`ESTIMATE_FROM_S`
     seconds or, on a CPU, a model without a measured step time (linear regression: minutes). A resumed run
     (``start_step`` > 0) counts the steps it has left."""
     from tnlib.device import default_device
-    from tnlib.experiments.sweep import CPU_SECONDS_PER_STEP, CPU_TIMED_OBJECTS, run_hours
+    from tnlib.learning.training_cost import CPU_SECONDS_PER_STEP, CPU_TIMED_OBJECTS, run_hours
     from tnlib.paper import TRAIN_STEPS
     from tnlib.progress import duration
 

@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
 from tnlib.files import read_json, read_jsonl
 from tnlib.paper import (
     AUTHORS_FIXED_SIGMA,
@@ -44,44 +45,11 @@ from tnlib.paper import (
     TRAIN_STEPS,
 )
 
-# The flattening criterion (module docstring): the last LAST_FRACTION of evaluations must beat the best before
-# them by more than IMPROVEMENT (relative) for a run to count as still improving; fewer than MIN_EVALUATIONS
-# evaluations cannot tell.
-LAST_FRACTION = 0.25
-IMPROVEMENT = 0.01
-MIN_EVALUATIONS = 4
-
 # GBFS counting protocols (tnlib.planning.search), as the header names them.
 PROTOCOL_TEXT = {
     "paper": "the paper's counting (every generated successor is an evaluation, goal test at generation)",
     "distinct": "distinct-state counting (goal test at expansion; looser than the paper's)",
 }
-
-
-def until_flat_end(steps: int, first: int, max_steps: int, extend_steps: int) -> int:
-    """Where a run trained until flat (:func:`tnlib.experiments.sweep.train_until_flat`) that has reached ``steps``
-    stops its current chunk: the first chunk end ``first + k * extend_steps`` (or ``max_steps``) at or after it. A
-    run's steps lie on the sweep's grid of chunks when this is ``steps`` itself."""
-    if steps <= first:
-        return first
-    return min(max_steps, first + -(-(steps - first) // extend_steps) * extend_steps)
-
-
-def still_improving(values: Sequence[float], last_fraction: float = LAST_FRACTION,
-                    improvement: float = IMPROVEMENT, minimum: int = MIN_EVALUATIONS) -> bool | None:
-    """Whether a validation curve was still improving at its end: the best of its last ``last_fraction`` of
-    values (rounded up, at least one) is below ``(1 - improvement)`` times the best before them. None when it has
-    fewer than ``minimum`` values. Non-finite values never count as a best."""
-    if len(values) < minimum:
-        return None
-    last = max(1, math.ceil(len(values) * last_fraction))
-    finite = [v if math.isfinite(v) else math.inf for v in values]
-    before, after = min(finite[:-last]), min(finite[-last:])
-    if not math.isfinite(after):
-        return False
-    if not math.isfinite(before):
-        return True
-    return after < before * (1 - improvement) if before > 0 else after < before
 
 
 @dataclass

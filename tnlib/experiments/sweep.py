@@ -18,22 +18,30 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
 from tnlib.executors import run_jobs
+from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.scope import percent
 from tnlib.files import shown_path
+from tnlib.learning.training_cost import (
+    CPU_SECONDS_PER_STEP,
+    CPU_TIMED_OBJECTS,
+    SMALL_BATCH_SIZE,
+    SMALL_RUN_OVERHEAD_SECONDS,
+    SMALL_STEP_SECONDS,
+    run_hours,
+)
+from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
 from tnlib.paper import (
     BATCH_SIZE,
     DISTRIBUTIONS,
     DOMAINS,
     EVAL_EVERY,
-    GPU_HOURS_PER_RUN,
     MAIN_TABLES_MODEL,
     MAX_EVALUATIONS,
     MODELS,
@@ -43,8 +51,6 @@ from tnlib.paper import (
     TRAIN_STEPS,
 )
 
-# Training until flat (Sweep.max_steps): how many steps a still-improving run trains before it is checked again.
-EXTEND_STEPS = 2000
 
 
 @dataclass
@@ -64,7 +70,7 @@ class Sweep:
     sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
     steps: int = TRAIN_STEPS
     # Train until flat (beyond the paper, which trains a fixed number of steps): with max_steps, a run whose
-    # validation curve is still improving after `steps` (the reports' rule, tnlib.experiments.scope.still_improving)
+    # validation curve is still improving after `steps` (the reports' rule, tnlib.learning.until_flat.still_improving)
     # trains on in chunks of extend_steps, each checked again, up to max_steps. None: every run trains `steps`.
     max_steps: int | None = None
     extend_steps: int = EXTEND_STEPS
@@ -124,7 +130,7 @@ class Sweep:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if values["max_steps"] is not None:
-            _check_until_flat(values["steps"], values["max_steps"], values["extend_steps"], values["eval_every"])
+            check_until_flat(values["steps"], values["max_steps"], values["extend_steps"], values["eval_every"])
         for name in ("instances", "plan_instances"):
             value = values[name]
             if value == "all":
@@ -405,57 +411,6 @@ class Sweep:
         return root
 
 
-def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
-    """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
-    None for a model without a measured step time (linear regression: minutes)."""
-    hours = GPU_HOURS_PER_RUN[model]
-    gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
-    seconds = CPU_SECONDS_PER_STEP.get(model)
-    cpu = None if seconds is None else seconds * batch_size / BATCH_SIZE * steps / 3600
-    return gpu, cpu
-
-
-def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,
-                              run=True, reports_dir: str | os.PathLike | None = None, scheduler: str | None = None,
-                              notebook_dir: str | os.PathLike | None = None,
-                              **overrides) -> tuple[Sweep, Path | None]:
-    """The experiments notebook's parameters, checked before anything runs: ``(sweep, reports folder or None)``,
-    or a ValueError naming the first bad parameter.
-
-    Relative ``results_dir``, ``reports_dir`` and ``data_root`` are relative to the notebooks folder
-    (``notebook_dir``, default ``<repo>/notebooks``) whatever the kernel's working folder, so papermill started from
-    the repository root writes where JupyterLab would; ``results_dir`` None is ``../runs/<preset>``. ``overrides``
-    are :class:`Sweep` fields; None keeps the preset's value. With ``run`` the dataset is checked too
-    (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first cell,
-    not the sweep; without it the results folder is (:meth:`Sweep.check_results`: a MissingRuns saying how to
-    make them), so a notebook that only reads shows no empty tables.
-    """
-    if not isinstance(run, bool):
-        raise ValueError(f"run must be True or False, got {run!r}")
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise ValueError(f"scheduler must be None or a Dask scheduler address such as 'tcp://HOST:8786', "
-                         f"got {scheduler!r}")
-    if notebook_dir is None:
-        from tnlib.experiments.reproduce import NOTEBOOKS as notebook_dir
-
-    def folder(name: str, value) -> Path:
-        if not isinstance(value, (str, os.PathLike)) or not str(value):
-            raise ValueError(f"{name} must be a folder path, got {value!r}")
-        return (Path(notebook_dir) / value).resolve()  # an absolute value stays itself
-
-    overrides = {name: value for name, value in overrides.items() if value is not None}
-    if "data_root" in overrides:
-        overrides["data_root"] = str(folder("data_root", overrides["data_root"]))
-    results = folder("results_dir", f"../runs/{preset or 'paper'}" if results_dir is None else results_dir)
-    sweep = Sweep.from_parameters(preset=preset, out_dir=str(results), **overrides)
-    reports = None if reports_dir is None else folder("reports_dir", reports_dir)
-    if run:
-        sweep.check_data()
-    else:
-        sweep.check_results()
-    return sweep, reports
-
-
 def _names(name: str, value) -> list:
     """A list parameter's value as a list: one string stands for a list of one (papermill's ``-p domains ferry``)."""
     if isinstance(value, str):
@@ -496,144 +451,10 @@ def _comparable(value):
     return value
 
 
-# tnlib's training step on a 2-core CPU at batch 256 (NLM and STRIPS-HGN on 16-block blocksworld; the shared spec
-# "training-cost": 0.54 s and 2.3 s). The CPU estimate scales them by steps and batch size, not by instance size;
-# smaller instances train faster (NLM at 8 objects: 0.062 s), so for data/small (training instances of 4-8 blocks,
-# at most 8 objects in ferry, 10 in gripper, 16 in visitall) it is an upper bound, and the banner says so. Linear
-# regression trains in minutes: no estimate.
-CPU_SECONDS_PER_STEP = {"nlm": 0.54, "hgn": 2.3}
-CPU_TIMED_OBJECTS = 16
-# Measured on this project's shared 2-core machine (one thread per process, two sweeps side by side, other work
-# beside them) on data/small at batch 64, validation every 100 steps: wall seconds per training step, validation
-# included (seconds of curves.jsonl over steps; medians over the 6,000-step runs of reports/converged/: NLM 16
-# runs per domain, STRIPS-HGN and linear regression 16 per domain) -- the machine's load moves them by up to 2x.
-# On top, per run: the test evaluation and planning every plan instance at 10,000 evaluations (twice for N:
-# default and clip), cheap on data/small (NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16
-# runs took 2,015 s, their training 1,831 s). Sweep.measured_hours sums them for the banner.
-SMALL_BATCH_SIZE = 64
-SMALL_STEP_SECONDS = {"nlm": {"blocksworld": 0.021, "ferry": 0.021, "gripper": 0.030, "visitall": 0.106},
-                      "hgn": {"blocksworld": 0.037, "ferry": 0.0125, "gripper": 0.016, "visitall": 0.016},
-                      "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008}}
-SMALL_RUN_OVERHEAD_SECONDS = {"nlm": 5.0, "hgn": 11.5, "linear": 3.0}
 # Beyond this many CPU-hours the banner says the sweep needs a GPU or a cluster.
 CPU_HOURS_WORTH_A_CLUSTER = 8.0
 
-# Named starting points for Sweep.preset / from_parameters(preset=...) / `tnlib sweep --preset`: each maps fields to
-# their values on top of the paper's defaults.
-PRESETS: dict[str, dict] = {
-    "paper": {},
-    # What `make reproduce` runs on 2 CPU cores (about 15 minutes): NLM, the four configurations, N and TN, two
-    # seeds, 600 steps at batch 64 on all of data/small's training instances (0.38% of the paper's samples); GBFS on
-    # every plan instance with at most 200 evaluations, where h_FF (paper protocol) solves 5/24 blocksworld, 23/24
-    # ferry, 11/24 gripper and 8/12 visitall instances -- under the paper's 10,000 it solves all of them.
-    "small": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=600, batch_size=64, eval_every=50,
-                  instances=None, data_profile="small", out_dir="runs/small", plan_instances=None,
-                  max_evaluations=200, workers=2),
-    # Runs meant to converge on a 2-core CPU (the target: at most 10% of runs still improving by the
-    # reports' rule, tnlib.experiments.scope.still_improving). data/small, all training instances, two seeds,
-    # validation every 100 steps, GBFS at the paper's 10,000 evaluations (where h_FF solves every plan instance).
-    # A fixed 6,000 steps left NLM 26 of 64 runs still improving (N 16 of 32), STRIPS-HGN 41 of 64 and linear
-    # regression 9 of 64, and one blocksworld N run still improved at 24,000 (validation MSE 1.95 at 6,000, 1.10
-    # at 24,000; TN flat from about 4,000): no one step count suits every run, so the presets train until flat
-    # from 6,000 steps, at most the paper's own step count (TRAIN_STEPS; a cap of 24,000 left 7 of STRIPS-HGN's
-    # 64 runs still improving, all at the cap). reports/converged/README.md gives what each model reached.
-    # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (Sweep.measured_hours).
-    "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, max_steps=TRAIN_STEPS,
-                      batch_size=64, eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
-                      plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
-    # The appendix's linear regression: the same, at five seeds (minutes; until flat, 0 of its 160 runs were left
-    # still improving).
-    "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=SEEDS, steps=6000,
-                             max_steps=TRAIN_STEPS, batch_size=64,
-                             eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
-                             plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
-    # NLM trained on the paper's own training distribution (data/paper: train and val at the paper's generation
-    # limits), Table 2's two configurations, until flat as the converged preset. No planning here: data/paper's
-    # plan split is small at its reduced solver limits; Table 2 comes from the label-free paper-size plan set.
-    "paper-scale": dict(models=("nlm",), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1), steps=6000,
-                        max_steps=TRAIN_STEPS, batch_size=64, eval_every=100, instances=None, data_profile="paper",
-                        out_dir="runs/paper-scale", plan=False, workers=1),
-}
 
-
-def _check_until_flat(steps: int, max_steps, extend_steps: int, eval_every: int) -> None:
-    """The train-until-flat settings' checks (a ValueError naming the bad one)."""
-    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < steps:
-        raise ValueError(f"max_steps must be None or an integer >= steps ({steps}), got {max_steps!r}")
-    # Chunk ends on the validation grid: a run trained on in chunks then has the same curve, checkpoints and
-    # weights as one trained straight to its last step.
-    for name, value in (("steps", steps), ("extend_steps", extend_steps)):
-        if value % eval_every:
-            raise ValueError(f"with max_steps, {name} ({value}) must be a multiple of eval_every ({eval_every})")
-
-
-def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
-    """Train one configuration for its ``steps``, then on in chunks of ``extend_steps`` while its validation curve
-    is still improving (:func:`tnlib.experiments.scope.still_improving`; a curve too short to tell goes on too),
-    until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
-    trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
-    is checked there, so the steps a run ends at do not depend on interruptions."""
-    from tnlib.experiments.scope import still_improving, until_flat_end
-    from tnlib.files import read_jsonl
-    from tnlib.learning.training import TrainConfig, train
-
-    run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
-    done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
-    steps = until_flat_end(done, config["steps"], max_steps, extend_steps)
-    while True:
-        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}))
-        curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
-        if steps >= max_steps or still_improving(curve) is False:
-            return run_dir
-        steps = min(steps + extend_steps, max_steps)
-
-
-def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
-             max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
-             extend_steps: int = EXTEND_STEPS) -> dict:
-    """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
-    it on the test split and plan with it.
-
-    The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
-    folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
-    work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
-    on a cluster it holds where the shared filesystem supports it."""
-    from tnlib.files import locked
-    from tnlib.learning.training import TrainConfig
-
-    with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
-        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps)
-
-
-def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
-              extend_steps: int) -> dict:
-    import torch
-
-    from tnlib.learning.evaluation import evaluate_run
-    from tnlib.experiments.tables import summarize
-    from tnlib.learning.learned_heuristic import plan_split
-    from tnlib.learning.training import TrainConfig, train
-
-    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
-    run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
-        train_until_flat(config, max_steps, extend_steps)
-    metrics_path = RunDir(run_dir).metrics_file("test")
-    best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
-    if metrics is None or metrics.get("checkpoint_step") != best_step:
-        metrics = evaluate_run(run_dir, "test")
-    # the appendix's NLL rows: test NLL at the best-validation-NLL checkpoint
-    nll_path = RunDir(run_dir).metrics_file("test", RunDir.BEST_NLL)
-    nll_step = torch.load(RunDir(run_dir).best_nll, map_location="cpu", weights_only=False)["step"]
-    if not nll_path.is_file() or json.loads(nll_path.read_text()).get("checkpoint_step") != nll_step:
-        evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
-    summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
-    if plan:
-        estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)
-        for estimate in estimates:
-            records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
-            summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
-    return summary
 
 
 def run_baselines(sweep: Sweep) -> None:
@@ -682,6 +503,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
     so do cells out of reach unless ``accept_out_of_reach``.
     """
+    # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
+    from tnlib.experiments.cells import run_cell
     from tnlib.progress import progress as progress_display
 
     sweep.check_data(accept_out_of_reach)

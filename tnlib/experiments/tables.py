@@ -52,7 +52,7 @@ def _run_config(folder, sweeps: dict) -> dict:
     (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks) is the
     rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps.
     ``sweeps`` caches each results folder's sweep.json for the caller's pass over its runs."""
-    from tnlib.experiments.scope import until_flat_end
+    from tnlib.learning.until_flat import until_flat_end
 
     run = RunDir(folder)
     if not run.config_file.is_file():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 
+import torch
 from torch import nn
 
 from tnlib.learning.nlm import NLM

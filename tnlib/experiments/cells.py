@@ -1,0 +1,75 @@
+"""One cell of a sweep: train (or resume) a configuration -- until flat if asked --, evaluate it, plan with it.
+
+:func:`run_cell` is what each worker of :func:`tnlib.experiments.sweep.run_sweep` runs, in a local process or on a
+Dask worker; it takes the cell as the plain dict of a :class:`tnlib.learning.training.TrainConfig`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from tnlib.experiments.tables import summarize
+from tnlib.files import locked, read_jsonl
+from tnlib.learning.evaluation import evaluate_run
+from tnlib.learning.learned_heuristic import plan_split
+from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import TrainConfig, train
+from tnlib.learning.until_flat import EXTEND_STEPS, still_improving, until_flat_end
+from tnlib.paper import MAX_EVALUATIONS
+
+
+def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
+    """Train one configuration for its ``steps``, then on in chunks of ``extend_steps`` while its validation curve
+    is still improving (:func:`still_improving`; a curve too short to tell goes on too),
+    until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
+    trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
+    is checked there, so the steps a run ends at do not depend on interruptions."""
+    run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
+    done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
+    steps = until_flat_end(done, config["steps"], max_steps, extend_steps)
+    while True:
+        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}))
+        curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
+        if steps >= max_steps or still_improving(curve) is False:
+            return run_dir
+        steps = min(steps + extend_steps, max_steps)
+
+
+def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
+             max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
+             extend_steps: int = EXTEND_STEPS) -> dict:
+    """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
+    it on the test split and plan with it.
+
+    The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
+    folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
+    work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
+    on a cluster it holds where the shared filesystem supports it."""
+    with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
+        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps)
+
+
+def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
+              extend_steps: int) -> dict:
+    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
+    run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
+        train_until_flat(config, max_steps, extend_steps)
+    metrics_path = RunDir(run_dir).metrics_file("test")
+    best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
+    if metrics is None or metrics.get("checkpoint_step") != best_step:
+        metrics = evaluate_run(run_dir, "test")
+    # the appendix's NLL rows: test NLL at the best-validation-NLL checkpoint
+    nll_path = RunDir(run_dir).metrics_file("test", RunDir.BEST_NLL)
+    nll_step = torch.load(RunDir(run_dir).best_nll, map_location="cpu", weights_only=False)["step"]
+    if not nll_path.is_file() or json.loads(nll_path.read_text()).get("checkpoint_step") != nll_step:
+        evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
+    summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
+    if plan:
+        estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)
+        for estimate in estimates:
+            records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
+            summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
+    return summary

@@ -1,0 +1,37 @@
+"""What training costs: tnlib's measured step times on this project's CPUs and the paper's GPU hours per run.
+
+``tnlib train`` prints its estimate from these before its first step, and a sweep's banner sums them over its runs.
+"""
+from __future__ import annotations
+
+from tnlib.paper import BATCH_SIZE, GPU_HOURS_PER_RUN, TRAIN_STEPS
+
+# tnlib's training step on a 2-core CPU at batch 256 (NLM and STRIPS-HGN on 16-block blocksworld; the shared spec
+# "training-cost": 0.54 s and 2.3 s). The CPU estimate scales them by steps and batch size, not by instance size;
+# smaller instances train faster (NLM at 8 objects: 0.062 s), so for data/small (training instances of 4-8 blocks,
+# at most 8 objects in ferry, 10 in gripper, 16 in visitall) it is an upper bound, and the banner says so. Linear
+# regression trains in minutes: no estimate.
+CPU_SECONDS_PER_STEP = {"nlm": 0.54, "hgn": 2.3}
+CPU_TIMED_OBJECTS = 16
+# Measured on this project's shared 2-core machine (one thread per process, two sweeps side by side, other work
+# beside them) on data/small at batch 64, validation every 100 steps: wall seconds per training step, validation
+# included (seconds of curves.jsonl over steps; medians over the 6,000-step runs of reports/converged/: NLM 16
+# runs per domain, STRIPS-HGN and linear regression 16 per domain) -- the machine's load moves them by up to 2x.
+# On top, per run: the test evaluation and planning every plan instance at 10,000 evaluations (twice for N:
+# default and clip), cheap on data/small (NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16
+# runs took 2,015 s, their training 1,831 s). Sweep.measured_hours sums them for the banner.
+SMALL_BATCH_SIZE = 64
+SMALL_STEP_SECONDS = {"nlm": {"blocksworld": 0.021, "ferry": 0.021, "gripper": 0.030, "visitall": 0.106},
+                      "hgn": {"blocksworld": 0.037, "ferry": 0.0125, "gripper": 0.016, "visitall": 0.016},
+                      "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008}}
+SMALL_RUN_OVERHEAD_SECONDS = {"nlm": 5.0, "hgn": 11.5, "linear": 3.0}
+
+
+def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
+    """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
+    None for a model without a measured step time (linear regression: minutes)."""
+    hours = GPU_HOURS_PER_RUN[model]
+    gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
+    seconds = CPU_SECONDS_PER_STEP.get(model)
+    cpu = None if seconds is None else seconds * batch_size / BATCH_SIZE * steps / 3600
+    return gpu, cpu
