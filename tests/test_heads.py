@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tnlib.learning.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig, learned_sigma
+from tnlib.learning.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig, Prediction, learned_sigma
 
 torch.set_default_dtype(torch.float32)
 
@@ -140,3 +140,17 @@ def test_bounded_sigma_gradient_is_ten_sigmoid_derivative():
 def test_unknown_names_are_rejected(kwargs, word):
     with pytest.raises(ValueError, match=word):
         HeadConfig(**kwargs)
+
+
+def test_the_head_says_which_point_estimates_it_offers():
+    from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
+
+    assert point_estimates("N") == POINT_ESTIMATES == ("default", "clip")
+    assert point_estimates("TN") == ("default",)
+    with pytest.raises(ValueError, match="unknown distribution 'Laplace'"):
+        point_estimates("Laplace")
+    mu, sigma = torch.tensor([0.0, 3.0]), torch.tensor([1.0, 1.0])
+    lower, upper = torch.tensor([1.0, 1.0]), torch.tensor([math.inf, math.inf])
+    assert Prediction("N", mu, sigma, lower, upper).clipped_point_estimate().tolist() == [1.0, 3.0]
+    with pytest.raises(ValueError, match="N\\) only"):
+        Prediction("TN", mu, sigma, lower, upper).clipped_point_estimate()

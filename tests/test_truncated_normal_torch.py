@@ -24,7 +24,7 @@ from torch.distributions import (
     kl_divergence,
 )
 
-from tn_reference import DIGITS, _bound, _log_prob, reference
+from tn_reference import _bound, _log_prob, reference
 from tnlib import TruncatedNormal
 
 INF = math.inf

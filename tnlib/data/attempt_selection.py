@@ -204,3 +204,6 @@ def select_attempts(
             return Selection(choices, needed, taken, unreachable)
 
 
+
+
+__all__ = ["Draw", "Selection", "SlotChoice", "select_attempts"]

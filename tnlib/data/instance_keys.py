@@ -523,13 +523,10 @@ def keys_fingerprint(keys: Iterable[str]) -> str:
 
 
 __all__ = [
-    "Draw",
     "INSTANCE_KEY_SCHEME",
     "InstanceKeyError",
     "MAX_LEAVES",
     "ProblemAtoms",
-    "Selection",
-    "SlotChoice",
     "SplitDuplicates",
     "canonical_form",
     "check_domain_instances",
@@ -539,7 +536,6 @@ __all__ = [
     "keys_fingerprint",
     "parse_problem",
     "problem_keys",
-    "select_attempts",
     "state_goal_key",
     "state_goal_signature",
 ]

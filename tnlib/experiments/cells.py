@@ -13,6 +13,7 @@ import torch
 from tnlib.experiments.tables import summarize
 from tnlib.files import locked, read_jsonl
 from tnlib.learning.evaluation import evaluate_run
+from tnlib.learning.heads import point_estimates
 from tnlib.learning.learned_heuristic import plan_split
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, train
@@ -68,8 +69,7 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluati
         evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if plan:
-        estimates = ("default", "clip") if config["distribution"] == "N" else ("default",)
-        for estimate in estimates:
+        for estimate in point_estimates(config["distribution"]):
             records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
             summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
     return summary

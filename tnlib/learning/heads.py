@@ -80,34 +80,47 @@ class HeadConfig:
         _check_choice("upper bound", self.upper_bound, UPPER_BOUNDS)
 
 
+#: The point estimates a head gives a planner (Table 2's columns): ``"default"`` is mu for N and the truncated mean
+#: for TN; ``"clip"`` is N+clip, max(mu, l).
+POINT_ESTIMATES = ("default", "clip")
+
+
+def point_estimates(distribution: str) -> tuple[str, ...]:
+    """The point estimates a head of ``distribution`` offers: N has mu and N+clip; TN only its mean, which already
+    lies in (l, u)."""
+    return POINT_ESTIMATES if _check_choice("distribution", distribution, DISTRIBUTIONS) == "N" else POINT_ESTIMATES[:1]
+
+
 class Prediction:
     """The predicted distribution of h* for a batch of states, with the bounds it was built with.
 
-    ``mu``, ``sigma``, ``lower`` (l, ``-inf`` when absent) and ``upper`` (u, ``+inf`` when absent) are 1-D tensors
-    of the batch size. ``distribution`` is the ``Normal`` or ``TruncatedNormal`` object.
+    ``distribution`` names it (``"N"`` or ``"TN"``, as :class:`HeadConfig` does); ``mu``, ``sigma``, ``lower`` (l,
+    ``-inf`` when absent) and ``upper`` (u, ``+inf`` when absent) are 1-D tensors of the batch size;
+    ``torch_distribution`` is the ``Normal`` or ``TruncatedNormal`` object.
     """
 
-    def __init__(self, kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor):
-        self.kind = kind
+    def __init__(self, distribution: str, mu: torch.Tensor, sigma: torch.Tensor, lower: torch.Tensor,
+                 upper: torch.Tensor):
+        self.distribution = distribution
         self.mu, self.sigma, self.lower, self.upper = mu, sigma, lower, upper
-        if kind == "N":
-            self.distribution = Normal(mu, sigma, validate_args=False)
+        if distribution == "N":
+            self.torch_distribution = Normal(mu, sigma, validate_args=False)
         else:
-            self.distribution = TruncatedNormal(
+            self.torch_distribution = TruncatedNormal(
                 mu, sigma, lower - OPEN_BOUND_EPSILON, upper + OPEN_BOUND_EPSILON, validate_args=False
             )
 
     def nll(self, h_star: torch.Tensor) -> torch.Tensor:
         """Per-state negative log-likelihood of the targets (the training loss before averaging)."""
-        return -self.distribution.log_prob(h_star)
+        return -self.torch_distribution.log_prob(h_star)
 
     def point_estimate(self) -> torch.Tensor:
         """The heuristic value: mu for N, the truncated mean for TN."""
-        return self.mu if self.kind == "N" else self.distribution.mean
+        return self.mu if self.distribution == "N" else self.torch_distribution.mean
 
     def clipped_point_estimate(self) -> torch.Tensor:
         """N+clip: max(mu, l) (and min(., u) when an upper bound is present). Only defined for N."""
-        if self.kind != "N":
+        if "clip" not in point_estimates(self.distribution):
             raise ValueError("the +clip estimate is defined for the Gaussian (N) only; TN's mean is already in (l, u)")
         return torch.minimum(torch.maximum(self.mu, self.lower), self.upper)
 

@@ -26,6 +26,7 @@ import torch
 
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
+from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
@@ -33,8 +34,6 @@ from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.search import PAPER, SearchResult, gbfs
 from tnlib.planning.task import domain_name, load_search_task
 
-# The point estimates of Table 2: "default" is mu for N and the truncated mean for TN; "clip" is N+clip.
-ESTIMATES = ("default", "clip")
 # What planning records name about the search that made them (besides the protocol and the evaluation limit):
 # the grounding searched (tnlib.planning.task.load_search_task); a record made on another grounding is planned again.
 GROUNDING = "unpruned"
@@ -53,11 +52,11 @@ class LearnedHeuristic:
         from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder, make_encoder
         from tnlib.learning.training import load_checkpoint
 
-        if estimate not in ESTIMATES:
-            raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(ESTIMATES)})")
+        if estimate not in POINT_ESTIMATES:
+            raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(POINT_ESTIMATES)})")
         self.model, self.head, self.config, saved = load_checkpoint(checkpoint, device)
         self.checkpoint_step = saved.get("step")  # the training step whose weights these are
-        if estimate == "clip" and self.config.distribution != "N":
+        if estimate not in point_estimates(self.config.distribution):
             raise ValueError("the 'clip' estimate (N+clip) applies to N models only")
         self.estimate = estimate
         self.device = next(self.model.parameters()).device

@@ -48,7 +48,7 @@ from tnlib.device import check_device, default_device
 from tnlib.errors import TrainingDiverged
 from tnlib.files import atomic_write_bytes, atomic_write_json
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
-from tnlib.learning.heads import DistributionHead, HeadConfig
+from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, MODELS, TRAIN_STEPS, WEIGHT_DECAY
@@ -269,7 +269,7 @@ def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded:
             "mu": prediction.mu, "sigma": prediction.sigma, "estimate": prediction.point_estimate(),
             "nll": prediction.nll(batch.h_star),
         }
-        if prediction.kind == "N":
+        if "clip" in point_estimates(prediction.distribution):
             values["clipped"] = prediction.clipped_point_estimate()
         for key, value in values.items():
             columns.setdefault(key, []).append(value.detach().double().cpu())
