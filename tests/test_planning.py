@@ -127,28 +127,28 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
              for r in items_rows]
     run = train(TrainConfig(domain="gripper", model="linear", steps=20, batch_size=16, eval_every=10,
                             checkpoint_every=10, out_dir=str(tmp_path), progress=False), items, items)
-    first = plan_split(run, limit=2)
+    first = plan_split(run, instances=2)
     assert len(first) == 2 and all(r["instance"] for r in first)
     lines = (run / "planning-default.jsonl").read_text().splitlines()
-    again = plan_split(run, limit=2)  # nothing left to do: no new lines
+    again = plan_split(run, instances=2)  # nothing left to do: no new lines
     assert again == first
     assert (run / "planning-default.jsonl").read_text().splitlines() == lines
     # a line cut by a crash is planned again, not trusted
     (run / "planning-default.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
-    third = plan_split(run, limit=2)
+    third = plan_split(run, instances=2)
     assert [r["evaluations"] for r in third] == [r["evaluations"] for r in first]
-    baseline = plan_baseline(None, "gripper", out_dir=tmp_path, limit=2)
+    baseline = plan_baseline(None, "gripper", out_dir=tmp_path, instances=2)
     assert len(baseline) == 2 and all(r["solved"] for r in baseline)
     rows = collect_planning(tmp_path)
     assert rows and rows[0]["column"] == "TN" and rows[0]["instances"] == 2
     assert rows[0]["protocols"] == [PAPER] and all(r["protocol"] == PAPER for r in first + baseline)
     # asked for the other protocol, a resumed run plans again instead of reusing the paper-protocol records
-    distinct = plan_split(run, limit=2, protocol=DISTINCT)
+    distinct = plan_split(run, instances=2, protocol=DISTINCT)
     assert [r["protocol"] for r in distinct] == [DISTINCT, DISTINCT]
     assert all(d["evaluations"] <= p["evaluations"] + 1 for d, p in zip(distinct, first))
     assert collect_planning(run)[0]["protocols"] == [DISTINCT]
     # another evaluation limit: planned again, and the file keeps only records of the current setting
-    tight = plan_split(run, limit=2, protocol=DISTINCT, max_evaluations=3)
+    tight = plan_split(run, instances=2, protocol=DISTINCT, max_evaluations=3)
     assert all(r["max_evaluations"] == 3 and not r["solved"] for r in tight)
     assert {json.loads(line)["max_evaluations"] for line in
             (run / "planning-default.jsonl").read_text().splitlines()} == {3}
@@ -158,7 +158,7 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     state = torch.load(best, weights_only=False)
     state["model"] = {k: v + 1.0 for k, v in state["model"].items()}
     torch.save(state, best)
-    retrained = plan_split(run, limit=2, protocol=DISTINCT, max_evaluations=3)
+    retrained = plan_split(run, instances=2, protocol=DISTINCT, max_evaluations=3)
     assert all(r["checkpoint"] != first[0]["checkpoint"] for r in retrained)
     assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
 
@@ -181,7 +181,7 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     problem = table.problem_path(table.instances()[0])
     domain_file = resolve_domain("gripper")
     # the planning stage's record of this instance (what Table 2 counts)
-    [stage] = plan_split(gripper_run, limit=1)
+    [stage] = plan_split(gripper_run, instances=1)
     for protocol in (PAPER, DISTINCT):
         # the reference: the library's learned GBFS called directly
         heuristic = LearnedHeuristic(gripper_run, domain_file, problem)

@@ -113,7 +113,7 @@ def test_collect_scope_reads_what_was_done(results):
     assert (blocks.train_instances, blocks.train_used) == (200, [200])
     assert (blocks.test_instances, blocks.test_states, blocks.test_sizes) == (50, 700, "blocks 9-10")
     assert (blocks.paper_test_instances, blocks.paper_test_sizes) == (12 * 11, "blocks 11-22")  # the paper profile
-    assert (blocks.planned, blocks.ff_solved, blocks.plan_split, blocks.protocols) == (4, 3, 24, ["paper"])
+    assert (blocks.planned, blocks.ff_solved, blocks.plan_split_size, blocks.protocols) == (4, 3, 24, ["paper"])
     gripper = scope.domains["gripper"]
     assert (gripper.test_sizes, gripper.paper_test_sizes) == ("balls 8-10", "balls {20,40,60,80,100}")
     assert (gripper.planned, gripper.ff_solved) == (2, 2)

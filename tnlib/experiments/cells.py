@@ -70,6 +70,6 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluati
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if plan:
         for estimate in point_estimates(config["distribution"]):
-            records = plan_split(run_dir, estimate, limit=plan_instances, max_evaluations=max_evaluations)
+            records = plan_split(run_dir, estimate, instances=plan_instances, max_evaluations=max_evaluations)
             summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
     return summary

@@ -93,7 +93,7 @@ class DomainFacts:
     test_sizes: str | None = None
     paper_test_instances: int | None = None
     paper_test_sizes: str | None = None
-    plan_split: int | None = None  # instances in the plan split
+    plan_split_size: int | None = None  # instances in the plan split
     planned: int | None = None  # instances GBFS(h_FF) was run on
     ff_solved: int | None = None
     protocols: list[str] = field(default_factory=list)
@@ -269,7 +269,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.test_states = splits["test"]["counts"]["states"]
             facts.test_sizes = sizes_text(name, splits["test"]["settings"]["grid"]["params"])
         if "plan" in splits:
-            facts.plan_split = splits["plan"]["counts"]["instances"]
+            facts.plan_split_size = splits["plan"]["counts"]["instances"]
         if name in DOMAINS:
             facts.paper_test_instances, facts.paper_test_sizes = _paper_test(name)
         if name in baselines:
@@ -391,8 +391,8 @@ def render_scope(scope: Scope) -> str:
                       else f"{d.paper_test_instances} instances; {d.paper_test_sizes}")
         if d.planned:
             plan = f"{d.ff_solved}/{d.planned} ({d.ff_solved / d.planned:.2f})"
-            if d.plan_split is not None and d.plan_split != d.planned:
-                plan += f"; {d.planned} of the split's {d.plan_split} planned"
+            if d.plan_split_size is not None and d.plan_split_size != d.planned:
+                plan += f"; {d.planned} of the split's {d.plan_split_size} planned"
         else:
             plan = "not planned"
         paper_plan = (f"{FF_COVERAGE[d.domain]:.2f} of {PLAN_INSTANCES}" if d.domain in FF_COVERAGE else "")

@@ -461,7 +461,7 @@ def run_baselines(sweep: Sweep) -> None:
     from tnlib.learning.learned_heuristic import plan_baseline
 
     for domain in sweep.domains:
-        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=sweep.out_dir, limit=sweep.plan_instances,
+        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=sweep.out_dir, instances=sweep.plan_instances,
                       max_evaluations=sweep.max_evaluations)
 
 

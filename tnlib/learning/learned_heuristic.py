@@ -190,8 +190,8 @@ def planned(path: Path) -> dict[str, dict]:
 
 
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
-                    limit: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
-    """GBFS over a split's first ``limit`` instances, one JSON line per instance in ``out``.
+                    instances: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
+    """GBFS over a split's first ``instances`` instances (all with None), one JSON line per instance in ``out``.
 
     ``out`` only ever holds records of one setting: the protocol, the evaluation limit, the grounding and what
     ``extra`` names (a learned heuristic's checkpoint digest). Records made otherwise -- an earlier limit, weights
@@ -202,13 +202,13 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     from tnlib.planning.pddl import resolve_domain
 
     domain_file = resolve_domain(domain)
-    instances = table.instances()[:limit]
+    chosen = table.instances()[:instances]
     setting = {"protocol": protocol, "max_evaluations": max_evaluations, "grounding": GROUNDING, **extra}
     lines = read_jsonl(out)
     done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
     if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
         atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
-    for instance in tqdm(instances, desc=desc, disable=not progress, leave=False):
+    for instance in tqdm(chosen, desc=desc, disable=not progress, leave=False):
         problem = table.problem_path(instance)
         if problem.name in done:
             continue
@@ -217,7 +217,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
         record.update(instance=instance, **extra)
         append_jsonl(out, record)
         done[problem.name] = record
-    return [done[table.problem_path(i).name] for i in instances]
+    return [done[table.problem_path(i).name] for i in chosen]
 
 
 def planning_instances(data_root, domain: str, split: str = "plan"):
@@ -234,7 +234,7 @@ def planning_instances(data_root, domain: str, split: str = "plan"):
 
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
-               max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
+               max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
                progress: bool = False, protocol: str = PAPER) -> list[dict]:
     """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
     ``planning-<estimate>.jsonl``."""
@@ -248,12 +248,12 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     return _plan_instances(
         table, config.domain, RunDir(run_dir).planning_file(estimate),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, limit, progress,
+        {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, instances, progress,
         desc=f"{run_dir.name} {estimate}", protocol=protocol)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
-                  max_evaluations: int = MAX_EVALUATIONS, limit: int | None = None,
+                  max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
                   protocol: str = PAPER) -> list[dict]:
     """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like
     :func:`plan_split`."""
@@ -262,4 +262,4 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
     out = baseline_file(out_dir, domain, heuristic)
     return _plan_instances(planning_instances(data_root, domain, split), domain, out,
                            lambda domain_file, problem: heuristic,
-                           {"domain": domain, "heuristic": heuristic}, max_evaluations, limit, protocol=protocol)
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, instances, protocol=protocol)
