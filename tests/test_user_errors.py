@@ -79,7 +79,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch
 @pytest.mark.parametrize("model, flags, message", [
     ("{tmp}/missing", [], "--model {tmp}/missing: no such run folder or checkpoint file"),
     ("{tmp}", [], "--model {tmp}: a folder without best.pt"),
-    ("{problem}", [], "{problem}: not a tnlib checkpoint (torch cannot load it"),
+    ("{problem}", [], "{problem}: not a tnlib checkpoint (not a complete zip archive"),
     ("{tmp}", ["--heuristic", "ff"], "--model and --heuristic exclude each other"),
     ("{tmp}", ["--search", "astar"], "--model plans with GBFS only"),
     (None, ["--estimate", "clip"], "--estimate applies to --model only"),
@@ -236,7 +236,7 @@ def test_device_names_are_checked_where_they_are_given(tmp_path, problem, capsys
 
 def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys):
     assert main(["evaluate", str(problem)]) == 2
-    assert f"{problem}: not a tnlib checkpoint (torch cannot load it" in one_line_error(capsys, "evaluate")
+    assert f"{problem}: not a tnlib checkpoint (not a complete zip archive" in one_line_error(capsys, "evaluate")
     empty = tmp_path / "empty.pt"
     empty.write_bytes(b"")
     assert main(["evaluate", str(empty)]) == 2

@@ -40,3 +40,12 @@ class SchedulerUnreachable(ConnectionError):
 
 class MissingRuns(FileNotFoundError):
     """A results folder that holds none of the runs it was asked to read; the message says how to make them."""
+
+
+class DamagedFile(Exception):
+    """A file tnlib wrote that is now cut short or changed (a full disk, a copy cut short, an edit): the message
+    names the file and what to do about it; ``path`` and ``reason`` let a caller that recovers say so instead."""
+
+    def __init__(self, message: str, path=None, reason: str | None = None):
+        super().__init__(message)
+        self.path, self.reason = path, reason

@@ -15,12 +15,17 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from tnlib.errors import DamagedFile
+
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (creating its folder); the file is readable by all (0644)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:  # name the file the caller asked for, not the temporary one beside it
+        raise OSError(err.errno, f"cannot write it ({err.strerror or err})", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -28,9 +33,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports and datasets are shared files
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError):  # a full disk, a folder in the way: name the file asked for, not the temporary
+            raise OSError(err.errno, f"cannot write it ({err.strerror or err})", str(path)) from None
         raise
 
 
@@ -42,9 +49,27 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Non
     atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+def read_json(path: str | os.PathLike, remedy: str = "") -> Any:
+    """The JSON value in ``path``; a :class:`DamagedFile` naming the file (and ``remedy``, what to do) when it is not
+    JSON any more -- cut short or changed after tnlib wrote it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        reason = f"not valid JSON ({_reason(err)})"
+        raise DamagedFile(damaged_message(path, reason, remedy), path, reason) from None
+
+
+def damaged_message(path: str | os.PathLike, reason: str, remedy: str = "") -> str:
+    """One line for a damaged file: which, why, and what to do."""
+    return f"{shown_path(path)} is damaged: {reason}; " + (remedy or "restore it from a copy, or delete it and "
+                                                            "rerun the command that made it")
+
+
+def _reason(err: Exception) -> str:
+    if isinstance(err, json.JSONDecodeError):
+        return f"{err.msg}, line {err.lineno} column {err.colno}"
+    return str(err)
 
 
 def append_jsonl(path: str | os.PathLike, record: dict) -> None:
@@ -59,15 +84,16 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """The records of a JSON-lines file (none when it does not exist), skipping lines cut by a crash."""
+    """The records of a JSON-lines file (none when it does not exist), skipping lines cut by a crash or damaged
+    since (not UTF-8, not JSON): each record stands alone, and what reads these files redoes a missing one."""
     path = Path(path)
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes().splitlines():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
             continue
     return records
 

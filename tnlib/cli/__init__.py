@@ -17,7 +17,7 @@ import contextlib
 import importlib
 import sys
 
-from tnlib.errors import CommandError
+from tnlib.errors import CommandError, DamagedFile
 
 # command -> (module that registers it, help line), in the order `tnlib --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _reader_went_away()
-    except CommandError as err:
+    except (CommandError, DamagedFile) as err:
         print(f"tnlib {args.command}: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # an unwritable output path, a full disk, ...: the system's words, not a traceback

@@ -80,6 +80,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -102,11 +103,15 @@ from tnlib.data.profiles import (
 from tnlib.data.schema import FORMAT, FORMAT_VERSION, MANIFEST, SPLITS, TABLE_COLUMNS, WORK, arrow_schema
 from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
-from tnlib.errors import DatasetError, SchedulerUnreachable
+from tnlib.errors import DamagedFile, DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
-from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
+from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, locked, read_json, sha256_file
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
+
+# What to do about a work folder whose settings file is damaged (its attempts cannot be trusted to match).
+DAMAGED_SETTINGS_REMEDY = "rerun `tnlib data generate` with --force to start the split over"
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # One attempt (runs in a worker: a pool process, a Dask worker, or in-process)
@@ -244,7 +249,14 @@ class SplitPlan:
     def read_attempts(self) -> None:
         """Read back the solves an earlier (interrupted or running) run recorded in the work folder."""
         for path in sorted((self.work_dir / "attempts").glob("*.json")):
-            outcome = read_json(path)
+            try:
+                outcome = read_json(path)
+            except DamagedFile as err:
+                # one solve's record, damaged after it was written (tnlib writes it atomically): the solve is
+                # simply run again, as one in flight when a run was killed would be
+                print(damaged_message(err.path, err.reason, "its solve runs again"), file=sys.stderr)
+                path.unlink()
+                continue
             self.outcomes[outcome["seed"]] = outcome
 
     def store_outcome(self, outcome: dict) -> None:
@@ -304,10 +316,11 @@ def prepare_split(root: Path, profile: Profile, domain: str, split: str, overrid
     # An interrupted run under these very settings is resumed, --force or not: its attempts are what a fresh run
     # would recompute (a forced regeneration of hours must survive an interruption too). --force discards a
     # work folder only when its settings differ.
-    if sp.work_dir.exists() and (not settings_file.is_file() or (force and read_json(settings_file) != settings)):
+    stale = not settings_file.is_file() or (force and _recorded_settings(settings_file) != settings)
+    if sp.work_dir.exists() and stale:
         shutil.rmtree(sp.work_dir)
     if settings_file.is_file():
-        previous = read_json(settings_file)
+        previous = read_json(settings_file, DAMAGED_SETTINGS_REMEDY)
         if previous != settings:
             raise DatasetError(
                 f"{sp.work_dir}: an interrupted run of split {split!r} used other settings"
@@ -317,6 +330,14 @@ def prepare_split(root: Path, profile: Profile, domain: str, split: str, overrid
         atomic_write_json(settings_file, settings)
     sp.read_attempts()
     return sp
+
+
+def _recorded_settings(path: Path) -> dict | None:
+    """A work folder's recorded settings, None when the file is damaged (--force then starts the split over)."""
+    try:
+        return read_json(path)
+    except DamagedFile:
+        return None
 
 
 def _settings_diff(old: dict, new: dict) -> str:

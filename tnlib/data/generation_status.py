@@ -10,7 +10,12 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from tnlib.data.generation import SplitPlan, earlier_split_keys, earlier_out_of_reach_cells
+from tnlib.data.generation import (
+    DAMAGED_SETTINGS_REMEDY,
+    SplitPlan,
+    earlier_out_of_reach_cells,
+    earlier_split_keys,
+)
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import SplitGrid, params_label
@@ -47,7 +52,7 @@ def generation_status(root: str | os.PathLike) -> list[dict]:
             continue
         running = [s for s in SPLITS if (work / s / "settings.json").is_file()]
         for split in running:
-            settings = read_json(work / split / "settings.json")
+            settings = read_json(work / split / "settings.json", DAMAGED_SETTINGS_REMEDY)
             grid = _grid_from_settings(domain, settings["grid"])
             sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
             sp.read_attempts()

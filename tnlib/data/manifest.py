@@ -17,7 +17,7 @@ from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, LIMIT_HITS, MANIFEST, SPL
 from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
-from tnlib.errors import DatasetError
+from tnlib.errors import DamagedFile, DatasetError
 from tnlib.files import read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS
 
@@ -70,6 +70,9 @@ def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
         return None
     try:
         return read_json(path)
+    except DamagedFile as err:
+        problems.append(f"{what} damaged ({err.reason}): {path}")
+        return None
     except (OSError, ValueError) as err:
         problems.append(f"{what} unreadable ({err.__class__.__name__}: {err}): {path}")
         return None
@@ -124,6 +127,7 @@ def verify_dataset(
             continue
         wanted = [split] if split is not None else list(splits)
         listed = manifest.get("files", {})
+        unsound = 0
         for relative, digest in listed.items():
             if split is not None and not _in_split(relative, name, split):
                 continue
@@ -131,11 +135,18 @@ def verify_dataset(
             fix = _generate_hint(name, profile, _split_of(relative, name), force=True)
             if not path.is_file():
                 problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
+                unsound += 1
             elif sha256_file(path) != digest:
                 problems.append(f"{relative}: checksum mismatch (changed or corrupt); regenerate with {fix}")
+                unsound += 1
         for relative in _files_on_disk(root, name):
             if relative not in listed and (split is None or _in_split(relative, name, split)):
                 problems.append(f"{relative}: not listed in {name}/{MANIFEST} (a stray or foreign file)")
+        if unsound:
+            # the checks below read the tables and problem files; on changed bytes they would only add noise
+            problems.append(f"{name}: tables, instance keys and train pairs not checked while {unsound} listed "
+                            "file(s) are missing or changed")
+            continue
         if deep:
             for s in wanted:
                 problems += _check_table(root, name, s, splits[s])

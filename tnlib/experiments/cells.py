@@ -5,18 +5,19 @@ Dask worker; it takes the cell as the plain dict of a :class:`tnlib.learning.tra
 """
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import torch
 
 from tnlib.experiments.tables import summarize
-from tnlib.files import locked, read_jsonl
+from tnlib.errors import DamagedFile
+from tnlib.files import damaged_message, locked, read_json, read_jsonl
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
 from tnlib.learning.learned_heuristic import plan_split
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import TrainConfig, train
+from tnlib.learning.training import TrainConfig, read_checkpoint_file, train
 from tnlib.learning.until_flat import EXTEND_STEPS, still_improving, until_flat_end
 from tnlib.paper import MAX_EVALUATIONS
 
@@ -52,20 +53,31 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
         return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps)
 
 
+def _recorded_metrics(path: Path) -> dict | None:
+    """A metrics file's contents; None when it is missing or damaged, so that it is computed again."""
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path)
+    except DamagedFile as err:
+        print(damaged_message(err.path, err.reason, "computing it again"), file=sys.stderr)
+        return None
+
+
 def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
               extend_steps: int) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
     run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
         train_until_flat(config, max_steps, extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
-    best_step = torch.load(RunDir(run_dir).best, map_location="cpu", weights_only=False)["step"]
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else None
+    best_step = read_checkpoint_file(RunDir(run_dir).best, written_here=True)["step"]
+    metrics = _recorded_metrics(metrics_path)
     if metrics is None or metrics.get("checkpoint_step") != best_step:
         metrics = evaluate_run(run_dir, "test")
     # the appendix's NLL rows: test NLL at the best-validation-NLL checkpoint
     nll_path = RunDir(run_dir).metrics_file("test", RunDir.BEST_NLL)
-    nll_step = torch.load(RunDir(run_dir).best_nll, map_location="cpu", weights_only=False)["step"]
-    if not nll_path.is_file() or json.loads(nll_path.read_text()).get("checkpoint_step") != nll_step:
+    nll_step = read_checkpoint_file(RunDir(run_dir).best_nll, written_here=True)["step"]
+    if (_recorded_metrics(nll_path) or {}).get("checkpoint_step") != nll_step:
         evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if plan:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
+from tnlib.errors import DamagedFile
 from tnlib.executors import run_jobs
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.run_dir import ResultsDir
@@ -481,7 +482,10 @@ def write_sweep_file(sweep: Sweep) -> dict:
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
     canonical = {"domains": list(DOMAINS), "distributions": list(DISTRIBUTIONS)}
     with locked(path.with_name(f".{path.name}.lock")):  # parts starting side by side read and write in turn
-        previous = read_json(path) if path.is_file() else None
+        try:
+            previous = read_json(path) if path.is_file() else None
+        except DamagedFile:  # what it held is rebuilt below from this sweep's own settings
+            previous = None
         same_sweep = isinstance(previous, dict) and previous.keys() == record.keys() and all(
             previous[k] == record[k] for k in record if k not in GRID_AXES and k != "workers")
         for axis in GRID_AXES if same_sweep else ():

@@ -44,6 +44,8 @@ class RunDir:
     BEST = "best.pt"
     BEST_NLL = "best-nll.pt"
     LAST = "last.pt"
+    # the checkpoint before last.pt, kept so that a damaged last.pt costs only the steps since it
+    LAST_PREVIOUS = "last-previous.pt"
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -78,6 +80,10 @@ class RunDir:
     @property
     def last(self) -> Path:
         return self.path / self.LAST
+
+    @property
+    def last_previous(self) -> Path:
+        return self.path / self.LAST_PREVIOUS
 
     def checkpoint(self, name: str = BEST) -> Path:
         return self.path / name

@@ -36,7 +36,9 @@ import io
 import json
 import math
 import os
+import sys
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Sequence
@@ -45,8 +47,8 @@ import torch
 from torch import nn
 
 from tnlib.device import check_device, default_device
-from tnlib.errors import TrainingDiverged
-from tnlib.files import atomic_write_bytes, atomic_write_json
+from tnlib.errors import DamagedFile, TrainingDiverged
+from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, read_jsonl, shown_path
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
@@ -309,6 +311,77 @@ def _atomic_save(obj: dict, path: Path) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def _save_last(obj: dict, run: RunDir) -> None:
+    """The resume checkpoint, the one before it kept as ``last-previous.pt``: a last.pt damaged after it was written
+    (a full disk, a copy cut short) then costs the steps since the previous one, not the run. A crash between the
+    two renames leaves only the previous one, which the resume reads."""
+    if run.last.is_file():
+        os.replace(run.last, run.last_previous)
+    _atomic_save(obj, run.last)
+
+
+def _load_checkpoint_file(path: Path) -> tuple[dict | None, str, bool]:
+    """``(checkpoint, "", False)``, or ``(None, why not, damaged)``: ``damaged`` when the file is a zip archive whose
+    contents changed, not a file that is no checkpoint at all (cut short, or of another kind)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except zipfile.BadZipFile as err:
+        return None, f"not a complete zip archive ({err}): cut short, or another kind of file", False
+    except Exception as err:  # noqa: BLE001 - a zip directory with changed bytes fails in many ways
+        return None, f"its zip directory is unreadable ({type(err).__name__}: {err})", True
+    if bad is not None:
+        return None, f"its part {bad} fails its checksum", True
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False), "", False
+    except Exception as err:  # noqa: BLE001 - unpickling a foreign file raises anything (UnpicklingError, EOFError, ...)
+        text = str(err).strip()
+        return None, f"torch cannot load it ({text.splitlines()[0] if text else type(err).__name__})", False
+
+
+def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
+    """``torch.load`` of a checkpoint file after checking it. A checkpoint is a zip archive whose parts carry CRC-32s,
+    which torch does not check (bytes flipped in a tensor load silently as other weights), so they are checked
+    first: a :class:`DamagedFile` for a checkpoint whose contents changed -- or, with ``written_here`` (a run
+    folder's own checkpoint, not a path a user gave), for any that cannot be read -- else a ValueError for a file
+    that is not one."""
+    checkpoint, reason, damaged = _load_checkpoint_file(path)
+    if damaged or (checkpoint is None and written_here):
+        remedy = "delete the run folder and train it again (the same settings and seed train the same weights)"
+        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
+    if checkpoint is None:
+        raise ValueError(f"{shown_path(path)}: not a tnlib checkpoint ({reason})")
+    return checkpoint
+
+
+def _read_resume_checkpoint(run: RunDir) -> tuple[dict, Path] | None:
+    """The newest readable resume checkpoint of ``run`` and its path (last.pt, else last-previous.pt), or None when
+    the run has neither. A damaged last.pt with a readable previous one is said on stderr and skipped; with none,
+    a DamagedFile says what to do."""
+    damaged = []
+    for path in (run.last, run.last_previous):
+        if not path.is_file():
+            continue
+        checkpoint, reason, _ = _load_checkpoint_file(path)
+        if checkpoint is None:
+            damaged.append((path, reason))
+            continue
+        if not (isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
+                and "optimizer" in checkpoint):
+            damaged.append((path, "not a tnlib resume checkpoint"))
+            continue
+        if damaged:
+            instead = f"resuming from {shown_path(path)} instead (the steps since it are trained again)"
+            print(damaged_message(*damaged[0], instead), file=sys.stderr)
+            os.replace(path, run.last)  # the good one becomes last.pt: the next checkpoint keeps it as the previous
+        return checkpoint, run.last
+    if damaged:
+        path, reason = damaged[0]
+        remedy = "delete it (and last-previous.pt) to train the run from step 0, or restore it from a copy"
+        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
+    return None
+
+
 def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
     """The model's constructor arguments, defaults spelled out (the NLM's layout, ...): checkpoints record them."""
     return model_arguments(config.model, {**encoder.model_kwargs(), **config.model_args})
@@ -321,11 +394,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         path = RunDir(path).best
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as err:  # noqa: BLE001 - unpickling a foreign file raises anything (UnpicklingError, EOFError, ...)
-        reason = str(err).strip() or type(err).__name__
-        raise ValueError(f"{path}: not a tnlib checkpoint (torch cannot load it: {reason})") from None
+    checkpoint = read_checkpoint_file(path)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
@@ -391,8 +460,9 @@ def train(
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
-    if resume and last_path.is_file():
-        checkpoint = torch.load(last_path, map_location="cpu", weights_only=False)
+    found = _read_resume_checkpoint(run) if resume else None
+    if found is not None:
+        checkpoint, _ = found
         saved = TrainConfig.from_dict(checkpoint["config"])
         differs = [f.name for f in fields(TrainConfig)
                    if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)
@@ -410,11 +480,15 @@ def train(
         loss_sum, loss_count = checkpoint["loss_sum"], checkpoint["loss_count"]
         elapsed_before = checkpoint["elapsed"]
         # curve lines written after the checkpoint will be written again
-        kept = [line for line in curves_path.read_text().splitlines() if json.loads(line)["step"] <= step] \
-            if curves_path.is_file() else []
-        curves_path.write_text("".join(line + "\n" for line in kept))
+        # (a line cut short by a crash or a full disk is dropped with them: read_jsonl skips it)
+        kept = [record for record in read_jsonl(curves_path) if record["step"] <= step]
+        lost = sorted(set(range(config.eval_every, step + 1, config.eval_every)) - {r["step"] for r in kept})
+        if lost:  # records damaged after they were written: the weights they measured are gone, so they stay lost
+            print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
+                                               "unreadable", "training goes on without them"), file=sys.stderr)
+        curves_path.write_text("".join(json.dumps(record) + "\n" for record in kept))
     else:
-        for stale in (last_path, best_path, best_nll_path, curves_path):
+        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path):
             stale.unlink(missing_ok=True)
         curves_path.touch()
     run.config_file.write_text(json.dumps(asdict(config), indent=2) + "\n")
@@ -468,10 +542,10 @@ def train(
                 _atomic_save(checkpoint_state(**metrics), best_nll_path)
             bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
         if step % config.checkpoint_every == 0 or step == config.steps:
-            _atomic_save(checkpoint_state(
+            _save_last(checkpoint_state(
                 optimizer=optimizer.state_dict(), sampler_state=sampler.get_state(), loss_sum=loss_sum,
                 loss_count=loss_count, elapsed=time.perf_counter() - started,
-            ), last_path)
+            ), run)
         if on_step is not None:
             on_step(step)
     bar.close()

@@ -1,0 +1,208 @@
+"""Every file tnlib writes, cut short or with bytes changed, then read by the commands that read it: each case either
+recovers (the damaged record dropped and redone, a damaged checkpoint replaced by the one before it, a derived file
+computed again) or stops with one line that names the file and says what to do. No traceback, nothing complete
+lost. The README's reliability section lists the outcomes."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tnlib import cli
+from tnlib.files import atomic_write_text, read_jsonl
+
+DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+RUN = "gripper-linear-N-learn-ff-llmcut-s0"
+SWEEP = ["sweep", "--preset", "small", "--models", "linear", "--domains", "gripper", "--configs", "learn/ff",
+         "--distributions", "N", "--seeds", "0", "--eval-every", "10", "--plan-instances", "2",
+         "--max-evaluations", "200", "--workers", "1", "--data-root", str(DATA_SMALL)]
+# What each file of a results folder does when damaged, as the README's table says: "recovers" (the command
+# succeeds), or "one line" (it may stop with one line naming the file, when what was lost cannot be recomputed).
+RESULTS_FILES = {
+    "sweep.json": "recovers",
+    "baseline-gripper-ff.jsonl": "recovers",
+    f"{RUN}/config.json": "recovers",
+    f"{RUN}/data.json": "recovers",
+    f"{RUN}/curves.jsonl": "recovers",
+    f"{RUN}/last.pt": "recovers",
+    f"{RUN}/last-previous.pt": "recovers",
+    f"{RUN}/best.pt": "one line",
+    f"{RUN}/best-nll.pt": "one line",
+    f"{RUN}/metrics-test.json": "recovers",
+    f"{RUN}/metrics-test-best-nll.json": "recovers",
+    f"{RUN}/planning-default.jsonl": "recovers",
+    f"{RUN}/planning-clip.jsonl": "recovers",
+}
+DAMAGES = ("truncated", "bytes flipped")
+
+
+def damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    middle = len(data) // 2
+    if how == "truncated":
+        path.write_bytes(data[:middle])
+    else:
+        path.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle:middle + 16]) + data[middle + 16:])
+
+
+def run_cli(argv: list[str]) -> tuple[int, list[str]]:
+    """Exit code and stderr lines of one command run in this process (an exception escaping it fails the test)."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, err.getvalue().splitlines()
+
+
+def assert_one_line_naming(code: int, lines: list[str], name: str) -> None:
+    errors = [line for line in lines if ": error: " in line]
+    assert code == 2 and len(errors) == 1, lines
+    assert name in errors[0] and "Traceback" not in "\n".join(lines), lines
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """A results folder of one tiny sweep cell (linear regression, 40 steps, 2 plan instances): every file a sweep
+    writes."""
+    out = tmp_path_factory.mktemp("torn") / "results"
+    code, lines = run_cli(SWEEP + ["--steps", "40", "--out", str(out)])
+    assert code == 0, lines
+    assert set(RESULTS_FILES) <= {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    return out
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("name", sorted(RESULTS_FILES))
+def test_a_damaged_results_file_is_recovered_or_named_in_one_line(results, tmp_path, name, how):
+    out = tmp_path / "results"
+    shutil.copytree(results, out)
+    damage(out / name, how)
+    code, lines = run_cli(SWEEP + ["--steps", "60", "--out", str(out)])  # resumes the run: 20 more steps
+    if code == 0:
+        # nothing else lost: the curve runs on to step 60 (without a gap, but for records in a damaged curves file
+        # itself, which are said to be lost), the plans and metrics are there
+        steps = [record["step"] for record in read_jsonl(out / RUN / "curves.jsonl")]
+        lost = sorted(set(range(10, 70, 10)) - set(steps))
+        assert steps == sorted(steps) and steps[-1] == 60, steps
+        if lost:
+            assert name.endswith("curves.jsonl") and any("curves.jsonl is damaged" in line for line in lines), lines
+        assert len(read_jsonl(out / RUN / "planning-default.jsonl")) == 2
+        assert json.loads((out / RUN / "metrics-test.json").read_text())["mse"] >= 0
+        code, lines = run_cli(["report", str(out), "--out", str(tmp_path / "report")])
+        assert code == 0, lines
+    else:
+        assert RESULTS_FILES[name] == "one line", f"{name} {how}: expected to recover, got {lines}"
+        assert_one_line_naming(code, lines, Path(name).name)
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("name", ["best.pt", "best-nll.pt"])
+def test_commands_given_a_damaged_checkpoint_name_it_in_one_line(results, tmp_path, name, how):
+    run = tmp_path / RUN
+    shutil.copytree(results / RUN, run)
+    damage(run / name, how)
+    code, lines = run_cli(["evaluate", str(run / name)])
+    assert_one_line_naming(code, lines, name)
+
+
+def test_a_damaged_last_checkpoint_resumes_from_the_one_before_it_with_the_same_weights(results, tmp_path):
+    import torch
+
+    straight, damaged = tmp_path / "straight", tmp_path / "damaged"
+    for out in (straight, damaged):
+        shutil.copytree(results, out)
+    damage(damaged / RUN / "last.pt", "bytes flipped")
+    for out in (straight, damaged):
+        code, lines = run_cli(SWEEP + ["--steps", "60", "--out", str(out)])
+        assert code == 0, lines
+    assert any("last.pt is damaged" in line and "last-previous.pt instead" in line for line in lines), lines
+    weights = [torch.load(out / RUN / "last.pt", weights_only=False)["model"] for out in (straight, damaged)]
+    assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
+
+
+def test_an_unwritable_output_is_named_as_given_not_as_a_temporary_file(results, tmp_path):
+    blocked = tmp_path / "report" / "accuracy.md"
+    blocked.mkdir(parents=True)  # a folder where the report's file goes
+    code, lines = run_cli(["report", str(results), "--out", str(tmp_path / "report")])
+    assert code == 2 and len(lines) == 1 and str(blocked) in lines[0] and ".tmp" not in lines[0], lines
+
+
+DATASET_FILES = ["manifest.json", "gripper/manifest.json", "gripper/train.parquet", "gripper/val.parquet",
+                 "gripper/domain.pddl"]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("name", DATASET_FILES + ["a train problem"])
+def test_a_damaged_dataset_file_is_named_by_verify_and_stops_training_in_one_message(tmp_path, name, how):
+    root = tmp_path / "small"
+    shutil.copytree(DATA_SMALL, root)
+    if name == "a train problem":
+        name = sorted((root / "gripper" / "problems" / "train").glob("*.pddl"))[0].relative_to(root).as_posix()
+    damage(root / name, how)
+    code, lines = run_cli(["data", "verify", str(root)])
+    assert code == 1 and any(name in line for line in lines) and "Traceback" not in "\n".join(lines), lines
+    code, lines = run_cli(["train", "--data", str(root), "--domain", "gripper", "--model", "linear", "--steps", "10",
+                           "--out", str(tmp_path / "runs")])
+    assert code == 2 and lines[0].startswith("tnlib train: error: ") and any(name in line for line in lines), lines
+
+
+@pytest.fixture
+def interrupted_generation(tmp_path, monkeypatch):
+    """A tiny gripper train split whose generation stopped after two solves: its work folder holds their attempt
+    files and the split's settings."""
+    import tnlib.data.profiles as profiles
+    import tnlib.planning.fast_downward as fast_downward
+    from dataset_helpers import tiny_profile
+
+    monkeypatch.setitem(profiles.PROFILES, "tiny", tiny_profile())
+    real, calls = fast_downward.solve, []
+
+    def stopping(*args, **kwargs):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # not recorded: the run stops here, as on Ctrl-C
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    argv = ["data", "generate", "--domain", "gripper", "--profile", "tiny", "--splits", "train", "--out",
+            str(tmp_path / "tiny"), "--quiet"]
+    monkeypatch.setattr(fast_downward, "solve", stopping)
+    code, _ = run_cli(argv)
+    assert code == 130
+    monkeypatch.setattr(fast_downward, "solve", real)
+    work = tmp_path / "tiny" / "gripper" / ".work" / "train"
+    assert len(list((work / "attempts").glob("*.json"))) == 2
+    return argv, work
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_attempt_file_is_solved_again(interrupted_generation, tmp_path, how):
+    argv, work = interrupted_generation
+    attempt = sorted((work / "attempts").glob("*.json"))[0]
+    damage(attempt, how)
+    code, lines = run_cli(argv)
+    assert code == 0 and any(attempt.name in line and "its solve runs again" in line for line in lines), lines
+    code, lines = run_cli(["data", "verify", str(tmp_path / "tiny")])
+    assert code == 0, lines
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_damaged_generation_settings_are_named_and_force_starts_over(interrupted_generation, tmp_path, how):
+    argv, work = interrupted_generation
+    damage(work / "settings.json", how)
+    for command in (argv, ["data", "status", str(tmp_path / "tiny")]):
+        code, lines = run_cli(command)
+        assert_one_line_naming(code, lines, "settings.json")
+    assert "--force" in lines[-1]
+    code, lines = run_cli(argv + ["--force"])
+    assert code == 0, lines
+
+
+def test_a_torn_last_line_of_a_json_lines_file_is_skipped(tmp_path):
+    path = tmp_path / "records.jsonl"
+    atomic_write_text(path, '{"step": 1}\n{"step": 2}\n{"st')
+    assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
+    path.write_bytes(b'{"step": 1}\n\xff\xfe{"step": 2}\n{"step": 3}\n')  # a damaged middle line: dropped alone
+    assert read_jsonl(path) == [{"step": 1}, {"step": 3}]
