@@ -524,3 +524,38 @@ def test_cli_generate_end_to_end(tmp_path, capsys, monkeypatch):
     assert "gripper/plan: 2 instances" in printed and "duplicate attempts rejected" in printed
     assert cli.main(argv) == 0
     assert "gripper/plan: complete, skipped" in capsys.readouterr().out
+
+
+_GENERATE_AND_COUNT = """
+import sys
+sys.path.insert(0, {tests!r})
+from dataset_helpers import tiny_profile
+import tnlib.planning.fast_downward as fast_downward
+from tnlib.data.generation import generate_dataset
+real, calls = fast_downward.solve, []
+fast_downward.solve = lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs)
+generate_dataset({out!r}, ["gripper"], profile=tiny_profile(), splits=["train", "val"], progress=False)
+print(len(calls))
+"""
+
+
+@pytest.mark.slow
+def test_two_generations_into_one_folder_solve_each_attempt_once(tmp_path):
+    """Two `generate` runs started together on one folder take turns per attempt: together they run as many solves
+    as one run alone, and the dataset is the one a single run makes."""
+    tests = str(Path(__file__).resolve().parent)
+
+    def start(out: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", _GENERATE_AND_COUNT.format(tests=tests, out=str(out))],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    alone = start(tmp_path / "alone")
+    solves_alone = int(alone.communicate()[0])
+    pair = [start(tmp_path / "shared"), start(tmp_path / "shared")]
+    outputs = [process.communicate() for process in pair]
+    assert all(process.returncode == 0 for process in pair), [err for _, err in outputs]
+    solves = [int(out) for out, _ in outputs]
+    assert sum(solves) == solves_alone and solves_alone > 0, (solves, solves_alone)
+    for table in ("train.parquet", "val.parquet"):
+        assert sha256_file(tmp_path / "shared" / "gripper" / table) == sha256_file(tmp_path / "alone" / "gripper" / table)
+    assert cli.main(["data", "verify", str(tmp_path / "shared")]) == 0

@@ -121,6 +121,30 @@ def shown_path(path: str | os.PathLike) -> str:
         return str(path)
 
 
+def try_lock(path: str | os.PathLike) -> int | None:
+    """Take an exclusive advisory lock on ``path`` (created if missing) without waiting: the open descriptor that
+    holds it (pass it to :func:`unlock`), or None when another process holds it."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def unlock(fd: int) -> None:
+    """Release a lock taken with :func:`try_lock`."""
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
 @contextlib.contextmanager
 def locked(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block: several processes

@@ -105,10 +105,21 @@ from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
 from tnlib.errors import DamagedFile, DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
-from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, locked, read_json, sha256_file
+from tnlib.files import (
+    atomic_write_bytes,
+    atomic_write_json,
+    damaged_message,
+    locked,
+    read_json,
+    sha256_file,
+    try_lock,
+    unlock,
+)
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 
+# How often a run waiting on attempts another generate run is solving looks for their records.
+OTHER_RUN_POLL_S = 0.5
 # What to do about a work folder whose settings file is damaged (its attempts cannot be trusted to match).
 DAMAGED_SETTINGS_REMEDY = "rerun `tnlib data generate` with --force to start the split over"
 
@@ -213,6 +224,8 @@ class SplitPlan:
     slot_of_seed: dict[int, int] = field(default_factory=dict)
     outcomes: dict[int, dict] = field(default_factory=dict)  # seed -> run_attempt's outcome
     in_flight: set[int] = field(default_factory=set)
+    claims: dict[int, int] = field(default_factory=dict)  # seed -> the lock held while this run solves it
+    elsewhere: set[int] = field(default_factory=set)  # seeds another generate run is solving
     taken: dict[str, str] | None = None  # instance keys of the earlier splits -> "split/instance"
     given_up: dict[tuple, dict] | None = None  # cells an earlier split found out of reach under the same limits
     selection: Selection | None = None
@@ -260,9 +273,65 @@ class SplitPlan:
             self.outcomes[outcome["seed"]] = outcome
 
     def store_outcome(self, outcome: dict) -> None:
-        atomic_write_json(self.attempt_file(outcome["seed"]), outcome)
+        if not self.made_elsewhere():
+            atomic_write_json(self.attempt_file(outcome["seed"]), outcome)
         self.outcomes[outcome["seed"]] = outcome
         self.in_flight.discard(outcome["seed"])
+        claim = self.claims.pop(outcome["seed"], None)
+        if claim is not None:
+            unlock(claim)
+
+    # Two generate runs on one folder take turns per attempt: a run solves an attempt only while it holds the
+    # attempt's lock, and records the outcome before releasing it; the other skips it meanwhile and reads the
+    # recorded outcome when it appears (or claims the attempt when its holder stopped without one).
+
+    def made_elsewhere(self) -> bool:
+        """Whether another generate run has made this split meanwhile (consolidated it: its work folder is gone and
+        the domain manifest lists it)."""
+        if (self.work_dir / "settings.json").is_file():
+            return False
+        manifest = self.domain_dir / MANIFEST
+        try:
+            return manifest.is_file() and self.split in read_json(manifest).get("splits", {})
+        except DamagedFile:
+            return False
+
+    def recorded(self, seed: int) -> bool:
+        """Read an attempt another run has recorded since this one read the work folder; True if there is one."""
+        path = self.attempt_file(seed)
+        if seed in self.outcomes or not path.is_file():
+            return seed in self.outcomes
+        try:
+            self.outcomes[seed] = read_json(path)
+        except DamagedFile:
+            return False  # being replaced, or damaged: decided when it is claimed
+        return True
+
+    def claim(self, seed: int) -> bool:
+        """Take the attempt's lock for this run's solve; False when another run is solving it."""
+        fd = try_lock(self.attempt_file(seed).with_suffix(".lock"))
+        if fd is None:
+            self.elsewhere.add(seed)
+            return False
+        self.claims[seed] = fd
+        self.elsewhere.discard(seed)
+        return True
+
+    def release(self, seed: int) -> None:
+        unlock(self.claims.pop(seed))
+
+    def look_elsewhere(self) -> bool:
+        """Recheck the attempts other runs were solving: read those recorded, forget those whose holder stopped
+        without a record (this run claims them next). True if anything changed."""
+        changed = False
+        for seed in sorted(self.elsewhere):
+            if self.recorded(seed):
+                self.elsewhere.discard(seed)
+                changed = True
+            elif self.claim(seed):
+                self.release(seed)
+                changed = True
+        return changed
 
 
 @dataclass
@@ -441,13 +510,17 @@ def generate_dataset(
                 "sat_max_evaluations": sat_max_evaluations,
                 "out_of_reach_after": out_of_reach_after,
             }
-            sp = prepare_split(root, profile, domain, split, overrides, force)
+            # one run at a time prepares (and consolidates) a split: a second run started beside it must not take
+            # its half-made work folder for a stale one
+            with locked(root / f".{domain}-{split}.lock"):
+                sp = prepare_split(root, profile, domain, split, overrides, force)
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
             else:
                 sp.earlier = chain[: chain.index(split)]
                 plans.append(sp)
-    by_key = {(sp.domain, sp.split): sp for sp in plans}
+    by_key = {(sp.domain, sp.split): sp for sp in plans}  # the splits this run makes (one made elsewhere leaves)
+    plan_of = dict(by_key)
     from tnlib.progress import progress as progress_display
 
     try:
@@ -474,6 +547,8 @@ def generate_dataset(
 
     def advance(sp: SplitPlan) -> bool:
         """Select; submit the solves the selection waits for; consolidate when none. True if anything moved."""
+        if sp.made_elsewhere():
+            return made_elsewhere(sp)
         if sp.taken is None:
             sp.taken = earlier_split_keys(sp, by_key)
         moved = False
@@ -484,12 +559,24 @@ def generate_dataset(
                                            sp.settings["max_attempts"], sp.settings.get("out_of_reach_after"),
                                            sp.given_up)
             if sp.selection.complete:
-                report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
+                with locked(sp.root / f".{sp.domain}-{sp.split}.lock"):
+                    if sp.made_elsewhere():
+                        return made_elsewhere(sp)
+                    report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
                 sp.done = True
                 return True
             filled = False
             for d in sp.selection.needed:
-                if d.seed in sp.in_flight:
+                if d.seed in sp.in_flight or d.seed in sp.elsewhere:
+                    continue
+                if sp.recorded(d.seed):  # another generate run recorded it
+                    filled = True
+                    continue
+                if not sp.claim(d.seed):  # another generate run is solving it
+                    continue
+                if sp.recorded(d.seed):  # recorded between the two looks
+                    sp.release(d.seed)
+                    filled = True
                     continue
                 hit = cache.lookup(d.problem_sha256, fd_build(), sp.settings["time_limit"],
                                    sp.settings["memory_limit_mb"]) if len(cache) else None
@@ -509,6 +596,14 @@ def generate_dataset(
                 moved = True
             if not filled:
                 return moved
+
+    def made_elsewhere(sp: SplitPlan) -> bool:
+        sp.elsewhere.clear()
+        sp.done = True
+        # its instances are the other run's: later splits read them from the manifest, not this run's selection
+        del by_key[(sp.domain, sp.split)]
+        report.skipped.append(f"{sp.domain}/{sp.split} (made by another generate run)")
+        return True
 
     def slots_done() -> int:
         """Slots with a final verdict, or (while their split's round runs) with their attempt solved."""
@@ -532,15 +627,27 @@ def generate_dataset(
                         moved |= advance(sp)
             show_progress()
             if not runner.busy:
-                break
+                waiting = [sp for sp in plans if sp.elsewhere and not sp.done]
+                if not waiting:
+                    break
+                time.sleep(OTHER_RUN_POLL_S)  # solves another generate run holds: wait for their records
+                for sp in waiting:
+                    if sp.made_elsewhere():
+                        made_elsewhere(sp)
+                    else:
+                        sp.look_elsewhere()
+                continue
             job, outcome = runner.next()
-            sp = by_key[(job.domain, job.split)]
+            sp = plan_of[(job.domain, job.split)]
             sp.store_outcome(outcome)
             report.solves += job.reuse is None
             show_progress()
     finally:
         runner.close()
         bar.close()
+        for sp in plans:  # an interrupted run's claims: a run resumed in this process must be able to take them
+            for seed in list(sp.claims):
+                sp.release(seed)
     stuck = [f"{sp.domain}/{sp.split}" for sp in plans if not sp.done]
     if stuck:  # cannot happen: every selection either completes or waits for a submitted solve
         raise DatasetError(f"generation stopped with unfinished splits: {', '.join(stuck)}")
