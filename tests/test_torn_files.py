@@ -206,3 +206,16 @@ def test_a_torn_last_line_of_a_json_lines_file_is_skipped(tmp_path):
     assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
     path.write_bytes(b'{"step": 1}\n\xff\xfe{"step": 2}\n{"step": 3}\n')  # a damaged middle line: dropped alone
     assert read_jsonl(path) == [{"step": 1}, {"step": 3}]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_plan_set_manifest_is_named_in_one_line(tmp_path, how):
+    root = tmp_path / "paper"
+    shutil.copytree(DATA_SMALL.parent / "paper", root)
+    damage(root / "gripper" / "plan-set" / "manifest.json", how)
+    for command in (["data", "verify", str(root)],
+                    ["baselines", str(root), "--out", str(tmp_path / "out"), "--plan-sets", "plan-set",
+                     "--domains", "gripper"]):
+        code, lines = run_cli(command)
+        errors = [line for line in lines if "plan-set/manifest.json" in line]
+        assert code in (1, 2) and len(errors) == 1 and "Traceback" not in "\n".join(lines), lines
