@@ -12,6 +12,7 @@ import torch
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
 from tnlib.learning.encodings import make_encoder
+from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
 from tnlib.planning.pddl import resolve_domain
@@ -161,6 +162,13 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     retrained = plan_split(run, instances=2, protocol=DISTINCT, max_evaluations=3)
     assert all(r["checkpoint"] != first[0]["checkpoint"] for r in retrained)
     assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
+    # another instance set (a split, a plan set) keeps its own file: Table 2 never mixes two sets' records
+    on_test = plan_split(run, split="test", instances=1, protocol=DISTINCT, max_evaluations=3)
+    assert len(on_test) == 1 and (run / "planning-test-default.jsonl").is_file()
+    assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
+    assert [p.name for p in ResultsDir(tmp_path).planning_files()] == ["planning-default.jsonl"]
+    assert [p.name for p in ResultsDir(tmp_path).planning_files("test")] == ["planning-test-default.jsonl"]
+    assert collect_planning(tmp_path)[0]["instances"] == 2
 
 
 @pytest.fixture(scope="module")

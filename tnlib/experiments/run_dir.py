@@ -38,9 +38,11 @@ class ResultsDir:
         """Every metrics file of ``split`` and ``checkpoint`` below, recursively, sorted by path."""
         return sorted(self.path.rglob(RunDir.metrics_name(split, checkpoint)))
 
-    def planning_files(self) -> list[Path]:
-        """Every ``planning-*.jsonl`` below, recursively, sorted by path (the run folder is the parent)."""
-        return sorted(self.path.rglob(PLANNING.format(estimate="*")))
+    def planning_files(self, split: str = "plan") -> list[Path]:
+        """Every planning file of ``split`` (the plan split, or a plan set's name) below, recursively, sorted by path
+        (the run folder is the parent)."""
+        return sorted(path for path in self.path.rglob(PLANNING.format(estimate="*"))
+                      if RunDir.planned_split_of(path) == split)
 
     def baseline_file(self, domain: str, heuristic: str) -> Path:
         return baseline_file(self.path, domain, heuristic)

@@ -237,7 +237,7 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
                max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
                progress: bool = False, protocol: str = PAPER) -> list[dict]:
     """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
-    ``planning-<estimate>.jsonl``."""
+    ``planning-<estimate>.jsonl`` for the plan split, ``planning-<split>-<estimate>.jsonl`` otherwise."""
     from tnlib.learning.training import TrainConfig
 
     run_dir = Path(run_dir)
@@ -246,7 +246,7 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     # the weights a record was planned with: a run trained further since is planned again
     checkpoint = sha256_file(RunDir(run_dir).best)[:16]
     return _plan_instances(
-        table, config.domain, RunDir(run_dir).planning_file(estimate),
+        table, config.domain, RunDir(run_dir).planning_file(estimate, split),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
         {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, instances, progress,
         desc=f"{run_dir.name} {estimate}", protocol=protocol)

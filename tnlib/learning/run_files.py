@@ -26,8 +26,10 @@ from pathlib import Path
 
 # baseline-DOMAIN-HEURISTIC.jsonl: GBFS with a symbolic heuristic over a domain's plan split (plan_baseline)
 BASELINE = "baseline-{domain}-{heuristic}.jsonl"
-# planning-ESTIMATE.jsonl: GBFS with a run's model over the plan split (plan_split)
+# planning-ESTIMATE.jsonl: GBFS with a run's model over the plan split (plan_split); over another split or a plan
+# set (plan_split(..., split=...)), planning-SPLIT-ESTIMATE.jsonl, so that records of two instance sets never mix
 PLANNING = "planning-{estimate}.jsonl"
+PLANNING_ON = "planning-{split}-{estimate}.jsonl"
 
 
 def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:
@@ -97,13 +99,20 @@ class RunDir:
     def metrics_file(self, split: str = "test", checkpoint: str = BEST) -> Path:
         return self.path / self.metrics_name(split, checkpoint)
 
-    def planning_file(self, estimate: str) -> Path:
-        return self.path / PLANNING.format(estimate=estimate)
+    def planning_file(self, estimate: str, split: str = "plan") -> Path:
+        name = PLANNING.format(estimate=estimate) if split == "plan" else PLANNING_ON.format(split=split,
+                                                                                              estimate=estimate)
+        return self.path / name
 
     @staticmethod
     def estimate_of(planning_file: str | os.PathLike) -> str:
-        """The estimate a ``planning-ESTIMATE.jsonl`` file holds."""
-        return Path(planning_file).stem.split("-", 1)[1]
+        """The estimate a planning file holds (estimates have no dash: ``default``, ``clip``)."""
+        return Path(planning_file).stem.rsplit("-", 1)[1]
+
+    @staticmethod
+    def planned_split_of(planning_file: str | os.PathLike) -> str:
+        """The split (or plan set) a planning file's records were planned on."""
+        return Path(planning_file).stem[len("planning-"):].rpartition("-")[0] or "plan"
 
     def read_config(self) -> dict:
         return json.loads(self.config_file.read_text())
