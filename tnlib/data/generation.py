@@ -117,6 +117,7 @@ from tnlib.files import (
 )
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
+from tnlib.progress import progress as progress_display
 
 # How often a run waiting on attempts another generate run is solving looks for their records.
 OTHER_RUN_POLL_S = 0.5
@@ -521,7 +522,6 @@ def generate_dataset(
                 plans.append(sp)
     by_key = {(sp.domain, sp.split): sp for sp in plans}  # the splits this run makes (one made elsewhere leaves)
     plan_of = dict(by_key)
-    from tnlib.progress import progress as progress_display
 
     try:
         runner = open_runner(run_attempt, workers, scheduler)

@@ -6,10 +6,25 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
+from tnlib.experiments.tables import (
+    TABLE1_BOLD_RULE,
+    TABLE2_BOLD_RULE,
+    collect_planning,
+    collect_results,
+    render_ablation,
+    render_comparison,
+    render_table,
+    render_table2,
+    table1_seed_values,
+    table2_seed_values,
+    uses_paired_bold,
+)
 from tnlib.learning.run_files import RunDir
-from tnlib.experiments.seed_statistics import paired_differences, render_paired, write_seed_csv
-from tnlib.files import atomic_write_text
-from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
+from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differences, render_paired, write_seed_csv
+import tnlib.files
+from tnlib.files import atomic_write_text, read_jsonl
+from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, TABLE1_CONFIGS
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
 # styles it overrides): words wrap at spaces only -- JupyterLab's output style breaks anywhere
@@ -58,12 +73,6 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
     did against the paper's setting, computed from the run folders. Each file is written atomically.
     ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``."""
-    from tnlib.experiments.scope import scope_header
-    from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE
-    from tnlib.experiments.tables import (TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, collect_planning, collect_results,
-                                          render_table, render_table2, table1_seed_values, table2_seed_values,
-                                          uses_paired_bold)
-
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     scope = scope_header(results_dir) + "\n" + rendered_by() + "\n"
@@ -170,10 +179,6 @@ def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: st
     """One of the appendix's ablations (``tnlib.paper.ABLATIONS``: ``residual`` or ``lower-bound``) from the runs
     of one or more results folders: ``accuracy.md`` (Table 1's layout) and ``planning.md`` (Table 2's), one column
     group per (sigma, residual, lower bound), each opening with the header of the runs they show."""
-    from tnlib.experiments.scope import collect_scopes, render_scope
-    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, render_ablation
-    from tnlib.paper import ABLATIONS
-
     if ablation not in ABLATIONS:
         raise ValueError(f"unknown ablation {ablation!r} (choose from {', '.join(ABLATIONS)})")
     columns = ABLATIONS[ablation]
@@ -229,7 +234,6 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
     """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
     import plotly.graph_objects as go
 
-    from tnlib.files import read_jsonl
 
     figure = go.Figure()
     for run in ResultsDir(results_dir).runs():
@@ -264,7 +268,6 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
     dotted line of its own from the last common step. The legend names the number of seeds."""
     import plotly.graph_objects as go
 
-    from tnlib.files import read_jsonl
 
     curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
     for run in ResultsDir(results_dir).runs():
@@ -311,8 +314,6 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
                   plotly_src: str = PLOTLY_SRC) -> Path:
     """``path`` (HTML): :func:`validation_spread_figure` for every domain and configuration of ``model`` in
     ``results_dir``, under the scope header; plotly.js from ``plotly_src`` (relative to the file's folder)."""
-    from tnlib.experiments.scope import scope_header
-
     path = Path(path)
     configs = {(c["domain"], c["sigma"], c["residual"]) for c in (r.read_config() for r in ResultsDir(
         results_dir).runs()) if c["model"] == model and c["lower_bound"] == lower_bound}
@@ -334,8 +335,6 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
 
 
 def _domain_order(domain: str) -> int:
-    from tnlib.paper import DOMAINS
-
     return DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS)
 
 
@@ -353,8 +352,6 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
     bundle in git), else from a plotly.min.js written beside the files."""
     import os
 
-    from tnlib.files import REPO_ROOT
-    from tnlib.paper import MODELS
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
     configs = [run.read_config() for run in ResultsDir(results_dir).runs()]
@@ -365,9 +362,9 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
     ran = {c["model"] for c in configs}
     models = [m for m in MODELS if m in ran] + sorted(ran - set(MODELS))
-    shared = REPO_ROOT / "reports" / PLOTLY_SRC
+    shared = tnlib.files.REPO_ROOT / "reports" / PLOTLY_SRC
     reports_dir.mkdir(parents=True, exist_ok=True)
-    if reports_dir.is_relative_to(REPO_ROOT / "reports") and shared.is_file():
+    if reports_dir.is_relative_to(tnlib.files.REPO_ROOT / "reports") and shared.is_file():
         plotly_src = os.path.relpath(shared, reports_dir)
     else:
         import plotly.offline
@@ -379,9 +376,6 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))
     if against is not None:
-        from tnlib.experiments.scope import scope_header
-        from tnlib.experiments.tables import render_comparison
-
         table = render_comparison(results_dir, against)  # (before writing: a ValueError leaves no file behind)
         text = (f"# `{Path(results_dir).name}/` against `{Path(against).name}/`\n\n{scope_header(results_dir)}\n"
                 f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "

@@ -23,6 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tnlib.data.manifest import dataset_root
+from tnlib.data.profiles import PROFILES
+from tnlib.data.schema import MANIFEST
+from tnlib.errors import DatasetError
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
@@ -44,6 +48,7 @@ from tnlib.paper import (
     TRAIN_INSTANCES,
     TRAIN_STEPS,
 )
+from tnlib.planning.generators import DOMAIN_PARAMETERS
 
 # GBFS counting protocols (tnlib.planning.search), as the header names them.
 PROTOCOL_TEXT = {
@@ -176,10 +181,6 @@ def _run_facts(run: RunDir) -> RunFacts:
 
 def _domain_manifest(data_root: str | None, domain: str) -> tuple[str | None, dict | None]:
     """(the dataset root, the domain's manifest) of a run's data, or (root or None, None) when unreadable."""
-    from tnlib.data.manifest import dataset_root
-    from tnlib.data.schema import MANIFEST
-    from tnlib.errors import DatasetError
-
     try:
         root = dataset_root(data_root)
     except DatasetError:
@@ -193,8 +194,6 @@ def _domain_manifest(data_root: str | None, domain: str) -> tuple[str | None, di
 
 def sizes_text(domain: str, params: Iterable[dict]) -> str:
     """A grid's generator parameters as ranges, e.g. ``blocks 9-10`` or ``x 5-7, y 5-7, ratio {0.5,1}``."""
-    from tnlib.planning.generators import DOMAIN_PARAMETERS
-
     params = list(params)
     parts = []
     for name in DOMAIN_PARAMETERS[domain]:
@@ -213,8 +212,6 @@ def sizes_text(domain: str, params: Iterable[dict]) -> str:
 
 def _paper_test(domain: str) -> tuple[int, str]:
     """The paper profile's test split of ``domain``: (instances, sizes)."""
-    from tnlib.data.profiles import PROFILES
-
     grid = PROFILES["paper"].grid(domain, "test")
     return len(grid.slots()), sizes_text(domain, [dict(combo) for combo in grid.combos])
 
@@ -231,8 +228,6 @@ def authors_plan_grid(domain: str) -> tuple[str, str] | None:
     """(the grid the authors' scripts drew the paper's plan instances from, the appendix's test grid) of
     ``domain`` as text (:data:`tnlib.paper.AUTHORS_PLAN_GRID`; the ``paper`` profile), or None for a domain the
     paper did not plan on."""
-    from tnlib.data.profiles import PROFILES
-
     if domain not in AUTHORS_PLAN_GRID:
         return None
     authors = AUTHORS_PLAN_GRID[domain]

@@ -22,13 +22,16 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.errors import DamagedFile
+from tnlib.data.manifest import dataset_root, default_data_root
+from tnlib.data.profiles import PROFILES, params_label
+from tnlib.data.schema import MANIFEST, WORK
+from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.scope import percent
-from tnlib.files import shown_path
+from tnlib.files import atomic_write_text, locked, read_json, shown_path
 from tnlib.learning.training_cost import (
     CPU_SECONDS_PER_STEP,
     CPU_TIMED_OBJECTS,
@@ -51,6 +54,7 @@ from tnlib.paper import (
     TRAIN_INSTANCES,
     TRAIN_STEPS,
 )
+from tnlib.progress import progress as progress_display
 
 
 
@@ -138,7 +142,6 @@ class Sweep:
                 values[name] = value = None
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{name} must be None, 'all' or an integer >= 1, got {value!r}")
-        from tnlib.data.profiles import PROFILES
 
         if values["data_profile"] not in PROFILES:
             raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
@@ -159,14 +162,10 @@ class Sweep:
     def dataset_path(self) -> Path:
         """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
         sub-folder (absolute, so run folders name it wherever they are read from)."""
-        from tnlib.data.schema import MANIFEST
-
         base = self._data_base()
         return (base if (base / MANIFEST).is_file() else base / self.data_profile).resolve()
 
     def _data_base(self) -> Path:
-        from tnlib.data.manifest import default_data_root
-
         return Path(self.data_root) if self.data_root is not None else default_data_root()
 
     def train_configs(self) -> list[dict]:
@@ -319,7 +318,6 @@ class Sweep:
         """The results folder, after checking that it holds at least one of the sweep's runs with test metrics
         (what the tables read): a :class:`tnlib.errors.MissingRuns` saying how to make them when it holds none
         (runs/ is not in git, so a fresh clone has none)."""
-        from tnlib.errors import MissingRuns
         from tnlib.learning.training import TrainConfig
 
         out = Path(self.out_dir)
@@ -338,11 +336,6 @@ class Sweep:
         reach``: one line per split whose generation gave up cells at its solver limits
         (:func:`tnlib.data.attempt_selection.select_attempts`), naming the cells, the limits and the empty slots.
         Raises DatasetError when there is no dataset at all."""
-        from tnlib.data.profiles import params_label
-        from tnlib.data.manifest import dataset_root
-        from tnlib.data.schema import MANIFEST
-        from tnlib.files import read_json
-
         root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
         splits = ("train", "val", "test") + (("plan",) if self.plan else ())
@@ -366,9 +359,6 @@ class Sweep:
 
     def data_lines(self) -> list[str]:
         """The banner's lines on the data: what a run would lack, before it starts."""
-        from tnlib.data.schema import WORK
-        from tnlib.errors import DatasetError
-
         try:
             root, missing, out_of_reach = self.data_gaps()
             lines = [f"  missing   {', '.join(missing)} (never generated: the sweep stops before training)"] \
@@ -395,8 +385,6 @@ class Sweep:
         (a DatasetError with the command that generates what is missing). Splits with cells out of reach (given
         up at the solver limits) pass only with ``accept_out_of_reach``: the sweep then trains and tests on the
         cells that exist."""
-        from tnlib.errors import DatasetError
-
         root, missing, out_of_reach = self.data_gaps()
         if missing:
             lacking = [d for d in self.domains if any(m.startswith(f"{d}/") or m.startswith(f"{d} ") for m in missing)]
@@ -476,8 +464,6 @@ def write_sweep_file(sweep: Sweep) -> dict:
     sweep that differs from this one only along its grid (:data:`GRID_AXES`; ``workers`` aside), the file names
     the union of the two grids -- a sweep split across processes or sessions (``--domains ferry`` here,
     ``--domains gripper`` there) is described whole; any other difference (steps, data, bounds) replaces it."""
-    from tnlib.files import atomic_write_text, locked, read_json
-
     path = ResultsDir(sweep.out_dir).sweep_file
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
     canonical = {"domains": list(DOMAINS), "distributions": list(DISTRIBUTIONS)}
@@ -509,7 +495,6 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     """
     # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
     from tnlib.experiments.cells import run_cell
-    from tnlib.progress import progress as progress_display
 
     sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers

@@ -24,13 +24,17 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from tnlib.data.loading import load_split
+from tnlib.data.plan_sets import load_plan_set
+from tnlib.data.schema import PLAN_SETS
+from tnlib.learning.encodings import HGNPackedEncoder, make_encoder, NLMPackedEncoder
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
-from tnlib.planning.pddl import problem_atoms
+from tnlib.planning.pddl import problem_atoms, resolve_domain
 from tnlib.planning.search import PAPER, SearchResult, gbfs
 from tnlib.planning.task import domain_name, load_search_task
 
@@ -49,7 +53,6 @@ class LearnedHeuristic:
     """
 
     def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
-        from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder, make_encoder
         from tnlib.learning.training import load_checkpoint
 
         if estimate not in POINT_ESTIMATES:
@@ -199,7 +202,6 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     are kept (resuming an interrupted split plans only what is missing)."""
     from tqdm.auto import tqdm
 
-    from tnlib.planning.pddl import resolve_domain
 
     domain_file = resolve_domain(domain)
     chosen = table.instances()[:instances]
@@ -224,10 +226,6 @@ def planning_instances(data_root, domain: str, split: str = "plan"):
     """The instances to plan: a labelled split's table or, for a plan set's name (``plan-set``,
     ``plan-set-authors``: :data:`tnlib.data.schema.PLAN_SETS`), that label-free set -- both offer ``instances()``
     and ``problem_path(instance)``."""
-    from tnlib.data.loading import load_split
-    from tnlib.data.plan_sets import load_plan_set
-    from tnlib.data.schema import PLAN_SETS
-
     if split in PLAN_SETS.values():
         return load_plan_set(data_root, domain, split)
     return load_split(data_root, domain, split)

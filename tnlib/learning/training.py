@@ -46,14 +46,19 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from tnlib.data.loading import HeuristicDataset, load_split
+from tnlib.data.manifest import dataset_root
+from tnlib.data.schema import MANIFEST
+from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device
-from tnlib.errors import DamagedFile, TrainingDiverged
+from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, read_jsonl, shown_path
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, MODELS, TRAIN_STEPS, WEIGHT_DECAY
+import tnlib.progress
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -179,8 +184,6 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None,
     ``without_train_pairs``: only the rows whose (state, goal) is no train row's up to renaming objects
     (:meth:`tnlib.data.loading.StateTable.without_train_pairs`; what model selection validates on).
     """
-    from tnlib.data.loading import HeuristicDataset, load_split
-
     table = load_split(config.data_root, config.domain, split)
     if without_train_pairs:
         table = table.without_train_pairs()
@@ -218,9 +221,6 @@ def load_validation_items(config: TrainConfig) -> tuple[list[dict], dict]:
     to renaming objects, that of any row of the domain's whole train split -- a row equal to a training example
     would reward memorising it. The whole split, not the run's subsample of training instances: one validation
     set for every run and seed, and safe for any subsample. Returns (items, the split's train-pair record)."""
-    from tnlib.data.manifest import dataset_root
-    from tnlib.data.train_pairs import train_pair_record
-
     items = load_items(config, config.val_split, without_train_pairs=True)
     record = train_pair_record(dataset_root(config.data_root), config.domain, config.val_split)
     if not items:
@@ -294,10 +294,6 @@ def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dic
 def same_dataset(root, other) -> bool:
     """Whether two dataset roots (None: the default one) hold the same dataset: their root manifests, which chain
     the sha256 of every file, are byte-identical. A run resumes from a moved or cloned repository's data."""
-    from tnlib.data.manifest import dataset_root
-    from tnlib.data.schema import MANIFEST
-    from tnlib.errors import DatasetError
-
     try:
         return (dataset_root(root) / MANIFEST).read_bytes() == (dataset_root(other) / MANIFEST).read_bytes()
     except (OSError, DatasetError):
@@ -502,12 +498,12 @@ def train(
         }
 
     # -- loop ---------------------------------------------------------------------------------------------------
-    from tnlib.progress import progress
 
     started = time.perf_counter() - elapsed_before
     if on_start is not None:
         on_start(step)
-    bar = progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress, leave=False)
+    # looked up at each call (not imported by name): notebooks and tests replace the display
+    bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress, leave=False)
     model.train()
     while step < config.steps:
         rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
