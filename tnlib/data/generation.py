@@ -119,6 +119,11 @@ from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 from tnlib.progress import progress as progress_display
 
+def split_lock(root: Path, domain: str, split: str) -> Path:
+    """The lock under which one generate run at a time prepares or consolidates a split."""
+    return root / f".{domain}-{split}.lock"
+
+
 # How often a run waiting on attempts another generate run is solving looks for their records.
 OTHER_RUN_POLL_S = 0.5
 # What to do about a work folder whose settings file is damaged (its attempts cannot be trusted to match).
@@ -513,7 +518,7 @@ def generate_dataset(
             }
             # one run at a time prepares (and consolidates) a split: a second run started beside it must not take
             # its half-made work folder for a stale one
-            with locked(root / f".{domain}-{split}.lock"):
+            with locked(split_lock(root, domain, split)):
                 sp = prepare_split(root, profile, domain, split, overrides, force)
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
@@ -548,7 +553,7 @@ def generate_dataset(
     def advance(sp: SplitPlan) -> bool:
         """Select; submit the solves the selection waits for; consolidate when none. True if anything moved."""
         if sp.made_elsewhere():
-            return made_elsewhere(sp)
+            return leave_to_other_run(sp)
         if sp.taken is None:
             sp.taken = earlier_split_keys(sp, by_key)
         moved = False
@@ -559,9 +564,9 @@ def generate_dataset(
                                            sp.settings["max_attempts"], sp.settings.get("out_of_reach_after"),
                                            sp.given_up)
             if sp.selection.complete:
-                with locked(sp.root / f".{sp.domain}-{sp.split}.lock"):
+                with locked(split_lock(sp.root, sp.domain, sp.split)):
                     if sp.made_elsewhere():
-                        return made_elsewhere(sp)
+                        return leave_to_other_run(sp)
                     report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
                 sp.done = True
                 return True
@@ -597,7 +602,7 @@ def generate_dataset(
             if not filled:
                 return moved
 
-    def made_elsewhere(sp: SplitPlan) -> bool:
+    def leave_to_other_run(sp: SplitPlan) -> bool:
         sp.elsewhere.clear()
         sp.done = True
         # its instances are the other run's: later splits read them from the manifest, not this run's selection
@@ -633,7 +638,7 @@ def generate_dataset(
                 time.sleep(OTHER_RUN_POLL_S)  # solves another generate run holds: wait for their records
                 for sp in waiting:
                     if sp.made_elsewhere():
-                        made_elsewhere(sp)
+                        leave_to_other_run(sp)
                     else:
                         sp.look_elsewhere()
                 continue

@@ -234,7 +234,6 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
     """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
     import plotly.graph_objects as go
 
-
     figure = go.Figure()
     for run in ResultsDir(results_dir).runs():
         config = run.read_config()
@@ -267,7 +266,6 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
     make the band jump); a seed that trained on past them (trained until flat, or interrupted twins) goes on as a
     dotted line of its own from the last common step. The legend names the number of seeds."""
     import plotly.graph_objects as go
-
 
     curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
     for run in ResultsDir(results_dir).runs():
@@ -351,7 +349,6 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
     bundle in git), else from a plotly.min.js written beside the files."""
     import os
-
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
     configs = [run.read_config() for run in ResultsDir(results_dir).runs()]

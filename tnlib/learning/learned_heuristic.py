@@ -27,7 +27,7 @@ import torch
 from tnlib.data.loading import load_split
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.schema import PLAN_SETS
-from tnlib.learning.encodings import HGNPackedEncoder, make_encoder, NLMPackedEncoder
+from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder, make_encoder
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
@@ -201,7 +201,6 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     trained further since -- are dropped when it is opened, and their instances planned again; matching records
     are kept (resuming an interrupted split plans only what is missing)."""
     from tqdm.auto import tqdm
-
 
     domain_file = resolve_domain(domain)
     chosen = table.instances()[:instances]

@@ -46,6 +46,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+import tnlib.progress
 from tnlib.data.loading import HeuristicDataset, load_split
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST
@@ -58,7 +59,6 @@ from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, MODELS, TRAIN_STEPS, WEIGHT_DECAY
-import tnlib.progress
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -350,8 +350,8 @@ def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
     return checkpoint
 
 
-def _read_resume_checkpoint(run: RunDir) -> tuple[dict, Path] | None:
-    """The newest readable resume checkpoint of ``run`` and its path (last.pt, else last-previous.pt), or None when
+def _read_resume_checkpoint(run: RunDir) -> dict | None:
+    """The newest readable resume checkpoint of ``run`` (last.pt, else last-previous.pt), or None when
     the run has neither. A damaged last.pt with a readable previous one is said on stderr and skipped; with none,
     a DamagedFile says what to do."""
     damaged = []
@@ -370,7 +370,7 @@ def _read_resume_checkpoint(run: RunDir) -> tuple[dict, Path] | None:
             instead = f"resuming from {shown_path(path)} instead (the steps since it are trained again)"
             print(damaged_message(*damaged[0], instead), file=sys.stderr)
             os.replace(path, run.last)  # the good one becomes last.pt: the next checkpoint keeps it as the previous
-        return checkpoint, run.last
+        return checkpoint
     if damaged:
         path, reason = damaged[0]
         remedy = "delete it (and last-previous.pt) to train the run from step 0, or restore it from a copy"
@@ -456,9 +456,8 @@ def train(
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
-    found = _read_resume_checkpoint(run) if resume else None
-    if found is not None:
-        checkpoint, _ = found
+    checkpoint = _read_resume_checkpoint(run) if resume else None
+    if checkpoint is not None:
         saved = TrainConfig.from_dict(checkpoint["config"])
         differs = [f.name for f in fields(TrainConfig)
                    if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)
@@ -503,7 +502,8 @@ def train(
     if on_start is not None:
         on_start(step)
     # looked up at each call (not imported by name): notebooks and tests replace the display
-    bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress, leave=False)
+    bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress,
+                                  leave=False)
     model.train()
     while step < config.steps:
         rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
