@@ -165,3 +165,51 @@ def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
     assert all(r["solved"] and r["protocol"] == "paper" for r in records)
     text = render_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"], selection_seconds=[120]).read_text()
     assert "| **all** | 8 | 1.00 (" in text and "solved optimally within 120 s" in text
+
+
+def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_selection(made, tmp_path):
+    from tnlib.experiments.reports import write_reports
+    from tnlib.experiments.run_dir import ResultsDir
+    from tnlib.experiments.sweep import Sweep, run_sweep
+    from tnlib.experiments.tables import collect_planning, optimal_selection
+    from tnlib.files import read_jsonl
+
+    data = tmp_path / "small"
+    shutil.copytree(made, data)
+    generate_plan_set(data, "gripper", count=8, optimal_time_limit=60, progress=False)  # adds optimal solves
+    plan_set = load_plan_set(data, "gripper")
+    sweep = Sweep.from_parameters(domains=["gripper"], models=["linear"], configs=["learn/ff"], distributions=["TN"],
+                                  seeds=[0], steps=20, batch_size=16, eval_every=10, instances=None,
+                                  data_root=str(data), out_dir=str(tmp_path / "runs"), plan_on="plan-set",
+                                  plan_instances=3)
+    assert "GBFS on the plan set plan-set (the first 3 instances" in sweep.describe()
+    run_sweep(sweep, progress=False)
+    results = ResultsDir(tmp_path / "runs")
+    (run,) = results.runs()
+    planned = read_jsonl(run.planning_file("default", "plan-set"))
+    first = [f"{name}.pddl" for name in plan_set.instances()[:3]]
+    assert [r["problem"] for r in planned] == first
+    assert not run.planning_file("default").exists()  # nothing on the plan split
+    assert results.planned_on() == "plan-set"
+    assert list(results.baseline_files("ff", "plan-set")) == ["gripper"] and not results.baseline_files("ff")
+    assert [r["problem"] for r in read_jsonl(results.baseline_file("gripper", "ff", "plan-set"))] == first
+    # the paper's selection keeps the instances solved optimally in time, for the learned rows and h_FF alike
+    selection = optimal_selection(results.path, "plan-set", 60)["gripper"]
+    assert selection["problems"] == {f"{n}.pddl" for n in plan_set.optimal_selection(60)[0]}
+    assert selection["instances"] == 8 and selection["problems"]
+    only = {"gripper": {first[0]}}
+    assert [r["instances"] for r in collect_planning(results.path)] == [3]
+    assert [r["instances"] for r in collect_planning(results.path, problems=only)] == [1]
+    assert collect_planning(results.path, problems={"gripper": set()}) == []
+    written = write_reports(results.path, tmp_path / "reports", models=["linear"], selection_seconds=60)
+    planning = (tmp_path / "reports" / "planning.md").read_text()
+    assert "GBFS on the plan set `plan-set`" in planning and "## Under the paper's selection" in planning
+    assert f"gripper {len(selection['problems'])} of 8" in planning
+    assert written[1].name == "planning.md"
+
+
+def test_a_sweep_refuses_an_unknown_plan_set():
+    from tnlib.experiments.sweep import Sweep
+
+    with pytest.raises(ValueError, match="plan_on: unknown 'plan-sets'"):
+        Sweep.from_parameters(preset="small", plan_on="plan-sets")

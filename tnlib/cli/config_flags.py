@@ -87,7 +87,7 @@ def _with_default(text: str | None, default: Any) -> str:
 def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
                      help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True) -> None:
     """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
-    (for a bool that defaults to True: the ``--no-...`` flag), ``help`` to its help text, to which the field's
+    (a bool has ``--NAME`` and ``--no-NAME``), ``help`` to its help text, to which the field's
     default is added (``(default: X)``) unless the text says it. With ``defaults=False`` a flag that is not given
     sets nothing (its field is absent from :func:`config_values`)."""
     flags, help = flags or {}, help or {}
@@ -99,12 +99,10 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
         default = _default(field)
         text = help.get(field.name)
         if kind == "bool":
-            if default:
-                flag = flags.get(field.name, "--no-" + field.name.replace("_", "-"))
-                action = parser.add_argument(flag, dest=field.name, action="store_false", help=text)
-            else:
-                action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="store_true",
-                                             help=text)
+            # both --NAME and --no-NAME: a preset may have turned the setting either way
+            action = parser.add_argument(_flag(field.name, flags), dest=field.name,
+                                         action=argparse.BooleanOptionalAction, default=default,
+                                         help=_with_default(text, default))
         elif kind == "dict":
             action = parser.add_argument(_flag(field.name, flags), dest=field.name, action="append", default=[],
                                          metavar="KEY=VALUE", help=text)

@@ -15,8 +15,11 @@ SWEEP_FLAGS = {"out_dir": "--out"}
 SWEEP_HELP = {
     "configs": "sigma/residual pairs, e.g. learn/ff fixed/none learn/lmcut",
     "model_args": "MODEL={...}: constructor arguments per model, e.g. nlm='{\"depth\": 3}' (repeatable)",
-    "plan": "train and evaluate only",
-    "plan_instances": "plan the first N instances of the plan split (default: all)",
+    "plan": "plan with every trained model (--no-plan: train and evaluate only)",
+    "plan_instances": "plan the first N instances of the plan split or set (default: all; a plan set lists its "
+                      "grid cells in turn, so its first N are spread over the cells)",
+    "plan_on": "what to plan on: the dataset's plan split (plan) or one of its label-free plan sets "
+                  "(plan-set: the paper's test grid at its sizes; plan-set-authors)",
     "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
     "max_steps": "train until flat: runs still improving after --steps train on, in chunks of --extend-steps, "
@@ -109,6 +112,10 @@ def register_report(subparsers) -> None:
     parser.add_argument("--against", metavar="RESULTS",
                         help="another results folder: also write comparison.md, the cells both hold side by side "
                              "(e.g. runs trained with --upper-bound h_sat against runs without)")
+    parser.add_argument("--selection", type=float, metavar="S",
+                        help="for a sweep that planned on a plan set (--plan-on plan-set): also Table 2 under the "
+                             "paper's selection, on the instances whose recorded optimal solve finished within S "
+                             "seconds")
     parser.set_defaults(func=_run_report)
 
 
@@ -118,14 +125,15 @@ def _run_report(args) -> int:
 
     try:
         if args.ablation:
-            if args.against:
-                raise CommandError("--against compares two folders' shared cells; it does not go with --ablation")
+            if args.against or args.selection is not None:
+                raise CommandError(f"{'--against' if args.against else '--selection'} does not go with --ablation")
             written = write_ablation(args.results, args.out, args.ablation, model=args.model)
         elif len(args.results) > 1:
             raise CommandError(f"one results folder per report ({len(args.results)} given); several only with "
                                "--ablation")
         else:
-            written = render_results(args.results[0], args.out, against=args.against)
+            written = render_results(args.results[0], args.out, against=args.against,
+                                     selection_seconds=args.selection)
     except ValueError as err:
         raise CommandError(str(err)) from None
     for path in written:

@@ -34,7 +34,7 @@ TRAIN_HELP = {
     "out_dir": "folder of run folders (default: %(default)s)",
     "run_name": "run folder name (default: from the configuration)",
     "device": "cpu | cuda (default: CUDA when present)",
-    "progress": "no progress bar",
+    "progress": "a progress bar (--no-progress: none)",
 }
 
 

@@ -34,9 +34,11 @@ PRESETS: dict[str, dict] = {
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
                              plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
     # NLM trained on the paper's own training distribution (data/paper: train and val at the paper's generation
-    # limits), Table 2's two configurations, until flat as the converged preset. No planning here: data/paper's
-    # plan split is small at its reduced solver limits; Table 2 comes from the label-free paper-size plan set.
+    # limits), Table 2's two configurations, until flat as the converged preset. Its runs are committed
+    # (reports/paper-scale/runs: hours of training a new checkout resumes). Training first (plan=False), then
+    # `--plan`: Table 2 on the label-free plan set at the paper's test sizes (data/paper's plan split is small at
+    # its reduced solver limits), on the first plan_instances of each domain's set (its grid cells in turn).
     "paper-scale": dict(models=("nlm",), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1), steps=6000,
                         max_steps=TRAIN_STEPS, batch_size=64, eval_every=100, instances=None, data_profile="paper",
-                        out_dir="runs/paper-scale", plan=False, workers=1),
+                        out_dir="reports/paper-scale/runs", plan=False, plan_on="plan-set", workers=1),
 }

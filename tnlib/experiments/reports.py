@@ -12,6 +12,7 @@ from tnlib.experiments.tables import (
     TABLE2_BOLD_RULE,
     collect_planning,
     collect_results,
+    optimal_selection,
     render_ablation,
     render_comparison,
     render_table,
@@ -68,18 +69,27 @@ CURVE_TICKS = 6
 
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
-                  plotly_src: str = PLOTLY_SRC) -> list[Path]:
+                  plotly_src: str = PLOTLY_SRC, selection_seconds: float | None = None) -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
     one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
     did against the paper's setting, computed from the run folders. Each file is written atomically.
-    ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``."""
+    ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``. Table 2 is over
+    what the folder's sweep planned on (the plan split or a plan set); for a plan set, ``selection_seconds`` adds
+    Table 2 again under the paper's selection (:func:`tnlib.experiments.tables.optimal_selection`)."""
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     scope = scope_header(results_dir) + "\n" + rendered_by() + "\n"
     source = f"From `{results_dir.name}/`, l = {lower_bound}."
     results = collect_results(results_dir)
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
-    plans = collect_planning(results_dir)
+    split = ResultsDir(results_dir).planned_on()
+    plans = collect_planning(results_dir, split)
+    selection = None
+    if selection_seconds is not None:
+        if split == "plan":
+            raise ValueError("the paper's selection applies to a plan set (a sweep with --plan-on plan-set); "
+                             f"{results_dir} planned on the plan split")
+        selection = optimal_selection(results_dir, split, selection_seconds)
     paired_accuracy = all(uses_paired_bold(table1_seed_values(results, m, lower_bound)) for m in models)
     paired_planning = plans and all(uses_paired_bold(table2_seed_values(
         [r for r in plans if r["model"] == m and r["lower_bound"] == lower_bound], "coverage")) for m in models)
@@ -87,9 +97,11 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                 "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
                 f"those heuristics. {PAIRED_BOLD_RULE if paired_accuracy else TABLE1_BOLD_RULE} Per-seed values: "
                 "accuracy-seeds.csv.\n"]
-    planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on the plan split. {source} "
+    where = "the plan split" if split == "plan" else f"the plan set `{split}`"
+    planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on {where}. {source} "
                 "An unsolved instance counts as the evaluation limit. "
                 f"{PAIRED_BOLD_RULE if paired_planning else TABLE2_BOLD_RULE} Per-seed values: planning-seeds.csv.\n"]
+    selected_tables = []
     html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             _markdown_html(scope)]
@@ -107,10 +119,20 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                             + render_paired(paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
                                                                comparisons=(("TN", "N"),)), "test NLL") + "\n")
         planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
-                                                            configs=planned, baseline_dir=results_dir))
+                                                            configs=planned, baseline_dir=results_dir, split=split))
         mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
         for metric, lower in (("coverage", False), ("evaluations", True)):
             planning.append(render_paired(paired_differences(table2_seed_values(mine, metric)), metric, lower) + "\n")
+        if selection is not None:
+            problems = {domain: kept["problems"] for domain, kept in selection.items()}
+            chosen = [r for r in collect_planning(results_dir, split, problems)
+                      if r["model"] == model and r["lower_bound"] == lower_bound]
+            selected_tables.append(f"### {model}\n\n" + render_table2(
+                chosen, model=model, lower_bound=lower_bound, configs=planned, baseline_dir=results_dir, split=split,
+                problems=problems))
+            for metric, lower in (("coverage", False), ("evaluations", True)):
+                selected_tables.append(render_paired(paired_differences(table2_seed_values(chosen, metric)), metric,
+                                                     lower) + "\n")
         html.append(f"<h1>Training curves ({model})</h1>")
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):
@@ -118,6 +140,15 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
             # a fixed div id (plotly draws a random one) so the same runs render the same file
             html.append(figure.to_html(full_html=False, include_plotlyjs=False,
                                        div_id=f"curves-{model}-{domain}-{sigma}-{residual}"))
+    if selection is not None:
+        kept = "; ".join(f"{domain} {len(v['problems'])} of {v['instances']} ({v['undecided']} undecided)"
+                         for domain, v in selection.items())
+        planning.append(f"## Under the paper's selection\n\nThe paper planned only instances an optimal planner "
+                        f"solved (Fast Downward, 30 minutes). Here: the instances of `{split}` whose recorded "
+                        f"optimal solve finished within {selection_seconds:g} s -- {kept}; instances no recorded "
+                        "solve decides are left out with the unsolved ones. Only the instances the runs planned "
+                        "count, h_FF's column too.\n")
+        planning += selected_tables
     html.append("</body></html>")
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
@@ -339,11 +370,11 @@ def _domain_order(domain: str) -> int:
 _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
 
 
-def render_results(results_dir, reports_dir, against=None) -> list[Path]:
+def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
     models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
     -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
-    (:func:`tnlib.experiments.tables.render_comparison`).
+    (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``: see :func:`write_reports`.
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -368,7 +399,8 @@ def render_results(results_dir, reports_dir, against=None) -> list[Path]:
 
         atomic_write_text(reports_dir / "plotly.min.js", plotly.offline.get_plotlyjs())
         plotly_src = "plotly.min.js"
-    written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src)
+    written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src,
+                            selection_seconds=selection_seconds)
     figure_model = "nlm" if "nlm" in models else models[0]
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))

@@ -1,7 +1,8 @@
 """The files of a results folder (the run folder's own files are :mod:`tnlib.learning.run_files`'s).
 
 A results folder (a sweep's ``out_dir``) holds run folders (:class:`RunDir`), ``sweep.json`` (the sweep) and
-``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a symbolic heuristic over the plan split).
+``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a symbolic heuristic over the plan split; over a plan set, in the
+sub-folder named for it: ``plan-set/baseline-DOMAIN-HEURISTIC.jsonl``).
 
 The files inside a run folder, and the baseline files, are written by the learning stage (training, evaluation,
 learned_heuristic), so their names live in :mod:`tnlib.learning.run_files`: a stage imports only the stages below
@@ -13,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tnlib.data.schema import PLAN_SETS
+from tnlib.files import read_json
 from tnlib.learning.run_files import BASELINE, PLANNING, RunDir, baseline_file
 
 __all__ = ["ResultsDir"]
@@ -30,6 +33,17 @@ class ResultsDir:
     def sweep_file(self) -> Path:
         return self.path / self.SWEEP
 
+    def planned_on(self) -> str:
+        """The split or plan set this folder's sweep plans on: ``sweep.json``'s ``plan_on``, the plan split where
+        it names none (or there is no sweep.json)."""
+        sweep = read_json(self.sweep_file) if self.sweep_file.is_file() else {}
+        return sweep.get("plan_on") or "plan"
+
+    def baseline_folder(self, split: str = "plan") -> Path:
+        """Where the baselines over ``split`` go: the folder itself for the plan split, its sub-folder named for
+        a plan set otherwise (a domain's baseline file has the same name over either)."""
+        return self.path if split == "plan" else self.path / split
+
     def runs(self) -> list[RunDir]:
         """The run folders directly inside, sorted by name (those with a config.json)."""
         return [RunDir(p.parent) for p in sorted(self.path.glob(f"*/{RunDir.CONFIG}"))]
@@ -44,10 +58,15 @@ class ResultsDir:
         return sorted(path for path in self.path.rglob(PLANNING.format(estimate="*"))
                       if RunDir.planned_split_of(path) == split)
 
-    def baseline_file(self, domain: str, heuristic: str) -> Path:
-        return baseline_file(self.path, domain, heuristic)
+    def baseline_file(self, domain: str, heuristic: str, split: str = "plan") -> Path:
+        return baseline_file(self.baseline_folder(split), domain, heuristic)
 
-    def baseline_files(self, heuristic: str) -> dict[str, Path]:
-        """``{domain: file}`` of every baseline file of ``heuristic`` below, recursively."""
-        return {path.stem.split("-")[1]: path
-                for path in sorted(self.path.rglob(BASELINE.format(domain="*", heuristic=heuristic)))}
+    def baseline_files(self, heuristic: str, split: str = "plan") -> dict[str, Path]:
+        """``{domain: file}`` of every baseline file of ``heuristic`` over ``split`` below, recursively: for a plan
+        set those in folders named for it, for the plan split those in any other folder."""
+        found = sorted(self.path.rglob(BASELINE.format(domain="*", heuristic=heuristic)))
+        if split == "plan":
+            found = [path for path in found if path.parent.name not in PLAN_SETS.values()]
+        else:
+            found = [path for path in found if path.parent.name == split]
+        return {path.stem.split("-")[1]: path for path in found}

@@ -15,6 +15,7 @@ training gone on. Runs with fewer than four evaluations are *too short to tell*.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tnlib.data.manifest import dataset_root
+from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import MANIFEST
 from tnlib.errors import DatasetError
@@ -246,7 +248,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     results = ResultsDir(results_dir)
     runs = [_run_facts(run) for run in results.runs()]
     sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
-    baselines = results.baseline_files("ff")
+    planned_on = results.planned_on()
+    baselines = results.baseline_files("ff", planned_on)
     domains: dict[str, DomainFacts] = {}
     for name in sorted({r.domain for r in runs} | set(baselines), key=_order("domain")):
         facts = DomainFacts(name)
@@ -263,8 +266,11 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.test_instances = splits["test"]["counts"]["instances"]
             facts.test_states = splits["test"]["counts"]["states"]
             facts.test_sizes = sizes_text(name, splits["test"]["settings"]["grid"]["params"])
-        if "plan" in splits:
+        if planned_on == "plan" and "plan" in splits:
             facts.plan_split_size = splits["plan"]["counts"]["instances"]
+        elif planned_on != "plan" and facts.data_root is not None:
+            with contextlib.suppress(DatasetError):
+                facts.plan_split_size = len(load_plan_set(facts.data_root, name, planned_on, verify=False))
         if name in DOMAINS:
             facts.paper_test_instances, facts.paper_test_sizes = _paper_test(name)
         if name in baselines:
@@ -273,7 +279,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.ff_solved = sum(bool(r.get("solved")) for r in records)
             facts.protocols = sorted({r.get("protocol", "distinct") for r in records})
         domains[name] = facts
-    plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files()
+    plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files(planned_on)
                              for record in _records_by_problem(path)})
     until_flat = (sweep["steps"], sweep["max_steps"]) if sweep.get("max_steps") is not None else None
     return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat)

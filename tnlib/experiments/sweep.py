@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.data.manifest import dataset_root, default_data_root
+from tnlib.data.plan_sets import find_plan_sets
 from tnlib.data.profiles import PROFILES, params_label
-from tnlib.data.schema import MANIFEST, WORK
+from tnlib.data.schema import MANIFEST, PLAN_SETS, WORK
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.presets import PRESETS
@@ -90,7 +91,11 @@ class Sweep:
     out_dir: str = "runs/paper"
     device: str | None = None
     plan: bool = True
-    plan_instances: int | None = None  # the first N instances of the plan split (None: all)
+    plan_instances: int | None = None  # the first N instances of the plan split or set (None: all)
+    # What GBFS plans on: the dataset's plan split ("plan") or a label-free plan set of it (tnlib.data.schema.
+    # PLAN_SETS: "plan-set" holds the paper's test grid at its sizes); a plan set lists its grid cells in turn, so
+    # plan_instances takes a subset spread over the cells.
+    plan_on: str = "plan"
     max_evaluations: int = MAX_EVALUATIONS
     workers: int = 1  # local processes running cells side by side (ignored on a Dask scheduler)
 
@@ -143,6 +148,9 @@ class Sweep:
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{name} must be None, 'all' or an integer >= 1, got {value!r}")
 
+        if values["plan_on"] not in ("plan", *PLAN_SETS.values()):
+            raise ValueError(f"plan_on: unknown {values['plan_on']!r} (the plan split 'plan' or a plan set: "
+                             f"{', '.join(PLAN_SETS.values())})")
         if values["data_profile"] not in PROFILES:
             raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
         model_args = values["model_args"]
@@ -218,8 +226,9 @@ class Sweep:
         configs = ", ".join("/".join(pair) for pair in self.configs)
         instances = "all" if self.instances is None else f"{self.instances:,}"
         planned = "all" if self.plan_instances is None else f"the first {self.plan_instances}"
+        where = "the plan split" if self.plan_on == "plan" else f"the plan set {self.plan_on}"
         plan = ("no planning" if not self.plan else
-                f"GBFS on the plan split ({planned} instances per domain), at most {self.max_evaluations:,} "
+                f"GBFS on {where} ({planned} instances per domain), at most {self.max_evaluations:,} "
                 "evaluations, h_FF baseline")
         upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
@@ -338,12 +347,15 @@ class Sweep:
         Raises DatasetError when there is no dataset at all."""
         root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
-        splits = ("train", "val", "test") + (("plan",) if self.plan else ())
+        plan_sets = set(find_plan_sets(root)) if self.plan and self.plan_on != "plan" else set()
+        splits = ("train", "val", "test") + (("plan",) if self.plan and self.plan_on == "plan" else ())
         missing, out_of_reach = [], []
         for domain in self.domains:
             there = read_json(root / domains[domain]["manifest"]).get("splits", {}) if domain in domains else {}
             absent = [split for split in splits if split not in there]
             missing += [f"{domain} (all splits)"] if len(absent) == len(splits) else [f"{domain}/{s}" for s in absent]
+            if self.plan and self.plan_on != "plan" and (domain, self.plan_on) not in plan_sets:
+                missing.append(f"{domain}/{self.plan_on}")
             for split in splits:
                 cells = there.get(split, {}).get("out_of_reach_cells", [])
                 if cells:
@@ -449,9 +461,10 @@ CPU_HOURS_WORTH_A_CLUSTER = 8.0
 def run_baselines(sweep: Sweep) -> None:
     from tnlib.learning.learned_heuristic import plan_baseline
 
+    out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
     for domain in sweep.domains:
-        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=sweep.out_dir, instances=sweep.plan_instances,
-                      max_evaluations=sweep.max_evaluations)
+        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=out_dir, split=sweep.plan_on,
+                      instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
 
 
 # The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
@@ -501,7 +514,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     write_sweep_file(sweep)
     configs = sweep.train_configs()
-    kwargs = dict(plan=sweep.plan, plan_instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations,
+    kwargs = dict(plan=sweep.plan, plan_on=sweep.plan_on, plan_instances=sweep.plan_instances,
+                  max_evaluations=sweep.max_evaluations,
                   max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)

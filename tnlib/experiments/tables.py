@@ -283,7 +283,7 @@ def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUAT
     (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
     it. Records that ran under different limits are not averaged together (ValueError)."""
     if not records:
-        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan}
+        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan, "max_evaluations": None}
     limits = {r.get("max_evaluations", max_evaluations) for r in records}
     if len(limits) > 1:
         raise ValueError(f"planning records under different evaluation limits ({sorted(limits, key=str)}) "
@@ -296,33 +296,69 @@ def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUAT
             "max_evaluations": limit}
 
 
-def collect_planning(results_dir) -> list[dict]:
-    """One row per (run, estimate): the run's configuration and its summary on the plan split."""
+def collect_planning(results_dir, split: str | None = None, problems: dict[str, set[str]] | None = None) -> list[dict]:
+    """One row per (run, estimate): the run's configuration and its summary on ``split`` (the plan split or a plan
+    set; None: the one the folder's sweep plans on, :meth:`ResultsDir.planned_on`). With ``problems`` (``{domain:
+    problem file names}``, e.g. the paper's selection by optimal solves) a row summarizes only those instances."""
     rows, sweeps = [], {}
-    for path in ResultsDir(results_dir).planning_files():
+    results = ResultsDir(results_dir)
+    for path in results.planning_files(results.planned_on() if split is None else split):
         config = _run_config(path.parent, sweeps)
         estimate = RunDir.estimate_of(path)
         column = config["distribution"] + ("+clip" if estimate == "clip" else "")
-        records = list(planned(path).values())
+        records = _kept(planned(path).values(), problems, config["domain"])
+        if not records and problems is not None:  # none of its instances kept: no row, rather than an empty one
+            continue
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
                      "column": column, "protocols": sorted({r["protocol"] for r in records}),
                      "config": config, **summarize(records)})
     return rows
 
 
+def optimal_selection(results_dir, split: str, seconds: float) -> dict[str, dict]:
+    """The paper's selection of plan instances (those an optimal planner solves within a time limit) as the
+    records of the plan set ``split`` can apply it at ``seconds``, per domain of the folder's runs: ``{domain:
+    {"problems": problem file names kept, "undecided": how many no recorded solve decides, "instances": the set's
+    size}}``. Undecided instances are left out with the unsolved ones (the tables say how many)."""
+    from tnlib.data.plan_sets import load_plan_set
+
+    roots: dict[str, str] = {}
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        roots.setdefault(config["domain"], config.get("data_root"))
+    selection = {}
+    for domain, root in roots.items():
+        plan_set = load_plan_set(root, domain, split)
+        kept, undecided = plan_set.optimal_selection(seconds)
+        selection[domain] = {"problems": {plan_set.problem_path(name).name for name in kept},
+                             "undecided": len(undecided), "instances": len(plan_set)}
+    return selection
+
+
+def _kept(records, problems: dict[str, set[str]] | None, domain: str) -> list[dict]:
+    """The records of the problems kept for ``domain`` (all of them without ``problems``)."""
+    if problems is None:
+        return list(records)
+    kept = problems.get(domain, set())
+    return [r for r in records if r["problem"] in kept]
+
+
 def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                   configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
-                  baseline_dir=None) -> str:
+                  baseline_dir=None, split: str | None = None, problems: dict[str, set[str]] | None = None) -> str:
     """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (one seed: the
     mean and ``(1 seed)``), bold as :data:`TABLE2_BOLD_RULE` says. Configurations no run has are left out.
     ``results_dir``: a results folder, or rows of :func:`collect_planning` (then h_FF's column comes from
-    ``baseline_dir``)."""
+    ``baseline_dir``). ``split`` and ``problems`` choose the instances as :func:`collect_planning` does, for the
+    h_FF column too."""
     if isinstance(results_dir, (str, os.PathLike)):
-        rows = collect_planning(results_dir)
+        split = ResultsDir(results_dir).planned_on() if split is None else split
+        rows = collect_planning(results_dir, split, problems)
     else:
         rows, results_dir = list(results_dir), None
         if baseline_dir is None:
             raise ValueError("render_table2 of rows needs baseline_dir (the folder holding h_FF's planning files)")
+        split = ResultsDir(baseline_dir).planned_on() if split is None else split
     rows = [r for r in rows if r["model"] == model and r["lower_bound"] == lower_bound]
     groups: dict = defaultdict(list)
     for r in rows:
@@ -331,8 +367,10 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                       "Table 2")
     baseline = {}
     protocols = {p for r in rows for p in r["protocols"]}
-    for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff").items():
-        records = list(planned(path).values())
+    for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff", split).items():
+        records = _kept(planned(path).values(), problems, domain)
+        if not records:
+            continue
         protocols |= {r["protocol"] for r in records}
         baseline[domain] = summarize(records)
     limits = ({r["max_evaluations"] for r in rows} | {b["max_evaluations"] for b in baseline.values()}) - {None}
