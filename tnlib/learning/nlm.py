@@ -227,23 +227,47 @@ def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop
 
 # Inference only: an arity-3 output that the next layer reads only through exists / forall is never stored. The
 # kernel walks the output in cubes of ``_TILE`` objects a side: it gathers, for each position of a cube, the six
-# permuted rows of the local input side by side ([tile^3, 6 C_in], read from six cubes of x that stay in cache),
-# projects them with one matrix product, adds the bias and the three broadcast expand terms and keeps the max and
-# min over the reduced object k per kept pair (i, j). The sigmoid is monotone, so sigmoid(max) is the max of the
-# sigmoids: the caller applies it to the N^2 results instead of to N^3 values, and an empty range (-inf, +inf)
-# becomes exists 0, forall 1, as excluded entries give in ``_extrema_kernel``. x is [B, N^3, C_in] (row-major
-# positions) and ``words`` the same memory as 8-byte words where a row fills whole words (rows are moved as bits,
-# four words at a time: the gather's cost is the number of moves); ``w`` is [6 C_in, out] (permutation-major);
-# ``strides[p, t]`` the stride, in positions, of the axis of x that output axis t reads under permutation p; s0,
-# s1, s2 the expand terms constant along output axis 0, 1, 2 ([B, N, N, out]). Without NaNs or infinities in the
-# sums, reassociating them (fastmath, infinities kept) moves only rounding. A cube of 8 keeps the six source cubes
-# and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects).
+# permuted rows of the local input side by side ([tile^3, 6 C_in]), projects them with one matrix product, adds the
+# bias and the three broadcast expand terms and keeps the max and min over the reduced object k per kept pair
+# (i, j) in ``out``. The cube of tile coordinates (A, B, C) reads the six source cubes at the orderings of
+# {A, B, C}, and so do the (up to six) cubes at the other orderings: the kernel visits the cubes a multiset at a
+# time, so the six source cubes are read from memory once and from cache five times (the input of a 64-object
+# state, 8 MB, does not stay in L2; reading each source cube six times from L3 cost half the kernel's time). The
+# sigmoid is monotone, so sigmoid(max) is the max of the sigmoids: the caller applies it to the N^2 results
+# instead of to N^3 values, and an empty range (-inf, +inf) becomes exists 0, forall 1, as excluded entries give in
+# ``_extrema_kernel``. x is [B, N^3, C_in] (row-major positions) and ``words`` the same memory as 8-byte words
+# where a row fills whole words (rows are moved as bits, four words at a time: the gather's cost is the number of
+# moves); ``w`` is [6 C_in, out] (permutation-major); ``strides[p, t]`` the stride, in positions, of the axis of x
+# that output axis t reads under permutation p; s0, s1, s2 the expand terms constant along output axis 0, 1, 2
+# ([B, N, N, out]). The kernel covers the multisets whose two smallest tiles form the ``first_pair``-th,
+# ``first_pair + pair_step``-th, ... pair (t0 <= t1, in order): threads that share one state each take every
+# ``pair_step``-th pair and keep their own ``out``, merged by the caller. Without NaNs or infinities in the sums, reassociating them (fastmath, infinities kept)
+# moves only rounding; the max and min are exact whatever the order the cubes come in. A cube of 8 keeps the six
+# source cubes and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects). With 8 output
+# channels (every inner layer of the paper's NLM) the reduction's channel loop has a constant length, which lets
+# the compiler keep a row in one vector register (20% of the kernel at 64 objects).
 _TILE = 8
 
 
+@njit(nogil=True, cache=True)
+def _multiset_cubes(t0, t1, t2, cubes):  # pragma: no cover - compiled
+    """Fill ``cubes`` with the distinct orderings of the tile coordinates (t0, t1, t2); returns how many."""
+    count = 0
+    for q in range(6):
+        a, b, c = (t0, t1, t2) if q == 0 else (t0, t2, t1) if q == 1 else (t1, t0, t2) if q == 2 else \
+            (t1, t2, t0) if q == 3 else (t2, t0, t1) if q == 4 else (t2, t1, t0)
+        seen = False
+        for e in range(count):
+            seen = seen or (cubes[e, 0] == a and cubes[e, 1] == b and cubes[e, 2] == c)
+        if not seen:
+            cubes[count, 0], cubes[count, 1], cubes[count, 2] = a, b, c
+            count += 1
+    return count
+
+
 @njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
-def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, start,
-                              stop):  # pragma: no cover - compiled
+def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, first_pair, pair_step,
+                              start, stop):  # pragma: no cover - compiled
     n = real.shape[1]
     inputs = x.shape[2]
     row_words = words.shape[2]
@@ -254,67 +278,74 @@ def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, excl
     gathered = gathered_words.view(x.dtype)
     pre = np.zeros((tile * tile * tile, width), x.dtype)
     base = np.empty(width, x.dtype)
-    most = np.empty((tile, tile, width), x.dtype)
-    least = np.empty((tile, tile, width), x.dtype)
     kept = np.empty(2, np.int64)
+    cubes = np.empty((6, 3), np.int64)
     tiles = (n + tile - 1) // tile
-    for unit in range(start, stop):  # (state, tile of i): threads split a state's work too
-        b, i0 = unit // tiles, unit % tiles * tile
+    for b in range(start, stop):
         every_object = not exclude
         for k in range(n):
             every_object = every_object and real[b, k]
-        ti = min(tile, n - i0)
-        for j0 in range(0, n, tile):
-            tj = min(tile, n - j0)
-            most[:] = -np.inf
-            least[:] = np.inf
-            for k0 in range(0, n, tile):
-                tk = min(tile, n - k0)
-                rows = ti * tj * tk
-                if inputs:
-                    for ii in range(ti):
-                        for jj in range(tj):
-                            for kk in range(tk):
-                                target = gathered_words[(ii * tj + jj) * tk + kk]
-                                for p in range(perms):
-                                    source = words[b, (i0 + ii) * strides[p, 0] + (j0 + jj) * strides[p, 1]
-                                                   + (k0 + kk) * strides[p, 2]]
-                                    at = p * row_words
-                                    if row_words == 4:  # unrolled: one vector move
-                                        target[at] = source[0]
-                                        target[at + 1] = source[1]
-                                        target[at + 2] = source[2]
-                                        target[at + 3] = source[3]
-                                    else:
-                                        for q in range(row_words):
-                                            target[at + q] = source[q]
-                    np.dot(gathered[:rows], w, pre[:rows])
-                for ii in range(ti):
-                    i = i0 + ii
-                    kept[0] = i
-                    for jj in range(tj):
-                        j = j0 + jj
-                        kept[1] = j
-                        for c in range(width):
-                            base[c] = bias[c] + s2[b, i, j, c]
-                        high = most[ii, jj]
-                        low = least[ii, jj]
-                        for kk in range(tk):
-                            k = k0 + kk
-                            if not every_object and _is_excluded(real, b, k, kept, 2, exclude):
-                                continue
-                            row = pre[(ii * tj + jj) * tk + kk]
-                            row0 = s0[b, j, k]
-                            row1 = s1[b, i, k]
-                            for c in range(width):
-                                v = row[c] + base[c] + row0[c] + row1[c]
-                                high[c] = max(high[c], v)
-                                low[c] = min(low[c], v)
-            for ii in range(ti):
-                for jj in range(tj):
-                    for c in range(width):
-                        out[b, i0 + ii, j0 + jj, c] = most[ii, jj, c]
-                        out[b, i0 + ii, j0 + jj, width + c] = least[ii, jj, c]
+        out[b, :, :, :width] = -np.inf
+        out[b, :, :, width:] = np.inf
+        pair = 0
+        for t0 in range(tiles):
+            for t1 in range(t0, tiles):
+                pair += 1
+                if (pair - 1) % pair_step != first_pair:
+                    continue
+                for t2 in range(t1, tiles):
+                    for e in range(_multiset_cubes(t0, t1, t2, cubes)):
+                        i0, j0, k0 = cubes[e, 0] * tile, cubes[e, 1] * tile, cubes[e, 2] * tile
+                        ti, tj, tk = min(tile, n - i0), min(tile, n - j0), min(tile, n - k0)
+                        if inputs:
+                            for ii in range(ti):
+                                for jj in range(tj):
+                                    first = (ii * tj + jj) * tk
+                                    for p in range(perms):
+                                        step = strides[p, 2]
+                                        source = (i0 + ii) * strides[p, 0] + (j0 + jj) * strides[p, 1] + k0 * step
+                                        at = p * row_words
+                                        if row_words == 4:  # unrolled: one vector move
+                                            for kk in range(tk):
+                                                gathered_words[first + kk, at] = words[b, source, 0]
+                                                gathered_words[first + kk, at + 1] = words[b, source, 1]
+                                                gathered_words[first + kk, at + 2] = words[b, source, 2]
+                                                gathered_words[first + kk, at + 3] = words[b, source, 3]
+                                                source += step
+                                        else:
+                                            for kk in range(tk):
+                                                for q in range(row_words):
+                                                    gathered_words[first + kk, at + q] = words[b, source, q]
+                                                source += step
+                            rows = ti * tj * tk
+                            np.dot(gathered[:rows], w, pre[:rows])
+                        for ii in range(ti):
+                            i = i0 + ii
+                            kept[0] = i
+                            for jj in range(tj):
+                                j = j0 + jj
+                                kept[1] = j
+                                for c in range(width):
+                                    base[c] = bias[c] + s2[b, i, j, c]
+                                first = (ii * tj + jj) * tk
+                                high = out[b, i, j, :width]
+                                low = out[b, i, j, width:]
+                                if width == 8 and every_object:
+                                    for kk in range(tk):
+                                        k = k0 + kk
+                                        for c in range(8):
+                                            v = pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
+                                            high[c] = max(high[c], v)
+                                            low[c] = min(low[c], v)
+                                    continue
+                                for kk in range(tk):
+                                    k = k0 + kk
+                                    if not every_object and _is_excluded(real, b, k, kept, 2, exclude):
+                                        continue
+                                    for c in range(width):
+                                        v = pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
+                                        high[c] = max(high[c], v)
+                                        low[c] = min(low[c], v)
 
 
 @njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
@@ -340,6 +371,15 @@ def _broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, 
             low = extrema[b, i, j, width:]
             high[:] = -np.inf
             low[:] = np.inf
+            if width == 8 and every_object:  # a constant channel loop: one vector register a row (as above)
+                first = (i * n + j) * n
+                for k in range(n):
+                    for c in range(8):
+                        v = base[c] + s0[b, j, k, c] + s1[b, i, k, c]
+                        pre[b, first + k, c] = v
+                        high[c] = max(high[c], v)
+                        low[c] = min(low[c], v)
+                continue
             for k in range(n):
                 target = pre[b, (i * n + j) * n + k]
                 row0 = s0[b, j, k]
@@ -385,6 +425,20 @@ def _run_split(kernel, batch: int, work: int, *args) -> None:
     bounds = [batch * t // threads for t in range(threads + 1)]
     with _single_threaded_blas():
         for future in [_KERNEL_POOL.submit(kernel, *args, bounds[t], bounds[t + 1]) for t in range(threads)]:
+            future.result()
+
+
+def _run_each(kernel, calls: list[tuple]) -> None:
+    """``kernel(*args)`` for each ``args`` of ``calls``, side by side on the kernels' threads."""
+    global _KERNEL_POOL
+    if len(calls) <= 1:
+        for args in calls:
+            kernel(*args)
+        return
+    if _KERNEL_POOL is None or _KERNEL_POOL._max_workers < len(calls):
+        _KERNEL_POOL = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="tnlib-nlm")
+    with _single_threaded_blas():
+        for future in [_KERNEL_POOL.submit(kernel, *args) for args in calls]:
             future.result()
 
 
@@ -491,12 +545,19 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
     weights = w.view(len(perms), width, -1).transpose(1, 2).reshape(-1, width).contiguous()
     strides = np.array([[n ** (2 - axis) for axis in perm] for perm in perms], dtype=np.int64)
     terms = _expand_term_arrays(small, bias, batch, n)
-    out = bias.new_empty((batch, n, n, 2 * width))
     rows = x.reshape(batch, n ** 3, -1).contiguous().numpy()
     words = rows.view(np.float64) if rows.shape[2] * rows.itemsize % 8 == 0 else rows
-    units = batch * -(-n // min(_TILE, n))  # (state, tile of i) pairs
-    _run_split(_projected_extrema_kernel, units, batch * n ** 3 * width, rows, words, weights.numpy(), strides,
-               bias.detach().contiguous().numpy(), *terms, object_mask.numpy(), bool(exclude_self), out.numpy())
+    args = (rows, words, weights.numpy(), strides, bias.detach().contiguous().numpy(), *terms, object_mask.numpy(),
+            bool(exclude_self))
+    threads = min(torch.get_num_threads(), -(-n // min(_TILE, n)))
+    out = bias.new_empty((batch, n, n, 2 * width))
+    if batch >= threads or batch * n ** 3 * width < _SPLIT_WORK:
+        _run_split(_projected_extrema_kernel, batch, batch * n ** 3 * width, *args, out.numpy(), 0, 1)
+    else:  # fewer states than threads: each thread takes every threads-th pair of tiles, into its own out
+        parts = np.empty((threads,) + tuple(out.shape), dtype=rows.dtype)
+        _run_each(_projected_extrema_kernel, [(*args, parts[t], t, threads, 0, batch) for t in range(threads)])
+        np.maximum.reduce(parts[..., :width], out=out[..., :width].numpy())
+        np.minimum.reduce(parts[..., width:], out=out[..., width:].numpy())
     return out.sigmoid_()
 
 
