@@ -20,9 +20,11 @@ import torch
 from tnlib.distributions._regimes import (
     _LOG_SQRT_2PI,
     _NARROW,
+    _SQRT_HALF,
     _Core,
     _frame_integral,
     _frame_moments,
+    _mills,
     _ndtr,
     _zero_where,
 )
@@ -362,6 +364,50 @@ def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[t
 # Inverse CDF (for icdf and rsample): solved in the canonical frame by safeguarded Newton steps.
 # ----------------------------------------------------------------------------------------------------------------
 
+def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torch.Tensor, torch.Tensor]:
+    """A starting d for the frame elements ``idx`` and where it is already the answer.
+
+    Right frame (a >= 0, not narrow): the mass above t = a + d is Phi(-t) = phi(a) K with K = m(a) - p M0 (p <= 1/2)
+    or K = q M0 + m(b) phi(b)/phi(a) (p > 1/2: the mass above t within the interval plus the mass beyond b, and
+    phi(b)/phi(a) = M0 p_b); neither subtracts nearly equal numbers (m(a) >= M0 > 0 and p M0 <= M0/2), so
+    t = -ndtri(phi(a) K) has full relative accuracy wherever phi(a) K is a normal number. d = t - a then carries an
+    absolute error of a few ulps of max(t, 1.25), so x = low + s d one of a few ulps of s max(t, 1.25): that is the
+    answer where that is within 8 times |x| (x off by a few tens of its ulps at most), and a start for Newton
+    elsewhere (where x is small beside s t or s, as low = 0 with loc at or far below it and p small). Narrow elements and far tails whose phi(a) K underflows start from the truncated exponential
+    with the log-density's slope at the interval's centre (narrow) or at a (right frame)."""
+    dtype = a.dtype
+    right = (a >= 0) & ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)
+    k_lower = torch.where(right & ~use_upper, _mills(torch.where(right, a, torch.zeros_like(a))) - p * m0, m0)
+    b = core.b[idx]
+    beyond = _zero_where(torch.isinf(b) | ~right, _mills(torch.where(torch.isfinite(b), b, torch.zeros_like(b))))
+    k = torch.where(use_upper, m0 * (q + core.p_b[idx] * beyond), k_lower)
+    log_y = torch.log(k) - 0.5 * a.square() - _LOG_SQRT_2PI
+    representable = right & (log_y > math.log(torch.finfo(dtype).tiny)) & (k > 0)
+    t = -torch.special.ndtri(torch.exp(torch.where(representable, log_y, torch.full_like(log_y, -1.0))))
+    # near the mode Phi(-t) is close to 1/2 and rounds t's small value away: there t = sqrt 2 erfinv(v) with
+    # v = erf(t/sqrt 2) = erf(a/sqrt 2) + 2 p Z (or erf(b/sqrt 2) - 2 q Z above the median), both terms exact
+    z = torch.exp(core.log_z[idx])
+    v = torch.where(use_upper, torch.erf(b * _SQRT_HALF) - 2.0 * q * z, torch.erf(a * _SQRT_HALF) + 2.0 * p * z)
+    near_mode = right & (v <= 0.5)
+    t = torch.where(near_mode, torch.erfinv(torch.where(near_mode, v, torch.zeros_like(v))) / _SQRT_HALF, t)
+    representable = representable | near_mode
+    d = torch.minimum((t - a).clamp_min(0.0), w)
+    if not bool(representable.all()):
+        # truncated exponential: d = -log1p(p expm1(-rate w)) / rate (rate 1e-8 where it vanishes: uniform)
+        rate = torch.where(right, a, a + 0.5 * torch.where(torch.isinf(w), torch.zeros_like(w), w))
+        rate = torch.where(rate.abs() < 1e-8, torch.full_like(rate, 1e-8), rate)
+        d_exp = -torch.log1p(p * torch.expm1(-rate * w)) / rate
+        d_exp = torch.where(torch.isfinite(d_exp), torch.minimum(d_exp.clamp_min(0.0), w),
+                            torch.where(torch.isinf(w), 1.0 / rate.clamp_min(1e-3), 0.5 * w))
+        d = torch.where(representable, d, d_exp)
+    # accepted where what t is off by is within 8 ulps of the value returned, x = low + s d: a few ulps of
+    # max(t, m(t)) (the inverse of Phi(-t) is conditioned like m(t)/t, and m(t) <= 1.26 for t >= 0)
+    x = core.c_low[idx] + core.scale[idx] * d
+    slack = torch.where(near_mode, torch.zeros_like(d), torch.full_like(d, 1.25))  # erfinv: relative to t
+    solved = representable & ((a + d + slack) * core.scale[idx] <= 8.0 * x.abs()) & (d > 0) & (d < w)
+    return d, solved
+
+
 def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """The canonical value x_c with canonical CDF p and survival 1 - p = q (both given, each exact), all regimes.
 
@@ -370,36 +416,42 @@ def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tens
     """
     s = core.scale
     dtype = p.dtype
-    # straddling: invert Phi on whichever tail keeps the argument small, never subtracting near-equal numbers
-    z = torch.exp(core.log_z)
-    phi_a = _ndtr(core.a)
-    phi_minus_b = _ndtr(-core.b)
-    lower_mass = phi_a + p * z  # Phi(t)
-    upper_mass = phi_minus_b + q * z  # Phi(-t)
-    t = torch.where(lower_mass <= 0.5, torch.special.ndtri(lower_mass), -torch.special.ndtri(upper_mass))
-    t = torch.minimum(torch.maximum(t, core.a), core.b)
-    x_straddle = core.c_loc + s * t
+    x = torch.empty_like(p)
+    idx = core.frame.nonzero().squeeze(1)
+    # each regime's formulas on its own elements only (a batch of one regime is taken whole, without indexing)
+    if idx.numel() < p.numel():
+        straddle = slice(None) if idx.numel() == 0 else (~core.frame).nonzero().squeeze(1)
+        # straddling: invert Phi on whichever tail keeps the argument small, never subtracting near-equal numbers
+        a_s, b_s = core.a[straddle], core.b[straddle]
+        z = torch.exp(core.log_z[straddle])
+        lower_mass = _ndtr(a_s) + p[straddle] * z  # Phi(t)
+        below = lower_mass <= 0.5
+        t = torch.where(below, lower_mass, _ndtr(-b_s) + q[straddle] * z)  # Phi(t), or Phi(-t) above the median
+        t = torch.special.ndtri(t)
+        t = torch.where(below, t, -t)
+        x[straddle] = core.c_loc[straddle] + s[straddle] * torch.minimum(torch.maximum(t, a_s), b_s)
+    if idx.numel() == 0:
+        return torch.minimum(torch.maximum(x, core.c_low), core.c_high)
 
     # frame: solve J(a, d) = p J(a, w) for d in [0, w] (J(a, w) = M0), or, where p > 1/2, the mass above d,
-    # exp(-d (a + d/2)) J(a + d, w - d) = q M0 (taken directly, so a tiny q keeps its relative accuracy). Only the
-    # frame elements iterate, and each only until its d stops moving: a stationary d stays so (the step is a
-    # function of d and its bracket), so this gives every element the value it would reach iterating with all.
-    idx = core.frame.nonzero().squeeze(1)
-    if idx.numel() == 0:
-        return torch.minimum(torch.maximum(x_straddle, core.c_low), core.c_high)
+    # exp(-d (a + d/2)) J(a + d, w - d) = q M0 (taken directly, so a tiny q keeps its relative accuracy).
+    if idx.numel() == p.numel():
+        idx = slice(None)
     a, w, p_f, q_f = core.a[idx], core.w[idx], p[idx], q[idx]
     m0 = torch.exp(core.log_m0[idx])
-    # start from the truncated-exponential inverse with rate max(a, 1e-3) (the far-tail shape)
+    use_upper = p_f > 0.5
+    d, solved = _frame_icdf_start(core, idx, a, w, p_f, q_f, m0, use_upper)
+    # The rest by safeguarded Newton steps. Each element iterates until its step falls to a few ulps of d (the
+    # step is a function of the element alone, so a mixed batch gives every element the value it gets alone).
+    eps = torch.finfo(dtype).eps
     rate = a.clamp_min(1e-3)
-    d = -torch.log1p(p_f * torch.expm1(-rate * w)) / rate
-    d = torch.minimum(d.clamp_min(0.0), w)
-    d = torch.where(torch.isfinite(d), d, torch.where(torch.isinf(w), 1.0 / rate, 0.5 * w))
     lo = torch.zeros_like(d)
     hi = w.clone()
-    use_upper = p_f > 0.5
     target = torch.where(use_upper, q_f, p_f) * m0
-    active = torch.arange(d.numel(), device=d.device)
+    active = (~solved).nonzero().squeeze(1)
     for _ in range(60 if dtype == torch.float64 else 40):
+        if active.numel() == 0:
+            break
         d_a, a_a, w_a, up = d[active], a[active], w[active], use_upper[active]
         dens = torch.exp(-d_a * (a_a + 0.5 * d_a))  # the frame integrand at d
         # the mass below d (lower) or above it (upper), whichever is the smaller: one frame integral either way
@@ -414,13 +466,13 @@ def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tens
         hi_a = torch.where(too_high, torch.minimum(hi[active], d_a), hi[active])
         lo_a = torch.where(too_high, lo[active], torch.maximum(lo[active], d_a))
         new_d = torch.where(up, d_a + torch.log(mass / t_a) * mass / dens, d_a - (mass - t_a) / dens)
-        bad = ~torch.isfinite(new_d) | (new_d <= lo_a) | (new_d >= hi_a)
+        # converged: a Newton step of at most 4 ulps of d (Newton's error after it is far smaller). It is kept even
+        # where it touches the bracket: at the root the mass may equal the target, which makes d a bracket end.
+        converged = torch.isfinite(new_d) & ((new_d - d_a).abs() <= 4.0 * eps * new_d)
+        bad = ~converged & (~torch.isfinite(new_d) | (new_d <= lo_a) | (new_d >= hi_a))
         bisect = torch.where(torch.isinf(hi_a), 2.0 * lo_a + 1.0 / rate[active], 0.5 * (lo_a + hi_a))
         new_d = torch.where(bad, bisect, new_d)
         hi[active], lo[active], d[active] = hi_a, lo_a, new_d
-        active = active[new_d != d_a]
-        if active.numel() == 0:
-            break
-    x = x_straddle.clone()
+        active = active[~converged]
     x[idx] = core.c_low[idx] + s[idx] * d
     return torch.minimum(torch.maximum(x, core.c_low), core.c_high)
