@@ -181,13 +181,15 @@ def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_select
     sweep = Sweep.from_parameters(domains=["gripper"], models=["linear"], configs=["learn/ff"], distributions=["TN"],
                                   seeds=[0], steps=20, batch_size=16, eval_every=10, instances=None,
                                   data_root=str(data), out_dir=str(tmp_path / "runs"), plan_on="plan-set",
-                                  plan_instances=3)
-    assert "GBFS on the plan set plan-set (the first 3 instances" in sweep.describe()
+                                  plan_per_cell=1, plan_instances=3)
+    assert "GBFS on the plan set plan-set (per domain: the first 1 instance of each grid cell, at most 3 in all)" \
+        in sweep.describe()
     run_sweep(sweep, progress=False)
     results = ResultsDir(tmp_path / "runs")
     (run,) = results.runs()
     planned = read_jsonl(run.planning_file("default", "plan-set"))
-    first = [f"{name}.pddl" for name in plan_set.instances()[:3]]
+    first = [f"{name}.pddl" for name in plan_set.first_per_cell(1)[:3]]
+    assert len({plan_set.record(name)["cell"] for name in plan_set.first_per_cell(1)[:3]}) == 3  # 3 cells, 1 each
     assert [r["problem"] for r in planned] == first
     assert not run.planning_file("default").exists()  # nothing on the plan split
     assert results.planned_on() == "plan-set"
@@ -213,3 +215,17 @@ def test_a_sweep_refuses_an_unknown_plan_set():
 
     with pytest.raises(ValueError, match="plan_on: unknown 'plan-sets'"):
         Sweep.from_parameters(preset="small", plan_on="plan-sets")
+
+
+def test_the_first_instances_of_each_grid_cell_are_taken_in_the_sets_order(made):
+    from tnlib.learning.learned_heuristic import chosen_instances
+    from tnlib.data.loading import load_split
+
+    plan_set = load_plan_set(made, "gripper")
+    cells = [plan_set.record(name)["cell"] for name in plan_set.instances()]
+    two = plan_set.first_per_cell(2)
+    assert two == [n for i, n in enumerate(plan_set.instances()) if cells[:i].count(cells[i]) < 2]
+    assert len(two) < len(cells)  # some cell holds more than two
+    assert chosen_instances(plan_set, per_cell=2) == two and chosen_instances(plan_set, 1, per_cell=2) == two[:1]
+    with pytest.raises(ValueError, match="needs a plan set"):
+        chosen_instances(load_split(made, "gripper", "plan"), per_cell=1)

@@ -18,6 +18,7 @@ SWEEP_HELP = {
     "plan": "plan with every trained model (--no-plan: train and evaluate only)",
     "plan_instances": "plan the first N instances of the plan split or set (default: all; a plan set lists its "
                       "grid cells in turn, so its first N are spread over the cells)",
+    "plan_per_cell": "on a plan set: plan the first N instances of each of its grid cells (default: all)",
     "plan_on": "what to plan on: the dataset's plan split (plan) or one of its label-free plan sets "
                   "(plan-set: the paper's test grid at its sizes; plan-set-authors)",
     "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",

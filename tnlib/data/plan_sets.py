@@ -65,6 +65,18 @@ class PlanSet:
     def record(self, instance: str) -> dict:
         return self._records[instance]
 
+    def first_per_cell(self, count: int) -> list[str]:
+        """The first ``count`` instances of every grid cell, in the set's order (a subset stratified over the
+        grid: what planning takes where every instance would cost too much)."""
+        taken: dict[str, int] = {}
+        chosen = []
+        for name in self._records:
+            cell = self._records[name]["cell"]
+            if taken.get(cell, 0) < count:
+                taken[cell] = taken.get(cell, 0) + 1
+                chosen.append(name)
+        return chosen
+
     def problem_path(self, instance: str) -> Path:
         return self.root / self._records[instance]["problem"]
 

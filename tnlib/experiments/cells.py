@@ -41,16 +41,18 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
 
 def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
              max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
-             extend_steps: int = EXTEND_STEPS, plan_on: str = "plan") -> dict:
+             extend_steps: int = EXTEND_STEPS, plan_on: str = "plan", plan_per_cell: int | None = None) -> dict:
     """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
-    it on the test split and plan with it on ``plan_on`` (the plan split, or a plan set).
+    it on the test split and plan with it on ``plan_on`` (the plan split, or a plan set: with ``plan_per_cell``
+    the first that many instances of each of its grid cells).
 
     The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
     folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
     work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
     on a cluster it holds where the shared filesystem supports it."""
     with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
-        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps, plan_on)
+        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps, plan_on,
+                         plan_per_cell)
 
 
 def _recorded_metrics(path: Path) -> dict | None:
@@ -65,7 +67,7 @@ def _recorded_metrics(path: Path) -> dict | None:
 
 
 def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
-              extend_steps: int, plan_on: str) -> dict:
+              extend_steps: int, plan_on: str, plan_per_cell: int | None) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
     run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
         train_until_flat(config, max_steps, extend_steps)
@@ -83,6 +85,6 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluati
     if plan:
         for estimate in point_estimates(config["distribution"]):
             records = plan_split(run_dir, estimate, split=plan_on, instances=plan_instances,
-                                 max_evaluations=max_evaluations)
+                                 max_evaluations=max_evaluations, per_cell=plan_per_cell)
             summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
     return summary

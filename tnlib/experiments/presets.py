@@ -37,8 +37,11 @@ PRESETS: dict[str, dict] = {
     # limits), Table 2's two configurations, until flat as the converged preset. Its runs are committed
     # (reports/paper-scale/runs: hours of training a new checkout resumes). Training first (plan=False), then
     # `--plan`: Table 2 on the label-free plan set at the paper's test sizes (data/paper's plan split is small at
-    # its reduced solver limits), on the first plan_instances of each domain's set (its grid cells in turn).
+    # its reduced solver limits), on the first instance of each of its grid cells (blocksworld 12, ferry 25,
+    # gripper 5, visitall 10: learned GBFS at gripper 100 balls runs about 12 evaluations per second, so a failed
+    # search costs about 14 minutes, and every instance would be days on 2 cores; reports/paper-scale/README.md).
     "paper-scale": dict(models=("nlm",), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1), steps=6000,
                         max_steps=TRAIN_STEPS, batch_size=64, eval_every=100, instances=None, data_profile="paper",
-                        out_dir="reports/paper-scale/runs", plan=False, plan_on="plan-set", workers=1),
+                        out_dir="reports/paper-scale/runs", plan=False, plan_on="plan-set", plan_per_cell=1,
+                        workers=1),
 }

@@ -96,6 +96,7 @@ class Sweep:
     # PLAN_SETS: "plan-set" holds the paper's test grid at its sizes); a plan set lists its grid cells in turn, so
     # plan_instances takes a subset spread over the cells.
     plan_on: str = "plan"
+    plan_per_cell: int | None = None  # on a plan set: the first N instances of each grid cell (None: all)
     max_evaluations: int = MAX_EVALUATIONS
     workers: int = 1  # local processes running cells side by side (ignored on a Dask scheduler)
 
@@ -141,7 +142,7 @@ class Sweep:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if values["max_steps"] is not None:
             check_until_flat(values["steps"], values["max_steps"], values["extend_steps"], values["eval_every"])
-        for name in ("instances", "plan_instances"):
+        for name in ("instances", "plan_instances", "plan_per_cell"):
             value = values[name]
             if value == "all":
                 values[name] = value = None
@@ -151,6 +152,9 @@ class Sweep:
         if values["plan_on"] not in ("plan", *PLAN_SETS.values()):
             raise ValueError(f"plan_on: unknown {values['plan_on']!r} (the plan split 'plan' or a plan set: "
                              f"{', '.join(PLAN_SETS.values())})")
+        if values["plan_per_cell"] is not None and values["plan_on"] == "plan":
+            raise ValueError("plan_per_cell: a labelled plan split has no grid cells to take instances from; plan on "
+                             "a plan set (plan_on plan-set) or leave it out")
         if values["data_profile"] not in PROFILES:
             raise ValueError(f"data_profile: unknown {values['data_profile']!r} (choose from {', '.join(PROFILES)})")
         model_args = values["model_args"]
@@ -225,10 +229,13 @@ class Sweep:
         fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
         configs = ", ".join("/".join(pair) for pair in self.configs)
         instances = "all" if self.instances is None else f"{self.instances:,}"
-        planned = "all" if self.plan_instances is None else f"the first {self.plan_instances}"
+        planned = "all instances" if self.plan_instances is None else f"the first {self.plan_instances} instances"
+        if self.plan_per_cell is not None:
+            planned = (f"the first {_count(range(self.plan_per_cell), 'instance')} of each grid cell"
+                       + ("" if self.plan_instances is None else f", at most {self.plan_instances} in all"))
         where = "the plan split" if self.plan_on == "plan" else f"the plan set {self.plan_on}"
         plan = ("no planning" if not self.plan else
-                f"GBFS on {where} ({planned} instances per domain), at most {self.max_evaluations:,} "
+                f"GBFS on {where} (per domain: {planned}), at most {self.max_evaluations:,} "
                 "evaluations, h_FF baseline")
         upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
@@ -464,7 +471,8 @@ def run_baselines(sweep: Sweep) -> None:
     out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
     for domain in sweep.domains:
         plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=out_dir, split=sweep.plan_on,
-                      instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations)
+                      instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations,
+                      per_cell=sweep.plan_per_cell)
 
 
 # The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
@@ -514,7 +522,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     write_sweep_file(sweep)
     configs = sweep.train_configs()
-    kwargs = dict(plan=sweep.plan, plan_on=sweep.plan_on, plan_instances=sweep.plan_instances,
+    kwargs = dict(plan=sweep.plan, plan_on=sweep.plan_on, plan_per_cell=sweep.plan_per_cell,
+                  plan_instances=sweep.plan_instances,
                   max_evaluations=sweep.max_evaluations,
                   max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
     # a line per finished run where the display is text (papermill, a log): runs take minutes each

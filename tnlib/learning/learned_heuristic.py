@@ -192,9 +192,22 @@ def planned(path: Path) -> dict[str, dict]:
     return {record["problem"]: record for record in read_jsonl(path)}
 
 
+def chosen_instances(table, instances: int | None = None, per_cell: int | None = None) -> list[str]:
+    """The instances of a split or plan set to plan: with ``per_cell`` the first that many of each grid cell of a
+    plan set (:meth:`tnlib.data.plan_sets.PlanSet.first_per_cell`), then the first ``instances`` of those (all
+    with None)."""
+    if per_cell is None:
+        return table.instances()[:instances]
+    if not hasattr(table, "first_per_cell"):
+        raise ValueError("planning the first instances of each grid cell needs a plan set (plan-set, "
+                         "plan-set-authors), not a labelled split")
+    return table.first_per_cell(per_cell)[:instances]
+
+
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
-                    instances: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER) -> list[dict]:
-    """GBFS over a split's first ``instances`` instances (all with None), one JSON line per instance in ``out``.
+                    instances: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER,
+                    per_cell: int | None = None) -> list[dict]:
+    """GBFS over a split's instances (:func:`chosen_instances`), one JSON line per instance in ``out``.
 
     ``out`` only ever holds records of one setting: the protocol, the evaluation limit, the grounding and what
     ``extra`` names (a learned heuristic's checkpoint digest). Records made otherwise -- an earlier limit, weights
@@ -203,7 +216,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     from tqdm.auto import tqdm
 
     domain_file = resolve_domain(domain)
-    chosen = table.instances()[:instances]
+    chosen = chosen_instances(table, instances, per_cell)
     setting = {"protocol": protocol, "max_evaluations": max_evaluations, "grounding": GROUNDING, **extra}
     lines = read_jsonl(out)
     done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
@@ -232,7 +245,7 @@ def planning_instances(data_root, domain: str, split: str = "plan"):
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
                max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
-               progress: bool = False, protocol: str = PAPER) -> list[dict]:
+               progress: bool = False, protocol: str = PAPER, per_cell: int | None = None) -> list[dict]:
     """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
     ``planning-<estimate>.jsonl`` for the plan split, ``planning-<split>-<estimate>.jsonl`` otherwise."""
     from tnlib.learning.training import TrainConfig
@@ -246,12 +259,12 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
         table, config.domain, RunDir(run_dir).planning_file(estimate, split),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
         {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, instances, progress,
-        desc=f"{run_dir.name} {estimate}", protocol=protocol)
+        desc=f"{run_dir.name} {estimate}", protocol=protocol, per_cell=per_cell)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
                   max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
-                  protocol: str = PAPER) -> list[dict]:
+                  protocol: str = PAPER, per_cell: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like
     :func:`plan_split`."""
     out_dir = Path(out_dir or ".")
@@ -259,4 +272,5 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
     out = baseline_file(out_dir, domain, heuristic)
     return _plan_instances(planning_instances(data_root, domain, split), domain, out,
                            lambda domain_file, problem: heuristic,
-                           {"domain": domain, "heuristic": heuristic}, max_evaluations, instances, protocol=protocol)
+                           {"domain": domain, "heuristic": heuristic}, max_evaluations, instances, protocol=protocol,
+                           per_cell=per_cell)
