@@ -194,10 +194,12 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     err = capsys.readouterr().err
     runs = 4 * 4 * 2 * len(sweep.seeds)
     assert err.startswith(f"tnlib sweep: preset {name!r}") and f"= {runs} runs" in err and "10,000 evaluations" in err
-    from tnlib.learning.training_cost import SMALL_RUN_OVERHEAD_SECONDS, SMALL_STEP_SECONDS
+    from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
+
+    step_seconds, overhead = MEASURED_STEP_SECONDS["small"], MEASURED_RUN_OVERHEAD_SECONDS["small"]
 
     def hours(steps):
-        expected = sum(runs / 4 * (steps * SMALL_STEP_SECONDS[model][d] + SMALL_RUN_OVERHEAD_SECONDS[model])
+        expected = sum(runs / 4 * (steps * step_seconds[model][d] + overhead[model])
                        for d in sweep.domains) / 3600
         return f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
 
@@ -208,11 +210,17 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert f"until flat: a run still improving then trains on, 2,000 steps at a time, up to {sweep.max_steps:,}" in err
     one = Sweep.preset(name, domains="ferry", configs="learn/ff", seeds=0, workers=2)
     assert one.measured_hours() == pytest.approx(
-        2 * (steps * SMALL_STEP_SECONDS[model]["ferry"] + SMALL_RUN_OVERHEAD_SECONDS[model]) / 3600 / 2)
+        2 * (steps * step_seconds[model]["ferry"] + overhead[model]) / 3600 / 2)
     assert Sweep.preset(name, batch_size=256).measured_hours() is None  # not measured: no figure
-    assert Sweep.preset(name, data_profile="paper").measured_hours() is None  # another dataset: no figure
+    on_paper = Sweep.preset(name, data_profile="paper").measured_hours()  # measured there for NLM only
+    if model in MEASURED_STEP_SECONDS["paper"]:
+        assert on_paper == pytest.approx(sum(
+            runs / 4 * (steps * MEASURED_STEP_SECONDS["paper"][model][d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model])
+            for d in sweep.domains) / 3600)
+    else:
+        assert on_paper is None
     assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
-        sum(runs / 4 * (steps * SMALL_STEP_SECONDS["hgn"][d] + SMALL_RUN_OVERHEAD_SECONDS["hgn"])
+        sum(runs / 4 * (steps * step_seconds["hgn"][d] + overhead["hgn"])
             for d in sweep.domains) / 3600)
 
 

@@ -36,9 +36,9 @@ from tnlib.files import atomic_write_text, locked, read_json, shown_path
 from tnlib.learning.training_cost import (
     CPU_SECONDS_PER_STEP,
     CPU_TIMED_OBJECTS,
-    SMALL_BATCH_SIZE,
-    SMALL_RUN_OVERHEAD_SECONDS,
-    SMALL_STEP_SECONDS,
+    MEASURED_BATCH_SIZE,
+    MEASURED_RUN_OVERHEAD_SECONDS,
+    MEASURED_STEP_SECONDS,
     run_hours,
 )
 from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
@@ -274,16 +274,19 @@ class Sweep:
         ]
         measured = self.measured_hours()
         if measured is not None:
+            step_seconds = MEASURED_STEP_SECONDS[self.data_profile]
             per_step = "; ".join(
-                f"{model} " + ", ".join(f"{d} {SMALL_STEP_SECONDS[model][d]} s" for d in self.domains)
+                f"{model} " + ", ".join(f"{d} {step_seconds[model][d]} s" for d in self.domains)
                 for model in self.models)
-            overhead = ", ".join(f"{m} {SMALL_RUN_OVERHEAD_SECONDS[m]:.0f} s" for m in self.models)
+            overhead = ", ".join(f"{m} {MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile][m]:.0f} s"
+                                 for m in self.models)
+            work = "test evaluation and planning" if self.plan else "test evaluation"
             took = _hours(measured)
             if self.max_steps is not None and self.max_steps > self.steps:
                 took += f" (up to {_hours(self.measured_hours(self.max_steps))} if every run trained to max_steps)"
             lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process', 'processes')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
-                         f"{per_step}; test evaluation and planning per run: {overhead})")
+                         f"{per_step}; {work} per run: {overhead})")
         if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
             lines.append("  => this needs a GPU machine (runs use CUDA when present) or a Dask cluster "
                          "(--scheduler tcp://HOST:8786); `--preset small` runs on a laptop")
@@ -317,16 +320,18 @@ class Sweep:
         return gpu, cpu
 
     def measured_hours(self, steps: int | None = None) -> float | None:
-        """Wall-clock hours of the whole sweep from tnlib's measurements on data/small at batch 64
-        (:data:`SMALL_STEP_SECONDS`, :data:`SMALL_RUN_OVERHEAD_SECONDS`), shared among ``workers`` processes, every
-        run training ``steps`` (None: the sweep's ``steps``); None for settings not measured (another dataset or
-        batch size, a model without measurements)."""
+        """Wall-clock hours of the whole sweep from tnlib's measurements at batch 64 on the shipped profiles
+        (:data:`MEASURED_STEP_SECONDS`, :data:`MEASURED_RUN_OVERHEAD_SECONDS`), shared among ``workers`` processes,
+        every run training ``steps`` (None: the sweep's ``steps``); None for settings not measured (another dataset
+        or batch size, a model without measurements). Planning on a plan set at the paper's sizes is not in it."""
         steps = self.steps if steps is None else steps
-        if (self.data_profile != "small" or self.data_root is not None or self.batch_size != SMALL_BATCH_SIZE
-                or any(m not in SMALL_STEP_SECONDS for m in self.models)):
+        measured = MEASURED_STEP_SECONDS.get(self.data_profile, {})
+        if (self.data_root is not None or self.batch_size != MEASURED_BATCH_SIZE
+                or any(m not in measured for m in self.models)):
             return None
+        overhead = MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile]
         per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        seconds = sum(per_cell * (steps * SMALL_STEP_SECONDS[model][domain] + SMALL_RUN_OVERHEAD_SECONDS[model])
+        seconds = sum(per_cell * (steps * measured[model][domain] + overhead[model])
                       for model in self.models for domain in self.domains)
         return seconds / 3600 / self.workers
 

@@ -13,18 +13,25 @@ from tnlib.paper import BATCH_SIZE, GPU_HOURS_PER_RUN, TRAIN_STEPS
 # regression trains in minutes: no estimate.
 CPU_SECONDS_PER_STEP = {"nlm": 0.54, "hgn": 2.3}
 CPU_TIMED_OBJECTS = 16
-# Measured on this project's shared 2-core machine (one thread per process, two sweeps side by side, other work
-# beside them) on data/small at batch 64, validation every 100 steps: wall seconds per training step, validation
-# included (seconds of curves.jsonl over steps; medians over the 6,000-step runs of reports/converged/: NLM 16
-# runs per domain, STRIPS-HGN and linear regression 16 per domain) -- the machine's load moves them by up to 2x.
-# On top, per run: the test evaluation and planning every plan instance at 10,000 evaluations (twice for N:
-# default and clip), cheap on data/small (NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16
-# runs took 2,015 s, their training 1,831 s). Sweep.measured_hours sums them for the banner.
-SMALL_BATCH_SIZE = 64
-SMALL_STEP_SECONDS = {"nlm": {"blocksworld": 0.021, "ferry": 0.021, "gripper": 0.030, "visitall": 0.106},
-                      "hgn": {"blocksworld": 0.037, "ferry": 0.0125, "gripper": 0.016, "visitall": 0.016},
-                      "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008}}
-SMALL_RUN_OVERHEAD_SECONDS = {"nlm": 5.0, "hgn": 11.5, "linear": 3.0}
+# Measured on this project's shared 2-core machine (one thread per process, two processes side by side) at batch 64,
+# validation every 100 steps: wall seconds per training step, validation included (seconds of curves.jsonl over
+# steps), per dataset profile, model and domain -- the machine's load moves them by up to 2x, and machines of
+# another kind by 1.5x. data/small: medians over the 6,000-step runs of reports/converged/ (NLM 16 runs per domain,
+# STRIPS-HGN and linear regression 16 per domain), AMD EPYC. data/paper: steps 100-400 of a 400-step TN learn/ff
+# run, two domains side by side and nothing else running, Intel Xeon (AVX-512): visitall's 7x7 training instances
+# (49 objects) make its arity-3 tensors 12x blocksworld's. On top, per run (MEASURED_RUN_OVERHEAD_SECONDS): the
+# test evaluation, and on data/small planning every plan instance at 10,000 evaluations (twice for N: default and
+# clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN: 16 runs took 2,015 s, their training
+# 1,831 s); on data/paper the two test evaluations (best and best-NLL checkpoints: 10 s blocksworld to 70 s
+# visitall), planning being a separate step there. Sweep.measured_hours sums them for the banner.
+MEASURED_BATCH_SIZE = 64
+MEASURED_STEP_SECONDS = {
+    "small": {"nlm": {"blocksworld": 0.021, "ferry": 0.021, "gripper": 0.030, "visitall": 0.106},
+              "hgn": {"blocksworld": 0.037, "ferry": 0.0125, "gripper": 0.016, "visitall": 0.016},
+              "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008}},
+    "paper": {"nlm": {"blocksworld": 0.114, "ferry": 0.068, "gripper": 0.097, "visitall": 0.44}},
+}
+MEASURED_RUN_OVERHEAD_SECONDS = {"small": {"nlm": 5.0, "hgn": 11.5, "linear": 3.0}, "paper": {"nlm": 30.0}}
 
 
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
