@@ -51,6 +51,7 @@ from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.learning.models import build_model, model_arguments  # noqa: E402
 from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
+from tnlib.planning.search_settings import SearchSettings  # noqa: E402
 from tnlib.planning.pddl import resolve_domain  # noqa: E402
 from tnlib.learning.training import CHECKPOINT_FORMAT, TrainConfig  # noqa: E402
 
@@ -123,7 +124,7 @@ def run_route(route: str, checkpoint: Path, domain: str, problem: Path, max_eval
     evaluate([heuristic.task.init])  # warm-up (first calls of the kernels and the model)
     for key in accounts:
         accounts[key] = 0.0
-    result = gbfs(heuristic.task, evaluate, max_evaluations=max_evaluations)
+    result = gbfs(heuristic.task, evaluate, SearchSettings(max_evaluations=max_evaluations))
     current_forward(heuristic.model)
     seconds = result.seconds
     return {"route": route, "status": result.status, "evaluations": result.evaluations,

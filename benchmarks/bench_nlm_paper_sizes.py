@@ -47,6 +47,7 @@ from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.learning.nlm import NLM  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
+from tnlib.planning.search_settings import SearchSettings  # noqa: E402
 from tnlib.planning.pddl import resolve_domain  # noqa: E402
 
 # The paper's test grid's largest instance per domain, and the parameter --sizes varies.
@@ -98,7 +99,7 @@ def run_one(route: str, checkpoint: str, domain: str, problem: str, evaluations:
     heuristic([heuristic.task.init])  # warm-up: compiled kernels load
     for key in heuristic.seconds:
         heuristic.seconds[key] = 0.0
-    result = gbfs(heuristic.task, heuristic, max_evaluations=evaluations)
+    result = gbfs(heuristic.task, heuristic, SearchSettings(max_evaluations=evaluations))
     return {"route": route, "status": result.status, "evaluations": result.evaluations,
             "seconds": result.seconds, "forward": heuristic.seconds["forward"],
             "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}

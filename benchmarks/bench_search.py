@@ -24,7 +24,8 @@ from pyperplan.search.a_star import greedy_best_first_search  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.planning.heuristics import make_heuristic  # noqa: E402
 from tnlib.planning.plans import validate_plan  # noqa: E402
-from tnlib.planning.search import DISTINCT, gbfs  # noqa: E402
+from tnlib.planning.search import gbfs  # noqa: E402
+from tnlib.planning.search_settings import DISTINCT, SearchSettings  # noqa: E402
 from tnlib.planning.task import load_task, parse_and_ground  # noqa: E402
 from tnlib.planning.pddl import quiet_pyperplan  # noqa: E402
 
@@ -69,7 +70,7 @@ def main() -> None:
             heuristic.batch([task.init])
             first_call = time.perf_counter() - started
             # Distinct-state counting: every counted evaluation is a computed one, as in pyperplan's loop.
-            result = gbfs(task, heuristic, protocol=DISTINCT)
+            result = gbfs(task, heuristic, SearchSettings(protocol=DISTINCT))
             if result.solved:
                 assert validate_plan(task, result.plan).valid
             rate = result.evaluations / result.seconds

@@ -58,6 +58,7 @@ SEARCH = """{preamble}
 import time, torch
 {set_threads}
 from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
+from tnlib.planning.search_settings import SearchSettings
 from tnlib.learning.training import train
 from tnlib.data.loading import load_split
 run = train(dict(domain="blocksworld", model="nlm", steps=1, eval_every=1, checkpoint_every=1, batch_size=8,
@@ -65,9 +66,9 @@ run = train(dict(domain="blocksworld", model="nlm", steps=1, eval_every=1, check
 table = load_split(None, "blocksworld", "test")
 problem = table.problem_path(table.instances()[-1])
 heuristic = LearnedHeuristic(run, "blocksworld", problem)
-search_problem(heuristic, "blocksworld", problem, max_evaluations=200)
+search_problem(heuristic, "blocksworld", problem, SearchSettings(max_evaluations=200))
 started = time.perf_counter()
-result = search_problem(heuristic, "blocksworld", problem, max_evaluations={evaluations})
+result = search_problem(heuristic, "blocksworld", problem, SearchSettings(max_evaluations={evaluations}))
 print(result.evaluations / (time.perf_counter() - started))
 """
 

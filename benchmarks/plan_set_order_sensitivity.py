@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tnlib.data.plan_sets import load_plan_set  # noqa: E402
 from tnlib.planning.heuristics import make_heuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
+from tnlib.planning.search_settings import SearchSettings  # noqa: E402
 from tnlib.planning.task import Task, load_search_task  # noqa: E402
 from tnlib.planning.pddl import resolve_domain  # noqa: E402
 from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS  # noqa: E402
@@ -71,7 +72,7 @@ def main() -> None:
                 task = load_search_task(resolve_domain(domain), plan_set.problem_path(name))
                 if order != "sorted":
                     task = reorder_operators(task, order)
-                solved += gbfs(task, make_heuristic("ff", task), max_evaluations=args.max_evaluations).solved
+                solved += gbfs(task, make_heuristic("ff", task), SearchSettings(max_evaluations=args.max_evaluations)).solved
             coverage[order] = solved / len(names)
             print(f"  {domain:<12} order {str(order):<7} coverage {coverage[order]:.2f} ({solved}/{len(names)})",
                   flush=True)

@@ -17,7 +17,7 @@ from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
 from tnlib.planning.pddl import resolve_domain
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
-from tnlib.planning.search import DISTINCT, PAPER
+from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +89,7 @@ def test_gbfs_with_a_learned_heuristic_finds_valid_plans(tmp_path, rows):
     run = _train(tmp_path, rows, model="linear", distribution="TN")
     for problem, protocol in itertools.product(sorted({r["problem"] for r in rows}), (PAPER, DISTINCT)):
         heuristic = LearnedHeuristic(run, resolve_domain("blocksworld"), problem)
-        record = plan_problem(heuristic, resolve_domain("blocksworld"), problem, max_evaluations=5000,
-                              protocol=protocol)
+        record = plan_problem(heuristic, resolve_domain("blocksworld"), problem, SearchSettings(protocol, 5000))
         assert record["solved"], record  # (plan_problem validates every plan it returns)
         assert record["protocol"] == protocol
         assert record["evaluations"] >= record["plan_length"] - (protocol == PAPER)
@@ -144,12 +143,12 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     assert rows and rows[0]["column"] == "TN" and rows[0]["instances"] == 2
     assert rows[0]["protocols"] == [PAPER] and all(r["protocol"] == PAPER for r in first + baseline)
     # asked for the other protocol, a resumed run plans again instead of reusing the paper-protocol records
-    distinct = plan_split(run, instances=2, protocol=DISTINCT)
+    distinct = plan_split(run, instances=2, settings=SearchSettings(DISTINCT))
     assert [r["protocol"] for r in distinct] == [DISTINCT, DISTINCT]
     assert all(d["evaluations"] <= p["evaluations"] + 1 for d, p in zip(distinct, first))
     assert collect_planning(run)[0]["protocols"] == [DISTINCT]
     # another evaluation limit: planned again, and the file keeps only records of the current setting
-    tight = plan_split(run, instances=2, protocol=DISTINCT, max_evaluations=3)
+    tight = plan_split(run, instances=2, settings=SearchSettings(DISTINCT, 3))
     assert all(r["max_evaluations"] == 3 and not r["solved"] for r in tight)
     assert {json.loads(line)["max_evaluations"] for line in
             (run / "planning-default.jsonl").read_text().splitlines()} == {3}
@@ -159,11 +158,11 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
     state = torch.load(best, weights_only=False)
     state["model"] = {k: v + 1.0 for k, v in state["model"].items()}
     torch.save(state, best)
-    retrained = plan_split(run, instances=2, protocol=DISTINCT, max_evaluations=3)
+    retrained = plan_split(run, instances=2, settings=SearchSettings(DISTINCT, 3))
     assert all(r["checkpoint"] != first[0]["checkpoint"] for r in retrained)
     assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
     # another instance set (a split, a plan set) keeps its own file: Table 2 never mixes two sets' records
-    on_test = plan_split(run, split="test", instances=1, protocol=DISTINCT, max_evaluations=3)
+    on_test = plan_split(run, split="test", instances=1, settings=SearchSettings(DISTINCT, 3))
     assert len(on_test) == 1 and (run / "planning-test-default.jsonl").is_file()
     assert len((run / "planning-default.jsonl").read_text().splitlines()) == 2
     assert [p.name for p in ResultsDir(tmp_path).planning_files()] == ["planning-default.jsonl"]
@@ -193,7 +192,7 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     for protocol in (PAPER, DISTINCT):
         # the reference: the library's learned GBFS called directly
         heuristic = LearnedHeuristic(gripper_run, domain_file, problem)
-        direct = gbfs(heuristic.task, heuristic, max_evaluations=10_000, protocol=protocol)
+        direct = gbfs(heuristic.task, heuristic, SearchSettings(max_evaluations=10_000, protocol=protocol))
         assert direct.solved
         for model in (gripper_run, gripper_run / "best.pt"):  # a run folder or a checkpoint file
             assert main(["plan", "gripper", str(problem), "--model", str(model), "--protocol", protocol,
@@ -385,7 +384,7 @@ def test_the_nlm_inference_forward_plans_as_the_layer_by_layer_route(tmp_path, d
             heuristic = LearnedHeuristic(checkpoint, domain_file, problem)
             if route == "by-layer":
                 heuristic.model.forward = heuristic.model.forward_by_layers
-            result = gbfs(heuristic.task, heuristic, max_evaluations=2000)
+            result = gbfs(heuristic.task, heuristic, SearchSettings(max_evaluations=2000))
             results.append((result.status, result.plan, result.evaluations, result.expansions))
         assert results[0][2] > 1
         assert results[0] == results[1]

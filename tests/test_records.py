@@ -16,6 +16,7 @@ from tnlib.data.labels import label_instance, task_from
 from tnlib.data.schema import RECORD_COLUMNS
 from tnlib.errors import LabelError
 from tnlib.planning.search import gbfs, goal_distances
+from tnlib.planning.search_settings import SearchSettings
 from tnlib.planning.fast_downward import solve
 from tnlib.planning.task import load_task
 
@@ -108,7 +109,7 @@ def test_h_sat_is_the_length_of_gbfs_ff_from_each_state(labelled):
     task = load_task(domain, path)
     full = load_task(domain, path, remove_irrelevant_operators=False)
     for record, state in zip(records, plan_states(full, plan)):
-        found = gbfs(task_from(task, state), "ff", max_evaluations=10_000)
+        found = gbfs(task_from(task, state), "ff", SearchSettings(max_evaluations=10_000))
         assert record["h_sat"] == len(found.plan)
 
 

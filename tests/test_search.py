@@ -14,7 +14,6 @@ from planning_corpus import DATA, instance, problem_file, random_walk_states
 from tnlib.planning.heuristics import HEURISTIC_NAMES, make_heuristic
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.search import (
-    DISTINCT,
     EVALUATION_LIMIT,
     EXHAUSTED,
     SOLVED,
@@ -25,6 +24,7 @@ from tnlib.planning.search import (
     goal_distances,
     hstar,
 )
+from tnlib.planning.search_settings import DISTINCT, SearchSettings
 from tnlib.planning.task import load_task
 from tnlib.paper import DOMAINS
 
@@ -41,7 +41,7 @@ def assert_valid(task, result):
 def test_gbfs_solves_and_plans_validate(corpus, domain, heuristic):
     # h_max is too weak a guide for 9-block blocksworld within 10,000 evaluations.
     task = instance(corpus, domain, 1, "small" if heuristic == "hmax" else "medium")
-    result = gbfs(task, heuristic, max_evaluations=None)
+    result = gbfs(task, heuristic, SearchSettings(max_evaluations=None))
     assert_valid(task, result)
     assert result.evaluations >= 1
     assert result.expansions >= len(result.plan)  # the paper's protocol: goal test at generation
@@ -64,7 +64,7 @@ class RecordingHeuristic:
 def test_each_state_evaluated_once_in_one_batch_per_expansion(corpus, domain):
     task = instance(corpus, domain, 2, "medium")
     recorder = RecordingHeuristic(make_heuristic("ff", task))
-    result = gbfs(task, recorder, protocol=DISTINCT)
+    result = gbfs(task, recorder, SearchSettings(protocol=DISTINCT))
     assert_valid(task, result)
     evaluated = [s for batch in recorder.batches for s in batch]
     assert len(evaluated) == len(set(evaluated)) == result.evaluations
@@ -83,7 +83,7 @@ def test_blind_gbfs_breaks_ties_fifo_so_it_is_breadth_first(corpus):
     # are optimal. LIFO or arbitrary tie-breaking would not guarantee that.
     for domain in DOMAINS:
         task = instance(corpus, domain, 3, "small")
-        result = gbfs(task, "blind", max_evaluations=None)
+        result = gbfs(task, "blind", SearchSettings(max_evaluations=None))
         assert_valid(task, result)
         assert len(result.plan) == hstar(task)
 
@@ -115,22 +115,22 @@ def test_bfs_matches_goal_distances(corpus, domain):
 
 def test_limits_and_statuses(corpus):
     task = instance(corpus, "blocksworld", 1, "medium")
-    limited = gbfs(task, "goalcount", max_evaluations=50)
+    limited = gbfs(task, "goalcount", SearchSettings(max_evaluations=50))
     assert limited.status == EVALUATION_LIMIT and limited.plan is None
     assert limited.evaluations <= 50
-    timed = gbfs(task, "ff", time_limit=0.0)
+    timed = gbfs(task, "ff", SearchSettings(time_limit=0.0))
     assert timed.status == TIME_LIMIT and timed.evaluations == 1
-    assert gbfs(task, "ff", max_evaluations=0).evaluations == 0
+    assert gbfs(task, "ff", SearchSettings(max_evaluations=0)).evaluations == 0
 
     unsolvable = load_task(DATA / "deadend-domain.pddl", DATA / "unsolvable-problem.pddl")
-    for result in (gbfs(unsolvable, "ff", protocol=DISTINCT), astar(unsolvable, "ff")):
+    for result in (gbfs(unsolvable, "ff", SearchSettings(protocol=DISTINCT)), astar(unsolvable, "ff")):
         assert result.status == EXHAUSTED and result.evaluations == 1 and result.expansions == 0
     # The paper's planner pushes the initial state whatever its value, so it expands even a dead end.
     paper = gbfs(unsolvable, "ff")
     assert paper.status == EXHAUSTED and paper.expansions == 1 and paper.evaluations == 1 + paper.generated
     assert breadth_first_search(unsolvable).status == EXHAUSTED
     assert hstar(unsolvable) == math.inf
-    blind = gbfs(unsolvable, "blind", protocol=DISTINCT)  # explores the whole (tiny) state space
+    blind = gbfs(unsolvable, "blind", SearchSettings(protocol=DISTINCT))  # explores the whole (tiny) state space
     assert blind.status == EXHAUSTED and blind.evaluations == blind.generated
 
     deadend = load_task(DATA / "deadend-domain.pddl", DATA / "deadend-problem.pddl")
@@ -194,7 +194,7 @@ def test_deterministic_across_processes_and_hash_seeds(corpus):
 def test_every_heuristic_name_is_searchable(corpus):
     task = instance(corpus, "ferry", 2, "small")
     for name in HEURISTIC_NAMES:
-        assert_valid(task, gbfs(task, name, max_evaluations=None))
+        assert_valid(task, gbfs(task, name, SearchSettings(max_evaluations=None)))
 
 
 def test_bad_heuristic_output_is_refused(corpus):

@@ -13,7 +13,8 @@ from planning_corpus import instance
 from tnlib.paper import DOMAINS
 from tnlib.planning.heuristics import make_heuristic
 from tnlib.planning.plans import validate_plan
-from tnlib.planning.search import DISTINCT, EVALUATION_LIMIT, PAPER, SOLVED, gbfs, goal_distances
+from tnlib.planning.search import EVALUATION_LIMIT, SOLVED, gbfs, goal_distances
+from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings
 
 
 
@@ -59,7 +60,7 @@ def test_paper_protocol_matches_the_authors_algorithm(corpus, domain, heuristic_
         task = instance(corpus, domain, seed, "small" if heuristic_name == "hmax" else "medium")
         heuristic = make_heuristic(heuristic_name, task)
         status, plan, evaluations, expansions = authors_gbfs(task, heuristic, 10_000)
-        result = gbfs(task, heuristic, max_evaluations=10_000, protocol=PAPER)
+        result = gbfs(task, heuristic, SearchSettings(max_evaluations=10_000, protocol=PAPER))
         assert (result.status, result.plan, result.evaluations, result.expansions) == (
             status, plan, evaluations, expansions)
         assert result.protocol == PAPER
@@ -69,7 +70,7 @@ def test_paper_protocol_matches_the_authors_algorithm(corpus, domain, heuristic_
         for limit in sorted({2, 3, max(2, evaluations // 2), max(2, evaluations - 1), evaluations,
                              evaluations + 1}):
             expected = authors_gbfs(task, heuristic, limit)
-            got = gbfs(task, heuristic, max_evaluations=limit, protocol=PAPER)
+            got = gbfs(task, heuristic, SearchSettings(max_evaluations=limit, protocol=PAPER))
             assert (got.status, got.plan, got.evaluations, got.expansions) == expected, limit
 
 
@@ -83,10 +84,10 @@ def test_paper_protocol_counts_duplicates_but_computes_each_state_once(corpus, d
         computed.extend(states)
         return ff.batch(states)
 
-    paper = gbfs(task, recording, protocol=PAPER)
+    paper = gbfs(task, recording, SearchSettings(protocol=PAPER))
     assert len(computed) == len(set(computed))  # values are reused, never recomputed
     assert paper.evaluations >= len(computed) - 1  # counts every generated successor, duplicates included
-    distinct = gbfs(task, ff, protocol=DISTINCT)
+    distinct = gbfs(task, ff, SearchSettings(protocol=DISTINCT))
     assert paper.solved and distinct.solved
     # The distinct-state protocol never counts more than the paper's on the same search problem.
     assert distinct.evaluations <= paper.evaluations + 1
@@ -102,8 +103,8 @@ def test_goal_is_tested_at_generation(corpus):
         def perfect(states):
             return [distances[s] for s in states]
 
-        paper = gbfs(task, perfect, protocol=PAPER)
-        distinct = gbfs(task, perfect, protocol=DISTINCT)
+        paper = gbfs(task, perfect, SearchSettings(protocol=PAPER))
+        distinct = gbfs(task, perfect, SearchSettings(protocol=DISTINCT))
         assert len(paper.plan) == len(distinct.plan) == distances[task.init]
         assert paper.expansions == len(paper.plan)
         assert distinct.expansions == len(distinct.plan) + 1
@@ -112,4 +113,4 @@ def test_goal_is_tested_at_generation(corpus):
 def test_unknown_protocol_is_refused(corpus):
     task = instance(corpus, "gripper", 1, "small")
     with pytest.raises(ValueError, match="protocol"):
-        gbfs(task, "ff", protocol="pyperplan")
+        gbfs(task, "ff", SearchSettings(protocol="pyperplan"))

@@ -128,7 +128,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 def register_plan(subparsers) -> None:
     from tnlib.planning.heuristics import HEURISTIC_NAMES
     from tnlib.paper import MAX_EVALUATIONS
-    from tnlib.planning.search import PAPER, PROTOCOLS
+    from tnlib.planning.search_settings import PAPER, PROTOCOLS
 
     parser = subparsers.add_parser(
         "plan",
@@ -170,6 +170,7 @@ def register_plan(subparsers) -> None:
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
     from tnlib.planning.search import astar, gbfs
+    from tnlib.planning.search_settings import SearchSettings
     from tnlib.planning.task import load_search_task
 
     if args.time_limit is not None and args.time_limit < 0:
@@ -194,7 +195,7 @@ def _run_plan(args) -> int:
         except TaskError as err:
             raise CommandError(str(err)) from None
         if args.search == "gbfs":
-            result = gbfs(task, heuristic, max_evaluations=limit, time_limit=args.time_limit, protocol=args.protocol)
+            result = gbfs(task, heuristic, SearchSettings(args.protocol, limit, args.time_limit))
         else:
             result = astar(task, heuristic, max_evaluations=limit, time_limit=args.time_limit)
         if result.solved:
@@ -232,6 +233,7 @@ def _plan_with_model(args, limit: int | None):
     from tnlib.learning.run_files import RunDir
     from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
     from tnlib.planning.pddl import resolve_domain
+    from tnlib.planning.search_settings import SearchSettings
 
     model = args.model
     if not model.exists():
@@ -245,8 +247,8 @@ def _plan_with_model(args, limit: int | None):
                                      device=args.device)
     except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError; so are a foreign file and a mismatch
         raise CommandError(str(err)) from None
-    result = search_problem(heuristic, domain_file, args.problem, max_evaluations=limit,
-                            time_limit=args.time_limit, protocol=args.protocol)
+    result = search_problem(heuristic, domain_file, args.problem,
+                            SearchSettings(args.protocol, limit, args.time_limit))
     about = {"search": "gbfs", "heuristic": "model", "model": str(model), "checkpoint": str(checkpoint),
              "checkpoint_step": heuristic.checkpoint_step, "domain": heuristic.config.domain,
              "distribution": heuristic.config.distribution, "estimate": heuristic.estimate}

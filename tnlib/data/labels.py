@@ -35,7 +35,8 @@ from tnlib.errors import LabelError
 from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import plan_states, validate_plan
-from tnlib.planning.search import DISTINCT, gbfs
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import DISTINCT, SearchSettings
 from tnlib.planning.task import State, Task, load_task
 from tnlib.planning.pddl import problem_atoms
 
@@ -76,7 +77,7 @@ def satisficing_lengths(
     lengths = np.full(len(states), np.nan)
     for i, state in enumerate(states):
         # h_sat is a plan cost; the distinct-state protocol (each state evaluated once) is the labels' definition.
-        result = gbfs(task_from(task, state), ff, max_evaluations=max_evaluations, protocol=DISTINCT)
+        result = gbfs(task_from(task, state), ff, SearchSettings(DISTINCT, max_evaluations))
         if not result.solved:
             continue
         verdict = validate_plan(task_from(full_task, state), result.plan)

@@ -19,7 +19,7 @@ from tnlib.files import atomic_write_text, read_jsonl
 from tnlib.learning.learned_heuristic import plan_baseline
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
-from tnlib.planning.search import PAPER
+from tnlib.planning.search_settings import PAPER, SearchSettings
 
 # The symbolic heuristics tnlib offers for GBFS, h_FF first (the paper's Table 2 column).
 BASELINE_HEURISTICS = ("ff", "lmcut", "hadd", "goalcount")
@@ -38,7 +38,7 @@ class BaselineJob:
 
 def _plan(job: BaselineJob) -> str:
     plan_baseline(job.data_root, job.domain, job.heuristic, Path(job.out_dir) / job.plan_set, split=job.plan_set,
-                  max_evaluations=job.max_evaluations, protocol=PAPER)
+                  settings=SearchSettings(PAPER, job.max_evaluations))
     return f"{job.plan_set}/{job.domain}/{job.heuristic}"
 
 

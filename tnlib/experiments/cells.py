@@ -19,7 +19,7 @@ from tnlib.learning.learned_heuristic import plan_split
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_checkpoint_file, train
 from tnlib.learning.until_flat import EXTEND_STEPS, still_improving, until_flat_end
-from tnlib.paper import MAX_EVALUATIONS
+from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 
 
 def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
@@ -40,7 +40,7 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
 
 
 def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
-             max_evaluations: int = MAX_EVALUATIONS, max_steps: int | None = None,
+             search: SearchSettings = PAPER_SEARCH, max_steps: int | None = None,
              extend_steps: int = EXTEND_STEPS, plan_on: str = "plan", plan_per_cell: int | None = None) -> dict:
     """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
     it on the test split and plan with it on ``plan_on`` (the plan split, or a plan set: with ``plan_per_cell``
@@ -51,7 +51,7 @@ def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
     work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
     on a cluster it holds where the shared filesystem supports it."""
     with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
-        return _run_cell(config, plan, plan_instances, max_evaluations, max_steps, extend_steps, plan_on,
+        return _run_cell(config, plan, plan_instances, search, max_steps, extend_steps, plan_on,
                          plan_per_cell)
 
 
@@ -66,7 +66,7 @@ def _recorded_metrics(path: Path) -> dict | None:
         return None
 
 
-def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluations: int, max_steps: int | None,
+def _run_cell(config: dict, plan: bool, plan_instances: int | None, search: SearchSettings, max_steps: int | None,
               extend_steps: int, plan_on: str, plan_per_cell: int | None) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
     run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
@@ -84,7 +84,7 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, max_evaluati
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if plan:
         for estimate in point_estimates(config["distribution"]):
-            records = plan_split(run_dir, estimate, split=plan_on, instances=plan_instances,
-                                 max_evaluations=max_evaluations, per_cell=plan_per_cell)
-            summary[f"coverage_{estimate}"] = summarize(records, max_evaluations)["coverage"]
+            records = plan_split(run_dir, estimate, split=plan_on, settings=search,
+                                 instances=plan_instances, per_cell=plan_per_cell)
+            summary[f"coverage_{estimate}"] = summarize(records, search.max_evaluations)["coverage"]
     return summary

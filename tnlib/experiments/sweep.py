@@ -55,6 +55,7 @@ from tnlib.paper import (
     TRAIN_INSTANCES,
     TRAIN_STEPS,
 )
+from tnlib.planning.search_settings import PAPER, SearchSettings
 from tnlib.progress import progress as progress_display
 
 
@@ -170,6 +171,11 @@ class Sweep:
         sweep = cls(**{**values, "configs": pairs, "out_dir": str(Path(values["out_dir"]).resolve())})
         sweep.train_configs()  # the training configuration's own checks (model, distribution, sigma, residual names)
         return sweep
+
+    @property
+    def search_settings(self) -> SearchSettings:
+        """What GBFS plans under: the paper's counting protocol and this sweep's evaluation limit."""
+        return SearchSettings(PAPER, self.max_evaluations)
 
     def dataset_path(self) -> Path:
         """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
@@ -476,8 +482,7 @@ def run_baselines(sweep: Sweep) -> None:
     out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
     for domain in sweep.domains:
         plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=out_dir, split=sweep.plan_on,
-                      instances=sweep.plan_instances, max_evaluations=sweep.max_evaluations,
-                      per_cell=sweep.plan_per_cell)
+                      settings=sweep.search_settings, instances=sweep.plan_instances, per_cell=sweep.plan_per_cell)
 
 
 # The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
@@ -529,7 +534,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     configs = sweep.train_configs()
     kwargs = dict(plan=sweep.plan, plan_on=sweep.plan_on, plan_per_cell=sweep.plan_per_cell,
                   plan_instances=sweep.plan_instances,
-                  max_evaluations=sweep.max_evaluations,
+                  search=sweep.search_settings,
                   max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)

@@ -26,7 +26,7 @@ from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
 from tnlib.files import read_json
 from tnlib.learning.learned_heuristic import planned
-from tnlib.planning.search import PAPER
+from tnlib.planning.search_settings import PAPER
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
 
 # What the reports say about the bold cells: Table 1's rule has a gap, Table 2's none (as the paper's captions).

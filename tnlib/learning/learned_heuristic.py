@@ -32,10 +32,10 @@ from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
 from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 from tnlib.learning.run_files import RunDir, baseline_file
-from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.pddl import problem_atoms, resolve_domain
-from tnlib.planning.search import PAPER, SearchResult, gbfs
+from tnlib.planning.search import SearchResult, gbfs
+from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 from tnlib.planning.task import domain_name, load_search_task
 
 # What planning records name about the search that made them (besides the protocol and the evaluation limit):
@@ -160,14 +160,13 @@ class LearnedHeuristic:
         return out
 
 
-def search_problem(heuristic, domain_file, problem_file, max_evaluations: int | None = MAX_EVALUATIONS,
-                   time_limit: float | None = None, protocol: str = PAPER) -> SearchResult:
-    """GBFS on one problem with a :class:`LearnedHeuristic` or a symbolic heuristic's name, under a counting
-    ``protocol`` (see :func:`tnlib.planning.search.gbfs`); the plan, when found, is validated. Table 2's search
+def search_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH) -> SearchResult:
+    """GBFS on one problem with a :class:`LearnedHeuristic` or a symbolic heuristic's name, under ``settings``
+    (see :func:`tnlib.planning.search.gbfs`); the plan, when found, is validated. Table 2's search
     (:func:`plan_problem`) and ``tnlib plan --model`` both run it."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_search_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
-    result = gbfs(task, h, max_evaluations=max_evaluations, time_limit=time_limit, protocol=protocol)
+    result = gbfs(task, h, settings)
     if result.solved:
         verdict = validate_plan(task, result.plan)
         if not verdict.valid:  # a bug, never a user error
@@ -175,12 +174,12 @@ def search_problem(heuristic, domain_file, problem_file, max_evaluations: int | 
     return result
 
 
-def plan_problem(heuristic, domain_file, problem_file, max_evaluations: int = MAX_EVALUATIONS,
-                 time_limit: float | None = None, protocol: str = PAPER) -> dict:
+def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH) -> dict:
     """:func:`search_problem`'s outcome as a JSON-able planning record (one line of a planning file) that names the
     protocol, the evaluation limit and the grounding."""
-    result = search_problem(heuristic, domain_file, problem_file, max_evaluations, time_limit, protocol)
-    return {"problem": Path(problem_file).name, "protocol": protocol, "max_evaluations": max_evaluations,
+    result = search_problem(heuristic, domain_file, problem_file, settings)
+    return {"problem": Path(problem_file).name, "protocol": settings.protocol,
+            "max_evaluations": settings.max_evaluations,
             "grounding": GROUNDING, "status": result.status, "solved": result.solved,
             "evaluations": result.evaluations, "expansions": result.expansions,
             "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
@@ -204,8 +203,8 @@ def chosen_instances(table, instances: int | None = None, per_cell: int | None =
     return table.first_per_cell(per_cell)[:instances]
 
 
-def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, max_evaluations: int,
-                    instances: int | None, progress: bool = False, desc: str = "", protocol: str = PAPER,
+def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, settings: SearchSettings,
+                    instances: int | None, progress: bool = False, desc: str = "",
                     per_cell: int | None = None) -> list[dict]:
     """GBFS over a split's instances (:func:`chosen_instances`), one JSON line per instance in ``out``.
 
@@ -217,7 +216,8 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
 
     domain_file = resolve_domain(domain)
     chosen = chosen_instances(table, instances, per_cell)
-    setting = {"protocol": protocol, "max_evaluations": max_evaluations, "grounding": GROUNDING, **extra}
+    setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
+               **extra}
     lines = read_jsonl(out)
     done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
     if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
@@ -226,8 +226,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
         problem = table.problem_path(instance)
         if problem.name in done:
             continue
-        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, max_evaluations,
-                              protocol=protocol)
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, settings)
         record.update(instance=instance, **extra)
         append_jsonl(out, record)
         done[problem.name] = record
@@ -244,8 +243,8 @@ def planning_instances(data_root, domain: str, split: str = "plan"):
 
 
 def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
-               max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
-               progress: bool = False, protocol: str = PAPER, per_cell: int | None = None) -> list[dict]:
+               settings: SearchSettings = PAPER_SEARCH, instances: int | None = None,
+               progress: bool = False, per_cell: int | None = None) -> list[dict]:
     """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
     ``planning-<estimate>.jsonl`` for the plan split, ``planning-<split>-<estimate>.jsonl`` otherwise."""
     from tnlib.learning.training import TrainConfig
@@ -258,13 +257,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     return _plan_instances(
         table, config.domain, RunDir(run_dir).planning_file(estimate, split),
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate, "checkpoint": checkpoint}, max_evaluations, instances, progress,
-        desc=f"{run_dir.name} {estimate}", protocol=protocol, per_cell=per_cell)
+        {"estimate": estimate, "checkpoint": checkpoint}, settings, instances, progress,
+        desc=f"{run_dir.name} {estimate}", per_cell=per_cell)
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
-                  max_evaluations: int = MAX_EVALUATIONS, instances: int | None = None,
-                  protocol: str = PAPER, per_cell: int | None = None) -> list[dict]:
+                  settings: SearchSettings = PAPER_SEARCH, instances: int | None = None,
+                  per_cell: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like
     :func:`plan_split`."""
     out_dir = Path(out_dir or ".")
@@ -272,5 +271,4 @@ def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, s
     out = baseline_file(out_dir, domain, heuristic)
     return _plan_instances(planning_instances(data_root, domain, split), domain, out,
                            lambda domain_file, problem: heuristic,
-                           {"domain": domain, "heuristic": heuristic}, max_evaluations, instances, protocol=protocol,
-                           per_cell=per_cell)
+                           {"domain": domain, "heuristic": heuristic}, settings, instances, per_cell=per_cell)
