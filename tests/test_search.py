@@ -203,3 +203,11 @@ def test_bad_heuristic_output_is_refused(corpus):
         gbfs(task, lambda states: [float("nan")] * len(states))
     with pytest.raises(ValueError, match="values for"):
         gbfs(task, lambda states: [1.0])  # one value for every batch, whatever its size
+
+
+def test_search_settings_refuse_what_gbfs_cannot_run():
+    assert SearchSettings() == SearchSettings("paper", 10_000, None)  # the paper's protocol and limit
+    for bad in (dict(protocol="pyperplan"), dict(max_evaluations=-1), dict(max_evaluations=True),
+                dict(time_limit=-0.5)):
+        with pytest.raises(ValueError):
+            SearchSettings(**bad)
