@@ -94,6 +94,16 @@ def _frame_moments(a: torch.Tensor, w: torch.Tensor, panels: int = 1) -> tuple[t
     return mass * top, mean, variance, third
 
 
+def _frame_mass(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """M0 of :func:`_frame_moments` with one panel, without the moments (the cdf and icdf need only the mass):
+    the same nodes, weights and cut, so the same value."""
+    d_max = 90.0 / (torch.sqrt(a.square() + 90.0) + a)
+    top = torch.minimum(w, torch.where(a >= 0, d_max, w))
+    nodes, weights = _gl(16, a)
+    s = top[..., None] * nodes
+    return (torch.exp(-s * (a[..., None] + 0.5 * s)) * weights).sum(-1) * top
+
+
 def _frame_integral(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
     """J(a, d) = int_0^d exp(-a s - s^2/2) ds for a >= 0 or narrow (a, d); d may be infinite."""
     centre = a + 0.5 * d
@@ -109,8 +119,7 @@ def _frame_integral(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
         phi_diff = _ndtr(an + dn) - _ndtr(an)
         closed = closed.index_put((neg,), phi_diff * torch.exp(0.5 * an.square() + _LOG_SQRT_2PI))
     if bool(narrow.any()):
-        m0, _, _, _ = _frame_moments(a[narrow], d[narrow])
-        closed = closed.index_put((narrow,), m0)
+        closed = closed.index_put((narrow,), _frame_mass(a[narrow], d[narrow]))
     return closed
 
 

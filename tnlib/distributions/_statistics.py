@@ -23,6 +23,7 @@ from tnlib.distributions._regimes import (
     _SQRT_HALF,
     _Core,
     _frame_integral,
+    _frame_mass,
     _frame_moments,
     _mills,
     _ndtr,
@@ -243,24 +244,25 @@ def _entropy_values(core: _Core, v: torch.Tensor) -> torch.Tensor:
     return torch.where(core.frame, frame_h, straddle_h)
 
 
-def _straddle_masses(core: _Core, c_value: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The masses below and above c_value (clamped into the support) for straddling elements, each relatively exact.
+def _straddle_masses(core: _Core, c_value: torch.Tensor, t: torch.Tensor,
+                     index=slice(None)) -> tuple[torch.Tensor, torch.Tensor]:
+    """The masses below and above c_value (clamped into the support) for the straddling elements ``index`` (t is
+    theirs already), each relatively exact.
 
     (Phi(t) - Phi(a)) / Z cancels where t is close to a (1e-6 scales above the lower bound it keeps 6 digits
     fewer). Over such a short stretch it is p_a J(a, t - a), the frame integral from the bound, by quadrature;
     the same at the upper bound, p_b J(-b, b - t). Farther from the bound the difference of Phi's loses at most
     a few ulps, and is kept.
     """
-    s = core.scale
-    lower = (_ndtr(t) - _ndtr(core.a)) / torch.exp(core.log_z)
-    upper = (_ndtr(-t) - _ndtr(-core.b)) / torch.exp(core.log_z)
-    for side, start, bound, p_bound, sign in ((0, core.a, core.c_low, core.p_a, 1.0),
-                                               (1, -core.b, core.c_high, core.p_b, -1.0)):
-        length = sign * (c_value - bound) / s  # distance from the bound into the support, in scales
-        near = ~core.frame & torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0)
-                                                      <= _NARROW)
+    s, a, b, z = core.scale[index], core.a[index], core.b[index], torch.exp(core.log_z[index])
+    lower = (_ndtr(t) - _ndtr(a)) / z
+    upper = (_ndtr(-t) - _ndtr(-b)) / z
+    for side, start, bound, p_bound, sign in ((0, a, core.c_low[index], core.p_a[index], 1.0),
+                                               (1, -b, core.c_high[index], core.p_b[index], -1.0)):
+        length = sign * (c_value[index] - bound) / s  # distance from the bound into the support, in scales
+        near = torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0) <= _NARROW)
         if bool(near.any()):
-            mass, _, _, _ = _frame_moments(start[near], length[near])
+            mass = _frame_mass(start[near], length[near])
             if side == 0:
                 lower = lower.index_put((near,), p_bound[near] * mass)
             else:
@@ -268,17 +270,36 @@ def _straddle_masses(core: _Core, c_value: torch.Tensor, t: torch.Tensor) -> tup
     return lower, upper
 
 
+def _by_regime(core: _Core, frame_part, straddle_part, like: torch.Tensor) -> torch.Tensor:
+    """``frame_part(index)`` on the frame elements and ``straddle_part(index)`` on the straddling ones, each computed
+    on its own elements only (quadrature and special functions on elements that do not need them would cost most
+    of the time); a batch of one regime is taken whole, without indexing."""
+    frame = core.frame.nonzero().squeeze(1)
+    if frame.numel() == like.numel():
+        return frame_part(slice(None))
+    if frame.numel() == 0:
+        return straddle_part(slice(None))
+    out = torch.empty_like(like)
+    out[frame] = frame_part(frame)
+    straddle = (~core.frame).nonzero().squeeze(1)
+    out[straddle] = straddle_part(straddle)
+    return out
+
+
 def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
     """The canonical CDF at c_value (flattened; clamped into the support), all regimes."""
     c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
-    d = (c_value - core.c_low) / core.scale
-    a = torch.where(core.frame, core.a, torch.ones_like(core.a))
-    d_f = torch.where(core.frame, d, torch.zeros_like(d))
-    frame_cdf = _frame_integral(a, d_f) * torch.exp(-core.log_m0)
-    t = (c_value - core.c_loc) / core.scale
-    lower, upper = _straddle_masses(core, c_value, t)
-    straddle_cdf = torch.where(t <= 0, lower, 1.0 - upper)
-    return torch.where(core.frame, frame_cdf, straddle_cdf).clamp(0.0, 1.0)
+
+    def frame_cdf(i):
+        d = (c_value[i] - core.c_low[i]) / core.scale[i]
+        return _frame_integral(core.a[i], d) * torch.exp(-core.log_m0[i])
+
+    def straddle_cdf(i):
+        t = (c_value[i] - core.c_loc[i]) / core.scale[i]
+        lower, upper = _straddle_masses(core, c_value, t, i)
+        return torch.where(t <= 0, lower, 1.0 - upper)
+
+    return _by_regime(core, frame_cdf, straddle_cdf, c_value).clamp(0.0, 1.0)
 
 
 def _sf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
@@ -289,17 +310,19 @@ def _sf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
     integral, exp(-d (a + d/2)) J(a + d, w - d) / M0 (a + d >= a, so J stays in its accurate regimes).
     """
     c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
-    d = (c_value - core.c_low) / core.scale
-    frame = core.frame
-    a = torch.where(frame, core.a, torch.ones_like(core.a))
-    d_f = torch.where(frame, d, torch.zeros_like(d))
-    # w - d measured from the upper bound (forming w - d would cancel next to it); +inf without one
-    rest = torch.where(frame, (core.c_high - c_value) / core.scale, torch.zeros_like(d))
-    frame_sf = _frame_integral(a + d_f, rest) * torch.exp(-d_f * (a + 0.5 * d_f) - core.log_m0)
-    t = (c_value - core.c_loc) / core.scale
-    lower, upper = _straddle_masses(core, c_value, t)
-    straddle_sf = torch.where(t <= 0, 1.0 - lower, upper)
-    return torch.where(frame, frame_sf, straddle_sf).clamp(0.0, 1.0)
+
+    def frame_sf(i):
+        a, d = core.a[i], (c_value[i] - core.c_low[i]) / core.scale[i]
+        # w - d measured from the upper bound (forming w - d would cancel next to it); +inf without one
+        rest = (core.c_high[i] - c_value[i]) / core.scale[i]
+        return _frame_integral(a + d, rest) * torch.exp(-d * (a + 0.5 * d) - core.log_m0[i])
+
+    def straddle_sf(i):
+        t = (c_value[i] - core.c_loc[i]) / core.scale[i]
+        lower, upper = _straddle_masses(core, c_value, t, i)
+        return torch.where(t <= 0, 1.0 - lower, upper)
+
+    return _by_regime(core, frame_sf, straddle_sf, c_value).clamp(0.0, 1.0)
 
 
 def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:

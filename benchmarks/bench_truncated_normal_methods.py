@@ -1,0 +1,113 @@
+"""Every public method of tnlib's TruncatedNormal beside scipy.stats.truncnorm and torch's Normal, in one run.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_truncated_normal_methods.py
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_truncated_normal_methods.py --points 100000 --repeats 5
+
+Per method, regime (a batch of standard normals truncated to the interval shown, each element its own distribution)
+and dtype: millions of values per second on one thread, best of ``--repeats``, for
+
+* tnlib: ``log_prob``, ``cdf``, ``icdf`` and ``sample`` on one distribution object (its per-element state is built
+  once and cached, as a user calling several methods gets it), and ``mean``, ``variance``, ``entropy`` on a fresh
+  object each call (that state is what they cost);
+* scipy: ``logpdf``, ``cdf``, ``ppf``, ``rvs`` of one frozen ``truncnorm``, and ``mean``, ``var``, ``entropy`` of
+  ``truncnorm(a, b)`` with the bounds as arrays (per-element distributions, as tnlib's), float64 only;
+* torch's ``Normal`` (no truncation: the speed a user gives up): ``log_prob``, ``cdf``, ``icdf``, ``sample``,
+  ``mean``, ``variance``, ``entropy``.
+
+The last two columns are tnlib / scipy and tnlib / Normal. scipy's ``mean``, ``var`` and ``entropy`` run a
+Python-level loop over arrays of bounds in some versions; they are timed on at most ``--scipy-points`` elements.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import truncnorm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tnlib import TruncatedNormal  # noqa: E402
+
+REGIMES = {"two-sided [-1, 2]": (-1.0, 2.0), "one-sided [0, inf)": (0.0, math.inf), "tail [3, 5]": (3.0, 5.0),
+           "narrow [-1e-3, 1e-3]": (-1e-3, 1e-3), "both infinite": (-math.inf, math.inf)}
+METHODS = ("log_prob", "cdf", "icdf", "sample", "mean", "variance", "entropy")
+
+
+def rate(function, points: int, repeats: int) -> float:
+    """Millions of values per second: ``points`` values per call, the best of ``repeats`` after one warm-up."""
+    function()
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - started)
+    return points / best / 1e6
+
+
+def tnlib_call(method: str, parameters, x, p):
+    tn = TruncatedNormal(*parameters)
+    calls = {"log_prob": lambda: tn.log_prob(x), "cdf": lambda: tn.cdf(x), "icdf": lambda: tn.icdf(p),
+             "sample": lambda: tn.sample(),
+             "mean": lambda: TruncatedNormal(*parameters).mean,
+             "variance": lambda: TruncatedNormal(*parameters).variance,
+             "entropy": lambda: TruncatedNormal(*parameters).entropy()}
+    return calls[method]
+
+
+def scipy_call(method: str, low: float, high: float, x: np.ndarray, p: np.ndarray, small: int, rng):
+    frozen = truncnorm(low, high)
+    a, b = np.full(small, low), np.full(small, high)
+    calls = {"log_prob": (lambda: frozen.logpdf(x), len(x)), "cdf": (lambda: frozen.cdf(x), len(x)),
+             "icdf": (lambda: frozen.ppf(p), len(p)), "sample": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
+             "mean": (lambda: truncnorm.mean(a, b), small), "variance": (lambda: truncnorm.var(a, b), small),
+             "entropy": (lambda: truncnorm.entropy(a, b), small)}
+    return calls[method]
+
+
+def normal_call(method: str, normal, x, p):
+    calls = {"log_prob": lambda: normal.log_prob(x), "cdf": lambda: normal.cdf(x), "icdf": lambda: normal.icdf(p),
+             "sample": lambda: normal.sample(), "mean": lambda: normal.mean + 0.0,
+             "variance": lambda: normal.variance, "entropy": lambda: normal.entropy()}
+    return calls[method]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--points", type=int, default=200_000)
+    parser.add_argument("--scipy-points", type=int, default=20_000,
+                        help="elements for scipy's mean, var and entropy over arrays of bounds (default 20,000)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    n = args.points
+    rng = np.random.default_rng(0)
+    print(f"torch {torch.__version__}, 1 thread, {n:,} values per call, best of {args.repeats}; M values/s")
+    print(f"{'method':<10s}{'regime':<22s}{'dtype':<9s}{'tnlib':>9s}{'scipy':>9s}{'Normal':>9s}{'/scipy':>9s}"
+          f"{'/Normal':>9s}")
+    for method in args.methods:
+        for name, (low, high) in REGIMES.items():
+            for dtype in (torch.float64, torch.float32):
+                full = lambda v: torch.full((n,), v, dtype=dtype)  # noqa: E731
+                parameters = (full(0.0), full(1.0), full(low), full(high))
+                generator = torch.Generator().manual_seed(0)
+                p = torch.rand(n, generator=generator, dtype=dtype)
+                x = TruncatedNormal(*parameters).icdf(p)  # points inside the support, spread like the distribution
+                ours = rate(tnlib_call(method, parameters, x, p), n, args.repeats)
+                theirs = math.nan
+                if dtype == torch.float64:
+                    call, points = scipy_call(method, low, high, x.numpy(), p.numpy(), args.scipy_points, rng)
+                    theirs = rate(call, points, args.repeats)
+                plain = rate(normal_call(method, torch.distributions.Normal(full(0.0), full(1.0)), x, p), n,
+                             args.repeats)
+                print(f"{method:<10s}{name:<22s}{str(dtype).replace('torch.', ''):<9s}{ours:9.2f}{theirs:9.2f}"
+                      f"{plain:9.1f}{ours / theirs:9.2f}{ours / plain:9.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
