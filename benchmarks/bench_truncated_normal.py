@@ -1,7 +1,9 @@
 """Speed of the Truncated Normal's training step against torch's Normal (and stable-trunc-gaussian if present).
 
 Times forward + backward of ``-log_prob(x) + mean`` in float32 on 2 threads, at 1e6 elements and at batch 256,
-on inputs shaped like heuristic learning (mu around h*, lower bound l = LM-cut-like below h*). Prints medians
+on inputs shaped like heuristic learning (mu around h*, lower bound l = LM-cut-like below h*), or with
+``--inputs mixed`` on every regime training meets (mu far below, near and far above the bound; sigma 0.1, 1, 10).
+Prints medians
 and the ratio to Normal's NLL (``-log_prob(x)``, forward + backward) measured in the same run (runs
 interleaved), plus stable-trunc-gaussian (forward + backward) and scipy (forward only, no gradients).
 
@@ -28,6 +30,19 @@ def make_inputs(n: int, seed: int = 0, dtype=torch.float32):
     return h_star, loc, raw_scale, low
 
 
+def make_mixed_inputs(n: int, seed: int = 0, dtype=torch.float32):
+    """Inputs covering the regimes training meets: sigma 0.1, 1 or 10, and mu far below the bound (20 sigma, the
+    far tail), near it (within a sigma either side) or far above it (20 sigma), h* in the support."""
+    g = torch.Generator().manual_seed(seed)
+    h_star = torch.randint(1, 40, (n,), generator=g).to(dtype)
+    low = (h_star - torch.randint(0, 6, (n,), generator=g).to(dtype)).clamp_min(0) - 0.1
+    scale = torch.tensor([0.1, 1.0, 10.0], dtype=dtype)[torch.randint(0, 3, (n,), generator=g)]
+    offset = torch.tensor([-20.0, -1.0, 0.0, 1.0, 20.0], dtype=dtype)[torch.randint(0, 5, (n,), generator=g)]
+    loc = low + offset * scale
+    raw_scale = torch.log(torch.expm1(scale - 1e-3))  # softplus(raw) + 1e-3 = scale
+    return h_star, loc, raw_scale, low
+
+
 def time_steps(fns: dict, repeats: int) -> dict[str, float]:
     """Median seconds per call of each function, interleaved so machine noise hits all of them alike."""
     for fn in fns.values():
@@ -41,8 +56,8 @@ def time_steps(fns: dict, repeats: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def bench(n: int, repeats: int) -> dict:
-    x, loc0, raw0, low = make_inputs(n)
+def bench(n: int, repeats: int, inputs=make_inputs) -> dict:
+    x, loc0, raw0, low = inputs(n)
     high = torch.full_like(low, float("inf"))
 
     def normal_step():
@@ -101,11 +116,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--inputs", choices=("heuristic", "mixed"), default="heuristic",
+                        help="heuristic: mu around h*, the bound just below it (default); mixed: every regime "
+                             "training meets (make_mixed_inputs)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
     for n in (1_000_000, 256):
-        r = bench(n, args.repeats if n > 1000 else args.repeats * 20)
+        r = bench(n, args.repeats if n > 1000 else args.repeats * 20,
+                  make_mixed_inputs if args.inputs == "mixed" else make_inputs)
         rows.append(r)
         line = (f"n={n:>9,}  Normal NLL {r['normal_s'] * 1e3:8.3f} ms   tnlib TN {r['tnlib_s'] * 1e3:8.3f} ms"
                 f"   ratio {r['tnlib_s'] / r['normal_s']:5.2f}x")
@@ -116,7 +135,7 @@ def main() -> None:
         print(line, flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threads": args.threads, "dtype": "float32", "rows": rows}, f, indent=2)
+            json.dump({"threads": args.threads, "dtype": "float32", "inputs": args.inputs, "rows": rows}, f, indent=2)
 
 
 if __name__ == "__main__":
