@@ -126,11 +126,56 @@ def to_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# Variance and entropy, tnlib (float64) against scipy: the standard normal truncated to [a, b], from the bulk to
+# intervals in the tail, where closed forms that subtract moments cancel.
+SECOND_ORDER_CASES = [(-1.0, 2.0), (0.0, INF), (2.0, 4.0), (4.0, 6.0), (7.38, 10.31), (10.0, 12.0), (20.0, INF),
+                      (1.0, 1.0 + 1e-6)]
+
+
+def second_order_rows() -> list[dict]:
+    """Relative error of the variance and the entropy (the entropy's error relative to max(1, |H|)) per case."""
+    import mpmath as mp
+
+    from tn_reference import DIGITS, _bound, _entropy, _variance
+
+    rows = []
+    for a, b in SECOND_ORDER_CASES:
+        with mp.workdps(DIGITS):
+            args = tuple(_bound(v) for v in (0.0, 1.0, a, b))
+            variance, entropy = float(_variance(*args)), float(_entropy(*args))
+        d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in (0.0, 1.0, a, b)))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = scipy.stats.truncnorm(a, b)
+            scipy_variance, scipy_entropy = float(theirs.var()), float(theirs.entropy())
+        rows.append({"case": f"[{a:g}, {b:.8g}]", "variance": variance, "entropy": entropy,
+                     "tnlib_variance": abs(d.variance.item() - variance) / variance,
+                     "scipy_variance": abs(scipy_variance - variance) / variance,
+                     "tnlib_entropy": abs(d.entropy().item() - entropy) / max(1.0, abs(entropy)),
+                     "scipy_entropy": abs(scipy_entropy - entropy) / max(1.0, abs(entropy))})
+    return rows
+
+
+def second_order_markdown(rows: list[dict]) -> str:
+    def show(e: float) -> str:
+        return "nan" if math.isnan(e) else f"{e:.1e}"
+
+    lines = ["| N(0, 1) on | variance | tnlib error | scipy error | entropy | tnlib error | scipy error |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['variance']:.4g} | {show(r['tnlib_variance'])} | "
+                     f"{show(r['scipy_variance'])} | {r['entropy']:.4g} | {show(r['tnlib_entropy'])} | "
+                     f"{show(r['scipy_entropy'])} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", help="write the table to this file")
     args = parser.parse_args()
     table = to_markdown(evaluate())
+    table += ("\n\nVariance (relative error) and entropy (error relative to max(1, |H|)), float64, against "
+              "mpmath:\n\n" + second_order_markdown(second_order_rows()))
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
