@@ -17,7 +17,7 @@ from tnlib.data.instance_keys import (
     domain_duplicates,
     exact_key,
     instance_key,
-    parse_problem,
+    problem_from_text,
 )
 from tnlib.errors import InstanceKeyError
 from tnlib.planning.generators import generate
@@ -55,7 +55,7 @@ def random_renaming(p: ProblemAtoms, rng: random.Random) -> ProblemAtoms:
 
 
 def tiny_problems(domain: str, count: int) -> list[ProblemAtoms]:
-    return [parse_problem(generate(domain, seed, **params)) for params in TINY[domain] for seed in range(count)]
+    return [problem_from_text(generate(domain, seed, **params)) for params in TINY[domain] for seed in range(count)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_keys_ignore_problem_name_object_names_and_order(domain):
     for params in TINY[domain] + [dict(blocks=9)] * (domain == "blocksworld"):
         for seed in range(5):
             text = generate(domain, seed, **params)
-            p = parse_problem(text)
+            p = problem_from_text(text)
             key = instance_key(text)
             renamed = random_renaming(p, rng)
             order = list(range(len(p.objects)))
@@ -95,7 +95,7 @@ def test_keys_ignore_problem_name_object_names_and_order(domain):
 
 def test_different_problems_get_different_keys():
     # One atom changed (the visitall robot's start cell, a gripper goal room): different keys.
-    base = parse_problem(generate("visitall", 3, x=3, y=3, ratio=0.5))
+    base = problem_from_text(generate("visitall", 3, x=3, y=3, ratio=0.5))
     start = next(a for a in base.init if a[0] == "at-robot")[1]
     other = next(o for o in base.objects if o != start)
     moved = ProblemAtoms("m", base.objects, base.types,
@@ -103,7 +103,7 @@ def test_different_problems_get_different_keys():
                                                                                     ("visited", other)},
                          base.goal | {("visited", other)})
     assert instance_key(moved) != instance_key(base)
-    g = parse_problem(generate("gripper", 1, balls=4))
+    g = problem_from_text(generate("gripper", 1, balls=4))
     atom = sorted(g.goal)[0]
     flipped = ("at", atom[1], "roomb" if atom[2] == "rooma" else "rooma")
     changed = ProblemAtoms("c", g.objects, g.types, g.init, (g.goal - {atom}) | {flipped})
@@ -151,7 +151,7 @@ def test_visitall_ratio_one_has_one_instance_per_start_cell_orbit(x, y):
     assert len({instance_key(p) for p in problems}) == _grid_start_orbits(x, y)
     assert _grid_start_orbits(3, 3) == 3 and _grid_start_orbits(5, 5) == 6
     # And the generator's ratio-1 draws are such problems.
-    drawn = parse_problem(generate("visitall", 11, x=x, y=y, ratio=1.0))
+    drawn = problem_from_text(generate("visitall", 11, x=x, y=y, ratio=1.0))
     assert instance_key(drawn) in {instance_key(p) for p in problems}
 
 
@@ -181,7 +181,7 @@ def test_large_instances_are_keyed_quickly_and_consistently():
     for domain, params in (("gripper", dict(balls=100)), ("ferry", dict(locations=30, cars=30)),
                            ("ferry", dict(locations=30, cars=10)), ("visitall", dict(x=7, y=7, ratio=1.0)),
                            ("blocksworld", dict(blocks=22))):
-        p = parse_problem(generate(domain, 5, **params))
+        p = problem_from_text(generate(domain, 5, **params))
         assert instance_key(random_renaming(p, rng)) == instance_key(p), domain
 
 
@@ -211,7 +211,7 @@ def test_state_goal_keys_equal_exactly_for_pairs_equal_up_to_renaming(domain):
 
 def test_complete_relations_are_kept_as_their_support():
     # not-eq over {l0, l1, l2} minus one pair is not complete: it must stay a relation and change the key.
-    p = parse_problem(generate("ferry", 2, locations=3, cars=1))
+    p = problem_from_text(generate("ferry", 2, locations=3, cars=1))
     pair = sorted(a for a in p.init if a[0] == "not-eq")[0]
     broken = ProblemAtoms("b", p.objects, p.types, p.init - {pair}, p.goal)
     assert instance_key(broken) != instance_key(p)
@@ -236,17 +236,17 @@ def test_parse_errors_are_clear():
     with pytest.raises(InstanceKeyError, match="undeclared 'ball7'"):
         instance_key(good.replace("(at ball1", "(at ball7"))
     with pytest.raises(InstanceKeyError, match="only positive atoms"):
-        parse_problem(good.replace("(:goal (and", "(:goal (and (not (free left))"))
+        problem_from_text(good.replace("(:goal (and", "(:goal (and (not (free left))"))
     with pytest.raises(InstanceKeyError, match="unbalanced"):
-        parse_problem(good + ")")
+        problem_from_text(good + ")")
     with pytest.raises(InstanceKeyError, match="without :goal"):
-        parse_problem("(define (problem p) (:domain d) (:objects a) (:init (p a)))")
-    assert parse_problem(good.replace("(define", "; a comment\n(define")).init == parse_problem(good).init
+        problem_from_text("(define (problem p) (:domain d) (:objects a) (:init (p a)))")
+    assert problem_from_text(good.replace("(define", "; a comment\n(define")).init == problem_from_text(good).init
 
 
 def test_exact_key_is_the_atom_strings_without_the_name():
     text = generate("ferry", 4, locations=3, cars=2)
-    p = parse_problem(text)
+    p = problem_from_text(text)
     assert exact_key(text) == exact_key(p.renamed({}, name="another-name"))
     one_less = ProblemAtoms(p.name, p.objects, p.types, p.init, p.goal - {sorted(p.goal)[0]})
     assert exact_key(one_less) != exact_key(p)

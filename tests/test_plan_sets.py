@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tnlib.data import plan_set_generation
-from tnlib.data.instance_keys import instance_key, parse_problem
+from tnlib.data.instance_keys import instance_key, problem_from_text
 from tnlib.data.plan_set_generation import generate_plan_set, plan_set_grid
 from tnlib.data.plan_sets import load_plan_set, optimal_verdict, taken_instance_keys, verify_plan_set
 from tnlib.errors import DatasetError
@@ -44,7 +44,7 @@ def test_a_plan_set_is_distinct_disjoint_non_trivial_and_solvable(made):
     keys = set()
     for name in plan_set.instances():
         path = plan_set.problem_path(name)
-        problem = parse_problem(path.read_text())
+        problem = problem_from_text(path.read_text())
         key = instance_key(problem)
         assert not problem.trivial and key not in taken and key not in keys
         keys.add(key)

@@ -89,7 +89,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tnlib.data.attempt_selection import Draw, Selection, SlotChoice, select_attempts
-from tnlib.data.instance_keys import INSTANCE_KEY_SCHEME, instance_key, keys_fingerprint, parse_problem, problem_keys
+from tnlib.data.instance_keys import INSTANCE_KEY_SCHEME, instance_key, keys_fingerprint, problem_from_text, problem_keys
 from tnlib.data.profiles import (
     DISTINCT_RULE,
     SEED_SCHEME,
@@ -257,7 +257,7 @@ class SplitPlan:
             params, seed_number = self.slots[slot]
             seed = generator_seed(self.split, self.domain, params, seed_number, attempt)
             text = generate(self.domain, seed, **dict(params))
-            problem = parse_problem(text)
+            problem = problem_from_text(text)
             found = Draw(attempt, seed, problem_name(self.domain, seed, **dict(params)), instance_key(problem),
                          text_sha256(text), problem.trivial)
             self.draws[(slot, attempt)] = found

@@ -38,8 +38,9 @@ A (state, goal) pair is keyed the same way, with the state in place of the initi
 since h* depends only on the pair, the same label). :mod:`tnlib.data.train_pairs` uses it to keep model selection
 away from the training states.
 
-:func:`exact_key` is the weaker test the issue that introduced these keys used: the same atom strings with only the
-problem name removed. A problem's exact key equals another's only if their instance keys are equal.
+:func:`exact_key` is a weaker test: the same atom strings with only the problem name removed. A problem's exact
+key equals another's only if their instance keys are equal. Problems are read from their text alone by
+:func:`tnlib.planning.pddl.problem_sections` (:func:`problem_from_text`).
 
 Split rules (used by :mod:`tnlib.data.generation`; checked by ``tnlib data verify``, :mod:`tnlib.data.manifest`):
 within a domain, the splits are made in the order train, val, test, plan; no instance occurs twice in a split, and
@@ -52,15 +53,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from tnlib.data.schema import SPLITS
-from tnlib.errors import InstanceKeyError
-from tnlib.planning.pddl import parse_atom
+from tnlib.errors import InstanceKeyError, TaskError
+from tnlib.planning.pddl import parse_atom, problem_sections
 
 # Stored verbatim in every split's manifest entry (instance_keys.scheme): a new scheme gets a new text and version.
 INSTANCE_KEY_SCHEME = (
@@ -110,83 +110,13 @@ class ProblemAtoms:
                 f"{atoms(self.init)}\n  )\n  (:goal (and\n{atoms(self.goal)}\n  ))\n)\n")
 
 
-_TOKEN = re.compile(r"\(|\)|[^\s()]+")
-
-
-def _sexpr(text: str):
-    text = re.sub(r";[^\n]*", " ", text).lower()
-    stack: list[list] = [[]]
-    for token in _TOKEN.findall(text):
-        if token == "(":
-            stack.append([])
-        elif token == ")":
-            if len(stack) == 1:
-                raise InstanceKeyError("unbalanced parentheses: one ')' too many")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(token)
-    if len(stack) != 1 or len(stack[0]) != 1 or not isinstance(stack[0][0], list):
-        raise InstanceKeyError("not one parenthesised (define ...) form")
-    return stack[0][0]
-
-
-def _atom(expr, where: str) -> Atom:
-    if isinstance(expr, list) and expr and expr[0] in ("not", "and", "or", "=", "forall", "exists", "imply", "when"):
-        raise InstanceKeyError(f"{where}: only positive atoms are supported, got {_show(expr)}")
-    if not isinstance(expr, list) or not expr or not all(isinstance(x, str) for x in expr):
-        raise InstanceKeyError(f"{where}: expected an atom (pred arg ...), got {_show(expr)}")
-    return tuple(expr)
-
-
-def _show(expr) -> str:
-    if isinstance(expr, str):
-        return expr
-    return "(" + " ".join(_show(x) for x in expr) + ")"
-
-
-def parse_problem(text: str) -> ProblemAtoms:
-    """The objects, initial atoms and goal atoms of a STRIPS problem file's text (goal: one atom or an ``and``)."""
-    form = _sexpr(text)
-    if not form or form[0] != "define":
-        raise InstanceKeyError("a problem file starts with (define (problem NAME) ...)")
-    name, objects, types, init, goal = None, [], [], None, None
-    for part in form[1:]:
-        if not isinstance(part, list) or not part:
-            continue
-        head = part[0]
-        if head == "problem" and len(part) == 2:
-            name = part[1]
-        elif head == ":objects":
-            pending: list[str] = []
-            items = part[1:]
-            i = 0
-            while i < len(items):
-                if items[i] == "-":
-                    if i + 1 >= len(items) or not isinstance(items[i + 1], str):
-                        raise InstanceKeyError(":objects: '-' must be followed by a type name")
-                    objects += pending
-                    types += [items[i + 1]] * len(pending)
-                    pending = []
-                    i += 2
-                else:
-                    pending.append(items[i])
-                    i += 1
-            objects += pending
-            types += ["object"] * len(pending)
-        elif head == ":init":
-            init = frozenset(_atom(a, ":init") for a in part[1:])
-        elif head == ":goal":
-            if len(part) != 2:
-                raise InstanceKeyError(":goal takes one formula")
-            body = part[1]
-            atoms = body[1:] if isinstance(body, list) and body and body[0] == "and" else [body]
-            goal = frozenset(_atom(a, ":goal") for a in atoms)
-    if name is None or init is None or goal is None:
-        missing = [w for w, v in (("(problem NAME)", name), (":init", init), (":goal", goal)) if v is None]
-        raise InstanceKeyError(f"problem without {', '.join(missing)}")
-    if len(set(objects)) != len(objects):
-        raise InstanceKeyError(f"problem {name}: an object is declared twice")
+def problem_from_text(text: str) -> ProblemAtoms:
+    """The objects, initial atoms and goal atoms of a STRIPS problem file's text (goal: one atom or an ``and``),
+    read by :func:`tnlib.planning.pddl.problem_sections`; an :class:`InstanceKeyError` where it is malformed."""
+    try:
+        name, objects, types, init, goal = problem_sections(text)
+    except TaskError as err:
+        raise InstanceKeyError(str(err)) from None
     return ProblemAtoms(name, tuple(objects), tuple(types), init, goal)
 
 
@@ -194,8 +124,8 @@ def _as_problem(problem: ProblemAtoms | str | os.PathLike) -> ProblemAtoms:
     if isinstance(problem, ProblemAtoms):
         return problem
     if isinstance(problem, os.PathLike):
-        return parse_problem(Path(problem).read_text())
-    return parse_problem(problem)
+        return problem_from_text(Path(problem).read_text())
+    return problem_from_text(problem)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -534,7 +464,7 @@ __all__ = [
     "exact_key",
     "instance_key",
     "keys_fingerprint",
-    "parse_problem",
+    "problem_from_text",
     "problem_keys",
     "state_goal_key",
     "state_goal_signature",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
-from tnlib.data.instance_keys import instance_key, keys_fingerprint, parse_problem
+from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
 from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT
 from tnlib.errors import DatasetError
@@ -121,7 +121,7 @@ def _draw_slots(domain: str, grid: SplitGrid, taken: dict[str, str], max_attempt
             seed = generator_seed("plan", domain, params, seed_number, attempt)
             text = generate(domain, seed, **dict(params))
             name = problem_name(domain, seed, **dict(params))
-            problem = parse_problem(text)
+            problem = problem_from_text(text)
             if problem.trivial:
                 rejected.append({"seed": seed, "status": "trivial"})
                 continue

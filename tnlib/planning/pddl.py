@@ -3,13 +3,16 @@
 Every part of tnlib that reads PDDL goes through here: :func:`parse_domain` and :func:`parse_problem` turn a
 malformed, unreadable or mismatched file into one :class:`TaskError` line that names it (pyperplan itself raises
 anything, even SystemExit), :func:`problem_atoms` lists a problem's initial and goal atoms, and :func:`parse_atom`
-splits an atom string. Grounding and compiling to arrays are :mod:`tnlib.planning.task`'s.
+splits an atom string. :func:`problem_sections` reads a STRIPS problem's objects and atoms from its text alone,
+without the domain, for what must handle thousands of problems quickly and needs nothing else (instance keys).
+Grounding and compiling to arrays are :mod:`tnlib.planning.task`'s.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -178,3 +181,90 @@ def problem_atoms(domain_file: str | os.PathLike, problem_file: str | os.PathLik
     init = sorted({format_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.initial_state})
     goal = sorted({format_atom(a.name, [obj for obj, _types in a.signature]) for a in problem.goal})
     return init, goal
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A STRIPS problem's objects and atoms from its text alone (no domain, no pyperplan)
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+_NOT_ATOMS = ("not", "and", "or", "=", "forall", "exists", "imply", "when")
+
+
+def _sexpr(text: str) -> list:
+    """The text's one parenthesised form as nested lists of lower-case tokens, comments dropped."""
+    text = re.sub(r";[^\n]*", " ", text).lower()
+    stack: list[list] = [[]]
+    for token in _TOKEN.findall(text):
+        if token == "(":
+            stack.append([])
+        elif token == ")":
+            if len(stack) == 1:
+                raise TaskError("unbalanced parentheses: one ')' too many")
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(token)
+    if len(stack) != 1 or len(stack[0]) != 1 or not isinstance(stack[0][0], list):
+        raise TaskError("not one parenthesised (define ...) form")
+    return stack[0][0]
+
+
+def _show(expr) -> str:
+    if isinstance(expr, str):
+        return expr
+    return "(" + " ".join(_show(x) for x in expr) + ")"
+
+
+def _atom_of(expr, where: str) -> tuple[str, ...]:
+    if isinstance(expr, list) and expr and expr[0] in _NOT_ATOMS:
+        raise TaskError(f"{where}: only positive atoms are supported, got {_show(expr)}")
+    if not isinstance(expr, list) or not expr or not all(isinstance(x, str) for x in expr):
+        raise TaskError(f"{where}: expected an atom (pred arg ...), got {_show(expr)}")
+    return tuple(expr)
+
+
+def problem_sections(text: str) -> tuple[str, list[str], list[str], frozenset, frozenset]:
+    """(name, objects, their types, initial atoms, goal atoms) of a STRIPS problem's text, lower case, an atom a
+    tuple ``(predicate, arg, ...)``, an untyped object's type ``object``; the goal is one atom or an ``and`` of
+    atoms. A :class:`TaskError` says what is malformed (the caller names the file)."""
+    form = _sexpr(text)
+    if not form or form[0] != "define":
+        raise TaskError("a problem file starts with (define (problem NAME) ...)")
+    name, objects, types, init, goal = None, [], [], None, None
+    for part in form[1:]:
+        if not isinstance(part, list) or not part:
+            continue
+        head = part[0]
+        if head == "problem" and len(part) == 2:
+            name = part[1]
+        elif head == ":objects":
+            pending: list[str] = []
+            items = part[1:]
+            i = 0
+            while i < len(items):
+                if items[i] == "-":
+                    if i + 1 >= len(items) or not isinstance(items[i + 1], str):
+                        raise TaskError(":objects: '-' must be followed by a type name")
+                    objects += pending
+                    types += [items[i + 1]] * len(pending)
+                    pending = []
+                    i += 2
+                else:
+                    pending.append(items[i])
+                    i += 1
+            objects += pending
+            types += ["object"] * len(pending)
+        elif head == ":init":
+            init = frozenset(_atom_of(a, ":init") for a in part[1:])
+        elif head == ":goal":
+            if len(part) != 2:
+                raise TaskError(":goal takes one formula")
+            body = part[1]
+            atoms = body[1:] if isinstance(body, list) and body and body[0] == "and" else [body]
+            goal = frozenset(_atom_of(a, ":goal") for a in atoms)
+    if name is None or init is None or goal is None:
+        missing = [w for w, v in (("(problem NAME)", name), (":init", init), (":goal", goal)) if v is None]
+        raise TaskError(f"problem without {', '.join(missing)}")
+    if len(set(objects)) != len(objects):
+        raise TaskError(f"problem {name}: an object is declared twice")
+    return name, objects, types, init, goal
