@@ -102,14 +102,14 @@ def _rewrite_manifests(root, domain, manifest):
 
 
 def test_verify_flags_an_instance_repeated_across_splits(root, capsys):
-    from tnlib.data.instance_keys import instance_key, parse_problem
+    from tnlib.data.instance_keys import instance_key, problem_from_text
 
     manifest = json.loads((root / "gripper" / "manifest.json").read_text())
     train = manifest["splits"]["train"]["instances"][0]
     val = manifest["splits"]["val"]["instances"][0]
     # val's first problem becomes train's first with the rooms swapped and another name: no atom string in
     # common with it, the same instance.
-    copy = parse_problem((root / train["problem"]).read_text()).renamed({"rooma": "roomb", "roomb": "rooma"},
+    copy = problem_from_text((root / train["problem"]).read_text()).renamed({"rooma": "roomb", "roomb": "rooma"},
                                                                         name=val["instance"])
     (root / val["problem"]).write_text(copy.to_pddl("gripper"))
     manifest["files"][val["problem"]] = sha256_file(root / val["problem"])
@@ -312,13 +312,13 @@ def _brute_form(objects, types, state, goal) -> tuple:
 def test_train_pairs_are_exactly_the_rows_equal_to_a_train_row_up_to_renaming(pristine):
     """Brute force over every renaming of every row (at most 7 objects): the recorded rows of val, test and plan
     are those whose (state, goal) is some train row's, and without_train_pairs keeps the others."""
-    from tnlib.data.instance_keys import parse_problem
+    from tnlib.data.instance_keys import problem_from_text
 
     def objects(row):
-        return parse_problem((pristine / row["problem"]).read_text()).objects
+        return problem_from_text((pristine / row["problem"]).read_text()).objects
 
     def form(row):
-        p = parse_problem((pristine / row["problem"]).read_text())
+        p = problem_from_text((pristine / row["problem"]).read_text())
         if len(p.objects) > 7:  # test and plan: larger than any train instance, so never equal
             return ("too large for brute force", len(p.objects), row["instance"], row["step"])
         return _brute_form(p.objects, p.types, row["state"], row["goal"])
