@@ -117,6 +117,8 @@ def register_report(subparsers) -> None:
                         help="for a sweep that planned on a plan set (--plan-on plan-set): also Table 2 under the "
                              "paper's selection, on the instances whose recorded optimal solve finished within S "
                              "seconds")
+    parser.add_argument("--paper-tables", action="store_true",
+                        help="set the paper's own NLM Tables 1 and 2 beside the NLM ones, in the same layout")
     parser.set_defaults(func=_run_report)
 
 
@@ -126,15 +128,17 @@ def _run_report(args) -> int:
 
     try:
         if args.ablation:
-            if args.against or args.selection is not None:
-                raise CommandError(f"{'--against' if args.against else '--selection'} does not go with --ablation")
+            extra = [flag for flag, given in (("--against", args.against), ("--selection", args.selection is not None),
+                                              ("--paper-tables", args.paper_tables)) if given]
+            if extra:
+                raise CommandError(f"{extra[0]} does not go with --ablation")
             written = write_ablation(args.results, args.out, args.ablation, model=args.model)
         elif len(args.results) > 1:
             raise CommandError(f"one results folder per report ({len(args.results)} given); several only with "
                                "--ablation")
         else:
             written = render_results(args.results[0], args.out, against=args.against,
-                                     selection_seconds=args.selection)
+                                     selection_seconds=args.selection, paper_tables=args.paper_tables)
     except ValueError as err:
         raise CommandError(str(err)) from None
     for path in written:

@@ -16,6 +16,8 @@ from tnlib.experiments.tables import (
     optimal_selection,
     render_ablation,
     render_comparison,
+    render_paper_table1,
+    render_paper_table2,
     render_table,
     render_table2,
     table1_seed_values,
@@ -70,13 +72,15 @@ CURVE_TICKS = 6
 
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
-                  plotly_src: str = PLOTLY_SRC, selection_seconds: float | None = None) -> list[Path]:
+                  plotly_src: str = PLOTLY_SRC, selection_seconds: float | None = None,
+                  paper_tables: bool = False) -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
     one section per model. All three open with the scope header (:mod:`tnlib.experiments.scope`): what the runs
     did against the paper's setting, computed from the run folders. Each file is written atomically.
     ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``. Table 2 is over
     what the folder's sweep planned on (the plan split or a plan set); for a plan set, ``selection_seconds`` adds
-    Table 2 again under the paper's selection (:func:`tnlib.experiments.tables.optimal_selection`)."""
+    Table 2 again under the paper's selection (:func:`tnlib.experiments.tables.optimal_selection`). With
+    ``paper_tables`` the paper's own NLM Tables 1 and 2 follow the NLM ones, in the same layout."""
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     scope = scope_header(results_dir) + "\n" + rendered_by() + "\n"
@@ -114,6 +118,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         accuracy.append(f"### {model}\n\n" + render_table(results, model=model, lower_bound=lower_bound) + "\n"
                         + render_paired(paired_differences(table1_seed_values(results, model, lower_bound)),
                                         "test MSE") + "\n")
+        if paper_tables and model == "nlm":
+            shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
+            accuracy.append(PAPER_TABLES_NOTE + "\n\n" + render_paper_table1(shown) + "\n")
         if any(r["model"] == model for r in by_nll):
             accuracy.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
@@ -121,6 +128,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                                                                comparisons=(("TN", "N"),)), "test NLL") + "\n")
         planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
                                                             configs=planned, baseline_dir=results_dir, split=split))
+        if paper_tables and model == "nlm":
+            planning.append(PAPER_TABLES_NOTE + " Planned on its 100 plan instances per domain.\n\n"
+                            + render_paper_table2(planned) + "\n")
         mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
         for metric, lower in (("coverage", False), ("evaluations", True)):
             planning.append(render_paired(paired_differences(table2_seed_values(mine, metric)), metric, lower) + "\n")
@@ -158,6 +168,10 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     written.append(write_seed_csv(planning_seed_rows(plans), reports_dir / "planning-seeds.csv"))
     return written
 
+
+# Above the paper's own tables, where a report sets them beside its own.
+PAPER_TABLES_NOTE = ("The paper's (its NLM: 5 seeds, its training data at batch 256 -- 40,000 steps in its appendix, "
+                     "10^4 in this table's caption --, its own test sets; bold by its rule):")
 
 SETTING_COLUMNS = ("domain", "model", "sigma", "residual", "lower_bound")
 
@@ -388,11 +402,13 @@ def _domain_order(domain: str) -> int:
 _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
 
 
-def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None) -> list[Path]:
+def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
+                   paper_tables: bool = False) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
     models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
     -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
-    (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``: see :func:`write_reports`.
+    (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
+    :func:`write_reports`.
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -418,7 +434,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
         atomic_write_text(reports_dir / "plotly.min.js", plotly.offline.get_plotlyjs())
         plotly_src = "plotly.min.js"
     written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src,
-                            selection_seconds=selection_seconds)
+                            selection_seconds=selection_seconds, paper_tables=paper_tables)
     figure_model = "nlm" if "nlm" in models else models[0]
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))

@@ -235,7 +235,8 @@ class Sweep:
         fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
         configs = ", ".join("/".join(pair) for pair in self.configs)
         instances = "all" if self.instances is None else f"{self.instances:,}"
-        planned = "all instances" if self.plan_instances is None else f"the first {self.plan_instances} instances"
+        planned = ("all instances" if self.plan_instances is None
+                   else f"the first {_count(range(self.plan_instances), 'instance')}")
         if self.plan_per_cell is not None:
             planned = (f"the first {_count(range(self.plan_per_cell), 'instance')} of each grid cell"
                        + ("" if self.plan_instances is None else f", at most {self.plan_instances} in all"))

@@ -27,7 +27,17 @@ from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, see
 from tnlib.files import read_json
 from tnlib.learning.learned_heuristic import planned
 from tnlib.planning.search_settings import PAPER
-from tnlib.paper import DOMAINS, MAX_EVALUATIONS, PAPER_CONFIGS, TABLE1_BOLD_GAP, TABLE1_CONFIGS
+from tnlib.paper import (
+    DOMAINS,
+    FF_COVERAGE,
+    FF_EVALUATIONS,
+    MAX_EVALUATIONS,
+    PAPER_CONFIGS,
+    PAPER_TABLE1_NLM,
+    PAPER_TABLE2_NLM,
+    TABLE1_BOLD_GAP,
+    TABLE1_CONFIGS,
+)
 
 # What the reports say about the bold cells: Table 1's rule has a gap, Table 2's none (as the paper's captions).
 TABLE1_BOLD_RULE = (f"Bold: per configuration, the smallest of N, N+clip and TN when the next larger one is more than "
@@ -267,6 +277,25 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     return "\n".join(out) + "\n"
 
 
+def render_paper_table1(configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS) -> str:
+    """The paper's own Table 1 for NLM (:data:`tnlib.paper.PAPER_TABLE1_NLM`) in :func:`render_table`'s Markdown
+    layout, for the configurations ``configs``, bold by the paper's rule: to set beside a results folder's table."""
+    header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for domain, row in PAPER_TABLE1_NLM.items():
+        bold = _bold_keys(row, configs)
+
+        def show(key):
+            text = _cell(row[key])
+            return f"**{text}**" if key in bold else text
+
+        lines.append("| " + " | ".join([domain, "MSE", _number(row["ff"]), _number(row["lmcut"])]
+                                       + [show((s, r, d)) for s, r in configs for d in ("N", "TN")]) + " |")
+        lines.append("| " + " | ".join(["", "+clip", "", ""]
+                                       + [part for s, r in configs for part in (show((s, r, "N+clip")), "")]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Table 2
 
@@ -407,6 +436,31 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                     cells.append(f"**{text}**" if strong and text else text)
             ff = baseline.get(domain, {}).get(metric)
             ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
+            lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_paper_table2(configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
+    """The paper's own Table 2 for NLM (:data:`tnlib.paper.PAPER_TABLE2_NLM`, h_FF from FF_COVERAGE and
+    FF_EVALUATIONS) in :func:`render_table2`'s layout, bold by its rule (the best of N, N+clip and TN)."""
+    configs = [c for c in configs if c in PAPER_CONFIGS]
+    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
+    header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
+    lines = []
+    for metric, title, better, baseline in (
+            ("coverage", "Ratio of solved instances (higher is better)", max, FF_COVERAGE),
+            ("evaluations", "Average node evaluations (lower is better)", min, FF_EVALUATIONS)):
+        lines += [f"**{title}**", "", header, "|" + "---|" * (len(columns) + 2)]
+        for domain, row in PAPER_TABLE2_NLM[metric].items():
+            cells = []
+            for s, res in configs:
+                best = better(row[(s, res, c)][0] for c in ("N", "N+clip", "TN"))
+                for c in ("N", "N+clip", "TN"):
+                    text = _planning_cell(row[(s, res, c)], metric)
+                    cells.append(f"**{text}**" if row[(s, res, c)][0] == best else text)
+            ff = baseline[domain]
+            ff_text = f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}"
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
