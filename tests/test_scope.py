@@ -511,3 +511,31 @@ def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
     (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
     with pytest.raises(ValueError, match=r"differ in more than the seed \(steps: 200, 600\)"):
         render_table2(results)
+
+
+def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
+    """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), and in
+    which of two folders it shows."""
+    from tnlib.experiments.tables import render_directions
+
+    def folder(name, mses):
+        for (distribution, seed), mse in mses.items():
+            run = tmp_path / name / f"visitall-{distribution}-s{seed}"
+            run.mkdir(parents=True)
+            (run / "config.json").write_text(json.dumps(dict(
+                domain="visitall", model="nlm", distribution=distribution, sigma="learn", residual="ff",
+                lower_bound="lmcut", seed=seed)))
+            write_metrics(run, mse, 1.0)
+        return tmp_path / name
+
+    # the paper: visitall learn/ff TN 5.30±.6 against N 7.67±.4 and N+clip 7.60±.4 -- TN lower beyond the spread
+    large = folder("large", {("TN", 0): 2.0, ("TN", 1): 2.2, ("N", 0): 4.0, ("N", 1): 4.4})
+    small = folder("small", {("TN", 0): 3.0, ("TN", 1): 5.0, ("N", 0): 4.0, ("N", 1): 4.2})
+    text = render_directions(large, small, names=("large", "small"), configs=[("learn", "ff")])
+    rows = {tuple(c.strip() for c in line.split("|")[1:4]): [c.strip() for c in line.split("|")[4:8]]
+            for line in text.splitlines() if line.startswith("| visitall")}
+    assert rows[("visitall", "learn/ff", "TN vs N")] == [
+        "TN lower (5.30 vs 7.67)", "TN lower (2.10 vs 4.20)", "within spread (4.00 vs 4.10)", "only in large"]
+    ferry = [line for line in text.splitlines() if line.startswith("| ferry")]
+    assert ferry and all(line.endswith("| the paper has none |") for line in ferry)  # 3.45±.8 against 3.73±.7
+    assert "not run" in text and "only in large 2" in text

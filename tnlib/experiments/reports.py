@@ -16,6 +16,7 @@ from tnlib.experiments.tables import (
     optimal_selection,
     render_ablation,
     render_comparison,
+    render_directions,
     render_paper_table1,
     render_paper_table2,
     render_table,
@@ -440,6 +441,11 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                                  lower_bound=bounds[0], plotly_src=plotly_src))
     if against is not None:
         table = render_comparison(results_dir, against)  # (before writing: a ValueError leaves no file behind)
+        if figure_model == "nlm":
+            names = (f"`{Path(results_dir).name}/`", f"`{Path(against).name}/`")
+            table += ("\n## The paper's directions in both folders\n\nTest MSE of TN against N and N+clip: a "
+                      "direction counts where the two means differ by more than their summed std over seeds (the "
+                      "paper's: over its 5 seeds).\n\n" + render_directions(results_dir, against, names=names))
         text = (f"# `{Path(results_dir).name}/` against `{Path(against).name}/`\n\n{scope_header(results_dir)}\n"
                 f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "
                 "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; bold: the better "

@@ -590,3 +590,61 @@ def _planning_cell(stats: tuple[float, float | None] | None, metric: str) -> str
     digits = 2 if metric == "coverage" else 0
     mean, std = stats
     return f"{mean:.{digits}f} {ONE_SEED}" if std is None else f"{mean:.{digits}f}±{std:.{digits}f}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paper's directions (TN against N) in two results folders
+
+
+def _direction(tn: tuple[float, float | None] | None, other: tuple[float, float | None] | None,
+               lower_is_better: bool = True) -> str | None:
+    """``TN`` or the other column where one mean is better by more than the two cells' summed std (their spread
+    over seeds), ``tie`` otherwise; None without both cells. A cell of one seed has no spread: any gap counts."""
+    if tn is None or other is None:
+        return None
+    gap = other[0] - tn[0] if lower_is_better else tn[0] - other[0]
+    if abs(gap) <= (tn[1] or 0.0) + (other[1] or 0.0):
+        return "tie"
+    return "TN" if gap > 0 else "other"
+
+
+def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[str, str] = ("these runs", "other"),
+                      configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
+    """Where the paper's directions appear: per domain and configuration, TN against N and against N+clip in test
+    MSE (Table 1) as the paper has them (:data:`tnlib.paper.PAPER_TABLE1_NLM`) and as each folder's runs have them,
+    a direction counting only where the two means differ by more than their summed std over seeds; then which of
+    the paper's directions hold in both folders, in one only, or in neither. Markdown."""
+    cells = [table1_cells(collect_results(folder), model, configs=configs) for folder in (results_dir, other_dir)]
+    words = {"TN": "TN lower", "other": "{other} lower", "tie": "within spread", None: "not run"}
+
+    def said(direction, other: str, pair) -> str:
+        text = words[direction].format(other=other)
+        return text if pair is None else f"{text} ({_number(pair[0][0])} vs {_number(pair[1][0])})"
+
+    lines = [f"| domain | configuration | comparison | the paper | {names[0]} | {names[1]} | the paper's direction |",
+             "|---|---|---|---|---|---|---|"]
+    tally: dict[str, int] = defaultdict(int)
+    for domain in PAPER_TABLE1_NLM:
+        for sigma, residual in configs:
+            for other in ("N", "N+clip"):
+                paper = PAPER_TABLE1_NLM[domain]
+                paper_way = _direction(paper[(sigma, residual, "TN")], paper[(sigma, residual, other)])
+                row = [domain, f"{sigma}/{residual}", f"TN vs {other}",
+                       said(paper_way, other, (paper[(sigma, residual, "TN")], paper[(sigma, residual, other)]))]
+                ways = []
+                for table in cells:
+                    pair = table.get(domain, {})
+                    tn, them = pair.get((sigma, residual, "TN")), pair.get((sigma, residual, other))
+                    way = _direction(tn, them)
+                    ways.append(way)
+                    row.append(said(way, other, None if way is None else (tn, them)))
+                if paper_way == "tie" or None in ways:
+                    verdict = "the paper has none" if paper_way == "tie" else "not run in both"
+                else:
+                    held = [way == paper_way for way in ways]
+                    verdict = ("holds in both" if all(held) else f"only in {names[0]}" if held[0]
+                               else f"only in {names[1]}" if held[1] else "in neither")
+                tally[verdict] += 1
+                lines.append("| " + " | ".join(row + [verdict]) + " |")
+    summary = ", ".join(f"{verdict} {count}" for verdict, count in sorted(tally.items()))
+    return "\n".join(lines) + f"\n\nIn all: {summary}.\n"
