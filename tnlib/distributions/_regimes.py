@@ -104,10 +104,13 @@ def _frame_mass(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (torch.exp(-s * (a[..., None] + 0.5 * s)) * weights).sum(-1) * top
 
 
-def _frame_integral(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-    """J(a, d) = int_0^d exp(-a s - s^2/2) ds for a >= 0 or narrow (a, d); d may be infinite."""
+def _frame_integral(a: torch.Tensor, d: torch.Tensor, skip: torch.Tensor | None = None) -> torch.Tensor:
+    """J(a, d) = int_0^d exp(-a s - s^2/2) ds for a >= 0 or narrow (a, d); d may be infinite. Elements in ``skip``
+    (a caller computes them otherwise) get no quadrature, and an unspecified value."""
     centre = a + 0.5 * d
     narrow = d * torch.clamp(centre.abs(), min=1.0) <= _NARROW
+    if skip is not None:
+        narrow &= ~skip
     d_safe = torch.where(torch.isinf(d), torch.zeros_like(d), d)
     ratio = torch.exp(-d_safe * (a + 0.5 * d_safe))
     far = _mills(torch.where(torch.isinf(d), torch.zeros_like(d), a + d))  # m(a + d)

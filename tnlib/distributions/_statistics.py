@@ -286,13 +286,26 @@ def _by_regime(core: _Core, frame_part, straddle_part, like: torch.Tensor) -> to
     return out
 
 
+def _near_mode(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """Frame elements whose mass below d is a difference of erf's without cancellation: the lower bound within a
+    scale of the mode (0 <= a <= 1, so erf(a/sqrt 2) <= 0.69) and d at least a/8."""
+    return (a >= 0.0) & (a <= 1.0) & (8.0 * d >= a)
+
+
 def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
     """The canonical CDF at c_value (flattened; clamped into the support), all regimes."""
     c_value = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
 
     def frame_cdf(i):
-        d = (c_value[i] - core.c_low[i]) / core.scale[i]
-        return _frame_integral(core.a[i], d) * torch.exp(-core.log_m0[i])
+        a, d = core.a[i], (c_value[i] - core.c_low[i]) / core.scale[i]
+        cdf = _frame_integral(a, d, skip=_near_mode(a, d)) * torch.exp(-core.log_m0[i])
+        # near the mode (0 <= a <= 1, d >= a/8): the difference of erf's cancels at most 3 bits, no quadrature
+        near = _near_mode(a, d)
+        if bool(near.any()):
+            a_n, d_n = a[near], d[near]
+            mass = torch.erf((a_n + d_n) * _SQRT_HALF) - torch.erf(a_n * _SQRT_HALF)
+            cdf = cdf.index_put((near,), 0.5 * mass / torch.exp(core.log_z[i][near]))
+        return cdf
 
     def straddle_cdf(i):
         t = (c_value[i] - core.c_loc[i]) / core.scale[i]
