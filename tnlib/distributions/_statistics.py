@@ -409,8 +409,10 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     t = -ndtri(phi(a) K) has full relative accuracy wherever phi(a) K is a normal number. d = t - a then carries an
     absolute error of a few ulps of max(t, 1.25), so x = low + s d one of a few ulps of s max(t, 1.25): that is the
     answer where that is within 8 times |x| (x off by a few tens of its ulps at most), and a start for Newton
-    elsewhere (where x is small beside s t or s, as low = 0 with loc at or far below it and p small). Narrow elements and far tails whose phi(a) K underflows start from the truncated exponential
-    with the log-density's slope at the interval's centre (narrow) or at a (right frame)."""
+    elsewhere (where x is small beside s t or s, as low = 0 with loc at or far below it and p small). A narrow
+    interval within half a scale of loc inverts erf the same way. Other narrow elements, and far tails whose
+    phi(a) K underflows, start from the truncated exponential with the log-density's slope at the interval's
+    centre (narrow) or at a (right frame)."""
     dtype = a.dtype
     right = (a >= 0) & ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)
     k_lower = torch.where(right & ~use_upper, _mills(torch.where(right, a, torch.zeros_like(a))) - p * m0, m0)
@@ -427,6 +429,16 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     near_mode = right & (v <= 0.5)
     t = torch.where(near_mode, torch.erfinv(torch.where(near_mode, v, torch.zeros_like(v))) / _SQRT_HALF, t)
     representable = representable | near_mode
+    # a narrow interval within half a scale of loc: t = sqrt 2 erfinv(erf(a/sqrt 2) + p (erf(b/sqrt 2) -
+    # erf(a/sqrt 2))), off by a few ulps of |erf(a/sqrt 2)| + |erf(b/sqrt 2)| (erfinv's slope is at most 1.14 there)
+    near_loc = ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
+    erf_sum = torch.zeros_like(a)
+    if bool(near_loc.any()):
+        ea, eb = torch.erf(a * _SQRT_HALF), torch.erf(b * _SQRT_HALF)
+        v_loc = torch.where(use_upper, eb - q * (eb - ea), ea + p * (eb - ea))
+        t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, torch.zeros_like(v_loc))) / _SQRT_HALF, t)
+        erf_sum = ea.abs() + eb.abs()
+        representable = representable | near_loc
     d = torch.minimum((t - a).clamp_min(0.0), w)
     if not bool(representable.all()):
         # truncated exponential: d = -log1p(p expm1(-rate w)) / rate (rate 1e-8 where it vanishes: uniform)
@@ -439,8 +451,9 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     # accepted where what t is off by is within 8 ulps of the value returned, x = low + s d: a few ulps of
     # max(t, m(t)) (the inverse of Phi(-t) is conditioned like m(t)/t, and m(t) <= 1.26 for t >= 0)
     x = core.c_low[idx] + core.scale[idx] * d
-    slack = torch.where(near_mode, torch.zeros_like(d), torch.full_like(d, 1.25))  # erfinv: relative to t
-    solved = representable & ((a + d + slack) * core.scale[idx] <= 8.0 * x.abs()) & (d > 0) & (d < w)
+    off_by = torch.where(near_mode, a + d, a + d + 1.25)  # what t is off by, in its ulps of 1 (erfinv: relative)
+    off_by = torch.where(near_loc, 2.0 * erf_sum, off_by)
+    solved = representable & (off_by * core.scale[idx] <= 8.0 * x.abs()) & (d > 0) & (d < w)
     return d, solved
 
 
