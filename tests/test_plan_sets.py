@@ -218,7 +218,7 @@ def test_a_sweep_refuses_an_unknown_plan_set():
 
 
 def test_the_first_instances_of_each_grid_cell_are_taken_in_the_sets_order(made):
-    from tnlib.learning.learned_heuristic import chosen_instances
+    from tnlib.learning.split_planning import chosen_instances
     from tnlib.data.loading import load_split
 
     plan_set = load_plan_set(made, "gripper")

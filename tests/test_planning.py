@@ -14,7 +14,8 @@ from tnlib.data.loading import load_split
 from tnlib.learning.encodings import make_encoder
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.tables import collect_planning, render_table2, summarize
-from tnlib.learning.learned_heuristic import LearnedHeuristic, plan_baseline, plan_problem, plan_split
+from tnlib.learning.learned_heuristic import LearnedHeuristic
+from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split
 from tnlib.planning.pddl import resolve_domain
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
 from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings

@@ -1,7 +1,7 @@
 """Table 2's symbolic baselines on label-free plan sets: GBFS with h_FF (the paper's column), LM-cut, h_add and goal
 count, per grid cell and per domain, on every instance and under the paper's selection by optimal solves.
 
-:func:`run_plan_set_baselines` plans (resumably: one JSON line per instance, :func:`tnlib.learning.learned_heuristic.
+:func:`run_plan_set_baselines` plans (resumably: one JSON line per instance, :func:`tnlib.learning.split_planning.
 plan_baseline`) into ``OUT/<plan set>/baseline-<domain>-<heuristic>.jsonl``; :func:`render_plan_set_baselines` writes
 ``OUT/baselines.md`` from those files and the plan sets' manifests, with a header that says how it was made.
 """
@@ -16,7 +16,7 @@ from tnlib.executors import run_jobs
 from tnlib.experiments.reports import rendered_by
 from tnlib.experiments.tables import summarize
 from tnlib.files import atomic_write_text, read_jsonl
-from tnlib.learning.learned_heuristic import plan_baseline
+from tnlib.learning.split_planning import plan_baseline
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
 from tnlib.planning.search_settings import PAPER, SearchSettings

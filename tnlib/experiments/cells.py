@@ -15,7 +15,7 @@ from tnlib.errors import DamagedFile
 from tnlib.files import damaged_message, locked, read_json, read_jsonl
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
-from tnlib.learning.learned_heuristic import plan_split
+from tnlib.learning.split_planning import plan_split
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_checkpoint_file, train
 from tnlib.learning.until_flat import EXTEND_STEPS, still_improving, until_flat_end

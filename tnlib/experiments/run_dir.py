@@ -5,7 +5,7 @@ A results folder (a sweep's ``out_dir``) holds run folders (:class:`RunDir`), ``
 sub-folder named for it: ``plan-set/baseline-DOMAIN-HEURISTIC.jsonl``).
 
 The files inside a run folder, and the baseline files, are written by the learning stage (training, evaluation,
-learned_heuristic), so their names live in :mod:`tnlib.learning.run_files`: a stage imports only the stages below
+split_planning), so their names live in :mod:`tnlib.learning.run_files`: a stage imports only the stages below
 it, and a file name has one home. This module adds only what experiments owns -- finding run folders, metrics,
 planning and baseline files in a results folder, and the sweep's own file.
 """

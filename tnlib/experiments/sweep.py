@@ -478,7 +478,7 @@ CPU_HOURS_WORTH_A_CLUSTER = 8.0
 
 
 def run_baselines(sweep: Sweep) -> None:
-    from tnlib.learning.learned_heuristic import plan_baseline
+    from tnlib.learning.split_planning import plan_baseline
 
     out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
     for domain in sweep.domains:

@@ -7,7 +7,7 @@ configuration, each cell the mean +- std over seeds, the best of N, N+clip and T
 gap to the next value exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
 
 :func:`collect_planning` reads every ``planning-<estimate>.jsonl`` (written by
-:func:`tnlib.learning.learned_heuristic.plan_split`) and :func:`render_table2` lays them out as the paper's Table 2:
+:func:`tnlib.learning.split_planning.plan_split`) and :func:`render_table2` lays them out as the paper's Table 2:
 coverage and average evaluations, an unsolved instance counting as the evaluation limit, beside the h_FF baseline.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
 from tnlib.files import read_json
-from tnlib.learning.learned_heuristic import planned
+from tnlib.learning.split_planning import planned
 from tnlib.planning.search_settings import PAPER
 from tnlib.paper import (
     DOMAINS,

@@ -10,11 +10,11 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
     metrics-SPLIT.json        test metrics of best.pt (metrics-SPLIT-STEM.json for another checkpoint)
     planning-ESTIMATE.jsonl   one line per planned instance of the plan split (ESTIMATE: default or clip)
 
-and :func:`tnlib.learning.learned_heuristic.plan_baseline` writes ``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a
+and :func:`tnlib.learning.split_planning.plan_baseline` writes ``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a
 symbolic heuristic over the plan split) into the folder it is given, a sweep's results folder.
 
 Why here and not in :mod:`tnlib.experiments.run_dir`: every one of these files is written by learning's own
-modules (training, evaluation, learned_heuristic), and a stage imports only the stages below it, so the names
+modules (training, evaluation, split_planning), and a stage imports only the stages below it, so the names
 live with their writers. :mod:`tnlib.experiments.run_dir` builds on this module -- its ``RunDir`` is this class --
 and adds what only experiments owns: a results folder of run folders and its ``sweep.json``.
 """
@@ -33,7 +33,7 @@ PLANNING_ON = "planning-{split}-{estimate}.jsonl"
 
 
 def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:
-    """Where :func:`tnlib.learning.learned_heuristic.plan_baseline` writes ``domain``'s ``heuristic`` baseline."""
+    """Where :func:`tnlib.learning.split_planning.plan_baseline` writes ``domain``'s ``heuristic`` baseline."""
     return Path(folder) / BASELINE.format(domain=domain, heuristic=heuristic)
 
 

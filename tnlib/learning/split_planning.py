@@ -1,0 +1,127 @@
+"""Planning a whole split or plan set, resumably: one JSON record per instance (Table 2's planning files).
+
+:func:`plan_split` plans every instance of a dataset split or label-free plan set with a run's best checkpoint (a
+:class:`tnlib.learning.learned_heuristic.LearnedHeuristic` per problem) into ``planning-<estimate>.jsonl`` (another
+split: ``planning-<split>-<estimate>.jsonl``); :func:`plan_baseline` does the same with a symbolic heuristic
+(``baseline-<domain>-<heuristic>.jsonl``, the h_FF column). :func:`plan_problem` is one record: the problem, the
+search settings it ran under, the grounding, the outcome. A file holds the records of one setting only and is
+resumed where it stopped: instances already there are skipped, a line cut by a crash is planned again.
+:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2 from these files.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tnlib.data.loading import load_split
+from tnlib.data.plan_sets import load_plan_set
+from tnlib.data.schema import PLAN_SETS
+from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
+from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
+from tnlib.learning.run_files import RunDir, baseline_file
+from tnlib.planning.pddl import resolve_domain
+from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
+
+# What planning records name about the search that made them (besides the protocol and the evaluation limit):
+# the grounding searched (tnlib.planning.task.load_search_task); a record made on another grounding is planned again.
+GROUNDING = "unpruned"
+
+
+def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH) -> dict:
+    """:func:`search_problem`'s outcome as a JSON-able planning record (one line of a planning file) that names the
+    protocol, the evaluation limit and the grounding."""
+    result = search_problem(heuristic, domain_file, problem_file, settings)
+    return {"problem": Path(problem_file).name, "protocol": settings.protocol,
+            "max_evaluations": settings.max_evaluations,
+            "grounding": GROUNDING, "status": result.status, "solved": result.solved,
+            "evaluations": result.evaluations, "expansions": result.expansions,
+            "seconds": round(result.seconds, 4), "plan_length": len(result.plan) if result.solved else None}
+
+
+def planned(path: Path) -> dict[str, dict]:
+    """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
+    instance is simply planned again)."""
+    return {record["problem"]: record for record in read_jsonl(path)}
+
+
+def chosen_instances(table, instances: int | None = None, per_cell: int | None = None) -> list[str]:
+    """The instances of a split or plan set to plan: with ``per_cell`` the first that many of each grid cell of a
+    plan set (:meth:`tnlib.data.plan_sets.PlanSet.first_per_cell`), then the first ``instances`` of those (all
+    with None)."""
+    if per_cell is None:
+        return table.instances()[:instances]
+    if not hasattr(table, "first_per_cell"):
+        raise ValueError("planning the first instances of each grid cell needs a plan set (plan-set, "
+                         "plan-set-authors), not a labelled split")
+    return table.first_per_cell(per_cell)[:instances]
+
+
+def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, settings: SearchSettings,
+                    instances: int | None, progress: bool = False, desc: str = "",
+                    per_cell: int | None = None) -> list[dict]:
+    """GBFS over a split's instances (:func:`chosen_instances`), one JSON line per instance in ``out``.
+
+    ``out`` only ever holds records of one setting: the protocol, the evaluation limit, the grounding and what
+    ``extra`` names (a learned heuristic's checkpoint digest). Records made otherwise -- an earlier limit, weights
+    trained further since -- are dropped when it is opened, and their instances planned again; matching records
+    are kept (resuming an interrupted split plans only what is missing)."""
+    from tqdm.auto import tqdm
+
+    domain_file = resolve_domain(domain)
+    chosen = chosen_instances(table, instances, per_cell)
+    setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
+               **extra}
+    lines = read_jsonl(out)
+    done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
+    if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
+        atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
+    for instance in tqdm(chosen, desc=desc, disable=not progress, leave=False):
+        problem = table.problem_path(instance)
+        if problem.name in done:
+            continue
+        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, settings)
+        record.update(instance=instance, **extra)
+        append_jsonl(out, record)
+        done[problem.name] = record
+    return [done[table.problem_path(i).name] for i in chosen]
+
+
+def planning_instances(data_root, domain: str, split: str = "plan"):
+    """The instances to plan: a labelled split's table or, for a plan set's name (``plan-set``,
+    ``plan-set-authors``: :data:`tnlib.data.schema.PLAN_SETS`), that label-free set -- both offer ``instances()``
+    and ``problem_path(instance)``."""
+    if split in PLAN_SETS.values():
+        return load_plan_set(data_root, domain, split)
+    return load_split(data_root, domain, split)
+
+
+def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = "plan",
+               settings: SearchSettings = PAPER_SEARCH, instances: int | None = None,
+               progress: bool = False, per_cell: int | None = None) -> list[dict]:
+    """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
+    ``planning-<estimate>.jsonl`` for the plan split, ``planning-<split>-<estimate>.jsonl`` otherwise."""
+    from tnlib.learning.training import TrainConfig
+
+    run_dir = Path(run_dir)
+    config = TrainConfig.from_dict(RunDir(run_dir).read_config())
+    table = planning_instances(data_root or config.data_root, config.domain, split)
+    # the weights a record was planned with: a run trained further since is planned again
+    checkpoint = sha256_file(RunDir(run_dir).best)[:16]
+    return _plan_instances(
+        table, config.domain, RunDir(run_dir).planning_file(estimate, split),
+        lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
+        {"estimate": estimate, "checkpoint": checkpoint}, settings, instances, progress,
+        desc=f"{run_dir.name} {estimate}", per_cell=per_cell)
+
+
+def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
+                  settings: SearchSettings = PAPER_SEARCH, instances: int | None = None,
+                  per_cell: int | None = None) -> list[dict]:
+    """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like
+    :func:`plan_split`."""
+    out_dir = Path(out_dir or ".")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = baseline_file(out_dir, domain, heuristic)
+    return _plan_instances(planning_instances(data_root, domain, split), domain, out,
+                           lambda domain_file, problem: heuristic,
+                           {"domain": domain, "heuristic": heuristic}, settings, instances, per_cell=per_cell)
