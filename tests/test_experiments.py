@@ -352,7 +352,7 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
     real_train = cells.train_until_flat
     monkeypatch.setattr(cells, "train_until_flat",
                         lambda *args, **kwargs: tries.append(try_lock()) or real_train(*args, **kwargs))
-    summary = cells.run_cell(config, plan=False, max_steps=400, extend_steps=200)
+    summary = cells.run_cell(config, cells.CellSettings(max_steps=400, extend_steps=200, plan=False))
     assert summary["run"] == "ferry-linear-TN-learn-ff-llmcut-s0" and tries == [False]
     assert try_lock()  # released when the cell is done
 

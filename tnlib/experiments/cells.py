@@ -18,8 +18,8 @@ from tnlib.learning.heads import point_estimates
 from tnlib.learning.split_planning import plan_split
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_checkpoint_file, train
-from tnlib.learning.until_flat import EXTEND_STEPS, still_improving, until_flat_end
-from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
+from tnlib.learning.until_flat import still_improving, until_flat_end
+from tnlib.experiments.cell_settings import CellSettings
 
 
 def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
@@ -39,20 +39,16 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
         steps = min(steps + extend_steps, max_steps)
 
 
-def run_cell(config: dict, plan: bool = True, plan_instances: int | None = None,
-             search: SearchSettings = PAPER_SEARCH, max_steps: int | None = None,
-             extend_steps: int = EXTEND_STEPS, plan_on: str = "plan", plan_per_cell: int | None = None) -> dict:
-    """Train (or resume) one configuration -- until flat with ``max_steps`` (:func:`train_until_flat`) --, evaluate
-    it on the test split and plan with it on ``plan_on`` (the plan split, or a plan set: with ``plan_per_cell``
-    the first that many instances of each of its grid cells).
+def run_cell(config: dict, settings: CellSettings = CellSettings()) -> dict:
+    """Train (or resume) one configuration -- until flat with ``settings.max_steps`` (:func:`train_until_flat`) --,
+    evaluate it on the test split and plan with it as ``settings`` say (:class:`CellSettings`).
 
     The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
     folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
     work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
     on a cluster it holds where the shared filesystem supports it."""
     with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
-        return _run_cell(config, plan, plan_instances, search, max_steps, extend_steps, plan_on,
-                         plan_per_cell)
+        return _run_cell(config, settings)
 
 
 def _recorded_metrics(path: Path) -> dict | None:
@@ -66,11 +62,10 @@ def _recorded_metrics(path: Path) -> dict | None:
         return None
 
 
-def _run_cell(config: dict, plan: bool, plan_instances: int | None, search: SearchSettings, max_steps: int | None,
-              extend_steps: int, plan_on: str, plan_per_cell: int | None) -> dict:
+def _run_cell(config: dict, settings: CellSettings) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
-    run_dir = train(TrainConfig.from_dict(config)) if max_steps is None else \
-        train_until_flat(config, max_steps, extend_steps)
+    run_dir = train(TrainConfig.from_dict(config)) if settings.max_steps is None else \
+        train_until_flat(config, settings.max_steps, settings.extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
     best_step = read_checkpoint_file(RunDir(run_dir).best, written_here=True)["step"]
     metrics = _recorded_metrics(metrics_path)
@@ -82,9 +77,9 @@ def _run_cell(config: dict, plan: bool, plan_instances: int | None, search: Sear
     if (_recorded_metrics(nll_path) or {}).get("checkpoint_step") != nll_step:
         evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
-    if plan:
+    if settings.plan:
         for estimate in point_estimates(config["distribution"]):
-            records = plan_split(run_dir, estimate, split=plan_on, settings=search,
-                                 instances=plan_instances, per_cell=plan_per_cell)
-            summary[f"coverage_{estimate}"] = summarize(records, search.max_evaluations)["coverage"]
+            records = plan_split(run_dir, estimate, split=settings.plan_on, settings=settings.search,
+                                 instances=settings.plan_instances, per_cell=settings.plan_per_cell)
+            summary[f"coverage_{estimate}"] = summarize(records, settings.search.max_evaluations)["coverage"]
     return summary

@@ -28,6 +28,7 @@ from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.schema import MANIFEST, PLAN_SETS, WORK
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
+from tnlib.experiments.cell_settings import CellSettings
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
@@ -176,6 +177,13 @@ class Sweep:
     def search_settings(self) -> SearchSettings:
         """What GBFS plans under: the paper's counting protocol and this sweep's evaluation limit."""
         return SearchSettings(PAPER, self.max_evaluations)
+
+    @property
+    def cell_settings(self) -> CellSettings:
+        """What each cell does besides training its configuration (passed with it to run_cell)."""
+        return CellSettings(max_steps=self.max_steps, extend_steps=self.extend_steps, plan=self.plan,
+                            plan_on=self.plan_on, plan_per_cell=self.plan_per_cell,
+                            plan_instances=self.plan_instances, search=self.search_settings)
 
     def dataset_path(self) -> Path:
         """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
@@ -533,14 +541,11 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     write_sweep_file(sweep)
     configs = sweep.train_configs()
-    kwargs = dict(plan=sweep.plan, plan_on=sweep.plan_on, plan_per_cell=sweep.plan_per_cell,
-                  plan_instances=sweep.plan_instances,
-                  search=sweep.search_settings,
-                  max_steps=sweep.max_steps, extend_steps=sweep.extend_steps)
+    settings = sweep.cell_settings
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
     results = []
-    for summary in run_jobs(functools.partial(run_cell, **kwargs), configs, workers, scheduler):
+    for summary in run_jobs(functools.partial(run_cell, settings=settings), configs, workers, scheduler):
         results.append(summary)
         bar.update(1)
     bar.close()
