@@ -559,3 +559,14 @@ def test_two_generations_into_one_folder_solve_each_attempt_once(tmp_path):
     for table in ("train.parquet", "val.parquet"):
         assert sha256_file(tmp_path / "shared" / "gripper" / table) == sha256_file(tmp_path / "alone" / "gripper" / table)
     assert cli.main(["data", "verify", str(tmp_path / "shared")]) == 0
+
+
+def test_a_data_root_named_by_another_checkout_is_found_in_this_one(tmp_path):
+    from tnlib.data.manifest import dataset_root, default_data_root
+
+    here = dataset_root(default_data_root() / "small")
+    assert dataset_root(tmp_path / "gone" / "checkout" / "data" / "small") == here  # a run folder from elsewhere
+    with pytest.raises(DatasetError):
+        dataset_root(tmp_path / "gone" / "nothing-like-it")
+    with pytest.raises(DatasetError):  # an existing folder is taken at its word
+        dataset_root(tmp_path)

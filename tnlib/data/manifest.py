@@ -37,11 +37,23 @@ def _generate_hint(
     return f"`{command}{' --force' if force else ''}`"
 
 
+def _in_this_checkout(base: Path) -> list[Path]:
+    """Where an absolute path that does not exist would be in this repository: the same path below the repository
+    root as below the checkout it names (``/elsewhere/repo/data/paper`` -> ``<repo>/data/paper``), longest tail
+    first, at least two parts of it. Committed run folders name the absolute data root of the checkout that trained
+    them; a clone elsewhere finds the same dataset this way."""
+    if not base.is_absolute() or base.exists():
+        return []
+    repository = default_data_root().parent
+    return [repository.joinpath(*base.parts[i:]) for i in range(1, len(base.parts) - 1)]
+
+
 def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_PROFILE) -> Path:
     """The dataset root to read: ``root`` itself when it holds a manifest, else ``root/profile``
-    (``root`` defaults to :func:`default_data_root`). Raises DatasetError when neither has one."""
+    (``root`` defaults to :func:`default_data_root`); a ``root`` that does not exist is looked for in this checkout
+    too (:func:`_in_this_checkout`). Raises DatasetError when none has one."""
     base = Path(root) if root is not None else default_data_root()
-    for candidate in (base, base / profile):
+    for candidate in (base, base / profile, *_in_this_checkout(base)):
         if (candidate / MANIFEST).is_file():
             return candidate
     raise DatasetError(
