@@ -229,3 +229,16 @@ def test_the_first_instances_of_each_grid_cell_are_taken_in_the_sets_order(made)
     assert chosen_instances(plan_set, per_cell=2) == two and chosen_instances(plan_set, 1, per_cell=2) == two[:1]
     with pytest.raises(ValueError, match="needs a plan set"):
         chosen_instances(load_split(made, "gripper", "plan"), per_cell=1)
+
+
+def test_a_sweep_on_a_missing_plan_set_says_how_to_make_it(tmp_path):
+    from tnlib.errors import DatasetError
+    from tnlib.experiments.sweep import Sweep
+
+    data = tmp_path / "small"
+    shutil.copytree(SMALL, data)  # data/small has no plan set
+    sweep = Sweep.from_parameters(preset="small", domains=["ferry"], data_root=str(data), plan_on="plan-set",
+                                  out_dir=str(tmp_path / "runs"))
+    with pytest.raises(DatasetError, match=r"lacks the plan set ferry/plan-set: make it with `tnlib data plan-set .* "
+                                           r"--domain ferry --grid test`"):
+        sweep.check_data()

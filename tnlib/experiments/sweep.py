@@ -425,6 +425,13 @@ class Sweep:
         up at the solver limits) pass only with ``accept_out_of_reach``: the sweep then trains and tests on the
         cells that exist."""
         root, missing, out_of_reach = self.data_gaps()
+        plan_sets = [m for m in missing if self.plan_on != "plan" and m.endswith(f"/{self.plan_on}")]
+        missing = [m for m in missing if m not in plan_sets]
+        if plan_sets and not missing:
+            grid = next(g for g, name in PLAN_SETS.items() if name == self.plan_on)
+            command = " ".join(f"--domain {m.split('/')[0]}" for m in plan_sets)
+            raise DatasetError(f"{root} lacks the plan set {', '.join(plan_sets)}: make it with `tnlib data plan-set "
+                               f"{root} {command} --grid {grid}` (or plan on the plan split: --plan-on plan)")
         if missing:
             lacking = [d for d in self.domains if any(m.startswith(f"{d}/") or m.startswith(f"{d} ") for m in missing)]
             command = " ".join(f"--domain {d}" for d in lacking)
