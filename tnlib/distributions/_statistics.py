@@ -25,6 +25,7 @@ from tnlib.distributions._regimes import (
     _frame_integral,
     _frame_mass,
     _frame_moments,
+    _frame_moments_any,
     _mills,
     _ndtr,
     _zero_where,
@@ -69,7 +70,7 @@ def _standardized_variance(core: _Core) -> torch.Tensor:
             v = v.index_put((series,), _far_tail_series(core.a[series])[2])
         quad = ill & ~series
         if bool(quad.any()):
-            _, _, var_q, _ = _frame_moments(core.a[quad], core.w[quad], panels=8)
+            _, _, var_q, _ = _frame_moments_any(core.a[quad], core.w[quad])
             v = v.index_put((quad,), var_q)
     return v.clamp(min=0.0, max=1.0)
 
@@ -199,7 +200,7 @@ def _third_cumulant(core: _Core, v: torch.Tensor) -> tuple[torch.Tensor, torch.T
     error_bound = terms * (torch.finfo(v.dtype).eps * g_ulps + v_tolerance)
     ill = core.frame & ~(error_bound <= tolerance * kappa3.abs())
     if bool(ill.any()):
-        _, _, _, third = _frame_moments(core.a[ill], core.w[ill], panels=8)
+        _, _, _, third = _frame_moments_any(core.a[ill], core.w[ill])
         kappa3 = kappa3.index_put((ill,), third)
     return kappa3, v_b
 
