@@ -416,20 +416,28 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     centre (narrow) or at a (right frame)."""
     dtype = a.dtype
     right = (a >= 0) & ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)
-    k_lower = torch.where(right & ~use_upper, _mills(torch.where(right, a, torch.zeros_like(a))) - p * m0, m0)
     b = core.b[idx]
-    beyond = _zero_where(torch.isinf(b) | ~right, _mills(torch.where(torch.isfinite(b), b, torch.zeros_like(b))))
-    k = torch.where(use_upper, m0 * (q + core.p_b[idx] * beyond), k_lower)
-    log_y = torch.log(k) - 0.5 * a.square() - _LOG_SQRT_2PI
-    representable = right & (log_y > math.log(torch.finfo(dtype).tiny)) & (k > 0)
-    t = -torch.special.ndtri(torch.exp(torch.where(representable, log_y, torch.full_like(log_y, -1.0))))
     # near the mode Phi(-t) is close to 1/2 and rounds t's small value away: there t = sqrt 2 erfinv(v) with
     # v = erf(t/sqrt 2) = erf(a/sqrt 2) + 2 p Z (or erf(b/sqrt 2) - 2 q Z above the median), both terms exact
     z = torch.exp(core.log_z[idx])
     v = torch.where(use_upper, torch.erf(b * _SQRT_HALF) - 2.0 * q * z, torch.erf(a * _SQRT_HALF) + 2.0 * p * z)
     near_mode = right & (v <= 0.5)
-    t = torch.where(near_mode, torch.erfinv(torch.where(near_mode, v, torch.zeros_like(v))) / _SQRT_HALF, t)
-    representable = representable | near_mode
+    t = torch.zeros_like(a)
+    representable = near_mode.clone()
+    mode_idx = near_mode.nonzero().squeeze(1)
+    if mode_idx.numel():
+        t[mode_idx] = torch.erfinv(v[mode_idx]) / _SQRT_HALF
+    # elsewhere in the right frame, t = -ndtri(phi(a) K), on those elements only (erfcx and ndtri are the cost)
+    tail_idx = (right & ~near_mode).nonzero().squeeze(1)
+    if tail_idx.numel():
+        a_t, b_t, p_t, q_t, m0_t, up_t = (x[tail_idx] for x in (a, b, p, q, m0, use_upper))
+        k_lower = _mills(a_t) - p_t * m0_t
+        beyond = _zero_where(torch.isinf(b_t), _mills(torch.where(torch.isfinite(b_t), b_t, torch.zeros_like(b_t))))
+        k = torch.where(up_t, m0_t * (q_t + core.p_b[idx][tail_idx] * beyond), k_lower)
+        log_y = torch.log(k) - 0.5 * a_t.square() - _LOG_SQRT_2PI
+        ok = (log_y > math.log(torch.finfo(dtype).tiny)) & (k > 0)
+        t[tail_idx] = -torch.special.ndtri(torch.exp(torch.where(ok, log_y, torch.full_like(log_y, -1.0))))
+        representable[tail_idx] = ok
     # a narrow interval within half a scale of loc: t = sqrt 2 erfinv(erf(a/sqrt 2) + p (erf(b/sqrt 2) -
     # erf(a/sqrt 2))), off by a few ulps of |erf(a/sqrt 2)| + |erf(b/sqrt 2)| (erfinv's slope is at most 1.14 there)
     near_loc = ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
