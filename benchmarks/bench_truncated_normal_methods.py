@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,22 +30,13 @@ from scipy.stats import truncnorm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_truncated_normal_sampling import REGIMES, rate  # noqa: E402
+
 from tnlib import TruncatedNormal  # noqa: E402
 
-REGIMES = {"two-sided [-1, 2]": (-1.0, 2.0), "one-sided [0, inf)": (0.0, math.inf), "tail [3, 5]": (3.0, 5.0),
-           "narrow [-1e-3, 1e-3]": (-1e-3, 1e-3), "both infinite": (-math.inf, math.inf)}
 METHODS = ("log_prob", "cdf", "icdf", "sample", "mean", "variance", "entropy")
-
-
-def rate(function, points: int, repeats: int) -> float:
-    """Millions of values per second: ``points`` values per call, the best of ``repeats`` after one warm-up."""
-    function()
-    best = math.inf
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - started)
-    return points / best / 1e6
 
 
 def tnlib_call(method: str, parameters, x, p):

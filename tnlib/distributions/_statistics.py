@@ -299,9 +299,9 @@ def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
 
     def frame_cdf(i):
         a, d = core.a[i], (c_value[i] - core.c_low[i]) / core.scale[i]
-        cdf = _frame_integral(a, d, skip=_near_mode(a, d)) * torch.exp(-core.log_m0[i])
         # near the mode (0 <= a <= 1, d >= a/8): the difference of erf's cancels at most 3 bits, no quadrature
         near = _near_mode(a, d)
+        cdf = _frame_integral(a, d, skip=near) * torch.exp(-core.log_m0[i])
         if bool(near.any()):
             a_n, d_n = a[near], d[near]
             mass = torch.erf((a_n + d_n) * _SQRT_HALF) - torch.erf(a_n * _SQRT_HALF)
