@@ -142,11 +142,17 @@ def main() -> None:
     parser.add_argument("--forward-repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--hgn-sparse", choices=["auto", "csr", "sorted-segments"], default="auto",
+                        help="STRIPS-HGN's sparse products (auto: CSR on the CPU, sorted segments elsewhere)")
     args = parser.parse_args()
+    if args.hgn_sparse != "auto":
+        import tnlib.learning.strips_hgn as strips_hgn
+
+        strips_hgn._sorted_segments_on = lambda device: args.hgn_sparse == "sorted-segments"
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     print(f"torch {torch.__version__}, {args.threads} threads, device {device}, training batch {args.batch_size}, "
-          f"median of {args.repeats} runs of {args.steps} steps")
+          f"median of {args.repeats} runs of {args.steps} steps, STRIPS-HGN sparse products: {args.hgn_sparse}")
     print(f"{'domain':12} {'model':7} {'objects':>7} {'facts':>6} {'steps/s':>8} {'s/step':>7} "
           f"{'before':>7} {'speed-up':>8} {'fwd b=1':>9} {'fwd b=16':>9} {'fwd b=256':>9}")
     folder = Path(tempfile.mkdtemp(prefix="bench-training-"))

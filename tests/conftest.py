@@ -1,5 +1,6 @@
-"""Shared test set-up: one thread per test module, and the folder each module's problem corpus is written to
-(the problem files themselves come from planning_corpus.py, built deterministically and cached by folder)."""
+"""Shared test set-up: one thread per test module, the CPU as the default device outside tests/test_cuda.py, and
+the folder each module's problem corpus is written to (the problem files themselves come from planning_corpus.py,
+built deterministically and cached by folder)."""
 from __future__ import annotations
 
 import pytest
@@ -14,6 +15,19 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def cpu_unless_the_test_is_about_cuda(request):
+    """tnlib runs on CUDA when present; the suite checks the CPU's numbers against references (and compares CPU
+    tensors with what a checkpoint loads), so on a GPU machine it still runs on the CPU, module-scoped fixtures
+    (runs trained once per module) included. tests/test_cuda.py, which compares the two, sees the GPU."""
+    if request.module.__name__ == "test_cuda":
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: False)
+        yield
 
 
 @pytest.fixture(scope="module")

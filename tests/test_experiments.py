@@ -224,6 +224,27 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
             for d in sweep.domains) / 3600)
 
 
+def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
+    from tnlib.learning.training_cost import MEASURED_GPU, MEASURED_GPU_STEP_SECONDS
+
+    for sweep in (Sweep(), Sweep.preset("paper-scale")):
+        table = MEASURED_GPU_STEP_SECONDS["paper"][sweep.batch_size]
+        runs_per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
+        expected = sum(runs_per_domain * sweep.steps * table[m][d] for m in sweep.models for d in sweep.domains) / 3600
+        assert sweep.measured_gpu_hours() == pytest.approx(expected)
+        line = next(x for x in sweep.describe().splitlines() if x.startswith("  on a GPU"))
+        assert line.startswith(f"  on a GPU  training alone about {expected:.1f} hours") and MEASURED_GPU in line
+        if sweep.max_steps is not None:  # a sweep that trains until flat: also the hours at max_steps
+            at_most = sum(runs_per_domain * sweep.max_steps * table[m][d] for m in sweep.models for d in sweep.domains)
+            assert f"(up to {at_most / 3600:.1f} hours at max_steps)" in line
+    both = Sweep(models=["nlm", "hgn"], domains=["ferry"], seeds=[0])
+    table = MEASURED_GPU_STEP_SECONDS["paper"][256]
+    assert both.measured_gpu_hours() == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["hgn"]["ferry"]) / 3600)
+    # not measured: data/small, a batch size without a measurement
+    assert Sweep.preset("small").measured_gpu_hours() is None and "on a GPU" not in Sweep.preset("small").describe()
+    assert Sweep(batch_size=128).measured_gpu_hours() is None
+
+
 def _until_flat_config(out, **overrides) -> dict:
     """One cheap cell that trains until flat: linear regression on data/small's ferry, validated every 100 steps."""
     params = dict(models="linear", domains="ferry", configs="learn/ff", distributions="TN", seeds=0, steps=200,

@@ -11,7 +11,7 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning import nlm
+from tnlib.learning import nlm, strips_hgn
 from nlm_reference import _usable, nlm_reference_forward
 from tnlib.learning.models import LinearRegression, build_model
 from tnlib.learning.nlm import NLM, nlm_output_arities
@@ -348,7 +348,25 @@ def hgn_batch(folder):
     return encoder, [encoder.encode(i).inputs for i in (items[0], items[5], items[-1])]
 
 
-def test_hgn_equals_dense_reference_in_float64(hgn_batch):
+@pytest.mark.parametrize("sorted_segments", [False, True], ids=["csr", "sorted-segments"])
+def test_constant_sparse_products_equal_the_dense_product(monkeypatch, sorted_segments):
+    # empty rows, a row with repeated positions (they add up), unsorted incidences, and no incidences at all
+    monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 3, dtype=torch.float64, generator=gen)
+    for rows, cols in (([0, 0, 0, 3, 4, 4, 1], [2, 2, 5, 6, 0, 1, 3]), ([], [])):
+        rows, cols = torch.tensor(rows, dtype=torch.int64), torch.tensor(cols, dtype=torch.int64)
+        values = torch.rand(len(rows), dtype=torch.float64, generator=gen)
+        dense = torch.zeros(5, 7, dtype=torch.float64).index_put_((rows, cols), values, accumulate=True)
+        matrix = strips_hgn._csr(rows, cols, values, (5, 7))
+        assert isinstance(matrix, strips_hgn._SortedSegments) == sorted_segments
+        torch.testing.assert_close(matrix @ x, dense @ x, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("sorted_segments", [False, True], ids=["csr", "sorted-segments"])
+def test_hgn_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_segments):
+    # the CPU's sparse layout, and the one CUDA uses (bitwise reproducible there), both against the reference
+    monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
     model = STRIPSHGN().double()
     with torch.no_grad():
@@ -364,8 +382,10 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch):
         torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-11 * float(b.abs().max()))
 
 
-def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batch):
+@pytest.mark.parametrize("sorted_segments", [False, True], ids=["csr", "sorted-segments"])
+def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_segments):
     # incidences in any order (the sparse matrices are built by sorting them), gradients included
+    monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
     model = STRIPSHGN().double()
     with torch.no_grad():

@@ -38,6 +38,8 @@ from tnlib.learning.training_cost import (
     CPU_SECONDS_PER_STEP,
     CPU_TIMED_OBJECTS,
     MEASURED_BATCH_SIZE,
+    MEASURED_GPU,
+    MEASURED_GPU_STEP_SECONDS,
     MEASURED_RUN_OVERHEAD_SECONDS,
     MEASURED_STEP_SECONDS,
     run_hours,
@@ -302,6 +304,13 @@ class Sweep:
             lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process', 'processes')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; {work} per run: {overhead})")
+        on_gpu = self.measured_gpu_hours()
+        if on_gpu is not None:
+            took = _hours(on_gpu)
+            if self.max_steps is not None and self.max_steps > self.steps:
+                took += f" (up to {_hours(self.measured_gpu_hours(self.max_steps))} at max_steps)"
+            lines.append(f"  on a GPU  training alone about {took} on {MEASURED_GPU}, one run after another "
+                         f"(measured at batch {self.batch_size} on data/paper)")
         if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
             lines.append("  => this needs a GPU machine (runs use CUDA when present) or a Dask cluster "
                          "(--scheduler tcp://HOST:8786); `--preset small` runs on a laptop")
@@ -349,6 +358,18 @@ class Sweep:
         seconds = sum(per_cell * (steps * measured[model][domain] + overhead[model])
                       for model in self.models for domain in self.domains)
         return seconds / 3600 / self.workers
+
+    def measured_gpu_hours(self, steps: int | None = None) -> float | None:
+        """Hours of the sweep's training, one run after another on the GPU of :data:`MEASURED_GPU_STEP_SECONDS`
+        (validation, evaluation and planning left out), every run training ``steps`` (None: the sweep's); None
+        for settings not measured there (another dataset or batch size)."""
+        steps = self.steps if steps is None else steps
+        measured = MEASURED_GPU_STEP_SECONDS.get(self.data_profile, {}).get(self.batch_size, {})
+        if self.data_root is not None or any(m not in measured for m in self.models):
+            return None
+        per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
+        return sum(per_cell * steps * measured[model][domain]
+                   for model in self.models for domain in self.domains) / 3600
 
     def check_results(self) -> Path:
         """The results folder, after checking that it holds at least one of the sweep's runs with test metrics

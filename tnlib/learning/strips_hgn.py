@@ -10,7 +10,7 @@ degrees over the recurrent steps, and also lets facts hear the actions that need
 over facts and hyperedges, so it can grow with the instance like h* does.) Sums and means are linear, so every
 Linear is applied to node/edge features *before* they are aggregated, which moves 32-wide instead of 64-wide
 rows; the aggregations are products with constant sparse matrices (built once per batch, their transposes give
-the backward); the encoded half of each ``[encoded, latent]`` input is projected once for all steps, and the
+the backward; CSR on the CPU, sorted segments on CUDA, see :class:`_SortedSegments`); the encoded half of each ``[encoded, latent]`` input is projected once for all steps, and the
 Linears that read the same features run as one matrix product. The readout is a Linear from the final global
 state.
 """
@@ -39,14 +39,38 @@ class _ConstantSparseProduct(torch.autograd.Function):
         return None, None, ctx.transposed @ grad
 
 
-def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """The sparse ``shape`` matrix with ``values`` at ``(rows, cols)`` (repeated positions add up), in CSR form."""
+class _SortedSegments:
+    """A constant sparse matrix as its nonzeros in row order: ``self @ x`` gathers the rows of ``x`` the nonzeros
+    name, scales them and sums each row's run with ``torch.segment_reduce``, one row at a time in a fixed order.
+    On CUDA this replaces the CSR product, whose cuSPARSE kernel is not bitwise reproducible (STRIPS-HGN trained
+    twice with one seed on an H100 ended with different weights); padding every row to the longest instead (the
+    ELL layout) was reproducible but up to 6x slower, a fact such as (handempty) being in hundreds of actions."""
+
+    def __init__(self, crow: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]):
+        self.offsets, self.columns, self.values, self.shape = crow, cols, values.unsqueeze(-1), shape
+
+    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.segment_reduce(x[self.columns] * self.values, "sum", offsets=self.offsets, axis=0,
+                                    unsafe=True)
+
+
+def _sorted_segments_on(device: torch.device) -> bool:
+    """Whether constant sparse products on ``device`` use :class:`_SortedSegments` (all but the CPU, where CSR is
+    faster and bitwise reproducible)."""
+    return device.type != "cpu"
+
+
+def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]):
+    """The sparse ``shape`` matrix with ``values`` at ``(rows, cols)`` (repeated positions add up), in CSR form on
+    the CPU and as :class:`_SortedSegments` on other devices."""
     key = rows * shape[1] + cols
     if key.numel() > 1 and not bool((key[1:] >= key[:-1]).all()):  # batches list incidences sorted already
-        order = torch.argsort(key)
+        order = torch.argsort(key, stable=True)
         cols, values = cols[order], values[order]
     crow = torch.zeros(shape[0] + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=shape[0]), dim=0, out=crow[1:])
+    if _sorted_segments_on(rows.device):
+        return _SortedSegments(crow, cols, values, shape)
     with warnings.catch_warnings():  # "sparse CSR support is in beta": matrix products are all we use
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, cols, values, shape)

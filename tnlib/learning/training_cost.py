@@ -33,6 +33,22 @@ MEASURED_STEP_SECONDS = {
 }
 MEASURED_RUN_OVERHEAD_SECONDS = {"small": {"nlm": 5.0, "hgn": 11.5, "linear": 3.0}, "paper": {"nlm": 30.0}}
 
+# Measured on one NVIDIA H100 80GB (torch 2.11.0+cu130, 2026-11-26; reports/speed.md part 5): seconds per step of
+# the training loop on data/paper, one run at a time, validation left out, per batch size, model and domain
+# (medians of two 20-step runs). The GPU mostly waits on the CPU's collation and kernel launches, so batch 256
+# costs only 1.3-2.6x batch 64. Sweep.measured_gpu_hours sums them for the banner.
+MEASURED_GPU = "one NVIDIA H100"
+MEASURED_GPU_STEP_SECONDS = {
+    "paper": {
+        64: {"nlm": {"blocksworld": 0.019, "ferry": 0.018, "gripper": 0.019, "visitall": 0.046},
+             "hgn": {"blocksworld": 0.015, "ferry": 0.017, "gripper": 0.018, "visitall": 0.015},
+             "linear": {"blocksworld": 0.002, "ferry": 0.002, "gripper": 0.003, "visitall": 0.002}},
+        256: {"nlm": {"blocksworld": 0.041, "ferry": 0.034, "gripper": 0.033, "visitall": 0.118},
+              "hgn": {"blocksworld": 0.022, "ferry": 0.016, "gripper": 0.023, "visitall": 0.018},
+              "linear": {"blocksworld": 0.003, "ferry": 0.002, "gripper": 0.004, "visitall": 0.003}},
+    },
+}
+
 
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
     """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
