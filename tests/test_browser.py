@@ -322,7 +322,7 @@ def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
     """A parameter outside the sliders' range is shown as it is (not clipped to +-5), a tiny but finite
     Z is not printed as 0, the view zooms to where the mass is, and at 1200-1400 px no legend covers an axis
     title and the presets figure shows all its 7 labels."""
-    from tnlib.notebook import figures, teaching
+    from tnlib.notebook import explorer, figures
 
     deadline = Deadline(DEADLINE_S + 20)
     page = chromium.new_page(viewport={"width": 1280, "height": 1000})
@@ -332,8 +332,8 @@ def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
         assert start["readouts"][SLIDER_LABELS["loc"]] == "-50.00", start["readouts"]
         assert _values(start) == {"loc": -50.0, "scale": 1.0, "low": 0.2, "high": 1.7, "observed": 0.5}
         _check_printed_mean_matches(start)
-        described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
-        kept_mass = teaching.format_probability(described["log_normalizer"])
+        described = explorer.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+        kept_mass = explorer.format_probability(described["log_normalizer"])
         assert f"kept mass Z {kept_mass} " in start["title"] and "e-550" in kept_mass, start["title"]
         page.wait_for_function(f"() => ({_READ_FIGURES})().filter(f => f.entries.length).length >= {EXPLORER_FIGURES}",
                                timeout=deadline.ms())
@@ -345,7 +345,7 @@ def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
         assert read[-1]["xrange"] == pytest.approx(list(figures.density_view(-50.0, 1.0, 0.2, 1.7)), rel=1e-9)
         presets = [figure for figure in read if figure["title"].startswith("Truncated Gaussians TN(")]
         assert len(presets) == 1
-        assert [entry["text"] for entry in presets[0]["entries"]] == [label for label, _, _ in teaching.PRESET_BOUNDS]
+        assert [entry["text"] for entry in presets[0]["entries"]] == [label for label, _, _ in explorer.PRESET_BOUNDS]
         _check_layout(read, 1280)
 
         # the widened mu slider still moves by its step, and the plot follows

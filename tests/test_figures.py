@@ -12,7 +12,15 @@ import pytest
 import scipy.stats
 import torch
 
-from tnlib.notebook import figures, teaching
+from tnlib.notebook import (
+    classroom_demos,
+    demo_tensors,
+    distribution_properties,
+    explorer,
+    figures,
+    notebook_parameters,
+    synthetic_regression,
+)
 
 EXTRA_BOUNDS = [("far right tail", 10.0, math.inf), ("narrow window", -0.001, 0.001), ("left of mu", -6.0, -3.0)]
 
@@ -21,7 +29,7 @@ def traces_by_name(figure: go.Figure) -> dict[str, go.Scatter]:
     return {trace.name: trace for trace in figure.data}
 
 
-@pytest.mark.parametrize("label, low, high", [*teaching.PRESET_BOUNDS, *EXTRA_BOUNDS])
+@pytest.mark.parametrize("label, low, high", [*explorer.PRESET_BOUNDS, *EXTRA_BOUNDS])
 def test_truncated_pdf_is_zero_outside_the_bounds_and_integrates_to_one(label, low, high):
     figure = figures.truncated_normal_figure(0.0, 1.0, low, high, observed=0.5, num_points=401)
     assert isinstance(figure, go.Figure)
@@ -42,7 +50,7 @@ def test_truncated_pdf_is_zero_outside_the_bounds_and_integrates_to_one(label, l
     assert np.trapezoid(density, x) == pytest.approx(1.0, abs=2e-3)
     mean = traces[figures.MEAN_LINE].x[0]
     assert low <= mean <= high
-    assert mean == pytest.approx(teaching.describe_truncated_normal(0.0, 1.0, low, high, 0.5)["mean"])
+    assert mean == pytest.approx(explorer.describe_truncated_normal(0.0, 1.0, low, high, 0.5)["mean"])
     assert low <= traces[figures.MODE_MARKER].x[0] <= high
 
 
@@ -67,13 +75,13 @@ def test_truncated_normal_figure_rejects_bad_parameters(arguments):
 
 def test_preset_figure_has_a_density_and_a_mean_marker_inside_the_bounds_per_preset():
     figure = figures.preset_bounds_figure(0.0, 1.0, num_points=201)
-    assert len(figure.data) == 2 * len(teaching.PRESET_BOUNDS)
+    assert len(figure.data) == 2 * len(explorer.PRESET_BOUNDS)
     traces = traces_by_name(figure)
-    for label, low, high in teaching.PRESET_BOUNDS:
+    for label, low, high in explorer.PRESET_BOUNDS:
         assert label in traces
         assert low <= traces[f"mean of {label}"].x[0] <= high
     # one legend entry per preset (the browser test checks that all 7 are drawn and none overlaps another)
-    assert [trace.name for trace in figure.data if trace.showlegend is not False] == [p[0] for p in teaching.PRESET_BOUNDS]
+    assert [trace.name for trace in figure.data if trace.showlegend is not False] == [p[0] for p in explorer.PRESET_BOUNDS]
 
 
 @pytest.mark.parametrize("build", [
@@ -93,13 +101,13 @@ EXTREME = [(-50.0, 1.0, 0.2, 1.7), (0.0, 1.0, 10.0, math.inf), (0.0, 1.0, -0.001
            (3.0, 0.01, -math.inf, 2.0)]
 
 
-@pytest.mark.parametrize("loc, scale, low, high", EXTREME + [(0.0, 1.0, low, high) for _, low, high in teaching.PRESET_BOUNDS])
+@pytest.mark.parametrize("loc, scale, low, high", EXTREME + [(0.0, 1.0, low, high) for _, low, high in explorer.PRESET_BOUNDS])
 def test_the_view_is_where_the_truncated_mass_is(loc, scale, low, high):
     figure = figures.truncated_normal_figure(loc, scale, low, high, num_points=401)
     view_low, view_high = figure.layout.xaxis.range
-    distribution = teaching.truncated_normal(loc, scale, low, high)
+    distribution = demo_tensors.truncated_normal(loc, scale, low, high)
     # the central 99.8% of the mass is in view ...
-    q_low, q_high = (float(distribution.icdf(torch.tensor(q, dtype=teaching.DTYPE))) for q in (1e-3, 1 - 1e-3))
+    q_low, q_high = (float(distribution.icdf(torch.tensor(q, dtype=demo_tensors.DTYPE))) for q in (1e-3, 1 - 1e-3))
     assert view_low <= q_low and q_high <= view_high
     # ... and spans at least a tenth of it: the density is a visible curve, not a spike under a bound line
     # (before: mu = -50 showed its mass on 0.2% of the axis, next to the lines at l and u)
@@ -115,28 +123,28 @@ def test_the_view_is_where_the_truncated_mass_is(loc, scale, low, high):
 def test_title_shows_a_tiny_kept_mass_and_its_log_not_zero():
     # Z = exp(-1264.86) underflows float64; the title printed "kept mass Z 0" with a finite log Z
     title = figures.truncated_normal_figure(-50.0, 1.0, 0.2, 1.7, observed=0.5).layout.title.text
-    described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
-    assert f"kept mass Z {teaching.format_probability(described['log_normalizer'])} " in title
+    described = explorer.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+    assert f"kept mass Z {explorer.format_probability(described['log_normalizer'])} " in title
     assert "e-550" in title and "log Z -1265" in title
     assert not re.search(r"Z 0\b", title)
 
 
 def test_explorer_sliders_widen_to_parameters_outside_their_range():
     # the sliders spanned +-5 and clipped mu = -50 to -5 without a word
-    params = teaching.check_explorer_parameters(-50.0, 12.0, -60.0, 70.0, 80.0)
+    params = notebook_parameters.check_explorer_parameters(-50.0, 12.0, -60.0, 70.0, 80.0)
     values = figures.explorer_controls(params).values
     assert {name: values[name].value for name in ("loc", "scale", "low", "high", "observed")} == {
         "loc": -50.0, "scale": 12.0, "low": -60.0, "high": 70.0, "observed": 80.0}
     for name in ("loc", "low", "high", "observed"):  # one range for every position on the x axis
         assert (values[name].min, values[name].max) == (-60.0, 80.0)
     assert (values["scale"].min, values["scale"].max) == figures.SIGMA_SLIDER_DECADES  # log10 of sigma's range
-    tiny = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1e-4, "-inf", "inf", 0.0)).values
+    tiny = figures.explorer_controls(notebook_parameters.check_explorer_parameters(0.0, 1e-4, "-inf", "inf", 0.0)).values
     assert tiny["scale"].value == pytest.approx(1e-4) and tiny["scale"].min == pytest.approx(-4.0)
     assert (tiny["low"].value, tiny["high"].value, tiny["low"].min, tiny["high"].max) == (-10.0, 10.0, -10.0, 10.0)
 
 
 def test_the_sigma_slider_reaches_small_sigmas_and_far_tails():
-    controls = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1.0, 2.5, "inf", 2.5))
+    controls = figures.explorer_controls(notebook_parameters.check_explorer_parameters(0.0, 1.0, 2.5, "inf", 2.5))
     scale = controls.values["scale"]
     assert 10 ** scale.min <= 1e-3 and 10 ** scale.max >= 100
     scale.value = 10 ** scale.min  # l = 2.5 is then 2,500 sigmas into the tail
@@ -147,7 +155,7 @@ def test_the_sigma_slider_reaches_small_sigmas_and_far_tails():
 
 
 def test_choosing_a_preset_again_after_moving_a_slider_applies_it_again():
-    controls = figures.explorer_controls(teaching.check_explorer_parameters(0.0, 1.0, 0.2, 1.7, 0.5))
+    controls = figures.explorer_controls(notebook_parameters.check_explorer_parameters(0.0, 1.0, 0.2, 1.7, 0.5))
     calls = []
     controls.on_change(lambda: calls.append(controls.current_values()))
     assert controls.preset.label == figures.CUSTOM_PRESET
@@ -191,18 +199,18 @@ def test_bar_figure_has_one_bar_per_entry():
 
 
 def test_regression_figures():
-    result = teaching.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=4)
+    result = synthetic_regression.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=4)
     loss = figures.regression_loss_figure(result)
-    assert [trace.name for trace in loss.data] == [*teaching.MODEL_LABELS.values(), *figures.REFERENCE_LABELS.values()]
+    assert [trace.name for trace in loss.data] == [*synthetic_regression.MODEL_LABELS.values(), *figures.REFERENCE_LABELS.values()]
     assert loss.layout.yaxis.type == "log" and "Test MSE" in loss.layout.title.text
     low, high = loss.layout.yaxis.range  # log10 units, around the data and the two references
     values = [v for trace in loss.data for v in trace.y]
     assert low < math.log10(min(values)) and math.log10(max(values)) < high < math.log10(max(values)) + 0.5
     bars = figures.point_estimate_figure(result)
-    assert [trace.name for trace in bars.data] == list(teaching.ESTIMATE_LABELS.values())
+    assert [trace.name for trace in bars.data] == list(synthetic_regression.ESTIMATE_LABELS.values())
     assert bars.data[2].y[:2] == (None, None)  # only the truncated model has a TN mean
     scatter = figures.prediction_scatter_figure(result, max_points=20)
-    assert len(scatter.data) == 1 + len(teaching.MODEL_LABELS) + 1
+    assert len(scatter.data) == 1 + len(synthetic_regression.MODEL_LABELS) + 1
     assert all(len(trace.x) == 20 for trace in scatter.data[:-1])
 
 
@@ -235,7 +243,7 @@ def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatc
     shown_outside = []
     monkeypatch.setattr(go.Figure, "_ipython_display_", lambda figure: shown_outside.append(figure))
     figures.setup_notebook_plotting()  # as in the notebook: figures render to the plotly mimetype and HTML
-    params = teaching.check_explorer_parameters(0.0, 1.0, 0.2, "inf", 0.5)
+    params = notebook_parameters.check_explorer_parameters(0.0, 1.0, 0.2, "inf", 0.5)
     controls = figures.explorer_controls(params)
     assert controls.current_values()["high_is_infinite"] is True
     calls = []
@@ -254,17 +262,17 @@ def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatc
 
 
 def test_the_bound_nll_figure_fits_the_truncated_curves():
-    locs = teaching.bound_loc_grid(5.0, 1.0, 0.1)
-    curves = teaching.bound_nll_curves(5.0, 1.0, 0.1, locs)
+    locs = classroom_demos.bound_loc_grid(5.0, 1.0, 0.1)
+    curves = classroom_demos.bound_nll_curves(5.0, 1.0, 0.1, locs)
     figure = figures.bound_nll_figure(locs, curves, 5.0)
     low, high = figure.layout.yaxis.range
-    truncated = np.concatenate([v for k, v in curves.items() if k != teaching.GAUSSIAN_LABEL])
+    truncated = np.concatenate([v for k, v in curves.items() if k != classroom_demos.GAUSSIAN_LABEL])
     assert low < np.nanmin(truncated) and np.nanmax(truncated) < high < 15  # the Gaussian reaches ~300 at the edge
-    assert max(curves[teaching.GAUSSIAN_LABEL]) > 100
+    assert max(curves[classroom_demos.GAUSSIAN_LABEL]) > 100
 
 
 def test_the_sample_histogram_starts_its_bins_at_the_support():
-    samples = teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 2000, seed=0)
+    samples = distribution_properties.tnlib_samples(0.0, 1.0, 9.0, 10.0, 2000, seed=0)
     figure = figures.sample_histogram_figure(samples, 0.0, 1.0, 9.0, 10.0, bins=40)
     bins = figure.data[0].xbins
     assert bins.start >= 9.0 and bins.end <= 10.0 and bins.size == pytest.approx((bins.end - bins.start) / 40)
@@ -275,6 +283,6 @@ def test_explorer_titles_show_significant_digits_and_no_negative_zero():
     plain = figures.truncated_normal_figure(0.0, 1.0, -math.inf, math.inf, observed=0.5)
     assert "log Z 0)" in plain.layout.title.text and "log Z -0" not in plain.layout.title.text
     tiny = figures.truncated_normal_figure(-1.0, 1.0, -1e-5, 2e-5)
-    mean = float(teaching.truncated_normal(-1.0, 1.0, -1e-5, 2e-5).mean)
+    mean = float(demo_tensors.truncated_normal(-1.0, 1.0, -1e-5, 2e-5).mean)
     assert f"TN mean {mean:.4g}," in tiny.layout.title.text and "TN mean 0.000" not in tiny.layout.title.text
     assert tiny.layout.yaxis.tickformat == ".3~g"  # a density near 3e4 is not written with an SI prefix

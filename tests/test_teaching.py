@@ -1,4 +1,4 @@
-"""Tests for tnlib.notebook.teaching: parameter checks, the explorer's summary, the classroom demonstrations, and the
+"""The notebooks' computations (tnlib.notebook, one module per topic): parameter checks, the explorer's summary, the classroom demonstrations, and the
 synthetic regression, whose assertions are the claims the classroom notebook's prose makes about it."""
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ import pytest
 import scipy.stats
 from scipy.stats import truncnorm
 
-from tnlib.notebook import teaching
+from tnlib.notebook import (
+    classroom_demos,
+    demo_tensors,
+    distribution_properties,
+    explorer,
+    label_gaps,
+    notebook_parameters,
+    synthetic_regression,
+)
+from tnlib.paper import OPEN_BOUND_EPSILON
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -35,12 +44,12 @@ from tnlib.notebook import teaching
 )
 def test_check_parameters_names_the_bad_parameter(overrides, message):
     with pytest.raises(ValueError, match=message):
-        teaching.check_parameters(**overrides)
+        notebook_parameters.check_classroom_parameters(**overrides)
 
 
 def test_check_parameters_accepts_the_notebook_defaults():
-    params = teaching.check_parameters()
-    assert params.steps == 400 and params.open_bound_margin == teaching.PAPER_OPEN_BOUND_MARGIN
+    params = notebook_parameters.check_classroom_parameters()
+    assert params.steps == 400 and params.open_bound_margin == OPEN_BOUND_EPSILON
 
 
 @pytest.mark.parametrize(
@@ -65,11 +74,11 @@ def test_check_explorer_parameters_names_the_bad_parameter(overrides, message):
     arguments = dict(loc=0.0, scale=1.0, low=0.2, high=1.7, observed=0.5, num_points=101, interactive=False)
     arguments.update(overrides)
     with pytest.raises(ValueError, match=message):
-        teaching.check_explorer_parameters(**arguments)
+        notebook_parameters.check_explorer_parameters(**arguments)
 
 
 def test_check_explorer_parameters_accepts_infinite_bounds_as_strings():
-    params = teaching.check_explorer_parameters(0, 1, "-inf", "inf", 0.5)
+    params = notebook_parameters.check_explorer_parameters(0, 1, "-inf", "inf", 0.5)
     assert params.low == -math.inf and params.high == math.inf and isinstance(params.loc, float)
 
 
@@ -78,9 +87,9 @@ def test_check_explorer_parameters_accepts_infinite_bounds_as_strings():
 # ----------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("label, low, high", teaching.PRESET_BOUNDS)
+@pytest.mark.parametrize("label, low, high", explorer.PRESET_BOUNDS)
 def test_describe_truncated_normal_matches_scipy(label, low, high):
-    described = teaching.describe_truncated_normal(0.0, 1.0, low, high, 0.5)
+    described = explorer.describe_truncated_normal(0.0, 1.0, low, high, 0.5)
     reference = truncnorm(low, high)  # standardised bounds, mu=0, sigma=1
     assert described["mean"] == pytest.approx(reference.mean(), abs=1e-7)
     assert described["stddev"] == pytest.approx(reference.std(), abs=1e-7)
@@ -96,25 +105,25 @@ def test_describe_truncated_normal_matches_scipy(label, low, high):
 @pytest.mark.parametrize("log_probability", [-1e-9, -0.5, -6.9, -7.0, -50.0, -708.0, -800.0, -1264.8553, -2.5e6])
 def test_format_probability_matches_mpmath_and_never_shows_zero(log_probability):
     mpmath = pytest.importorskip("mpmath")
-    text = teaching.format_probability(log_probability)
+    text = explorer.format_probability(log_probability)
     assert mpmath.mpf(text) == pytest.approx(mpmath.exp(log_probability), rel=1e-3), text
     assert mpmath.mpf(text) > 0
-    assert teaching.format_probability(-math.inf) == "0"
+    assert explorer.format_probability(-math.inf) == "0"
 
 
 def test_description_shows_a_tiny_kept_mass_from_log_z():
     # mu = -50 with bounds (0.2, 1.7): Z = exp(-1264.86) underflows float64, log Z is finite
-    described = teaching.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
+    described = explorer.describe_truncated_normal(-50.0, 1.0, 0.2, 1.7, 0.5)
     assert described["kept_mass"] == 0.0 and math.isfinite(described["log_normalizer"])
-    line = next(line for line in teaching.format_description(described).splitlines() if line.startswith("kept mass Z"))
-    assert line.split()[-1] == teaching.format_probability(described["log_normalizer"])
+    line = next(line for line in explorer.format_description(described).splitlines() if line.startswith("kept mass Z"))
+    assert line.split()[-1] == explorer.format_probability(described["log_normalizer"])
     assert line.split()[-1].endswith("e-550")
 
 
 def test_paper_figure1_mean_lies_inside_the_bounds_although_mu_does_not():
-    described = teaching.describe_truncated_normal(0.0, 1.0, 0.2, 1.7, 0.5)
+    described = explorer.describe_truncated_normal(0.0, 1.0, 0.2, 1.7, 0.5)
     assert 0.2 < described["mean"] < 1.7
-    assert "paper Figure 1" in teaching.preset_summary_table()
+    assert "paper Figure 1" in explorer.preset_summary_table()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -123,14 +132,14 @@ def test_paper_figure1_mean_lies_inside_the_bounds_although_mu_does_not():
 
 
 def test_gaussian_nll_is_minimal_at_the_sample_mean():
-    sample = teaching.draw_gaussian_sample(50, 3.0, 1.5, seed=0)
+    sample = classroom_demos.draw_gaussian_sample(50, 3.0, 1.5, seed=0)
     locs = np.linspace(0.0, 6.0, 601)
-    assert locs[np.argmin(teaching.gaussian_nll_curve(sample, locs, 1.5))] == pytest.approx(sample.mean(), abs=0.01)
-    assert np.array_equal(sample, teaching.draw_gaussian_sample(50, 3.0, 1.5, seed=0))
+    assert locs[np.argmin(classroom_demos.gaussian_nll_curve(sample, locs, 1.5))] == pytest.approx(sample.mean(), abs=0.01)
+    assert np.array_equal(sample, classroom_demos.draw_gaussian_sample(50, 3.0, 1.5, seed=0))
 
 
 def test_mse_is_the_gaussian_nll_with_sigma_one_over_sqrt2_up_to_log_sqrt_pi():
-    largest, smallest = teaching.mse_nll_gap(np.array([1.0, 2.0, 7.5]), np.array([0.0, 2.5, 1.0]))
+    largest, smallest = classroom_demos.mse_nll_gap(np.array([1.0, 2.0, 7.5]), np.array([0.0, 2.5, 1.0]))
     assert largest == pytest.approx(math.log(math.sqrt(math.pi)), abs=1e-12)
     assert smallest == pytest.approx(math.log(math.sqrt(math.pi)), abs=1e-12)
 
@@ -138,20 +147,20 @@ def test_mse_is_the_gaussian_nll_with_sigma_one_over_sqrt2_up_to_log_sqrt_pi():
 def test_nll_versus_scale_is_minimal_at_the_rms_residual():
     residuals = np.array([0.5, -1.0, 2.0, -0.3])
     scales = np.linspace(0.2, 4.0, 3801)
-    best = scales[np.argmin(teaching.nll_versus_scale(residuals, scales))]
+    best = scales[np.argmin(classroom_demos.nll_versus_scale(residuals, scales))]
     assert best == pytest.approx(np.sqrt(np.mean(residuals**2)), abs=2e-3)
 
 
 def test_gaussian_has_the_largest_entropy_for_a_given_variance():
-    entropies = teaching.equal_variance_entropies(1.0)
+    entropies = classroom_demos.equal_variance_entropies(1.0)
     assert entropies["Gaussian"] == pytest.approx(0.5 * math.log(2 * math.pi * math.e))
     assert entropies["Gaussian"] > entropies["Laplace"] > entropies["Uniform"]
 
 
 def test_closed_bound_nll_decreases_without_limit_while_open_bound_has_a_minimum():
     locs = np.linspace(-40.0, 8.0, 961)
-    curves = teaching.bound_nll_curves(observed=5.0, scale=1.0, margin=0.1, locs=locs)
-    closed, opened, gaussian = curves[teaching.CLOSED_LABEL], curves[teaching.OPEN_LABEL], curves[teaching.GAUSSIAN_LABEL]
+    curves = classroom_demos.bound_nll_curves(observed=5.0, scale=1.0, margin=0.1, locs=locs)
+    closed, opened, gaussian = curves[classroom_demos.CLOSED_LABEL], curves[classroom_demos.OPEN_LABEL], curves[classroom_demos.GAUSSIAN_LABEL]
     assert np.all(np.isfinite(closed)) and np.all(np.isfinite(opened))
     assert np.all(np.diff(closed) > 0), "closed-bound NLL must fall as mu falls, everywhere"
     open_best = locs[np.argmin(opened)]
@@ -161,8 +170,8 @@ def test_closed_bound_nll_decreases_without_limit_while_open_bound_has_a_minimum
 
 
 def test_descent_diverges_under_the_closed_bound_and_settles_under_the_open_bound():
-    paths = teaching.descend_loc(observed=5.0, scale=1.0, margin=0.1, steps=300, learning_rate=0.2)
-    closed, opened, gaussian = paths[teaching.CLOSED_LABEL], paths[teaching.OPEN_LABEL], paths[teaching.GAUSSIAN_LABEL]
+    paths = classroom_demos.descend_loc(observed=5.0, scale=1.0, margin=0.1, steps=300, learning_rate=0.2)
+    closed, opened, gaussian = paths[classroom_demos.CLOSED_LABEL], paths[classroom_demos.OPEN_LABEL], paths[classroom_demos.GAUSSIAN_LABEL]
     assert len(closed) == 301
     assert closed[-1] < -15 and closed[-1] - closed[-11] < -0.2  # still falling
     assert -6.0 < opened[-1] < -4.0 and abs(opened[-1] - opened[-11]) < 0.05  # settled
@@ -177,7 +186,7 @@ def test_descent_diverges_under_the_closed_bound_and_settles_under_the_open_boun
 def test_synthetic_data_has_an_admissible_bound_that_is_often_exact():
     import torch
 
-    data = teaching.make_synthetic_heuristic_data(4000, torch.Generator().manual_seed(3))
+    data = synthetic_regression.make_synthetic_heuristic_data(4000, torch.Generator().manual_seed(3))
     assert torch.all(data.lower_bound <= data.optimal_cost) and torch.all(data.lower_bound >= 0)
     exact = float((data.lower_bound == data.optimal_cost).double().mean())
     assert 0.4 < exact < 0.65
@@ -185,9 +194,9 @@ def test_synthetic_data_has_an_admissible_bound_that_is_often_exact():
 
 
 def test_synthetic_regression_is_deterministic_for_a_seed():
-    first = teaching.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
-    second = teaching.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
-    other = teaching.run_synthetic_regression(seed=5, num_train=80, num_test=60, steps=15)
+    first = synthetic_regression.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
+    second = synthetic_regression.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
+    other = synthetic_regression.run_synthetic_regression(seed=5, num_train=80, num_test=60, steps=15)
     assert first.test_mse == second.test_mse
     assert first.validation_mse == second.validation_mse
     assert first.train_nll == second.train_nll
@@ -198,7 +207,7 @@ def test_synthetic_regression_is_deterministic_for_a_seed():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_regression_claims_of_the_classroom_notebook(seed):
     """Each assertion is a bullet of "What to look for" in statistics_of_heuristic_learning.ipynb, section 8."""
-    result = teaching.run_synthetic_regression(seed=seed)  # the notebook's defaults
+    result = synthetic_regression.run_synthetic_regression(seed=seed)  # the notebook's defaults
     mse = result.test_mse
     blind = ("gaussian_mse", "gaussian")  # the models that do not have l
     truncated_mean = mse["truncated"]["truncated_mean"]
@@ -213,7 +222,7 @@ def test_regression_claims_of_the_classroom_notebook(seed):
     # The truncated model's own mu is a bad point estimate, far worse than its mean.
     assert mse["truncated"]["mu"] > 2 * truncated_mean
     # The TN mean stays above l - epsilon (the open bound), the margin printed in the notebook.
-    assert result.truncated_mean_minus_bound >= -teaching.PAPER_OPEN_BOUND_MARGIN - 1e-9
+    assert result.truncated_mean_minus_bound >= -OPEN_BOUND_EPSILON - 1e-9
     # After a tenth of the steps the two models that use l are within 0.2 of each other, far below the others.
     tenth = next(index for index, step in enumerate(result.recorded_steps) if step >= 40)
     curves = result.validation_mse
@@ -227,7 +236,7 @@ def test_the_fair_comparison_over_the_notebooks_seeds():
     and its difference with the MSE network that reads l has a 95% interval containing 0."""
     from tnlib.experiments.seed_statistics import paired_interval
 
-    comparison = teaching.compare_over_seeds(range(8))
+    comparison = synthetic_regression.compare_over_seeds(range(8))
     for kind in ("gaussian", "gaussian_mse"):
         interval = paired_interval(comparison.differences(kind, "clipped"))
         assert interval["high"] < -0.6
@@ -238,33 +247,33 @@ def test_the_fair_comparison_over_the_notebooks_seeds():
     # no faster convergence the seeds can show: at step 150 the paired interval contains 0
     interval = paired_interval(comparison.curve_differences("gaussian_mse_bound", 150))
     assert interval["low"] < 0 < interval["high"]
-    assert "at step 152" in teaching.format_curve_comparison(comparison, 150)  # the first recorded step from 150
+    assert "at step 152" in synthetic_regression.format_curve_comparison(comparison, 150)  # the first recorded step from 150
     # seed 0 alone: the Truncated Gaussian is ahead at step 150 (the notebook's example)
     assert comparison.curve_differences("gaussian_mse_bound", 150)[0] < -0.1
-    text = teaching.format_seed_comparison(comparison)
+    text = synthetic_regression.format_seed_comparison(comparison)
     assert "no difference shown" in text and "TN better" in text
     with pytest.raises(ValueError, match="at least two"):
-        teaching.compare_over_seeds([0])
+        synthetic_regression.compare_over_seeds([0])
 
 
 def test_the_best_possible_estimate_is_the_conditional_mean_of_the_generator():
     """E[h* | z, l] against a Monte Carlo estimate: many draws of the generator at fixed features, grouped by l."""
     generator = torch.Generator().manual_seed(3)
-    features = torch.tensor([[0.7, 0.2], [0.1, 0.9]], dtype=teaching.DTYPE)
+    features = torch.tensor([[0.7, 0.2], [0.1, 0.9]], dtype=demo_tensors.DTYPE)
     for row in features:
         draws = 200_000
         z = row.expand(draws, 2)
         trend = 2.0 + 8.0 * z[:, 0] + 4.0 * torch.sin(3.0 * z[:, 1])
-        noise = torch.randn(draws, generator=generator, dtype=teaching.DTYPE) * (0.5 + 2.0 * z[:, 0])
+        noise = torch.randn(draws, generator=generator, dtype=demo_tensors.DTYPE) * (0.5 + 2.0 * z[:, 0])
         cost = torch.clamp(torch.round(trend + noise), min=0.0)
-        uniform = torch.rand(draws, generator=generator, dtype=teaching.DTYPE).clamp_min(1e-12)
+        uniform = torch.rand(draws, generator=generator, dtype=demo_tensors.DTYPE).clamp_min(1e-12)
         bound = torch.clamp(cost - torch.floor(-1.5 * torch.log(uniform)), min=0.0)
         for value in torch.unique(bound)[:6]:
             chosen = bound == value
             if int(chosen.sum()) < 5000:
                 continue
-            data = teaching.SyntheticHeuristicData(row[None, :], torch.tensor([0.0]), value[None])
-            exact = teaching.bayes_optimal_cost(data)[0]
+            data = synthetic_regression.SyntheticHeuristicData(row[None, :], torch.tensor([0.0]), value[None])
+            exact = synthetic_regression.bayes_optimal_cost(data)[0]
             assert exact == pytest.approx(float(cost[chosen].mean()), abs=0.05)
 
 
@@ -277,24 +286,24 @@ def test_the_open_bound_optimum_has_the_truncated_mean_at_the_bound():
         a = brentq(lambda a: np.exp(norm.logpdf(a) - norm.logsf(a)) - a - eps, 0.0, 100.0)
         assert abs(a - 1 / eps) < 0.1 / eps
         mu = 5.0 - eps - a
-        mean = float(teaching.truncated_normal(mu, 1.0, 5.0 - eps, math.inf).mean)
+        mean = float(demo_tensors.truncated_normal(mu, 1.0, 5.0 - eps, math.inf).mean)
         assert mean == pytest.approx(5.0, abs=1e-9)
-        locs = teaching.bound_loc_grid(5.0, 1.0, eps)
-        curves = teaching.bound_nll_curves(5.0, 1.0, eps, locs)
-        assert locs[0] < mu and abs(locs[np.nanargmin(curves[teaching.OPEN_LABEL])] - mu) < 0.2
+        locs = classroom_demos.bound_loc_grid(5.0, 1.0, eps)
+        curves = classroom_demos.bound_nll_curves(5.0, 1.0, eps, locs)
+        assert locs[0] < mu and abs(locs[np.nanargmin(curves[classroom_demos.OPEN_LABEL])] - mu) < 0.2
 
 
 def test_exercise_5_the_bound_is_a_floor_not_the_answer_at_step_0():
-    result = teaching.run_synthetic_regression(seed=0, steps=20)
+    result = synthetic_regression.run_synthetic_regression(seed=0, steps=20)
     mse = result.test_mse
     assert mse["truncated"]["truncated_mean"] < min(mse[k]["clipped"] for k in ("gaussian", "gaussian_mse"))
     assert result.validation_mse["truncated"][0] > result.lower_bound_mse
 
 
 def test_regression_table_lists_every_model():
-    result = teaching.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=3)
-    table = teaching.format_regression_table(result)
-    for label in [*teaching.MODEL_LABELS.values(), *teaching.ESTIMATE_LABELS.values()]:
+    result = synthetic_regression.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=3)
+    table = synthetic_regression.format_regression_table(result)
+    for label in [*synthetic_regression.MODEL_LABELS.values(), *synthetic_regression.ESTIMATE_LABELS.values()]:
         assert label in table
 
 
@@ -310,14 +319,14 @@ def test_label_gaps_are_the_datasets_own_labels():
     from tnlib.data.manifest import default_data_root
     from tnlib.notebook import figures
 
-    gaps = teaching.label_gaps()
+    gaps = label_gaps.label_gaps()
     assert [g.domain for g in gaps] == ["blocksworld", "ferry", "gripper", "visitall"]
     figure = figures.label_gap_figure(gaps)
     for g, bars in zip(gaps, figure.data):
         table = pq.read_table(default_data_root() / "small" / g.domain / "train.parquet")
         h_star = np.asarray(table.column("h_star").to_pylist(), dtype=float)
         assert g.states == table.num_rows == len(h_star) > 0
-        for bound in teaching.LOWER_BOUND_COLUMNS:
+        for bound in label_gaps.LOWER_BOUND_COLUMNS:
             expected = h_star - np.asarray(table.column(bound).to_pylist(), dtype=float)
             np.testing.assert_array_equal(g.lower_gaps[bound], expected)
             assert g.exact_fraction(bound) == sum(e == 0 for e in expected) / len(expected)
@@ -327,13 +336,13 @@ def test_label_gaps_are_the_datasets_own_labels():
                                                                                   for g in gaps)) + 1
         assert [round(v, 12) for v in bars.y] == [round(float(np.mean(lmcut == k)), 12) for k in bars.x]
         assert sum(bars.y) == pytest.approx(1.0)
-    text = teaching.format_label_gaps(gaps)
+    text = label_gaps.format_label_gaps(gaps)
     assert f"blocksworld  {gaps[0].states:>6}  {gaps[0].exact_fraction('lmcut'):>11.1%}" in text
 
 
 def test_what_to_look_for_in_the_real_labels():
     """Each assertion is a claim of section 7's "What to look for" (data/small, train split)."""
-    gaps = teaching.label_gaps()
+    gaps = label_gaps.label_gaps()
     for g in gaps:
         # LM-cut equals h* on more than half of the training states, in every domain ...
         assert g.exact_fraction("lmcut") > 0.5, g.domain
@@ -345,7 +354,7 @@ def test_what_to_look_for_in_the_real_labels():
     above = {g.domain: float(np.mean(g.ff_error > 0)) for g in gaps}
     assert max(above, key=above.get) == "visitall"  # where h_FF overestimates most
     # Exercise 6: on the larger test instances LM-cut is exact less often and the mean gap is larger, everywhere.
-    for train, test in zip(gaps, teaching.label_gaps(split="test")):
+    for train, test in zip(gaps, label_gaps.label_gaps(split="test")):
         assert test.exact_fraction("lmcut") < train.exact_fraction("lmcut")
         assert np.mean(test.lower_gaps["lmcut"]) > np.mean(train.lower_gaps["lmcut"])
 
@@ -354,12 +363,12 @@ def test_label_gaps_name_bad_input():
     from tnlib.errors import DatasetError
 
     with pytest.raises(ValueError, match="label_split must be one of train, val, test, plan, got 'training'"):
-        teaching.check_parameters(label_split="training")
+        notebook_parameters.check_classroom_parameters(label_split="training")
     with pytest.raises(ValueError, match="data_root: no such folder '/nonexistent/data'"):
-        teaching.check_parameters(data_root="/nonexistent/data")
-    assert teaching.check_parameters(data_root="").data_root is None
+        notebook_parameters.check_classroom_parameters(data_root="/nonexistent/data")
+    assert notebook_parameters.check_classroom_parameters(data_root="").data_root is None
     with pytest.raises(DatasetError, match="unknown split 'training'"):
-        teaching.label_gaps(split="training")
+        label_gaps.label_gaps(split="training")
 
 
 def test_label_gaps_refuse_a_bound_above_h_star(monkeypatch):
@@ -373,7 +382,7 @@ def test_label_gaps_refuse_a_bound_above_h_star(monkeypatch):
 
     monkeypatch.setattr(loading, "load_split", lambda *args, **kwargs: Table())
     with pytest.raises(ValueError, match="blocksworld/train: lmcut exceeds h\\* on 1 state"):
-        teaching.label_gaps(domains=("blocksworld",))
+        label_gaps.label_gaps(domains=("blocksworld",))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -386,7 +395,7 @@ def test_the_closed_forms_agree_with_tnlib_and_mpmath(case):
     import mpmath
 
     loc, scale, low, high = case
-    rows = {name: (closed, ours, theirs) for name, closed, ours, theirs in teaching.property_comparison(*case)}
+    rows = {name: (closed, ours, theirs) for name, closed, ours, theirs in distribution_properties.property_comparison(*case)}
     mpmath.mp.dps = 40
     a = mpmath.mpf(-mpmath.inf) if low == -math.inf else (mpmath.mpf(low) - loc) / scale
     b = mpmath.mpf(mpmath.inf) if high == math.inf else (mpmath.mpf(high) - loc) / scale
@@ -409,22 +418,22 @@ def test_the_closed_forms_agree_with_tnlib_and_mpmath(case):
 
 
 def test_scipys_standardised_bounds_pitfall_moves_the_mean():
-    values = list(teaching.scipy_bounds_pitfall(3.0, 2.0, 1.0, 6.0).values())
-    assert values[0] == pytest.approx(float(teaching.truncated_normal(3.0, 2.0, 1.0, 6.0).mean), rel=1e-12)
+    values = list(distribution_properties.scipy_bounds_pitfall(3.0, 2.0, 1.0, 6.0).values())
+    assert values[0] == pytest.approx(float(demo_tensors.truncated_normal(3.0, 2.0, 1.0, 6.0).mean), rel=1e-12)
     assert abs(values[1] - values[0]) > 2
 
 
 def test_the_textbook_inverse_cdf_fails_in_the_far_tail_and_tnlibs_sampler_does_not():
     from scipy.stats import kstest
 
-    assert np.all(~np.isfinite(teaching.naive_inverse_cdf_samples(0.0, 1.0, 9.0, 10.0, 100, seed=0)))
-    samples = teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0)
+    assert np.all(~np.isfinite(distribution_properties.naive_inverse_cdf_samples(0.0, 1.0, 9.0, 10.0, 100, seed=0)))
+    samples = distribution_properties.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0)
     assert samples.min() >= 9.0 and samples.max() <= 10.0
-    tn = teaching.truncated_normal(0.0, 1.0, 9.0, 10.0)
-    assert kstest(samples, lambda x: tn.cdf(torch.as_tensor(x, dtype=teaching.DTYPE)).numpy()).pvalue > 0.01
+    tn = demo_tensors.truncated_normal(0.0, 1.0, 9.0, 10.0)
+    assert kstest(samples, lambda x: tn.cdf(torch.as_tensor(x, dtype=demo_tensors.DTYPE)).numpy()).pvalue > 0.01
     # the same seed, the same samples; the global generator left as it was
     state = torch.random.get_rng_state()
-    assert np.array_equal(samples, teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0))
+    assert np.array_equal(samples, distribution_properties.tnlib_samples(0.0, 1.0, 9.0, 10.0, 5000, seed=0))
     assert torch.equal(state, torch.random.get_rng_state())
 
 
@@ -440,11 +449,11 @@ def test_exercise_8_the_rejection_sampler_matches_tnlib():
         return np.array(out[:count])
 
     mine = tail_samples(9.0, 10.0, 20_000, seed=1)
-    assert ks_2samp(mine, teaching.tnlib_samples(0.0, 1.0, 9.0, 10.0, 20_000, seed=2)).pvalue > 0.01
+    assert ks_2samp(mine, distribution_properties.tnlib_samples(0.0, 1.0, 9.0, 10.0, 20_000, seed=2)).pvalue > 0.01
     # nearer the bulk too, and the test can fail: a sampler that skips the acceptance step is caught there (in
     # the far tail the exponential proposal alone is already close to the target)
     near = tail_samples(1.0, 3.0, 20_000, seed=4)
-    reference = teaching.tnlib_samples(0.0, 1.0, 1.0, 3.0, 20_000, seed=5)
+    reference = distribution_properties.tnlib_samples(0.0, 1.0, 1.0, 3.0, 20_000, seed=5)
     assert ks_2samp(near, reference).pvalue > 0.01
     lam = (1.0 + np.sqrt(5.0)) / 2
     wrong = 1.0 + np.random.default_rng(3).exponential(1 / lam, 20_000)
@@ -452,14 +461,14 @@ def test_exercise_8_the_rejection_sampler_matches_tnlib():
 
 
 def test_maximum_likelihood_recovers_loc_and_scale_from_truncated_samples():
-    samples = teaching.tnlib_samples(2.0, 1.5, 1.0, math.inf, 5000, seed=1)
-    loc, scale = teaching.fit_truncated_normal(samples, 1.0, math.inf)
+    samples = distribution_properties.tnlib_samples(2.0, 1.5, 1.0, math.inf, 5000, seed=1)
+    loc, scale = distribution_properties.fit_truncated_normal(samples, 1.0, math.inf)
     assert loc == pytest.approx(2.0, abs=0.15) and scale == pytest.approx(1.5, abs=0.1)
     assert abs(samples.mean() - 2.0) > 0.4  # the naive estimate is biased
 
 
 def test_censored_data_need_the_tobit_likelihood_not_the_truncated_one():
-    result = teaching.censoring_versus_truncation(1.0, 2.0, 0.0, 5000, seed=0)
+    result = distribution_properties.censoring_versus_truncation(1.0, 2.0, 0.0, 5000, seed=0)
     assert 0.25 < result["share at the bound"] < 0.4
     assert result["censored (Tobit) MLE"] == pytest.approx(1.0, abs=0.1)
     assert result["sample mean"] > 1.2 and result["truncated MLE on censored data"] < 0.0
@@ -468,13 +477,13 @@ def test_censored_data_need_the_tobit_likelihood_not_the_truncated_one():
 def test_the_truncated_gaussian_fits_the_real_gaps_better_than_the_gaussian():
     """Section 7's fitted model: on data/small, fitted on train and scored on test, the TN's NLL of h* - LM-cut is
     below the Gaussian's in every domain (by about half a nat or more), and its MSE is no worse."""
-    fits = teaching.fit_gap_models(teaching.label_gaps(split="train"), teaching.label_gaps(split="test"))
+    fits = label_gaps.fit_gap_models(label_gaps.label_gaps(split="train"), label_gaps.label_gaps(split="test"))
     assert [f.domain for f in fits] == ["blocksworld", "ferry", "gripper", "visitall"]
     for fit in fits:
         assert fit.truncated_nll < fit.gaussian_nll - 0.4
         assert fit.truncated_mse <= fit.gaussian_mse
         assert fit.truncated[0] < 0 < fit.gaussian[0]  # the TN's mu far below the bound: a decaying tail
-    assert "NLL TN" in teaching.format_gap_fits(fits)
+    assert "NLL TN" in label_gaps.format_gap_fits(fits)
 
 
 def test_the_exercises_checks_hold():
@@ -485,10 +494,10 @@ def test_the_exercises_checks_hold():
     assert abs(-laplace.logpdf(x, loc=mu, scale=1.0) - (abs(x - mu) + np.log(2))) < 1e-12
     residuals = np.random.default_rng(0).normal(0.0, 2.0, 1000)
     scales = np.linspace(0.5, 4.0, 3501)
-    best = scales[np.argmin(teaching.nll_versus_scale(residuals, scales))]
+    best = scales[np.argmin(classroom_demos.nll_versus_scale(residuals, scales))]
     assert abs(best - np.sqrt(np.mean(residuals ** 2))) < 1e-3
-    assert abs(float(teaching.truncated_normal(0.0, 1.0, 0.0, np.inf).mean) - np.sqrt(2 / np.pi)) < 1e-12
-    train, test = teaching.label_gaps(None, split="train"), teaching.label_gaps(None, split="test")
+    assert abs(float(demo_tensors.truncated_normal(0.0, 1.0, 0.0, np.inf).mean) - np.sqrt(2 / np.pi)) < 1e-12
+    train, test = label_gaps.label_gaps(None, split="train"), label_gaps.label_gaps(None, split="test")
     assert all(b.exact_fraction() < a.exact_fraction() for a, b in zip(train, test))
 
 
@@ -496,7 +505,7 @@ def test_the_exercises_checks_hold():
 
 def test_a_far_tail_mean_approaches_the_bound_like_sigma_squared_over_its_distance():
     for scale in (0.1, 0.01, 0.001):
-        described = teaching.describe_truncated_normal(0.0, scale, 2.5, math.inf, 2.5)
+        described = explorer.describe_truncated_normal(0.0, scale, 2.5, math.inf, 2.5)
         reference = scipy.stats.truncnorm(2.5 / scale, np.inf, loc=0.0, scale=scale)
         if scale == 0.1:  # scipy still has the digits of mean - l here
             assert described["mean"] == pytest.approx(reference.mean(), rel=1e-12)
@@ -506,7 +515,7 @@ def test_a_far_tail_mean_approaches_the_bound_like_sigma_squared_over_its_distan
 
 def test_the_nll_at_a_closed_bound_falls_without_limit_as_mu_moves_away():
     locs = [0.0, -5.0, -20.0, -100.0, -1000.0]
-    nlls = [teaching.describe_truncated_normal(loc, 1.0, 0.2, math.inf, 0.2)["truncated_nll"] for loc in locs]
+    nlls = [explorer.describe_truncated_normal(loc, 1.0, 0.2, math.inf, 0.2)["truncated_nll"] for loc in locs]
     assert all(later < earlier for earlier, later in zip(nlls, nlls[1:]))
     assert nlls[0] == pytest.approx(-scipy.stats.truncnorm(0.2, np.inf).logpdf(0.2), rel=1e-12)
     for loc, nll in zip(locs[2:], nlls[2:]):
@@ -514,12 +523,12 @@ def test_the_nll_at_a_closed_bound_falls_without_limit_as_mu_moves_away():
 
 
 def test_the_two_nlls_differ_by_log_z_so_they_are_equal_only_without_bounds():
-    plain = teaching.describe_truncated_normal(0.0, 1.0, -math.inf, math.inf, 0.5)
+    plain = explorer.describe_truncated_normal(0.0, 1.0, -math.inf, math.inf, 0.5)
     assert plain["truncated_nll"] == plain["normal_nll"]
     for half_width in (1.0, 3.5, 5.0):
-        window = teaching.describe_truncated_normal(0.0, 1.0, -half_width, half_width, 0.5)
+        window = explorer.describe_truncated_normal(0.0, 1.0, -half_width, half_width, 0.5)
         log_z = math.log(1.0 - 2.0 * scipy.stats.norm.sf(half_width))
         assert window["truncated_nll"] - window["normal_nll"] == pytest.approx(log_z, rel=1e-9)
         assert window["truncated_nll"] < window["normal_nll"]
-    at_three_and_a_half = teaching.describe_truncated_normal(0.0, 1.0, -3.5, 3.5, 0.5)["log_normalizer"]
+    at_three_and_a_half = explorer.describe_truncated_normal(0.0, 1.0, -3.5, 3.5, 0.5)["log_normalizer"]
     assert -5e-4 < at_three_and_a_half < -4e-4  # equal at three decimals, and not equal

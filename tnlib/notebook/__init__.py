@@ -1,2 +1,13 @@
-"""What the notebooks call: figure builders and the offline plotly set-up (figures), and the explorer's and the
-classroom notebook's parameter checks and small computations (teaching)."""
+"""What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
+(tests/test_teaching.py, tests/test_figures.py) and reusable:
+
+* ``figures``: the figure builders and the offline plotly set-up;
+* ``notebook_parameters``: the explorer's and the classroom notebook's parameter checks;
+* ``explorer``: the Truncated Gaussian explorer's summary and presets;
+* ``classroom_demos``: maximum likelihood, MSE as a Gaussian NLL, learned sigma, maximum entropy, closed and open
+  lower bounds;
+* ``distribution_properties``: the distribution's properties, sampling and estimation in textbook formulas;
+* ``label_gaps``: how far the admissible bounds lie below h* in a tnlib dataset;
+* ``synthetic_regression``: Gaussian and Truncated Gaussian heuristic models on synthetic states, over seeds;
+* ``demo_tensors``: the float64 scalars and the single thread they all run on.
+"""

@@ -21,7 +21,14 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
-from tnlib.notebook import teaching
+from tnlib.notebook import (
+    classroom_demos,
+    demo_tensors,
+    explorer,
+    label_gaps,
+    notebook_parameters,
+    synthetic_regression,
+)
 
 #: Renderer name registered by :func:`setup_notebook_plotting`.
 INLINE_RENDERER = "tnlib_inline_html"
@@ -99,8 +106,8 @@ def density_view(loc: float, scale: float, low: float, high: float) -> tuple[flo
     """The x range the density figures show: the truncated bulk (``icdf`` of ``BULK_TAIL_PROBABILITY`` and of
     its complement) widened to the finite bounds and the Normal's bulk (mu +- 4 sigma), nearest first, as far as
     the view stays at most ``MAX_VIEW_TO_BULK`` times the bulk's width; plus a 5% margin on each side."""
-    distribution = teaching.truncated_normal(loc, scale, low, high)
-    quantiles = distribution.icdf(torch.tensor([BULK_TAIL_PROBABILITY, 1.0 - BULK_TAIL_PROBABILITY], dtype=teaching.DTYPE))
+    distribution = demo_tensors.truncated_normal(loc, scale, low, high)
+    quantiles = distribution.icdf(torch.tensor([BULK_TAIL_PROBABILITY, 1.0 - BULK_TAIL_PROBABILITY], dtype=demo_tensors.DTYPE))
     bulk_low, bulk_high = (float(value) for value in quantiles)
     if not bulk_high > bulk_low:  # an interval a few ulps wide: the bounds are the bulk
         bulk_low, bulk_high = low, high
@@ -121,7 +128,7 @@ def density_grid(loc: float, scale: float, low: float, high: float, num_points: 
     +- 8 stddev, inside the bounds), so that a narrow density is still resolved; the bounds themselves are on
     the grid so the density's jumps are drawn sharply.
     """
-    distribution = teaching.truncated_normal(loc, scale, low, high)
+    distribution = demo_tensors.truncated_normal(loc, scale, low, high)
     mean, stddev = float(distribution.mean), float(distribution.stddev)
     bulk_low = max(low, mean - 8.0 * stddev)
     bulk_high = min(high, mean + 8.0 * stddev)
@@ -134,10 +141,10 @@ def density_grid(loc: float, scale: float, low: float, high: float, num_points: 
 
 def truncated_density(loc: float, scale: float, low: float, high: float, x: np.ndarray) -> np.ndarray:
     """The Truncated Normal PDF on ``x``: zero outside ``[low, high]``."""
-    values = torch.as_tensor(x, dtype=teaching.DTYPE)
-    low_tensor = torch.tensor(low, dtype=teaching.DTYPE)
-    high_tensor = torch.tensor(high, dtype=teaching.DTYPE)
-    nll = teaching.truncated_nll(teaching.truncated_normal(loc, scale, low, high), values, low_tensor, high_tensor)
+    values = torch.as_tensor(x, dtype=demo_tensors.DTYPE)
+    low_tensor = torch.tensor(low, dtype=demo_tensors.DTYPE)
+    high_tensor = torch.tensor(high, dtype=demo_tensors.DTYPE)
+    nll = demo_tensors.truncated_nll(demo_tensors.truncated_normal(loc, scale, low, high), values, low_tensor, high_tensor)
     return torch.exp(-nll).numpy()
 
 
@@ -184,9 +191,9 @@ def truncated_normal_figure(
     mean and mode and, for ``observed``, its NLL under both distributions. Finite bounds are dashed lines,
     the region outside them is shaded.
     """
-    params = teaching.check_explorer_parameters(loc, scale, low, high, 0.0 if observed is None else observed, num_points)
+    params = notebook_parameters.check_explorer_parameters(loc, scale, low, high, 0.0 if observed is None else observed, num_points)
     loc, scale, low, high = params.loc, params.scale, params.low, params.high
-    summary = teaching.describe_truncated_normal(loc, scale, low, high, params.observed)
+    summary = explorer.describe_truncated_normal(loc, scale, low, high, params.observed)
     grid = density_grid(loc, scale, low, high, num_points)
     normal_pdf = np.exp(-0.5 * ((grid - loc) / scale) ** 2) / (scale * math.sqrt(2 * math.pi))
     truncated_x, truncated_pdf = _with_jumps(grid, truncated_density(loc, scale, low, high, grid), low, high)
@@ -243,7 +250,7 @@ def truncated_normal_figure(
     # Normal, not -0.
     statistics = (
         f"TN mean {summary['mean']:.4g}, mode {summary['mode']:.4g}, kept mass Z "
-        f"{teaching.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer'] + 0.0:.4g})"
+        f"{explorer.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer'] + 0.0:.4g})"
     )
     if observed is not None:
         statistics += (
@@ -268,7 +275,7 @@ def truncated_normal_figure(
 def preset_bounds_figure(
     loc: float = 0.0,
     scale: float = 1.0,
-    presets: Sequence[tuple[str, float, float]] = teaching.PRESET_BOUNDS,
+    presets: Sequence[tuple[str, float, float]] = explorer.PRESET_BOUNDS,
     num_points: int = 801,
 ) -> go.Figure:
     """The paper's Figure 1: ``TN(loc, scale, l, u)`` PDFs for several bounds, each with its mean marked.
@@ -278,12 +285,12 @@ def preset_bounds_figure(
     """
     figure = go.Figure()
     for index, (label, low, high) in enumerate(presets):
-        teaching.check_explorer_parameters(loc, scale, low, high, 0.0, num_points)
+        notebook_parameters.check_explorer_parameters(loc, scale, low, high, 0.0, num_points)
         color = _COLORS[index % len(_COLORS)]
         grid = density_grid(loc, scale, low, high, num_points)
         x, density = _with_jumps(grid, truncated_density(loc, scale, low, high, grid), low, high)
         figure.add_trace(go.Scatter(x=x, y=density, name=label, mode="lines", legendgroup=label, line=dict(color=color)))
-        mean = float(teaching.truncated_normal(loc, scale, low, high).mean)
+        mean = float(demo_tensors.truncated_normal(loc, scale, low, high).mean)
         height = float(truncated_density(loc, scale, low, high, np.array([mean]))[0])
         figure.add_trace(
             go.Scatter(
@@ -360,7 +367,7 @@ def sample_histogram_figure(samples: np.ndarray, loc: float, scale: float, low: 
                                     xbins=dict(start=start, end=end, size=(end - start) / bins),
                                     marker_color=_COLORS[0]))
     grid = np.linspace(float(finite.min()), float(finite.max()), 400)
-    density = teaching.truncated_normal(loc, scale, low, high).log_prob(torch.as_tensor(grid, dtype=teaching.DTYPE))
+    density = demo_tensors.truncated_normal(loc, scale, low, high).log_prob(torch.as_tensor(grid, dtype=demo_tensors.DTYPE))
     figure.add_trace(go.Scatter(x=grid, y=np.exp(density.numpy()), name="density", mode="lines",
                                 line=dict(color=_COLORS[1], width=2)))
     figure.update_layout(title=f"{len(finite):,} samples of TN({loc:g}, {scale:g}, {low:g}, {high:g}) and its density",
@@ -374,7 +381,7 @@ def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observe
     hundreds of nats at the grid's end, would flatten them)."""
     figure = curves_figure(locs, curves, f"NLL of h* = l = {observed:g} as a function of mu (sigma = 1)", "mu",
                            "NLL of h* (nats)", vertical_lines={"h* = l": observed})
-    truncated = np.concatenate([np.asarray(v, dtype=float) for k, v in curves.items() if k != teaching.GAUSSIAN_LABEL])
+    truncated = np.concatenate([np.asarray(v, dtype=float) for k, v in curves.items() if k != classroom_demos.GAUSSIAN_LABEL])
     truncated = truncated[np.isfinite(truncated)]
     pad = 0.1 * max(float(truncated.max() - truncated.min()), 1.0)
     figure.update_yaxes(range=[float(truncated.min()) - pad, float(truncated.max()) + pad])
@@ -386,11 +393,11 @@ CURVE_TICKS = 6
 REFERENCE_LABELS = {"bound": "the bound l alone", "best": "best possible (E[h* | z, l])"}
 
 
-def regression_loss_figure(result: teaching.RegressionResult) -> go.Figure:
+def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
     """Test MSE of each model's planning heuristic against the training step (log y, over the data's range), like
     the paper's Figure 2, with two dotted references drawn as traces in the legend: the MSE of the bound l alone
     and of the best possible predictor."""
-    curves = {teaching.MODEL_LABELS[kind]: values for kind, values in result.validation_mse.items()}
+    curves = {synthetic_regression.MODEL_LABELS[kind]: values for kind, values in result.validation_mse.items()}
     figure = curves_figure(
         result.recorded_steps, curves, "Test MSE of the planning heuristic during training",
         "training step", "test MSE (log scale)", log_y=True,
@@ -409,14 +416,14 @@ def regression_loss_figure(result: teaching.RegressionResult) -> go.Figure:
     return figure
 
 
-def point_estimate_figure(result: teaching.RegressionResult) -> go.Figure:
+def point_estimate_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
     """Grouped bars: test MSE of mu, max(mu, l) and the TN mean for each model (one trace per estimate)."""
-    models = list(teaching.MODEL_LABELS)
+    models = list(synthetic_regression.MODEL_LABELS)
     figure = go.Figure()
-    for index, (name, label) in enumerate(teaching.ESTIMATE_LABELS.items()):
+    for index, (name, label) in enumerate(synthetic_regression.ESTIMATE_LABELS.items()):
         values = [result.test_mse[kind].get(name) for kind in models]
         figure.add_trace(
-            go.Bar(x=[teaching.MODEL_LABELS[kind] for kind in models], y=values, name=label,
+            go.Bar(x=[synthetic_regression.MODEL_LABELS[kind] for kind in models], y=values, name=label,
                    text=[f"{v:.2f}" if v is not None else "" for v in values], textposition="outside",
                    marker_color=_COLORS[index])
         )
@@ -425,7 +432,7 @@ def point_estimate_figure(result: teaching.RegressionResult) -> go.Figure:
     return figure
 
 
-def prediction_scatter_figure(result: teaching.RegressionResult, max_points: int = 400) -> go.Figure:
+def prediction_scatter_figure(result: synthetic_regression.RegressionResult, max_points: int = 400) -> go.Figure:
     """Planning heuristic against h* for each model and for the bound l, on the first ``max_points`` test
     states, with the diagonal ``y = x`` (perfect heuristic)."""
     count = min(max_points, len(result.test_optimal_cost))
@@ -434,7 +441,7 @@ def prediction_scatter_figure(result: teaching.RegressionResult, max_points: int
     jitter = (np.arange(count) % 7 - 3) * 0.04
     figure = go.Figure()
     series = {"admissible bound l": result.test_lower_bound[:count]}
-    series.update({teaching.MODEL_LABELS[kind]: values[:count] for kind, values in result.test_heuristic.items()})
+    series.update({synthetic_regression.MODEL_LABELS[kind]: values[:count] for kind, values in result.test_heuristic.items()})
     for index, (name, values) in enumerate(series.items()):
         figure.add_trace(go.Scatter(x=optimal + jitter, y=values, name=name, mode="markers",
                                     marker=dict(size=5, opacity=0.55, color=_COLORS[(index + 7) % len(_COLORS)])))
@@ -550,9 +557,9 @@ SIGMA_SLIDER_DECADES = (-3.0, 2.0)
 CUSTOM_PRESET = "(custom: move a slider or choose a preset)"
 
 
-def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float = 10.0) -> ExplorerControls:
+def explorer_controls(params: notebook_parameters.ExplorerParameters, slider_limit: float = 10.0) -> ExplorerControls:
     """Sliders for loc, scale, low, high and observed, "infinite" checkboxes for the bounds, a preset
-    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.teaching.PRESET_BOUNDS`, and an output
+    selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.explorer.PRESET_BOUNDS`, and an output
     area for the figure.
 
     mu, l, u and x share one range, ``[-slider_limit, slider_limit]`` widened to hold all their finite values, so a
@@ -582,7 +589,7 @@ def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float =
         "low_is_infinite": widgets.Checkbox(value=not math.isfinite(params.low), description="l = -inf"),
         "high_is_infinite": widgets.Checkbox(value=not math.isfinite(params.high), description="u = +inf"),
     }
-    options = [(CUSTOM_PRESET, ())] + [(label, (low, high)) for label, low, high in teaching.PRESET_BOUNDS]
+    options = [(CUSTOM_PRESET, ())] + [(label, (low, high)) for label, low, high in explorer.PRESET_BOUNDS]
     preset = widgets.Dropdown(options=options, value=(), description="preset",
                               layout=widgets.Layout(width="max-content"))
     output = widgets.Output()
@@ -596,7 +603,7 @@ def explorer_controls(params: teaching.ExplorerParameters, slider_limit: float =
     return ExplorerControls(values, preset, output, panel)
 
 
-def label_gap_figure(gaps: Sequence[teaching.LabelGaps], bound: str = "lmcut") -> go.Figure:
+def label_gap_figure(gaps: Sequence[label_gaps.LabelGaps], bound: str = "lmcut") -> go.Figure:
     """Per domain, the share of states at each gap h* - l (integers: unit costs), one bar group per gap: the
     bar at 0 is the states whose target lies exactly on the truncation point."""
     figure = go.Figure()

@@ -1,0 +1,132 @@
+"""The distribution's properties, sampling and estimation (the classroom notebook's section 5b): short numpy formulas
+a student can read, checked in the notebook against tnlib's TruncatedNormal and scipy, and where they break."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import torch
+
+from tnlib.distributions import TruncatedNormal
+from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_normal
+
+
+def closed_form_properties(loc: float, scale: float, low: float, high: float) -> dict[str, float]:
+    """The textbook formulas of TN(loc, scale, low, high) with a = (low - loc) / scale, b = (high - loc) / scale
+    and Z = Phi(b) - Phi(a): mean, variance, median, entropy and the CDF at the mean. Plain numpy: accurate while Z
+    is not tiny (the far tail needs tnlib's stable forms; section 5b shows where these break)."""
+    from scipy.stats import norm
+
+    a, b = (low - loc) / scale, (high - loc) / scale
+    Z = norm.cdf(b) - norm.cdf(a)
+    pa, pb = norm.pdf(a), norm.pdf(b)
+    a_pa = a * pa if math.isfinite(a) else 0.0  # a phi(a) -> 0 as a -> -inf
+    b_pb = b * pb if math.isfinite(b) else 0.0
+    mean = loc + scale * (pa - pb) / Z
+    variance = scale ** 2 * (1 + (a_pa - b_pb) / Z - ((pa - pb) / Z) ** 2)
+    median = loc + scale * norm.ppf((norm.cdf(a) + norm.cdf(b)) / 2)
+    entropy = math.log(math.sqrt(2 * math.pi * math.e) * scale * Z) + (a_pa - b_pb) / (2 * Z)
+    cdf_at_mean = (norm.cdf((mean - loc) / scale) - norm.cdf(a)) / Z
+    return {"mean": mean, "variance": variance, "median": median, "entropy": entropy, "cdf(mean)": cdf_at_mean}
+
+
+def property_comparison(loc: float, scale: float, low: float, high: float) -> list[tuple[str, float, float, float]]:
+    """(property, closed form, tnlib, scipy.stats.truncnorm) for :func:`closed_form_properties`' properties.
+    scipy takes the *standardised* bounds a, b (the classic pitfall: not low and high)."""
+    from scipy.stats import truncnorm
+
+    closed = closed_form_properties(loc, scale, low, high)
+    tn = truncated_normal(loc, scale, low, high)
+    scipy_tn = truncnorm((low - loc) / scale, (high - loc) / scale, loc=loc, scale=scale)
+    mean = closed["mean"]
+    ours = {"mean": float(tn.mean), "variance": float(tn.variance), "median": float(tn.icdf(torch.tensor(0.5, dtype=DTYPE))),
+            "entropy": float(tn.entropy()), "cdf(mean)": float(tn.cdf(torch.tensor(mean, dtype=DTYPE)))}
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():  # scipy's entropy is nan for an infinite bound
+        warnings.simplefilter("ignore", RuntimeWarning)
+        theirs = {"mean": scipy_tn.mean(), "variance": scipy_tn.var(), "median": scipy_tn.median(),
+                  "entropy": scipy_tn.entropy(), "cdf(mean)": scipy_tn.cdf(mean)}
+    return [(name, closed[name], ours[name], float(theirs[name])) for name in closed]
+
+
+def scipy_bounds_pitfall(loc: float, scale: float, low: float, high: float) -> dict[str, float]:
+    """The mean scipy gives when handed the bounds themselves instead of the standardised a, b, beside the right
+    one: ``truncnorm(low, high, loc, scale)`` truncates at loc + low * scale and loc + high * scale."""
+    from scipy.stats import truncnorm
+
+    return {"truncnorm(a, b, loc, scale) with a, b standardised": float(
+                truncnorm((low - loc) / scale, (high - loc) / scale, loc=loc, scale=scale).mean()),
+            "truncnorm(low, high, loc, scale), the pitfall": float(truncnorm(low, high, loc=loc, scale=scale).mean())}
+
+
+def naive_inverse_cdf_samples(loc: float, scale: float, low: float, high: float, count: int, seed: int) -> np.ndarray:
+    """Inverse-CDF sampling written as in a textbook, x = loc + scale * Phi^-1(Phi(a) + U (Phi(b) - Phi(a))):
+    exact in exact arithmetic, but in the far tail Phi(a) and Phi(b) round to the same double (both 1) and every
+    sample comes out inf or nan."""
+    from scipy.stats import norm
+
+    uniform = np.random.default_rng(seed).random(count)
+    a, b = (low - loc) / scale, (high - loc) / scale
+    with np.errstate(all="ignore"):
+        return loc + scale * norm.ppf(norm.cdf(a) + uniform * (norm.cdf(b) - norm.cdf(a)))
+
+
+def tnlib_samples(loc: float, scale: float, low: float, high: float, count: int, seed: int) -> np.ndarray:
+    """``count`` draws of tnlib's TruncatedNormal (inverse CDF in a numerically stable frame)."""
+    generator_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        return truncated_normal(loc, scale, low, high).sample((count,)).numpy()
+    finally:
+        torch.random.set_rng_state(generator_state)
+
+
+def fit_truncated_normal(samples: np.ndarray, low: float, high: float, steps: int = 500) -> tuple[float, float]:
+    """Maximum-likelihood (loc, scale) of TN(loc, scale, low, high) from ``samples`` (known bounds): Adam on the
+    mean NLL over (loc, log scale), started at the samples' mean and standard deviation -- the biased estimates a
+    student would try first."""
+    values = torch.as_tensor(samples, dtype=DTYPE)
+    loc = torch.tensor(float(values.mean()), dtype=DTYPE, requires_grad=True)
+    log_scale = torch.tensor(math.log(float(values.std())), dtype=DTYPE, requires_grad=True)
+    low_t, high_t = torch.tensor(low, dtype=DTYPE), torch.tensor(high, dtype=DTYPE)
+    optimizer = torch.optim.Adam([loc, log_scale], lr=0.05)
+    with single_thread():
+        for _ in range(steps):
+            optimizer.zero_grad()
+            nll = -TruncatedNormal(loc, log_scale.exp(), low_t, high_t, validate_args=False).log_prob(values).mean()
+            nll.backward()
+            optimizer.step()
+    return float(loc.detach()), float(log_scale.detach().exp())
+
+
+def format_property_comparison(rows: list[tuple[str, float, float, float]]) -> str:
+    """:func:`property_comparison`'s rows as an aligned table with the largest difference from the closed form."""
+    lines = [f"{'property':<10s}{'closed form':>22s}{'tnlib':>22s}{'scipy':>22s}"]
+    for name, closed, ours, theirs in rows:
+        lines.append(f"{name:<10s}{closed:22.15g}{ours:22.15g}{theirs:22.15g}")
+    return "\n".join(lines)
+
+
+def censoring_versus_truncation(loc: float, scale: float, bound: float, count: int, seed: int) -> dict[str, float]:
+    """A Tobit-style simulation: draw N(loc, scale) and record a value below ``bound`` as ``bound`` (censoring).
+    The estimates of loc: the sample mean; the censored-data (Tobit) MLE, which counts each value at the bound
+    as P(x <= bound) = Phi((bound - loc) / scale); and the truncated-model MLE fitted to the same data as if the
+    values at the bound were exact observations -- the wrong model for censored data."""
+    from scipy.optimize import minimize
+    from scipy.stats import norm
+
+    draws = np.random.default_rng(seed).normal(loc, scale, count)
+    censored = np.maximum(draws, bound)
+    at_bound = censored <= bound
+
+    def tobit_nll(theta):
+        mu, log_sigma = theta
+        sigma = math.exp(log_sigma)
+        return -(norm.logcdf((bound - mu) / sigma) * at_bound.sum()
+                 + norm.logpdf(censored[~at_bound], mu, sigma).sum()) / count
+
+    tobit = minimize(tobit_nll, [censored.mean(), math.log(censored.std())], method="Nelder-Mead",
+                     options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000}).x
+    truncated_loc, _ = fit_truncated_normal(censored, bound - 1e-9, math.inf, steps=800)
+    return {"true loc": loc, "share at the bound": float(at_bound.mean()), "sample mean": float(censored.mean()),
+            "censored (Tobit) MLE": float(tobit[0]), "truncated MLE on censored data": truncated_loc}

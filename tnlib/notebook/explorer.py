@@ -1,0 +1,102 @@
+"""What the Truncated Gaussian explorer prints: the distribution's summary for given bounds and an observed h*, and
+the presets' table."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.distributions import Normal
+
+from tnlib.notebook.demo_tensors import DTYPE, truncated_normal, truncated_nll
+
+
+#: Bounds (label, low, high) shown by the explorer for mu=0, sigma=1. ``(0.2, 1.7)`` is the paper's
+#: Figure 1 example whose mean respects the bounds although mu=0 lies outside them.
+PRESET_BOUNDS: tuple[tuple[str, float, float], ...] = (
+    ("(-inf, inf): plain Normal", -math.inf, math.inf),
+    ("(0, inf): non-negative cost", 0.0, math.inf),
+    ("(-1, 1): symmetric window", -1.0, 1.0),
+    ("(0.2, 1.7): paper Figure 1", 0.2, 1.7),
+    ("(1, 3): mu left of the bounds", 1.0, 3.0),
+    ("(2.5, inf): far tail", 2.5, math.inf),
+    ("(-inf, -0.5): upper bound only", -math.inf, -0.5),
+)
+
+
+def describe_truncated_normal(loc: float, scale: float, low: float, high: float, observed: float) -> dict[str, float]:
+    """The numbers the explorer shows for ``TN(loc, scale, low, high)`` and an observed ``x = h*``.
+
+    Keys: ``normal_mean`` (= mode of the Normal = loc), ``mean`` (the truncated mean, the paper's heuristic),
+    ``mode``, ``stddev``, ``log_normalizer`` (log Z), ``kept_mass`` (Z, the Normal's probability of
+    ``[low, high]``), ``normal_nll`` and ``truncated_nll`` (of ``observed``; inf outside the bounds).
+    """
+    distribution = truncated_normal(loc, scale, low, high)
+    value = torch.tensor(observed, dtype=DTYPE)
+    low_tensor, high_tensor = torch.tensor(low, dtype=DTYPE), torch.tensor(high, dtype=DTYPE)
+    log_normalizer = float(distribution.log_normalizer)
+    return {
+        "normal_mean": float(loc),
+        "mean": float(distribution.mean),
+        "mode": float(distribution.mode),
+        "stddev": float(distribution.stddev),
+        "log_normalizer": log_normalizer,
+        "kept_mass": math.exp(log_normalizer),
+        "normal_nll": float(-Normal(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE)).log_prob(value)),
+        "truncated_nll": float(truncated_nll(distribution, value, low_tensor, high_tensor)),
+    }
+
+
+def format_probability(log_probability: float, digits: int = 4) -> str:
+    """A probability given by its log, with ``digits`` significant digits, never rounded to "0" while the log
+    is finite: plain below 1 down to 1e-3, ``m.mmme-N`` below (computed from the log, so far-tail masses such
+    as ``exp(-1264.9)`` that underflow float64 are still shown), "0" only for a log of -inf."""
+    if log_probability == -math.inf:
+        return "0"
+    if log_probability >= math.log(1e-3):
+        return f"{math.exp(log_probability):.{digits}g}"
+    log10 = log_probability / math.log(10.0)
+    exponent = math.floor(log10)
+    mantissa = round(10.0 ** (log10 - exponent), digits - 1)
+    if mantissa >= 10.0:  # rounding carried into the next power of ten
+        mantissa, exponent = mantissa / 10.0, exponent + 1
+    return f"{mantissa:.{digits - 1}f}e{exponent:+d}"
+
+
+def format_description(description: dict[str, float]) -> str:
+    """A few aligned lines for printing :func:`describe_truncated_normal`'s result (Z through
+    :func:`format_probability`, so a tiny but positive Z never prints as 0)."""
+    labels = {
+        "normal_mean": "Normal mean = mode = mu",
+        "mean": "truncated mean E[x] (heuristic)",
+        "mode": "truncated mode",
+        "stddev": "truncated stddev",
+        "kept_mass": "kept mass Z",
+        "log_normalizer": "log Z",
+        "normal_nll": "NLL of x under Normal",
+        "truncated_nll": "NLL of x under Truncated Normal",
+    }
+    def value(key: str) -> str:
+        if key == "kept_mass":
+            return " " + format_probability(description["log_normalizer"])
+        return f"{description[key]: .4f}"
+
+    return "\n".join(f"{labels[key]:<34s} {value(key)}" for key in labels)
+
+
+def preset_summary_table(
+    loc: float = 0.0,
+    scale: float = 1.0,
+    observed: float = 0.5,
+    presets: tuple[tuple[str, float, float], ...] = PRESET_BOUNDS,
+) -> str:
+    """One line per preset: its truncated mean, mode, kept mass and the NLL of ``observed`` (inf when the
+    observation is outside the bounds)."""
+    header = f"{'bounds (l, u)':<34s}{'mean':>9s}{'mode':>9s}{'Z':>10s}{'NLL N':>9s}{'NLL TN':>9s}"
+    lines = [header, "-" * len(header)]
+    for label, low, high in presets:
+        row = describe_truncated_normal(loc, scale, low, high, observed)
+        lines.append(
+            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{format_probability(row['log_normalizer']):>10s}"
+            f"{row['normal_nll']:9.3f}{row['truncated_nll']:9.3f}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""The explorer's and the classroom notebook's parameter checks: bad parameters (from papermill, a widget or a
+hand edit) become one ``ValueError`` naming the first bad one."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tnlib.paper import OPEN_BOUND_EPSILON
+
+
+def checked_float(name: str, value: object) -> float:
+    """``float(value)``, accepting the strings "inf"/"-inf" that papermill can pass for infinite bounds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got the boolean {value!r}")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (or 'inf'/'-inf' for a bound), got {value!r}") from None
+    if math.isnan(number):
+        raise ValueError(f"{name} must not be NaN")
+    return number
+
+
+def checked_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if maximum is not None and not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+#: Allowed range of the explorer's ``num_points`` (grid points per density curve). The dense grid over the
+#: truncated bulk already resolves every density at the default 801; above the maximum the nine figures of
+#: the notebook would hold millions of points (1e8 exhausted the kernel's memory).
+MIN_NUM_POINTS, MAX_NUM_POINTS = 11, 20_001
+
+
+@dataclass(frozen=True)
+class ExplorerParameters:
+    """Validated parameters of ``truncated_gaussian_explorer.ipynb``."""
+
+    loc: float
+    scale: float
+    low: float
+    high: float
+    observed: float
+    num_points: int
+    interactive: bool
+
+
+def check_explorer_parameters(
+    loc: object,
+    scale: object,
+    low: object,
+    high: object,
+    observed: object,
+    num_points: object = 801,
+    interactive: object = True,
+) -> ExplorerParameters:
+    """Validate the explorer's parameters; raise ``ValueError`` naming the first bad one.
+
+    ``low``/``high`` may be ``-inf``/``inf`` (or those strings); ``observed`` may lie outside the bounds
+    (its truncated NLL is then infinite, which the explorer shows).
+    """
+    loc_value = checked_float("loc", loc)
+    scale_value = checked_float("scale", scale)
+    low_value = checked_float("low", low)
+    high_value = checked_float("high", high)
+    observed_value = checked_float("observed", observed)
+    if not math.isfinite(loc_value):
+        raise ValueError(f"loc must be finite, got {loc_value}")
+    if not (scale_value > 0 and math.isfinite(scale_value)):
+        raise ValueError(f"scale must be a finite number > 0, got {scale_value}")
+    if low_value == math.inf:
+        raise ValueError("low must be < inf")
+    if high_value == -math.inf:
+        raise ValueError("high must be > -inf")
+    if not low_value < high_value:
+        raise ValueError(f"low must be < high, got low={low_value} and high={high_value}")
+    if not math.isfinite(observed_value):
+        raise ValueError(f"observed must be finite, got {observed_value}")
+    points = checked_int("num_points", num_points, minimum=MIN_NUM_POINTS, maximum=MAX_NUM_POINTS)
+    if not isinstance(interactive, bool):
+        raise ValueError(f"interactive must be True or False, got {interactive!r}")
+    return ExplorerParameters(loc_value, scale_value, low_value, high_value, observed_value, points, interactive)
+
+
+@dataclass(frozen=True)
+class ClassroomParameters:
+    """Validated parameters of ``statistics_of_heuristic_learning.ipynb``."""
+
+    seed: int
+    num_train: int
+    num_test: int
+    steps: int
+    learning_rate: float
+    hidden_units: int
+    open_bound_margin: float
+    demo_steps: int
+    data_root: str | None = None  # section 7's dataset (None: the default data root)
+    label_split: str = "train"
+    comparison_seeds: int = 8  # section 8's comparison over seeds: seeds seed, seed + 1, ...
+
+
+def check_classroom_parameters(
+    seed: object = 0,
+    num_train: object = 500,
+    num_test: object = 2000,
+    steps: object = 400,
+    learning_rate: object = 0.03,
+    hidden_units: object = 16,
+    open_bound_margin: object = OPEN_BOUND_EPSILON,
+    demo_steps: object = 300,
+    data_root: object = "",
+    label_split: object = "train",
+    comparison_seeds: object = 8,
+) -> ClassroomParameters:
+    """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
+    from pathlib import Path
+
+    from tnlib.data.schema import SPLITS
+
+    seed_value = checked_int("seed", seed, minimum=0)
+    train = checked_int("num_train", num_train, minimum=2)
+    test = checked_int("num_test", num_test, minimum=2)
+    step_count = checked_int("steps", steps, minimum=1)
+    rate = checked_float("learning_rate", learning_rate)
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {rate}")
+    hidden = checked_int("hidden_units", hidden_units, minimum=1)
+    margin = checked_float("open_bound_margin", open_bound_margin)
+    if not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
+    demo = checked_int("demo_steps", demo_steps, minimum=1)
+    if data_root is not None and not isinstance(data_root, str):
+        raise ValueError(f"data_root must be a folder name (\"\" for the default), got {data_root!r}")
+    if data_root and not Path(data_root).is_dir():
+        raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
+    if label_split not in SPLITS:
+        raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {label_split!r}")
+    compared = checked_int("comparison_seeds", comparison_seeds, minimum=3, maximum=50)
+    return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
+                               label_split, compared)
