@@ -373,14 +373,12 @@ def test_label_gaps_name_bad_input():
 
 def test_label_gaps_refuse_a_bound_above_h_star(monkeypatch):
     """A corrupt label (l > h*) is an error, not a negative gap in the figure."""
-    import tnlib.data.loading as loading
-
     class Table:
         def numpy(self, name):
             columns = {"h_star": [3, 2], "lmcut": [3, 3], "hmax": [1, 1], "blind": [1, 1], "ff": [3, 2]}
             return np.asarray(columns[name], dtype=float)
 
-    monkeypatch.setattr(loading, "load_split", lambda *args, **kwargs: Table())
+    monkeypatch.setattr(label_gaps, "load_split", lambda *args, **kwargs: Table())
     with pytest.raises(ValueError, match="blocksworld/train: lmcut exceeds h\\* on 1 state"):
         label_gaps.label_gaps(domains=("blocksworld",))
 

@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.optimize import minimize
+from scipy.stats import norm, truncnorm
 
 from tnlib.distributions import TruncatedNormal
 from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_normal
@@ -16,8 +18,6 @@ def closed_form_properties(loc: float, scale: float, low: float, high: float) ->
     """The textbook formulas of TN(loc, scale, low, high) with a = (low - loc) / scale, b = (high - loc) / scale
     and Z = Phi(b) - Phi(a): mean, variance, median, entropy and the CDF at the mean. Plain numpy: accurate while Z
     is not tiny (the far tail needs tnlib's stable forms; section 5b shows where these break)."""
-    from scipy.stats import norm
-
     a, b = (low - loc) / scale, (high - loc) / scale
     Z = norm.cdf(b) - norm.cdf(a)
     pa, pb = norm.pdf(a), norm.pdf(b)
@@ -34,8 +34,6 @@ def closed_form_properties(loc: float, scale: float, low: float, high: float) ->
 def property_comparison(loc: float, scale: float, low: float, high: float) -> list[tuple[str, float, float, float]]:
     """(property, closed form, tnlib, scipy.stats.truncnorm) for :func:`closed_form_properties`' properties.
     scipy takes the *standardised* bounds a, b (the classic pitfall: not low and high)."""
-    from scipy.stats import truncnorm
-
     closed = closed_form_properties(loc, scale, low, high)
     tn = truncated_normal(loc, scale, low, high)
     scipy_tn = truncnorm((low - loc) / scale, (high - loc) / scale, loc=loc, scale=scale)
@@ -52,8 +50,6 @@ def property_comparison(loc: float, scale: float, low: float, high: float) -> li
 def scipy_bounds_pitfall(loc: float, scale: float, low: float, high: float) -> dict[str, float]:
     """The mean scipy gives when handed the bounds themselves instead of the standardised a, b, beside the right
     one: ``truncnorm(low, high, loc, scale)`` truncates at loc + low * scale and loc + high * scale."""
-    from scipy.stats import truncnorm
-
     return {"truncnorm(a, b, loc, scale) with a, b standardised": float(
                 truncnorm((low - loc) / scale, (high - loc) / scale, loc=loc, scale=scale).mean()),
             "truncnorm(low, high, loc, scale), the pitfall": float(truncnorm(low, high, loc=loc, scale=scale).mean())}
@@ -63,8 +59,6 @@ def naive_inverse_cdf_samples(loc: float, scale: float, low: float, high: float,
     """Inverse-CDF sampling written as in a textbook, x = loc + scale * Phi^-1(Phi(a) + U (Phi(b) - Phi(a))):
     exact in exact arithmetic, but in the far tail Phi(a) and Phi(b) round to the same double (both 1) and every
     sample comes out inf or nan."""
-    from scipy.stats import norm
-
     uniform = np.random.default_rng(seed).random(count)
     a, b = (low - loc) / scale, (high - loc) / scale
     with np.errstate(all="ignore"):
@@ -112,9 +106,6 @@ def censoring_versus_truncation(loc: float, scale: float, bound: float, count: i
     The estimates of loc: the sample mean; the censored-data (Tobit) MLE, which counts each value at the bound
     as P(x <= bound) = Phi((bound - loc) / scale); and the truncated-model MLE fitted to the same data as if the
     values at the bound were exact observations -- the wrong model for censored data."""
-    from scipy.optimize import minimize
-    from scipy.stats import norm
-
     draws = np.random.default_rng(seed).normal(loc, scale, count)
     censored = np.maximum(draws, bound)
     at_bound = censored <= bound

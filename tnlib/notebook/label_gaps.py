@@ -9,9 +9,10 @@ import numpy as np
 import torch
 from torch.distributions import Normal
 
-from tnlib.paper import LOWER_BOUNDS, OPEN_BOUND_EPSILON
+from tnlib.data.loading import load_split
 from tnlib.notebook.demo_tensors import DTYPE, truncated_normal
 from tnlib.notebook.distribution_properties import fit_truncated_normal
+from tnlib.paper import DOMAINS, LOWER_BOUNDS, OPEN_BOUND_EPSILON
 
 
 #: The admissible lower bounds of the dataset (the paper's l and its appendix's alternatives), strongest first.
@@ -45,8 +46,6 @@ def label_gaps(data_root: str | None = None, profile: str = "small", split: str 
     """:class:`LabelGaps` of every domain of a dataset (``data_root``: a dataset root or a data root, None or ""
     for the default; checked like every load, :func:`tnlib.data.load_split`). Raises ``DatasetError`` naming
     what is missing or wrong, ``ValueError`` if a label breaks ``l <= h*`` (a corrupt dataset)."""
-    from tnlib.data.loading import load_split
-    from tnlib.paper import DOMAINS
 
     result = []
     for domain in domains or DOMAINS:

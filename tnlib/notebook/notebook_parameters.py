@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from tnlib.data.schema import SPLITS
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 
@@ -120,10 +122,6 @@ def check_classroom_parameters(
     comparison_seeds: object = 8,
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
-    from pathlib import Path
-
-    from tnlib.data.schema import SPLITS
-
     seed_value = checked_int("seed", seed, minimum=0)
     train = checked_int("num_train", num_train, minimum=2)
     test = checked_int("num_test", num_test, minimum=2)

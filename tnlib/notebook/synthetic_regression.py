@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy.special import ndtr
 from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
+from tnlib.experiments.seed_statistics import paired_interval
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
-from tnlib.notebook.notebook_parameters import checked_int, check_classroom_parameters
+from tnlib.notebook.notebook_parameters import check_classroom_parameters, checked_int
+from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,6 @@ def bayes_optimal_cost(data: SyntheticHeuristicData) -> np.ndarray:
     integer h* = v is P(v | z) P(l | v): P(v | z) is the rounded, clipped normal's mass on v, and l = max(v - g, 0)
     with the gap's P(g) = exp(-g / 1.5) - exp(-(g + 1) / 1.5), so P(l | v) = P(g = v - l) for l > 0 and P(g >= v)
     for l = 0."""
-    from scipy.special import ndtr
-
     z1, z2 = (data.features[:, k].numpy()[:, None] for k in (0, 1))
     trend = 2.0 + 8.0 * z1 + 4.0 * np.sin(3.0 * z2)
     spread = 0.5 + 2.0 * z1
@@ -284,8 +284,6 @@ def format_seed_comparison(comparison: SeedComparison) -> str:
     """Per seed the test MSE of each model's planning heuristic, the TN mean and the best possible; then the TN
     mean against each of :data:`SEED_COMPARISONS`, paired by seed (same data): mean difference and its 95%
     t-interval."""
-    from tnlib.experiments.seed_statistics import paired_interval
-
     kinds = [k for k in MODEL_LABELS if k != "truncated"]
     header = f"{'seed':>4s}" + "".join(f"{k:>20s}" for k in kinds) + f"{'TN mean':>10s}{'best possible':>15s}"
     lines = ["test MSE of each planning heuristic (mu for the Gaussians)", header, "-" * len(header)]
@@ -308,8 +306,6 @@ def format_seed_comparison(comparison: SeedComparison) -> str:
 def format_curve_comparison(comparison: SeedComparison, step: int) -> str:
     """The TN mean against the MSE network that reads l during training: their test-MSE difference at ``step``,
     paired by seed, with its 95% t-interval (does the Truncated Gaussian get there faster?)."""
-    from tnlib.experiments.seed_statistics import paired_interval
-
     interval = paired_interval(comparison.curve_differences("gaussian_mse_bound", step))
     step = comparison.curve_step(step)
     if interval is None:
