@@ -35,7 +35,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +64,7 @@ def random_checkpoint(folder: Path, domain: str, model_name: str, seed: int) -> 
     torch.manual_seed(seed)
     model = build_model(model_name, **encoder.model_kwargs())
     path = folder / f"{domain}-{model_name}-seed{seed}.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(config),
+    torch.save({"format": CHECKPOINT_FORMAT, "config": config.to_dict(),
                 "model_kwargs": model_arguments(model_name, encoder.model_kwargs()),
                 "model": model.state_dict(), "step": 0}, path)
     return path

@@ -38,7 +38,7 @@ encoder = make_encoder("nlm", "blocksworld")
 data = encode_all(encoder, items)
 torch.manual_seed(0)
 model = build_model("nlm", **training._model_spec(config, encoder))
-head = DistributionHead(config.head_config())
+head = DistributionHead(config.head)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
 sampler = torch.Generator().manual_seed(0)
 def step():

@@ -99,8 +99,9 @@ def time_training(domain: str, model: str, items: list[dict], batch_size: int, s
     try:
         with tempfile.TemporaryDirectory() as out:
             n = steps + 3
-            cfg = TrainConfig(domain=domain, model=model, steps=n, batch_size=batch_size, eval_every=n,
-                              checkpoint_every=n, out_dir=out, progress=False, device=device, **(head or {}))
+            cfg = TrainConfig.from_dict(dict(domain=domain, model=model, steps=n, batch_size=batch_size, eval_every=n,
+                                             checkpoint_every=n, out_dir=out, progress=False, device=str(device),
+                                             **(head or {})))
             train(cfg, items, items[:8], on_step=lambda step: stamps.append(time.perf_counter()))
     finally:
         training.build_model = build
@@ -161,7 +162,7 @@ def main() -> None:
             if args.objects:
                 items = generated_items(domain, args.objects, folder)
             else:
-                items = load_items(TrainConfig(domain=domain, data_root=args.data, residual="ff"), "train")
+                items = load_items(TrainConfig(domain=domain, data_root=args.data), "train")
         except Exception as err:  # noqa: BLE001 - a missing split is reported, the others still run
             print(f"{domain:12} skipped: {err}")
             continue

@@ -10,6 +10,7 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.experiments.tables import collect_results, render_table, table1_cells
 from tnlib.learning.evaluation import evaluate_run
+from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
 
 
@@ -20,8 +21,8 @@ def data(tmp_path_factory):
 
 @pytest.mark.parametrize("distribution", ["N", "TN"])
 def test_evaluate_matches_a_direct_computation(tmp_path, data, distribution):
-    cfg = TrainConfig(domain="ferry", model="linear", distribution=distribution, steps=5, batch_size=4,
-                      eval_every=5, out_dir=str(tmp_path), progress=False)
+    cfg = TrainConfig(domain="ferry", model="linear", head=HeadConfig(distribution=distribution), steps=5,
+                      batch_size=4, eval_every=5, out_dir=str(tmp_path), progress=False)
     run = train(cfg, data, data)
     metrics = evaluate_run(run, "test", items=data)
     model, head, _, _ = load_checkpoint(run)

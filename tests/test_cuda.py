@@ -49,7 +49,7 @@ def _config(out, device, **kwargs) -> TrainConfig:
     base.update(kwargs)
     if base["model"] == "nlm":
         base["model_args"] = {"depth": 3}
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 # ------------------------------------------------------------------------------------------------------------

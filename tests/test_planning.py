@@ -17,6 +17,7 @@ from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split
 from tnlib.planning.pddl import resolve_domain
+from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
 from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings
 
@@ -35,7 +36,7 @@ def _train(tmp, rows, **kwargs):
     if base["model"] == "nlm":
         base["model_args"] = {"depth": 3}
     items = items_from_rows(rows, base.get("lower_bound", "lmcut"), base.get("residual", "ff"))
-    return train(TrainConfig(**base), items, items)
+    return train(TrainConfig.from_dict(base), items, items)
 
 
 @pytest.mark.parametrize("model, distribution", [("linear", "TN"), ("nlm", "N"), ("hgn", "TN")])
@@ -175,8 +176,8 @@ def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):
 def gripper_run(tmp_path_factory):
     """A tiny run folder trained on data/small's gripper (a few steps of the linear TN model: seconds)."""
     out = tmp_path_factory.mktemp("gripper-runs")
-    return train(TrainConfig(domain="gripper", model="linear", distribution="TN", steps=20, batch_size=16,
-                             eval_every=10, checkpoint_every=10, out_dir=str(out), progress=False))
+    return train(TrainConfig(domain="gripper", model="linear", head=HeadConfig(distribution="TN"), steps=20,
+                             batch_size=16, eval_every=10, checkpoint_every=10, out_dir=str(out), progress=False))
 
 
 def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, capsys):
@@ -354,17 +355,16 @@ def test_table2_layout_and_bold(tmp_path):
 def _random_nlm_checkpoint(folder, domain: str, seed: int = 0):
     """A checkpoint of the authors' NLM (depth 5: arity-3 layers) at its seeded initialisation, TN, learned sigma,
     residual h_FF, LM-cut bound."""
-    from dataclasses import asdict
-
     from tnlib.learning.models import build_model, model_arguments
     from tnlib.learning.training import CHECKPOINT_FORMAT
 
-    config = TrainConfig(domain=domain, model="nlm", distribution="TN", seed=seed, out_dir=str(folder), device="cpu")
+    config = TrainConfig(domain=domain, model="nlm", head=HeadConfig(distribution="TN"), seed=seed,
+                         out_dir=str(folder), device="cpu")
     arguments = model_arguments("nlm", make_encoder("nlm", domain).model_kwargs())
     torch.manual_seed(seed)
     model = build_model("nlm", **arguments)
     path = folder / f"{domain}-nlm.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": arguments,
+    torch.save({"format": CHECKPOINT_FORMAT, "config": config.to_dict(), "model_kwargs": arguments,
                 "model": model.state_dict(), "step": 0}, path)
     return path
 

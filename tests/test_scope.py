@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
 
 import pytest
 
@@ -59,12 +58,13 @@ def write_data_root(root, domain="blocksworld", train=200, test=50, test_states=
 
 def write_run(results, data_root, val_mse, domain="blocksworld", model="nlm", sigma="learn", residual="ff",
               distribution="TN", seed=0, steps=400, batch_size=64, eval_every=50, instances=None, **extra):
-    config = TrainConfig(domain=domain, model=model, sigma=sigma, residual=residual, distribution=distribution,
-                         seed=seed, steps=steps, batch_size=batch_size, eval_every=eval_every, instances=instances,
-                         data_root=str(data_root), out_dir=str(results), **extra)
+    config = TrainConfig.from_dict(dict(
+        domain=domain, model=model, sigma=sigma, residual=residual, distribution=distribution, seed=seed, steps=steps,
+        batch_size=batch_size, eval_every=eval_every, instances=instances, data_root=str(data_root),
+        out_dir=str(results), **extra))
     run = results / config.name
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps(asdict(config)))
+    (run / "config.json").write_text(json.dumps(config.to_dict()))
     lines = [json.dumps({"step": eval_every * (i + 1), "train_loss": 1.0, "val_nll": 1.0, "val_mse": v,
                          "seconds": 0.1}) for i, v in enumerate(val_mse)]
     (run / "curves.jsonl").write_text("".join(line + "\n" for line in lines))

@@ -30,7 +30,7 @@ def config(tmp, **kwargs) -> TrainConfig:
     base.update(kwargs)
     if base["model"] == "nlm" and not base["model_args"]:
         base["model_args"] = {"depth": 3}
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 def weights(run_dir, name="last.pt") -> dict:
@@ -167,7 +167,7 @@ def test_nan_in_the_data_is_reported_before_any_checkpoint(tmp_path, items):
 ])
 def test_bad_config_is_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig(**kwargs)
+        TrainConfig.from_dict(kwargs)
 
 
 def test_resume_refuses_a_different_configuration(tmp_path, items):
@@ -186,7 +186,7 @@ def test_paper_defaults():
     assert TrainConfig(model="hgn").lr == 1e-3
     # weight decay: the paper's 1e-2 for NLM; none for HGN (as its authors trained it) and linear regression (the
     # appendix removed it)
-    assert cfg.weight_decay is None and cfg.sigma_link == "softplus"
+    assert cfg.weight_decay is None and cfg.head.sigma_link == "softplus"
     assert TrainConfig(model="nlm").decay == 1e-2 and TrainConfig(model="hgn").decay == 0.0
     assert TrainConfig(model="linear").decay == 0.0
     assert TrainConfig(model="linear", weight_decay=0.05).decay == 0.05
@@ -235,7 +235,7 @@ def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_p
     del old["config"]["sigma_link"]
     torch.save(old, tmp_path / "old.pt")
     _, old_head, old_cfg, _ = load_checkpoint(tmp_path / "old.pt")
-    assert old_cfg.sigma_link == "softplus" and old_head.config.sigma_link == "softplus"
+    assert old_cfg.head.sigma_link == "softplus" and old_head.config.sigma_link == "softplus"
     sigma = old_head(raw, batch.residual, batch.lower, batch.upper).sigma
     torch.testing.assert_close(sigma, torch.nn.functional.softplus(raw[:, 1]) + SIGMA_FLOOR)
 

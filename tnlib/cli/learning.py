@@ -1,5 +1,5 @@
-"""`tnlib train` and `tnlib evaluate`. The flags of `train` are generated from :class:`TrainConfig`'s fields
-(:mod:`tnlib.cli.config_flags`), so a new field of the configuration is a new flag."""
+"""`tnlib train` and `tnlib evaluate`. The flags of `train` are generated from the fields of :class:`TrainConfig` and
+of its head's :class:`HeadConfig` (:mod:`tnlib.cli.config_flags`), so a new field of either is a new flag."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.learning.run_files import RunDir
 
-# TrainConfig fields whose flag is not --field-name, and help texts.
+# TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts.
 TRAIN_FLAGS = {"data_root": "--data", "learning_rate": "--lr", "model_args": "--model-arg", "out_dir": "--out",
                "run_name": "--name"}
 TRAIN_HELP = {
@@ -39,12 +39,16 @@ TRAIN_HELP = {
 
 
 def register_train(subparsers) -> None:
+    from tnlib.learning.heads import HeadConfig
     from tnlib.learning.training import TrainConfig
 
     p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL",
                               description="Train one model with one head configuration; writes a run folder "
                                           "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
-    add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP)
+    add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP, skip=("head",))
+    head = p.add_argument_group("the head", "what distribution of h* the model predicts, and how "
+                                            "(tnlib.learning.heads.HeadConfig)")
+    add_config_flags(head, HeadConfig, TRAIN_FLAGS, TRAIN_HELP)
     p.add_argument("--restart", action="store_true", help="start afresh even if the run folder has a checkpoint")
     p.set_defaults(func=_run_train)
 
@@ -70,12 +74,14 @@ def _keep_freed_memory() -> None:
 
 
 def _run_train(args) -> int:
+    from tnlib.learning.heads import HeadConfig
     from tnlib.learning.run_files import RunDir
     from tnlib.learning.training import TrainConfig, train
 
     _keep_freed_memory()
     try:
-        config = TrainConfig(**config_values(args, TrainConfig, TRAIN_FLAGS))
+        head = HeadConfig(**config_values(args, HeadConfig, TRAIN_FLAGS))
+        config = TrainConfig(head=head, **config_values(args, TrainConfig, TRAIN_FLAGS, skip=("head",)))
     except ValueError as err:
         raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
 

@@ -251,7 +251,7 @@ def _plan_with_model(args, limit: int | None):
                             SearchSettings(args.protocol, limit, args.time_limit))
     about = {"search": "gbfs", "heuristic": "model", "model": str(model), "checkpoint": str(checkpoint),
              "checkpoint_step": heuristic.checkpoint_step, "domain": heuristic.config.domain,
-             "distribution": heuristic.config.distribution, "estimate": heuristic.estimate}
+             "distribution": heuristic.config.head.distribution, "estimate": heuristic.estimate}
     return result, about
 
 

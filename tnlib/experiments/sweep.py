@@ -197,6 +197,7 @@ class Sweep:
         return Path(self.data_root) if self.data_root is not None else default_data_root()
 
     def train_configs(self) -> list[dict]:
+        from tnlib.learning.heads import HeadConfig
         from tnlib.learning.training import TrainConfig
 
         data_root = str(self.dataset_path())
@@ -206,15 +207,16 @@ class Sweep:
                 for sigma, residual in self.configs:
                     for distribution in self.distributions:
                         for seed in self.seeds:
+                            head = HeadConfig(distribution=distribution, sigma=sigma, residual=residual,
+                                              lower_bound=self.lower_bound, upper_bound=self.upper_bound,
+                                              sigma_link=self.sigma_link)
                             config = TrainConfig(
-                                domain=domain, model=model, distribution=distribution, sigma=sigma,
-                                residual=residual, lower_bound=self.lower_bound, upper_bound=self.upper_bound,
-                                sigma_link=self.sigma_link,
+                                domain=domain, model=model, head=head,
                                 steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
                                 checkpoint_every=self.eval_every, instances=self.instances, seed=seed,
                                 model_args=dict(self.model_args.get(model, {})), data_root=data_root,
                                 out_dir=self.out_dir, device=self.device, progress=False)
-                            configs.append(asdict(config))
+                            configs.append(config.to_dict())
         return configs
 
     def matching_preset(self) -> str | None:

@@ -43,8 +43,9 @@ def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence
     h_star = p["h_star"]
     lmcut_known = not bool(p["lmcut"].isnan().any())
     return {
-        "domain": config.domain, "model": config.model, "distribution": config.distribution, "sigma": config.sigma,
-        "residual": config.residual, "lower_bound": config.lower_bound, "upper_bound": config.upper_bound,
+        "domain": config.domain, "model": config.model, "distribution": config.head.distribution,
+        "sigma": config.head.sigma, "residual": config.head.residual, "lower_bound": config.head.lower_bound,
+        "upper_bound": config.head.upper_bound,
         "seed": config.seed, "split": split, "states": len(items), "checkpoint_step": saved["step"],
         "mse": _mse(p["estimate"], h_star),
         "mse_clip": _mse(p["clipped"], h_star) if "clipped" in p else None,

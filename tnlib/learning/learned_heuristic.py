@@ -47,7 +47,7 @@ class LearnedHeuristic:
             raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(POINT_ESTIMATES)})")
         self.model, self.head, self.config, saved = load_checkpoint(checkpoint, device)
         self.checkpoint_step = saved.get("step")  # the training step whose weights these are
-        if estimate not in point_estimates(self.config.distribution):
+        if estimate not in point_estimates(self.config.head.distribution):
             raise ValueError("the 'clip' estimate (N+clip) applies to N models only")
         self.estimate = estimate
         self.device = next(self.model.parameters()).device
@@ -61,7 +61,7 @@ class LearnedHeuristic:
         init_atoms, self.goal_atoms = problem_atoms(domain_file, problem_file)
         # the dataset's states list static atoms too (grounding compiles them away): add them the same way
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
-        names = {self.config.residual, self.config.lower_bound} - {"none"}
+        names = {self.config.head.residual, self.config.head.lower_bound} - {"none"}
         self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
         # model inputs straight from the packed states (no atom strings per state); _items is the dataset route
         self.packed_encoder = None
@@ -81,8 +81,8 @@ class LearnedHeuristic:
         items = []
         for i, state in enumerate(states):
             atoms = sorted(self.static_atoms + [self.task.fact_names[f] for f in self.task.state_to_indices(state)])
-            lower = values[self.config.lower_bound][i] if self.config.lower_bound != "none" else -math.inf
-            residual = values[self.config.residual][i] if self.config.residual != "none" else 0.0
+            lower = values[self.config.head.lower_bound][i] if self.config.head.lower_bound != "none" else -math.inf
+            residual = values[self.config.head.residual][i] if self.config.head.residual != "none" else 0.0
             item = {"state": atoms, "goal": self.goal_atoms, "problem": self.problem_file,
                     "domain": self.config.domain, "instance": Path(self.problem_file).stem,
                     "h_star": math.nan, "lower": float(lower), "upper": math.inf, "residual": float(residual),
@@ -113,10 +113,10 @@ class LearnedHeuristic:
             inputs = torch.as_tensor(features, dtype=torch.float32)
         else:
             inputs = self.packed_encoder(states)
-        lower = (torch.as_tensor(values[self.config.lower_bound], dtype=torch.float32)
-                 if self.config.lower_bound != "none" else torch.full((batch,), -math.inf))
-        residual = (torch.as_tensor(values[self.config.residual], dtype=torch.float32)
-                    if self.config.residual != "none" else torch.zeros(batch))
+        lower = (torch.as_tensor(values[self.config.head.lower_bound], dtype=torch.float32)
+                 if self.config.head.lower_bound != "none" else torch.full((batch,), -math.inf))
+        residual = (torch.as_tensor(values[self.config.head.residual], dtype=torch.float32)
+                    if self.config.head.residual != "none" else torch.zeros(batch))
         return inputs, residual, lower, torch.full((batch,), math.inf)
 
     def __call__(self, states: Sequence) -> np.ndarray:

@@ -32,6 +32,7 @@ on the same machine and torch build (on CUDA, ``index_add_`` in STRIPS-HGN may a
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -72,13 +73,8 @@ class TrainConfig:
 
     domain: str = "blocksworld"
     model: str = "nlm"  # nlm | hgn | linear
-    # the head (see tnlib.learning.heads)
-    distribution: str = "TN"  # N | TN
-    sigma: str = "learn"  # learn | fixed
-    residual: str = "ff"  # ff | lmcut | none
-    lower_bound: str = "lmcut"  # lmcut | hmax | blind | none
-    upper_bound: str = "none"  # none | h_sat
-    sigma_link: str = "softplus"  # learned sigma: softplus(x) + 0.01 | bounded: 10 * sigmoid(x) + 0.1 (authors' code)
+    # the distribution, sigma, residual, bounds and sigma link (tnlib.learning.heads.HeadConfig, its defaults)
+    head: HeadConfig = field(default_factory=HeadConfig)
     # data (tnlib.data): a dataset root (None: tnlib.data's default) and splits; `instances` subsamples at most
     # that many training instances (the paper: 400; all, with a warning, when the split has fewer)
     data_root: str | None = None
@@ -111,7 +107,8 @@ class TrainConfig:
     def validate(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r} (choose from {', '.join(MODELS)})")
-        self.head_config()  # checks the head's names
+        if not isinstance(self.head, HeadConfig):
+            raise ValueError(f"head must be a HeadConfig, got {self.head!r}")
         for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -130,10 +127,6 @@ class TrainConfig:
         if self.device is not None and self.device != "auto":
             check_device(self.device)
 
-    def head_config(self) -> HeadConfig:
-        return HeadConfig(self.distribution, self.sigma, self.residual, self.lower_bound, self.upper_bound,
-                          self.sigma_link)
-
     @property
     def lr(self) -> float:
         return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATES[self.model]
@@ -148,18 +141,33 @@ class TrainConfig:
         """The run folder's name: explicit, or built from what distinguishes runs in the paper's tables."""
         if self.run_name:
             return self.run_name
-        upper = "" if self.upper_bound == "none" else f"-u{self.upper_bound}"
-        link = f"-{self.sigma_link}" if self.sigma == "learn" and self.sigma_link != "softplus" else ""
-        return (f"{self.domain}-{self.model}-{self.distribution}-{self.sigma}{link}-{self.residual}"
-                f"-l{self.lower_bound}{upper}-s{self.seed}")
+        head = self.head
+        upper = "" if head.upper_bound == "none" else f"-u{head.upper_bound}"
+        link = f"-{head.sigma_link}" if head.sigma == "learn" and head.sigma_link != "softplus" else ""
+        return (f"{self.domain}-{self.model}-{head.distribution}-{head.sigma}{link}-{head.residual}"
+                f"-l{head.lower_bound}{upper}-s{self.seed}")
+
+    def to_dict(self) -> dict:
+        """The settings as one flat JSON object, the head's beside the others: the form of a run folder's
+        ``config.json``, a checkpoint's ``config`` and a sweep's cells (:meth:`from_dict` reads it back)."""
+        values = {}
+        for f in fields(self):
+            if f.name == "head":
+                values.update(asdict(self.head))
+            else:
+                values[f.name] = copy.deepcopy(getattr(self, f.name))
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
-        known = {f.name for f in fields(cls)}
+        """The configuration :meth:`to_dict` wrote (the head's settings flat beside the others)."""
+        head_names = {f.name for f in fields(HeadConfig)}
+        known = ({f.name for f in fields(cls)} - {"head"}) | head_names
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown config keys: {', '.join(unknown)}")
-        return cls(**values)
+        head = HeadConfig(**{k: v for k, v in values.items() if k in head_names})
+        return cls(head=head, **{k: v for k, v in values.items() if k not in head_names})
 
 
 def _effective(config: TrainConfig, name: str):
@@ -169,7 +177,7 @@ def _effective(config: TrainConfig, name: str):
         return config.lr
     if name == "weight_decay":
         return config.decay
-    return getattr(config, name)
+    return config.to_dict()[name]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -188,7 +196,7 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None,
     if without_train_pairs:
         table = table.without_train_pairs()
     dataset = HeuristicDataset(
-        table, lower_bound=config.lower_bound, residual=config.residual, upper_bound=config.upper_bound,
+        table, lower_bound=config.head.lower_bound, residual=config.head.residual, upper_bound=config.head.upper_bound,
         instances=instances, seed=config.seed,
     )
     ff, lmcut = dataset.table.numpy("ff"), dataset.table.numpy("lmcut")
@@ -399,7 +407,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     model.load_state_dict(checkpoint["model"])
     device = default_device(device if device is not None else config.device)
     model.to(device).eval()
-    return model, DistributionHead(config.head_config()), config, checkpoint
+    return model, DistributionHead(config.head), config, checkpoint
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -444,7 +452,7 @@ def train(
     torch.manual_seed(config.seed)
     model_kwargs = _model_spec(config, encoder)
     model = build_model(config.model, **model_kwargs).to(device)
-    head = DistributionHead(config.head_config())
+    head = DistributionHead(config.head)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay)
     sampler = torch.Generator().manual_seed(config.seed)
 
@@ -459,9 +467,9 @@ def train(
     checkpoint = _read_resume_checkpoint(run) if resume else None
     if checkpoint is not None:
         saved = TrainConfig.from_dict(checkpoint["config"])
-        differs = [f.name for f in fields(TrainConfig)
-                   if f.name not in _RESUMABLE_CHANGES and _effective(saved, f.name) != _effective(config, f.name)
-                   and not (f.name == "data_root" and same_dataset(saved.data_root, config.data_root))]
+        differs = [name for name in config.to_dict()
+                   if name not in _RESUMABLE_CHANGES and _effective(saved, name) != _effective(config, name)
+                   and not (name == "data_root" and same_dataset(saved.data_root, config.data_root))]
         saved_model = model_arguments(saved.model, checkpoint["model_kwargs"])
         differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
                     for key, value in model_kwargs.items() if saved_model.get(key) != value]
@@ -486,12 +494,12 @@ def train(
         for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path):
             stale.unlink(missing_ok=True)
         curves_path.touch()
-    run.config_file.write_text(json.dumps(asdict(config), indent=2) + "\n")
+    run.config_file.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     def checkpoint_state(**extra) -> dict:
         return {
-            "format": CHECKPOINT_FORMAT, "config": asdict(config), "model_kwargs": model_kwargs,
+            "format": CHECKPOINT_FORMAT, "config": config.to_dict(), "model_kwargs": model_kwargs,
             "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, "best_val_nll": best_val_nll,
             **extra,
         }
