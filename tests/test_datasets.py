@@ -46,7 +46,7 @@ PAPER_COUNTS = {
 }
 
 
-# The row schema as the issue fixes it (the models code reads these names).
+# The row schema (the models code reads these names).
 ISSUE_COLUMNS = [
     "domain", "split", "instance", "problem", "step", "plan_length", "state", "goal", "h_star", "blind",
     "goalcount", "hmax", "hadd", "ff", "lmcut", "ff_ignored_deletes_total", "ff_ignored_deletes_mean", "h_sat",

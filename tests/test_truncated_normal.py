@@ -19,7 +19,7 @@ INF = math.inf
 
 
 def _grid() -> list[tuple[float, float, float, float]]:
-    """(loc, scale, low, high) covering the regimes the issue names."""
+    """(loc, scale, low, high) covering the regimes the implementation tells apart."""
     cases = []
     for scale in (1e-3, 1.0, 1e3):
         # one-sided bounds, loc up to 1e5 scales outside (below a lower bound / above an upper bound)
@@ -136,7 +136,7 @@ def test_float32_narrow_interval_is_finite_where_stable_trunc_gaussian_is_not():
 # General path: finite bounds in each regime the core distinguishes, plus one infinite lower bound.
 GENERAL_BATCH = [
     (-3.0, 0.7, 0.0, 1.5, 0.2, 0.6),  # left tail: loc 4.3 scales below the interval (frame)
-    (0.3, 1.0, 0.0, 2.0, 0.7, 0.3),  # straddling (the issue's example)
+    (0.3, 1.0, 0.0, 2.0, 0.7, 0.3),  # straddling
     (5.0, 1.0, -1.0, 1.0, 0.4, 0.9),  # right tail: loc above the interval (mirrored frame)
     (0.2, 1.0, 0.5, 0.55, 0.53, 0.4),  # narrow interval (quadrature)
     (-37.5, 1.5, 0.0, 4.0, 0.01, 0.5),  # far left tail, a = 25 (third cumulant by quadrature)
@@ -189,7 +189,7 @@ def test_gradcheck_every_statistic(path, name):
 
 # a few points of each regime, x inside the bulk, p for icdf
 MPMATH_GRADIENT_POINTS = [
-    ((0.3, 1.0, 0.0, 2.0), 0.7, 0.3),  # the issue's example
+    ((0.3, 1.0, 0.0, 2.0), 0.7, 0.3),  # straddling
     ((0.3, 1.0, 0.0, INF), 0.7, 0.3),  # the same on the one-sided fast path
     ((-3.0, 0.7, 0.0, 1.5), 0.2, 0.6),
     ((5.0, 1.0, -1.0, 1.0), 0.4, 0.9),
@@ -449,7 +449,7 @@ def test_gpu_path_when_available():
 def _cdf_cases() -> list[tuple[tuple[float, float, float, float], float]]:
     """(params, x): loc far above the interval (mirrored: the cdf is a far-tail mass), far below, inside,
     and narrow intervals, at points spread over each support."""
-    cases = [((20.0, 1.0, 0.0, 5.0), 1.0)]  # the issue's example: 2.3e-30
+    cases = [((20.0, 1.0, 0.0, 5.0), 1.0)]  # loc 15 scales above the interval: the cdf is 2.3e-30
     for loc, scale, low, high in [(20.0, 1.0, 0.0, 5.0), (8.0, 0.5, -1.0, 2.0), (30.0, 2.0, -INF, 0.0),
                                   (1e3, 30.0, 0.0, 50.0), (-20.0, 1.0, -5.0, 0.0), (-7.0, 3.0, 0.0, INF),
                                   (0.3, 1.0, 0.0, 2.0), (1.0, 1.0, -INF, 0.5), (5.0, 1.0, 4.0, INF)]:
@@ -514,7 +514,7 @@ def test_cdf_near_the_mode_keeps_its_relative_accuracy(params, x, dtype):
     assert abs(got - expected) <= 64 * eps * (1.0 + abs(math.log(expected))) * expected, (params, x, got, expected)
 
 
-def test_cdf_of_the_issue_example_is_the_far_tail_mass():
+def test_cdf_far_below_loc_is_the_far_tail_mass():
     d = TruncatedNormal(torch.tensor(20.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64),
                         torch.tensor(0.0, dtype=torch.float64), torch.tensor(5.0, dtype=torch.float64))
     assert d.cdf(torch.tensor(1.0, dtype=torch.float64)).item() == pytest.approx(2.32288271319173e-30, rel=1e-13)
