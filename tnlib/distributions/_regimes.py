@@ -126,6 +126,8 @@ def _frame_integral(a: torch.Tensor, d: torch.Tensor, skip: torch.Tensor | None 
     narrow = d * torch.clamp(centre.abs(), min=1.0) <= _NARROW
     if skip is not None:
         narrow &= ~skip
+    if bool(narrow.all()):  # (a batch of narrow intervals: the closed forms below would all be thrown away)
+        return _frame_mass(a, d)
     d_safe = torch.where(torch.isinf(d), torch.zeros_like(d), d)
     ratio = torch.exp(-d_safe * (a + 0.5 * d_safe))
     far = _mills(torch.where(torch.isinf(d), torch.zeros_like(d), a + d))  # m(a + d)
