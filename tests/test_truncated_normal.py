@@ -603,3 +603,23 @@ def test_icdf_of_a_mixed_batch_equals_each_elements_alone_bit_for_bit():
         alone = TruncatedNormal(loc[i:i + 1], scale[i:i + 1], low[i:i + 1], high[i:i + 1]).icdf(p[i:i + 1])
         assert torch.equal(alone, together[i:i + 1]), i
     assert bool(((together >= low) & (together <= high)).all())
+
+
+@pytest.mark.parametrize("slope", [1e-4, 0.01, 0.15, 0.9], ids=["4-nodes", "4-nodes-edge", "8-nodes", "16-nodes"])
+def test_frame_mass_with_the_fewest_nodes_agrees_with_mpmath(slope):
+    """The narrow frame mass picks 4, 8 or 16 Gauss-Legendre nodes by the batch's exponent slope: each choice
+    integrates exp(-a d - d^2/2) on [0, w] to within a few ulps of 40-digit quadrature."""
+    from tnlib.distributions._regimes import _frame_mass
+
+    gen = torch.Generator().manual_seed(7)
+    a = (torch.rand(40, dtype=torch.float64, generator=gen) * 2.0 - 0.5) * 3.0
+    # w with w (|a| + w) = slope * u for u in (0, 1], the batch's largest at slope
+    u = torch.rand(40, dtype=torch.float64, generator=gen).clamp_min(0.05)
+    u[0] = 1.0
+    target = slope * u
+    w = (-a.abs() + torch.sqrt(a.square() + 4.0 * target)) / 2.0
+    got = _frame_mass(a, w)
+    with mp.workdps(40):
+        for ai, wi, gi in zip(a.tolist(), w.tolist(), got.tolist()):
+            ref = mp.quad(lambda d: mp.exp(-mp.mpf(ai) * d - d * d / 2), [0, mp.mpf(wi)])
+            assert abs(gi - float(ref)) <= 4e-16 * float(ref), (ai, wi)

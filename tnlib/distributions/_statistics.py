@@ -420,7 +420,8 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     # near the mode Phi(-t) is close to 1/2 and rounds t's small value away: there t = sqrt 2 erfinv(v) with
     # v = erf(t/sqrt 2) = erf(a/sqrt 2) + 2 p Z (or erf(b/sqrt 2) - 2 q Z above the median), both terms exact
     z = torch.exp(core.log_z[idx])
-    v = torch.where(use_upper, torch.erf(b * _SQRT_HALF) - 2.0 * q * z, torch.erf(a * _SQRT_HALF) + 2.0 * p * z)
+    ea, eb = torch.erf(a * _SQRT_HALF), torch.erf(b * _SQRT_HALF)  # (the narrow route below reads them too)
+    v = torch.where(use_upper, eb - 2.0 * q * z, ea + 2.0 * p * z)
     near_mode = right & (v <= 0.5)
     t = torch.zeros_like(a)
     representable = near_mode.clone()
@@ -443,7 +444,6 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     near_loc = ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
     erf_sum = torch.zeros_like(a)
     if bool(near_loc.any()):
-        ea, eb = torch.erf(a * _SQRT_HALF), torch.erf(b * _SQRT_HALF)
         v_loc = torch.where(use_upper, eb - q * (eb - ea), ea + p * (eb - ea))
         t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, torch.zeros_like(v_loc))) / _SQRT_HALF, t)
         erf_sum = ea.abs() + eb.abs()
