@@ -10,9 +10,9 @@ degrees over the recurrent steps, and also lets facts hear the actions that need
 over facts and hyperedges, so it can grow with the instance like h* does.) Sums and means are linear, so every
 Linear is applied to node/edge features *before* they are aggregated, which moves 32-wide instead of 64-wide
 rows; the aggregations are products with constant sparse matrices (built once per batch, their transposes give
-the backward; CSR on the CPU, sorted segments on CUDA, see :class:`_SortedSegments`); the encoded half of each ``[encoded, latent]`` input is projected once for all steps, and the
-Linears that read the same features run as one matrix product. The readout is a Linear from the final global
-state.
+the backward; CSR on the CPU, sorted segments on CUDA, see :class:`_SortedSegments`); the encoded half of each
+``[encoded, latent]`` input is projected once for all steps, and the Linears that read the same features run as
+one matrix product. The readout is a Linear from the final global state.
 """
 from __future__ import annotations
 

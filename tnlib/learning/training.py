@@ -28,7 +28,8 @@ the step and the batch's instances, before anything is written for that step.
 
 Determinism: the model is initialised after ``torch.manual_seed(seed)`` and batches are drawn (uniformly, with
 replacement) from a dedicated ``torch.Generator`` seeded with ``seed``, so the same seed gives the same weights
-on the same machine and torch build (on CUDA, ``index_add_`` in STRIPS-HGN may add in a different order).
+on the same kind of machine and torch build, on the CPU and on CUDA (tests/test_cuda.py); float32 rounds
+differently on another kind of processor or GPU, so weights agree across kinds only to rounding.
 """
 from __future__ import annotations
 
@@ -196,8 +197,8 @@ def load_items(config: TrainConfig, split: str, instances: int | None = None,
     if without_train_pairs:
         table = table.without_train_pairs()
     dataset = HeuristicDataset(
-        table, lower_bound=config.head.lower_bound, residual=config.head.residual, upper_bound=config.head.upper_bound,
-        instances=instances, seed=config.seed,
+        table, lower_bound=config.head.lower_bound, residual=config.head.residual,
+        upper_bound=config.head.upper_bound, instances=instances, seed=config.seed,
     )
     ff, lmcut = dataset.table.numpy("ff"), dataset.table.numpy("lmcut")
     return [{**dataset[i], "ff": float(ff[i]), "lmcut": float(lmcut[i])} for i in range(len(dataset))]
