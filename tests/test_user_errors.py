@@ -217,6 +217,26 @@ def test_train_prints_its_estimated_cost_before_training(tmp_path, monkeypatch, 
     assert cost_estimate(TrainConfig(model="linear", device="cpu")) is None
 
 
+def test_the_cost_estimate_on_a_gpu_uses_the_step_time_measured_there(monkeypatch):
+    import torch
+
+    import tnlib.device
+    from tnlib.cli.learning import cost_estimate
+    from tnlib.learning.training import TrainConfig
+    from tnlib.learning.training_cost import MEASURED_GPU, MEASURED_GPU_STEP_SECONDS
+    from tnlib.progress import duration
+
+    monkeypatch.setattr(tnlib.device, "default_device", lambda prefer=None: torch.device("cuda"))
+    seconds = MEASURED_GPU_STEP_SECONDS["paper"][64]["nlm"]["visitall"]
+    on_paper = cost_estimate(TrainConfig(domain="visitall", steps=40_000, batch_size=64, data_root="data/paper"))
+    assert f"on a GPU ({seconds} s per step measured on {MEASURED_GPU} at this batch size)" in on_paper
+    assert f"about {duration(seconds * 40_000)} on a GPU" in on_paper
+    # data/small (not measured on a GPU) and a batch size not measured keep the paper's V100 time
+    for config in (TrainConfig(domain="visitall", steps=40_000, batch_size=64, data_root="data/small"),
+                   TrainConfig(domain="visitall", steps=40_000, batch_size=32, data_root="data/paper")):
+        assert "the paper's V100 time" in cost_estimate(config)
+
+
 def test_device_names_are_checked_where_they_are_given(tmp_path, problem, capsys):
     from tnlib.device import default_device
     from tnlib.learning.training import TrainConfig

@@ -105,18 +105,31 @@ ESTIMATE_FROM_S = 60
 
 def cost_estimate(config, start_step: int = 0) -> str | None:
     """One line on what a run will cost and how to change it, from the sweep's estimate
-    (:func:`tnlib.learning.training_cost.run_hours`): on CUDA the paper's V100 time, on a CPU tnlib's measured step time
+    (:func:`tnlib.learning.training_cost.run_hours`): on CUDA the step time measured on a GPU where there is one for the
+    dataset's profile and the batch size (:func:`~tnlib.learning.training_cost.measured_gpu_step_seconds`), else
+    the paper's V100 time; on a CPU tnlib's measured step time
     at 16 objects (an upper bound for smaller instances); None for a run estimated under :data:`ESTIMATE_FROM_S`
     seconds or, on a CPU, a model without a measured step time (linear regression: minutes). A resumed run
     (``start_step`` > 0) counts the steps it has left."""
     from tnlib.device import default_device
-    from tnlib.learning.training_cost import CPU_SECONDS_PER_STEP, CPU_TIMED_OBJECTS, run_hours
+    from tnlib.learning.training_cost import (
+        CPU_SECONDS_PER_STEP,
+        CPU_TIMED_OBJECTS,
+        MEASURED_GPU,
+        measured_gpu_step_seconds,
+        run_hours,
+    )
     from tnlib.paper import TRAIN_STEPS
     from tnlib.progress import duration
 
     gpu_hours, cpu_hours = run_hours(config.model, config.domain, config.steps - start_step, config.batch_size)
     if default_device(config.device).type == "cuda":
         hours, where = gpu_hours, "on a GPU (the paper's V100 time per run, scaled by steps x batch)"
+        measured = measured_gpu_step_seconds(_profile(config.data_root), config.batch_size, config.model,
+                                             config.domain)
+        if measured is not None:
+            hours = measured * (config.steps - start_step) / 3600
+            where = f"on a GPU ({measured} s per step measured on {MEASURED_GPU} at this batch size)"
     elif cpu_hours is not None:
         hours, where = cpu_hours, (f"on 2 CPU cores ({CPU_SECONDS_PER_STEP[config.model]} s per step at batch 256 "
                                    f"with {CPU_TIMED_OBJECTS} objects; smaller instances train faster)")
@@ -128,6 +141,17 @@ def cost_estimate(config, start_step: int = 0) -> str | None:
     resumed = f", {config.steps - start_step:,} left from step {start_step:,}" if start_step else ""
     return (f"tnlib train: {config.steps:,} steps ({which}{resumed}) at batch {config.batch_size} of {config.model} on "
             f"{config.domain}: about {duration(hours * 3600)} {where}; --steps N changes it (e.g. --steps 2000)")
+
+
+def _profile(data_root: str | None) -> str | None:
+    """The profile a dataset root's manifest names (small, paper, ...); None where there is no dataset there."""
+    from tnlib.data.manifest import dataset_root
+    from tnlib.data.schema import MANIFEST
+
+    try:
+        return json.loads((dataset_root(data_root) / MANIFEST).read_text()).get("profile")
+    except (DatasetError, OSError, ValueError):
+        return None
 
 
 def register_evaluate(subparsers) -> None:

@@ -39,9 +39,9 @@ from tnlib.learning.training_cost import (
     CPU_TIMED_OBJECTS,
     MEASURED_BATCH_SIZE,
     MEASURED_GPU,
-    MEASURED_GPU_STEP_SECONDS,
     MEASURED_RUN_OVERHEAD_SECONDS,
     MEASURED_STEP_SECONDS,
+    measured_gpu_step_seconds,
     run_hours,
 )
 from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
@@ -362,16 +362,16 @@ class Sweep:
         return seconds / 3600 / self.workers
 
     def measured_gpu_hours(self, steps: int | None = None) -> float | None:
-        """Hours of the sweep's training, one run after another on the GPU of :data:`MEASURED_GPU_STEP_SECONDS`
+        """Hours of the sweep's training, one run after another on the GPU of :func:`measured_gpu_step_seconds`
         (validation, evaluation and planning left out), every run training ``steps`` (None: the sweep's); None
         for settings not measured there (another dataset or batch size)."""
         steps = self.steps if steps is None else steps
-        measured = MEASURED_GPU_STEP_SECONDS.get(self.data_profile, {}).get(self.batch_size, {})
-        if self.data_root is not None or any(m not in measured for m in self.models):
+        seconds = [measured_gpu_step_seconds(self.data_profile, self.batch_size, model, domain)
+                   for model in self.models for domain in self.domains]
+        if self.data_root is not None or None in seconds:
             return None
         per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        return sum(per_cell * steps * measured[model][domain]
-                   for model in self.models for domain in self.domains) / 3600
+        return per_cell * steps * sum(seconds) / 3600
 
     def check_results(self) -> Path:
         """The results folder, after checking that it holds at least one of the sweep's runs with test metrics

@@ -50,6 +50,12 @@ MEASURED_GPU_STEP_SECONDS = {
 }
 
 
+def measured_gpu_step_seconds(profile: str, batch_size: int, model: str, domain: str) -> float | None:
+    """Seconds per training step measured on :data:`MEASURED_GPU` for a dataset profile, batch size, model and
+    domain; None where that was not measured."""
+    return MEASURED_GPU_STEP_SECONDS.get(profile, {}).get(batch_size, {}).get(model, {}).get(domain)
+
+
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
     """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
     None for a model without a measured step time (linear regression: minutes)."""
