@@ -209,10 +209,10 @@ def test_resume_compares_the_effective_weight_decay(tmp_path, items):
     train(config(tmp_path, run_name="run", weight_decay=0.0, steps=8), data, data)
     assert torch.load(train(config(tmp_path, run_name="run", steps=12), data, data) / "last.pt",
                       weights_only=False)["step"] == 12
-    # ... but not one saved with the decay the linear model used to get (1e-2)
-    train(config(tmp_path, run_name="old", weight_decay=1e-2, steps=8), data, data)
+    # ... but not one saved with another decay (1e-2, the NLM's)
+    train(config(tmp_path, run_name="other", weight_decay=1e-2, steps=8), data, data)
     with pytest.raises(ValueError, match="different configuration.*weight_decay"):
-        train(config(tmp_path, run_name="old", steps=12), data, data)
+        train(config(tmp_path, run_name="other", steps=12), data, data)
 
 
 def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_path, items):
