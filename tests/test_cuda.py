@@ -5,6 +5,7 @@ Skipped where torch sees no CUDA device (CI has none); on a GPU machine: ``pytes
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -145,8 +146,6 @@ def test_training_on_cuda_is_deterministic(tmp_path, items, model_name):
 
 @pytest.mark.parametrize("model_name", MODELS)
 def test_training_on_cuda_follows_the_cpu_run(tmp_path, items, model_name):
-    import json
-
     curves = []
     for device in ("cpu", "cuda"):
         run = train(_config(tmp_path / device, device, model=model_name, distribution="TN"), items, items)

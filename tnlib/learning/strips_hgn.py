@@ -46,8 +46,8 @@ class _SortedSegments:
     twice with one seed on an H100 ended with different weights); padding every row to the longest instead (the
     ELL layout) was reproducible but up to 6x slower, a fact such as (handempty) being in hundreds of actions."""
 
-    def __init__(self, crow: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]):
-        self.offsets, self.columns, self.values, self.shape = crow, cols, values.unsqueeze(-1), shape
+    def __init__(self, crow: torch.Tensor, cols: torch.Tensor, values: torch.Tensor):
+        self.offsets, self.columns, self.values = crow, cols, values.unsqueeze(-1)
 
     def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
         return torch.segment_reduce(x[self.columns] * self.values, "sum", offsets=self.offsets, axis=0,
@@ -70,7 +70,7 @@ def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tu
     crow = torch.zeros(shape[0] + 1, dtype=torch.int64, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=shape[0]), dim=0, out=crow[1:])
     if _sorted_segments_on(rows.device):
-        return _SortedSegments(crow, cols, values, shape)
+        return _SortedSegments(crow, cols, values)
     with warnings.catch_warnings():  # "sparse CSR support is in beta": matrix products are all we use
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, cols, values, shape)

@@ -171,14 +171,14 @@ class TrainConfig:
         return cls(head=head, **{k: v for k, v in values.items() if k not in head_names})
 
 
-def _effective(config: TrainConfig, name: str):
-    """A field's value as training uses it: a None learning rate or weight decay is the model's default, so a
-    run saved with the value spelled out (or before the default became None) resumes under the default."""
+def _effective(config: TrainConfig, values: dict, name: str):
+    """A setting's value as training uses it (``values``: ``config.to_dict()``): a None learning rate or weight
+    decay is the model's default, so a run saved with the value spelled out resumes under the default."""
     if name == "learning_rate":
         return config.lr
     if name == "weight_decay":
         return config.decay
-    return config.to_dict()[name]
+    return values[name]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -468,8 +468,9 @@ def train(
     checkpoint = _read_resume_checkpoint(run) if resume else None
     if checkpoint is not None:
         saved = TrainConfig.from_dict(checkpoint["config"])
-        differs = [name for name in config.to_dict()
-                   if name not in _RESUMABLE_CHANGES and _effective(saved, name) != _effective(config, name)
+        saved_values, values = saved.to_dict(), config.to_dict()
+        differs = [name for name in values if name not in _RESUMABLE_CHANGES
+                   and _effective(saved, saved_values, name) != _effective(config, values, name)
                    and not (name == "data_root" and same_dataset(saved.data_root, config.data_root))]
         saved_model = model_arguments(saved.model, checkpoint["model_kwargs"])
         differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"

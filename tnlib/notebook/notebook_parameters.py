@@ -93,33 +93,34 @@ def check_explorer_parameters(
 
 @dataclass(frozen=True)
 class ClassroomParameters:
-    """Validated parameters of ``statistics_of_heuristic_learning.ipynb``."""
+    """Validated parameters of ``statistics_of_heuristic_learning.ipynb``; the defaults are the checks' and the
+    synthetic regression's."""
 
-    seed: int
-    num_train: int
-    num_test: int
-    steps: int
-    learning_rate: float
-    hidden_units: int
-    open_bound_margin: float
-    demo_steps: int
+    seed: int = 0
+    num_train: int = 500
+    num_test: int = 2000
+    steps: int = 400
+    learning_rate: float = 0.03
+    hidden_units: int = 16
+    open_bound_margin: float = OPEN_BOUND_EPSILON
+    demo_steps: int = 300
     data_root: str | None = None  # section 7's dataset (None: the default data root)
     label_split: str = "train"
     comparison_seeds: int = 8  # section 8's comparison over seeds: seeds seed, seed + 1, ...
 
 
 def check_classroom_parameters(
-    seed: object = 0,
-    num_train: object = 500,
-    num_test: object = 2000,
-    steps: object = 400,
-    learning_rate: object = 0.03,
-    hidden_units: object = 16,
-    open_bound_margin: object = OPEN_BOUND_EPSILON,
-    demo_steps: object = 300,
+    seed: object = ClassroomParameters.seed,
+    num_train: object = ClassroomParameters.num_train,
+    num_test: object = ClassroomParameters.num_test,
+    steps: object = ClassroomParameters.steps,
+    learning_rate: object = ClassroomParameters.learning_rate,
+    hidden_units: object = ClassroomParameters.hidden_units,
+    open_bound_margin: object = ClassroomParameters.open_bound_margin,
+    demo_steps: object = ClassroomParameters.demo_steps,
     data_root: object = "",
-    label_split: object = "train",
-    comparison_seeds: object = 8,
+    label_split: object = ClassroomParameters.label_split,
+    comparison_seeds: object = ClassroomParameters.comparison_seeds,
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
     seed_value = checked_int("seed", seed, minimum=0)

@@ -13,8 +13,8 @@ from torch.distributions import Normal
 from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.seed_statistics import paired_interval
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
-from tnlib.notebook.notebook_parameters import check_classroom_parameters, checked_int
-from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
+from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
+from tnlib.paper import FIXED_SIGMA
 
 
 @dataclass(frozen=True)
@@ -145,13 +145,13 @@ def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_
 
 
 def run_synthetic_regression(
-    seed: int = 0,
-    num_train: int = 500,
-    num_test: int = 2000,
-    steps: int = 400,
-    learning_rate: float = 0.03,
-    hidden_units: int = 16,
-    open_bound_margin: float = OPEN_BOUND_EPSILON,
+    seed: int = ClassroomParameters.seed,
+    num_train: int = ClassroomParameters.num_train,
+    num_test: int = ClassroomParameters.num_test,
+    steps: int = ClassroomParameters.steps,
+    learning_rate: float = ClassroomParameters.learning_rate,
+    hidden_units: int = ClassroomParameters.hidden_units,
+    open_bound_margin: float = ClassroomParameters.open_bound_margin,
     record_every: int | None = None,
 ) -> RegressionResult:
     """Train the three models of :data:`MODEL_LABELS` on the same synthetic data (full batch, Adam).
