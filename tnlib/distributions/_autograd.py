@@ -239,10 +239,9 @@ class _FastMean(torch.autograd.Function):
         v = 1.0 - dedl  # d mean / d loc = Var[t]
         ds = fc.p_a - fc.a * dedl  # d mean / d scale = E[t] - a dedl
         if fc.far.numel():
-            a_f = fc.a[fc.far]
-            dedl[fc.far] = fc.far_d * fc.p_a[fc.far]
+            dedl[fc.far] = fc.far_d * fc.far_p_a
             v[fc.far] = fc.far_v
-            ds[fc.far] = fc.far_d + a_f * fc.far_v  # D + a v, without forming E[t] - a E[t]
+            ds[fc.far] = fc.far_d + fc.far_a * fc.far_v  # D + a v, without forming E[t] - a E[t]
         needs = ctx.needs_input_grad
         return (fc.shaped(grad * v) if needs[0] else None,
                 fc.shaped(grad * ds) if needs[1] else None,
@@ -258,16 +257,18 @@ class _FastLogProb(torch.autograd.Function):
         xi = (value - loc.detach().reshape(-1)) / fc.scale
         lp = (-_LOG_SQRT_2PI - torch.log(fc.scale) - fc.log_z).addcmul_(xi, xi, value=-0.5)
         outside = value < low
-        lp.masked_fill_(outside, -math.inf)
+        # training never observes below the bound (h* >= an admissible l): the mask is then left unapplied
+        any_outside = bool(outside.any())
         d = None
         if fc.far.numel():
             # relative to the bound: -log s - log m(a) - d (d + 2a)/2, never forming xi^2/2 - a^2/2
             far = fc.far
-            d = (value[far] - low[far]) / fc.scale[far]
-            lp_far = -torch.log(fc.scale[far]) - fc.far_log_m - 0.5 * d * (d + 2.0 * fc.a[far])
-            lp[far] = lp_far.masked_fill_(outside[far], -math.inf)
+            d = (value[far] - fc.far_low) / fc.far_scale
+            lp[far] = -torch.log(fc.far_scale) - fc.far_log_m - 0.5 * d * (d + 2.0 * fc.far_a)
+        if any_outside:
+            lp.masked_fill_(outside, -math.inf)
         ctx.fc, ctx.far_dist = fc, d
-        ctx.save_for_backward(xi, outside)
+        ctx.save_for_backward(xi, outside if any_outside else None)
         return fc.shaped(lp)
 
     @staticmethod
@@ -276,7 +277,9 @@ class _FastLogProb(torch.autograd.Function):
         fc = ctx.fc
         xi, outside = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_s = (grad.reshape(-1) / fc.scale).masked_fill_(outside, 0.0)  # grad / scale, 0 outside the support
+        grad_s = grad.reshape(-1) / fc.scale
+        if outside is not None:
+            grad_s.masked_fill_(outside, 0.0)  # 0 outside the support
         far, d = fc.far, ctx.far_dist
         out = []
         for i in range(4):
@@ -292,7 +295,7 @@ class _FastLogProb(torch.autograd.Function):
             elif i == 2:  # d/dscale * scale
                 g = torch.addcmul((xi * xi).sub_(1.0), fc.a, fc.p_a, value=-1.0)
                 if d is not None:
-                    g[far] = -1.0 + fc.a[far] * (2.0 * d - fc.far_d) + d.square()
+                    g[far] = -1.0 + fc.far_a * (2.0 * d - fc.far_d) + d.square()
             else:  # d/dlow * scale
                 g = fc.p_a
             out.append(fc.shaped(grad_s * g))
