@@ -66,7 +66,7 @@ def naive_inverse_cdf_samples(loc: float, scale: float, low: float, high: float,
 
 
 def tnlib_samples(loc: float, scale: float, low: float, high: float, count: int, seed: int) -> np.ndarray:
-    """``count`` draws of tnlib's TruncatedNormal (inverse CDF in a numerically stable frame)."""
+    """``count`` draws of tnlib's TruncatedNormal (exact rejection samplers, written in a numerically stable frame)."""
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)

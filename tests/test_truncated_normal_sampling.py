@@ -1,0 +1,111 @@
+"""TruncatedNormal.sample: the rejection samplers' acceptance rates, their choice per element, and the law of the
+draws (Kolmogorov-Smirnov against the distribution's own cdf, which the mpmath tests check)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import scipy.stats
+import torch
+
+from tnlib import TruncatedNormal
+from tnlib.distributions import _sampling
+from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _UNIFORM, _acceptance_rates, _propose, _proposals
+
+INF = math.inf
+
+# (loc, scale, low, high) and the proposal each should draw from
+CASES = [
+    ((0.0, 1.0, -1.0, 2.0), _NORMAL),  # straddling, most of the mass inside
+    ((0.0, 1.0, -INF, INF), _NORMAL),
+    ((0.0, 1.0, 0.0, INF), _NORMAL),  # the half-normal: folded, every draw kept
+    ((-0.3, 1.0, 0.0, 1.5), _EXPONENTIAL),  # the slope at the bound beats the fold by a little
+    ((50.0, 2.0, -INF, 0.0), _EXPONENTIAL),  # mirrored far tail
+    ((0.0, 1.0, 3.0, 5.0), _EXPONENTIAL),
+    ((-1e5, 1.0, 0.0, INF), _EXPONENTIAL),
+    ((0.0, 1.0, 0.2, 1.7), _NORMAL),
+    ((0.0, 1.0, -1e-3, 1e-3), _UNIFORM),  # narrow, around loc
+    ((0.0, 1.0, 5.0, 5.001), _EXPONENTIAL),  # narrow, in the tail: the exponential is nearly flat there too
+    ((0.0, 1.0, -0.5, 0.5), _UNIFORM),
+    ((0.1, 1.0, 0.0, 0.3), _UNIFORM),
+]
+
+
+def _distribution(params, dtype=torch.float64, shape=()):
+    return TruncatedNormal(*(torch.full(shape, p, dtype=dtype) for p in params))
+
+
+def _kind(d: TruncatedNormal) -> int:
+    (kind, _), = _proposals(d._core)
+    return kind
+
+
+def _ks_pvalue(d: TruncatedNormal, x: torch.Tensor) -> float:
+    cdf = lambda v: d.cdf(torch.as_tensor(v, dtype=x.dtype)).double().numpy()  # noqa: E731
+    return scipy.stats.kstest(x.double().numpy(), cdf).pvalue
+
+
+@pytest.mark.parametrize("params, kind", CASES)
+def test_each_regime_takes_the_proposal_with_the_highest_acceptance(params, kind):
+    assert _kind(_distribution(params)) == kind
+
+
+@pytest.mark.parametrize("params, _", CASES)
+def test_acceptance_rates_match_the_proposals_own_acceptance(params, _):
+    # each applicable proposal, drawn 200,000 times, keeps the share its rate says (3 standard errors and 2e-3)
+    core = _distribution(params, shape=(1,))._core
+    rates = _acceptance_rates(core)[:, 0]
+    torch.manual_seed(0)
+    n = 200_000
+    for kind in (_NORMAL, _EXPONENTIAL, _UNIFORM):
+        rate = rates[kind].item()
+        if rate == 0.0:
+            continue
+        _, keep = _propose(kind, core, torch.zeros(n, dtype=torch.long))
+        error = 3 * math.sqrt(rate * (1 - rate) / n) + 2e-3
+        assert keep.double().mean().item() == pytest.approx(rate, abs=error), kind
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("params, _", CASES)
+def test_samples_follow_the_distribution(params, _, dtype):
+    d = _distribution(params, dtype)
+    torch.manual_seed(0)
+    x = d.sample((20_000,))
+    assert x.dtype == dtype and x.shape == (20_000,)
+    assert ((x >= params[2]) & (x <= params[3])).all()
+    assert _ks_pvalue(d, x) > 1e-3  # a fixed seed: not failed by chance
+
+
+def test_a_batch_of_regimes_draws_each_element_from_its_own_law():
+    params = torch.tensor([p for p, _ in CASES], dtype=torch.float64)
+    d = TruncatedNormal(*params.T)
+    assert {kind for kind, _ in _proposals(d._core)} == {_NORMAL, _EXPONENTIAL, _UNIFORM}
+    torch.manual_seed(1)
+    x = d.sample((5000,))
+    assert x.shape == (5000, len(CASES))
+    for j, (p, _) in enumerate(CASES):
+        assert _ks_pvalue(_distribution(p), x[:, j]) > 1e-3, p
+
+
+def test_the_same_seed_draws_the_same_samples():
+    d = _distribution((0.0, 1.0, 0.2, 1.7), shape=(3, 4))
+    torch.manual_seed(5)
+    first = d.sample((7,))
+    torch.manual_seed(5)
+    assert torch.equal(first, d.sample((7,)))
+    assert first.shape == (7, 3, 4)
+
+
+def test_elements_no_proposal_suits_are_drawn_by_inversion(monkeypatch):
+    monkeypatch.setattr(_sampling, "_MIN_ACCEPTANCE", 2.0)  # no rate reaches it
+    params = (0.0, 1.0, 0.2, 1.7)
+    d = _distribution(params)
+    assert _kind(d) == -1
+    torch.manual_seed(0)
+    x = d.sample((20_000,))
+    assert ((x >= 0.2) & (x <= 1.7)).all()
+    assert _ks_pvalue(d, x) > 1e-3
+    torch.manual_seed(0)
+    # inversion draws exactly rsample's values: the same uniforms through the icdf
+    assert torch.equal(x, d.rsample((20_000,)))
