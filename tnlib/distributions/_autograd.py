@@ -179,12 +179,13 @@ class _ICDF(torch.autograd.Function):
     def forward(ctx, p, loc, scale, low, high, core):
         p = p.detach().reshape(-1)
         # canonical probability and its complement, each exact (a mirrored element's complement is p itself)
-        c_p = torch.where(core.flip, 1.0 - p, p)
-        c_q = torch.where(core.flip, p, 1.0 - p)
+        any_flip = bool(core.flip.any())
+        c_p = torch.where(core.flip, 1.0 - p, p) if any_flip else p
+        c_q = torch.where(core.flip, p, 1.0 - p) if any_flip else 1.0 - p
         x_c = _icdf_canonical(core, c_p, c_q)
         ctx.core = core
         ctx.save_for_backward(x_c, c_p, c_q)
-        return core.shaped(torch.where(core.flip, -x_c, x_c))
+        return core.shaped(torch.where(core.flip, -x_c, x_c) if any_flip else x_c)
 
     @staticmethod
     @_first_order

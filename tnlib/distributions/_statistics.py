@@ -420,7 +420,9 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     # near the mode Phi(-t) is close to 1/2 and rounds t's small value away: there t = sqrt 2 erfinv(v) with
     # v = erf(t/sqrt 2) = erf(a/sqrt 2) + 2 p Z (or erf(b/sqrt 2) - 2 q Z above the median), both terms exact
     z = torch.exp(core.log_z[idx])
-    ea, eb = torch.erf(a * _SQRT_HALF), torch.erf(b * _SQRT_HALF)  # (the narrow route below reads them too)
+    ea = torch.erf(a * _SQRT_HALF)  # (the narrow route below reads it and eb too)
+    # erf(inf) is 1: a batch without upper bounds (the paper's) skips the call
+    eb = torch.ones_like(b) if bool(torch.isposinf(b).all()) else torch.erf(b * _SQRT_HALF)
     v = torch.where(use_upper, eb - 2.0 * q * z, ea + 2.0 * p * z)
     near_mode = right & (v <= 0.5)
     t = torch.zeros_like(a)
@@ -441,9 +443,11 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
         representable[tail_idx] = ok
     # a narrow interval within half a scale of loc: t = sqrt 2 erfinv(erf(a/sqrt 2) + p (erf(b/sqrt 2) -
     # erf(a/sqrt 2))), off by a few ulps of |erf(a/sqrt 2)| + |erf(b/sqrt 2)| (erfinv's slope is at most 1.14 there)
-    near_loc = ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
+    all_right = bool(right.all())
+    near_loc = torch.zeros_like(right) if all_right else ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
     erf_sum = torch.zeros_like(a)
-    if bool(near_loc.any()):
+    any_near_loc = not all_right and bool(near_loc.any())
+    if any_near_loc:
         v_loc = torch.where(use_upper, eb - q * (eb - ea), ea + p * (eb - ea))
         t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, torch.zeros_like(v_loc))) / _SQRT_HALF, t)
         erf_sum = ea.abs() + eb.abs()
@@ -461,7 +465,8 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     # max(t, m(t)) (the inverse of Phi(-t) is conditioned like m(t)/t, and m(t) <= 1.26 for t >= 0)
     x = core.c_low[idx] + core.scale[idx] * d
     off_by = torch.where(near_mode, a + d, a + d + 1.25)  # what t is off by, in its ulps of 1 (erfinv: relative)
-    off_by = torch.where(near_loc, 2.0 * erf_sum, off_by)
+    if any_near_loc:
+        off_by = torch.where(near_loc, 2.0 * erf_sum, off_by)
     solved = representable & (off_by * core.scale[idx] <= 8.0 * x.abs()) & (d > 0) & (d < w)
     return d, solved
 
@@ -502,11 +507,12 @@ def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tens
     # The rest by safeguarded Newton steps. Each element iterates until its step falls to a few ulps of d (the
     # step is a function of the element alone, so a mixed batch gives every element the value it gets alone).
     eps = torch.finfo(dtype).eps
-    rate = a.clamp_min(1e-3)
-    lo = torch.zeros_like(d)
-    hi = w.clone()
-    target = torch.where(use_upper, q_f, p_f) * m0
     active = (~solved).nonzero().squeeze(1)
+    if active.numel():
+        rate = a.clamp_min(1e-3)
+        lo = torch.zeros_like(d)
+        hi = w.clone()
+        target = torch.where(use_upper, q_f, p_f) * m0
     for _ in range(60 if dtype == torch.float64 else 40):
         if active.numel() == 0:
             break
