@@ -18,7 +18,7 @@ from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split
 from tnlib.planning.pddl import resolve_domain
 from tnlib.learning.heads import HeadConfig
-from tnlib.learning.training import TrainConfig, load_checkpoint, train
+from tnlib.learning.training import TrainConfig, checkpoint_encoder, load_checkpoint, train
 from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings
 
 
@@ -39,7 +39,7 @@ def _train(tmp, rows, **kwargs):
     return train(TrainConfig.from_dict(base), items, items)
 
 
-@pytest.mark.parametrize("model, distribution", [("linear", "TN"), ("nlm", "N"), ("hgn", "TN")])
+@pytest.mark.parametrize("model, distribution", [("linear", "TN"), ("nlm", "N"), ("hgn", "TN"), ("wl", "TN")])
 def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, distribution):
     run = _train(tmp_path, rows, model=model, distribution=distribution)
     problem = rows[-1]["problem"]
@@ -49,8 +49,8 @@ def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, 
     mine = [r for r in rows if r["problem"] == problem]
     states = [task.facts_to_state([a for a in r["state"] if a in task.fact_index]) for r in mine]
     values = heuristic(states)
-    model_, head, config, _ = load_checkpoint(run)
-    encoder = make_encoder(config.model, config.domain)
+    model_, head, config, saved = load_checkpoint(run)
+    encoder = checkpoint_encoder(config, saved)
     batch = encoder.collate_items(items_from_rows(mine))
     with torch.no_grad():
         expected = head(model_(batch.inputs), batch.residual, batch.lower, batch.upper).point_estimate()
@@ -59,7 +59,7 @@ def test_heuristic_values_are_the_models_point_estimates(tmp_path, rows, model, 
         assert (values >= np.array([r["lmcut"] for r in mine]) - 0.1 - 1e-5).all()
 
 
-@pytest.mark.parametrize("model", ["nlm", "hgn", "linear"])
+@pytest.mark.parametrize("model", ["nlm", "hgn", "linear", "wl"])
 def test_packed_route_equals_the_item_route(tmp_path, rows, model):
     # the planner builds model inputs from packed states; the dataset route (atom strings -> collate_items) is
     # the reference: the same tensors, hence the same values

@@ -16,7 +16,7 @@ TRAIN_FLAGS = {"data_root": "--data", "learning_rate": "--lr", "model_args": "--
                "run_name": "--name"}
 TRAIN_HELP = {
     "domain": "blocksworld | ferry | gripper | visitall",
-    "model": "nlm | hgn | linear",
+    "model": "nlm | hgn | linear | wl (WL features, WL-GOOSE's learner: not in the paper)",
     "distribution": "N | TN",
     "sigma": "learn | fixed (1/sqrt 2)",
     "residual": "ff | lmcut | none",
@@ -28,8 +28,8 @@ TRAIN_HELP = {
     "instances": "subsample at most this many training instances (default: all; the paper: 400)",
     "steps": "training steps (default: %(default)s, the paper's: hours on a CPU, see the estimate printed before "
              "training; e.g. --steps 2000)",
-    "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn)",
-    "weight_decay": "AdamW's; default: 1e-2 (nlm, the paper's), 0 (hgn, the authors'; linear)",
+    "learning_rate": "default: 1e-2 (nlm, linear, wl), 1e-3 (hgn)",
+    "weight_decay": "AdamW's; default: 1e-2 (nlm, the paper's), 0 (hgn, the authors'; linear, wl)",
     "model_args": "model constructor argument, e.g. depth=3 or layout=paper-text (repeatable)",
     "out_dir": "folder of run folders (default: %(default)s)",
     "run_name": "run folder name (default: from the configuration)",
@@ -42,7 +42,7 @@ def register_train(subparsers) -> None:
     from tnlib.learning.heads import HeadConfig
     from tnlib.learning.training import TrainConfig
 
-    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL",
+    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear, WL) by its NLL",
                               description="Train one model with one head configuration; writes a run folder "
                                           "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
     add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP, skip=("head",))

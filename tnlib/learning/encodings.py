@@ -139,6 +139,16 @@ class Encoder:
         """Arguments the matching model needs from the data (e.g. NLM input channels)."""
         return {}
 
+    def fit(self, items: Sequence[dict]) -> None:
+        """Learn what the encoding needs from the training items (WL's colours); most encoders need nothing."""
+
+    def state(self) -> dict | None:
+        """What :meth:`fit` learned, JSON-serialisable, for checkpoints (None: nothing)."""
+        return None
+
+    def load_state(self, state: dict | None) -> None:
+        """Restore what :meth:`state` returned."""
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Atoms and PDDL structure
@@ -542,9 +552,13 @@ ENCODERS = {"nlm": NLMEncoder, "hgn": HGNEncoder, "linear": LinearEncoder}
 
 
 def make_encoder(model: str, domain: str) -> Encoder:
-    """The encoder for a model name (``nlm``, ``hgn``, ``linear``) on a domain key or domain file."""
+    """The encoder for a model name (``nlm``, ``hgn``, ``linear``, ``wl``) on a domain key or domain file."""
+    if model == "wl":  # its module builds on this one's Encoder, so it is imported where it is asked for
+        from tnlib.learning.wl_features import WLEncoder
+
+        return WLEncoder(domain)
     try:
         cls = ENCODERS[model]
     except KeyError:
-        raise ValueError(f"unknown model {model!r} (choose from {', '.join(ENCODERS)})") from None
+        raise ValueError(f"unknown model {model!r} (choose from {', '.join([*ENCODERS, 'wl'])})") from None
     return cls(domain)

@@ -17,9 +17,8 @@ import json
 import os
 from typing import Sequence
 
-from tnlib.learning.encodings import make_encoder
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import encode_all, load_checkpoint, load_items, predict
+from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict
 
 
 
@@ -38,7 +37,7 @@ def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence
         if data_root is not None:
             config.data_root = data_root
         items = load_items(config, split)
-    encoder = make_encoder(config.model, config.domain)
+    encoder = checkpoint_encoder(config, saved)
     p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device, batch_size)
     h_star = p["h_star"]
     lmcut_known = not bool(p["lmcut"].isnan().any())

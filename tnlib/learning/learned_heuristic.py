@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder, make_encoder
+from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
+from tnlib.learning.wl_features import WLPackedEncoder
 from tnlib.planning.heuristics import linear_features, make_heuristic
 from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 from tnlib.planning.plans import validate_plan
@@ -41,7 +42,7 @@ class LearnedHeuristic:
     """
 
     def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
-        from tnlib.learning.training import load_checkpoint
+        from tnlib.learning.training import checkpoint_encoder, load_checkpoint
 
         if estimate not in POINT_ESTIMATES:
             raise ValueError(f"unknown estimate {estimate!r} (choose from {', '.join(POINT_ESTIMATES)})")
@@ -51,7 +52,7 @@ class LearnedHeuristic:
             raise ValueError("the 'clip' estimate (N+clip) applies to N models only")
         self.estimate = estimate
         self.device = next(self.model.parameters()).device
-        self.encoder = make_encoder(self.config.model, self.config.domain)
+        self.encoder = checkpoint_encoder(self.config, saved)
         self.problem_file = str(Path(problem_file).resolve())
         self.task = load_search_task(domain_file, problem_file)
         trained_on = domain_name(self.config.domain)
@@ -70,6 +71,9 @@ class LearnedHeuristic:
                                                    self.goal_atoms)
         elif self.config.model == "hgn":
             self.packed_encoder = HGNPackedEncoder(self.encoder, self.task, self.problem_file, self.goal_atoms)
+        elif self.config.model == "wl":
+            self.packed_encoder = WLPackedEncoder(self.encoder, self.task, self.problem_file, self.static_atoms,
+                                                  self.goal_atoms)
         self.calls = 0  # batches evaluated
         self.evaluated = 0  # states evaluated
         # seconds spent in the symbolic heuristics (and linear features), building model inputs, and the model

@@ -1,9 +1,10 @@
-"""The paper's three models by name: the registry that builds them, and linear regression.
+"""The paper's three models and WL's by name: the registry that builds them, linear regression and WL's linear map.
 
 Each maps a batch of encoded inputs (:mod:`tnlib.learning.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
 and one for sigma, which :class:`tnlib.learning.heads.DistributionHead` turns into a distribution. The Neural Logic
 Machine is :mod:`tnlib.learning.nlm`, STRIPS-HGN :mod:`tnlib.learning.strips_hgn`; linear regression,
-``nn.Linear(4, 2)`` on the four features, is here.
+``nn.Linear(4, 2)`` on the four features, is here, and so is the linear map on WL features (a fourth family, not
+in the paper: WL-GOOSE's learner).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from torch import nn
 
 from tnlib.learning.nlm import NLM
 from tnlib.learning.strips_hgn import STRIPSHGN
+from tnlib.paper import WEIGHT_DECAY
 
 
 class LinearRegression(nn.Module):
@@ -27,8 +29,22 @@ class LinearRegression(nn.Module):
         return self.linear(features)
 
 
-MODEL_CLASSES = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression}
-DEFAULT_LEARNING_RATES = {"nlm": 1e-2, "hgn": 1e-3, "linear": 1e-2}  # the paper's
+class WLLinear(nn.Module):
+    """``raw = W x + b`` on a state's WL colour counts, each scaled to [0, 1] by its training maximum
+    (:mod:`tnlib.learning.wl_features`): WL-GOOSE's linear learner, with the paper's heads on top."""
+
+    def __init__(self, num_features: int):
+        super().__init__()
+        self.linear = nn.Linear(num_features, 2)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.linear(features)
+
+
+MODEL_CLASSES = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression, "wl": WLLinear}
+# the paper's for its three models; WL (not in the paper) as linear regression, another linear model
+DEFAULT_LEARNING_RATES = {"nlm": 1e-2, "hgn": 1e-3, "linear": 1e-2, "wl": 1e-2}
+DEFAULT_WEIGHT_DECAY = {**WEIGHT_DECAY, "wl": WEIGHT_DECAY["linear"]}
 
 
 def check_model_args(name: str, args, setting: str = "model_args") -> None:
@@ -75,7 +91,7 @@ def model_arguments(name: str, given: dict) -> dict:
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
-    """A model by name (``nlm``, ``hgn``, ``linear``) with its constructor arguments."""
+    """A model by name (``nlm``, ``hgn``, ``linear``, ``wl``) with its constructor arguments."""
     try:
         cls = MODEL_CLASSES[name]
     except KeyError:

@@ -58,9 +58,16 @@ from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, read_jsonl, shown_path
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
-from tnlib.learning.models import DEFAULT_LEARNING_RATES, build_model, check_model_args, model_arguments
+from tnlib.learning.models import (
+    DEFAULT_LEARNING_RATES,
+    DEFAULT_WEIGHT_DECAY,
+    MODEL_CLASSES,
+    build_model,
+    check_model_args,
+    model_arguments,
+)
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import BATCH_SIZE, EVAL_EVERY, MODELS, TRAIN_STEPS, WEIGHT_DECAY
+from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -85,8 +92,8 @@ class TrainConfig:
     # optimisation
     steps: int = TRAIN_STEPS
     batch_size: int = BATCH_SIZE
-    learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn)
-    weight_decay: float | None = None  # None: per model (tnlib.paper.WEIGHT_DECAY), 1e-2 (nlm) or 0 (hgn, linear)
+    learning_rate: float | None = None  # None: 1e-2 (nlm, linear, wl) or 1e-3 (hgn)
+    weight_decay: float | None = None  # None: per model (models.DEFAULT_WEIGHT_DECAY): 1e-2 (nlm), else 0
     grad_clip: float = 0.1
     eval_every: int = EVAL_EVERY
     checkpoint_every: int = 500
@@ -106,8 +113,8 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r} (choose from {', '.join(MODELS)})")
+        if self.model not in MODEL_CLASSES:
+            raise ValueError(f"unknown model {self.model!r} (choose from {', '.join(MODEL_CLASSES)})")
         if not isinstance(self.head, HeadConfig):
             raise ValueError(f"head must be a HeadConfig, got {self.head!r}")
         for name in ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size"):
@@ -134,8 +141,9 @@ class TrainConfig:
 
     @property
     def decay(self) -> float:
-        """AdamW's weight decay: ``weight_decay``, or the model's (``tnlib.paper.WEIGHT_DECAY``) when it is None."""
-        return self.weight_decay if self.weight_decay is not None else WEIGHT_DECAY[self.model]
+        """AdamW's weight decay: ``weight_decay``, or the model's when it is None (the paper's,
+        ``tnlib.paper.WEIGHT_DECAY``; WL's as linear regression's)."""
+        return self.weight_decay if self.weight_decay is not None else DEFAULT_WEIGHT_DECAY[self.model]
 
     @property
     def name(self) -> str:
@@ -411,6 +419,13 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     return model, DistributionHead(config.head), config, checkpoint
 
 
+def checkpoint_encoder(config: TrainConfig, checkpoint: dict) -> Encoder:
+    """The encoder a checkpoint's model was trained with, fitted state included (WL's colours)."""
+    encoder = make_encoder(config.model, config.domain)
+    encoder.load_state(checkpoint.get("encoder"))
+    return encoder
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The loop
 
@@ -446,6 +461,7 @@ def train(
         val_items, val_split_pairs = load_validation_items(config)
     if not train_items or not val_items:
         raise ValueError(f"empty data: {len(train_items)} training and {len(val_items)} validation items")
+    encoder.fit(train_items)  # on the training items alone (WL's colours; a no-op for the paper's models)
     train_data = encode_all(encoder, train_items)
     val_data = encode_all(encoder, val_items)
 
@@ -499,11 +515,13 @@ def train(
     run.config_file.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
+    encoder_state = encoder.state()
+
     def checkpoint_state(**extra) -> dict:
         return {
             "format": CHECKPOINT_FORMAT, "config": config.to_dict(), "model_kwargs": model_kwargs,
             "model": model.state_dict(), "step": step, "best_val_mse": best_val_mse, "best_val_nll": best_val_nll,
-            **extra,
+            **({"encoder": encoder_state} if encoder_state is not None else {}), **extra,
         }
 
     # -- loop ---------------------------------------------------------------------------------------------------

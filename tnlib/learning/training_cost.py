@@ -58,8 +58,9 @@ def measured_gpu_step_seconds(profile: str, batch_size: int, model: str, domain:
 
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
     """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
-    None for a model without a measured step time (linear regression: minutes)."""
-    hours = GPU_HOURS_PER_RUN[model]
+    None for a model without a measured step time (linear regression and WL: minutes), the GPU-hours 0 for a model
+    the paper did not train (WL)."""
+    hours = GPU_HOURS_PER_RUN.get(model, {"default": 0.0})
     gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
     seconds = CPU_SECONDS_PER_STEP.get(model)
     cpu = None if seconds is None else seconds * batch_size / BATCH_SIZE * steps / 3600

@@ -1,0 +1,210 @@
+"""WL features: colour counts of the Weisfeiler-Leman algorithm on a state's instance learning graph.
+
+The learner of WL-GOOSE (Chen, Trevizan and Thiebaux, ICAPS 2024): a state and its goal become the instance
+learning graph (ILG: a node per object and per atom of the state or the goal, an atom's node coloured by its
+predicate and whether it holds, is a goal, or both, edges from an atom to its objects labelled by position);
+:data:`WL_ITERATIONS` rounds of WL refinement colour every node, and the feature vector counts each colour. The
+library is ``wlplan`` (its authors'), called on tnlib's own parse of the problem (objects, goal) and the dataset's
+atoms (static atoms included, so the domain keeps its static predicates).
+
+The encoder is *fitted*: the colours are those met on the training states (:meth:`WLEncoder.fit`), as in WL-GOOSE;
+a colour first met at validation, test or planning time is not counted (wlplan drops it; WL-GOOSE's choice, so a
+model sees only features it has weights for). Each feature is divided by the largest count it reaches on the
+training states, so every input lies in [0, 1] and one learning rate suits every domain (a linear model on the
+scaled counts is a linear model on the counts). The fitted state -- wlplan's colour table and the scales -- travels
+in every checkpoint (:meth:`WLEncoder.state` / :meth:`WLEncoder.load_state`).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from tnlib.learning.encodings import Encoded, Encoder, _collate_targets, _targets, domain_signature, problem_objects
+from tnlib.planning.pddl import parse_atom
+
+# WL-GOOSE's defaults: the ILG and 4 refinement rounds (its paper's experiments use L = 4 for the WL kernel)
+WL_GRAPH = "ilg"
+WL_ITERATIONS = 4
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence what wlplan's C++ prints to the process's standard output while it collects colours (one line per
+    WL iteration), at the file descriptor: Python's sys.stdout never sees it."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@dataclass
+class WLExample:
+    """One state's features, sparse: the columns with a nonzero count and the counts (unscaled)."""
+
+    columns: np.ndarray
+    counts: np.ndarray
+
+
+class WLEncoder(Encoder):
+    """WL colour counts of a state-goal pair (see the module docstring); :meth:`fit` before :meth:`encode`."""
+
+    name = "wl"
+
+    def __init__(self, domain: str):
+        from _wlplan.planning import Domain, Predicate
+
+        self.domain = domain
+        signature = domain_signature(domain)
+        # in wlplan's own order (by "name/arity"), so that colours are numbered as its parser's domain numbers them
+        order = sorted(signature.arities.items(), key=lambda pair: f"{pair[0]}/{pair[1]}")
+        self.predicates = {name: Predicate(name, arity) for name, arity in order}
+        self.wl_domain = Domain(signature.name, list(self.predicates.values()), [], [], [])
+        self.generator = None
+        self.scale: np.ndarray | None = None
+        self._problems: dict[tuple[str, tuple[str, ...]], object] = {}
+        self._current = None  # the wlplan problem the generator is set to
+
+    # -- wlplan objects --------------------------------------------------------------------------------------------
+    def _atom(self, atom: str):
+        from _wlplan.planning import Atom
+
+        name, args = parse_atom(atom)
+        if name not in self.predicates:
+            raise ValueError(f"atom {atom} uses predicate {name!r} unknown to {self.domain}")
+        return Atom(self.predicates[name], list(args))
+
+    def _problem(self, problem_file: str, goal: Sequence[str]):
+        from _wlplan.planning import Problem
+
+        key = (str(problem_file), tuple(goal))
+        if key not in self._problems:
+            # sorted as wlplan's own parser sorts them: the order new colours are met in while collecting, hence
+            # their numbers, follows the graph's node order (the colour counts themselves do not depend on it)
+            objects = sorted(problem_objects(self.domain, str(problem_file)).objects)
+            self._problems[key] = Problem(self.wl_domain, objects, [self._atom(a) for a in goal], [])
+        return self._problems[key]
+
+    def _state(self, atoms: Sequence[str]):
+        from _wlplan.planning import State
+
+        return State([self._atom(a) for a in atoms])
+
+    # -- fitting and its state -------------------------------------------------------------------------------------
+    def fit(self, items: Sequence[dict]) -> None:
+        """Collect the colours of the training items' states and the scale of each feature."""
+        from _wlplan.data import DomainDataset, ProblemDataset
+        from wlplan.feature_generator import init_feature_generator
+
+        groups: dict[tuple[str, tuple[str, ...]], list] = {}
+        for item in items:
+            key = (str(item["problem"]), tuple(item["goal"]))
+            groups.setdefault(key, []).append(self._state(item["state"]))
+        dataset = DomainDataset(self.wl_domain, [ProblemDataset(self._problem(*key), states)
+                                                 for key, states in groups.items()])
+        self.generator = init_feature_generator("wl", self.wl_domain, graph_representation=WL_GRAPH,
+                                                iterations=WL_ITERATIONS)
+        with _quiet_stdout():
+            self.generator.collect(dataset)
+        counts = np.asarray(self.generator.embed(dataset), dtype=np.float64)
+        self.scale = np.maximum(counts.max(axis=0), 1.0) if len(counts) else np.ones(self.num_features)
+        self._current = None
+
+    @property
+    def num_features(self) -> int:
+        self._check_fitted()
+        return int(self.generator.get_n_features())
+
+    def _check_fitted(self) -> None:
+        if self.generator is None:
+            raise RuntimeError("WLEncoder: fit it on the training items (or load a checkpoint's state) first")
+
+    def state(self) -> dict:
+        """The fitted state, JSON-serialisable: wlplan's colour table and the feature scales."""
+        self._check_fitted()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "wl.json")
+            self.generator.save(path)
+            with open(path) as f:
+                table = json.load(f)
+        return {"generator": table, "scale": self.scale.tolist()}
+
+    def load_state(self, state: dict) -> None:
+        from wlplan.feature_generator import load_feature_generator
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "wl.json")
+            with open(path, "w") as f:
+                json.dump(state["generator"], f)
+            self.generator = load_feature_generator(path, quiet=True)
+        self.scale = np.asarray(state["scale"], dtype=np.float64)
+        self._current = None
+
+    # -- encoding --------------------------------------------------------------------------------------------------
+    def embed_states(self, problem_file: str, goal: Sequence[str], states: Sequence[Sequence[str]]) -> list[WLExample]:
+        """The features of ``states`` (each a list of atoms, static ones included) of one problem and goal."""
+        self._check_fitted()
+        problem = self._problem(problem_file, goal)
+        if self._current is not problem:
+            self.generator.set_problem(problem)
+            self._current = problem
+        out = []
+        for atoms in states:
+            vector = np.asarray(self.generator.embed(self._state(atoms)), dtype=np.float32)
+            columns = np.flatnonzero(vector)
+            out.append(WLExample(columns.astype(np.int64), vector[columns]))
+        return out
+
+    def encode(self, item: dict) -> Encoded:
+        (example,) = self.embed_states(item["problem"], item["goal"], [item["state"]])
+        return Encoded(example, **_targets(item))
+
+    def model_kwargs(self) -> dict:
+        return {"num_features": self.num_features}
+
+    def cost(self, encoded: Encoded) -> int:
+        return self.num_features  # a dense row per state
+
+    def collate_examples(self, examples: Sequence[WLExample]) -> torch.Tensor:
+        """The scaled features of a batch as a dense ``[B, F]`` float32 tensor."""
+        dense = torch.zeros((len(examples), self.num_features), dtype=torch.float32)
+        if examples:
+            rows = np.concatenate([np.full(len(e.columns), b) for b, e in enumerate(examples)])
+            columns = np.concatenate([e.columns for e in examples])
+            values = np.concatenate([e.counts for e in examples]) / self.scale[columns]
+            dense[torch.from_numpy(rows), torch.from_numpy(columns)] = torch.from_numpy(values.astype(np.float32))
+        return dense
+
+    def collate(self, encoded: Sequence[Encoded]) -> "Batch":  # noqa: F821 (encodings.Batch)
+        return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
+
+
+class WLPackedEncoder:
+    """WL features straight from a task's packed states, for planning: the :class:`NLMPackedEncoder` of WL."""
+
+    def __init__(self, encoder: WLEncoder, task, problem_file, extra_state_atoms: Sequence[str],
+                 goal_atoms: Sequence[str]):
+        self.encoder, self.task = encoder, task
+        self.problem_file, self.goal = str(problem_file), list(goal_atoms)
+        self.extra = list(extra_state_atoms)
+
+    def __call__(self, states: Sequence) -> torch.Tensor:
+        names = self.task.fact_names
+        atoms = [self.extra + [names[f] for f in self.task.state_to_indices(state)] for state in states]
+        return self.encoder.collate_examples(self.encoder.embed_states(self.problem_file, self.goal, atoms))
