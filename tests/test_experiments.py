@@ -94,7 +94,7 @@ def test_small_preset_and_overrides():
         Sweep.preset("small", sigma_link="exp")
     with pytest.raises(ValueError, match="data_profile"):
         Sweep.preset("small", data_profile="huge")
-    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "paper-scale"}
+    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "converged-wl", "paper-scale"}
 
 
 def test_banner_says_what_runs_and_what_it_costs():
@@ -172,7 +172,8 @@ def test_the_small_presets_banner_counts_its_two_processes_in_english():
     assert "with 1 process on" in Sweep.preset("small", workers=1).describe()
 
 
-@pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000)])
+@pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000),
+                                               ("converged-wl", "wl", 6000)])
 def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(name, model, steps, capsys):
     """The converged presets: the four configurations, N and TN, seeds for a spread, the paper's
     10,000-evaluation limit on every plan instance, and enough validations for the still-improving rule to judge the

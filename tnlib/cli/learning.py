@@ -28,7 +28,7 @@ TRAIN_HELP = {
     "instances": "subsample at most this many training instances (default: all; the paper: 400)",
     "steps": "training steps (default: %(default)s, the paper's: hours on a CPU, see the estimate printed before "
              "training; e.g. --steps 2000)",
-    "learning_rate": "default: 1e-2 (nlm, linear, wl), 1e-3 (hgn)",
+    "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn, wl)",
     "weight_decay": "AdamW's; default: 1e-2 (nlm, the paper's), 0 (hgn, the authors'; linear, wl)",
     "model_args": "model constructor argument, e.g. depth=3 or layout=paper-text (repeatable)",
     "out_dir": "folder of run folders (default: %(default)s)",

@@ -33,6 +33,12 @@ PRESETS: dict[str, dict] = {
                              max_steps=TRAIN_STEPS, batch_size=64,
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
                              plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
+    # WL features (the `wl` model: WL-GOOSE's linear learner on wlplan's colour counts, not in the paper) under the
+    # paper's heads, as converged-linear: the four configurations, five seeds, until flat on data/small, GBFS at
+    # 10,000 evaluations. About 4 ms per step with validation here: minutes per run, planning included.
+    "converged-wl": dict(models=("wl",), configs=TABLE1_CONFIGS, seeds=SEEDS, steps=6000, max_steps=TRAIN_STEPS,
+                         batch_size=64, eval_every=100, instances=None, data_profile="small",
+                         out_dir="runs/converged-wl", plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
     # NLM trained on the paper's own training distribution (data/paper: train and val at the paper's generation
     # limits), Table 2's two configurations, until flat as the converged preset. Its runs are committed
     # (reports/paper-scale/runs: hours of training a new checkout resumes). Training first (plan=False), then

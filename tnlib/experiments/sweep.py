@@ -50,6 +50,7 @@ from tnlib.paper import (
     DISTRIBUTIONS,
     DOMAINS,
     EVAL_EVERY,
+    GPU_HOURS_PER_RUN,
     MAIN_TABLES_MODEL,
     MAX_EVALUATIONS,
     MODELS,
@@ -259,8 +260,10 @@ class Sweep:
         upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
         gpu_hours, cpu_hours = self.estimated_hours()
+        untrained = [m for m in self.models if m not in GPU_HOURS_PER_RUN]
         cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
-                "paper's V100 times per run, scaled by samples")
+                "paper's V100 times per run, scaled by samples"
+                + (f" ({', '.join(untrained)}: not in the paper, not counted)" if untrained else ""))
         profile = self.data_profile
         with contextlib.suppress(OSError, ValueError):
             profile = json.loads((self.dataset_path() / "manifest.json").read_text()).get("profile", profile)

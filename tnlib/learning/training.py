@@ -92,7 +92,7 @@ class TrainConfig:
     # optimisation
     steps: int = TRAIN_STEPS
     batch_size: int = BATCH_SIZE
-    learning_rate: float | None = None  # None: 1e-2 (nlm, linear, wl) or 1e-3 (hgn)
+    learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn, wl)
     weight_decay: float | None = None  # None: per model (models.DEFAULT_WEIGHT_DECAY): 1e-2 (nlm), else 0
     grad_clip: float = 0.1
     eval_every: int = EVAL_EVERY

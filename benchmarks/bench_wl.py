@@ -1,0 +1,129 @@
+"""What the WL model costs beside NLM: training step time, and learned GBFS at each domain's largest plan-set size.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --domains gripper --evaluations 500
+
+Per domain, in one run:
+
+* training: seconds per step (batch 64, TN learn/ff, validation every 100 steps included) of ``wl`` and ``nlm`` on
+  data/small's training split, ``--steps`` steps each, and WL's one-off fit (collecting the colours) and feature
+  count;
+* planning: GBFS with the paper's search (eager, its counting) on the largest instance of the domain's plan set at
+  the paper's test sizes (data/paper/DOMAIN/plan-set: blocksworld 22 blocks, ferry 30 x 30, gripper 100 balls,
+  visitall 7 x 7), at most ``--evaluations`` evaluations, with the WL model trained above and with an NLM of random
+  weights (speed does not depend on the weights, only the states visited do), both under the same head (TN,
+  learned sigma, residual h_FF, LM-cut bound: each evaluation also runs h_FF and LM-cut). Each search runs in its
+  own process, which reports evaluations per second and its peak resident memory (the whole process: Python,
+  torch and the task included).
+
+The last columns are WL / NLM.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
+
+
+def largest_plan_instance(domain: str) -> Path:
+    """The plan-set instance with the most objects (by the sizes in its name), the first seed of that cell."""
+    files = sorted((ROOT / "data" / "paper" / domain / "plan-set" / "problems").glob("*.pddl"))
+    if not files:
+        raise SystemExit(f"no plan set for {domain}: run `tnlib data plan-set data/paper --domain {domain}`")
+
+    def size(path: Path) -> tuple:
+        return tuple(int(n) for n in re.findall(r"-[a-z](\d+)", path.stem)[:2])
+
+    return max(files, key=lambda p: (size(p), -files.index(p)))
+
+
+def train_seconds(domain: str, model: str, steps: int, folder: Path) -> dict:
+    from tnlib.learning.training import TrainConfig, train
+
+    config = TrainConfig(domain=domain, model=model, data_root=str(ROOT / "data" / "small"), steps=steps,
+                         batch_size=64, eval_every=100, out_dir=str(folder), progress=False, device="cpu",
+                         model_args={})
+    started = time.perf_counter()
+    run = train(config, resume=False)
+    total = time.perf_counter() - started
+    curves = [json.loads(line) for line in (run / "curves.jsonl").read_text().splitlines()]
+    return {"run": str(run), "per_step": curves[-1]["seconds"] / curves[-1]["step"],
+            "setup": total - curves[-1]["seconds"]}
+
+
+def search_child(checkpoint: str, domain: str, problem: str, evaluations: int) -> None:
+    """In a fresh process: one learned GBFS, printed as JSON with the process's peak memory."""
+    from tnlib.learning.learned_heuristic import LearnedHeuristic
+    from tnlib.planning.pddl import resolve_domain
+    from tnlib.planning.search import gbfs
+    from tnlib.planning.search_settings import PAPER, SearchSettings
+
+    heuristic = LearnedHeuristic(checkpoint, resolve_domain(domain), problem, device="cpu")
+    started = time.perf_counter()
+    result = gbfs(heuristic.task, heuristic, SearchSettings(PAPER, evaluations))
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"evaluations": result.evaluations, "seconds": seconds, "solved": result.solved,
+                      "peak_mb": peak_mb}))
+
+
+def search(checkpoint: Path, domain: str, problem: Path, evaluations: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", str(checkpoint), domain, str(problem),
+                          str(evaluations)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
+    parser.add_argument("--steps", type=int, default=500, help="training steps per model (default: %(default)s)")
+    parser.add_argument("--evaluations", type=int, default=1000,
+                        help="evaluation limit of each search (default: %(default)s)")
+    args = parser.parse_args()
+    import torch
+
+    from bench_learned_search import random_checkpoint
+
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, 1 thread; training on data/small at batch 64, {args.steps} steps; GBFS "
+          f"(paper counting) at most {args.evaluations:,} evaluations, TN learn/ff with the LM-cut bound")
+    print(f"{'domain':12s} {'instance':34s} {'WL features':>11s} {'WL fit s':>8s} {'WL s/step':>9s} "
+          f"{'NLM s/step':>10s} {'WL eval/s':>9s} {'NLM eval/s':>10s} {'WL MB':>6s} {'NLM MB':>6s} "
+          f"{'step':>6s} {'eval/s':>6s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for domain in args.domains:
+            wl = train_seconds(domain, "wl", args.steps, folder / "wl")
+            nlm = train_seconds(domain, "nlm", args.steps, folder / "nlm")
+            from tnlib.learning.training import checkpoint_encoder, load_checkpoint
+
+            _, _, config, saved = load_checkpoint(wl["run"])
+            features = checkpoint_encoder(config, saved).num_features
+            problem = largest_plan_instance(domain)
+            wl_search = search(Path(wl["run"]) / "best.pt", domain, problem, args.evaluations)
+            nlm_search = search(random_checkpoint(folder, domain, "nlm", 0), domain, problem, args.evaluations)
+            wl_rate = wl_search["evaluations"] / wl_search["seconds"]
+            nlm_rate = nlm_search["evaluations"] / nlm_search["seconds"]
+            print(f"{domain:12s} {problem.stem:34s} {features:11,d} {wl['setup']:8.1f} {wl['per_step']:9.4f} "
+                  f"{nlm['per_step']:10.4f} {wl_rate:9.0f} {nlm_rate:10.1f} {wl_search['peak_mb']:6.0f} "
+                  f"{nlm_search['peak_mb']:6.0f} {wl['per_step'] / nlm['per_step']:6.3f} {wl_rate / nlm_rate:6.1f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        search_child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        main()
