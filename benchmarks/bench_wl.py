@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -74,7 +73,10 @@ def search_child(checkpoint: str, domain: str, problem: str, evaluations: int) -
     started = time.perf_counter()
     result = gbfs(heuristic.task, heuristic, SearchSettings(PAPER, evaluations))
     seconds = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, the peak of this process's own address space (getrusage's ru_maxrss would carry over the launching
+    # process's size across fork and exec)
+    status = Path("/proc/self/status").read_text()
+    peak_mb = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
     print(json.dumps({"evaluations": result.evaluations, "seconds": seconds, "solved": result.solved,
                       "peak_mb": peak_mb}))
 

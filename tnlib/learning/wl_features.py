@@ -54,6 +54,14 @@ def _quiet_stdout():
         os.close(saved)
 
 
+def _grouped(items: Sequence[dict]) -> dict[tuple[str, tuple[str, ...]], list[dict]]:
+    """The items by (problem, goal), in the order each first appears."""
+    groups: dict[tuple[str, tuple[str, ...]], list[dict]] = {}
+    for item in items:
+        groups.setdefault((str(item["problem"]), tuple(item["goal"])), []).append(item)
+    return groups
+
+
 @dataclass
 class WLExample:
     """One state's features, sparse: the columns with a nonzero count and the counts (unscaled)."""
@@ -112,19 +120,20 @@ class WLEncoder(Encoder):
         from _wlplan.data import DomainDataset, ProblemDataset
         from wlplan.feature_generator import init_feature_generator
 
-        groups: dict[tuple[str, tuple[str, ...]], list] = {}
-        for item in items:
-            key = (str(item["problem"]), tuple(item["goal"]))
-            groups.setdefault(key, []).append(self._state(item["state"]))
-        dataset = DomainDataset(self.wl_domain, [ProblemDataset(self._problem(*key), states)
-                                                 for key, states in groups.items()])
+        dataset = DomainDataset(self.wl_domain, [
+            ProblemDataset(self._problem(*key), [self._state(item["state"]) for item in group])
+            for key, group in _grouped(items).items()])
         self.generator = init_feature_generator("wl", self.wl_domain, graph_representation=WL_GRAPH,
                                                 iterations=WL_ITERATIONS)
         with _quiet_stdout():
             self.generator.collect(dataset)
-        counts = np.asarray(self.generator.embed(dataset), dtype=np.float64)
-        self.scale = np.maximum(counts.max(axis=0), 1.0) if len(counts) else np.ones(self.num_features)
         self._current = None
+        # the scales from one state at a time (embedding the whole dataset at once builds a dense list of Python
+        # floats, states x features: gigabytes at the paper's sizes)
+        self.scale = np.ones(self.num_features)
+        for (problem_file, goal), items_of_problem in _grouped(items).items():
+            for example in self.embed_states(problem_file, goal, [item["state"] for item in items_of_problem]):
+                np.maximum.at(self.scale, example.columns, example.counts)
 
     @property
     def num_features(self) -> int:
