@@ -94,7 +94,8 @@ def test_small_preset_and_overrides():
         Sweep.preset("small", sigma_link="exp")
     with pytest.raises(ValueError, match="data_profile"):
         Sweep.preset("small", data_profile="huge")
-    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "converged-wl", "paper-scale"}
+    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "converged-wl", "paper-scale",
+                            "paper-scale-wl"}
 
 
 def test_banner_says_what_runs_and_what_it_costs():
