@@ -30,7 +30,10 @@ import torch
 from tnlib.learning.encodings import Encoded, Encoder, _collate_targets, _targets, domain_signature, problem_objects
 from tnlib.planning.pddl import parse_atom
 
-# WL-GOOSE's defaults: the ILG and 4 refinement rounds (its paper's experiments use L = 4 for the WL kernel)
+# wlplan is imported inside the methods that use it: with networkx and the pddl package it takes about 0.3 s, which
+# only a WL model should pay (learned GBFS imports this module for every model).
+
+# The ILG, WL-GOOSE's graph; 4 refinement rounds (tnlib's choice; wlplan's default is 2)
 WL_GRAPH = "ilg"
 WL_ITERATIONS = 4
 
@@ -76,7 +79,7 @@ class WLEncoder(Encoder):
     name = "wl"
 
     def __init__(self, domain: str):
-        from _wlplan.planning import Domain, Predicate
+        from wlplan.planning import Domain, Predicate
 
         self.domain = domain
         signature = domain_signature(domain)
@@ -91,7 +94,7 @@ class WLEncoder(Encoder):
 
     # -- wlplan objects --------------------------------------------------------------------------------------------
     def _atom(self, atom: str):
-        from _wlplan.planning import Atom
+        from wlplan.planning import Atom
 
         name, args = parse_atom(atom)
         if name not in self.predicates:
@@ -99,7 +102,7 @@ class WLEncoder(Encoder):
         return Atom(self.predicates[name], list(args))
 
     def _problem(self, problem_file: str, goal: Sequence[str]):
-        from _wlplan.planning import Problem
+        from wlplan.planning import Problem
 
         key = (str(problem_file), tuple(goal))
         if key not in self._problems:
@@ -110,14 +113,14 @@ class WLEncoder(Encoder):
         return self._problems[key]
 
     def _state(self, atoms: Sequence[str]):
-        from _wlplan.planning import State
+        from wlplan.planning import State
 
         return State([self._atom(a) for a in atoms])
 
     # -- fitting and its state -------------------------------------------------------------------------------------
     def fit(self, items: Sequence[dict]) -> None:
         """Collect the colours of the training items' states and the scale of each feature."""
-        from _wlplan.data import DomainDataset, ProblemDataset
+        from wlplan.data import DomainDataset, ProblemDataset
         from wlplan.feature_generator import init_feature_generator
 
         dataset = DomainDataset(self.wl_domain, [
