@@ -8,11 +8,12 @@ and dtype: millions of values per second on one thread, best of ``--repeats``, f
 
 * tnlib: ``log_prob``, ``cdf``, ``icdf`` and ``sample`` on one distribution object (its per-element state is built
   once and cached, as a user calling several methods gets it), and ``mean``, ``variance``, ``entropy`` on a fresh
-  object each call (that state is what they cost);
+  object each call (that state is what they cost); ``sample-one``: one distribution (scalar parameters) drawn
+  ``--points`` times, ``sample((n,))``, as a histogram in class draws it;
 * scipy: ``logpdf``, ``cdf``, ``ppf``, ``rvs`` of one frozen ``truncnorm``, and ``mean``, ``var``, ``entropy`` of
   ``truncnorm(a, b)`` with the bounds as arrays (per-element distributions, as tnlib's), float64 only;
-* torch's ``Normal`` (no truncation: the speed a user gives up): ``log_prob``, ``cdf``, ``icdf``, ``sample``,
-  ``mean``, ``variance``, ``entropy``.
+* torch's ``Normal`` (no truncation: the speed a user gives up): ``log_prob``, ``cdf``, ``icdf``, ``sample``
+  (``sample-one``: a scalar Normal's ``sample((n,))``), ``mean``, ``variance``, ``entropy``.
 
 The last two columns are tnlib / scipy and tnlib / Normal. scipy's ``mean``, ``var`` and ``entropy`` run a
 Python-level loop over arrays of bounds in some versions; they are timed on at most ``--scipy-points`` elements.
@@ -36,13 +37,16 @@ from bench_truncated_normal_sampling import REGIMES, rate  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
 
-METHODS = ("log_prob", "cdf", "icdf", "sample", "mean", "variance", "entropy")
+METHODS = ("log_prob", "cdf", "icdf", "sample", "sample-one", "mean", "variance", "entropy")
 
 
 def tnlib_call(method: str, parameters, x, p):
     tn = TruncatedNormal(*parameters)
+    one = TruncatedNormal(*(t[0] for t in parameters))
     calls = {"log_prob": lambda: tn.log_prob(x), "cdf": lambda: tn.cdf(x), "icdf": lambda: tn.icdf(p),
              "sample": lambda: tn.sample(),
+             # one distribution (scalar parameters) drawn n times, as a histogram in class draws it
+             "sample-one": lambda: one.sample((len(x),)),
              "mean": lambda: TruncatedNormal(*parameters).mean,
              "variance": lambda: TruncatedNormal(*parameters).variance,
              "entropy": lambda: TruncatedNormal(*parameters).entropy()}
@@ -54,6 +58,7 @@ def scipy_call(method: str, low: float, high: float, x: np.ndarray, p: np.ndarra
     a, b = np.full(small, low), np.full(small, high)
     calls = {"log_prob": (lambda: frozen.logpdf(x), len(x)), "cdf": (lambda: frozen.cdf(x), len(x)),
              "icdf": (lambda: frozen.ppf(p), len(p)), "sample": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
+             "sample-one": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
              "mean": (lambda: truncnorm.mean(a, b), small), "variance": (lambda: truncnorm.var(a, b), small),
              "entropy": (lambda: truncnorm.entropy(a, b), small)}
     return calls[method]
@@ -62,6 +67,7 @@ def scipy_call(method: str, low: float, high: float, x: np.ndarray, p: np.ndarra
 def normal_call(method: str, normal, x, p):
     calls = {"log_prob": lambda: normal.log_prob(x), "cdf": lambda: normal.cdf(x), "icdf": lambda: normal.icdf(p),
              "sample": lambda: normal.sample(), "mean": lambda: normal.mean + 0.0,
+             "sample-one": lambda: torch.distributions.Normal(normal.loc[0], normal.scale[0]).sample((len(x),)),
              "variance": lambda: normal.variance, "entropy": lambda: normal.entropy()}
     return calls[method]
 
@@ -78,7 +84,7 @@ def main() -> None:
     n = args.points
     rng = np.random.default_rng(0)
     print(f"torch {torch.__version__}, 1 thread, {n:,} values per call, best of {args.repeats}; M values/s")
-    print(f"{'method':<10s}{'regime':<22s}{'dtype':<9s}{'tnlib':>9s}{'scipy':>9s}{'Normal':>9s}{'/scipy':>9s}"
+    print(f"{'method':<12s}{'regime':<22s}{'dtype':<9s}{'tnlib':>9s}{'scipy':>9s}{'Normal':>9s}{'/scipy':>9s}"
           f"{'/Normal':>9s}")
     for method in args.methods:
         for name, (low, high) in REGIMES.items():
@@ -95,7 +101,7 @@ def main() -> None:
                     theirs = rate(call, points, args.repeats)
                 plain = rate(normal_call(method, torch.distributions.Normal(full(0.0), full(1.0)), x, p), n,
                              args.repeats)
-                print(f"{method:<10s}{name:<22s}{str(dtype).replace('torch.', ''):<9s}{ours:9.2f}{theirs:9.2f}"
+                print(f"{method:<12s}{name:<22s}{str(dtype).replace('torch.', ''):<9s}{ours:9.2f}{theirs:9.2f}"
                       f"{plain:9.1f}{ours / theirs:9.2f}{ours / plain:9.3f}", flush=True)
 
 

@@ -47,21 +47,24 @@ def _acceptance_rates(core: _Core) -> torch.Tensor:
     return torch.stack([normal, exponential, torch.nan_to_num(uniform, nan=0.0)])
 
 
-def _propose(kind: int, core: _Core, e: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _propose(kind: int, core: _Core, e: torch.Tensor | None,
+             size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Candidate canonical values for the elements ``e`` (flat indices, repeats allowed; None: every element once,
-    in order) and which of them are accepted."""
+    in order, or with ``size``, that many candidates of a one-element state, which broadcasts) and which of them
+    are accepted."""
     def take(x: torch.Tensor) -> torch.Tensor:
         return x if e is None else x[e]
 
     a, s = take(core.a), take(core.scale)
     like = dict(dtype=a.dtype, device=a.device)
+    shape = a.shape if size is None else (size,)
     if kind == _NORMAL:
-        t = torch.randn(a.shape, **like)
+        t = torch.randn(shape, **like)
         t = torch.where(a >= 0, t.abs(), t)
         keep = (t >= a) & (t <= take(core.b))
         return take(core.c_loc) + s * t, keep
-    u = torch.rand(a.shape, **like)
-    v = torch.rand(a.shape, **like)
+    u = torch.rand(shape, **like)
+    v = torch.rand(shape, **like)
     w = take(core.w)
     if kind == _EXPONENTIAL:
         d = torch.minimum(-torch.log1p(u * torch.expm1(-a * w)) / a, w)
@@ -100,6 +103,8 @@ def _sample_canonical(core: _Core, proposals, count: int, inverse) -> torch.Tens
     out = torch.empty(count * n, dtype=core.a.dtype, device=core.a.device)
     if out.numel() == 0:
         return out
+    if n == 1 and proposals[0][0] != -1:  # one distribution (d.sample((count,)) of a scalar one): no gathers
+        return _sample_one(core, proposals[0][0], count)
     # one pass over the draws of each proposal's elements, then again over the rejected ones
     for k, elements in proposals:
         if elements.numel() == n:
@@ -119,3 +124,19 @@ def _sample_canonical(core: _Core, proposals, count: int, inverse) -> torch.Tens
             pending = pending[~keep]
     out = out.reshape(count, n)
     return torch.minimum(torch.maximum(out, core.c_low), core.c_high).reshape(-1)
+
+
+def _sample_one(core: _Core, kind: int, count: int) -> torch.Tensor:
+    """``count`` draws of a one-element state: candidates in batches sized by the acceptance rate (10% over what
+    the rate says is needed), the accepted ones taken in order until there are ``count`` -- iid draws of one law,
+    so which slot each fills does not matter."""
+    rate = float(_acceptance_rates(core)[kind, 0])
+    parts, filled = [], 0
+    while filled < count:
+        need = count - filled
+        value, keep = _propose(kind, core, None, size=int(need / rate * 1.1) + 16)
+        accepted = value[keep][:need]
+        parts.append(accepted)
+        filled += accepted.numel()
+    out = torch.cat(parts) if len(parts) > 1 else parts[0]
+    return torch.minimum(torch.maximum(out, core.c_low), core.c_high)

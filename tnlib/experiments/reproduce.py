@@ -186,9 +186,10 @@ a sigma of it, or 20 sigma above it):
 Millions of values per second (`python benchmarks/bench_truncated_normal_methods.py --points 100000`): per regime
 a batch of standard normals truncated to the interval, each element its own distribution. `log_prob`, `cdf`,
 `icdf` and `sample` reuse one distribution object (its per-element state is built once); `mean`, `variance` and
-`entropy` build it each call, as that state is what they cost. scipy's are `truncnorm`'s (float64 only; its `mean`,
-`var` and `entropy` over arrays of bounds on 20,000 elements); Normal is torch's, without truncation. The last two
-columns are tnlib / scipy and tnlib / Normal.
+`entropy` build it each call, as that state is what they cost; `sample-one` draws one distribution (scalar
+parameters) 100,000 times, `sample((n,))`, beside scipy's `rvs` and a scalar Normal's `sample((n,))`. scipy's are
+`truncnorm`'s (float64 only; its `mean`, `var` and `entropy` over arrays of bounds on 20,000 elements); Normal is
+torch's, without truncation. The last two columns are tnlib / scipy and tnlib / Normal.
 
 ```
 {methods.rstrip()}
