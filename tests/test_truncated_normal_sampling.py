@@ -109,3 +109,14 @@ def test_elements_no_proposal_suits_are_drawn_by_inversion(monkeypatch):
     torch.manual_seed(0)
     # inversion draws exactly rsample's values: the same uniforms through the icdf
     assert torch.equal(x, d.rsample((20_000,)))
+
+
+def test_some_proposal_accepts_at_least_half_the_candidates_in_every_regime():
+    # bounds from -1e4 to 1e4 scales from loc, widths from 1e-6 scales to infinite, both sides of loc
+    starts = [-1e4, -100, -30, -10, -5, -3, -2, -1.5, -1, -0.7, -0.5, -0.3, -0.1, -0.01, 0, 0.01, 0.1, 0.3, 0.5,
+              0.7, 1, 1.5, 2, 3, 5, 10, 30, 100, 1e4]
+    widths = [1e-6, 1e-3, 0.01, 0.1, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 100, INF]
+    low = torch.tensor([s for s in starts for _ in widths], dtype=torch.float64)
+    high = low + torch.tensor(widths * len(starts), dtype=torch.float64)
+    d = TruncatedNormal(torch.zeros_like(low), torch.ones_like(low), low, high)
+    assert float(_acceptance_rates(d._core).max(0).values.min()) >= 0.5
