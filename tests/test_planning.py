@@ -389,3 +389,27 @@ def test_the_nlm_inference_forward_plans_as_the_layer_by_layer_route(tmp_path, d
             results.append((result.status, result.plan, result.evaluations, result.expansions))
         assert results[0][2] > 1
         assert results[0] == results[1]
+
+
+def test_table2_leaves_out_a_run_still_planning_and_names_it(tmp_path):
+    def run(name, seed, results):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(dict(domain="ferry", model="nlm", distribution="TN",
+                                                             sigma="learn", residual="ff", lower_bound="lmcut",
+                                                             seed=seed)))
+        (folder / "planning-default.jsonl").write_text("".join(
+            json.dumps({"problem": f"p{i}.pddl", "protocol": PAPER, "solved": solved, "evaluations": 10})
+            + "\n" for i, solved in enumerate(results)))
+
+    run("done", 0, [True, False, True, True])
+    run("planning", 1, [True])  # 1 of the 4 instances so far: its coverage 1.00 would read as final
+    table = render_table2(tmp_path)
+    coverage = [line for line in table.split("**Average")[0].splitlines() if line.startswith("| ferry")][0]
+    assert "0.75 (1 seed)" in coverage and "1.00" not in coverage
+    assert "Left out, still planning" in table and "ferry learn/ff TN seed 1 (1 of 4)" in table
+    (tmp_path / "planning" / "planning-default.jsonl").write_text("".join(
+        json.dumps({"problem": f"p{i}.pddl", "protocol": PAPER, "solved": True, "evaluations": 10}) + "\n"
+        for i in range(4)))
+    finished = render_table2(tmp_path)
+    assert "Left out" not in finished and "0.88±0.18" in finished
