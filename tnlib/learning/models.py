@@ -29,16 +29,13 @@ class LinearRegression(nn.Module):
         return self.linear(features)
 
 
-class WLLinear(nn.Module):
+class WLLinear(LinearRegression):
     """``raw = W x + b`` on a state's WL colour counts, each scaled to [0, 1] by its training maximum
-    (:mod:`tnlib.learning.wl_features`): WL-GOOSE's linear learner, with the paper's heads on top."""
+    (:mod:`tnlib.learning.wl_features`): WL-GOOSE's linear learner, with the paper's heads on top. Its feature
+    count comes from the fitted encoder, so it has no default."""
 
     def __init__(self, num_features: int):
-        super().__init__()
-        self.linear = nn.Linear(num_features, 2)
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.linear(features)
+        super().__init__(num_features)
 
 
 MODEL_CLASSES = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression, "wl": WLLinear}

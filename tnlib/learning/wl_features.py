@@ -91,6 +91,7 @@ class WLEncoder(Encoder):
         self.scale: np.ndarray | None = None
         self._problems: dict[tuple[str, tuple[str, ...]], object] = {}
         self._current = None  # the wlplan problem the generator is set to
+        self._fitted: dict[tuple, WLExample] = {}  # the training states' examples, by (problem, goal, state)
 
     # -- wlplan objects --------------------------------------------------------------------------------------------
     def _atom(self, atom: str):
@@ -123,20 +124,25 @@ class WLEncoder(Encoder):
         from wlplan.data import DomainDataset, ProblemDataset
         from wlplan.feature_generator import init_feature_generator
 
+        groups = _grouped(items)
         dataset = DomainDataset(self.wl_domain, [
             ProblemDataset(self._problem(*key), [self._state(item["state"]) for item in group])
-            for key, group in _grouped(items).items()])
+            for key, group in groups.items()])
         self.generator = init_feature_generator("wl", self.wl_domain, graph_representation=WL_GRAPH,
                                                 iterations=WL_ITERATIONS)
         with _quiet_stdout():
             self.generator.collect(dataset)
         self._current = None
         # the scales from one state at a time (embedding the whole dataset at once builds a dense list of Python
-        # floats, states x features: gigabytes at the paper's sizes)
+        # floats, states x features: gigabytes at the paper's sizes); the examples are kept, as training encodes
+        # these same items next
         self.scale = np.ones(self.num_features)
-        for (problem_file, goal), items_of_problem in _grouped(items).items():
-            for example in self.embed_states(problem_file, goal, [item["state"] for item in items_of_problem]):
+        self._fitted = {}
+        for (problem_file, goal), items_of_problem in groups.items():
+            states = [item["state"] for item in items_of_problem]
+            for atoms, example in zip(states, self.embed_states(problem_file, goal, states)):
                 np.maximum.at(self.scale, example.columns, example.counts)
+                self._fitted[(problem_file, goal, tuple(atoms))] = example
 
     @property
     def num_features(self) -> int:
@@ -167,6 +173,7 @@ class WLEncoder(Encoder):
             self.generator = load_feature_generator(path, quiet=True)
         self.scale = np.asarray(state["scale"], dtype=np.float64)
         self._current = None
+        self._fitted = {}
 
     # -- encoding --------------------------------------------------------------------------------------------------
     def embed_states(self, problem_file: str, goal: Sequence[str], states: Sequence[Sequence[str]]) -> list[WLExample]:
@@ -184,7 +191,10 @@ class WLEncoder(Encoder):
         return out
 
     def encode(self, item: dict) -> Encoded:
-        (example,) = self.embed_states(item["problem"], item["goal"], [item["state"]])
+        key = (str(item["problem"]), tuple(item["goal"]), tuple(item["state"]))
+        example = self._fitted.get(key)
+        if example is None:
+            (example,) = self.embed_states(item["problem"], item["goal"], [item["state"]])
         return Encoded(example, **_targets(item))
 
     def model_kwargs(self) -> dict:
