@@ -6,14 +6,16 @@
 Per method, regime (a batch of standard normals truncated to the interval shown, each element its own distribution)
 and dtype: millions of values per second on one thread, best of ``--repeats``, for
 
-* tnlib: ``log_prob``, ``cdf``, ``icdf`` and ``sample`` on one distribution object (its per-element state is built
-  once and cached, as a user calling several methods gets it), and ``mean``, ``variance``, ``entropy`` on a fresh
-  object each call (that state is what they cost); ``sample-one``: one distribution (scalar parameters) drawn
-  ``--points`` times, ``sample((n,))``, as a histogram in class draws it;
-* scipy: ``logpdf``, ``cdf``, ``ppf``, ``rvs`` of one frozen ``truncnorm``, and ``mean``, ``var``, ``entropy`` of
-  ``truncnorm(a, b)`` with the bounds as arrays (per-element distributions, as tnlib's), float64 only;
-* torch's ``Normal`` (no truncation: the speed a user gives up): ``log_prob``, ``cdf``, ``icdf``, ``sample``
-  (``sample-one``: a scalar Normal's ``sample((n,))``), ``mean``, ``variance``, ``entropy``.
+* tnlib: ``log_prob``, ``cdf``, ``icdf``, ``rsample`` (inversion: the icdf of uniforms) and ``sample`` on one
+  distribution object (its per-element state is built once and cached, as a user calling several methods gets
+  it), and ``mean``, ``variance``, ``entropy`` on a fresh object each call (that state is what they cost);
+  ``sample-one``: one distribution (scalar parameters) drawn ``--points`` times, ``sample((n,))``, as a histogram
+  in class draws it;
+* scipy: ``logpdf``, ``cdf``, ``ppf``, ``rvs`` (beside both ``rsample`` and ``sample``) of one frozen
+  ``truncnorm``, and ``mean``, ``var``, ``entropy`` of ``truncnorm(a, b)`` with the bounds as arrays (per-element
+  distributions, as tnlib's), float64 only;
+* torch's ``Normal`` (no truncation: the speed a user gives up): ``log_prob``, ``cdf``, ``icdf``, ``rsample``,
+  ``sample`` (``sample-one``: a scalar Normal's ``sample((n,))``), ``mean``, ``variance``, ``entropy``.
 
 The last two columns are tnlib / scipy and tnlib / Normal. scipy's ``mean``, ``var`` and ``entropy`` run a
 Python-level loop over arrays of bounds in some versions; they are timed on at most ``--scipy-points`` elements.
@@ -37,14 +39,14 @@ from bench_truncated_normal_sampling import REGIMES, rate  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
 
-METHODS = ("log_prob", "cdf", "icdf", "sample", "sample-one", "mean", "variance", "entropy")
+METHODS = ("log_prob", "cdf", "icdf", "rsample", "sample", "sample-one", "mean", "variance", "entropy")
 
 
 def tnlib_call(method: str, parameters, x, p):
     tn = TruncatedNormal(*parameters)
     one = TruncatedNormal(*(t[0] for t in parameters))
     calls = {"log_prob": lambda: tn.log_prob(x), "cdf": lambda: tn.cdf(x), "icdf": lambda: tn.icdf(p),
-             "sample": lambda: tn.sample(),
+             "rsample": lambda: tn.rsample(), "sample": lambda: tn.sample(),
              # one distribution (scalar parameters) drawn n times, as a histogram in class draws it
              "sample-one": lambda: one.sample((len(x),)),
              "mean": lambda: TruncatedNormal(*parameters).mean,
@@ -57,7 +59,9 @@ def scipy_call(method: str, low: float, high: float, x: np.ndarray, p: np.ndarra
     frozen = truncnorm(low, high)
     a, b = np.full(small, low), np.full(small, high)
     calls = {"log_prob": (lambda: frozen.logpdf(x), len(x)), "cdf": (lambda: frozen.cdf(x), len(x)),
-             "icdf": (lambda: frozen.ppf(p), len(p)), "sample": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
+             "icdf": (lambda: frozen.ppf(p), len(p)),
+             "rsample": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
+             "sample": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
              "sample-one": (lambda: frozen.rvs(size=len(x), random_state=rng), len(x)),
              "mean": (lambda: truncnorm.mean(a, b), small), "variance": (lambda: truncnorm.var(a, b), small),
              "entropy": (lambda: truncnorm.entropy(a, b), small)}
@@ -66,7 +70,7 @@ def scipy_call(method: str, low: float, high: float, x: np.ndarray, p: np.ndarra
 
 def normal_call(method: str, normal, x, p):
     calls = {"log_prob": lambda: normal.log_prob(x), "cdf": lambda: normal.cdf(x), "icdf": lambda: normal.icdf(p),
-             "sample": lambda: normal.sample(), "mean": lambda: normal.mean + 0.0,
+             "rsample": lambda: normal.rsample(), "sample": lambda: normal.sample(), "mean": lambda: normal.mean + 0.0,
              "sample-one": lambda: torch.distributions.Normal(normal.loc[0], normal.scale[0]).sample((len(x),)),
              "variance": lambda: normal.variance, "entropy": lambda: normal.entropy()}
     return calls[method]

@@ -623,3 +623,43 @@ def test_frame_mass_with_the_fewest_nodes_agrees_with_mpmath(slope):
         for ai, wi, gi in zip(a.tolist(), w.tolist(), got.tolist()):
             ref = mp.quad(lambda d: mp.exp(-mp.mpf(ai) * d - d * d / 2), [0, mp.mpf(wi)])
             assert abs(gi - float(ref)) <= 4e-16 * float(ref), (ai, wi)
+
+
+def test_icdf_of_a_narrow_interval_around_loc_is_exact_to_ulps_of_its_bounds():
+    """The value is formed as low + scale d, so where it crosses zero inside the interval it is exact to ulps of the
+    bound, not of itself: the closed start is kept where it is within 8 of those."""
+    from tn_reference import DIGITS, _bound, _icdf
+    params = (0.0, 1.0, -1e-3, 1e-3)
+    d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in params))
+    p = torch.rand(200, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    got = d.icdf(p).tolist()
+    eps = torch.finfo(torch.float64).eps
+    for pi, x in zip(p.tolist(), got):
+        with mp.workdps(DIGITS):
+            expected = float(_icdf(*(_bound(v) for v in params), mp.mpf(pi)))
+        assert abs(x - expected) <= 8 * eps * max(abs(expected), 1e-3), (pi, x, expected)
+
+
+@pytest.mark.parametrize("params", [(0.0, 1.0, 3.0, 5.0), (0.0, 1.0, 7.38, 10.31), (0.0, 1.0, 4.0, 6.0),
+                                    (-3.0, 0.7, 0.0, 1.5), (0.0, 1.0, 2.0, 4.0)])
+def test_float32_variance_and_entropy_match_mpmath_where_the_closed_form_cancels(params):
+    # in float32 these tail intervals reject the closed forms and take the frame's quadrature moments
+    params32 = tuple(float(np.float32(v)) for v in params)
+    ref = reference(*params32)
+    d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float32) for v in params32))
+    assert d.variance.item() == pytest.approx(ref["variance"], rel=2e-6)
+    assert abs(d.entropy().item() - ref["entropy"]) <= 2e-6 * max(1.0, abs(ref["entropy"]))
+
+
+def test_cdf_of_a_mixed_batch_equals_each_elements_alone_bit_for_bit():
+    """Elements near the mode take a difference of erf's and skip the closed forms the others need: an element's
+    value must not depend on what else is in the batch."""
+    loc = torch.tensor([0.0, 0.0, -3.0, 0.5, -20.0, 0.2], dtype=torch.float64)
+    scale = torch.tensor([1.0, 1.0, 0.7, 1.0, 1.0, 1.0], dtype=torch.float64)
+    low = torch.tensor([0.0, 0.0, 0.0, 1.0, 0.0, 0.5], dtype=torch.float64)
+    high = torch.full_like(low, INF)
+    x = torch.tensor([1e-9, 0.3, 0.01, 2.0, 1e-3, 0.6], dtype=torch.float64)
+    together = TruncatedNormal(loc, scale, low, high).cdf(x)
+    for i in range(len(x)):
+        alone = TruncatedNormal(loc[i:i + 1], scale[i:i + 1], low[i:i + 1], high[i:i + 1]).cdf(x[i:i + 1])
+        assert torch.equal(alone, together[i:i + 1]), i

@@ -36,7 +36,7 @@ def _distribution(params, dtype=torch.float64, shape=()):
 
 
 def _kind(d: TruncatedNormal) -> int:
-    (kind, _), = _proposals(d._core)
+    (kind, _, _), = _proposals(d._core)
     return kind
 
 
@@ -80,7 +80,7 @@ def test_samples_follow_the_distribution(params, _, dtype):
 def test_a_batch_of_regimes_draws_each_element_from_its_own_law():
     params = torch.tensor([p for p, _ in CASES], dtype=torch.float64)
     d = TruncatedNormal(*params.T)
-    assert {kind for kind, _ in _proposals(d._core)} == {_NORMAL, _EXPONENTIAL, _UNIFORM}
+    assert {kind for kind, _, _ in _proposals(d._core)} == {_NORMAL, _EXPONENTIAL, _UNIFORM}
     torch.manual_seed(1)
     x = d.sample((5000,))
     assert x.shape == (5000, len(CASES))
@@ -120,3 +120,16 @@ def test_some_proposal_accepts_at_least_half_the_candidates_in_every_regime():
     high = low + torch.tensor(widths * len(starts), dtype=torch.float64)
     d = TruncatedNormal(torch.zeros_like(low), torch.ones_like(low), low, high)
     assert float(_acceptance_rates(d._core).max(0).values.min()) >= 0.5
+
+
+@pytest.mark.parametrize("few_pending", [0, 10**9], ids=["one-candidate-passes", "many-candidate-passes"])
+@pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (0.0, 1.0, 3.0, 5.0), (0.0, 1.0, -0.5, 0.5)])
+def test_both_ways_of_redrawing_rejected_values_follow_the_distribution(monkeypatch, params, few_pending):
+    # rejected draws are redrawn one candidate a pass, or, once few are left, several candidates at once keeping
+    # the first accepted: each route alone must give the law
+    monkeypatch.setattr(_sampling, "_FEW_PENDING", few_pending)
+    d = _distribution(params, shape=(20_000,))
+    torch.manual_seed(2)
+    x = d.sample()
+    assert ((x >= params[2]) & (x <= params[3])).all()
+    assert _ks_pvalue(_distribution(params), x) > 1e-3

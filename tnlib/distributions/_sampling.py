@@ -29,6 +29,7 @@ from tnlib.distributions._regimes import _Core
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _MIN_ACCEPTANCE = 0.05
+_FEW_PENDING, _RETRIES = 4096, 8
 _NORMAL, _EXPONENTIAL, _UNIFORM = 0, 1, 2
 
 
@@ -49,41 +50,46 @@ def _acceptance_rates(core: _Core) -> torch.Tensor:
     return torch.stack([normal, exponential, torch.nan_to_num(uniform, nan=0.0)])
 
 
-def _propose(kind: int, core: _Core, e: torch.Tensor | None,
-             size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _propose(kind: int, core: _Core, e: torch.Tensor | None, size: int | None = None,
+             fold: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Candidate canonical values for the elements ``e`` (flat indices, repeats allowed; None: every element once,
     in order, or with ``size``, that many candidates of a one-element state, which broadcasts) and which of them
-    are accepted."""
+    are accepted. ``fold`` (the Normal's): whether every element folds (a >= 0), none does, or None: per element."""
     def take(x: torch.Tensor) -> torch.Tensor:
-        return x if e is None else x[e]
+        return x if e is None else x.index_select(0, e)
 
     a, s = take(core.a), take(core.scale)
     like = dict(dtype=a.dtype, device=a.device)
     shape = a.shape if size is None else (size,)
     if kind == _NORMAL:
         t = torch.randn(shape, **like)
-        t = torch.where(a >= 0, t.abs(), t)
-        keep = (t >= a) & (t <= take(core.b))
-        return take(core.c_loc) + s * t, keep
+        # the folded draw where the interval lies at or above loc; a group of one kind (the usual) skips the select
+        if fold is None:
+            t = torch.where(a >= 0, t.abs(), t)
+        elif fold:
+            t = t.abs()
+        keep = torch.clamp(t, a, take(core.b)) == t  # a <= t <= b, in two vectorised passes instead of three
+        return torch.addcmul(take(core.c_loc), s, t), keep
     u = torch.rand(shape, **like)
     v = torch.rand(shape, **like)
     w = take(core.w)
     if kind == _EXPONENTIAL:
         d = torch.minimum(-torch.log1p(u * torch.expm1(-a * w)) / a, w)
         keep = v <= torch.exp(-0.5 * d.square())
-        return take(core.c_low) + s * d, keep
+        return torch.addcmul(take(core.c_low), s, d), keep
     # uniform over [0, w] from the lower end; the log-density relative to its peak, written as a product of the
     # distance to the peak so that nothing near-equal is subtracted
     d = u * w
     frame = take(core.frame)
     d_peak = torch.where(frame, torch.minimum((-a).clamp_min(0.0), w), -a)  # straddle: the peak is at t = 0
     log_ratio = torch.where(frame, -(d - d_peak) * (a + 0.5 * (d + d_peak)), -0.5 * (a + d).square())
-    return take(core.c_low) + s * d, v <= torch.exp(log_ratio)
+    return torch.addcmul(take(core.c_low), s, d), v <= torch.exp(log_ratio)
 
 
-def _proposals(core: _Core) -> list[tuple[int, torch.Tensor]]:
-    """Each proposal with the flat indices of the elements it draws (-1: by inversion), computed once per
-    distribution object: a batch of distinct distributions drawn from once would otherwise pay for it each call."""
+def _proposals(core: _Core) -> list[tuple[int, torch.Tensor, bool | None]]:
+    """Each proposal with the flat indices of the elements it draws (-1: by inversion) and, for the Normal, whether
+    they all fold (None: some do), computed once per distribution object: a batch of distinct distributions drawn
+    from once would otherwise pay for it each call."""
     rates = _acceptance_rates(core)
     best, kind = rates.max(0)
     kind = torch.where(best >= _MIN_ACCEPTANCE, kind, torch.full_like(kind, -1))
@@ -91,7 +97,9 @@ def _proposals(core: _Core) -> list[tuple[int, torch.Tensor]]:
     for k in (_NORMAL, _EXPONENTIAL, _UNIFORM, -1):
         elements = (kind == k).nonzero().squeeze(1)
         if elements.numel():
-            groups.append((k, elements))
+            folds = core.a[elements] >= 0
+            fold = True if bool(folds.all()) else False if not bool(folds.any()) else None
+            groups.append((k, elements, fold))
     return groups
 
 
@@ -106,29 +114,42 @@ def _sample_canonical(core: _Core, proposals, count: int, inverse) -> torch.Tens
     if out.numel() == 0:
         return out
     if n == 1 and proposals[0][0] != -1:  # one distribution (d.sample((count,)) of a scalar one): no gathers
-        return _sample_one(core, proposals[0][0], count)
+        return _sample_one(core, proposals[0][0], count, proposals[0][2])
     # one pass over the draws of each proposal's elements, then again over the rejected ones
-    for k, elements in proposals:
-        if elements.numel() == n:
+    for k, elements, fold in proposals:
+        if count == 1 and elements.numel() == n and k != -1:
+            # the first pass reads the state as it is, without gathering; its rejected values are overwritten below
+            out, keep = _propose(k, core, None, fold=fold)
+            pending = (~keep).nonzero().squeeze(1)
+        elif elements.numel() == n:
             pending = torch.arange(count * n, device=out.device)
         else:
             pending = (torch.arange(count, device=out.device)[:, None] * n + elements).reshape(-1)
         if k == -1:
             out[pending] = inverse(pending % n)
             continue
-        if count == 1 and elements.numel() == n:  # the first pass reads the state as it is, without gathering
-            value, keep = _propose(k, core, None)
-            out = torch.where(keep, value, out)
-            pending = (~keep).nonzero().squeeze(1)
         while pending.numel():
-            value, keep = _propose(k, core, pending % n)
-            out[pending[keep]] = value[keep]
-            pending = pending[~keep]
+            elements = pending if count == 1 else pending % n
+            if pending.numel() > _FEW_PENDING:
+                value, keep = _propose(k, core, elements, fold=fold)
+                kept = keep.nonzero().squeeze(1)
+                out.index_copy_(0, pending.index_select(0, kept), value.index_select(0, kept))
+                pending = pending[~keep]
+                continue
+            # few draws left: each pass's fixed costs would dominate the last several passes, so each pending draw
+            # gets _RETRIES candidates at once and keeps its first accepted one (the choice depends on which were
+            # accepted only, so the value kept is an exact draw)
+            value, keep = _propose(k, core, elements.repeat_interleave(_RETRIES), fold=fold)
+            any_kept, first = keep.view(-1, _RETRIES).to(torch.uint8).max(1)
+            chosen = value.view(-1, _RETRIES).gather(1, first[:, None]).squeeze(1)
+            kept = any_kept.nonzero().squeeze(1)
+            out.index_copy_(0, pending.index_select(0, kept), chosen.index_select(0, kept))
+            pending = pending[any_kept == 0]
     out = out.reshape(count, n)
-    return torch.minimum(torch.maximum(out, core.c_low), core.c_high).reshape(-1)
+    return torch.clamp(out, core.c_low, core.c_high).reshape(-1)
 
 
-def _sample_one(core: _Core, kind: int, count: int) -> torch.Tensor:
+def _sample_one(core: _Core, kind: int, count: int, fold: bool | None) -> torch.Tensor:
     """``count`` draws of a one-element state: candidates in batches sized by the acceptance rate (10% over what
     the rate says is needed), the accepted ones taken in order until there are ``count`` -- iid draws of one law,
     so which slot each fills does not matter."""
@@ -136,9 +157,9 @@ def _sample_one(core: _Core, kind: int, count: int) -> torch.Tensor:
     parts, filled = [], 0
     while filled < count:
         need = count - filled
-        value, keep = _propose(kind, core, None, size=int(need / rate * 1.1) + 16)
+        value, keep = _propose(kind, core, None, size=int(need / rate * 1.1) + 16, fold=fold)
         accepted = value[keep][:need]
         parts.append(accepted)
         filled += accepted.numel()
     out = torch.cat(parts) if len(parts) > 1 else parts[0]
-    return torch.minimum(torch.maximum(out, core.c_low), core.c_high)
+    return torch.clamp(out, core.c_low, core.c_high)

@@ -28,6 +28,7 @@ from tnlib.distributions._regimes import (
     _frame_moments_any,
     _mills,
     _ndtr,
+    _wide_panels,
     _zero_where,
 )
 from tnlib.distributions._series import _far_tail_series, _g_threshold, _v_threshold
@@ -350,12 +351,12 @@ def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:
     f_a = torch.zeros_like(d)
     head = mask & (d <= core.d_mean) & (d > 0)
     if bool(head.any()):
-        _, d_head, _, _ = _frame_moments(core.a[head], d[head], panels=8)
+        _, d_head, _, _ = _frame_moments(core.a[head], d[head], panels=_wide_panels(d.dtype))
         f_a = f_a.index_put((head,), cdf[head] * (core.d_mean[head] - d_head))
     tail = mask & (d > core.d_mean) & (x < core.c_high)
     if bool(tail.any()):
         rest = (core.c_high[tail] - x[tail]) / s[tail]  # w - d, +inf without an upper bound
-        m0_tail, d_tail, _, _ = _frame_moments(t[tail], rest, panels=8)
+        m0_tail, d_tail, _, _ = _frame_moments(t[tail], rest, panels=_wide_panels(d.dtype))
         # 1 - F = exp(-d (a + d/2)) J(t, w - d) / M0, accurate where F is near 1
         upper = m0_tail * torch.exp(-d[tail] * (core.a[tail] + 0.5 * d[tail]) - core.log_m0[tail])
         f_a = f_a.index_put((tail,), upper * (d[tail] - core.d_mean[tail] + d_tail))
@@ -415,60 +416,81 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     phi(a) K underflows, start from the truncated exponential with the log-density's slope at the interval's
     centre (narrow) or at a (right frame)."""
     dtype = a.dtype
-    right = (a >= 0) & ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)
     b = core.b[idx]
+    tiny = math.log(torch.finfo(dtype).tiny)
     # near the mode Phi(-t) is close to 1/2 and rounds t's small value away: there t = sqrt 2 erfinv(v) with
     # v = erf(t/sqrt 2) = erf(a/sqrt 2) + 2 p Z (or erf(b/sqrt 2) - 2 q Z above the median), both terms exact
     z = torch.exp(core.log_z[idx])
-    ea = torch.erf(a * _SQRT_HALF)  # (the narrow route below reads it and eb too)
-    # erf(inf) is 1: a batch without upper bounds (the paper's) skips the call
-    eb = torch.ones_like(b) if bool(torch.isposinf(b).all()) else torch.erf(b * _SQRT_HALF)
-    v = torch.where(use_upper, eb - 2.0 * q * z, ea + 2.0 * p * z)
-    near_mode = right & (v <= 0.5)
-    t = torch.zeros_like(a)
-    representable = near_mode.clone()
-    mode_idx = near_mode.nonzero().squeeze(1)
-    if mode_idx.numel():
-        t[mode_idx] = torch.erfinv(v[mode_idx]) / _SQRT_HALF
-    # elsewhere in the right frame, t = -ndtri(phi(a) K), on those elements only (erfcx and ndtri are the cost)
-    tail_idx = (right & ~near_mode).nonzero().squeeze(1)
-    if tail_idx.numel():
-        a_t, b_t, p_t, q_t, m0_t, up_t = (x[tail_idx] for x in (a, b, p, q, m0, use_upper))
-        k_lower = _mills(a_t) - p_t * m0_t
-        beyond = _zero_where(torch.isinf(b_t), _mills(torch.where(torch.isfinite(b_t), b_t, torch.zeros_like(b_t))))
-        k = torch.where(up_t, m0_t * (q_t + core.p_b[idx][tail_idx] * beyond), k_lower)
-        log_y = torch.log(k) - 0.5 * a_t.square() - _LOG_SQRT_2PI
-        ok = (log_y > math.log(torch.finfo(dtype).tiny)) & (k > 0)
-        t[tail_idx] = -torch.special.ndtri(torch.exp(torch.where(ok, log_y, torch.full_like(log_y, -1.0))))
-        representable[tail_idx] = ok
+    ea = torch.erf(a * _SQRT_HALF)
+    no_upper = bool(torch.isposinf(b).all())
+    if no_upper:
+        # no upper bound (the paper's configuration): w is infinite, so every frame element is a right frame, and
+        # M0 = m(a) makes both forms of K q M0 (q exact: no cancellation, and no erfcx). Both routes are taken on
+        # every element and one kept: cheaper than picking each route's elements out of a batch and back, whose
+        # random masks make the selection and the scatter branchy
+        right = None
+        v = torch.where(use_upper, 1.0 - 2.0 * q * z, ea + 2.0 * p * z)
+        near_mode = v <= 0.5
+        log_y = torch.log(q * m0) - 0.5 * a.square() - _LOG_SQRT_2PI
+        representable = near_mode | (log_y > tiny)
+        t = torch.where(near_mode, torch.erfinv(v) / _SQRT_HALF, -torch.special.ndtri(torch.exp(log_y)))
+    else:
+        right = (a >= 0) & ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)
+        eb = torch.erf(b * _SQRT_HALF)  # (the narrow route below reads it and ea too)
+        v = torch.where(use_upper, eb - 2.0 * q * z, ea + 2.0 * p * z)
+        near_mode = right & (v <= 0.5)
+        # erfinv is cheap beside picking the near-mode elements out of the batch and back: taken on every element
+        # (none in a batch of narrow intervals)
+        t = torch.where(near_mode, torch.erfinv(v) / _SQRT_HALF, 0.0) if bool(near_mode.any()) else torch.zeros_like(a)
+        representable = near_mode
+        # elsewhere in the right frame, t = -ndtri(phi(a) K), on those elements only (erfcx is the cost)
+        tail_idx = (right & ~near_mode).nonzero().squeeze(1)
+        if tail_idx.numel():
+            a_t, b_t, p_t, q_t, m0_t, up_t = (x[tail_idx] for x in (a, b, p, q, m0, use_upper))
+            k_lower = _mills(a_t) - p_t * m0_t
+            beyond = _zero_where(torch.isinf(b_t),
+                                 _mills(torch.where(torch.isfinite(b_t), b_t, torch.zeros_like(b_t))))
+            k = torch.where(up_t, m0_t * (q_t + core.p_b[idx][tail_idx] * beyond), k_lower)
+            log_y = torch.log(k) - 0.5 * a_t.square() - _LOG_SQRT_2PI
+            ok = (log_y > tiny) & (k > 0)
+            t_tail = -torch.special.ndtri(torch.exp(torch.where(ok, log_y, torch.full_like(log_y, -1.0))))
+            t = t.index_put((tail_idx,), t_tail)
+            representable = representable.index_put((tail_idx,), ok)
     # a narrow interval within half a scale of loc: t = sqrt 2 erfinv(erf(a/sqrt 2) + p (erf(b/sqrt 2) -
     # erf(a/sqrt 2))), off by a few ulps of |erf(a/sqrt 2)| + |erf(b/sqrt 2)| (erfinv's slope is at most 1.14 there)
-    all_right = bool(right.all())
-    near_loc = torch.zeros_like(right) if all_right else ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
-    erf_sum = torch.zeros_like(a)
-    any_near_loc = not all_right and bool(near_loc.any())
+    any_near_loc = False
+    if right is not None and not bool(right.all()):
+        near_loc = ~right & (a.abs() <= 0.5) & (b.abs() <= 0.5)
+        any_near_loc = bool(near_loc.any())
     if any_near_loc:
         v_loc = torch.where(use_upper, eb - q * (eb - ea), ea + p * (eb - ea))
-        t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, torch.zeros_like(v_loc))) / _SQRT_HALF, t)
+        if bool(near_loc.all()):  # (a batch of narrow intervals around loc: no selects)
+            t = torch.erfinv(v_loc) / _SQRT_HALF
+        else:
+            t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, 0.0)) / _SQRT_HALF, t)
         erf_sum = ea.abs() + eb.abs()
         representable = representable | near_loc
-    d = torch.minimum((t - a).clamp_min(0.0), w)
+    d = (t - a).clamp_min(0.0) if no_upper else torch.minimum((t - a).clamp_min(0.0), w)
     if not bool(representable.all()):
         # truncated exponential: d = -log1p(p expm1(-rate w)) / rate (rate 1e-8 where it vanishes: uniform)
-        rate = torch.where(right, a, a + 0.5 * torch.where(torch.isinf(w), torch.zeros_like(w), w))
+        finite_w = torch.where(torch.isinf(w), torch.zeros_like(w), w)
+        rate = a if right is None else torch.where(right, a, a + 0.5 * finite_w)
         rate = torch.where(rate.abs() < 1e-8, torch.full_like(rate, 1e-8), rate)
         d_exp = -torch.log1p(p * torch.expm1(-rate * w)) / rate
         d_exp = torch.where(torch.isfinite(d_exp), torch.minimum(d_exp.clamp_min(0.0), w),
                             torch.where(torch.isinf(w), 1.0 / rate.clamp_min(1e-3), 0.5 * w))
         d = torch.where(representable, d, d_exp)
-    # accepted where what t is off by is within 8 ulps of the value returned, x = low + s d: a few ulps of
+    # accepted where what t is off by is within 8 ulps of the value returned, x = low + s d, or of low: x is formed
+    # from low, so it carries low's rounding whatever d is (Newton's d too), and a value that crosses zero inside
+    # the interval (a narrow one around loc) is exact to ulps of low, not of itself. t is off by a few ulps of
     # max(t, m(t)) (the inverse of Phi(-t) is conditioned like m(t)/t, and m(t) <= 1.26 for t >= 0)
-    x = core.c_low[idx] + core.scale[idx] * d
+    c_low = core.c_low[idx]
+    x = c_low + core.scale[idx] * d
     off_by = torch.where(near_mode, a + d, a + d + 1.25)  # what t is off by, in its ulps of 1 (erfinv: relative)
     if any_near_loc:
         off_by = torch.where(near_loc, 2.0 * erf_sum, off_by)
-    solved = representable & (off_by * core.scale[idx] <= 8.0 * x.abs()) & (d > 0) & (d < w)
-    return d, solved
+    solved = representable & (off_by * core.scale[idx] <= 8.0 * torch.maximum(x.abs(), c_low.abs())) & (d > 0)
+    return d, solved if no_upper else solved & (d < w)
 
 
 def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

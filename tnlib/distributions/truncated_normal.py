@@ -236,6 +236,8 @@ class TruncatedNormal(Distribution):
                 self._proposals_cache = _proposals(core)
             count = shape.numel() // max(self.batch_shape.numel(), 1)
             x_c = _sample_canonical(core, self._proposals_cache, count, self._invert_canonical)
+            if not bool(core.flip.any()):
+                return x_c.reshape(shape)
             flip = core.flip.expand(x_c.numel() // max(core.flip.numel(), 1), -1).reshape(-1)
             return torch.where(flip, -x_c, x_c).reshape(shape)
 

@@ -185,9 +185,11 @@ a sigma of it, or 20 sigma above it):
 
 Millions of values per second (`python benchmarks/bench_truncated_normal_methods.py --points 100000`): per regime
 a batch of standard normals truncated to the interval, each element its own distribution. `log_prob`, `cdf`,
-`icdf` and `sample` reuse one distribution object (its per-element state is built once); `mean`, `variance` and
-`entropy` build it each call, as that state is what they cost; `sample-one` draws one distribution (scalar
-parameters) 100,000 times, `sample((n,))`, beside scipy's `rvs` and a scalar Normal's `sample((n,))`. scipy's are
+`icdf`, `rsample` and `sample` reuse one distribution object (its per-element state is built once); `mean`,
+`variance` and `entropy` build it each call, as that state is what they cost. `rsample` inverts the cdf at
+uniforms (its gradients are those of x(u)) and `sample` draws by exact rejection; both stand beside scipy's `rvs`.
+`sample-one` draws one distribution (scalar parameters) 100,000 times, `sample((n,))`, beside scipy's `rvs` and a
+scalar Normal's `sample((n,))`. scipy's are
 `truncnorm`'s (float64 only; its `mean`, `var` and `entropy` over arrays of bounds on 20,000 elements); Normal is
 torch's, without truncation. The last two columns are tnlib / scipy and tnlib / Normal.
 
