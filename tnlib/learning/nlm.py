@@ -178,11 +178,14 @@ def _extrema_kernel(x, real, r, exclude, out, start, stop):  # pragma: no cover 
                 out[b, m, channels + c] = least[c]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
-    # The position's max and min are copied into local arrays, ties are counted branch-free (in x's dtype: exact,
-    # n is far below 2^24) and rows are addressed as 1-d views: numba cannot tell that grad_x does not alias out,
-    # and indexing the 3-d arrays in the channel loops kept it from vectorising them (2-4x slower, same numbers).
+    # Per kept position: which objects are excluded (once), the ties of its max and min (counted branch-free, in
+    # x's dtype: exact, n is far below 2^24), then each entry's share. Each pass over the objects does one thing and
+    # indexes the arrays directly: 2.5x faster than interleaving the exclusion test with the tie counts and
+    # addressing rows through 1-d views (measured at 30 objects, arity 2, 64 states; the same numbers). A tie
+    # count is never 0 (the extremum is one of the entries), so numpy's error model (no division check) changes
+    # nothing but the speed.
     _, positions, n, channels = x.shape
     kept = np.empty(max(r, 1), np.int64)
     excluded = np.empty(n, np.bool_)
@@ -202,27 +205,28 @@ def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop
                 ties_min[c] = 0.0
             for k in range(n):
                 excluded[k] = _is_excluded(real, b, k, kept, r, exclude)
+            for k in range(n):
                 if excluded[k]:  # counts as 0 for the max, 1 for the min
                     for c in range(channels):
                         ties_max[c] += most[c] == 0.0
                         ties_min[c] += least[c] == 1.0
                 else:
-                    row = x[b, m, k]
                     for c in range(channels):
-                        ties_max[c] += row[c] == most[c]
-                        ties_min[c] += row[c] == least[c]
+                        v = x[b, m, k, c]
+                        ties_max[c] += v == most[c]
+                        ties_min[c] += v == least[c]
             for c in range(channels):
                 share_max[c] = grad[b, m, c] / ties_max[c]
                 share_min[c] = grad[b, m, channels + c] / ties_min[c]
             for k in range(n):
-                target = grad_x[b, m, k]
                 if excluded[k]:
-                    target[:] = 0.0
-                else:
-                    row = x[b, m, k]
                     for c in range(channels):
-                        v = row[c]
-                        target[c] = (share_max[c] if v == most[c] else 0.0) + (share_min[c] if v == least[c] else 0.0)
+                        grad_x[b, m, k, c] = 0.0
+                else:
+                    for c in range(channels):
+                        v = x[b, m, k, c]
+                        grad_x[b, m, k, c] = (share_max[c] if v == most[c] else 0.0) + \
+                            (share_min[c] if v == least[c] else 0.0)
 
 
 # Inference only: an arity-3 output that the next layer reads only through exists / forall is never stored. The
