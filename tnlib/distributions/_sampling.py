@@ -129,9 +129,9 @@ def _sample_canonical(core: _Core, proposals, count: int, inverse) -> torch.Tens
             out[pending] = inverse(pending % n)
             continue
         while pending.numel():
-            elements = pending if count == 1 else pending % n
+            drawn = pending if count == 1 else pending % n  # the element of each pending draw
             if pending.numel() > _FEW_PENDING:
-                value, keep = _propose(k, core, elements, fold=fold)
+                value, keep = _propose(k, core, drawn, fold=fold)
                 kept = keep.nonzero().squeeze(1)
                 out.index_copy_(0, pending.index_select(0, kept), value.index_select(0, kept))
                 pending = pending[~keep]
@@ -139,7 +139,7 @@ def _sample_canonical(core: _Core, proposals, count: int, inverse) -> torch.Tens
             # few draws left: each pass's fixed costs would dominate the last several passes, so each pending draw
             # gets _RETRIES candidates at once and keeps its first accepted one (the choice depends on which were
             # accepted only, so the value kept is an exact draw)
-            value, keep = _propose(k, core, elements.repeat_interleave(_RETRIES), fold=fold)
+            value, keep = _propose(k, core, drawn.repeat_interleave(_RETRIES), fold=fold)
             any_kept, first = keep.view(-1, _RETRIES).to(torch.uint8).max(1)
             chosen = value.view(-1, _RETRIES).gather(1, first[:, None]).squeeze(1)
             kept = any_kept.nonzero().squeeze(1)
