@@ -89,6 +89,18 @@ def test_a_cell_pools_seeds_only():
         table1_cells(results)
 
 
+def test_a_run_folder_older_than_a_head_setting_pools_as_that_settings_default():
+    results = fake_results()
+    for r in results:  # a run written before fixed_sigma existed, beside ones that name it
+        r["config"] = {"seed": r["seed"], "steps": 600, **({"fixed_sigma": "paper"} if r["seed"] else {})}
+    assert table1_cells(results)["ferry"][("fixed", "none", "N")] is not None
+    for r in results:
+        if r["seed"]:
+            r["config"]["fixed_sigma"] = "authors"
+    with pytest.raises(ValueError, match=r"fixed_sigma: \"authors\", \"paper\""):
+        table1_cells(results)
+
+
 def test_markdown_table_layout_and_bold_rule():
     text = render_table(fake_results())
     lines = text.strip().splitlines()

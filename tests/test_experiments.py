@@ -92,6 +92,8 @@ def test_small_preset_and_overrides():
         Sweep.preset("small", plan_instances="some")
     with pytest.raises(ValueError, match="sigma link"):
         Sweep.preset("small", sigma_link="exp")
+    with pytest.raises(ValueError, match="fixed sigma"):
+        Sweep.preset("small", fixed_sigma="sqrt2")
     with pytest.raises(ValueError, match="data_profile"):
         Sweep.preset("small", data_profile="huge")
     assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "converged-wl", "paper-scale",
@@ -398,6 +400,29 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     write_sweep_file(_sweep(tmp_path, domains=("ferry",), steps=24))
     record = written()
     assert record["domains"] == ["ferry"] and record["steps"] == 24 and record["seeds"] == [0]
+
+
+def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path):
+    from tnlib.experiments.sweep import write_sweep_file
+
+    record = write_sweep_file(_sweep(tmp_path, seeds=(0,)))
+    del record["fixed_sigma"]  # written before the setting existed: it held the default
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    assert write_sweep_file(_sweep(tmp_path, seeds=(1,)))["seeds"] == [0, 1]
+    authors = write_sweep_file(_sweep(tmp_path, seeds=(2,), fixed_sigma="authors"))
+    assert authors["seeds"] == [2] and authors["fixed_sigma"] == "authors"  # another setting: another sweep
+
+
+def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
+    sweep = _sweep(tmp_path, configs=(("learn", "ff"), ("fixed", "none")), fixed_sigma="authors")
+    configs = sweep.train_configs()
+    assert {c["fixed_sigma"] for c in configs} == {"authors"}
+    from tnlib.learning.training import TrainConfig
+    names = sorted(TrainConfig.from_dict(c).name for c in configs)
+    assert "gripper-linear-N-fixed-authors-none-llmcut-s0" in names
+    assert "gripper-linear-N-learn-ff-llmcut-s0" in names  # a learned sigma's name does not change
+    assert "fixed sigma sqrt(2) (the authors' code's)" in sweep.describe()
+    assert "fixed sigma" not in _sweep(tmp_path, configs=(("fixed", "none"),)).describe()  # the paper's: unsaid
 
 
 def test_the_papers_tables_are_rendered_as_printed_with_its_bold_cells():

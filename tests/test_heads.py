@@ -8,7 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
-from tnlib.learning.heads import FIXED_SIGMA, SIGMA_FLOOR, DistributionHead, HeadConfig, Prediction, learned_sigma
+from tnlib.learning.heads import SIGMA_FLOOR, DistributionHead, HeadConfig, Prediction, learned_sigma
+from tnlib.paper import AUTHORS_FIXED_SIGMA, FIXED_SIGMA
 
 torch.set_default_dtype(torch.float32)
 
@@ -132,8 +133,18 @@ def test_bounded_sigma_gradient_is_ten_sigmoid_derivative():
     assert torch.isfinite(raw.grad).all() and (raw.grad != 0).all()
 
 
+def test_a_fixed_sigma_is_the_papers_unless_the_authors_is_asked_for():
+    assert torch.all(head(sigma="fixed")(RAW, RESIDUAL, LOWER, UPPER).sigma == FIXED_SIGMA)
+    authors = head(sigma="fixed", fixed_sigma="authors")(RAW, RESIDUAL, LOWER, UPPER).sigma
+    assert torch.all(authors == AUTHORS_FIXED_SIGMA) and AUTHORS_FIXED_SIGMA == pytest.approx(math.sqrt(2.0))
+    # a learned sigma ignores it
+    learned = head(sigma="learn", fixed_sigma="authors")(RAW, RESIDUAL, LOWER, UPPER).sigma
+    assert torch.equal(learned, head(sigma="learn")(RAW, RESIDUAL, LOWER, UPPER).sigma)
+
+
 @pytest.mark.parametrize("kwargs, word", [
     (dict(distribution="Gauss"), "distribution"), (dict(sigma="learned"), "sigma"), (dict(sigma_link="exp"), "link"),
+    (dict(fixed_sigma="sqrt2"), "fixed sigma"),
     (dict(residual="hadd"), "residual"), (dict(lower_bound="ff"), "lower bound"),
     (dict(upper_bound="ff"), "upper bound"),
 ])

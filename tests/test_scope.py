@@ -235,6 +235,13 @@ def test_authors_plan_grid_differs_from_the_appendix_where_their_scripts_do():
     assert authors_plan_grid("elevators") is None
 
 
+def test_header_names_the_authors_fixed_sigma_where_runs_used_it(tmp_path):
+    run = write_run(tmp_path / "r", tmp_path / "data", FLAT, sigma="fixed", residual="none", fixed_sigma="authors")
+    assert run.name == "blocksworld-nlm-TN-fixed-authors-none-llmcut-s0"  # beside the paper's fixed/none, not on it
+    assert ("| fixed sigma | sqrt(2) = 1.414 (the authors' code's) | 1/sqrt(2) = 0.707 in the text (the authors' "
+            "code: sqrt(2) = 1.414) |") in scope_header(run.parent)
+
+
 def test_learn_only_runs_state_no_fixed_sigma(tmp_path):
     run = write_run(tmp_path / "r", tmp_path / "data", FLAT)
     assert "| fixed sigma |" not in scope_header(run.parent)

@@ -181,7 +181,7 @@ def test_train_help_shows_every_default(capsys):
 
     train = build_parser("train")._subparsers._group_actions[0].choices["train"]
     flags = [a for a in train._actions if a.option_strings and a.nargs != 0 and a.metavar != "KEY=VALUE"]
-    assert len(flags) == 24  # every TrainConfig field taking a value (not --model-arg, --no-progress)
+    assert len(flags) == 25  # every TrainConfig field taking a value (not --model-arg, --no-progress)
     undocumented = [a.option_strings[0] for a in flags if "default" not in (a.help or "")]
     assert not undocumented
     with pytest.raises(SystemExit):

@@ -23,6 +23,9 @@ OPEN_BOUND_EPSILON = 0.1
 # reports' header names both.
 FIXED_SIGMA = 1.0 / math.sqrt(2.0)
 AUTHORS_FIXED_SIGMA = math.sqrt(2.0)
+# Which of the two a fixed-sigma head uses (tnlib.learning.heads.HeadConfig.fixed_sigma): the paper's by default,
+# the authors' code's for the ablation of their settings.
+FIXED_SIGMAS = {"paper": FIXED_SIGMA, "authors": AUTHORS_FIXED_SIGMA}
 
 # The head's choices (tnlib.learning.heads) and the dataset columns they read (tnlib.data.loading).
 DISTRIBUTIONS = ("N", "TN")

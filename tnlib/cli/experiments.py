@@ -23,6 +23,7 @@ SWEEP_HELP = {
                   "(plan-set: the paper's test grid at its sizes; plan-set-authors)",
     "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
+    "fixed_sigma": "a fixed sigma: paper (1/sqrt 2, default) | authors (their code's sqrt 2)",
     "max_steps": "train until flat: runs still improving after --steps train on, in chunks of --extend-steps, "
                  "up to this many steps (default: none, every run trains --steps)",
     "extend_steps": "with --max-steps, the chunk a still-improving run trains on before it is checked again",

@@ -18,12 +18,13 @@ TRAIN_HELP = {
     "domain": "blocksworld | ferry | gripper | visitall",
     "model": "nlm | hgn | linear | wl (WL features, WL-GOOSE's learner: not in the paper)",
     "distribution": "N | TN",
-    "sigma": "learn | fixed (1/sqrt 2)",
+    "sigma": "learn | fixed (--fixed-sigma)",
     "residual": "ff | lmcut | none",
     "lower_bound": "lmcut | hmax | blind | none",
     "upper_bound": "none | h_sat",
     "sigma_link": "a learned sigma: softplus (softplus(x) + 0.01, default) | bounded (the authors' 10 sigmoid(x) "
                   "+ 0.1)",
+    "fixed_sigma": "a fixed sigma: paper (1/sqrt 2, default) | authors (their code's sqrt 2)",
     "data_root": "dataset root (default: tnlib.data's, data/small)",
     "instances": "subsample at most this many training instances (default: all; the paper: 400)",
     "steps": "training steps (default: %(default)s, the paper's: hours on a CPU, see the estimate printed before "

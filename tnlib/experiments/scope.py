@@ -42,6 +42,7 @@ from tnlib.paper import (
     DOMAINS,
     FF_COVERAGE,
     FIXED_SIGMA,
+    FIXED_SIGMAS,
     MAX_EVALUATIONS,
     MODELS,
     PLAN_INSTANCES,
@@ -71,6 +72,7 @@ class RunFacts:
     distribution: str
     lower_bound: str
     sigma_link: str
+    fixed_sigma: str
     seed: int
     steps: int  # configured
     steps_done: int  # the last validated step (0 without curves)
@@ -174,7 +176,8 @@ def _run_facts(run: RunDir) -> RunFacts:
     return RunFacts(
         name=run.name, domain=config["domain"], model=config["model"], sigma=config["sigma"],
         residual=config["residual"], distribution=config["distribution"], lower_bound=config["lower_bound"],
-        sigma_link=config.get("sigma_link", "softplus"), seed=config["seed"], steps=config["steps"],
+        sigma_link=config.get("sigma_link", "softplus"), fixed_sigma=config.get("fixed_sigma", "paper"),
+        seed=config["seed"], steps=config["steps"],
         steps_done=max((int(row["step"]) for row in curve), default=0), batch_size=config["batch_size"],
         instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
         improving=still_improving(val_mse),
@@ -369,8 +372,11 @@ def render_scope(scope: Scope) -> str:
     if links:
         lines.append(f"| learned sigma | {', '.join(link_text.get(v, v) for v in links)} | not stated (the "
                      "authors' code: 10 sigmoid(x) + 0.1) |")
-    if any(r.sigma == "fixed" for r in scope.runs):
-        lines.append(f"| fixed sigma | {_sigma_text(FIXED_SIGMA)} | {_sigma_text(FIXED_SIGMA)} in the text (the "
+    fixed = sorted({r.fixed_sigma for r in scope.runs if r.sigma == "fixed"}, key=list(FIXED_SIGMAS).index)
+    if fixed:
+        used = ", ".join(_sigma_text(FIXED_SIGMAS[v]) + ("" if v == "paper" else " (the authors' code's)")
+                         for v in fixed)
+        lines.append(f"| fixed sigma | {used} | {_sigma_text(FIXED_SIGMA)} in the text (the "
                      f"authors' code: {_sigma_text(AUTHORS_FIXED_SIGMA)}) |")
     lines.append("")
 

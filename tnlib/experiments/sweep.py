@@ -79,6 +79,7 @@ class Sweep:
     # "h_sat": TN bounded above by a satisficing plan's cost during training (doubly truncated; beyond the paper)
     upper_bound: str = "none"
     sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
+    fixed_sigma: str = "paper"  # a fixed sigma's value (tnlib.learning.heads): paper (1/sqrt 2) | authors (sqrt 2)
     steps: int = TRAIN_STEPS
     # Train until flat (beyond the paper, which trains a fixed number of steps): with max_steps, a run whose
     # validation curve is still improving after `steps` (the reports' rule, tnlib.learning.until_flat.still_improving)
@@ -210,7 +211,7 @@ class Sweep:
                         for seed in self.seeds:
                             head = HeadConfig(distribution=distribution, sigma=sigma, residual=residual,
                                               lower_bound=self.lower_bound, upper_bound=self.upper_bound,
-                                              sigma_link=self.sigma_link)
+                                              sigma_link=self.sigma_link, fixed_sigma=self.fixed_sigma)
                             config = TrainConfig(
                                 domain=domain, model=model, head=head,
                                 steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
@@ -259,6 +260,8 @@ class Sweep:
                 "evaluations, h_FF baseline")
         upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
         link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
+        if self.fixed_sigma == "authors" and any(s == "fixed" for s, _ in self.configs):
+            link += ", fixed sigma sqrt(2) (the authors' code's)"
         gpu_hours, cpu_hours = self.estimated_hours()
         untrained = [m for m in self.models if m not in GPU_HOURS_PER_RUN]
         cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
@@ -545,6 +548,8 @@ def write_sweep_file(sweep: Sweep) -> dict:
             previous = read_json(path) if path.is_file() else None
         except DamagedFile:  # what it held is rebuilt below from this sweep's own settings
             previous = None
+        if isinstance(previous, dict):  # a file written before a setting existed held that setting's default
+            previous = {**json.loads(json.dumps(asdict(Sweep()))), **previous}
         same_sweep = isinstance(previous, dict) and previous.keys() == record.keys() and all(
             previous[k] == record[k] for k in record if k not in GRID_AXES and k != "workers")
         for axis in GRID_AXES if same_sweep else ():

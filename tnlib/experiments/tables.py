@@ -12,6 +12,7 @@ coverage and average evaluations, an unsolved instance counting as the evaluatio
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from tnlib.experiments.run_dir import ResultsDir
+from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
 from tnlib.files import read_json
@@ -80,6 +82,9 @@ def _run_config(folder, sweeps: dict) -> dict:
     return config
 
 
+# A run folder written before a head setting existed holds that setting's default: compared as such.
+_HEAD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(HeadConfig)}
+
 # A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.
 POOLED_OVER = frozenset({"seed", "out_dir", "run_name", "device", "progress", "data_root", "eval_batch_size",
                          "checkpoint_every"})
@@ -91,7 +96,8 @@ def check_one_setting(cells: dict, what: str) -> None:
     (e.g. a ``sigma_link="bounded"`` sweep written into the same results folder as a softplus one)."""
     for label, configs in cells.items():
         fields = sorted({k for c in configs for k in c} - POOLED_OVER)
-        differing = {k: sorted({json.dumps(c.get(k), sort_keys=True) for c in configs}) for k in fields}
+        differing = {k: sorted({json.dumps(c.get(k, _HEAD_DEFAULTS.get(k)), sort_keys=True) for c in configs})
+                     for k in fields}
         differing = {k: v for k, v in differing.items() if len(v) > 1}
         if differing:
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in differing.items())

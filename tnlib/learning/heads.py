@@ -8,7 +8,8 @@ Every model (NLM, STRIPS-HGN, linear regression) ends in two unconstrained numbe
   ``softplus(raw_sigma) + SIGMA_FLOOR`` (the floor keeps the NLL bounded above and its gradients finite when a
   model becomes overconfident), or ``"bounded"``, the authors' code's ``10 * sigmoid(raw_sigma) + 0.1``
   (sigma in (0.1, 10.1)); a fixed sigma is the constant ``1/sqrt(2)``, which makes the Gaussian NLL the squared
-  error plus a constant. The paper states 1/sqrt(2); its authors' code used sqrt(2); tnlib follows the paper;
+  error plus a constant. The paper states 1/sqrt(2); its authors' code used sqrt(2); tnlib follows the paper
+  (``fixed_sigma="paper"``) and offers the authors' (``fixed_sigma="authors"``) for the ablation of their settings;
 * ``N``: ``torch.distributions.Normal(mu, sigma)``; ``TN``: ``tnlib.TruncatedNormal(mu, sigma, l - 0.1, u + 0.1)``,
   the paper's *open* bounds (appendix "Truncated Gaussian with Open Bounds"): a lower bound l that equals h*
   would otherwise reward mu -> -inf. A missing lower bound is ``-inf`` and a missing upper bound ``+inf``
@@ -31,7 +32,7 @@ from tnlib.paper import (
     BOUNDED_SIGMA_FLOOR,
     BOUNDED_SIGMA_SCALE,
     DISTRIBUTIONS,
-    FIXED_SIGMA,
+    FIXED_SIGMAS,
     LOWER_BOUNDS,
     OPEN_BOUND_EPSILON,
     RESIDUALS,
@@ -61,8 +62,9 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class HeadConfig:
-    """What the head does: the distribution, learned or fixed sigma, the residual base, the bounds, and how a
-    learned sigma is made positive (``sigma_link``; unused with a fixed sigma)."""
+    """What the head does: the distribution, learned or fixed sigma, the residual base, the bounds, how a
+    learned sigma is made positive (``sigma_link``; unused with a fixed sigma) and which constant a fixed sigma is
+    (``fixed_sigma``: the paper's 1/sqrt 2 or the authors' code's sqrt 2; unused with a learned one)."""
 
     distribution: str = "TN"
     sigma: str = "learn"
@@ -70,11 +72,13 @@ class HeadConfig:
     lower_bound: str = "lmcut"
     upper_bound: str = "none"
     sigma_link: str = "softplus"
+    fixed_sigma: str = "paper"
 
     def __post_init__(self) -> None:
         _check_choice("distribution", self.distribution, DISTRIBUTIONS)
         _check_choice("sigma mode", self.sigma, SIGMA_MODES)
         _check_choice("sigma link", self.sigma_link, SIGMA_LINKS)
+        _check_choice("fixed sigma", self.fixed_sigma, tuple(FIXED_SIGMAS))
         _check_choice("residual", self.residual, RESIDUALS)
         _check_choice("lower bound", self.lower_bound, LOWER_BOUNDS)
         _check_choice("upper bound", self.upper_bound, UPPER_BOUNDS)
@@ -146,7 +150,7 @@ class DistributionHead(nn.Module):
         if config.sigma == "learn":
             sigma = learned_sigma(raw[..., 1], config.sigma_link)
         else:
-            sigma = torch.full_like(mu, FIXED_SIGMA)
+            sigma = torch.full_like(mu, FIXED_SIGMAS[config.fixed_sigma])
         # The dataset supplies -inf / +inf for absent bounds; enforce it here too so a config decides alone.
         if config.lower_bound == "none":
             lower = torch.full_like(mu, -math.inf)
@@ -156,6 +160,6 @@ class DistributionHead(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        link = f" ({c.sigma_link})" if c.sigma == "learn" else ""
+        link = f" ({c.sigma_link})" if c.sigma == "learn" else f" ({FIXED_SIGMAS[c.fixed_sigma]:.4g})"
         return (f"{c.distribution}, sigma={c.sigma}{link}, residual={c.residual}, l={c.lower_bound}, "
                 f"u={c.upper_bound}")

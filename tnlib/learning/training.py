@@ -153,6 +153,8 @@ class TrainConfig:
         head = self.head
         upper = "" if head.upper_bound == "none" else f"-u{head.upper_bound}"
         link = f"-{head.sigma_link}" if head.sigma == "learn" and head.sigma_link != "softplus" else ""
+        if head.sigma == "fixed" and head.fixed_sigma != "paper":
+            link = f"-{head.fixed_sigma}"
         return (f"{self.domain}-{self.model}-{head.distribution}-{head.sigma}{link}-{head.residual}"
                 f"-l{head.lower_bound}{upper}-s{self.seed}")
 
