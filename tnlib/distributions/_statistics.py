@@ -470,7 +470,7 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
             t = torch.where(near_loc, torch.erfinv(torch.where(near_loc, v_loc, 0.0)) / _SQRT_HALF, t)
         erf_sum = ea.abs() + eb.abs()
         representable = representable | near_loc
-    d = (t - a).clamp_min(0.0) if no_upper else torch.minimum((t - a).clamp_min(0.0), w)
+    d = torch.minimum((t - a).clamp_min(0.0), w)
     if not bool(representable.all()):
         # truncated exponential: d = -log1p(p expm1(-rate w)) / rate (rate 1e-8 where it vanishes: uniform)
         finite_w = torch.where(torch.isinf(w), torch.zeros_like(w), w)
@@ -489,8 +489,8 @@ def _frame_icdf_start(core: _Core, idx, a, w, p, q, m0, use_upper) -> tuple[torc
     off_by = torch.where(near_mode, a + d, a + d + 1.25)  # what t is off by, in its ulps of 1 (erfinv: relative)
     if any_near_loc:
         off_by = torch.where(near_loc, 2.0 * erf_sum, off_by)
-    solved = representable & (off_by * core.scale[idx] <= 8.0 * torch.maximum(x.abs(), c_low.abs())) & (d > 0)
-    return d, solved if no_upper else solved & (d < w)
+    within = off_by * core.scale[idx] <= 8.0 * torch.maximum(x.abs(), c_low.abs())
+    return d, representable & within & (d > 0) & (d < w)
 
 
 def _icdf_canonical(core: _Core, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

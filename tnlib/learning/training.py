@@ -152,10 +152,11 @@ class TrainConfig:
             return self.run_name
         head = self.head
         upper = "" if head.upper_bound == "none" else f"-u{head.upper_bound}"
-        link = f"-{head.sigma_link}" if head.sigma == "learn" and head.sigma_link != "softplus" else ""
-        if head.sigma == "fixed" and head.fixed_sigma != "paper":
-            link = f"-{head.fixed_sigma}"
-        return (f"{self.domain}-{self.model}-{head.distribution}-{head.sigma}{link}-{head.residual}"
+        # the sigma mode's own setting (a learned sigma's link, a fixed sigma's value) names itself unless default
+        setting, default = ((head.sigma_link, HeadConfig.sigma_link) if head.sigma == "learn"
+                            else (head.fixed_sigma, HeadConfig.fixed_sigma))
+        variant = "" if setting == default else f"-{setting}"
+        return (f"{self.domain}-{self.model}-{head.distribution}-{head.sigma}{variant}-{head.residual}"
                 f"-l{head.lower_bound}{upper}-s{self.seed}")
 
     def to_dict(self) -> dict:
