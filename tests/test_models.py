@@ -429,6 +429,73 @@ def test_hgn_is_invariant_to_fact_and_action_order(hgn_batch):
     torch.testing.assert_close(model(shuffled), model(g), rtol=0, atol=1e-12)
 
 
+def authors_hgn_loop_reference(core, example) -> torch.Tensor:
+    """The authors' STRIPS-HGN on one state, one edge and one node at a time from the hypergraph's per-action
+    fact lists (sorted, padded with zero vectors), as their hypergraph_nets builds it."""
+    graph, dtype = example.graph, torch.float64
+    nodes0 = core.node_encoder(torch.from_numpy(example.node_features).to(dtype))
+    edges0 = core.edge_encoder(torch.from_numpy(graph.edge_features).to(dtype))
+    glob0 = core.global_encoder(torch.tensor([[graph.num_nodes, graph.num_edges]], dtype=dtype))
+    pre = [sorted(int(f) for f, o in zip(graph.pre_node, graph.pre_edge) if o == e) for e in range(graph.num_edges)]
+    add = [sorted(int(f) for f, o in zip(graph.add_node, graph.add_edge) if o == e) for e in range(graph.num_edges)]
+    nodes, edges, glob = nodes0, edges0, glob0
+    for _ in range(core.steps):
+        node_in, edge_in = torch.cat([nodes0, nodes], 1), torch.cat([edges0, edges], 1)
+        glob_in = torch.cat([glob0, glob], 1)
+        zero = torch.zeros(node_in.shape[1], dtype=dtype)
+
+        def slots(facts, width):
+            return [node_in[f] for f in facts] + [zero] * (width - len(facts))
+
+        edges = torch.stack([core.edge_block(torch.cat([edge_in[e], *slots(add[e], core.RECEIVER_SLOTS),
+                                                        *slots(pre[e], core.SENDER_SLOTS)]))
+                             for e in range(graph.num_edges)])
+        received = torch.stack([sum((edges[e] for e in range(graph.num_edges) if f in add[e]),
+                                    torch.zeros(core.hidden, dtype=dtype)) for f in range(graph.num_nodes)])
+        nodes = core.node_block(torch.cat([received, node_in], 1))
+        glob = core.global_block(torch.cat([edges.sum(0, keepdim=True), nodes.sum(0, keepdim=True), glob_in], 1))
+    return core.readout(core.global_decoder(glob))
+
+
+def test_authors_hgn_layout_equals_a_loop_over_edges_and_nodes(hgn_batch):
+    encoder, examples = hgn_batch
+    model = STRIPSHGN(layout="authors").double()
+    g = encoder.collate_examples(examples).double()
+    fast = model(g)
+    with torch.no_grad():
+        slow = torch.cat([authors_hgn_loop_reference(model.authors, e) for e in examples])
+        assert fast.abs().max() > 1e-3
+        torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)
+    fast.sum().backward()  # every weight takes part
+    assert all(p.grad is not None and p.grad.abs().max() > 0 for p in model.parameters())
+
+
+def test_authors_hgn_layout_is_invariant_to_action_order_and_batching(hgn_batch):
+    encoder, examples = hgn_batch
+    model = STRIPSHGN(layout="authors").double()
+    g = encoder.collate_examples(examples[:1]).double()
+    edge_perm = torch.randperm(g.edge_features.shape[0], generator=torch.Generator().manual_seed(0))
+    new_edge = torch.argsort(edge_perm)
+    shuffled = HGNInputs(**{**g.__dict__, "edge_features": g.edge_features[edge_perm],
+                            "pre_edge": new_edge[g.pre_edge], "add_edge": new_edge[g.add_edge]})
+    torch.testing.assert_close(model(shuffled), model(g), rtol=0, atol=1e-12)
+    together = model(encoder.collate_examples(examples).double())
+    alone = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
+    torch.testing.assert_close(together, alone, rtol=0, atol=1e-12)
+
+
+def test_authors_hgn_layout_rejects_actions_wider_than_its_slots(hgn_batch):
+    encoder, examples = hgn_batch
+    g = encoder.collate_examples(examples[:1])
+    extra = torch.arange(8)  # eight more preconditions on action 0
+    wide = HGNInputs(**{**g.__dict__, "pre_edge": torch.cat([g.pre_edge, torch.zeros(8, dtype=torch.int64)]),
+                        "pre_node": torch.cat([g.pre_node, extra])})
+    with pytest.raises(ValueError, match="at most 7 preconditions"):
+        STRIPSHGN(layout="authors")(wide)
+    with pytest.raises(ValueError, match="layout must be one of tnlib, authors"):
+        STRIPSHGN(layout="deepmind")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Linear regression
 

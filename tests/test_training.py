@@ -376,6 +376,24 @@ def test_resume_refuses_a_run_of_another_nlm_layout(tmp_path, items):
         train(config(tmp_path, model="nlm", run_name="run", steps=8, model_args={"depth": 3}), data, data)
 
 
+def test_checkpoints_rebuild_the_hgn_layout_they_were_trained_with(tmp_path, items):
+    from tnlib.learning.encodings import HGNEncoder
+
+    data = items["gripper"]
+    run = train(config(tmp_path, model="hgn", domain="gripper", steps=4, model_args={"layout": "authors"}),
+                data, data)
+    model, _, _, checkpoint = load_checkpoint(run)
+    assert checkpoint["model_kwargs"]["layout"] == "authors" and model.layout == "authors"
+    plain = train(config(tmp_path, model="hgn", domain="gripper", run_name="plain", steps=4), data, data)
+    assert load_checkpoint(plain)[3]["model_kwargs"]["layout"] == "tnlib"
+    encoder = HGNEncoder("gripper")
+    batch = encoder.collate([encoder.encode(item) for item in data[:8]])
+    with torch.no_grad():
+        assert torch.isfinite(model(batch.inputs)).all()
+    with pytest.raises(ValueError, match="different configuration.*layout: 'authors' there, 'tnlib' now"):
+        train(config(tmp_path, model="hgn", domain="gripper", steps=8), data, data)
+
+
 def test_resume_from_a_moved_copy_of_the_same_data(tmp_path):
     """A run resumes when its data_root now names another folder holding the same dataset (a moved or cloned
     repository); a folder with other data is refused, and the refused attempt leaves the run's data.json alone."""

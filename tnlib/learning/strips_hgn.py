@@ -115,14 +115,30 @@ class _IncidenceMeans:
         return _ConstantSparseProduct.apply(self.by_node, self.by_node_t, y.contiguous())
 
 
-class STRIPSHGN(nn.Module):
-    """STRIPS-HGN on batched delete-relaxed hypergraphs (``HGNInputs``) -> raw ``[B, 2]``."""
+# STRIPS-HGN's layouts (``STRIPSHGN(layout=...)``): "tnlib", the network described in the module docstring (one
+# Linear + ReLU per block, messages averaged); "authors", the network of the authors' code (their STRIPS-HGN fork's
+# EncodeProcessDecode, see :class:`AuthorsHGNCore`), kept to test whether the architecture explains where the
+# kit's HGN and the paper's appendix disagree.
+HGN_LAYOUTS = ("tnlib", "authors")
 
-    def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3):
+
+class STRIPSHGN(nn.Module):
+    """STRIPS-HGN on batched delete-relaxed hypergraphs (``HGNInputs``) -> raw ``[B, 2]``; ``layout`` see
+    ``HGN_LAYOUTS``."""
+
+    ARG_CHOICES = {"layout": HGN_LAYOUTS}
+
+    def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3,
+                 layout: str = "tnlib"):
         super().__init__()
         if hidden < 1 or steps < 1:
             raise ValueError(f"STRIPS-HGN needs hidden >= 1 and steps >= 1 (got {hidden}, {steps})")
-        self.hidden, self.steps = hidden, steps
+        if layout not in HGN_LAYOUTS:
+            raise ValueError(f"STRIPS-HGN's layout must be one of {', '.join(HGN_LAYOUTS)}, got {layout!r}")
+        self.hidden, self.steps, self.layout = hidden, steps, layout
+        if layout == "authors":
+            self.authors = AuthorsHGNCore(hidden, steps, node_features, edge_features)
+            return
         h = hidden
         self.node_encoder = nn.Linear(node_features, h)
         self.edge_encoder = nn.Linear(edge_features, h)
@@ -144,6 +160,8 @@ class STRIPSHGN(nn.Module):
         self.readout = nn.Linear(h, 2)
 
     def forward(self, g: HGNInputs) -> torch.Tensor:
+        if self.layout == "authors":
+            return self.authors(g)
         h = self.hidden
         num_nodes, num_edges = g.node_features.shape[0], g.edge_features.shape[0]
         dtype = g.node_features.dtype
@@ -188,3 +206,76 @@ class STRIPSHGN(nn.Module):
                         self.global_self.bias.expand(g.num_graphs, h))
             glob = torch.relu(glob_sum + node_graphs.sum(self.global_from_nodes(node)) + edge_graphs.sum(to_global))
         return self.readout(glob)
+
+
+def _two_layer_mlp(inputs: int, hidden: int) -> nn.Sequential:
+    """The block function of the authors' STRIPS-HGN: Linear, LeakyReLU, Linear, LeakyReLU."""
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.LeakyReLU(), nn.Linear(hidden, hidden), nn.LeakyReLU())
+
+
+def _slots(edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, width: int, role: str):
+    """``[num_edges, width]`` node indices: each edge's nodes in ascending index (the facts' name order, as the
+    authors' code sorts atoms), padded with ``num_nodes`` (a zero row). A ValueError if an edge has more."""
+    order = torch.argsort(edge * (num_nodes + 1) + node, stable=True)
+    edge, node = edge[order], node[order]
+    counts = torch.bincount(edge, minlength=num_edges)
+    if counts.numel() and int(counts.max()) > width:
+        raise ValueError(f"the authors' STRIPS-HGN takes at most {width} {role} per action; an action here has "
+                         f"{int(counts.max())}")
+    starts = torch.cumsum(counts, 0) - counts
+    table = torch.full((num_edges, width), num_nodes, dtype=torch.int64, device=edge.device)
+    table[edge, torch.arange(edge.numel(), device=edge.device) - starts[edge]] = node
+    return table
+
+
+class AuthorsHGNCore(nn.Module):
+    """The STRIPS-HGN of the authors' code (IBM/pddlsl on their STRIPS-HGN fork, hypergraph_nets'
+    EncodeProcessDecode), for comparison with tnlib's layout. Every block is a two-layer MLP with LeakyReLU. The
+    encoder maps edges ``[cost, #pre, #add]``, nodes ``[in state, in goal]`` and the graph's global input
+    ``[#nodes, #edges]`` (raw counts, as theirs) to ``hidden``. Each core step reads ``[encoded, latent]``: an
+    edge concatenates itself with its add effects' and preconditions' node vectors in fixed slots (at most
+    ``RECEIVER_SLOTS`` and ``SENDER_SLOTS``, sorted by fact, zero-padded); a node concatenates the sum over the
+    edges that add it with itself; the global concatenates the sums over edges and nodes with itself. The
+    decoder is an MLP on the final global, then a Linear to the two outputs. Not theirs: the number of steps
+    (``steps``, the paper's 4; their default is 3)."""
+
+    RECEIVER_SLOTS, SENDER_SLOTS = 3, 7  # their --max-num-add-effects and --max-num-preconditions
+
+    def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3):
+        super().__init__()
+        h, self.hidden, self.steps = hidden, hidden, steps
+        self.edge_encoder = _two_layer_mlp(edge_features, h)
+        self.node_encoder = _two_layer_mlp(node_features, h)
+        self.global_encoder = _two_layer_mlp(2, h)
+        self.edge_block = _two_layer_mlp(2 * h * (1 + self.RECEIVER_SLOTS + self.SENDER_SLOTS), h)
+        self.node_block = _two_layer_mlp(h + 2 * h, h)
+        self.global_block = _two_layer_mlp(2 * h + 2 * h, h)
+        self.global_decoder = _two_layer_mlp(h, h)
+        self.readout = nn.Linear(h, 2)
+
+    def forward(self, g: HGNInputs) -> torch.Tensor:
+        num_nodes, num_edges = g.node_features.shape[0], g.edge_features.shape[0]
+        dtype = g.node_features.dtype
+        receivers = _slots(g.add_edge, g.add_node, num_edges, num_nodes, self.RECEIVER_SLOTS, "add effects")
+        senders = _slots(g.pre_edge, g.pre_node, num_edges, num_nodes, self.SENDER_SLOTS, "preconditions")
+        node_graphs = _Membership(g.node_graph, g.num_graphs, dtype)
+        edge_graphs = _Membership(g.edge_graph, g.num_graphs, dtype)
+        counts = torch.stack([torch.bincount(g.node_graph, minlength=g.num_graphs),
+                              torch.bincount(g.edge_graph, minlength=g.num_graphs)], dim=1).to(dtype)
+        # sum over the edges that add each node (each add incidence once, as the slots hold it)
+        ones = torch.ones(g.add_edge.numel(), dtype=dtype, device=g.add_edge.device)
+        adders = _csr(g.add_node, g.add_edge, ones, (num_nodes, num_edges))
+        adders_t = _csr(g.add_edge, g.add_node, ones, (num_edges, num_nodes))
+        edge0, node0 = self.edge_encoder(g.edge_features), self.node_encoder(g.node_features)
+        glob0 = self.global_encoder(counts)
+        edge, node, glob = edge0, node0, glob0
+        for _ in range(self.steps):
+            edge_in, node_in, glob_in = (torch.cat([edge0, edge], 1), torch.cat([node0, node], 1),
+                                         torch.cat([glob0, glob], 1))
+            padded = torch.cat([node_in, node_in.new_zeros(1, node_in.shape[1])])
+            edge = self.edge_block(torch.cat([edge_in, padded[receivers].flatten(1), padded[senders].flatten(1)],
+                                             1))
+            added = _ConstantSparseProduct.apply(adders, adders_t, edge.contiguous())
+            node = self.node_block(torch.cat([added, node_in], 1))
+            glob = self.global_block(torch.cat([edge_graphs.sum(edge), node_graphs.sum(node), glob_in], 1))
+        return self.readout(self.global_decoder(glob))
