@@ -494,6 +494,32 @@ def test_header_of_runs_trained_until_flat_says_how_far_each_went(tmp_path):
     assert "| nlm | learn/ff | 0 of 2 still improving, 200-600 (median 400) steps |" in plain  # steps differ
 
 
+def test_header_leaves_out_runs_still_training_beside_evaluated_ones(tmp_path):
+    """A folder a sweep is still filling: the header describes the runs the tables read (those with test metrics)
+    and names the others; a folder where no run has test metrics yet is described whole."""
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    write_data_root(data, "gripper", train=120, test=51, test_states=692, test_params=[{"balls": 8}])
+    results.mkdir()
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "data_root": None}))
+    done = write_run(results, data, FLAT, distribution="N", steps=200, eval_every=25)
+    training = write_run(results, data, FALLING[:3], domain="gripper", distribution="TN", steps=800,
+                         eval_every=100)
+    write_planning(results / "baseline-gripper-ff.jsonl", [True, False])
+    whole = collect_scope(results)
+    assert sorted(r.name for r in whole.runs) == sorted([done.name, training.name]) and not whole.without_metrics
+    write_metrics(done, mse=1.0, nll=1.0)
+    scope = collect_scope(results)
+    assert [r.name for r in scope.runs] == [done.name] and scope.without_metrics == [training.name]
+    # gripper, planned by its baseline but with no run tabled yet, reads the data the folder's runs trained on
+    assert (scope.domains["gripper"].train_instances, scope.domains["gripper"].test_states) == (120, 692)
+    header = render_scope(scope)
+    assert "Computed from the 1 run folders" in header
+    assert f"Left out: 1 run folder without test metrics yet (still training, or stopped before the test " \
+           f"evaluation): {training.name}." in header
+    assert "| training per run | 200 steps x batch 64" in header  # not the 300 steps of the run still training
+
+
 def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
     """In a folder whose sweep trained until flat, seeds of a cell that stopped at different steps (on the sweep's
     grid of chunks) are one setting; without max_steps in sweep.json, or off the grid, they are not."""

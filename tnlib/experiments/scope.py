@@ -117,6 +117,8 @@ class Scope:
     plan_protocols: list[str]  # of the learned heuristics' planning records
     # (steps, max_steps) of a sweep that trained until flat (sweep.json's max_steps); None: a fixed number of steps
     until_flat: tuple[int, int] | None = None
+    # run folders left out because they have no test metrics yet while others do (a sweep still training them)
+    without_metrics: list[str] = field(default_factory=list)
 
     # -- the grid -------------------------------------------------------------------------------------------------
     def values(self, attribute: str) -> list:
@@ -249,7 +251,13 @@ def _records_by_problem(path: Path) -> list[dict]:
 def collect_scope(results_dir: str | os.PathLike) -> Scope:
     """Everything the header states, read from a results folder (see the module docstring)."""
     results = ResultsDir(results_dir)
-    runs = [_run_facts(run) for run in results.runs()]
+    folders = results.runs()
+    # The tables read the runs with test metrics; a folder a sweep is still filling also holds runs part-way
+    # through training, whose steps would misstate the budget of the runs tabled. A folder where no run has test
+    # metrics yet is described whole (its curves are all there is).
+    evaluated = [run.metrics_file("test").is_file() for run in folders]
+    without_metrics = [run.name for run, done in zip(folders, evaluated) if not done] if any(evaluated) else []
+    runs = [_run_facts(run) for run in folders if run.name not in without_metrics]
     sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)
@@ -257,7 +265,9 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     for name in sorted({r.domain for r in runs} | set(baselines), key=_order("domain")):
         facts = DomainFacts(name)
         domain_runs = [r for r in runs if r.domain == name]
-        data_roots = sorted({r.data_root for r in domain_runs if r.data_root}) or [sweep.get("data_root")]
+        # a domain planned but not yet tabled (its runs still training) reads the data its folder's runs trained on
+        data_roots = (sorted({r.data_root for r in domain_runs if r.data_root})
+                      or sorted({r.data_root for r in runs if r.data_root}) or [sweep.get("data_root")])
         facts.data_root, manifest = _domain_manifest(data_roots[0], name)
         splits = (manifest or {}).get("splits", {})
         if "train" in splits:
@@ -285,7 +295,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files(planned_on)
                              for record in _records_by_problem(path)})
     until_flat = (sweep["steps"], sweep["max_steps"]) if sweep.get("max_steps") is not None else None
-    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat)
+    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat,
+                 without_metrics)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -328,6 +339,10 @@ def render_scope(scope: Scope) -> str:
     lines = ["## What these results can and cannot show\n",
              f"Computed from the {len(scope.runs)} run folders in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
+    if scope.without_metrics:
+        count = len(scope.without_metrics)
+        lines.append(f"Left out: {count} run folder{'s' if count > 1 else ''} without test metrics yet (still "
+                     f"training, or stopped before the test evaluation): {', '.join(scope.without_metrics)}.\n")
     if not scope.runs:
         return "\n".join(lines + ["No run folders (with a config.json) here: nothing to show.\n"])
     paper_samples = TRAIN_STEPS * BATCH_SIZE
@@ -518,4 +533,5 @@ def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scop
     return Scope([folder for scope in scopes for folder in scope.results_dirs], runs, domains,
                  limits.pop() if len(limits) == 1 else None,
                  sorted({p for scope in scopes for p in scope.plan_protocols}),
-                 next((scope.until_flat for scope in scopes if scope.until_flat is not None), None))
+                 next((scope.until_flat for scope in scopes if scope.until_flat is not None), None),
+                 [name for scope in scopes for name in scope.without_metrics])
