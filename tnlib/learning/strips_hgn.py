@@ -213,9 +213,12 @@ def _two_layer_mlp(inputs: int, hidden: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(inputs, hidden), nn.LeakyReLU(), nn.Linear(hidden, hidden), nn.LeakyReLU())
 
 
-def _slots(edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, width: int, role: str):
-    """``[num_edges, width]`` node indices: each edge's nodes in ascending index (the facts' name order, as the
-    authors' code sorts atoms), padded with ``num_nodes`` (a zero row). A ValueError if an edge has more."""
+def _slot_selection(edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, width: int, offset: int,
+                    slots: int, role: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (row, column) positions that put each edge's nodes in its slots ``offset .. offset + width - 1``: the
+    column of node ``n`` in slot ``k`` is ``n * slots + k``, a row of the nodes' per-slot projections. An edge's
+    nodes take its slots in ascending index (the facts' name order, as the authors' code sorts atoms); slots left
+    empty select nothing (the authors' zero padding). A ValueError if an edge has more nodes than ``width``."""
     order = torch.argsort(edge * (num_nodes + 1) + node, stable=True)
     edge, node = edge[order], node[order]
     counts = torch.bincount(edge, minlength=num_edges)
@@ -223,9 +226,8 @@ def _slots(edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: in
         raise ValueError(f"the authors' STRIPS-HGN takes at most {width} {role} per action; an action here has "
                          f"{int(counts.max())}")
     starts = torch.cumsum(counts, 0) - counts
-    table = torch.full((num_edges, width), num_nodes, dtype=torch.int64, device=edge.device)
-    table[edge, torch.arange(edge.numel(), device=edge.device) - starts[edge]] = node
-    return table
+    slot = torch.arange(edge.numel(), device=edge.device) - starts[edge]
+    return edge, node * slots + offset + slot
 
 
 class AuthorsHGNCore(nn.Module):
@@ -254,28 +256,44 @@ class AuthorsHGNCore(nn.Module):
         self.readout = nn.Linear(h, 2)
 
     def forward(self, g: HGNInputs) -> torch.Tensor:
-        num_nodes, num_edges = g.node_features.shape[0], g.edge_features.shape[0]
-        dtype = g.node_features.dtype
-        receivers = _slots(g.add_edge, g.add_node, num_edges, num_nodes, self.RECEIVER_SLOTS, "add effects")
-        senders = _slots(g.pre_edge, g.pre_node, num_edges, num_nodes, self.SENDER_SLOTS, "preconditions")
+        h, num_nodes, num_edges = self.hidden, g.node_features.shape[0], g.edge_features.shape[0]
+        dtype, slots = g.node_features.dtype, self.RECEIVER_SLOTS + self.SENDER_SLOTS
+        # The edge block's first Linear reads [edge, slot 1, ..., slot 10]; it is linear in each slot, so every
+        # node is projected once by each slot's block of weights and an edge adds the projections its slots
+        # select: a sparse [E, N * slots] product instead of a [E, 704] concatenation (3x faster on visitall).
+        receivers = _slot_selection(g.add_edge, g.add_node, num_edges, num_nodes, self.RECEIVER_SLOTS, 0, slots,
+                                    "add effects")
+        senders = _slot_selection(g.pre_edge, g.pre_node, num_edges, num_nodes, self.SENDER_SLOTS,
+                                  self.RECEIVER_SLOTS, slots, "preconditions")
+        rows, cols = torch.cat([receivers[0], senders[0]]), torch.cat([receivers[1], senders[1]])
+        ones = torch.ones(rows.numel(), dtype=dtype, device=rows.device)
+        selection = _csr(rows, cols, ones, (num_edges, num_nodes * slots))
+        selection_t = _csr(cols, rows, ones, (num_nodes * slots, num_edges))
+        ones = torch.ones(g.add_edge.numel(), dtype=dtype, device=g.add_edge.device)
+        adders = _csr(g.add_node, g.add_edge, ones, (num_nodes, num_edges))  # sums over the edges adding a node
+        adders_t = _csr(g.add_edge, g.add_node, ones, (num_edges, num_nodes))
         node_graphs = _Membership(g.node_graph, g.num_graphs, dtype)
         edge_graphs = _Membership(g.edge_graph, g.num_graphs, dtype)
         counts = torch.stack([torch.bincount(g.node_graph, minlength=g.num_graphs),
                               torch.bincount(g.edge_graph, minlength=g.num_graphs)], dim=1).to(dtype)
-        # sum over the edges that add each node (each add incidence once, as the slots hold it)
-        ones = torch.ones(g.add_edge.numel(), dtype=dtype, device=g.add_edge.device)
-        adders = _csr(g.add_node, g.add_edge, ones, (num_nodes, num_edges))
-        adders_t = _csr(g.add_edge, g.add_node, ones, (num_edges, num_nodes))
+
+        first = self.edge_block[0]
+        edge_weight = first.weight[:, :2 * h]
+        # rows k * h + j: slot k's weights onto output j, over a node's [encoded, latent]
+        slot_weight = first.weight[:, 2 * h:].reshape(h, slots, 2 * h).transpose(0, 1).reshape(slots * h, 2 * h)
         edge0, node0 = self.edge_encoder(g.edge_features), self.node_encoder(g.node_features)
         glob0 = self.global_encoder(counts)
+        # the encoded halves of the inputs are the same in every step: projected once
+        edge_constant = F.linear(edge0, edge_weight[:, :h], first.bias)
+        slot_constant = F.linear(node0, slot_weight[:, :h])
         edge, node, glob = edge0, node0, glob0
         for _ in range(self.steps):
-            edge_in, node_in, glob_in = (torch.cat([edge0, edge], 1), torch.cat([node0, node], 1),
-                                         torch.cat([glob0, glob], 1))
-            padded = torch.cat([node_in, node_in.new_zeros(1, node_in.shape[1])])
-            edge = self.edge_block(torch.cat([edge_in, padded[receivers].flatten(1), padded[senders].flatten(1)],
-                                             1))
+            node_in = torch.cat([node0, node], 1)
+            projected = (slot_constant + F.linear(node, slot_weight[:, h:])).reshape(num_nodes * slots, h)
+            selected = _ConstantSparseProduct.apply(selection, selection_t, projected)
+            hidden = F.leaky_relu(edge_constant + F.linear(edge, edge_weight[:, h:]) + selected)
+            edge = self.edge_block[3](self.edge_block[2](hidden))
             added = _ConstantSparseProduct.apply(adders, adders_t, edge.contiguous())
             node = self.node_block(torch.cat([added, node_in], 1))
-            glob = self.global_block(torch.cat([edge_graphs.sum(edge), node_graphs.sum(node), glob_in], 1))
+            glob = self.global_block(torch.cat([edge_graphs.sum(edge), node_graphs.sum(node), glob0, glob], 1))
         return self.readout(self.global_decoder(glob))
