@@ -303,7 +303,8 @@ def test_nlm_expand_only_and_self_only_arities_equal_the_reference():
 
 
 def hgn_dense_reference(model: STRIPSHGN, g: HGNInputs) -> torch.Tensor:
-    """STRIPS-HGN with dense incidence matrices, concatenating before every Linear (no projection tricks)."""
+    """STRIPS-HGN's "means" layout with dense incidence matrices, concatenating before every Linear (no projection
+    tricks)."""
     n, e, b = g.node_features.shape[0], g.edge_features.shape[0], g.num_graphs
     dtype = g.node_features.dtype
     pre = torch.zeros(e, n, dtype=dtype)
@@ -368,7 +369,7 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_se
     # the CPU's sparse layout, and the one CUDA uses (bitwise reproducible there), both against the reference
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
-    model = STRIPSHGN().double()
+    model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(3.0)  # larger weights so that the ReLUs are not all saturated
@@ -387,7 +388,7 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
     # incidences in any order (the sparse matrices are built by sorting them), gradients included
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
-    model = STRIPSHGN().double()
+    model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(3.0)
@@ -405,7 +406,7 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
 
 def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
     encoder, examples = hgn_batch
-    model = STRIPSHGN().double()
+    model = STRIPSHGN(layout="means").double()
     together = model(encoder.collate_examples(examples).double())
     alone = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
     torch.testing.assert_close(together, alone, rtol=0, atol=1e-12)
@@ -413,7 +414,7 @@ def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
 
 def test_hgn_is_invariant_to_fact_and_action_order(hgn_batch):
     encoder, examples = hgn_batch
-    model = STRIPSHGN().double()
+    model = STRIPSHGN(layout="means").double()
     g = encoder.collate_examples(examples[:1]).double()
     n, e = g.node_features.shape[0], g.edge_features.shape[0]
     gen = torch.Generator().manual_seed(0)
@@ -459,7 +460,8 @@ def authors_hgn_loop_reference(core, example) -> torch.Tensor:
 
 def test_authors_hgn_layout_equals_a_loop_over_edges_and_nodes(hgn_batch):
     encoder, examples = hgn_batch
-    model = STRIPSHGN(layout="authors").double()
+    model = STRIPSHGN().double()
+    assert model.layout == "authors"  # the default
     g = encoder.collate_examples(examples).double()
     fast = model(g)
     with torch.no_grad():
@@ -492,7 +494,7 @@ def test_authors_hgn_layout_rejects_actions_wider_than_its_slots(hgn_batch):
                         "pre_node": torch.cat([g.pre_node, extra])})
     with pytest.raises(ValueError, match="at most 7 preconditions"):
         STRIPSHGN(layout="authors")(wide)
-    with pytest.raises(ValueError, match="layout must be one of tnlib, authors"):
+    with pytest.raises(ValueError, match="layout must be one of authors, means"):
         STRIPSHGN(layout="deepmind")
 
 

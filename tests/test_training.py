@@ -380,18 +380,32 @@ def test_checkpoints_rebuild_the_hgn_layout_they_were_trained_with(tmp_path, ite
     from tnlib.learning.encodings import HGNEncoder
 
     data = items["gripper"]
-    run = train(config(tmp_path, model="hgn", domain="gripper", steps=4, model_args={"layout": "authors"}),
-                data, data)
+    run = train(config(tmp_path, model="hgn", domain="gripper", steps=4), data, data)
     model, _, _, checkpoint = load_checkpoint(run)
     assert checkpoint["model_kwargs"]["layout"] == "authors" and model.layout == "authors"
-    plain = train(config(tmp_path, model="hgn", domain="gripper", run_name="plain", steps=4), data, data)
-    assert load_checkpoint(plain)[3]["model_kwargs"]["layout"] == "tnlib"
+    means = train(config(tmp_path, model="hgn", domain="gripper", run_name="means", steps=4,
+                         model_args={"layout": "means"}), data, data)
+    loaded, _, _, _ = load_checkpoint(means)
+    assert loaded.layout == "means"
     encoder = HGNEncoder("gripper")
     batch = encoder.collate([encoder.encode(item) for item in data[:8]])
     with torch.no_grad():
-        assert torch.isfinite(model(batch.inputs)).all()
-    with pytest.raises(ValueError, match="different configuration.*layout: 'authors' there, 'tnlib' now"):
-        train(config(tmp_path, model="hgn", domain="gripper", steps=8), data, data)
+        assert (loaded(batch.inputs) - model(batch.inputs)).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="different configuration.*layout: 'means' there, 'authors' now"):
+        train(config(tmp_path, model="hgn", domain="gripper", run_name="means", steps=8), data, data)
+
+
+def test_hgn_checkpoints_that_record_no_layout_load_as_the_means_layout(tmp_path, items):
+    data = items["gripper"]
+    run = train(config(tmp_path, model="hgn", domain="gripper", steps=4, model_args={"layout": "means"}),
+                data, data)
+    best = run / "best.pt"
+    checkpoint = torch.load(best, weights_only=False)
+    del checkpoint["model_kwargs"]["layout"]  # as checkpoints written before STRIPSHGN took a layout
+    torch.save(checkpoint, best)
+    model, _, _, _ = load_checkpoint(best)
+    assert model.layout == "means"
+    assert model.state_dict().keys() == checkpoint["model"].keys()
 
 
 def test_resume_from_a_moved_copy_of_the_same_data(tmp_path):

@@ -89,6 +89,13 @@ def model_arguments(name: str, given: dict) -> dict:
     return {**defaults, **given}
 
 
+def recorded_model_arguments(name: str, recorded: dict) -> dict:
+    """The constructor arguments of the model a checkpoint holds, from the ones it ``recorded``: an argument it
+    does not record takes the value the model was built with then (the class's ``RECORDED_BEFORE``: STRIPS-HGN's
+    layout, whose default changed when the argument came), any other its default."""
+    return model_arguments(name, {**getattr(MODEL_CLASSES[name], "RECORDED_BEFORE", {}), **recorded})
+
+
 def build_model(name: str, **kwargs) -> nn.Module:
     """A model by name (``nlm``, ``hgn``, ``linear``, ``wl``) with its constructor arguments."""
     try:

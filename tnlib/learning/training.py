@@ -65,6 +65,7 @@ from tnlib.learning.models import (
     build_model,
     check_model_args,
     model_arguments,
+    recorded_model_arguments,
 )
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
@@ -415,7 +416,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
     config = TrainConfig.from_dict(checkpoint["config"])
-    model = build_model(config.model, **model_arguments(config.model, checkpoint["model_kwargs"]))
+    model = build_model(config.model, **recorded_model_arguments(config.model, checkpoint["model_kwargs"]))
     model.load_state_dict(checkpoint["model"])
     device = default_device(device if device is not None else config.device)
     model.to(device).eval()
@@ -491,7 +492,7 @@ def train(
         differs = [name for name in values if name not in _RESUMABLE_CHANGES
                    and _effective(saved, saved_values, name) != _effective(config, values, name)
                    and not (name == "data_root" and same_dataset(saved.data_root, config.data_root))]
-        saved_model = model_arguments(saved.model, checkpoint["model_kwargs"])
+        saved_model = recorded_model_arguments(saved.model, checkpoint["model_kwargs"])
         differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
                     for key, value in model_kwargs.items() if saved_model.get(key) != value]
         if differs:
