@@ -97,11 +97,12 @@ def hgn_forward(self: STRIPSHGN, g) -> torch.Tensor:
 
 
 def baseline_forward(model: torch.nn.Module) -> torch.nn.Module:
-    """Make ``model`` (an NLM or STRIPS-HGN; anything else is left alone) compute the pre-change way."""
+    """Make ``model`` (an NLM or STRIPS-HGN's means layout; anything else is left alone) compute the pre-change
+    way."""
     if isinstance(model, NLM):
         for layer in model.layers:
             layer.forward = types.MethodType(nlm_layer_forward, layer)
-    elif isinstance(model, STRIPSHGN):
+    elif isinstance(model, STRIPSHGN) and model.layout == "means":
         model.forward = types.MethodType(hgn_forward, model)
     return model
 

@@ -3,8 +3,9 @@
 Prints, per domain and model:
 * training steps per second of ``tnlib.learning.training.train`` itself (batch sampling, collation, forward, NLL,
   backward, clipping, AdamW) at the given batch size, after warm-up steps, and seconds per step;
-* the same with the pre-change model code (``benchmarks/baseline_models.py``: the NLM layer and STRIPS-HGN
-  forward as they were before the speed work), timed in the same run, and the speed-up over it;
+* the same with the pre-change model code (``benchmarks/baseline_models.py``: the NLM layer and STRIPS-HGN's
+  "means" forward as they were before the speed work), timed in the same run, and the speed-up over it (STRIPS-HGN
+  in its default "authors" layout has no pre-change code: ``--hgn-layout means`` for that comparison);
 * the time of one forward pass (no gradient, inputs already collated) at batch 1, 16 and 256.
 
     .venv/bin/python benchmarks/bench_training.py                       # data/small, batch 64, 2 threads
@@ -89,7 +90,7 @@ def generated_items(domain: str, objects: int, folder: Path, instances: int = 2,
 
 
 def time_training(domain: str, model: str, items: list[dict], batch_size: int, steps: int, device,
-                  baseline: bool = False, head: dict | None = None) -> float:
+                  baseline: bool = False, head: dict | None = None, model_args: dict | None = None) -> float:
     """Seconds per step of ``train``'s loop, timed between step callbacks (setup and validation excluded);
     ``baseline``: with the pre-change model code."""
     stamps: list[float] = []
@@ -101,7 +102,7 @@ def time_training(domain: str, model: str, items: list[dict], batch_size: int, s
             n = steps + 3
             cfg = TrainConfig.from_dict(dict(domain=domain, model=model, steps=n, batch_size=batch_size, eval_every=n,
                                              checkpoint_every=n, out_dir=out, progress=False, device=str(device),
-                                             **(head or {})))
+                                             model_args=model_args or {}, **(head or {})))
             train(cfg, items, items[:8], on_step=lambda step: stamps.append(time.perf_counter()))
     finally:
         training.build_model = build
@@ -109,10 +110,11 @@ def time_training(domain: str, model: str, items: list[dict], batch_size: int, s
     return (stamps[-2] - stamps[1]) / (len(stamps) - 3)
 
 
-def time_forward(domain: str, model_name: str, items: list[dict], batch: int, repeats: int, device) -> float:
+def time_forward(domain: str, model_name: str, items: list[dict], batch: int, repeats: int, device,
+                 model_args: dict | None = None) -> float:
     encoder = make_encoder(model_name, domain)
     torch.manual_seed(0)
-    model = build_model(model_name, **encoder.model_kwargs()).to(device).eval()
+    model = build_model(model_name, **encoder.model_kwargs(), **(model_args or {})).to(device).eval()
     rows = [items[i % len(items)] for i in range(batch)]
     inputs = encoder.collate_items(rows).to(device).inputs
     times = []
@@ -145,6 +147,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--hgn-sparse", choices=["auto", "csr", "sorted-segments"], default="auto",
                         help="STRIPS-HGN's sparse products (auto: CSR on the CPU, sorted segments elsewhere)")
+    parser.add_argument("--hgn-layout", choices=["authors", "means"], default="authors",
+                        help="STRIPS-HGN's layout (the pre-change code exists for means only)")
     args = parser.parse_args()
     if args.hgn_sparse != "auto":
         import tnlib.learning.strips_hgn as strips_hgn
@@ -172,14 +176,18 @@ def main() -> None:
         for model in args.models:
             now, before = [], []
             head = dict(distribution="N", sigma="fixed") if args.objects else None
+            model_args = {"layout": args.hgn_layout} if model == "hgn" else {}
+            compare = not args.no_baseline and model_args.get("layout", "means") == "means"
             for _ in range(args.repeats):
-                now.append(time_training(domain, model, items, args.batch_size, args.steps, device, head=head))
-                if not args.no_baseline:
+                now.append(time_training(domain, model, items, args.batch_size, args.steps, device, head=head,
+                                         model_args=model_args))
+                if compare:
                     before.append(time_training(domain, model, items, args.batch_size, args.steps, device,
-                                                baseline=True, head=head))
+                                                baseline=True, head=head, model_args=model_args))
             step = statistics.median(now)
             old = statistics.median(before) if before else math.nan
-            forward = [time_forward(domain, model, items, b, args.forward_repeats, device) for b in (1, 16, 256)]
+            forward = [time_forward(domain, model, items, b, args.forward_repeats, device, model_args)
+                       for b in (1, 16, 256)]
             print(f"{domain:12} {model:7} {objects:7d} {facts:6d} {1 / step:8.2f} {step:7.3f} {old:7.3f} "
                   f"{old / step:7.2f}x " + " ".join(f"{t * 1e3:7.2f}ms" for t in forward), flush=True)
 
