@@ -458,7 +458,10 @@ def authors_hgn_loop_reference(core, example) -> torch.Tensor:
     return core.readout(core.global_decoder(glob))
 
 
-def test_authors_hgn_layout_equals_a_loop_over_edges_and_nodes(hgn_batch):
+@pytest.mark.parametrize("sorted_segments", [False, True], ids=["csr", "sorted-segments"])
+def test_authors_hgn_layout_equals_a_loop_over_edges_and_nodes(hgn_batch, monkeypatch, sorted_segments):
+    # the CPU's sparse layout, and the one CUDA uses, both against the loop
+    monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
     model = STRIPSHGN().double()
     assert model.layout == "authors"  # the default
