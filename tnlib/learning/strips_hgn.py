@@ -13,8 +13,8 @@ paper's 4 recurrent steps. Two layouts (``STRIPSHGN(layout=...)``, ``HGN_LAYOUTS
   makes its output grow with the instance's size at a power of the number of steps (a 64-state visitall batch of
   the paper's training sizes: outputs of order 1e5 at initialisation against 10 for "authors"), and it does not
   generalise to larger instances: trained on data/paper's visitall without the residual it validates at MSE .3
-  and tests at 34 on the larger test grids, where "authors" tests at .4 as the paper's appendix reports
-  (reports/converged/README.md, STRIPS-HGN).
+  and tests at 34 and 537 (two seeds) on the larger test grids, where "authors" tests at .4 as the paper's
+  appendix reports (reports/converged/README.md, STRIPS-HGN).
 
 In both, sums and means are linear, so Linears are applied to node and edge features *before* they are
 aggregated; the aggregations are products with constant sparse matrices (built once per batch, their transposes
