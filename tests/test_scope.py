@@ -514,7 +514,7 @@ def test_header_leaves_out_runs_still_training_beside_evaluated_ones(tmp_path):
     # gripper, planned by its baseline but with no run tabled yet, reads the data the folder's runs trained on
     assert (scope.domains["gripper"].train_instances, scope.domains["gripper"].test_states) == (120, 692)
     header = render_scope(scope)
-    assert "Computed from the 1 run folders" in header
+    assert "Computed from the 1 run folder in" in header
     assert f"Left out: 1 run folder without test metrics yet (still training, or stopped before the test " \
            f"evaluation): {training.name}." in header
     assert "| training per run | 200 steps x batch 64" in header  # not the 300 steps of the run still training

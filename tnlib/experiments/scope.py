@@ -337,7 +337,7 @@ def render_scope(scope: Scope) -> str:
     curves' state, and what follows for reading the tables."""
     names = ", ".join(f"`{Path(folder).name}/`" for folder in scope.results_dirs)
     lines = ["## What these results can and cannot show\n",
-             f"Computed from the {len(scope.runs)} run folders in {names}, their data manifests and planning files "
+             f"Computed from the {len(scope.runs)} run folder{'' if len(scope.runs) == 1 else 's'} in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
     if scope.without_metrics:
         count = len(scope.without_metrics)
