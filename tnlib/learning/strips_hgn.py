@@ -248,7 +248,7 @@ class AuthorsHGNCore(nn.Module):
 
     RECEIVER_SLOTS, SENDER_SLOTS = 3, 7  # their --max-num-add-effects and --max-num-preconditions
 
-    def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3):
+    def __init__(self, hidden: int, steps: int, node_features: int, edge_features: int):
         super().__init__()
         h, self.hidden, self.steps = hidden, hidden, steps
         self.edge_encoder = _two_layer_mlp(edge_features, h)
