@@ -39,6 +39,7 @@ import tnlib.learning.training as training  # noqa: E402
 from baseline_models import baseline_forward  # noqa: E402
 from tnlib.learning.encodings import HGNEncoder, make_encoder, problem_objects  # noqa: E402
 from tnlib.learning.models import build_model  # noqa: E402
+from tnlib.learning.strips_hgn import HGN_LAYOUTS  # noqa: E402
 from tnlib.learning.training import TrainConfig, load_items, train  # noqa: E402
 from tnlib.paper import DOMAINS  # noqa: E402
 
@@ -147,7 +148,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--hgn-sparse", choices=["auto", "csr", "sorted-segments"], default="auto",
                         help="STRIPS-HGN's sparse products (auto: CSR on the CPU, sorted segments elsewhere)")
-    parser.add_argument("--hgn-layout", choices=["authors", "means"], default="authors",
+    parser.add_argument("--hgn-layout", choices=HGN_LAYOUTS, default="authors",
                         help="STRIPS-HGN's layout (the pre-change code exists for means only)")
     args = parser.parse_args()
     if args.hgn_sparse != "auto":
@@ -177,7 +178,7 @@ def main() -> None:
             now, before = [], []
             head = dict(distribution="N", sigma="fixed") if args.objects else None
             model_args = {"layout": args.hgn_layout} if model == "hgn" else {}
-            compare = not args.no_baseline and model_args.get("layout", "means") == "means"
+            compare = not args.no_baseline and (model != "hgn" or args.hgn_layout == "means")
             for _ in range(args.repeats):
                 now.append(time_training(domain, model, items, args.batch_size, args.steps, device, head=head,
                                          model_args=model_args))

@@ -256,8 +256,9 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     # through training, whose steps would misstate the budget of the runs tabled. A folder where no run has test
     # metrics yet is described whole (its curves are all there is).
     evaluated = [run.metrics_file("test").is_file() for run in folders]
-    without_metrics = [run.name for run, done in zip(folders, evaluated) if not done] if any(evaluated) else []
-    runs = [_run_facts(run) for run in folders if run.name not in without_metrics]
+    tabled = evaluated if any(evaluated) else [True] * len(folders)
+    without_metrics = [run.name for run, kept in zip(folders, tabled) if not kept]
+    runs = [_run_facts(run) for run, kept in zip(folders, tabled) if kept]
     sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)
