@@ -208,7 +208,9 @@ def test_regression_figures():
     assert low < math.log10(min(values)) and math.log10(max(values)) < high < math.log10(max(values)) + 0.5
     bars = figures.point_estimate_figure(result)
     assert [trace.name for trace in bars.data] == list(synthetic_regression.ESTIMATE_LABELS.values())
-    assert bars.data[2].y[:2] == (None, None)  # only the truncated model has a TN mean
+    assert all(trace.orientation == "h" for trace in bars.data)
+    assert list(bars.data[0].y) == list(synthetic_regression.MODEL_LABELS.values())
+    assert bars.data[2].x[:2] == (None, None)  # only the truncated model has a TN mean
     scatter = figures.prediction_scatter_figure(result, max_points=20)
     assert len(scatter.data) == 1 + len(synthetic_regression.MODEL_LABELS) + 1
     assert all(len(trace.x) == 20 for trace in scatter.data[:-1])
@@ -227,6 +229,19 @@ def test_inline_renderer_uses_no_cdn_and_no_bundle_per_figure(monkeypatch):
     assert "Plotly.newPlot" in html
     assert "<script src" not in html and "cdn" not in html.lower()
     assert len(html) < 100_000  # the figure, not the 5 MB library
+
+
+def test_inline_figures_are_numbered_in_display_order(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)
+    monkeypatch.setattr("IPython.display.display", lambda obj: None)
+    figures.setup_notebook_plotting()
+    renderer = pio.renderers[figures.INLINE_RENDERER]
+    shown = [renderer.to_mimebundle(figures.message_figure(text).to_dict())["text/html"] for text in ("a", "b")]
+    assert [re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', html) for html in shown] == [
+        ["tnlib-figure-1"], ["tnlib-figure-2"]]
+    figures.setup_notebook_plotting()  # a rerun of the notebook numbers from 1 again
+    again = pio.renderers[figures.INLINE_RENDERER].to_mimebundle(figures.message_figure("a").to_dict())
+    assert again["text/html"] == shown[0]
 
 
 def test_explorer_figure_shows_a_message_for_invalid_widget_values():

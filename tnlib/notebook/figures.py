@@ -47,9 +47,15 @@ _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 
 class _InlineHtmlRenderer(MimetypeRenderer):
-    """``text/html`` figures that rely on the plotly.js bundle already embedded in the notebook."""
+    """``text/html`` figures that rely on the plotly.js bundle already embedded in the notebook. Each figure's
+    element is numbered in display order (plotly's default is a random id), so rendering a notebook twice gives
+    the same HTML and a committed report's diff shows only what changed."""
+
+    def __init__(self) -> None:
+        self.shown = 0
 
     def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
+        self.shown += 1
         html = pio.to_html(
             fig_dict,
             include_plotlyjs=False,
@@ -58,6 +64,7 @@ class _InlineHtmlRenderer(MimetypeRenderer):
             default_width="100%",
             default_height=480,
             validate=False,
+            div_id=f"tnlib-figure-{self.shown}",
         )
         return {"text/html": html}
 
@@ -417,18 +424,24 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
 
 
 def point_estimate_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
-    """Grouped bars: test MSE of mu, max(mu, l) and the TN mean for each model (one trace per estimate)."""
+    """Grouped horizontal bars: test MSE of mu, max(mu, l) and the TN mean for each model (one trace per
+    estimate). Horizontal because the model names are long: on a vertical chart they were tilted and cut off at
+    the figure's edge."""
     models = list(synthetic_regression.MODEL_LABELS)
+    labels = [synthetic_regression.MODEL_LABELS[kind] for kind in models]
     figure = go.Figure()
     for index, (name, label) in enumerate(synthetic_regression.ESTIMATE_LABELS.items()):
         values = [result.test_mse[kind].get(name) for kind in models]
         figure.add_trace(
-            go.Bar(x=[synthetic_regression.MODEL_LABELS[kind] for kind in models], y=values, name=label,
+            go.Bar(y=labels, x=values, name=label, orientation="h", marker_color=_COLORS[index],
                    text=[f"{v:.2f}" if v is not None else "" for v in values], textposition="outside",
-                   marker_color=_COLORS[index])
+                   cliponaxis=False)
         )
+    # the first model on top, as in the table printed under the figure; a group's traces read top-down too
+    figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(barmode="group", title="Test MSE of each point estimate (lower is better)",
-                         yaxis_title="test MSE", template="plotly_white")
+                         xaxis_title="test MSE", template="plotly_white", height=120 + 90 * len(models),
+                         legend=dict(traceorder="normal"))
     return figure
 
 
