@@ -11,6 +11,8 @@ embedded bundle, which nbconvert keeps when it writes HTML. Nothing is loaded fr
 """
 from __future__ import annotations
 
+import itertools
+
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -52,10 +54,10 @@ class _InlineHtmlRenderer(MimetypeRenderer):
     the same HTML and a committed report's diff shows only what changed."""
 
     def __init__(self) -> None:
-        self.shown = 0
+        # shared by the shallow copies plotly makes of a renderer for every show()
+        self.numbers = itertools.count(1)
 
     def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
-        self.shown += 1
         html = pio.to_html(
             fig_dict,
             include_plotlyjs=False,
@@ -64,7 +66,7 @@ class _InlineHtmlRenderer(MimetypeRenderer):
             default_width="100%",
             default_height=480,
             validate=False,
-            div_id=f"tnlib-figure-{self.shown}",
+            div_id=f"tnlib-figure-{next(self.numbers)}",
         )
         return {"text/html": html}
 
