@@ -250,7 +250,7 @@ def test_learn_only_runs_state_no_fixed_sigma(tmp_path):
 def test_reports_read_right(results, tmp_path):
     """Rendered from small run folders: the bold rules stated, full domain names, one seed said in words, only
     the configurations run, and training_curves.html styled like the other reports, with few ticks."""
-    from tnlib.experiments.reports import CURVE_TICKS, training_curves_figure, write_reports
+    from tnlib.experiments.reports import CURVE_TICKS, LOG_AXIS_TICKS, training_curves_figure, write_reports
 
     for name in ("blocksworld-nlm-N-learn-ff-llmcut-s0", "blocksworld-nlm-TN-learn-ff-llmcut-s0"):
         write_planning(results / name / "planning-default.jsonl", [True, False])
@@ -265,6 +265,7 @@ def test_reports_read_right(results, tmp_path):
     assert "font-family" in curves  # not the browser's default look
     figure = training_curves_figure(results, "blocksworld")
     assert figure.layout.xaxis.nticks == CURVE_TICKS == figure.layout.yaxis.nticks <= 6
+    assert figure.layout.yaxis.tickformat == LOG_AXIS_TICKS["tickformat"]  # 20 printed as 20, not a small 2
 
 
 def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_paths():

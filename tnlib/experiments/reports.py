@@ -70,6 +70,8 @@ code { font-family: Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 9
 PLOTLY_SRC = "notebooks/plotly.min.js"
 # Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
 CURVE_TICKS = 6
+# A log axis's ticks as whole numbers: plotly's own labels print 20 as a small "2" above "10", which reads as 2.
+LOG_AXIS_TICKS = {"nticks": CURVE_TICKS, "tickformat": ".3~g"}
 
 
 def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
@@ -317,7 +319,7 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
         xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
         template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)
-    figure.update_yaxes(nticks=CURVE_TICKS)
+    figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
 
 
@@ -368,7 +370,7 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
         xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
         template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)
-    figure.update_yaxes(nticks=CURVE_TICKS)
+    figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
 
 

@@ -23,6 +23,7 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
+from tnlib.experiments.reports import LOG_AXIS_TICKS
 from tnlib.notebook import (
     classroom_demos,
     demo_tensors,
@@ -352,6 +353,8 @@ def curves_figure(
         title=title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
         yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", yanchor="top", y=-0.2),
     )
+    if log_y:
+        figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
 
 
@@ -397,8 +400,6 @@ def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observe
     return figure
 
 
-# Ticks on a log axis of a few decades (plotly's own choice labels every integer between them and they collide).
-CURVE_TICKS = 6
 REFERENCE_LABELS = {"bound": "the bound l alone", "best": "best possible (E[h* | z, l])"}
 
 
@@ -420,7 +421,7 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
     low, high = math.log10(min(values)), math.log10(max(values))
     pad = 0.05 * max(high - low, 0.1)
     # six legend rows under the plot: a taller figure keeps the plot area as tall as the other figures'
-    figure.update_yaxes(range=[low - pad, high + pad], nticks=CURVE_TICKS)
+    figure.update_yaxes(range=[low - pad, high + pad], **LOG_AXIS_TICKS)
     figure.update_layout(height=600, legend=dict(orientation="h", yanchor="top", y=-0.15))
     return figure
 
