@@ -314,13 +314,8 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
             x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
             name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
             line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
-    figure.update_layout(
-        title=f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, l = {lower_bound})",
-        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
-        template="plotly_white", height=380)
-    figure.update_xaxes(nticks=CURVE_TICKS)
-    figure.update_yaxes(**LOG_AXIS_TICKS)
-    return figure
+    return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, "
+                         f"l = {lower_bound})", metric)
 
 
 def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
@@ -365,10 +360,14 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
                 figure.add_trace(go.Scatter(x=beyond, y=[curve[step] for step in beyond], mode="lines",
                                             line=dict(color=colour, width=1, dash="dot"), legendgroup=distribution,
                                             name=f"{distribution}: seed {seed}, trained on"))
-    figure.update_layout(
-        title=f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, l = {lower_bound})",
-        xaxis_title="training step", yaxis_title=metric.replace("_", " "), yaxis_type="log",
-        template="plotly_white", height=380)
+    return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, "
+                         f"l = {lower_bound})", metric)
+
+
+def _curve_layout(figure, title: str, metric: str):
+    """The training-curve figures' common look: ``metric`` on a log axis against the training step, few ticks."""
+    figure.update_layout(title=title, xaxis_title="training step", yaxis_title=metric.replace("_", " "),
+                         yaxis_type="log", template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)
     figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
