@@ -335,5 +335,14 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     assert generation_status(root) == [] and status_card(root).endswith("no generation in progress (no work folder)")
     assert not any("in progress" in line for line in
                    Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
+    # A plan set being drawn or solved (its work folder) is named as such, and only to a sweep that plans on it.
+    (root / "gripper" / ".work" / "plan-set").mkdir(parents=True)
+    planning = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"], plan=True,
+                                     plan_on="plan-set").data_lines()
+    assert [line for line in planning if "in progress" in line] == [
+        f"  in progress  gripper: an unfinished `tnlib data plan-set` of plan-set in {root} (running or interrupted; "
+        "rerun it to resume)"]
+    assert not any("in progress" in line for line in
+                   Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
     assert main(["data", "status", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no such folder" in capsys.readouterr().err

@@ -31,7 +31,7 @@ from pathlib import Path
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
-from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT
+from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK
 from tnlib.errors import DatasetError
 from tnlib.executors import run_jobs
 from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file
@@ -214,7 +214,7 @@ def generate_plan_set(
     taken = taken_instance_keys(root, domain)
     slots = plan_set_grid(profile, domain, grid, count)
     folder = plan_set_folder(root, domain, PLAN_SETS[grid])
-    work = root / domain / ".work" / PLAN_SETS[grid]
+    work = root / domain / WORK / PLAN_SETS[grid]
     kept, exhausted = _draw_slots(domain, slots, taken, max_attempts)
 
     # Solves: recorded in the manifest of an earlier run, in the work folder of an interrupted one, or run now.

@@ -25,7 +25,7 @@ from typing import Sequence
 from tnlib.data.manifest import dataset_root, default_data_root
 from tnlib.data.plan_sets import find_plan_sets
 from tnlib.data.profiles import PROFILES, params_label
-from tnlib.data.schema import MANIFEST, PLAN_SETS, WORK
+from tnlib.data.schema import MANIFEST, PLAN_SETS, SPLITS, WORK
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.cell_settings import CellSettings
@@ -433,12 +433,20 @@ class Sweep:
                 if missing else []
         except DatasetError as err:
             root, out_of_reach, lines = None, [], [f"  missing   {err}"]
-        # A generation under way (or interrupted) there: what the sweep reads will change when it completes.
+        # A generation under way (or interrupted) there: what the sweep reads will change when it completes. A
+        # split's work folder is a `generate`'s; a plan set's, a `plan-set`'s (solving or drawing more instances).
         for folder in ([root] if root is not None else [self._data_base() / self.data_profile, self._data_base()]):
-            running = [domain for domain in self.domains if (folder / domain / WORK).is_dir()]
+            running = [domain for domain in self.domains
+                       if any((folder / domain / WORK / split / "settings.json").is_file() for split in SPLITS)]
+            drawing = [domain for domain in self.domains if self.plan and self.plan_on != "plan"
+                       and (folder / domain / WORK / self.plan_on).is_dir()]
             if running:
                 lines.append(f"  in progress  {', '.join(running)}: an unfinished `tnlib data generate` in {folder} "
                              f"(`tnlib data status {folder}`; rerun it to resume)")
+            if drawing:
+                lines.append(f"  in progress  {', '.join(drawing)}: an unfinished `tnlib data plan-set` of "
+                             f"{self.plan_on} in {folder} (running or interrupted; rerun it to resume)")
+            if running or drawing:
                 break
         if out_of_reach:
             lines.append("  out of reach (generation gave these cells up at its solver limits; the sweep runs on the "
