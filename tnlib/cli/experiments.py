@@ -57,6 +57,7 @@ def register_sweep(subparsers) -> None:
 
 def _run_sweep(args) -> int:
     from tnlib.experiments.sweep import Sweep, run_sweep
+    from tnlib.experiments.sweep_standing import sweep_standing
 
     from tnlib.errors import DatasetError
 
@@ -65,7 +66,7 @@ def _run_sweep(args) -> int:
     except ValueError as err:
         raise CommandError(name_flags(str(err), Sweep, SWEEP_FLAGS)) from err
     print(sweep.describe(), file=sys.stderr, flush=True)
-    print("\n".join(sweep.data_lines()), file=sys.stderr, flush=True)
+    print("\n".join(sweep.data_lines() + sweep_standing(sweep)), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0
     try:

@@ -514,6 +514,8 @@ def _count(items: Sequence, noun: str, plural: str | None = None) -> str:
 
 
 def _hours(hours: float) -> str:
+    if hours * 60 < 0.5:
+        return "under a minute"
     return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
 
 

@@ -1,0 +1,78 @@
+"""Where a sweep stands: read from synthetic run folders over the shipped data/small gripper plan split."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tnlib.experiments.sweep import Sweep
+from tnlib.experiments.sweep_standing import sweep_standing
+from tnlib.learning.run_files import RunDir
+from tnlib.learning.split_planning import planning_instances
+from tnlib.learning.training import TrainConfig
+from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
+
+
+def _sweep(out_dir, **overrides) -> Sweep:
+    return Sweep.from_parameters(preset="small", domains=["gripper"], configs=[["learn", "ff"]], seeds=[0],
+                                 out_dir=str(out_dir), workers=1, **overrides)
+
+
+def _write_run(config: dict, curve: list[float], steps: int) -> RunDir:
+    run = RunDir(f"{config['out_dir']}/{TrainConfig.from_dict(config).name}")
+    run.path.mkdir(parents=True)
+    run.config_file.write_text(json.dumps({**config, "steps": steps}))
+    run.curves_file.write_text("".join(json.dumps({"step": 50 * (i + 1), "train_loss": 1.0, "val_mse": v,
+                                                   "val_nll": 1.0, "seconds": 1.0}) + "\n"
+                                       for i, v in enumerate(curve)))
+    return run
+
+
+def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp_path):
+    sweep = _sweep(tmp_path / "runs", plan=True)
+    by_distribution = {config["distribution"]: config for config in sweep.train_configs()}
+    tested = _write_run(by_distribution["N"], [3.0, 2.0, 1.5, 1.4], steps=600)
+    tested.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
+    table = planning_instances(sweep.dataset_path(), "gripper", "plan")
+    problems = [table.problem_path(instance).name for instance in table.instances()]
+    for estimate, count in (("default", len(problems)), ("clip", 3)):
+        tested.planning_file(estimate).write_text(
+            "".join(json.dumps({"problem": name, "solved": True}) + "\n" for name in problems[:count]))
+    training = _write_run(by_distribution["TN"], [9.0, 7.0, 5.0, 3.0, 2.0, 1.0], steps=6000)
+
+    lines = sweep_standing(sweep)
+    assert lines[0] == f"  so far    1 of 2 runs trained and tested, 1 training, 0 not started (in {tmp_path / 'runs'})"
+    assert lines[1] == f"            training: {training.path.name} at step 300 of 6,000, curve still improving"
+    assert lines[2] == (f"  planned   0 of the 1 tested runs on all their instances (gripper {len(problems)} per run and "
+                        f"estimate), 1 part-way ({tested.path.name}: default {len(problems)} of {len(problems)}, "
+                        f"clip 3 of {len(problems)}), 0 not yet")
+    seconds = 5700 * MEASURED_STEP_SECONDS["small"]["nlm"]["gripper"] + MEASURED_RUN_OVERHEAD_SECONDS["small"]["nlm"]
+    assert lines[3].startswith(f"  left      training at least about {seconds / 60:.0f} minutes with 1 process by ")
+
+    # the clip planned too: the run counts as planned on all its instances; training done: nothing left to time
+    tested.planning_file("clip").write_text(tested.planning_file("default").read_text())
+    training.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
+    assert sweep_standing(sweep) == [
+        f"  so far    2 of 2 runs trained and tested, 0 training, 0 not started (in {tmp_path / 'runs'})",
+        f"  planned   1 of the 2 tested runs on all their instances (gripper {len(problems)} per run and estimate), "
+        "0 part-way, 1 not yet"]
+
+
+@pytest.mark.parametrize("curve, state", [([9.0, 5.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0], ", curve flat so far"),
+                                          ([9.0, 5.0], "")])
+def test_standing_reads_the_flatness_rule_where_the_curve_can_tell(tmp_path, curve, state):
+    sweep = _sweep(tmp_path / "runs")
+    run = _write_run(sweep.train_configs()[0], curve, steps=600)
+    assert f"{run.path.name} at step {50 * len(curve)} of 600{state}" in sweep_standing(sweep)[1]
+
+
+def test_standing_of_a_folder_without_runs(tmp_path):
+    assert sweep_standing(_sweep(tmp_path / "none")) == [
+        f"  so far    nothing: none of the 2 runs started in {tmp_path / 'none'}"]
+
+
+def test_standing_says_under_a_minute_rather_than_zero_minutes(tmp_path):
+    sweep = _sweep(tmp_path / "runs")
+    for config in sweep.train_configs():
+        _write_run(config, [3.0, 2.0, 1.0], steps=200)  # 50 steps left each: seconds
+    assert sweep_standing(sweep)[-1].startswith("  left      training at least about under a minute with 1 process")

@@ -1,0 +1,108 @@
+"""Where a sweep stands in its results folder: which runs are trained and tested, which are training (at which
+step of which target, still improving or not) and which have not started; with planning, how many of each run's
+instances are planned; and the training time left by tnlib's measured step times.
+
+Read from the run folders alone -- nothing is written -- so it can be asked while the sweep runs, or of a folder
+a sweep left behind hours of work ago: ``tnlib sweep ... --dry-run`` prints it under the banner, and so does
+every sweep as it starts (what a resumed sweep will skip).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tnlib.errors import DatasetError
+from tnlib.experiments.sweep import Sweep, _count, _hours
+from tnlib.files import read_jsonl, shown_path
+from tnlib.learning.run_files import RunDir
+from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
+from tnlib.learning.until_flat import still_improving
+
+# How many runs a line names before it says "and N more".
+NAMED_RUNS = 3
+
+
+def _named(items: list[str]) -> str:
+    shown = "; ".join(items[:NAMED_RUNS])
+    return shown + (f"; and {len(items) - NAMED_RUNS} more" if len(items) > NAMED_RUNS else "")
+
+
+def sweep_standing(sweep: Sweep) -> list[str]:
+    """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
+    from tnlib.learning.heads import point_estimates
+    from tnlib.learning.split_planning import chosen_instances, planning_instances
+    from tnlib.learning.training import TrainConfig
+
+    out = Path(sweep.out_dir)
+    tested, training, waiting = [], [], []
+    for config in sweep.train_configs():
+        run = RunDir(out / TrainConfig.from_dict(config).name)
+        if run.metrics_file("test").is_file():
+            tested.append((config, run))
+            continue
+        curve = read_jsonl(run.curves_file)
+        if curve and run.config_file.is_file():
+            training.append((config, run, curve))
+        else:
+            waiting.append(config)
+    total = len(tested) + len(training) + len(waiting)
+    if len(waiting) == total:
+        return [f"  so far    nothing: none of the {_count(range(total), 'run')} started in {shown_path(out)}"]
+
+    described = []
+    seconds_left = 0.0
+    step_seconds = MEASURED_STEP_SECONDS.get(sweep.data_profile, {})
+    overheads = MEASURED_RUN_OVERHEAD_SECONDS.get(sweep.data_profile, {})
+    for config, run, curve in training:
+        last = curve[-1]["step"]
+        try:
+            target = run.read_config()["steps"]
+        except (OSError, ValueError, KeyError):  # a damaged config: the sweep rewrites it when it resumes the run
+            target = sweep.steps
+        improving = still_improving([row["val_mse"] for row in curve])
+        # the until-flat rule read now (a sweep applies it at the end of each chunk)
+        state = ", curve still improving" if improving else (", curve flat so far" if improving is False else "")
+        described.append(f"{run.path.name} at step {last:,} of {target:,}{state}")
+        if sweep.measured_hours() is not None:
+            seconds_left += (max(0, target - last) * step_seconds[config["model"]][config["domain"]]
+                             + overheads[config["model"]])
+    if sweep.measured_hours() is not None:
+        seconds_left += sum(sweep.steps * step_seconds[c["model"]][c["domain"]] + overheads[c["model"]]
+                            for c in waiting)
+    lines = [f"  so far    {len(tested)} of {_count(range(total), 'run')} trained and tested, {len(training)} "
+             f"training, {len(waiting)} not started (in {shown_path(out)})"]
+    if described:
+        lines.append(f"            training: {_named(described)}")
+    chosen = {}
+    if sweep.plan and tested:
+        try:
+            for domain in sorted({config["domain"] for config, _ in tested}):
+                table = planning_instances(sweep.dataset_path(), domain, sweep.plan_on)
+                chosen[domain] = {table.problem_path(instance).name for instance in
+                                  chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)}
+        except DatasetError:  # the data lines above say what is missing
+            chosen = {}
+    if chosen:
+        complete, partial, unplanned = 0, [], 0
+        for config, run in tested:
+            wanted = chosen[config["domain"]]
+            done = {estimate: len(wanted & {r["problem"] for r in
+                                            read_jsonl(run.planning_file(estimate, sweep.plan_on))})
+                    for estimate in point_estimates(config["distribution"])}
+            if all(count == len(wanted) for count in done.values()):
+                complete += 1
+            elif any(done.values()):
+                counts = ", ".join(f"{estimate} {count} of {len(wanted)}" for estimate, count in done.items())
+                partial.append(f"{run.path.name}: {counts}")
+            else:
+                unplanned += 1
+        sizes = ", ".join(f"{domain} {len(names)}" for domain, names in chosen.items())
+        lines.append(f"  planned   {complete} of the {len(tested)} tested runs on all their instances ({sizes} "
+                     f"per run and estimate), {len(partial)} part-way"
+                     + (f" ({_named(partial)})" if partial else "") + f", {unplanned} not yet")
+    if sweep.measured_hours() is not None and (training or waiting):
+        workers = max(1, sweep.workers)
+        lines.append(f"  left      training at least about {_hours(seconds_left / 3600 / workers)} with "
+                     f"{_count(range(workers), 'process', 'processes')} by the measured step times: each run to the "
+                     "end of its current chunk"
+                     + (" (a run still improving there trains on, up to max_steps)" if sweep.max_steps else ""))
+    return lines
