@@ -3,8 +3,8 @@ step of which target, still improving or not) and which have not started; with p
 instances are planned; and the training time left by tnlib's measured step times.
 
 Read from the run folders alone -- nothing is written -- so it can be asked while the sweep runs, or of a folder
-a sweep left behind hours of work ago: ``tnlib sweep ... --dry-run`` prints it under the banner, and so does
-every sweep as it starts (what a resumed sweep will skip).
+a sweep left behind hours of work ago: ``tnlib sweep`` prints it under its banner (what a resumed sweep will skip;
+``--dry-run`` stops there), and so does the experiments notebook under its settings.
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
         return [f"  so far    nothing: none of the {_count(range(total), 'run')} started in {shown_path(out)}"]
 
     described = []
+    timed = sweep.measured_hours() is not None  # measured step times for this profile, batch size and models
     seconds_left = 0.0
     step_seconds = MEASURED_STEP_SECONDS.get(sweep.data_profile, {})
     overheads = MEASURED_RUN_OVERHEAD_SECONDS.get(sweep.data_profile, {})
@@ -62,10 +63,10 @@ def sweep_standing(sweep: Sweep) -> list[str]:
         # the until-flat rule read now (a sweep applies it at the end of each chunk)
         state = ", curve still improving" if improving else (", curve flat so far" if improving is False else "")
         described.append(f"{run.path.name} at step {last:,} of {target:,}{state}")
-        if sweep.measured_hours() is not None:
+        if timed:
             seconds_left += (max(0, target - last) * step_seconds[config["model"]][config["domain"]]
                              + overheads[config["model"]])
-    if sweep.measured_hours() is not None:
+    if timed:
         seconds_left += sum(sweep.steps * step_seconds[c["model"]][c["domain"]] + overheads[c["model"]]
                             for c in waiting)
     lines = [f"  so far    {len(tested)} of {_count(range(total), 'run')} trained and tested, {len(training)} "
@@ -99,7 +100,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
         lines.append(f"  planned   {complete} of the {len(tested)} tested runs on all their instances ({sizes} "
                      f"per run and estimate), {len(partial)} part-way"
                      + (f" ({_named(partial)})" if partial else "") + f", {unplanned} not yet")
-    if sweep.measured_hours() is not None and (training or waiting):
+    if timed and (training or waiting):
         workers = max(1, sweep.workers)
         lines.append(f"  left      training at least about {_hours(seconds_left / 3600 / workers)} with "
                      f"{_count(range(workers), 'process', 'processes')} by the measured step times: each run to the "
