@@ -337,6 +337,8 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
                    Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
     # A plan set being drawn or solved (its work folder) is named as such, and only to a sweep that plans on it.
     (root / "gripper" / ".work" / "plan-set").mkdir(parents=True)
+    assert status_card(root) == (f"{root}: no generation in progress; an unfinished `tnlib data plan-set` (running "
+                                 "or interrupted; rerun it to resume): gripper/plan-set")
     planning = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"], plan=True,
                                      plan_on="plan-set").data_lines()
     assert [line for line in planning if "in progress" in line] == [

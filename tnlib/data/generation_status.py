@@ -19,7 +19,7 @@ from tnlib.data.generation import (
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import SplitGrid, params_label
-from tnlib.data.schema import LIMIT_HITS, MANIFEST, SPLITS, WORK
+from tnlib.data.schema import LIMIT_HITS, MANIFEST, PLAN_SETS, SPLITS, WORK
 from tnlib.files import read_json
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -79,6 +79,12 @@ def status_card(root: str | os.PathLike) -> str:
     root = Path(root)
     entries = generation_status(root)
     if not entries:
+        # a plan set's work folder is a `plan-set` job's (drawing or solving), which this card does not describe
+        drawing = [f"{domain}/{name}" for domain in DOMAINS for name in PLAN_SETS.values()
+                   if (root / domain / WORK / name).is_dir()]
+        if drawing:
+            return (f"{root}: no generation in progress; an unfinished `tnlib data plan-set` (running or "
+                    f"interrupted; rerun it to resume): {', '.join(drawing)}")
         return f"{root}: no generation in progress (no work folder)"
     lines: list[str] = []
     for entry in entries:
