@@ -264,8 +264,26 @@ def test_reports_read_right(results, tmp_path):
     assert "<style>" in curves and "word-break: normal" in curves and "overflow-x: auto" in curves
     assert "font-family" in curves  # not the browser's default look
     figure = training_curves_figure(results, "blocksworld")
-    assert figure.layout.xaxis.nticks == CURVE_TICKS == figure.layout.yaxis.nticks <= 6
+    assert figure.layout.xaxis.nticks == CURVE_TICKS <= 6 and len(figure.layout.yaxis.tickvals) <= 6
     assert figure.layout.yaxis.tickformat == LOG_AXIS_TICKS["tickformat"]  # 20 printed as 20, not a small 2
+    values = [v for trace in figure.data for v in trace.y if v is not None]
+    ticks, (low, high) = figure.layout.yaxis.tickvals, figure.layout.yaxis.range
+    assert ticks[0] <= min(values) and max(values) <= ticks[-1]  # every curve between two labelled ticks
+    assert low <= math.log10(ticks[0]) and math.log10(ticks[-1]) <= high
+
+
+@pytest.mark.parametrize("values, ticks", [
+    ([10.2, 75.0], [10, 20, 30, 50, 70, 100]),  # 1-2-5 would leave 10.2 without a tick below it but 10
+    ([1.4, 5.0], [1, 1.5, 2, 3, 4, 5]),
+    ([1.95, 2.69], [1.5, 2, 3]),
+    ([0.3, 120.0], [0.1, 1, 10, 100, 1000]),  # finer sets give more than six ticks: decades
+    ([0.0011, 7e5], [0.001, 0.1, 10, 1000, 1e5, 1e6]),  # decades, every other one, the top one kept
+    ([float("nan"), -1.0, None], []),
+])
+def test_log_axis_ticks_bracket_the_values_with_at_most_six_round_ticks(values, ticks):
+    from tnlib.experiments.reports import log_axis_ticks
+
+    assert log_axis_ticks(values) == pytest.approx(ticks)
 
 
 def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_paths():

@@ -364,12 +364,51 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
                          f"l = {lower_bound})", metric)
 
 
+# Tick values on a log axis: the finest of these mantissa sets (per decade) that puts at most LOG_TICKS_AT_MOST ticks
+# from the one at or below the data's smallest value to the one at or above its largest; past that, every few decades.
+LOG_TICK_MANTISSAS = ((1, 1.5, 2, 3, 4, 5, 6, 8), (1, 2, 3, 5, 7), (1, 2, 5), (1,))
+LOG_TICKS_AT_MOST = 6
+
+
+def log_axis_ticks(values: Sequence[float]) -> list[float]:
+    """Round tick values from the last at or below ``min(values)`` to the first at or above ``max(values)``
+    (finite, positive values only; none: []), as finely as :data:`LOG_TICK_MANTISSAS` allows. An axis drawn over
+    exactly these has every curve between two labelled ticks: plotly's own choice left a curve below the lowest
+    one (gripper fixed/none's TN at 10, ticks from 20)."""
+    import math
+
+    finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not finite:
+        return []
+    low, high = min(finite), max(finite)
+    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 2)
+    for mantissas in LOG_TICK_MANTISSAS:
+        candidates = sorted({round(m * 10.0 ** k, 12) for k in decades for m in mantissas})
+        below = max(t for t in candidates if t <= low * (1 + 1e-12))
+        above = min(t for t in candidates if t >= high * (1 - 1e-12))
+        ticks = [t for t in candidates if below <= t <= above]
+        if len(ticks) <= LOG_TICKS_AT_MOST:
+            return ticks
+    step = math.ceil((len(ticks) - 1) / (LOG_TICKS_AT_MOST - 1))  # decades: every step-th, the top one kept
+    return ticks[::step] + ([ticks[-1]] if (len(ticks) - 1) % step else [])
+
+
 def _curve_layout(figure, title: str, metric: str):
-    """The training-curve figures' common look: ``metric`` on a log axis against the training step, few ticks."""
+    """The training-curve figures' common look: ``metric`` on a log axis against the training step, few ticks,
+    the y axis from a round tick below the curves to one above them (:func:`log_axis_ticks`)."""
+    import math
+
     figure.update_layout(title=title, xaxis_title="training step", yaxis_title=metric.replace("_", " "),
                          yaxis_type="log", template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)
-    figure.update_yaxes(**LOG_AXIS_TICKS)
+    ticks = log_axis_ticks([v for trace in figure.data for v in (trace.y or ())])
+    if ticks:
+        low, high = math.log10(ticks[0]), math.log10(ticks[-1])
+        pad = 0.02 * max(high - low, 0.1)
+        figure.update_yaxes(tickvals=ticks, range=[low - pad, high + pad],
+                            tickformat=LOG_AXIS_TICKS["tickformat"])
+    else:
+        figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
 
 
