@@ -250,9 +250,9 @@ class Sweep:
         configs = ", ".join("/".join(pair) for pair in self.configs)
         instances = "all" if self.instances is None else f"{self.instances:,}"
         planned = ("all instances" if self.plan_instances is None
-                   else f"the first {_count(range(self.plan_instances), 'instance')}")
+                   else f"the first {count_phrase(range(self.plan_instances), 'instance')}")
         if self.plan_per_cell is not None:
-            planned = (f"the first {_count(range(self.plan_per_cell), 'instance')} of each grid cell"
+            planned = (f"the first {count_phrase(range(self.plan_per_cell), 'instance')} of each grid cell"
                        + ("" if self.plan_instances is None else f", at most {self.plan_instances} in all"))
         where = "the plan split" if self.plan_on == "plan" else f"the plan set {self.plan_on}"
         plan = ("no planning" if not self.plan else
@@ -282,10 +282,10 @@ class Sweep:
                          "(most far fewer, and smaller instances train several times faster)")
         lines = [
             f"tnlib sweep: {title}",
-            f"  grid      {_count(self.domains, 'domain')} ({', '.join(self.domains)}) x "
-            f"{_count(self.models, 'model')} ({', '.join(self.models)}) x {_count(self.configs, 'configuration')} "
-            f"({configs}) x {_count(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
-            f"{_count(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = {_count(range(runs), 'run')}",
+            f"  grid      {count_phrase(self.domains, 'domain')} ({', '.join(self.domains)}) x "
+            f"{count_phrase(self.models, 'model')} ({', '.join(self.models)}) x {count_phrase(self.configs, 'configuration')} "
+            f"({configs}) x {count_phrase(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
+            f"{count_phrase(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = {count_phrase(range(runs), 'run')}",
             f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
             f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
             f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{upper}{link}",
@@ -306,17 +306,17 @@ class Sweep:
             overhead = ", ".join(f"{m} {MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile][m]:.0f} s"
                                  for m in self.models)
             work = "test evaluation and planning" if self.plan else "test evaluation"
-            took = _hours(measured)
+            took = hours_phrase(measured)
             if self.max_steps is not None and self.max_steps > self.steps:
-                took += f" (up to {_hours(self.measured_hours(self.max_steps))} if every run trained to max_steps)"
-            lines.append(f"  measured  about {took} with {_count(range(self.workers), 'process', 'processes')} on "
+                took += f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to max_steps)"
+            lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} on "
                          f"this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; {work} per run: {overhead})")
         on_gpu = self.measured_gpu_hours()
         if on_gpu is not None:
-            took = _hours(on_gpu)
+            took = hours_phrase(on_gpu)
             if self.max_steps is not None and self.max_steps > self.steps:
-                took += f" (up to {_hours(self.measured_gpu_hours(self.max_steps))} at max_steps)"
+                took += f" (up to {hours_phrase(self.measured_gpu_hours(self.max_steps))} at max_steps)"
             lines.append(f"  on a GPU  training alone about {took} on {MEASURED_GPU}, one run after another "
                          f"(measured at batch {self.batch_size} on data/paper)")
         if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
@@ -392,7 +392,7 @@ class Sweep:
         how = "set run = True to train them (papermill: -p run True)"
         if self.matching_preset() == "small":
             how += ", or run `make reproduce` (it trains the small preset into runs/small)"
-        raise MissingRuns(f"{out} holds none of this sweep's {_count(names, 'run')} (no run folder with test "
+        raise MissingRuns(f"{out} holds none of this sweep's {count_phrase(names, 'run')} (no run folder with test "
                           f"metrics; runs are not in git, a fresh clone has none): {how}")
 
     def data_gaps(self) -> tuple[Path, list[str], list[str]]:
@@ -508,12 +508,13 @@ def _seeds(value) -> list[int]:
     return list(seeds)
 
 
-def _count(items: Sequence, noun: str, plural: str | None = None) -> str:
+def count_phrase(items: Sequence, noun: str, plural: str | None = None) -> str:
     """``3 runs``, ``1 run``; ``plural`` for a noun whose plural is not noun + s (``processes``)."""
     return f"{len(items)} {noun if len(items) == 1 else plural or noun + 's'}"
 
 
-def _hours(hours: float) -> str:
+def hours_phrase(hours: float) -> str:
+    """``2.5 hours``, ``40 minutes``, ``under a minute``."""
     if hours * 60 < 0.5:
         return "under a minute"
     return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tnlib.errors import DatasetError
-from tnlib.experiments.sweep import Sweep, _count, _hours
+from tnlib.experiments.sweep import Sweep, count_phrase, hours_phrase
 from tnlib.files import read_jsonl, shown_path
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
@@ -46,7 +46,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
             waiting.append(config)
     total = len(tested) + len(training) + len(waiting)
     if len(waiting) == total:
-        return [f"  so far    nothing: none of the {_count(range(total), 'run')} started in {shown_path(out)}"]
+        return [f"  so far    nothing: none of the {count_phrase(range(total), 'run')} started in {shown_path(out)}"]
 
     described = []
     timed = sweep.measured_hours() is not None  # measured step times for this profile, batch size and models
@@ -69,7 +69,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
     if timed:
         seconds_left += sum(sweep.steps * step_seconds[c["model"]][c["domain"]] + overheads[c["model"]]
                             for c in waiting)
-    lines = [f"  so far    {len(tested)} of {_count(range(total), 'run')} trained and tested, {len(training)} "
+    lines = [f"  so far    {len(tested)} of {count_phrase(range(total), 'run')} trained and tested, {len(training)} "
              f"training, {len(waiting)} not started (in {shown_path(out)})"]
     if described:
         lines.append(f"            training: {_named(described)}")
@@ -102,8 +102,8 @@ def sweep_standing(sweep: Sweep) -> list[str]:
                      + (f" ({_named(partial)})" if partial else "") + f", {unplanned} not yet")
     if timed and (training or waiting):
         workers = max(1, sweep.workers)
-        lines.append(f"  left      training at least about {_hours(seconds_left / 3600 / workers)} with "
-                     f"{_count(range(workers), 'process', 'processes')} by the measured step times: each run to the "
+        lines.append(f"  left      training at least about {hours_phrase(seconds_left / 3600 / workers)} with "
+                     f"{count_phrase(range(workers), 'process', 'processes')} by the measured step times: each run to the "
                      "end of its current chunk"
                      + (" (a run still improving there trains on, up to max_steps)" if sweep.max_steps else ""))
     return lines
