@@ -19,7 +19,7 @@ from tnlib.data.generation import (
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import SplitGrid, params_label
-from tnlib.data.schema import LIMIT_HITS, MANIFEST, PLAN_SETS, SPLITS, WORK
+from tnlib.data.schema import LIMIT_HITS, MANIFEST, SPLITS, WORK, unfinished_plan_sets, unfinished_splits
 from tnlib.files import read_json
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -48,9 +48,7 @@ def generation_status(root: str | os.PathLike) -> list[dict]:
     status = []
     for domain in DOMAINS:
         work = root / domain / WORK
-        if not work.is_dir():
-            continue
-        running = [s for s in SPLITS if (work / s / "settings.json").is_file()]
+        running = unfinished_splits(root, domain)
         for split in running:
             settings = read_json(work / split / "settings.json", DAMAGED_SETTINGS_REMEDY)
             grid = _grid_from_settings(domain, settings["grid"])
@@ -80,8 +78,7 @@ def status_card(root: str | os.PathLike) -> str:
     entries = generation_status(root)
     if not entries:
         # a plan set's work folder is a `plan-set` job's (drawing or solving), which this card does not describe
-        drawing = [f"{domain}/{name}" for domain in DOMAINS for name in PLAN_SETS.values()
-                   if (root / domain / WORK / name).is_dir()]
+        drawing = [f"{domain}/{name}" for domain in DOMAINS for name in unfinished_plan_sets(root, domain)]
         if drawing:
             return (f"{root}: no generation in progress; an unfinished `tnlib data plan-set` (running or "
                     f"interrupted; rerun it to resume): {', '.join(drawing)}")

@@ -1,4 +1,4 @@
-"""The dataset format: file names, splits, and the columns of a split table.
+"""The dataset format: file names, splits, the columns of a split table, and the work folders of unfinished jobs.
 
 One row per state on an instance's optimal plan:
 
@@ -23,6 +23,9 @@ The linear model's features are the columns :data:`FEATURE_COLUMNS`: :data:`tnli
 the two ignored-delete counts prefixed ``ff_`` (they are counted on h_FF's relaxed plan).
 """
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from tnlib.paper import LINEAR_FEATURES
 
@@ -80,3 +83,17 @@ def arrow_schema():
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "list<string>": pa.list_(pa.string())}
     return pa.schema([(name, types[kind]) for name, kind in TABLE_COLUMNS])
+
+
+def unfinished_splits(root: str | os.PathLike, domain: str) -> list[str]:
+    """The splits of ``domain`` under ``root`` with a `generate` work folder (running or interrupted), in the order
+    they are made."""
+    work = Path(root) / domain / WORK
+    return [split for split in SPLITS if (work / split / "settings.json").is_file()]
+
+
+def unfinished_plan_sets(root: str | os.PathLike, domain: str) -> list[str]:
+    """The plan sets of ``domain`` under ``root`` with a `plan-set` work folder (drawing or solving, running or
+    interrupted)."""
+    work = Path(root) / domain / WORK
+    return [name for name in PLAN_SETS.values() if (work / name).is_dir()]

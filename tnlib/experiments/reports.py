@@ -3,6 +3,7 @@ paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
 import contextlib
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -375,8 +376,6 @@ def log_axis_ticks(values: Sequence[float]) -> list[float]:
     (finite, positive values only; none: []), as finely as :data:`LOG_TICK_MANTISSAS` allows. An axis drawn over
     exactly these has every curve between two labelled ticks: plotly's own choice left a curve below the lowest
     one (gripper fixed/none's TN at 10, ticks from 20)."""
-    import math
-
     finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
     if not finite:
         return []
@@ -396,8 +395,6 @@ def log_axis_ticks(values: Sequence[float]) -> list[float]:
 def _curve_layout(figure, title: str, metric: str):
     """The training-curve figures' common look: ``metric`` on a log axis against the training step, few ticks,
     the y axis from a round tick below the curves to one above them (:func:`log_axis_ticks`)."""
-    import math
-
     figure.update_layout(title=title, xaxis_title="training step", yaxis_title=metric.replace("_", " "),
                          yaxis_type="log", template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)

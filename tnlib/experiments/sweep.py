@@ -25,7 +25,7 @@ from typing import Sequence
 from tnlib.data.manifest import dataset_root, default_data_root
 from tnlib.data.plan_sets import find_plan_sets
 from tnlib.data.profiles import PROFILES, params_label
-from tnlib.data.schema import MANIFEST, PLAN_SETS, SPLITS, WORK
+from tnlib.data.schema import MANIFEST, PLAN_SETS, unfinished_plan_sets, unfinished_splits
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.cell_settings import CellSettings
@@ -436,10 +436,9 @@ class Sweep:
         # A generation under way (or interrupted) there: what the sweep reads will change when it completes. A
         # split's work folder is a `generate`'s; a plan set's, a `plan-set`'s (solving or drawing more instances).
         for folder in ([root] if root is not None else [self._data_base() / self.data_profile, self._data_base()]):
-            running = [domain for domain in self.domains
-                       if any((folder / domain / WORK / split / "settings.json").is_file() for split in SPLITS)]
+            running = [domain for domain in self.domains if unfinished_splits(folder, domain)]
             drawing = [domain for domain in self.domains if self.plan and self.plan_on != "plan"
-                       and (folder / domain / WORK / self.plan_on).is_dir()]
+                       and self.plan_on in unfinished_plan_sets(folder, domain)]
             if running:
                 lines.append(f"  in progress  {', '.join(running)}: an unfinished `tnlib data generate` in {folder} "
                              f"(`tnlib data status {folder}`; rerun it to resume)")

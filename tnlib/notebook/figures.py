@@ -12,7 +12,6 @@ embedded bundle, which nbconvert keeps when it writes HTML. Nothing is loaded fr
 from __future__ import annotations
 
 import itertools
-
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
