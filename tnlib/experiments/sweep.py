@@ -283,9 +283,11 @@ class Sweep:
         lines = [
             f"tnlib sweep: {title}",
             f"  grid      {count_phrase(self.domains, 'domain')} ({', '.join(self.domains)}) x "
-            f"{count_phrase(self.models, 'model')} ({', '.join(self.models)}) x {count_phrase(self.configs, 'configuration')} "
-            f"({configs}) x {count_phrase(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
-            f"{count_phrase(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = {count_phrase(range(runs), 'run')}",
+            f"{count_phrase(self.models, 'model')} ({', '.join(self.models)}) x "
+            f"{count_phrase(self.configs, 'configuration')} ({configs}) x "
+            f"{count_phrase(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
+            f"{count_phrase(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = "
+            f"{count_phrase(range(runs), 'run')}",
             f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
             f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
             f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{upper}{link}",
@@ -308,9 +310,10 @@ class Sweep:
             work = "test evaluation and planning" if self.plan else "test evaluation"
             took = hours_phrase(measured)
             if self.max_steps is not None and self.max_steps > self.steps:
-                took += f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to max_steps)"
-            lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} on "
-                         f"this project's shared 2-core machine (training per step, validation included: "
+                took += (f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to "
+                         "max_steps)")
+            lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} "
+                         f"on this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; {work} per run: {overhead})")
         on_gpu = self.measured_gpu_hours()
         if on_gpu is not None:

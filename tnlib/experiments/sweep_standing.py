@@ -103,7 +103,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
     if timed and (training or waiting):
         workers = max(1, sweep.workers)
         lines.append(f"  left      training at least about {hours_phrase(seconds_left / 3600 / workers)} with "
-                     f"{count_phrase(range(workers), 'process', 'processes')} by the measured step times: each run to the "
-                     "end of its current chunk"
+                     f"{count_phrase(range(workers), 'process', 'processes')} by the measured step times: each run "
+                     "to the end of its current chunk"
                      + (" (a run still improving there trains on, up to max_steps)" if sweep.max_steps else ""))
     return lines
