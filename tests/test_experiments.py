@@ -245,8 +245,11 @@ def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     table = MEASURED_GPU_STEP_SECONDS["paper"][256]
     assert both.measured_gpu_hours() == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["linear"]["ferry"])
                                                       / 3600)
-    # not measured: data/small, a batch size without a measurement, a model without one (STRIPS-HGN)
-    assert Sweep(models=["nlm", "hgn"], domains=["ferry"], seeds=[0]).measured_gpu_hours() is None
+    with_hgn = Sweep(models=["nlm", "hgn"], domains=["ferry"], seeds=[0])
+    assert with_hgn.measured_gpu_hours() == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["hgn"]["ferry"])
+                                                          / 3600)
+    # not measured: data/small, a batch size without a measurement, a model without one (WL features)
+    assert Sweep(models=["nlm", "wl"], domains=["ferry"], seeds=[0]).measured_gpu_hours() is None
     assert Sweep.preset("small").measured_gpu_hours() is None and "on a GPU" not in Sweep.preset("small").describe()
     assert Sweep(batch_size=128).measured_gpu_hours() is None
 
