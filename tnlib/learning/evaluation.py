@@ -13,10 +13,10 @@ writes them to ``<run>/metrics-<split>.json``, which :mod:`tnlib.experiments.tab
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Sequence
 
+from tnlib.files import atomic_write_json
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict
 
@@ -60,5 +60,5 @@ def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: st
     (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
     run = RunDir(run_dir)
     metrics = evaluate(run.checkpoint(checkpoint), split, **kwargs)
-    run.metrics_file(split, checkpoint).write_text(json.dumps(metrics, indent=2) + "\n")
+    atomic_write_json(run.metrics_file(split, checkpoint), metrics, indent=2)
     return metrics

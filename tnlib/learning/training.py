@@ -55,7 +55,7 @@ from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
-from tnlib.files import atomic_write_bytes, atomic_write_json, damaged_message, read_jsonl, shown_path
+from tnlib.files import atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message, read_jsonl, shown_path
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
@@ -511,12 +511,12 @@ def train(
         if lost:  # records damaged after they were written: the weights they measured are gone, so they stay lost
             print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
                                                "unreadable", "training goes on without them"), file=sys.stderr)
-        curves_path.write_text("".join(json.dumps(record) + "\n" for record in kept))
+        atomic_write_text(curves_path, "".join(json.dumps(record) + "\n" for record in kept))
     else:
         for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path):
             stale.unlink(missing_ok=True)
         curves_path.touch()
-    run.config_file.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    atomic_write_json(run.config_file, config.to_dict(), indent=2)
     atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     encoder_state = encoder.state()
