@@ -407,6 +407,32 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     assert record["domains"] == ["ferry"] and record["steps"] == 24 and record["seeds"] == [0]
 
 
+def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):
+    from tnlib.experiments.sweep import write_sweep_file
+
+    write_sweep_file(_sweep(tmp_path, seeds=(0,), plan=False))
+    record = write_sweep_file(_sweep(tmp_path, seeds=(1,), plan=True))
+    assert record["seeds"] == [0, 1] and record["plan"] is True
+    record = write_sweep_file(_sweep(tmp_path, seeds=(2,), plan=False))  # a training part after the planning one
+    assert record["seeds"] == [0, 1, 2] and record["plan"] is True
+    other = write_sweep_file(_sweep(tmp_path, seeds=(3,), plan=True, max_evaluations=50))  # other planning: another
+    assert other["seeds"] == [3] and other["max_evaluations"] == 50
+
+
+def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
+    from tnlib.experiments.sweep import run_sweep
+
+    run_sweep(_sweep(tmp_path, distributions=("N",), plan=False), progress=False)
+    both = _sweep(tmp_path, plan=True, max_evaluations=200)
+    rows = run_sweep(both, progress=False, trained_only=True)
+    assert [row["run"] for row in rows] == ["gripper-linear-N-learn-ff-llmcut-s0"], rows
+    assert "coverage_default" in rows[0] and "coverage_clip" in rows[0]
+    untrained = both.run_folder(next(c for c in both.train_configs() if c["distribution"] == "TN"))
+    assert not untrained.path.exists()
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    assert record["plan"] is True and record["distributions"] == ["N", "TN"]
+
+
 def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path):
     from tnlib.experiments.sweep import write_sweep_file
 

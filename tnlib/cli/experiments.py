@@ -52,6 +52,9 @@ def register_sweep(subparsers) -> None:
     parser.add_argument("--accept-out-of-reach", action="store_true",
                         help="run on a dataset whose generation gave up cells at its solver limits (listed by "
                         "--dry-run), training and testing on the cells that exist")
+    parser.add_argument("--trained-only", action="store_true",
+                        help="only the runs already trained and tested, none started: with --plan, plan them "
+                        "beside sweeps (--no-plan) still training the others into the same --out")
     parser.set_defaults(func=_run_sweep)
 
 
@@ -70,7 +73,8 @@ def _run_sweep(args) -> int:
     if args.dry_run:
         return 0
     try:
-        rows = run_sweep(sweep, scheduler=args.scheduler, accept_out_of_reach=args.accept_out_of_reach)
+        rows = run_sweep(sweep, scheduler=args.scheduler, accept_out_of_reach=args.accept_out_of_reach,
+                         trained_only=args.trained_only)
     except DatasetError as err:
         raise CommandError(str(err)) from err
     for row in rows:

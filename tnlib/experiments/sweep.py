@@ -221,6 +221,12 @@ class Sweep:
                             configs.append(config.to_dict())
         return configs
 
+    def run_folder(self, config: dict) -> RunDir:
+        """The run folder of one of :meth:`train_configs` in the sweep's results folder."""
+        from tnlib.learning.training import TrainConfig
+
+        return RunDir(Path(self.out_dir) / TrainConfig.from_dict(config).name)
+
     def matching_preset(self) -> str | None:
         """The preset whose experiment this is (where the results go, the device and the parallelism aside)."""
         ignored = {"out_dir", "data_root", "device", "workers"}
@@ -386,16 +392,14 @@ class Sweep:
         """The results folder, after checking that it holds at least one of the sweep's runs with test metrics
         (what the tables read): a :class:`tnlib.errors.MissingRuns` saying how to make them when it holds none
         (runs/ is not in git, so a fresh clone has none)."""
-        from tnlib.learning.training import TrainConfig
-
         out = Path(self.out_dir)
-        names = [TrainConfig.from_dict(config).name for config in self.train_configs()]
-        if any(RunDir(out / name).metrics_file("test").is_file() for name in names):
+        folders = [self.run_folder(config) for config in self.train_configs()]
+        if any(run.metrics_file("test").is_file() for run in folders):
             return out
         how = "set run = True to train them (papermill: -p run True)"
         if self.matching_preset() == "small":
             how += ", or run `make reproduce` (it trains the small preset into runs/small)"
-        raise MissingRuns(f"{out} holds none of this sweep's {count_phrase(names, 'run')} (no run folder with test "
+        raise MissingRuns(f"{out} holds none of this sweep's {count_phrase(folders, 'run')} (no run folder with test "
                           f"metrics; runs are not in git, a fresh clone has none): {how}")
 
     def data_gaps(self) -> tuple[Path, list[str], list[str]]:
@@ -546,13 +550,17 @@ def run_baselines(sweep: Sweep) -> None:
 # The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
 # sweep.json then names the union of the parts.
 GRID_AXES = ("domains", "models", "configs", "distributions", "seeds")
+# Settings of one process, not of the results: parts of one sweep may differ in them (two training processes with
+# --no-plan beside one planning the trained runs with --plan --trained-only).
+PROCESS_SETTINGS = ("workers", "plan")
 
 
 def write_sweep_file(sweep: Sweep) -> dict:
     """Write the results folder's ``sweep.json`` and return what it holds. Where the folder already holds a
-    sweep that differs from this one only along its grid (:data:`GRID_AXES`; ``workers`` aside), the file names
-    the union of the two grids -- a sweep split across processes or sessions (``--domains ferry`` here,
-    ``--domains gripper`` there) is described whole; any other difference (steps, data, bounds) replaces it."""
+    sweep that differs from this one only along its grid (:data:`GRID_AXES`; :data:`PROCESS_SETTINGS` aside),
+    the file names the union of the two grids -- a sweep split across processes or sessions (``--domains ferry``
+    here, ``--domains gripper`` there, or training in one process and planning in another) is described whole;
+    any other difference (steps, data, bounds, the planning settings) replaces it."""
     path = ResultsDir(sweep.out_dir).sweep_file
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
     canonical = {"domains": list(DOMAINS), "distributions": list(DISTRIBUTIONS)}
@@ -564,7 +572,9 @@ def write_sweep_file(sweep: Sweep) -> dict:
         if isinstance(previous, dict):  # a file written before a setting existed held that setting's default
             previous = {**json.loads(json.dumps(asdict(Sweep()))), **previous}
         same_sweep = isinstance(previous, dict) and previous.keys() == record.keys() and all(
-            previous[k] == record[k] for k in record if k not in GRID_AXES and k != "workers")
+            previous[k] == record[k] for k in record if k not in GRID_AXES and k not in PROCESS_SETTINGS)
+        if same_sweep:  # some part of the folder's sweep planned: its planning settings describe the results
+            record["plan"] = bool(previous["plan"] or record["plan"])
         for axis in GRID_AXES if same_sweep else ():
             union = previous[axis] + [v for v in record[axis] if v not in previous[axis]]
             if axis == "seeds":
@@ -577,12 +587,14 @@ def write_sweep_file(sweep: Sweep) -> dict:
 
 
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
-              progress: bool = True, accept_out_of_reach: bool = False) -> list[dict]:
+              progress: bool = True, accept_out_of_reach: bool = False, trained_only: bool = False) -> list[dict]:
     """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries.
 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
-    so do cells out of reach unless ``accept_out_of_reach``.
+    so do cells out of reach unless ``accept_out_of_reach``. ``trained_only``: only the runs already trained and
+    tested (``metrics-test.json``), none trained or started -- a planning process beside sweeps still training
+    the rest of the grid.
     """
     # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
     from tnlib.experiments.cells import run_cell
@@ -592,6 +604,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     Path(sweep.out_dir).mkdir(parents=True, exist_ok=True)
     write_sweep_file(sweep)
     configs = sweep.train_configs()
+    if trained_only:
+        configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
     settings = sweep.cell_settings
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)

@@ -13,7 +13,6 @@ from pathlib import Path
 from tnlib.errors import DatasetError
 from tnlib.experiments.sweep import Sweep, count_phrase, hours_phrase
 from tnlib.files import read_jsonl, shown_path
-from tnlib.learning.run_files import RunDir
 from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
 from tnlib.learning.until_flat import still_improving
 
@@ -30,12 +29,10 @@ def sweep_standing(sweep: Sweep) -> list[str]:
     """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
     from tnlib.learning.heads import point_estimates
     from tnlib.learning.split_planning import chosen_instances, planning_instances
-    from tnlib.learning.training import TrainConfig
-
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []
     for config in sweep.train_configs():
-        run = RunDir(out / TrainConfig.from_dict(config).name)
+        run = sweep.run_folder(config)
         if run.metrics_file("test").is_file():
             tested.append((config, run))
             continue
