@@ -29,6 +29,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
     """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
     from tnlib.learning.heads import point_estimates
     from tnlib.learning.split_planning import chosen_instances, planning_instances
+
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []
     for config in sweep.train_configs():

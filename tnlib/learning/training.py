@@ -55,7 +55,8 @@ from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
-from tnlib.files import atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message, read_jsonl, shown_path
+from tnlib.files import (atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message, read_jsonl,
+                         shown_path)
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
