@@ -311,8 +311,10 @@ def test_agrees_with_scipy_in_moderate_regimes(params):
     np.testing.assert_allclose(d.cdf(xt).numpy(), ref.cdf(xs), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(d.mean.item(), ref.mean(), rtol=1e-9)
     np.testing.assert_allclose(d.variance.item(), ref.var(), rtol=1e-8)
-    if np.isfinite(ref.entropy()):  # scipy 1.17 returns nan for some one-sided cases
-        np.testing.assert_allclose(d.entropy().item(), ref.entropy(), rtol=1e-8)
+    with np.errstate(invalid="ignore"):  # scipy forms inf * 0 at an infinite bound and returns nan there
+        ref_entropy = ref.entropy()
+    if np.isfinite(ref_entropy):  # one-sided cases: the entropy is checked against mpmath elsewhere
+        np.testing.assert_allclose(d.entropy().item(), ref_entropy, rtol=1e-8)
     ps = np.array([0.01, 0.3, 0.5, 0.9, 0.999])
     np.testing.assert_allclose(d.icdf(torch.tensor(ps)).numpy(), ref.ppf(ps), rtol=1e-8)
 
