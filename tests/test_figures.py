@@ -213,6 +213,14 @@ def test_regression_figures():
     assert bars.data[2].x[:2] == (None, None)  # only the truncated model has a TN mean
     scatter = figures.prediction_scatter_figure(result, max_points=20)
     assert len(scatter.data) == 1 + len(synthetic_regression.MODEL_LABELS) + 1
+    calibration = figures.calibration_figure(result)
+    bars = [trace for trace in calibration.data if trace.type == "bar"]
+    assert len(bars) == len(synthetic_regression.MODEL_LABELS)
+    for trace, kind in zip(bars, synthetic_regression.MODEL_LABELS):  # densities: each panel's bars average 1
+        counts = np.histogram(result.calibration[kind].pit, bins=figures.PIT_BINS, range=(0, 1))[0]
+        np.testing.assert_allclose(trace.y, counts / counts.sum() * figures.PIT_BINS)
+    assert [trace.name for trace in calibration.data if trace.showlegend] == [*figures.PIT_LABELS.values(),
+                                                                             "calibrated (uniform)"]
     assert all(len(trace.x) == 20 for trace in scatter.data[:-1])
 
 

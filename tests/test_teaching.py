@@ -256,6 +256,71 @@ def test_the_fair_comparison_over_the_notebooks_seeds():
         synthetic_regression.compare_over_seeds([0])
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_calibration_claims_of_the_classroom_notebook(seed):
+    """Each assertion is a bullet of "What to look for" in the classroom notebook's section 8b."""
+    result = synthetic_regression.run_synthetic_regression(seed=seed)  # the notebook's defaults
+    check = result.calibration
+
+    def pit_density(values):
+        return np.histogram(values, bins=10, range=(0, 1))[0] / len(values) * 10
+
+    # the MSE model is over-confident: U-shaped, its 90% intervals hold about 62% of the states
+    mse = pit_density(check["gaussian_mse"].pit)
+    assert min(mse[0], mse[-1]) > 2 * max(mse[2:8]) and 0.55 < check["gaussian_mse"].coverage[0.9] < 0.7
+    # the learned Gaussian is calibrated but wide and puts about a quarter of its mass below l
+    gaussian = check["gaussian"]
+    assert all(abs(gaussian.coverage[level] - level) < 0.05 for level in synthetic_regression.COVERAGE_LEVELS)
+    assert 0.2 < gaussian.mass_below_bound < 0.3
+    # the Truncated Gaussian: nearly calibrated, less than half as wide, nothing below l - eps
+    truncated = check["truncated"]
+    assert all(abs(truncated.coverage[level] - level) < 0.07 for level in synthetic_regression.COVERAGE_LEVELS)
+    assert 2 * truncated.mean_width[0.9] < gaussian.mean_width[0.9] and truncated.mass_below_bound == 0.0
+    # its naive PIT piles up below 0.2 (the states at their bound); the randomised one does not
+    assert np.mean(truncated.naive_pit < 0.2) > 0.35 and np.mean(truncated.pit < 0.2) < 0.25
+
+
+def test_calibration_matches_scipy_for_both_distributions():
+    """The randomised PIT, coverage, interval widths and mass below the bound against scipy's norm and truncnorm
+    on the same uniforms."""
+    from torch.distributions import Normal
+
+    from tnlib.distributions import TruncatedNormal
+
+    rng = np.random.default_rng(3)
+    mu, sigma = rng.normal(5.0, 3.0, 400), rng.uniform(0.3, 3.0, 400)
+    cost = np.round(np.maximum(rng.normal(5.0, 3.0, 400), 0.0))
+    bound = np.maximum(cost - rng.integers(0, 3, 400), 0.0)
+    uniforms = torch.rand(400, generator=torch.Generator().manual_seed(11), dtype=torch.float64).numpy()
+    t = {name: torch.tensor(v, dtype=torch.float64) for name, v in
+         (("mu", mu), ("sigma", sigma), ("cost", cost), ("bound", bound))}
+    low = bound - 0.1
+    alpha = (low - mu) / sigma
+    cases = [(Normal(t["mu"], t["sigma"]), scipy.stats.norm(mu, sigma)),
+             (TruncatedNormal(t["mu"], t["sigma"], t["bound"] - 0.1, torch.full((400,), math.inf, dtype=torch.float64)),
+              truncnorm(alpha, np.inf, loc=mu, scale=sigma))]
+    for ours, theirs in cases:
+        check = synthetic_regression.calibration(ours, t["cost"], t["bound"], torch.Generator().manual_seed(11))
+        below, above = theirs.cdf(cost - 0.5), theirs.cdf(cost + 0.5)
+        pit = below + uniforms * (above - below)
+        np.testing.assert_allclose(check.pit, pit, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(check.naive_pit, theirs.cdf(cost), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(check.mass_below_bound, theirs.cdf(bound - 0.5).mean(), rtol=1e-9, atol=1e-12)
+        for level in synthetic_regression.COVERAGE_LEVELS:
+            assert check.coverage[level] == np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))
+            start, end = theirs.ppf((1 - level) / 2), theirs.ppf((1 + level) / 2)
+            np.testing.assert_allclose(check.mean_width[level], np.mean(end - start), rtol=1e-8)
+
+
+def test_calibration_table_lists_every_model_and_level():
+    result = synthetic_regression.run_synthetic_regression(seed=0, num_train=40, num_test=30, steps=4)
+    text = synthetic_regression.format_calibration_table(result)
+    assert all(label in text for label in synthetic_regression.MODEL_LABELS.values())
+    assert all(f"{level:.0%} interval" in text for level in synthetic_regression.COVERAGE_LEVELS)
+    coverage = result.calibration["truncated"].coverage[0.5]
+    assert f"{coverage:.1%}" in text.splitlines()[-1]
+
+
 def test_the_best_possible_estimate_is_the_conditional_mean_of_the_generator():
     """E[h* | z, l] against a Monte Carlo estimate: many draws of the generator at fixed features, grouped by l."""
     generator = torch.Generator().manual_seed(3)
@@ -485,8 +550,9 @@ def test_the_truncated_gaussian_fits_the_real_gaps_better_than_the_gaussian():
 
 
 def test_the_exercises_checks_hold():
-    """The asserts under the solutions of exercises 1, 2, 3 and 6 (exercises 4, 5 and 8 have tests of their own)."""
-    from scipy.stats import laplace
+    """The asserts under the solutions of exercises 1, 2, 3, 6 and 9 (exercises 4, 5 and 8 have tests of their
+    own)."""
+    from scipy.stats import laplace, norm, poisson
 
     x, mu = 2.5, 1.0
     assert abs(-laplace.logpdf(x, loc=mu, scale=1.0) - (abs(x - mu) + np.log(2))) < 1e-12
@@ -497,6 +563,13 @@ def test_the_exercises_checks_hold():
     assert abs(float(demo_tensors.truncated_normal(0.0, 1.0, 0.0, np.inf).mean) - np.sqrt(2 / np.pi)) < 1e-12
     train, test = label_gaps.label_gaps(None, split="train"), label_gaps.label_gaps(None, split="test")
     assert all(b.exact_fraction() < a.exact_fraction() for a, b in zip(train, test))
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 2.0, 100_000)
+    assert np.abs(np.histogram(norm.cdf(x, 3.0, 2.0), bins=10, range=(0, 1))[0] / x.size - 0.1).max() < 0.01
+    v = rng.poisson(3.0, 100_000)
+    assert np.abs(np.histogram(poisson.cdf(v, 3.0), bins=10, range=(0, 1))[0] / v.size - 0.1).max() > 0.05
+    u = poisson.cdf(v - 1, 3.0) + rng.random(v.size) * poisson.pmf(v, 3.0)
+    assert np.abs(np.histogram(u, bins=10, range=(0, 1))[0] / v.size - 0.1).max() < 0.01
 
 
 # The explorer's answers to its "things to try", each against scipy.

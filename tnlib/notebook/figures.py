@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -444,6 +445,42 @@ def point_estimate_figure(result: synthetic_regression.RegressionResult) -> go.F
     figure.update_layout(barmode="group", title="Test MSE of each point estimate (lower is better)",
                          xaxis_title="test MSE", template="plotly_white", height=120 + 90 * len(models),
                          legend=dict(traceorder="normal"))
+    return figure
+
+
+# The PIT histograms' bins: ten, so that a calibrated model's bars each hold about a tenth of the states.
+PIT_BINS = 10
+PIT_LABELS = {"pit": "randomised PIT (h* an integer)", "naive": "naive PIT F(h*)"}
+
+
+def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
+    """One panel per model: the histogram of its randomised PIT values on the test states (bars; flat at 1 for a
+    calibrated model, U-shaped for an over-confident one, humped for an under-confident one) and, as a grey line,
+    the naive PIT F(h*) that ignores h* being an integer."""
+    from plotly.subplots import make_subplots
+
+    kinds = list(synthetic_regression.MODEL_LABELS)
+    figure = make_subplots(rows=1, cols=len(kinds), shared_yaxes=True, horizontal_spacing=0.03,
+                           subplot_titles=["<br>".join(textwrap.wrap(synthetic_regression.MODEL_LABELS[k], 28))
+                                           for k in kinds])  # plotly's titles do not wrap
+    edges = np.linspace(0.0, 1.0, PIT_BINS + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    for column, kind in enumerate(kinds, start=1):
+        check = result.calibration[kind]
+        for key, values in (("pit", check.pit), ("naive", check.naive_pit)):
+            density = np.histogram(values, bins=edges)[0] / len(values) * PIT_BINS
+            trace = go.Bar(x=centres, y=density, width=1 / PIT_BINS, marker_color=_COLORS[0]) if key == "pit" \
+                else go.Scatter(x=centres, y=density, mode="lines+markers", line=dict(color="gray", shape="hvh"))
+            trace.update(name=PIT_LABELS[key], legendgroup=key, showlegend=column == 1)
+            figure.add_trace(trace, row=1, col=column)
+        figure.add_trace(go.Scatter(x=[0, 1], y=[1, 1], mode="lines", line=dict(color="black", dash="dash", width=1),
+                                    name="calibrated (uniform)", legendgroup="uniform", showlegend=column == 1),
+                         row=1, col=column)
+        figure.update_xaxes(range=[0, 1], tickvals=[0, 0.5, 1], title_text="PIT", row=1, col=column)
+    figure.update_yaxes(title_text="density", row=1, col=1)
+    figure.update_layout(title=dict(text="Calibration: histograms of the PIT on the test states", **_TITLE_AT_THE_TOP),
+                         template="plotly_white", height=420, bargap=0.05,
+                         legend=dict(orientation="h", yanchor="top", y=-0.2))
     return figure
 
 

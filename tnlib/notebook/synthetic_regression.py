@@ -112,6 +112,53 @@ class _HeuristicNetwork(torch.nn.Module):
         return mu, sigma
 
 
+#: Nominal levels of the central prediction intervals whose coverage the calibration check reads.
+COVERAGE_LEVELS = (0.5, 0.8, 0.9, 0.95)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Whether one model's predicted distribution of h* tells the truth about the test states.
+
+    h* is an integer and the predicted distributions are continuous, so h* is read as the predicted X rounded to
+    the nearest integer: a state's probability integral transform (PIT) is drawn uniformly between F(h* - 1/2) and
+    F(h* + 1/2), the randomised PIT of a discrete outcome. A calibrated model makes these values uniform on
+    [0, 1], and its central p-interval then holds a share p of the states (``coverage``). Calibration is not
+    sharpness: ``mean_width`` is the central p-interval's mean width, the narrower the more the model says.
+    ``naive_pit`` is F(h*) itself, what the check shows when h* is taken for a continuous value;
+    ``mass_below_bound`` is the mean P(X < l - 1/2), the probability the model puts on costs below the admissible
+    bound, which no state has."""
+
+    pit: np.ndarray = field(repr=False)
+    naive_pit: np.ndarray = field(repr=False)
+    coverage: dict[float, float]
+    mean_width: dict[float, float]
+    mass_below_bound: float
+
+
+def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Tensor,
+                generator: torch.Generator) -> Calibration:
+    """:class:`Calibration` of ``distribution`` (a torch Normal or TruncatedNormal, one element per state) against
+    the states' ``optimal_cost``; ``generator`` draws the randomised PIT's uniforms."""
+    support = distribution.support
+
+    def cdf(x: torch.Tensor) -> torch.Tensor:  # also outside a truncated support, where it is 0 or 1
+        if hasattr(support, "lower_bound"):
+            x = torch.minimum(torch.maximum(x, support.lower_bound), support.upper_bound)
+        return distribution.cdf(x)
+
+    below, above = cdf(optimal_cost - 0.5), cdf(optimal_cost + 0.5)
+    uniforms = torch.rand(optimal_cost.shape, generator=generator, dtype=optimal_cost.dtype)
+    pit = (below + uniforms * (above - below)).numpy()
+    coverage = {level: float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2)))
+                for level in COVERAGE_LEVELS}
+    mean_width = {level: float((distribution.icdf(torch.full_like(optimal_cost, (1 + level) / 2))
+                                - distribution.icdf(torch.full_like(optimal_cost, (1 - level) / 2))).mean())
+                  for level in COVERAGE_LEVELS}
+    return Calibration(pit=pit, naive_pit=cdf(optimal_cost).numpy(), coverage=coverage,
+                       mean_width=mean_width, mass_below_bound=float(cdf(lower_bound - 0.5).mean()))
+
+
 @dataclass
 class RegressionResult:
     """What :func:`run_synthetic_regression` measured.
@@ -121,7 +168,8 @@ class RegressionResult:
     training loss at the same steps. ``test_mse[model][estimate]`` compares the point estimates after
     training (``truncated_mean`` only for the truncated model). ``lower_bound_mse`` is the MSE of using l
     itself; ``truncated_mean_minus_bound`` is the smallest ``TN mean - l`` over the test states; ``best_mse`` the
-    test MSE of the best possible predictor from features and l, :func:`bayes_optimal_cost`.
+    test MSE of the best possible predictor from features and l, :func:`bayes_optimal_cost`; ``calibration[model]``
+    how well the model's whole predicted distribution fits the test states (:class:`Calibration`).
     """
 
     recorded_steps: list[int]
@@ -134,6 +182,7 @@ class RegressionResult:
     test_optimal_cost: np.ndarray = field(repr=False)
     test_lower_bound: np.ndarray = field(repr=False)
     test_heuristic: dict[str, np.ndarray] = field(repr=False)
+    calibration: dict[str, Calibration] = field(repr=False)
 
 
 def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
@@ -185,6 +234,7 @@ def _run_synthetic_regression(
     train_nll: dict[str, list[float]] = {}
     test_mse: dict[str, dict[str, float]] = {}
     test_heuristic: dict[str, np.ndarray] = {}
+    calibrations: dict[str, Calibration] = {}
     truncated_margin = math.inf
     for kind in MODEL_LABELS:
         # Same initial weights for every model (seeded per run, isolated from the global RNG).
@@ -224,6 +274,10 @@ def _run_synthetic_regression(
             truncated_margin = float((planning - test.lower_bound).min())
         test_mse[kind] = {name: float(((value - test.optimal_cost) ** 2).mean()) for name, value in estimates.items()}
         test_heuristic[kind] = planning.numpy()
+        with torch.no_grad():  # every model's PIT from the same uniforms: their differences are the models'
+            calibrations[kind] = calibration(_model_distribution(kind, mu, sigma, test.lower_bound, open_bound_margin),
+                                             test.optimal_cost, test.lower_bound,
+                                             torch.Generator().manual_seed(seed * 1000 + 29))
 
     return RegressionResult(
         recorded_steps=recorded_steps,
@@ -236,6 +290,7 @@ def _run_synthetic_regression(
         test_optimal_cost=test.optimal_cost.numpy(),
         test_lower_bound=test.lower_bound.numpy(),
         test_heuristic=test_heuristic,
+        calibration=calibrations,
     )
 
 
@@ -325,4 +380,19 @@ def format_regression_table(result: RegressionResult) -> str:
         )
         lines.append(f"{label:<54s}{cells}")
     lines.append(f"{'the admissible bound l alone':<54s}{result.lower_bound_mse:12.3f}")
+    return "\n".join(lines)
+
+
+def format_calibration_table(result: RegressionResult) -> str:
+    """Per model, the share of test states inside its central prediction intervals (randomised PIT, see
+    :class:`Calibration`) at each of :data:`COVERAGE_LEVELS`, the 90% interval's mean width and the probability
+    the model puts below l - 1/2."""
+    header = f"{'model':<54s}" + "".join(f"{f'{level:.0%} interval':>14s}" for level in COVERAGE_LEVELS) \
+        + f"{'90% width':>11s}{'P(below l)':>12s}"
+    lines = ["share of test states inside each central prediction interval (calibrated: the nominal share)",
+             header, "-" * len(header)]
+    for kind, label in MODEL_LABELS.items():
+        check = result.calibration[kind]
+        lines.append(f"{label:<54s}" + "".join(f"{check.coverage[level]:14.1%}" for level in COVERAGE_LEVELS)
+                     + f"{check.mean_width[0.9]:11.2f}{check.mass_below_bound:12.1%}")
     return "\n".join(lines)
