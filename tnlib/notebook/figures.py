@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -460,27 +459,31 @@ def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figu
     from plotly.subplots import make_subplots
 
     kinds = list(synthetic_regression.MODEL_LABELS)
-    figure = make_subplots(rows=1, cols=len(kinds), shared_yaxes=True, horizontal_spacing=0.03,
-                           subplot_titles=["<br>".join(textwrap.wrap(synthetic_regression.MODEL_LABELS[k], 28))
-                                           for k in kinds])  # plotly's titles do not wrap
+    # two by two: four panels side by side leave each title a quarter of a notebook's width, where they overlapped
+    figure = make_subplots(rows=2, cols=2, shared_yaxes=True, horizontal_spacing=0.06, vertical_spacing=0.2,
+                           subplot_titles=[synthetic_regression.MODEL_LABELS[k] for k in kinds])
     edges = np.linspace(0.0, 1.0, PIT_BINS + 1)
     centres = (edges[:-1] + edges[1:]) / 2
-    for column, kind in enumerate(kinds, start=1):
+    for index, kind in enumerate(kinds):
+        row, column = divmod(index, 2)
+        row, column = row + 1, column + 1
         check = result.calibration[kind]
         for key, values in (("pit", check.pit), ("naive", check.naive_pit)):
             density = np.histogram(values, bins=edges)[0] / len(values) * PIT_BINS
             trace = go.Bar(x=centres, y=density, width=1 / PIT_BINS, marker_color=_COLORS[0]) if key == "pit" \
                 else go.Scatter(x=centres, y=density, mode="lines+markers", line=dict(color="gray", shape="hvh"))
-            trace.update(name=PIT_LABELS[key], legendgroup=key, showlegend=column == 1)
-            figure.add_trace(trace, row=1, col=column)
+            trace.update(name=PIT_LABELS[key], legendgroup=key, showlegend=index == 0)
+            figure.add_trace(trace, row=row, col=column)
         figure.add_trace(go.Scatter(x=[0, 1], y=[1, 1], mode="lines", line=dict(color="black", dash="dash", width=1),
-                                    name="calibrated (uniform)", legendgroup="uniform", showlegend=column == 1),
-                         row=1, col=column)
-        figure.update_xaxes(range=[0, 1], tickvals=[0, 0.5, 1], title_text="PIT", row=1, col=column)
-    figure.update_yaxes(title_text="density", row=1, col=1)
+                                    name="calibrated (uniform)", legendgroup="uniform", showlegend=index == 0),
+                         row=row, col=column)
+        figure.update_xaxes(range=[0, 1], tickvals=[0, 0.5, 1], title_text="PIT", row=row, col=column)
+    for row in (1, 2):
+        figure.update_yaxes(title_text="density", row=row, col=1)
+    figure.update_annotations(font_size=13)  # the subplot titles: the longest fits half a notebook's width
     figure.update_layout(title=dict(text="Calibration: histograms of the PIT on the test states", **_TITLE_AT_THE_TOP),
-                         template="plotly_white", height=420, bargap=0.05,
-                         legend=dict(orientation="h", yanchor="top", y=-0.2))
+                         template="plotly_white", height=680, bargap=0.05,
+                         legend=dict(orientation="h", yanchor="top", y=-0.1))
     return figure
 
 

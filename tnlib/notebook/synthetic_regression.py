@@ -387,12 +387,13 @@ def format_calibration_table(result: RegressionResult) -> str:
     """Per model, the share of test states inside its central prediction intervals (randomised PIT, see
     :class:`Calibration`) at each of :data:`COVERAGE_LEVELS`, the 90% interval's mean width and the probability
     the model puts below l - 1/2."""
-    header = f"{'model':<54s}" + "".join(f"{f'{level:.0%} interval':>14s}" for level in COVERAGE_LEVELS) \
+    # narrow enough for JupyterLab's output area (about 115 characters) without wrapping
+    header = f"{'model':<54s}" + "".join(f"{f'{level:.0%}':>8s}" for level in COVERAGE_LEVELS) \
         + f"{'90% width':>11s}{'P(below l)':>12s}"
     lines = ["share of test states inside each central prediction interval (calibrated: the nominal share)",
              header, "-" * len(header)]
     for kind, label in MODEL_LABELS.items():
         check = result.calibration[kind]
-        lines.append(f"{label:<54s}" + "".join(f"{check.coverage[level]:14.1%}" for level in COVERAGE_LEVELS)
+        lines.append(f"{label:<54s}" + "".join(f"{check.coverage[level]:8.1%}" for level in COVERAGE_LEVELS)
                      + f"{check.mean_width[0.9]:11.2f}{check.mass_below_bound:12.1%}")
     return "\n".join(lines)
