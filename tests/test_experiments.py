@@ -226,6 +226,10 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
         sum(runs / 4 * (steps * step_seconds["hgn"][d] + overhead["hgn"])
             for d in sweep.domains) / 3600)
+    # the figures are of the models' default arguments, which the banner says when a sweep sets others
+    assert "default arguments" not in Sweep.preset(name, models=["hgn"]).describe()
+    means = Sweep.preset(name, models=["hgn"], model_args={"hgn": {"layout": "means"}}).describe()
+    assert "each model with its default arguments, not this sweep's model_args" in means
 
 
 def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():

@@ -318,9 +318,12 @@ class Sweep:
             if self.max_steps is not None and self.max_steps > self.steps:
                 took += (f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to "
                          "max_steps)")
+            # the step times are of each model's default arguments: another layout or size costs otherwise
+            arguments = "; each model with its default arguments, not this sweep's model_args" if any(
+                self.model_args.get(model) for model in self.models) else ""
             lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} "
                          f"on this project's shared 2-core machine (training per step, validation included: "
-                         f"{per_step}; {work} per run: {overhead})")
+                         f"{per_step}; {work} per run: {overhead}{arguments})")
         on_gpu = self.measured_gpu_hours()
         if on_gpu is not None:
             took = hours_phrase(on_gpu)
