@@ -411,6 +411,29 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     assert record["domains"] == ["ferry"] and record["steps"] == 24 and record["seeds"] == [0]
 
 
+def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instances(tmp_path, monkeypatch, capsys):
+    from tnlib.experiments.sweep import run_sweep
+
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    run = "gripper-linear-N-learn-ff-llmcut-s0"
+    run_sweep(_sweep(tmp_path / "quiet", distributions=("N",)), progress=False)
+    assert capsys.readouterr().err == ""
+    sweep = _sweep(tmp_path / "shown", distributions=("N",))
+    run_sweep(sweep, progress=True)  # the runs done only (a notebook's many short runs)
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/1 runs done",
+                                                                                    "sweep: 1/1 runs done"]
+    shown = _sweep(tmp_path / "shown-runs", distributions=("N",))
+    run_sweep(shown, progress=True, run_progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.startswith(f"{run}: 12/12 steps done") for line in lines), lines
+    for estimate in ("default", "clip"):
+        assert any(line.startswith(f"{run} {estimate}: 1/1 instances done") for line in lines), lines
+    assert lines[-1].startswith("sweep: 1/1 runs done")
+    run_sweep(shown, progress=True, run_progress=True)  # everything done: nothing of the run to show
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/1 runs done",
+                                                                                    "sweep: 1/1 runs done"]
+
+
 def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):
     from tnlib.experiments.sweep import write_sweep_file
 

@@ -74,7 +74,7 @@ def _run_sweep(args) -> int:
         return 0
     try:
         rows = run_sweep(sweep, scheduler=args.scheduler, accept_out_of_reach=args.accept_out_of_reach,
-                         trained_only=args.trained_only)
+                         trained_only=args.trained_only, run_progress=True)
     except DatasetError as err:
         raise CommandError(str(err)) from err
     for row in rows:

@@ -16,7 +16,8 @@ from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 class CellSettings:
     """Train until flat with ``max_steps`` (None: the configuration's steps; chunks of ``extend_steps``), then plan
     when ``plan``: on ``plan_on`` (the plan split, or a plan set), its first ``plan_per_cell`` instances of each grid
-    cell and at most ``plan_instances`` (None: all), under ``search``."""
+    cell and at most ``plan_instances`` (None: all), under ``search``. ``progress``: show the cell's training steps
+    and planned instances where it runs (a sweep in one process: its terminal, log or notebook)."""
 
     max_steps: int | None = None
     extend_steps: int = EXTEND_STEPS
@@ -25,3 +26,4 @@ class CellSettings:
     plan_per_cell: int | None = None
     plan_instances: int | None = None
     search: SearchSettings = PAPER_SEARCH
+    progress: bool = False

@@ -64,6 +64,7 @@ def _recorded_metrics(path: Path) -> dict | None:
 
 def _run_cell(config: dict, settings: CellSettings) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
+    config = {**config, "progress": settings.progress}
     run_dir = train(TrainConfig.from_dict(config)) if settings.max_steps is None else \
         train_until_flat(config, settings.max_steps, settings.extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
@@ -80,6 +81,7 @@ def _run_cell(config: dict, settings: CellSettings) -> dict:
     if settings.plan:
         for estimate in point_estimates(config["distribution"]):
             records = plan_split(run_dir, estimate, split=settings.plan_on, settings=settings.search,
-                                 instances=settings.plan_instances, per_cell=settings.plan_per_cell)
+                                 instances=settings.plan_instances, per_cell=settings.plan_per_cell,
+                                 progress=settings.progress)
             summary[f"coverage_{estimate}"] = summarize(records, settings.search.max_evaluations)["coverage"]
     return summary

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -590,14 +590,17 @@ def write_sweep_file(sweep: Sweep) -> dict:
 
 
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
-              progress: bool = True, accept_out_of_reach: bool = False, trained_only: bool = False) -> list[dict]:
+              progress: bool = True, accept_out_of_reach: bool = False, trained_only: bool = False,
+              run_progress: bool = False) -> list[dict]:
     """Run every cell of the sweep (resuming finished work) and the h_FF baselines; returns the cells' summaries.
 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
     so do cells out of reach unless ``accept_out_of_reach``. ``trained_only``: only the runs already trained and
     tested (``metrics-test.json``), none trained or started -- a planning process beside sweeps still training
-    the rest of the grid.
+    the rest of the grid. ``progress`` shows the runs done; ``run_progress`` also each run's training steps and
+    planned instances, in one process only (side by side their displays would mix): what a terminal running one long
+    sweep wants, not a notebook running many short runs.
     """
     # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
     from tnlib.experiments.cells import run_cell
@@ -609,7 +612,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     configs = sweep.train_configs()
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
-    settings = sweep.cell_settings
+    settings = replace(sweep.cell_settings, progress=run_progress and workers <= 1 and scheduler is None)
     # a line per finished run where the display is text (papermill, a log): runs take minutes each
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
     results = []

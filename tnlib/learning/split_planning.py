@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import tnlib.progress
+
 from tnlib.data.loading import load_split
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.schema import PLAN_SETS
@@ -65,8 +67,6 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     ``extra`` names (a learned heuristic's checkpoint digest). Records made otherwise -- an earlier limit, weights
     trained further since -- are dropped when it is opened, and their instances planned again; matching records
     are kept (resuming an interrupted split plans only what is missing)."""
-    from tqdm.auto import tqdm
-
     domain_file = resolve_domain(domain)
     chosen = chosen_instances(table, instances, per_cell)
     setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
@@ -75,14 +75,18 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
     if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
         atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
-    for instance in tqdm(chosen, desc=desc, disable=not progress, leave=False):
+    waiting = [i for i in chosen if table.problem_path(i).name not in done]
+    # looked up at each call (not imported by name): notebooks and tests replace the display
+    bar = tnlib.progress.progress(len(chosen), desc, unit="instances", initial=len(chosen) - len(waiting),
+                                  disable=not progress or not waiting, leave=False)
+    for instance in waiting:
         problem = table.problem_path(instance)
-        if problem.name in done:
-            continue
         record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, settings)
         record.update(instance=instance, **extra)
         append_jsonl(out, record)
         done[problem.name] = record
+        bar.update(1)
+    bar.close()
     return [done[table.problem_path(i).name] for i in chosen]
 
 

@@ -535,8 +535,8 @@ def train(
     if on_start is not None:
         on_start(step)
     # looked up at each call (not imported by name): notebooks and tests replace the display
-    bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, disable=not config.progress,
-                                  leave=False)
+    bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, leave=False,
+                                  disable=not config.progress or step >= config.steps)  # trained: nothing to show
     model.train()
     while step < config.steps:
         rows = torch.randint(len(train_data), (config.batch_size,), generator=sampler).tolist()
