@@ -169,6 +169,8 @@ def test_train_checks_model_arguments_against_the_constructor(argument, message,
     (["train", "--eval-batch-size", "0"], "--eval-batch-size must be an integer >= 1, got 0"),
     (["sweep", "--steps", "0", "--dry-run"], "--steps must be an integer >= 1, got 0"),
     (["sweep", "--seeds", "-1", "--dry-run"], "--seeds must be whole numbers >= 0, got -1"),
+    (["sweep", "--preset", "paper-scale", "--trained-only"], "--trained-only plans the runs already trained and "
+     "tested, and this sweep does not plan (its preset's or --no-plan): add --plan"),
 ])
 def test_validation_errors_name_the_flag(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "runs")]) == 2

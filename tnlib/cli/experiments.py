@@ -68,6 +68,9 @@ def _run_sweep(args) -> int:
         sweep = Sweep.from_parameters(preset=args.preset, **config_values(args, Sweep, SWEEP_FLAGS))
     except ValueError as err:
         raise CommandError(name_flags(str(err), Sweep, SWEEP_FLAGS)) from err
+    if args.trained_only and not sweep.plan:
+        raise CommandError("--trained-only plans the runs already trained and tested, and this sweep does not plan "
+                           "(its preset's or --no-plan): add --plan")
     print(sweep.describe(), file=sys.stderr, flush=True)
     print("\n".join(sweep.data_lines() + sweep_standing(sweep)), file=sys.stderr, flush=True)
     if args.dry_run:
