@@ -19,6 +19,7 @@ from tnlib.notebook import (
     notebook_parameters,
     synthetic_regression,
 )
+from tnlib.learning.calibration import COVERAGE_LEVELS
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 
@@ -270,46 +271,14 @@ def test_calibration_claims_of_the_classroom_notebook(seed):
     assert min(mse[0], mse[-1]) > 2 * max(mse[2:8]) and 0.55 < check["gaussian_mse"].coverage[0.9] < 0.7
     # the learned Gaussian is calibrated but wide and puts about a quarter of its mass below l
     gaussian = check["gaussian"]
-    assert all(abs(gaussian.coverage[level] - level) < 0.05 for level in synthetic_regression.COVERAGE_LEVELS)
+    assert all(abs(gaussian.coverage[level] - level) < 0.05 for level in COVERAGE_LEVELS)
     assert 0.2 < gaussian.mass_below_bound < 0.3
     # the Truncated Gaussian: nearly calibrated, less than half as wide, nothing below l - eps
     truncated = check["truncated"]
-    assert all(abs(truncated.coverage[level] - level) < 0.07 for level in synthetic_regression.COVERAGE_LEVELS)
+    assert all(abs(truncated.coverage[level] - level) < 0.07 for level in COVERAGE_LEVELS)
     assert 2 * truncated.mean_width[0.9] < gaussian.mean_width[0.9] and truncated.mass_below_bound == 0.0
     # its naive PIT piles up below 0.2 (the states at their bound); the randomised one does not
     assert np.mean(truncated.naive_pit < 0.2) > 0.35 and np.mean(truncated.pit < 0.2) < 0.25
-
-
-def test_calibration_matches_scipy_for_both_distributions():
-    """The randomised PIT, coverage, interval widths and mass below the bound against scipy's norm and truncnorm
-    on the same uniforms."""
-    from torch.distributions import Normal
-
-    from tnlib.distributions import TruncatedNormal
-
-    rng = np.random.default_rng(3)
-    mu, sigma = rng.normal(5.0, 3.0, 400), rng.uniform(0.3, 3.0, 400)
-    cost = np.round(np.maximum(rng.normal(5.0, 3.0, 400), 0.0))
-    bound = np.maximum(cost - rng.integers(0, 3, 400), 0.0)
-    uniforms = torch.rand(400, generator=torch.Generator().manual_seed(11), dtype=torch.float64).numpy()
-    t = {name: torch.tensor(v, dtype=torch.float64) for name, v in
-         (("mu", mu), ("sigma", sigma), ("cost", cost), ("bound", bound))}
-    low = bound - 0.1
-    alpha = (low - mu) / sigma
-    cases = [(Normal(t["mu"], t["sigma"]), scipy.stats.norm(mu, sigma)),
-             (TruncatedNormal(t["mu"], t["sigma"], t["bound"] - 0.1, torch.full((400,), math.inf, dtype=torch.float64)),
-              truncnorm(alpha, np.inf, loc=mu, scale=sigma))]
-    for ours, theirs in cases:
-        check = synthetic_regression.calibration(ours, t["cost"], t["bound"], torch.Generator().manual_seed(11))
-        below, above = theirs.cdf(cost - 0.5), theirs.cdf(cost + 0.5)
-        pit = below + uniforms * (above - below)
-        np.testing.assert_allclose(check.pit, pit, rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(check.naive_pit, theirs.cdf(cost), rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(check.mass_below_bound, theirs.cdf(bound - 0.5).mean(), rtol=1e-9, atol=1e-12)
-        for level in synthetic_regression.COVERAGE_LEVELS:
-            assert check.coverage[level] == np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))
-            start, end = theirs.ppf((1 - level) / 2), theirs.ppf((1 + level) / 2)
-            np.testing.assert_allclose(check.mean_width[level], np.mean(end - start), rtol=1e-8)
 
 
 def test_calibration_table_lists_every_model_and_level():
@@ -317,8 +286,8 @@ def test_calibration_table_lists_every_model_and_level():
     text = synthetic_regression.format_calibration_table(result)
     assert all(label in text for label in synthetic_regression.MODEL_LABELS.values())
     header = text.splitlines()[1].split()
-    assert header[1:1 + len(synthetic_regression.COVERAGE_LEVELS)] == [
-        f"{level:.0%}" for level in synthetic_regression.COVERAGE_LEVELS]
+    assert header[1:1 + len(COVERAGE_LEVELS)] == [
+        f"{level:.0%}" for level in COVERAGE_LEVELS]
     assert max(len(line) for line in text.splitlines()) <= 115  # JupyterLab's output area does not wrap it
     coverage = result.calibration["truncated"].coverage[0.5]
     assert f"{coverage:.1%}" in text.splitlines()[-1]

@@ -12,6 +12,7 @@ from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.seed_statistics import paired_interval
+from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, calibration
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
 from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
 from tnlib.paper import FIXED_SIGMA
@@ -110,53 +111,6 @@ class _HeuristicNetwork(torch.nn.Module):
         mu = _COST_CENTRE + _COST_SPREAD * output[:, 0]
         sigma = torch.nn.functional.softplus(output[:, 1]) + 1e-2  # floor keeps the NLL finite
         return mu, sigma
-
-
-#: Nominal levels of the central prediction intervals whose coverage the calibration check reads.
-COVERAGE_LEVELS = (0.5, 0.8, 0.9, 0.95)
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Whether one model's predicted distribution of h* tells the truth about the test states.
-
-    h* is an integer and the predicted distributions are continuous, so h* is read as the predicted X rounded to
-    the nearest integer: a state's probability integral transform (PIT) is drawn uniformly between F(h* - 1/2) and
-    F(h* + 1/2), the randomised PIT of a discrete outcome. A calibrated model makes these values uniform on
-    [0, 1], and its central p-interval then holds a share p of the states (``coverage``). Calibration is not
-    sharpness: ``mean_width`` is the central p-interval's mean width, the narrower the more the model says.
-    ``naive_pit`` is F(h*) itself, what the check shows when h* is taken for a continuous value;
-    ``mass_below_bound`` is the mean P(X < l - 1/2), the probability the model puts on costs below the admissible
-    bound, which no state has."""
-
-    pit: np.ndarray = field(repr=False)
-    naive_pit: np.ndarray = field(repr=False)
-    coverage: dict[float, float]
-    mean_width: dict[float, float]
-    mass_below_bound: float
-
-
-def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Tensor,
-                generator: torch.Generator) -> Calibration:
-    """:class:`Calibration` of ``distribution`` (a torch Normal or TruncatedNormal, one element per state) against
-    the states' ``optimal_cost``; ``generator`` draws the randomised PIT's uniforms."""
-    support = distribution.support
-
-    def cdf(x: torch.Tensor) -> torch.Tensor:  # also outside a truncated support, where it is 0 or 1
-        if hasattr(support, "lower_bound"):
-            x = torch.minimum(torch.maximum(x, support.lower_bound), support.upper_bound)
-        return distribution.cdf(x)
-
-    below, above = cdf(optimal_cost - 0.5), cdf(optimal_cost + 0.5)
-    uniforms = torch.rand(optimal_cost.shape, generator=generator, dtype=optimal_cost.dtype)
-    pit = (below + uniforms * (above - below)).numpy()
-    coverage = {level: float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2)))
-                for level in COVERAGE_LEVELS}
-    mean_width = {level: float((distribution.icdf(torch.full_like(optimal_cost, (1 + level) / 2))
-                                - distribution.icdf(torch.full_like(optimal_cost, (1 - level) / 2))).mean())
-                  for level in COVERAGE_LEVELS}
-    return Calibration(pit=pit, naive_pit=cdf(optimal_cost).numpy(), coverage=coverage,
-                       mean_width=mean_width, mass_below_bound=float(cdf(lower_bound - 0.5).mean()))
 
 
 @dataclass

@@ -1,0 +1,82 @@
+"""Calibration and sharpness of predicted distributions of h* (tnlib.learning.calibration): the randomised PIT,
+interval coverage and widths against scipy, on arrays and on a trained run's test split."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+from torch.distributions import Normal
+
+from tnlib.distributions import TruncatedNormal
+from tnlib.experiments.sweep import Sweep
+from tnlib.learning.calibration import COVERAGE_LEVELS, calibration, run_calibration
+from tnlib.learning.training import (TrainConfig, checkpoint_encoder, encode_all, load_checkpoint, load_items,
+                                     predict, train)
+from tnlib.paper import OPEN_BOUND_EPSILON
+
+
+def _against_scipy(check, theirs, cost: np.ndarray, bound: np.ndarray, uniforms: np.ndarray) -> None:
+    below, above = theirs.cdf(cost - 0.5), theirs.cdf(cost + 0.5)
+    pit = below + uniforms * (above - below)
+    np.testing.assert_allclose(check.pit, pit, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(check.naive_pit, theirs.cdf(cost), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(check.mass_below_bound, theirs.cdf(bound - 0.5).mean(), rtol=1e-9, atol=1e-12)
+    for level in COVERAGE_LEVELS:
+        assert check.coverage[level] == np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))
+        start, end = theirs.ppf((1 - level) / 2), theirs.ppf((1 + level) / 2)
+        np.testing.assert_allclose(check.mean_width[level], np.mean(end - start), rtol=1e-8)
+
+
+def test_calibration_matches_scipy_for_both_distributions():
+    """On the same uniforms: a Gaussian, and a Truncated Gaussian whose support starts above some h* - 1/2 (its
+    CDF is 0 there, though the distribution validates its arguments)."""
+    rng = np.random.default_rng(3)
+    mu, sigma = rng.normal(5.0, 3.0, 400), rng.uniform(0.3, 3.0, 400)
+    cost = np.round(np.maximum(rng.normal(5.0, 3.0, 400), 0.0))
+    bound = np.maximum(cost - rng.integers(0, 3, 400), 0.0)
+    uniforms = torch.rand(400, generator=torch.Generator().manual_seed(11), dtype=torch.float64).numpy()
+    t = {name: torch.tensor(v, dtype=torch.float64) for name, v in
+         (("mu", mu), ("sigma", sigma), ("cost", cost), ("bound", bound))}
+    cases = [(Normal(t["mu"], t["sigma"]), scipy.stats.norm(mu, sigma)),
+             (TruncatedNormal(t["mu"], t["sigma"], t["bound"] - 0.1, torch.full((400,), math.inf, dtype=torch.float64)),
+              scipy.stats.truncnorm((bound - 0.1 - mu) / sigma, np.inf, loc=mu, scale=sigma))]
+    for ours, theirs in cases:
+        check = calibration(ours, t["cost"], t["bound"], torch.Generator().manual_seed(11))
+        _against_scipy(check, theirs, cost, bound, uniforms)
+
+
+def test_a_calibrated_model_has_uniform_pit_and_nominal_coverage():
+    """Integer outcomes drawn from the model itself (X rounded): the randomised PIT is uniform, the naive one is not."""
+    rng = np.random.default_rng(0)
+    mu, sigma = rng.uniform(2.0, 10.0, 20_000), rng.uniform(0.2, 2.0, 20_000)
+    cost = np.round(rng.normal(mu, sigma))
+    distribution = Normal(torch.tensor(mu), torch.tensor(sigma))
+    check = calibration(distribution, torch.tensor(cost), torch.zeros(20_000, dtype=torch.float64),
+                        torch.Generator().manual_seed(1))
+    assert all(abs(check.coverage[level] - level) < 0.015 for level in COVERAGE_LEVELS)
+    counts = np.histogram(check.pit, bins=10, range=(0, 1))[0] / len(cost)
+    assert np.abs(counts - 0.1).max() < 0.01
+    naive = np.histogram(check.naive_pit, bins=10, range=(0, 1))[0] / len(cost)
+    assert np.abs(naive - 0.1).max() > 0.02  # states with a small sigma put their F(h*) near 0.5
+
+
+@pytest.mark.parametrize("distribution", ["N", "TN"])
+def test_a_runs_calibration_is_that_of_its_predicted_distributions_on_the_split(tmp_path, distribution):
+    config = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs="learn/ff",
+                                   distributions=distribution, seeds=0, steps=30, eval_every=10, plan=False,
+                                   out_dir=str(tmp_path)).train_configs()[0]
+    run_dir = train(TrainConfig.from_dict(config))
+    check = run_calibration(run_dir, "test", seed=4)
+    model, head, train_config, saved = load_checkpoint(run_dir / "best.pt")
+    encoder = checkpoint_encoder(train_config, saved)
+    p = predict(model, head, encoder, encode_all(encoder, load_items(train_config, "test")), torch.device("cpu"))
+    mu, sigma, lower = (p[key].numpy() for key in ("mu", "sigma", "lower"))
+    cost = p["h_star"].numpy()
+    theirs = scipy.stats.norm(mu, sigma) if distribution == "N" else \
+        scipy.stats.truncnorm((lower - OPEN_BOUND_EPSILON - mu) / sigma, np.inf, loc=mu, scale=sigma)
+    uniforms = torch.rand(len(cost), generator=torch.Generator().manual_seed(4), dtype=torch.float64).numpy()
+    _against_scipy(check, theirs, cost, lower, uniforms)
+    assert len(check.pit) == len(cost) > 0
