@@ -80,3 +80,30 @@ def test_a_runs_calibration_is_that_of_its_predicted_distributions_on_the_split(
     uniforms = torch.rand(len(cost), generator=torch.Generator().manual_seed(4), dtype=torch.float64).numpy()
     _against_scipy(check, theirs, cost, lower, uniforms)
     assert len(check.pit) == len(cost) > 0
+
+
+def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuration(tmp_path):
+    from tnlib.experiments.calibration_summary import calibration_markdown, sweep_calibration
+    from tnlib.experiments.sweep import run_sweep
+    from tnlib.notebook import figures
+
+    sweep = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs=["learn/ff", "fixed/none"],
+                                  distributions=["N", "TN"], seeds=[0, 1], steps=20, eval_every=10, plan=False,
+                                  out_dir=str(tmp_path))
+    assert calibration_markdown(sweep_calibration(sweep)).startswith("*No run")  # nothing trained yet
+    run_sweep(sweep, progress=False)
+    rows = sweep_calibration(sweep)
+    assert [(row.config, row.distribution, row.seeds) for row in rows] == [
+        (("learn", "ff"), "N", (0, 1)), (("learn", "ff"), "TN", (0, 1))]  # a fixed sigma is left out
+    for row in rows:
+        runs = [run_calibration(sweep.run_folder(config).path, seed=config["seed"]) for config in sweep.train_configs()
+                if (config["sigma"], config["distribution"]) == ("learn", row.distribution)]
+        np.testing.assert_array_equal(row.calibration.pit, np.concatenate([check.pit for check in runs]))
+        for level in COVERAGE_LEVELS:
+            pit = row.calibration.pit
+            assert row.calibration.coverage[level] == np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))
+            assert row.calibration.mean_width[level] == pytest.approx(np.mean([c.mean_width[level] for c in runs]))
+    table = calibration_markdown(rows)
+    assert table.count("\n| ferry | linear | learn/ff |") == 2
+    (figure,) = figures.sweep_calibration_figures(rows)
+    assert [a.text for a in figure.layout.annotations] == ["ferry, N (seeds 0, 1)", "ferry, TN (seeds 0, 1)"]

@@ -9,6 +9,7 @@ synthetic data, the experiments notebook the second on the runs of a sweep.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,11 @@ class Calibration:
     mass_below_bound: float
 
 
+def _coverage(pit: np.ndarray) -> dict[float, float]:
+    """Per level p, the share of PIT values in the central interval [(1 - p) / 2, (1 + p) / 2]."""
+    return {level: float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))) for level in COVERAGE_LEVELS}
+
+
 def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Tensor,
                 generator: torch.Generator) -> Calibration:
     """:class:`Calibration` of ``distribution`` (a torch Normal or TruncatedNormal, one element per state) against
@@ -52,8 +58,7 @@ def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Ten
     below, above = cdf(optimal_cost - 0.5), cdf(optimal_cost + 0.5)
     uniforms = torch.rand(optimal_cost.shape, generator=generator, dtype=optimal_cost.dtype)
     pit = (below + uniforms * (above - below)).numpy()
-    coverage = {level: float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2)))
-                for level in COVERAGE_LEVELS}
+    coverage = _coverage(pit)
     mean_width = {level: float((distribution.icdf(torch.full_like(optimal_cost, (1 + level) / 2))
                                 - distribution.icdf(torch.full_like(optimal_cost, (1 - level) / 2))).mean())
                   for level in COVERAGE_LEVELS}
@@ -77,3 +82,16 @@ def run_calibration(checkpoint: str | os.PathLike, split: str = "test", seed: in
     p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device)
     distribution = Prediction(config.head.distribution, p["mu"], p["sigma"], p["lower"], p["upper"])
     return calibration(distribution.torch_distribution, p["h_star"], p["lower"], torch.Generator().manual_seed(seed))
+
+
+def pooled_calibration(checks: Sequence[Calibration]) -> Calibration:
+    """One :class:`Calibration` of several runs on the same states (seeds of one configuration): their PIT values
+    together, coverage counted over all of them, widths and the mass below the bound averaged."""
+    if not checks:
+        raise ValueError("no calibration to pool")
+    pit = np.concatenate([check.pit for check in checks])
+    return Calibration(pit=pit, naive_pit=np.concatenate([check.naive_pit for check in checks]),
+                       coverage=_coverage(pit),
+                       mean_width={level: float(np.mean([c.mean_width[level] for c in checks]))
+                                   for level in COVERAGE_LEVELS},
+                       mass_below_bound=float(np.mean([check.mass_below_bound for check in checks])))

@@ -22,7 +22,9 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
+from tnlib.experiments import calibration_summary
 from tnlib.experiments.reports import LOG_AXIS_TICKS
+from tnlib.learning.calibration import Calibration
 from tnlib.notebook import (
     classroom_demos,
     demo_tensors,
@@ -453,21 +455,39 @@ PIT_LABELS = {"pit": "randomised PIT (h* an integer)", "naive": "naive PIT F(h*)
 
 
 def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
-    """One panel per model: the histogram of its randomised PIT values on the test states (bars; flat at 1 for a
+    """The classroom's section 8b: :func:`pit_histograms_figure` of the synthetic regression's four models."""
+    return pit_histograms_figure({synthetic_regression.MODEL_LABELS[kind]: check
+                                  for kind, check in result.calibration.items()},
+                                 "Calibration: histograms of the PIT on the test states")
+
+
+def sweep_calibration_figures(rows: Sequence[calibration_summary.CalibrationRow]) -> list[go.Figure]:
+    """The experiments notebook's calibration: a :func:`pit_histograms_figure` per model and configuration of
+    ``rows`` (:func:`tnlib.experiments.calibration_summary.sweep_calibration`), a row of panels (N, TN) per domain,
+    each run's seeds pooled."""
+    groups: dict[tuple[str, tuple[str, str]], dict] = {}
+    for row in rows:
+        title = f"{row.domain}, {row.distribution} (seeds {', '.join(map(str, row.seeds))})"
+        groups.setdefault((row.model, tuple(row.config)), {})[title] = row.calibration
+    return [pit_histograms_figure(panels, f"Calibration of {model} {'/'.join(config)} on the test split: "
+                                          "histograms of the PIT")
+            for (model, config), panels in groups.items()]
+
+
+def pit_histograms_figure(panels: Mapping[str, Calibration], title: str, columns: int = 2) -> go.Figure:
+    """One panel per entry, ``columns`` to a row: the histogram of its randomised PIT values (bars; flat at 1 for a
     calibrated model, U-shaped for an over-confident one, humped for an under-confident one) and, as a grey line,
     the naive PIT F(h*) that ignores h* being an integer."""
     from plotly.subplots import make_subplots
 
-    kinds = list(synthetic_regression.MODEL_LABELS)
-    # two by two: four panels side by side leave each title a quarter of a notebook's width, where they overlapped
-    figure = make_subplots(rows=2, cols=2, shared_yaxes=True, horizontal_spacing=0.06, vertical_spacing=0.2,
-                           subplot_titles=[synthetic_regression.MODEL_LABELS[k] for k in kinds])
+    rows = max(1, math.ceil(len(panels) / columns))
+    # two to a row: four side by side left each title a quarter of a notebook's width, where they overlapped
+    figure = make_subplots(rows=rows, cols=columns, shared_yaxes=True, horizontal_spacing=0.06,
+                           vertical_spacing=min(0.2, 0.5 / rows), subplot_titles=list(panels))
     edges = np.linspace(0.0, 1.0, PIT_BINS + 1)
     centres = (edges[:-1] + edges[1:]) / 2
-    for index, kind in enumerate(kinds):
-        row, column = divmod(index, 2)
-        row, column = row + 1, column + 1
-        check = result.calibration[kind]
+    for index, check in enumerate(panels.values()):
+        row, column = index // columns + 1, index % columns + 1
         for key, values in (("pit", check.pit), ("naive", check.naive_pit)):
             density = np.histogram(values, bins=edges)[0] / len(values) * PIT_BINS
             trace = go.Bar(x=centres, y=density, width=1 / PIT_BINS, marker_color=_COLORS[0]) if key == "pit" \
@@ -478,12 +498,12 @@ def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figu
                                     name="calibrated (uniform)", legendgroup="uniform", showlegend=index == 0),
                          row=row, col=column)
         figure.update_xaxes(range=[0, 1], tickvals=[0, 0.5, 1], title_text="PIT", row=row, col=column)
-    for row in (1, 2):
+    for row in range(1, rows + 1):
         figure.update_yaxes(title_text="density", row=row, col=1)
     figure.update_annotations(font_size=13)  # the subplot titles: the longest fits half a notebook's width
-    figure.update_layout(title=dict(text="Calibration: histograms of the PIT on the test states", **_TITLE_AT_THE_TOP),
-                         template="plotly_white", height=680, bargap=0.05,
-                         legend=dict(orientation="h", yanchor="top", y=-0.1))
+    figure.update_layout(title=dict(text=title, **_TITLE_AT_THE_TOP), template="plotly_white",
+                         height=140 + 270 * rows, bargap=0.05,
+                         legend=dict(orientation="h", yanchor="top", y=-0.2 / rows))
     return figure
 
 

@@ -1,0 +1,60 @@
+"""How calibrated a sweep's trained runs are: their predicted distributions of h* checked on the test split.
+
+Beyond the paper, which reads only point estimates and the NLL: for every configuration with a learned sigma (a
+fixed sigma is a claim about the noise, not a prediction of it), the share of test states inside each run's
+central prediction intervals, their width and the probability put below the admissible bound
+(:mod:`tnlib.learning.calibration`), the seeds' states pooled. The experiments notebook shows the table and the PIT
+histograms (:func:`tnlib.notebook.figures.sweep_calibration_figure`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tnlib.experiments.sweep import Sweep
+from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """One configuration's calibration: ``config`` the (sigma, residual) pair, ``seeds`` the seeds whose tested runs
+    it pools into ``calibration``."""
+
+    domain: str
+    model: str
+    config: tuple[str, str]
+    distribution: str
+    seeds: tuple[int, ...]
+    calibration: Calibration
+
+
+def sweep_calibration(sweep: Sweep, split: str = "test") -> list[CalibrationRow]:
+    """A :class:`CalibrationRow` per (domain, model, learned-sigma configuration, distribution) of the sweep with at
+    least one run trained and tested in its results folder, in the sweep's order; each run's PIT draws its uniforms
+    from its seed."""
+    groups: dict[tuple, list[tuple[int, Calibration]]] = {}
+    for config in sweep.train_configs():
+        run = sweep.run_folder(config)
+        if config["sigma"] != "learn" or not run.metrics_file("test").is_file():
+            continue
+        key = (config["domain"], config["model"], (config["sigma"], config["residual"]), config["distribution"])
+        groups.setdefault(key, []).append((config["seed"], run_calibration(run.path, split, seed=config["seed"])))
+    return [CalibrationRow(*key, seeds=tuple(seed for seed, _ in runs),
+                           calibration=pooled_calibration([check for _, check in runs]))
+            for key, runs in groups.items()]
+
+
+def calibration_markdown(rows: list[CalibrationRow]) -> str:
+    """The rows as a Markdown table: coverage of each central interval (calibrated: its nominal share), the 90%
+    interval's mean width and the probability below l - 1/2."""
+    if not rows:
+        return "*No run with a learned sigma is trained and tested yet.*"
+    levels = " | ".join(f"{level:.0%}" for level in COVERAGE_LEVELS)
+    lines = [f"| domain | model | config | distribution | seeds | {levels} | 90% width | P(below l) |",
+             "|---|---|---|---|---|" + "---|" * len(COVERAGE_LEVELS) + "---|---|"]
+    for row in rows:
+        check = row.calibration
+        shares = " | ".join(f"{check.coverage[level]:.1%}" for level in COVERAGE_LEVELS)
+        lines.append(f"| {row.domain} | {row.model} | {'/'.join(row.config)} | {row.distribution} | "
+                     f"{', '.join(map(str, row.seeds))} | {shares} | {check.mean_width[0.9]:.2f} | "
+                     f"{check.mass_below_bound:.1%} |")
+    return "\n".join(lines)
