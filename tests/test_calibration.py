@@ -12,7 +12,7 @@ from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.sweep import Sweep
-from tnlib.learning.calibration import COVERAGE_LEVELS, calibration, run_calibration
+from tnlib.learning.calibration import COVERAGE_LEVELS, distribution_calibration, run_calibration
 from tnlib.learning.training import (TrainConfig, checkpoint_encoder, encode_all, load_checkpoint, load_items,
                                      predict, train)
 from tnlib.paper import OPEN_BOUND_EPSILON
@@ -44,7 +44,7 @@ def test_calibration_matches_scipy_for_both_distributions():
              (TruncatedNormal(t["mu"], t["sigma"], t["bound"] - 0.1, torch.full((400,), math.inf, dtype=torch.float64)),
               scipy.stats.truncnorm((bound - 0.1 - mu) / sigma, np.inf, loc=mu, scale=sigma))]
     for ours, theirs in cases:
-        check = calibration(ours, t["cost"], t["bound"], torch.Generator().manual_seed(11))
+        check = distribution_calibration(ours, t["cost"], t["bound"], torch.Generator().manual_seed(11))
         _against_scipy(check, theirs, cost, bound, uniforms)
 
 
@@ -54,8 +54,8 @@ def test_a_calibrated_model_has_uniform_pit_and_nominal_coverage():
     mu, sigma = rng.uniform(2.0, 10.0, 20_000), rng.uniform(0.2, 2.0, 20_000)
     cost = np.round(rng.normal(mu, sigma))
     distribution = Normal(torch.tensor(mu), torch.tensor(sigma))
-    check = calibration(distribution, torch.tensor(cost), torch.zeros(20_000, dtype=torch.float64),
-                        torch.Generator().manual_seed(1))
+    check = distribution_calibration(distribution, torch.tensor(cost), torch.zeros(20_000, dtype=torch.float64),
+                                     torch.Generator().manual_seed(1))
     assert all(abs(check.coverage[level] - level) < 0.015 for level in COVERAGE_LEVELS)
     counts = np.histogram(check.pit, bins=10, range=(0, 1))[0] / len(cost)
     assert np.abs(counts - 0.1).max() < 0.01

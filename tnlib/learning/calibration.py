@@ -2,7 +2,7 @@
 
 A model that predicts a distribution of h* (N or TN, :class:`tnlib.learning.heads.Prediction`) is calibrated when its
 probabilities are frequencies -- its 80% intervals hold h* for 80% of the states -- and sharp when those intervals
-are narrow. :func:`calibration` measures both for any torch distribution with a ``cdf`` and an ``icdf``;
+are narrow. :func:`distribution_calibration` measures both for any torch distribution with a ``cdf`` and an ``icdf``;
 :func:`run_calibration` for a trained run on a dataset split. The classroom notebook's section 8b reads the first on
 synthetic data, the experiments notebook the second on the runs of a sweep.
 """
@@ -44,16 +44,16 @@ def _coverage(pit: np.ndarray) -> dict[float, float]:
     return {level: float(np.mean((pit >= (1 - level) / 2) & (pit <= (1 + level) / 2))) for level in COVERAGE_LEVELS}
 
 
-def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Tensor,
-                generator: torch.Generator) -> Calibration:
+def distribution_calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Tensor,
+                             generator: torch.Generator) -> Calibration:
     """:class:`Calibration` of ``distribution`` (a torch Normal or TruncatedNormal, one element per state) against
     the states' ``optimal_cost``; ``generator`` draws the randomised PIT's uniforms."""
-    support = distribution.support
+    low, high = (getattr(distribution.support, end, None) for end in ("lower_bound", "upper_bound"))
 
     def cdf(x: torch.Tensor) -> torch.Tensor:  # also outside a truncated support, where it is 0 or 1
-        if hasattr(support, "lower_bound"):
-            x = torch.minimum(torch.maximum(x, support.lower_bound), support.upper_bound)
-        return distribution.cdf(x)
+        if low is None and high is None:
+            return distribution.cdf(x)
+        return distribution.cdf(torch.clamp(x, min=low, max=high))
 
     below, above = cdf(optimal_cost - 0.5), cdf(optimal_cost + 0.5)
     uniforms = torch.rand(optimal_cost.shape, generator=generator, dtype=optimal_cost.dtype)
@@ -68,7 +68,7 @@ def calibration(distribution, optimal_cost: torch.Tensor, lower_bound: torch.Ten
 
 def run_calibration(checkpoint: str | os.PathLike, split: str = "test", seed: int = 0, data_root: str | None = None,
                     device: str | None = None) -> Calibration:
-    """:func:`calibration` of a trained run's predicted distributions (a ``.pt`` file, or a run folder: its
+    """:func:`distribution_calibration` of a trained run's predicted distributions (a ``.pt`` file, or a run folder: its
     ``best.pt``) on a split's labelled states; ``seed`` draws the randomised PIT's uniforms. The bound is the
     run's lower bound l (LM-cut), also for a Gaussian, which ignores it."""
     from tnlib.learning.heads import Prediction
@@ -81,7 +81,8 @@ def run_calibration(checkpoint: str | os.PathLike, split: str = "test", seed: in
     items = load_items(config, split)
     p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device)
     distribution = Prediction(config.head.distribution, p["mu"], p["sigma"], p["lower"], p["upper"])
-    return calibration(distribution.torch_distribution, p["h_star"], p["lower"], torch.Generator().manual_seed(seed))
+    return distribution_calibration(distribution.torch_distribution, p["h_star"], p["lower"],
+                                    torch.Generator().manual_seed(seed))
 
 
 def pooled_calibration(checks: Sequence[Calibration]) -> Calibration:

@@ -481,7 +481,7 @@ def pit_histograms_figure(panels: Mapping[str, Calibration], title: str, columns
     from plotly.subplots import make_subplots
 
     rows = max(1, math.ceil(len(panels) / columns))
-    # two to a row: four side by side left each title a quarter of a notebook's width, where they overlapped
+    # two to a row: a panel's title gets half a notebook's width, which the longest needs
     figure = make_subplots(rows=rows, cols=columns, shared_yaxes=True, horizontal_spacing=0.06,
                            vertical_spacing=min(0.2, 0.5 / rows), subplot_titles=list(panels))
     edges = np.linspace(0.0, 1.0, PIT_BINS + 1)

@@ -12,7 +12,7 @@ from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.seed_statistics import paired_interval
-from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, calibration
+from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, distribution_calibration
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
 from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
 from tnlib.paper import FIXED_SIGMA
@@ -229,9 +229,9 @@ def _run_synthetic_regression(
         test_mse[kind] = {name: float(((value - test.optimal_cost) ** 2).mean()) for name, value in estimates.items()}
         test_heuristic[kind] = planning.numpy()
         with torch.no_grad():  # every model's PIT from the same uniforms: their differences are the models'
-            calibrations[kind] = calibration(_model_distribution(kind, mu, sigma, test.lower_bound, open_bound_margin),
-                                             test.optimal_cost, test.lower_bound,
-                                             torch.Generator().manual_seed(seed * 1000 + 29))
+            calibrations[kind] = distribution_calibration(
+                _model_distribution(kind, mu, sigma, test.lower_bound, open_bound_margin), test.optimal_cost,
+                test.lower_bound, torch.Generator().manual_seed(seed * 1000 + 29))
 
     return RegressionResult(
         recorded_steps=recorded_steps,
