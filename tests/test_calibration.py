@@ -107,3 +107,26 @@ def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuratio
     assert table.count("\n| ferry | linear | learn/ff |") == 2
     (figure,) = figures.sweep_calibration_figures(rows)
     assert [a.text for a in figure.layout.annotations] == ["ferry, N (seeds 0, 1)", "ferry, TN (seeds 0, 1)"]
+
+
+def test_report_calibration_writes_the_folders_learned_sigma_runs(tmp_path):
+    from tnlib.cli import main
+    from tnlib.experiments.calibration_summary import folder_calibration, sweep_calibration
+    from tnlib.experiments.sweep import run_sweep
+
+    sweep = Sweep.from_parameters(preset="small", models="linear", domains=["gripper", "ferry"],
+                                  configs=["learn/none", "fixed/ff"], distributions=["TN", "N"], seeds=[1, 0],
+                                  steps=20, eval_every=10, plan=False, out_dir=str(tmp_path / "runs"))
+    run_sweep(sweep, progress=False)
+    rows = folder_calibration(tmp_path / "runs")
+    assert [(row.domain, row.distribution, row.seeds) for row in rows] == [  # the paper's order, seeds ascending
+        ("ferry", "N", (0, 1)), ("ferry", "TN", (0, 1)), ("gripper", "N", (0, 1)), ("gripper", "TN", (0, 1))]
+    by_sweep = {(row.domain, row.distribution): row for row in sweep_calibration(sweep)}
+    for row in rows:
+        np.testing.assert_array_equal(np.sort(row.calibration.pit),
+                                      np.sort(by_sweep[row.domain, row.distribution].calibration.pit))
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "report"), "--calibration"]) == 0
+    text = (tmp_path / "report" / "calibration.md").read_text()
+    assert text.startswith("# Calibration of the predicted distributions") and "Rendered at commit" in text
+    table = text.split("## Table")[1]
+    assert table.count("| linear | learn/none |") == 4 and "fixed/ff" not in table

@@ -128,6 +128,9 @@ def register_report(subparsers) -> None:
                              "seconds")
     parser.add_argument("--paper-tables", action="store_true",
                         help="set the paper's own NLM Tables 1 and 2 beside the NLM ones, in the same layout")
+    parser.add_argument("--calibration", action="store_true",
+                        help="also write calibration.md: interval coverage, width and mass below l of the runs with "
+                        "a learned sigma on the test split (beyond the paper; a few seconds per run)")
     parser.set_defaults(func=_run_report)
 
 
@@ -138,7 +141,8 @@ def _run_report(args) -> int:
     try:
         if args.ablation:
             extra = [flag for flag, given in (("--against", args.against), ("--selection", args.selection is not None),
-                                              ("--paper-tables", args.paper_tables)) if given]
+                                              ("--paper-tables", args.paper_tables),
+                                              ("--calibration", args.calibration)) if given]
             if extra:
                 raise CommandError(f"{extra[0]} does not go with --ablation")
             written = write_ablation(args.results, args.out, args.ablation, model=args.model)
@@ -147,7 +151,8 @@ def _run_report(args) -> int:
                                "--ablation")
         else:
             written = render_results(args.results[0], args.out, against=args.against,
-                                     selection_seconds=args.selection, paper_tables=args.paper_tables)
+                                     selection_seconds=args.selection, paper_tables=args.paper_tables,
+                                     calibration=args.calibration)
     except ValueError as err:
         raise CommandError(str(err)) from None
     for path in written:

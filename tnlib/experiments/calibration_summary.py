@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
+from tnlib.learning.run_files import RunDir
+from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,29 @@ def sweep_calibration(sweep: Sweep, split: str = "test") -> list[CalibrationRow]
     """A :class:`CalibrationRow` per (domain, model, learned-sigma configuration, distribution) of the sweep with at
     least one run trained and tested in its results folder, in the sweep's order; each run's PIT draws its uniforms
     from its seed."""
+    return _pooled_rows([(config, sweep.run_folder(config)) for config in sweep.train_configs()], split)
+
+
+def folder_calibration(results_dir, split: str = "test") -> list[CalibrationRow]:
+    """:func:`sweep_calibration` of every run in a results folder (``tnlib report --calibration``): domains, models
+    and distributions in the paper's order."""
+    runs = [(run.read_config(), run) for run in ResultsDir(results_dir).runs()]
+
+    def order(pair):
+        config = pair[0]
+        return (_rank(DOMAINS, config["domain"]), _rank(MODELS, config["model"]), config["sigma"],
+                config["residual"], _rank(DISTRIBUTIONS, config["distribution"]), config["seed"])
+
+    return _pooled_rows(sorted(runs, key=order), split)
+
+
+def _rank(names, name) -> tuple[int, str]:
+    return (names.index(name) if name in names else len(names), name)
+
+
+def _pooled_rows(runs: list[tuple[dict, RunDir]], split: str) -> list[CalibrationRow]:
     groups: dict[tuple, list[tuple[int, Calibration]]] = {}
-    for config in sweep.train_configs():
-        run = sweep.run_folder(config)
+    for config, run in runs:
         if config["sigma"] != "learn" or not run.metrics_file("test").is_file():
             continue
         key = (config["domain"], config["model"], (config["sigma"], config["residual"]), config["distribution"])

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from tnlib.experiments.calibration_summary import calibration_markdown, folder_calibration
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.tables import (
@@ -441,12 +442,12 @@ _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"
 
 
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
-                   paper_tables: bool = False) -> list[Path]:
+                   paper_tables: bool = False, calibration: bool = False) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
     models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
     -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
     (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
-    :func:`write_reports`.
+    :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -489,4 +490,23 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                 "of the two.\n\n" + table)
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
+    if calibration:
+        written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     return written
+
+
+def write_calibration(results_dir, path) -> Path:
+    """``calibration.md``: how calibrated and sharp the folder's learned-sigma runs are on the test split
+    (:mod:`tnlib.experiments.calibration_summary`; beyond the paper), under the folder's scope header."""
+    path = Path(path)
+    text = (f"# Calibration of the predicted distributions\n\n{scope_header(results_dir)}\n{rendered_by()}\n\n"
+            "## Table\n\nBeyond the paper, which reads point estimates and the NLL. For every configuration with a "
+            "learned sigma, each run's predicted distribution of h* on the test states: the share of states inside "
+            "its central 50/80/90/95% intervals (calibrated: that share; h* is an integer, so a state's PIT is "
+            "drawn uniformly between F(h* - 1/2) and F(h* + 1/2)), the 90% interval's mean width (sharpness) and the "
+            "probability put below the admissible bound (X < l - 1/2, which no state has); the seeds' states "
+            "pooled. The test instances are larger than the training ones: a share below the nominal one is the "
+            "model's confidence not carrying over to them.\n\n" + calibration_markdown(folder_calibration(results_dir))
+            + "\n")
+    atomic_write_text(path, text)
+    return path
