@@ -105,6 +105,10 @@ def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuratio
             assert row.calibration.mean_width[level] == pytest.approx(np.mean([c.mean_width[level] for c in runs]))
     table = calibration_markdown(rows)
     assert table.count("\n| ferry | linear | learn/ff |") == 2
+    for row in rows:  # the 90% interval's coverage with its spread over the two seeds
+        shares = [check.coverage[0.9] for check in row.per_seed]
+        assert len(shares) == 2 and row.calibration.coverage[0.9] == pytest.approx(np.mean(shares))
+        assert f"| {100 * np.mean(shares):.1f} ± {100 * np.std(shares, ddof=1):.1f}% |" in table
     (figure,) = figures.sweep_calibration_figures(rows)
     assert [a.text for a in figure.layout.annotations] == ["ferry, N (seeds 0, 1)", "ferry, TN (seeds 0, 1)"]
 

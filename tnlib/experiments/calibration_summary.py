@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
@@ -20,7 +22,7 @@ from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS
 @dataclass(frozen=True)
 class CalibrationRow:
     """One configuration's calibration: ``config`` the (sigma, residual) pair, ``seeds`` the seeds whose tested runs
-    it pools into ``calibration``."""
+    it pools into ``calibration``; ``per_seed`` their own, in the same order (the spread over seeds)."""
 
     domain: str
     model: str
@@ -28,6 +30,7 @@ class CalibrationRow:
     distribution: str
     seeds: tuple[int, ...]
     calibration: Calibration
+    per_seed: tuple[Calibration, ...]
 
 
 def sweep_calibration(sweep: Sweep, split: str = "test") -> list[CalibrationRow]:
@@ -62,22 +65,36 @@ def _pooled_rows(runs: list[tuple[dict, RunDir]], split: str) -> list[Calibratio
         key = (config["domain"], config["model"], (config["sigma"], config["residual"]), config["distribution"])
         groups.setdefault(key, []).append((config["seed"], run_calibration(run.path, split, seed=config["seed"])))
     return [CalibrationRow(*key, seeds=tuple(seed for seed, _ in runs),
-                           calibration=pooled_calibration([check for _, check in runs]))
+                           calibration=pooled_calibration([check for _, check in runs]),
+                           per_seed=tuple(check for _, check in runs))
             for key, runs in groups.items()]
 
 
 def calibration_markdown(rows: list[CalibrationRow]) -> str:
-    """The rows as a Markdown table: coverage of each central interval (calibrated: its nominal share), the 90%
-    interval's mean width and the probability below l - 1/2."""
+    """The rows as a Markdown table: coverage of each central interval (calibrated: its nominal share; the seeds'
+    states pooled, which is the mean over seeds), the 90% interval's mean width and the probability below l - 1/2;
+    the last three with their standard deviation over seeds (two or more)."""
     if not rows:
         return "*No run with a learned sigma is trained and tested yet.*"
-    levels = " | ".join(f"{level:.0%}" for level in COVERAGE_LEVELS)
+    levels = " | ".join(f"{level:.0%}" + (" (± std over seeds)" if level == 0.9 else "") for level in COVERAGE_LEVELS)
     lines = [f"| domain | model | config | distribution | seeds | {levels} | 90% width | P(below l) |",
              "|---|---|---|---|---|" + "---|" * len(COVERAGE_LEVELS) + "---|---|"]
     for row in rows:
-        check = row.calibration
-        shares = " | ".join(f"{check.coverage[level]:.1%}" for level in COVERAGE_LEVELS)
+        def spread(name: str, key: float | None, scale: float, digits: int) -> str:
+            return _mean_std([getattr(check, name) if key is None else getattr(check, name)[key]
+                              for check in row.per_seed], scale, digits)
+
+        shares = " | ".join(f"{spread('coverage', level, 100, 1)}%" if level == 0.9 else
+                            f"{row.calibration.coverage[level]:.1%}" for level in COVERAGE_LEVELS)
         lines.append(f"| {row.domain} | {row.model} | {'/'.join(row.config)} | {row.distribution} | "
-                     f"{', '.join(map(str, row.seeds))} | {shares} | {check.mean_width[0.9]:.2f} | "
-                     f"{check.mass_below_bound:.1%} |")
+                     f"{', '.join(map(str, row.seeds))} | {shares} | {spread('mean_width', 0.9, 1, 2)} | "
+                     f"{spread('mass_below_bound', None, 100, 1)}% |")
     return "\n".join(lines)
+
+
+def _mean_std(values: list[float], scale: float, digits: int) -> str:
+    """``mean ± std`` over seeds (sample std, two or more), scaled (100: percent)."""
+    mean = scale * float(np.mean(values))
+    if len(values) < 2:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {scale * float(np.std(values, ddof=1)):.{digits}f}"
