@@ -391,6 +391,28 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
     assert try_lock()  # released when the cell is done
 
 
+def test_a_cell_waiting_for_another_process_on_its_run_says_so(tmp_path, capsys):
+    """A sweep that reaches a run another process holds (a planning process beside training ones) prints one line
+    naming the run before it waits, then does the work once the lock is free."""
+    import fcntl
+    import threading
+
+    import tnlib.experiments.cells as cells
+
+    config = _until_flat_config(tmp_path, max_steps=None, steps=20)
+    lock = tmp_path / ".ferry-linear-TN-learn-ff-llmcut-s0.lock"
+    holder = open(lock, "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    threading.Timer(1.0, lambda: fcntl.flock(holder, fcntl.LOCK_UN)).start()
+    summary = cells.run_cell(config, cells.CellSettings(plan=False))
+    holder.close()
+    assert summary["run"] == "ferry-linear-TN-learn-ff-llmcut-s0"
+    assert capsys.readouterr().err.splitlines() == [
+        "ferry-linear-TN-learn-ff-llmcut-s0: another process is working on this run; waiting for it to finish"]
+    cells.run_cell(config, cells.CellSettings(plan=False))  # free: nothing said
+    assert capsys.readouterr().err == ""
+
+
 def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     from tnlib.experiments.sweep import write_sweep_file
 

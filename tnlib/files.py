@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -146,15 +147,21 @@ def unlock(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: str | os.PathLike) -> Iterator[None]:
+def locked(path: str | os.PathLike, waiting: str | None = None) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block: several processes
-    (`generate` runs, `data train-pairs`) may update one dataset's manifests."""
+    (`generate` runs, `data train-pairs`) may update one dataset's manifests. ``waiting``: a line printed to stderr
+    when another process holds the lock, before waiting for it (a wait of hours should not look like a hang)."""
     import fcntl
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                print(waiting, file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:

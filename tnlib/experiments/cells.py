@@ -47,7 +47,9 @@ def run_cell(config: dict, settings: CellSettings = CellSettings()) -> dict:
     folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
     work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
     on a cluster it holds where the shared filesystem supports it."""
-    with locked(Path(config["out_dir"]) / f".{TrainConfig.from_dict(config).name}.lock"):
+    name = TrainConfig.from_dict(config).name
+    with locked(Path(config["out_dir"]) / f".{name}.lock",
+                waiting=f"{name}: another process is working on this run; waiting for it to finish"):
         return _run_cell(config, settings)
 
 
