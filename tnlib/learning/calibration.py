@@ -71,15 +71,10 @@ def run_calibration(checkpoint: str | os.PathLike, split: str = "test", seed: in
     """:func:`distribution_calibration` of a trained run's predicted distributions (a ``.pt`` file, or a run folder: its
     ``best.pt``) on a split's labelled states; ``seed`` draws the randomised PIT's uniforms. The bound is the
     run's lower bound l (LM-cut), also for a Gaussian, which ignores it."""
+    from tnlib.learning.evaluation import split_predictions
     from tnlib.learning.heads import Prediction
-    from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict
 
-    model, head, config, saved = load_checkpoint(checkpoint, device)
-    if data_root is not None:
-        config.data_root = data_root
-    encoder = checkpoint_encoder(config, saved)
-    items = load_items(config, split)
-    p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device)
+    config, _, p = split_predictions(checkpoint, split, data_root=data_root, device=device)
     distribution = Prediction(config.head.distribution, p["mu"], p["sigma"], p["lower"], p["upper"])
     return distribution_calibration(distribution.torch_distribution, p["h_star"], p["lower"],
                                     torch.Generator().manual_seed(seed))

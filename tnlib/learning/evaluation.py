@@ -26,26 +26,35 @@ def _mse(a, b) -> float:
     return float(((a - b) ** 2).mean())
 
 
-def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
-             data_root: str | None = None, batch_size: int = 1024, device: str | None = None) -> dict:
-    """Test metrics of a checkpoint (a ``.pt`` file, or a run folder: its ``best.pt``) on a split.
-
-    ``items`` overrides loading the split from the dataset (``data_root``, default: the run's).
-    """
+def split_predictions(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
+                      data_root: str | None = None, batch_size: int = 1024, device: str | None = None):
+    """``(config, checkpoint dict, predict's columns)`` of a checkpoint (a ``.pt`` file, or a run folder: its
+    ``best.pt``) on a split's labelled states; ``items`` overrides loading the split from the dataset
+    (``data_root``, default: the run's)."""
     model, head, config, saved = load_checkpoint(checkpoint, device)
     if items is None:
         if data_root is not None:
             config.data_root = data_root
         items = load_items(config, split)
     encoder = checkpoint_encoder(config, saved)
-    p = predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device, batch_size)
+    return config, saved, predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device,
+                                  batch_size)
+
+
+def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
+             data_root: str | None = None, batch_size: int = 1024, device: str | None = None) -> dict:
+    """Test metrics of a checkpoint (a ``.pt`` file, or a run folder: its ``best.pt``) on a split.
+
+    ``items`` overrides loading the split from the dataset (``data_root``, default: the run's).
+    """
+    config, saved, p = split_predictions(checkpoint, split, items, data_root, batch_size, device)
     h_star = p["h_star"]
     lmcut_known = not bool(p["lmcut"].isnan().any())
     return {
         "domain": config.domain, "model": config.model, "distribution": config.head.distribution,
         "sigma": config.head.sigma, "residual": config.head.residual, "lower_bound": config.head.lower_bound,
         "upper_bound": config.head.upper_bound,
-        "seed": config.seed, "split": split, "states": len(items), "checkpoint_step": saved["step"],
+        "seed": config.seed, "split": split, "states": len(p["h_star"]), "checkpoint_step": saved["step"],
         "mse": _mse(p["estimate"], h_star),
         "mse_clip": _mse(p["clipped"], h_star) if "clipped" in p else None,
         "nll": float(p["nll"].mean()),
