@@ -232,6 +232,26 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     assert "each model with its default arguments, not this sweep's model_args" in means
 
 
+@pytest.mark.parametrize("name", ["paper-scale", "paper-scale-wl"])
+def test_paper_scale_banners_give_the_hours_measured_on_data_paper_without_planning(name):
+    from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
+
+    sweep = Sweep.preset(name)
+    (model,) = sweep.models
+    step_seconds = MEASURED_STEP_SECONDS["paper"][model]
+    per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
+    expected = per_domain * sum(sweep.steps * step_seconds[d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model]
+                                for d in sweep.domains) / 3600
+    assert sweep.measured_hours() == pytest.approx(expected)
+    line = next(x for x in sweep.describe().splitlines() if x.startswith("  measured"))
+    assert f"{model} blocksworld {step_seconds['blocksworld']} s" in line and f"visitall {step_seconds['visitall']} s" in line
+    # planning on the plan set at the paper's sizes is a separate step the measured overhead leaves out
+    planning = Sweep.preset(name, plan=True)
+    assert planning.plan_on != "plan"
+    for line in (line, next(x for x in planning.describe().splitlines() if x.startswith("  measured"))):
+        assert "test evaluation per run" in line and "planning" not in line
+    assert "test evaluation and planning per run" in Sweep.preset("converged").describe()
+
 def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     from tnlib.learning.training_cost import MEASURED_GPU, MEASURED_GPU_STEP_SECONDS
 

@@ -313,7 +313,8 @@ class Sweep:
                 for model in self.models)
             overhead = ", ".join(f"{m} {MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile][m]:.0f} s"
                                  for m in self.models)
-            work = "test evaluation and planning" if self.plan else "test evaluation"
+            # planning on a plan set at the paper's sizes is not in the measured overhead (measured_hours says so)
+            work = "test evaluation and planning" if self.plan and self.plan_on == "plan" else "test evaluation"
             took = hours_phrase(measured)
             if self.max_steps is not None and self.max_steps > self.steps:
                 took += (f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to "
