@@ -5,6 +5,7 @@ import importlib.util
 import itertools
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -235,6 +236,37 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     assert main(["plan", "gripper", str(problem), "--model", str(gripper_run), "--max-evaluations", "3",
                  "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["status"] == "evaluation limit"
+
+
+def test_a_long_search_shows_its_evaluations_and_a_short_one_nothing(gripper_run, tmp_path, monkeypatch, capsys):
+    import functools
+
+    import tnlib.progress
+    from tnlib.cli import main
+
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    table = load_split(None, "gripper", "plan")
+    problem = table.problem_path(table.instances()[0])
+    # at the default delay (30 s) these searches of a second show nothing: stdout's record is all
+    for route in (["--heuristic", "ff"], ["--model", str(gripper_run)]):
+        assert main(["plan", "gripper", str(problem), *route, "--json"]) == 0
+        assert capsys.readouterr().err == ""
+    # as if each ran long: a display from the start, its last line the search's count against the limit
+    monkeypatch.setattr(tnlib.progress, "LateProgress", functools.partial(tnlib.progress.LateProgress, after_s=0))
+    for route in (["--heuristic", "ff"], ["--model", str(gripper_run)]):
+        assert main(["plan", "gripper", str(problem), *route, "--json", "--max-evaluations", "5000"]) == 0
+        printed = capsys.readouterr()
+        evaluations, lines = json.loads(printed.out)["evaluations"], printed.err.splitlines()
+        assert lines[-1].startswith(f"{problem.stem}: {evaluations:,}/5,000 evaluations done"), lines
+    # the planning stage of a one-process sweep (run progress on): the same, under the run's instance count
+    run = tmp_path / gripper_run.name
+    shutil.copytree(gripper_run, run, ignore=shutil.ignore_patterns("planning-*"))  # planned by other tests
+    [record] = plan_split(run, instances=1, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert f"{problem.stem}: {record['evaluations']:,}/10,000 evaluations done" in "\n".join(lines)
+    assert lines[-1].startswith(f"{run.name} default: 1/1 instances done")
+    plan_split(run, instances=1, progress=False)  # planned already, and without progress: nothing
+    assert capsys.readouterr().err == ""
 
 
 def test_a_model_refuses_another_domains_problem(gripper_run, capsys):

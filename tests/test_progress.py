@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from tnlib import progress as progress_module
-from tnlib.progress import TextProgress, duration, progress, progress_mode
+from tnlib.progress import LateProgress, TextProgress, duration, progress, progress_mode
 
 
 class _Terminal(io.StringIO):
@@ -76,6 +76,32 @@ def test_text_progress_counts_only_this_sessions_items_for_the_time_left_and_alw
     bar.update()  # the last: printed although within the interval
     bar.close()
     assert out.getvalue().splitlines() == ["train: 2/4 steps done, 0s elapsed", "train: 4/4 steps done, 10s elapsed"]
+
+
+def test_late_progress_shows_nothing_for_short_work_and_long_work_from_where_it_stands(plain_environment):
+    plain_environment.setattr(sys, "stderr", io.StringIO())
+    now = [0.0]
+    short = LateProgress(10_000, "gripper-b20", "evaluations", after_s=30, clock=lambda: now[0])
+    for count in (200, 4_000, 9_000):  # a search that ends within 30 s
+        now[0] += 5
+        short.update_to(count)
+    short.close()
+    assert sys.stderr.getvalue() == ""
+    plain_environment.setattr(progress_module.time, "monotonic", lambda: now[0])  # the clock of both displays
+    now[0] = 0.0
+    long = LateProgress(10_000, "gripper-b100", "evaluations", after_s=30)
+    for count in (300, 700, 1_200, 2_000, 2_500):  # 20 s apart: shown at 40 s, then a line per 30 s
+        now[0] += 20
+        long.update_to(count)
+    now[0] += 20
+    long.update_to(10_000)  # the search's end: the limit
+    long.close()
+    assert sys.stderr.getvalue().splitlines() == [
+        "gripper-b100: 700/10,000 evaluations done, 40s elapsed",  # elapsed since the search began
+        "gripper-b100: 2,000/10,000 evaluations done, 1m20s elapsed, ~4m06s left",  # at the rate since shown
+        "gripper-b100: 10,000/10,000 evaluations done, 2m00s elapsed",
+    ]
+    assert LateProgress(10, "x", after_s=0, disable=True).update_to(5) is None and sys.stderr.getvalue().count("\n") == 3
 
 
 def test_off_a_terminal_progress_is_text_lines_and_disabled_it_is_nothing(plain_environment, capsys):

@@ -113,6 +113,21 @@ def test_bfs_matches_goal_distances(corpus, domain):
         assert task.is_goal(state)
 
 
+@pytest.mark.parametrize("protocol", ["paper", DISTINCT])
+@pytest.mark.parametrize("limit", [None, 60])
+def test_gbfs_reports_its_running_evaluation_count(corpus, protocol, limit):
+    task = instance(corpus, "blocksworld", 1, "medium")
+    heard = []
+    settings = SearchSettings(protocol=protocol, max_evaluations=limit)
+    result = gbfs(task, "goalcount", settings, heard.append)
+    assert result.status == (SOLVED if limit is None else EVALUATION_LIMIT)
+    assert heard[-1] == result.evaluations  # the end, whatever ended the search
+    assert len(heard) > 10 and heard == sorted(heard) and heard[0] > 1  # after each expansion's batch
+    unheard = gbfs(task, "goalcount", settings)  # listening changes nothing
+    assert (unheard.status, unheard.plan, unheard.evaluations, unheard.expansions, unheard.generated) == (
+        result.status, result.plan, result.evaluations, result.expansions, result.generated)
+
+
 def test_limits_and_statuses(corpus):
     task = instance(corpus, "blocksworld", 1, "medium")
     limited = gbfs(task, "goalcount", SearchSettings(max_evaluations=50))

@@ -65,14 +65,18 @@ def duration(seconds: float) -> str:
 class TextProgress:
     """Plain progress lines: ``DESC: DONE/TOTAL UNIT done, ELAPSED elapsed, ~LEFT left`` at the start, then at
     most one per ``interval_s`` seconds, and at the end. The time left assumes the remaining items take as long
-    as those done in this session (items already done before, ``initial``, are not counted as progress)."""
+    as those done since the display began (items already done before, ``initial``, are not counted as progress).
+    ``started``: the ``clock()`` at which the work began, where that was before the display (its elapsed time
+    counts from there)."""
 
     def __init__(self, total: int, desc: str, unit: str = "", initial: int = 0, file: TextIO | None = None,
-                 interval_s: float = TEXT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+                 interval_s: float = TEXT_INTERVAL_S, clock: Callable[[], float] | None = None,
+                 started: float | None = None) -> None:
         self.total, self.desc, self.unit, self.n, self.initial = total, desc, unit, initial, initial
         self.file = file
-        self.interval_s, self.clock = interval_s, clock
-        self.started = self.printed_at = clock()
+        self.interval_s, self.clock = interval_s, clock or time.monotonic
+        self.shown = self.printed_at = self.clock()
+        self.started = self.shown if started is None else started
         self.printed_n = None
         self.postfix = ""
         self.closed = False
@@ -80,12 +84,11 @@ class TextProgress:
 
     def _print(self) -> None:
         now = self.clock()
-        elapsed = now - self.started
         unit = f" {self.unit}" if self.unit else ""
-        line = f"{self.desc}: {self.n}/{self.total}{unit} done, {duration(elapsed)} elapsed"
+        line = f"{self.desc}: {self.n:,}/{self.total:,}{unit} done, {duration(now - self.started)} elapsed"
         done_here = self.n - self.initial
         if 0 < done_here and self.n < self.total:
-            line += f", ~{duration(elapsed / done_here * (self.total - self.n))} left"
+            line += f", ~{duration((now - self.shown) / done_here * (self.total - self.n))} left"
         if self.postfix:
             line += f" ({self.postfix})"
         file = self.file or (sys.stdout if _in_kernel() else sys.stderr)
@@ -118,15 +121,17 @@ class _Silent:
 
 
 def progress(total: int, desc: str, unit: str = "", initial: int = 0, disable: bool = False, leave: bool = True,
-             interval_s: float = TEXT_INTERVAL_S):
+             interval_s: float = TEXT_INTERVAL_S, started: float | None = None):
     """A progress display for ``total`` items (``update(n)``, ``set_postfix(**values)``, ``close()``), chosen by
     :func:`progress_mode`; ``disable`` shows nothing, ``leave=False`` removes a bar or widget when it closes
-    (text lines stay: they are a log). ``interval_s``: a text display's least time between two lines."""
+    (text lines stay: they are a log). ``interval_s``: a text display's least time between two lines;
+    ``started``: the ``time.monotonic()`` at which the work began, where before now (a text display's elapsed
+    time counts from there)."""
     mode = "off" if disable else progress_mode()
     if mode == "off":
         return _Silent()
     if mode == "text":
-        return TextProgress(total, desc, unit, initial, interval_s=interval_s)
+        return TextProgress(total, desc, unit, initial, interval_s=interval_s, started=started)
     if mode == "widget":
         from tqdm.notebook import tqdm
     else:
@@ -134,4 +139,34 @@ def progress(total: int, desc: str, unit: str = "", initial: int = 0, disable: b
     return tqdm(total=total, desc=desc, unit=unit or "it", initial=initial, leave=leave)
 
 
-__all__ = ["ENV_VAR", "MODES", "TextProgress", "duration", "progress", "progress_mode"]
+class LateProgress:
+    """A display for work that most often ends in seconds but can take minutes (a search at the paper's sizes):
+    nothing until it has run ``after_s`` seconds, then :func:`progress` from where it stands, so that short work
+    leaves no lines behind. ``update_to(n)`` sets the count done (the work reports its running total);
+    ``close()`` when the work ends."""
+
+    def __init__(self, total: int, desc: str, unit: str = "", after_s: float = TEXT_INTERVAL_S,
+                 disable: bool = False, clock: Callable[[], float] | None = None) -> None:
+        self.total, self.desc, self.unit, self.after_s, self.disable = total, desc, unit, after_s, disable
+        self.clock = clock or time.monotonic  # the display's clock too
+        self.started = self.clock()
+        self.display = None
+        self.done = 0
+
+    def update_to(self, n: int) -> None:
+        if self.disable:
+            return
+        if self.display is None:
+            if self.clock() - self.started < self.after_s:
+                return
+            self.display = progress(self.total, self.desc, self.unit, initial=n, leave=False, started=self.started)
+        else:
+            self.display.update(n - self.done)
+        self.done = n
+
+    def close(self) -> None:
+        if self.display is not None:
+            self.display.close()
+
+
+__all__ = ["ENV_VAR", "LateProgress", "MODES", "TextProgress", "duration", "progress", "progress_mode"]

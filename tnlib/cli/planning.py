@@ -169,6 +169,7 @@ def register_plan(subparsers) -> None:
 
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
+    from tnlib.progress import LateProgress
     from tnlib.planning.search import astar, gbfs
     from tnlib.planning.search_settings import SearchSettings
     from tnlib.planning.task import load_search_task
@@ -186,8 +187,14 @@ def _run_plan(args) -> int:
         raise CommandError(f"{'--estimate' if args.estimate is not None else '--device'} applies to --model only")
     _output_file(args.plan_file, "--plan-file")
     limit = args.max_evaluations if args.max_evaluations > 0 else None
+    # a GBFS that runs long (minutes at the paper's sizes) shows its evaluations on stderr; most end in seconds
+    searching = LateProgress(limit or 0, Path(args.problem).stem, unit="evaluations",
+                             disable=limit is None or args.search != "gbfs")
     if args.model is not None:
-        result, about = _plan_with_model(args, limit)
+        try:
+            result, about = _plan_with_model(args, limit, searching.update_to)
+        finally:
+            searching.close()
     else:
         heuristic = args.heuristic or "ff"
         try:
@@ -195,7 +202,11 @@ def _run_plan(args) -> int:
         except TaskError as err:
             raise CommandError(str(err)) from None
         if args.search == "gbfs":
-            result = gbfs(task, heuristic, SearchSettings(args.protocol, limit, args.time_limit))
+            try:
+                result = gbfs(task, heuristic, SearchSettings(args.protocol, limit, args.time_limit),
+                              searching.update_to)
+            finally:
+                searching.close()
         else:
             result = astar(task, heuristic, max_evaluations=limit, time_limit=args.time_limit)
         if result.solved:
@@ -226,7 +237,7 @@ def _run_plan(args) -> int:
     return 0 if result.solved else 1
 
 
-def _plan_with_model(args, limit: int | None):
+def _plan_with_model(args, limit: int | None, on_evaluations):
     """GBFS with a trained model, by the path Table 2's planning stage takes (a :class:`LearnedHeuristic` for the
     problem, :func:`tnlib.learning.learned_heuristic.search_problem`, which validates the plan it returns).
     Returns the search result and what the JSON record adds about the model."""
@@ -248,7 +259,7 @@ def _plan_with_model(args, limit: int | None):
     except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError; so are a foreign file and a mismatch
         raise CommandError(str(err)) from None
     result = search_problem(heuristic, domain_file, args.problem,
-                            SearchSettings(args.protocol, limit, args.time_limit))
+                            SearchSettings(args.protocol, limit, args.time_limit), on_evaluations)
     about = {"search": "gbfs", "heuristic": "model", "model": str(model), "checkpoint": str(checkpoint),
              "checkpoint_step": heuristic.checkpoint_step, "domain": heuristic.config.domain,
              "distribution": heuristic.config.head.distribution, "estimate": heuristic.estimate}

@@ -152,13 +152,14 @@ class LearnedHeuristic:
         return out
 
 
-def search_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH) -> SearchResult:
+def search_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH,
+                   on_evaluations=None) -> SearchResult:
     """GBFS on one problem with a :class:`LearnedHeuristic` or a symbolic heuristic's name, under ``settings``
-    (see :func:`tnlib.planning.search.gbfs`); the plan, when found, is validated. Table 2's search
-    (:func:`plan_problem`) and ``tnlib plan --model`` both run it."""
+    (see :func:`tnlib.planning.search.gbfs`, which calls ``on_evaluations`` with its running count); the plan,
+    when found, is validated. Table 2's search (:func:`plan_problem`) and ``tnlib plan --model`` both run it."""
     task = heuristic.task if isinstance(heuristic, LearnedHeuristic) else load_search_task(domain_file, problem_file)
     h = heuristic if isinstance(heuristic, LearnedHeuristic) else make_heuristic(heuristic, task)
-    result = gbfs(task, h, settings)
+    result = gbfs(task, h, settings, on_evaluations)
     if result.solved:
         verdict = validate_plan(task, result.plan)
         if not verdict.valid:  # a bug, never a user error

@@ -29,10 +29,11 @@ from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 GROUNDING = "unpruned"
 
 
-def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH) -> dict:
+def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH,
+                 on_evaluations=None) -> dict:
     """:func:`search_problem`'s outcome as a JSON-able planning record (one line of a planning file) that names the
     protocol, the evaluation limit and the grounding."""
-    result = search_problem(heuristic, domain_file, problem_file, settings)
+    result = search_problem(heuristic, domain_file, problem_file, settings, on_evaluations)
     return {"problem": Path(problem_file).name, "protocol": settings.protocol,
             "max_evaluations": settings.max_evaluations,
             "grounding": GROUNDING, "status": result.status, "solved": result.solved,
@@ -81,7 +82,14 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
                                   disable=not progress or not waiting, leave=False)
     for instance in waiting:
         problem = table.problem_path(instance)
-        record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, settings)
+        # a search that runs long (minutes at the paper's sizes) shows its evaluations; most end in seconds
+        searching = tnlib.progress.LateProgress(settings.max_evaluations or 0, problem.stem, unit="evaluations",
+                                                disable=not progress or settings.max_evaluations is None)
+        try:
+            record = plan_problem(make_heuristic_for(domain_file, problem), domain_file, problem, settings,
+                                  searching.update_to)
+        finally:
+            searching.close()
         record.update(instance=instance, **extra)
         append_jsonl(out, record)
         done[problem.name] = record

@@ -100,7 +100,8 @@ def _extract_plan(task: Task, parents: list[int], parent_ops: list[int], node: i
     return ops
 
 
-def gbfs(task: Task, heuristic: HeuristicLike, settings: SearchSettings = PAPER_SEARCH) -> SearchResult:
+def gbfs(task: Task, heuristic: HeuristicLike, settings: SearchSettings = PAPER_SEARCH,
+         on_evaluations: Callable[[int], None] | None = None) -> SearchResult:
     """Eager greedy best-first search under ``settings`` (:class:`SearchSettings`: the counting protocol, the
     evaluation and time limits; the paper's by default).
 
@@ -121,15 +122,24 @@ def gbfs(task: Task, heuristic: HeuristicLike, settings: SearchSettings = PAPER_
     Both: the initial state is evaluated first and counts; the open list is ordered by (h, insertion order), so
     among equal h the oldest entry is expanded first; ``time_limit`` (seconds) is checked before each expansion.
     Status ``'exhausted'``: the open list ran empty, i.e. no plan exists among states with finite h.
+    ``on_evaluations(count)``, when given, hears the protocol's evaluation count after each expansion and at the
+    end (a progress display for searches that take minutes).
     """
     evaluate = _batch_function(task, heuristic)
     search = _gbfs_paper if settings.protocol == PAPER else _gbfs_distinct
-    result = search(task, evaluate, settings.max_evaluations, settings.time_limit)
+    result = search(task, evaluate, settings.max_evaluations, settings.time_limit, on_evaluations or _ignore)
+    if on_evaluations is not None:
+        on_evaluations(result.evaluations)
     result.protocol = settings.protocol
     return result
 
 
-def _gbfs_paper(task: Task, evaluate, max_evaluations: int | None, time_limit: float | None) -> SearchResult:
+def _ignore(count: int) -> None:
+    pass
+
+
+def _gbfs_paper(task: Task, evaluate, max_evaluations: int | None, time_limit: float | None,
+                on_evaluations: Callable[[int], None]) -> SearchResult:
     started = time.perf_counter()
     width = task.state_bytes
     limit = math.inf if max_evaluations is None else max_evaluations
@@ -176,6 +186,7 @@ def _gbfs_paper(task: Task, evaluate, max_evaluations: int | None, time_limit: f
             evaluations = max(evaluations + 1, int(limit))  # the evaluation that reached the limit ends it
             return result(EVALUATION_LIMIT)
         evaluations += counted
+        on_evaluations(evaluations)
         if first_goal is not None:
             plan = _extract_plan(task, parents, parent_ops, node)
             plan.append(task.operator_names[op_list[first_goal]])
@@ -198,7 +209,8 @@ def _gbfs_paper(task: Task, evaluate, max_evaluations: int | None, time_limit: f
     return result(EXHAUSTED)
 
 
-def _gbfs_distinct(task: Task, evaluate, max_evaluations: int | None, time_limit: float | None) -> SearchResult:
+def _gbfs_distinct(task: Task, evaluate, max_evaluations: int | None, time_limit: float | None,
+                   on_evaluations: Callable[[int], None]) -> SearchResult:
     started = time.perf_counter()
     width = task.state_bytes
     limit = math.inf if max_evaluations is None else max_evaluations
@@ -246,6 +258,7 @@ def _gbfs_distinct(task: Task, evaluate, max_evaluations: int | None, time_limit
             return result(EVALUATION_LIMIT)
         values = _as_values(evaluate(new_states), len(new_states))
         evaluations += len(new_states)
+        on_evaluations(evaluations)
         for k, value in enumerate(values):
             if value != math.inf:
                 heapq.heappush(open_list, (value, first_new + k))
