@@ -71,11 +71,9 @@ def run_calibration(checkpoint: str | os.PathLike, split: str = "test", seed: in
     """:func:`distribution_calibration` of a trained run's predicted distributions (a ``.pt`` file, or a run folder: its
     ``best.pt``) on a split's labelled states; ``seed`` draws the randomised PIT's uniforms. The bound is the
     run's lower bound l (LM-cut), also for a Gaussian, which ignores it."""
-    from tnlib.learning.evaluation import split_predictions
-    from tnlib.learning.heads import Prediction
+    from tnlib.learning.evaluation import split_distributions
 
-    config, _, p = split_predictions(checkpoint, split, data_root=data_root, device=device)
-    distribution = Prediction(config.head.distribution, p["mu"], p["sigma"], p["lower"], p["upper"])
+    _, distribution, p = split_distributions(checkpoint, split, data_root=data_root, device=device)
     return distribution_calibration(distribution.torch_distribution, p["h_star"], p["lower"],
                                     torch.Generator().manual_seed(seed))
 

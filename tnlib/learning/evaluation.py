@@ -17,6 +17,7 @@ import os
 from typing import Sequence
 
 from tnlib.files import atomic_write_json
+from tnlib.learning.heads import Prediction
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict
 
@@ -39,6 +40,15 @@ def split_predictions(checkpoint: str | os.PathLike, split: str = "test", items:
     encoder = checkpoint_encoder(config, saved)
     return config, saved, predict(model, head, encoder, encode_all(encoder, items), next(model.parameters()).device,
                                   batch_size)
+
+
+def split_distributions(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
+                        data_root: str | None = None, device: str | None = None):
+    """``(config, Prediction, predict's columns)``: :func:`split_predictions` with the predicted distribution of
+    each state as a :class:`tnlib.learning.heads.Prediction` (its ``torch_distribution`` a Normal or a
+    TruncatedNormal, as the run's head builds it in training)."""
+    config, _, p = split_predictions(checkpoint, split, items, data_root, device=device)
+    return config, Prediction(config.head.distribution, p["mu"], p["sigma"], p["lower"], p["upper"]), p
 
 
 def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,

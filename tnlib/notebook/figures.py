@@ -32,7 +32,9 @@ from tnlib.notebook import (
     label_gaps,
     notebook_parameters,
     synthetic_regression,
+    trained_distributions,
 )
+from tnlib.paper import OPEN_BOUND_EPSILON
 
 #: Renderer name registered by :func:`setup_notebook_plotting`.
 INLINE_RENDERER = "tnlib_inline_html"
@@ -504,6 +506,50 @@ def pit_histograms_figure(panels: Mapping[str, Calibration], title: str, columns
     figure.update_layout(title=dict(text=title, **_TITLE_AT_THE_TOP), template="plotly_white",
                          height=140 + 270 * rows, bargap=0.05,
                          legend=dict(orientation="h", yanchor="top", y=-0.2 / rows))
+    return figure
+
+
+# The lowest density the real models' panels show: far from a Gaussian's mean its density falls below any scale.
+TRAINED_DENSITY_FLOOR = 1e-3
+
+
+def trained_distributions_figure(states: Sequence[trained_distributions.StateDistributions], title: str,
+                                 columns: int = 3) -> go.Figure:
+    """One panel per state: each run's predicted density of h* (a log axis: a TN whose mu lies far below l puts
+    its mass in a spike just above the open bound, tens of times a Gaussian's peak), the open bound l - 0.1
+    (dashed), h* (black) and each run's heuristic (dotted, its colour)."""
+    from plotly.subplots import make_subplots
+
+    rows = max(1, math.ceil(len(states) / columns))
+    figure = make_subplots(rows=rows, cols=columns, shared_yaxes=True, horizontal_spacing=0.04,
+                           vertical_spacing=min(0.2, 0.5 / rows),
+                           subplot_titles=[f"h* = {s.h_star:.0f}, l = {s.lower:.0f}" for s in states])
+    top = max(float(np.max(d)) for s in states for d in s.density.values()) * 1.5
+    span = [TRAINED_DENSITY_FLOOR, top]
+    for index, state in enumerate(states):
+        row, column = index // columns + 1, index % columns + 1
+        bound = state.lower - OPEN_BOUND_EPSILON
+        for k, (label, density) in enumerate(state.density.items()):
+            x, y = _with_jumps(state.grid, density, state.support_low[label], math.inf)
+            y = np.where(y > TRAINED_DENSITY_FLOOR, y, np.nan)  # below the axis: left out, not drawn at its edge
+            figure.add_trace(go.Scatter(x=x, y=y, mode="lines", name=f"{label}: predicted density", legendgroup=label,
+                                        showlegend=index == 0, line=dict(color=_COLORS[k], width=2)),
+                             row=row, col=column)
+            figure.add_trace(go.Scatter(x=[state.estimate[label]] * 2, y=span, mode="lines",
+                                        name=f"{label}: the heuristic GBFS plans with",
+                                        legendgroup=f"{label} estimate", showlegend=index == 0,
+                                        line=dict(color=_COLORS[k], dash="dot", width=2)), row=row, col=column)
+        figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name="open bound l - 0.1", legendgroup="l",
+                                    showlegend=index == 0, line=dict(color="gray", dash="dash")), row=row, col=column)
+        figure.add_trace(go.Scatter(x=[state.h_star] * 2, y=span, mode="lines", name="h*", legendgroup="h*",
+                                    showlegend=index == 0, line=dict(color="black", width=1.5)), row=row, col=column)
+    figure.update_yaxes(type="log", range=[math.log10(span[0]), math.log10(span[1])])
+    for row in range(1, rows + 1):
+        figure.update_yaxes(title_text="density", row=row, col=1)
+    figure.update_xaxes(title_text="h*", row=rows)
+    figure.update_annotations(font_size=13)
+    figure.update_layout(title=dict(text=title, **_TITLE_AT_THE_TOP), template="plotly_white",
+                         height=140 + 280 * rows, legend=dict(orientation="h", yanchor="top", y=-0.25 / rows))
     return figure
 
 

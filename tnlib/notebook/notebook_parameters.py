@@ -9,7 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from tnlib.data.schema import SPLITS
-from tnlib.paper import OPEN_BOUND_EPSILON
+from tnlib.experiments.presets import PRESETS
+from tnlib.paper import DOMAINS, OPEN_BOUND_EPSILON
+
+#: The configurations of the committed paper-scale runs (the classroom's section 8c reads them).
+TRAINED_CONFIGURATIONS = tuple(f"{sigma}/{residual}" for sigma, residual in PRESETS["paper-scale"]["configs"])
 
 
 def checked_float(name: str, value: object) -> float:
@@ -107,6 +111,10 @@ class ClassroomParameters:
     data_root: str | None = None  # section 7's dataset (None: the default data root)
     label_split: str = "train"
     comparison_seeds: int = 8  # section 8's comparison over seeds: seeds seed, seed + 1, ...
+    trained_domain: str = "ferry"  # section 8c's committed paper-scale NLM runs: domain, configuration, seed
+    trained_configuration: str = "fixed/none"
+    trained_seed: int = 0
+    trained_states: int = 6
 
 
 def check_classroom_parameters(
@@ -121,6 +129,10 @@ def check_classroom_parameters(
     data_root: object = "",
     label_split: object = ClassroomParameters.label_split,
     comparison_seeds: object = ClassroomParameters.comparison_seeds,
+    trained_domain: object = ClassroomParameters.trained_domain,
+    trained_configuration: object = ClassroomParameters.trained_configuration,
+    trained_seed: object = ClassroomParameters.trained_seed,
+    trained_states: object = ClassroomParameters.trained_states,
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
     seed_value = checked_int("seed", seed, minimum=0)
@@ -142,5 +154,13 @@ def check_classroom_parameters(
     if label_split not in SPLITS:
         raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {label_split!r}")
     compared = checked_int("comparison_seeds", comparison_seeds, minimum=3, maximum=50)
+    if trained_domain not in DOMAINS:
+        raise ValueError(f"trained_domain must be one of {', '.join(DOMAINS)}, got {trained_domain!r}")
+    if trained_configuration not in TRAINED_CONFIGURATIONS:
+        raise ValueError(f"trained_configuration must be one of {', '.join(TRAINED_CONFIGURATIONS)} (the paper-scale "
+                         f"runs' configurations), got {trained_configuration!r}")
+    trained_seed_value = checked_int("trained_seed", trained_seed, minimum=0)
+    states = checked_int("trained_states", trained_states, minimum=1, maximum=12)
     return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
-                               label_split, compared)
+                               label_split, compared, trained_domain, trained_configuration, trained_seed_value,
+                               states)
