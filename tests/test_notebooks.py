@@ -90,6 +90,22 @@ def test_committed_notebook_has_no_outputs_and_a_parameters_cell(path):
     assert re.search(r"\bcheck_|\.from_parameters\(", code_cells[tagged[0] + 1].source)
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_wrapped_bullets_do_not_start_a_line_with_a_list_number(path):
+    # Markdown reads a bullet's continuation line that starts "500) ..." or "2. ..." as a new numbered list
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type != "markdown":
+            continue
+        in_bullet = False
+        for line in cell.source.splitlines():
+            if re.match(r"^\s*[*-] ", line):
+                in_bullet = True
+            elif not line.strip() or not line.startswith("  "):
+                in_bullet = False
+            elif in_bullet:
+                assert not re.match(r"^\s+\d+[.)](\s|$)", line), f"{path.name} cell {index}: {line!r}"
+
+
 def test_explorer_runs_headless_and_renders_offline_html(tmp_path):
     # The default interactive=True: the widget cell must not hang or fail without a frontend.
     notebook = execute(EXPLORER, tmp_path, **SMALL_EXPLORER)
