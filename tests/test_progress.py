@@ -81,13 +81,13 @@ def test_text_progress_counts_only_this_sessions_items_for_the_time_left_and_alw
 def test_late_progress_shows_nothing_for_short_work_and_long_work_from_where_it_stands(plain_environment):
     plain_environment.setattr(sys, "stderr", io.StringIO())
     now = [0.0]
-    short = LateProgress(10_000, "gripper-b20", "evaluations", after_s=30, clock=lambda: now[0])
+    plain_environment.setattr(progress_module.time, "monotonic", lambda: now[0])  # the clock of both displays
+    short = LateProgress(10_000, "gripper-b20", "evaluations", after_s=30)
     for count in (200, 4_000, 9_000):  # a search that ends within 30 s
         now[0] += 5
         short.update_to(count)
     short.close()
     assert sys.stderr.getvalue() == ""
-    plain_environment.setattr(progress_module.time, "monotonic", lambda: now[0])  # the clock of both displays
     now[0] = 0.0
     long = LateProgress(10_000, "gripper-b100", "evaluations", after_s=30)
     for count in (300, 700, 1_200, 2_000, 2_500):  # 20 s apart: shown at 40 s, then a line per 30 s

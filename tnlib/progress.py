@@ -146,10 +146,9 @@ class LateProgress:
     ``close()`` when the work ends."""
 
     def __init__(self, total: int, desc: str, unit: str = "", after_s: float = TEXT_INTERVAL_S,
-                 disable: bool = False, clock: Callable[[], float] | None = None) -> None:
+                 disable: bool = False) -> None:
         self.total, self.desc, self.unit, self.after_s, self.disable = total, desc, unit, after_s, disable
-        self.clock = clock or time.monotonic  # the display's clock too
-        self.started = self.clock()
+        self.started = time.monotonic()  # the text display's clock: its elapsed time counts from here
         self.display = None
         self.done = 0
 
@@ -157,7 +156,7 @@ class LateProgress:
         if self.disable:
             return
         if self.display is None:
-            if self.clock() - self.started < self.after_s:
+            if time.monotonic() - self.started < self.after_s:
                 return
             self.display = progress(self.total, self.desc, self.unit, initial=n, leave=False, started=self.started)
         else:

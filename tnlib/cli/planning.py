@@ -169,10 +169,10 @@ def register_plan(subparsers) -> None:
 
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
-    from tnlib.progress import LateProgress
     from tnlib.planning.search import astar, gbfs
     from tnlib.planning.search_settings import SearchSettings
     from tnlib.planning.task import load_search_task
+    from tnlib.progress import LateProgress
 
     if args.time_limit is not None and args.time_limit < 0:
         raise CommandError("--time-limit must be >= 0")
