@@ -476,6 +476,21 @@ def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instance
                                                                                     "sweep: 1/1 runs done"]
 
 
+def test_a_resumed_sweep_prints_its_first_and_last_lines_not_one_per_finished_run(tmp_path, monkeypatch, capsys):
+    from tnlib.experiments import sweep as sweep_module
+
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    grid = _sweep(tmp_path, seeds=(0, 1), plan=False)  # 4 runs
+    sweep_module.run_sweep(grid, progress=False)
+    sweep_module.run_sweep(grid, progress=True)  # every run finished: each takes a fraction of a second
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/4 runs done",
+                                                                                    "sweep: 4/4 runs done"]
+    monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)  # as if each took longer: a line per run
+    sweep_module.run_sweep(grid, progress=True)
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == [
+        f"sweep: {done}/4 runs done" for done in range(5)]
+
+
 def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):
     from tnlib.experiments.sweep import write_sweep_file
 

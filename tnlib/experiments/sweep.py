@@ -590,6 +590,9 @@ def write_sweep_file(sweep: Sweep) -> dict:
     return record
 
 
+SWEEP_LINE_INTERVAL_S = 10.0
+
+
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
               progress: bool = True, accept_out_of_reach: bool = False, trained_only: bool = False,
               run_progress: bool = False) -> list[dict]:
@@ -614,8 +617,10 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
     settings = replace(sweep.cell_settings, progress=run_progress and workers <= 1 and scheduler is None)
-    # a line per finished run where the display is text (papermill, a log): runs take minutes each
-    bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=0)
+    # where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S:
+    # runs that train take minutes each, runs resumed finished take a fraction of a second (a line each would bury
+    # a notebook's output)
+    bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=SWEEP_LINE_INTERVAL_S)
     results = []
     for summary in run_jobs(functools.partial(run_cell, settings=settings), configs, workers, scheduler):
         results.append(summary)
