@@ -71,13 +71,14 @@ def state_distributions(runs: dict[str, str | Path], count: int = 6, split: str 
     configs = {label: TrainConfig.from_dict(RunDir(Path(folder)).read_config()) for label, folder in runs.items()}
     if len({config.domain for config in configs.values()}) != 1:
         raise ValueError(f"runs of one domain only: {', '.join(f'{k}: {c.domain}' for k, c in configs.items())}")
-    predictions = {}
+    predictions, chosen = {}, None
     for label, folder in runs.items():
         config = configs[label]
         if data_root is not None:
             config.data_root = data_root
         items = load_items(config, split)  # the split's states in its own order, targets as this run reads them
-        chosen = spread_states(np.array([item["h_star"] for item in items]), count)
+        if chosen is None:  # the same states for every run
+            chosen = spread_states(np.array([item["h_star"] for item in items]), count)
         predictions[label] = split_distributions(folder, split, [items[i] for i in chosen])[1:]
     first = next(iter(predictions.values()))[1]
     states = []
@@ -94,8 +95,7 @@ def state_distributions(runs: dict[str, str | Path], count: int = 6, split: str 
         x = torch.tensor(grid, dtype=torch.float64)[:, None]  # against every state's distribution: column k
         density = {label: distribution.torch_distribution.log_prob(x)[:, k].exp().numpy()
                    for label, (distribution, _) in predictions.items()}
-        support_low = {label: float(getattr(distribution.torch_distribution.support, "lower_bound",
-                                            torch.full((k + 1,), -np.inf))[k])
+        support_low = {label: bound if distribution.distribution == "TN" else -np.inf
                        for label, (distribution, _) in predictions.items()}
         states.append(StateDistributions(h_star, lower, float(first["ff"][k]), mus, sigmas, estimates, support_low,
                                          grid, density))
