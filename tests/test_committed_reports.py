@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tnlib.experiments.reports import accuracy_seed_rows, machine_kind
+from tnlib.device import machine_kind
+from tnlib.experiments.reports import accuracy_seed_rows
 from tnlib.experiments.sweep import Sweep, run_sweep
 from tnlib.experiments.tables import collect_results
 from tnlib.learning.run_files import RunDir

@@ -14,6 +14,7 @@ import torch
 
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib import TruncatedNormal
+from tnlib.device import machine_kind
 from tnlib.learning.encodings import make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.learned_heuristic import LearnedHeuristic
@@ -168,6 +169,9 @@ def test_a_cuda_run_resumes_on_the_cpu_and_its_checkpoint_loads_anywhere(tmp_pat
     resumed = _config(tmp_path, "cpu", steps=10)  # the device is a setting a run may change when resumed
     run = train(resumed, items, items)
     assert torch.load(run / "last.pt", map_location="cpu", weights_only=False)["step"] == 10
+    starts = [json.loads(line) for line in (run / "machines.jsonl").read_text().splitlines()]
+    assert [(s["step"], s["machine"]) for s in starts] == [(0, machine_kind("cuda")), (5, machine_kind("cpu"))]
+    assert torch.cuda.get_device_name() in starts[0]["machine"]
     for device in ("cpu", "cuda"):
         model, *_ = load_checkpoint(run, device)
         assert {p.device.type for p in model.parameters()} == {device}

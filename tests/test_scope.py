@@ -591,3 +591,25 @@ def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
     ferry = [line for line in text.splitlines() if line.startswith("| ferry")]
     assert ferry and all(line.endswith("| the paper has none |") for line in ferry)  # 3.45±.8 against 3.73±.7
     assert "not run" in text and "only in large 2" in text
+
+
+def test_header_names_the_hardware_that_trained_the_runs_and_flags_a_run_resumed_on_another(results):
+    assert "| trained on |" not in scope_header(results)  # no run folder records it: the header it always had
+    runs = sorted(path for path in results.iterdir() if (path / "config.json").is_file())
+
+    def record(run, *starts):
+        (run / "machines.jsonl").write_text("".join(json.dumps({"step": step, "machine": machine}) + "\n"
+                                                    for step, machine in starts))
+
+    for run in runs[:2]:
+        record(run, (0, "CPU A, AVX512"))
+    header = scope_header(results)
+    assert "| trained on | CPU A, AVX512: 2 runs; not recorded: 2 runs | one NVIDIA Tesla V100 |" in header
+    assert "more than one kind of hardware" not in header
+    record(runs[2], (0, "CPU A, AVX512"), (200, "GPU B, CUDA 12.8"))
+    record(runs[3], (100, "CPU A, AVX512"))  # its first 100 steps were trained before run folders said where
+    header = scope_header(results)
+    assert (f"| trained on | CPU A, AVX512: 2 runs; CPU A, AVX512, then GPU B, CUDA 12.8: 1 run ({runs[2].name}); "
+            f"not recorded, then CPU A, AVX512: 1 run ({runs[3].name}) | one NVIDIA Tesla V100 |") in header
+    caveats = header.split("**Read the tables with this in mind:**")[1]
+    assert "Trained on more than one kind of hardware (above)" in caveats

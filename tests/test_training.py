@@ -95,6 +95,46 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, items, model):
     assert [c["step"] for c in curves(resumed)] == [3, 6, 9, 10]
 
 
+def machine_starts(run_dir) -> list[tuple[int, str]]:
+    return [(r["step"], r["machine"]) for r in map(json.loads, (run_dir / "machines.jsonl").read_text().splitlines())]
+
+
+def test_each_start_of_training_records_its_step_and_hardware(tmp_path, items, monkeypatch):
+    import tnlib.learning.training as training
+    from tnlib.device import machine_kind
+
+    data = items["gripper"]
+    cfg = config(tmp_path, domain="gripper", steps=10, eval_every=3)
+    run_dir = tmp_path / cfg.name
+    straight = train(config(tmp_path / "straight", domain="gripper", steps=10, eval_every=3), data, data)
+    assert machine_starts(straight) == [(0, machine_kind("cpu"))]
+
+    def stop_at(last):
+        def interrupt(step):
+            if step == last:
+                raise KeyboardInterrupt
+        return interrupt
+
+    for machine, stop in (("first kind", 6), ("second kind", 9)):  # checkpoints every 4 steps: resumes at 4, 8
+        monkeypatch.setattr(training, "machine_kind", lambda device, machine=machine: machine)
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg, data, data, on_step=stop_at(stop))
+    assert machine_starts(run_dir) == [(0, "first kind"), (4, "second kind")]
+    # a start at a later step than the checkpoint resumed from (a damaged last.pt sends the run back to the one
+    # before) trained none of the weights that go on: it is dropped with them
+    with (run_dir / "machines.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 9, "machine": "lost kind"}) + "\n")
+    monkeypatch.setattr(training, "machine_kind", lambda device: "third kind")
+    train(cfg, data, data)
+    assert machine_starts(run_dir) == [(0, "first kind"), (4, "second kind"), (8, "third kind")]
+    assert_same_weights(weights(straight), weights(run_dir))
+    monkeypatch.setattr(training, "machine_kind", lambda device: "fourth kind")
+    train(cfg, data, data)  # finished: asked again, it trains nothing and records nothing
+    assert machine_starts(run_dir)[-1] == (8, "third kind")
+    train(cfg, data, data, resume=False)
+    assert machine_starts(run_dir) == [(0, "fourth kind")]
+
+
 def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     data = items["blocksworld"]
     run = train(config(tmp_path, steps=40, eval_every=5, checkpoint_every=10), data[:10], data[10:])

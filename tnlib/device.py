@@ -1,5 +1,9 @@
-"""Where tensors live: CUDA when present, CPU otherwise."""
+"""Where tensors live: CUDA when present, CPU otherwise; and what kind of hardware that is."""
 from __future__ import annotations
+
+import contextlib
+import platform
+from pathlib import Path
 
 import torch
 
@@ -34,3 +38,22 @@ def check_device(name: str | torch.device) -> torch.device:
         raise ValueError(f"device must be one of {', '.join(DEVICE_TYPES)} (or cuda:N; None: CUDA when present), "
                          f"got {str(name)!r}")
     return device
+
+
+def machine_kind(device: str | torch.device | None = None) -> str:
+    """The kind of hardware that computes on ``device`` (default: the CPU), as reports and run folders name it.
+
+    A CPU is its model name and the vector instructions torch's kernels use on it (``AMD EPYC, AVX512``); a CUDA
+    device its name and CUDA version. float32 training rounds differently on another kind -- AVX-512 against AVX2
+    kernels, a GPU against a CPU -- so exact figures repeat on their own kind only, and a run trained on two kinds
+    is the product of that sequence of machines."""
+    device = torch.device("cpu" if device is None else device)
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)}, CUDA {torch.version.cuda}"
+    name = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    return f"{name}, {torch.backends.cpu.get_cpu_capability()}"

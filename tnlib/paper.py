@@ -66,6 +66,8 @@ AUTHORS_SEEDS = (42, 100, 200, 300, 400)
 # qualified for linear regression by the appendix and nowhere applied to HGN. Linear regression: 0 (the appendix:
 # an L2 weight decay was tried and removed).
 WEIGHT_DECAY = {"nlm": 1e-2, "hgn": 0.0, "linear": 0.0}
+# The hardware the paper trained on (its experimental setup).
+PAPER_HARDWARE = "one NVIDIA Tesla V100"
 # Hours per training run on one V100 GPU, as the paper reports them ("default" for the domains it does not single
 # out; linear regression: 12-20 minutes, the upper end here). Used to estimate what a sweep costs.
 GPU_HOURS_PER_RUN = {"nlm": {"default": 0.5, "visitall": 2.0}, "hgn": {"default": 3.0, "blocksworld": 15.0},

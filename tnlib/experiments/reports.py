@@ -2,7 +2,6 @@
 paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +29,7 @@ from tnlib.experiments.tables import (
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differences, render_paired, write_seed_csv
 import tnlib.files
+from tnlib.device import machine_kind
 from tnlib.files import atomic_write_text, read_jsonl
 from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, TABLE1_CONFIGS
 
@@ -224,23 +224,6 @@ def rendered_by() -> str:
         commit = "unknown"
     return (f"Rendered at commit {commit} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
-
-
-def machine_kind() -> str:
-    """The processor and the vector instructions torch's kernels use on it (``Intel(R) Xeon(R) Processor,
-    AVX512``): float32 training rounds differently on another kind, so a report's exact figures are reproduced on
-    its own kind only."""
-    import platform
-
-    import torch
-
-    name = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    return f"{name}, {torch.backends.cpu.get_cpu_capability()}"
 
 
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:

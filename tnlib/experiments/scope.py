@@ -45,6 +45,7 @@ from tnlib.paper import (
     FIXED_SIGMAS,
     MAX_EVALUATIONS,
     MODELS,
+    PAPER_HARDWARE,
     PLAN_INSTANCES,
     SEEDS,
     TABLE1_CONFIGS,
@@ -52,6 +53,9 @@ from tnlib.paper import (
     TRAIN_STEPS,
 )
 from tnlib.planning.generators import DOMAIN_PARAMETERS
+
+# What the header says of a run trained, in whole or in its first steps, before run folders recorded the hardware.
+NOT_RECORDED = "not recorded"
 
 # GBFS counting protocols (tnlib.planning.search), as the header names them.
 PROTOCOL_TEXT = {
@@ -82,6 +86,20 @@ class RunFacts:
     evaluations: int
     improving: bool | None
     instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
+    # (step, kind of hardware) of each start of training (machines.jsonl); None: the folder does not record it
+    starts: list[tuple[int, str]] | None = None
+
+    @property
+    def trained_on(self) -> str:
+        """The hardware that trained it, in order: ``AMD EPYC, AVX512``; ``X, then Y`` for a run resumed on
+        another kind; ``not recorded`` where its first steps (or all) were trained before run folders said."""
+        if not self.starts:
+            return NOT_RECORDED
+        kinds = [] if self.starts[0][0] == 0 else [NOT_RECORDED]
+        for _, machine in self.starts:
+            if not kinds or kinds[-1] != machine:
+                kinds.append(machine)
+        return ", then ".join(kinds)
 
     @property
     def cell(self) -> tuple[str, str, str]:
@@ -183,7 +201,16 @@ def _run_facts(run: RunDir) -> RunFacts:
         steps_done=max((int(row["step"]) for row in curve), default=0), batch_size=config["batch_size"],
         instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
         improving=still_improving(val_mse),
-        instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None)
+        instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None,
+        starts=_training_starts(run))
+
+
+def _training_starts(run: RunDir) -> list[tuple[int, str]] | None:
+    """A run's starts of training by step (the last one written where two started at one step), or None."""
+    if not run.machines_file.is_file():
+        return None
+    by_step = {int(record["step"]): str(record["machine"]) for record in read_jsonl(run.machines_file)}
+    return sorted(by_step.items())
 
 
 def _domain_manifest(data_root: str | None, domain: str) -> tuple[str | None, dict | None]:
@@ -333,6 +360,26 @@ def _sigma_text(sigma: float) -> str:
     return f"{sigma:g}"
 
 
+def _hardware_groups(runs: Sequence[RunFacts]) -> dict[str, list[str]]:
+    """The runs' names by the hardware that trained them (:attr:`RunFacts.trained_on`)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in runs:
+        groups[r.trained_on].append(r.name)
+    return dict(groups)
+
+
+def _hardware_text(groups: dict[str, list[str]]) -> str:
+    """``AMD EPYC, AVX512: 12 runs; X, then Y: 1 run (name)``: the most common first, unrecorded last; runs
+    resumed on another kind are named (up to three)."""
+    parts = []
+    for kind, names in sorted(groups.items(), key=lambda kv: (kv[0] == NOT_RECORDED, -len(kv[1]), kv[0])):
+        text = f"{kind}: {len(names)} run{'' if len(names) == 1 else 's'}"
+        if ", then " in kind and len(names) <= 3:
+            text += f" ({', '.join(names)})"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
@@ -394,6 +441,9 @@ def render_scope(scope: Scope) -> str:
                          for v in fixed)
         lines.append(f"| fixed sigma | {used} | {_sigma_text(FIXED_SIGMA)} in the text (the "
                      f"authors' code: {_sigma_text(AUTHORS_FIXED_SIGMA)}) |")
+    hardware = _hardware_groups(scope.runs)
+    if set(hardware) != {NOT_RECORDED}:  # folders from before runs recorded it keep the header they had
+        lines.append(f"| trained on | {_hardware_text(hardware)} | {PAPER_HARDWARE} |")
     lines.append("")
 
     # per domain: training instances, test set, plan set
@@ -485,6 +535,11 @@ def render_scope(scope: Scope) -> str:
     missing = [f"{what} {', '.join(values)}" for what, values in missing if values]
     if missing:
         caveats.append(f"Not run here: {'; '.join(missing)}.")
+    kinds = {kind for group in hardware for kind in group.split(", then ") if kind != NOT_RECORDED}
+    if len(kinds) > 1:
+        caveats.append("Trained on more than one kind of hardware (above): float32 rounds differently on each, so "
+                       "these figures repeat exactly only on the same machines in the same order (a difference of "
+                       "rounding at one step grows over thousands).")
     if len(links) > 1:
         caveats.append(f"Runs with different learned-sigma links ({', '.join(links)}) are averaged together in the "
                        "tables.")

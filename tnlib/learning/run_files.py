@@ -7,6 +7,7 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
     curves.jsonl              one line per validation: step, training loss, validation NLL and MSE, seconds
     best.pt, best-nll.pt      the weights with the best validation MSE / NLL
     last.pt                   the resumable checkpoint (optimizer, sampler state)
+    machines.jsonl            one line per start of training: the step it started from, the kind of hardware
     metrics-SPLIT.json        test metrics of best.pt (metrics-SPLIT-STEM.json for another checkpoint)
     planning-ESTIMATE.jsonl   one line per planned instance of the plan split (ESTIMATE: default or clip)
 
@@ -48,6 +49,7 @@ class RunDir:
     LAST = "last.pt"
     # the checkpoint before last.pt, kept so that a damaged last.pt costs only the steps since it
     LAST_PREVIOUS = "last-previous.pt"
+    MACHINES = "machines.jsonl"
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -86,6 +88,10 @@ class RunDir:
     @property
     def last_previous(self) -> Path:
         return self.path / self.LAST_PREVIOUS
+
+    @property
+    def machines_file(self) -> Path:
+        return self.path / self.MACHINES
 
     def checkpoint(self, name: str = BEST) -> Path:
         return self.path / name

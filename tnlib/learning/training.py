@@ -20,7 +20,9 @@ The run folder holds
   models);
 * ``last.pt`` — a periodic checkpoint with the optimizer and the batch sampler's RNG state, written atomically
   (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
-  weights an uninterrupted run would have.
+  weights an uninterrupted run would have;
+* ``machines.jsonl`` — one JSON line per start of training (the first and every resume): the step it started
+  from and the kind of hardware (:func:`tnlib.device.machine_kind`), so a run resumed elsewhere says so.
 
 A checkpoint holds the config and the model's constructor arguments, so :func:`load_checkpoint` rebuilds model and
 head without the data. A non-finite loss or gradient norm stops the run with :class:`TrainingDiverged`, naming
@@ -53,10 +55,10 @@ from tnlib.data.loading import HeuristicDataset, load_split
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
-from tnlib.device import check_device, default_device
+from tnlib.device import check_device, default_device, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
-from tnlib.files import (atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message, read_jsonl,
-                         shown_path)
+from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
+                         read_jsonl, shown_path)
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
@@ -513,8 +515,11 @@ def train(
             print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
                                                "unreadable", "training goes on without them"), file=sys.stderr)
         atomic_write_text(curves_path, "".join(json.dumps(record) + "\n" for record in kept))
+        # a start past the checkpoint trained weights that are gone: its machine made none of the ones kept
+        starts = [record for record in read_jsonl(run.machines_file) if record["step"] <= step]
+        atomic_write_text(run.machines_file, "".join(json.dumps(record) + "\n" for record in starts))
     else:
-        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path):
+        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file):
             stale.unlink(missing_ok=True)
         curves_path.touch()
     atomic_write_json(run.config_file, config.to_dict(), indent=2)
@@ -534,6 +539,8 @@ def train(
     started = time.perf_counter() - elapsed_before
     if on_start is not None:
         on_start(step)
+    if step < config.steps:  # float32 training repeats bit for bit on one kind of hardware only: say which
+        append_jsonl(run.machines_file, {"step": step, "machine": machine_kind(device)})
     # looked up at each call (not imported by name): notebooks and tests replace the display
     bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, leave=False,
                                   disable=not config.progress or step >= config.steps)  # trained: nothing to show
