@@ -1,53 +1,107 @@
-"""The committed reports are what the current code produces: a fixed subset of a committed report's runs is
-trained again from scratch and its per-seed metrics must equal the committed ones. A change that moves rounding in
-training or evaluation (a faster kernel, another torch) fails here on the kind of machine that made the report, and
-the reports it touches are to be rerun; on another kind of processor there is nothing to compare, and it skips."""
+"""The committed reports are what the current code produces (tnlib.experiments.rerun_check): a fixed subset of a
+committed report's runs is trained again from scratch and its per-seed metrics must equal the committed ones made
+on this kind of machine -- the report's own, or a reference recorded for this kind beside it. A change that moves
+rounding in training or evaluation (a faster kernel, another torch) fails here, and the reports it touches are to
+be rerun; on a kind of machine with nothing recorded there is nothing to compare, and it skips."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
-from tnlib.device import machine_kind
-from tnlib.experiments.reports import accuracy_seed_rows
-from tnlib.experiments.sweep import Sweep, run_sweep
-from tnlib.experiments.tables import collect_results
-from tnlib.learning.run_files import RunDir
-
-REPORTS = Path(__file__).resolve().parents[1] / "reports"
-
-
-# The kind of machine the committed reports were made on where their header names none (before headers named
-# it): this project's 2-core AMD EPYC machines (reports/speed.md). Training in float32 is bit for bit repeatable on
-# one kind of machine only: on another, kernels round differently (AVX-512 against AVX2) and the differences grow
-# over thousands of steps (a TN test MSE of .324 there, .347 on an AVX-512 Xeon), so there is nothing to compare.
-UNNAMED_MACHINE = "AMD EPYC"
-
-
-def made_on_this_kind_of_machine(report: Path) -> bool:
-    """Whether ``report``'s header names the kind of machine this is (or names none and this is
-    :data:`UNNAMED_MACHINE` with AVX2 kernels)."""
-    header = report.read_text()
-    if ", on " in header.split("Rendered at commit", 1)[-1].split("\n", 1)[0]:
-        return f"on {machine_kind()}." in header
-    return machine_kind().startswith(UNNAMED_MACHINE) and machine_kind().endswith(", AVX2")
+from tnlib.cli import main
+from tnlib.experiments import rerun_check
+from tnlib.experiments.rerun_check import (CHECKED_REPORT, COMPARED, KEY, REFERENCES, check, committed_rows,
+                                           differences, made_here, record_reference, report_machine)
 
 
 @pytest.mark.slow
-def test_rerunning_committed_linear_runs_gives_the_committed_metrics(tmp_path):
-    report = REPORTS / "converged" / "linear" / "accuracy.md"
-    if not made_on_this_kind_of_machine(report):
-        pytest.skip(f"the committed linear runs were made on another kind of machine than this one "
-                    f"({machine_kind()}): float32 training is repeatable bit for bit on its own kind only")
-    committed = {(r["domain"], r["sigma"], r["residual"], r["column"], r["seed"]): r
-                 for r in csv.DictReader((REPORTS / "converged" / "linear" / "accuracy-seeds.csv").open())}
-    sweep = Sweep.preset("converged-linear", domains="gripper", configs="learn/ff", seeds=1, plan=False,
-                         out_dir=str(tmp_path))
-    run_sweep(sweep, progress=False)
-    rows = accuracy_seed_rows(collect_results(tmp_path), collect_results(tmp_path, checkpoint=RunDir.BEST_NLL))
-    assert len(rows) == 3  # N, N+clip, TN
-    for row in rows:
-        mine = committed[(row["domain"], row["sigma"], row["residual"], row["column"], str(row["seed"]))]
-        for key in ("steps", "checkpoint_step", "mse", "nll", "nll_best_nll"):
-            assert str(row[key]) == mine[key], (row["column"], key)
+def test_rerunning_committed_linear_runs_gives_the_committed_metrics():
+    try:
+        against, changed = check(CHECKED_REPORT)
+    except LookupError as err:
+        pytest.skip(str(err))
+    assert changed == [], against
+
+
+def row(column="TN", mse="1.5", seed="1", **values) -> dict:
+    base = {"domain": "gripper", "sigma": "learn", "residual": "ff", "column": column, "seed": seed,
+            "steps": "6000", "checkpoint_step": "3000", "mse": mse, "nll": "0.5", "nll_best_nll": "0.4"}
+    return {**base, **values}
+
+
+@pytest.fixture
+def report(tmp_path):
+    """A report made on "CPU X, AVX512", its per-seed CSV holding two rows."""
+    folder = tmp_path / "linear"
+    folder.mkdir()
+    (folder / "accuracy.md").write_text("# Test accuracy\n\nRendered at commit abc1234 with Python 3.11.7, torch "
+                                        "2.13.0+cpu, numpy 2.4.6, numba 0.68.1, on CPU X, AVX512.\n\n## Tables\n")
+    with (folder / "accuracy-seeds.csv").open("w") as f:
+        writer = csv.DictWriter(f, ["domain", "model", "lower_bound", *KEY, *COMPARED])
+        writer.writeheader()
+        writer.writerows({**r, "model": "linear", "lower_bound": "lmcut"} for r in (row("N", "2.5"), row("TN")))
+    return folder
+
+
+def test_a_report_is_compared_on_the_kind_of_machine_its_header_names(report):
+    assert report_machine(report) == "CPU X, AVX512"
+    assert made_here(report, "CPU X, AVX512") and not made_here(report, "CPU Y, AVX2")
+    rows, source = committed_rows(report, "CPU X, AVX512")
+    assert source == "accuracy-seeds.csv" and rows == [row("N", "2.5"), row("TN")]
+    assert committed_rows(report, "CPU Y, AVX2") is None
+
+
+def test_a_header_naming_no_machine_was_made_on_the_projects_amd_epyc_with_avx2(report):
+    (report / "accuracy.md").write_text("Rendered at commit abc1234 with Python 3.11.7, torch 2.13.0+cpu.\n")
+    assert report_machine(report) is None
+    assert made_here(report, "AMD EPYC 7B13, AVX2") and not made_here(report, "AMD EPYC, AVX512")
+
+
+def test_a_reference_recorded_for_another_kind_is_what_that_kind_compares_with(report, monkeypatch):
+    monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
+    with pytest.raises(ValueError, match="its own accuracy-seeds.csv is the reference"):
+        record_reference(report, [row()], "CPU X, AVX512")
+    record_reference(report, [row(mse="1.25")], "CPU Y, AVX2")
+    record_reference(report, [row(mse="1.75")], "GPU Z, CUDA 12.8")
+    record_reference(report, [row(mse="1.5")], "CPU Y, AVX2")  # a new reference replaces the kind's old one
+    saved = list(csv.DictReader((report / REFERENCES).open()))
+    assert [(r["machine"], r["commit"], r["mse"]) for r in saved] == [("GPU Z, CUDA 12.8", "def5678", "1.75"),
+                                                                      ("CPU Y, AVX2", "def5678", "1.5")]
+    assert committed_rows(report, "CPU Y, AVX2") == ([row(mse="1.5")], REFERENCES)
+    assert committed_rows(report, "CPU X, AVX512")[1] == "accuracy-seeds.csv"  # the report's own kind: the report
+
+
+def test_differences_name_each_value_that_moved_and_each_row_not_committed():
+    committed = [row("N", "2.5"), row("TN")]
+    assert differences([row("TN"), row("N", "2.5")], committed) == []
+    assert differences([row("TN", mse="1.5000001", nll_best_nll="0.41"), row("TN", seed="2")], committed) == [
+        "gripper learn ff TN 1: mse 1.5000001 now, 1.5 committed",
+        "gripper learn ff TN 1: nll_best_nll 0.41 now, 0.4 committed",
+        "gripper learn ff TN 2: not in the committed rows"]
+
+
+def test_the_command_checks_records_and_says_which_rows_it_compared_with(report, monkeypatch, capsys):
+    monkeypatch.setattr(rerun_check, "CHECKED_REPORT", report)
+    monkeypatch.setattr("tnlib.experiments.rerun_check.machine_kind", lambda: "CPU Y, AVX2")
+    monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
+    reruns = iter([[row("N", "2.5"), row("TN")], [row("N", "2.5"), row("TN", mse="1.6")]])
+    monkeypatch.setattr(rerun_check, "rerun_rows", lambda folder: next(reruns))
+    assert main(["rerun-check"]) == 2
+    assert "holds no metrics made on this kind of machine (CPU Y, AVX2)" in capsys.readouterr().err
+    assert main(["rerun-check", "--record"]) == 0
+    assert f"recorded as this kind's reference in {REFERENCES}" in capsys.readouterr().out
+    assert main(["rerun-check"]) == 1
+    out = capsys.readouterr().out
+    assert f"compared with {REFERENCES} (CPU Y, AVX2)" in out and "mse 1.6 now, 1.5 committed" in out
+
+
+def test_the_committed_references_name_their_machines_and_rows_of_the_checked_subset():
+    path = CHECKED_REPORT / REFERENCES
+    if not path.is_file():
+        pytest.skip("no reference recorded beside the report")
+    saved = list(csv.DictReader(path.open()))
+    own = report_machine(CHECKED_REPORT)
+    assert saved and all(r["machine"] and r["machine"] != own for r in saved)
+    report_rows = {tuple(r[k] for k in KEY) for r in csv.DictReader((CHECKED_REPORT / "accuracy-seeds.csv").open())}
+    assert {tuple(r[k] for k in KEY) for r in saved} <= report_rows

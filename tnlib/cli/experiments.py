@@ -205,5 +205,38 @@ def _run_baselines(args) -> int:
     return 0
 
 
+def register_rerun_check(subparsers) -> None:
+    from tnlib.experiments.rerun_check import SUBSET
+
+    parser = subparsers.add_parser(
+        "rerun-check", help="rerun a fixed subset of a committed report's runs and compare the metrics",
+        description="Train a fixed subset of the committed linear five-seed report's runs again from scratch "
+                    f"({SUBSET['domains']} {SUBSET['configs']}, seed {SUBSET['seeds']}: N, N+clip and TN, about a "
+                    "minute) and compare the per-seed metrics with those committed for this kind of machine, digit "
+                    "for digit. Exit 0 when they agree, 1 when they differ (a change moved rounding: rerun the "
+                    "reports it touches), 2 when nothing was made on this kind of machine.")
+    parser.add_argument("--record", action="store_true",
+                        help="where nothing was made on this kind of machine, record the rerun as its reference "
+                             "(rerun-references.csv beside the report), to compare later reruns with")
+    parser.set_defaults(func=_run_rerun_check)
+
+
+def _run_rerun_check(args) -> int:
+    from tnlib.experiments.rerun_check import CHECKED_REPORT, check
+    from tnlib.files import shown_path
+
+    if not (CHECKED_REPORT / "accuracy-seeds.csv").is_file():
+        raise CommandError(f"{CHECKED_REPORT} has no accuracy-seeds.csv: the check runs in a checkout of tnlib")
+    try:
+        against, differences = check(CHECKED_REPORT, record=args.record)
+    except LookupError as err:
+        raise CommandError(str(err)) from None
+    print(f"{shown_path(CHECKED_REPORT)}: compared with {against}")
+    for line in differences:
+        print(f"  {line}")
+    print("differs: rerun the reports this code touches" if differences else "the rerun agrees digit for digit")
+    return 1 if differences else 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
-            "baselines": register_baselines}
+            "baselines": register_baselines, "rerun-check": register_rerun_check}

@@ -211,19 +211,24 @@ def planning_seed_rows(plans: Sequence[dict]) -> list[dict]:
 def rendered_by() -> str:
     """The line a report's header gives its code and environment: the commit and the versions that move rounding."""
     import platform
-    import subprocess
 
     import numba
     import numpy
     import torch
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return (f"Rendered at commit {commit} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
+    return (f"Rendered at commit {code_commit()} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
+
+
+def code_commit() -> str:
+    """The short commit of tnlib's checkout ("unknown" outside a git checkout)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:
