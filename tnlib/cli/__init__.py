@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
     "report": ("tnlib.cli.experiments", "render a results folder's reports (Tables 1 and 2, curves, Figure 2)"),
     "baselines": ("tnlib.cli.experiments", "GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF)"),
+    "handout": ("tnlib.cli.experiments", "a student copy of the classroom notebook: solutions left out"),
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))

@@ -238,5 +238,33 @@ def _run_rerun_check(args) -> int:
     return 1 if differences else 0
 
 
+def register_handout(subparsers) -> None:
+    from tnlib.experiments.reproduce import NOTEBOOKS
+
+    classroom = NOTEBOOKS / "statistics_of_heuristic_learning.ipynb"
+    parser = subparsers.add_parser(
+        "handout", help="a student copy of a teaching notebook: solutions left out, no outputs",
+        description="Write a copy of a teaching notebook for students: each exercise's folded solution is "
+                    "replaced by a line for their answer and every output is cleared; everything else is left "
+                    "as it is.")
+    parser.add_argument("notebook", nargs="?", default=str(classroom),
+                        help="the notebook (default: the classroom notebook, notebooks/statistics_of_heuristic_"
+                             "learning.ipynb)")
+    parser.add_argument("--out", required=True, help="where to write the student copy, e.g. handout.ipynb")
+    parser.set_defaults(func=_run_handout)
+
+
+def _run_handout(args) -> int:
+    from tnlib.files import shown_path
+    from tnlib.notebook.handout import write_handout
+
+    try:
+        removed = write_handout(args.notebook, args.out)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    print(f"wrote {shown_path(args.out)}: {removed} solution{'' if removed == 1 else 's'} left out, outputs cleared")
+    return 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
-            "baselines": register_baselines, "rerun-check": register_rerun_check}
+            "baselines": register_baselines, "rerun-check": register_rerun_check, "handout": register_handout}
