@@ -30,6 +30,7 @@ RESULTS_FILES = {
     f"{RUN}/curves.jsonl": "recovers",
     f"{RUN}/last.pt": "recovers",
     f"{RUN}/last-previous.pt": "recovers",
+    f"{RUN}/machines.jsonl": "recovers",
     f"{RUN}/best.pt": "one line",
     f"{RUN}/best-nll.pt": "one line",
     f"{RUN}/metrics-test.json": "recovers",
@@ -219,3 +220,31 @@ def test_a_damaged_plan_set_manifest_is_named_in_one_line(tmp_path, how):
         code, lines = run_cli(command)
         errors = [line for line in lines if "plan-set/manifest.json" in line]
         assert code in (1, 2) and len(errors) == 1 and "Traceback" not in "\n".join(lines), lines
+
+
+def test_a_checkpoint_is_written_only_after_the_validation_record_of_its_step_is_on_disk(tmp_path, monkeypatch):
+    """The machine may stop between any two writes (a session's end, a power cut): a last.pt whose step has no
+    curve record on disk would make that record lost for good, since the resume redoes only later steps."""
+    import os
+
+    import tnlib.learning.training as training
+
+    synced: list[int] = []
+    real_fsync, real_save = os.fsync, training._save_last
+
+    def fsync(fd):
+        real_fsync(fd)
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if name.endswith("curves.jsonl"):
+            synced.append(json.loads(Path(name).read_text().splitlines()[-1])["step"])
+
+    def save_last(obj, run):
+        if obj["step"] % 10 == 0:  # a validation step (eval every 10)
+            assert synced and synced[-1] == obj["step"], (synced, obj["step"])
+        real_save(obj, run)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(training, "_save_last", save_last)
+    code, lines = run_cli(SWEEP + ["--steps", "30", "--out", str(tmp_path / "results")])
+    assert code == 0, lines
+    assert synced == [10, 20, 30]

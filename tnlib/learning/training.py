@@ -516,7 +516,8 @@ def train(
                                                "unreadable", "training goes on without them"), file=sys.stderr)
         atomic_write_text(curves_path, "".join(json.dumps(record) + "\n" for record in kept))
         # a start past the checkpoint trained weights that are gone: its machine made none of the ones kept
-        starts = [record for record in read_jsonl(run.machines_file) if record["step"] <= step]
+        starts = [record for record in read_jsonl(run.machines_file)
+                  if isinstance(record.get("step"), int) and record["step"] <= step and "machine" in record]
         atomic_write_text(run.machines_file, "".join(json.dumps(record) + "\n" for record in starts))
     else:
         for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file):
@@ -567,8 +568,8 @@ def train(
             metrics = validation_metrics(model, head, encoder, val_data, device, config.eval_batch_size)
             record = {"step": step, "train_loss": loss_sum / loss_count, **metrics,
                       "seconds": round(time.perf_counter() - started, 3)}
-            with curves_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
+            # fsynced before the checkpoints below: a checkpoint on disk never outlives the record of its step
+            append_jsonl(curves_path, record)
             loss_sum, loss_count = 0.0, 0
             if metrics["val_mse"] < best_val_mse:
                 best_val_mse = metrics["val_mse"]
