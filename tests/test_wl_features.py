@@ -110,8 +110,9 @@ def test_features_and_predictions_do_not_depend_on_object_names(domain_items, fo
     batch = encoder.collate_items([item, renamed])
     assert torch.equal(batch.inputs[0], batch.inputs[1])
     model = torch.nn.Linear(encoder.num_features, 2)
-    out = model(batch.inputs)
-    assert torch.equal(out[0], out[1])
+    # one state per call, each in its own (aligned) memory: rows of equal inputs at different offsets of one batch
+    # round differently (the GEMM kernel peels an unaligned row another way; seen on AMD EPYC with AVX-512)
+    assert torch.equal(model(batch.inputs[:1].clone()), model(batch.inputs[1:].clone()))
 
 
 def test_an_unfitted_encoder_says_so(domain_items):
