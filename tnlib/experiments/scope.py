@@ -536,8 +536,7 @@ def render_scope(scope: Scope) -> str:
     missing = [f"{what} {', '.join(values)}" for what, values in missing if values]
     if missing:
         caveats.append(f"Not run here: {'; '.join(missing)}.")
-    kinds = {kind for group in hardware for kind in group.split(", then ") if kind != NOT_RECORDED}
-    if len(kinds) > 1:
+    if len({machine for r in scope.runs for _, machine in r.starts or ()}) > 1:
         caveats.append("Trained on more than one kind of hardware (above): float32 rounds differently on each, so "
                        "these figures repeat exactly only on the same machines in the same order (a difference of "
                        "rounding at one step grows over thousands).")
