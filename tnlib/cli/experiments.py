@@ -211,8 +211,8 @@ def register_rerun_check(subparsers) -> None:
     parser = subparsers.add_parser(
         "rerun-check", help="rerun a fixed subset of a committed report's runs and compare the metrics",
         description="Train a fixed subset of the committed linear five-seed report's runs again from scratch "
-                    f"({SUBSET['domains']} {SUBSET['configs']}, seed {SUBSET['seeds']}: N, N+clip and TN, about a "
-                    "minute) and compare the per-seed metrics with those committed for this kind of machine, digit "
+                    f"({SUBSET['domains']} {SUBSET['configs']}, seed {SUBSET['seeds']}: N and TN, "
+                    "15 s here) and compare the per-seed metrics with those committed for this kind of machine, digit "
                     "for digit. Exit 0 when they agree, 1 when they differ (a change moved rounding: rerun the "
                     "reports it touches), 2 when nothing was made on this kind of machine.")
     parser.add_argument("--record", action="store_true",
