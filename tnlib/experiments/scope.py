@@ -209,8 +209,7 @@ def _training_starts(run: RunDir) -> list[tuple[int, str]] | None:
     """A run's starts of training by step (the last one written where two started at one step), or None."""
     if not run.machines_file.is_file():
         return None
-    by_step = {record["step"]: str(record["machine"]) for record in read_jsonl(run.machines_file)
-               if isinstance(record.get("step"), int) and "machine" in record}  # (a damaged line says nothing)
+    by_step = {record["step"]: record["machine"] for record in run.training_starts()}
     return sorted(by_step.items())
 
 

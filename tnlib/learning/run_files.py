@@ -25,6 +25,8 @@ import json
 import os
 from pathlib import Path
 
+from tnlib.files import read_jsonl
+
 # baseline-DOMAIN-HEURISTIC.jsonl: GBFS with a symbolic heuristic over a domain's plan split (plan_baseline)
 BASELINE = "baseline-{domain}-{heuristic}.jsonl"
 # planning-ESTIMATE.jsonl: GBFS with a run's model over the plan split (plan_split); over another split or a plan
@@ -92,6 +94,12 @@ class RunDir:
     @property
     def machines_file(self) -> Path:
         return self.path / self.MACHINES
+
+    def training_starts(self) -> list[dict]:
+        """The records of ``machines.jsonl`` (``step``, ``machine``), in the order written; a damaged line -- one
+        cut short, or left without the two keys by a changed byte -- says nothing and is skipped."""
+        return [record for record in read_jsonl(self.machines_file)
+                if isinstance(record.get("step"), int) and isinstance(record.get("machine"), str)]
 
     def checkpoint(self, name: str = BEST) -> Path:
         return self.path / name

@@ -516,8 +516,7 @@ def train(
                                                "unreadable", "training goes on without them"), file=sys.stderr)
         atomic_write_text(curves_path, "".join(json.dumps(record) + "\n" for record in kept))
         # a start past the checkpoint trained weights that are gone: its machine made none of the ones kept
-        starts = [record for record in read_jsonl(run.machines_file)
-                  if isinstance(record.get("step"), int) and record["step"] <= step and "machine" in record]
+        starts = [record for record in run.training_starts() if record["step"] <= step]
         atomic_write_text(run.machines_file, "".join(json.dumps(record) + "\n" for record in starts))
     else:
         for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file):
