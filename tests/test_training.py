@@ -158,6 +158,22 @@ def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     assert metrics["val_mse"] == pytest.approx(best["val_mse"], rel=1e-6)
 
 
+def test_a_run_trained_on_cuda_is_read_on_the_cpu_of_a_machine_without_cuda(tmp_path, items):
+    data = items["blocksworld"]
+    run = train(config(tmp_path, steps=8), data[:10], data[10:])
+    saved = torch.load(run / "best.pt", weights_only=False)
+    saved["config"]["device"] = "cuda"  # what a run trained on a lent GPU records
+    torch.save(saved, run / "best.pt")
+    assert not torch.cuda.is_available()  # the suite runs on the CPU (conftest)
+    model, _, cfg, _ = load_checkpoint(run)
+    assert cfg.device == "cuda"
+    assert {p.device.type for p in model.parameters()} == {"cpu"}
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, saved["model"][name])
+    with pytest.raises(ValueError, match="cuda"):  # asked for explicitly, CUDA stays a requirement
+        load_checkpoint(run, "cuda")
+
+
 def test_nan_loss_stops_with_the_step_and_batch_and_keeps_the_good_checkpoint(tmp_path, items):
     data = items["blocksworld"]
     cfg = config(tmp_path, steps=10, checkpoint_every=1, eval_every=1)

@@ -55,7 +55,7 @@ from tnlib.data.loading import HeuristicDataset, load_split
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
-from tnlib.device import check_device, default_device, machine_kind
+from tnlib.device import check_device, default_device, device_for_reading, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
                          read_jsonl, shown_path)
@@ -421,7 +421,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     config = TrainConfig.from_dict(checkpoint["config"])
     model = build_model(config.model, **recorded_model_arguments(config.model, checkpoint["model_kwargs"]))
     model.load_state_dict(checkpoint["model"])
-    device = default_device(device if device is not None else config.device)
+    device = default_device(device) if device is not None else device_for_reading(config.device)
     model.to(device).eval()
     return model, DistributionHead(config.head), config, checkpoint
 
