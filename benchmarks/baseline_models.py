@@ -97,7 +97,7 @@ def hgn_forward(self: STRIPSHGN, g) -> torch.Tensor:
 
 
 def baseline_forward(model: torch.nn.Module) -> torch.nn.Module:
-    """Make ``model`` (an NLM or STRIPS-HGN's means layout; anything else is left alone) compute the pre-change
+    """Make ``model`` (an NLM or STRIPS-HGN's means layout; anything else is left alone) compute the baseline
     way."""
     if isinstance(model, NLM):
         for layer in model.layers:

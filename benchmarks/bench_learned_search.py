@@ -12,7 +12,7 @@ paper's main configuration), so each evaluation also runs h_FF and LM-cut:
 * ``packed``   tnlib's :class:`tnlib.learning.learned_heuristic.LearnedHeuristic`: one batch per expansion, model inputs gathered
                straight from the search's packed states (``NLMPackedEncoder`` / ``HGNPackedEncoder``);
 * ``strings``  the route before this work: one batch per expansion, each state written out as atom strings
-               (a dataset item) and encoded by ``encoder.collate_items``, the pre-change model forward
+               (a dataset item) and encoded by ``encoder.collate_items``, the baseline model forward
                (``benchmarks/baseline_models.py``);
 * ``batch-1``  as the paper's planner: one state at a time through the ``strings`` route;
 * ``packed-1`` the ``packed`` route one state at a time (what batching per expansion adds, by itself).
@@ -71,7 +71,7 @@ def random_checkpoint(folder: Path, domain: str, model_name: str, seed: int) -> 
 
 
 class StringRoute:
-    """The pre-change evaluation: atom strings per state, ``collate_items``, the pre-change forward; optionally
+    """The baseline evaluation: atom strings per state, ``collate_items``, the baseline forward; optionally
     one state at a time. Keeps the same time accounts as ``LearnedHeuristic.seconds``."""
 
     def __init__(self, heuristic: LearnedHeuristic, one_at_a_time: bool):

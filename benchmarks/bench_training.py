@@ -3,9 +3,9 @@
 Prints, per domain and model:
 * training steps per second of ``tnlib.learning.training.train`` itself (batch sampling, collation, forward, NLL,
   backward, clipping, AdamW) at the given batch size, after warm-up steps, and seconds per step;
-* the same with the pre-change model code (``benchmarks/baseline_models.py``: the NLM layer and STRIPS-HGN's
+* the same with the baseline model code (``benchmarks/baseline_models.py``: the NLM layer and STRIPS-HGN's
   "means" forward as they were before the speed work), timed in the same run, and the speed-up over it (STRIPS-HGN
-  in its default "authors" layout has no pre-change code: ``--hgn-layout means`` for that comparison);
+  in its default "authors" layout has no baseline code: ``--hgn-layout means`` for that comparison);
 * the time of one forward pass (no gradient, inputs already collated) at batch 1, 16 and 256.
 
     .venv/bin/python benchmarks/bench_training.py                       # data/small, batch 64, 2 threads
@@ -16,7 +16,7 @@ gripper: N - 4 balls; ferry: N/2 locations and N/2 cars; visitall: the smallest 
 cells), on states from random walks; their targets are stand-ins (h* := max(h_FF, LM-cut)) and the head is N
 with fixed sigma (an untrained STRIPS-HGN's outputs on a 300-fact instance overflow the TN likelihood's gradient
 at the first step), neither of which changes the cost of a step to speak of. ``--repeats`` runs each timing that many times, alternating the current and the
-pre-change code, and reports medians (other processes on the machine make single timings noisy).
+baseline code, and reports medians (other processes on the machine make single timings noisy).
 
 Set MALLOC_MMAP_MAX_=0 and MALLOC_TRIM_THRESHOLD_=17179869184 (as the Makefile does): glibc otherwise maps and
 unmaps big tensors on every NLM step (see the shared training-cost spec).
@@ -93,7 +93,7 @@ def generated_items(domain: str, objects: int, folder: Path, instances: int = 2,
 def time_training(domain: str, model: str, items: list[dict], batch_size: int, steps: int, device,
                   baseline: bool = False, head: dict | None = None, model_args: dict | None = None) -> float:
     """Seconds per step of ``train``'s loop, timed between step callbacks (setup and validation excluded);
-    ``baseline``: with the pre-change model code."""
+    ``baseline``: with the baseline model code."""
     stamps: list[float] = []
     build = training.build_model
     if baseline:
@@ -142,14 +142,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per training run")
     parser.add_argument("--repeats", type=int, default=3, help="training runs per code version (median)")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the pre-change code")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline code")
     parser.add_argument("--forward-repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--hgn-sparse", choices=["auto", "csr", "sorted-segments"], default="auto",
                         help="STRIPS-HGN's sparse products (auto: CSR on the CPU, sorted segments elsewhere)")
     parser.add_argument("--hgn-layout", choices=HGN_LAYOUTS, default="authors",
-                        help="STRIPS-HGN's layout (the pre-change code exists for means only)")
+                        help="STRIPS-HGN's layout (the baseline code exists for means only)")
     args = parser.parse_args()
     if args.hgn_sparse != "auto":
         import tnlib.learning.strips_hgn as strips_hgn
