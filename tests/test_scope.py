@@ -441,6 +441,40 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1].endswith("comparison.md")
 
 
+def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_planning_on_other_instances(
+        tmp_path, capsys):
+    """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on
+    different instances: columns and title say which is which, no magnitude is bold, planning is left out."""
+    from tnlib.cli import main
+    from tnlib.experiments.tables import folder_names, render_comparison
+
+    large, small = tmp_path / "paper-scale" / "runs", tmp_path / "converged" / "runs"
+    for folder, data_name, mses, plan_on in ((large, "paper", (1.0, 1.2), "plan-set"), (small, "small", (3.0,), None)):
+        data = tmp_path / data_name
+        if not data.is_dir():
+            write_data_root(data)
+        folder.mkdir(parents=True)
+        (folder / "sweep.json").write_text(json.dumps({"plan_on": plan_on} if plan_on else {}))
+        for seed, mse in enumerate(mses):
+            run = write_run(folder, data, [3, 2, 1, 1], seed=seed)
+            write_metrics(run, mse, 2.0)
+            write_planning(run / "planning-default.jsonl", [True])
+    assert folder_names(large, small) == ("paper-scale/runs", "converged/runs")
+    table = render_comparison(large, small).splitlines()
+    assert table[0] == ("| domain | model | configuration | distribution | test MSE: data/paper | test MSE: data/small | "
+                        "test NLL: data/paper | test NLL: data/small |")
+    assert table[2] == "| blocksworld | nlm | learn/ff | TN | 1.10±.1 | 3.00 (1 seed) | 2.00±.0 | 2.00 (1 seed) |"
+    assert "**" not in "\n".join(table)
+    assert table[-1] == ("Planning is left out: `paper-scale/runs` on data/paper's plan-set, `converged/runs` on "
+                         "data/small's plan split -- not the same instances.")
+    out = tmp_path / "reports"
+    assert main(["report", str(large), "--out", str(out), "--against", str(small)]) == 0
+    comparison = (out / "comparison.md").read_text()
+    assert comparison.startswith("# `paper-scale/runs/` against `converged/runs/`")
+    assert "**Set against** `converged/runs/`: 1 tested run (data/small), 1 seed per cell (1 cell)." in comparison
+    capsys.readouterr()
+
+
 def test_ablation_tables_put_each_lower_bound_in_its_columns(tmp_path, capsys):
     """`tnlib report A B --ablation lower-bound`: learn/ff with l = lmcut, hmax, blind from two folders, one column
     group each in Table 1's and Table 2's layout (mean ± std over seeds), one header for the runs shown; runs of

@@ -3,6 +3,7 @@ paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
@@ -14,6 +15,7 @@ from tnlib.experiments.tables import (
     TABLE2_BOLD_RULE,
     collect_planning,
     collect_results,
+    folder_names,
     optimal_selection,
     render_ablation,
     render_comparison,
@@ -466,21 +468,42 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))
     if against is not None:
-        table = render_comparison(results_dir, against)  # (before writing: a ValueError leaves no file behind)
+        names = folder_names(results_dir, against)
+        table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)
         if figure_model == "nlm":
-            names = (f"`{Path(results_dir).name}/`", f"`{Path(against).name}/`")
             table += ("\n## The paper's directions in both folders\n\nTest MSE of TN against N and N+clip: a "
                       "direction counts where the two means differ by more than their summed std over seeds (the "
-                      "paper's: over its 5 seeds).\n\n" + render_directions(results_dir, against, names=names))
-        text = (f"# `{Path(results_dir).name}/` against `{Path(against).name}/`\n\n{scope_header(results_dir)}\n"
+                      "paper's: over its 5 seeds).\n\n"
+                      + render_directions(results_dir, against, names=tuple(f"`{n}/`" for n in names)))
+        text = (f"# `{names[0]}/` against `{names[1]}/`\n\n{scope_header(results_dir)}\n"
+                f"{against_line(against, names[1])}\n\n"
                 f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "
                 "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; bold: the better "
-                "of the two.\n\n" + table)
+                "of the two, where both folders' runs used the same data.\n\n" + table)
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     return written
+
+
+def against_line(folder, name: str) -> str:
+    """What the folder a report is set against holds: its tested runs, their datasets and seeds per cell (the
+    scope header above describes the report's own folder only)."""
+    results = collect_results(folder)
+    seeds: dict[tuple, set] = defaultdict(set)
+    for r in results:
+        c = r["config"]
+        seeds[(c.get("domain"), c.get("model"), c.get("sigma"), c.get("residual"), c.get("distribution"))].add(
+            c.get("seed"))
+    counts = sorted({len(s) for s in seeds.values()})
+    per_cell = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    datasets = ", ".join(f"data/{d}" for d in sorted({Path(r["config"]["data_root"]).name for r in results
+                                                      if r["config"].get("data_root")})) or "dataset not recorded"
+    runs = f"{len(results)} tested run" + ("" if len(results) == 1 else "s")
+    cells = f"{len(seeds)} cell" + ("" if len(seeds) == 1 else "s")
+    seeds_text = f"{per_cell} seed" + ("" if per_cell == "1" else "s")
+    return f"**Set against** `{name}/`: {runs} ({datasets}), {seeds_text} per cell ({cells})."
 
 
 def write_calibration(results_dir, path) -> Path:

@@ -542,7 +542,24 @@ def render_ablation(results_dirs: Sequence[str | os.PathLike], columns: Sequence
 # Two results folders side by side
 
 
-def render_comparison(results_dir, other_dir) -> str:
+def folder_names(first, second) -> tuple[str, str]:
+    """Names that tell two results folders apart: the shortest trailing parts of their paths that differ
+    (``paper-scale/runs`` and ``nlm5/runs``, not ``runs`` twice)."""
+    parts = [Path(folder).resolve().parts for folder in (first, second)]
+    for k in range(1, max(map(len, parts)) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if names[0] != names[1]:
+            return names[0], names[1]
+    return str(first), str(second)
+
+
+def _dataset_names(configs) -> list[str]:
+    """The datasets runs trained and tested on, by their folder's name (``paper``, ``small``): a data root's path
+    differs from machine to machine, its name does not."""
+    return sorted({Path(c["data_root"]).name for c in configs if c.get("data_root")})
+
+
+def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = None) -> str:
     """The cells two results folders share, side by side, as Markdown: for a setting the paper's tables have no
     column for (training with the upper bound h_sat against without, another lower bound, ...).
 
@@ -550,7 +567,11 @@ def render_comparison(results_dir, other_dir) -> str:
     seed aside (:func:`check_one_setting`). The columns are named by the settings in which the two folders' runs
     differ (e.g. ``upper_bound h_sat`` and ``upper_bound none``). Per cell: test MSE and NLL of the point estimate
     and plan coverage and average evaluations (an unsolved instance counting as the limit), mean ± std over seeds
-    (:func:`_cell`); the better of the two in bold. A ValueError when the folders share no cell."""
+    (:func:`_cell`); the better of the two in bold. Where the folders' runs used different datasets, their test
+    splits differ: the columns are named by the dataset and nothing is bold; where they planned on different
+    instances (another dataset, or a plan set against the plan split), planning is left out. ``names``: the
+    folders' names where no setting tells them apart (default :func:`folder_names`). A ValueError when the
+    folders share no cell."""
     folders = (results_dir, other_dir)
     cells: list[dict] = [defaultdict(lambda: defaultdict(list)) for _ in folders]
     configs: list[dict] = [defaultdict(list), defaultdict(list)]
@@ -577,10 +598,17 @@ def render_comparison(results_dir, other_dir) -> str:
     fields = sorted({k for side in shared_configs for c in side for k in c} - POOLED_OVER)
     differ = [k for k in fields if {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[0]}
               != {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[1]}]
-    labels = [", ".join(f"{k} " + "/".join(sorted({str(c.get(k)) for c in side})) for k in differ) or name
-              for side, name in zip(shared_configs, ("first", "second"))]
-    metrics = (("mse", "test MSE", min), ("nll", "test NLL", min), ("coverage", "plan coverage", max),
-               ("evaluations", "average evaluations", min))
+    names = names or folder_names(results_dir, other_dir)
+    datasets = [_dataset_names(side) for side in shared_configs]
+    same_data = datasets[0] == datasets[1]
+    planned_on = [ResultsDir(folder).planned_on() for folder in folders]
+    same_plans = same_data and planned_on[0] == planned_on[1]
+    labels = [", ".join(([] if same_data else ["data/" + "+".join(data)])
+                        + [f"{k} " + "/".join(sorted({str(c.get(k)) for c in side})) for k in differ]) or name
+              for side, data, name in zip(shared_configs, datasets, names)]
+    metrics = (("mse", "test MSE", min), ("nll", "test NLL", min))
+    if same_plans:
+        metrics += (("coverage", "plan coverage", max), ("evaluations", "average evaluations", min))
     lines = ["| domain | model | configuration | distribution | "
              + " | ".join(f"{title}: {label}" for _, title, _ in metrics for label in labels) + " |",
              "|" + "---|" * (4 + 2 * len(metrics))]
@@ -589,11 +617,19 @@ def render_comparison(results_dir, other_dir) -> str:
         for metric, _, better in metrics:
             stats = [_stats(side[key][metric]) for side in cells]
             texts = [_cell(s) if metric in ("mse", "nll") else _planning_cell(s, metric) for s in stats]
-            if all(s is not None for s in stats) and stats[0][0] != stats[1][0]:
+            if same_data and all(s is not None for s in stats) and stats[0][0] != stats[1][0]:
                 best = better((0, 1), key=lambda i: stats[i][0])
                 texts[best] = f"**{texts[best]}**"
             row += texts
         lines.append("| " + " | ".join(row) + " |")
+    if not same_data:
+        lines += ["", f"The two folders' runs trained and were tested on different datasets ({labels[0]} and "
+                  f"{labels[1]}): their test splits differ, so magnitudes do not compare across the columns and "
+                  "nothing is bold; the directions within each folder do."]
+    if not same_plans:
+        where = [f"`{name}` on " + ("data/" + "+".join(data) + "'s " if data else "") + ("plan split" if split == "plan" else split)
+                 for name, data, split in zip(names, datasets, planned_on)]
+        lines += ["", f"Planning is left out: {where[0]}, {where[1]} -- not the same instances."]
     if "upper_bound" in differ:
         lines += ["", "Test MSE and NLL of runs trained with an upper bound use it on the test states too (their "
                   "truncated mean lies between l and u = h_sat, a satisficing plan's cost a planner does not have); "
