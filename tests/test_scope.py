@@ -461,8 +461,8 @@ def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_plan
             write_planning(run / "planning-default.jsonl", [True])
     assert folder_names(large, small) == ("paper-scale/runs", "converged/runs")
     table = render_comparison(large, small).splitlines()
-    assert table[0] == ("| domain | model | configuration | distribution | test MSE: data/paper | test MSE: data/small | "
-                        "test NLL: data/paper | test NLL: data/small |")
+    assert table[0] == ("| domain | model | configuration | distribution | test MSE: data/paper | "
+                        "test MSE: data/small | test NLL: data/paper | test NLL: data/small |")
     assert table[2] == "| blocksworld | nlm | learn/ff | TN | 1.10±.1 | 3.00 (1 seed) | 2.00±.0 | 2.00 (1 seed) |"
     assert "**" not in "\n".join(table)
     assert table[-1] == ("Planning is left out: `paper-scale/runs` on data/paper's plan-set, `converged/runs` on "

@@ -44,12 +44,11 @@ def device_for_reading(trained_on: str | None) -> torch.device:
     """Where a saved model is read when no device is asked for: the device it trained on where this machine has
     it, the CPU otherwise. A checkpoint records its training's device setting, which is no requirement on the
     machine that evaluates or plans with it later (a run trained on a lent GPU is planned on a CPU-only one)."""
-    device = check_device(trained_on) if trained_on not in (None, "auto") else None
-    if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-        return torch.device("cpu")
-    if device is not None and device.type == "mps" and not torch.backends.mps.is_available():
-        return torch.device("cpu")
-    return default_device(None if device is None else str(device))
+    if trained_on in (None, "auto"):
+        return default_device(None)
+    device = check_device(trained_on)
+    available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(device.type)
+    return device if available is None or available() else torch.device("cpu")
 
 
 def machine_kind(device: str | torch.device | None = None) -> str:

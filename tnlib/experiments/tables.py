@@ -627,7 +627,8 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
                   f"{labels[1]}): their test splits differ, so magnitudes do not compare across the columns and "
                   "nothing is bold; the directions within each folder do."]
     if not same_plans:
-        where = [f"`{name}` on " + ("data/" + "+".join(data) + "'s " if data else "") + ("plan split" if split == "plan" else split)
+        where = [f"`{name}` on " + ("data/" + "+".join(data) + "'s " if data else "")
+                 + ("plan split" if split == "plan" else split)
                  for name, data, split in zip(names, datasets, planned_on)]
         lines += ["", f"Planning is left out: {where[0]}, {where[1]} -- not the same instances."]
     if "upper_bound" in differ:
