@@ -439,6 +439,11 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     comparison = (out / "comparison.md").read_text()
     assert comparison.startswith("# `with/` against `without/`") and table[2] in comparison
     assert capsys.readouterr().out.splitlines()[-1].endswith("comparison.md")
+    # a folder to compare with that is missing (a typo) is named as such, before anything is written
+    typo = tmp_path / "whithout"
+    assert main(["report", str(with_h_sat), "--out", str(tmp_path / "other"), "--against", str(typo)]) == 2
+    assert f"--against {typo} holds no run folder" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
 
 
 def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_planning_on_other_instances(

@@ -448,6 +448,9 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     configs = [run.read_config() for run in ResultsDir(results_dir).runs()]
     if not configs:
         raise ValueError(f"{results_dir} holds no run folder (a folder with a config.json): nothing to render")
+    if against is not None and not ResultsDir(against).runs():
+        raise ValueError(f"--against {against} holds no run folder (a folder with a config.json): nothing to compare "
+                         "with")
     bounds = sorted({c["lower_bound"] for c in configs})
     if len(bounds) > 1:
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
