@@ -158,6 +158,17 @@ def test_best_checkpoint_has_the_best_validation_mse(tmp_path, items):
     assert metrics["val_mse"] == pytest.approx(best["val_mse"], rel=1e-6)
 
 
+def test_passing_over_a_trained_run_leaves_its_configuration_as_it_trained(tmp_path, items):
+    data = items["blocksworld"]
+    run = train(config(tmp_path, steps=8, device="cpu"), data[:10], data[10:])
+    recorded = (run / "config.json").read_text()
+    train(config(tmp_path, steps=8), data[:10], data[10:])  # another process's setting: device unset
+    assert (run / "config.json").read_text() == recorded
+    train(config(tmp_path, steps=12), data[:10], data[10:])  # trained on: the configuration it trained by now
+    assert json.loads((run / "config.json").read_text())["steps"] == 12
+    assert json.loads((run / "config.json").read_text())["device"] is None
+
+
 def test_a_run_trained_on_cuda_is_read_on_the_cpu_of_a_machine_without_cuda(tmp_path, items):
     data = items["blocksworld"]
     run = train(config(tmp_path, steps=8), data[:10], data[10:])

@@ -522,8 +522,11 @@ def train(
         for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file):
             stale.unlink(missing_ok=True)
         curves_path.touch()
-    atomic_write_json(run.config_file, config.to_dict(), indent=2)
-    atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
+    trains = checkpoint is None or step < config.steps  # a pass over a trained run (a planner's) leaves its record be
+    if trains or not run.config_file.is_file():
+        atomic_write_json(run.config_file, config.to_dict(), indent=2)
+    if trains or not run.data_file.is_file():
+        atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
 
     encoder_state = encoder.state()
 
