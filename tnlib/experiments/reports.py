@@ -15,6 +15,7 @@ from tnlib.experiments.tables import (
     TABLE2_BOLD_RULE,
     collect_planning,
     collect_results,
+    dataset_names,
     folder_names,
     optimal_selection,
     render_ablation,
@@ -501,8 +502,7 @@ def against_line(folder, name: str) -> str:
             c.get("seed"))
     counts = sorted({len(s) for s in seeds.values()})
     per_cell = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    datasets = ", ".join(f"data/{d}" for d in sorted({Path(r["config"]["data_root"]).name for r in results
-                                                      if r["config"].get("data_root")})) or "dataset not recorded"
+    datasets = ", ".join(f"data/{d}" for d in dataset_names(r["config"] for r in results)) or "dataset not recorded"
     runs = f"{len(results)} tested run" + ("" if len(results) == 1 else "s")
     cells = f"{len(seeds)} cell" + ("" if len(seeds) == 1 else "s")
     seeds_text = f"{per_cell} seed" + ("" if per_cell == "1" else "s")

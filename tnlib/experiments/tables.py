@@ -553,7 +553,7 @@ def folder_names(first, second) -> tuple[str, str]:
     return str(first), str(second)
 
 
-def _dataset_names(configs) -> list[str]:
+def dataset_names(configs) -> list[str]:
     """The datasets runs trained and tested on, by their folder's name (``paper``, ``small``): a data root's path
     differs from machine to machine, its name does not."""
     return sorted({Path(c["data_root"]).name for c in configs if c.get("data_root")})
@@ -599,7 +599,7 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     differ = [k for k in fields if {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[0]}
               != {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[1]}]
     names = names or folder_names(results_dir, other_dir)
-    datasets = [_dataset_names(side) for side in shared_configs]
+    datasets = [dataset_names(side) for side in shared_configs]
     same_data = datasets[0] == datasets[1]
     planned_on = [ResultsDir(folder).planned_on() for folder in folders]
     same_plans = same_data and planned_on[0] == planned_on[1]
