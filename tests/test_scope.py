@@ -446,6 +446,34 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     assert not (tmp_path / "other").exists()
 
 
+def test_comparison_bolds_by_the_paired_interval_where_both_folders_have_three_seeds(tmp_path):
+    """Same data, four seeds each: a shift every seed shows is bold though the seeds' spread is wider than it (the
+    summed-std gap would not bold it), a difference that changes sign from seed to seed is not, and the table of
+    paired intervals under the comparison gives both."""
+    from tnlib.experiments.tables import COMPARISON_BOLD_RULE, render_comparison
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    base, shifted = tmp_path / "base", tmp_path / "shifted"
+    for folder, extra, mse_shifts, nll_shifts in (
+            (base, {}, (0, 0, 0, 0), (0, 0, 0, 0)),
+            (shifted, {"sigma_link": "bounded"}, (.5, .6, .4, .5), (.5, -.6, .4, -.5))):
+        folder.mkdir()
+        for seed, (level, mse_shift, nll_shift) in enumerate(zip((1.0, 5.0, 9.0, 3.0), mse_shifts, nll_shifts)):
+            run = write_run(folder, data, [3, 2, 1, 1], seed=seed, **extra)
+            write_metrics(run, level + mse_shift, level + nll_shift)
+    table = render_comparison(shifted, base).splitlines()
+    assert table[0] == ("| domain | model | configuration | distribution | test MSE: sigma_link bounded | "
+                        "test MSE: sigma_link softplus | test NLL: sigma_link bounded | test NLL: sigma_link softplus |")
+    assert table[2] == "| blocksworld | nlm | learn/ff | TN | 5.00±3.4 | **4.50±3.4** | 4.45±3.5 | 4.50±3.4 |"
+    assert COMPARISON_BOLD_RULE in table
+    paired = table[table.index(COMPARISON_BOLD_RULE) + 2:]
+    assert paired[0].startswith("Paired by seed, the first folder (`shifted`) minus the second (`base`)")
+    row = [c.strip() for c in paired[-1].split("|")[1:-1]]
+    assert row[:4] == ["blocksworld", "nlm", "learn/ff", "TN"]
+    assert row[4] == ".50 [.37, .63] higher" and row[5].startswith("-.05 [") and not row[5].endswith(("lower", "higher"))
+
+
 def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_planning_on_other_instances(
         tmp_path, capsys):
     """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on
@@ -605,8 +633,9 @@ def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
 
 
 def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
-    """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), and in
-    which of two folders it shows."""
+    """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), in which
+    of two folders it shows, and whether the folders agree; below three seeds a folder's direction is the summed-std
+    gap too."""
     from tnlib.experiments.tables import render_directions
 
     def folder(name, mses):
@@ -623,13 +652,46 @@ def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
     large = folder("large", {("TN", 0): 2.0, ("TN", 1): 2.2, ("N", 0): 4.0, ("N", 1): 4.4})
     small = folder("small", {("TN", 0): 3.0, ("TN", 1): 5.0, ("N", 0): 4.0, ("N", 1): 4.2})
     text = render_directions(large, small, names=("large", "small"), configs=[("learn", "ff")])
-    rows = {tuple(c.strip() for c in line.split("|")[1:4]): [c.strip() for c in line.split("|")[4:8]]
+    rows = {tuple(c.strip() for c in line.split("|")[1:4]): [c.strip() for c in line.split("|")[4:9]]
             for line in text.splitlines() if line.startswith("| visitall")}
     assert rows[("visitall", "learn/ff", "TN vs N")] == [
-        "TN lower (5.30 vs 7.67)", "TN lower (2.10 vs 4.20)", "within spread (4.00 vs 4.10)", "only in large"]
+        "TN lower (5.30 vs 7.67)", "TN lower (2.10 vs 4.20)", "within noise (4.00 vs 4.10)", "only in large",
+        "differ"]
     ferry = [line for line in text.splitlines() if line.startswith("| ferry")]
-    assert ferry and all(line.endswith("| the paper has none |") for line in ferry)  # 3.45±.8 against 3.73±.7
+    assert ferry and all(line.endswith("| the paper has none |  |") for line in ferry)  # 3.45±.8 against 3.73±.7
     assert "not run" in text and "only in large 2" in text
+    assert "The two folders agree in 0 of the 2 comparisons both ran, differ in 2." in text
+
+
+def test_directions_with_three_seeds_or_more_follow_the_paired_interval(tmp_path):
+    """With at least three seeds a folder's direction is the paired interval's: a shift every seed shows counts
+    though the seeds' spread is far wider (the summed-std gap would call it a tie), and a difference whose sign
+    changes from seed to seed does not."""
+    from tnlib.experiments.tables import render_directions
+
+    def folder(name, shifts):
+        for seed, (n_mse, shift) in enumerate(zip((1.0, 5.0, 9.0, 3.0), shifts)):
+            for distribution, mse in (("N", n_mse), ("TN", n_mse + shift)):
+                run = tmp_path / name / f"visitall-{distribution}-s{seed}"
+                run.mkdir(parents=True)
+                (run / "config.json").write_text(json.dumps(dict(
+                    domain="visitall", model="nlm", distribution=distribution, sigma="learn", residual="ff",
+                    lower_bound="lmcut", seed=seed)))
+                write_metrics(run, mse, 1.0)
+        return tmp_path / name
+
+    steady = folder("steady", (-.5, -.6, -.4, -.5))
+    mixed = folder("mixed", (-.5, .6, .1, -.4))
+    text = render_directions(steady, mixed, names=("steady", "mixed"), configs=[("learn", "ff")])
+    row = next(line for line in text.splitlines() if line.startswith("| visitall | learn/ff | TN vs N |"))
+    cells = [c.strip() for c in row.split("|")[5:9]]
+    assert cells[0].startswith("TN lower (4.00 vs 4.50; -.50 [-.63, -.37]")
+    assert cells[1].startswith("within noise (4.45 vs 4.50; -.05 [")
+    assert cells[2:] == ["only in steady", "differ"]
+    same = render_directions(steady, steady, names=("a", "b"), configs=[("learn", "ff")])
+    assert "The two folders agree in 2 of the 2 comparisons both ran, differ in 0." in same
+
+
 
 
 def test_header_names_the_hardware_that_trained_the_runs_and_flags_a_run_resumed_on_another(results):

@@ -11,6 +11,7 @@ from tnlib.experiments.calibration_summary import calibration_markdown, folder_c
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.tables import (
+    DIRECTIONS_RULE,
     TABLE1_BOLD_RULE,
     TABLE2_BOLD_RULE,
     collect_planning,
@@ -475,15 +476,14 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)
         if figure_model == "nlm":
-            table += ("\n## The paper's directions in both folders\n\nTest MSE of TN against N and N+clip: a "
-                      "direction counts where the two means differ by more than their summed std over seeds (the "
-                      "paper's: over its 5 seeds).\n\n"
+            table += ("\n## The paper's directions in both folders\n\nTest MSE of TN against N and N+clip: "
+                      f"{DIRECTIONS_RULE}.\n\n"
                       + render_directions(results_dir, against, names=tuple(f"`{n}/`" for n in names)))
         text = (f"# `{names[0]}/` against `{names[1]}/`\n\n{scope_header(results_dir)}\n"
                 f"{against_line(against, names[1])}\n\n"
                 f"## Table\n\nThe cells both folders hold; columns named by the settings in which their runs differ. "
-                "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; bold: the better "
-                "of the two, where both folders' runs used the same data.\n\n" + table)
+                "Mean ± std over seeds; an unsolved plan instance counts as the evaluation limit; what is bold is "
+                "said under the table.\n\n" + table)
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
     if calibration:

@@ -25,7 +25,13 @@ import numpy as np
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir
-from tnlib.experiments.seed_statistics import PAIRED_MIN_SEEDS, paired_best, seed_count
+from tnlib.experiments.seed_statistics import (
+    PAIRED_CONFIDENCE,
+    PAIRED_MIN_SEEDS,
+    paired_best,
+    paired_interval,
+    seed_count,
+)
 from tnlib.files import read_json
 from tnlib.learning.split_planning import planned
 from tnlib.planning.search_settings import PAPER
@@ -559,6 +565,48 @@ def dataset_names(configs) -> list[str]:
     return sorted({Path(c["data_root"]).name for c in configs if c.get("data_root")})
 
 
+COMPARISON_BOLD_RULE = (f"Bold: the better of the two, where both folders' runs used the same data and the difference "
+                        f"survives the seeds' noise: with at least {PAIRED_MIN_SEEDS} seeds in both, paired by seed "
+                        f"(same seed: same data order and initial weights), the {PAIRED_CONFIDENCE:.0%} t-interval of "
+                        "the per-seed differences excludes 0; with fewer, the means differ by more than their summed "
+                        "std over seeds (a cell of one seed has no spread: any gap counts).")
+
+
+def _better_side(by_seed: Sequence[dict], lower_is_better: bool = True) -> list[int]:
+    """Which of two folders' cells ({seed: value} each) is better beyond noise: by the paired interval where at least
+    PAIRED_MIN_SEEDS seeds pair up, else by the summed-std gap of :func:`_direction`; [] where neither is."""
+    if not all(by_seed):
+        return []
+    if len(set(by_seed[0]) & set(by_seed[1])) >= PAIRED_MIN_SEEDS:
+        return sorted(paired_best(dict(enumerate(by_seed)), lower_is_better))
+    stats = [_stats(list(values.values())) for values in by_seed]
+    way = _direction(stats[0], stats[1], lower_is_better)
+    return [0] if way == "TN" else [1] if way == "other" else []
+
+
+def _paired_between_folders(cells: Sequence[dict], keys, metrics: Sequence[str]) -> list[tuple[tuple, dict]]:
+    """Per shared cell with enough seeds in both folders: {metric: paired interval of first minus second}."""
+    rows = []
+    for key in keys:
+        by_metric = {}
+        for metric in metrics:
+            first, second = (side[key][metric] for side in cells)
+            interval = paired_interval([first[s] - second[s] for s in sorted(set(first) & set(second), key=str)
+                                        if first[s] is not None and second[s] is not None])
+            if interval is not None:
+                by_metric[metric] = interval
+        if by_metric:
+            rows.append((key, by_metric))
+    return rows
+
+
+def _interval_text(interval: dict) -> str:
+    text = f"{_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}]"
+    if interval["high"] < 0:
+        return text + " lower"
+    return text + " higher" if interval["low"] > 0 else text
+
+
 def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = None) -> str:
     """The cells two results folders share, side by side, as Markdown: for a setting the paper's tables have no
     column for (training with the upper bound h_sat against without, another lower bound, ...).
@@ -567,13 +615,16 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     seed aside (:func:`check_one_setting`). The columns are named by the settings in which the two folders' runs
     differ (e.g. ``upper_bound h_sat`` and ``upper_bound none``). Per cell: test MSE and NLL of the point estimate
     and plan coverage and average evaluations (an unsolved instance counting as the limit), mean ± std over seeds
-    (:func:`_cell`); the better of the two in bold. Where the folders' runs used different datasets, their test
-    splits differ: the columns are named by the dataset and nothing is bold; where they planned on different
-    instances (another dataset, or a plan set against the plan split), planning is left out. ``names``: the
+    (:func:`_cell`); the better of the two in bold where the difference survives the seeds' noise
+    (:data:`COMPARISON_BOLD_RULE`), and under the table the paired intervals of the differences. Where the folders'
+    runs used different datasets, their test splits differ: the columns are named by the dataset and nothing is
+    bold; where they planned on different instances (another dataset, or a plan set against the plan split),
+    planning is left out. ``names``: the
     folders' names where no setting tells them apart (default :func:`folder_names`). A ValueError when the
     folders share no cell."""
     folders = (results_dir, other_dir)
-    cells: list[dict] = [defaultdict(lambda: defaultdict(list)) for _ in folders]
+    # {(domain, model, configuration, distribution): {metric: {seed: value}}} per folder
+    cells: list[dict] = [defaultdict(lambda: defaultdict(dict)) for _ in folders]
     configs: list[dict] = [defaultdict(list), defaultdict(list)]
     for side, folder in enumerate(folders):
         pooled = defaultdict(list)
@@ -582,13 +633,13 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
             key = (config["domain"], config["model"], f"{config['sigma']}/{config['residual']}", config["distribution"])
             pooled[" ".join(key)].append(config)
             configs[side][key].append(config)
-            cells[side][key]["mse"].append(r["mse"])
-            cells[side][key]["nll"].append(r["nll"])
+            cells[side][key]["mse"][config.get("seed")] = r["mse"]
+            cells[side][key]["nll"][config.get("seed")] = r["nll"]
         for row in collect_planning(folder):
             if row["column"] == row["config"]["distribution"]:  # the default estimate (N+clip has no cell here)
                 key = (row["domain"], row["model"], f"{row['sigma']}/{row['residual']}", row["column"])
-                cells[side][key]["coverage"].append(row["coverage"])
-                cells[side][key]["evaluations"].append(row["evaluations"])
+                cells[side][key]["coverage"][row["seed"]] = row["coverage"]
+                cells[side][key]["evaluations"][row["seed"]] = row["evaluations"]
         check_one_setting(pooled, f"{folder}:")
     shared = sorted(set(cells[0]) & set(cells[1]), key=lambda k: (DOMAINS.index(k[0]) if k[0] in DOMAINS else 9, k))
     if not shared:
@@ -607,7 +658,7 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
                         + [f"{k} " + "/".join(sorted({str(c.get(k)) for c in side})) for k in differ]) or name
               for side, data, name in zip(shared_configs, datasets, names)]
     metrics = (("mse", "test MSE", min), ("nll", "test NLL", min))
-    if same_plans:
+    if same_plans and any(side[key]["coverage"] for side in cells for key in shared):  # (neither planned: no columns)
         metrics += (("coverage", "plan coverage", max), ("evaluations", "average evaluations", min))
     lines = ["| domain | model | configuration | distribution | "
              + " | ".join(f"{title}: {label}" for _, title, _ in metrics for label in labels) + " |",
@@ -615,13 +666,26 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     for key in shared:
         row = list(key)
         for metric, _, better in metrics:
-            stats = [_stats(side[key][metric]) for side in cells]
+            by_seed = [side[key][metric] for side in cells]
+            stats = [_stats(list(values.values())) for values in by_seed]
             texts = [_cell(s) if metric in ("mse", "nll") else _planning_cell(s, metric) for s in stats]
-            if same_data and all(s is not None for s in stats) and stats[0][0] != stats[1][0]:
-                best = better((0, 1), key=lambda i: stats[i][0])
-                texts[best] = f"**{texts[best]}**"
+            if same_data:
+                for side in _better_side(by_seed, lower_is_better=better is min):
+                    texts[side] = f"**{texts[side]}**"
             row += texts
         lines.append("| " + " | ".join(row) + " |")
+    if same_data:
+        lines += ["", COMPARISON_BOLD_RULE]
+        differences = _paired_between_folders(cells, shared, [m for m, _, _ in metrics])
+        if differences:
+            lines += ["", f"Paired by seed, the first folder (`{names[0]}`) minus the second (`{names[1]}`): mean "
+                      f"[{PAIRED_CONFIDENCE:.0%} t-interval], where a cell has at least {PAIRED_MIN_SEEDS} seeds in "
+                      "both; `lower` / `higher` where the interval excludes 0.", "",
+                      "| domain | model | configuration | distribution | "
+                      + " | ".join(title for _, title, _ in metrics) + " |", "|" + "---|" * (4 + len(metrics))]
+            for key, by_metric in differences:
+                lines.append("| " + " | ".join(list(key) + [_interval_text(by_metric[m]) if m in by_metric else ""
+                                                            for m, _, _ in metrics]) + " |")
     if not same_data:
         lines += ["", f"The two folders' runs trained and were tested on different datasets ({labels[0]} and "
                   f"{labels[1]}): their test splits differ, so magnitudes do not compare across the columns and "
@@ -663,43 +727,72 @@ def _direction(tn: tuple[float, float | None] | None, other: tuple[float, float 
     return "TN" if gap > 0 else "other"
 
 
+DIRECTIONS_RULE = (f"a direction counts, in a folder whose cell has at least {PAIRED_MIN_SEEDS} seeds of both columns, "
+                   f"where the {PAIRED_CONFIDENCE:.0%} t-interval of the per-seed differences (paired by seed) "
+                   "excludes 0 -- the interval follows the means; with fewer seeds, and in the paper (mean ± std over "
+                   "its 5 seeds), where the two means differ by more than their summed std")
+
+
+def _folder_direction(values: dict, tn_key: tuple, other_key: tuple) -> tuple[str | None, str]:
+    """TN against another column in one folder's cell ({key: {seed: value}}): the direction (as :func:`_direction`)
+    and how it reads -- the two means, and the paired interval of TN minus the other where it decides."""
+    tn, other = values.get(tn_key, {}), values.get(other_key, {})
+    if not tn or not other:
+        return None, ""
+    means = f"{_number(float(np.mean(list(tn.values()))))} vs {_number(float(np.mean(list(other.values()))))}"
+    interval = paired_interval([tn[s] - other[s] for s in sorted(set(tn) & set(other), key=str)
+                                if tn[s] is not None and other[s] is not None])
+    if interval is None:
+        return _direction(_stats(list(tn.values())), _stats(list(other.values()))), means
+    way = "TN" if interval["high"] < 0 else "other" if interval["low"] > 0 else "tie"
+    return way, f"{means}; {_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}]"
+
+
 def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[str, str] = ("these runs", "other"),
                       configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
     """Where the paper's directions appear: per domain and configuration, TN against N and against N+clip in test
-    MSE (Table 1) as the paper has them (:data:`tnlib.paper.PAPER_TABLE1_NLM`) and as each folder's runs have them,
-    a direction counting only where the two means differ by more than their summed std over seeds; then which of
-    the paper's directions hold in both folders, in one only, or in neither. Markdown."""
-    cells = [table1_cells(collect_results(folder), model, configs=configs) for folder in (results_dir, other_dir)]
-    words = {"TN": "TN lower", "other": "{other} lower", "tie": "within spread", None: "not run"}
+    MSE (Table 1) as the paper has them (:data:`tnlib.paper.PAPER_TABLE1_NLM`) and as each folder's runs have them
+    (:data:`DIRECTIONS_RULE`: by the paired interval where a cell has the seeds, else by the summed std); then
+    which of the paper's directions hold in both folders, in one only, or in neither, and whether the two folders
+    agree with each other (what an ablation asks: does a setting change a conclusion). Markdown."""
+    values = [table1_seed_values(collect_results(folder), model) for folder in (results_dir, other_dir)]
+    words = {"TN": "TN lower", "other": "{other} lower", "tie": "within noise", None: "not run"}
 
-    def said(direction, other: str, pair) -> str:
+    def said(direction, other: str, reading: str) -> str:
         text = words[direction].format(other=other)
-        return text if pair is None else f"{text} ({_number(pair[0][0])} vs {_number(pair[1][0])})"
+        return f"{text} ({reading})" if reading else text
 
-    lines = [f"| domain | configuration | comparison | the paper | {names[0]} | {names[1]} | the paper's direction |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"| domain | configuration | comparison | the paper | {names[0]} | {names[1]} | the paper's direction "
+             "| the two folders |", "|---|---|---|---|---|---|---|---|"]
     tally: dict[str, int] = defaultdict(int)
+    agreement: dict[str, int] = defaultdict(int)
     for domain in PAPER_TABLE1_NLM:
         for sigma, residual in configs:
             for other in ("N", "N+clip"):
                 paper = PAPER_TABLE1_NLM[domain]
-                paper_way = _direction(paper[(sigma, residual, "TN")], paper[(sigma, residual, other)])
+                pair = (paper[(sigma, residual, "TN")], paper[(sigma, residual, other)])
+                paper_way = _direction(*pair)
                 row = [domain, f"{sigma}/{residual}", f"TN vs {other}",
-                       said(paper_way, other, (paper[(sigma, residual, "TN")], paper[(sigma, residual, other)]))]
+                       said(paper_way, other, f"{_number(pair[0][0])} vs {_number(pair[1][0])}")]
                 ways = []
-                for table in cells:
-                    pair = table.get(domain, {})
-                    tn, them = pair.get((sigma, residual, "TN")), pair.get((sigma, residual, other))
-                    way = _direction(tn, them)
+                for folder_values in values:
+                    way, reading = _folder_direction(folder_values, (domain, sigma, residual, "TN"),
+                                                     (domain, sigma, residual, other))
                     ways.append(way)
-                    row.append(said(way, other, None if way is None else (tn, them)))
+                    row.append(said(way, other, reading))
                 if paper_way == "tie" or None in ways:
                     verdict = "the paper has none" if paper_way == "tie" else "not run in both"
                 else:
                     held = [way == paper_way for way in ways]
                     verdict = ("holds in both" if all(held) else f"only in {names[0]}" if held[0]
                                else f"only in {names[1]}" if held[1] else "in neither")
+                between = "" if None in ways else "agree" if ways[0] == ways[1] else "differ"
                 tally[verdict] += 1
-                lines.append("| " + " | ".join(row + [verdict]) + " |")
+                if between:
+                    agreement[between] += 1
+                lines.append("| " + " | ".join(row + [verdict, between]) + " |")
     summary = ", ".join(f"{verdict} {count}" for verdict, count in sorted(tally.items()))
-    return "\n".join(lines) + f"\n\nIn all: {summary}.\n"
+    compared = sum(agreement.values())
+    folders = (f" The two folders agree in {agreement['agree']} of the {compared} comparisons both ran, differ in "
+               f"{agreement['differ']}." if compared else "")
+    return "\n".join(lines) + f"\n\nIn all: {summary}.{folders}\n"
