@@ -207,6 +207,7 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, mon
     root = str(NOTEBOOK_DIR.parent)
     assert "  data      data/small (profile small)" in printed_text(notebook) and root not in printed_text(notebook)
     assert "Bold: per configuration" in html  # the rule under each table
+    assert "No cell has three seeds yet" in printed_text(notebook)  # one seed: no paired intervals to draw
 
 
 def test_experiments_notebook_states_the_bold_rules_as_the_tables_apply_them():
@@ -216,7 +217,10 @@ def test_experiments_notebook_states_the_bold_rules_as_the_tables_apply_them():
     prose = {cell.source.splitlines()[0]: cell.source for cell in notebook.cells if cell.cell_type == "markdown"}
     table1, table2 = prose["## Test accuracy (Table 1 layout)"], prose["## Planning (Table 2 layout)"]
     assert f"more than {TABLE1_BOLD_GAP:g} above it" in " ".join(table1.split())
-    assert "Bold, within a configuration: the best of N, N+clip and TN" in " ".join(table2.split())
+    assert "the best of N, N+clip and TN however small the difference" in " ".join(table2.split())
+    # with three seeds or more both tables switch to the paired rule (table1_bold_rule / table2_bold_rule)
+    assert "with three or more in every cell" in " ".join(table1.split()) and "paired 95% t-interval" in table1
+    assert "with three or more, the paired rule above" in " ".join(table2.split())
 
 
 def test_experiments_notebook_rejects_a_malformed_config(tmp_path):

@@ -474,6 +474,28 @@ def test_comparison_bolds_by_the_paired_interval_where_both_folders_have_three_s
     assert row[4] == ".50 [.37, .63] higher" and row[5].startswith("-.05 [") and not row[5].endswith(("lower", "higher"))
 
 
+def test_a_report_of_three_seeds_draws_its_paired_intervals(tmp_path, capsys):
+    """`tnlib report` on a folder whose cells have three seeds writes intervals.html (the forest plot of TN against
+    N); with two seeds it writes none (an interval of two seeds says nothing)."""
+    from tnlib.cli import main
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    for seeds in (2, 3):
+        folder = tmp_path / f"seeds{seeds}"
+        folder.mkdir()
+        for seed in range(seeds):
+            for distribution, mse in (("N", 2.0 + seed), ("TN", 1.5 + seed)):
+                write_metrics(write_run(folder, data, [3, 2, 1], seed=seed, distribution=distribution), mse, 1.0)
+        out = tmp_path / f"out{seeds}"
+        assert main(["report", str(folder), "--out", str(out)]) == 0
+        assert (out / "intervals.html").is_file() == (seeds == 3)
+    capsys.readouterr()
+    page = (tmp_path / "out3" / "intervals.html").read_text()
+    assert 'id="intervals-nlm"' in page and "<script src='plotly.min.js'>" in page
+    assert ": TN - N" in page and "What these results can and cannot show" in page
+
+
 def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_planning_on_other_instances(
         tmp_path, capsys):
     """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on

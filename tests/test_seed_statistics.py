@@ -57,6 +57,19 @@ def test_tables_bold_by_the_paired_rule_with_enough_seeds():
     assert "**" not in render_table(shuffled, configs=(("learn", "ff"),)).split("\n")[2]
 
 
+def test_the_rule_a_table_states_is_the_rule_it_bolds_by():
+    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, table1_bold_rule, table2_bold_rule
+
+    assert table1_bold_rule(fake_results(range(5), -0.3)) == PAIRED_BOLD_RULE
+    assert table1_bold_rule(fake_results(range(2), -0.3)) == TABLE1_BOLD_RULE
+    plans = [{"domain": "ferry", "model": "nlm", "lower_bound": "lmcut", "sigma": "learn", "residual": "ff",
+              "column": column, "seed": seed, "coverage": 1.0, "evaluations": 100.0}
+             for seed in range(3) for column in ("N", "N+clip", "TN")]
+    assert table2_bold_rule(plans) == PAIRED_BOLD_RULE
+    assert table2_bold_rule([r for r in plans if r["seed"] < 2]) == TABLE2_BOLD_RULE
+    assert table2_bold_rule(plans, model="hgn") == TABLE2_BOLD_RULE  # no runs of that model: nothing paired
+
+
 def test_the_paired_table_marks_what_the_interval_decides():
     values = {("ferry", "learn", "ff", "TN"): {s: 1.0 + 0.01 * s for s in range(4)},
               ("ferry", "learn", "ff", "N"): {s: 1.3 + 0.01 * s for s in range(4)}}
@@ -64,3 +77,35 @@ def test_the_paired_table_marks_what_the_interval_decides():
     assert "| ferry | learn/ff | -0.3 [-0.3, -0.3], p 0, n 4 **better** |" in text
     assert "95% t-interval" in text and "at least 3 seeds" in PAIRED_BOLD_RULE
     assert render_paired(paired_differences({k: {0: v[0], 1: v[1]} for k, v in values.items()}), "MSE") == ""
+
+
+def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_verdict():
+    """One dot and bar per configuration and comparison, coloured by what the interval says (TN better / worse /
+    within noise, NLL's comparison against N only); a domain without three seeds anywhere is named, not drawn."""
+    from tnlib.experiments.interval_figure import VERDICT_STYLES, paired_intervals_figure, verdict
+
+    seeds = range(4)
+    values = {("ferry", "learn", "ff", "TN"): {s: 1.0 + 0.01 * s for s in seeds},
+              ("ferry", "learn", "ff", "N"): {s: 1.3 + 0.01 * s for s in seeds},
+              ("ferry", "learn", "ff", "N+clip"): {s: 1.0 + (0.1 if s % 2 else -0.1) for s in seeds},
+              ("ferry", "fixed", "none", "TN"): {s: 2.0 + 0.01 * s for s in seeds},
+              ("ferry", "fixed", "none", "N"): {s: 1.5 + 0.02 * s for s in seeds},
+              ("visitall", "learn", "ff", "TN"): {0: 1.0, 1: 1.1}, ("visitall", "learn", "ff", "N"): {0: 2.0, 1: 2.1}}
+    mse = paired_differences(values)
+    nll = paired_differences(values, comparisons=(("TN", "N"),))
+    figure = paired_intervals_figure([("test MSE", mse, True), ("test NLL", nll, True)], "a title")
+    drawn = {(trace.xaxis, trace.y[0]): trace for trace in figure.data}
+    assert sorted(drawn) == [("x", "fixed/none: TN - N"), ("x", "learn/ff: TN - N"), ("x", "learn/ff: TN - N+clip"),
+                             ("x2", "fixed/none: TN - N"), ("x2", "learn/ff: TN - N")]
+    better = drawn[("x", "learn/ff: TN - N")]
+    interval = mse[("ferry", "learn", "ff")][("TN", "N")]
+    assert better.x[0] == pytest.approx(-0.3) and better.marker.color == VERDICT_STYLES["TN better"]["color"]
+    assert better.error_x.array[0] == pytest.approx(interval["high"] - interval["mean"])
+    assert better.error_x.arrayminus[0] == pytest.approx(interval["mean"] - interval["low"])
+    assert drawn[("x", "fixed/none: TN - N")].marker.color == VERDICT_STYLES["TN worse"]["color"]
+    assert drawn[("x", "learn/ff: TN - N+clip")].marker.symbol == VERDICT_STYLES["within noise"]["symbol"]
+    assert [a.text for a in figure.layout.annotations][:2] == ["ferry: test MSE", "ferry: test NLL"]
+    assert "not shown, fewer than 3 seeds: visitall" in figure.layout.title.text
+    assert sum(trace.showlegend for trace in figure.data) == 3  # one legend entry per verdict
+    assert verdict({"low": 0.1, "high": 0.2}, lower_is_better=False) == "TN better"
+    assert verdict({"low": -0.1, "high": 0.2}) == "within noise"

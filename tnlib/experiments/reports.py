@@ -26,9 +26,10 @@ from tnlib.experiments.tables import (
     render_paper_table2,
     render_table,
     render_table2,
+    table1_bold_rule,
     table1_seed_values,
+    table2_bold_rule,
     table2_seed_values,
-    uses_paired_bold,
 )
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differences, render_paired, write_seed_csv
@@ -104,9 +105,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
             raise ValueError("the paper's selection applies to a plan set (a sweep with --plan-on plan-set); "
                              f"{results_dir} planned on the plan split")
         selection = optimal_selection(results_dir, split, selection_seconds)
-    paired_accuracy = all(uses_paired_bold(table1_seed_values(results, m, lower_bound)) for m in models)
-    paired_planning = plans and all(uses_paired_bold(table2_seed_values(
-        [r for r in plans if r["model"] == m and r["lower_bound"] == lower_bound], "coverage")) for m in models)
+    # one rule a page: the paired one only where every model's cells have the seeds for it
+    paired_accuracy = all(table1_bold_rule(results, m, lower_bound) == PAIRED_BOLD_RULE for m in models)
+    paired_planning = plans and all(table2_bold_rule(plans, m, lower_bound) == PAIRED_BOLD_RULE for m in models)
     accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
                 "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
                 f"those heuristics. {PAIRED_BOLD_RULE if paired_accuracy else TABLE1_BOLD_RULE} Per-seed values: "
@@ -426,6 +427,56 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
     return path
 
 
+def paired_intervals_figures(results_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list:
+    """``(model, figure)`` per model whose cells have the seeds for paired intervals: TN against N and N+clip in
+    test MSE, test NLL at the best-NLL checkpoint and planning evaluations
+    (:func:`tnlib.experiments.interval_figure.paired_intervals_figure`); [] where no cell has
+    :data:`tnlib.experiments.seed_statistics.PAIRED_MIN_SEEDS` seeds."""
+    from tnlib.experiments.interval_figure import paired_intervals_figure
+
+    results = collect_results(results_dir)
+    by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
+    plans = collect_planning(results_dir)
+    figures = []
+    for model in models:
+        mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
+        panels = [("test MSE", paired_differences(table1_seed_values(results, model, lower_bound)), True),
+                  ("test NLL", paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                                  comparisons=(("TN", "N"),)), True),
+                  ("plan evaluations", paired_differences(table2_seed_values(mine, "evaluations")), True)]
+        panels = [panel for panel in panels if panel[1]]
+        if any(interval is not None for _, differences, _ in panels for row in differences.values()
+               for interval in row.values()):
+            figures.append((model, paired_intervals_figure(
+                panels, f"TN against N and N+clip, paired by seed ({model}, l = {lower_bound})")))
+    return figures
+
+
+def write_intervals(results_dir, path, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
+                    plotly_src: str = PLOTLY_SRC) -> Path | None:
+    """``path`` (HTML): :func:`paired_intervals_figures` under a caption, the scope header below them. None, and no
+    file, where no cell has the seeds."""
+    path = Path(path)
+    figures = paired_intervals_figures(results_dir, models, lower_bound)
+    if not figures:
+        return None
+    html = ["<html><head><meta charset='utf-8'><title>Paired intervals: TN against N</title>"
+            f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
+            "<h1>TN against N and N+clip, paired by seed</h1>",
+            "<p>Per domain and configuration, the per-seed difference TN minus N (and minus N+clip) of the test MSE "
+            "(the point estimate), of the test NLL at the best-NLL checkpoint and of the average plan evaluations "
+            "(an unsolved instance counting as the limit): its mean as a dot, its 95% t-interval as a bar. Lower is "
+            "better in all three: left of the line at 0, TN is better. Filled blue: the interval says TN is better; "
+            "filled orange: worse; hollow grey: the interval holds 0. The numbers are in accuracy.md and "
+            "planning.md; what the runs are, under the figure.</p>"]
+    for model, figure in figures:
+        html.append(figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"intervals-{model}"))
+    html += [_markdown_html(scope_header(results_dir)), "</body></html>"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "\n".join(html))
+    return path
+
+
 def _domain_order(domain: str) -> int:
     return DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS)
 
@@ -436,8 +487,9 @@ _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
                    paper_tables: bool = False, calibration: bool = False) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
-    models its runs trained and :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model
-    -- and, with ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
+    models its runs trained, :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model,
+    and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals -- and, with
+    ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
     (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
     :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`).
 
@@ -472,6 +524,10 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     figure_model = "nlm" if "nlm" in models else models[0]
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))
+    intervals = write_intervals(results_dir, reports_dir / "intervals.html", models=models, lower_bound=bounds[0],
+                                plotly_src=plotly_src)
+    if intervals is not None:
+        written.append(intervals)
     if against is not None:
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)

@@ -26,6 +26,7 @@ from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (
+    PAIRED_BOLD_RULE,
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
     paired_best,
@@ -195,6 +196,24 @@ def table1_seed_values(results: Sequence[dict], model: str = "nlm", lower_bound:
 def uses_paired_bold(values: dict) -> bool:
     """Whether a table's bold can account for noise: every cell has at least PAIRED_MIN_SEEDS seeds."""
     return bool(values) and seed_count(values) >= PAIRED_MIN_SEEDS
+
+
+def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
+                     lower_bound: str = "lmcut") -> str:
+    """The rule :func:`render_table` bolds these results by: :data:`PAIRED_BOLD_RULE` where every cell has the
+    seeds for paired intervals, else :data:`TABLE1_BOLD_RULE` (the paper's gap)."""
+    if isinstance(results, (str, os.PathLike)):
+        results = collect_results(results)
+    return PAIRED_BOLD_RULE if uses_paired_bold(table1_seed_values(results, model, lower_bound)) else TABLE1_BOLD_RULE
+
+
+def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
+                     lower_bound: str = "lmcut") -> str:
+    """The rule :func:`render_table2` bolds these plans by (a results folder, or rows of :func:`collect_planning`):
+    :data:`PAIRED_BOLD_RULE` where every cell has the seeds, else :data:`TABLE2_BOLD_RULE`."""
+    rows = collect_planning(results) if isinstance(results, (str, os.PathLike)) else results
+    mine = [r for r in rows if r["model"] == model and r["lower_bound"] == lower_bound]
+    return PAIRED_BOLD_RULE if uses_paired_bold(table2_seed_values(mine, "coverage")) else TABLE2_BOLD_RULE
 
 
 def _paired_bold_keys(values: dict, domain: str, configs, lower_is_better: bool = True) -> set:
