@@ -654,6 +654,16 @@ def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
         render_table2(results)
 
 
+def write_visitall_metrics(folder, distribution, seed, mse) -> None:
+    """A tested visitall learn/ff NLM run with only the fields the directions read."""
+    run = folder / f"visitall-{distribution}-s{seed}"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(dict(
+        domain="visitall", model="nlm", distribution=distribution, sigma="learn", residual="ff", lower_bound="lmcut",
+        seed=seed)))
+    write_metrics(run, mse, 1.0)
+
+
 def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
     """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), in which
     of two folders it shows, and whether the folders agree; below three seeds a folder's direction is the summed-std
@@ -662,12 +672,7 @@ def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
 
     def folder(name, mses):
         for (distribution, seed), mse in mses.items():
-            run = tmp_path / name / f"visitall-{distribution}-s{seed}"
-            run.mkdir(parents=True)
-            (run / "config.json").write_text(json.dumps(dict(
-                domain="visitall", model="nlm", distribution=distribution, sigma="learn", residual="ff",
-                lower_bound="lmcut", seed=seed)))
-            write_metrics(run, mse, 1.0)
+            write_visitall_metrics(tmp_path / name, distribution, seed, mse)
         return tmp_path / name
 
     # the paper: visitall learn/ff TN 5.30±.6 against N 7.67±.4 and N+clip 7.60±.4 -- TN lower beyond the spread
@@ -694,12 +699,7 @@ def test_directions_with_three_seeds_or_more_follow_the_paired_interval(tmp_path
     def folder(name, shifts):
         for seed, (n_mse, shift) in enumerate(zip((1.0, 5.0, 9.0, 3.0), shifts)):
             for distribution, mse in (("N", n_mse), ("TN", n_mse + shift)):
-                run = tmp_path / name / f"visitall-{distribution}-s{seed}"
-                run.mkdir(parents=True)
-                (run / "config.json").write_text(json.dumps(dict(
-                    domain="visitall", model="nlm", distribution=distribution, sigma="learn", residual="ff",
-                    lower_bound="lmcut", seed=seed)))
-                write_metrics(run, mse, 1.0)
+                write_visitall_metrics(tmp_path / name, distribution, seed, mse)
         return tmp_path / name
 
     steady = folder("steady", (-.5, -.6, -.4, -.5))
