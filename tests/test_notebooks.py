@@ -151,6 +151,8 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
     # section 5b's checks print, and section 8 compares over comparison_seeds seeds (here 3), at the last step
     assert "truncnorm(low, high, loc, scale), the pitfall: 6.0503" in text and "censored (Tobit) MLE" in text
     assert re.search(r"^\s+2\s+[\d.]+\s+[\d.]+", text, re.M) and "at step 5, TN mean minus" in text
+    # section 8d reads the committed five-seed NLM report's ferry learn/ff cell: its table, 2 to 5 seeds
+    assert re.search(r"^0,1,2,3,4 +1\.386 +1\.606 +within spread .*\[-0\.70, \+0\.26\] holds 0 +-0\.84$", text, re.M)
 
 
 @pytest.mark.parametrize(
@@ -161,11 +163,12 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
         (EXPLORER, {"num_points": 10**8}, "num_points must be between 11 and 20001, got 100000000"),
         (CLASSROOM, {"steps": 0}, "steps must be >= 1"),
         (CLASSROOM, {"label_split": "training"}, "label_split must be one of train, val, test, plan"),
+        (CLASSROOM, {"seed_cell": "ferry learn-ff"}, "seed_cell: converged/nlm5 has no cell 'ferry learn-ff'"),
         (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
         (EXPERIMENTS, {"max_steps": 100}, "max_steps must be None or an integer >= steps (600), got 100"),
     ],
     ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "classroom-split",
-         "experiments-run", "experiments-max-steps"],
+         "classroom-seed-cell", "experiments-run", "experiments-max-steps"],
 )
 def test_bad_parameters_fail_in_the_first_cell_after_the_parameters(tmp_path, path, parameters, message):
     with pytest.raises(PapermillExecutionError) as failure:

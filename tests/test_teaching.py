@@ -17,8 +17,10 @@ from tnlib.notebook import (
     demo_tensors,
     distribution_properties,
     explorer,
+    figures,
     label_gaps,
     notebook_parameters,
+    seed_comparison,
     synthetic_regression,
     trained_distributions,
 )
@@ -694,7 +696,7 @@ def test_the_student_copy_leaves_out_every_solution_and_output_and_keeps_the_res
                 [line for line in original.splitlines() if line.startswith("**Exercise")]
         else:
             assert text == original
-    assert folded == 10  # every exercise of the classroom notebook has its solution folded under it
+    assert folded == 11  # every exercise of the classroom notebook has its solution folded under it
 
 
 def test_handout_refuses_the_notebook_itself_and_notebooks_without_solutions(tmp_path, capsys):
@@ -711,3 +713,77 @@ def test_handout_refuses_the_notebook_itself_and_notebooks_without_solutions(tmp
     assert main(["handout", str(broken), "--out", str(tmp_path / "y.ipynb")]) == 2
     assert "broken.ipynb: not a readable notebook" in capsys.readouterr().err
     assert not (tmp_path / "x.ipynb").exists() and not (tmp_path / "y.ipynb").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Section 8d: how many seeds a claim needs, on the committed per-seed values
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_seed_values_are_the_committed_csv_rows_of_the_cell():
+    import csv
+
+    values = seed_comparison.committed_seed_values("converged/nlm5", "ferry learn/ff")
+    with seed_comparison.seed_values_path("converged/nlm5").open(newline="") as handle:
+        rows = [r for r in csv.DictReader(handle)
+                if (r["domain"], r["sigma"], r["residual"]) == ("ferry", "learn", "ff") and r["mse"]]
+    assert sorted(values) == ["N", "N+clip", "TN"] and sorted(values["TN"]) == [0, 1, 2, 3, 4]
+    assert {(r["column"], int(r["seed"])): float(r["mse"]) for r in rows} == {
+        (column, seed): value for column, by_seed in values.items() for seed, value in by_seed.items()}
+    with pytest.raises(ValueError, match="has no cell 'ferry learn-ff'; its cells: blocksworld fixed/none"):
+        seed_comparison.committed_seed_values("converged/nlm5", "ferry learn-ff")
+    with pytest.raises(ValueError, match="no per-seed values"):
+        seed_comparison.committed_seed_values("converged/nlm", "ferry learn/ff")
+
+
+def test_the_three_rules_as_seeds_arrive_against_scipy():
+    """The gap rule, Welch's unpaired interval and the paired t-interval after the first 2, 3, ... seeds: the
+    intervals are scipy's (Welch) and the reports' paired_interval from three seeds on."""
+    from tnlib.experiments.seed_statistics import paired_interval
+
+    values = {"TN": {0: 1.0, 1: 1.4, 2: 0.9, 3: 1.3}, "N": {0: 1.5, 1: 1.6, 2: 1.2, 3: 1.9}}
+    rows = seed_comparison.seeds_as_they_arrive(values)
+    assert [row.seeds for row in rows] == [(0, 1), (0, 1, 2), (0, 1, 2, 3)]
+    for row in rows:
+        x = np.array([values["TN"][s] for s in row.seeds])
+        y = np.array([values["N"][s] for s in row.seeds])
+        welch = scipy.stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+        assert row.welch == (pytest.approx(welch.low, rel=1e-12), pytest.approx(welch.high, rel=1e-12))
+        assert row.gap_rule == (abs(x.mean() - y.mean()) > x.std(ddof=1) + y.std(ddof=1))
+        low, high = scipy.stats.t.interval(0.95, len(x) - 1, loc=(x - y).mean(), scale=scipy.stats.sem(x - y))
+        assert row.paired == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+        if len(row.seeds) >= 3:
+            reports = paired_interval(list(x - y))
+            assert row.paired == (pytest.approx(reports["low"], rel=1e-12), pytest.approx(reports["high"], rel=1e-12))
+            assert row.correlation == pytest.approx(np.corrcoef(x, y)[0, 1], rel=1e-12)
+    assert rows[0].correlation is None  # two points always lie on a line
+    with pytest.raises(ValueError, match="share 1 seed"):
+        seed_comparison.seeds_as_they_arrive({"TN": {0: 1.0}, "N": {0: 2.0, 1: 2.0}})
+
+
+def test_section_8d_default_cell_is_a_two_seed_claim_that_five_seeds_do_not_carry():
+    """What the notebook's prose and exercise 11 say of the default cell (NLM, ferry learn/ff)."""
+    rows = seed_comparison.seeds_as_they_arrive(
+        seed_comparison.committed_seed_values("converged/nlm5", "ferry learn/ff"))
+    two, five = rows[0], rows[-1]
+    assert two.gap_rule and two.mean_a < two.mean_b  # the gap rule: "TN lower" at two seeds
+    assert (round(two.mean_a, 2), round(two.mean_b, 2)) == (1.11, 1.70)
+    assert all(row.paired[0] < 0 < row.paired[1] and row.welch[0] < 0 < row.welch[1] for row in rows)
+    assert not any(row.gap_rule for row in rows[1:])
+    assert (round(five.paired[0], 2), round(five.paired[1], 2)) == (-0.70, 0.26)
+    assert round(five.correlation, 2) == -0.84
+    # pairing with negatively correlated seeds: the paired interval is the wider
+    assert five.paired[1] - five.paired[0] > five.welch[1] - five.welch[0]
+    table = seed_comparison.format_seeds_as_they_arrive(rows)
+    assert table.splitlines()[1].startswith("0,1") and "[-0.70, +0.26] holds 0" in table.splitlines()[-1]
+
+
+def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
+    values = {"TN": {0: 1.0, 1: 2.0, 2: 1.5}, "N": {0: 1.5, 1: 1.8, 2: 2.5}}
+    figure = figures.seed_pairs_figure(values, "a title")
+    lines, means = figure.data[:-1], figure.data[-1]
+    assert [tuple(t.y) for t in lines] == [(1.5, 1.0), (1.8, 2.0), (2.5, 1.5)]
+    assert [t.line.color for t in lines] == ["#1f77b4", "#ff7f0e", "#1f77b4"]  # TN lower, higher, lower
+    assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
+    assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
+    assert lines[1].name == "seed 1: TN - N = +0.20"

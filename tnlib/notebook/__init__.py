@@ -9,5 +9,6 @@
 * ``distribution_properties``: the distribution's properties, sampling and estimation in textbook formulas;
 * ``label_gaps``: how far the admissible bounds lie below h* in a tnlib dataset;
 * ``synthetic_regression``: Gaussian and Truncated Gaussian heuristic models on synthetic states, over seeds;
+* ``seed_comparison``: how many seeds a claim needs, on the committed five-seed reports' per-seed values;
 * ``demo_tensors``: the float64 scalars and the single thread they all run on.
 """

@@ -741,3 +741,25 @@ def label_gap_figure(gaps: Sequence[label_gaps.LabelGaps], bound: str = "lmcut")
         xaxis=dict(dtick=1), legend=dict(orientation="h", yanchor="top", y=-0.2),
     )
     return figure
+
+
+def seed_pairs_figure(values: Mapping[str, Mapping[int, float]], title: str, a: str = "TN", b: str = "N",
+                      first: int = 2) -> go.Figure:
+    """The seeds of one report cell side by side: per seed a line from ``b``'s test MSE to ``a``'s (blue where
+    ``a`` is lower on that seed, orange where higher; the first ``first`` seeds solid, the later ones dotted),
+    and the two means. The slope of each line is that seed's paired difference."""
+    seeds = sorted(set(values[a]) & set(values[b]))
+    figure = go.Figure()
+    for k, seed in enumerate(seeds):
+        lower = values[a][seed] < values[b][seed]
+        figure.add_trace(go.Scatter(
+            x=[b, a], y=[values[b][seed], values[a][seed]], mode="lines+markers+text",
+            text=["", f"seed {seed}"], textposition="middle right",
+            line=dict(color=_COLORS[0] if lower else _COLORS[1], width=2, dash="solid" if k < first else "dot"),
+            name=f"seed {seed}: {a} - {b} = {values[a][seed] - values[b][seed]:+.2f}"))
+    means = [float(np.mean([values[c][s] for s in seeds])) for c in (b, a)]
+    figure.add_trace(go.Scatter(x=[b, a], y=means, mode="lines+markers", line=dict(color="black", width=4),
+                                marker=dict(size=12, symbol="diamond"), name=f"mean of {len(seeds)} seeds"))
+    figure.update_layout(title=title, yaxis_title="test MSE", template="plotly_white", height=460,
+                         xaxis=dict(range=[-0.3, 1.6]), legend=dict(x=1.02, y=1))
+    return figure

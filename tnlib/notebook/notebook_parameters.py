@@ -10,6 +10,7 @@ import numpy as np
 
 from tnlib.data.schema import SPLITS
 from tnlib.experiments.presets import PRESETS
+from tnlib.notebook.seed_comparison import SEED_REPORTS, committed_seed_values, seeds_as_they_arrive
 from tnlib.paper import DOMAINS, OPEN_BOUND_EPSILON
 
 #: The configurations of the committed paper-scale runs (the classroom's section 8c reads them).
@@ -115,6 +116,8 @@ class ClassroomParameters:
     trained_configuration: str = "fixed/none"
     trained_seed: int = 0
     trained_states: int = 6
+    seed_report: str = SEED_REPORTS[0]  # section 8d's committed five-seed report and cell
+    seed_cell: str = "ferry learn/ff"
 
 
 def check_classroom_parameters(
@@ -133,6 +136,8 @@ def check_classroom_parameters(
     trained_configuration: object = ClassroomParameters.trained_configuration,
     trained_seed: object = ClassroomParameters.trained_seed,
     trained_states: object = ClassroomParameters.trained_states,
+    seed_report: object = ClassroomParameters.seed_report,
+    seed_cell: object = ClassroomParameters.seed_cell,
 ) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
     seed_value = checked_int("seed", seed, minimum=0)
@@ -161,6 +166,15 @@ def check_classroom_parameters(
                          f"runs' configurations), got {trained_configuration!r}")
     trained_seed_value = checked_int("trained_seed", trained_seed, minimum=0)
     states = checked_int("trained_states", trained_states, minimum=1, maximum=12)
+    if seed_report not in SEED_REPORTS:
+        raise ValueError(f"seed_report must be one of {', '.join(SEED_REPORTS)} (the committed five-seed reports), "
+                         f"got {seed_report!r}")
+    if not isinstance(seed_cell, str):
+        raise ValueError(f"seed_cell must be 'DOMAIN SIGMA/RESIDUAL', e.g. 'ferry learn/ff', got {seed_cell!r}")
+    try:
+        seeds_as_they_arrive(committed_seed_values(seed_report, seed_cell))
+    except ValueError as error:
+        raise ValueError(f"seed_cell: {error}") from None
     return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
                                label_split, compared, trained_domain, trained_configuration, trained_seed_value,
-                               states)
+                               states, seed_report, seed_cell)

@@ -1,0 +1,116 @@
+"""The classroom notebook's section 8d: how many seeds a claim needs, on the kit's own committed five-seed reports.
+
+A report's ``accuracy-seeds.csv`` holds every run's test MSE. For one cell (domain and configuration) this module
+reads TN's and N's values per seed and asks, as the seeds arrive (the first 2, 3, ... of them), what three rules
+say about TN against N: the paper's gap rule (the means differ by more than the two std summed -- not a test), an
+unpaired Welch t-interval, and the paired t-interval the reports use (runs with the same seed share their data
+order and initial weights, :func:`tnlib.experiments.seed_statistics.paired_interval`).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from tnlib.experiments.seed_statistics import PAIRED_CONFIDENCE
+from tnlib.files import REPO_ROOT
+
+# The committed reports with five seeds per cell and their per-seed CSV (reports/<name>/accuracy-seeds.csv).
+SEED_REPORTS = ("converged/nlm5", "converged/linear", "converged/wl")
+
+
+def seed_values_path(report: str) -> Path:
+    """Where a committed report keeps its per-seed test metrics."""
+    return REPO_ROOT / "reports" / report / "accuracy-seeds.csv"
+
+
+def committed_seed_values(report: str, cell: str, metric: str = "mse") -> dict[str, dict[int, float]]:
+    """``{column: {seed: value}}`` (columns N, N+clip, TN) of one cell of a committed report, ``cell`` written
+    ``"DOMAIN SIGMA/RESIDUAL"`` (``"ferry learn/ff"``). A ValueError names the cells the report has when it lacks
+    this one."""
+    path = seed_values_path(report)
+    if not path.is_file():
+        raise ValueError(f"{report}: no per-seed values at {path} (reports with them: {', '.join(SEED_REPORTS)})")
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    cells = sorted({f"{r['domain']} {r['sigma']}/{r['residual']}" for r in rows},
+                   key=lambda c: (c.split()[0], c))
+    values: dict[str, dict[int, float]] = {}
+    for r in rows:
+        if f"{r['domain']} {r['sigma']}/{r['residual']}" == cell and r.get(metric):
+            values.setdefault(r["column"], {})[int(r["seed"])] = float(r[metric])
+    if not values:
+        raise ValueError(f"{report} has no cell {cell!r}; its cells: {', '.join(cells)}")
+    return values
+
+
+@dataclass(frozen=True)
+class SeedsSoFar:
+    """What the first ``len(seeds)`` seeds say about a - b (test MSE): the means, the gap rule's verdict and both
+    intervals (None without a spread), and the correlation of a and b across the seeds (from three seeds)."""
+
+    seeds: tuple[int, ...]
+    mean_a: float
+    mean_b: float
+    gap_rule: bool  # |mean_a - mean_b| > std_a + std_b (sample std over the seeds)
+    welch: tuple[float, float] | None
+    paired: tuple[float, float] | None
+    correlation: float | None
+
+
+def _welch_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
+    """The Welch (unequal variances) t-interval of mean(a) - mean(b); None where neither side has a spread."""
+    if a.std(ddof=1) == 0 and b.std(ddof=1) == 0:
+        return None
+    interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(PAIRED_CONFIDENCE)
+    return float(interval.low), float(interval.high)
+
+
+def _paired_t_interval(differences: np.ndarray) -> tuple[float, float] | None:
+    """The t-interval of the mean per-seed difference, from two seeds on (the reports wait for three, where it
+    starts to say something: at two the t quantile is 12.7); None where every seed gives the same difference."""
+    if differences.std(ddof=1) == 0:
+        return None
+    interval = stats.ttest_1samp(differences, 0.0).confidence_interval(PAIRED_CONFIDENCE)
+    return float(interval.low), float(interval.high)
+
+
+def seeds_as_they_arrive(values: dict[str, dict[int, float]], a: str = "TN", b: str = "N") -> list[SeedsSoFar]:
+    """:class:`SeedsSoFar` for the first 2, 3, ... of the seeds both columns have, in seed order."""
+    seeds = sorted(set(values.get(a, {})) & set(values.get(b, {})))
+    if len(seeds) < 2:
+        raise ValueError(f"{a} and {b} share {len(seeds)} seed(s) in this cell: at least 2 are needed")
+    rows = []
+    for k in range(2, len(seeds) + 1):
+        used = seeds[:k]
+        x = np.array([values[a][s] for s in used])
+        y = np.array([values[b][s] for s in used])
+        correlation = float(np.corrcoef(x, y)[0, 1]) if k >= 3 and x.std() > 0 and y.std() > 0 else None
+        rows.append(SeedsSoFar(tuple(used), float(x.mean()), float(y.mean()),
+                               bool(abs(x.mean() - y.mean()) > x.std(ddof=1) + y.std(ddof=1)),
+                               _welch_interval(x, y), _paired_t_interval(x - y), correlation))
+    return rows
+
+
+def _verdict(interval: tuple[float, float] | None, a: str, b: str) -> str:
+    if interval is None:
+        return "no spread"
+    low, high = interval
+    side = f"{a} lower" if high < 0 else f"{b} lower" if low > 0 else "holds 0"
+    return f"[{low:+.2f}, {high:+.2f}] {side}"
+
+
+def format_seeds_as_they_arrive(rows: list[SeedsSoFar], a: str = "TN", b: str = "N") -> str:
+    """A plain-text table of :func:`seeds_as_they_arrive`: one line per number of seeds."""
+    lines = [f"{'seeds':<12} {a + ' mean':>9} {b + ' mean':>9} {'gap rule':<18} {'Welch 95% interval':<28} "
+             f"{'paired 95% interval':<28} {'r':>6}"]
+    for row in rows:
+        gap = (f"{a} lower" if row.mean_a < row.mean_b else f"{b} lower") if row.gap_rule else "within spread"
+        r = "" if row.correlation is None or math.isnan(row.correlation) else f"{row.correlation:+.2f}"
+        lines.append(f"{','.join(map(str, row.seeds)):<12} {row.mean_a:>9.3f} {row.mean_b:>9.3f} {gap:<18} "
+                     f"{_verdict(row.welch, a, b):<28} {_verdict(row.paired, a, b):<28} {r:>6}")
+    return "\n".join(lines)
