@@ -109,3 +109,51 @@ def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_ve
     assert sum(trace.showlegend for trace in figure.data) == 3  # one legend entry per verdict
     assert verdict({"low": 0.1, "high": 0.2}, lower_is_better=False) == "TN better"
     assert verdict({"low": -0.1, "high": 0.2}) == "within noise"
+
+
+def test_per_seed_csv_reads_back_as_the_tables_values(tmp_path):
+    """read_seed_values inverts the report's accuracy-seeds.csv: the same values table1_seed_values gives."""
+    from tnlib.experiments.reports import accuracy_seed_rows
+    from tnlib.experiments.seed_statistics import read_seed_values, write_seed_csv
+    from tnlib.experiments.tables import table1_seed_values
+
+    results = fake_results(range(4), -0.3)
+    for r in results:
+        r["config"] = {"steps": 600}
+    path = write_seed_csv(accuracy_seed_rows(results), tmp_path / "accuracy-seeds.csv")
+    assert read_seed_values(path, "nlm") == table1_seed_values(results)
+    assert read_seed_values(path, "linear") == {}
+    assert read_seed_values(path, "nlm", "nll") == table1_seed_values(results, metric="nll")
+
+
+def test_the_papers_directions_for_one_set_of_runs_say_where_they_hold_and_where_they_are_reversed():
+    """render_paper_directions with one set of runs: against the appendix's linear table, a direction the runs
+    show (holds), the opposite one (reversed), none beyond noise (not shown), or none in the paper."""
+    from tnlib.experiments.tables import render_paper_directions
+    from tnlib.paper import PAPER_TABLE1, PAPER_TABLE1_LINEAR, TABLE1_CONFIGS
+
+    assert PAPER_TABLE1["linear"] is PAPER_TABLE1_LINEAR
+    for row in PAPER_TABLE1_LINEAR.values():  # every cell of the appendix's table, as PAPER_TABLE1_NLM has them
+        assert {k for k in row if isinstance(k, tuple)} == {(s, r, c) for s, r in TABLE1_CONFIGS
+                                                             for c in ("N", "N+clip", "TN")}
+        assert all(std >= 0 for k, (mean, std) in ((k, v) for k, v in row.items() if isinstance(k, tuple)))
+    seeds = range(5)
+    values = {  # ferry fixed/ff (the paper: N 1.0, TN 8.5): N lower here too; learn/ff (N 1.3, TN 3.1): TN lower here
+        ("ferry", "fixed", "ff", "N"): {s: 0.5 + 0.01 * s for s in seeds},
+        ("ferry", "fixed", "ff", "TN"): {s: 0.8 + 0.01 * s for s in seeds},
+        ("ferry", "learn", "ff", "N"): {s: 0.8 + 0.01 * s for s in seeds},
+        ("ferry", "learn", "ff", "TN"): {s: 0.7 + 0.01 * s for s in seeds},
+        # visitall learn/ff (TN 5.0 against N 6.6): the same here, but on average only
+        ("visitall", "learn", "ff", "N"): {s: 3.0 for s in seeds},
+        ("visitall", "learn", "ff", "TN"): {s: 2.5 + (1.0 if s % 2 else -0.5) for s in seeds},
+    }
+    text = render_paper_directions([values], ["these runs"], "linear", [("learn", "ff"), ("fixed", "ff")])
+    verdicts = {tuple(c.strip() for c in line.split("|")[1:4]): line.split("|")[-2].strip()
+                for line in text.splitlines()[2:] if line.startswith("| ")}
+    assert verdicts[("ferry", "fixed/ff", "TN vs N")] == "holds"
+    assert verdicts[("ferry", "learn/ff", "TN vs N")] == "reversed"
+    assert verdicts[("visitall", "learn/ff", "TN vs N")] == "not shown (within noise)"
+    assert verdicts[("gripper", "learn/ff", "TN vs N")] == "the paper has none"  # .7±.3 against .5±.2
+    assert verdicts[("blocksworld", "fixed/ff", "TN vs N")] == "not run"
+    with pytest.raises(ValueError, match="not transcribed"):
+        render_paper_directions([values], ["x"], "hgn")

@@ -22,6 +22,7 @@ from tnlib.experiments.tables import (
     render_ablation,
     render_comparison,
     render_directions,
+    render_paper_directions,
     render_paper_table1,
     render_paper_table2,
     render_table,
@@ -36,7 +37,7 @@ from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differenc
 import tnlib.files
 from tnlib.device import machine_kind
 from tnlib.files import atomic_write_text, read_jsonl
-from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, TABLE1_CONFIGS
+from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, PAPER_TABLE1, TABLE1_CONFIGS
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
 # styles it overrides): words wrap at spaces only -- JupyterLab's output style breaks anywhere
@@ -131,6 +132,13 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         if paper_tables and model == "nlm":
             shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
             accuracy.append(PAPER_TABLES_NOTE + "\n\n" + render_paper_table1(shown) + "\n")
+        if model in PAPER_TABLE1 and lower_bound == "lmcut":
+            accuracy.append(f"The paper's directions ({model}): test MSE of TN against N and N+clip as the paper's "
+                            f"table has them and as these runs do -- {DIRECTIONS_RULE}; where they are reversed, "
+                            "the kit and the paper disagree.\n\n"
+                            + render_paper_directions([table1_seed_values(results, model, lower_bound)],
+                                                      ["these runs"], model,
+                                                      [pair for pair in TABLE1_CONFIGS if pair in ran]) + "\n")
         if any(r["model"] == model for r in by_nll):
             accuracy.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"

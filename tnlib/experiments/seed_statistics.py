@@ -132,3 +132,17 @@ def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:
         writer.writerows(rows)
     atomic_write_text(Path(path), buffer.getvalue())
     return Path(path)
+
+
+def read_seed_values(path: str | os.PathLike, model: str, metric: str = "mse") -> dict:
+    """A report's per-seed CSV (``accuracy-seeds.csv``, :func:`write_seed_csv`) read back as the tables' values:
+    ``{(domain, sigma, residual, column): {seed: value}}`` for one model and metric (``mse``, ``nll``,
+    ``nll_best_nll``; rows without it are skipped). What a committed report says can be recomputed from it without
+    its run folders."""
+    values: dict = defaultdict(dict)
+    with Path(path).open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["model"] == model and row.get(metric):
+                values[(row["domain"], row["sigma"], row["residual"], row["column"])][int(row["seed"])] = \
+                    float(row[metric])
+    return dict(values)

@@ -42,6 +42,7 @@ from tnlib.paper import (
     FF_EVALUATIONS,
     MAX_EVALUATIONS,
     PAPER_CONFIGS,
+    PAPER_TABLE1,
     PAPER_TABLE1_NLM,
     PAPER_TABLE2_NLM,
     TABLE1_BOLD_GAP,
@@ -769,26 +770,38 @@ def _folder_direction(values: dict, tn_key: tuple, other_key: tuple) -> tuple[st
 
 def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[str, str] = ("these runs", "other"),
                       configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
-    """Where the paper's directions appear: per domain and configuration, TN against N and against N+clip in test
-    MSE (Table 1) as the paper has them (:data:`tnlib.paper.PAPER_TABLE1_NLM`) and as each folder's runs have them
-    (:data:`DIRECTIONS_RULE`: by the paired interval where a cell has the seeds, else by the summed std); then
-    which of the paper's directions hold in both folders, in one only, or in neither, and whether the two folders
-    agree with each other (what an ablation asks: does a setting change a conclusion). Markdown."""
+    """Where the paper's directions appear in two results folders (:func:`render_paper_directions` of both), and
+    whether the folders agree with each other (what an ablation asks: does a setting change a conclusion)."""
     values = [table1_seed_values(collect_results(folder), model) for folder in (results_dir, other_dir)]
+    return render_paper_directions(values, names, model, configs)
+
+
+def render_paper_directions(values: Sequence[dict], names: Sequence[str], model: str = "nlm",
+                            configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
+    """Where the paper's directions appear: per domain and configuration, TN against N and against N+clip in test
+    MSE as the paper's table for ``model`` has them (:data:`tnlib.paper.PAPER_TABLE1`) and as each of one or two
+    sets of runs has them (``values``: :func:`table1_seed_values` per set; :data:`DIRECTIONS_RULE`: by the paired
+    interval where a cell has the seeds, else by the summed std); then whether the paper's direction holds there
+    (for two sets: in both, in one only, or in neither, and whether the two agree). Markdown."""
+    if model not in PAPER_TABLE1:
+        raise ValueError(f"the paper's test-MSE table of {model!r} is not transcribed (those of: "
+                         f"{', '.join(PAPER_TABLE1)})")
+    table = PAPER_TABLE1[model]
     words = {"TN": "TN lower", "other": "{other} lower", "tie": "within noise", None: "not run"}
 
     def said(direction, other: str, reading: str) -> str:
         text = words[direction].format(other=other)
         return f"{text} ({reading})" if reading else text
 
-    lines = [f"| domain | configuration | comparison | the paper | {names[0]} | {names[1]} | the paper's direction "
-             "| the two folders |", "|---|---|---|---|---|---|---|---|"]
+    two = len(values) == 2
+    lines = ["| domain | configuration | comparison | the paper | " + " | ".join(names) + " | the paper's direction |"
+             + (" the two folders |" if two else ""), "|" + "---|" * (5 + len(values) + two)]
     tally: dict[str, int] = defaultdict(int)
     agreement: dict[str, int] = defaultdict(int)
-    for domain in PAPER_TABLE1_NLM:
+    for domain in table:
         for sigma, residual in configs:
             for other in ("N", "N+clip"):
-                paper = PAPER_TABLE1_NLM[domain]
+                paper = table[domain]
                 pair = (paper[(sigma, residual, "TN")], paper[(sigma, residual, other)])
                 paper_way = _direction(*pair)
                 row = [domain, f"{sigma}/{residual}", f"TN vs {other}",
@@ -800,16 +813,21 @@ def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[s
                     ways.append(way)
                     row.append(said(way, other, reading))
                 if paper_way == "tie" or None in ways:
-                    verdict = "the paper has none" if paper_way == "tie" else "not run in both"
+                    verdict = "the paper has none" if paper_way == "tie" else "not run in both" if two else "not run"
+                elif not two:
+                    verdict = ("holds" if ways[0] == paper_way else "not shown (within noise)" if ways[0] == "tie"
+                               else "reversed")
                 else:
                     held = [way == paper_way for way in ways]
                     verdict = ("holds in both" if all(held) else f"only in {names[0]}" if held[0]
                                else f"only in {names[1]}" if held[1] else "in neither")
-                between = "" if None in ways else "agree" if ways[0] == ways[1] else "differ"
                 tally[verdict] += 1
-                if between:
-                    agreement[between] += 1
-                lines.append("| " + " | ".join(row + [verdict, between]) + " |")
+                if two:
+                    between = "" if None in ways else "agree" if ways[0] == ways[1] else "differ"
+                    if between:
+                        agreement[between] += 1
+                    row.append(between)
+                lines.append("| " + " | ".join(row[:4 + len(values)] + [verdict] + row[4 + len(values):]) + " |")
     summary = ", ".join(f"{verdict} {count}" for verdict, count in sorted(tally.items()))
     compared = sum(agreement.values())
     folders = (f" The two folders agree in {agreement['agree']} of the {compared} comparisons both ran, differ in "
