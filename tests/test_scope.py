@@ -496,6 +496,21 @@ def test_a_report_of_three_seeds_draws_its_paired_intervals(tmp_path, capsys):
     assert ": TN - N" in page and "What these results can and cannot show" in page
 
 
+def test_a_folder_swept_without_planning_says_so_instead_of_empty_planning_tables(tmp_path, capsys):
+    from tnlib.cli import main
+
+    data, folder = tmp_path / "data", tmp_path / "runs"
+    write_data_root(data)
+    folder.mkdir()
+    for seed in range(2):
+        write_metrics(write_run(folder, data, [3, 2, 1], seed=seed), 1.0 + seed, 1.0)
+    assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    planning = (tmp_path / "out" / "planning.md").read_text()
+    assert "No run of nlm was planned (the sweep ran with `--no-plan`)" in planning
+    assert "Ratio of solved instances" not in planning
+
+
 def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_planning_on_other_instances(
         tmp_path, capsys):
     """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on

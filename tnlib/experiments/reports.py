@@ -144,8 +144,14 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
                             + render_paired(paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
                                                                comparisons=(("TN", "N"),)), "test NLL") + "\n")
-        planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
-                                                            configs=planned, baseline_dir=results_dir, split=split))
+        if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
+            planning.append(f"### {model}\n\nNo run of {model} was planned (the sweep ran with `--no-plan`); "
+                            "`tnlib sweep` with the same settings, `--plan --trained-only` and the folder as `--out` "
+                            "plans them.\n")
+        else:
+            planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
+                                                                configs=planned, baseline_dir=results_dir,
+                                                                split=split))
         if paper_tables and model == "nlm":
             planning.append(PAPER_TABLES_NOTE + " Planned on its 100 plan instances per domain.\n\n"
                             + render_paper_table2(planned) + "\n")
