@@ -105,3 +105,32 @@ def test_the_committed_references_name_their_machines_and_rows_of_the_checked_su
     assert saved and all(r["machine"] and r["machine"] != own for r in saved)
     report_rows = {tuple(r[k] for k in KEY) for r in csv.DictReader((CHECKED_REPORT / "accuracy-seeds.csv").open())}
     assert {tuple(r[k] for k in KEY) for r in saved} <= report_rows
+
+
+def test_a_report_rendered_from_edited_code_says_so_beside_its_commit(tmp_path):
+    """code_commit names the checkout's commit, and adds that the package's files differ from it when they do:
+    a header never claims a commit that would not make the report."""
+    import subprocess
+
+    from tnlib.experiments.reports import code_commit
+
+    package = tmp_path / "repo" / "tnlib"
+    package.mkdir(parents=True)
+    (package / "module.py").write_text("x = 1\n")
+    (tmp_path / "repo" / "notes.md").write_text("notes\n")
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path / "repo", capture_output=True, text=True, check=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    commit = git("rev-parse", "--short", "HEAD").stdout.strip()
+    assert code_commit(package) == commit
+    (tmp_path / "repo" / "notes.md").write_text("edited outside the package\n")
+    assert code_commit(package) == commit
+    (package / "module.py").write_text("x = 2\n")
+    assert code_commit(package) == f"{commit} with uncommitted changes to tnlib/"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert code_commit(outside) == "unknown"  # not in a git checkout

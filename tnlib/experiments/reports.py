@@ -3,6 +3,7 @@ paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
 import math
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
@@ -239,15 +240,21 @@ def rendered_by() -> str:
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
 
 
-def code_commit() -> str:
-    """The short commit of tnlib's checkout ("unknown" outside a git checkout)."""
+def code_commit(package: str | os.PathLike | None = None) -> str:
+    """The short commit of tnlib's checkout ("unknown" outside a git checkout), followed by "with uncommitted
+    changes to tnlib/" where the package's files differ from that commit: a report rendered from edited code does
+    not claim a commit that would not make it. ``package``: the package folder (default: this tnlib's)."""
     import subprocess
 
+    package = Path(package) if package is not None else Path(__file__).resolve().parents[1]
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                                cwd=package).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--", "."], capture_output=True, text=True,
+                                 check=True, cwd=package).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return f"{commit} with uncommitted changes to {package.name}/" if changed else commit
 
 
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:
@@ -510,7 +517,6 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
     bundle in git), else from a plotly.min.js written beside the files."""
-    import os
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
     configs = [run.read_config() for run in ResultsDir(results_dir).runs()]
