@@ -314,6 +314,15 @@ def test_banner_and_notebook_show_paths_relative_to_the_repository():
     assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner
 
 
+def test_reports_name_a_results_folder_by_its_repository_path_and_never_by_a_machines_folder():
+    """Three committed folders are all called runs/: inside the repository a report names the path; outside it
+    the folder's name only (no /tmp/... or /home/... of the machine that rendered it)."""
+    from tnlib.files import REPO_ROOT, shown_folder
+
+    assert shown_folder(REPO_ROOT / "reports" / "paper-scale" / "runs") == "reports/paper-scale/runs"
+    assert shown_folder("/elsewhere/experiments/runs") == "runs"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The paper's Figure 2 and `tnlib report`
 

@@ -122,6 +122,17 @@ def shown_path(path: str | os.PathLike) -> str:
         return str(path)
 
 
+def shown_folder(path: str | os.PathLike) -> str:
+    """A results folder as a report names it: its path in the repository (``reports/paper-scale/runs``, not three
+    folders all called ``runs``), or outside the repository only its name -- a committed report does not carry
+    the folders of the machine that rendered it."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
+    except ValueError:
+        return path.name
+
+
 def try_lock(path: str | os.PathLike) -> int | None:
     """Take an exclusive advisory lock on ``path`` (created if missing) without waiting: the open descriptor that
     holds it (pass it to :func:`unlock`), or None when another process holds it."""

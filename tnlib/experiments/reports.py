@@ -37,7 +37,7 @@ from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differences, render_paired, write_seed_csv
 import tnlib.files
 from tnlib.device import machine_kind
-from tnlib.files import atomic_write_text, read_jsonl
+from tnlib.files import atomic_write_text, read_jsonl, shown_folder
 from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, PAPER_TABLE1, TABLE1_CONFIGS
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
@@ -96,7 +96,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     scope = scope_header(results_dir) + "\n" + rendered_by() + "\n"
-    source = f"From `{results_dir.name}/`, l = {lower_bound}."
+    source = f"From `{shown_folder(results_dir)}/`, l = {lower_bound}."
     results = collect_results(results_dir)
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
     split = ResultsDir(results_dir).planned_on()
@@ -270,7 +270,7 @@ def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: st
         r.sigma, r.residual, r.lower_bound) in columns))
     groups = ", ".join(f"{s}/{r} with l = {b}" for s, r, b in columns)
     source = (f"The appendix's {ablation} ablation ({model}): {groups}, from "
-              + ", ".join(f"`{folder.name}/`" for folder in results_dirs) + ". A column's name is its "
+              + ", ".join(f"`{shown_folder(folder)}/`" for folder in results_dirs) + ". A column's name is its "
               "sigma/residual/l.")
     if len({b for _, _, b in columns}) > 1:
         source += (" N's training does not read l (tests/test_training.py checks that its weights are those of "

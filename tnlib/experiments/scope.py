@@ -32,7 +32,7 @@ from tnlib.errors import DatasetError
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
-from tnlib.files import read_json, read_jsonl
+from tnlib.files import read_json, read_jsonl, shown_folder
 from tnlib.paper import (
     AUTHORS_FIXED_SIGMA,
     AUTHORS_PLAN_GRID,
@@ -383,7 +383,7 @@ def _hardware_text(groups: dict[str, list[str]]) -> str:
 def render_scope(scope: Scope) -> str:
     """The header as Markdown: the setting against the paper's, per-domain data and plan sets, the training
     curves' state, and what follows for reading the tables."""
-    names = ", ".join(f"`{Path(folder).name}/`" for folder in scope.results_dirs)
+    names = ", ".join(f"`{shown_folder(folder)}/`" for folder in scope.results_dirs)
     lines = ["## What these results can and cannot show\n",
              f"Computed from the {len(scope.runs)} run folder{'' if len(scope.runs) == 1 else 's'} in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
