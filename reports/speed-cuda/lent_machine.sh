@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A lent GPU machine used whole for a fixed time: each line of PARTS holds the arguments of one `tnlib sweep`
+# process. A line with `--device cuda` trains on the card; every other line trains on one CPU thread with CUDA
+# hidden. After TRAIN_SECONDS the processes this script started -- only those: each runs in a process group of its
+# own, so sweeps of other jobs on the same machine are never touched -- get SIGTERM (run files are replaced
+# atomically: a run stopped anywhere resumes from its last checkpoint), and the run folders they touched come back
+# as one archive per results folder, beside a summary of which runs were tested and which stopped part-way.
+#
+#   TRAIN_SECONDS=450 OUT=$OUT bash reports/speed-cuda/lent_machine.sh PARTS
+#
+# Before the call: pyperplan's wheel in .whl/ (`.venv/bin/python -m pip download --no-deps pyperplan==2.1 -d .whl`,
+# `.whl` in .git/info/exclude, carry [".whl"]): the lent machine reaches no package index. After it: extract each
+# runs-*.tgz into the results folder summary.txt names, and delete the runs it lists as part-way where the same
+# runs also train elsewhere (each run on one kind of machine, as machines.jsonl records).
+set -u -m
+PARTS=$(realpath "${1:?usage: lent_machine.sh PARTS (one line of tnlib sweep arguments per process)}")
+OUTD=$(realpath -m "${OUT:-lent-out}")
+PYTHON=${PYTHON:-python3}
+LOGS=$(mktemp -d)
+mkdir -p "$OUTD"
+if compgen -G ".whl/*.whl" > /dev/null; then
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$LOGS/site" .whl/*.whl \
+        || exit 1
+    export PYTHONPATH="$LOGS/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONUNBUFFERED=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 OMP_NUM_THREADS=1 TNLIB_PROGRESS=text
+{
+    command -v nvidia-smi > /dev/null && nvidia-smi -L
+    "$PYTHON" -c "import torch, numpy; from tnlib.device import machine_kind; print('torch', torch.__version__, \
+'numpy', numpy.__version__); print('cpu:', machine_kind('cpu')); \
+print('cuda:', machine_kind('cuda') if torch.cuda.is_available() else 'none')"
+    echo "cores: $(getconf _NPROCESSORS_ONLN)"
+} > "$OUTD/machine.txt" 2>&1
+start=$(date +%s)
+marker="$LOGS/start"
+touch "$marker"
+groups=()
+outs=()
+n=0
+while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in ''|'#'*) continue ;; esac
+    n=$((n + 1))
+    read -r -a args <<< "$line"
+    for ((i = 0; i < ${#args[@]} - 1; i++)); do [ "${args[i]}" = "--out" ] && outs+=("${args[i + 1]}"); done
+    if [[ " $line " == *" --device cuda "* ]]; then
+        "$PYTHON" -m tnlib sweep "${args[@]}" > "$LOGS/part-$n.txt" 2>&1 &
+    else
+        CUDA_VISIBLE_DEVICES= "$PYTHON" -m tnlib sweep "${args[@]}" > "$LOGS/part-$n.txt" 2>&1 &
+    fi
+    groups+=("$!")  # with job control (set -m) each background job leads a process group of its own
+done < "$PARTS"
+monitor=""
+if command -v nvidia-smi > /dev/null; then
+    ( while true; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; sleep 30
+      done >> "$OUTD/gpu-util.txt" ) &
+    monitor=$!
+fi
+running() {  # whether any process of the sweeps' groups is still there
+    local group
+    for group in "${groups[@]}"; do kill -0 -- "-$group" 2> /dev/null && return 0; done
+    return 1
+}
+deadline=$((start + ${TRAIN_SECONDS:-450}))
+while [ "$(date +%s)" -lt "$deadline" ] && running; do sleep 2; done
+for group in "${groups[@]}"; do kill -TERM -- "-$group" 2> /dev/null; done
+for _ in 1 2 3 4 5 6 7 8 9 10; do running || break; sleep 1; done
+for group in "${groups[@]}"; do kill -KILL -- "-$group" 2> /dev/null; done
+[ -n "$monitor" ] && kill -- "-$monitor" 2> /dev/null
+echo "trained for $(( $(date +%s) - start )) s, $n processes" >> "$OUTD/machine.txt"
+tar -C "$LOGS" --exclude=site -czf "$OUTD/logs.tgz" .
+: > "$OUTD/summary.txt"
+k=0
+for out in $(printf '%s\n' "${outs[@]}" | sort -u); do
+    [ -d "$out" ] || continue
+    k=$((k + 1))
+    touched=$(cd "$out" && find . -mindepth 2 -newer "$marker" -printf '%h\n' | sed 's|^\./||' | grep -v '^\.' \
+              | sort -u)
+    [ -n "$touched" ] || continue
+    (cd "$out" && tar --exclude='.*' -czf "$OUTD/runs-$k.tgz" $touched)
+    echo "runs-$k.tgz -> $out" >> "$OUTD/summary.txt"
+    for run in $touched; do
+        last=$(tail -n 1 "$out/$run/curves.jsonl" 2> /dev/null | cut -c1-48)
+        if [ -f "$out/$run/metrics-test.json" ]; then echo "  $run tested, $last"
+        else echo "  $run part-way, $last"; fi
+    done >> "$OUTD/summary.txt"
+done
+cat "$OUTD/summary.txt"

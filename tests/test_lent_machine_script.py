@@ -1,0 +1,47 @@
+"""reports/speed-cuda/lent_machine.sh, the script that uses a lent GPU machine's cores for a fixed time: it stops
+the sweeps it started and nothing else, and brings back the run folders they touched with what became of each."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "reports" / "speed-cuda" / "lent_machine.sh"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their_runs(tmp_path):
+    runs = tmp_path / "runs"
+    parts = tmp_path / "parts.txt"
+    parts.write_text(
+        "# one part that finishes, one that the deadline stops\n"
+        f"--preset small --models linear --domains gripper --configs learn/ff --distributions TN --seeds 0 --steps 6 "
+        f"--eval-every 3 --no-plan --out {runs}\n\n"
+        f"--preset small --models linear --domains gripper --configs learn/ff --distributions N --seeds 0 "
+        f"--steps 10000000 --eval-every 2000 --no-plan --out {runs} --device cpu\n")
+    # another job's sweep on the same machine: a process whose command line says "tnlib sweep"
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "tnlib sweep bystander"])
+    try:
+        env = {**os.environ, "TRAIN_SECONDS": "15", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
+        done = subprocess.run(["bash", str(SCRIPT), str(parts)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=240)
+        assert done.returncode == 0, done.stderr
+        assert bystander.poll() is None  # still running: only the script's own process groups were stopped
+    finally:
+        bystander.kill()
+    summary = (tmp_path / "out" / "summary.txt").read_text().splitlines()
+    assert summary[0] == f"runs-1.tgz -> {runs}"
+    assert any(line.startswith("  gripper-linear-TN-learn-ff-llmcut-s0 tested") for line in summary)
+    assert any(line.startswith("  gripper-linear-N-learn-ff-llmcut-s0 part-way") for line in summary)
+    with tarfile.open(tmp_path / "out" / "runs-1.tgz") as archive:
+        names = archive.getnames()
+    assert "gripper-linear-TN-learn-ff-llmcut-s0/metrics-test.json" in names
+    assert "gripper-linear-N-learn-ff-llmcut-s0/last.pt" in names  # resumable where it stopped
+    machine = (tmp_path / "out" / "machine.txt").read_text()
+    assert "cpu: " in machine and "2 processes" in machine
+    assert (tmp_path / "out" / "logs.tgz").is_file()
