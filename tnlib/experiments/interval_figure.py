@@ -43,7 +43,8 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                                        for group, row in differences.items() if group[0] == d
                                        for interval in row.values())]
     if len(domains) < len(every):  # a row of empty panels says less than a line in the title
-        title += f"<br><sup>not shown, fewer than {PAIRED_MIN_SEEDS} seeds: {', '.join(sorted(set(every) - set(domains), key=every.index))}</sup>"
+        left_out = ", ".join(d for d in every if d not in domains)
+        title += f"<br><sup>not shown, fewer than {PAIRED_MIN_SEEDS} seeds: {left_out}</sup>"
     lines_per_domain = {domain: max((sum(1 for group, row in differences.items() if group[0] == domain
                                          for interval in row.values() if interval is not None)
                                      for _, differences, _ in panels), default=0) for domain in domains}
@@ -53,10 +54,10 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
         subplot_titles=[f"{domain}: {metric}" for domain in domains for metric, _, _ in panels],
         horizontal_spacing=0.14, vertical_spacing=0.3 / max(len(domains), 1))
     shown: set[str] = set()
+    order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}  # learn/ff first, as the tables
     for row, domain in enumerate(domains, start=1):
         for col, (metric, differences, lower_is_better) in enumerate(panels, start=1):
             labels, groups = [], [g for g in differences if g[0] == domain]
-            order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}
             for group in sorted(groups, key=lambda g: (order.get(g[1:], len(order)), g)):
                 for (a, b), interval in differences[group].items():
                     if interval is None:

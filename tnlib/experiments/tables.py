@@ -205,7 +205,8 @@ def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "
     seeds for paired intervals, else :data:`TABLE1_BOLD_RULE` (the paper's gap)."""
     if isinstance(results, (str, os.PathLike)):
         results = collect_results(results)
-    return PAIRED_BOLD_RULE if uses_paired_bold(table1_seed_values(results, model, lower_bound)) else TABLE1_BOLD_RULE
+    paired = uses_paired_bold(table1_seed_values(results, model, lower_bound))
+    return PAIRED_BOLD_RULE if paired else TABLE1_BOLD_RULE
 
 
 def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
@@ -639,9 +640,8 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     (:data:`COMPARISON_BOLD_RULE`), and under the table the paired intervals of the differences. Where the folders'
     runs used different datasets, their test splits differ: the columns are named by the dataset and nothing is
     bold; where they planned on different instances (another dataset, or a plan set against the plan split),
-    planning is left out. ``names``: the
-    folders' names where no setting tells them apart (default :func:`folder_names`). A ValueError when the
-    folders share no cell."""
+    planning is left out. ``names``: the folders' names where no setting tells them apart (default
+    :func:`folder_names`). A ValueError when the folders share no cell."""
     folders = (results_dir, other_dir)
     # {(domain, model, configuration, distribution): {metric: {seed: value}}} per folder
     cells: list[dict] = [defaultdict(lambda: defaultdict(dict)) for _ in folders]
@@ -822,12 +822,13 @@ def render_paper_directions(values: Sequence[dict], names: Sequence[str], model:
                     verdict = ("holds in both" if all(held) else f"only in {names[0]}" if held[0]
                                else f"only in {names[1]}" if held[1] else "in neither")
                 tally[verdict] += 1
+                row.append(verdict)
                 if two:
                     between = "" if None in ways else "agree" if ways[0] == ways[1] else "differ"
                     if between:
                         agreement[between] += 1
                     row.append(between)
-                lines.append("| " + " | ".join(row[:4 + len(values)] + [verdict] + row[4 + len(values):]) + " |")
+                lines.append("| " + " | ".join(row) + " |")
     summary = ", ".join(f"{verdict} {count}" for verdict, count in sorted(tally.items()))
     compared = sum(agreement.values())
     folders = (f" The two folders agree in {agreement['agree']} of the {compared} comparisons both ran, differ in "
