@@ -111,26 +111,28 @@ def sha256_file(path: str | os.PathLike) -> str:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+def _in_repository(path: Path) -> str | None:
+    """``path`` relative to the repository root (POSIX), or None outside it."""
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
+    except ValueError:
+        return None
+
+
 def shown_path(path: str | os.PathLike) -> str:
     """``path`` as output (banners, notebook prints, reports) shows it: relative to the repository root when it
     lies inside it, so a rendered report names ``data/small``, not the folder of the machine it ran on; other
     paths as given."""
-    path = Path(path)
-    try:
-        return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
-    except ValueError:
-        return str(path)
+    inside = _in_repository(Path(path))
+    return str(path) if inside is None else inside
 
 
 def shown_folder(path: str | os.PathLike) -> str:
     """A results folder as a report names it: its path in the repository (``reports/paper-scale/runs``, not three
     folders all called ``runs``), or outside the repository only its name -- a committed report does not carry
     the folders of the machine that rendered it."""
-    path = Path(path)
-    try:
-        return path.resolve().relative_to(REPO_ROOT).as_posix() or "."
-    except ValueError:
-        return path.name
+    inside = _in_repository(Path(path))
+    return Path(path).name if inside is None else inside
 
 
 def try_lock(path: str | os.PathLike) -> int | None:

@@ -33,11 +33,11 @@ PAIRED_BOLD_RULE = (f"Bold: per configuration, the best of N, N+clip and TN by m
 COMPARISONS = (("TN", "N"), ("TN", "N+clip"))
 
 
-def paired_interval(differences: Sequence[float]) -> dict | None:
+def paired_interval(differences: Sequence[float], min_seeds: int = PAIRED_MIN_SEEDS) -> dict | None:
     """Mean, ``PAIRED_CONFIDENCE`` t-interval and paired t-test p-value of per-seed differences (None below
-    :data:`PAIRED_MIN_SEEDS`)."""
+    ``min_seeds``: the reports' :data:`PAIRED_MIN_SEEDS`; the classroom shows what two seeds say, too)."""
     d = np.asarray([x for x in differences if x is not None and math.isfinite(x)], dtype=np.float64)
-    if len(d) < PAIRED_MIN_SEEDS:
+    if len(d) < max(min_seeds, 2):
         return None
     mean = float(d.mean())
     spread = float(d.std(ddof=1)) / math.sqrt(len(d))
@@ -134,15 +134,15 @@ def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:
     return Path(path)
 
 
-def read_seed_values(path: str | os.PathLike, model: str, metric: str = "mse") -> dict:
+def read_seed_values(path: str | os.PathLike, model: str | None, metric: str = "mse") -> dict:
     """A report's per-seed CSV (``accuracy-seeds.csv``, :func:`write_seed_csv`) read back as the tables' values:
-    ``{(domain, sigma, residual, column): {seed: value}}`` for one model and metric (``mse``, ``nll``,
-    ``nll_best_nll``; rows without it are skipped). What a committed report says can be recomputed from it without
-    its run folders."""
+    ``{(domain, sigma, residual, column): {seed: value}}`` for one model (None: a file of one model, whichever) and
+    metric (``mse``, ``nll``, ``nll_best_nll``; rows without it are skipped). What a committed report says can be
+    recomputed from it without its run folders."""
     values: dict = defaultdict(dict)
     with Path(path).open(newline="") as handle:
         for row in csv.DictReader(handle):
-            if row["model"] == model and row.get(metric):
+            if model in (None, row["model"]) and row.get(metric):
                 values[(row["domain"], row["sigma"], row["residual"], row["column"])][int(row["seed"])] = \
                     float(row[metric])
     return dict(values)

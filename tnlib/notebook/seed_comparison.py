@@ -8,7 +8,6 @@ order and initial weights, :func:`tnlib.experiments.seed_statistics.paired_inter
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from tnlib.experiments.seed_statistics import PAIRED_CONFIDENCE
+from tnlib.experiments.seed_statistics import PAIRED_CONFIDENCE, paired_interval, read_seed_values
 from tnlib.files import REPO_ROOT
 
 # The committed reports with five seeds per cell and their per-seed CSV (reports/<name>/accuracy-seeds.csv).
@@ -35,17 +34,13 @@ def committed_seed_values(report: str, cell: str, metric: str = "mse") -> dict[s
     path = seed_values_path(report)
     if not path.is_file():
         raise ValueError(f"{report}: no per-seed values at {path} (reports with them: {', '.join(SEED_REPORTS)})")
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    cells = sorted({f"{r['domain']} {r['sigma']}/{r['residual']}" for r in rows},
-                   key=lambda c: (c.split()[0], c))
-    values: dict[str, dict[int, float]] = {}
-    for r in rows:
-        if f"{r['domain']} {r['sigma']}/{r['residual']}" == cell and r.get(metric):
-            values.setdefault(r["column"], {})[int(r["seed"])] = float(r[metric])
-    if not values:
+    by_cell: dict[str, dict[str, dict[int, float]]] = {}
+    for (domain, sigma, residual, column), by_seed in read_seed_values(path, None, metric).items():
+        by_cell.setdefault(f"{domain} {sigma}/{residual}", {})[column] = by_seed
+    if cell not in by_cell:
+        cells = sorted(by_cell, key=lambda c: (c.split()[0], c))
         raise ValueError(f"{report} has no cell {cell!r}; its cells: {', '.join(cells)}")
-    return values
+    return by_cell[cell]
 
 
 @dataclass(frozen=True)
@@ -73,10 +68,10 @@ def _welch_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
 def _paired_t_interval(differences: np.ndarray) -> tuple[float, float] | None:
     """The t-interval of the mean per-seed difference, from two seeds on (the reports wait for three, where it
     starts to say something: at two the t quantile is 12.7); None where every seed gives the same difference."""
-    if differences.std(ddof=1) == 0:
+    interval = paired_interval(list(differences), min_seeds=2)
+    if interval is None or interval["low"] == interval["high"]:
         return None
-    interval = stats.ttest_1samp(differences, 0.0).confidence_interval(PAIRED_CONFIDENCE)
-    return float(interval.low), float(interval.high)
+    return interval["low"], interval["high"]
 
 
 def seeds_as_they_arrive(values: dict[str, dict[int, float]], a: str = "TN", b: str = "N") -> list[SeedsSoFar]:
