@@ -505,6 +505,46 @@ def test_a_report_of_three_seeds_draws_its_paired_intervals(tmp_path, capsys):
     assert ": TN - N" in page and "What these results can and cannot show" in page
 
 
+def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_its_runs(tmp_path, capsys):
+    """`tnlib intervals REPORT` draws the same forest plot as `tnlib report` from the report's per-seed CSVs once
+    the run folders are gone; a report without the CSVs, or with two seeds, is refused with the reason."""
+    import shutil
+
+    from tnlib.cli import main
+    from tnlib.experiments.reports import paired_intervals_figures, seed_csv_intervals_figures
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    for seeds in (2, 3):
+        folder = tmp_path / f"seeds{seeds}"
+        folder.mkdir()
+        for seed in range(seeds):
+            for distribution, mse, nll in (("N", 2.0 + seed, 3.0 - seed), ("TN", 1.5 + seed * 1.1, 1.0 + seed)):
+                run = write_run(folder, data, [3, 2, 1], seed=seed, distribution=distribution)
+                write_metrics(run, mse, nll)
+                shutil.copy(run / "metrics-test.json", run / "metrics-test-best-nll.json")  # the NLL panel's
+        assert main(["report", str(folder), "--out", str(tmp_path / f"out{seeds}")]) == 0
+    from_runs = paired_intervals_figures(tmp_path / "seeds3")
+    shutil.rmtree(tmp_path / "seeds3")
+    from_csvs = seed_csv_intervals_figures(tmp_path / "out3")
+    assert [model for model, _ in from_csvs] == [model for model, _ in from_runs] == ["nlm"]
+
+    def drawn(figure):
+        return [(t.y, t.x, t.error_x.array, t.error_x.arrayminus, t.name) for t in figure.data]
+
+    assert drawn(from_csvs[0][1]) == drawn(from_runs[0][1]) and len(from_runs[0][1].data) == 3  # MSE twice, NLL
+    capsys.readouterr()
+    assert main(["intervals", str(tmp_path / "out3"), "--out", str(tmp_path / "drawn.html")]) == 0
+    page = (tmp_path / "drawn.html").read_text()
+    assert 'id="intervals-nlm"' in page and "tnlib intervals out3" in page
+    assert "What these results can and cannot show" in page and ">Tables</h2>" not in page
+    assert main(["intervals", str(tmp_path / "out2")]) == 2
+    assert "has the 3 seeds a paired interval needs" in capsys.readouterr().err
+    (tmp_path / "out3" / "accuracy-seeds.csv").unlink()
+    assert main(["intervals", str(tmp_path / "out3")]) == 2
+    assert "holds no accuracy-seeds.csv" in capsys.readouterr().err
+
+
 def test_a_folder_swept_without_planning_says_so_instead_of_empty_planning_tables(tmp_path, capsys):
     from tnlib.cli import main
 

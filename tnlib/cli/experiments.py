@@ -160,6 +160,29 @@ def _run_report(args) -> int:
     return 0
 
 
+def register_intervals(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "intervals", help="draw a rendered report's paired intervals from its per-seed CSVs (no run folders)",
+        description="Write intervals.html -- TN against N and N+clip, paired by seed, as `tnlib report` draws it -- "
+                    "from a rendered report's accuracy-seeds.csv and planning-seeds.csv, for a report whose run "
+                    "folders are not on this machine. Needs three seeds in a cell.")
+    parser.add_argument("report", help="a rendered report's folder, e.g. reports/converged/linear")
+    parser.add_argument("--out", help="the HTML file to write (default: REPORT/intervals.html)")
+    parser.set_defaults(func=_run_intervals)
+
+
+def _run_intervals(args) -> int:
+    from tnlib.experiments.reports import write_seed_csv_intervals
+    from tnlib.files import shown_path
+
+    try:
+        path = write_seed_csv_intervals(args.report, args.out)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    print(f"wrote {shown_path(path)}")
+    return 0
+
+
 def register_baselines(subparsers) -> None:
     from tnlib.data.schema import PLAN_SETS
     from tnlib.experiments.baselines import BASELINE_HEURISTICS
@@ -267,4 +290,5 @@ def _run_handout(args) -> int:
 
 
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
-            "baselines": register_baselines, "rerun-check": register_rerun_check, "handout": register_handout}
+            "intervals": register_intervals, "baselines": register_baselines, "rerun-check": register_rerun_check,
+            "handout": register_handout}

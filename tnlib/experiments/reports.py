@@ -34,7 +34,13 @@ from tnlib.experiments.tables import (
     table2_seed_values,
 )
 from tnlib.learning.run_files import RunDir
-from tnlib.experiments.seed_statistics import PAIRED_BOLD_RULE, paired_differences, render_paired, write_seed_csv
+from tnlib.experiments.seed_statistics import (
+    PAIRED_BOLD_RULE,
+    PAIRED_MIN_SEEDS,
+    paired_differences,
+    render_paired,
+    write_seed_csv,
+)
 import tnlib.files
 from tnlib.device import machine_kind
 from tnlib.files import atomic_write_text, read_jsonl, shown_folder
@@ -453,49 +459,140 @@ def paired_intervals_figures(results_dir, models: Sequence[str] = ("nlm",), lowe
     test MSE, test NLL at the best-NLL checkpoint and planning evaluations
     (:func:`tnlib.experiments.interval_figure.paired_intervals_figure`); [] where no cell has
     :data:`tnlib.experiments.seed_statistics.PAIRED_MIN_SEEDS` seeds."""
-    from tnlib.experiments.interval_figure import paired_intervals_figure
-
     results = collect_results(results_dir)
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
     plans = collect_planning(results_dir)
     figures = []
     for model in models:
         mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
-        panels = [("test MSE", paired_differences(table1_seed_values(results, model, lower_bound)), True),
-                  ("test NLL", paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
-                                                  comparisons=(("TN", "N"),)), True),
-                  ("plan evaluations", paired_differences(table2_seed_values(mine, "evaluations")), True)]
-        panels = [panel for panel in panels if panel[1]]
-        if any(interval is not None for _, differences, _ in panels for row in differences.values()
-               for interval in row.values()):
-            figures.append((model, paired_intervals_figure(
-                panels, f"TN against N and N+clip, paired by seed ({model}, l = {lower_bound})")))
+        figure = _intervals_figure(model, lower_bound, table1_seed_values(results, model, lower_bound),
+                                   table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                   table2_seed_values(mine, "evaluations"))
+        if figure is not None:
+            figures.append((model, figure))
     return figures
+
+
+def seed_csv_intervals_figures(report_dir) -> list:
+    """:func:`paired_intervals_figures` drawn from a rendered report's per-seed CSVs (``accuracy-seeds.csv``,
+    ``planning-seeds.csv`` where it planned) instead of its run folders, for reports whose runs are not on this
+    machine: the same intervals (the CSVs hold every value the figure reads). A ValueError where the report has
+    no ``accuracy-seeds.csv`` (rendered before reports wrote one) or mixes lower bounds."""
+    import csv
+
+    from tnlib.experiments.seed_statistics import read_seed_values
+
+    report_dir = Path(report_dir)
+    accuracy, planning = report_dir / "accuracy-seeds.csv", report_dir / "planning-seeds.csv"
+    if not accuracy.is_file():
+        raise ValueError(f"{shown_folder(report_dir)} holds no accuracy-seeds.csv: its report was rendered before "
+                         "reports wrote their values per seed, so there is nothing to draw the intervals from")
+    with accuracy.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    bounds = sorted({row["lower_bound"] for row in rows})
+    if len(bounds) > 1:
+        raise ValueError(f"{accuracy} mixes lower bounds ({', '.join(bounds)}): a figure holds one")
+    ran = {row["model"] for row in rows}
+    figures = []
+    for model in [m for m in MODELS if m in ran] + sorted(ran - set(MODELS)):
+        evaluations = read_seed_values(planning, model, "evaluations") if planning.is_file() else {}
+        figure = _intervals_figure(model, bounds[0], read_seed_values(accuracy, model, "mse"),
+                                   read_seed_values(accuracy, model, "nll_best_nll"), evaluations)
+        if figure is not None:
+            figures.append((model, figure))
+    return figures
+
+
+def _intervals_figure(model: str, lower_bound: str, mse: dict, nll: dict, evaluations: dict):
+    """The forest plot of one model's per-seed values (``{(domain, sigma, residual, column): {seed: value}}`` of
+    the test MSE, the test NLL at the best-NLL checkpoint and the plan evaluations); None where no cell has the
+    seeds for a paired interval."""
+    from tnlib.experiments.interval_figure import paired_intervals_figure
+
+    panels = [("test MSE", paired_differences(mse), True),
+              ("test NLL", paired_differences(nll, comparisons=(("TN", "N"),)), True),
+              ("plan evaluations", paired_differences(evaluations), True)]
+    panels = [panel for panel in panels if panel[1]]
+    if not any(interval is not None for _, differences, _ in panels for row in differences.values()
+               for interval in row.values()):
+        return None
+    return paired_intervals_figure(panels, f"TN against N and N+clip, paired by seed ({model}, l = {lower_bound})")
+
+
+# What intervals.html says above its figures (the numbers behind them are in the report's tables).
+INTERVALS_CAPTION = (
+    "Per domain and configuration, the per-seed difference TN minus N (and minus N+clip) of the test MSE (the point "
+    "estimate), of the test NLL at the best-NLL checkpoint and of the average plan evaluations (an unsolved "
+    "instance counting as the limit): its mean as a dot, its 95% t-interval as a bar. Lower is better in all "
+    "three: left of the line at 0, TN is better. Filled blue: the interval says TN is better; filled orange: "
+    "worse; hollow grey: the interval holds 0. The numbers are in accuracy.md and planning.md; what the runs are, "
+    "under the figure.")
 
 
 def write_intervals(results_dir, path, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
                     plotly_src: str = PLOTLY_SRC) -> Path | None:
     """``path`` (HTML): :func:`paired_intervals_figures` under a caption, the scope header below them. None, and no
     file, where no cell has the seeds."""
-    path = Path(path)
     figures = paired_intervals_figures(results_dir, models, lower_bound)
     if not figures:
         return None
+    return _write_intervals_page(Path(path), figures, INTERVALS_CAPTION, scope_header(results_dir), plotly_src)
+
+
+def write_seed_csv_intervals(report_dir, path=None) -> Path:
+    """``tnlib intervals``: ``intervals.html`` of a rendered report (``path``, default: in ``report_dir``) from its
+    per-seed CSVs (:func:`seed_csv_intervals_figures`), below the figures the header of its accuracy.md -- what
+    the runs were, when the report was rendered. A ValueError where no cell has the seeds for paired intervals."""
+    report_dir = Path(report_dir)
+    figures = seed_csv_intervals_figures(report_dir)
+    if not figures:
+        raise ValueError(f"no cell of {shown_folder(report_dir)} has the {PAIRED_MIN_SEEDS} seeds a paired interval "
+                         "needs: no intervals to draw")
+    path = report_dir / "intervals.html" if path is None else Path(path)
+    caption = (INTERVALS_CAPTION + " Drawn from the report's per-seed values (accuracy-seeds.csv, "
+               "planning-seeds.csv), not its run folders: `tnlib intervals " + shown_folder(report_dir) + "`.")
+    header = ""
+    if (report_dir / "accuracy.md").is_file():
+        header = report_header_section((report_dir / "accuracy.md").read_text())
+    return _write_intervals_page(path, figures, caption, header, plotly_source(path.parent))
+
+
+def report_header_section(markdown: str) -> str:
+    """The section of a rendered report that says what its runs can and cannot show (from its heading to the
+    next of its level), or "" where it has none."""
+    heading = "## What these results can and cannot show"
+    if heading not in markdown:
+        return ""
+    section = markdown[markdown.index(heading):]
+    end = section.find("\n## ", len(heading))
+    return section if end < 0 else section[:end + 1]
+
+
+def _write_intervals_page(path: Path, figures: list, caption: str, footer_markdown: str, plotly_src: str) -> Path:
     html = ["<html><head><meta charset='utf-8'><title>Paired intervals: TN against N</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
-            "<h1>TN against N and N+clip, paired by seed</h1>",
-            "<p>Per domain and configuration, the per-seed difference TN minus N (and minus N+clip) of the test MSE "
-            "(the point estimate), of the test NLL at the best-NLL checkpoint and of the average plan evaluations "
-            "(an unsolved instance counting as the limit): its mean as a dot, its 95% t-interval as a bar. Lower is "
-            "better in all three: left of the line at 0, TN is better. Filled blue: the interval says TN is better; "
-            "filled orange: worse; hollow grey: the interval holds 0. The numbers are in accuracy.md and "
-            "planning.md; what the runs are, under the figure.</p>"]
+            "<h1>TN against N and N+clip, paired by seed</h1>", _markdown_html(caption)]
     for model, figure in figures:
         html.append(figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"intervals-{model}"))
-    html += [_markdown_html(scope_header(results_dir)), "</body></html>"]
+    html += [_markdown_html(footer_markdown), "</body></html>"]
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "\n".join(html))
     return path
+
+
+def plotly_source(reports_dir: Path) -> str:
+    """Where an HTML report in ``reports_dir`` loads plotly.js from: reports/notebooks/' bundle when the folder is
+    inside the repository's reports/ (no second copy of the 4.8 MB bundle in git), else a plotly.min.js written
+    beside the files."""
+    reports_dir = Path(reports_dir).resolve()
+    shared = tnlib.files.REPO_ROOT / "reports" / PLOTLY_SRC
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    if reports_dir.is_relative_to(tnlib.files.REPO_ROOT / "reports") and shared.is_file():
+        return os.path.relpath(shared, reports_dir)
+    import plotly.offline
+
+    atomic_write_text(reports_dir / "plotly.min.js", plotly.offline.get_plotlyjs())
+    return "plotly.min.js"
 
 
 def _domain_order(domain: str) -> int:
@@ -530,15 +627,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
     ran = {c["model"] for c in configs}
     models = [m for m in MODELS if m in ran] + sorted(ran - set(MODELS))
-    shared = tnlib.files.REPO_ROOT / "reports" / PLOTLY_SRC
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    if reports_dir.is_relative_to(tnlib.files.REPO_ROOT / "reports") and shared.is_file():
-        plotly_src = os.path.relpath(shared, reports_dir)
-    else:
-        import plotly.offline
-
-        atomic_write_text(reports_dir / "plotly.min.js", plotly.offline.get_plotlyjs())
-        plotly_src = "plotly.min.js"
+    plotly_src = plotly_source(reports_dir)
     written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src,
                             selection_seconds=selection_seconds, paper_tables=paper_tables)
     figure_model = "nlm" if "nlm" in models else models[0]
