@@ -6,13 +6,15 @@ be rerun; on a kind of machine with nothing recorded there is nothing to compare
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
 from tnlib.cli import main
 from tnlib.experiments import rerun_check
-from tnlib.experiments.rerun_check import (CHECKED_REPORT, COMPARED, KEY, REFERENCES, check, committed_rows,
-                                           differences, made_here, record_reference, report_machine)
+from tnlib.experiments.rerun_check import (CHECKED_REPORT, COMPARED, CURVE_FOLDER, CURVE_RERUNS, KEY, REFERENCES,
+                                           check, check_curve, committed_rows, confirmed_kinds, curve_differences,
+                                           curve_run, differences, made_here, record_reference, report_machine)
 
 
 @pytest.mark.slow
@@ -22,6 +24,76 @@ def test_rerunning_committed_linear_runs_gives_the_committed_metrics():
     except LookupError as err:
         pytest.skip(str(err))
     assert changed == [], against
+
+
+@pytest.mark.slow
+def test_training_a_committed_nlm_runs_first_steps_again_gives_its_committed_curve():
+    try:
+        against, changed = check_curve()
+    except LookupError as err:
+        pytest.skip(str(err))
+    assert changed == [], against
+
+
+def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
+    def fake_run(name, machines, last_step):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text("{}")
+        (run / "machines.jsonl").write_text("".join(json.dumps({"step": step, "machine": machine}) + "\n"
+                                                    for step, machine in machines))
+        (run / "curves.jsonl").write_text("".join(json.dumps({"step": step, "val_mse": 1.0}) + "\n"
+                                                  for step in range(100, last_step + 1, 100)))
+
+    fake_run("a-started-elsewhere", [(0, "Y")], 400)
+    fake_run("b-resumed-elsewhere-early", [(0, "X"), (200, "Y")], 400)
+    fake_run("c-too-short", [(0, "X")], 200)
+    fake_run("d-resumed-elsewhere-later", [(0, "X"), (300, "Y")], 400)
+    fake_run("e-all-here", [(0, "X")], 400)
+    assert curve_run(tmp_path, "X", 300) == tmp_path / "d-resumed-elsewhere-later"
+    assert curve_run(tmp_path, "Y", 300) == tmp_path / "a-started-elsewhere"
+    assert curve_run(tmp_path, "Z", 300) is None
+
+
+def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monkeypatch):
+    """A kind of machine is compared only once a rerun on it agreed (--record); a rerun that disagrees confirms
+    nothing."""
+    runs = tmp_path / "runs"
+    run = runs / "blocksworld-run"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    (run / "machines.jsonl").write_text(json.dumps({"step": 0, "machine": "CPU X, AVX2"}) + "\n")
+    (run / "curves.jsonl").write_text(json.dumps({"step": 300, "val_mse": 1.0}) + "\n")
+    monkeypatch.setattr("tnlib.experiments.rerun_check.machine_kind", lambda: "CPU X, AVX2")
+    monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
+    reruns = iter([["step 300: val_mse 1.5 now, 1.0 committed"], [], []])
+    monkeypatch.setattr(rerun_check, "curve_differences", lambda path, steps: next(reruns))
+    with pytest.raises(LookupError, match=r"confirmed on this kind of machine \(CPU X, AVX2\)"):
+        check_curve(runs)
+    assert check_curve(runs, record=True)[1] == ["step 300: val_mse 1.5 now, 1.0 committed"]
+    assert confirmed_kinds(runs) == set() and not (tmp_path / CURVE_RERUNS).exists()
+    against, lines = check_curve(runs, record=True)
+    assert lines == [] and against.endswith(f"recorded as confirmed in {CURVE_RERUNS}")
+    assert confirmed_kinds(runs) == {"CPU X, AVX2"}
+    assert list(csv.DictReader((tmp_path / CURVE_RERUNS).open())) == [
+        {"machine": "CPU X, AVX2", "run": "blocksworld-run", "steps": "300", "commit": "def5678"}]
+    assert check_curve(runs) == ("blocksworld-run's first 300 steps (CPU X, AVX2)", [])
+
+
+def test_a_committed_curve_that_the_code_does_not_reproduce_is_named_value_by_value(tmp_path):
+    """The rerun of a committed run's first 100 steps, compared with a curve whose first validation was altered
+    (and one validation short of the steps): each difference is a line."""
+    source = sorted(CURVE_FOLDER.glob("blocksworld-nlm-*"))[0]
+    run = tmp_path / source.name
+    run.mkdir()
+    (run / "config.json").write_text((source / "config.json").read_text())
+    first = json.loads((source / "curves.jsonl").read_text().splitlines()[0])
+    assert first["step"] == 100
+    (run / "curves.jsonl").write_text(json.dumps({**first, "val_mse": 12345.0}) + "\n")
+    lines = curve_differences(run, 100)
+    assert any(line.startswith("step 100: val_mse ") and line.endswith(" now, 12345.0 committed") for line in lines)
+    (run / "curves.jsonl").write_text("")
+    assert curve_differences(run, 100) == ["1 validations up to step 100 now, 0 committed"]
 
 
 def row(column="TN", mse="1.5", seed="1", **values) -> dict:

@@ -229,36 +229,51 @@ def _run_baselines(args) -> int:
 
 
 def register_rerun_check(subparsers) -> None:
-    from tnlib.experiments.rerun_check import SUBSET
+    from tnlib.experiments.rerun_check import CURVE_STEPS, SUBSET
 
     parser = subparsers.add_parser(
-        "rerun-check", help="rerun a fixed subset of a committed report's runs and compare the metrics",
+        "rerun-check", help="rerun a fixed subset of committed runs and compare their metrics and curves",
         description="Train a fixed subset of the committed linear five-seed report's runs again from scratch "
                     f"({SUBSET['domains']} {SUBSET['configs']}, seed {SUBSET['seeds']}: N and TN, "
                     "15 s here) and compare the per-seed metrics with those committed for this kind of machine, digit "
-                    "for digit. Exit 0 when they agree, 1 when they differ (a change moved rounding: rerun the "
-                    "reports it touches), 2 when nothing was made on this kind of machine.")
+                    f"for digit; then train the first {CURVE_STEPS} steps of a committed NLM five-seed run trained on "
+                    "this kind of machine again and compare its validation curve (about 10 s), on kinds where "
+                    "that once agreed. Exit 0 when both agree, 1 when one differs (a change moved rounding: rerun "
+                    "the reports it touches), 2 when nothing was made or confirmed on this kind of machine.")
     parser.add_argument("--record", action="store_true",
-                        help="where nothing was made on this kind of machine, record the rerun as its reference "
-                             "(rerun-references.csv beside the report), to compare later reruns with")
+                        help="where the linear report holds nothing made on this kind of machine, record the rerun "
+                             "as its reference (rerun-references.csv beside the report); where no NLM rerun was "
+                             "confirmed on it, confirm it if the curve agrees (curve-reruns.csv beside the runs)")
     parser.set_defaults(func=_run_rerun_check)
 
 
 def _run_rerun_check(args) -> int:
-    from tnlib.experiments.rerun_check import CHECKED_REPORT, check
+    from tnlib.experiments.rerun_check import CHECKED_REPORT, CURVE_FOLDER, check, check_curve
     from tnlib.files import shown_path
 
     if not (CHECKED_REPORT / "accuracy-seeds.csv").is_file():
         raise CommandError(f"{CHECKED_REPORT} has no accuracy-seeds.csv: the check runs in a checkout of tnlib")
-    try:
-        against, differences = check(CHECKED_REPORT, record=args.record)
-    except LookupError as err:
-        raise CommandError(str(err)) from None
-    print(f"{shown_path(CHECKED_REPORT)}: compared with {against}")
-    for line in differences:
-        print(f"  {line}")
-    print("differs: rerun the reports this code touches" if differences else "the rerun agrees digit for digit")
-    return 1 if differences else 0
+    checks = ((CHECKED_REPORT, lambda: check(CHECKED_REPORT, record=args.record)),
+              (CURVE_FOLDER, lambda: check_curve(CURVE_FOLDER, record=args.record)))
+    compared, nothing, differ = 0, [], False
+    for folder, run_check in checks:
+        try:
+            against, differences = run_check()
+        except LookupError as err:
+            nothing.append(str(err))
+            continue
+        compared += 1
+        differ = differ or bool(differences)
+        print(f"{shown_path(folder)}: compared with {against}")
+        for line in differences:
+            print(f"  {line}")
+        print("  differs: rerun the reports this code touches" if differences else
+              "  the rerun agrees digit for digit")
+    if not compared:
+        raise CommandError("; ".join(nothing) + " -- nothing compared")
+    for line in nothing:
+        print(f"not compared: {line}")
+    return 1 if differ else 0
 
 
 def register_handout(subparsers) -> None:

@@ -7,6 +7,14 @@ metrics made on the machine's own kind: the report's own per-seed CSV where its 
 reference recorded for this kind beside the report (:data:`REFERENCES`, written by :func:`record_reference` from a
 rerun of the same code). A later change that moves rounding -- a faster kernel, another torch -- then fails the
 check on every kind that has a reference, and the reports it touches are to be rerun.
+
+Linear regression does not run NLM's kernels, so a second check (:func:`check_curve`) trains the first
+:data:`CURVE_STEPS` steps of a committed NLM run folder again (:data:`CURVE_FOLDER`: the five-seed runs, committed
+with every validation in their curves.jsonl and the kind of machine of every stretch of steps in machines.jsonl)
+and compares its curve, value for value, with the committed one -- on a run whose first steps were trained on this
+machine's kind, and only on kinds where such a rerun once agreed (:data:`CURVE_RERUNS`, written by ``--record``):
+the kind is a CPU model and vector ISA, and two machines of one kind could still differ in the kernels their
+compilers pick, which the check would report as the code's doing.
 """
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ from tnlib.device import machine_kind
 from tnlib.experiments.reports import accuracy_seed_rows, code_commit
 from tnlib.experiments.sweep import Sweep, run_sweep
 from tnlib.experiments.tables import collect_results
-from tnlib.files import atomic_write_text
+from tnlib.files import REPO_ROOT, atomic_write_text, read_json, read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 
 # The subset rerun: two runs of the linear five-seed report (N, with its N+clip column, and TN), 15 s on one core.
@@ -33,6 +41,14 @@ COMPARED = ("steps", "checkpoint_step", "mse", "nll", "nll_best_nll")
 # Beside the report: the subset's rows as the code reran them on other kinds of machine.
 REFERENCES = "rerun-references.csv"
 REFERENCE_COLUMNS = ("machine", "commit", *KEY, *COMPARED)
+# The committed run folders whose first steps check NLM, how many steps (three validations, about 10 s of one core in
+# blocksworld) and the values of a curves.jsonl row compared (its seconds are the machine's, not the code's).
+CURVE_FOLDER = REPO_ROOT / "reports" / "converged" / "nlm5" / "runs"
+CURVE_STEPS = 300
+CURVE_FIELDS = ("step", "train_loss", "val_mse", "val_nll")
+# Beside CURVE_FOLDER: the kinds of machine on which a rerun reproduced a committed curve, the run and the commit.
+CURVE_RERUNS = "curve-reruns.csv"
+CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
 # The kind of machine of a report whose header names none (headers before they did): this project's 2-core AMD
 # EPYC machines with AVX2 kernels (reports/speed.md).
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
@@ -130,3 +146,73 @@ def check(report_dir: str | os.PathLike = CHECKED_REPORT, record: bool = False) 
         return f"nothing: recorded as this kind's reference in {path.name}", []
     reference, source = committed
     return f"{source} ({machine})", differences(rows, reference)
+
+
+def curve_run(folder: str | os.PathLike, machine: str, steps: int = CURVE_STEPS) -> Path | None:
+    """The first run folder of ``folder`` (by name: blocksworld, the quickest, first) whose steps up to ``steps``
+    were all trained on ``machine``'s kind (its machines.jsonl) and whose curve reaches ``steps``; None if none."""
+    for run in sorted(Path(folder).iterdir()):
+        if not (run / "config.json").is_file() or not (run / "machines.jsonl").is_file():
+            continue
+        stretches = read_jsonl(run / "machines.jsonl")  # each start of training: its step and machine
+        early = [row for row in stretches if row["step"] < steps]
+        if not early or early[0]["step"] != 0 or any(row["machine"] != machine for row in early):
+            continue
+        if any(row["step"] >= steps for row in read_jsonl(run / "curves.jsonl")):
+            return run
+    return None
+
+
+def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[str]:
+    """Train ``run``'s configuration from scratch for ``steps`` steps (in a temporary folder, on this checkout's
+    copy of its dataset) and compare its curve with the committed one: one line per row or value that differs."""
+    from tnlib.learning.training import TrainConfig, train
+
+    run = Path(run)
+    committed = [row for row in read_jsonl(run / "curves.jsonl") if row["step"] <= steps]
+    config = read_json(run / "config.json")
+    with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
+        config.update(steps=steps, out_dir=folder, run_name=None, progress=False)
+        rerun = read_jsonl(train(TrainConfig.from_dict(config)) / "curves.jsonl")
+    lines = []
+    for mine, theirs in zip(rerun, committed):
+        lines += [f"step {theirs['step']}: {name} {mine.get(name)} now, {theirs.get(name)} committed"
+                  for name in CURVE_FIELDS if mine.get(name) != theirs.get(name)]
+    if len(rerun) != len(committed):
+        lines.append(f"{len(rerun)} validations up to step {steps} now, {len(committed)} committed")
+    return lines
+
+
+def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER) -> set[str]:
+    """The kinds of machine on which a rerun of ``folder``'s first steps once agreed with the committed curve."""
+    path = Path(folder).parent / CURVE_RERUNS
+    return {row["machine"] for row in csv.DictReader(path.open())} if path.is_file() else set()
+
+
+def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STEPS,
+                record: bool = False) -> tuple[str, list[str]]:
+    """Train the first ``steps`` steps of a committed run of ``folder`` trained on this machine's kind again
+    (:func:`curve_run`) and compare the curves: (which run, the differences). On a kind not yet confirmed
+    (:func:`confirmed_kinds`) only with ``record``, which confirms it where the rerun agrees. A
+    :class:`LookupError` where there is nothing to compare on this kind."""
+    machine, folder = machine_kind(), Path(folder)
+    confirmed = machine in confirmed_kinds(folder)
+    if not confirmed and not record:
+        raise LookupError(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}): "
+                          "record one with --record")
+    run = curve_run(folder, machine, steps)
+    if run is None:
+        raise LookupError(f"no run in {shown_folder(folder)} had its first {steps} steps trained on this kind of "
+                          f"machine ({machine}): float32 training repeats bit for bit on its own kind only")
+    lines = curve_differences(run, steps)
+    against = f"{run.name}'s first {steps} steps ({machine})"
+    if not confirmed and not lines:
+        path = folder.parent / CURVE_RERUNS
+        kept = list(csv.DictReader(path.open())) if path.is_file() else []
+        out = io.StringIO()
+        writer = csv.DictWriter(out, CURVE_RERUN_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept + [{"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
+        atomic_write_text(path, out.getvalue())
+        against += f"; this kind recorded as confirmed in {path.name}"
+    return against, lines
