@@ -339,6 +339,74 @@ def test_the_open_bound_optimum_has_the_truncated_mean_at_the_bound():
         assert locs[0] < mu and abs(locs[np.nanargmin(curves[classroom_demos.OPEN_LABEL])] - mu) < 0.2
 
 
+# Section 6b: what the value of a fixed sigma changes, each fit against scipy's optimiser on scipy's densities.
+
+def _scipy_fixed_scale_fit(distribution, scale, shared, margin=OPEN_BOUND_EPSILON):
+    """The same maximum likelihood as classroom_demos.fit_fixed_scale, by Nelder-Mead on scipy.stats' NLL."""
+    from scipy import optimize
+
+    groups = classroom_demos.FIXED_SCALE_GROUPS
+    z = np.array([g[0] for g in groups for _ in g[2]])
+    low = np.array([g[1] - margin for g in groups for _ in g[2]])
+    cost = np.array([x for g in groups for x in g[2]])
+    member = np.array([i for i, g in enumerate(groups) for _ in g[2]])
+    design = np.stack([np.ones_like(z), z], 1) if shared else np.eye(len(groups))[member]
+
+    def nll(weights):
+        loc = design @ weights
+        if distribution == "N":
+            return -scipy.stats.norm(loc, scale).logpdf(cost).sum()
+        return -truncnorm((low - loc) / scale, np.inf, loc=loc, scale=scale).logpdf(cost).sum()
+
+    start = np.linalg.lstsq(design, cost, rcond=None)[0]
+    weights = optimize.minimize(nll, start, method="Nelder-Mead",
+                                options=dict(xatol=1e-10, fatol=1e-13, maxiter=20_000)).x
+    loc = design @ weights
+    first = [int(np.flatnonzero(member == i)[0]) for i in range(len(groups))]
+    return loc[first], low[first]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("distribution", ["N", "TN"])
+def test_a_fixed_scale_fit_is_scipys_maximum_likelihood(distribution, shared):
+    for scale in (1 / np.sqrt(2), np.sqrt(2)):
+        fit = classroom_demos.fit_fixed_scale(distribution, scale, shared, OPEN_BOUND_EPSILON)
+        loc, low = _scipy_fixed_scale_fit(distribution, scale, shared)
+        assert np.allclose(fit.loc, loc, atol=2e-6)
+        expected = loc if distribution == "N" else truncnorm((low - loc) / scale, np.inf, loc=loc, scale=scale).mean()
+        assert np.allclose(fit.heuristic, expected, atol=2e-6)
+
+
+def test_a_fixed_sigma_rescales_the_gaussians_loss_and_changes_the_truncated_gaussians_fit():
+    """N: the same fit for the paper's and the authors' sigma. TN: a mu per group matches each group's mean h*
+    whatever sigma (moment matching, exercise 12) with a different mu; one line for all gives two heuristics."""
+    fits = {(f.distribution, round(f.scale, 3), f.shared): f
+            for f in classroom_demos.fixed_scale_fits(OPEN_BOUND_EPSILON)}
+    assert len(fits) == 8
+    means = [np.mean(g[2]) for g in classroom_demos.FIXED_SCALE_GROUPS]
+    for shared in (False, True):
+        paper, authors = fits[("N", .707, shared)], fits[("N", 1.414, shared)]
+        assert np.allclose(paper.loc, authors.loc, atol=1e-9) and abs(paper.mse - authors.mse) < 1e-9
+    for scale in (.707, 1.414):
+        assert np.allclose(fits[("TN", scale, False)].heuristic, means, atol=1e-7)
+    assert fits[("TN", 1.414, False)].loc[0] < fits[("TN", .707, False)].loc[0] - 4  # -3.15 against 1.08
+    paper, authors = fits[("TN", .707, True)], fits[("TN", 1.414, True)]
+    # the notebook's prose: the middle group's heuristic 4.83 against 4.56, the MSE 2.00 against 2.35
+    assert (round(paper.heuristic[1], 2), round(authors.heuristic[1], 2)) == (4.83, 4.56)
+    assert (round(paper.mse, 2), round(authors.mse, 2)) == (2.0, 2.35)
+    assert round(fits[("TN", 1.414, False)].loc[0], 2) == -3.15
+    assert np.allclose(fits[("N", .707, True)].loc, np.polyval(np.polyfit(
+        [g[0] for g in classroom_demos.FIXED_SCALE_GROUPS for _ in g[2]],
+        [x for g in classroom_demos.FIXED_SCALE_GROUPS for x in g[2]], 1), [0, .5, 1]), atol=1e-9)
+
+
+def test_exercise_12_the_truncated_mean_matches_the_sample_mean_at_the_maximum_likelihood():
+    fit = classroom_demos.fit_fixed_scale("TN", np.sqrt(2), False, 0.1)
+    for (_, bound, costs), mu in zip(classroom_demos.FIXED_SCALE_GROUPS, fit.loc):
+        mean = truncnorm((bound - 0.1 - mu) / np.sqrt(2), np.inf, loc=mu, scale=np.sqrt(2)).mean()
+        assert abs(mean - np.mean(costs)) < 1e-6
+
+
 def test_exercise_5_the_bound_is_a_floor_not_the_answer_at_step_0():
     result = synthetic_regression.run_synthetic_regression(seed=0, steps=20)
     mse = result.test_mse
@@ -696,7 +764,7 @@ def test_the_student_copy_leaves_out_every_solution_and_output_and_keeps_the_res
                 [line for line in original.splitlines() if line.startswith("**Exercise")]
         else:
             assert text == original
-    assert folded == 11  # every exercise of the classroom notebook has its solution folded under it
+    assert folded == 12  # every exercise of the classroom notebook has its solution folded under it
 
 
 def test_handout_refuses_the_notebook_itself_and_notebooks_without_solutions(tmp_path, capsys):

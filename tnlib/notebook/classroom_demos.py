@@ -1,16 +1,18 @@
 """The classroom notebook's small demonstrations: maximum likelihood, MSE as a Gaussian NLL, learned sigma, maximum
-entropy, and closed against open lower bounds (what a network does to a state whose bound equals h*)."""
+entropy, closed against open lower bounds (what a network does to a state whose bound equals h*), and what the
+value of a fixed sigma changes (nothing for the Gaussian, the fit for the Truncated Gaussian)."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch.distributions import Laplace, Normal, Uniform
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.paper import FIXED_SIGMA
+from tnlib.paper import FIXED_SIGMA, FIXED_SIGMAS
 from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_nll
 from tnlib.notebook.explorer import describe_truncated_normal
 
@@ -156,3 +158,85 @@ def _descend(objective: Callable[[torch.Tensor], torch.Tensor], start: float, st
         optimizer.step()
         path.append(float(mu.detach()))
     return np.asarray(path)
+
+
+#: Section 6b's states: three groups a model tells apart only by one feature z, as (z, the admissible bound l of the
+#: group's states, their optimal costs h*). The first and last groups' bound is often exact, the middle one's loose.
+FIXED_SCALE_GROUPS = ((0.0, 2.0, (2.0, 2.0, 2.0, 3.0)), (0.5, 3.0, (4.0, 5.0, 6.0, 9.0)),
+                      (1.0, 6.0, (6.0, 6.0, 7.0, 7.0)))
+
+
+@dataclass(frozen=True)
+class FixedScaleFit:
+    """The maximum-likelihood fit of :func:`fit_fixed_scale`: per group its mu and its heuristic (mu for N, the
+    truncated mean for TN: what GBFS would use), and the heuristic's MSE over every state."""
+
+    distribution: str
+    scale: float
+    shared: bool
+    loc: tuple[float, ...]
+    heuristic: tuple[float, ...]
+    mse: float
+
+
+def fit_fixed_scale(distribution: str, scale: float, shared: bool, margin: float,
+                    groups=FIXED_SCALE_GROUPS) -> FixedScaleFit:
+    """Fit mu by maximum likelihood with sigma fixed at ``scale``: N(mu, scale), or TN(mu, scale, l - margin, inf)
+    (the paper's open bound). ``shared``: one line mu = a + b z for every group, as a network shares its weights;
+    else a mu of its own per group. L-BFGS in float64 from the least-squares fit, to a gradient of 1e-12."""
+    if distribution not in ("N", "TN"):
+        raise ValueError(f"distribution must be N or TN, got {distribution!r}")
+    z = torch.tensor([g[0] for g in groups for _ in g[2]], dtype=DTYPE)
+    low = torch.tensor([g[1] - margin for g in groups for _ in g[2]], dtype=DTYPE)
+    cost = torch.tensor([x for g in groups for x in g[2]], dtype=DTYPE)
+    member = torch.tensor([i for i, g in enumerate(groups) for _ in g[2]])
+    design = torch.stack([torch.ones_like(z), z], 1) if shared else \
+        torch.nn.functional.one_hot(member, len(groups)).to(DTYPE)
+    sigma = torch.full_like(z, scale)
+
+    def model(loc: torch.Tensor):
+        if distribution == "N":
+            return Normal(loc, sigma)
+        return TruncatedNormal(loc, sigma, low, torch.full_like(z, math.inf), validate_args=False)
+
+    with single_thread():
+        start = torch.linalg.lstsq(design, cost[:, None]).solution[:, 0]
+        weights = start.clone().requires_grad_(True)
+        optimizer = torch.optim.LBFGS([weights], lr=1.0, max_iter=500, tolerance_grad=1e-12,
+                                      tolerance_change=1e-15, line_search_fn="strong_wolfe")
+
+        def closure() -> torch.Tensor:
+            optimizer.zero_grad()
+            loss = -model(design @ weights).log_prob(cost).sum()
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        with torch.no_grad():
+            loc = design @ weights
+            heuristic = loc if distribution == "N" else model(loc).mean
+    first = [int((member == i).nonzero()[0]) for i in range(len(groups))]
+    return FixedScaleFit(distribution, scale, shared, tuple(float(loc[i]) for i in first),
+                         tuple(float(heuristic[i]) for i in first), float(((heuristic - cost) ** 2).mean()))
+
+
+def fixed_scale_fits(margin: float) -> list[FixedScaleFit]:
+    """Section 6b's eight fits: N and TN, the paper's and the authors' fixed sigma (1/sqrt 2 and sqrt 2), a mu
+    per group and one line for all."""
+    return [fit_fixed_scale(distribution, scale, shared, margin) for shared in (False, True)
+            for distribution in ("N", "TN") for scale in FIXED_SIGMAS.values()]
+
+
+def format_fixed_scale_fits(fits: list[FixedScaleFit], groups=FIXED_SCALE_GROUPS) -> str:
+    """The fits as a table: per group mu and the heuristic, beside the group's mean h*; the heuristic's MSE."""
+    owners = {"paper": "the paper's", "authors": "the authors'"}
+    names = {value: f"{owners.get(name, name)} {value:.3f}" for name, value in FIXED_SIGMAS.items()}
+    header = ["model", "fixed sigma", *[f"z={g[0]:g}: mu / heuristic" for g in groups], "MSE"]
+    rows = [["", "group mean h*", *[f"{np.mean(g[2]):.3f}" for g in groups], ""]]
+    for fit in fits:
+        model = f"{fit.distribution}, {'one line' if fit.shared else 'a mu per group'}"
+        rows.append([model, names.get(fit.scale, f"{fit.scale:.3f}"),
+                     *[f"{loc:7.3f} / {value:.3f}" for loc, value in zip(fit.loc, fit.heuristic)], f"{fit.mse:.3f}"])
+    widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header))]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+                     for row in [header, *rows])

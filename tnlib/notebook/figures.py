@@ -763,3 +763,35 @@ def seed_pairs_figure(values: Mapping[str, Mapping[int, float]], title: str, a: 
     figure.update_layout(title=title, yaxis_title="test MSE", template="plotly_white", height=460,
                          xaxis=dict(range=[-0.3, 1.6]), legend=dict(x=1.02, y=1))
     return figure
+
+
+def fixed_scale_figure(fits: Sequence[classroom_demos.FixedScaleFit],
+                       groups=classroom_demos.FIXED_SCALE_GROUPS) -> go.Figure:
+    """Section 6b: every state's h* (grey, one dot per state, side by side where equal), each group's mean h*
+    and bound l, and per fit the heuristic it gives each group (lines join the groups)."""
+    figure = go.Figure()
+    for z, bound, costs in groups:
+        seen: dict[float, int] = {}
+        offsets = []
+        for cost in costs:
+            offsets.append(seen.get(cost, 0))
+            seen[cost] = seen.get(cost, 0) + 1
+        figure.add_trace(go.Scatter(
+            x=[z + 0.012 * k for k in offsets], y=list(costs), mode="markers", name="h* of a state",
+            marker=dict(color="#9e9e9e", size=7), legendgroup="states", showlegend=z == groups[0][0]))
+    figure.add_trace(go.Scatter(x=[g[0] for g in groups], y=[float(np.mean(g[2])) for g in groups],
+                                mode="markers", name="group mean h*", marker=dict(color="black", symbol="diamond",
+                                                                                  size=11)))
+    figure.add_trace(go.Scatter(x=[g[0] for g in groups], y=[g[1] for g in groups], mode="markers",
+                                name="bound l", marker=dict(color="black", symbol="line-ew-open", size=18,
+                                                            line=dict(width=2))))
+    for index, fit in enumerate(fits):
+        dash = "dot" if index % 2 else "solid"  # the authors' sigma dotted over the paper's: N's two coincide
+        figure.add_trace(go.Scatter(
+            x=[g[0] for g in groups], y=list(fit.heuristic), mode="lines+markers",
+            name=f"{fit.distribution}, sigma {fit.scale:.3f} (MSE {fit.mse:.2f})",
+            line=dict(color=_COLORS[(index // 2) % len(_COLORS)], width=2, dash=dash)))
+    figure.update_layout(title="One line mu = a + b z for three groups: the heuristic each fixed sigma gives",
+                         xaxis_title="feature z", yaxis_title="cost", template="plotly_white",
+                         legend=dict(orientation="h", yanchor="top", y=-0.2))
+    return figure
