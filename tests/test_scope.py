@@ -540,6 +540,8 @@ def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_i
     assert "What these results can and cannot show" in page and ">Tables</h2>" not in page
     assert main(["intervals", str(tmp_path / "out2")]) == 2
     assert "has the 3 seeds a paired interval needs" in capsys.readouterr().err
+    assert main(["intervals", str(tmp_path / "missing")]) == 2
+    assert f"no folder {tmp_path / 'missing'}" in capsys.readouterr().err
     (tmp_path / "out3" / "accuracy-seeds.csv").unlink()
     assert main(["intervals", str(tmp_path / "out3")]) == 2
     assert "holds no accuracy-seeds.csv" in capsys.readouterr().err
