@@ -2,6 +2,7 @@
 paper's Figure 2), and a table of the cells' summaries for the notebook."""
 from __future__ import annotations
 
+import csv
 import math
 import os
 from collections import defaultdict
@@ -38,6 +39,7 @@ from tnlib.experiments.seed_statistics import (
     PAIRED_BOLD_RULE,
     PAIRED_MIN_SEEDS,
     paired_differences,
+    read_seed_values,
     render_paired,
     write_seed_csv,
 )
@@ -478,10 +480,6 @@ def seed_csv_intervals_figures(report_dir) -> list:
     ``planning-seeds.csv`` where it planned) instead of its run folders, for reports whose runs are not on this
     machine: the same intervals (the CSVs hold every value the figure reads). A ValueError where the report has
     no ``accuracy-seeds.csv`` (rendered before reports wrote one) or mixes lower bounds."""
-    import csv
-
-    from tnlib.experiments.seed_statistics import read_seed_values
-
     report_dir = Path(report_dir)
     accuracy, planning = report_dir / "accuracy-seeds.csv", report_dir / "planning-seeds.csv"
     if not report_dir.is_dir():
