@@ -13,8 +13,9 @@ import pytest
 from tnlib.cli import main
 from tnlib.experiments import rerun_check
 from tnlib.experiments.rerun_check import (CHECKED_REPORT, COMPARED, CURVE_FOLDER, CURVE_RERUNS, KEY, REFERENCES,
-                                           check, check_curve, committed_rows, confirmed_kinds, curve_differences,
-                                           curve_run, differences, made_here, record_reference, report_machine)
+                                           check, check_curve, check_model_curves, committed_rows, confirmed_kinds,
+                                           curve_differences, curve_run, differences, made_here, record_reference,
+                                           report_machine)
 
 
 @pytest.mark.slow
@@ -33,6 +34,42 @@ def test_training_a_committed_nlm_runs_first_steps_again_gives_its_committed_cur
     except LookupError as err:
         pytest.skip(str(err))
     assert changed == [], against
+
+
+@pytest.mark.slow
+def test_training_strips_hgn_and_wl_again_gives_the_curves_recorded_for_this_kind():
+    try:
+        against, changed = check_model_curves()
+    except LookupError as err:
+        pytest.skip(str(err))
+    assert changed == [], against
+
+
+def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path, monkeypatch):
+    """--record writes a kind's curves; a later rerun on that kind is compared row by row, another kind's rows are
+    neither compared nor replaced."""
+    path = tmp_path / "curve-references.csv"
+    kind = {"now": "CPU X, AVX2"}
+    monkeypatch.setattr("tnlib.experiments.rerun_check.machine_kind", lambda: kind["now"])
+    monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
+    curves = {"hgn": [{"step": "100", "train_loss": "0.5", "val_mse": "1.5", "val_nll": "2.0"}],
+              "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}]}
+    monkeypatch.setattr(rerun_check, "model_curve", lambda model: [dict(row) for row in curves[model]])
+    with pytest.raises(LookupError, match=r"this kind of machine \(CPU X, AVX2\)"):
+        check_model_curves(path=path)
+    against, lines = check_model_curves(record=True, path=path)
+    assert lines == [] and against.endswith("hgn, wl recorded for this kind in curve-references.csv")
+    kind["now"] = "CPU Y, AVX512"
+    check_model_curves(record=True, path=path)
+    saved = list(csv.DictReader(path.open()))
+    assert [(r["machine"], r["model"], r["commit"]) for r in saved] == [
+        ("CPU X, AVX2", "hgn", "def5678"), ("CPU X, AVX2", "wl", "def5678"),
+        ("CPU Y, AVX512", "hgn", "def5678"), ("CPU Y, AVX512", "wl", "def5678")]
+    curves["wl"] = [{"step": "100", "train_loss": "0.25", "val_mse": "1.2500001", "val_nll": "2.5"}]
+    against, lines = check_model_curves(path=path)
+    assert against == "the first 300 steps of hgn, wl (CPU Y, AVX512)"
+    assert lines == ["wl step 100: val_mse 1.2500001 now, 1.25 recorded"]
+    assert len(list(csv.DictReader(path.open()))) == 4  # a comparison writes nothing
 
 
 def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
@@ -153,8 +190,13 @@ def test_differences_name_each_value_that_moved_and_each_row_not_committed():
         "gripper learn ff TN 2: not in the committed rows"]
 
 
-def test_the_command_checks_records_and_says_which_rows_it_compared_with(report, monkeypatch, capsys):
+def test_the_command_checks_records_and_says_which_rows_it_compared_with(report, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(rerun_check, "CHECKED_REPORT", report)
+    (tmp_path / "no-runs").mkdir()  # the NLM and STRIPS-HGN/WL curve checks: nothing here, stubbed training
+    monkeypatch.setattr(rerun_check, "CURVE_FOLDER", tmp_path / "no-runs")
+    monkeypatch.setattr(rerun_check, "MODEL_CURVE_REFERENCES", tmp_path / "curve-references.csv")
+    monkeypatch.setattr(rerun_check, "model_curve", lambda model: [{"step": "100", "train_loss": "0.5",
+                                                                     "val_mse": "1.5", "val_nll": "2.0"}])
     monkeypatch.setattr("tnlib.experiments.rerun_check.machine_kind", lambda: "CPU Y, AVX2")
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([[row("N", "2.5"), row("TN")], [row("N", "2.5"), row("TN", mse="1.6")]])
@@ -166,6 +208,7 @@ def test_the_command_checks_records_and_says_which_rows_it_compared_with(report,
     assert main(["rerun-check"]) == 1
     out = capsys.readouterr().out
     assert f"compared with {REFERENCES} (CPU Y, AVX2)" in out and "mse 1.6 now, 1.5 committed" in out
+    assert "compared with the first 300 steps of hgn, wl (CPU Y, AVX2)" in out  # recorded by --record above
 
 
 def test_the_committed_references_name_their_machines_and_rows_of_the_checked_subset():

@@ -15,6 +15,10 @@ and compares its curve, value for value, with the committed one -- on a run whos
 machine's kind, and only on kinds where such a rerun once agreed (:data:`CURVE_RERUNS`, written by ``--record``):
 the kind is a CPU model and vector ISA, and two machines of one kind could still differ in the kernels their
 compilers pick, which the check would report as the code's doing.
+
+STRIPS-HGN and WL features have no committed run folders (a STRIPS-HGN run's checkpoints are 840 KB), so a third
+check (:func:`check_model_curves`) trains a fixed short run of each (:data:`MODEL_CURVE_RUNS`) and compares its
+curve with the one recorded for this kind of machine in :data:`MODEL_CURVE_REFERENCES` (``--record`` adds a kind).
 """
 from __future__ import annotations
 
@@ -49,6 +53,11 @@ CURVE_FIELDS = ("step", "train_loss", "val_mse", "val_nll")
 # Beside CURVE_FOLDER: the kinds of machine on which a rerun reproduced a committed curve, the run and the commit.
 CURVE_RERUNS = "curve-reruns.csv"
 CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
+# The models checked by a fixed short run each (gripper, TN learn/ff, seed 0, data/small at batch 64, on the CPU) and
+# the file of their curves as each kind of machine trained them.
+MODEL_CURVE_RUNS = ("hgn", "wl")
+MODEL_CURVE_REFERENCES = REPO_ROOT / "reports" / "converged" / "curve-references.csv"
+MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
 # The kind of machine of a report whose header names none (headers before they did): this project's 2-core AMD
 # EPYC machines with AVX2 kernels (reports/speed.md).
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
@@ -215,4 +224,59 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
         writer.writerows(kept + [{"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
         atomic_write_text(path, out.getvalue())
         against += f"; this kind recorded as confirmed in {path.name}"
+    return against, lines
+
+
+def model_curve(model: str, steps: int = CURVE_STEPS) -> list[dict]:
+    """The validation curve of :data:`MODEL_CURVE_RUNS`' fixed short run of ``model``, trained from scratch in a
+    temporary folder: its rows' :data:`CURVE_FIELDS`, as strings (as the references file holds them)."""
+    from tnlib.learning.heads import HeadConfig
+    from tnlib.learning.training import TrainConfig, train
+
+    with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
+        config = TrainConfig(domain="gripper", model=model, head=HeadConfig(distribution="TN", sigma="learn",
+                                                                              residual="ff"),
+                             data_root=str(REPO_ROOT / "data" / "small"), steps=steps, batch_size=64, eval_every=100,
+                             seed=0, out_dir=folder, device="cpu", progress=False)
+        rows = read_jsonl(train(config) / "curves.jsonl")
+    return [{name: repr(row[name]) for name in CURVE_FIELDS} for row in rows]
+
+
+def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CURVE_REFERENCES
+                       ) -> tuple[str, list[str]]:
+    """Train each model of :data:`MODEL_CURVE_RUNS` for :data:`CURVE_STEPS` steps and compare its curve with the
+    one recorded for this machine's kind in ``path``: (what was compared, the differences). With ``record``, a
+    model with nothing recorded for this kind gets the rerun as its reference. A :class:`LookupError` where
+    nothing is recorded for this kind and ``record`` is off."""
+    machine, path = machine_kind(), Path(path)
+    saved = list(csv.DictReader(path.open())) if path.is_file() else []
+    mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
+            for model in MODEL_CURVE_RUNS}
+    if not record and not any(mine.values()):
+        raise LookupError(f"no STRIPS-HGN or WL curve recorded for this kind of machine ({machine}) in "
+                          f"{path.name}: record them with --record")
+    lines, compared, recorded = [], [], []
+    for model in MODEL_CURVE_RUNS:
+        if not mine[model] and not record:
+            continue
+        rerun = model_curve(model)
+        if not mine[model]:
+            saved += [{"machine": machine, "commit": code_commit(), "model": model, **row} for row in rerun]
+            recorded.append(model)
+            continue
+        compared.append(model)
+        for row, reference in zip(rerun, mine[model]):
+            lines += [f"{model} step {reference['step']}: {name} {row[name]} now, {reference[name]} recorded"
+                      for name in CURVE_FIELDS if row[name] != reference[name]]
+        if len(rerun) != len(mine[model]):
+            lines.append(f"{model}: {len(rerun)} validations now, {len(mine[model])} recorded")
+    if recorded:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, MODEL_CURVE_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(saved)
+        atomic_write_text(path, out.getvalue())
+    against = f"the first {CURVE_STEPS} steps of {', '.join(compared) or 'no model'} ({machine})"
+    if recorded:
+        against += f"; {', '.join(recorded)} recorded for this kind in {path.name}"
     return against, lines
