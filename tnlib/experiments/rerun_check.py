@@ -276,7 +276,8 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
         writer.writeheader()
         writer.writerows(saved)
         atomic_write_text(path, out.getvalue())
-    against = f"the first {CURVE_STEPS} steps of {', '.join(compared) or 'no model'} ({machine})"
+    against = (f"the first {CURVE_STEPS} steps of {', '.join(compared)} ({machine})" if compared else
+               f"nothing yet ({machine})")
     if recorded:
         against += f"; {', '.join(recorded)} recorded for this kind in {path.name}"
     return against, lines
