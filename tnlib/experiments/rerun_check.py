@@ -89,18 +89,39 @@ def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     return [{k: "" if row[k] is None else str(row[k]) for k in (*KEY, *COMPARED)} for row in rows]
 
 
+def _read_rows(path: Path) -> list[dict]:
+    """A CSV file's rows ([] where there is no file)."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _write_rows(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
+    """``rows`` as a CSV file of ``columns``, replaced atomically."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, out.getvalue())
+
+
+def _curve_lines(rerun: list[dict], reference: list[dict], label: str, source: str) -> list[str]:
+    """One line per value of :data:`CURVE_FIELDS` that differs between two curves, row by row."""
+    return [f"{label}step {theirs['step']}: {name} {mine.get(name)} now, {theirs.get(name)} {source}"
+            for mine, theirs in zip(rerun, reference) for name in CURVE_FIELDS if mine.get(name) != theirs.get(name)]
+
+
 def committed_rows(report_dir: str | os.PathLike, machine: str) -> tuple[list[dict], str] | None:
     """The subset's committed rows for ``machine``'s kind and where they come from, or None where the report
     holds none for it."""
     report_dir = Path(report_dir)
     if made_here(report_dir, machine):
         source = report_dir / "accuracy-seeds.csv"
-        rows = list(csv.DictReader(source.open()))
+        rows = _read_rows(source)
     else:
         source = report_dir / REFERENCES
-        if not source.is_file():
-            return None
-        rows = [row for row in csv.DictReader(source.open()) if row["machine"] == machine]
+        rows = [row for row in _read_rows(source) if row["machine"] == machine]
         if not rows:
             return None
     return [{k: row[k] for k in (*KEY, *COMPARED)} for row in rows], source.name
@@ -129,13 +150,9 @@ def record_reference(report_dir: str | os.PathLike, rows: list[dict], machine: s
         raise ValueError(f"{report_dir} was made on this kind of machine ({machine}): its own accuracy-seeds.csv "
                          "is the reference, rerun the report instead")
     path = report_dir / REFERENCES
-    kept = [row for row in csv.DictReader(path.open()) if row["machine"] != machine] if path.is_file() else []
+    kept = [row for row in _read_rows(path) if row["machine"] != machine]
     commit = code_commit()
-    out = io.StringIO()
-    writer = csv.DictWriter(out, REFERENCE_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(kept + [{"machine": machine, "commit": commit, **row} for row in rows])
-    atomic_write_text(path, out.getvalue())
+    _write_rows(path, REFERENCE_COLUMNS, kept + [{"machine": machine, "commit": commit, **row} for row in rows])
     return path
 
 
@@ -183,10 +200,7 @@ def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[
     with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
         config.update(steps=steps, out_dir=folder, run_name=None, progress=False)
         rerun = read_jsonl(train(TrainConfig.from_dict(config)) / "curves.jsonl")
-    lines = []
-    for mine, theirs in zip(rerun, committed):
-        lines += [f"step {theirs['step']}: {name} {mine.get(name)} now, {theirs.get(name)} committed"
-                  for name in CURVE_FIELDS if mine.get(name) != theirs.get(name)]
+    lines = _curve_lines(rerun, committed, "", "committed")
     if len(rerun) != len(committed):
         lines.append(f"{len(rerun)} validations up to step {steps} now, {len(committed)} committed")
     return lines
@@ -195,7 +209,7 @@ def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[
 def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER) -> set[str]:
     """The kinds of machine on which a rerun of ``folder``'s first steps once agreed with the committed curve."""
     path = Path(folder).parent / CURVE_RERUNS
-    return {row["machine"] for row in csv.DictReader(path.open())} if path.is_file() else set()
+    return {row["machine"] for row in _read_rows(path)}
 
 
 def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STEPS,
@@ -217,12 +231,8 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     against = f"{run.name}'s first {steps} steps ({machine})"
     if not confirmed and not lines:
         path = folder.parent / CURVE_RERUNS
-        kept = list(csv.DictReader(path.open())) if path.is_file() else []
-        out = io.StringIO()
-        writer = csv.DictWriter(out, CURVE_RERUN_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept + [{"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
-        atomic_write_text(path, out.getvalue())
+        _write_rows(path, CURVE_RERUN_COLUMNS, _read_rows(path) + [
+            {"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
         against += f"; this kind recorded as confirmed in {path.name}"
     return against, lines
 
@@ -249,7 +259,7 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
     model with nothing recorded for this kind gets the rerun as its reference. A :class:`LookupError` where
     nothing is recorded for this kind and ``record`` is off."""
     machine, path = machine_kind(), Path(path)
-    saved = list(csv.DictReader(path.open())) if path.is_file() else []
+    saved = _read_rows(path)
     mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
     if not record and not any(mine.values()):
@@ -265,17 +275,11 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
             recorded.append(model)
             continue
         compared.append(model)
-        for row, reference in zip(rerun, mine[model]):
-            lines += [f"{model} step {reference['step']}: {name} {row[name]} now, {reference[name]} recorded"
-                      for name in CURVE_FIELDS if row[name] != reference[name]]
+        lines += _curve_lines(rerun, mine[model], f"{model} ", "recorded")
         if len(rerun) != len(mine[model]):
             lines.append(f"{model}: {len(rerun)} validations now, {len(mine[model])} recorded")
     if recorded:
-        out = io.StringIO()
-        writer = csv.DictWriter(out, MODEL_CURVE_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(saved)
-        atomic_write_text(path, out.getvalue())
+        _write_rows(path, MODEL_CURVE_COLUMNS, saved)
     against = (f"the first {CURVE_STEPS} steps of {', '.join(compared)} ({machine})" if compared else
                f"nothing yet ({machine})")
     if recorded:
