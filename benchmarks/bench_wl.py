@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --domains gripper --evaluations 500
+    git worktree add /tmp/before COMMIT && OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --compare-code /tmp/before
 
 Per domain, in one run:
 
@@ -13,8 +14,8 @@ Per domain, in one run:
   visitall 7 x 7), at most ``--evaluations`` evaluations, with the WL model trained above and with an NLM of random
   weights (speed does not depend on the weights, only the states visited do), both under the same head (TN,
   learned sigma, residual h_FF, LM-cut bound: each evaluation also runs h_FF and LM-cut). Each search runs in its
-  own process, which reports evaluations per second and its peak resident memory (the whole process: Python,
-  torch and the task included).
+  own process, which reports evaluations per second after a 50-evaluation warm-up search (numba's kernels loaded,
+  first calls made) and its peak resident memory (the whole process: Python, torch and the task included).
 
 The last columns are WL / NLM.
 """
@@ -34,6 +35,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
+
+
+WARM_UP_EVALUATIONS = 50
 
 
 def largest_plan_instance(domain: str) -> Path:
@@ -70,6 +74,9 @@ def search_child(checkpoint: str, domain: str, problem: str, evaluations: int) -
     from tnlib.planning.search_settings import PAPER, SearchSettings
 
     heuristic = LearnedHeuristic(checkpoint, resolve_domain(domain), problem, device="cpu")
+    # a short search first: numba loads its compiled kernels and torch and wlplan make their first calls (about
+    # half a second in all), which a sweep's planning pays once per process, not once per instance
+    gbfs(heuristic.task, heuristic, SearchSettings(PAPER, WARM_UP_EVALUATIONS))
     started = time.perf_counter()
     result = gbfs(heuristic.task, heuristic, SearchSettings(PAPER, evaluations))
     seconds = time.perf_counter() - started
@@ -77,14 +84,22 @@ def search_child(checkpoint: str, domain: str, problem: str, evaluations: int) -
     # process's size across fork and exec)
     status = Path("/proc/self/status").read_text()
     peak_mb = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+    import tnlib
+
     print(json.dumps({"evaluations": result.evaluations, "seconds": seconds, "solved": result.solved,
-                      "peak_mb": peak_mb}))
+                      "peak_mb": peak_mb, "tnlib": tnlib.__file__}))
 
 
-def search(checkpoint: Path, domain: str, problem: Path, evaluations: int) -> dict:
+def search(checkpoint: Path, domain: str, problem: Path, evaluations: int, code: Path | None = None) -> dict:
+    """One search in a fresh process; with ``code`` (another checkout's root), its ``tnlib`` is the one imported."""
     out = subprocess.run([sys.executable, __file__, "--child", str(checkpoint), domain, str(problem),
-                          str(evaluations)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+                          str(evaluations)] + ([str(code)] if code is not None else []),
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    expected = (Path(code) if code is not None else ROOT).resolve() / "tnlib"
+    if Path(result["tnlib"]).resolve().parent != expected:
+        raise SystemExit(f"the search imported {result['tnlib']}, not the tnlib of {expected.parent}")
+    return result
 
 
 def main() -> None:
@@ -93,7 +108,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500, help="training steps per model (default: %(default)s)")
     parser.add_argument("--evaluations", type=int, default=1000,
                         help="evaluation limit of each search (default: %(default)s)")
+    parser.add_argument("--compare-code", type=Path, metavar="CHECKOUT",
+                        help="also run each WL search with the tnlib of another checkout (e.g. a `git worktree` of "
+                             "an earlier commit) and print both rates and their ratio, the two searches alternating")
     args = parser.parse_args()
+    if args.compare_code is not None and not (args.compare_code / "tnlib" / "__init__.py").is_file():
+        parser.error(f"--compare-code: {args.compare_code} holds no tnlib package")
     import torch
 
     from bench_learned_search import random_checkpoint
@@ -122,10 +142,20 @@ def main() -> None:
                   f"{nlm['per_step']:10.4f} {wl_rate:9.0f} {nlm_rate:10.1f} {wl_search['peak_mb']:6.0f} "
                   f"{nlm_search['peak_mb']:6.0f} {wl['per_step'] / nlm['per_step']:6.3f} {wl_rate / nlm_rate:6.1f}",
                   flush=True)
+            if args.compare_code is not None:
+                theirs = search(Path(wl["run"]) / "best.pt", domain, problem, args.evaluations, args.compare_code)
+                mine = search(Path(wl["run"]) / "best.pt", domain, problem, args.evaluations)
+                their_rate, my_rate = (r["evaluations"] / r["seconds"] for r in (theirs, mine))
+                rates = [wl_rate, my_rate]
+                print(f"{'':12s} WL eval/s, this checkout {min(rates):.0f}-{max(rates):.0f} (two searches), "
+                      f"{args.compare_code} {their_rate:.0f}: {min(rates) / their_rate:.2f}-"
+                      f"{max(rates) / their_rate:.2f}x", flush=True)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        if len(sys.argv) > 6:  # another checkout's tnlib, ahead of this one's
+            sys.path.insert(0, sys.argv[6])
         search_child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         main()

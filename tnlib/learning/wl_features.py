@@ -92,15 +92,21 @@ class WLEncoder(Encoder):
         self._problems: dict[tuple[str, tuple[str, ...]], object] = {}
         self._current = None  # the wlplan problem the generator is set to
         self._fitted: dict[tuple, WLExample] = {}  # the training states' examples, by (problem, goal, state)
+        # wlplan's atom objects by atom string: a search or a dataset meets the same atoms in state after state, and
+        # parsing each again cost as much as the WL refinement itself (at ferry 30 x 30, 40% of a learned search)
+        self._atoms: dict[str, object] = {}
 
     # -- wlplan objects --------------------------------------------------------------------------------------------
     def _atom(self, atom: str):
-        from wlplan.planning import Atom
+        made = self._atoms.get(atom)
+        if made is None:
+            from wlplan.planning import Atom
 
-        name, args = parse_atom(atom)
-        if name not in self.predicates:
-            raise ValueError(f"atom {atom} uses predicate {name!r} unknown to {self.domain}")
-        return Atom(self.predicates[name], list(args))
+            name, args = parse_atom(atom)
+            if name not in self.predicates:
+                raise ValueError(f"atom {atom} uses predicate {name!r} unknown to {self.domain}")
+            made = self._atoms[atom] = Atom(self.predicates[name], list(args))
+        return made
 
     def _problem(self, problem_file: str, goal: Sequence[str]):
         from wlplan.planning import Problem
@@ -178,16 +184,22 @@ class WLEncoder(Encoder):
     # -- encoding --------------------------------------------------------------------------------------------------
     def embed_states(self, problem_file: str, goal: Sequence[str], states: Sequence[Sequence[str]]) -> list[WLExample]:
         """The features of ``states`` (each a list of atoms, static ones included) of one problem and goal."""
+        return self.embed_wl_states(problem_file, goal, [self._state(atoms) for atoms in states])
+
+    def embed_wl_states(self, problem_file: str, goal: Sequence[str], wl_states: Sequence) -> list[WLExample]:
+        """The features of states already made wlplan ``State`` objects, of one problem and goal."""
         self._check_fitted()
         problem = self._problem(problem_file, goal)
         if self._current is not problem:
             self.generator.set_problem(problem)
             self._current = problem
         out = []
-        for atoms in states:
-            vector = np.asarray(self.generator.embed(self._state(atoms)), dtype=np.float32)
-            columns = np.flatnonzero(vector)
-            out.append(WLExample(columns.astype(np.int64), vector[columns]))
+        for wl_state in wl_states:
+            # wlplan returns a dense list of Python floats; fromiter reads it in half the time asarray takes
+            vector = self.generator.embed(wl_state)
+            dense = np.fromiter(vector, dtype=np.float64, count=len(vector))
+            columns = np.flatnonzero(dense)
+            out.append(WLExample(columns.astype(np.int64, copy=False), dense[columns].astype(np.float32)))
         return out
 
     def encode(self, item: dict) -> Encoded:
@@ -224,9 +236,15 @@ class WLPackedEncoder:
                  goal_atoms: Sequence[str]):
         self.encoder, self.task = encoder, task
         self.problem_file, self.goal = str(problem_file), list(goal_atoms)
-        self.extra = list(extra_state_atoms)
+        # wlplan's atom objects made once per fact (and for the static atoms every state carries), so a state
+        # becomes a wlplan State by indexing
+        self.extra = [encoder._atom(atom) for atom in extra_state_atoms]
+        self.fact_atoms = [encoder._atom(name) for name in task.fact_names]
 
     def __call__(self, states: Sequence) -> torch.Tensor:
-        names = self.task.fact_names
-        atoms = [self.extra + [names[f] for f in self.task.state_to_indices(state)] for state in states]
-        return self.encoder.collate_examples(self.encoder.embed_states(self.problem_file, self.goal, atoms))
+        from wlplan.planning import State
+
+        fact_atoms = self.fact_atoms
+        wl_states = [State(self.extra + [fact_atoms[f] for f in self.task.state_to_indices(state)])
+                     for state in states]
+        return self.encoder.collate_examples(self.encoder.embed_wl_states(self.problem_file, self.goal, wl_states))
