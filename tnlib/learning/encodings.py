@@ -255,6 +255,9 @@ class NLMEncoder(Encoder):
                 self.channel[(name, False)] = k
                 self.channel[(name, True)] = len(names) + k
             self.input_channels.append(2 * len(names))
+        self._rows_problem: str | None = None  # encode_state's rows of the problem it encoded last
+        self._rows: dict[tuple[str, bool], list[int]] = {}
+        self._index: dict[str, int] = {}
 
     def model_kwargs(self) -> dict:
         return {"input_channels": list(self.input_channels), "breadth": self.breadth}
@@ -264,12 +267,20 @@ class NLMEncoder(Encoder):
 
     def encode_state(self, problem_file: str, state: Sequence[str], goal: Sequence[str]) -> NLMExample:
         info = problem_objects(self.domain, str(problem_file))
-        index = {name: i for i, name in enumerate(info.objects)}
+        # an atom's row depends only on its problem: kept for the problem last encoded, as a split lists each
+        # problem's states together
+        if self._rows_problem != str(problem_file):
+            self._rows_problem, self._rows = str(problem_file), {}
+            self._index = {name: i for i, name in enumerate(info.objects)}
+        known = self._rows
         rows: list[list[list[int]]] = [[] for _ in range(self.breadth + 1)]
         for atoms, is_goal in ((list(state) + list(info.static_atoms), False), (goal, True)):
             for atom in atoms:
-                name, objects = self.atom_objects(problem_file, index, atom)
-                rows[len(objects)].append([self.channel[(name, is_goal)]] + objects)
+                row = known.get((atom, is_goal))
+                if row is None:
+                    name, objects = self.atom_objects(problem_file, self._index, atom)
+                    row = known[(atom, is_goal)] = [self.channel[(name, is_goal)]] + objects
+                rows[len(row) - 1].append(row)
         atoms = [np.asarray(rows[r], dtype=np.int64).reshape(-1, 1 + r) for r in range(self.breadth + 1)]
         return NLMExample(len(info.objects), atoms)
 
