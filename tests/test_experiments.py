@@ -9,6 +9,7 @@ import pytest
 from tnlib.cli import main
 from tnlib.errors import DatasetError
 from tnlib.experiments.presets import PRESETS
+from tnlib.data.manifest import dataset_root
 from tnlib.experiments.sweep import Sweep, run_sweep
 
 
@@ -251,6 +252,35 @@ def test_paper_scale_banners_give_the_hours_measured_on_data_paper_without_plann
     for line in (line, next(x for x in planning.describe().splitlines() if x.startswith("  measured"))):
         assert "test evaluation per run" in line and "planning" not in line
     assert "test evaluation and planning per run" in Sweep.preset("converged").describe()
+
+def test_plan_set_banner_bounds_planning_by_the_rates_measured_at_the_largest_instances(tmp_path):
+    from tnlib.data.plan_sets import load_plan_set
+    from tnlib.learning.training_cost import MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND as RATES
+
+    sweep = Sweep.preset("paper-scale-wl")
+    assert sweep.plan and sweep.plan_on == "plan-set" and sweep.plan_per_cell == 1
+    root = dataset_root(sweep._data_base(), sweep.data_profile)
+    plan_sets = {d: load_plan_set(root, d) for d in sweep.domains}
+    cells = {d: len({s.record(i)["cell"] for i in s.instances()}) for d, s in plan_sets.items()}
+    # one instance per grid cell; per seed and configuration N plans twice (N, N+clip), TN once
+    searches = 3 * len(sweep.configs) * len(sweep.seeds)
+    expected = sum(searches * cells[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600
+    hours, unmeasured = sweep.plan_set_hours()
+    assert hours == pytest.approx(expected) and unmeasured == []
+    line = next(x for x in sweep.describe().splitlines() if x.startswith("  plan set"))
+    assert f"at most about {expected:.1f} hours on top with 1 process" in line and "gripper 1,124" in line
+    # every instance of the set, two processes, a model without a measured rate
+    everything = Sweep.preset("paper-scale-wl", plan_per_cell=None, workers=2, models=["wl", "hgn"])
+    sizes = {d: len(s) for d, s in plan_sets.items()}
+    hours, unmeasured = everything.plan_set_hours()
+    assert hours == pytest.approx(sum(searches * sizes[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600 / 2)
+    assert unmeasured == ["hgn"]
+    assert "hgn: no measured rate, not counted" in everything.describe()
+    # no estimate where nothing is planned on a plan set, nor where the plan set is not there
+    for quiet in (Sweep.preset("paper-scale"), Sweep.preset("converged"),
+                  Sweep.preset("paper-scale-wl", data_root=str(tmp_path))):
+        assert quiet.plan_set_hours() is None and "  plan set" not in quiet.describe()
+
 
 def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     from tnlib.learning.training_cost import MEASURED_GPU, MEASURED_GPU_STEP_SECONDS

@@ -39,6 +39,7 @@ from tnlib.learning.training_cost import (
     CPU_TIMED_OBJECTS,
     MEASURED_BATCH_SIZE,
     MEASURED_GPU,
+    MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND,
     MEASURED_RUN_OVERHEAD_SECONDS,
     MEASURED_STEP_SECONDS,
     measured_gpu_step_seconds,
@@ -325,6 +326,19 @@ class Sweep:
             lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} "
                          f"on this project's shared 2-core machine (training per step, validation included: "
                          f"{per_step}; {work} per run: {overhead}{arguments})")
+        on_plan_set = self.plan_set_hours()
+        if on_plan_set is not None:
+            hours, unmeasured = on_plan_set
+            rates = "; ".join(
+                f"{model}: " + ", ".join(f"{d} {rate[d]:,}" for d in self.domains)
+                for model, rate in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.items() if model in self.models)
+            counted = (f"at most about {hours_phrase(hours)} on top with "
+                       f"{count_phrase(range(self.workers), 'process', 'processes')}, if every search ran to its "
+                       f"{self.max_evaluations:,}-evaluation limit at the evaluations per second measured at each "
+                       f"domain's largest plan-set instance on one thread ({rates}; N plans twice, N and N+clip)"
+                       if rates else "not estimated")
+            lines.append(f"  plan set  planning {counted}"
+                         + (f"; {', '.join(unmeasured)}: no measured rate, not counted" if unmeasured else ""))
         on_gpu = self.measured_gpu_hours()
         if on_gpu is not None:
             took = hours_phrase(on_gpu)
@@ -379,6 +393,33 @@ class Sweep:
         seconds = sum(per_cell * (steps * measured[model][domain] + overhead[model])
                       for model in self.models for domain in self.domains)
         return seconds / 3600 / self.workers
+
+    def plan_set_hours(self) -> tuple[float, list[str]] | None:
+        """(hours, models not counted): at most how long the sweep's planning on a plan set takes with its
+        processes -- every search to its evaluation limit at the rates measured at each domain's largest plan-set
+        instance (:data:`MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND`), a model without a measured rate left out and
+        named. None when the sweep plans on no plan set, has no evaluation limit, or its plan set is not there
+        (the data check names the command that makes it)."""
+        if not self.plan or self.plan_on == "plan" or self.max_evaluations is None:
+            return None
+        from tnlib.learning.heads import point_estimates
+        from tnlib.learning.split_planning import chosen_instances, planning_instances
+
+        try:
+            root = dataset_root(self._data_base(), self.data_profile)
+            tables = {domain: planning_instances(root, domain, self.plan_on) for domain in self.domains}
+        except (OSError, DatasetError):
+            return None
+        searches = len(self.configs) * len(self.seeds) * sum(len(point_estimates(d)) for d in self.distributions)
+        seconds = 0.0
+        for domain, table in tables.items():
+            instances = len(chosen_instances(table, self.plan_instances, self.plan_per_cell))
+            for model in self.models:
+                rate = MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.get(model, {}).get(domain)
+                if rate is not None:
+                    seconds += searches * instances * self.max_evaluations / rate
+        unmeasured = [m for m in self.models if m not in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND]
+        return seconds / 3600 / self.workers, unmeasured
 
     def measured_gpu_hours(self, steps: int | None = None) -> float | None:
         """Hours of the sweep's training, one run after another on the GPU of :func:`measured_gpu_step_seconds`

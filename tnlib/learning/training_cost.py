@@ -51,6 +51,18 @@ MEASURED_STEP_SECONDS = {
 MEASURED_RUN_OVERHEAD_SECONDS = {"small": {"nlm": 5.0, "hgn": 16.0, "linear": 3.0, "wl": 26.0},
                                  "paper": {"nlm": 30.0, "wl": 27.0}}
 
+# Learned GBFS at the paper's test sizes: evaluations per second (the paper's counting; the head's h_FF residual and
+# LM-cut bound computed for every state, as under Table 2's TN learn/ff) at each domain's largest plan-set instance
+# (blocksworld 22 blocks, ferry 30 x 30, gripper 100 balls, visitall 7 x 7), one thread beside two niced training
+# processes, AMD EPYC (AVX-512), 2026-11-27: `benchmarks/bench_wl.py --evaluations 3000` (reports/speed.md part 6;
+# the NLM with random weights, as its cost depends on the instance, not the weights). A larger instance costs more
+# per evaluation, so hours from these bound a plan set's planning from above (Sweep.plan_set_hours); setting up a
+# search (grounding, the model) is under half a second an instance, left out.
+MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND = {
+    "nlm": {"blocksworld": 849, "ferry": 157, "gripper": 13.8, "visitall": 335},
+    "wl": {"blocksworld": 1057, "ferry": 1379, "gripper": 1124, "visitall": 2116},
+}
+
 # Measured on one NVIDIA H100 80GB (torch 2.11.0+cu130, 2026-11-26; reports/speed.md part 5): seconds per step of
 # the training loop on data/paper, one run at a time, validation left out, per batch size, model and domain
 # (medians of two 20-step runs; STRIPS-HGN in its default "authors" layout, measured on a second machine of the same
