@@ -93,7 +93,7 @@ class WLEncoder(Encoder):
         self._current = None  # the wlplan problem the generator is set to
         self._fitted: dict[tuple, WLExample] = {}  # the training states' examples, by (problem, goal, state)
         # wlplan's atom objects by atom string: a search or a dataset meets the same atoms in state after state, and
-        # parsing each again cost as much as the WL refinement itself (a third of a learned search at ferry 30 x 30)
+        # parsing each again cost three times the WL refinement (a third of a learned search at ferry 30 x 30)
         self._atoms: dict[str, object] = {}
 
     # -- wlplan objects --------------------------------------------------------------------------------------------
