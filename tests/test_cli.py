@@ -26,6 +26,15 @@ def test_every_command_is_listed_and_its_module_registers_it():
         assert callable(subparsers.choices[name].get_default("func")), name
 
 
+def test_a_command_has_one_help_line_listed_and_registered_alike():
+    # `tnlib --help` lists COMMANDS' lines without importing the modules; each module registers its command with
+    # that same line, so the two cannot drift apart
+    for name, (_, line) in COMMANDS.items():
+        subparsers = next(a for a in build_parser(name)._actions if a.dest == "command")
+        (registered,) = [action.help for action in subparsers._choices_actions if action.dest == name]
+        assert registered == line, name
+
+
 def _flags(parser, path):
     """(command path, argparse action) of every optional flag under ``parser``, sub-commands included."""
     import argparse

@@ -28,13 +28,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "heuristics": ("tnlib.cli.planning", "heuristic values of the initial state and the states along a plan"),
     "validate": ("tnlib.cli.planning", "check a plan: whether and why it fails"),
     "data": ("tnlib.cli.data", "generate, verify and describe datasets"),
-    "train": ("tnlib.cli.learning", "train a heuristic model (NLM, STRIPS-HGN, linear) by its NLL"),
+    "train": ("tnlib.cli.learning", "train a heuristic model (NLM, STRIPS-HGN, linear, WL) by its NLL"),
     "evaluate": ("tnlib.cli.learning", "test metrics of trained models and the Table 1 layout"),
     "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
     "report": ("tnlib.cli.experiments", "render a results folder's reports (Tables 1 and 2, curves, Figure 2)"),
     "intervals": ("tnlib.cli.experiments", "draw a rendered report's paired intervals from its per-seed CSVs"),
     "baselines": ("tnlib.cli.experiments", "GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF)"),
-    "handout": ("tnlib.cli.experiments", "a student copy of the classroom notebook: solutions left out"),
+    "handout": ("tnlib.cli.experiments", "a student copy of a teaching notebook: solutions left out, no outputs"),
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tnlib.cli import COMMANDS
 from tnlib.data.generation import generate_dataset
 from tnlib.data.generation_status import status_card
 from tnlib.data.manifest import (
@@ -33,7 +34,7 @@ def _limits(split: str | None) -> str:
 def register_data(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "data",
-        help="generate, verify and summarize heuristic-learning datasets",
+        help=COMMANDS["data"][1],
         description="Datasets of optimally solved instances labelled per state (see tnlib.data, data/README.md).",
     )
     commands = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")

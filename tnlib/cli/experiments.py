@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
+from tnlib.cli import COMMANDS
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
 from tnlib.paper import ABLATIONS
@@ -39,7 +40,7 @@ def register_sweep(subparsers) -> None:
     from tnlib.experiments import sweep
     from tnlib.experiments.presets import PRESETS
 
-    parser = subparsers.add_parser("sweep", help="train, evaluate and plan over a grid of configurations",
+    parser = subparsers.add_parser("sweep", help=COMMANDS["sweep"][1],
                                    description=sweep.__doc__.splitlines()[0] + " The defaults shown are the "
                                    "paper's settings; --preset replaces them with the preset's.")
     parser.add_argument("--preset", choices=sorted(PRESETS),
@@ -88,7 +89,7 @@ def _run_sweep(args) -> int:
 def register_reproduce(subparsers) -> None:
     from tnlib.experiments import reproduce
 
-    parser = subparsers.add_parser("reproduce", help="regenerate the main job's reports on the small embedded default",
+    parser = subparsers.add_parser("reproduce", help=COMMANDS["reproduce"][1],
                                    description=reproduce.__doc__.splitlines()[0])
     parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")
@@ -106,7 +107,7 @@ def _run_reproduce(args) -> int:
 
 def register_report(subparsers) -> None:
     parser = subparsers.add_parser(
-        "report", help="render a results folder's reports: Table 1 and 2, training curves, Figure 2",
+        "report", help=COMMANDS["report"][1],
         description="Render the reports of one results folder (a sweep's --out): accuracy.md (Table 1), "
                     "planning.md (Table 2), training_curves.html and figure2.html (validation curves, N vs TN, "
                     "with the seeds' range), each opening with what the runs can and cannot show.")
@@ -162,7 +163,7 @@ def _run_report(args) -> int:
 
 def register_intervals(subparsers) -> None:
     parser = subparsers.add_parser(
-        "intervals", help="draw a rendered report's paired intervals from its per-seed CSVs (no run folders)",
+        "intervals", help=COMMANDS["intervals"][1],
         description="Write intervals.html -- TN against N and N+clip, paired by seed, as `tnlib report` draws it -- "
                     "from a rendered report's accuracy-seeds.csv and planning-seeds.csv, for a report whose run "
                     "folders are not on this machine. Needs three seeds in a cell.")
@@ -189,7 +190,7 @@ def register_baselines(subparsers) -> None:
     from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
     parser = subparsers.add_parser(
-        "baselines", help="GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF column)",
+        "baselines", help=COMMANDS["baselines"][1],
         description="Plan every instance of a dataset's label-free plan sets (`tnlib data plan-set`) with GBFS and "
                     "each symbolic heuristic, under the paper's protocol, resumably (one JSON line per instance), "
                     "then write OUT/baselines.md: coverage and average evaluations per grid cell and per domain, on "
@@ -232,7 +233,7 @@ def register_rerun_check(subparsers) -> None:
     from tnlib.experiments.rerun_check import CURVE_STEPS, SUBSET
 
     parser = subparsers.add_parser(
-        "rerun-check", help="rerun a fixed subset of committed runs and compare their metrics and curves",
+        "rerun-check", help=COMMANDS["rerun-check"][1],
         description="Train a fixed subset of the committed linear five-seed report's runs again from scratch "
                     f"({SUBSET['domains']} {SUBSET['configs']}, seed {SUBSET['seeds']}: N and TN, "
                     "15 s here) and compare the per-seed metrics with those committed for this kind of machine, digit "
@@ -286,7 +287,7 @@ def register_handout(subparsers) -> None:
 
     classroom = NOTEBOOKS / "statistics_of_heuristic_learning.ipynb"
     parser = subparsers.add_parser(
-        "handout", help="a student copy of a teaching notebook: solutions left out, no outputs",
+        "handout", help=COMMANDS["handout"][1],
         description="Write a copy of a teaching notebook for students: each exercise's folded solution is "
                     "replaced by a line for their answer and every output is cleared; everything else is left "
                     "as it is.")

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from tnlib.cli import COMMANDS
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.learning.run_files import RunDir
@@ -43,7 +44,7 @@ def register_train(subparsers) -> None:
     from tnlib.learning.heads import HeadConfig
     from tnlib.learning.training import TrainConfig
 
-    p = subparsers.add_parser("train", help="train a heuristic model (NLM, STRIPS-HGN, linear, WL) by its NLL",
+    p = subparsers.add_parser("train", help=COMMANDS["train"][1],
                               description="Train one model with one head configuration; writes a run folder "
                                           "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
     add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP, skip=("head",))
@@ -157,7 +158,7 @@ def _profile(data_root: str | None) -> str | None:
 
 def register_evaluate(subparsers) -> None:
     p = subparsers.add_parser(
-        "evaluate", help="test metrics of trained runs, or the paper's Table 1 from a results folder",
+        "evaluate", help=COMMANDS["evaluate"][1],
         description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
                     "with --table, render Table 1 from every metrics file under a folder.")
     p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")

@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+from tnlib.cli import COMMANDS
 from tnlib.errors import CommandError, PlanError, TaskError
 from tnlib.paper import DOMAINS
 
@@ -24,7 +25,7 @@ def _output_file(path, flag: str) -> None:
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "generate",
-        help="write one random problem instance (PDDL)",
+        help=COMMANDS["generate"][1],
         description="Generate one problem instance, distributed like the IPC generators' (see tnlib.planning.generators).",
     )
     parser.add_argument("domain", choices=sorted(DOMAINS), help="domain key")
@@ -78,7 +79,7 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "solve",
-        help="solve one problem optimally with Fast Downward (A* + LM-cut)",
+        help=COMMANDS["solve"][1],
         description=f"Optimal planning with Fast Downward's {SEARCH}. Exit code 0 when solved, 1 otherwise.",
     )
     parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(DOMAINS)}")
@@ -132,7 +133,7 @@ def register_plan(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "plan",
-        help="find a plan with greedy best-first search (or A*)",
+        help=COMMANDS["plan"][1],
         description=(
             "Eager GBFS (default) or A* on a PDDL problem with a symbolic heuristic, or GBFS with a trained model "
             "(--model: the batched learned GBFS of Table 2). Exit code 0 when solved, 1 otherwise."
@@ -269,7 +270,7 @@ def _plan_with_model(args, limit: int | None, on_evaluations):
 def register_heuristics(subparsers) -> None:
     parser = subparsers.add_parser(
         "heuristics",
-        help="heuristic values of the initial state and the states along a plan",
+        help=COMMANDS["heuristics"][1],
         description=(
             "Evaluate blind, goalcount, hmax, hadd, ff, lmcut and the linear-model features on the initial state "
             "and, with --plan, on each state the plan visits. Infinite values (dead ends) print as null in JSON."
@@ -330,7 +331,7 @@ def _run_heuristics(args) -> int:
 def register_validate(subparsers) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check a plan against a problem",
+        help=COMMANDS["validate"][1],
         description="Simulate an IPC-format plan. Exit code 0 when valid, 1 when not, 2 on unreadable input.",
     )
     parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
