@@ -354,7 +354,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 
 def _sigma_text(sigma: float) -> str:
     """A fixed sigma by its closed form where it has the one of the paper or of its authors' code."""
-    for value, name in ((1 / math.sqrt(2), "1/sqrt(2)"), (math.sqrt(2), "sqrt(2)")):
+    for value, name in ((FIXED_SIGMA, "1/sqrt(2)"), (AUTHORS_FIXED_SIGMA, "sqrt(2)")):
         if math.isclose(sigma, value):
             return f"{name} = {sigma:.3f}"
     return f"{sigma:g}"
