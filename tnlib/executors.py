@@ -19,7 +19,10 @@ from typing import Any, Callable, Iterator, Sequence
 from tnlib.errors import SchedulerUnreachable
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this (child) process when its parent dies -- a worker process, a Fast Downward search
+    -- so that nothing runs on orphaned when the job that started it is killed (until its CPU limit, for a search).
+    No-op elsewhere."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
@@ -68,7 +71,7 @@ class PoolRunner(SerialRunner):
 
         super().__init__(function)
         context = multiprocessing.get_context("spawn")
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent)
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent)
         self.futures: dict = {}  # future -> (submission number, job)
         self.submitted = 0
 

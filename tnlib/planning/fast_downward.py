@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tnlib.executors import die_with_parent
+
 SEARCH = "astar(lmcut())"
 
 # The wall-clock backstop fires this long after the time limit (plus a share of it): Fast Downward's own
@@ -159,26 +161,11 @@ class _StageRun:
     output: str
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this (child) process when its parent dies, e.g. when a worker running `solve` is
-    itself killed: otherwise the search would run on, orphaned, until its CPU limit. No-op elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _limits_setter(memory_limit_mb: int | None, cpu_seconds: float | None):
     """A preexec function applying the memory and CPU-time limits inside the child, before exec."""
 
     def apply() -> None:
-        _die_with_parent()
+        die_with_parent()
         if memory_limit_mb is not None:
             limit = int(memory_limit_mb) * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
