@@ -359,7 +359,7 @@ def test_constant_sparse_products_equal_the_dense_product(monkeypatch, sorted_se
         rows, cols = torch.tensor(rows, dtype=torch.int64), torch.tensor(cols, dtype=torch.int64)
         values = torch.rand(len(rows), dtype=torch.float64, generator=gen)
         dense = torch.zeros(5, 7, dtype=torch.float64).index_put_((rows, cols), values, accumulate=True)
-        matrix = strips_hgn._csr(rows, cols, values, (5, 7))
+        matrix = strips_hgn._sparse_csr(rows, cols, values, (5, 7))
         assert isinstance(matrix, strips_hgn._SortedSegments) == sorted_segments
         torch.testing.assert_close(matrix @ x, dense @ x, rtol=1e-15, atol=1e-15)
 

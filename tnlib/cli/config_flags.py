@@ -59,7 +59,7 @@ def _flag(name: str, flags: dict[str, str]) -> str:
     return flags.get(name, "--" + name.replace("_", "-"))
 
 
-def _show(value: Any) -> Any:
+def _shown_value(value: Any) -> Any:
     return "/".join(map(str, value)) if isinstance(value, tuple) else value
 
 
@@ -69,7 +69,7 @@ def _default_text(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, (list, tuple)) and value and not all(isinstance(v, (str, int, float)) for v in value):
-        return " ".join(str(_show(v)) for v in value)
+        return " ".join(str(_shown_value(v)) for v in value)
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value))
     return str(value)
@@ -108,7 +108,7 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
                                          metavar="KEY=VALUE", help=text)
         elif kind == "sequence":
             action = parser.add_argument(_flag(field.name, flags), dest=field.name, nargs="+", type=element,
-                                         default=[_show(v) for v in default], help=_with_default(text, default))
+                                         default=[_shown_value(v) for v in default], help=_with_default(text, default))
         else:
             optional = type(None) in typing.get_args(hints[field.name])
             convert = _optional_int if (optional and element is int) else element

@@ -24,7 +24,7 @@ from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
 
-def _limits(split: str | None) -> str:
+def _profile_limits_text(split: str | None) -> str:
     """Each profile's solve limit for ``split`` (its time limit, seconds) or, with None, its memory limit (MiB),
     as a flag's help shows them: ``paper 300, small 60``."""
     return ", ".join(f"{name} {profile.time_limits[split] if split else profile.memory_limit_mb}"
@@ -55,11 +55,11 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--out", type=Path, metavar="FOLDER",
                      help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
     gen.add_argument("--time-limit", type=float, metavar="S",
-                     help=f"solve limit for train and val (seconds; default: the profile's, {_limits('train')})")
+                     help=f"solve limit for train and val (seconds; default: the profile's, {_profile_limits_text('train')})")
     gen.add_argument("--test-time-limit", type=float, metavar="S",
-                     help=f"solve limit for test and plan (seconds; default: the profile's, {_limits('test')})")
+                     help=f"solve limit for test and plan (seconds; default: the profile's, {_profile_limits_text('test')})")
     gen.add_argument("--memory-limit", type=int, metavar="MB",
-                     help=f"solve memory limit (MiB; default: the profile's, {_limits(None)})")
+                     help=f"solve memory limit (MiB; default: the profile's, {_profile_limits_text(None)})")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
     gen.add_argument("--sat-evaluations", type=int, metavar="N",
                      help=f"GBFS evaluation limit for h_sat (default: {MAX_EVALUATIONS})")
@@ -74,7 +74,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                      "used): same problem bytes and Fast Downward build, the same limits (a plan: limits no larger)")
     gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
-    gen.set_defaults(func=_run_generate)
+    gen.set_defaults(func=_run_data_generate)
 
     plan_set = commands.add_parser(
         "plan-set",
@@ -143,7 +143,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
 
 
-def _run_generate(args: argparse.Namespace) -> int:
+def _run_data_generate(args: argparse.Namespace) -> int:
     domains: list[str] = []
     for d in args.domain:
         for name in d.split(","):

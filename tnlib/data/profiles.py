@@ -117,7 +117,7 @@ def square_grids(sizes: Iterable[int], ratios: Iterable[float]) -> tuple[Params,
     return tuple((("x", s), ("y", s), ("ratio", r)) for s in sizes for r in ratios)
 
 
-def _seeds(first: int, last: int) -> tuple[int, ...]:
+def _seed_range(first: int, last: int) -> tuple[int, ...]:
     return tuple(range(first, last + 1))
 
 
@@ -126,29 +126,29 @@ def _paper_profile() -> Profile:
     r = (0.5, 1.0)
     grids = {
         "blocksworld": {
-            "train": SplitGrid(combos("blocksworld", blocks=range(5, 17)), _seeds(1, 38)),
-            "val": SplitGrid(combos("blocksworld", blocks=range(5, 17)), _seeds(1, 11)),
-            "test": SplitGrid(combos("blocksworld", blocks=range(11, 23)), _seeds(1, 11)),
+            "train": SplitGrid(combos("blocksworld", blocks=range(5, 17)), _seed_range(1, 38)),
+            "val": SplitGrid(combos("blocksworld", blocks=range(5, 17)), _seed_range(1, 11)),
+            "test": SplitGrid(combos("blocksworld", blocks=range(11, 23)), _seed_range(1, 11)),
         },
         "ferry": {
-            "train": SplitGrid(combos("ferry", locations=range(2, 7), cars=range(2, 7)), _seeds(1, 16)),
-            "val": SplitGrid(combos("ferry", locations=range(2, 7), cars=range(2, 7)), _seeds(1, 4)),
-            "test": SplitGrid(combos("ferry", locations=(10, 15, 20, 25, 30), cars=(10, 15, 20, 25, 30)), _seeds(1, 16)),
+            "train": SplitGrid(combos("ferry", locations=range(2, 7), cars=range(2, 7)), _seed_range(1, 16)),
+            "val": SplitGrid(combos("ferry", locations=range(2, 7), cars=range(2, 7)), _seed_range(1, 4)),
+            "test": SplitGrid(combos("ferry", locations=(10, 15, 20, 25, 30), cars=(10, 15, 20, 25, 30)), _seed_range(1, 16)),
         },
         "gripper": {
-            "train": SplitGrid(combos("gripper", balls=(2, 4, 6, 8, 10)), _seeds(1, 80)),
-            "val": SplitGrid(combos("gripper", balls=(2, 4, 6, 8, 10)), _seeds(1, 20)),
-            "test": SplitGrid(combos("gripper", balls=(20, 40, 60, 80, 100)), _seeds(1, 20)),
+            "train": SplitGrid(combos("gripper", balls=(2, 4, 6, 8, 10)), _seed_range(1, 80)),
+            "val": SplitGrid(combos("gripper", balls=(2, 4, 6, 8, 10)), _seed_range(1, 20)),
+            "test": SplitGrid(combos("gripper", balls=(20, 40, 60, 80, 100)), _seed_range(1, 20)),
         },
         "visitall": {
-            "train": SplitGrid(square_grids(range(3, 6), r), _seeds(1, 70)),
-            "val": SplitGrid(square_grids(range(3, 6), r), _seeds(1, 17)),
-            "test": SplitGrid(combos("visitall", x=range(5, 8), y=range(5, 8), ratio=r), _seeds(1, 17)),
+            "train": SplitGrid(square_grids(range(3, 6), r), _seed_range(1, 70)),
+            "val": SplitGrid(square_grids(range(3, 6), r), _seed_range(1, 17)),
+            "test": SplitGrid(combos("visitall", x=range(5, 8), y=range(5, 8), ratio=r), _seed_range(1, 17)),
         },
     }
     for splits in grids.values():
         test = splits["test"]
-        splits["plan"] = SplitGrid(test.combos, _seeds(1, 100), count=100)
+        splits["plan"] = SplitGrid(test.combos, _seed_range(1, 100), count=100)
     return Profile(
         name="paper",
         grids=grids,
@@ -163,28 +163,28 @@ def _small_profile() -> Profile:
     r = (0.5, 1.0)
     grids = {
         "blocksworld": {
-            "train": SplitGrid(combos("blocksworld", blocks=range(4, 9)), _seeds(1, 40)),
-            "val": SplitGrid(combos("blocksworld", blocks=range(4, 9)), _seeds(1, 10)),
-            "test": SplitGrid(combos("blocksworld", blocks=(9, 10)), _seeds(1, 25)),
+            "train": SplitGrid(combos("blocksworld", blocks=range(4, 9)), _seed_range(1, 40)),
+            "val": SplitGrid(combos("blocksworld", blocks=range(4, 9)), _seed_range(1, 10)),
+            "test": SplitGrid(combos("blocksworld", blocks=(9, 10)), _seed_range(1, 25)),
         },
         "ferry": {
-            "train": SplitGrid(combos("ferry", locations=range(2, 5), cars=range(2, 5)), _seeds(1, 22)),
-            "val": SplitGrid(combos("ferry", locations=range(2, 5), cars=range(2, 5)), _seeds(1, 6)),
-            "test": SplitGrid(combos("ferry", locations=(5, 6), cars=(5, 6)), _seeds(1, 13)),
+            "train": SplitGrid(combos("ferry", locations=range(2, 5), cars=range(2, 5)), _seed_range(1, 22)),
+            "val": SplitGrid(combos("ferry", locations=range(2, 5), cars=range(2, 5)), _seed_range(1, 6)),
+            "test": SplitGrid(combos("ferry", locations=(5, 6), cars=(5, 6)), _seed_range(1, 13)),
         },
         "gripper": {
-            "train": SplitGrid(combos("gripper", balls=range(2, 7)), _seeds(1, 40)),
-            "val": SplitGrid(combos("gripper", balls=range(2, 7)), _seeds(1, 10)),
-            "test": SplitGrid(combos("gripper", balls=(8, 9, 10)), _seeds(1, 17)),
+            "train": SplitGrid(combos("gripper", balls=range(2, 7)), _seed_range(1, 40)),
+            "val": SplitGrid(combos("gripper", balls=range(2, 7)), _seed_range(1, 10)),
+            "test": SplitGrid(combos("gripper", balls=(8, 9, 10)), _seed_range(1, 17)),
         },
         "visitall": {
-            "train": SplitGrid(square_grids((3, 4), r), _seeds(1, 50)),
-            "val": SplitGrid(square_grids((3, 4), r), _seeds(1, 12)),
-            "test": SplitGrid(square_grids((5,), r), _seeds(1, 25)),
+            "train": SplitGrid(square_grids((3, 4), r), _seed_range(1, 50)),
+            "val": SplitGrid(square_grids((3, 4), r), _seed_range(1, 12)),
+            "test": SplitGrid(square_grids((5,), r), _seed_range(1, 25)),
         },
     }
     for splits in grids.values():
-        splits["plan"] = SplitGrid(splits["test"].combos, _seeds(1, 100), count=24)
+        splits["plan"] = SplitGrid(splits["test"].combos, _seed_range(1, 100), count=24)
     return Profile(
         name="small",
         grids=grids,

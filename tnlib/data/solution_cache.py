@@ -56,7 +56,7 @@ class SolutionCache:
 
     def add(self, sha256: str, entry: dict) -> None:
         known = self.entries.setdefault(sha256, [])
-        if not any(_limits(e) == _limits(entry) for e in known):
+        if not any(_entry_limits(e) == _entry_limits(entry) for e in known):
             known.append(entry)
 
     def lookup(self, sha256: str, fast_downward: str, time_limit: float, memory_limit_mb: int | None) -> dict | None:
@@ -66,7 +66,7 @@ class SolutionCache:
         wanted = (fast_downward, float(time_limit), memory_limit_mb)
         known = self.entries.get(sha256, [])
         for entry in known:
-            if _limits(entry) == wanted:
+            if _entry_limits(entry) == wanted:
                 return entry
         for entry in known:
             if (entry["status"] in LIMIT_INDEPENDENT and entry["fast_downward"] == fast_downward
@@ -122,7 +122,7 @@ class SolutionCache:
         return cache
 
 
-def _limits(entry: dict) -> tuple:
+def _entry_limits(entry: dict) -> tuple:
     return entry["fast_downward"], float(entry["time_limit"]), entry["memory_limit_mb"]
 
 

@@ -89,7 +89,7 @@ def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     return [{k: "" if row[k] is None else str(row[k]) for k in (*KEY, *COMPARED)} for row in rows]
 
 
-def _read_rows(path: Path) -> list[dict]:
+def _read_csv_rows(path: Path) -> list[dict]:
     """A CSV file's rows ([] where there is no file)."""
     if not path.is_file():
         return []
@@ -118,10 +118,10 @@ def committed_rows(report_dir: str | os.PathLike, machine: str) -> tuple[list[di
     report_dir = Path(report_dir)
     if made_here(report_dir, machine):
         source = report_dir / "accuracy-seeds.csv"
-        rows = _read_rows(source)
+        rows = _read_csv_rows(source)
     else:
         source = report_dir / REFERENCES
-        rows = [row for row in _read_rows(source) if row["machine"] == machine]
+        rows = [row for row in _read_csv_rows(source) if row["machine"] == machine]
         if not rows:
             return None
     return [{k: row[k] for k in (*KEY, *COMPARED)} for row in rows], source.name
@@ -150,7 +150,7 @@ def record_reference(report_dir: str | os.PathLike, rows: list[dict], machine: s
         raise ValueError(f"{report_dir} was made on this kind of machine ({machine}): its own accuracy-seeds.csv "
                          "is the reference, rerun the report instead")
     path = report_dir / REFERENCES
-    kept = [row for row in _read_rows(path) if row["machine"] != machine]
+    kept = [row for row in _read_csv_rows(path) if row["machine"] != machine]
     commit = code_commit()
     _write_rows(path, REFERENCE_COLUMNS, kept + [{"machine": machine, "commit": commit, **row} for row in rows])
     return path
@@ -209,7 +209,7 @@ def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[
 def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER) -> set[str]:
     """The kinds of machine on which a rerun of ``folder``'s first steps once agreed with the committed curve."""
     path = Path(folder).parent / CURVE_RERUNS
-    return {row["machine"] for row in _read_rows(path)}
+    return {row["machine"] for row in _read_csv_rows(path)}
 
 
 def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STEPS,
@@ -231,7 +231,7 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     against = f"{run.name}'s first {steps} steps ({machine})"
     if not confirmed and not lines:
         path = folder.parent / CURVE_RERUNS
-        _write_rows(path, CURVE_RERUN_COLUMNS, _read_rows(path) + [
+        _write_rows(path, CURVE_RERUN_COLUMNS, _read_csv_rows(path) + [
             {"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
         against += f"; this kind recorded as confirmed in {path.name}"
     return against, lines
@@ -259,7 +259,7 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
     model with nothing recorded for this kind gets the rerun as its reference. A :class:`LookupError` where
     nothing is recorded for this kind and ``record`` is off."""
     machine, path = machine_kind(), Path(path)
-    saved = _read_rows(path)
+    saved = _read_csv_rows(path)
     mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
     if not record and not any(mine.values()):

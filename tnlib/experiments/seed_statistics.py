@@ -89,7 +89,7 @@ def paired_differences(values: dict, comparisons: Iterable[tuple[str, str]] = CO
             for group in sorted(groups, key=order)}
 
 
-def _number(x: float) -> str:
+def _significant_number(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 0.01 or x == 0 else f"{x:.1e}"
 
 
@@ -115,7 +115,7 @@ def render_paired(differences: dict, what: str, lower_is_better: bool = True) ->
             if interval["high"] < 0 or interval["low"] > 0:
                 better = (interval["high"] < 0) == lower_is_better
                 verdict = " **better**" if better else " worse"
-            cells.append(f"{_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}], "
+            cells.append(f"{_significant_number(interval['mean'])} [{_significant_number(interval['low'])}, {_significant_number(interval['high'])}], "
                          f"p {interval['p']:.2g}, n {interval['n']}{verdict}")
         lines.append(f"| {domain} | {sigma}/{residual} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

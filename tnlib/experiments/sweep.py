@@ -132,7 +132,7 @@ class Sweep:
         values = {**asdict(cls()), **PRESETS.get(preset or "paper", {}), **params}
         for name in ("domains", "models", "configs", "distributions"):
             values[name] = _names(name, values[name])
-        values["seeds"] = _seeds(values["seeds"])
+        values["seeds"] = _seed_list(values["seeds"])
         domains = values["domains"]
         unknown_domains = [d for d in domains if d not in DOMAINS]
         if unknown_domains:
@@ -545,7 +545,7 @@ def _names(name: str, value) -> list:
     return list(value)
 
 
-def _seeds(value) -> list[int]:
+def _seed_list(value) -> list[int]:
     """Seeds as a list of whole numbers >= 0; one number stands for a list of one (``-p seeds 3``)."""
     seeds = [value] if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(seeds, (list, tuple)):

@@ -127,7 +127,7 @@ def _stats(values: list[float]) -> tuple[float, float | None] | None:
     return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else None
 
 
-def _number(x: float) -> str:
+def _paper_number(x: float) -> str:
     """Like the paper: two decimals under 100, fewer above, no leading zero (.76)."""
     if not math.isfinite(x):
         return str(x)
@@ -140,11 +140,11 @@ def _cell(stats: tuple[float, float] | None) -> str:
         return ""
     mean, std = stats
     if std is None:
-        return f"{_number(mean)} {ONE_SEED}"
+        return f"{_paper_number(mean)} {ONE_SEED}"
     std_text = f"{std:.1f}" if abs(std) < 1e4 else f"{std:.2g}"
     if std_text.startswith("0."):
         std_text = std_text[1:]
-    return f"{_number(mean)}±{std_text}"
+    return f"{_paper_number(mean)}±{std_text}"
 
 
 def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
@@ -277,7 +277,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
         return text
 
     def baseline(stats) -> str:
-        return "" if stats is None else _number(stats[0])
+        return "" if stats is None else _paper_number(stats[0])
 
     header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
     lines = []
@@ -322,7 +322,7 @@ def render_paper_table1(configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS) -> 
             text = _cell(row[key])
             return f"**{text}**" if key in bold else text
 
-        lines.append("| " + " | ".join([domain, "MSE", _number(row["ff"]), _number(row["lmcut"])]
+        lines.append("| " + " | ".join([domain, "MSE", _paper_number(row["ff"]), _paper_number(row["lmcut"])]
                                        + [show((s, r, d)) for s, r in configs for d in ("N", "TN")]) + " |")
         lines.append("| " + " | ".join(["", "+clip", "", ""]
                                        + [part for s, r in configs for part in (show((s, r, "N+clip")), "")]) + " |")
@@ -622,7 +622,7 @@ def _paired_between_folders(cells: Sequence[dict], keys, metrics: Sequence[str])
 
 
 def _interval_text(interval: dict) -> str:
-    text = f"{_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}]"
+    text = f"{_paper_number(interval['mean'])} [{_paper_number(interval['low'])}, {_paper_number(interval['high'])}]"
     if interval["high"] < 0:
         return text + " lower"
     return text + " higher" if interval["low"] > 0 else text
@@ -759,13 +759,13 @@ def _folder_direction(values: dict, tn_key: tuple, other_key: tuple) -> tuple[st
     tn, other = values.get(tn_key, {}), values.get(other_key, {})
     if not tn or not other:
         return None, ""
-    means = f"{_number(float(np.mean(list(tn.values()))))} vs {_number(float(np.mean(list(other.values()))))}"
+    means = f"{_paper_number(float(np.mean(list(tn.values()))))} vs {_paper_number(float(np.mean(list(other.values()))))}"
     interval = paired_interval([tn[s] - other[s] for s in sorted(set(tn) & set(other), key=str)
                                 if tn[s] is not None and other[s] is not None])
     if interval is None:
         return _direction(_stats(list(tn.values())), _stats(list(other.values()))), means
     way = "TN" if interval["high"] < 0 else "other" if interval["low"] > 0 else "tie"
-    return way, f"{means}; {_number(interval['mean'])} [{_number(interval['low'])}, {_number(interval['high'])}]"
+    return way, f"{means}; {_paper_number(interval['mean'])} [{_paper_number(interval['low'])}, {_paper_number(interval['high'])}]"
 
 
 def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[str, str] = ("these runs", "other"),
@@ -805,7 +805,7 @@ def render_paper_directions(values: Sequence[dict], names: Sequence[str], model:
                 pair = (paper[(sigma, residual, "TN")], paper[(sigma, residual, other)])
                 paper_way = _direction(*pair)
                 row = [domain, f"{sigma}/{residual}", f"TN vs {other}",
-                       said(paper_way, other, f"{_number(pair[0][0])} vs {_number(pair[1][0])}")]
+                       said(paper_way, other, f"{_paper_number(pair[0][0])} vs {_paper_number(pair[1][0])}")]
                 ways = []
                 for folder_values in values:
                     way, reading = _folder_direction(folder_values, (domain, sigma, residual, "TN"),

@@ -67,7 +67,7 @@ def _sorted_segments_on(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
-def _csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]):
+def _sparse_csr(rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]):
     """The sparse ``shape`` matrix with ``values`` at ``(rows, cols)`` (repeated positions add up), in CSR form on
     the CPU and as :class:`_SortedSegments` on other devices."""
     key = rows * shape[1] + cols
@@ -91,8 +91,8 @@ class _Membership:
     def __init__(self, graph: torch.Tensor, num_graphs: int, dtype):
         rows = torch.arange(graph.numel(), device=graph.device)
         ones = torch.ones(graph.numel(), dtype=dtype, device=graph.device)
-        self.summing = _csr(graph, rows, ones, (num_graphs, graph.numel()))
-        self.spreading = _csr(rows, graph, ones, (graph.numel(), num_graphs))
+        self.summing = _sparse_csr(graph, rows, ones, (num_graphs, graph.numel()))
+        self.spreading = _sparse_csr(rows, graph, ones, (graph.numel(), num_graphs))
 
     def sum(self, x: torch.Tensor) -> torch.Tensor:
         return _ConstantSparseProduct.apply(self.summing, self.spreading, x.contiguous())
@@ -110,10 +110,10 @@ class _IncidenceMeans:
     def __init__(self, edge: torch.Tensor, node: torch.Tensor, num_edges: int, num_nodes: int, dtype):
         per_edge = 1.0 / torch.bincount(edge, minlength=num_edges).clamp_(min=1).to(dtype)
         per_node = 1.0 / torch.bincount(node, minlength=num_nodes).clamp_(min=1).to(dtype)
-        self.by_edge = _csr(edge, node, per_edge[edge], (num_edges, num_nodes))
-        self.by_edge_t = _csr(node, edge, per_edge[edge], (num_nodes, num_edges))
-        self.by_node = _csr(node, edge, per_node[node], (num_nodes, num_edges))
-        self.by_node_t = _csr(edge, node, per_node[node], (num_edges, num_nodes))
+        self.by_edge = _sparse_csr(edge, node, per_edge[edge], (num_edges, num_nodes))
+        self.by_edge_t = _sparse_csr(node, edge, per_edge[edge], (num_nodes, num_edges))
+        self.by_node = _sparse_csr(node, edge, per_node[node], (num_nodes, num_edges))
+        self.by_node_t = _sparse_csr(edge, node, per_node[node], (num_edges, num_nodes))
 
     def edge_mean(self, x: torch.Tensor) -> torch.Tensor:
         return _ConstantSparseProduct.apply(self.by_edge, self.by_edge_t, x.contiguous())
@@ -272,11 +272,11 @@ class AuthorsHGNCore(nn.Module):
                                   self.RECEIVER_SLOTS, slots, "preconditions")
         rows, cols = torch.cat([receivers[0], senders[0]]), torch.cat([receivers[1], senders[1]])
         ones = torch.ones(rows.numel(), dtype=dtype, device=rows.device)
-        selection = _csr(rows, cols, ones, (num_edges, num_nodes * slots))
-        selection_t = _csr(cols, rows, ones, (num_nodes * slots, num_edges))
+        selection = _sparse_csr(rows, cols, ones, (num_edges, num_nodes * slots))
+        selection_t = _sparse_csr(cols, rows, ones, (num_nodes * slots, num_edges))
         ones = torch.ones(g.add_edge.numel(), dtype=dtype, device=g.add_edge.device)
-        adders = _csr(g.add_node, g.add_edge, ones, (num_nodes, num_edges))  # sums over the edges adding a node
-        adders_t = _csr(g.add_edge, g.add_node, ones, (num_edges, num_nodes))
+        adders = _sparse_csr(g.add_node, g.add_edge, ones, (num_nodes, num_edges))  # sums over the edges adding a node
+        adders_t = _sparse_csr(g.add_edge, g.add_node, ones, (num_edges, num_nodes))
         node_graphs = _Membership(g.node_graph, g.num_graphs, dtype)
         edge_graphs = _Membership(g.edge_graph, g.num_graphs, dtype)
         counts = torch.stack([torch.bincount(g.node_graph, minlength=g.num_graphs),

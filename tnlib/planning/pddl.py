@@ -214,17 +214,17 @@ def _sexpr(text: str) -> list:
     return stack[0][0]
 
 
-def _show(expr) -> str:
+def _shown_expr(expr) -> str:
     if isinstance(expr, str):
         return expr
-    return "(" + " ".join(_show(x) for x in expr) + ")"
+    return "(" + " ".join(_shown_expr(x) for x in expr) + ")"
 
 
 def _atom_of(expr, where: str) -> tuple[str, ...]:
     if isinstance(expr, list) and expr and expr[0] in _NOT_ATOMS:
-        raise TaskError(f"{where}: only positive atoms are supported, got {_show(expr)}")
+        raise TaskError(f"{where}: only positive atoms are supported, got {_shown_expr(expr)}")
     if not isinstance(expr, list) or not expr or not all(isinstance(x, str) for x in expr):
-        raise TaskError(f"{where}: expected an atom (pred arg ...), got {_show(expr)}")
+        raise TaskError(f"{where}: expected an atom (pred arg ...), got {_shown_expr(expr)}")
     return tuple(expr)
 
 

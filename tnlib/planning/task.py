@@ -37,7 +37,7 @@ from tnlib.planning.pddl import (
 
 State = bytes
 
-def _csr(groups: Sequence[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
+def _csr_arrays(groups: Sequence[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
     start = np.zeros(len(groups) + 1, dtype=np.int32)
     flat: list[int] = []
     for i, group in enumerate(groups):
@@ -237,9 +237,9 @@ def compile_task(grounded, domain_name: str = "", domain_file: str = "", problem
     names = [op.name for op in operators]
     if len(set(names)) != len(names):  # pyperplan names operators by action and arguments, so never expected
         raise TaskError(f"{problem_file}: grounding produced duplicate operator names")
-    pre_start, pre_facts = _csr([[fact_index[f] for f in op.preconditions] for op in operators])
-    add_start, add_facts = _csr([[fact_index[f] for f in op.add_effects] for op in operators])
-    del_start, del_facts = _csr([[fact_index[f] for f in op.del_effects] for op in operators])
+    pre_start, pre_facts = _csr_arrays([[fact_index[f] for f in op.preconditions] for op in operators])
+    add_start, add_facts = _csr_arrays([[fact_index[f] for f in op.add_effects] for op in operators])
+    del_start, del_facts = _csr_arrays([[fact_index[f] for f in op.del_effects] for op in operators])
     goal = np.asarray(sorted(fact_index[g] for g in grounded.goals), dtype=np.int32)
     bits = np.zeros(((len(fact_names) + 7) // 8) * 8, dtype=np.uint8)
     for f in grounded.initial_state:
