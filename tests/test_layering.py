@@ -190,3 +190,28 @@ def test_the_wing_check_names_a_reader_importing_the_generator(tmp_path):
     _write(root, "data/generation.py", "from tnlib.data.manifest import f\n")
     assert data_wing_violations(root) == [
         "tnlib/data/manifest.py:2: imports tnlib.data.generation, which writes datasets"]
+
+
+def repeated_names(root: Path = TNLIB) -> dict[str, list[str]]:
+    """Module-level function and class names defined in more than one module (dunders aside): name -> modules."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not (
+                    node.name.startswith("__") and node.name.endswith("__")):
+                where.setdefault(node.name, []).append(_module_name(path, root))
+    return {name: modules for name, modules in where.items() if len(modules) > 1}
+
+
+def test_module_level_names_are_unique_across_the_package():
+    # a name says what a thing is, and a reader searching for it lands on one definition
+    assert not repeated_names(), repeated_names()
+
+
+def test_the_name_check_finds_a_helper_defined_twice(tmp_path):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "planning/task.py", "def _csr(groups):\n    return groups\n")
+    _write(root, "learning/models.py", "def _csr(rows):\n    return rows\n\n\ndef __getattr__(name):\n    return name\n")
+    _write(root, "experiments/sweep.py", "def __getattr__(name):\n    return name\n")
+    assert repeated_names(root) == {"_csr": ["tnlib.learning.models", "tnlib.planning.task"]}
