@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baselines": ("tnlib.cli.experiments", "GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF)"),
     "handout": ("tnlib.cli.experiments", "a student copy of a teaching notebook: solutions left out, no outputs"),
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),
+    "prune": ("tnlib.cli.experiments", "remove the resume checkpoints of a results folder's finished runs"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -310,6 +310,34 @@ def _run_handout(args) -> int:
     return 0
 
 
+def register_prune(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "prune", help=COMMANDS["prune"][1],
+        description="Remove last.pt and last-previous.pt from every run of a results folder that has trained to "
+                    "its steps and been tested, leaving pruned.json (the step it finished at): reports, rerun "
+                    "checks, evaluation and planning read none of them, and a sweep run again over the folder finds "
+                    "those runs finished. Training a pruned run further needs a fresh start.")
+    parser.add_argument("results", help="a results folder (a sweep's --out), e.g. reports/converged/nlm5/runs")
+    parser.add_argument("--dry-run", action="store_true", help="only list the runs it would prune")
+    parser.set_defaults(func=_run_prune)
+
+
+def _run_prune(args) -> int:
+    from tnlib.experiments.pruning import prune_finished_runs
+    from tnlib.files import shown_path
+
+    try:
+        pruned = prune_finished_runs(args.results, dry_run=args.dry_run)
+    except FileNotFoundError as err:
+        raise CommandError(str(err)) from None
+    for run in pruned:
+        print(f"{shown_path(run.run)}: finished at step {run.step:,}, {run.freed_bytes / 1024:,.0f} KB")
+    freed = sum(run.freed_bytes for run in pruned) / 2**20
+    print(f"{'would prune' if args.dry_run else 'pruned'} {len(pruned)} finished run{'' if len(pruned) == 1 else 's'}"
+          f" of {shown_path(args.results)}: {freed:.1f} MiB")
+    return 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
             "intervals": register_intervals, "baselines": register_baselines, "rerun-check": register_rerun_check,
-            "handout": register_handout}
+            "handout": register_handout, "prune": register_prune}

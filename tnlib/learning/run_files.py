@@ -7,6 +7,8 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
     curves.jsonl              one line per validation: step, training loss, validation NLL and MSE, seconds
     best.pt, best-nll.pt      the weights with the best validation MSE / NLL
     last.pt                   the resumable checkpoint (optimizer, sampler state)
+    pruned.json               instead of last.pt, in a finished run whose resume checkpoints were removed to save
+                              space (``tnlib prune``): the step it finished at; training it on needs a fresh start
     machines.jsonl            one line per start of training: the step it started from, the kind of hardware
     metrics-SPLIT.json        test metrics of best.pt (metrics-SPLIT-STEM.json for another checkpoint)
     planning-ESTIMATE.jsonl   one line per planned instance of the plan split (ESTIMATE: default or clip)
@@ -52,6 +54,7 @@ class RunDir:
     # the checkpoint before last.pt, kept so that a damaged last.pt costs only the steps since it
     LAST_PREVIOUS = "last-previous.pt"
     MACHINES = "machines.jsonl"
+    PRUNED = "pruned.json"
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -94,6 +97,10 @@ class RunDir:
     @property
     def machines_file(self) -> Path:
         return self.path / self.MACHINES
+
+    @property
+    def pruned_file(self) -> Path:
+        return self.path / self.PRUNED
 
     def training_starts(self) -> list[dict]:
         """The records of ``machines.jsonl`` (``step``, ``machine``), in the order written; a damaged line -- one

@@ -58,7 +58,7 @@ from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device, device_for_reading, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
-                         read_jsonl, shown_path)
+                         read_json, read_jsonl, shown_path)
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
@@ -374,6 +374,36 @@ def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
     return checkpoint
 
 
+def _check_same_configuration(run_dir: Path, checkpoint: dict, config: TrainConfig, model_kwargs: dict) -> None:
+    """A ValueError naming what differs where ``run_dir``'s ``checkpoint`` was trained otherwise than ``config``
+    asks (the settings a resume may change aside)."""
+    saved = TrainConfig.from_dict(checkpoint["config"])
+    saved_values, values = saved.to_dict(), config.to_dict()
+    differs = [name for name in values if name not in _RESUMABLE_CHANGES
+               and _effective(saved, saved_values, name) != _effective(config, values, name)
+               and not (name == "data_root" and same_dataset(saved.data_root, config.data_root))]
+    saved_model = recorded_model_arguments(saved.model, checkpoint["model_kwargs"])
+    differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
+                for key, value in model_kwargs.items() if saved_model.get(key) != value]
+    if differs:
+        raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
+                         "choose another run_name or pass resume=False to start it afresh")
+
+
+def _finished_pruned_run(run: RunDir, config: TrainConfig, model_kwargs: dict) -> Path:
+    """A finished run whose resume checkpoints were pruned (``pruned.json``): its folder, untouched, when ``config``
+    asks for no more steps than it trained; a ValueError when it asks for more (there is no optimizer state to
+    train on from) or for another configuration."""
+    finished = read_json(run.pruned_file)["step"]
+    best = read_checkpoint_file(run.best, written_here=True)
+    _check_same_configuration(run.path, best, config, model_kwargs)
+    if config.steps > finished:
+        raise ValueError(f"{run.path} finished at step {finished:,} and its resume checkpoint was pruned (`tnlib "
+                         f"prune`), so it cannot train on to step {config.steps:,}: start it afresh (resume=False, "
+                         "or delete the folder) or keep its steps")
+    return run.path
+
+
 def _read_resume_checkpoint(run: RunDir) -> dict | None:
     """The newest readable resume checkpoint of ``run`` (last.pt, else last-previous.pt), or None when
     the run has neither. A damaged last.pt with a readable previous one is said on stderr and skipped; with none,
@@ -489,18 +519,10 @@ def train(
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
     checkpoint = _read_resume_checkpoint(run) if resume else None
+    if checkpoint is None and resume and run.pruned_file.is_file():
+        return _finished_pruned_run(run, config, model_kwargs)
     if checkpoint is not None:
-        saved = TrainConfig.from_dict(checkpoint["config"])
-        saved_values, values = saved.to_dict(), config.to_dict()
-        differs = [name for name in values if name not in _RESUMABLE_CHANGES
-                   and _effective(saved, saved_values, name) != _effective(config, values, name)
-                   and not (name == "data_root" and same_dataset(saved.data_root, config.data_root))]
-        saved_model = recorded_model_arguments(saved.model, checkpoint["model_kwargs"])
-        differs += [f"model argument {key}: {saved_model.get(key)!r} there, {value!r} now"
-                    for key, value in model_kwargs.items() if saved_model.get(key) != value]
-        if differs:
-            raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
-                             "choose another run_name or pass resume=False to start it afresh")
+        _check_same_configuration(run_dir, checkpoint, config, model_kwargs)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.set_state(checkpoint["sampler_state"])
@@ -519,7 +541,8 @@ def train(
         starts = [record for record in run.training_starts() if record["step"] <= step]
         atomic_write_text(run.machines_file, "".join(json.dumps(record) + "\n" for record in starts))
     else:
-        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file):
+        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file,
+                      run.pruned_file):
             stale.unlink(missing_ok=True)
         curves_path.touch()
     trains = checkpoint is None or step < config.steps  # a pass over a trained run (a planner's) leaves its record be

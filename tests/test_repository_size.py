@@ -1,0 +1,52 @@
+"""The tracked tree stays small enough to travel: a lent GPU machine receives the working tree (tracked files and
+untracked ones git does not ignore, plus carried wheels) only up to 64 MiB, and committed run folders grow it with
+every sweep. Over the limit, the next GPU session cannot start; this test says so on CI first."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# 64 MiB travel, less room for what a session adds untracked (runs in progress, a pyperplan wheel)
+TRACKED_LIMIT = 62 * 2**20
+
+
+def tracked_sizes(root: Path) -> dict[str, int]:
+    """Bytes of every tracked file present in the working tree, by path."""
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True).stdout
+    paths = [p for p in listed.decode().split("\0") if p]
+    return {p: (root / p).stat().st_size for p in paths if (root / p).is_file()}
+
+
+def largest_folders(sizes: dict[str, int], depth: int = 3, most: int = 5) -> list[str]:
+    totals: Counter = Counter()
+    for path, size in sizes.items():
+        totals["/".join(path.split("/")[:depth])] += size
+    return [f"{folder} {size / 2**20:.1f} MiB" for folder, size in totals.most_common(most)]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_the_tracked_tree_leaves_room_under_the_lent_machines_limit():
+    sizes = tracked_sizes(ROOT)
+    total = sum(sizes.values())
+    assert total <= TRACKED_LIMIT, (
+        f"the tracked tree is {total / 2**20:.1f} MiB, over {TRACKED_LIMIT / 2**20:.0f} MiB: a lent GPU machine takes "
+        f"64 MiB in all. Largest: {', '.join(largest_folders(sizes))}. Keep new runs under runs/ (ignored) or make room.")
+
+
+def test_the_size_check_adds_tracked_files_and_names_the_largest_folders(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "reports" / "a" / "runs").mkdir(parents=True)
+    (tmp_path / "reports" / "a" / "runs" / "last.pt").write_bytes(b"x" * 3000)
+    (tmp_path / "README.md").write_bytes(b"y" * 100)
+    (tmp_path / "untracked.bin").write_bytes(b"z" * 5000)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "reports", "README.md"], check=True)
+    sizes = tracked_sizes(tmp_path)
+    assert sizes == {"reports/a/runs/last.pt": 3000, "README.md": 100}
+    assert largest_folders(sizes, depth=2) == ["reports/a 0.0 MiB", "README.md 0.0 MiB"]
