@@ -30,10 +30,16 @@ class PrunedRun:
     freed_bytes: int
 
 
+def _tested_with_last(run: RunDir) -> bool:
+    """Whether ``run`` holds ``last.pt``, its configuration and its test metrics: a run still training has no test
+    metrics yet (the files alone, nothing read)."""
+    return run.last.is_file() and run.config_file.is_file() and run.metrics_file("test").is_file()
+
+
 def finished_step(run: RunDir) -> int | None:
     """The step a run finished at when it can be pruned -- it holds ``last.pt`` at the steps its ``config.json``
     asked for and its test metrics -- else None (still training, interrupted, untested, already pruned)."""
-    if not (run.last.is_file() and run.config_file.is_file() and run.metrics_file("test").is_file()):
+    if not _tested_with_last(run):
         return None
     step = read_checkpoint_file(run.last, written_here=True)["step"]
     return step if step == read_json(run.config_file)["steps"] else None
@@ -48,7 +54,7 @@ def prune_finished_runs(results: str | os.PathLike, dry_run: bool = False) -> li
     pruned = []
     for folder in sorted(p for p in results.iterdir() if p.is_dir()):
         run = RunDir(folder)
-        if finished_step(run) is None:  # a run still training holds its lock for hours: not waited for
+        if not _tested_with_last(run):  # a run still training holds its lock for hours: not waited for
             continue
         with locked(results / f".{run.name}.lock", waiting=f"{run.name}: a sweep is working on it; waiting"):
             step = finished_step(run)
