@@ -1,7 +1,9 @@
 """reports/speed-cuda/lent_machine.sh, the script that uses a lent GPU machine's cores for a fixed time: it stops
-the sweeps it started and nothing else, and brings back the run folders they touched with what became of each."""
+the sweeps it started and nothing else, and brings back the tested runs they touched, in pieces the tool returns,
+with what became of each."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -38,10 +40,14 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
     assert summary[0] == f"runs-1.tgz -> {runs}"
     assert any(line.startswith("  gripper-linear-TN-learn-ff-llmcut-s0 tested") for line in summary)
     assert any(line.startswith("  gripper-linear-N-learn-ff-llmcut-s0 part-way") for line in summary)
-    with tarfile.open(tmp_path / "out" / "runs-1.tgz") as archive:
+    pieces = sorted((tmp_path / "out").glob("runs-1.tgz.*"))
+    assert [piece.name for piece in pieces] == ["runs-1.tgz.00"]
+    with tarfile.open(fileobj=io.BytesIO(b"".join(piece.read_bytes() for piece in pieces))) as archive:
         names = archive.getnames()
     assert "gripper-linear-TN-learn-ff-llmcut-s0/metrics-test.json" in names
-    assert "gripper-linear-N-learn-ff-llmcut-s0/last.pt" in names  # resumable where it stopped
+    # a part-way run stays on the machine that trained it, where a later call resumes it
+    assert not any(name.startswith("gripper-linear-N-learn-ff-llmcut-s0") for name in names)
+    assert (runs / "gripper-linear-N-learn-ff-llmcut-s0" / "last.pt").is_file()
     machine = (tmp_path / "out" / "machine.txt").read_text()
     assert "cpu: " in machine and "2 processes" in machine
     assert (tmp_path / "out" / "logs.tgz").is_file()

@@ -3,15 +3,16 @@
 # process. A line with `--device cuda` trains on the card; every other line trains on one CPU thread with CUDA
 # hidden. After TRAIN_SECONDS the processes this script started -- only those: each runs in a process group of its
 # own, so sweeps of other jobs on the same machine are never touched -- get SIGTERM (run files are replaced
-# atomically: a run stopped anywhere resumes from its last checkpoint), and the run folders they touched come back
-# as one archive per results folder, beside a summary of which runs were tested and which stopped part-way.
+# atomically: a run stopped anywhere resumes from its last checkpoint). The tested runs they touched come back as
+# one archive per results folder, cut into pieces of at most 15 MiB (the tool returns no larger file), beside a
+# summary of which runs were tested and which stopped part-way. Part-way runs stay on the machine only: a later call
+# on the same warm machine resumes them, and each run trains on one kind of machine, as machines.jsonl records.
 #
 #   TRAIN_SECONDS=450 OUT=$OUT bash reports/speed-cuda/lent_machine.sh PARTS
 #
 # Before the call: pyperplan's wheel in .whl/ (`.venv/bin/python -m pip download --no-deps pyperplan==2.1 -d .whl`,
-# `.whl` in .git/info/exclude, carry [".whl"]): the lent machine reaches no package index. After it: extract each
-# runs-*.tgz into the results folder summary.txt names, and delete the runs it lists as part-way where the same
-# runs also train elsewhere (each run on one kind of machine, as machines.jsonl records).
+# `.whl` in .git/info/exclude, carry [".whl"]): the lent machine reaches no package index. After it, for each line
+# `runs-K.tgz -> FOLDER` of summary.txt: `cat runs-K.tgz.* | tar -xz -C FOLDER`.
 set -u -m
 PARTS=$(realpath "${1:?usage: lent_machine.sh PARTS (one line of tnlib sweep arguments per process)}")
 OUTD=$(realpath -m "${OUT:-lent-out}")
@@ -76,7 +77,10 @@ for out in $(printf '%s\n' "${outs[@]}" | sort -u); do
     touched=$(cd "$out" && find . -mindepth 2 -newer "$marker" -printf '%h\n' | sed 's|^\./||' | grep -v '^\.' \
               | sort -u)
     [ -n "$touched" ] || continue
-    (cd "$out" && tar --exclude='.*' -czf "$OUTD/runs-$k.tgz" $touched)
+    tested=$(for run in $touched; do if [ -f "$out/$run/metrics-test.json" ]; then echo "$run"; fi; done)
+    if [ -n "$tested" ]; then
+        (cd "$out" && tar --exclude='.*' -cz $tested) | split -b 15M -d - "$OUTD/runs-$k.tgz."
+    fi
     echo "runs-$k.tgz -> $out" >> "$OUTD/summary.txt"
     for run in $touched; do
         last=$(tail -n 1 "$out/$run/curves.jsonl" 2> /dev/null | cut -c1-48)
