@@ -106,8 +106,9 @@ def _run_solve(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError
         raise CommandError(str(err)) from None
     if args.plan_file is not None and plan_text is not None:
-        args.plan_file.parent.mkdir(parents=True, exist_ok=True)
-        args.plan_file.write_text(plan_text)
+        from tnlib.files import atomic_write_text
+
+        atomic_write_text(args.plan_file, plan_text)  # creates the folder; never half a plan
     if args.json:
         print(json.dumps(result.to_dict()))
     else:

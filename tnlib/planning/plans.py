@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tnlib.errors import PlanError
+from tnlib.files import atomic_write_text
 from tnlib.planning.task import Task
 
 
@@ -22,7 +23,8 @@ def format_plan(plan: Sequence[str]) -> str:
 
 
 def write_plan(plan: Sequence[str], path: str | os.PathLike) -> None:
-    Path(path).write_text(format_plan(plan), encoding="utf-8")
+    """Writes the plan's IPC text whole or not at all: a validator never reads half a plan."""
+    atomic_write_text(path, format_plan(plan))
 
 
 def normalize_action(step: str) -> str:
