@@ -164,6 +164,24 @@ def test_the_fitted_state_travels_in_the_checkpoint(tmp_path, domain_items):
         assert torch.equal(p, q), name
 
 
+def test_a_checkpoint_with_the_plain_fitted_state_loads_to_the_same_features(domain_items):
+    """Checkpoints hold the colour table packed; those that hold it as a dict and the scales as a list still load."""
+    import zlib
+
+    domain, items = domain_items
+    fitted = make_encoder("wl", domain)
+    fitted.fit(items)
+    packed = fitted.state()
+    assert set(packed) == {"generator_zlib", "scale"} and packed["scale"].dtype == torch.float64
+    plain = {"generator": json.loads(zlib.decompress(packed["generator_zlib"])), "scale": packed["scale"].tolist()}
+    expected = fitted.collate_items(items).inputs
+    for state in (packed, plain):
+        restored = make_encoder("wl", domain)
+        restored.load_state(state)
+        assert np.array_equal(restored.scale, fitted.scale)
+        assert torch.equal(restored.collate_items(items).inputs, expected)
+
+
 @pytest.mark.parametrize("distribution, sigma, residual", [("N", "learn", "ff"), ("TN", "fixed", "none"),
                                                            ("TN", "learn", "ff"), ("N", "fixed", "none")])
 def test_train_and_plan_commands_take_wl_with_every_head(tmp_path, capsys, distribution, sigma, residual):

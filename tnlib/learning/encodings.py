@@ -143,7 +143,7 @@ class Encoder:
         """Learn what the encoding needs from the training items (WL's colours); most encoders need nothing."""
 
     def state(self) -> dict | None:
-        """What :meth:`fit` learned, JSON-serialisable, for checkpoints (None: nothing)."""
+        """What :meth:`fit` learned, for checkpoints: picklable by ``torch.save`` (None: nothing)."""
         return None
 
     def load_state(self, state: dict | None) -> None:

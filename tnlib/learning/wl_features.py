@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -160,24 +161,32 @@ class WLEncoder(Encoder):
             raise RuntimeError("WLEncoder: fit it on the training items (or load a checkpoint's state) first")
 
     def state(self) -> dict:
-        """The fitted state, JSON-serialisable: wlplan's colour table and the feature scales."""
+        """The fitted state: wlplan's colour table as zlib-compressed JSON and the feature scales as a tensor. Packed
+        because a checkpoint pickles it at every save: as nested Python lists and dicts, the table of a data/paper
+        domain (tens of thousands of colours) cost about 0.1 s and 2 MB a checkpoint; packed, about 0.3 MB."""
         self._check_fitted()
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "wl.json")
             self.generator.save(path)
-            with open(path) as f:
-                table = json.load(f)
-        return {"generator": table, "scale": self.scale.tolist()}
+            with open(path, "rb") as f:
+                table = f.read()
+        return {"generator_zlib": zlib.compress(table, 6), "scale": torch.from_numpy(self.scale.copy())}
 
     def load_state(self, state: dict) -> None:
+        """Restore :meth:`state`'s packed form, or the plain form of older checkpoints (the table as a dict, the
+        scales as a list)."""
         from wlplan.feature_generator import load_feature_generator
 
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "wl.json")
-            with open(path, "w") as f:
-                json.dump(state["generator"], f)
+            if "generator_zlib" in state:
+                with open(path, "wb") as f:
+                    f.write(zlib.decompress(state["generator_zlib"]))
+            else:
+                with open(path, "w") as f:
+                    json.dump(state["generator"], f)
             self.generator = load_feature_generator(path, quiet=True)
-        self.scale = np.asarray(state["scale"], dtype=np.float64)
+        self.scale = torch.as_tensor(state["scale"], dtype=torch.float64).numpy().copy()
         self._current = None
         self._fitted = {}
 
