@@ -713,10 +713,12 @@ def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
     assert "| 2.00±1.4 |" in render_table(results)  # mean and sample std of the two seeds
     assert "| **100±0** |" in render_table2(results)  # both seeds: 100 evaluations
     (results / "sweep.json").write_text(json.dumps({**sweep, "extend_steps": 300}))  # 600 is not 200 + k x 300
-    with pytest.raises(ValueError, match=r'differ in more than the seed \(steps: "until flat: 200-800, by 300", 600\)'):
+    with pytest.raises(ValueError, match=r'differ in more than the seed \(steps: "until flat: 200-800, by 300", 600\)'
+                                         r": render them from separate results folders"):
         render_table(results)
     (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
-    with pytest.raises(ValueError, match=r"differ in more than the seed \(steps: 200, 600\)"):
+    with pytest.raises(ValueError, match=r"differ in more than the seed \(steps: 200, 600\): if a sweep trained them "
+                                         r"until flat, the results folder holds no sweep.json that says so"):
         render_table2(results)
 
 

@@ -109,8 +109,14 @@ def check_one_setting(cells: dict, what: str) -> None:
         differing = {k: v for k, v in differing.items() if len(v) > 1}
         if differing:
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in differing.items())
+            hint = "render them from separate results folders (e.g. `tnlib sweep --out`)"
+            if set(differing) == {"steps"} and all(v.isdigit() for v in differing["steps"]):
+                # no sweep rule applied to any of them: often run folders copied without their sweep.json
+                hint = ("if a sweep trained them until flat, the results folder holds no sweep.json that says so "
+                        "(run folders copied without it, say): run the same `tnlib sweep` over the folder, which "
+                        "writes it and keeps every finished run; else " + hint)
             raise ValueError(f"{what} cell {label} would average runs that differ in more than the seed ({detail}): "
-                             "render them from separate results folders (e.g. `tnlib sweep --out`)")
+                             f"{hint}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
