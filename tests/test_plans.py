@@ -33,6 +33,15 @@ def test_format_is_ipc():
     assert format_plan([]) == "; cost = 0 (unit cost)\n"
 
 
+def test_a_plan_file_is_replaced_whole_and_its_folder_made(tmp_path):
+    path = tmp_path / "plans" / "b3.plan"  # the folder does not exist yet
+    write_plan(BW3_PLAN, path)
+    write_plan(BW3_PLAN[:1], path)  # over an existing plan: the new text, never a mix
+    assert read_plan(path) == BW3_PLAN[:1]
+    assert [f.name for f in path.parent.iterdir()] == ["b3.plan"]  # no temporary file left beside it
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
 def test_roundtrip_and_lenient_reading(tmp_path):
     path = tmp_path / "plan.txt"
     write_plan(BW3_PLAN, path)
