@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tnlib import cli
-from tnlib.files import atomic_write_text, read_jsonl
+from tnlib.files import append_jsonl, atomic_write_text, read_jsonl
 
 DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
 RUN = "gripper-linear-N-learn-ff-llmcut-s0"
@@ -207,6 +207,11 @@ def test_a_torn_last_line_of_a_json_lines_file_is_skipped(tmp_path):
     assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
     path.write_bytes(b'{"step": 1}\n\xff\xfe{"step": 2}\n{"step": 3}\n')  # a damaged middle line: dropped alone
     assert read_jsonl(path) == [{"step": 1}, {"step": 3}]
+    append_jsonl(path, {"step": 4})  # after whole lines: the next line
+    atomic_write_text(path, path.read_text(errors="replace") + '{"st')
+    append_jsonl(path, {"step": 5})  # after a torn line: a line of its own, the torn one skipped
+    assert read_jsonl(path)[-2:] == [{"step": 4}, {"step": 5}]
+    assert path.read_bytes().endswith(b'\n{"st\n{"step": 5}\n')
 
 
 @pytest.mark.parametrize("how", DAMAGES)

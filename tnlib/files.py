@@ -76,7 +76,11 @@ def _reason(err: Exception) -> str:
 def append_jsonl(path: str | os.PathLike, record: dict) -> None:
     """Append one JSON line, flushed and fsynced; after a line torn by a crash, start on a new line."""
     path = Path(path)
-    torn = path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n")
+    torn = False
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:  # its last byte only: curves and planning records grow with every append
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
     with path.open("a") as f:
         # the torn line stays unparseable and read_jsonl skips it
         f.write(("\n" if torn else "") + json.dumps(record) + "\n")
