@@ -333,3 +333,64 @@ def test_explorer_titles_show_significant_digits_and_no_negative_zero():
     mean = float(demo_tensors.truncated_normal(-1.0, 1.0, -1e-5, 2e-5).mean)
     assert f"TN mean {mean:.4g}," in tiny.layout.title.text and "TN mean 0.000" not in tiny.layout.title.text
     assert tiny.layout.yaxis.tickformat == ".3~g"  # a density near 3e4 is not written with an SI prefix
+
+
+def _step_update(figure: go.Figure, index: int) -> tuple[dict, dict]:
+    """What the slider's step ``index`` sets: (trace data, layout)."""
+    return tuple(figure.layout.sliders[0].steps[index].args)
+
+
+@pytest.mark.parametrize("example", explorer.THINGS_TO_TRY, ids=lambda example: example.slider_label.strip(" ="))
+def test_each_slider_step_is_the_static_figure_of_its_setting(example):
+    figure = figures.stepped_truncated_normal_figure(example.settings, example.step_labels, example.observed,
+                                                     example.slider_label, num_points=101)
+    slider = figure.layout.sliders[0]
+    assert [step.label for step in slider.steps] == list(example.step_labels)
+    assert slider.currentvalue.prefix == example.slider_label
+    for index, (loc, scale, low, high) in enumerate(example.settings):
+        data, layout = _step_update(figure, index)
+        static = figures.truncated_normal_figure(loc, scale, low, high, example.observed, num_points=101)
+        assert len(data["x"]) == len(data["y"]) == len(static.data)
+        for x, y, trace in zip(data["x"], data["y"], static.data):
+            np.testing.assert_allclose(x, trace.x, rtol=1e-5)
+            np.testing.assert_allclose(y, trace.y, rtol=1e-5, atol=1e-300)
+        assert layout["title.text"] == static.layout.title.text
+        assert layout["xaxis.range"] == list(static.layout.xaxis.range)
+        assert layout["yaxis.range"] == list(static.layout.yaxis.range)
+        assert len(layout["shapes"]) == len(static.layout.shapes)
+        assert [a["text"] for a in layout["annotations"]] == [a.text for a in static.layout.annotations]
+        # the truncated mean each step draws, against scipy's
+        names = [trace.name for trace in static.data]
+        mean = data["x"][names.index(figures.MEAN_LINE)][0]
+        a, b = (low - loc) / scale, (high - loc) / scale
+        assert mean == pytest.approx(scipy.stats.truncnorm.mean(a, b, loc=loc, scale=scale), rel=1e-5)
+    # the figure opens at its active step (the first), as that step draws it
+    first_data, first_layout = _step_update(figure, 0)
+    np.testing.assert_allclose(figure.data[1].y, first_data["y"][1], rtol=1e-5)
+    assert figure.layout.title.text == first_layout["title.text"]
+
+
+def test_the_things_to_try_show_what_their_answers_say():
+    tail, closed_bound, window = explorer.THINGS_TO_TRY
+    # 1: the mean stays above l by about sigma^2 / (l - mu) as sigma shrinks
+    gaps = [explorer.describe_truncated_normal(*setting, tail.observed)["mean"] - setting[2] for setting in tail.settings]
+    assert all(gap > 0 for gap in gaps) and gaps == sorted(gaps, reverse=True)
+    loc, scale, low, _ = tail.settings[-1]
+    assert gaps[-1] == pytest.approx(scale ** 2 / (low - loc), rel=1e-2)
+    # 2: with x = l the truncated NLL keeps falling as mu moves left: no minimum
+    assert closed_bound.observed == closed_bound.settings[0][2]
+    nlls = [explorer.describe_truncated_normal(*setting, closed_bound.observed)["truncated_nll"]
+            for setting in closed_bound.settings]
+    assert all(later < earlier for earlier, later in zip(nlls, nlls[1:]))
+    # 3: log Z rises towards 0 as the window widens and is still below 0 at its widest
+    log_z = [explorer.describe_truncated_normal(*setting, window.observed)["log_normalizer"] for setting in window.settings]
+    assert all(earlier < later < 0.0 for earlier, later in zip(log_z, log_z[1:]))
+
+
+def test_a_stepped_figure_names_the_step_whose_setting_is_invalid():
+    with pytest.raises(ValueError, match=r"step '2'.*low"):
+        figures.stepped_truncated_normal_figure([(0.0, 1.0, 0.0, 1.0), (0.0, 1.0, 2.0, 1.0)], ["1", "2"])
+    with pytest.raises(ValueError, match="one label per setting"):
+        figures.stepped_truncated_normal_figure([(0.0, 1.0, 0.0, 1.0)], ["1", "2"])
+    with pytest.raises(ValueError, match="active step 3"):
+        figures.stepped_truncated_normal_figure([(0.0, 1.0, 0.0, 1.0)], ["1"], active=3)

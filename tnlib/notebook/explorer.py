@@ -3,6 +3,7 @@ the presets' table."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch.distributions import Normal
@@ -20,6 +21,36 @@ PRESET_BOUNDS: tuple[tuple[str, float, float], ...] = (
     ("(1, 3): mu left of the bounds", 1.0, 3.0),
     ("(2.5, inf): far tail", 2.5, math.inf),
     ("(-inf, -0.5): upper bound only", -math.inf, -0.5),
+)
+
+
+@dataclass(frozen=True)
+class SteppedExample:
+    """One of the explorer's "things to try" as the settings a slider steps through
+    (``tnlib.notebook.figures.stepped_truncated_normal_figure``): it can be tried without a kernel."""
+
+    name: str
+    slider_label: str
+    settings: tuple[tuple[float, float, float, float], ...]  # (loc, scale, low, high) per step
+    step_labels: tuple[str, ...]
+    observed: float
+
+
+def _stepped(name: str, slider_label: str, values: tuple[float, ...], setting, observed: float) -> SteppedExample:
+    return SteppedExample(name, slider_label, tuple(setting(value) for value in values),
+                          tuple(f"{value:g}" for value in values), observed)
+
+
+#: The explorer's three things to try, each as a slider: (1) sigma shrinking under a far lower bound (the mean
+#: stays sigma^2 / (l - mu) above l); (2) mu sliding away from an observation at a closed bound x = l (the
+#: truncated NLL keeps falling: no minimum); (3) a symmetric window widening (log Z reaches 0 only without bounds).
+THINGS_TO_TRY: tuple[SteppedExample, ...] = (
+    _stepped("1. the mean in a far tail: sigma shrinks, l = 2.5", "sigma = ",
+             (1.0, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01), lambda sigma: (0.0, sigma, 2.5, math.inf), 2.6),
+    _stepped("2. x = l and mu far to the left", "mu = ",
+             (0.0, -1.0, -2.0, -5.0, -10.0, -20.0, -50.0, -100.0), lambda mu: (mu, 1.0, 0.2, math.inf), 0.2),
+    _stepped("3. a symmetric window (-w, w) widening", "w = ",
+             (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0), lambda width: (0.0, 1.0, -width, width), 0.5),
 )
 
 

@@ -606,6 +606,63 @@ def explorer_figure(
         return message_figure(f"cannot draw: {error}")
 
 
+#: Grid points per curve at each step of :func:`stepped_truncated_normal_figure`: every step's curves travel
+#: inside the page (a slider needs no kernel, so the page holds them all), and 201 keeps a 10-step figure near
+#: 200 KB while the dense bulk grid still resolves each density.
+STEPPED_NUM_POINTS = 201
+
+
+def stepped_truncated_normal_figure(
+    settings: Sequence[tuple[float, float, float, float]],
+    step_labels: Sequence[str],
+    observed: float | None = None,
+    slider_label: str = "",
+    active: int = 0,
+    num_points: int = STEPPED_NUM_POINTS,
+) -> go.Figure:
+    """:func:`truncated_normal_figure` for each ``(loc, scale, low, high)`` of ``settings``, in one figure whose
+    slider steps through them.
+
+    Every step is the static figure of its setting -- the same curves (to six significant digits: the page holds
+    every step's), lines, title, bounds, shading, view and off-screen labels -- so the slider moves in an exported HTML page, a papermill output or any plotly viewer,
+    with no kernel behind it (the ipywidgets explorer needs one). Raises ``ValueError`` naming the step whose
+    setting is invalid (e.g. ``low >= high``)."""
+    if len(settings) != len(step_labels) or not settings:
+        raise ValueError(f"stepped figure: {len(settings)} settings and {len(step_labels)} step labels; "
+                         "give one label per setting, at least one")
+    if not 0 <= active < len(settings):
+        raise ValueError(f"stepped figure: active step {active} is not one of the {len(settings)} steps")
+    figures = []
+    for label, (loc, scale, low, high) in zip(step_labels, settings):
+        try:
+            figures.append(truncated_normal_figure(loc, scale, low, high, observed, num_points))
+        except ValueError as error:
+            raise ValueError(f"stepped figure, step {label!r}: {error}") from None
+
+    def rounded(values) -> list:
+        return [float(f"{value:.6g}") for value in values]
+
+    def restyle(step: go.Figure) -> dict:
+        return {"x": [rounded(trace.x) for trace in step.data], "y": [rounded(trace.y) for trace in step.data]}
+
+    def relayout(step: go.Figure) -> dict:
+        layout = step.layout
+        return {"title.text": layout.title.text, "xaxis.range": list(layout.xaxis.range),
+                "yaxis.range": list(layout.yaxis.range), "shapes": [shape.to_plotly_json() for shape in layout.shapes],
+                "annotations": [annotation.to_plotly_json() for annotation in layout.annotations]}
+
+    figure = go.Figure(figures[active])
+    figure.update_layout(
+        sliders=[dict(
+            active=active, currentvalue=dict(prefix=slider_label), pad=dict(t=50),
+            steps=[dict(method="update", label=label, args=[restyle(step), relayout(step)])
+                   for label, step in zip(step_labels, figures)],
+        )],
+        margin=dict(b=130), height=680,  # room under the x-axis title for the slider and its labels
+    )
+    return figure
+
+
 def show_in_output(output: Any, figure: go.Figure) -> None:
     """Replace what an ``ipywidgets.Output`` shows with ``figure``.
 
