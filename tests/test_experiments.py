@@ -3,6 +3,7 @@ local and Dask execution give the same results."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -414,8 +415,8 @@ def test_cli_names_the_until_flat_flags(capsys):
 
 
 def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
-    """Two sweeps writing one folder take turns on a run: run_cell holds the run's lock while it trains, so a
-    second process asking for it would wait (here: a non-blocking try fails then, and succeeds after)."""
+    """Two sweeps writing one folder never train a run at once: run_cell holds the run's lock while it trains, so a
+    second process asking for it would wait or pass (here: a non-blocking try fails then, and succeeds after)."""
     import fcntl
 
     import tnlib.experiments.cells as cells
@@ -461,6 +462,36 @@ def test_a_cell_waiting_for_another_process_on_its_run_says_so(tmp_path, capsys)
         "ferry-linear-TN-learn-ff-llmcut-s0: another process is working on this run; waiting for it to finish"]
     cells.run_cell(config, cells.CellSettings(plan=False))  # free: nothing said
     assert capsys.readouterr().err == ""
+
+
+def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_one(tmp_path, capsys):
+    """Two sweeps over one grid share its runs: a run another process holds is left for a second pass instead of
+    waited for in turn. Here the first run's lock is held until every other run is tested -- a sweep that waited
+    for it in order would never get there -- and then the sweep finishes that run too."""
+    import fcntl
+    import threading
+
+    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
+    held, others = names[0], names[1:]
+    holder = open(tmp_path / f".{held}.lock", "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    finished = {}
+    worker = threading.Thread(target=lambda: finished.update(rows=run_sweep(sweep, progress=False)), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / name / "metrics-test.json").is_file() for name in others):
+        assert time.monotonic() < deadline and worker.is_alive(), "the sweep waited for the held run"
+        time.sleep(0.05)
+    assert not (tmp_path / held / "metrics-test.json").exists()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    holder.close()
+    worker.join(120)
+    assert not worker.is_alive()
+    assert sorted(row["run"] for row in finished["rows"]) == sorted(names)
+    assert (tmp_path / held / "metrics-test.json").is_file()
+    assert f"{held}: another process is working on this run; coming back to it after the others" in \
+        capsys.readouterr().err
 
 
 def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):

@@ -183,3 +183,23 @@ def locked(path: str | os.PathLike, waiting: str | None = None) -> Iterator[None
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def locked_if_free(path: str | os.PathLike) -> Iterator[bool]:
+    """:func:`locked` without the wait: yields True holding the lock when no other process holds it, else False
+    at once, holding nothing -- a sweep then does the runs nobody is working on first and comes back to this one."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -12,7 +12,7 @@ import torch
 
 from tnlib.experiments.tables import summarize
 from tnlib.errors import DamagedFile
-from tnlib.files import damaged_message, locked, read_json, read_jsonl
+from tnlib.files import damaged_message, locked, locked_if_free, read_json, read_jsonl
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
 from tnlib.learning.split_planning import plan_split
@@ -39,17 +39,26 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
         steps = min(steps + extend_steps, max_steps)
 
 
-def run_cell(config: dict, settings: CellSettings = CellSettings()) -> dict:
+def run_cell(config: dict, settings: CellSettings = CellSettings(), wait_if_busy: bool = True) -> dict:
     """Train (or resume) one configuration -- until flat with ``settings.max_steps`` (:func:`train_until_flat`) --,
     evaluate it on the test split and plan with it as ``settings`` say (:class:`CellSettings`).
 
     The cell holds a lock (``.RUN.lock`` beside the run folder) while it works: two sweeps writing one results
-    folder (two terminals, a rerun beside a running one) take turns on a run -- the second waits, then finds the
-    work done and only reads it -- instead of training the same folder at once. The lock is advisory (``flock``):
-    on a cluster it holds where the shared filesystem supports it."""
+    folder (two terminals, a rerun beside a running one) never train the same folder at once. When another process
+    holds the run, the cell waits for it (then finds the work done and only reads it), or with ``wait_if_busy``
+    False returns ``{"run": RUN, "busy": True}`` at once, so that a sweep can do the runs nobody is working on
+    first (:func:`tnlib.experiments.sweep.run_sweep`). The lock is advisory (``flock``): on a cluster it holds
+    where the shared filesystem supports it."""
     name = TrainConfig.from_dict(config).name
-    with locked(Path(config["out_dir"]) / f".{name}.lock",
-                waiting=f"{name}: another process is working on this run; waiting for it to finish"):
+    lock = Path(config["out_dir"]) / f".{name}.lock"
+    if not wait_if_busy:
+        with locked_if_free(lock) as free:
+            if free:
+                return _run_cell(config, settings)
+        print(f"{name}: another process is working on this run; coming back to it after the others", file=sys.stderr,
+              flush=True)
+        return {"run": name, "busy": True}
+    with locked(lock, waiting=f"{name}: another process is working on this run; waiting for it to finish"):
         return _run_cell(config, settings)
 
 

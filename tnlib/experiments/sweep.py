@@ -662,8 +662,19 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     # runs that train take minutes each, runs resumed finished take a fraction of a second (a line each would bury
     # a notebook's output)
     bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=SWEEP_LINE_INTERVAL_S)
-    results = []
-    for summary in run_jobs(functools.partial(run_cell, settings=settings), configs, workers, scheduler):
+    # Runs another process is working on (a second sweep over the folder) are left for a second pass, so that two
+    # sweeps over one grid share its runs instead of the second waiting behind the first run by run; in the second
+    # pass each waits for its run, then finds it done.
+    results, busy = [], []
+    for summary in run_jobs(functools.partial(run_cell, settings=settings, wait_if_busy=False), configs, workers,
+                            scheduler):
+        if summary.get("busy"):
+            busy.append(summary["run"])
+            continue
+        results.append(summary)
+        bar.update(1)
+    busy_configs = [config for config in configs if sweep.run_folder(config).path.name in busy]
+    for summary in run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers, scheduler):
         results.append(summary)
         bar.update(1)
     bar.close()
