@@ -394,3 +394,41 @@ def test_a_stepped_figure_names_the_step_whose_setting_is_invalid():
         figures.stepped_truncated_normal_figure([(0.0, 1.0, 0.0, 1.0)], ["1", "2"])
     with pytest.raises(ValueError, match="active step 3"):
         figures.stepped_truncated_normal_figure([(0.0, 1.0, 0.0, 1.0)], ["1"], active=3)
+
+
+def test_the_open_bound_slider_steps_through_the_margins_with_exact_curves():
+    margins = (1.0, 0.2, 0.05)
+    figure = figures.open_bound_slider_figure(5.0, 1.0, margins, active=1)
+    assert figure.layout.sliders[0].active == 1 and [step.label for step in figure.layout.sliders[0].steps] == ["1", "0.2", "0.05"]
+    minimisers = []
+    for index, margin in enumerate(margins):
+        data, layout = _step_update(figure, index)
+        open_index = data["name"].index(classroom_demos.OPEN_LABEL)
+        locs, nll = np.asarray(data["x"][open_index]), np.asarray(data["y"][open_index], dtype=float)
+        # scipy's truncnorm (an independent implementation) for the open bound l - epsilon
+        expected = -scipy.stats.truncnorm.logpdf(5.0, (5.0 - margin - locs), np.inf, loc=locs)
+        np.testing.assert_allclose(nll, expected, rtol=1e-5, atol=1e-4)  # x and y both kept to 6 digits
+        minimisers.append(locs[np.argmin(nll)])
+        # Exercise 4's approximate minimiser is marked, and the grid reaches below it
+        lines = {annotation["text"]: shape["x0"] for shape, annotation in zip(layout["shapes"], layout["annotations"])}
+        assert lines["l - eps - sigma^2/eps"] == pytest.approx(5.0 - margin - 1.0 / margin)
+        assert lines["h* = l"] == 5.0 and locs.min() < lines["l - eps - sigma^2/eps"]
+        assert f"open bound l - {margin:g}" in layout["title.text"]
+    assert minimisers == sorted(minimisers, reverse=True) and minimisers[-1] < -10  # smaller epsilon, lower mu
+
+
+def test_a_slider_figure_needs_steps_that_draw_the_same_traces():
+    one = figures.curves_figure([0, 1], {"a": [0, 1]}, "t", "x", "y")
+    two = figures.curves_figure([0, 1], {"a": [0, 1], "b": [1, 0]}, "t", "x", "y")
+    with pytest.raises(ValueError, match="different numbers of traces"):
+        figures.slider_figure([one, two], ["1", "2"])
+    with pytest.raises(ValueError, match="one label per figure"):
+        figures.slider_figure([], [])
+
+
+def test_the_open_bound_slider_opens_at_the_papers_margin():
+    margins = classroom_demos.OPEN_BOUND_MARGINS_SHOWN
+    figure = figures.open_bound_slider_figure(5.0, 1.0, margins)
+    assert margins[figure.layout.sliders[0].active] == OPEN_BOUND_EPSILON
+    assert f"open bound l - {OPEN_BOUND_EPSILON:g}" in figure.layout.title.text
+    assert figures.open_bound_slider_figure(5.0, 1.0, (1.0, 0.5)).layout.sliders[0].active == 0

@@ -855,3 +855,16 @@ def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
     assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
     assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
     assert lines[1].name == "seed 1: TN - N = +0.20"
+
+
+def test_the_open_bound_minimum_at_the_papers_margin_is_where_the_classroom_says():
+    """Section 6's slider prose: with h* = l = 5, sigma = 1 and epsilon = 0.1 the open-bound NLL is smallest at
+    mu = -4.90 (Exercise 4's approximation: -5.1), and the truncated mean there is h* itself (scipy's truncnorm)."""
+    import scipy.optimize
+
+    low = 5.0 - OPEN_BOUND_EPSILON
+    result = scipy.optimize.minimize_scalar(lambda mu: -scipy.stats.truncnorm.logpdf(5.0, low - mu, np.inf, loc=mu),
+                                            bounds=(-30.0, 5.0), method="bounded", options={"xatol": 1e-8})
+    assert round(result.x, 2) == -4.90
+    assert round(low - 1.0 / OPEN_BOUND_EPSILON, 1) == -5.1
+    assert scipy.stats.truncnorm.mean(low - result.x, np.inf, loc=result.x) == pytest.approx(5.0, abs=1e-6)

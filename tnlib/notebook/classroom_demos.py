@@ -82,6 +82,10 @@ CLOSED_LABEL = "closed bound TN(mu, sigma, l, inf)"
 OPEN_LABEL = "open bound TN(mu, sigma, l - eps, inf)"
 
 
+#: The open-bound margins epsilon section 6's slider steps through, the paper's 0.1 among them.
+OPEN_BOUND_MARGINS_SHOWN = (1.0, 0.5, 0.2, 0.1, 0.05)
+
+
 def bound_loc_grid(observed: float, scale: float, margin: float, step: float = 0.1) -> np.ndarray:
     """The mu grid of section 6's figure: from below the open-bound minimiser (about ``observed - margin -
     scale**2 / margin``, exercise 4), and at least from ``observed - 25 scale``, to ``observed + 3 scale``."""

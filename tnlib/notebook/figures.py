@@ -390,17 +390,38 @@ def sample_histogram_figure(samples: np.ndarray, loc: float, scale: float, low: 
     return figure
 
 
-def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observed: float) -> go.Figure:
+def bound_nll_figure(locs: np.ndarray, curves: Mapping[str, np.ndarray], observed: float,
+                     margin: float | None = None, scale: float = 1.0) -> go.Figure:
     """Section 6's figure: the NLL of ``h* = l = observed`` against mu for the Gaussian and the closed- and
     open-bound Truncated Gaussians, the y-axis fitted to the two truncated curves (the Gaussian's parabola,
-    hundreds of nats at the grid's end, would flatten them)."""
-    figure = curves_figure(locs, curves, f"NLL of h* = l = {observed:g} as a function of mu (sigma = 1)", "mu",
-                           "NLL of h* (nats)", vertical_lines={"h* = l": observed})
+    hundreds of nats at the grid's end, would flatten them). With the open bound's ``margin`` (epsilon), a line
+    marks Exercise 4's approximate minimiser of the open-bound curve, ``l - epsilon - sigma^2 / epsilon``."""
+    lines = {"h* = l": observed}
+    title = f"NLL of h* = l = {observed:g} as a function of mu (sigma = {scale:g})"
+    if margin is not None:
+        lines["l - eps - sigma^2/eps"] = observed - margin - scale ** 2 / margin
+        title += f", open bound l - {margin:g}"
+    figure = curves_figure(locs, curves, title, "mu", "NLL of h* (nats)", vertical_lines=lines)
     truncated = np.concatenate([np.asarray(v, dtype=float) for k, v in curves.items() if k != classroom_demos.GAUSSIAN_LABEL])
     truncated = truncated[np.isfinite(truncated)]
     pad = 0.1 * max(float(truncated.max() - truncated.min()), 1.0)
     figure.update_yaxes(range=[float(truncated.min()) - pad, float(truncated.max()) + pad])
     return figure
+
+
+def open_bound_slider_figure(observed: float, scale: float, margins: Sequence[float],
+                             active: int | None = None) -> go.Figure:
+    """:func:`bound_nll_figure` for each open-bound margin epsilon in ``margins``, in one :func:`slider_figure`:
+    the open-bound curve's minimum moves down as epsilon shrinks, beside Exercise 4's approximation. It opens at
+    step ``active``, by default the paper's epsilon where ``margins`` hold it, else the first."""
+    if active is None:
+        active = list(margins).index(OPEN_BOUND_EPSILON) if OPEN_BOUND_EPSILON in margins else 0
+    step_figures = []
+    for margin in margins:
+        locs = classroom_demos.bound_loc_grid(observed, scale, margin)
+        curves = classroom_demos.bound_nll_curves(observed, scale, margin, locs)
+        step_figures.append(bound_nll_figure(locs, curves, observed, margin=margin, scale=scale))
+    return slider_figure(step_figures, [f"{margin:g}" for margin in margins], "epsilon = ", active)
 
 
 REFERENCE_LABELS = {"bound": "the bound l alone", "best": "best possible (E[h* | z, l])"}
@@ -606,9 +627,58 @@ def explorer_figure(
         return message_figure(f"cannot draw: {error}")
 
 
+def slider_figure(step_figures: Sequence[go.Figure], step_labels: Sequence[str], slider_label: str = "",
+                  active: int = 0) -> go.Figure:
+    """One figure whose slider shows each of ``step_figures`` in turn: every step's traces (data and names), title,
+    axis ranges, shapes and annotations travel inside the figure, so the slider moves in an exported HTML page, a
+    papermill output or any plotly viewer, with no kernel behind it (an ipywidgets control needs one).
+
+    The step figures must draw the same number of traces, in the same roles. Their values are kept to six
+    significant digits (the page holds every step's)."""
+    if len(step_figures) != len(step_labels) or not step_figures:
+        raise ValueError(f"slider figure: {len(step_figures)} figures and {len(step_labels)} step labels; "
+                         "give one label per figure, at least one")
+    if not 0 <= active < len(step_figures):
+        raise ValueError(f"slider figure: active step {active} is not one of the {len(step_figures)} steps")
+    traces = {len(step.data) for step in step_figures}
+    if len(traces) != 1:
+        raise ValueError(f"slider figure: the steps draw different numbers of traces ({sorted(traces)})")
+
+    def rounded(values) -> list:
+        return [None if value is None else float(f"{value:.6g}") for value in values]
+
+    def restyle(step: go.Figure) -> dict:
+        return {"x": [rounded(trace.x) for trace in step.data], "y": [rounded(trace.y) for trace in step.data],
+                "name": [trace.name for trace in step.data]}
+
+    def relayout(step: go.Figure) -> dict:
+        layout = step.layout
+        update = {"title.text": layout.title.text, "shapes": [shape.to_plotly_json() for shape in layout.shapes],
+                  "annotations": [annotation.to_plotly_json() for annotation in layout.annotations]}
+        for axis in ("xaxis", "yaxis"):
+            shown = layout[axis].range
+            update.update({f"{axis}.range": list(shown)} if shown is not None else {f"{axis}.autorange": True})
+        return update
+
+    figure = go.Figure(step_figures[active])
+    # below the plot: under the x-axis title, and under the legend where the step figures put it there
+    legend_y = figure.layout.legend.y
+    below_legend = legend_y is not None and legend_y < 0
+    figure.update_layout(
+        sliders=[dict(
+            active=active, currentvalue=dict(prefix=slider_label), pad=dict(t=50),
+            y=legend_y - 0.15 if below_legend else 0.0, yanchor="top",
+            steps=[dict(method="update", label=label, args=[restyle(step), relayout(step)])
+                   for label, step in zip(step_labels, step_figures)],
+        )],
+        margin=dict(b=230 if below_legend else 130), height=(figure.layout.height or 450) + (200 if below_legend else 100),
+    )
+    return figure
+
+
 #: Grid points per curve at each step of :func:`stepped_truncated_normal_figure`: every step's curves travel
-#: inside the page (a slider needs no kernel, so the page holds them all), and 201 keeps a 10-step figure near
-#: 200 KB while the dense bulk grid still resolves each density.
+#: inside the page, and 201 keeps a 10-step figure near 200 KB while the dense bulk grid still resolves each
+#: density.
 STEPPED_NUM_POINTS = 201
 
 
@@ -620,47 +690,20 @@ def stepped_truncated_normal_figure(
     active: int = 0,
     num_points: int = STEPPED_NUM_POINTS,
 ) -> go.Figure:
-    """:func:`truncated_normal_figure` for each ``(loc, scale, low, high)`` of ``settings``, in one figure whose
-    slider steps through them.
-
-    Every step is the static figure of its setting -- the same curves (to six significant digits: the page holds
-    every step's), lines, title, bounds, shading, view and off-screen labels -- so the slider moves in an exported HTML page, a papermill output or any plotly viewer,
-    with no kernel behind it (the ipywidgets explorer needs one). Raises ``ValueError`` naming the step whose
-    setting is invalid (e.g. ``low >= high``)."""
-    if len(settings) != len(step_labels) or not settings:
+    """:func:`truncated_normal_figure` for each ``(loc, scale, low, high)`` of ``settings``, in one
+    :func:`slider_figure`: every step is the static figure of its setting -- the same curves, lines, title,
+    bounds, shading, view and off-screen labels. Raises ``ValueError`` naming the step whose setting is invalid
+    (e.g. ``low >= high``)."""
+    if len(settings) != len(step_labels):
         raise ValueError(f"stepped figure: {len(settings)} settings and {len(step_labels)} step labels; "
-                         "give one label per setting, at least one")
-    if not 0 <= active < len(settings):
-        raise ValueError(f"stepped figure: active step {active} is not one of the {len(settings)} steps")
-    figures = []
+                         "give one label per setting")
+    step_figures = []
     for label, (loc, scale, low, high) in zip(step_labels, settings):
         try:
-            figures.append(truncated_normal_figure(loc, scale, low, high, observed, num_points))
+            step_figures.append(truncated_normal_figure(loc, scale, low, high, observed, num_points))
         except ValueError as error:
             raise ValueError(f"stepped figure, step {label!r}: {error}") from None
-
-    def rounded(values) -> list:
-        return [float(f"{value:.6g}") for value in values]
-
-    def restyle(step: go.Figure) -> dict:
-        return {"x": [rounded(trace.x) for trace in step.data], "y": [rounded(trace.y) for trace in step.data]}
-
-    def relayout(step: go.Figure) -> dict:
-        layout = step.layout
-        return {"title.text": layout.title.text, "xaxis.range": list(layout.xaxis.range),
-                "yaxis.range": list(layout.yaxis.range), "shapes": [shape.to_plotly_json() for shape in layout.shapes],
-                "annotations": [annotation.to_plotly_json() for annotation in layout.annotations]}
-
-    figure = go.Figure(figures[active])
-    figure.update_layout(
-        sliders=[dict(
-            active=active, currentvalue=dict(prefix=slider_label), pad=dict(t=50),
-            steps=[dict(method="update", label=label, args=[restyle(step), relayout(step)])
-                   for label, step in zip(step_labels, figures)],
-        )],
-        margin=dict(b=130), height=680,  # room under the x-axis title for the slider and its labels
-    )
-    return figure
+    return slider_figure(step_figures, step_labels, slider_label, active)
 
 
 def show_in_output(output: Any, figure: go.Figure) -> None:
