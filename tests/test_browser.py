@@ -283,10 +283,12 @@ _READ_FIGURES = """() => [...document.querySelectorAll('.jp-Notebook .js-plotly-
           xtitle: box(plot.querySelector('.xtitle')), ytitle: box(plot.querySelector('.ytitle')),
           plotarea: box(plot.querySelector('.nsewdrag')), svg: box(plot.querySelector('.main-svg')),
           entries: [...plot.querySelectorAll('.legend .traces')].map(entry => ({text: entry.textContent, box: box(entry)})),
-          xrange: plot._fullLayout ? plot._fullLayout.xaxis.range : null};
+          xrange: plot._fullLayout ? plot._fullLayout.xaxis.range : null,
+          slider: box(plot.querySelector('.slider-container')), widget: !!plot.closest('.widget-vbox')};
 })"""
-# the explorer's figures: the parameters' figure, the presets (Figure 1), one per preset, the widget's
-EXPLORER_FIGURES = 1 + 1 + 7 + 1
+# the explorer's figures: the parameters' figure, the presets (Figure 1), one per preset, the widget's, and one
+# slider figure per thing to try (section 3b)
+EXPLORER_FIGURES = 1 + 1 + 7 + 1 + 3
 EDGE_CASE = {"loc": -50.0}  # mu far left of the bounds (0.2, 1.7): Z = exp(-1264.9) underflows float64
 
 
@@ -310,6 +312,9 @@ def _check_layout(figures_read: list[dict], width: int) -> None:
             assert not _overlap(figure["legend"], figure[part]), f"{where}: the legend covers the {part}: {figure}"
         # (a text box reaches a few pixels above its glyphs)
         assert _inside(figure["gtitle"], figure["svg"], tolerance=5.0), f"{where}: the title is cut off"
+        if figure["slider"]:  # a slider figure's slider lies below the plot, its axis title and its legend
+            for part in ("legend", "xtitle", "plotarea"):
+                assert not _overlap(figure["slider"], figure[part]), f"{where}: the slider covers the {part}"
         for index, entry in enumerate(figure["entries"]):
             assert _inside(entry["box"], figure["legend"]), f"{where}: legend entry {entry['text']!r} is hidden"
             assert _inside(entry["box"], figure["svg"]), f"{where}: legend entry {entry['text']!r} is cut off"
@@ -341,8 +346,10 @@ def test_explorer_edge_cases_in_the_browser(chromium, jupyterlab, tmp_path):
         page.screenshot(path=tmp_path / "explorer_edge_1280.png")
         read = page.evaluate(_READ_FIGURES)
         assert len(read) == EXPLORER_FIGURES, [figure["title"] for figure in read]
+        assert sum(bool(figure["slider"]) for figure in read) == len(explorer.THINGS_TO_TRY)
         # the widget's figure shows where the mass is: the view tnlib computes, not mu -50 +- 4 sigma
-        assert read[-1]["xrange"] == pytest.approx(list(figures.density_view(-50.0, 1.0, 0.2, 1.7)), rel=1e-9)
+        widget_figure = next(figure for figure in read if figure["widget"])
+        assert widget_figure["xrange"] == pytest.approx(list(figures.density_view(-50.0, 1.0, 0.2, 1.7)), rel=1e-9)
         presets = [figure for figure in read if figure["title"].startswith("Truncated Gaussians TN(")]
         assert len(presets) == 1
         assert [entry["text"] for entry in presets[0]["entries"]] == [label for label, _, _ in explorer.PRESET_BOUNDS]
