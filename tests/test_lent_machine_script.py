@@ -23,13 +23,15 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
     parts.write_text(
         "# one part that finishes, one that the deadline stops\n"
         f"--preset small --models linear --domains gripper --configs learn/ff --distributions TN --seeds 0 --steps 6 "
-        f"--eval-every 3 --no-plan --out {runs}\n\n"
+        f"--eval-every 3 --no-plan --workers 1 --out {runs}\n\n"
         f"--preset small --models linear --domains gripper --configs learn/ff --distributions N --seeds 0 "
-        f"--steps 10000000 --eval-every 2000 --no-plan --out {runs} --device cpu\n")
+        f"--steps 10000000 --eval-every 2000 --no-plan --workers 1 --out {runs} --device cpu\n")
+    # one process per part (--workers 1): the 6-step part must finish within TRAIN_SECONDS on a loaded machine, and
+    # a pool's worker processes would each start torch anew
     # another job's sweep on the same machine: a process whose command line says "tnlib sweep"
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "tnlib sweep bystander"])
     try:
-        env = {**os.environ, "TRAIN_SECONDS": "15", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
+        env = {**os.environ, "TRAIN_SECONDS": "25", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
         done = subprocess.run(["bash", str(SCRIPT), str(parts)], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=240)
         assert done.returncode == 0, done.stderr

@@ -674,9 +674,10 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
         results.append(summary)
         bar.update(1)
     busy_configs = [config for config in configs if sweep.run_folder(config).path.name in busy]
-    for summary in run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers, scheduler):
-        results.append(summary)
-        bar.update(1)
+    if busy_configs:  # (a runner starts its worker processes even for no jobs)
+        for summary in run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers, scheduler):
+            results.append(summary)
+            bar.update(1)
     bar.close()
     if sweep.plan:
         run_baselines(sweep)
