@@ -671,7 +671,8 @@ def slider_figure(step_figures: Sequence[go.Figure], step_labels: Sequence[str],
             steps=[dict(method="update", label=label, args=[restyle(step), relayout(step)])
                    for label, step in zip(step_labels, step_figures)],
         )],
-        margin=dict(b=230 if below_legend else 130), height=(figure.layout.height or 450) + (200 if below_legend else 100),
+        margin=dict(b=230 if below_legend else 130),
+        height=(figure.layout.height or 450) + (200 if below_legend else 100),
     )
     return figure
 
