@@ -25,9 +25,10 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
         f"--preset small --models linear --domains gripper --configs learn/ff --distributions TN --seeds 0 --steps 6 "
         f"--eval-every 3 --no-plan --workers 1 --out {runs}\n\n"
         f"--preset small --models linear --domains gripper --configs learn/ff --distributions N --seeds 0 "
-        f"--steps 10000000 --eval-every 2000 --no-plan --workers 1 --out {runs} --device cpu\n")
+        f"--steps 10000000 --eval-every 50 --no-plan --workers 1 --out {runs} --device cpu\n")
     # one process per part (--workers 1): the 6-step part must finish within TRAIN_SECONDS on a loaded machine, and
-    # a pool's worker processes would each start torch anew
+    # a pool's worker processes would each start torch anew; the other checkpoints every 50 steps, so that it has
+    # a last.pt to leave behind however slowly it trains
     # another job's sweep on the same machine: a process whose command line says "tnlib sweep"
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "tnlib sweep bystander"])
     try:

@@ -369,6 +369,7 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_se
     # the CPU's sparse layout, and the one CUDA uses (bitwise reproducible there), both against the reference
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
+    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
@@ -376,7 +377,8 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_se
     g = encoder.collate_examples(examples).double()
     fast, slow = model(g), hgn_dense_reference(model, g)
     assert fast.abs().max() > 0.01
-    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=1e-12)  # outputs reach 1e6: relative
+    # outputs reach 1e6 and sum many terms in another order: relative, to about 1e4 ulps
+    torch.testing.assert_close(fast, slow, rtol=1e-11, atol=1e-12)
     grads = torch.autograd.grad(fast.sum(), list(model.parameters()))
     ref = torch.autograd.grad(slow.sum(), list(model.parameters()))
     for a, b in zip(grads, ref):
@@ -388,6 +390,7 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
     # incidences in any order (the sparse matrices are built by sorting them), gradients included
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
+    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
@@ -406,6 +409,7 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
 
 def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
     encoder, examples = hgn_batch
+    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     together = model(encoder.collate_examples(examples).double())
     alone = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
@@ -414,6 +418,7 @@ def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
 
 def test_hgn_is_invariant_to_fact_and_action_order(hgn_batch):
     encoder, examples = hgn_batch
+    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     g = encoder.collate_examples(examples[:1]).double()
     n, e = g.node_features.shape[0], g.edge_features.shape[0]
