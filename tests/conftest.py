@@ -1,5 +1,5 @@
-"""Shared test set-up: one thread per test module, the CPU as the default device outside tests/test_cuda.py, and
-the folder each module's problem corpus is written to (the problem files themselves come from planning_corpus.py,
+"""Shared test set-up: one thread per test module, torch's global generator seeded before each test, the CPU as
+the default device outside tests/test_cuda.py, and the folder each module's problem corpus is written to (the problem files themselves come from planning_corpus.py,
 built deterministically and cached by folder)."""
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def seeded_torch():
+    """A test that builds a model or draws a tensor without a seed of its own gets the same numbers whichever tests
+    ran before it in its process (pytest -n 2 deals tests to processes in no fixed order): its tolerances were
+    checked on those numbers, not on whatever the generator's state happened to be."""
+    torch.manual_seed(0)
 
 
 @pytest.fixture(autouse=True, scope="module")
