@@ -253,3 +253,42 @@ def test_a_checkpoint_is_written_only_after_the_validation_record_of_its_step_is
     code, lines = run_cli(SWEEP + ["--steps", "30", "--out", str(tmp_path / "results")])
     assert code == 0, lines
     assert synced == [10, 20, 30]
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard links", "no hard links"])
+def test_a_process_stopped_while_its_resume_checkpoint_is_replaced_leaves_one_to_resume_from(tmp_path, monkeypatch,
+                                                                                          hard_links):
+    """Stopped at the moment the new last.pt is being written (after the old one became last-previous.pt): last.pt
+    is still the old checkpoint, so a stop leaves it whatever the moment; on a filesystem without hard links the
+    old one is moved and last-previous.pt alone holds it, which the resume reads."""
+    import os
+
+    import tnlib.learning.training as training
+    from tnlib.learning.run_files import RunDir
+
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    training._save_last({"step": 10}, run)
+    old = run.last.read_bytes()
+
+    def stopped(path, data):
+        raise KeyboardInterrupt  # what a SIGINT there would do; SIGKILL leaves the same files
+
+    monkeypatch.setattr(training, "atomic_write_bytes", stopped)
+    if not hard_links:
+        def no_link(source, target):
+            raise OSError("hard links not supported")
+        monkeypatch.setattr(os, "link", no_link)
+    with pytest.raises(KeyboardInterrupt):
+        training._save_last({"step": 20}, run)
+    assert run.last_previous.read_bytes() == old
+    assert run.last.is_file() == hard_links and (not hard_links or run.last.read_bytes() == old)
+    monkeypatch.undo()
+    training._save_last({"step": 30}, run)  # the next checkpoint after a resume: the link name left is reused
+    assert torch_load(run.last)["step"] == 30 and not run.last_previous_link.exists()
+
+
+def torch_load(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, weights_only=True)

@@ -60,7 +60,7 @@ def prune_finished_runs(results: str | os.PathLike, dry_run: bool = False) -> li
             step = finished_step(run)
             if step is None:
                 continue
-            removed = [path for path in (run.last, run.last_previous) if path.is_file()]
+            removed = [path for path in (run.last, run.last_previous, run.last_previous_link) if path.is_file()]
             pruned.append(PrunedRun(folder, step, sum(path.stat().st_size for path in removed)))
             if dry_run:
                 continue

@@ -53,6 +53,8 @@ class RunDir:
     LAST = "last.pt"
     # the checkpoint before last.pt, kept so that a damaged last.pt costs only the steps since it
     LAST_PREVIOUS = "last-previous.pt"
+    # the second name last.pt takes for a moment while it becomes last-previous.pt (tnlib.learning.training)
+    LAST_PREVIOUS_LINK = ".last-previous.pt.link"
     MACHINES = "machines.jsonl"
     PRUNED = "pruned.json"
 
@@ -93,6 +95,10 @@ class RunDir:
     @property
     def last_previous(self) -> Path:
         return self.path / self.LAST_PREVIOUS
+
+    @property
+    def last_previous_link(self) -> Path:
+        return self.path / self.LAST_PREVIOUS_LINK
 
     @property
     def machines_file(self) -> Path:

@@ -333,11 +333,24 @@ def _atomic_save(obj: dict, path: Path) -> None:
 
 def _save_last(obj: dict, run: RunDir) -> None:
     """The resume checkpoint, the one before it kept as ``last-previous.pt``: a last.pt damaged after it was written
-    (a full disk, a copy cut short) then costs the steps since the previous one, not the run. A crash between the
-    two renames leaves only the previous one, which the resume reads."""
+    (a full disk, a copy cut short) then costs the steps since the previous one, not the run.
+
+    last.pt is never missing once written: last-previous.pt becomes a second name (a hard link) of the old last.pt
+    while it stays in place, then the new one replaces it atomically, so a process killed at any moment leaves a
+    last.pt, old or new (where the filesystem has no hard links the old one is moved, and a kill between the two
+    renames leaves only last-previous.pt, which the resume reads too)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)  # before touching the files: the slow part is no window in which one is missing
     if run.last.is_file():
-        os.replace(run.last, run.last_previous)
-    _atomic_save(obj, run.last)
+        try:
+            run.last_previous_link.unlink(missing_ok=True)
+            os.link(run.last, run.last_previous_link)
+            os.replace(run.last_previous_link, run.last_previous)
+            # rename() does nothing when both names are already the same file (a save stopped after this step)
+            run.last_previous_link.unlink(missing_ok=True)
+        except OSError:
+            os.replace(run.last, run.last_previous)
+    atomic_write_bytes(run.last, buffer.getvalue())
 
 
 def _load_checkpoint_file(path: Path) -> tuple[dict | None, str, bool]:
