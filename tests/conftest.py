@@ -1,6 +1,6 @@
 """Shared test set-up: one thread per test module, torch's global generator seeded before each test, the CPU as
-the default device outside tests/test_cuda.py, and the folder each module's problem corpus is written to (the problem files themselves come from planning_corpus.py,
-built deterministically and cached by folder)."""
+the default device outside tests/test_cuda.py, and the folder each module's problem corpus is written to (the
+problem files themselves come from planning_corpus.py, built deterministically and cached by folder)."""
 from __future__ import annotations
 
 import pytest

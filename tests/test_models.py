@@ -369,7 +369,6 @@ def test_hgn_equals_dense_reference_in_float64(hgn_batch, monkeypatch, sorted_se
     # the CPU's sparse layout, and the one CUDA uses (bitwise reproducible there), both against the reference
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
-    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
@@ -390,7 +389,6 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
     # incidences in any order (the sparse matrices are built by sorting them), gradients included
     monkeypatch.setattr(strips_hgn, "_sorted_segments_on", lambda device: sorted_segments)
     encoder, examples = hgn_batch
-    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     with torch.no_grad():
         for p in model.parameters():
@@ -409,7 +407,6 @@ def test_hgn_with_unsorted_incidences_equals_dense_reference_in_float64(hgn_batc
 
 def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
     encoder, examples = hgn_batch
-    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     together = model(encoder.collate_examples(examples).double())
     alone = torch.cat([model(encoder.collate_examples([e]).double()) for e in examples])
@@ -418,7 +415,6 @@ def test_hgn_batch_equals_graphs_one_by_one(hgn_batch):
 
 def test_hgn_is_invariant_to_fact_and_action_order(hgn_batch):
     encoder, examples = hgn_batch
-    torch.manual_seed(0)  # the same weights whatever ran before in this process
     model = STRIPSHGN(layout="means").double()
     g = encoder.collate_examples(examples[:1]).double()
     n, e = g.node_features.shape[0], g.edge_features.shape[0]

@@ -263,6 +263,8 @@ def test_a_process_stopped_while_its_resume_checkpoint_is_replaced_leaves_one_to
     old one is moved and last-previous.pt alone holds it, which the resume reads."""
     import os
 
+    import torch
+
     import tnlib.learning.training as training
     from tnlib.learning.run_files import RunDir
 
@@ -285,10 +287,4 @@ def test_a_process_stopped_while_its_resume_checkpoint_is_replaced_leaves_one_to
     assert run.last.is_file() == hard_links and (not hard_links or run.last.read_bytes() == old)
     monkeypatch.undo()
     training._save_last({"step": 30}, run)  # the next checkpoint after a resume: the link name left is reused
-    assert torch_load(run.last)["step"] == 30 and not run.last_previous_link.exists()
-
-
-def torch_load(path: Path) -> dict:
-    import torch
-
-    return torch.load(path, weights_only=True)
+    assert torch.load(run.last, weights_only=True)["step"] == 30 and not run.last_previous_link.exists()

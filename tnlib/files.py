@@ -164,9 +164,10 @@ def unlock(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def _exclusive_lock(path: str | os.PathLike, wait: bool, waiting: str | None = None) -> Iterator[bool]:
-    """An exclusive advisory lock on ``path`` (created if missing): yields True holding it; when another process
-    holds it, waits for it (``waiting`` printed first) or, without ``wait``, yields False at once, holding nothing."""
+def locked(path: str | os.PathLike, waiting: str | None = None) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block: several processes
+    (`generate` runs, `data train-pairs`) may update one dataset's manifests. ``waiting``: a line printed to stderr
+    when another process holds the lock, before waiting for it (a wait of hours should not look like a hang)."""
     import fcntl
 
     path = Path(path)
@@ -175,28 +176,24 @@ def _exclusive_lock(path: str | os.PathLike, wait: bool, waiting: str | None = N
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if not wait:
-                yield False
-                return
             if waiting:
                 print(waiting, file=sys.stderr, flush=True)
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield True
+            yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
-def locked(path: str | os.PathLike, waiting: str | None = None) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if missing) for the ``with`` block: several processes
-    (`generate` runs, `data train-pairs`) may update one dataset's manifests. ``waiting``: a line printed to stderr
-    when another process holds the lock, before waiting for it (a wait of hours should not look like a hang)."""
-    with _exclusive_lock(path, wait=True, waiting=waiting):
-        yield
-
-
-def locked_if_free(path: str | os.PathLike) -> contextlib.AbstractContextManager[bool]:
-    """:func:`locked` without the wait: yields True holding the lock when no other process holds it, else False
+def locked_if_free(path: str | os.PathLike) -> Iterator[bool]:
+    """:func:`try_lock` for a ``with`` block: yields True holding the lock when no other process holds it, else False
     at once, holding nothing -- a sweep then does the runs nobody is working on first and comes back to this one."""
-    return _exclusive_lock(path, wait=False)
+    fd = try_lock(path)
+    if fd is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        unlock(fd)

@@ -324,11 +324,15 @@ def same_dataset(root, other) -> bool:
         return False
 
 
-def _atomic_save(obj: dict, path: Path) -> None:
-    """A checkpoint written atomically: a crash never leaves a half-written file."""
+def _checkpoint_bytes(obj: dict) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def _atomic_save(obj: dict, path: Path) -> None:
+    """A checkpoint written atomically: a crash never leaves a half-written file."""
+    atomic_write_bytes(path, _checkpoint_bytes(obj))
 
 
 def _save_last(obj: dict, run: RunDir) -> None:
@@ -339,8 +343,7 @@ def _save_last(obj: dict, run: RunDir) -> None:
     while it stays in place, then the new one replaces it atomically, so a process killed at any moment leaves a
     last.pt, old or new (where the filesystem has no hard links the old one is moved, and a kill between the two
     renames leaves only last-previous.pt, which the resume reads too)."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)  # before touching the files: the slow part is no window in which one is missing
+    data = _checkpoint_bytes(obj)  # before touching the files: the slow part is no window in which one is missing
     if run.last.is_file():
         try:
             run.last_previous_link.unlink(missing_ok=True)
@@ -350,7 +353,7 @@ def _save_last(obj: dict, run: RunDir) -> None:
             run.last_previous_link.unlink(missing_ok=True)
         except OSError:
             os.replace(run.last, run.last_previous)
-    atomic_write_bytes(run.last, buffer.getvalue())
+    atomic_write_bytes(run.last, data)
 
 
 def _load_checkpoint_file(path: Path) -> tuple[dict | None, str, bool]:
