@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,9 @@ from tnlib.experiments.run_dir import ResultsDir
 from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split
+from tnlib.planning.heuristics import evaluate_all
 from tnlib.planning.pddl import resolve_domain
+from tnlib.planning.task import load_task
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, checkpoint_encoder, load_checkpoint, train
 from tnlib.planning.search_settings import DISTINCT, PAPER, SearchSettings
@@ -121,6 +124,50 @@ def test_clip_estimate_is_for_gaussian_models_only(tmp_path, rows):
     assert clipped(state)[0] == pytest.approx(max(plain(state)[0], lmcut), rel=1e-6)
     with pytest.raises(ValueError, match="unknown estimate"):
         LearnedHeuristic(n, resolve_domain("blocksworld"), problem, estimate="median")
+
+
+DEAD_END_DOMAIN = Path(__file__).resolve().parent / "data" / "deadend-domain.pddl"
+DEAD_END_PROBLEM = Path(__file__).resolve().parent / "data" / "deadend-problem.pddl"
+
+
+def _dead_end_rows() -> tuple[object, list[dict]]:
+    """The fragile-vase task (dropping the vase is a dead end) and the rows of its two live states."""
+    task = load_task(DEAD_END_DOMAIN, DEAD_END_PROBLEM)
+    states = [task.init, task.apply(task.init, "(walk)")]
+    values = evaluate_all(task, states)
+    rows = []
+    for i, state in enumerate(states):
+        row = {key: float(v[i]) for key, v in values.items()}
+        row.update(state=sorted(task.state_to_facts(state)), goal=["(delivered)"], h_star=float(2 - i),
+                   instance="fragile-1", problem=str(DEAD_END_PROBLEM), domain=str(DEAD_END_DOMAIN))
+        rows.append(row)
+    return task, rows
+
+
+@pytest.mark.parametrize("distribution, residual, estimate", [
+    ("N", "ff", "default"), ("N", "none", "default"), ("N", "ff", "clip"), ("N", "none", "clip"),
+    ("TN", "ff", "default"), ("TN", "none", "default")])
+def test_dead_ends_are_infinite_whether_or_not_the_estimate_reads_the_bound(tmp_path, distribution, residual,
+                                                                              estimate):
+    # N's mu never reads LM-cut's value, so its search skips LM-cut and finds dead ends with a cheaper relaxation
+    # heuristic: the values must be the head's estimates on the dataset's items (LM-cut included) all the same
+    task, rows = _dead_end_rows()
+    config = TrainConfig.from_dict(dict(domain=str(DEAD_END_DOMAIN), model="linear", steps=5, batch_size=2,
+                                        eval_every=5, out_dir=str(tmp_path), progress=False, seed=0,
+                                        distribution=distribution, residual=residual))
+    items = items_from_rows(rows, "lmcut", residual)
+    run = train(config, items, items)
+    heuristic = LearnedHeuristic(run, DEAD_END_DOMAIN, DEAD_END_PROBLEM, estimate=estimate)
+    assert ("lmcut" in heuristic.heuristics) == (distribution == "TN" or estimate == "clip")
+    live = [task.init, task.apply(task.init, "(walk)")]
+    values = heuristic([live[0], task.apply(task.init, "(drop)"), live[1]])
+    assert math.isinf(values[1])
+    model, head, _, saved = load_checkpoint(run)
+    batch = checkpoint_encoder(config, saved).collate_items(items)
+    with torch.no_grad():
+        prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+    expected = prediction.clipped_point_estimate() if estimate == "clip" else prediction.point_estimate()
+    np.testing.assert_allclose(values[[0, 2]], expected.double().numpy(), rtol=1e-6)
 
 
 def test_plan_split_on_the_shipped_data_is_resumable(tmp_path):

@@ -9,7 +9,10 @@ data -- runs one forward pass and returns the head's point estimate:
   at planning time there is no satisficing plan cost to bound h* with).
 
 A state whose lower bound is infinite (LM-cut or h_max prove a dead end) is a dead end for the search too, without
-a forward pass. :func:`search_problem` runs GBFS with one on one problem and validates the plan; planning a whole split with it,
+a forward pass. An N model planning with mu never uses the bound's value, only whether it is infinite: every
+relaxation heuristic is infinite on exactly the states the delete relaxation cannot solve, so its residual h_FF
+answers that when it has one, and h_max (one relaxed exploration, where LM-cut runs several) when it has none; the
+search, its counts and its plans are the same. :func:`search_problem` runs GBFS with one on one problem and validates the plan; planning a whole split with it,
 one record per instance, is :mod:`tnlib.learning.split_planning`'s.
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ import torch
 
 from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
 from tnlib.learning.wl_features import WLPackedEncoder
-from tnlib.planning.heuristics import linear_features, make_heuristic
+from tnlib.planning.heuristics import RELAXATION_HEURISTICS, linear_features, make_heuristic
 from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.pddl import problem_atoms
@@ -62,7 +65,14 @@ class LearnedHeuristic:
         init_atoms, self.goal_atoms = problem_atoms(domain_file, problem_file)
         # the dataset's states list static atoms too (grounding compiles them away): add them the same way
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
-        names = {self.config.head.residual, self.config.head.lower_bound} - {"none"}
+        head = self.config.head
+        # whether the estimate reads the lower bound's value (TN's mean and N+clip do; N's mu does not)
+        self.uses_lower_bound = head.lower_bound != "none" and not (head.distribution == "N" and estimate == "default")
+        names = {head.residual} - {"none"}
+        if self.uses_lower_bound:
+            names.add(head.lower_bound)
+        elif head.lower_bound in RELAXATION_HEURISTICS and not names & set(RELAXATION_HEURISTICS):
+            names.add("hmax")  # the bound's dead ends, the cheapest way
         self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
         # model inputs straight from the packed states (no atom strings per state); _items is the dataset route
         self.packed_encoder = None
@@ -85,7 +95,7 @@ class LearnedHeuristic:
         items = []
         for i, state in enumerate(states):
             atoms = sorted(self.static_atoms + [self.task.fact_names[f] for f in self.task.state_to_indices(state)])
-            lower = values[self.config.head.lower_bound][i] if self.config.head.lower_bound != "none" else -math.inf
+            lower = values[self.config.head.lower_bound][i] if self.uses_lower_bound else -math.inf
             residual = values[self.config.head.residual][i] if self.config.head.residual != "none" else 0.0
             item = {"state": atoms, "goal": self.goal_atoms, "problem": self.problem_file,
                     "domain": self.config.domain, "instance": Path(self.problem_file).stem,
@@ -118,7 +128,7 @@ class LearnedHeuristic:
         else:
             inputs = self.packed_encoder(states)
         lower = (torch.as_tensor(values[self.config.head.lower_bound], dtype=torch.float32)
-                 if self.config.head.lower_bound != "none" else torch.full((batch,), -math.inf))
+                 if self.uses_lower_bound else torch.full((batch,), -math.inf))
         residual = (torch.as_tensor(values[self.config.head.residual], dtype=torch.float32)
                     if self.config.head.residual != "none" else torch.zeros(batch))
         return inputs, residual, lower, torch.full((batch,), math.inf)

@@ -39,6 +39,9 @@ from tnlib.planning.task import State, Task, pack_states
 
 INF_DIST = np.int64(1) << 40  # "unreachable" inside kernels; becomes math.inf outside
 HEURISTIC_NAMES = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
+#: The heuristics of the delete relaxation: each is infinite on exactly the states whose relaxed task has no plan,
+#: so any one of them tells the same dead ends.
+RELAXATION_HEURISTICS = ("hmax", "hadd", "ff", "lmcut")
 
 
 # ---------------------------------------------------------------------------------------------------------------
