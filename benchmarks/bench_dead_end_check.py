@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_wl import DOMAINS, WARM_UP_EVALUATIONS, largest_plan_instance  # noqa: E402
+from bench_wl import WARM_UP_EVALUATIONS, largest_plan_instance  # noqa: E402
+from tnlib.paper import DOMAINS  # noqa: E402
 
 MODELS = ("wl", "linear", "nlm")
 CONFIGS = {"learn/ff": dict(sigma="learn", residual="ff"), "fixed/none": dict(sigma="fixed", residual="none")}

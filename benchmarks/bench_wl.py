@@ -34,8 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
-
+from tnlib.paper import DOMAINS  # noqa: E402
 
 WARM_UP_EVALUATIONS = 50
 
