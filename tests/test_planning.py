@@ -157,6 +157,7 @@ def test_dead_ends_are_infinite_whether_or_not_the_estimate_reads_the_bound(tmp_
                                         distribution=distribution, residual=residual))
     items = items_from_rows(rows, "lmcut", residual)
     run = train(config, items, items)
+    assert run.parent == tmp_path  # named by the domain file, not its path
     heuristic = LearnedHeuristic(run, DEAD_END_DOMAIN, DEAD_END_PROBLEM, estimate=estimate)
     assert ("lmcut" in heuristic.heuristics) == (distribution == "TN" or estimate == "clip")
     live = [task.init, task.apply(task.init, "(walk)")]

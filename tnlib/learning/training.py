@@ -160,7 +160,12 @@ class TrainConfig:
         setting, default = ((head.sigma_link, HeadConfig.sigma_link) if head.sigma == "learn"
                             else (head.fixed_sigma, HeadConfig.fixed_sigma))
         variant = "" if setting == default else f"-{setting}"
-        return (f"{self.domain}-{self.model}-{head.distribution}-{head.sigma}{variant}-{head.residual}"
+        # a domain given as a file names the run by the file (its folder, for a folder's domain.pddl): the path
+        # itself would put the run folder beside the domain, outside out_dir
+        domain = Path(self.domain)
+        if len(domain.parts) > 1 or domain.suffix == ".pddl":
+            domain = domain.parent.name if domain.stem == "domain" else domain.stem
+        return (f"{domain}-{self.model}-{head.distribution}-{head.sigma}{variant}-{head.residual}"
                 f"-l{head.lower_bound}{upper}-s{self.seed}")
 
     def to_dict(self) -> dict:
