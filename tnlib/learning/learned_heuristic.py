@@ -12,7 +12,9 @@ A state whose lower bound is infinite (LM-cut or h_max prove a dead end) is a de
 a forward pass. An N model planning with mu never uses the bound's value, only whether it is infinite: every
 relaxation heuristic is infinite on exactly the states the delete relaxation cannot solve, so its residual h_FF
 answers that when it has one, and h_max (one relaxed exploration, where LM-cut runs several) when it has none; the
-search, its counts and its plans are the same. :func:`search_problem` runs GBFS with one on one problem and validates the plan; planning a whole split with it,
+search, its counts and its plans are the same.
+
+:func:`search_problem` runs GBFS with one on one problem and validates the plan; planning a whole split with it,
 one record per instance, is :mod:`tnlib.learning.split_planning`'s.
 """
 from __future__ import annotations
@@ -67,7 +69,8 @@ class LearnedHeuristic:
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
         head = self.config.head
         # whether the estimate reads the lower bound's value (TN's mean and N+clip do; N's mu does not)
-        self.uses_lower_bound = head.lower_bound != "none" and not (head.distribution == "N" and estimate == "default")
+        self.uses_lower_bound = (head.lower_bound != "none"
+                                 and not (head.distribution == "N" and estimate == "default"))
         names = {head.residual} - {"none"}
         if self.uses_lower_bound:
             names.add(head.lower_bound)

@@ -162,9 +162,9 @@ class TrainConfig:
         variant = "" if setting == default else f"-{setting}"
         # a domain given as a file names the run by the file (its folder, for a folder's domain.pddl): the path
         # itself would put the run folder beside the domain, outside out_dir
-        domain = Path(self.domain)
-        if len(domain.parts) > 1 or domain.suffix == ".pddl":
-            domain = domain.parent.name if domain.stem == "domain" else domain.stem
+        domain, path = self.domain, Path(self.domain)
+        if len(path.parts) > 1 or path.suffix == ".pddl":
+            domain = path.parent.name if path.stem == "domain" else path.stem
         return (f"{domain}-{self.model}-{head.distribution}-{head.sigma}{variant}-{head.residual}"
                 f"-l{head.lower_bound}{upper}-s{self.seed}")
 
