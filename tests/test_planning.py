@@ -130,8 +130,8 @@ DEAD_END_DOMAIN = Path(__file__).resolve().parent / "data" / "deadend-domain.pdd
 DEAD_END_PROBLEM = Path(__file__).resolve().parent / "data" / "deadend-problem.pddl"
 
 
-def _dead_end_rows() -> tuple[object, list[dict]]:
-    """The fragile-vase task (dropping the vase is a dead end) and the rows of its two live states."""
+def _dead_end_rows() -> tuple[object, list, list[dict]]:
+    """The fragile-vase task (dropping the vase is a dead end), its two live states and their rows."""
     task = load_task(DEAD_END_DOMAIN, DEAD_END_PROBLEM)
     states = [task.init, task.apply(task.init, "(walk)")]
     values = evaluate_all(task, states)
@@ -141,7 +141,7 @@ def _dead_end_rows() -> tuple[object, list[dict]]:
         row.update(state=sorted(task.state_to_facts(state)), goal=["(delivered)"], h_star=float(2 - i),
                    instance="fragile-1", problem=str(DEAD_END_PROBLEM), domain=str(DEAD_END_DOMAIN))
         rows.append(row)
-    return task, rows
+    return task, states, rows
 
 
 @pytest.mark.parametrize("distribution, residual, estimate", [
@@ -151,7 +151,7 @@ def test_dead_ends_are_infinite_whether_or_not_the_estimate_reads_the_bound(tmp_
                                                                               estimate):
     # N's mu never reads LM-cut's value, so its search skips LM-cut and finds dead ends with a cheaper relaxation
     # heuristic: the values must be the head's estimates on the dataset's items (LM-cut included) all the same
-    task, rows = _dead_end_rows()
+    task, live, rows = _dead_end_rows()
     config = TrainConfig.from_dict(dict(domain=str(DEAD_END_DOMAIN), model="linear", steps=5, batch_size=2,
                                         eval_every=5, out_dir=str(tmp_path), progress=False, seed=0,
                                         distribution=distribution, residual=residual))
@@ -160,7 +160,6 @@ def test_dead_ends_are_infinite_whether_or_not_the_estimate_reads_the_bound(tmp_
     assert run.parent == tmp_path  # named by the domain file, not its path
     heuristic = LearnedHeuristic(run, DEAD_END_DOMAIN, DEAD_END_PROBLEM, estimate=estimate)
     assert ("lmcut" in heuristic.heuristics) == (distribution == "TN" or estimate == "clip")
-    live = [task.init, task.apply(task.init, "(walk)")]
     values = heuristic([live[0], task.apply(task.init, "(drop)"), live[1]])
     assert math.isinf(values[1])
     model, head, _, saved = load_checkpoint(run)

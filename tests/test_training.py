@@ -259,12 +259,12 @@ def test_paper_defaults():
     assert TrainConfig(model="linear", weight_decay=0.05).decay == 0.05
 
 
-
 @pytest.mark.parametrize("domain, begins", [("ferry", "ferry-"), ("/problems/fragile.pddl", "fragile-"),
                                             ("fragile.pddl", "fragile-"), ("/problems/ferry2/domain.pddl", "ferry2-")])
 def test_a_run_is_named_by_its_domain_key_or_file_and_never_by_a_path(domain, begins):
     name = TrainConfig(domain=domain, model="linear").name
     assert name.startswith(begins) and "/" not in name and ".pddl" not in name
+
 
 @pytest.mark.parametrize("model, weight_decay, expected", [
     ("linear", None, 0.0), ("nlm", None, 1e-2), ("hgn", None, 0.0), ("linear", 0.03, 0.03),

@@ -95,6 +95,12 @@ def point_estimates(distribution: str) -> tuple[str, ...]:
     return POINT_ESTIMATES if _check_choice("distribution", distribution, DISTRIBUTIONS) == "N" else POINT_ESTIMATES[:1]
 
 
+def estimate_reads_lower_bound(distribution: str, estimate: str) -> bool:
+    """Whether a point estimate depends on the lower bound's value: TN's mean and N+clip do, N's mu does not (a
+    planner then needs the bound only where it is infinite, at dead ends)."""
+    return not (distribution == "N" and estimate == "default")
+
+
 class Prediction:
     """The predicted distribution of h* for a batch of states, with the bounds it was built with.
 

@@ -30,7 +30,7 @@ import torch
 from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
 from tnlib.learning.wl_features import WLPackedEncoder
 from tnlib.planning.heuristics import RELAXATION_HEURISTICS, linear_features, make_heuristic
-from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
+from tnlib.learning.heads import POINT_ESTIMATES, estimate_reads_lower_bound, point_estimates
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.search import SearchResult, gbfs
@@ -68,9 +68,8 @@ class LearnedHeuristic:
         # the dataset's states list static atoms too (grounding compiles them away): add them the same way
         self.static_atoms = [atom for atom in init_atoms if atom not in self.task.fact_index]
         head = self.config.head
-        # whether the estimate reads the lower bound's value (TN's mean and N+clip do; N's mu does not)
         self.uses_lower_bound = (head.lower_bound != "none"
-                                 and not (head.distribution == "N" and estimate == "default"))
+                                 and estimate_reads_lower_bound(head.distribution, estimate))
         names = {head.residual} - {"none"}
         if self.uses_lower_bound:
             names.add(head.lower_bound)
