@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 from pathlib import Path
 
@@ -54,10 +55,11 @@ def device_for_reading(trained_on: str | None) -> torch.device:
 def machine_kind(device: str | torch.device | None = None) -> str:
     """The kind of hardware that computes on ``device`` (default: the CPU), as reports and run folders name it.
 
-    A CPU is its model name and the vector instructions torch's kernels use on it (``AMD EPYC, AVX512``); a CUDA
-    device its name and CUDA version. float32 training rounds differently on another kind -- AVX-512 against AVX2
-    kernels, a GPU against a CPU -- so exact figures repeat on their own kind only, and a run trained on two kinds
-    is the product of that sequence of machines."""
+    A CPU is its model name and the vector instructions torch's kernels use on it (``AMD EPYC, AVX512``), and the
+    OpenBLAS kernels where the environment forces them (``AMD EPYC, AVX512, OpenBLAS Haswell``, see
+    :func:`forced_blas_kernels`); a CUDA device its name and CUDA version. float32 training rounds differently on
+    another kind -- AVX-512 against AVX2 kernels, a GPU against a CPU -- so exact figures repeat on their own kind
+    only, and a run trained on two kinds is the product of that sequence of machines."""
     device = torch.device("cpu" if device is None else device)
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)}, CUDA {torch.version.cuda}"
@@ -67,4 +69,23 @@ def machine_kind(device: str | torch.device | None = None) -> str:
             if line.startswith("model name"):
                 name = line.split(":", 1)[1].strip()
                 break
-    return f"{name}, {torch.backends.cpu.get_cpu_capability()}"
+    kind = f"{name}, {torch.backends.cpu.get_cpu_capability()}"
+    forced = forced_blas_kernels()
+    return f"{kind}, {forced}" if forced else kind
+
+
+def forced_blas_kernels() -> str | None:
+    """The OpenBLAS kernels the environment forces (``OPENBLAS_CORETYPE``, ``OPENBLAS_L2_SIZE``), as the BLAS
+    that NLM's numba kernels call reports them (``OpenBLAS Haswell``, ``OpenBLAS Haswell, L2 512``); None where
+    OpenBLAS picks its kernels from the CPU, which the rest of the kind already names. Some machines set these
+    variables to keep older OpenBLAS builds off kernels that fail on their processor; the AVX2 kernels they force
+    on an AVX-512 CPU round NLM's training differently from the ones OpenBLAS picks there itself."""
+    coretype, l2_size = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("OPENBLAS_L2_SIZE")
+    if not coretype and not l2_size:
+        return None
+    import scipy.linalg.cython_blas  # noqa: F401 - loads the BLAS numba's np.dot calls, so threadpoolctl sees it
+    from threadpoolctl import threadpool_info
+
+    found = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
+    kernels = "/".join(sorted(a for a in found if a)) or coretype or "default"
+    return f"OpenBLAS {kernels}" + (f", L2 {l2_size}" if l2_size else "")

@@ -13,8 +13,10 @@ Linear regression does not run NLM's kernels, so a second check (:func:`check_cu
 with every validation in their curves.jsonl and the kind of machine of every stretch of steps in machines.jsonl)
 and compares its curve, value for value, with the committed one -- on a run whose first steps were trained on this
 machine's kind, and only on kinds where such a rerun once agreed (:data:`CURVE_RERUNS`, written by ``--record``):
-the kind is a CPU model and vector ISA, and two machines of one kind could still differ in the kernels their
-compilers pick, which the check would report as the code's doing.
+the kind is a CPU model, its vector ISA and OpenBLAS's kernels where the environment forces them (NLM's kernels
+call OpenBLAS, and an AVX-512 machine forced onto its Haswell kernels rounds NLM's training differently), and two
+machines of one kind could still differ in the kernels their compilers pick, which the check would report as the
+code's doing.
 
 STRIPS-HGN and WL features have no committed run folders (a STRIPS-HGN run's checkpoints are 840 KB), so a third
 check (:func:`check_model_curves`) trains a fixed short run of each (:data:`MODEL_CURVE_RUNS`) and compares its
