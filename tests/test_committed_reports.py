@@ -37,7 +37,7 @@ def test_training_a_committed_nlm_runs_first_steps_again_gives_its_committed_cur
 
 
 @pytest.mark.slow
-def test_training_strips_hgn_and_wl_again_gives_the_curves_recorded_for_this_kind():
+def test_training_strips_hgn_wl_and_nlm_again_gives_the_curves_recorded_for_this_kind():
     try:
         against, changed = check_model_curves()
     except LookupError as err:
@@ -53,23 +53,39 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     monkeypatch.setattr("tnlib.experiments.rerun_check.machine_kind", lambda: kind["now"])
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     curves = {"hgn": [{"step": "100", "train_loss": "0.5", "val_mse": "1.5", "val_nll": "2.0"}],
-              "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}]}
+              "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}],
+              "nlm": [{"step": "100", "train_loss": "0.75", "val_mse": "1.75", "val_nll": "2.25"}]}
     monkeypatch.setattr(rerun_check, "model_curve", lambda model: [dict(row) for row in curves[model]])
     with pytest.raises(LookupError, match=r"this kind of machine \(CPU X, AVX2\)"):
         check_model_curves(path=path)
     against, lines = check_model_curves(record=True, path=path)
-    assert lines == [] and against.endswith("hgn, wl recorded for this kind in curve-references.csv")
+    assert lines == [] and against.endswith("hgn, wl, nlm recorded for this kind in curve-references.csv")
     kind["now"] = "CPU Y, AVX512"
     check_model_curves(record=True, path=path)
     saved = list(csv.DictReader(path.open()))
     assert [(r["machine"], r["model"], r["commit"]) for r in saved] == [
-        ("CPU X, AVX2", "hgn", "def5678"), ("CPU X, AVX2", "wl", "def5678"),
-        ("CPU Y, AVX512", "hgn", "def5678"), ("CPU Y, AVX512", "wl", "def5678")]
+        (machine, model, "def5678") for machine in ("CPU X, AVX2", "CPU Y, AVX512") for model in ("hgn", "wl", "nlm")]
     curves["wl"] = [{"step": "100", "train_loss": "0.25", "val_mse": "1.2500001", "val_nll": "2.5"}]
     against, lines = check_model_curves(path=path)
-    assert against == "the first 300 steps of hgn, wl (CPU Y, AVX512)"
+    assert against == "the first 300 steps of hgn, wl, nlm (CPU Y, AVX512)"
     assert lines == ["wl step 100: val_mse 1.2500001 now, 1.25 recorded"]
-    assert len(list(csv.DictReader(path.open()))) == 4  # a comparison writes nothing
+    assert len(list(csv.DictReader(path.open()))) == 6  # a comparison writes nothing
+    # a kind recorded before a model joined the check: the others compared, the newcomer named and recorded on ask
+    _write_without_model(path, "CPU Y, AVX512", "nlm")
+    against, lines = check_model_curves(path=path)
+    assert against == ("the first 300 steps of hgn, wl (CPU Y, AVX512); nlm not compared: nothing recorded for "
+                       "this kind (--record records it)")
+    against, _ = check_model_curves(record=True, path=path)
+    assert against.endswith("; nlm recorded for this kind in curve-references.csv")
+    assert len(list(csv.DictReader(path.open()))) == 6
+
+
+def _write_without_model(path, machine: str, model: str) -> None:
+    rows = [r for r in csv.DictReader(path.open()) if (r["machine"], r["model"]) != (machine, model)]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
@@ -208,7 +224,7 @@ def test_the_command_checks_records_and_says_which_rows_it_compared_with(report,
     assert main(["rerun-check"]) == 1
     out = capsys.readouterr().out
     assert f"compared with {REFERENCES} (CPU Y, AVX2)" in out and "mse 1.6 now, 1.5 committed" in out
-    assert "compared with the first 300 steps of hgn, wl (CPU Y, AVX2)" in out  # recorded by --record above
+    assert "compared with the first 300 steps of hgn, wl, nlm (CPU Y, AVX2)" in out  # recorded by --record above
 
 
 def test_the_committed_references_name_their_machines_and_rows_of_the_checked_subset():

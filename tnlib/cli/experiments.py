@@ -239,15 +239,16 @@ def register_rerun_check(subparsers) -> None:
                     "15 s here) and compare the per-seed metrics with those committed for this kind of machine, digit "
                     f"for digit; then train the first {CURVE_STEPS} steps of a committed NLM five-seed run trained on "
                     "this kind of machine again and compare its validation curve (about 10 s), on kinds where "
-                    "that once agreed; then train a fixed short STRIPS-HGN and WL run and compare their curves with "
-                    "those recorded for this kind (about 20 s). Exit 0 when all agree, 1 when one differs (a change "
+                    "that once agreed; then train a fixed short STRIPS-HGN, WL and NLM run and compare their curves "
+                    "with those recorded for this kind (about 30 s). Exit 0 when all agree, 1 when one differs (a change "
                     "moved rounding: rerun the reports it touches), 2 when nothing was made or confirmed on this "
                     "kind of machine.")
     parser.add_argument("--record", action="store_true",
                         help="where the linear report holds nothing made on this kind of machine, record the rerun "
                              "as its reference (rerun-references.csv beside the report); where no NLM rerun was "
                              "confirmed on it, confirm it if the curve agrees (curve-reruns.csv beside the runs); "
-                             "where no STRIPS-HGN or WL curve is recorded for it, record them (curve-references.csv)")
+                             "where no STRIPS-HGN, WL or NLM curve is recorded for it, record them "
+                             "(curve-references.csv)")
     parser.set_defaults(func=_run_rerun_check)
 
 

@@ -18,9 +18,10 @@ call OpenBLAS, and an AVX-512 machine forced onto its Haswell kernels rounds NLM
 machines of one kind could still differ in the kernels their compilers pick, which the check would report as the
 code's doing.
 
-STRIPS-HGN and WL features have no committed run folders (a STRIPS-HGN run's checkpoints are 840 KB), so a third
-check (:func:`check_model_curves`) trains a fixed short run of each (:data:`MODEL_CURVE_RUNS`) and compares its
-curve with the one recorded for this kind of machine in :data:`MODEL_CURVE_REFERENCES` (``--record`` adds a kind).
+STRIPS-HGN and WL features have no committed run folders (a STRIPS-HGN run's checkpoints are 840 KB), and a kind of
+machine may have none of nlm5/'s runs, so a third check (:func:`check_model_curves`) trains a fixed short run of
+STRIPS-HGN, WL and NLM (:data:`MODEL_CURVE_RUNS`) and compares each curve with the one recorded for this kind of
+machine in :data:`MODEL_CURVE_REFERENCES` (``--record`` adds a kind, or a model a kind lacks).
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ CURVE_RERUNS = "curve-reruns.csv"
 CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
 # The models checked by a fixed short run each (gripper, TN learn/ff, seed 0, data/small at batch 64, on the CPU) and
 # the file of their curves as each kind of machine trained them.
-MODEL_CURVE_RUNS = ("hgn", "wl")
+MODEL_CURVE_RUNS = ("hgn", "wl", "nlm")
 MODEL_CURVE_REFERENCES = REPO_ROOT / "reports" / "converged" / "curve-references.csv"
 MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
 # The kind of machine of a report whose header names none (headers before they did): this project's 2-core AMD
@@ -265,11 +266,12 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
     mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
     if not record and not any(mine.values()):
-        raise LookupError(f"no STRIPS-HGN or WL curve recorded for this kind of machine ({machine}) in "
+        raise LookupError(f"no STRIPS-HGN, WL or NLM curve recorded for this kind of machine ({machine}) in "
                           f"{path.name}: record them with --record")
-    lines, compared, recorded = [], [], []
+    lines, compared, recorded, missing = [], [], [], []
     for model in MODEL_CURVE_RUNS:
         if not mine[model] and not record:
+            missing.append(model)
             continue
         rerun = model_curve(model)
         if not mine[model]:
@@ -286,4 +288,6 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
                f"nothing yet ({machine})")
     if recorded:
         against += f"; {', '.join(recorded)} recorded for this kind in {path.name}"
+    if missing:
+        against += f"; {', '.join(missing)} not compared: nothing recorded for this kind (--record records it)"
     return against, lines
