@@ -71,7 +71,8 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     assert lines == ["wl step 100: val_mse 1.2500001 now, 1.25 recorded"]
     assert len(list(csv.DictReader(path.open()))) == 6  # a comparison writes nothing
     # a kind recorded before a model joined the check: the others compared, the newcomer named and recorded on ask
-    _write_without_model(path, "CPU Y, AVX512", "nlm")
+    rows = [r for r in rerun_check._read_csv_rows(path) if (r["machine"], r["model"]) != ("CPU Y, AVX512", "nlm")]
+    rerun_check._write_rows(path, rerun_check.MODEL_CURVE_COLUMNS, rows)
     against, lines = check_model_curves(path=path)
     assert against == ("the first 300 steps of hgn, wl (CPU Y, AVX512); nlm not compared: nothing recorded for "
                        "this kind (--record records it)")
@@ -79,13 +80,6 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     assert against.endswith("; nlm recorded for this kind in curve-references.csv")
     assert len(list(csv.DictReader(path.open()))) == 6
 
-
-def _write_without_model(path, machine: str, model: str) -> None:
-    rows = [r for r in csv.DictReader(path.open()) if (r["machine"], r["model"]) != (machine, model)]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
