@@ -81,7 +81,6 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     assert len(list(csv.DictReader(path.open()))) == 6
 
 
-
 def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
     def fake_run(name, machines, last_step):
         run = tmp_path / name
