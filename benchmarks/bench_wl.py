@@ -18,6 +18,13 @@ Per domain, in one run:
   first calls made) and its peak resident memory (the whole process: Python, torch and the task included).
 
 The last columns are WL / NLM.
+
+With ``--to-flat WL_RUNS NLM_RUNS`` (two sweeps' results folders trained until flat on the same data, e.g.
+runs/paper-scale-wl and reports/paper-scale/runs, with ``--data-profile paper``) a second table gives each model's
+training time to flat per domain: the steps its runs trained (the until-flat rule's end: median and range over the
+folder's runs of that domain) times the seconds per step measured above, in this same run. The runs' own wall times
+are not used: they were trained on other machines beside other jobs, so their ratio would mix the two models with
+the load.
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,10 +60,10 @@ def largest_plan_instance(domain: str) -> Path:
     return max(files, key=lambda p: (size(p), -files.index(p)))
 
 
-def train_seconds(domain: str, model: str, steps: int, folder: Path) -> dict:
+def train_seconds(domain: str, model: str, steps: int, folder: Path, profile: str = "small") -> dict:
     from tnlib.learning.training import TrainConfig, train
 
-    config = TrainConfig(domain=domain, model=model, data_root=str(ROOT / "data" / "small"), steps=steps,
+    config = TrainConfig(domain=domain, model=model, data_root=str(ROOT / "data" / profile), steps=steps,
                          batch_size=64, eval_every=100, out_dir=str(folder), progress=False, device="cpu",
                          model_args={})
     started = time.perf_counter()
@@ -63,6 +72,31 @@ def train_seconds(domain: str, model: str, steps: int, folder: Path) -> dict:
     curves = [json.loads(line) for line in (run / "curves.jsonl").read_text().splitlines()]
     return {"run": str(run), "per_step": curves[-1]["seconds"] / curves[-1]["step"],
             "setup": total - curves[-1]["seconds"]}
+
+
+def steps_to_flat(results: Path, model: str, domain: str) -> list[int]:
+    """The steps each tested run of ``model`` in ``domain`` trained in a results folder (until flat: where the rule
+    stopped it; a run's config records the steps it was last trained to; a run not yet tested may train on)."""
+    from tnlib.experiments.run_dir import ResultsDir
+
+    configs = [run.read_config() for run in ResultsDir(results).runs() if run.metrics_file().is_file()]
+    return sorted(c["steps"] for c in configs if c["model"] == model and c["domain"] == domain)
+
+
+def to_flat_row(domain: str, wl_steps: list[int], nlm_steps: list[int], wl_per_step: float,
+                nlm_per_step: float) -> str:
+    """One line of the time-to-flat table: median steps (range, runs) and minutes, per model, and WL / NLM."""
+    def cells(steps: list[int], per_step: float) -> tuple[str, float | None]:
+        if not steps:
+            return f"{'no runs':>22s} {'':>8s}", None
+        median = float(np.median(steps))
+        return (f"{median:8,.0f} ({min(steps):,}-{max(steps):,}, {len(steps)})".rjust(22)
+                + f" {median * per_step / 60:8.1f}", median * per_step)
+
+    wl_text, wl_seconds = cells(wl_steps, wl_per_step)
+    nlm_text, nlm_seconds = cells(nlm_steps, nlm_per_step)
+    ratio = f"{wl_seconds / nlm_seconds:6.3f}" if wl_seconds and nlm_seconds else f"{'':>6s}"
+    return f"{domain:12s} {wl_text} {nlm_text} {ratio}"
 
 
 def search_child(checkpoint: str, domain: str, problem: str, evaluations: int) -> None:
@@ -110,7 +144,15 @@ def main() -> None:
     parser.add_argument("--compare-code", type=Path, metavar="CHECKOUT",
                         help="also run each WL search with the tnlib of another checkout (e.g. a `git worktree` of "
                              "an earlier commit) and print both rates and their ratio, the two searches alternating")
+    parser.add_argument("--data-profile", default="small", choices=("small", "paper"),
+                        help="the dataset the training steps are timed on (default: %(default)s)")
+    parser.add_argument("--to-flat", nargs=2, type=Path, metavar=("WL_RUNS", "NLM_RUNS"),
+                        help="results folders of WL and NLM sweeps trained until flat on the --data-profile data: "
+                             "adds each model's training time to flat (the runs' steps times this run's s/step)")
     args = parser.parse_args()
+    for folder in args.to_flat or ():
+        if not folder.is_dir():
+            parser.error(f"--to-flat: no results folder {folder}")
     if args.compare_code is not None and not (args.compare_code / "tnlib" / "__init__.py").is_file():
         parser.error(f"--compare-code: {args.compare_code} holds no tnlib package")
     import torch
@@ -118,16 +160,18 @@ def main() -> None:
     from bench_learned_search import random_checkpoint
 
     torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, 1 thread; training on data/small at batch 64, {args.steps} steps; GBFS "
+    print(f"torch {torch.__version__}, 1 thread; training on data/{args.data_profile} at batch 64, {args.steps} steps; GBFS "
           f"(paper counting) at most {args.evaluations:,} evaluations, TN learn/ff with the LM-cut bound")
     print(f"{'domain':12s} {'instance':34s} {'WL features':>11s} {'WL fit s':>8s} {'WL s/step':>9s} "
           f"{'NLM s/step':>10s} {'WL eval/s':>9s} {'NLM eval/s':>10s} {'WL MB':>6s} {'NLM MB':>6s} "
           f"{'step':>6s} {'eval/s':>6s}")
+    per_step = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for domain in args.domains:
-            wl = train_seconds(domain, "wl", args.steps, folder / "wl")
-            nlm = train_seconds(domain, "nlm", args.steps, folder / "nlm")
+            wl = train_seconds(domain, "wl", args.steps, folder / "wl", args.data_profile)
+            nlm = train_seconds(domain, "nlm", args.steps, folder / "nlm", args.data_profile)
+            per_step[domain] = (wl["per_step"], nlm["per_step"])
             from tnlib.learning.training import checkpoint_encoder, load_checkpoint
 
             _, _, config, saved = load_checkpoint(wl["run"])
@@ -149,6 +193,14 @@ def main() -> None:
                 print(f"{'':12s} WL eval/s, this checkout {min(rates):.0f}-{max(rates):.0f} (two searches), "
                       f"{args.compare_code} {their_rate:.0f}: {min(rates) / their_rate:.2f}-"
                       f"{max(rates) / their_rate:.2f}x", flush=True)
+    if args.to_flat is not None:
+        wl_runs, nlm_runs = args.to_flat
+        print(f"\nTraining time to flat: steps the runs trained (median (range, runs); WL: {wl_runs}, NLM: "
+              f"{nlm_runs}) x the s/step above")
+        print(f"{'domain':12s} {'WL steps':>22s} {'WL min':>8s} {'NLM steps':>22s} {'NLM min':>8s} {'time':>6s}")
+        for domain in args.domains:
+            print(to_flat_row(domain, steps_to_flat(wl_runs, "wl", domain), steps_to_flat(nlm_runs, "nlm", domain),
+                              *per_step[domain]), flush=True)
 
 
 if __name__ == "__main__":
