@@ -39,10 +39,9 @@ MEASURED_STEP_SECONDS = {
               # WL: 1,000-step runs, one at a time beside two NLM trainings, Intel Xeon (AVX-512)
               "wl": {"blocksworld": 0.0042, "ferry": 0.0038, "gripper": 0.0023, "visitall": 0.0028}},
     "paper": {"nlm": {"blocksworld": 0.128, "ferry": 0.060, "gripper": 0.097, "visitall": 0.41},
-              # WL: steps 100-400 of a 400-step TN learn/ff run per domain, one at a time beside four niced jobs
-              # (two NLM trainings, planning, a WL sweep), Intel Xeon (AVX-512), 2026-11-26: wider colour vectors
-              # than on data/small (more colours at the paper's sizes) make blocksworld and ferry 3x their steps there
-              "wl": {"blocksworld": 0.013, "ferry": 0.012, "gripper": 0.002, "visitall": 0.004}},
+              # WL: medians over the 80 runs of reports/paper-scale-wl (6,000-40,000 steps each, two sweep
+              # processes side by side and nothing else, AMD EPYC with AVX-512, 2026-11-28)
+              "wl": {"blocksworld": 0.0031, "ferry": 0.0025, "gripper": 0.0015, "visitall": 0.0011}},
 }
 # (WL on data/small: fitting the colours, the test evaluation and planning every plan instance, N default and clip,
 # 26 s beside 23 s of training in a blocksworld learn/ff run of 8,000 steps.)
