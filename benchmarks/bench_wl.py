@@ -2,6 +2,8 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --domains gripper --evaluations 500
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --data-profile paper --steps 300 \
+        --to-flat runs/paper-scale-wl reports/paper-scale/runs
     git worktree add /tmp/before COMMIT && OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_wl.py --compare-code /tmp/before
 
 Per domain, in one run:
@@ -160,8 +162,8 @@ def main() -> None:
     from bench_learned_search import random_checkpoint
 
     torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, 1 thread; training on data/{args.data_profile} at batch 64, {args.steps} steps; GBFS "
-          f"(paper counting) at most {args.evaluations:,} evaluations, TN learn/ff with the LM-cut bound")
+    print(f"torch {torch.__version__}, 1 thread; training on data/{args.data_profile} at batch 64, {args.steps} "
+          f"steps; GBFS (paper counting) at most {args.evaluations:,} evaluations, TN learn/ff with the LM-cut bound")
     print(f"{'domain':12s} {'instance':34s} {'WL features':>11s} {'WL fit s':>8s} {'WL s/step':>9s} "
           f"{'NLM s/step':>10s} {'WL eval/s':>9s} {'NLM eval/s':>10s} {'WL MB':>6s} {'NLM MB':>6s} "
           f"{'step':>6s} {'eval/s':>6s}")

@@ -40,7 +40,8 @@ MEASURED_STEP_SECONDS = {
               "wl": {"blocksworld": 0.0042, "ferry": 0.0038, "gripper": 0.0023, "visitall": 0.0028}},
     "paper": {"nlm": {"blocksworld": 0.128, "ferry": 0.060, "gripper": 0.097, "visitall": 0.41},
               # WL: medians over the 80 runs of reports/paper-scale-wl (6,000-40,000 steps each, two sweep
-              # processes side by side and nothing else, AMD EPYC with AVX-512, 2026-11-28)
+              # processes side by side, a third niced one beside them for 7 of their 62 minutes; AMD EPYC with
+              # AVX-512, 2026-11-28)
               "wl": {"blocksworld": 0.0031, "ferry": 0.0025, "gripper": 0.0015, "visitall": 0.0011}},
 }
 # (WL on data/small: fitting the colours, the test evaluation and planning every plan instance, N default and clip,
