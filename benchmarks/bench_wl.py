@@ -76,13 +76,10 @@ def train_seconds(domain: str, model: str, steps: int, folder: Path, profile: st
             "setup": total - curves[-1]["seconds"]}
 
 
-def steps_to_flat(results: Path, model: str, domain: str) -> list[int]:
-    """The steps each tested run of ``model`` in ``domain`` trained in a results folder (until flat: where the rule
-    stopped it; a run's config records the steps it was last trained to; a run not yet tested may train on)."""
-    from tnlib.experiments.run_dir import ResultsDir
-
-    configs = [run.read_config() for run in ResultsDir(results).runs() if run.metrics_file().is_file()]
-    return sorted(c["steps"] for c in configs if c["model"] == model and c["domain"] == domain)
+def steps_to_flat(runs: list, model: str, domain: str) -> list[int]:
+    """The steps each run of ``model`` in ``domain`` trained (until flat: where the rule stopped it), from a results
+    folder's runs as its report header reads them (``collect_scope(...).runs``: the tested runs, as the tables)."""
+    return sorted(r.steps_done for r in runs if r.model == model and r.domain == domain)
 
 
 def to_flat_row(domain: str, wl_steps: list[int], nlm_steps: list[int], wl_per_step: float,
@@ -196,9 +193,12 @@ def main() -> None:
                       f"{args.compare_code} {their_rate:.0f}: {min(rates) / their_rate:.2f}-"
                       f"{max(rates) / their_rate:.2f}x", flush=True)
     if args.to_flat is not None:
-        wl_runs, nlm_runs = args.to_flat
-        print(f"\nTraining time to flat: steps the runs trained (median (range, runs); WL: {wl_runs}, NLM: "
-              f"{nlm_runs}) x the s/step above")
+        from tnlib.experiments.scope import collect_scope
+
+        wl_folder, nlm_folder = args.to_flat
+        wl_runs, nlm_runs = collect_scope(wl_folder).runs, collect_scope(nlm_folder).runs
+        print(f"\nTraining time to flat: steps the runs trained (median (range, runs); WL: {wl_folder}, NLM: "
+              f"{nlm_folder}) x the s/step above")
         print(f"{'domain':12s} {'WL steps':>22s} {'WL min':>8s} {'NLM steps':>22s} {'NLM min':>8s} {'time':>6s}")
         for domain in args.domains:
             print(to_flat_row(domain, steps_to_flat(wl_runs, "wl", domain), steps_to_flat(nlm_runs, "nlm", domain),
