@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tnlib import cli
+from tnlib.errors import DamagedFile
 from tnlib.files import append_jsonl, atomic_write_text, read_jsonl
 
 DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
@@ -212,6 +213,19 @@ def test_a_torn_last_line_of_a_json_lines_file_is_skipped(tmp_path):
     append_jsonl(path, {"step": 5})  # after a torn line: a line of its own, the torn one skipped
     assert read_jsonl(path)[-2:] == [{"step": 4}, {"step": 5}]
     assert path.read_bytes().endswith(b'\n{"st\n{"step": 5}\n')
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_compressed_records_file_is_named_in_one_line(results, tmp_path, how):
+    exported = tmp_path / "results"
+    cli.main(["export-records", str(results), "--out", str(exported)])
+    path = exported / RUN / "planning-default.jsonl.gz"
+    assert read_jsonl(path) == read_jsonl(results / RUN / "planning-default.jsonl")
+    damage(path, how)  # a changed byte decodes to other, well-formed lines: only gzip's checksum tells
+    with pytest.raises(DamagedFile, match="export the records again"):
+        read_jsonl(path)
+    code, lines = run_cli(["report", str(exported), "--out", str(tmp_path / "report")])
+    assert_one_line_naming(code, lines, "planning-default.jsonl.gz")
 
 
 @pytest.mark.parametrize("how", DAMAGES)

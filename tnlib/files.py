@@ -8,11 +8,13 @@ reading, so an interrupted run loses at most the record it was writing.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import json
 import os
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -88,19 +90,47 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+# A JSON-lines file whose name ends so is gzip-compressed: committed records (tnlib export-records) are; a file a
+# run appends to never is.
+COMPRESSED_SUFFIX = ".gz"
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
     """The records of a JSON-lines file (none when it does not exist), skipping lines cut by a crash or damaged
-    since (not UTF-8, not JSON): each record stands alone, and what reads these files redoes a missing one."""
+    since (not UTF-8, not JSON): each record stands alone, and what reads these files redoes a missing one. A
+    ``.gz`` file (exported records, written whole) is read through gzip and whole or not at all: a damaged one
+    raises DamagedFile."""
     path = Path(path)
     if not path.is_file():
         return []
+    data = path.read_bytes()
+    if path.suffix == COMPRESSED_SUFFIX:
+        data = _gunzipped(path, data)
     records = []
-    for line in path.read_bytes().splitlines():
+    for line in data.splitlines():
         try:
             records.append(json.loads(line.decode("utf-8")))
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
     return records
+
+
+def _gunzipped(path: Path, data: bytes) -> bytes:
+    """The bytes a gzip file holds, checked against its checksum; a damaged one raises DamagedFile. Unlike a
+    plain file's lines, nothing before the damage can be trusted: deflate decodes changed bytes into other
+    lines that may still parse, and only the checksum at the end tells."""
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as err:
+        reason = "its gzip stream is cut short" if isinstance(err, EOFError) else f"not a whole gzip stream ({err})"
+        raise DamagedFile(damaged_message(path, reason, "restore it from git, or export the records again "
+                                                        "(tnlib export-records)"), path, reason) from None
+
+
+def atomic_write_gzip(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` gzip-compressed to ``path``, atomically and reproducibly: no name or time in the gzip header,
+    so the same bytes compress to the same file and a repeated export leaves git unchanged."""
+    atomic_write_bytes(path, gzip.compress(data, compresslevel=9, mtime=0))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "handout": ("tnlib.cli.experiments", "a student copy of a teaching notebook: solutions left out, no outputs"),
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),
     "prune": ("tnlib.cli.experiments", "remove the resume checkpoints of a results folder's finished runs"),
+    "export-records": ("tnlib.cli.experiments", "copy a results folder's records without its weights, to commit"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -339,6 +339,41 @@ def _run_prune(args) -> int:
     return 0
 
 
+def register_export_records(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "export-records", help=COMMANDS["export-records"][1],
+        description="Copy the run folders and own files of a results folder (sweep.json, the baselines, a plan "
+                    "set's sub-folder) into another folder without their checkpoints (*.pt) -- every file "
+                    "`tnlib report` and `tnlib intervals` read, so a report rendered from the copy re-renders "
+                    "from git. Planning records are written gzip-compressed (.jsonl.gz), reproducibly; every "
+                    "reader of a results folder takes them. Exporting again replaces what changed.")
+    parser.add_argument("results", help="a results folder (a sweep's --out), e.g. runs/paper-scale-wl")
+    parser.add_argument("--out", required=True, help="the folder to copy into, e.g. reports/paper-scale-wl/records")
+    parser.add_argument("--plain", action="store_true", help="copy planning records as they are, uncompressed")
+    parser.set_defaults(func=_run_export_records)
+
+
+def _run_export_records(args) -> int:
+    from tnlib.experiments.record_export import export_records
+    from tnlib.files import shown_path
+
+    try:
+        export = export_records(args.results, args.out, compress=not args.plain)
+    except (FileNotFoundError, ValueError) as err:
+        raise CommandError(str(err)) from None
+    untested = export.runs - export.tested
+    print(f"exported {export.runs} run{'' if export.runs == 1 else 's'} of {shown_path(args.results)} to "
+          f"{shown_path(args.out)}: {export.files} files, {export.written_bytes / 2**20:.1f} MiB (checkpoints left "
+          f"out: {export.left_out_bytes / 2**20:.1f} MiB)")
+    if export.planning_bytes:
+        print(f"planning records: {export.planning_bytes / 2**20:.2f} MiB"
+              + (f", compressed to {export.compressed_planning_bytes / 2**20:.2f} MiB" if not args.plain else ""))
+    if untested:
+        print(f"{untested} of the runs have no test metrics yet (still training, or stopped): a report tables only "
+              "tested runs; export again when they are done")
+    return 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
             "intervals": register_intervals, "baselines": register_baselines, "rerun-check": register_rerun_check,
-            "handout": register_handout, "prune": register_prune}
+            "handout": register_handout, "prune": register_prune, "export-records": register_export_records}

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from tnlib.data.schema import PLAN_SETS
-from tnlib.files import read_json
+from tnlib.files import COMPRESSED_SUFFIX, read_json
 from tnlib.learning.run_files import BASELINE, PLANNING, RunDir, baseline_file
 
 __all__ = ["ResultsDir"]
@@ -54,9 +54,17 @@ class ResultsDir:
 
     def planning_files(self, split: str = "plan") -> list[Path]:
         """Every planning file of ``split`` (the plan split, or a plan set's name) below, recursively, sorted by path
-        (the run folder is the parent)."""
-        return sorted(path for path in self.path.rglob(PLANNING.format(estimate="*"))
-                      if RunDir.planned_split_of(path) == split)
+        (the run folder is the parent); compressed ones too (:meth:`_records_below`)."""
+        return [path for path in self._records_below(PLANNING.format(estimate="*"))
+                if RunDir.planned_split_of(path) == split]
+
+    def _records_below(self, pattern: str) -> list[Path]:
+        """The JSON-lines files named ``pattern`` below, recursively, sorted by path, with their compressed
+        copies (``.gz``, as exported records hold them) where no plain file of the same name stands beside."""
+        found = set(self.path.rglob(pattern)) | {
+            path for path in self.path.rglob(pattern + COMPRESSED_SUFFIX)
+            if not path.with_name(path.name.removesuffix(COMPRESSED_SUFFIX)).is_file()}
+        return sorted(found)
 
     def baseline_file(self, domain: str, heuristic: str, split: str = "plan") -> Path:
         return baseline_file(self.baseline_folder(split), domain, heuristic)
@@ -64,7 +72,7 @@ class ResultsDir:
     def baseline_files(self, heuristic: str, split: str = "plan") -> dict[str, Path]:
         """``{domain: file}`` of every baseline file of ``heuristic`` over ``split`` below, recursively: for a plan
         set those in folders named for it, for the plan split those in any other folder."""
-        found = sorted(self.path.rglob(BASELINE.format(domain="*", heuristic=heuristic)))
+        found = self._records_below(BASELINE.format(domain="*", heuristic=heuristic))
         if split == "plan":
             found = [path for path in found if path.parent.name not in PLAN_SETS.values()]
         else:

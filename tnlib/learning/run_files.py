@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 
-from tnlib.files import read_jsonl
+from tnlib.files import COMPRESSED_SUFFIX, read_jsonl
 
 # baseline-DOMAIN-HEURISTIC.jsonl: GBFS with a symbolic heuristic over a domain's plan split (plan_baseline)
 BASELINE = "baseline-{domain}-{heuristic}.jsonl"
@@ -132,14 +132,19 @@ class RunDir:
         return self.path / name
 
     @staticmethod
+    def _planning_stem(planning_file: str | os.PathLike) -> str:
+        """``planning-SPLIT-ESTIMATE`` of a planning file, plain (``.jsonl``) or compressed (``.jsonl.gz``)."""
+        return Path(planning_file).name.removesuffix(COMPRESSED_SUFFIX).removesuffix(".jsonl")
+
+    @staticmethod
     def estimate_of(planning_file: str | os.PathLike) -> str:
         """The estimate a planning file holds (estimates have no dash: ``default``, ``clip``)."""
-        return Path(planning_file).stem.rsplit("-", 1)[1]
+        return RunDir._planning_stem(planning_file).rsplit("-", 1)[1]
 
     @staticmethod
     def planned_split_of(planning_file: str | os.PathLike) -> str:
         """The split (or plan set) a planning file's records were planned on."""
-        return Path(planning_file).stem[len("planning-"):].rpartition("-")[0] or "plan"
+        return RunDir._planning_stem(planning_file)[len("planning-"):].rpartition("-")[0] or "plan"
 
     def read_config(self) -> dict:
         return json.loads(self.config_file.read_text())
