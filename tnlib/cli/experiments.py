@@ -344,9 +344,10 @@ def register_export_records(subparsers) -> None:
         "export-records", help=COMMANDS["export-records"][1],
         description="Copy the run folders and own files of a results folder (sweep.json, the baselines, a plan "
                     "set's sub-folder) into another folder without their checkpoints (*.pt) -- every file "
-                    "`tnlib report` and `tnlib intervals` read, so a report rendered from the copy re-renders "
-                    "from git. Planning records are written gzip-compressed (.jsonl.gz), reproducibly; every "
-                    "reader of a results folder takes them. Exporting again replaces what changed.")
+                    "`tnlib report` reads (but --calibration, which needs the weights), so a report rendered from "
+                    "the copy re-renders from git. Planning records are written gzip-compressed (.jsonl.gz), "
+                    "reproducibly; every reader of a results folder takes them. Exporting again replaces what "
+                    "changed.")
     parser.add_argument("results", help="a results folder (a sweep's --out), e.g. runs/paper-scale-wl")
     parser.add_argument("--out", required=True, help="the folder to copy into, e.g. reports/paper-scale-wl/records")
     parser.add_argument("--plain", action="store_true", help="copy planning records as they are, uncompressed")
