@@ -464,6 +464,39 @@ def test_a_cell_waiting_for_another_process_on_its_run_says_so(tmp_path, capsys)
     assert capsys.readouterr().err == ""
 
 
+def test_sweeps_side_by_side_plan_each_domains_baseline_once(tmp_path, capsys, monkeypatch):
+    """Sweeps over one folder reach the h_FF baselines together: a domain another process holds is left for after
+    the others, then waited for and found planned (the baseline resumes), never planned twice at once. Here the
+    gripper baseline's lock is held until ferry's is planned, and released then."""
+    import fcntl
+
+    import tnlib.experiments.sweep as sweep_module
+    import tnlib.learning.split_planning as split_planning
+    from tnlib.files import try_lock
+
+    sweep = _sweep(tmp_path, domains=("gripper", "ferry"))
+    out_dir = sweep_module.ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
+    held = sweep_module.baseline_lock(out_dir, "gripper")
+    held.parent.mkdir(parents=True, exist_ok=True)
+    holder = open(held, "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    planned = []
+
+    def plan_baseline(data_root, domain, heuristic, **kwargs):
+        planned.append(domain)
+        # a lock of this domain's own is held while it plans: another process would find it busy
+        assert try_lock(sweep_module.baseline_lock(out_dir, domain)) is None
+        if domain == "ferry":
+            fcntl.flock(holder, fcntl.LOCK_UN)  # the other process finishes gripper while this one plans ferry
+
+    monkeypatch.setattr(split_planning, "plan_baseline", plan_baseline)
+    sweep_module.run_baselines(sweep)
+    holder.close()
+    assert planned == ["ferry", "gripper"]
+    assert capsys.readouterr().err.splitlines() == [
+        "h_FF baseline of gripper: another process is planning it; coming back to it after the others"]
+
+
 def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_one(tmp_path, capsys):
     """Two sweeps over one grid share its runs: a run another process holds is left for a second pass instead of
     waited for in turn. Here the first run's lock is held until every other run is tested -- a sweep that waited

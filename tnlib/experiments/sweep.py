@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Sequence
@@ -31,9 +32,9 @@ from tnlib.executors import run_jobs
 from tnlib.experiments.cell_settings import CellSettings
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.run_dir import ResultsDir
-from tnlib.learning.run_files import RunDir
+from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.experiments.scope import percent
-from tnlib.files import atomic_write_text, locked, read_json, shown_path
+from tnlib.files import atomic_write_text, locked, locked_if_free, read_json, shown_path
 from tnlib.learning.training_cost import (
     CPU_SECONDS_PER_STEP,
     CPU_TIMED_OBJECTS,
@@ -584,12 +585,36 @@ CPU_HOURS_WORTH_A_CLUSTER = 8.0
 
 
 def run_baselines(sweep: Sweep) -> None:
+    """The h_FF baseline of every domain, each under a lock beside its file, as the runs are: sweeps side by side
+    over one folder reach this together at their end, and without it each would plan every instance (each
+    appending its own records). A domain another process holds is done after the others, then waited for and
+    found planned."""
     from tnlib.learning.split_planning import plan_baseline
 
     out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
-    for domain in sweep.domains:
+
+    def plan(domain: str) -> None:
         plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=out_dir, split=sweep.plan_on,
                       settings=sweep.search_settings, instances=sweep.plan_instances, per_cell=sweep.plan_per_cell)
+
+    busy = []
+    for domain in sweep.domains:
+        with locked_if_free(baseline_lock(out_dir, domain)) as free:
+            if free:
+                plan(domain)
+                continue
+        print(f"h_FF baseline of {domain}: another process is planning it; coming back to it after the others",
+              file=sys.stderr, flush=True)
+        busy.append(domain)
+    for domain in busy:
+        with locked(baseline_lock(out_dir, domain),
+                    waiting=f"h_FF baseline of {domain}: another process is planning it; waiting for it to finish"):
+            plan(domain)
+
+
+def baseline_lock(out_dir: Path, domain: str) -> Path:
+    """The lock a sweep holds while it plans ``domain``'s h_FF baseline into ``out_dir``."""
+    return out_dir / f".{baseline_file(out_dir, domain, 'ff').name}.lock"
 
 
 # The axes a sweep may be split along into one results folder (one process per domain, say): the folder's
