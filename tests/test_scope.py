@@ -483,6 +483,32 @@ def test_comparison_bolds_by_the_paired_interval_where_both_folders_have_three_s
     assert row[4] == ".50 [.37, .63] higher" and row[5].startswith("-.05 [") and not row[5].endswith(("lower", "higher"))
 
 
+def test_comparison_plans_on_the_instances_both_folders_planned(tmp_path):
+    """One folder planned more of the plan instances than the other (a plan set planned further): planning compares
+    on the instances both planned, seeds paired on the same problems, and says how many of each folder's it kept.
+    Here the extra instances are all unsolved: counted, they would halve that folder's coverage."""
+    from tnlib.experiments.tables import render_comparison
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    base, further = tmp_path / "base", tmp_path / "further"
+    for folder, extra, solved in ((base, {}, [True, False]),
+                                  (further, {"sigma_link": "bounded"}, [True, False, False, False])):
+        folder.mkdir()
+        for seed in range(3):
+            run = write_run(folder, data, [3, 2, 1], seed=seed, **extra)
+            write_metrics(run, 1.0 + seed, 1.0)
+            write_planning(run / "planning-default.jsonl", solved)
+    table = render_comparison(further, base).splitlines()
+    assert table[0].endswith("| plan coverage: sigma_link bounded | plan coverage: sigma_link softplus | "
+                             "average evaluations: sigma_link bounded | average evaluations: sigma_link softplus |")
+    assert table[2].replace("**", "").endswith("| 0.50±0.00 | 0.50±0.00 | 5050±0 | 5050±0 |")
+    assert ("Planning compares the instances both folders planned with every run: blocksworld 2 (of 4 and 2) -- the "
+            "other instances are in each folder's own planning.md.") in table
+    # planned alike, nothing is said
+    assert not any(line.startswith("Planning compares") for line in render_comparison(base, base).splitlines())
+
+
 def test_a_report_of_three_seeds_draws_its_paired_intervals(tmp_path, capsys):
     """`tnlib report` on a folder whose cells have three seeds writes intervals.html (the forest plot of TN against
     N); with two seeds it writes none (an interval of two seeds says nothing)."""

@@ -649,6 +649,13 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     planning is left out. ``names``: the folders' names where no setting tells them apart (default
     :func:`folder_names`). A ValueError when the folders share no cell."""
     folders = (results_dir, other_dir)
+    # planning compares on the instances every run of both folders planned (one folder may have planned a plan set
+    # on more of its instances than the other): paired seeds, the same instances
+    planned_by_folder = [_planned_problems(folder) for folder in folders]
+    shared_problems = {domain: planned_by_folder[0].get(domain, set()) & planned_by_folder[1].get(domain, set())
+                       if all(domain in side for side in planned_by_folder)
+                       else planned_by_folder[0].get(domain) or planned_by_folder[1][domain]
+                       for domain in set(planned_by_folder[0]) | set(planned_by_folder[1])}
     # {(domain, model, configuration, distribution): {metric: {seed: value}}} per folder
     cells: list[dict] = [defaultdict(lambda: defaultdict(dict)) for _ in folders]
     configs: list[dict] = [defaultdict(list), defaultdict(list)]
@@ -661,7 +668,7 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
             configs[side][key].append(config)
             cells[side][key]["mse"][config.get("seed")] = r["mse"]
             cells[side][key]["nll"][config.get("seed")] = r["nll"]
-        for row in collect_planning(folder):
+        for row in collect_planning(folder, problems=shared_problems):
             if row["column"] == row["config"]["distribution"]:  # the default estimate (N+clip has no cell here)
                 key = (row["domain"], row["model"], f"{row['sigma']}/{row['residual']}", row["column"])
                 cells[side][key]["coverage"][row["seed"]] = row["coverage"]
@@ -721,11 +728,30 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
                  + ("plan split" if split == "plan" else split)
                  for name, data, split in zip(names, datasets, planned_on)]
         lines += ["", f"Planning is left out: {where[0]}, {where[1]} -- not the same instances."]
+    narrowed = [f"{domain} {len(shared_problems[domain])} (of {len(planned_by_folder[0][domain])} and "
+                f"{len(planned_by_folder[1][domain])})"
+                for domain in sorted(shared_problems, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
+                if all(domain in side for side in planned_by_folder)
+                and any(len(side[domain]) != len(shared_problems[domain]) for side in planned_by_folder)]
+    if same_plans and narrowed:
+        lines += ["", "Planning compares the instances both folders planned with every run: " + "; ".join(narrowed)
+                  + " -- the other instances are in each folder's own planning.md."]
     if "upper_bound" in differ:
         lines += ["", "Test MSE and NLL of runs trained with an upper bound use it on the test states too (their "
                   "truncated mean lies between l and u = h_sat, a satisficing plan's cost a planner does not have); "
                   "GBFS plans with the lower bound only, so coverage and evaluations compare on equal terms."]
     return "\n".join(lines) + "\n"
+
+
+def _planned_problems(results_dir) -> dict[str, set[str]]:
+    """``{domain: problem file names}`` that every run of the folder planned, on the split or plan set its sweep
+    plans on (a run still planning narrows its domain to what it has planned)."""
+    results, sweeps = ResultsDir(results_dir), {}
+    by_domain: dict[str, set[str]] = {}
+    for path in results.planning_files(results.planned_on()):
+        domain, names = _run_config(path.parent, sweeps)["domain"], set(planned(path))
+        by_domain[domain] = by_domain[domain] & names if domain in by_domain else names
+    return by_domain
 
 
 def _planning_cell(stats: tuple[float, float | None] | None, metric: str) -> str:
