@@ -646,16 +646,17 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     (:data:`COMPARISON_BOLD_RULE`), and under the table the paired intervals of the differences. Where the folders'
     runs used different datasets, their test splits differ: the columns are named by the dataset and nothing is
     bold; where they planned on different instances (another dataset, or a plan set against the plan split),
-    planning is left out. ``names``: the folders' names where no setting tells them apart (default
+    planning is left out, and where one planned more of the same instances than the other, planning compares on
+    those every run of both planned (said under the table). ``names``: the folders' names where no setting tells them apart (default
     :func:`folder_names`). A ValueError when the folders share no cell."""
     folders = (results_dir, other_dir)
     # planning compares on the instances every run of both folders planned (one folder may have planned a plan set
     # on more of its instances than the other): paired seeds, the same instances
     planned_by_folder = [_planned_problems(folder) for folder in folders]
-    shared_problems = {domain: planned_by_folder[0].get(domain, set()) & planned_by_folder[1].get(domain, set())
-                       if all(domain in side for side in planned_by_folder)
-                       else planned_by_folder[0].get(domain) or planned_by_folder[1][domain]
-                       for domain in set(planned_by_folder[0]) | set(planned_by_folder[1])}
+    shared_problems = {}
+    for domain in set(planned_by_folder[0]) | set(planned_by_folder[1]):
+        sides = [side[domain] for side in planned_by_folder if domain in side]
+        shared_problems[domain] = set.intersection(*sides)  # a domain one folder alone planned: all of its own
     # {(domain, model, configuration, distribution): {metric: {seed: value}}} per folder
     cells: list[dict] = [defaultdict(lambda: defaultdict(dict)) for _ in folders]
     configs: list[dict] = [defaultdict(list), defaultdict(list)]
