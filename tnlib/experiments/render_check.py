@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tnlib.experiments.reports import render_results
+from tnlib.experiments.reports import RENDERED_AT, render_results
 from tnlib.files import REPO_ROOT
 
 __all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences"]
@@ -56,7 +56,6 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
 # what is compared: the tables and per-seed values (the HTML figures carry the same numbers, and paths relative to
 # where they were written)
 COMPARED_SUFFIXES = (".md", ".csv")
-RENDERED_AT = "Rendered at commit "
 
 
 def _lines(path: Path) -> list[str]:

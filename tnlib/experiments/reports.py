@@ -236,6 +236,10 @@ def planning_seed_rows(plans: Sequence[dict]) -> list[dict]:
             for r in sorted(plans, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["column"], r["seed"]))]
 
 
+# how a report's header line on its code begins (what a check comparing reports leaves aside)
+RENDERED_AT = "Rendered at commit"
+
+
 def rendered_by() -> str:
     """The line a report's header gives its code and environment: the commit and the versions that move rounding."""
     import platform
@@ -244,7 +248,7 @@ def rendered_by() -> str:
     import numpy
     import torch
 
-    return (f"Rendered at commit {code_commit()} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
+    return (f"{RENDERED_AT} {code_commit()} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
 
 

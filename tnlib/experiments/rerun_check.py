@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from tnlib.device import machine_kind
-from tnlib.experiments.reports import accuracy_seed_rows, code_commit
+from tnlib.experiments.reports import RENDERED_AT, accuracy_seed_rows, code_commit
 from tnlib.experiments.sweep import Sweep, run_sweep
 from tnlib.experiments.tables import collect_results
 from tnlib.files import REPO_ROOT, atomic_write_text, read_json, read_jsonl, shown_folder
@@ -69,7 +69,7 @@ UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
 def report_machine(report_dir: str | os.PathLike) -> str | None:
     """The kind of machine named by the header of ``report_dir``'s accuracy.md (None where it names none)."""
     header = (Path(report_dir) / "accuracy.md").read_text()
-    line = header.split("Rendered at commit", 1)[-1].split("\n", 1)[0]
+    line = header.split(RENDERED_AT, 1)[-1].split("\n", 1)[0]
     return line.rsplit(", on ", 1)[1].rstrip(".") if ", on " in line else None
 
 
