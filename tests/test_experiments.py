@@ -497,6 +497,43 @@ def test_sweeps_side_by_side_plan_each_domains_baseline_once(tmp_path, capsys, m
         "h_FF baseline of gripper: another process is planning it; coming back to it after the others"]
 
 
+def test_a_sweep_counts_a_run_another_process_tests_when_it_is_tested(tmp_path, capsys, monkeypatch):
+    """Two sweeps side by side: the runs the other process tests count among the runs done as soon as they are
+    tested, not in the second pass, so each display counts the whole folder's pace (its time left is not about
+    twice too long). Here the first run is busy, and the other process tests it while this one does the second."""
+    import tnlib.experiments.cells as cells
+    import tnlib.experiments.sweep as sweep_module
+
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
+    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
+    assert len(names) == 4
+    held = names[0]
+    shown_before, lines = {}, []
+
+    def run_cell(config, settings, wait_if_busy=True):
+        name = sweep.run_folder(config).path.name
+        lines.extend(capsys.readouterr().err.splitlines())
+        shown_before.setdefault(name, list(lines))
+        if name == held:
+            return {"run": name, "busy": True} if not wait_if_busy else {"run": name}
+        if name == names[1]:  # the other process tests the held run meanwhile
+            (tmp_path / held).mkdir(exist_ok=True)
+            (tmp_path / held / "metrics-test.json").write_text("{}")
+        return {"run": name}
+
+    monkeypatch.setattr(cells, "run_cell", run_cell)
+    rows = run_sweep(sweep)
+    assert sorted(row["run"] for row in rows) == sorted(names)
+    # before the third run: its own first run and the other process's
+    assert shown_before[names[2]][-1].startswith("sweep: 2/4 runs done")
+    assert shown_before[names[3]][-1].startswith("sweep: 3/4 runs done")
+    lines.extend(capsys.readouterr().err.splitlines())
+    counts = [line.split()[1] for line in lines if line.startswith("sweep: ")]
+    assert counts == ["0/4", "1/4", "2/4", "3/4", "4/4"]
+
+
 def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_one(tmp_path, capsys):
     """Two sweeps over one grid share its runs: a run another process holds is left for a second pass instead of
     waited for in turn. Here the first run's lock is held until every other run is tested -- a sweep that waited

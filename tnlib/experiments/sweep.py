@@ -668,9 +668,9 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
     so do cells out of reach unless ``accept_out_of_reach``. ``trained_only``: only the runs already trained and
     tested (``metrics-test.json``), none trained or started -- a planning process beside sweeps still training
-    the rest of the grid. ``progress`` shows the runs done; ``run_progress`` also each run's training steps and
-    planned instances, in one process only (side by side their displays would mix): what a terminal running one long
-    sweep wants, not a notebook running many short runs.
+    the rest of the grid. ``progress`` shows the runs done (here, or tested by another sweep over the folder);
+    ``run_progress`` also each run's training steps and planned instances, in one process only (side by side their
+    displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
     # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
     from tnlib.experiments.cells import run_cell
@@ -691,18 +691,35 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     # sweeps over one grid share its runs instead of the second waiting behind the first run by run; in the second
     # pass each waits for its run, then finds it done.
     results, busy = [], []
+    # The display counts the runs the other process tests as they are tested, not in the second pass: otherwise
+    # each of two sweeps side by side counts half the runs and projects the time left about twice too long.
+    counted: set[str] = set()
+    folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
+
+    def count(name: str) -> None:
+        if name not in counted:
+            counted.add(name)
+            bar.update(1)
+
+    def count_tested_elsewhere() -> None:
+        for name in busy:
+            if folders[name].metrics_file("test").is_file():
+                count(name)
+
     for summary in run_jobs(functools.partial(run_cell, settings=settings, wait_if_busy=False), configs, workers,
                             scheduler):
         if summary.get("busy"):
             busy.append(summary["run"])
-            continue
-        results.append(summary)
-        bar.update(1)
+        else:
+            results.append(summary)
+            count(summary["run"])
+        count_tested_elsewhere()
     busy_configs = [config for config in configs if sweep.run_folder(config).path.name in busy]
     if busy_configs:  # (a runner starts its worker processes even for no jobs)
         for summary in run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers, scheduler):
             results.append(summary)
-            bar.update(1)
+            count(summary["run"])
+            count_tested_elsewhere()
     bar.close()
     if sweep.plan:
         run_baselines(sweep)
