@@ -534,6 +534,30 @@ def test_a_sweep_counts_a_run_another_process_tests_when_it_is_tested(tmp_path, 
     assert counts == ["0/4", "1/4", "2/4", "3/4", "4/4"]
 
 
+def test_a_resumed_sweep_counts_runs_finished_before_it_as_done_not_as_progress(tmp_path, capsys, monkeypatch):
+    """Runs a sweep finds finished return at once; counted as progress they would make the time left of the runs
+    still to train look like seconds. They are done from the first line, and the time left is drawn from the runs
+    trained since."""
+    import tnlib.experiments.cells as cells
+    import tnlib.experiments.sweep as sweep_module
+    import tnlib.progress as progress_module
+
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
+    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
+    for name in names[:3]:  # finished by an earlier sweep
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics-test.json").write_text("{}")
+    clock = iter(range(0, 1000, 60))  # every reading of the clock a minute later: the last run trains for minutes
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(cells, "run_cell", lambda config, settings, wait_if_busy=True:
+                        {"run": sweep.run_folder(config).path.name})
+    run_sweep(sweep)
+    counts = [line.split()[1] for line in capsys.readouterr().err.splitlines() if line.startswith("sweep: ")]
+    assert counts == ["3/4", "4/4"]
+
+
 def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_one(tmp_path, capsys):
     """Two sweeps over one grid share its runs: a run another process holds is left for a second pass instead of
     waited for in turn. Here the first run's lock is held until every other run is tested -- a sweep that waited
@@ -602,24 +626,34 @@ def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instance
     for estimate in ("default", "clip"):
         assert any(line.startswith(f"{run} {estimate}: 1/1 instances done") for line in lines), lines
     assert lines[-1].startswith("sweep: 1/1 runs done")
-    run_sweep(shown, progress=True, run_progress=True)  # everything done: nothing of the run to show
-    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/1 runs done",
-                                                                                    "sweep: 1/1 runs done"]
+    run_sweep(shown, progress=True, run_progress=True)  # trained, tested and planned: done from the first line
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 1/1 runs done"]
 
 
-def test_a_resumed_sweep_prints_its_first_and_last_lines_not_one_per_finished_run(tmp_path, monkeypatch, capsys):
+def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_line_interval(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """Runs that take a fraction of a second (a notebook's tiny grid) give the first and the last line, not one each;
+    a sweep whose runs were all finished before it says so in one line."""
+    import tnlib.experiments.cells as cells
     from tnlib.experiments import sweep as sweep_module
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     grid = _sweep(tmp_path, seeds=(0, 1), plan=False)  # 4 runs
-    sweep_module.run_sweep(grid, progress=False)
-    sweep_module.run_sweep(grid, progress=True)  # every run finished: each takes a fraction of a second
+    monkeypatch.setattr(cells, "run_cell", lambda config, settings, wait_if_busy=True:
+                        {"run": grid.run_folder(config).path.name})  # each done at once
+    sweep_module.run_sweep(grid, progress=True)
     assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/4 runs done",
                                                                                     "sweep: 4/4 runs done"]
     monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)  # as if each took longer: a line per run
     sweep_module.run_sweep(grid, progress=True)
     assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == [
         f"sweep: {done}/4 runs done" for done in range(5)]
+    for config in grid.train_configs():
+        run = grid.run_folder(config)
+        run.path.mkdir()
+        run.metrics_file("test").write_text("{}")
+    sweep_module.run_sweep(grid, progress=True)
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 4/4 runs done"]
 
 
 def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):

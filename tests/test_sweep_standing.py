@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tnlib.experiments.sweep import Sweep
-from tnlib.experiments.sweep_standing import sweep_standing
+from tnlib.experiments.sweep_standing import finished_runs, sweep_standing
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planning_instances
 from tnlib.learning.training import TrainConfig
@@ -48,6 +48,8 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
                         f"clip 3 of {len(problems)}), 0 not yet")
     seconds = 5700 * MEASURED_STEP_SECONDS["small"]["nlm"]["gripper"] + MEASURED_RUN_OVERHEAD_SECONDS["small"]["nlm"]
     assert lines[3].startswith(f"  left      training at least about {seconds / 60:.0f} minutes with 1 process by ")
+    assert finished_runs(sweep) == set()  # tested, but its clip estimate is planned part-way
+    assert finished_runs(_sweep(tmp_path / "runs", plan=False)) == {tested.path.name}  # without planning: tested
 
     # the clip planned too: the run counts as planned on all its instances; training done: nothing left to time
     tested.planning_file("clip").write_text(tested.planning_file("default").read_text())
@@ -56,6 +58,7 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
         f"  so far    2 of 2 runs trained and tested, 0 training, 0 not started (in {tmp_path / 'runs'})",
         f"  planned   1 of the 2 tested runs on all their instances (gripper {len(problems)} per run and estimate), "
         "0 part-way, 1 not yet"]
+    assert finished_runs(sweep) == {tested.path.name}
 
 
 @pytest.mark.parametrize("curve, state", [([9.0, 5.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0], ", curve flat so far"),

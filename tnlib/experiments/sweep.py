@@ -672,8 +672,10 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ``run_progress`` also each run's training steps and planned instances, in one process only (side by side their
     displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
-    # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
+    # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need;
+    # the standing reads the sweep (a module above this one)
     from tnlib.experiments.cells import run_cell
+    from tnlib.experiments.sweep_standing import finished_runs
 
     sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers
@@ -683,18 +685,19 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
     settings = replace(sweep.cell_settings, progress=run_progress and workers <= 1 and scheduler is None)
-    # where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S:
+    # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S:
     # runs that train take minutes each, runs resumed finished take a fraction of a second (a line each would bury
-    # a notebook's output)
-    bar = progress_display(len(configs), "sweep", unit="runs", disable=not progress, interval_s=SWEEP_LINE_INTERVAL_S)
+    # a notebook's output). Runs finished before the sweep began count as done from the start, not as progress:
+    # counted as they return at once, they would make the time left look like seconds.
+    folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
+    counted = finished_runs(sweep) & set(folders)
+    bar = progress_display(len(configs), "sweep", unit="runs", initial=len(counted), disable=not progress,
+                           interval_s=SWEEP_LINE_INTERVAL_S)
     # Runs another process is working on (a second sweep over the folder) are left for a second pass, so that two
     # sweeps over one grid share its runs instead of the second waiting behind the first run by run; in the second
-    # pass each waits for its run, then finds it done.
+    # pass each waits for its run, then finds it done. The display counts them as the other process tests them:
+    # otherwise each of two sweeps side by side counts half the runs and projects the time left about twice too long.
     results, busy = [], []
-    # The display counts the runs the other process tests as they are tested, not in the second pass: otherwise
-    # each of two sweeps side by side counts half the runs and projects the time left about twice too long.
-    counted: set[str] = set()
-    folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
 
     def count(name: str) -> None:
         if name not in counted:

@@ -25,11 +25,49 @@ def _named(items: list[str]) -> str:
     return shown + (f"; and {len(items) - NAMED_RUNS} more" if len(items) > NAMED_RUNS else "")
 
 
-def sweep_standing(sweep: Sweep) -> list[str]:
-    """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
+def _instances_planned(sweep: Sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
+    """``{run: {estimate: (planned, wanted)}}`` of each of the ``tested`` (config, run folder) pairs: how many of
+    the instances the sweep plans it on are planned, per point estimate; None where the sweep does not plan or its
+    plan instances cannot be read (the banner's data lines say what is missing)."""
     from tnlib.learning.heads import point_estimates
     from tnlib.learning.split_planning import chosen_instances, planning_instances
 
+    if not sweep.plan:
+        return None
+    chosen = {}
+    try:
+        for domain in sorted({config["domain"] for config, _ in tested}):
+            table = planning_instances(sweep.dataset_path(), domain, sweep.plan_on)
+            chosen[domain] = {table.problem_path(instance).name for instance in
+                              chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)}
+    except DatasetError:
+        return None
+    planned = {}
+    for config, run in tested:
+        wanted = chosen[config["domain"]]
+        planned[run.path.name] = {
+            estimate: (len(wanted & {r["problem"] for r in read_jsonl(run.planning_file(estimate, sweep.plan_on))}),
+                       len(wanted))
+            for estimate in point_estimates(config["distribution"])}
+    return planned
+
+
+def finished_runs(sweep: Sweep) -> set[str]:
+    """The names of the sweep's runs with nothing left to do: tested and, where the sweep plans, planned on every
+    instance it plans them on with every point estimate."""
+    tested = []
+    for config in sweep.train_configs():
+        run = sweep.run_folder(config)
+        if run.metrics_file("test").is_file():
+            tested.append((config, run))
+    if not sweep.plan:
+        return {run.path.name for _, run in tested}
+    planned = _instances_planned(sweep, tested) or {}
+    return {name for name, done in planned.items() if all(count == wanted for count, wanted in done.values())}
+
+
+def sweep_standing(sweep: Sweep) -> list[str]:
+    """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []
     for config in sweep.train_configs():
@@ -71,30 +109,20 @@ def sweep_standing(sweep: Sweep) -> list[str]:
              f"training, {len(waiting)} not started (in {shown_path(out)})"]
     if described:
         lines.append(f"            training: {_named(described)}")
-    chosen = {}
-    if sweep.plan and tested:
-        try:
-            for domain in sorted({config["domain"] for config, _ in tested}):
-                table = planning_instances(sweep.dataset_path(), domain, sweep.plan_on)
-                chosen[domain] = {table.problem_path(instance).name for instance in
-                                  chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)}
-        except DatasetError:  # the data lines above say what is missing
-            chosen = {}
-    if chosen:
-        complete, partial, unplanned = 0, [], 0
+    planned = _instances_planned(sweep, tested) if tested else None
+    if planned:
+        complete, partial, unplanned, wanted_per_domain = 0, [], 0, {}
         for config, run in tested:
-            wanted = chosen[config["domain"]]
-            done = {estimate: len(wanted & {r["problem"] for r in
-                                            read_jsonl(run.planning_file(estimate, sweep.plan_on))})
-                    for estimate in point_estimates(config["distribution"])}
-            if all(count == len(wanted) for count in done.values()):
+            done = planned[run.path.name]
+            wanted_per_domain[config["domain"]] = next(iter(done.values()))[1]
+            if all(count == wanted for count, wanted in done.values()):
                 complete += 1
-            elif any(done.values()):
-                counts = ", ".join(f"{estimate} {count} of {len(wanted)}" for estimate, count in done.items())
+            elif any(count for count, _ in done.values()):
+                counts = ", ".join(f"{estimate} {count} of {wanted}" for estimate, (count, wanted) in done.items())
                 partial.append(f"{run.path.name}: {counts}")
             else:
                 unplanned += 1
-        sizes = ", ".join(f"{domain} {len(names)}" for domain, names in chosen.items())
+        sizes = ", ".join(f"{domain} {wanted}" for domain, wanted in sorted(wanted_per_domain.items()))
         lines.append(f"  planned   {complete} of the {len(tested)} tested runs on all their instances ({sizes} "
                      f"per run and estimate), {len(partial)} part-way"
                      + (f" ({_named(partial)})" if partial else "") + f", {unplanned} not yet")
