@@ -570,3 +570,46 @@ def test_kernels_split_among_threads_call_a_single_threaded_blas():
     with nlm._single_threaded_blas():
         scipy_blas = [i for i in threadpool_info() if i["user_api"] == "blas" and "scipy.libs" in i["filepath"]]
         assert scipy_blas and all(i["num_threads"] == 1 for i in scipy_blas)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_nlm_gradients_through_the_sparse_backward_equal_the_reference_in_float64(monkeypatch, exclude_self):
+    # every permuted sum with an input takes the sparse backward (at these sizes the gradients are too dense for it)
+    monkeypatch.setattr(nlm, "_SPARSE_SHARE", 1.0)
+    calls = []
+    original = nlm._sparse_permuted_backward
+    monkeypatch.setattr(nlm, "_sparse_permuted_backward", lambda *args: calls.append(1) or original(*args))
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels, exclude_self=exclude_self).double(), seed=2)
+    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=2)
+    for t in inputs.tensors:
+        t.requires_grad_(True)
+    grads = torch.autograd.grad(model(inputs).sum(), list(model.parameters()) + inputs.tensors)
+    reference = torch.autograd.grad(nlm_reference_forward(model, inputs).sum(),
+                                    list(model.parameters()) + inputs.tensors)
+    assert len(calls) >= 3  # arity 2 of three layers, arity 3 of two
+    for a, b in zip(grads, reference):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_nlm_training_through_the_sparse_backward_follows_the_dense_one(monkeypatch):
+    # the same steps (AdamW at the paper's learning rate, the sum of the outputs as the loss) through either
+    # backward end with the same weights, in float64 where the two orders of summation differ by 1e-16
+    channels = [2, 6, 4, 2]
+    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=3)
+    trained = []
+    for share in (0.0, 1.0):
+        monkeypatch.setattr(nlm, "_SPARSE_SHARE", share)
+        torch.manual_seed(0)
+        model = NLM(channels).double()
+        initial = {key: value.clone() for key, value in model.state_dict().items()}
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-2)
+        for _ in range(30):
+            optimizer.zero_grad()
+            model(inputs).square().mean().backward()
+            optimizer.step()
+        trained.append(model.state_dict())
+    moved = max(float((trained[1][key] - initial[key]).abs().max()) for key in initial)
+    assert moved > 1e-3  # the steps changed the weights
+    for key in trained[0]:
+        torch.testing.assert_close(trained[1][key], trained[0][key], rtol=0, atol=1e-9)

@@ -1,0 +1,177 @@
+"""The NLM's training step on data/paper: the current code against an earlier revision's, beside the floor.
+
+    .venv/bin/python benchmarks/bench_nlm_training_step.py                       # four domains, 20 steps a route
+    .venv/bin/python benchmarks/bench_nlm_training_step.py --domains visitall --steps 40 --before 1baa81ec
+    .venv/bin/python benchmarks/bench_nlm_training_step.py --compare-weights 300     # weights, not time
+
+Per domain, one process builds the authors' NLM (breadth 3, depth 5, TN head with learned sigma, residual h_FF,
+LM-cut bound) twice with the same initial weights: once from the current ``tnlib.learning.nlm`` ("after") and once
+from ``--before``'s copy of that module ("before", read with ``git show``, by default the revision before the
+training-step work). The two take turns on the same batches of data/paper's training split (batch 64, AdamW, the
+gradient clip of ``tnlib train``), one step each, so that the machine's load falls on both alike; the medians of the
+timed steps (after ``--warmup`` untimed ones) and their ratio are printed. Collation is left out of the timing:
+it is the same for both.
+
+The floor per step: the multiply-adds the layers' Linears cannot avoid, forward and the two products of the
+backward (the gradients of the inputs and of the weights), at this machine's float32 matrix-product rate measured in
+the same run; and the bytes of three passes over every stored arity-3 tensor (written forward, read by the next
+layer, read again backward), at the memory bandwidth of a 256 MB copy measured in the same run. The floor is the
+larger of the two times. Run it with one thread (``OMP_NUM_THREADS=1``, as the campaign's processes run) and the
+allocator settings of the Makefile.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_nlm_paper_sizes import matmul_rate, nlm_floor  # noqa: E402
+from tnlib.learning.encodings import make_encoder  # noqa: E402
+from tnlib.learning.heads import DistributionHead, HeadConfig  # noqa: E402
+from tnlib.learning.models import build_model, model_arguments  # noqa: E402
+from tnlib.learning.training import TrainConfig, encode_all, load_items  # noqa: E402
+
+DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
+# The last revision whose NLM training step is the one the speed work started from.
+BEFORE = "1baa81ec"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def module_at(revision: str, folder: Path):
+    """``tnlib.learning.nlm`` as it was at ``revision``, loaded as a module of its own."""
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:tnlib/learning/nlm.py"], check=True,
+                            capture_output=True, text=True).stdout
+    path = folder / f"nlm_{revision}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def memory_bandwidth() -> float:
+    """Bytes per second of a 256 MB copy (read and write counted), the best of three."""
+    source = np.ones(1 << 26, dtype=np.float32)
+    target = np.empty_like(source)
+    np.copyto(target, source)
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - started)
+    return 2 * source.nbytes / best
+
+
+def training_floor(model: nn.Module, objects: int, batch: int, rate: float, bandwidth: float) -> tuple[float, float]:
+    """(floor seconds per step, floor bytes per step) for ``batch`` states of ``objects`` objects."""
+    operations, _ = nlm_floor(model, objects)
+    stored = sum(objects ** 3 * layer.width * 4 for layer in model.layers if 3 in layer.out_arities)
+    moved = 3 * stored * batch
+    return max(3 * operations * batch / rate, moved / bandwidth), moved
+
+
+def timed_steps(domain: str, before_module, steps: int, warmup: int, batch_size: int,
+                head_config: HeadConfig = HeadConfig(), nudged: bool = False) -> dict:
+    config = TrainConfig(model="nlm", domain=domain, data_root="data/paper", head=head_config, steps=1,
+                         progress=False)
+    items = load_items(config, "train")
+    encoder = make_encoder("nlm", domain)
+    encoder.fit(items)
+    data = encode_all(encoder, items)
+    kwargs = model_arguments("nlm", encoder.model_kwargs())
+    torch.manual_seed(0)
+    after = build_model("nlm", **kwargs)
+    before = before_module.NLM(**kwargs)
+    before.load_state_dict(after.state_dict())
+    models = [("before", before), ("after", after)]
+    if nudged:  # the before route from weights one float32 step away: how far rounding alone carries training
+        nudged_model = before_module.NLM(**kwargs)
+        nudged_model.load_state_dict({key: torch.nextafter(value, torch.full_like(value, math.inf))
+                                      for key, value in after.state_dict().items()})
+        models.append(("nudged", nudged_model))
+    head = DistributionHead(config.head)
+    routes = {}
+    for name, model in models:
+        routes[name] = (model, torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay))
+    sampler = torch.Generator().manual_seed(0)
+    times = {name: [] for name in routes}
+    objects = 0
+    for step in range(warmup + steps):
+        rows = torch.randint(len(data), (batch_size,), generator=sampler).tolist()
+        batch = encoder.collate([data[i] for i in rows])
+        objects = max(objects, batch.inputs.object_mask.shape[1])
+        for name, (model, optimizer) in routes.items():
+            started = time.perf_counter()
+            prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
+            loss = prediction.nll(batch.h_star).mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            if step >= warmup:
+                times[name].append(time.perf_counter() - started)
+    return {"before": statistics.median(times["before"]), "after": statistics.median(times["after"]),
+            "objects": objects, "model": after, "before_model": before,
+            "nudged_model": routes["nudged"][0] if nudged else None}
+
+
+def compare_weights(domains: list[str], before_module, steps: int, batch_size: int) -> None:
+    heads = {"TN learn/ff": HeadConfig(), "N fixed/none": HeadConfig(distribution="N", sigma="fixed", residual="none")}
+    print(f"weights after {steps} steps, batch {batch_size}: max |other - before| / max |before|, where other is the "
+          "after route, and the before route started one float32 step away (nudged)")
+    print(f"{'domain':12} {'head':13} {'after':>9} {'nudged':>9}")
+    for domain in domains:
+        for name, head_config in heads.items():
+            result = timed_steps(domain, before_module, steps, 0, batch_size, head_config, nudged=True)
+            before = result["before_model"].state_dict()
+            largest = max(float(w.abs().max()) for w in before.values())
+            differences = []
+            for other in (result["model"].state_dict(), result["nudged_model"].state_dict()):
+                differences.append(max(float((other[key] - before[key]).abs().max()) for key in before) / largest)
+            print(f"{domain:12} {name:13} {differences[0]:>9.2e} {differences[1]:>9.2e}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per route (default 20)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--before", default=BEFORE, help=f"the revision timed as 'before' (default {BEFORE})")
+    parser.add_argument("--compare-weights", type=int, metavar="STEPS",
+                        help="train both routes STEPS steps and compare their weights instead of timing")
+    args = parser.parse_args()
+    if args.compare_weights:
+        with tempfile.TemporaryDirectory() as folder:
+            compare_weights(args.domains, module_at(args.before, Path(folder)), args.compare_weights, args.batch_size)
+        return
+    rate, bandwidth = matmul_rate(), memory_bandwidth()
+    print(f"threads {torch.get_num_threads()}; float32 matrix product {rate / 1e9:.1f} Gflop/s, memory copy "
+          f"{bandwidth / 1e9:.1f} GB/s; batch {args.batch_size}, {args.steps} timed steps per route, alternating")
+    print(f"{'domain':12} {'objects':>7} {'before s':>9} {'after s':>8} {'speed-up':>8} {'floor s':>8} "
+          f"{'floor MB':>8} {'after/floor':>11}")
+    with tempfile.TemporaryDirectory() as folder:
+        before_module = module_at(args.before, Path(folder))
+        for domain in args.domains:
+            result = timed_steps(domain, before_module, args.steps, args.warmup, args.batch_size)
+            floor, moved = training_floor(result["model"], result["objects"], args.batch_size, rate, bandwidth)
+            print(f"{domain:12} {result['objects']:>7} {result['before']:>9.3f} {result['after']:>8.3f} "
+                  f"{result['before'] / result['after']:>7.2f}x {floor:>8.3f} {moved / 2**20:>8.0f} "
+                  f"{result['after'] / floor:>10.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
