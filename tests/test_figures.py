@@ -137,8 +137,14 @@ def test_explorer_sliders_widen_to_parameters_outside_their_range():
     values = figures.explorer_controls(params).values
     assert {name: values[name].value for name in ("loc", "scale", "low", "high", "observed")} == {
         "loc": -50.0, "scale": 12.0, "low": -60.0, "high": 70.0, "observed": 80.0}
-    for name in ("loc", "low", "high", "observed"):  # one range for every position on the x axis
+    for name in ("low", "high", "observed"):  # one range for l, u and x, which holds them
         assert (values[name].min, values[name].max) == (-60.0, 80.0)
+    assert (values["loc"].min, values["loc"].max) == (-60.0, 80.0)  # mu's holds them and mu
+    # a far mu widens its own slider only: l, u and x keep a range whose 0.05 steps a hand can set
+    far = figures.explorer_controls(notebook_parameters.check_explorer_parameters(-500.0, 1.0, 0.2, 1.7, 0.5)).values
+    assert (far["loc"].value, far["loc"].min, far["loc"].max) == (-500.0, -500.0, 10.0)
+    for name in ("low", "high", "observed"):
+        assert (far[name].min, far[name].max) == (-10.0, 10.0)
     assert (values["scale"].min, values["scale"].max) == figures.SIGMA_SLIDER_DECADES  # log10 of sigma's range
     tiny = figures.explorer_controls(notebook_parameters.check_explorer_parameters(0.0, 1e-4, "-inf", "inf", 0.0)).values
     assert tiny["scale"].value == pytest.approx(1e-4) and tiny["scale"].min == pytest.approx(-4.0)
@@ -432,3 +438,24 @@ def test_the_open_bound_slider_opens_at_the_papers_margin():
     assert margins[figure.layout.sliders[0].active] == OPEN_BOUND_EPSILON
     assert f"open bound l - {OPEN_BOUND_EPSILON:g}" in figure.layout.title.text
     assert figures.open_bound_slider_figure(5.0, 1.0, (1.0, 0.5)).layout.sliders[0].active == 0
+
+
+def test_a_density_too_narrow_for_double_precision_is_named_not_drawn_empty():
+    # sigma 1e-10 under a bound 1e10 sigmas away: the mass lies within 1e-20 of l = 1, below float64's spacing there
+    figure = figures.explorer_figure(0.0, 1e-10, 1.0, 5.0, 1.0, high_is_infinite=True)
+    assert not figure.data and "too narrow to draw" in figure.layout.annotations[0].text
+    with pytest.raises(ValueError, match="too narrow to draw"):
+        figures.density_view(0.0, 1e-10, 1.0, math.inf)
+    # a narrow density that double precision resolves is drawn, on a finite view around its mass
+    view = figures.density_view(0.0, 1e-3, 1.0, math.inf)
+    assert all(math.isfinite(v) for v in view) and view[0] < 1.0 + 1e-6 < view[1]
+    assert figures.explorer_figure(0.0, 1e-3, 1.0, 5.0, 1.0, high_is_infinite=True).data
+
+
+def test_titles_tell_apart_positions_that_differ_by_less_than_four_digits():
+    title = figures.truncated_normal_figure(0.0, 0.01, 1000.0, math.inf, 1000.00002).layout.title.text
+    assert "l=1000," in title and "x=1000.00002:" in title and "TN mean 1000.0000001," in title
+    narrow = figures.truncated_normal_figure(0.0, 1.0, 0.3, 0.3 + 1e-9, 0.3 + 5e-10).layout.title.text
+    assert "l=0.3, u=0.300000001)" in narrow
+    assert figures.distinct_formats([1.0, 1.0, 2.0]) == ["1", "1", "2"]  # equal values stay equal
+    assert figures.distinct_formats([0.0, -0.0, math.inf]) == ["0", "0", "inf"]

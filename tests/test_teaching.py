@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import pytest
 import scipy.stats
-from scipy.stats import truncnorm
+from scipy.stats import expon, truncnorm
 
 from tnlib.notebook import (
     classroom_demos,
@@ -209,7 +209,7 @@ def test_synthetic_regression_is_deterministic_for_a_seed():
     second = synthetic_regression.run_synthetic_regression(seed=4, num_train=80, num_test=60, steps=15)
     other = synthetic_regression.run_synthetic_regression(seed=5, num_train=80, num_test=60, steps=15)
     assert first.test_mse == second.test_mse
-    assert first.validation_mse == second.validation_mse
+    assert first.test_mse_curve == second.test_mse_curve
     assert first.train_nll == second.train_nll
     assert first.test_mse != other.test_mse
     assert first.recorded_steps[0] == 0 and first.recorded_steps[-1] == 15
@@ -236,7 +236,7 @@ def test_regression_claims_of_the_classroom_notebook(seed):
     assert result.truncated_mean_minus_bound >= -OPEN_BOUND_EPSILON - 1e-9
     # After a tenth of the steps the two models that use l are within 0.2 of each other, far below the others.
     tenth = next(index for index, step in enumerate(result.recorded_steps) if step >= 40)
-    curves = result.validation_mse
+    curves = result.test_mse_curve
     assert abs(curves["truncated"][tenth] - curves["gaussian_mse_bound"][tenth]) < 0.2
     assert max(curves["truncated"][tenth], curves["gaussian_mse_bound"][tenth]) < min(curves[k][-1] for k in blind)
 
@@ -412,7 +412,7 @@ def test_exercise_5_the_bound_is_a_floor_not_the_answer_at_step_0():
     result = synthetic_regression.run_synthetic_regression(seed=0, steps=20)
     mse = result.test_mse
     assert mse["truncated"]["truncated_mean"] < min(mse[k]["clipped"] for k in ("gaussian", "gaussian_mse"))
-    assert result.validation_mse["truncated"][0] > result.lower_bound_mse
+    assert result.test_mse_curve["truncated"][0] > result.lower_bound_mse
 
 
 def test_regression_table_lists_every_model():
@@ -575,16 +575,38 @@ def test_exercise_8_the_rejection_sampler_matches_tnlib():
 
 def test_maximum_likelihood_recovers_loc_and_scale_from_truncated_samples():
     samples = distribution_properties.tnlib_samples(2.0, 1.5, 1.0, math.inf, 5000, seed=1)
-    loc, scale = distribution_properties.fit_truncated_normal(samples, 1.0, math.inf)
-    assert loc == pytest.approx(2.0, abs=0.15) and scale == pytest.approx(1.5, abs=0.1)
+    fit = distribution_properties.fit_truncated_normal(samples, 1.0, math.inf)
+    assert fit.exists and fit.converged and fit.variance < fit.squared_distance
+    assert fit.loc == pytest.approx(2.0, abs=0.15) and fit.scale == pytest.approx(1.5, abs=0.1)
     assert abs(samples.mean() - 2.0) > 0.4  # the naive estimate is biased
+    # a maximum: the moments of the fitted TN are the samples' (the score equations of a two-parameter family)
+    fitted = truncnorm((1.0 - fit.loc) / fit.scale, np.inf, loc=fit.loc, scale=fit.scale)
+    assert fitted.mean() == pytest.approx(samples.mean(), abs=1e-5)
+    assert fitted.var() == pytest.approx(samples.var(), abs=1e-5)
+    assert "converged" in fit.describe() and "NOT" not in fit.describe()
+
+
+def test_a_fit_without_a_maximum_says_so_and_gives_the_exponential_limit():
+    # exponential draws have variance (mean - l)^2 in expectation; these exceed it: no Truncated Gaussian fits best
+    samples = 1.0 + np.random.default_rng(0).exponential(2.0, 4000) ** 1.2
+    fit = distribution_properties.fit_truncated_normal(samples, 1.0, math.inf)
+    assert fit.variance >= fit.squared_distance and fit.exists is False and not fit.converged
+    assert fit.limit_scale == pytest.approx(samples.mean() - 1.0)
+    # the limit's NLL is the exponential's own at its MLE, and no Truncated Gaussian goes below it
+    assert fit.limit_nll == pytest.approx(-expon(loc=1.0, scale=fit.limit_scale).logpdf(samples).mean(), abs=1e-9)
+    for loc, scale in [(0.0, 2.0), (-10.0, 5.0), (-100.0, 15.0)]:
+        nll = -truncnorm((1.0 - loc) / scale, np.inf, loc=loc, scale=scale).logpdf(samples).mean()
+        assert nll > fit.limit_nll
+    assert fit.nll >= fit.limit_nll - 1e-9 and fit.loc < -100  # the optimizer ran off toward the limit
+    assert "no maximum" in fit.describe() and "exponential" in fit.describe()
 
 
 def test_censored_data_need_the_tobit_likelihood_not_the_truncated_one():
     result = distribution_properties.censoring_versus_truncation(1.0, 2.0, 0.0, 5000, seed=0)
     assert 0.25 < result["share at the bound"] < 0.4
     assert result["censored (Tobit) MLE"] == pytest.approx(1.0, abs=0.1)
-    assert result["sample mean"] > 1.2 and result["truncated MLE on censored data"] < 0.0
+    # the lump at the bound leaves the truncated model without a maximum
+    assert result["sample mean"] > 1.2 and result["truncated model on censored data"].exists is False
 
 
 def test_the_truncated_gaussian_fits_the_real_gaps_better_than_the_gaussian():
@@ -594,9 +616,11 @@ def test_the_truncated_gaussian_fits_the_real_gaps_better_than_the_gaussian():
     assert [f.domain for f in fits] == ["blocksworld", "ferry", "gripper", "visitall"]
     for fit in fits:
         assert fit.truncated_nll < fit.gaussian_nll - 0.4
-        assert fit.truncated_mse <= fit.gaussian_mse
-        assert fit.truncated[0] < 0 < fit.gaussian[0]  # the TN's mu far below the bound: a decaying tail
-    assert "NLL TN" in label_gaps.format_gap_fits(fits)
+        # every domain's gaps are too spread for a maximum: the exponential limit, whose mean is the Gaussian's
+        assert fit.truncated.exists is False and fit.truncated.variance >= fit.truncated.squared_distance
+        assert fit.truncated_mse == pytest.approx(fit.gaussian_mse)
+    table = label_gaps.format_gap_fits(fits)
+    assert "NLL TN" in table and table.count("none: exp(") == 4
 
 
 def test_the_exercises_checks_hold():
@@ -870,3 +894,13 @@ def test_the_open_bound_minimum_at_the_papers_margin_is_where_the_classroom_says
     assert round(result.x, 2) == -4.90
     assert round(low - 1.0 / OPEN_BOUND_EPSILON, 1) == -5.1
     assert scipy.stats.truncnorm.mean(low - result.x, np.inf, loc=result.x) == pytest.approx(5.0, abs=1e-6)
+
+
+def test_the_explorer_prints_small_numbers_and_wide_columns_apart():
+    tail = explorer.format_description(explorer.describe_truncated_normal(0.0, 0.01, 3.0, math.inf, 3.00001))
+    assert re.search(r"truncated stddev\s+3\.33322e-05", tail)  # not 0.0000
+    plain = explorer.format_description(explorer.describe_truncated_normal(0.0, 1.0, -math.inf, math.inf, 0.5))
+    assert re.search(r"log Z\s+0$", plain, re.M)  # not -0.0000
+    # an NLL past 1e5 keeps a space before it: every row splits into the same number of columns
+    rows = explorer.preset_summary_table(loc=-500.0).splitlines()[2:]
+    assert {len(row[34:].split()) for row in rows} == {5}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -75,22 +76,71 @@ def tnlib_samples(loc: float, scale: float, low: float, high: float, count: int,
         torch.random.set_rng_state(generator_state)
 
 
-def fit_truncated_normal(samples: np.ndarray, low: float, high: float, steps: int = 500) -> tuple[float, float]:
-    """Maximum-likelihood (loc, scale) of TN(loc, scale, low, high) from ``samples`` (known bounds): Adam on the
-    mean NLL over (loc, log scale), started at the samples' mean and standard deviation -- the biased estimates a
-    student would try first."""
+@dataclass(frozen=True)
+class TruncatedFit:
+    """A maximum-likelihood fit of TN(loc, scale, low, high) with known bounds, or the reason there is none.
+
+    ``exists``: on a half-line [low, inf) a maximum exists only when the samples' variance (1/n) is below
+    (mean - low)^2; otherwise (False) the likelihood keeps rising as loc -> -inf and scale -> inf with
+    scale^2 / (low - loc) fixed, toward the exponential distribution shifted to ``low`` with scale mean - low
+    (``limit_scale``, mean NLL ``limit_nll`` = 1 + log(mean - low)), which no Truncated Gaussian is; loc and scale
+    are then wherever the optimizer stopped and mean nothing. On a bounded interval the condition is the same
+    moment condition against the truncated exponential; it is not checked (None). ``converged``: the optimizer
+    ended at a point where the NLL's gradient vanishes (to 1e-6); a fit without a maximum never does."""
+
+    loc: float
+    scale: float
+    nll: float
+    exists: bool | None
+    converged: bool
+    variance: float
+    squared_distance: float  # (mean - low)^2: the bound the variance must stay below on a half-line
+    limit_scale: float | None
+    limit_nll: float | None
+
+    def describe(self) -> str:
+        """One line: the fit, or why there is none and what the likelihood tends to."""
+        if self.exists is False:
+            return (f"no maximum: variance {self.variance:.3g} >= (mean - l)^2 = {self.squared_distance:.3g}; the NLL "
+                    f"falls toward the exponential limit's {self.limit_nll:.4f} (scale {self.limit_scale:.3g}) as mu "
+                    f"-> -inf (the optimizer stopped at mu = {self.loc:.3g}, NLL {self.nll:.4f})")
+        state = "converged" if self.converged else "NOT converged: the NLL's gradient is not zero there"
+        return f"maximum likelihood (mu, sigma) = ({self.loc:.3f}, {self.scale:.3f}), NLL {self.nll:.4f} ({state})"
+
+
+def fit_truncated_normal(samples: np.ndarray, low: float, high: float, steps: int = 200) -> TruncatedFit:
+    """Maximum-likelihood (loc, scale) of TN(loc, scale, low, high) from ``samples`` (known bounds): L-BFGS on the
+    mean NLL over (loc, log scale), started at the samples' mean and standard deviation (the biased estimates a
+    student would try first), after checking that a maximum exists (:class:`TruncatedFit`)."""
     values = torch.as_tensor(samples, dtype=DTYPE)
-    loc = torch.tensor(float(values.mean()), dtype=DTYPE, requires_grad=True)
-    log_scale = torch.tensor(math.log(float(values.std())), dtype=DTYPE, requires_grad=True)
+    mean, variance = float(values.mean()), float(values.var(unbiased=False))
+    squared_distance = (mean - low) ** 2
+    exists = variance < squared_distance if math.isinf(high) else None
+    loc = torch.tensor(mean, dtype=DTYPE, requires_grad=True)
+    log_scale = torch.tensor(math.log(math.sqrt(variance)), dtype=DTYPE, requires_grad=True)
     low_t, high_t = torch.tensor(low, dtype=DTYPE), torch.tensor(high, dtype=DTYPE)
-    optimizer = torch.optim.Adam([loc, log_scale], lr=0.05)
+
+    def mean_nll() -> torch.Tensor:
+        return -TruncatedNormal(loc, log_scale.exp(), low_t, high_t, validate_args=False).log_prob(values).mean()
+
+    optimizer = torch.optim.LBFGS([loc, log_scale], lr=1.0, max_iter=steps, tolerance_grad=1e-9,
+                                  tolerance_change=1e-14, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        nll = mean_nll()
+        nll.backward()
+        return nll
+
     with single_thread():
-        for _ in range(steps):
-            optimizer.zero_grad()
-            nll = -TruncatedNormal(loc, log_scale.exp(), low_t, high_t, validate_args=False).log_prob(values).mean()
-            nll.backward()
-            optimizer.step()
-    return float(loc.detach()), float(log_scale.detach().exp())
+        optimizer.step(closure)
+        nll = float(closure().detach())
+    gradient = max(abs(float(loc.grad)), abs(float(log_scale.grad)))
+    converged = bool(math.isfinite(nll) and gradient < 1e-6 and exists is not False)
+    limit_scale = mean - low if exists is False else None
+    return TruncatedFit(float(loc.detach()), float(log_scale.detach().exp()), nll, exists, converged,
+                        variance, squared_distance, limit_scale,
+                        1.0 + math.log(limit_scale) if limit_scale is not None else None)
 
 
 def format_property_comparison(rows: list[tuple[str, float, float, float]]) -> str:
@@ -101,11 +151,12 @@ def format_property_comparison(rows: list[tuple[str, float, float, float]]) -> s
     return "\n".join(lines)
 
 
-def censoring_versus_truncation(loc: float, scale: float, bound: float, count: int, seed: int) -> dict[str, float]:
+def censoring_versus_truncation(loc: float, scale: float, bound: float, count: int, seed: int) -> dict:
     """A Tobit-style simulation: draw N(loc, scale) and record a value below ``bound`` as ``bound`` (censoring).
     The estimates of loc: the sample mean; the censored-data (Tobit) MLE, which counts each value at the bound
-    as P(x <= bound) = Phi((bound - loc) / scale); and the truncated-model MLE fitted to the same data as if the
-    values at the bound were exact observations -- the wrong model for censored data."""
+    as P(x <= bound) = Phi((bound - loc) / scale); and the truncated model fitted to the same data as if the
+    values at the bound were exact observations -- the wrong model for censored data, whose lump at the bound
+    gives it no maximum at all (a :class:`TruncatedFit` that says so)."""
     draws = np.random.default_rng(seed).normal(loc, scale, count)
     censored = np.maximum(draws, bound)
     at_bound = censored <= bound
@@ -118,6 +169,6 @@ def censoring_versus_truncation(loc: float, scale: float, bound: float, count: i
 
     tobit = minimize(tobit_nll, [censored.mean(), math.log(censored.std())], method="Nelder-Mead",
                      options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000}).x
-    truncated_loc, _ = fit_truncated_normal(censored, bound - 1e-9, math.inf, steps=800)
+    truncated = fit_truncated_normal(censored, bound - 1e-9, math.inf)
     return {"true loc": loc, "share at the bound": float(at_bound.mean()), "sample mean": float(censored.mean()),
-            "censored (Tobit) MLE": float(tobit[0]), "truncated MLE on censored data": truncated_loc}
+            "censored (Tobit) MLE": float(tobit[0]), "truncated model on censored data": truncated}

@@ -109,7 +109,8 @@ def format_description(description: dict[str, float]) -> str:
     def value(key: str) -> str:
         if key == "kept_mass":
             return " " + format_probability(description["log_normalizer"])
-        return f"{description[key]: .4f}"
+        # significant digits, not decimals: a stddev of 9.9e-6 is not 0.0000, and log Z = 0 is not -0
+        return f"{description[key] + 0.0: .6g}"
 
     return "\n".join(f"{labels[key]:<34s} {value(key)}" for key in labels)
 
@@ -122,12 +123,13 @@ def preset_summary_table(
 ) -> str:
     """One line per preset: its truncated mean, mode, kept mass and the NLL of ``observed`` (inf when the
     observation is outside the bounds)."""
-    header = f"{'bounds (l, u)':<34s}{'mean':>9s}{'mode':>9s}{'Z':>10s}{'NLL N':>9s}{'NLL TN':>9s}"
+    # four significant digits in columns of 11 with a space between: an NLL of 1e5 or more keeps its column apart
+    header = f"{'bounds (l, u)':<34s}{'mean':>11s}{'mode':>11s}{'Z':>11s}{'NLL N':>11s}{'NLL TN':>11s}"
     lines = [header, "-" * len(header)]
     for label, low, high in presets:
         row = describe_truncated_normal(loc, scale, low, high, observed)
         lines.append(
-            f"{label:<34s}{row['mean']:9.3f}{row['mode']:9.3f}{format_probability(row['log_normalizer']):>10s}"
-            f"{row['normal_nll']:9.3f}{row['truncated_nll']:9.3f}"
+            f"{label:<34s} {row['mean']:>10.4g} {row['mode']:>10.4g} {format_probability(row['log_normalizer']):>10s}"
+            f" {row['normal_nll']:>10.4g} {row['truncated_nll']:>10.4g}"
         )
     return "\n".join(lines)

@@ -115,15 +115,28 @@ BULK_TAIL_PROBABILITY = 1e-4
 MAX_VIEW_TO_BULK = 6.0
 
 
+#: The narrowest view the density figures draw, relative to the magnitude of x there: an axis narrower than this
+#: holds only a few hundred float64 values and its tick labels cannot tell them apart.
+DRAWABLE_RELATIVE_WIDTH = 1e-10
+
+
 def density_view(loc: float, scale: float, low: float, high: float) -> tuple[float, float]:
     """The x range the density figures show: the truncated bulk (``icdf`` of ``BULK_TAIL_PROBABILITY`` and of
     its complement) widened to the finite bounds and the Normal's bulk (mu +- 4 sigma), nearest first, as far as
-    the view stays at most ``MAX_VIEW_TO_BULK`` times the bulk's width; plus a 5% margin on each side."""
+    the view stays at most ``MAX_VIEW_TO_BULK`` times the bulk's width; plus a 5% margin on each side. Raises
+    ``ValueError`` saying why when the bulk is narrower than :data:`DRAWABLE_RELATIVE_WIDTH` of its magnitude (sigma
+    many orders below a far bound): no axis could show it."""
     distribution = demo_tensors.truncated_normal(loc, scale, low, high)
     quantiles = distribution.icdf(torch.tensor([BULK_TAIL_PROBABILITY, 1.0 - BULK_TAIL_PROBABILITY], dtype=demo_tensors.DTYPE))
     bulk_low, bulk_high = (float(value) for value in quantiles)
     if not bulk_high > bulk_low:  # an interval a few ulps wide: the bounds are the bulk
         bulk_low, bulk_high = low, high
+    scale_of_x = max(abs(bulk_low), abs(bulk_high), 1e-300) if math.isfinite(bulk_low + bulk_high) else math.inf
+    if not (math.isfinite(bulk_high - bulk_low) and bulk_high - bulk_low > DRAWABLE_RELATIVE_WIDTH * scale_of_x):
+        mean, stddev = float(distribution.mean), float(distribution.stddev)
+        raise ValueError(f"the truncated density is too narrow to draw at x = {mean:.6g}: its mass lies within "
+                         f"about {max(stddev, 0.0):.3g} of its mean (sigma {scale:.3g} with a bound "
+                         f"{abs(mean - loc) / scale:.3g} sigmas away), below what a double-precision axis can show")
     widest = MAX_VIEW_TO_BULK * (bulk_high - bulk_low)
     view_low, view_high = bulk_low, bulk_high
     context = [bound for bound in (low, high) if math.isfinite(bound)] + [loc - 4.0 * scale, loc + 4.0 * scale]
@@ -187,6 +200,17 @@ _TITLE_AT_THE_TOP = dict(yref="container", y=1.0, yanchor="top", pad=dict(t=12),
 
 def _format_bound(value: float) -> str:
     return "inf" if value == math.inf else "-inf" if value == -math.inf else f"{value:g}"
+
+
+def distinct_formats(values: Sequence[float], least: int = 4) -> list[str]:
+    """``values`` with the fewest significant digits (at least ``least``, at most 17) at which every two that
+    differ print differently: a mean 1e-5 above l = 1000 prints as 1000.00001, not as "1000" beside "l=1000"."""
+    finite = sorted({value for value in values if math.isfinite(value)})
+    digits = least
+    while digits < 17 and len({f"{value:.{digits}g}" for value in finite}) < len(finite):
+        digits += 1
+    return ["inf" if value == math.inf else "-inf" if value == -math.inf else f"{value + 0.0:.{digits}g}"
+            for value in values]
 
 
 def truncated_normal_figure(
@@ -261,17 +285,22 @@ def truncated_normal_figure(
     # Z from log Z: a far-tail Z underflows exp() to 0 while log Z is finite, and "Z 0" would be wrong.
     # Four significant digits, not three decimals (a mean of 1e-5 is not 0.000), and log Z = 0 for the plain
     # Normal, not -0.
+    # The positions on the x axis (mu, l, u, x, the mean and mode) with enough digits to tell apart every two that
+    # differ: x a hair above l, or a mean 1e-5 above l = 1000, must not print as l itself.
+    shown_x = observed if observed is not None else summary["mean"]
+    mu_text, low_text, high_text, x_text, mean_text, mode_text = distinct_formats(
+        [loc, low, high, shown_x, summary["mean"], summary["mode"]])
     statistics = (
-        f"TN mean {summary['mean']:.4g}, mode {summary['mode']:.4g}, kept mass Z "
+        f"TN mean {mean_text}, mode {mode_text}, kept mass Z "
         f"{explorer.format_probability(summary['log_normalizer'])} (log Z {summary['log_normalizer'] + 0.0:.4g})"
     )
     if observed is not None:
         statistics += (
-            f"<br>NLL of x={params.observed:g}: Normal {summary['normal_nll']:.4g}, TN {summary['truncated_nll']:.4g}"
+            f"<br>NLL of x={x_text}: Normal {summary['normal_nll']:.4g}, TN {summary['truncated_nll']:.4g}"
         )
     figure.update_layout(
         title=dict(
-            text=f"TN(mu={loc:g}, sigma={scale:g}, l={_format_bound(low)}, u={_format_bound(high)})<br><sup>{statistics}</sup>",
+            text=f"TN(mu={mu_text}, sigma={scale:.4g}, l={low_text}, u={high_text})<br><sup>{statistics}</sup>",
             **_TITLE_AT_THE_TOP,
         ),
         xaxis_title="x (cost-to-go h*)",
@@ -431,7 +460,7 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
     """Test MSE of each model's planning heuristic against the training step (log y, over the data's range), like
     the paper's Figure 2, with two dotted references drawn as traces in the legend: the MSE of the bound l alone
     and of the best possible predictor."""
-    curves = {synthetic_regression.MODEL_LABELS[kind]: values for kind, values in result.validation_mse.items()}
+    curves = {synthetic_regression.MODEL_LABELS[kind]: values for kind, values in result.test_mse_curve.items()}
     figure = curves_figure(
         result.recorded_steps, curves, "Test MSE of the planning heuristic during training",
         "training step", "test MSE (log scale)", log_y=True,
@@ -784,23 +813,25 @@ def explorer_controls(params: notebook_parameters.ExplorerParameters, slider_lim
     selector that sets the bounds (mu=0, sigma=1) from :data:`tnlib.notebook.explorer.PRESET_BOUNDS`, and an output
     area for the figure.
 
-    mu, l, u and x share one range, ``[-slider_limit, slider_limit]`` widened to hold all their finite values, so a
-    starting point such as mu = -50 is shown as it is (a slider would silently clip it to its range) and the
-    bounds can be moved to it. sigma has a logarithmic slider over :data:`SIGMA_SLIDER_DECADES`, widened to the
-    parameter's value.
+    l, u and x share one range, ``[-slider_limit, slider_limit]`` widened to hold their finite values; mu's slider
+    spans that range widened to hold mu, so a starting point such as mu = -50 is shown as it is (a slider would
+    silently clip it to its range) while l, u and x keep a range whose 0.05 steps a hand can set. sigma has a
+    logarithmic slider over :data:`SIGMA_SLIDER_DECADES`, widened to the parameter's value.
     """
     import ipywidgets as widgets
 
-    positions = [params.loc, params.observed] + [bound for bound in (params.low, params.high) if math.isfinite(bound)]
+    positions = [params.observed] + [bound for bound in (params.low, params.high) if math.isfinite(bound)]
     position_low, position_high = min([-slider_limit, *positions]), max([slider_limit, *positions])
 
-    def slider(description: str, value: float) -> widgets.FloatSlider:
-        return widgets.FloatSlider(value=value, min=position_low, max=position_high, step=0.05,
+    def slider(description: str, value: float, low: float = position_low,
+               high: float = position_high) -> widgets.FloatSlider:
+        return widgets.FloatSlider(value=value, min=low, max=high, step=0.05,
                                    description=description, continuous_update=False, readout_format=".2f")
 
     decades = math.log10(params.scale)
     values = {
-        "loc": slider("mu", params.loc),
+        # mu's own range: a far mean (mu = -50) widens it alone, so l, u and x keep a range a hand can set
+        "loc": slider("mu", params.loc, min(position_low, params.loc), max(position_high, params.loc)),
         "scale": widgets.FloatLogSlider(
             value=params.scale, base=10.0, min=min(SIGMA_SLIDER_DECADES[0], decades),
             max=max(SIGMA_SLIDER_DECADES[1], decades), step=0.01, description="sigma", continuous_update=False,

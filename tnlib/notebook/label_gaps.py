@@ -11,7 +11,7 @@ from torch.distributions import Normal
 
 from tnlib.data.loading import load_split
 from tnlib.notebook.demo_tensors import DTYPE, truncated_normal
-from tnlib.notebook.distribution_properties import fit_truncated_normal
+from tnlib.notebook.distribution_properties import TruncatedFit, fit_truncated_normal
 from tnlib.paper import DOMAINS, LOWER_BOUNDS, OPEN_BOUND_EPSILON
 
 
@@ -77,11 +77,13 @@ def format_label_gaps(gaps: list[LabelGaps]) -> str:
 class GapFit:
     """Section 7's fitted models of one domain: the gap h* - l (l = LM-cut) fitted on the train split by a
     Gaussian and by a Truncated Gaussian on (-eps, inf), both by maximum likelihood, and their mean NLL (nats per
-    state) and the MSE of l + their mean on another split."""
+    state) and the MSE of l + their mean on another split. Where the gaps' variance is not below their squared
+    mean distance from -eps the Truncated Gaussian has no maximum (``truncated.exists`` is False): its columns
+    are then those of the limit the likelihood rises toward, the exponential on (-eps, inf) with the gaps' mean."""
 
     domain: str
     gaussian: tuple[float, float]
-    truncated: tuple[float, float]
+    truncated: TruncatedFit
     gaussian_nll: float
     truncated_nll: float
     gaussian_mse: float
@@ -91,28 +93,38 @@ class GapFit:
 def fit_gap_models(train: list[LabelGaps], held_out: list[LabelGaps], bound: str = "lmcut",
                    margin: float = OPEN_BOUND_EPSILON) -> list[GapFit]:
     """Per domain, fit the gap h* - l of ``train``'s states with a Gaussian (its MLE: the sample mean and standard
-    deviation) and with TN(mu, sigma, -margin, inf) (:func:`fit_truncated_normal`), and score both on
-    ``held_out``'s states: a model with no features, the simplest "fitted model" of the real labels."""
+    deviation) and with TN(mu, sigma, -margin, inf) (:func:`fit_truncated_normal`, or the exponential limit where
+    it has no maximum), and score both on ``held_out``'s states: a model with no features, the simplest "fitted
+    model" of the real labels."""
     fits = []
     for fit_on, score_on in zip(train, held_out):
         gap, test_gap = fit_on.lower_gaps[bound], score_on.lower_gaps[bound]
         loc, scale = float(gap.mean()), float(gap.std())
-        t_loc, t_scale = fit_truncated_normal(gap, -margin, math.inf)
+        truncated = fit_truncated_normal(gap, -margin, math.inf)
         values = torch.as_tensor(test_gap, dtype=DTYPE)
         gaussian_nll = float(-Normal(torch.tensor(loc, dtype=DTYPE), torch.tensor(scale, dtype=DTYPE)).log_prob(values).mean())
-        tn = truncated_normal(t_loc, t_scale, -margin, math.inf)
-        truncated_nll_value = float(-tn.log_prob(values).mean())
-        fits.append(GapFit(fit_on.domain, (loc, scale), (t_loc, t_scale), gaussian_nll, truncated_nll_value,
-                           float(np.mean((test_gap - loc) ** 2)), float(np.mean((test_gap - float(tn.mean)) ** 2))))
+        if truncated.exists is False:
+            rate = 1.0 / truncated.limit_scale
+            truncated_nll = float(np.mean(rate * (test_gap + margin) - math.log(rate)))
+            truncated_mean = -margin + truncated.limit_scale
+        else:
+            tn = truncated_normal(truncated.loc, truncated.scale, -margin, math.inf)
+            truncated_nll = float(-tn.log_prob(values).mean())
+            truncated_mean = float(tn.mean)
+        fits.append(GapFit(fit_on.domain, (loc, scale), truncated, gaussian_nll, truncated_nll,
+                           float(np.mean((test_gap - loc) ** 2)), float(np.mean((test_gap - truncated_mean) ** 2))))
     return fits
 
 
 def format_gap_fits(fits: list[GapFit]) -> str:
-    """:func:`fit_gap_models` as an aligned table."""
+    """:func:`fit_gap_models` as an aligned table; a Truncated Gaussian without a maximum shows as its exponential
+    limit, "exp(scale)"."""
     lines = [f"{'domain':<12s}{'Gaussian (mu, sigma)':>22s}{'TN (mu, sigma)':>20s}{'NLL Gaussian':>14s}{'NLL TN':>9s}"
              f"{'MSE Gaussian':>14s}{'MSE TN':>9s}"]
     for fit in fits:
+        t = fit.truncated
+        shown = f"({t.loc:.2f}, {t.scale:.2f})" if t.exists is not False else f"none: exp({t.limit_scale:.2f})"
         lines.append(f"{fit.domain:<12s}{f'({fit.gaussian[0]:.2f}, {fit.gaussian[1]:.2f})':>22s}"
-                     f"{f'({fit.truncated[0]:.2f}, {fit.truncated[1]:.2f})':>20s}{fit.gaussian_nll:14.3f}"
-                     f"{fit.truncated_nll:9.3f}{fit.gaussian_mse:14.3f}{fit.truncated_mse:9.3f}")
+                     f"{shown:>20s}{fit.gaussian_nll:14.3f}{fit.truncated_nll:9.3f}{fit.gaussian_mse:14.3f}"
+                     f"{fit.truncated_mse:9.3f}")
     return "\n".join(lines)

@@ -74,12 +74,23 @@ MODEL_LABELS: dict[str, str] = {
     "gaussian_mse": "Gaussian, fixed sigma (MSE)",
     "gaussian": "Gaussian, learned sigma",
     "gaussian_mse_bound": "Gaussian, fixed sigma (MSE), l as an input",
+    "gaussian_bound": "Gaussian, learned sigma, l as an input",
     "truncated": "Truncated Gaussian, learned sigma, open bound l - eps",
 }
 
 
+#: Short column headers of the same models, for tables with a column per model.
+MODEL_COLUMN_LABELS: dict[str, str] = {
+    "gaussian_mse": "N fixed (MSE)",
+    "gaussian": "N learned",
+    "gaussian_mse_bound": "N fixed, reads l",
+    "gaussian_bound": "N learned, reads l",
+    "truncated": "TN",
+}
+
+
 #: The models whose network reads the bound l beside the features (the others see the features only).
-MODELS_READING_THE_BOUND = ("gaussian_mse_bound",)
+MODELS_READING_THE_BOUND = ("gaussian_mse_bound", "gaussian_bound")
 
 
 #: The point estimates compared on the test states, with their labels.
@@ -117,7 +128,7 @@ class _HeuristicNetwork(torch.nn.Module):
 class RegressionResult:
     """What :func:`run_synthetic_regression` measured.
 
-    ``validation_mse[model]`` is the test MSE of the model's planning heuristic (mu for the Gaussians, the
+    ``test_mse_curve[model]`` is the test MSE of the model's planning heuristic (mu for the Gaussians, the
     TN mean for the Truncated Gaussian) after each step in ``recorded_steps``; ``train_nll[model]`` its
     training loss at the same steps. ``test_mse[model][estimate]`` compares the point estimates after
     training (``truncated_mean`` only for the truncated model). ``lower_bound_mse`` is the MSE of using l
@@ -127,7 +138,7 @@ class RegressionResult:
     """
 
     recorded_steps: list[int]
-    validation_mse: dict[str, list[float]]
+    test_mse_curve: dict[str, list[float]]
     train_nll: dict[str, list[float]]
     test_mse: dict[str, dict[str, float]]
     lower_bound_mse: float
@@ -142,7 +153,7 @@ class RegressionResult:
 def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
     if kind in ("gaussian_mse", "gaussian_mse_bound"):
         return Normal(mu, torch.full_like(mu, FIXED_SIGMA))
-    if kind == "gaussian":
+    if kind in ("gaussian", "gaussian_bound"):
         return Normal(mu, sigma)
     return TruncatedNormal(mu, sigma, lower_bound - margin, torch.full_like(mu, math.inf), validate_args=False)
 
@@ -157,10 +168,11 @@ def run_synthetic_regression(
     open_bound_margin: float = ClassroomParameters.open_bound_margin,
     record_every: int | None = None,
 ) -> RegressionResult:
-    """Train the three models of :data:`MODEL_LABELS` on the same synthetic data (full batch, Adam).
+    """Train the models of :data:`MODEL_LABELS` on the same synthetic data (full batch, Adam).
 
-    Every model sees the features only; the Truncated Gaussian also gets the admissible bound l as the lower
-    end of its support, at training and at test (planning) time. Deterministic for a seed: data and
+    Every model sees the features; those of :data:`MODELS_READING_THE_BOUND` also read the admissible bound l as an
+    input, and the Truncated Gaussian gets l as the lower end of its support, at training and at test (planning)
+    time. Deterministic for a seed: data and
     initial weights come from seeded generators and full-batch CPU training has no other randomness.
     """
     check_classroom_parameters(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin)
@@ -184,7 +196,7 @@ def _run_synthetic_regression(
     interval = record_every or max(1, steps // 50)
     recorded_steps = sorted({0, *range(interval, steps + 1, interval), steps})
 
-    validation_mse: dict[str, list[float]] = {}
+    test_mse_curve: dict[str, list[float]] = {}
     train_nll: dict[str, list[float]] = {}
     test_mse: dict[str, dict[str, float]] = {}
     test_heuristic: dict[str, np.ndarray] = {}
@@ -205,14 +217,14 @@ def _run_synthetic_regression(
                 planning = mu
             return mu, sigma, planning
 
-        validation_mse[kind], train_nll[kind] = [], []
+        test_mse_curve[kind], train_nll[kind] = [], []
         for step in range(steps + 1):
             mu, sigma = network(train.features, train.lower_bound)
             loss = -_model_distribution(kind, mu, sigma, train.lower_bound, open_bound_margin).log_prob(train.optimal_cost).mean()
             if step in recorded_steps:
                 with torch.no_grad():
                     _, _, planning = heuristic(test)
-                validation_mse[kind].append(float(((planning - test.optimal_cost) ** 2).mean()))
+                test_mse_curve[kind].append(float(((planning - test.optimal_cost) ** 2).mean()))
                 train_nll[kind].append(loss.item())
             if step == steps:
                 break
@@ -235,7 +247,7 @@ def _run_synthetic_regression(
 
     return RegressionResult(
         recorded_steps=recorded_steps,
-        validation_mse=validation_mse,
+        test_mse_curve=test_mse_curve,
         train_nll=train_nll,
         test_mse=test_mse,
         lower_bound_mse=float(((test.lower_bound - test.optimal_cost) ** 2).mean()),
@@ -286,7 +298,7 @@ def compare_over_seeds(seeds, **settings) -> SeedComparison:
         raise ValueError(f"seeds: at least two to compare across seeds, got {seeds}")
     results = [run_synthetic_regression(seed=seed, **settings) for seed in seeds]
     return SeedComparison(seeds, [r.test_mse for r in results], [r.best_mse for r in results],
-                          results[0].recorded_steps, [r.validation_mse for r in results])
+                          results[0].recorded_steps, [r.test_mse_curve for r in results])
 
 
 def format_seed_comparison(comparison: SeedComparison) -> str:
@@ -294,7 +306,8 @@ def format_seed_comparison(comparison: SeedComparison) -> str:
     mean against each of :data:`SEED_COMPARISONS`, paired by seed (same data): mean difference and its 95%
     t-interval."""
     kinds = [k for k in MODEL_LABELS if k != "truncated"]
-    header = f"{'seed':>4s}" + "".join(f"{k:>20s}" for k in kinds) + f"{'TN mean':>10s}{'best possible':>15s}"
+    header = (f"{'seed':>4s}" + "".join(f"{MODEL_COLUMN_LABELS[k]:>20s}" for k in kinds)
+              + f"{'TN mean':>10s}{'best possible':>15s}")
     lines = ["test MSE of each planning heuristic (mu for the Gaussians)", header, "-" * len(header)]
     for seed, mse, best in zip(comparison.seeds, comparison.test_mse, comparison.best_mse):
         lines.append(f"{seed:>4d}" + "".join(f"{mse[k]['mu']:20.3f}" for k in kinds)
