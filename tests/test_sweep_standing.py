@@ -37,7 +37,8 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     problems = [table.problem_path(instance).name for instance in table.instances()]
     for estimate, count in (("default", len(problems)), ("clip", 3)):
         tested.planning_file(estimate).write_text(
-            "".join(json.dumps({"problem": name, "solved": True}) + "\n" for name in problems[:count]))
+            "".join(json.dumps({"problem": name, "protocol": "paper", "solved": True, "evaluations": 1}) + "\n"
+                    for name in problems[:count]))
     training = _write_run(by_distribution["TN"], [9.0, 7.0, 5.0, 3.0, 2.0, 1.0], steps=6000)
 
     lines = sweep_standing(sweep)
@@ -67,6 +68,16 @@ def test_standing_reads_the_flatness_rule_where_the_curve_can_tell(tmp_path, cur
     sweep = _sweep(tmp_path / "runs")
     run = _write_run(sweep.train_configs()[0], curve, steps=600)
     assert f"{run.path.name} at step {50 * len(curve)} of 600{state}" in sweep_standing(sweep)[1]
+
+
+def test_a_planning_line_of_another_shape_counts_as_no_instance_planned(tmp_path):
+    sweep = _sweep(tmp_path / "runs", plan=True)
+    config = next(c for c in sweep.train_configs() if c["distribution"] == "TN")
+    run = _write_run(config, [3.0, 2.0], steps=100)
+    run.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
+    name = planning_instances(sweep.dataset_path(), "gripper", "plan").instances()[0]
+    run.planning_file("default").write_text(json.dumps({"problem": f"{name}.pddl"}) + "\n" + json.dumps([1]) + "\n")
+    assert sweep_standing(sweep)[1].endswith("0 part-way, 1 not yet")
 
 
 def test_standing_of_a_folder_without_runs(tmp_path):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -100,6 +102,51 @@ def test_a_damaged_results_file_is_recovered_or_named_in_one_line(results, tmp_p
         assert_one_line_naming(code, lines, Path(name).name)
 
 
+# Records of another shape: valid JSON, but not what tnlib wrote there (an edit, a line appended by another program,
+# a file of another kind copied over it). (file, its new text, or the line appended to it)
+WRONG_SHAPES = {
+    "configuration of garbage": (f"{RUN}/config.json", "garbage", None),
+    "configuration a list": (f"{RUN}/config.json", "[1, 2, 3]", None),
+    "metrics of other types": (f"{RUN}/metrics-test.json", '{"mse": "NaN?", "nll": [1]}', None),
+    "planning line of another shape": (f"{RUN}/planning-default.jsonl", None, '{"problem": 7}'),
+    "baseline line of another shape": ("baseline-gripper-ff.jsonl", None, '{"problem": 7}'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_SHAPES))
+def test_a_record_of_another_shape_is_named_by_report_and_written_again_by_a_sweep(results, tmp_path, case):
+    name, text, line = WRONG_SHAPES[case]
+    out = tmp_path / "results"
+    shutil.copytree(results, out)
+    if text is not None:
+        (out / name).write_text(text)
+    else:
+        append_jsonl(out / name, json.loads(line))
+    report = ["report", str(out), "--out", str(tmp_path / "report")]
+    code, lines = run_cli(report)
+    assert_one_line_naming(code, lines, name)
+    # the sweep that made the folder, again: its run is trained, so it only reads the record, and writes it again
+    code, lines = run_cli(SWEEP + ["--steps", "40", "--out", str(out)])
+    assert code == 0 and any(f"{Path(name).name} is damaged" in line for line in lines), lines
+    assert len(read_jsonl(out / RUN / "planning-default.jsonl")) == 2
+    code, lines = run_cli(report)
+    assert code == 0, lines
+
+
+def test_the_evaluate_command_a_damaged_metrics_file_names_writes_it_again(results, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(results, out)
+    (out / RUN / "metrics-test-best-nll.json").write_text('{"mse": "NaN?", "nll": [1]}')
+    code, lines = run_cli(["report", str(out), "--out", str(tmp_path / "report")])
+    assert_one_line_naming(code, lines, "metrics-test-best-nll.json")
+    command = re.search(r"`tnlib (evaluate [^`]*)`", lines[-1]).group(1)
+    assert command.endswith(" --checkpoint best-nll.pt"), command
+    code, lines = run_cli(shlex.split(command))
+    assert code == 0, lines
+    code, lines = run_cli(["report", str(out), "--out", str(tmp_path / "report")])
+    assert code == 0, lines
+
+
 @pytest.mark.parametrize("how", DAMAGES)
 @pytest.mark.parametrize("name", ["best.pt", "best-nll.pt"])
 def test_commands_given_a_damaged_checkpoint_name_it_in_one_line(results, tmp_path, name, how):
@@ -188,6 +235,22 @@ def test_a_damaged_attempt_file_is_solved_again(interrupted_generation, tmp_path
     assert code == 0 and any(attempt.name in line and "its solve runs again" in line for line in lines), lines
     code, lines = run_cli(["data", "verify", str(tmp_path / "tiny")])
     assert code == 0, lines
+
+
+@pytest.mark.parametrize("text", ['{"status": 5}', "[1, 2, 3]", '{"seed": 1, "attempt": 0, "status": "solved", '
+                                  '"worker_seconds": 1.0}'], ids=["no seed", "a list", "solved without a plan"])
+@pytest.mark.parametrize("command", ["status", "generate"])
+def test_an_attempt_file_of_another_shape_is_named_and_solved_again(interrupted_generation, tmp_path, command,
+                                                                    text):
+    argv, work = interrupted_generation
+    attempt = sorted((work / "attempts").glob("*.json"))[0]
+    attempt.write_text(text)
+    code, lines = run_cli(argv if command == "generate" else ["data", "status", str(tmp_path / "tiny")])
+    assert code == 0 and any(attempt.name in line and "its solve runs again" in line for line in lines), lines
+    assert "Traceback" not in "\n".join(lines)
+    if command == "generate":
+        code, lines = run_cli(["data", "verify", str(tmp_path / "tiny")])
+        assert code == 0, lines
 
 
 @pytest.mark.parametrize("how", DAMAGES)

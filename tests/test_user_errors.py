@@ -346,6 +346,12 @@ def test_a_missing_dataset_names_the_folder_once(tmp_path):
     assert "small/small" not in str(error.value)
 
 
+def test_baselines_without_a_dataset_say_so_in_one_line(tmp_path, capsys):
+    missing = tmp_path / "missing"
+    assert main(["baselines", str(missing), "--out", str(tmp_path / "out")]) == 2
+    assert f"no dataset at {missing}" in one_line_error(capsys, "baselines")
+
+
 def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # papermill started from elsewhere, e.g. the repository root
     # (run=True checks the shipped data/small; run=False would want runs in the results folder)

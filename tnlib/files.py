@@ -52,15 +52,82 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Non
     atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
-def read_json(path: str | os.PathLike, remedy: str = "") -> Any:
+def read_json(path: str | os.PathLike, remedy: str = "", shape: str | None = None) -> Any:
     """The JSON value in ``path``; a :class:`DamagedFile` naming the file (and ``remedy``, what to do) when it is not
-    JSON any more -- cut short or changed after tnlib wrote it."""
+    JSON any more -- cut short or changed after tnlib wrote it -- or, with ``shape`` (a kind of record of
+    :data:`RECORD_SHAPES`), when it is JSON of another shape."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            value = json.load(fh)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         reason = f"not valid JSON ({_reason(err)})"
         raise DamagedFile(damaged_message(path, reason, remedy), path, reason) from None
+    if shape is not None:
+        check_shape(value, shape, path, remedy)
+    return value
+
+
+# What each kind of JSON record tnlib writes and reads back holds: the keys its readers index, and the JSON type of
+# each ("... or null": null too). A record may hold more keys. One that parses but is of another shape -- edited by
+# hand, a line appended by another program, a file of another kind copied over it -- is damaged as one cut short
+# is, and its readers name it so instead of failing on a key deep in the code that reads it.
+RECORD_SHAPES: dict[str, dict[str, str]] = {
+    # a run folder's config.json (tnlib.learning.training.TrainConfig.to_dict)
+    "a run's configuration": {"domain": "text", "model": "text", "distribution": "text", "sigma": "text",
+                              "residual": "text", "lower_bound": "text", "seed": "a whole number"},
+    # a run folder's metrics-SPLIT.json (tnlib.learning.evaluation.evaluate_run)
+    "a run's test metrics": {"domain": "text", "model": "text", "distribution": "text", "sigma": "text",
+                             "residual": "text", "lower_bound": "text", "mse": "a number", "nll": "a number"},
+    # a line of a planning-*.jsonl or baseline-*.jsonl file (tnlib.learning.split_planning.plan_problem)
+    "a planning record": {"problem": "text", "protocol": "text", "solved": "true or false",
+                          "evaluations": "a whole number"},
+    # an attempt file of an unfinished generation (tnlib.data.generation.solve_attempt); a solved one holds its plan
+    # and labels too
+    "a generation attempt": {"seed": "a whole number", "attempt": "a whole number", "status": "text",
+                             "worker_seconds": "a number"},
+    "a solved generation attempt": {"plan": "a list", "plan_length": "a whole number", "solve_seconds": "a number",
+                                    "expansions": "a whole number or null", "solve_reused": "true or false",
+                                    "label_seconds": "a number", "label_h_sat_seconds": "a number",
+                                    "records": "a list"},
+}
+# The Python types of the JSON types above. JSON's true and false are Python bools, which are ints too: a whole
+# number or a number is never one.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"text": (str,), "a whole number": (int,), "a number": (int, float),
+                                            "true or false": (bool,), "a list": (list,), "an object": (dict,)}
+
+
+def check_shape(value: Any, kind: str, path: str | os.PathLike, remedy: str = "") -> None:
+    """A :class:`DamagedFile` naming ``path`` (and ``remedy``) unless ``value``, read from it, is a record of
+    ``kind`` (:data:`RECORD_SHAPES`)."""
+    problem = _shape_problem(value, kind)
+    if problem is not None:
+        reason = f"it is {problem}"
+        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
+
+
+def has_shape(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a record of ``kind`` (:data:`RECORD_SHAPES`)."""
+    return _shape_problem(value, kind) is None
+
+
+def _shape_problem(value: Any, kind: str) -> str | None:
+    """Why ``value`` is not a record of ``kind``, as "not ...", or None when it is one."""
+    if not isinstance(value, dict):
+        return f"not {kind} (a JSON object) but {_shown_json(value)}"
+    for key, expected in RECORD_SHAPES[kind].items():
+        if key not in value:
+            return f"not {kind}: it has no {key!r}"
+        found = value[key]
+        types = _JSON_TYPES[expected.removesuffix(" or null")]
+        if not ((found is None and expected.endswith(" or null"))
+                or (isinstance(found, types) and (bool in types or not isinstance(found, bool)))):
+            return f"not {kind}: its {key!r} is {_shown_json(found)}, not {expected}"
+    return None
+
+
+def _shown_json(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def damaged_message(path: str | os.PathLike, reason: str, remedy: str = "") -> str:
@@ -95,11 +162,13 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
 COMPRESSED_SUFFIX = ".gz"
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
+def read_jsonl(path: str | os.PathLike, shape: str | None = None, remedy: str = "") -> list[dict]:
     """The records of a JSON-lines file (none when it does not exist), skipping lines cut by a crash or damaged
     since (not UTF-8, not JSON): each record stands alone, and what reads these files redoes a missing one. A
     ``.gz`` file (exported records, written whole) is read through gzip and whole or not at all: a damaged one
-    raises DamagedFile."""
+    raises DamagedFile. With ``shape`` (a kind of record of :data:`RECORD_SHAPES`), a line that is JSON of another
+    shape raises DamagedFile naming the file, the line and ``remedy``: no crash leaves one, so it is not skipped in
+    silence."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -107,11 +176,17 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
     if path.suffix == COMPRESSED_SUFFIX:
         data = _gunzipped(path, data)
     records = []
-    for line in data.splitlines():
+    for number, line in enumerate(data.splitlines(), 1):
         try:
-            records.append(json.loads(line.decode("utf-8")))
+            record = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
+        if shape is not None:
+            reason = _shape_problem(record, shape)
+            if reason is not None:
+                reason = f"line {number} is {reason}"
+                raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
+        records.append(record)
     return records
 
 

@@ -4,7 +4,8 @@ Every command lives in this package, one module per pipeline stage (``planning``
 ``experiments``); the library modules hold no argument parsing. Each module's ``REGISTER`` maps its commands to
 functions that add them to the sub-parsers; a registered sub-parser sets ``func`` (called with the parsed
 arguments, returning an exit code). ``CommandError`` (and the library's own errors, which the commands turn into
-it) prints one line on stderr and exits with 2, and so does an ``OSError`` (an output path that is a folder or
+it) prints one line on stderr and exits with 2, and so do a damaged file, a missing or inconsistent dataset (their
+messages say what to do, whichever command meets them) and an ``OSError`` (an output path that is a folder or
 cannot be written); output piped into a reader that stops early (``| head``) ends the command quietly.
 
 Modules are imported only for the command being run (``COMMANDS`` maps each command to its module and a
@@ -17,7 +18,7 @@ import contextlib
 import importlib
 import sys
 
-from tnlib.errors import CommandError, DamagedFile
+from tnlib.errors import CommandError, DamagedFile, DatasetError
 
 # command -> (module that registers it, help line), in the order `tnlib --help` lists them
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _reader_went_away()
-    except (CommandError, DamagedFile) as err:
+    except (CommandError, DamagedFile, DatasetError) as err:
         print(f"tnlib {args.command}: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # an unwritable output path, a full disk, ...: the system's words, not a traceback

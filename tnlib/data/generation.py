@@ -108,6 +108,7 @@ from tnlib.executors import open_runner
 from tnlib.files import (
     atomic_write_bytes,
     atomic_write_json,
+    check_shape,
     damaged_message,
     locked,
     read_json,
@@ -265,11 +266,20 @@ class SplitPlan:
             self.draw_seconds += time.perf_counter() - started
         return found
 
+    @staticmethod
+    def read_attempt(path: Path) -> dict:
+        """A recorded solve (an attempt file); a DamagedFile when it is not JSON or not an attempt as
+        :func:`solve_attempt` records it."""
+        outcome = read_json(path, shape="a generation attempt")
+        if outcome["status"] == "solved":
+            check_shape(outcome, "a solved generation attempt", path)
+        return outcome
+
     def read_attempts(self) -> None:
         """Read back the solves an earlier (interrupted or running) run recorded in the work folder."""
         for path in sorted((self.work_dir / "attempts").glob("*.json")):
             try:
-                outcome = read_json(path)
+                outcome = self.read_attempt(path)
             except DamagedFile as err:
                 # one solve's record, damaged after it was written (tnlib writes it atomically): the solve is
                 # simply run again, as one in flight when a run was killed would be
@@ -308,7 +318,7 @@ class SplitPlan:
         if seed in self.outcomes or not path.is_file():
             return seed in self.outcomes
         try:
-            self.outcomes[seed] = read_json(path)
+            self.outcomes[seed] = self.read_attempt(path)
         except DamagedFile:
             return False  # being replaced, or damaged: decided when it is claimed
         return True

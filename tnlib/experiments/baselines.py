@@ -15,8 +15,8 @@ from tnlib.data.plan_sets import load_plan_set
 from tnlib.executors import run_jobs
 from tnlib.experiments.reports import rendered_by
 from tnlib.experiments.tables import summarize
-from tnlib.files import atomic_write_text, read_jsonl
-from tnlib.learning.split_planning import plan_baseline
+from tnlib.files import atomic_write_text
+from tnlib.learning.split_planning import plan_baseline, planned
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
 from tnlib.planning.search_settings import PAPER, SearchSettings
@@ -82,8 +82,7 @@ def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuris
             except Exception as err:  # noqa: BLE001 - a missing set is named in the report, not fatal
                 lines += [f"## {domain}, {plan_set}", "", f"not available: {err}", ""]
                 continue
-            records = {h: {r["problem"]: r for r in read_jsonl(baseline_file(out_dir / plan_set, domain, h))}
-                       for h in heuristics}
+            records = {h: planned(baseline_file(out_dir / plan_set, domain, h)) for h in heuristics}
             cells: dict[str, list[str]] = {}
             for name in instances.instances():
                 cells.setdefault(instances.record(name)["cell"], []).append(name)

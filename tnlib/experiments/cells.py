@@ -67,7 +67,7 @@ def _recorded_metrics(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return read_json(path)
+        return read_json(path, shape="a run's test metrics")
     except DamagedFile as err:
         print(damaged_message(err.path, err.reason, "computing it again"), file=sys.stderr)
         return None

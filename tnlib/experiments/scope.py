@@ -31,6 +31,7 @@ from tnlib.data.schema import MANIFEST
 from tnlib.errors import DatasetError
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.split_planning import planned
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
 from tnlib.files import read_json, read_jsonl, shown_folder
 from tnlib.paper import (
@@ -272,7 +273,7 @@ def authors_plan_grid(domain: str) -> tuple[str, str] | None:
 
 def _records_by_problem(path: Path) -> list[dict]:
     """A planning JSON-lines file's records, the last one per problem (as the tables read them)."""
-    return list({record.get("problem"): record for record in read_jsonl(path)}.values())
+    return list(planned(path).values())
 
 
 def collect_scope(results_dir: str | os.PathLike) -> Scope:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tnlib.errors import DatasetError
+from tnlib.errors import DamagedFile, DatasetError
 from tnlib.experiments.sweep import Sweep, count_phrase, hours_phrase
-from tnlib.files import read_jsonl, shown_path
+from tnlib.files import has_shape, read_jsonl, shown_path
 from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
 from tnlib.learning.until_flat import still_improving
 
@@ -46,7 +46,9 @@ def _instances_planned(sweep: Sweep, tested: list) -> dict[str, dict[str, tuple[
     for config, run in tested:
         wanted = chosen[config["domain"]]
         planned[run.path.name] = {
-            estimate: (len(wanted & {r["problem"] for r in read_jsonl(run.planning_file(estimate, sweep.plan_on))}),
+            # (a line of another shape plans nothing: the planning pass names it and plans its instance again)
+            estimate: (len(wanted & {r["problem"] for r in read_jsonl(run.planning_file(estimate, sweep.plan_on))
+                                     if has_shape(r, "a planning record")}),
                        len(wanted))
             for estimate in point_estimates(config["distribution"])}
     return planned
@@ -93,7 +95,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
         last = curve[-1]["step"]
         try:
             target = run.read_config()["steps"]
-        except (OSError, ValueError, KeyError):  # a damaged config: the sweep rewrites it when it resumes the run
+        except (OSError, DamagedFile, KeyError):  # a damaged config: the sweep rewrites it when it resumes the run
             target = sweep.steps
         improving = still_improving([row["val_mse"] for row in curve])
         # the until-flat rule read now (a sweep applies it at the end of each chunk)

@@ -33,7 +33,7 @@ from tnlib.experiments.seed_statistics import (
     paired_interval,
     seed_count,
 )
-from tnlib.files import read_json
+from tnlib.files import read_json, shown_path
 from tnlib.learning.split_planning import planned
 from tnlib.planning.search_settings import PAPER
 from tnlib.paper import (
@@ -63,8 +63,15 @@ def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpo
     """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
     ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
     sweeps: dict = {}
-    return [{**read_json(p), "config": _run_config(p.parent, sweeps)}
-            for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+    return [{**read_json(p, _metrics_remedy(p, split, checkpoint), shape="a run's test metrics"),
+             "config": _run_config(p.parent, sweeps)} for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+
+
+def _metrics_remedy(path: Path, split: str, checkpoint: str) -> str:
+    """What to do about a damaged metrics file: test the run again, which writes it anew."""
+    flags = ("" if split == "test" else f" --split {split}") + (
+        "" if checkpoint == RunDir.BEST else f" --checkpoint {checkpoint}")
+    return f"write it again with `tnlib evaluate {shown_path(path.parent)}{flags}`"
 
 
 def _run_config(folder, sweeps: dict) -> dict:

@@ -23,11 +23,10 @@ and adds what only experiments owns: a results folder of run folders and its ``s
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from tnlib.files import COMPRESSED_SUFFIX, read_jsonl
+from tnlib.files import COMPRESSED_SUFFIX, read_json, read_jsonl
 
 # baseline-DOMAIN-HEURISTIC.jsonl: GBFS with a symbolic heuristic over a domain's plan split (plan_baseline)
 BASELINE = "baseline-{domain}-{heuristic}.jsonl"
@@ -35,6 +34,10 @@ BASELINE = "baseline-{domain}-{heuristic}.jsonl"
 # set (plan_split(..., split=...)), planning-SPLIT-ESTIMATE.jsonl, so that records of two instance sets never mix
 PLANNING = "planning-{estimate}.jsonl"
 PLANNING_ON = "planning-{split}-{estimate}.jsonl"
+# What to do about a damaged config.json: training writes it again (tnlib.learning.training.train), even for a run
+# trained to its steps, which it only reads.
+CONFIG_REMEDY = ("restore it from a copy, or run the sweep or `tnlib train` that made the run again (it writes the "
+                 "file again)")
 
 
 def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:
@@ -147,4 +150,5 @@ class RunDir:
         return RunDir._planning_stem(planning_file)[len("planning-"):].rpartition("-")[0] or "plan"
 
     def read_config(self) -> dict:
-        return json.loads(self.config_file.read_text())
+        """The run's ``config.json``; a DamagedFile naming it when it is not JSON, or not a run's configuration."""
+        return read_json(self.config_file, CONFIG_REMEDY, shape="a run's configuration")

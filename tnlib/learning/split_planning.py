@@ -11,6 +11,7 @@ resumed where it stopped: instances already there are skipped, a line cut by a c
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import tnlib.progress
@@ -18,7 +19,7 @@ import tnlib.progress
 from tnlib.data.loading import load_split
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.schema import PLAN_SETS
-from tnlib.files import append_jsonl, atomic_write_text, read_jsonl, sha256_file
+from tnlib.files import append_jsonl, atomic_write_text, damaged_message, has_shape, read_jsonl, sha256_file
 from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.planning.pddl import resolve_domain
@@ -27,6 +28,8 @@ from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 # What planning records name about the search that made them (besides the protocol and the evaluation limit):
 # the grounding searched (tnlib.planning.task.load_search_task); a record made on another grounding is planned again.
 GROUNDING = "unpruned"
+# What to do about a planning file holding a line of another shape: planning it again plans the instances missing.
+PLANNING_REMEDY = "delete that line (or the file) and run the command that planned it again: it plans what is missing"
 
 
 def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings = PAPER_SEARCH,
@@ -43,8 +46,8 @@ def plan_problem(heuristic, domain_file, problem_file, settings: SearchSettings 
 
 def planned(path: Path) -> dict[str, dict]:
     """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
-    instance is simply planned again)."""
-    return {record["problem"]: record for record in read_jsonl(path)}
+    instance is simply planned again; a line of another shape raises DamagedFile)."""
+    return {record["problem"]: record for record in read_jsonl(path, "a planning record", PLANNING_REMEDY)}
 
 
 def chosen_instances(table, instances: int | None = None, per_cell: int | None = None) -> list[str]:
@@ -73,7 +76,12 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
                **extra}
     lines = read_jsonl(out)
-    done = {r["problem"]: r for r in lines if all(r.get(key) == value for key, value in setting.items())}
+    records = [r for r in lines if has_shape(r, "a planning record")]
+    if len(records) != len(lines):
+        wrong = len(lines) - len(records)
+        reason = "a line is not a planning record" if wrong == 1 else f"{wrong} lines are not planning records"
+        print(damaged_message(out, reason, "dropped (the instances missing are planned again)"), file=sys.stderr)
+    done = {r["problem"]: r for r in records if all(r.get(key) == value for key, value in setting.items())}
     if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
         atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
     waiting = [i for i in chosen if table.problem_path(i).name not in done]

@@ -422,6 +422,8 @@ def _finished_pruned_run(run: RunDir, config: TrainConfig, model_kwargs: dict) -
         raise ValueError(f"{run.path} finished at step {finished:,} and its resume checkpoint was pruned (`tnlib "
                          f"prune`), so it cannot train on to step {config.steps:,}: start it afresh (resume=False, "
                          "or delete the folder) or keep its steps")
+    if not _readable_config(run):
+        atomic_write_json(run.config_file, config.to_dict(), indent=2)
     return run.path
 
 
@@ -451,6 +453,19 @@ def _read_resume_checkpoint(run: RunDir) -> dict | None:
         remedy = "delete it (and last-previous.pt) to train the run from step 0, or restore it from a copy"
         raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
     return None
+
+
+def _readable_config(run: RunDir) -> bool:
+    """Whether ``run``'s config.json is there and reads back as a run's configuration. A damaged one is said on
+    stderr: the run's checkpoint matched the settings of this pass, which write it again."""
+    if not run.config_file.is_file():
+        return False
+    try:
+        run.read_config()
+    except DamagedFile as err:
+        print(damaged_message(err.path, err.reason, "writing it again from this run's settings"), file=sys.stderr)
+        return False
+    return True
 
 
 def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
@@ -567,7 +582,7 @@ def train(
             stale.unlink(missing_ok=True)
         curves_path.touch()
     trains = checkpoint is None or step < config.steps  # a pass over a trained run (a planner's) leaves its record be
-    if trains or not run.config_file.is_file():
+    if trains or not _readable_config(run):
         atomic_write_json(run.config_file, config.to_dict(), indent=2)
     if trains or not run.data_file.is_file():
         atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
