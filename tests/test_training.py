@@ -95,6 +95,28 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, items, model):
     assert [c["step"] for c in curves(resumed)] == [3, 6, 9, 10]
 
 
+def test_a_second_training_of_one_run_waits_for_the_first_and_trains_no_step_again(tmp_path, items, capsys):
+    import threading
+
+    data = items["gripper"]
+    cfg = config(tmp_path, domain="gripper", steps=12)
+    second: list[threading.Thread] = []
+
+    def start_the_second(step):
+        if step == 1:  # the first holds the run: the same training started beside it must wait, not train
+            second.append(threading.Thread(target=train, args=(cfg, data, data)))
+            second[0].start()
+            second[0].join(timeout=3)
+            assert second[0].is_alive()
+
+    run = train(cfg, data, data, on_step=start_the_second)
+    second[0].join(timeout=60)
+    assert not second[0].is_alive()
+    assert [c["step"] for c in curves(run)] == [4, 8, 12]
+    assert capsys.readouterr().err.splitlines() == [
+        f"{cfg.name}: another process is working on this run; waiting for it to finish"]
+
+
 def machine_starts(run_dir) -> list[tuple[int, str]]:
     return [(r["step"], r["machine"]) for r in map(json.loads, (run_dir / "machines.jsonl").read_text().splitlines())]
 

@@ -27,12 +27,13 @@ def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
     is still improving (:func:`still_improving`; a curve too short to tell goes on too),
     until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
     trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
-    is checked there, so the steps a run ends at do not depend on interruptions."""
+    is checked there, so the steps a run ends at do not depend on interruptions. The caller holds the run's lock
+    (:func:`run_cell`)."""
     run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
     done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
     steps = until_flat_end(done, config["steps"], max_steps, extend_steps)
     while True:
-        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}))
+        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}), lock=False)
         curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
         if steps >= max_steps or still_improving(curve) is False:
             return run_dir
@@ -50,7 +51,7 @@ def run_cell(config: dict, settings: CellSettings = CellSettings(), wait_if_busy
     first (:func:`tnlib.experiments.sweep.run_sweep`). The lock is advisory (``flock``): on a cluster it holds
     where the shared filesystem supports it."""
     name = TrainConfig.from_dict(config).name
-    lock = Path(config["out_dir"]) / f".{name}.lock"
+    lock = RunDir(Path(config["out_dir"]) / name).lock_file
     if not wait_if_busy:
         with locked_if_free(lock) as free:
             if free:
@@ -76,7 +77,7 @@ def _recorded_metrics(path: Path) -> dict | None:
 def _run_cell(config: dict, settings: CellSettings) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
     config = {**config, "progress": settings.progress}
-    run_dir = train(TrainConfig.from_dict(config)) if settings.max_steps is None else \
+    run_dir = train(TrainConfig.from_dict(config), lock=False) if settings.max_steps is None else \
         train_until_flat(config, settings.max_steps, settings.extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
     best_step = read_checkpoint_file(RunDir(run_dir).best, written_here=True)["step"]

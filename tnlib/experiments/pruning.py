@@ -56,7 +56,7 @@ def prune_finished_runs(results: str | os.PathLike, dry_run: bool = False) -> li
         run = RunDir(folder)
         if not _tested_with_last(run):  # a run still training holds its lock for hours: not waited for
             continue
-        with locked(results / f".{run.name}.lock", waiting=f"{run.name}: a sweep is working on it; waiting"):
+        with locked(run.lock_file, waiting=f"{run.name}: a sweep is working on it; waiting"):
             step = finished_step(run)
             if step is None:
                 continue

@@ -72,6 +72,12 @@ class RunDir:
         return self.path.name
 
     @property
+    def lock_file(self) -> Path:
+        """The lock beside the run folder that training, a sweep's cell and pruning hold while they change the run
+        (:func:`tnlib.files.locked`): two processes never work on one run at once."""
+        return self.path.parent / f".{self.name}.lock"
+
+    @property
     def config_file(self) -> Path:
         return self.path / self.CONFIG
 

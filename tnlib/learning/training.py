@@ -58,7 +58,7 @@ from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device, device_for_reading, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
-                         read_json, read_jsonl, shown_path)
+                         locked, read_json, read_jsonl, shown_path)
 from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
@@ -510,6 +510,7 @@ def train(
     on_step: Callable[[int], None] | None = None,
     resume: bool = True,
     on_start: Callable[[int], None] | None = None,
+    lock: bool = True,
 ) -> Path:
     """Train one model; returns its run folder (see the module docstring for what it contains).
 
@@ -519,6 +520,11 @@ def train(
     training starts from (0, or where a resumed run stopped), after the data and the run folder are ready (the
     command line prints its cost estimate there, after any error in the settings). With ``resume`` (the default) a run folder holding a
     ``last.pt`` of the same configuration continues from it; otherwise the folder is started afresh.
+
+    Training holds the run's lock (:attr:`RunDir.lock_file`, the one a sweep's cell holds): a second process
+    training the same run into the same folder waits for the first, then resumes the run it left -- trained to its
+    steps, it trains none again, and no step is recorded twice. ``lock`` False: the caller holds it (a sweep's
+    cell, through testing and planning too).
     """
     config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
     config.validate()
@@ -550,7 +556,39 @@ def train(
     # argument) leaves no empty folder behind.
     run_dir.mkdir(parents=True, exist_ok=True)
     run = RunDir(run_dir)
+    parts = _Training(config, device, encoder, model_kwargs, model, head, optimizer, sampler, train_data, val_data,
+                      data_used(config, train_items, val_items, val_split_pairs))
+    if not lock:
+        return _train_run(run, parts, resume, on_start, on_step)
+    with locked(run.lock_file, waiting=f"{config.name}: another process is working on this run; waiting for it "
+                                       "to finish"):
+        return _train_run(run, parts, resume, on_start, on_step)
 
+
+@dataclass
+class _Training:
+    """What :func:`train` sets up before it takes the run's lock: the settings, the model and its training state,
+    the encoded data, and the record of the data used (``data.json``)."""
+
+    config: TrainConfig
+    device: torch.device
+    encoder: Encoder
+    model_kwargs: dict
+    model: nn.Module
+    head: DistributionHead
+    optimizer: torch.optim.Optimizer
+    sampler: torch.Generator
+    train_data: list
+    val_data: list
+    data_used: dict
+
+
+def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[int], None] | None,
+               on_step: Callable[[int], None] | None) -> Path:
+    """:func:`train`'s loop in ``run``, from step 0 or the run's resume checkpoint, under the run's lock."""
+    config, device, encoder, model_kwargs = parts.config, parts.device, parts.encoder, parts.model_kwargs
+    model, head, optimizer, sampler = parts.model, parts.head, parts.optimizer, parts.sampler
+    train_data, val_data, run_dir = parts.train_data, parts.val_data, run.path
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
@@ -585,7 +623,7 @@ def train(
     if trains or not _readable_config(run):
         atomic_write_json(run.config_file, config.to_dict(), indent=2)
     if trains or not run.data_file.is_file():
-        atomic_write_json(run.data_file, data_used(config, train_items, val_items, val_split_pairs))
+        atomic_write_json(run.data_file, parts.data_used)
 
     encoder_state = encoder.state()
 
