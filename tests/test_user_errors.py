@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from tnlib import TruncatedNormal
 from tnlib.cli import main
 from tnlib.errors import DatasetError, MissingRuns
 from tnlib.experiments.notebook_parameters import check_notebook_parameters
@@ -300,6 +303,53 @@ def test_data_generate_mentions_unfilled_slots_only_when_there_are_some(tmp_path
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("duplicate attempts rejected") and "unfilled" not in out[0]
     assert out[1].endswith("duplicate attempts rejected, 2 slots unfilled (cell exhausted)")
+
+
+# -- the truncated normal's arguments -------------------------------------------------------------------------
+
+
+def truncated_normal_arguments(low: float, high: float, dtype=torch.float32) -> dict:
+    return {"loc": torch.zeros(3, dtype=dtype), "scale": torch.ones(3, dtype=dtype),
+            "low": torch.full((3,), low, dtype=dtype), "high": torch.full((3,), high, dtype=dtype)}
+
+
+@pytest.mark.parametrize("replaced, message", [
+    (dict(scale=torch.ones(2)), r"the shape of scale, \[2\], does not broadcast with those before it \(loc \[3\]\)"),
+    (dict(loc=torch.zeros(3, 1), scale=torch.ones(2), low=torch.zeros(1), high=torch.ones(4)),
+     r"the shape of high, \[4\], does not broadcast with those before it \(loc \[3, 1\], scale \[2\], low \[1\]\)"),
+], ids=["scale", "high"])
+def test_truncated_normal_names_the_argument_whose_shape_does_not_broadcast(replaced, message):
+    with pytest.raises(ValueError, match=f"^TruncatedNormal: {message}"):
+        TruncatedNormal(**{**truncated_normal_arguments(0.0, 2.0), **replaced})
+    broadcast = TruncatedNormal(torch.zeros(3, 1), torch.ones(2), torch.zeros(1), torch.full((1,), 2.0))
+    assert broadcast.mean.shape == (3, 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("low, high", [(0.0, 2.0), (-1.0, 1.0), (0.0, math.inf)],
+                         ids=["bounded", "symmetric", "one-sided"])
+def test_truncated_normal_refuses_half_precision_when_constructed(dtype, low, high):
+    name = str(dtype).removeprefix("torch.")
+    half = truncated_normal_arguments(low, high, dtype)
+    with pytest.raises(TypeError, match=f"^TruncatedNormal: loc is {name}; it computes in float32 or float64 only: "
+                                        r"convert the arguments with \.float\(\)"):
+        TruncatedNormal(**half)
+    with pytest.raises(TypeError, match=f"^TruncatedNormal: high is {name}"):
+        TruncatedNormal(**{**truncated_normal_arguments(low, high), "high": half["high"]})
+    # the remedy it names: the arguments converted compute as float32 ones do
+    converted = TruncatedNormal(**{key: value.float() for key, value in half.items()})
+    assert torch.equal(converted.mean, TruncatedNormal(**truncated_normal_arguments(low, high)).mean)
+
+
+@pytest.mark.parametrize("replaced, message", [
+    (dict(loc=torch.zeros(3, dtype=torch.complex64)), "loc is complex; the distribution is over the reals"),
+    (dict(scale=1j), "scale is complex"),
+    (dict(low=torch.zeros(3, dtype=torch.bool)), "low is a bool; give real numbers"),
+    (dict(high=True), "high is a bool"),
+], ids=["complex tensor", "complex number", "bool tensor", "bool"])
+def test_truncated_normal_refuses_complex_and_bool_arguments(replaced, message):
+    with pytest.raises(TypeError, match=f"^TruncatedNormal: {message}"):
+        TruncatedNormal(**{**truncated_normal_arguments(0.0, 2.0), **replaced})
 
 
 # -- sweeps and the experiments notebook's parameters ------------------------------------------------------------

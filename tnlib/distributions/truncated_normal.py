@@ -59,6 +59,37 @@ def _extended_real_transform(constraint):
     return transforms.identity_transform
 
 
+# Half precision is refused rather than computed in float32 behind the caller's back: the statistics are exact in
+# float32 and float64 only (their regimes and series are set for those roundings, and torch has no erfcx for half
+# tensors on the CPU), and results of another dtype than the arguments would surprise code that mixes them in.
+_REFUSED_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def _check_arguments(arguments: dict) -> None:
+    """A TypeError naming the argument of a type the statistics are not defined for (bool, complex, half
+    precision), or a ValueError naming the first whose shape does not broadcast with those before it (torch's own
+    message names neither), before any computation."""
+    shapes = []
+    for name, value in arguments.items():
+        dtype = value.dtype if isinstance(value, torch.Tensor) else None
+        if isinstance(value, bool) or dtype == torch.bool:
+            raise TypeError(f"TruncatedNormal: {name} is a bool; give real numbers (a float32 or float64 tensor)")
+        if isinstance(value, complex) or (dtype is not None and dtype.is_complex):
+            raise TypeError(f"TruncatedNormal: {name} is complex; the distribution is over the reals (give a float32 "
+                            "or float64 tensor)")
+        if dtype in _REFUSED_DTYPES:
+            raise TypeError(f"TruncatedNormal: {name} is {_REFUSED_DTYPES[dtype]}; it computes in float32 or "
+                            "float64 only: convert the arguments with .float() (or .double())")
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else ()
+        try:
+            torch.broadcast_shapes(*shapes, shape)
+        except RuntimeError:
+            before = ", ".join(f"{other} {list(found)}" for other, found in zip(arguments, shapes))
+            raise ValueError(f"TruncatedNormal: the shape of {name}, {list(shape)}, does not broadcast with those "
+                             f"before it ({before}); loc, scale, low and high broadcast together") from None
+        shapes.append(shape)
+
+
 class TruncatedNormal(Distribution):
     r"""Normal(loc, scale) conditioned on low <= X <= high.
 
@@ -66,7 +97,9 @@ class TruncatedNormal(Distribution):
         loc: mean of the normal before truncation (mu).
         scale: its standard deviation (sigma > 0).
         low, high: the bounds; each may be ``-inf`` / ``+inf`` exactly, and with both infinite this is
-            ``Normal(loc, scale)``. All four broadcast together.
+            ``Normal(loc, scale)``. All four broadcast together (a shape that does not is named), and each is a
+            real number or a float32 or float64 tensor (integers are taken as reals): bool, complex and half
+            precision (float16, bfloat16) arguments raise a TypeError naming the argument.
 
     ``mean`` is the heuristic value the paper plans with; ``log_prob`` is the negative of its training loss;
     ``log_normalizer`` is log Z = log(Phi(beta) - Phi(alpha)). Values and gradients are exact in float64 and
@@ -91,6 +124,7 @@ class TruncatedNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, low, high, validate_args=None):
+        _check_arguments({"loc": loc, "scale": scale, "low": low, "high": high})
         self.loc, self.scale, self.low, self.high = broadcast_all(loc, scale, low, high)
         if any(_is_vmapped(t) for t in (self.loc, self.scale, self.low, self.high)):
             # torch.vmap would fail later with a generic message about data-dependent control flow
@@ -111,7 +145,7 @@ class TruncatedNormal(Distribution):
         self._fast_cache: _FastCore | None = None
         self._proposals_cache: list | None = None
         # the paper's configuration (no upper bound) takes a fast path; decided once, here
-        self._one_sided = bool(torch.isposinf(self.high).all()) and not self.loc.is_complex()
+        self._one_sided = bool(torch.isposinf(self.high).all())
 
     def _check_parameters(self) -> None:
         names = ("loc", "scale", "low", "high")
