@@ -49,3 +49,8 @@ class DamagedFile(Exception):
     def __init__(self, message: str, path=None, reason: str | None = None):
         super().__init__(message)
         self.path, self.reason = path, reason
+
+
+class OutsideFormulaScope(ValueError):
+    """A state or goal that an exact optimal-cost formula of :mod:`tnlib.planning.optimal_costs` does not cover (or
+    that is no state of the domain): the message names the condition it fails, so no wrong number is returned."""
