@@ -17,7 +17,7 @@ from tnlib.data.schema import SPLITS
 from tnlib.errors import OutsideFormulaScope
 from tnlib.planning.fast_downward import solve
 from tnlib.planning.generators import generate
-from tnlib.planning.optimal_costs import OPTIMAL_COSTS, optimal_cost, optimal_plan
+from tnlib.planning.optimal_costs import OPTIMAL_COSTS, optimal_cost, optimal_plan, visitall_optimal_cost
 from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.search import hstar, random_walk_states
@@ -60,8 +60,8 @@ def instance(folder, domain: str, seed: int, **params) -> Instance:
     return _instance(str(folder), domain, seed, tuple(sorted(params.items())))
 
 
-SMALL = {"ferry": dict(locations=4, cars=3), "gripper": dict(balls=4)}
-MEDIUM = {"ferry": dict(locations=6, cars=8), "gripper": dict(balls=9)}
+SMALL = {"ferry": dict(locations=4, cars=3), "gripper": dict(balls=4), "visitall": dict(x=3, y=4, ratio=0.6)}
+MEDIUM = {"ferry": dict(locations=6, cars=8), "gripper": dict(balls=9), "visitall": dict(x=5, y=5, ratio=0.7)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -75,8 +75,8 @@ def test_cost_equals_every_astar_label_of_the_datasets(domain, profile):
     for split in SPLITS:
         table = load_split(DATA, domain, split, verify=False, profile=profile).table
         rows = zip(*(table.column(c).to_pylist() for c in ("instance", "step", "state", "goal", "h_star")))
-        wrong = [(name, step, label, optimal_cost(domain, state, goal))
-                 for name, step, state, goal, label in rows if optimal_cost(domain, state, goal) != label]
+        found = [(name, step, label, optimal_cost(domain, state, goal)) for name, step, state, goal, label in rows]
+        wrong = [row for row in found if row[2] != row[3]]
         assert not wrong, f"{profile}/{split}: (instance, step, A* label, formula) {wrong[:5]}"
         checked += table.num_rows
     assert checked > 1000
@@ -122,7 +122,8 @@ def test_cost_equals_fast_downward_optimal_plan_length(tmp_path, domain):
 def test_successor_costs_differ_by_at_most_one_and_one_is_one_less(tmp_path_factory, seed, domain, walk):
     rng = random.Random(seed)
     size = {"ferry": dict(locations=rng.randint(1, 6), cars=rng.randint(0, 7)),
-            "gripper": dict(balls=rng.randint(1, 9))}[domain]
+            "gripper": dict(balls=rng.randint(1, 9)),
+            "visitall": dict(x=rng.randint(1, 5), y=rng.randint(2, 5), ratio=rng.choice((0.3, 0.5, 1.0)))}[domain]
     inst = instance(tmp_path_factory.getbasetemp(), domain, seed % 50, **size)
     state = inst.task.init
     for _ in range(walk):
@@ -194,6 +195,32 @@ def test_gripper_outside_scope_raises(state, goal, says):
 def test_ferry_outside_scope_raises(state, goal, says):
     with pytest.raises(OutsideFormulaScope, match=says):
         optimal_cost("ferry", state, goal)
+
+
+VISITALL_STATE = ["(connected a b)", "(connected b a)", "(connected b c)", "(connected c b)", "(at-robot b)",
+                  "(visited b)"]
+VISITALL_GOAL = ["(visited a)", "(visited c)"]
+
+
+def test_visitall_scope_example_is_in_scope():
+    assert optimal_cost("visitall", VISITALL_STATE, VISITALL_GOAL) == 3  # b-a-b-c
+
+
+@pytest.mark.parametrize(("state", "goal", "says"), [
+    (_changed(VISITALL_STATE, drop=["(connected c b)"]), VISITALL_GOAL, "symmetric"),
+    (_changed(VISITALL_STATE, drop=["(visited b)"]), VISITALL_GOAL, "not visited"),
+    (VISITALL_STATE, VISITALL_GOAL + ["(visited d)"], "cannot reach"),
+    (VISITALL_STATE, VISITALL_GOAL + ["(at-robot a)"], "unexpected atom"),
+    (_changed(VISITALL_STATE, add=["(at-robot a)"]), VISITALL_GOAL, "has two"),
+])
+def test_visitall_outside_scope_raises(state, goal, says):
+    with pytest.raises(OutsideFormulaScope, match=says):
+        optimal_cost("visitall", state, goal)
+
+
+def test_visitall_search_beyond_its_node_limit_raises():
+    with pytest.raises(OutsideFormulaScope, match="within 2 search nodes"):
+        visitall_optimal_cost(VISITALL_STATE, VISITALL_GOAL, max_nodes=2)
 
 
 def test_domain_without_a_formula_raises():

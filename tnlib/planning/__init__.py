@@ -11,6 +11,6 @@ module                    what
 ``search``                GBFS, A*, breadth-first search, random-walk states
 ``plans``                 IPC plan files, simulation and validation
 ``fast_downward``         optimal plans with Fast Downward A* + LM-cut
-``optimal_costs``         exact h* and optimal plans of gripper and ferry states, by closed forms
+``optimal_costs``         exact h* and optimal plans: gripper and ferry by closed forms, visitall by search
 ========================  ==========================================================================
 """

@@ -1,10 +1,11 @@
-"""Exact optimal plan costs h* (and optimal plans) for any state of gripper and ferry, by closed forms.
+"""Exact optimal plan costs h* (and optimal plans) for any state of gripper and ferry, by closed forms, and of
+visitall, by a search over the order of the cells left to visit.
 
 A state and a goal are given as a dataset row stores them: lists of atoms such as ``"(at ball0 rooma)"``, the
 state's static atoms included (``(room ...)``, ``(not-eq ...)``, ...); a task's packed state becomes such a list
 with :meth:`tnlib.planning.task.Task.state_to_facts` plus the problem's static atoms. Every action costs one.
 
-Each formula covers the states and goals its docstring names -- those the domain's generator
+Each formula (and the search) covers the states and goals its docstring names -- those the domain's generator
 (:mod:`tnlib.planning.generators`) makes and every state reachable from them -- and raises
 :class:`~tnlib.errors.OutsideFormulaScope` for anything else, never a number it cannot vouch for. Each docstring
 gives the argument: a lower bound every plan pays, and a plan (the one ``*_optimal_plan`` returns) that meets it.
@@ -337,10 +338,201 @@ def ferry_optimal_plan(state: Atoms, goal: Atoms) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Visitall
+
+
+_VISITALL_STATE = {"connected": 2, "at-robot": 1, "visited": 1}
+
+
+class _Tour:
+    """A visitall state as a shortest-path problem: the robot's cell, the unvisited goal cells (targets), the
+    distances between them on the ``connected`` graph, and the graph's two-colouring if it is bipartite."""
+
+    def __init__(self, state: Atoms, goal: Atoms):
+        facts = _by_predicate(state, _VISITALL_STATE, "visitall state")
+        edges = set(facts["connected"])
+        if any((w, u) not in edges for u, w in edges):
+            raise OutsideFormulaScope("visitall: the search covers a symmetric connected relation")
+        self.neighbours: dict[str, list[str]] = defaultdict(list)
+        for u, w in sorted(edges):
+            self.neighbours[u].append(w)
+        self.robot = _one_each([("robot", c) for (c,) in facts["at-robot"]], ["robot"], "visitall at-robot")["robot"]
+        visited = {c for (c,) in facts["visited"]}
+        if self.robot not in visited:
+            raise OutsideFormulaScope("visitall: the robot's cell is not visited (no reachable state is so)")
+        goals = {c for (c,) in _by_predicate(goal, {"visited": 1}, "visitall goal (visited cells)")["visited"]}
+        self.targets = sorted(goals - visited)
+        self.places = [self.robot] + self.targets  # index 0 the robot's start, 1.. the targets
+        rows = [self._distances(place) for place in self.places]
+        if any(d is None for row in rows for d in row):
+            raise OutsideFormulaScope("visitall: a goal cell the robot cannot reach")
+        self.distance = rows
+        self.colour = self._colouring()
+        self._trees: dict[tuple[int, ...], int] = {}
+
+    def _distances(self, source: str) -> list[int | None]:
+        seen = {source: 0}
+        frontier = [source]
+        while frontier:
+            following = []
+            for u in frontier:
+                for w in self.neighbours[u]:
+                    if w not in seen:
+                        seen[w] = seen[u] + 1
+                        following.append(w)
+            frontier = following
+        return [seen.get(place) for place in self.places]
+
+    def _colouring(self) -> list[int] | None:
+        """Each place's side of the bipartite graph (the parity of its distance from the robot), or None if the
+        graph has an odd cycle in the robot's component."""
+        depth = {self.robot: 0}
+        frontier = [self.robot]
+        while frontier:
+            following = []
+            for u in frontier:
+                for w in self.neighbours[u]:
+                    if w not in depth:
+                        depth[w] = depth[u] + 1
+                        following.append(w)
+                    elif depth[w] % 2 == depth[u] % 2:
+                        return None
+            frontier = following
+        return [depth[place] % 2 for place in self.places]
+
+    def lower_bound(self, at: int, left: tuple[int, ...]) -> int:
+        """A cost no walk from place ``at`` through the places ``left`` beats (see :func:`visitall_optimal_cost`)."""
+        if not left:
+            return 0
+        row = self.distance[at]
+        bound = min(row[t] for t in left) + self._spanning_tree(left)
+        if self.colour is not None:
+            other = sum(1 for t in left if self.colour[t] != self.colour[at])
+            same = len(left) - other
+            bound = max(bound, 2 * other - 1, 2 * same)
+        return bound
+
+    def _spanning_tree(self, left: tuple[int, ...]) -> int:
+        """The weight of a minimum spanning tree of ``left`` under the graph distance (Prim), kept per set: the
+        search meets each set at many places."""
+        if left in self._trees:
+            return self._trees[left]
+        best = {t: self.distance[left[0]][t] for t in left[1:]}
+        total = 0
+        while best:
+            t = min(best, key=best.__getitem__)
+            total += best.pop(t)
+            for u in best:
+                best[u] = min(best[u], self.distance[t][u])
+        self._trees[left] = total
+        return total
+
+    def candidates(self, at: int, left: tuple[int, ...]) -> list[int]:
+        """The targets worth heading for next: those with no other target on a shortest path to them (visiting that
+        one first costs nothing more, and leaving it out later nothing either, distances being a metric)."""
+        row = self.distance[at]
+        return sorted(
+            (t for t in left if not any(u != t and row[u] + self.distance[u][t] == row[t] for u in left)),
+            key=row.__getitem__,
+        )
+
+
+def _visitall_order(tour: _Tour, max_nodes: int | None) -> tuple[int, list[int]]:
+    """The optimal cost and an optimal order of the targets: iterative deepening on the bound, remembering for each
+    (place, targets left) the best lower bound known, the static one or one more than a budget that failed."""
+    proven: dict[tuple[int, tuple[int, ...]], int] = {}
+    nodes = 0
+
+    def within(at: int, left: tuple[int, ...], budget: int, order: list[int]) -> bool:
+        nonlocal nodes
+        nodes += 1
+        if max_nodes is not None and nodes > max_nodes:
+            raise OutsideFormulaScope(f"visitall: no optimal plan proved within {max_nodes} search nodes")
+        if not left:
+            return True
+        key = (at, left)
+        if key not in proven:
+            proven[key] = tour.lower_bound(at, left)
+        if proven[key] > budget:
+            return False
+        for t in tour.candidates(at, left):
+            step = tour.distance[at][t]
+            order.append(t)
+            if within(t, tuple(u for u in left if u != t), budget - step, order):
+                return True
+            order.pop()
+        proven[key] = max(proven[key], budget + 1)
+        return False
+
+    start = tuple(range(1, len(tour.places)))
+    budget = tour.lower_bound(0, start)
+    while True:
+        order: list[int] = []
+        if within(0, start, budget, order):
+            return budget, order
+        budget += 1
+
+
+def visitall_optimal_cost(state: Atoms, goal: Atoms, max_nodes: int | None = None) -> int:
+    """h* of a visitall state, by an exact search: the shortest walk from the robot through every unvisited goal cell.
+
+    Scope: any symmetric ``connected`` graph (the generator's grids), a state whose robot cell is visited (every
+    reachable state), a goal of ``visited`` atoms with every goal cell reachable; else :class:`OutsideFormulaScope`,
+    also when ``max_nodes`` search nodes do not prove the optimum.
+
+    A move visits the cell it enters and nothing else changes, so h* is the length of the shortest walk from the
+    robot's cell entering every target (unvisited goal cell). Such a walk enters the targets first in some order and
+    costs at least the sum of the graph distances between consecutive ones; following shortest paths in that order
+    costs exactly that. So h* is the cheapest order, found by iterative deepening on the cost bound. Lower bound of
+    the rest of a walk from place ``a`` through targets ``R``: the distance to the nearest of ``R`` plus a minimum
+    spanning tree of ``R`` (the walk from its first target on connects all of ``R``); and, on a bipartite graph,
+    where steps alternate sides, ``2 o - 1`` and ``2 s`` for ``o`` targets on the other side of ``a`` and ``s`` on
+    its side (odd steps land on the other side, even ones on its own). A target next is skipped when another target
+    lies on a shortest path to it (heading there first costs nothing more, and a metric order never pays for
+    leaving a target out), and a search that fails at a budget records that budget plus one as a lower bound for
+    its (place, targets left), both of which keep the search exact.
+    """
+    cost, _order = _visitall_order(_Tour(state, goal), max_nodes)
+    return cost
+
+
+def _shortest_path(tour: _Tour, source: str, target: str) -> list[str]:
+    """Cells after ``source`` on a shortest path to ``target`` (breadth-first, neighbours in name order)."""
+    parent = {source: source}
+    frontier = [source]
+    while target not in parent:
+        following = []
+        for u in frontier:
+            for w in tour.neighbours[u]:
+                if w not in parent:
+                    parent[w] = u
+                    following.append(w)
+        frontier = following
+    path = [target]
+    while path[-1] != source:
+        path.append(parent[path[-1]])
+    return path[-2::-1]
+
+
+def visitall_optimal_plan(state: Atoms, goal: Atoms, max_nodes: int | None = None) -> list[str]:
+    """An optimal plan for a visitall state (:func:`visitall_optimal_cost`'s order, along shortest paths), as
+    operator names ``(move from to)``."""
+    tour = _Tour(state, goal)
+    _cost, order = _visitall_order(tour, max_nodes)
+    plan: list[str] = []
+    here = tour.robot
+    for t in order:
+        for cell in _shortest_path(tour, here, tour.places[t]):
+            plan.append(f"(move {here} {cell})")
+            here = cell
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # By domain key
 
-OPTIMAL_COSTS = {"ferry": ferry_optimal_cost, "gripper": gripper_optimal_cost}
-OPTIMAL_PLANS = {"ferry": ferry_optimal_plan, "gripper": gripper_optimal_plan}
+OPTIMAL_COSTS = {"ferry": ferry_optimal_cost, "gripper": gripper_optimal_cost, "visitall": visitall_optimal_cost}
+OPTIMAL_PLANS = {"ferry": ferry_optimal_plan, "gripper": gripper_optimal_plan, "visitall": visitall_optimal_plan}
 
 
 def optimal_cost(domain: str, state: Atoms, goal: Atoms) -> int:
