@@ -1,6 +1,7 @@
 # tnlib: two commands for a fresh machine with Python 3.11+.
 #   make reproduce   run the main job on the small embedded default, its reports in reports/ (all but speed.md, converged/)
 #   make test        run the test suite
+#   make paper-scale the paper-scale campaign (reports/paper-scale-nlm5/README.md): resumes it, one lane per core
 # Both create .venv/ and install what they need from PyPI when it is missing or stale.
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env
+.PHONY: reproduce test env bench clean-env paper-scale paper-scale-standing
 
 env: $(STAMP)
 
@@ -45,3 +46,21 @@ bench: $(STAMP)
 
 clean-env:
 	rm -rf $(VENV)
+
+# The paper-scale campaign: every run resumes from its committed checkpoint, so the same command continues it
+# wherever it stands. One one-thread lane per core (two spinning BLAS threads beside another process slowed training
+# 2-50x), each running the stages in order; the second lane starts a little later and skips the runs the first holds.
+CAMPAIGN := nice -n 19 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
+	$(PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs
+LANES ?= 2
+
+paper-scale: $(STAMP)
+	for lane in $$(seq $(LANES)); do \
+		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
+		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
+		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
+		sleep 20; \
+	done; wait
+
+paper-scale-standing: $(STAMP)
+	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run
