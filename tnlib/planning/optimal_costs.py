@@ -370,7 +370,8 @@ class _Tour:
         self.colour = self._colouring()
         self._trees: dict[tuple[int, ...], int] = {}
 
-    def _distances(self, source: str) -> list[int | None]:
+    def _depths(self, source: str) -> dict[str, int]:
+        """Breadth-first distances from ``source`` to every cell it reaches."""
         seen = {source: 0}
         frontier = [source]
         while frontier:
@@ -381,23 +382,18 @@ class _Tour:
                         seen[w] = seen[u] + 1
                         following.append(w)
             frontier = following
+        return seen
+
+    def _distances(self, source: str) -> list[int | None]:
+        seen = self._depths(source)
         return [seen.get(place) for place in self.places]
 
     def _colouring(self) -> list[int] | None:
         """Each place's side of the bipartite graph (the parity of its distance from the robot), or None if the
-        graph has an odd cycle in the robot's component."""
-        depth = {self.robot: 0}
-        frontier = [self.robot]
-        while frontier:
-            following = []
-            for u in frontier:
-                for w in self.neighbours[u]:
-                    if w not in depth:
-                        depth[w] = depth[u] + 1
-                        following.append(w)
-                    elif depth[w] % 2 == depth[u] % 2:
-                        return None
-            frontier = following
+        graph has an odd cycle in the robot's component (an edge joining two cells of one parity)."""
+        depth = self._depths(self.robot)
+        if any(depth[u] % 2 == depth[w] % 2 for u in depth for w in self.neighbours[u]):
+            return None
         return [depth[place] % 2 for place in self.places]
 
     def lower_bound(self, at: int, left: tuple[int, ...]) -> int:
