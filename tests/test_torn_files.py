@@ -16,7 +16,7 @@ import pytest
 
 from tnlib import cli
 from tnlib.errors import DamagedFile
-from tnlib.files import append_jsonl, atomic_write_text, read_jsonl
+from tnlib.files import append_jsonl, atomic_write_text, read_json_lines, read_jsonl
 
 DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
 RUN = "gripper-linear-N-learn-ff-llmcut-s0"
@@ -131,6 +131,51 @@ def test_a_record_of_another_shape_is_named_by_report_and_written_again_by_a_swe
     assert len(read_jsonl(out / RUN / "planning-default.jsonl")) == 2
     code, lines = run_cli(report)
     assert code == 0, lines
+
+
+def cut_mid_line(path: Path) -> None:
+    """Cut ``path`` in the middle of its last line but one: the file ends in a line cut short."""
+    data = path.read_bytes()
+    ends = [i for i, byte in enumerate(data) if byte == ord("\n")]
+    path.write_bytes(data[:ends[-2] + 1 + (ends[-1] - ends[-2]) // 2])
+
+
+# Records cut mid-line: the file, and the words the report's header and the command's output give its loss
+CUT_RECORDS = {
+    "curves": (f"{RUN}/curves.jsonl", "the validation records of steps 40 are missing"),
+    "planning": (f"{RUN}/planning-default.jsonl", "its run's planning counts the 1 instance still readable"),
+    "baseline": ("baseline-gripper-ff.jsonl", "the h_FF column and this header's h_FF solves count the 1 instance"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CUT_RECORDS))
+def test_a_report_from_a_record_cut_mid_line_names_it_and_what_it_lost_until_a_sweep_restores_it(results, tmp_path,
+                                                                                                  case):
+    name, loss = CUT_RECORDS[case]
+    out = tmp_path / "results"
+    shutil.copytree(results, out)
+    cut_mid_line(out / name)
+    report = ["report", str(out), "--out", str(tmp_path / "report")]
+    code, lines = run_cli(report)
+    warnings = [line for line in lines if "warning" in line]
+    assert code == 0 and len(warnings) == 1 and name in warnings[0] and loss in warnings[0], lines
+    header = (tmp_path / "report" / "planning.md").read_text().split("## Tables")[0]
+    assert "**Damaged records**" in header and f"`{name}`: " in header and loss in header, header
+    assert "stopped before its configured steps" not in header  # the run trained all its steps
+    code, lines = run_cli(SWEEP + ["--steps", "40", "--out", str(out)])
+    assert code == 0 and any(f"{Path(name).name} is damaged" in line for line in lines), lines
+    code, lines = run_cli(report)
+    if case == "curves":  # the weights that validation measured are gone: the header still says so
+        assert any("run its sweep again" in line for line in lines), lines
+        assert loss in (tmp_path / "report" / "planning.md").read_text()
+        shutil.rmtree(out / RUN)  # the remedy printed: delete the run folder, run the sweep again
+        assert run_cli(SWEEP + ["--steps", "40", "--out", str(out)])[0] == 0
+        code, lines = run_cli(report)
+    assert code == 0 and not [line for line in lines if "warning" in line], lines
+    assert "Damaged records" not in (tmp_path / "report" / "planning.md").read_text()
+    timeless = [[{k: v for k, v in record.items() if k != "seconds"} for record in read_jsonl(folder / name)]
+                for folder in (out, results)]
+    assert timeless[0] == timeless[1]  # the whole record again, as the sweep first wrote it
 
 
 def test_the_evaluate_command_a_damaged_metrics_file_names_writes_it_again(results, tmp_path):
@@ -276,6 +321,19 @@ def test_a_torn_last_line_of_a_json_lines_file_is_skipped(tmp_path):
     append_jsonl(path, {"step": 5})  # after a torn line: a line of its own, the torn one skipped
     assert read_jsonl(path)[-2:] == [{"step": 4}, {"step": 5}]
     assert path.read_bytes().endswith(b'\n{"st\n{"step": 5}\n')
+
+
+def test_a_json_lines_reader_counts_the_lines_it_skips_and_tells_a_cut_end_from_a_changed_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(b'{"step": 1}\n{"step": 2}\n{"st')
+    found = read_json_lines(path)
+    assert found.records == [{"step": 1}, {"step": 2}] and found.cut_end
+    assert found.damage() == "its last line (3) is cut short"
+    path.write_bytes(b'{"step": 1}\n\xff\xfe\n{"step": 3}\n')
+    found = read_json_lines(path)
+    assert found.unreadable == (2,) and not found.cut_end and found.damage() == "line 2 of 3 is not JSON"
+    path.write_bytes(b'{"step": 1}\n{"step": 2}\n')
+    assert read_json_lines(path).damage() is None
 
 
 @pytest.mark.parametrize("how", DAMAGES)

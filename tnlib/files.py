@@ -16,7 +16,7 @@ import sys
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from tnlib.errors import DamagedFile
 
@@ -162,24 +162,56 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
 COMPRESSED_SUFFIX = ".gz"
 
 
+class JsonLines(NamedTuple):
+    """A JSON-lines file as :func:`read_json_lines` reads it: its records, and the lines it skipped."""
+
+    records: list[dict]
+    unreadable: tuple[int, ...]  # the numbers (from 1) of the lines that are not JSON
+    lines: int  # how many lines the file holds
+    cut_end: bool  # its last line is one of them and has no newline: a write stopped mid-line (or a copy cut short)
+
+    def damage(self) -> str | None:
+        """What is unreadable, as a reason for :func:`damaged_message`; None when every line reads."""
+        if not self.unreadable:
+            return None
+        middle = [n for n in self.unreadable if not (self.cut_end and n == self.lines)]
+        parts = []
+        if middle:
+            numbers = ", ".join(map(str, middle))
+            parts.append(f"line {numbers} of {self.lines} is not JSON" if len(middle) == 1 else
+                         f"lines {numbers} of {self.lines} are not JSON")
+        if self.cut_end:
+            parts.append(f"its last line ({self.lines}) is cut short")
+        return " and ".join(parts)
+
+
 def read_jsonl(path: str | os.PathLike, shape: str | None = None, remedy: str = "") -> list[dict]:
+    """The records of a JSON-lines file: :func:`read_json_lines`'s, without what it skipped. For a reader whose
+    caller names the damage (a resume rewrites the file, a report lists it in its header)."""
+    return read_json_lines(path, shape, remedy).records
+
+
+def read_json_lines(path: str | os.PathLike, shape: str | None = None, remedy: str = "") -> JsonLines:
     """The records of a JSON-lines file (none when it does not exist), skipping lines cut by a crash or damaged
-    since (not UTF-8, not JSON): each record stands alone, and what reads these files redoes a missing one. A
-    ``.gz`` file (exported records, written whole) is read through gzip and whole or not at all: a damaged one
-    raises DamagedFile. With ``shape`` (a kind of record of :data:`RECORD_SHAPES`), a line that is JSON of another
-    shape raises DamagedFile naming the file, the line and ``remedy``: no crash leaves one, so it is not skipped in
-    silence."""
+    since (not UTF-8, not JSON) and counting them: each record stands alone, what writes these files redoes a
+    missing one, and what reads them says what it skipped. A ``.gz`` file (exported records, written whole) is read
+    through gzip and whole or not at all: a damaged one raises DamagedFile. With ``shape`` (a kind of record of
+    :data:`RECORD_SHAPES`), a line that is JSON of another shape raises DamagedFile naming the file, the line and
+    ``remedy``: no crash leaves one, so it is not skipped."""
     path = Path(path)
     if not path.is_file():
-        return []
+        return JsonLines([], (), 0, False)
     data = path.read_bytes()
     if path.suffix == COMPRESSED_SUFFIX:
         data = _gunzipped(path, data)
-    records = []
-    for number, line in enumerate(data.splitlines(), 1):
+    records, unreadable = [], []
+    lines = data.splitlines()
+    for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
+            if line.strip():  # (a blank line holds no record to lose)
+                unreadable.append(number)
             continue
         if shape is not None:
             reason = _shape_problem(record, shape)
@@ -187,7 +219,8 @@ def read_jsonl(path: str | os.PathLike, shape: str | None = None, remedy: str = 
                 reason = f"line {number} is {reason}"
                 raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
         records.append(record)
-    return records
+    cut_end = bool(unreadable) and unreadable[-1] == len(lines) and not data.endswith(b"\n")
+    return JsonLines(records, tuple(unreadable), len(lines), cut_end)
 
 
 def _gunzipped(path: Path, data: bytes) -> bytes:

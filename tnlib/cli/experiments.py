@@ -136,6 +136,7 @@ def register_report(subparsers) -> None:
 
 
 def _run_report(args) -> int:
+    from tnlib.experiments.damaged_records import damaged_records_notice
     from tnlib.experiments.reports import render_results, write_ablation
     from tnlib.files import shown_path
 
@@ -158,6 +159,11 @@ def _run_report(args) -> int:
         raise CommandError(str(err)) from None
     for path in written:
         print(f"wrote {shown_path(path)}")
+    # the header of each page lists them too; said here as well, so that a report of damaged records does not pass
+    # for a clean one on the terminal either
+    for folder in args.results:
+        for line in damaged_records_notice(folder):
+            print(f"tnlib report: warning: {line}", file=sys.stderr)
     return 0
 
 

@@ -29,11 +29,12 @@ from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import MANIFEST
 from tnlib.errors import DatasetError
+from tnlib.experiments.damaged_records import damaged_records_items, run_curve
 from tnlib.experiments.run_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
-from tnlib.files import read_json, read_jsonl, shown_folder
+from tnlib.files import read_json, shown_folder
 from tnlib.paper import (
     AUTHORS_FIXED_SIGMA,
     AUTHORS_PLAN_GRID,
@@ -138,6 +139,8 @@ class Scope:
     until_flat: tuple[int, int] | None = None
     # run folders left out because they have no test metrics yet while others do (a sweep still training them)
     without_metrics: list[str] = field(default_factory=list)
+    # records that lost lines, what that costs the report and what restores them (tnlib.experiments.damaged_records)
+    damaged: list[str] = field(default_factory=list)
 
     # -- the grid -------------------------------------------------------------------------------------------------
     def values(self, attribute: str) -> list:
@@ -192,14 +195,14 @@ def _order(attribute: str):
 
 def _run_facts(run: RunDir) -> RunFacts:
     config = run.read_config()
-    curve = [row for row in read_jsonl(run.curves_file) if "val_mse" in row]
+    curve, trained, _, _ = run_curve(run, config)
     val_mse = [float(row["val_mse"]) if row["val_mse"] is not None else math.nan for row in curve]
     return RunFacts(
         name=run.name, domain=config["domain"], model=config["model"], sigma=config["sigma"],
         residual=config["residual"], distribution=config["distribution"], lower_bound=config["lower_bound"],
         sigma_link=config.get("sigma_link", "softplus"), fixed_sigma=config.get("fixed_sigma", "paper"),
         seed=config["seed"], steps=config["steps"],
-        steps_done=max((int(row["step"]) for row in curve), default=0), batch_size=config["batch_size"],
+        steps_done=trained, batch_size=config["batch_size"],
         instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
         improving=still_improving(val_mse),
         instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None,
@@ -287,6 +290,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     tabled = evaluated if any(evaluated) else [True] * len(folders)
     without_metrics = [run.name for run, kept in zip(folders, tabled) if not kept]
     runs = [_run_facts(run) for run, kept in zip(folders, tabled) if kept]
+    damaged = damaged_records_items(results_dir, [(run, run.read_config()) for run, kept in zip(folders, tabled)
+                                                  if kept])
     sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)
@@ -325,7 +330,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
                              for record in _records_by_problem(path)})
     until_flat = (sweep["steps"], sweep["max_steps"]) if sweep.get("max_steps") is not None else None
     return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat,
-                 without_metrics)
+                 without_metrics, damaged)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,6 +393,9 @@ def render_scope(scope: Scope) -> str:
     lines = ["## What these results can and cannot show\n",
              f"Computed from the {len(scope.runs)} run folder{'' if len(scope.runs) == 1 else 's'} in {names}, their data manifests and planning files "
              "(`tnlib.experiments.scope`); the paper's setting beside it.\n"]
+    if scope.damaged:
+        lines += ["**Damaged records** -- what follows is built without what these lost:\n"]
+        lines += [f"- {item}" for item in scope.damaged] + [""]
     if scope.without_metrics:
         count = len(scope.without_metrics)
         lines.append(f"Left out: {count} run folder{'s' if count > 1 else ''} without test metrics yet (still "
@@ -590,4 +598,5 @@ def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scop
                  limits.pop() if len(limits) == 1 else None,
                  sorted({p for scope in scopes for p in scope.plan_protocols}),
                  next((scope.until_flat for scope in scopes if scope.until_flat is not None), None),
-                 [name for scope in scopes for name in scope.without_metrics])
+                 [name for scope in scopes for name in scope.without_metrics],
+                 [item for scope in scopes for item in scope.damaged])

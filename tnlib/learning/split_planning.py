@@ -19,7 +19,8 @@ import tnlib.progress
 from tnlib.data.loading import load_split
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.schema import PLAN_SETS
-from tnlib.files import append_jsonl, atomic_write_text, damaged_message, has_shape, read_jsonl, sha256_file
+from tnlib.files import (append_jsonl, atomic_write_text, damaged_message, has_shape, read_json_lines, read_jsonl,
+                         sha256_file)
 from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.planning.pddl import resolve_domain
@@ -75,14 +76,17 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     chosen = chosen_instances(table, instances, per_cell)
     setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
                **extra}
-    lines = read_jsonl(out)
+    found = read_json_lines(out)
+    lines = found.records
+    if found.unreadable:  # the file is written again below without them: a cut line never stays mid-file
+        print(damaged_message(out, found.damage(), "the instances on those lines are planned again"), file=sys.stderr)
     records = [r for r in lines if has_shape(r, "a planning record")]
     if len(records) != len(lines):
         wrong = len(lines) - len(records)
         reason = "a line is not a planning record" if wrong == 1 else f"{wrong} lines are not planning records"
         print(damaged_message(out, reason, "dropped (the instances missing are planned again)"), file=sys.stderr)
     done = {r["problem"]: r for r in records if all(r.get(key) == value for key, value in setting.items())}
-    if len(done) != len(lines):  # stale or repeated lines: rewrite the file with the current setting's records
+    if len(done) != len(lines) or found.unreadable:  # stale, repeated or cut lines: keep the current setting's only
         atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
     waiting = [i for i in chosen if table.problem_path(i).name not in done]
     # looked up at each call (not imported by name): notebooks and tests replace the display
