@@ -53,11 +53,14 @@ def test_an_unwritable_output_path_is_a_one_line_error(tmp_path, capsys):
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("")
     assert main(["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", str(not_a_folder / "p.pddl")]) == 2
-    assert f"error: {not_a_folder}: File exists" in one_line_error(capsys, "generate")  # (mkdir's words)
+    remedy = "a file stands where a folder goes: name another folder for the output, or move that file"
+    line = one_line_error(capsys, "generate")
+    assert f"error: {not_a_folder}: File exists" in line and remedy in line  # (mkdir's words, then what to do)
     # training creates its run folder under --out, which here is a file
     assert main(["train", "--domain", "gripper", "--model", "linear", "--steps", "1", "--no-progress",
                  "--out", str(not_a_folder)]) == 2
-    assert f"{not_a_folder}/gripper-linear" in one_line_error(capsys, "train")
+    line = one_line_error(capsys, "train")
+    assert f"{not_a_folder}/gripper-linear" in line and remedy in line and "Errno" not in line
 
 
 class _ClosedPipe(io.StringIO):

@@ -81,12 +81,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tnlib {args.command}: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # an unwritable output path, a full disk, ...: the system's words, not a traceback
-        where = f"{err.filename}: " if err.filename else ""
-        print(f"tnlib {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
+        print(f"tnlib {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"tnlib {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def os_error_line(err: OSError) -> str:
+    """An OSError as one line: the path, the system's words and what to do where the cause is a path given (a
+    file where a folder goes, a place nobody may write to) or a full disk."""
+    import errno
+
+    where = f"{err.filename}: " if err.filename else ""
+    line = f"{where}{err.strerror or err}"
+    if err.errno in (errno.EEXIST, errno.ENOTDIR) and err.filename:
+        return line + "; a file stands where a folder goes: name another folder for the output, or move that file"
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and err.filename:
+        return line + "; name an output folder under one you can write to"
+    if err.errno == errno.ENOSPC:
+        return line + "; the disk is full: free space and run the command again (it goes on where it stopped)"
+    return line
 
 
 def _reader_went_away() -> int:

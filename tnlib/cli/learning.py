@@ -95,6 +95,8 @@ def _run_train(args) -> int:
     try:
         run_dir = train(config, resume=not args.restart, on_start=announce)
     except (ValueError, FileNotFoundError, TrainingDiverged, DatasetError) as err:
+        if isinstance(err, OSError) and err.filename is not None:  # a path the system refused: said with a remedy
+            raise
         raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
     best = json.loads(RunDir(run_dir).curves_file.read_text().splitlines()[-1])
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
