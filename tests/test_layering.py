@@ -117,8 +117,8 @@ def _write(root: Path, relative: str, source: str) -> None:
 
 
 @pytest.mark.parametrize("source, line, imported", [
-    ("from tnlib.experiments.run_dir import RunDir\n", 3, "tnlib.experiments.run_dir"),
-    ("def f():\n    from tnlib.experiments import run_dir\n", 4, "tnlib.experiments"),  # inside a function
+    ("from tnlib.experiments.results_dir import RunDir\n", 3, "tnlib.experiments.results_dir"),
+    ("def f():\n    from tnlib.experiments import results_dir\n", 4, "tnlib.experiments"),  # inside a function
     ("class C:\n    def f(self):\n        import tnlib.cli\n", 5, "tnlib.cli"),
     ("from ..experiments import sweep\n", 3, "tnlib.experiments"),  # relative
     ("from tnlib import experiments\n", 3, "tnlib.experiments"),
@@ -147,11 +147,11 @@ def test_the_check_allows_own_and_lower_stages_and_names_an_unranked_module(tmp_
 
 
 def test_a_results_folder_names_baselines_as_the_learning_stage_writes_them():
-    from tnlib.experiments import run_dir
+    from tnlib.experiments import results_dir
     from tnlib.learning import run_files
 
-    assert "RunDir" not in run_dir.__all__  # one import path: tnlib.learning.run_files
-    results = run_dir.ResultsDir("out")
+    assert "RunDir" not in results_dir.__all__  # one import path: tnlib.learning.run_files
+    results = results_dir.ResultsDir("out")
     assert results.baseline_file("ferry", "ff") == run_files.baseline_file("out", "ferry", "ff")
 
 

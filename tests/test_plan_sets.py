@@ -169,7 +169,7 @@ def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
 
 def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_selection(made, tmp_path):
     from tnlib.experiments.reports import write_reports
-    from tnlib.experiments.run_dir import ResultsDir
+    from tnlib.experiments.results_dir import ResultsDir
     from tnlib.experiments.sweep import Sweep, run_sweep
     from tnlib.experiments.tables import collect_planning, optimal_selection
     from tnlib.files import read_jsonl

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
 from tnlib.learning.run_files import RunDir

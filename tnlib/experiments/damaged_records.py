@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 from tnlib.errors import DamagedFile
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import JsonLines, read_json_lines, shown_path
 from tnlib.learning.run_files import RunDir
 

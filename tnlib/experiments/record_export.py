@@ -7,7 +7,7 @@ plan set's sub-folder) to another folder, leaving out checkpoints and the lock f
 with a dot). Planning records -- a run's ``planning-*.jsonl`` and the ``baseline-*.jsonl`` beside the runs -- grow
 with the plan set (a few hundred bytes per instance, run and estimate) and repeat their keys on every line, so they
 are written gzip-compressed (``.jsonl.gz``, about a tenth of the bytes), which every reader of a results folder
-accepts (:meth:`tnlib.experiments.run_dir.ResultsDir.planning_files`). The compression is reproducible: the same
+accepts (:meth:`tnlib.experiments.results_dir.ResultsDir.planning_files`). The compression is reproducible: the same
 records export to the same bytes, so exporting again after a run is extended changes only what changed.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tnlib.files import COMPRESSED_SUFFIX, atomic_write_gzip
 from tnlib.learning.run_files import BASELINE, PLANNING
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 
 __all__ = ["RecordExport", "export_records"]
 

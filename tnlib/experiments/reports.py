@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.experiments.calibration_summary import calibration_markdown, folder_calibration
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.tables import (
     DIRECTIONS_RULE,

@@ -30,7 +30,7 @@ from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import MANIFEST
 from tnlib.errors import DatasetError
 from tnlib.experiments.damaged_records import damaged_records_items, run_curve
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving

@@ -31,7 +31,7 @@ from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.cell_settings import CellSettings
 from tnlib.experiments.presets import PRESETS
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.experiments.scope import percent
 from tnlib.files import atomic_write_text, locked, locked_if_free, read_json, shown_path

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tnlib.experiments.run_dir import ResultsDir
+from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (

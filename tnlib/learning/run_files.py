@@ -16,9 +16,9 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
 and :func:`tnlib.learning.split_planning.plan_baseline` writes ``baseline-DOMAIN-HEURISTIC.jsonl`` (GBFS with a
 symbolic heuristic over the plan split) into the folder it is given, a sweep's results folder.
 
-Why here and not in :mod:`tnlib.experiments.run_dir`: every one of these files is written by learning's own
+Why here and not in :mod:`tnlib.experiments.results_dir`: every one of these files is written by learning's own
 modules (training, evaluation, split_planning), and a stage imports only the stages below it, so the names
-live with their writers. :mod:`tnlib.experiments.run_dir` builds on this module -- its ``RunDir`` is this class --
+live with their writers. :mod:`tnlib.experiments.results_dir` builds on this module -- its ``RunDir`` is this class --
 and adds what only experiments owns: a results folder of run folders and its ``sweep.json``.
 """
 from __future__ import annotations

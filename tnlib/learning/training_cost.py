@@ -20,8 +20,9 @@ CPU_TIMED_OBJECTS = 16
 # another kind by 1.5x. data/small: medians over the 6,000-step runs of reports/converged/ (NLM 16 runs per domain,
 # STRIPS-HGN and linear regression 16 per domain), AMD EPYC. data/paper: steps 100-400 of a 400-step TN learn/ff
 # run, two domains side by side (visitall with blocksworld, ferry with gripper) and nothing else running, Intel Xeon
-# (AVX-512), with the extrema backward kernel of 2026-11-26 (visitall 0.44 s before it): visitall's 5x5 training
-# instances (25 objects) make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. On top, per run
+# (AVX-512), before the sparse backward of reduced-only arities (reports/speed.md part 2: 1.2-1.4x on visitall):
+# visitall's 5x5 training instances (25 objects) make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. The
+# paper-scale campaign's own runs will replace these (their curves' seconds over steps). On top, per run
 # (MEASURED_RUN_OVERHEAD_SECONDS): the test evaluation, and on data/small planning every plan instance at 10,000
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
