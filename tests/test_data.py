@@ -65,7 +65,10 @@ def test_corrupt_table_is_named(root):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(DatasetError, match=r"gripper/train.parquet: checksum mismatch.*--splits train --force"):
+    # the remedy works as printed: the later splits are remade with train (they are checked against it), and
+    # --out names this root, which is not the profile's default one
+    with pytest.raises(DatasetError, match=r"gripper/train.parquet: checksum mismatch.*--splits train,val,test,plan "
+                                           rf"--out {root} --force"):
         load_split(root, "gripper", "train")
     # Other splits are still usable; the damaged one loads only unverified (and then pyarrow may refuse it).
     assert len(load_split(root, "gripper", "val")) > 0
@@ -119,7 +122,7 @@ def test_verify_flags_an_instance_repeated_across_splits(root, capsys):
     assert len(problems) == 1
     assert "gripper/val: 1 of 3 instances also occur in an earlier split (1 in train)" in problems[0]
     assert f"{val['problem']} repeats {train['problem']}" in problems[0]
-    assert "--domain gripper --profile tiny --splits val,test,plan --force" in problems[0]
+    assert f"--domain gripper --profile tiny --splits val,test,plan --out {root} --force" in problems[0]
     with pytest.raises(DatasetError, match="also occur in an earlier split"):
         load_split(root, "gripper", "val")
     assert len(load_split(root, "gripper", "train")) > 0  # train itself is fine
@@ -412,3 +415,18 @@ def test_shipped_small_dataset_verifies_and_loads():
             h_sat = table.numpy("h_sat")
             assert (h_sat[~np.isnan(h_sat)] >= h_star[~np.isnan(h_sat)]).all()
     assert set(manifest["domains"]) <= set(DOMAINS)
+
+
+def test_a_damaged_dataset_manifest_says_how_to_restore_it(root):
+    (root / "manifest.json").write_text("{not json")
+    problems = verify_dataset(root)
+    assert len(problems) == 1 and "dataset manifest damaged" in problems[0]
+    assert f"git checkout -- {root / 'manifest.json'}" in problems[0]
+    assert f"tnlib data generate --domain all --profile PROFILE --out {root} --force" in problems[0]
+
+
+def test_a_hint_for_the_default_root_needs_no_out():
+    from tnlib.data.manifest import _generate_hint
+
+    hint = _generate_hint("ferry", "small", "val", force=True, root=default_data_root() / "small", splits=SPLITS)
+    assert hint == "`tnlib data generate --domain ferry --profile small --splits val,test,plan --force`"

@@ -117,13 +117,12 @@ def load_split(
         check_dataset(base, domain, split)
     path = base / domain / f"{split}.parquet"
     if not path.is_file():
-        raise DatasetError(f"{path} missing; generate it with {_generate_hint(domain, profile, split)}")
+        raise DatasetError(f"{path} missing; generate it with {_generate_hint(domain, profile, split, root=base)}")
     try:
         table = pq.read_table(path, schema=arrow_schema())
     except Exception as err:  # noqa: BLE001
-        raise DatasetError(
-            f"{path}: cannot read ({err}); regenerate with {_generate_hint(domain, profile, split, force=True)}"
-        ) from None
+        hint = _generate_hint(domain, profile, split, force=True, root=base, splits=SPLITS)
+        raise DatasetError(f"{path}: cannot read ({err}); regenerate with {hint}") from None
     return StateTable(table, base, domain, split)
 
 

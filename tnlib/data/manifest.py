@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, LIMIT_HITS, MANIFEST, SPLITS, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
-from tnlib.data.profiles import params_label
+from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
 from tnlib.errors import DamagedFile, DatasetError
 from tnlib.files import read_json, sha256_file
@@ -29,11 +29,17 @@ def default_data_root() -> Path:
 
 
 def _generate_hint(
-    domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None, force: bool = False
+    domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None, force: bool = False,
+    root: str | os.PathLike | None = None, splits: Iterable[str] = (),
 ) -> str:
+    """The `tnlib data generate` command that makes ``split`` of ``domain`` again: with ``splits`` (the domain's
+    splits) the later ones too, as generation remakes them together (:func:`_from`), and ``--out`` where the
+    dataset root is not the profile's default one, so that the command works as printed."""
     command = f"tnlib data generate --domain {domain or 'all'} --profile {profile}"
     if split:
-        command += f" --splits {split}"
+        command += f" --splits {','.join(_from(split, splits)) if splits else split}"
+    if root is not None and Path(root).resolve() != (default_data_root() / profile).resolve():
+        command += f" --out {root}"
     return f"`{command}{' --force' if force else ''}`"
 
 
@@ -76,17 +82,18 @@ def find_datasets(folder: str | os.PathLike) -> list[Path]:
 # Verification
 
 
-def _load_json(path: Path, problems: list[str], what: str) -> dict | None:
+def _load_json(path: Path, problems: list[str], what: str, remedy: str = "") -> dict | None:
+    remedy = f"; {remedy}" if remedy else ""
     if not path.is_file():
-        problems.append(f"{what} missing: {path}")
+        problems.append(f"{what} missing: {path}{remedy}")
         return None
     try:
         return read_json(path)
     except DamagedFile as err:
-        problems.append(f"{what} damaged ({err.reason}): {path}")
+        problems.append(f"{what} damaged ({err.reason}): {path}{remedy}")
         return None
     except (OSError, ValueError) as err:
-        problems.append(f"{what} unreadable ({err.__class__.__name__}: {err}): {path}")
+        problems.append(f"{what} unreadable ({err.__class__.__name__}: {err}): {path}{remedy}")
         return None
 
 
@@ -111,7 +118,11 @@ def verify_dataset(
     """
     root = Path(root)
     problems: list[str] = []
-    top = _load_json(root / MANIFEST, problems, "dataset manifest")
+    # the profile is in the manifest itself; a dataset folder is named for its profile
+    guess = root.name if root.name in PROFILES else "PROFILE"
+    top = _load_json(root / MANIFEST, problems, "dataset manifest",
+                     f"restore it from git where the dataset is committed (git checkout -- {root / MANIFEST}), or "
+                     f"make the dataset again with {_generate_hint(profile=guess, force=True, root=root)}")
     if top is None:
         return problems
     if top.get("format") != FORMAT:
@@ -144,7 +155,7 @@ def verify_dataset(
             if split is not None and not _in_split(relative, name, split):
                 continue
             path = root / relative
-            fix = _generate_hint(name, profile, _split_of(relative, name), force=True)
+            fix = _generate_hint(name, profile, _split_of(relative, name), force=True, root=root, splits=splits)
             if not path.is_file():
                 problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
                 unsound += 1
@@ -165,7 +176,7 @@ def verify_dataset(
         # Distinct within each split, disjoint across splits.
         found, counts = check_domain_instances(
             root, name, manifest, split, recompute=deep and domain is None and split is None,
-            hint=lambda s, n=name: _generate_hint(n, profile, ",".join(_from(s, splits)), force=True),
+            hint=lambda s, n=name: _generate_hint(n, profile, s, force=True, root=root, splits=splits),
         )
         problems += found
         if duplicates is not None:
