@@ -268,7 +268,15 @@ def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys
     empty = tmp_path / "empty.pt"
     empty.write_bytes(b"")
     assert main(["evaluate", str(empty)]) == 2
-    assert "not a tnlib checkpoint" in one_line_error(capsys, "evaluate")
+    line = one_line_error(capsys, "evaluate")
+    assert "not a tnlib checkpoint" in line and "give a checkpoint a run folder holds" in line
+    # in a run folder the same bytes are that run's checkpoint cut short: the remedy says how to make it again
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "best.pt").write_bytes(b"PK\x03\x04 cut short")
+    assert main(["evaluate", str(run / "best.pt")]) == 2
+    assert "delete the run folder and train it again" in one_line_error(capsys, "evaluate")
 
 
 def test_evaluate_table_without_metrics_is_an_error_not_an_empty_table(tmp_path, capsys):

@@ -391,7 +391,12 @@ def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
         remedy = "delete the run folder and train it again (the same settings and seed train the same weights)"
         raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
     if checkpoint is None:
-        raise ValueError(f"{shown_path(path)}: not a tnlib checkpoint ({reason})")
+        # a user's path: another kind of file, or a run's checkpoint cut short (a copy, a full disk)
+        in_a_run = (path.parent / "config.json").is_file()
+        remedy = ("it sits in a run folder, so it is that run's checkpoint cut short: delete the run folder and train "
+                  "it again (the same settings and seed train the same weights)" if in_a_run else
+                  "give a checkpoint a run folder holds (best.pt, best-nll.pt or last.pt)")
+        raise ValueError(f"{shown_path(path)}: not a tnlib checkpoint ({reason}); {remedy}")
     return checkpoint
 
 
