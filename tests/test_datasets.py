@@ -20,11 +20,12 @@ from tnlib import cli
 from tnlib.data.generation import generate_dataset
 from tnlib.data.profiles import PROFILES, generator_seed, split_of_seed
 from tnlib.data.manifest import data_card
-from tnlib.data.schema import SPLITS, arrow_schema
+from tnlib.data.schema import SPLITS, TEST_GRID, arrow_schema
 from tnlib.errors import DatasetError
 from tnlib.files import sha256_file
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import generate
+from tnlib.planning.optimal_costs import OPTIMAL_PLANS
 from tnlib.planning.search import goal_distances
 from tnlib.planning.task import load_task
 
@@ -70,8 +71,21 @@ def test_paper_profile_follows_the_appendix_table():
     assert {c[0][1] for c in paper.grid("blocksworld", "test").combos} == set(range(11, 23))
     assert {dict(c)["balls"] for c in paper.grid("gripper", "test").combos} == {20, 40, 60, 80, 100}
     assert all(dict(c)["x"] == dict(c)["y"] for c in paper.grid("visitall", "train").combos)
-    assert paper.time_limits == {"train": 300, "val": 300, "test": 1800, "plan": 1800}
+    assert paper.time_limits == {"train": 300, "val": 300, "test": 1800, "plan": 1800, TEST_GRID: 1800}
     assert paper.memory_limit_mb == 8000 and paper.max_attempts == 20
+
+
+def test_test_grid_slots_are_test_slots_of_domains_with_an_exact_solver():
+    for profile in PROFILES.values():
+        for domain, splits in profile.grids.items():
+            if TEST_GRID not in splits:
+                continue
+            assert domain in OPTIMAL_PLANS
+            test_slots = set(profile.grid(domain, "test").slots())
+            assert set(profile.grid(domain, TEST_GRID).slots()) <= test_slots
+            for combo, n in profile.grid(domain, TEST_GRID).slots()[:3]:
+                assert generator_seed(TEST_GRID, domain, combo, n, 0) == generator_seed("test", domain, combo, n, 0)
+    assert TEST_GRID not in PROFILES["paper"].grids["blocksworld"]
 
 
 def test_plan_split_cycles_through_the_test_sizes():

@@ -19,7 +19,7 @@ from tnlib.data.manifest import (
 from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
 from tnlib.data.profiles import PROFILES
-from tnlib.data.schema import MANIFEST, PLAN_SETS, SPLITS
+from tnlib.data.schema import DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
@@ -49,7 +49,8 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                      help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
     gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
     gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
-                     help=f"comma-separated splits (default {','.join(SPLITS)})")
+                     help=f"comma-separated splits (default {','.join(SPLITS)}; {TEST_GRID}: the test grid "
+                     "again, every slot, for the domains with an exact solver)")
     gen.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
     gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
     gen.add_argument("--out", type=Path, metavar="FOLDER",
@@ -67,6 +68,10 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                      help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
                      "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "
                      "those attempts' times (default: off, every slot gets its attempts as in the paper)")
+    gen.add_argument("--solver", choices=SOLVERS, metavar="NAME",
+                     help=f"how instances are solved optimally: {DEFAULT_SOLVER} (A* + LM-cut under the limits; the "
+                     "default) or exact (the domain's exact solver, no limits, where it has one: gripper, ferry, "
+                     "visitall; A* + LM-cut elsewhere); each split's manifest entry records the route it took")
     gen.add_argument("--force", action="store_true", help="regenerate the splits even if present (rerunning the "
                      "same command after an interruption resumes it)")
     gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
@@ -162,7 +167,7 @@ def _run_data_generate(args: argparse.Namespace) -> int:
             progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
             memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
             sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
-            out_of_reach_after=args.out_of_reach_after,
+            out_of_reach_after=args.out_of_reach_after, solver=args.solver,
         )
     except DatasetError as err:
         raise CommandError(str(err)) from None

@@ -24,11 +24,13 @@ and the data card, say where). Which attempt each slot keeps is decided by
 the solve outcomes (the workers' part), so the dataset does not depend on the number of workers or on the runner
 (:func:`tnlib.executors.open_runner`: in-process, a local pool, or Dask).
 A split therefore needs the domain's earlier splits: they must exist in the dataset root or be made in the same
-run, and remaking a split means remaking its later ones.
+run, and remaking a split means remaking its later ones. The ``test-grid`` split is kept apart from train and val
+only (:data:`tnlib.data.schema.DISJOINT_FROM`): it draws the test split's problems again.
 
 Solving and retries
 -------------------
-Each attempt that passes the rule above is solved (A* + LM-cut, the split's time and memory limits). An attempt
+Each attempt that passes the rule above is solved (A* + LM-cut, the split's time and memory limits; or, with the
+``solver`` setting ``exact``, by the domain's exact solver where it has one, :mod:`tnlib.data.exact_solves`). An attempt
 that is not solved (timeout, out of memory, unsolvable, planner error) or is trivial (the goal holds initially: a
 plan of length 0; decided before solving) is rejected and the slot moves on to its next attempt, up to
 ``max_attempts`` (20, as in the paper); rejected attempts are kept in the manifest, and a slot that runs out of
@@ -100,7 +102,20 @@ from tnlib.data.profiles import (
     get_profile,
     slot_key,
 )
-from tnlib.data.schema import FORMAT, FORMAT_VERSION, MANIFEST, SPLITS, TABLE_COLUMNS, WORK, arrow_schema
+from tnlib.data.exact_solves import check_solver, solve_exactly, split_solver
+from tnlib.data.schema import (
+    ALL_SPLITS,
+    DEFAULT_SOLVER,
+    DISJOINT_FROM,
+    EXACT_SOLVER,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    SPLITS,
+    TABLE_COLUMNS,
+    WORK,
+    arrow_schema,
+)
 from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
 from tnlib.errors import DamagedFile, DatasetError, SchedulerUnreachable
@@ -151,6 +166,7 @@ class AttemptJob:
     memory_limit_mb: int | None
     sat_max_evaluations: int | None
     reuse: dict | None = None
+    solver: str = DEFAULT_SOLVER
 
     @property
     def seed(self) -> int:
@@ -183,6 +199,10 @@ def run_attempt(job: AttemptJob) -> dict:
             if job.reuse is not None:
                 plan, status = list(job.reuse["plan"]), "solved"
                 solve_seconds, expansions = job.reuse["solve_seconds"], job.reuse["expansions"]
+            elif job.solver == EXACT_SOLVER:
+                exact = solve_exactly(job.domain, path)
+                plan, status = exact.plan, "solved" if exact.plan else "trivial"
+                solve_seconds, expansions = round(exact.seconds, 4), None
             else:
                 solved = solve(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
                 plan, status = solved.plan, solved.status
@@ -375,6 +395,9 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
     }
     if overrides.get("out_of_reach_after"):  # only when on, so splits made before the rule keep their settings
         settings["out_of_reach_after"] = overrides["out_of_reach_after"]
+    solver = split_solver(domain, overrides.get("solver"))
+    if solver != DEFAULT_SOLVER:  # (tnlib.data.schema.DEFAULT_SOLVER: why the default is not recorded)
+        settings["solver"] = solver
     return settings
 
 
@@ -432,22 +455,21 @@ def _settings_diff(old: dict, new: dict) -> str:
 
 def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], splits: Sequence[str],
                        force: bool) -> None:
-    """A split is made disjoint from the domain's earlier splits (train, val, test, plan order):
+    """A split is made disjoint from the domain's earlier splits (:data:`tnlib.data.schema.DISJOINT_FROM`):
     they must exist or be made in the same run, and a split that is remade must take its later splits along."""
     for domain in domains:
-        chain = [s for s in SPLITS if s in profile.grids.get(domain, {})]
+        chain = [s for s in ALL_SPLITS if s in profile.grids.get(domain, {})]
         path = root / domain / MANIFEST
         present = set(read_json(path)["splits"]) if path.is_file() else set()
         running = {s for s in splits if force or s not in present}
         for split in running:
-            at = chain.index(split)
-            for earlier in chain[:at]:
+            for earlier in [s for s in DISJOINT_FROM[split] if s in chain]:
                 if earlier not in running and earlier not in present:
                     raise DatasetError(
                         f"{domain}/{split} is made disjoint from {domain}/{earlier}, which is not generated yet: add "
                         f"{earlier} to --splits (a domain's splits are made in the order {', '.join(chain)})"
                     )
-            for later in chain[at + 1:]:
+            for later in [s for s in chain if split in DISJOINT_FROM[s]]:
                 if later in present and later not in running:
                     raise DatasetError(
                         f"remaking {domain}/{split} would leave {domain}/{later} unchecked against it: add {later} "
@@ -472,6 +494,7 @@ def generate_dataset(
     reuse: Sequence[str | os.PathLike] = (),
     reuse_solutions: bool = True,
     out_of_reach_after: int | None = None,
+    solver: str | None = None,
 ) -> GenerateReport:
     """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``.
 
@@ -482,7 +505,9 @@ def generate_dataset(
     limits prove the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`);
     the labels are always recomputed. ``out_of_reach_after`` (K): give up a cell after K solves in a row hit the
     time or memory limit (:func:`tnlib.data.attempt_selection.select_attempts`), so a split with cells beyond one
-    machine's reach completes and records them (``out_of_reach_cells``).
+    machine's reach completes and records them (``out_of_reach_cells``). ``solver``
+    (:data:`tnlib.data.schema.SOLVERS`; None: Fast Downward's A* with LM-cut) ``exact`` labels with the domain's
+    exact solver where it has one (:mod:`tnlib.data.exact_solves`), and records so in the split's settings.
     """
     profile = get_profile(profile)
     root = Path(out)
@@ -490,8 +515,10 @@ def generate_dataset(
         if domain not in DOMAINS:
             raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
     for split in splits:
-        if split not in SPLITS:
-            raise DatasetError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+        if split not in ALL_SPLITS:
+            raise DatasetError(f"unknown split {split!r}; choose from {', '.join(ALL_SPLITS)}")
+    if solver is not None:
+        check_solver(solver)
     for name, value, low in (("time_limit", time_limit, 0), ("test_time_limit", test_time_limit, 0),
                              ("memory_limit_mb", memory_limit_mb, 0), ("sat_max_evaluations", sat_max_evaluations, 0)):
         if value is not None and not value > low:
@@ -500,7 +527,7 @@ def generate_dataset(
         raise DatasetError(f"out_of_reach_after must be at least 1, got {out_of_reach_after}")
     if max_attempts is not None and not 1 <= max_attempts <= 99:  # the seed scheme has two digits for attempts
         raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
-    splits = [s for s in SPLITS if s in splits]  # earlier splits first: later ones are made disjoint from them
+    splits = [s for s in ALL_SPLITS if s in splits]  # earlier splits first: later ones are made disjoint from them
     for domain in domains:
         for split in splits:
             profile.grid(domain, split)  # every pair exists before anything is written
@@ -517,14 +544,15 @@ def generate_dataset(
     report = GenerateReport()
     plans: list[SplitPlan] = []
     for domain in domains:
-        chain = [s for s in SPLITS if s in profile.grids[domain]]
+        chain = [s for s in ALL_SPLITS if s in profile.grids[domain]]
         for split in splits:
             overrides = {
-                "time_limit": test_time_limit if split in ("test", "plan") else time_limit,
+                "time_limit": time_limit if split in ("train", "val") else test_time_limit,
                 "memory_limit_mb": memory_limit_mb,
                 "max_attempts": max_attempts,
                 "sat_max_evaluations": sat_max_evaluations,
                 "out_of_reach_after": out_of_reach_after,
+                "solver": solver,
             }
             # one run at a time prepares (and consolidates) a split: a second run started beside it must not take
             # its half-made work folder for a stale one
@@ -533,7 +561,7 @@ def generate_dataset(
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
             else:
-                sp.earlier = chain[: chain.index(split)]
+                sp.earlier = [s for s in DISJOINT_FROM[split] if s in chain]
                 plans.append(sp)
     by_key = {(sp.domain, sp.split): sp for sp in plans}  # the splits this run makes (one made elsewhere leaves)
     plan_of = dict(by_key)
@@ -593,8 +621,11 @@ def generate_dataset(
                     sp.release(d.seed)
                     filled = True
                     continue
+                # the cache holds Fast Downward's solves: an exact solver's plan is not looked up there
+                solver_of_split = sp.settings.get("solver", DEFAULT_SOLVER)
+                looked_up = len(cache) and solver_of_split == DEFAULT_SOLVER
                 hit = cache.lookup(d.problem_sha256, fd_build(), sp.settings["time_limit"],
-                                   sp.settings["memory_limit_mb"]) if len(cache) else None
+                                   sp.settings["memory_limit_mb"]) if looked_up else None
                 if hit is not None and hit["status"] != "solved":
                     sp.store_outcome({"seed": d.seed, "attempt": d.attempt, "status": hit["status"],
                                       "seconds": hit.get("seconds"), "reused": True, "worker_seconds": 0.0})
@@ -604,7 +635,8 @@ def generate_dataset(
                 params, seed_number = sp.slots[sp.slot_of_seed[d.seed]]
                 reused = None if hit is None else {k: hit[k] for k in ("plan", "solve_seconds", "expansions")}
                 job = AttemptJob(sp.domain, sp.split, params, seed_number, d.attempt, sp.settings["time_limit"],
-                                 sp.settings["memory_limit_mb"], sp.settings["sat_max_evaluations"], reused)
+                                 sp.settings["memory_limit_mb"], sp.settings["sat_max_evaluations"], reused,
+                                 solver_of_split)
                 runner.submit(job, key=f"tnlib-attempt-{job.domain}-{job.seed}")
                 sp.in_flight.add(d.seed)
                 report.reused_solves += reused is not None
@@ -878,7 +910,7 @@ def _update_manifests(sp: SplitPlan, entry: dict, problems_dir: Path) -> None:
             seed_scheme=SEED_SCHEME,
         )
         manifest["splits"][sp.split] = entry
-        manifest["splits"] = {s: manifest["splits"][s] for s in SPLITS if s in manifest["splits"]}
+        manifest["splits"] = {s: manifest["splits"][s] for s in ALL_SPLITS if s in manifest["splits"]}
         files = {k: v for k, v in manifest["files"].items() if not _belongs_to_split(k, sp)}
         files[f"{sp.domain}/domain.pddl"] = sha256_file(domain_copy)
         files[f"{sp.domain}/{entry['table']}"] = sha256_file(sp.domain_dir / entry["table"])

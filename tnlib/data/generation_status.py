@@ -19,7 +19,7 @@ from tnlib.data.generation import (
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import SplitGrid, params_label
-from tnlib.data.schema import LIMIT_HITS, MANIFEST, SPLITS, WORK, unfinished_plan_sets, unfinished_splits
+from tnlib.data.schema import DISJOINT_FROM, LIMIT_HITS, MANIFEST, WORK, unfinished_plan_sets, unfinished_splits
 from tnlib.files import read_json
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -55,13 +55,13 @@ def generation_status(root: str | os.PathLike) -> list[dict]:
             sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
             sp.read_attempts()
             entry = {"domain": domain, "split": split, "settings": settings, "attempts": dict(sp.outcomes)}
-            before = [s for s in running if SPLITS.index(s) < SPLITS.index(split)]
+            before = [s for s in running if s in DISJOINT_FROM[split]]
             if before:
                 entry["waiting_for"] = before[-1]
             else:
                 manifest_path = sp.domain_dir / MANIFEST
                 made = set(read_json(manifest_path)["splits"]) if manifest_path.is_file() else set()
-                sp.earlier = [s for s in SPLITS[: SPLITS.index(split)] if s in made]
+                sp.earlier = [s for s in DISJOINT_FROM[split] if s in made]
                 entry["selection"] = select_attempts(
                     split, sp.slots, sp.draw, sp.outcomes.get, earlier_split_keys(sp, {}), settings["max_attempts"],
                     settings.get("out_of_reach_after"), earlier_out_of_reach_cells(sp, {}))

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from tnlib.data.schema import SPLITS
+from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM
 from tnlib.errors import InstanceKeyError, TaskError
 from tnlib.planning.pddl import parse_atom, problem_sections
 
@@ -350,12 +350,17 @@ class SplitDuplicates:
 def domain_duplicates(
     keys_by_split: Mapping[str, Sequence[tuple[str, str]]], max_examples: int = 3
 ) -> dict[str, SplitDuplicates]:
-    """Count duplicates per split from ``{split: [(problem file, key), ...]}`` (splits in train, val, test, plan
-    order; files as they should be named in messages)."""
+    """Count duplicates per split from ``{split: [(problem file, key), ...]}`` (files as they should be named in
+    messages). "Earlier" splits are those a split is kept disjoint from (:data:`tnlib.data.schema.DISJOINT_FROM`;
+    for a split it does not name, every split before it)."""
     report: dict[str, SplitDuplicates] = {}
-    earlier: dict[str, str] = {}
+    first_of: dict[str, dict[str, str]] = {}  # split -> key -> its first problem file there
     train = {key: path for path, key in keys_by_split.get("train", ())}
-    for split in [s for s in SPLITS if s in keys_by_split] + [s for s in keys_by_split if s not in SPLITS]:
+    for split in [s for s in ALL_SPLITS if s in keys_by_split] + [s for s in keys_by_split if s not in ALL_SPLITS]:
+        earlier: dict[str, str] = {}
+        for other in DISJOINT_FROM.get(split, tuple(first_of)):
+            for key, path in first_of.get(other, {}).items():
+                earlier.setdefault(key, path)
         counts = SplitDuplicates()
         seen: dict[str, str] = {}
         for path, key in keys_by_split[split]:
@@ -371,8 +376,7 @@ def domain_duplicates(
                 counts.in_earlier += 1
                 if len(counts.earlier_examples) < max_examples:
                     counts.earlier_examples.append(f"{path} repeats {earlier[key]}")
-        for key, path in seen.items():
-            earlier.setdefault(key, path)
+        first_of[split] = seen
         report[split] = counts
     return report
 
@@ -408,9 +412,9 @@ def check_domain_instances(
     """
     root = Path(root)
     splits = manifest.get("splits", {})
-    order = [s for s in SPLITS if s in splits]
+    order = [s for s in ALL_SPLITS if s in splits]
     if split is not None:
-        order = order[: order.index(split) + 1] if split in order else []
+        order = [s for s in order if s in DISJOINT_FROM.get(split, ()) or s == split]
     problems: list[str] = []
     keys_by_split: dict[str, list[tuple[str, str]]] = {}
     for s in order:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from tnlib.data.manifest import _generate_hint, check_dataset, dataset_root
-from tnlib.data.schema import DEFAULT_PROFILE, FEATURE_COLUMNS, SPLITS, arrow_schema
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, FEATURE_COLUMNS, arrow_schema
 from tnlib.errors import DatasetError
 from tnlib.paper import DOMAINS, LOWER_BOUNDS, RESIDUALS, UPPER_BOUNDS
 
@@ -110,8 +110,8 @@ def load_split(
 
     if domain not in DOMAINS:
         raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
-    if split not in SPLITS:
-        raise DatasetError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    if split not in ALL_SPLITS:
+        raise DatasetError(f"unknown split {split!r}; choose from {', '.join(ALL_SPLITS)}")
     base = dataset_root(root, profile)
     if verify:
         check_dataset(base, domain, split)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from tnlib.data.schema import DEFAULT_PROFILE, FORMAT, LIMIT_HITS, MANIFEST, SPLITS, arrow_schema
+from tnlib.data.schema import DEFAULT_PROFILE, DISJOINT_FROM, FORMAT, LIMIT_HITS, MANIFEST, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
@@ -191,10 +191,9 @@ def verify_dataset(
 
 
 def _from(split: str, splits: dict) -> list[str]:
-    """``split`` and the splits after it: what must be remade together (:mod:`tnlib.data.generation` makes later
-    splits disjoint from earlier ones)."""
-    order = [s for s in SPLITS if s in splits]
-    return order[order.index(split):] if split in order else [split]
+    """``split`` and the splits made disjoint from it: what must be remade together (:mod:`tnlib.data.generation`
+    makes each split disjoint from those :data:`tnlib.data.schema.DISJOINT_FROM` names)."""
+    return [split] + [s for s in splits if split in DISJOINT_FROM.get(s, ())]
 
 
 def _split_of(relative: str, domain: str) -> str | None:

@@ -8,7 +8,8 @@ from here without importing the generator.
 Splits
 ------
 ``train``, ``val``, ``test`` and ``plan`` (instances for the planning experiments, drawn from the test
-distribution: the test grid's parameters, cycled, with seeds of their own). A split's *slots* are (parameters,
+distribution: the test grid's parameters, cycled, with seeds of their own); and, in the paper profile, for
+domains with an exact solver, ``test-grid``: test grid cells again, every slot, with the test split's seeds. A split's *slots* are (parameters,
 seed number) pairs, listed seed-major (every parameter combination for seed number 1, then for 2, ...); a split
 with a ``count`` keeps the first ``count`` slots, so a short ``plan`` split still covers every size evenly.
 
@@ -33,12 +34,14 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from tnlib.data.schema import SPLITS
+from tnlib.data.schema import ALL_SPLITS, TEST_GRID
 from tnlib.errors import DatasetError
 from tnlib.paper import MAX_ATTEMPTS, MAX_EVALUATIONS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, problem_name
 
-SPLIT_CODES = {"train": 1, "val": 2, "test": 3, "plan": 4}
+# The test grid draws with the test split's code: its slots are the test split's, and so are its problems
+# (tnlib.data.schema.TEST_GRID); split_of_seed names a code's first split, test.
+SPLIT_CODES = {"train": 1, "val": 2, "test": 3, "plan": 4, TEST_GRID: 3}
 SEED_SCHEME = (
     "seed = ((SPLIT_CODE * 10**6 + params_code) * 10**4 + seed_number) * 10**2 + attempt; "
     "SPLIT_CODE train 1, val 2, test 3, plan 4; params_code = int.from_bytes(sha256('<domain>-<params>')[:8]) "
@@ -149,10 +152,17 @@ def _paper_profile() -> Profile:
     for splits in grids.values():
         test = splits["test"]
         splits["plan"] = SplitGrid(test.combos, _seed_range(1, 100), count=100)
+    # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
+    # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
+    # and what is left out). visitall has none: its test split already holds 197 of the 201 distinct instances
+    # its grid's slots draw.
+    grids["gripper"][TEST_GRID] = SplitGrid(combos("gripper", balls=(20, 40, 60)), grids["gripper"]["test"].seeds)
+    grids["ferry"][TEST_GRID] = SplitGrid(combos("ferry", locations=(10,), cars=(10, 15, 20, 25, 30)),
+                                          grids["ferry"]["test"].seeds)
     return Profile(
         name="paper",
         grids=grids,
-        time_limits={"train": 300, "val": 300, "test": 1800, "plan": 1800},
+        time_limits={"train": 300, "val": 300, "test": 1800, "plan": 1800, TEST_GRID: 1800},
         memory_limit_mb=8000,
     )
 
@@ -222,7 +232,7 @@ def params_code(domain: str, params: Params | dict) -> int:
 def generator_seed(split: str, domain: str, params: Params | dict, seed_number: int, attempt: int) -> int:
     """The generator seed of one attempt of one slot (module docstring: disjoint across splits)."""
     if split not in SPLIT_CODES:
-        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(ALL_SPLITS)}")
     if not 0 <= seed_number < 10**4:
         raise ValueError(f"seed number must be in [0, 10000), got {seed_number}")
     if not 0 <= attempt < 100:
@@ -231,7 +241,8 @@ def generator_seed(split: str, domain: str, params: Params | dict, seed_number: 
 
 
 def split_of_seed(seed: int) -> str:
-    """The split a generator seed belongs to (inverse of the leading block of :func:`generator_seed`)."""
+    """The split a generator seed belongs to (inverse of the leading block of :func:`generator_seed`); ``test`` for
+    a test-grid seed, which draws the test split's problems."""
     code = seed // 10**12
     for split, c in SPLIT_CODES.items():
         if c == code:

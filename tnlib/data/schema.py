@@ -6,8 +6,9 @@ One row per state on an instance's optimal plan:
 column                        meaning
 ============================  ==========================================================================
 ``domain``                    domain key (``blocksworld``, ``ferry``, ``gripper``, ``visitall``)
-``split``                     ``train``, ``val``, ``test`` or ``plan``
-``instance``                  problem name (unique in the dataset; encodes the generator seed)
+``split``                     ``train``, ``val``, ``test``, ``plan`` or ``test-grid``
+``instance``                  problem name (unique in a split; encodes the generator seed, so a test-grid
+                              instance named like a test one is the same problem)
 ``problem``                   problem PDDL path, relative to the dataset root
 ``step``                      position on the optimal plan (0 = initial state)
 ``plan_length``               length of the instance's optimal plan
@@ -31,7 +32,25 @@ from tnlib.paper import LINEAR_FEATURES
 
 FORMAT = "tnlib-heuristic-dataset"
 FORMAT_VERSION = 2  # 2: instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
+# The splits every profile makes, in the order they are made (what `tnlib data generate` makes by default).
 SPLITS = ("train", "val", "test", "plan")
+# The test grid labelled in full: the test split's very slots and generator draws, made where a domain has an exact
+# solver (tnlib.data.exact_solves), so no cell is lost to a solver's limits. It shares the test split's instances
+# wherever the test split holds the slot's first eligible draw, so that a table on both compares the same problems
+# at the sizes both have; it is kept apart from what a model is trained and selected on (DISJOINT_FROM).
+TEST_GRID = "test-grid"
+# Every split a dataset may hold, in the order they are made.
+ALL_SPLITS = SPLITS + (TEST_GRID,)
+# The splits each split shares no instance with (up to renaming objects; tnlib.data.instance_keys): each of the
+# four is disjoint from the ones made before it, so every instance of them is distinct; the test grid is disjoint
+# from train and val, and draws the test split's problems again.
+DISJOINT_FROM: dict[str, tuple[str, ...]] = {
+    "train": (),
+    "val": ("train",),
+    "test": ("train", "val"),
+    "plan": ("train", "val", "test"),
+    TEST_GRID: ("train", "val"),
+}
 MANIFEST = "manifest.json"
 # Where an unfinished generation keeps its per-attempt work files, under each domain folder (removed when a split
 # is consolidated).
@@ -40,6 +59,14 @@ WORK = ".work"
 # attempt selection's out-of-reach rule counts, and the cell card reports.
 LIMIT_HITS = ("timeout", "out_of_memory")
 DEFAULT_PROFILE = "small"
+
+# How a split's instances get their optimal plans (its settings' ``solver``; tnlib.data.exact_solves): Fast
+# Downward's A* with LM-cut, under the split's time and memory limits, or the domain's exact solver
+# (tnlib.planning.optimal_costs) where it has one. A split made by the default route records no ``solver``, so the
+# settings of splits made before the choice existed still match.
+DEFAULT_SOLVER = "fast-downward"
+EXACT_SOLVER = "exact"
+SOLVERS = (DEFAULT_SOLVER, EXACT_SOLVER)
 
 # Label-free plan sets (tnlib.data.plan_sets reads them, tnlib.data.plan_set_generation writes them): problem files
 # drawn from a grid by the generator alone, for planning only. Per domain, ROOT/DOMAIN/<folder>/ holds the set's
@@ -89,7 +116,7 @@ def unfinished_splits(root: str | os.PathLike, domain: str) -> list[str]:
     """The splits of ``domain`` under ``root`` with a `generate` work folder (running or interrupted), in the order
     they are made."""
     work = Path(root) / domain / WORK
-    return [split for split in SPLITS if (work / split / "settings.json").is_file()]
+    return [split for split in ALL_SPLITS if (work / split / "settings.json").is_file()]
 
 
 def unfinished_plan_sets(root: str | os.PathLike, domain: str) -> list[str]:

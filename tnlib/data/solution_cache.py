@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tnlib.data.schema import MANIFEST
+from tnlib.data.schema import DEFAULT_SOLVER, MANIFEST
 from tnlib.files import read_json
 
 REUSABLE_FAILURES = ("timeout", "out_of_memory", "unsolvable")  # planner errors and exceptions are always retried
@@ -98,6 +98,8 @@ class SolutionCache:
                 build = manifest.get("fast_downward")
                 files = manifest.get("files", {})
                 for entry in manifest.get("splits", {}).values():
+                    if entry["settings"].get("solver", DEFAULT_SOLVER) != DEFAULT_SOLVER:
+                        continue  # another solver's plans: not what Fast Downward gives under these limits
                     limits = {"fast_downward": build, "time_limit": entry["settings"]["time_limit"],
                               "memory_limit_mb": entry["settings"]["memory_limit_mb"]}
                     for inst in entry.get("instances", []):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.data.instance_keys import problem_from_text, state_goal_key, state_goal_signature
-from tnlib.data.schema import MANIFEST, SPLITS
+from tnlib.data.schema import ALL_SPLITS, MANIFEST
 from tnlib.errors import DatasetError, InstanceKeyError
 from tnlib.files import atomic_write_json, locked, read_json, sha256_file
 
@@ -96,7 +96,7 @@ def compute_train_pairs(root: str | os.PathLike, domain: str, splits: list[str] 
     ``kept`` and ``steps_equal_to_train``, computed from the tables and problem files (not the manifest)."""
     root = Path(root)
     manifest = read_json(root / domain / MANIFEST)
-    present = [s for s in SPLITS if s in manifest["splits"]]
+    present = [s for s in ALL_SPLITS if s in manifest["splits"]]
     if "train" not in present:
         return {}
     others = [s for s in present if s != "train" and (splits is None or s in splits)]

@@ -1,0 +1,136 @@
+"""Generation with the exact solvers (tnlib.data.exact_solves): the same instances and h* as Fast Downward's A* with
+LM-cut where both run, the route recorded in the manifest, A* kept for a domain without an exact solver; and the
+test-grid split: the test split's draws labelled in full, disjoint from train and val, verified and loaded."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tnlib.data.exact_solves import split_solver
+from tnlib.data.generation import generate_dataset
+from tnlib.data.instance_keys import domain_duplicates
+from tnlib.data.loading import load_split
+from tnlib.data.manifest import verify_dataset
+from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
+from tnlib.errors import DatasetError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
+
+EXACT_DOMAINS = ("ferry", "gripper", "visitall")
+SPLITS_MADE = ("train", "val", "test")
+
+
+def _profile():
+    """The tiny profile with a test grid for the domains with an exact solver; h_sat's search kept short."""
+    profile = tiny_profile(sat_max_evaluations=200)
+    for domain in EXACT_DOMAINS:
+        profile.grids[domain][TEST_GRID] = profile.grids[domain]["test"]
+    profile.time_limits[TEST_GRID] = profile.time_limits["test"]
+    return profile
+
+
+@pytest.fixture(scope="module")
+def both_routes(tmp_path_factory):
+    """The same splits made by A* with LM-cut and by the exact solvers (blocksworld too: it has no exact solver)."""
+    domains = ("blocksworld", *EXACT_DOMAINS)
+
+    def build(solver):
+        return lambda root: generate_dataset(root, domains, _profile(), SPLITS_MADE, progress=False, solver=solver)
+
+    return (shared_dataset(tmp_path_factory, "routes-astar", build(None)),
+            shared_dataset(tmp_path_factory, "routes-exact", build(EXACT_SOLVER)))
+
+
+def _manifest(root: Path, domain: str) -> dict:
+    return json.loads((root / domain / "manifest.json").read_text())
+
+
+def _h_star_by_instance(root: Path, domain: str, split: str) -> dict[str, list[int]]:
+    rows = pq.read_table(root / domain / f"{split}.parquet", columns=["instance", "h_star"]).to_pylist()
+    out: dict[str, list[int]] = {}
+    for row in rows:
+        out.setdefault(row["instance"], []).append(row["h_star"])
+    return out
+
+
+def test_exact_route_keeps_the_instances_and_h_star_that_a_star_labels(both_routes):
+    astar, exact = both_routes
+    for domain in EXACT_DOMAINS:
+        for split in SPLITS_MADE:
+            by_astar = _manifest(astar, domain)["splits"][split]["instances"]
+            by_exact = _manifest(exact, domain)["splits"][split]["instances"]
+            assert by_astar, (domain, split)
+            assert ([(i["instance"], i["instance_key"], i["plan_length"]) for i in by_exact]
+                    == [(i["instance"], i["instance_key"], i["plan_length"]) for i in by_astar])
+            assert _h_star_by_instance(exact, domain, split) == _h_star_by_instance(astar, domain, split)
+            assert all(i["expansions"] is None and i["solve_seconds"] >= 0 for i in by_exact)
+
+
+def test_the_manifest_records_the_route_each_split_took(both_routes):
+    astar, exact = both_routes
+    for domain in EXACT_DOMAINS:
+        for split in SPLITS_MADE:
+            assert _manifest(exact, domain)["splits"][split]["settings"]["solver"] == EXACT_SOLVER
+            assert "solver" not in _manifest(astar, domain)["splits"][split]["settings"]
+    # no exact solver for blocksworld: the same A* splits, recorded as such, whatever was asked for
+    for split in SPLITS_MADE:
+        by_exact, by_astar = (_manifest(root, "blocksworld")["splits"][split] for root in (exact, astar))
+        assert by_exact["settings"] == by_astar["settings"] and "solver" not in by_exact["settings"]
+        assert ([(i["instance"], i["plan"]) for i in by_exact["instances"]]
+                == [(i["instance"], i["plan"]) for i in by_astar["instances"]])
+        assert all(isinstance(i["expansions"], int) for i in by_exact["instances"])
+    assert verify_dataset(astar) == [] and verify_dataset(exact) == []
+
+
+def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(DatasetError, match="unknown solver"):
+        generate_dataset(tmp_path / "out", ["gripper"], _profile(), ["train"], progress=False, solver="bfs")
+    assert not (tmp_path / "out").exists()
+    assert split_solver("blocksworld", EXACT_SOLVER) == "fast-downward"
+    assert split_solver("gripper", None) == "fast-downward" and split_solver("gripper", "exact") == "exact"
+
+
+@pytest.fixture(scope="module")
+def with_test_grid(both_routes):
+    """The A* dataset with a test grid added by the exact solvers."""
+    astar, _exact = both_routes
+    generate_dataset(astar, EXACT_DOMAINS, _profile(), [TEST_GRID], progress=False, solver=EXACT_SOLVER)
+    return astar
+
+
+def test_test_grid_draws_the_test_splits_problems_and_loads(with_test_grid):
+    root = with_test_grid
+    assert verify_dataset(root) == []
+    for domain in EXACT_DOMAINS:
+        manifest = _manifest(root, domain)
+        assert list(manifest["splits"]) == [*SPLITS_MADE, TEST_GRID]
+        grid, test = manifest["splits"][TEST_GRID], manifest["splits"]["test"]
+        assert grid["settings"]["solver"] == EXACT_SOLVER
+        assert set(grid["instance_keys"]["disjoint_from"]) == {"train", "val"}
+        # every test slot's first draw was solved at these sizes: the test grid holds the same problems
+        assert [i["instance"] for i in grid["instances"]] == [i["instance"] for i in test["instances"]]
+        table = load_split(root, domain, TEST_GRID)
+        assert table.split == TEST_GRID and table.instances() == [i["instance"] for i in grid["instances"]]
+        assert set(table.column("split")) == {TEST_GRID}
+        assert _h_star_by_instance(root, domain, TEST_GRID) == _h_star_by_instance(root, domain, "test")
+
+
+def test_test_grid_may_repeat_test_but_not_train_or_val():
+    keys = {
+        "train": [("train/a.pddl", "A")],
+        "val": [("val/b.pddl", "B")],
+        "test": [("test/c.pddl", "C")],
+        "plan": [("plan/d.pddl", "D")],
+        TEST_GRID: [("grid/c.pddl", "C"), ("grid/d.pddl", "D")],
+    }
+    assert domain_duplicates(keys)[TEST_GRID].in_earlier == 0
+    keys[TEST_GRID].append(("grid/b.pddl", "B"))
+    counts = domain_duplicates(keys)[TEST_GRID]
+    assert counts.in_earlier == 1 and counts.earlier_examples == ["grid/b.pddl repeats val/b.pddl"]
+    keys["plan"].append(("plan/c.pddl", "C"))
+    assert domain_duplicates(keys)["plan"].in_earlier == 1
