@@ -14,7 +14,7 @@ from tnlib.data.exact_solves import split_solver
 from tnlib.data.generation import generate_dataset
 from tnlib.data.instance_keys import domain_duplicates
 from tnlib.data.loading import load_split
-from tnlib.data.manifest import verify_dataset
+from tnlib.data.manifest import data_card, verify_dataset
 from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
 from tnlib.errors import DatasetError
 
@@ -85,6 +85,8 @@ def test_the_manifest_records_the_route_each_split_took(both_routes):
                 == [(i["instance"], i["plan"]) for i in by_astar["instances"]])
         assert all(isinstance(i["expansions"], int) for i in by_exact["instances"])
     assert verify_dataset(astar) == [] and verify_dataset(exact) == []
+    assert "| gripper | train (exact solver) |" in data_card(exact)
+    assert "| gripper | train |" in data_card(astar) and "| blocksworld | train |" in data_card(exact)
 
 
 def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):

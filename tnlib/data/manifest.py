@@ -259,7 +259,7 @@ def check_dataset(root: str | os.PathLike, domain: str | None = None, split: str
 def data_card(root: str | os.PathLike) -> str:
     """A Markdown table per domain and split: instances, states, sizes, h* range, failures, duplicates rejected,
     states that equal a train (state, goal) pair, generation time; then the cells that ran out of distinct
-    instances.
+    instances. A split labelled by another solver than A* + LM-cut says which beside its name.
 
     Generation time is the sum over slots of the worker's time (solve + label, rejected attempts included): the
     cost on one core, whatever the parallelism, of the run that made the split (small where solves were reused).
@@ -284,6 +284,8 @@ def data_card(root: str | os.PathLike) -> str:
                 f"{p} {_value_range([c[p] for c in params])}" for p in DOMAIN_PARAMETERS[domain]
             )
             counts = entry["counts"]
+            # the default route (A* + LM-cut) is not recorded; another one is named beside the split
+            route = f" ({entry['settings']['solver']} solver)" if entry["settings"].get("solver") else ""
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
             # a format-1 dataset has no duplicate rule, so no count: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
@@ -292,7 +294,7 @@ def data_card(root: str | os.PathLike) -> str:
             pairs = "-" if split == "train" else "not recorded" if pairs is None else (
                 f"{pairs['equal_to_train']} ({100 * pairs['equal_to_train'] / max(pairs['rows'], 1):.0f}%)")
             lines.append(
-                f"| {domain} | {split} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
+                f"| {domain} | {split}{route} | {counts['instances']} | {counts['states']} | {sizes} | {h_range} "
                 f"| {counts['failed']} / {counts['retried']} | {duplicates} | {pairs} "
                 f"| {entry['seconds']['slots']:.0f} "
                 f"| {entry['seconds']['solve']:.0f} / {entry['seconds']['label']:.0f} |"
