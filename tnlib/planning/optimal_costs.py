@@ -213,15 +213,21 @@ class _Components:
 _ORIGIN = ""
 
 
-def _trail_cover_count(arcs: list[tuple[str, str, str]]) -> int:
-    """The fewest trails that cover a directed multigraph's arcs: per weakly connected component with arcs,
-    ``max(1, sum of positive excesses out - in)``."""
+def _components_and_excesses(arcs: list[tuple[str, str, str]]) -> tuple[_Components, dict[str, int]]:
+    """The weakly connected components of a directed multigraph's arcs and each vertex's out-degree - in-degree."""
     components = _Components()
     excess: dict[str, int] = defaultdict(int)
     for u, w, _car in arcs:
         components.union(u, w)
         excess[u] += 1
         excess[w] -= 1
+    return components, excess
+
+
+def _trail_cover_count(arcs: list[tuple[str, str, str]]) -> int:
+    """The fewest trails that cover a directed multigraph's arcs: per weakly connected component with arcs,
+    ``max(1, sum of positive excesses out - in)``."""
+    components, excess = _components_and_excesses(arcs)
     surplus: dict[str, int] = defaultdict(int)
     for v, e in excess.items():
         surplus[components.find(v)] += max(e, 0)
@@ -286,12 +292,7 @@ def _euler_circuit(start: str, out: dict[str, list[tuple[int, str]]]) -> list[in
 
 def _trails(arcs: list[tuple[str, str, str]]) -> list[list[tuple[str, str, str]]]:
     """A cover of the arcs by :func:`_trail_cover_count` trails, the trail from :data:`_ORIGIN` first."""
-    components = _Components()
-    excess: dict[str, int] = defaultdict(int)
-    for u, w, _car in arcs:
-        components.union(u, w)
-        excess[u] += 1
-        excess[w] -= 1
+    components, excess = _components_and_excesses(arcs)
     members: dict[str, list[str]] = defaultdict(list)
     for v in sorted(excess, key=lambda v: (v != _ORIGIN, v)):
         members[components.find(v)].append(v)
