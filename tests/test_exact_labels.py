@@ -4,6 +4,7 @@ test-grid split: the test split's draws labelled in full, disjoint from train an
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,11 +99,14 @@ def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def with_test_grid(both_routes):
-    """The A* dataset with a test grid added by the exact solvers."""
+def with_test_grid(both_routes, tmp_path_factory):
+    """A copy of the A* dataset with a test grid added by the exact solvers (a copy: the shared dataset is read by
+    the other tests, on other workers too, while this one writes)."""
     astar, _exact = both_routes
-    generate_dataset(astar, EXACT_DOMAINS, _profile(), [TEST_GRID], progress=False, solver=EXACT_SOLVER)
-    return astar
+    root = tmp_path_factory.mktemp("with-test-grid") / "dataset"
+    shutil.copytree(astar, root)
+    generate_dataset(root, EXACT_DOMAINS, _profile(), [TEST_GRID], progress=False, solver=EXACT_SOLVER)
+    return root
 
 
 def test_test_grid_draws_the_test_splits_problems_and_loads(with_test_grid):
