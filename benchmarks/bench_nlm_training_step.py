@@ -38,7 +38,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_nlm_paper_sizes import matmul_rate, nlm_floor  # noqa: E402
+from bench_nlm_paper_sizes import best_seconds, matmul_rate, nlm_floor  # noqa: E402
 from tnlib.learning.encodings import make_encoder  # noqa: E402
 from tnlib.learning.heads import DistributionHead, HeadConfig  # noqa: E402
 from tnlib.learning.models import build_model, model_arguments  # noqa: E402
@@ -66,13 +66,7 @@ def memory_bandwidth() -> float:
     """Bytes per second of a 256 MB copy (read and write counted), the best of three."""
     source = np.ones(1 << 26, dtype=np.float32)
     target = np.empty_like(source)
-    np.copyto(target, source)
-    best = math.inf
-    for _ in range(3):
-        started = time.perf_counter()
-        np.copyto(target, source)
-        best = min(best, time.perf_counter() - started)
-    return 2 * source.nbytes / best
+    return 2 * source.nbytes / best_seconds(lambda: np.copyto(target, source))
 
 
 def training_floor(model: nn.Module, objects: int, batch: int, rate: float, bandwidth: float) -> tuple[float, float]:
