@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tnlib.experiments.calibration_summary import calibration_markdown, folder_calibration
+from tnlib.experiments.figure_html import figure_html
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.tables import (
@@ -181,9 +182,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):
             figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
-            # a fixed div id (plotly draws a random one) so the same runs render the same file
-            html.append(figure.to_html(full_html=False, include_plotlyjs=False,
-                                       div_id=f"curves-{model}-{domain}-{sigma}-{residual}"))
+            html.append(figure_html(figure, f"curves-{model}-{domain}-{sigma}-{residual}"))
     if selection is not None:
         kept = "; ".join(f"{domain} {len(v['problems'])} of {v['instances']} ({v['undecided']} undecided)"
                          for domain, v in selection.items())
@@ -452,8 +451,7 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
     order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}  # learn/ff first, as the tables
     for domain, sigma, residual in sorted(configs, key=lambda c: (_domain_order(c[0]), order.get(c[1:], 9), c)):
         figure = validation_spread_figure(results_dir, domain, model, sigma, residual, lower_bound)
-        html.append(figure.to_html(full_html=False, include_plotlyjs=False,
-                                   div_id=f"figure2-{model}-{domain}-{sigma}-{residual}"))
+        html.append(figure_html(figure, f"figure2-{model}-{domain}-{sigma}-{residual}"))
     html.append("</body></html>")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "\n".join(html))
@@ -577,7 +575,7 @@ def _write_intervals_page(path: Path, figures: list, caption: str, footer_markdo
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             "<h1>TN against N and N+clip, paired by seed</h1>", _markdown_html(caption)]
     for model, figure in figures:
-        html.append(figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"intervals-{model}"))
+        html.append(figure_html(figure, f"intervals-{model}"))
     html += [_markdown_html(footer_markdown), "</body></html>"]
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "\n".join(html))
