@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -236,7 +237,7 @@ def test_a_report_rendered_from_edited_code_says_so_beside_its_commit(tmp_path):
     a header never claims a commit that would not make the report."""
     import subprocess
 
-    from tnlib.experiments.reports import code_commit
+    from tnlib.provenance import code_commit
 
     package = tmp_path / "repo" / "tnlib"
     package.mkdir(parents=True)
@@ -258,3 +259,32 @@ def test_a_report_rendered_from_edited_code_says_so_beside_its_commit(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     assert code_commit(outside) == "unknown"  # not in a git checkout
+
+
+def test_a_source_tree_exported_by_git_archive_names_its_commit(tmp_path):
+    """The campaign trains from ``git archive`` of a pinned commit: no git there, yet its records name the commit."""
+    import importlib.util
+    import subprocess
+    import tarfile
+
+    import tnlib.provenance
+
+    repo = tmp_path / "repo"
+    (repo / "tnlib").mkdir(parents=True)
+    (repo / "tnlib" / "provenance.py").write_text(Path(tnlib.provenance.__file__).read_text())
+    (repo / ".gitattributes").write_text("tnlib/provenance.py export-subst\n")
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
+    commit = git("rev-parse", "--short", "HEAD").stdout.decode().strip()
+    (tmp_path / "code.tar").write_bytes(git("archive", "HEAD", "tnlib").stdout)
+    with tarfile.open(tmp_path / "code.tar") as archive:
+        archive.extractall(tmp_path / "exported", filter="data")
+    spec = importlib.util.spec_from_file_location("exported_provenance", tmp_path / "exported/tnlib/provenance.py")
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    assert exported.code_commit() == commit

@@ -22,6 +22,7 @@ RANKS: dict[str, int] = {
     # stage may use them -- the paper's constants, every error, atomic writes, CPU or CUDA, the job runner,
     # progress display, and formulas to MathML (used by experiments' reports, but it knows nothing of them).
     "paper": 0, "errors": 0, "files": 0, "device": 0, "executors": 0, "progress": 0, "offline_math": 0,
+    "provenance": 0,
     "distributions": 1,
     # The package itself (tnlib/__init__.py): it re-exports TruncatedNormal, so it sits with distributions; data
     # and cli import it for __version__.

@@ -121,7 +121,7 @@ def machine_starts(run_dir) -> list[tuple[int, str]]:
     return [(r["step"], r["machine"]) for r in map(json.loads, (run_dir / "machines.jsonl").read_text().splitlines())]
 
 
-def test_each_start_of_training_records_its_step_and_hardware(tmp_path, items, monkeypatch):
+def test_each_start_of_training_records_its_step_hardware_and_code(tmp_path, items, monkeypatch):
     import tnlib.learning.training as training
     from tnlib.device import machine_kind
 
@@ -130,6 +130,9 @@ def test_each_start_of_training_records_its_step_and_hardware(tmp_path, items, m
     run_dir = tmp_path / cfg.name
     straight = train(config(tmp_path / "straight", domain="gripper", steps=10, eval_every=3), data, data)
     assert machine_starts(straight) == [(0, machine_kind("cpu"))]
+    from tnlib.provenance import code_commit
+    assert [r["code"] for r in map(json.loads, (straight / "machines.jsonl").read_text().splitlines())] == [
+        code_commit()]
 
     def stop_at(last):
         def interrupt(step):

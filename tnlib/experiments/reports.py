@@ -47,6 +47,7 @@ from tnlib.experiments.seed_statistics import (
 import tnlib.files
 from tnlib.device import machine_kind
 from tnlib.files import atomic_write_text, read_jsonl, shown_folder
+from tnlib.provenance import code_commit
 from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, PAPER_TABLE1, TABLE1_CONFIGS
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
@@ -249,23 +250,6 @@ def rendered_by() -> str:
 
     return (f"{RENDERED_AT} {code_commit()} with Python {platform.python_version()}, torch {torch.__version__}, numpy "
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
-
-
-def code_commit(package: str | os.PathLike | None = None) -> str:
-    """The short commit of tnlib's checkout ("unknown" outside a git checkout), followed by "with uncommitted
-    changes to tnlib/" where the package's files differ from that commit: a report rendered from edited code does
-    not claim a commit that would not make it. ``package``: the package folder (default: this tnlib's)."""
-    import subprocess
-
-    package = Path(package) if package is not None else Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=package).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--", "."], capture_output=True, text=True,
-                                 check=True, cwd=package).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{commit} with uncommitted changes to {package.name}/" if changed else commit
 
 
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:

@@ -118,7 +118,8 @@ class RunDir:
         return self.path / self.PRUNED
 
     def training_starts(self) -> list[dict]:
-        """The records of ``machines.jsonl`` (``step``, ``machine``), in the order written; a damaged line -- one
+        """The records of ``machines.jsonl`` (``step``, ``machine`` and, from the records that name it, ``code``),
+        in the order written; a damaged line -- one
         cut short, or left without the two keys by a changed byte -- says nothing and is skipped."""
         return [record for record in read_jsonl(self.machines_file)
                 if isinstance(record.get("step"), int) and isinstance(record.get("machine"), str)]

@@ -22,7 +22,8 @@ The run folder holds
   (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
   weights an uninterrupted run would have;
 * ``machines.jsonl`` — one JSON line per start of training (the first and every resume): the step it started
-  from and the kind of hardware (:func:`tnlib.device.machine_kind`), so a run resumed elsewhere says so.
+  from, the kind of hardware (:func:`tnlib.device.machine_kind`) and the commit of the code that trained
+  (:func:`tnlib.provenance.code_commit`), so a run resumed elsewhere or by other code says so.
 
 A checkpoint holds the config and the model's constructor arguments, so :func:`load_checkpoint` rebuilds model and
 head without the data. A non-finite loss or gradient norm stops the run with :class:`TrainingDiverged`, naming
@@ -72,6 +73,7 @@ from tnlib.learning.models import (
 )
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
+from tnlib.provenance import code_commit
 
 CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
@@ -650,7 +652,7 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
     if on_start is not None:
         on_start(step)
     if step < config.steps:  # float32 training repeats bit for bit on one kind of hardware only: say which
-        append_jsonl(run.machines_file, {"step": step, "machine": machine_kind(device)})
+        append_jsonl(run.machines_file, {"step": step, "machine": machine_kind(device), "code": code_commit()})
     # looked up at each call (not imported by name): notebooks and tests replace the display
     bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, leave=False,
                                   disable=not config.progress or step >= config.steps)  # trained: nothing to show
