@@ -48,13 +48,24 @@ clean-env:
 	rm -rf $(VENV)
 
 # The paper-scale campaign: every run resumes from its committed checkpoint, so the same command continues it
-# wherever it stands. One one-thread lane per core (two spinning BLAS threads beside another process slowed training
-# 2-50x), each running the stages in order; the second lane starts a little later and skips the runs the first holds.
+# wherever it stands. One code trains every run: tnlib as of CAMPAIGN_CODE, exported by git archive into
+# .campaign/ and imported from there (python -P: not from the checkout, which moves on), with the checkout's data
+# and results folders; a change to that commit waits until the campaign ends, or the campaign starts again. One
+# one-thread lane per core (two spinning BLAS threads beside another process slowed training 2-50x), each running
+# the stages in order; the second lane starts a little later and skips the runs the first holds.
+CAMPAIGN_CODE := 38b9e834
+CAMPAIGN_TREE := .campaign/$(CAMPAIGN_CODE)
 CAMPAIGN := nice -n 19 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
-	$(PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs
+	TNLIB_DATA=$(CURDIR)/data PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) \
+	$(PY) -P -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs
 LANES ?= 2
 
-paper-scale: $(STAMP)
+$(CAMPAIGN_TREE)/tnlib/__init__.py:
+	rm -rf $(CAMPAIGN_TREE).partial && mkdir -p $(CAMPAIGN_TREE).partial
+	git archive $(CAMPAIGN_CODE) tnlib | tar -x -C $(CAMPAIGN_TREE).partial
+	rm -rf $(CAMPAIGN_TREE) && mv $(CAMPAIGN_TREE).partial $(CAMPAIGN_TREE)
+
+paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	for lane in $$(seq $(LANES)); do \
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
@@ -62,5 +73,5 @@ paper-scale: $(STAMP)
 		sleep 20; \
 	done; wait
 
-paper-scale-standing: $(STAMP)
+paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run
