@@ -2,6 +2,7 @@
 #   make reproduce   run the main job on the small embedded default, its reports in reports/ (all but speed.md, converged/)
 #   make test        run the test suite
 #   make paper-scale the paper-scale campaign (reports/paper-scale-nlm5/README.md): resumes it, one lane per core
+#   make paper-scale-snapshot     stage its runs for a commit (the last step of a stretch of work)
 #   make paper-scale-rerun-check  does its pinned code still make the committed curves here
 # Both create .venv/ and install what they need from PyPI when it is missing or stale.
 
@@ -17,7 +18,7 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env paper-scale paper-scale-standing paper-scale-rerun-check
+.PHONY: reproduce test env bench clean-env paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot
 
 env: $(STAMP)
 
@@ -90,6 +91,14 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	[print(chosen[d].name, "first 300 steps:", "\n  ".join(lines) or "identical") for d, lines in found.items()]; \
 	print("nothing trained on", machine_kind(), "to compare") if not found else None; \
 	sys.exit(1 if any(found.values()) else 0 if found else 2)'
+
+# The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
+# the lanes paused while git takes every run's curve and checkpoint from one moment, then resumed. Commit after it.
+paper-scale-snapshot: $(STAMP)
+	timeout 600 $(PY) -m tnlib prune reports/paper-scale-nlm5/runs
+	pkill -STOP -f "tnlib sweep" || true
+	git add reports/paper-scale-nlm5/runs; status=$$?; pkill -CONT -f "tnlib sweep" || true; exit $$status
+	@echo "staged: commit with  git commit -m 'reports/paper-scale-nlm5/runs: campaign snapshot'"
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run
