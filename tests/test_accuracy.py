@@ -9,6 +9,7 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.experiments.tables import collect_results, render_table, table1_cells
+from tnlib.paper import TABLE1_CONFIGS
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_checkpoint, train
@@ -101,31 +102,51 @@ def test_a_run_folder_older_than_a_head_setting_pools_as_that_settings_default()
         table1_cells(results)
 
 
+def three_seeds():
+    """fake_results with a third seed on the means: every difference the same on each seed."""
+    results = fake_results()
+    return results + [dict(r, seed=2, mse=(r["mse"] + 0.05), mse_clip=None if r["mse_clip"] is None else
+                           r["mse_clip"] + 0.05) for r in results if r["seed"] == 0]
+
+
 def test_markdown_table_layout_and_bold_rule():
-    text = render_table(fake_results())
+    text = render_table(three_seeds())
     lines = text.strip().splitlines()
     assert lines[0].startswith("| domain | metric | h_FF | LM-cut | learn/ff N | learn/ff TN | learn/none N")
     mse_row, clip_row = lines[2], lines[3]
     cells = [c.strip() for c in mse_row.strip("|").split("|")]
     assert cells[:4] == ["ferry", "MSE", "9.77", "11.10"]
-    assert cells[4] == ".76±.1" and cells[5] == "**.65±.1**"  # TN beats N and N+clip (.76) by .11 -> bold
-    assert cells[7] == "**2.71±.1**"  # learn/none: TN 2.71 vs N+clip 2.91: gap .2 -> bold
-    # fixed/ff: N = N+clip = 2.98, TN 3.85: both tied values bold, as in the paper's ferry row
-    assert cells[8] == "**2.98±.1**" and cells[9] == "3.85±.1"
-    assert cells[10] == "9.00±.1" and cells[11] == "8.92±.1"  # fixed/none: gaps < .1 -> no bold
-
+    assert cells[4] == ".76±.1" and cells[5] == "**.65±.1**"  # TN below N and N+clip on every seed -> bold
+    bold = [c.startswith("**") for c in cells[4:]]
+    # learn/none TN; fixed/ff: N = N+clip = 2.98 on every seed, TN 3.85: the tied pair beats TN, both bold;
+    # fixed/none TN (8.92 against 8.95, on every seed)
+    assert bold == [False, True, False, True, True, False, False, True]
     clip = [c.strip() for c in clip_row.strip("|").split("|")]
-    assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == "" and clip[6] == "2.91±.1"
-    assert clip[8] == "**2.98±.1**"
+    assert clip[1] == "+clip" and clip[4] == ".76±.1" and clip[5] == ""
+    assert [c.startswith("**") for c in clip[4::2]] == [False, False, True, False]
+    # two seeds: the same means, nothing bold
+    assert "**" not in render_table(fake_results())
+
+
+def test_the_papers_rule_bolds_by_the_gap_to_the_next_value():
+    from tnlib.experiments.tables import paper_bold_keys
+
+    row = table1_cells(fake_results())["ferry"]
+    # learn/ff TN beats .76 by .11; learn/none TN 2.71 vs N+clip 2.91; fixed/ff N = N+clip 2.98, both bold, as in
+    # the paper's ferry row; fixed/none: gaps < .1
+    assert paper_bold_keys(row, TABLE1_CONFIGS) == {("learn", "ff", "TN"), ("learn", "none", "TN"),
+                                                     ("fixed", "ff", "N"), ("fixed", "ff", "N+clip")}
 
 
 def test_a_gap_of_exactly_point_one_is_not_bold():
+    from tnlib.experiments.tables import paper_bold_keys
+
     results = [dict(r, mse_clip=r["mse_clip"] - 0.01) if r["distribution"] == "N" and r["sigma"] == "learn"
                and r["residual"] == "ff" else r for r in fake_results()]  # N+clip .75 vs TN .65
-    assert "**" not in render_table(results).splitlines()[2].split("|")[6]
+    assert ("learn", "ff", "TN") not in paper_bold_keys(table1_cells(results)["ferry"], TABLE1_CONFIGS)
 
 def test_latex_and_nll_tables():
-    latex = render_table(fake_results(), fmt="latex")
+    latex = render_table(three_seeds(), fmt="latex")
     assert r"\textbf{.65$\pm$.1}" in latex and latex.startswith(r"\begin{tabular}")
     nll = render_table(fake_results(), metric="nll")
     assert "+clip" not in nll and "NLL" in nll
@@ -137,7 +158,7 @@ def test_one_seed_says_so_instead_of_a_zero_spread():
     one_seed = [r for r in fake_results() if r["seed"] == 0]
     row = render_table(one_seed).splitlines()[2]
     assert "±" not in row and ".71 (1 seed)" in row
-    assert "**.60 (1 seed)**" in row  # learn/ff TN .60 vs N .71: still bold
+    assert "**" not in row  # one seed: nothing to tell a difference from noise by
 
 
 def test_table1_names_domains_in_full_and_drops_configurations_not_run():

@@ -209,7 +209,7 @@ def test_experiments_notebook_runs_a_tiny_sweep_and_writes_reports(tmp_path, mon
     # the banner names the data as a repository path, not the folder of this machine
     root = str(NOTEBOOK_DIR.parent)
     assert "  data      data/small (profile small)" in printed_text(notebook) and root not in printed_text(notebook)
-    assert "Bold: per configuration" in html  # the rule under each table
+    assert "Nothing is bold: some cell has fewer than" in html  # the rule under each table, and why
     assert "No cell has three seeds yet" in printed_text(notebook)  # one seed: no paired intervals to draw
 
 
@@ -219,11 +219,13 @@ def test_experiments_notebook_states_the_bold_rules_as_the_tables_apply_them():
     notebook = nbformat.read(EXPERIMENTS, as_version=4)
     prose = {cell.source.splitlines()[0]: cell.source for cell in notebook.cells if cell.cell_type == "markdown"}
     table1, table2 = prose["## Test accuracy (Table 1 layout)"], prose["## Planning (Table 2 layout)"]
-    assert f"more than {TABLE1_BOLD_GAP:g} above it" in " ".join(table1.split())
-    assert "the best of N, N+clip and TN however small the difference" in " ".join(table2.split())
-    # with three seeds or more both tables switch to the paired rule (table1_bold_rule / table2_bold_rule)
-    assert "with three or more in every cell" in " ".join(table1.split()) and "paired 95% t-interval" in table1
-    assert "with three or more, the paired rule above" in " ".join(table2.split())
+    # below three seeds both tables bold nothing; with three or more, the paired rule (table1_bold_rule /
+    # table2_bold_rule)
+    assert "with fewer than three seeds in a cell, nothing" in " ".join(table1.split())
+    assert f"a gap of more than {TABLE1_BOLD_GAP:g}, would bold noise" in " ".join(table1.split())
+    assert "with fewer than three seeds, nothing" in " ".join(table2.split())
+    assert "with three or more in every cell" in " ".join(table1.split()) and "paired 95%" in table1
+    assert "three or more, the paired rule above" in " ".join(table2.split())
 
 
 def test_experiments_notebook_rejects_a_malformed_config(tmp_path):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tnlib.experiments.seed_statistics import (PAIRED_BOLD_RULE, paired_best, paired_differences, paired_interval,
-                                               render_paired)
+from tnlib.experiments.seed_statistics import (FEW_SEEDS_BOLD_RULE, PAIRED_BOLD_RULE, PAIRED_MIN_SEEDS,
+                                               interval_count, multiplicity_note, paired_best, paired_differences,
+                                               paired_interval, render_paired)
 from tnlib.experiments.tables import render_table
 
 
@@ -33,6 +34,15 @@ def test_bold_needs_every_paired_interval_to_exclude_zero():
     assert paired_best({"N": n, "N+clip": dict(n), "TN": {s: v + 1 for s, v in n.items()}}) == {"N", "N+clip"}
 
 
+def test_columns_tied_on_every_seed_bold_nothing():
+    full = {s: 1.0 for s in range(5)}  # every run solved every instance: coverage 1.00 in all three columns
+    assert paired_best({"N": full, "N+clip": dict(full), "TN": dict(full)}, lower_is_better=False) == set()
+    assert paired_best({"N": full, "TN": dict(full)}) == set()
+    # a tie of two that beats the third is still a finding
+    assert paired_best({"N": full, "N+clip": dict(full), "TN": {s: 0.5 + 0.01 * s for s in range(5)}},
+                       lower_is_better=False) == {"N", "N+clip"}
+
+
 def fake_results(seeds, tn_shift):
     rows = []
     for seed in seeds:
@@ -47,7 +57,7 @@ def test_tables_bold_by_the_paired_rule_with_enough_seeds():
     five = render_table(fake_results(range(5), -0.3), configs=(("learn", "ff"),))
     assert "**1.90±.2**" in five  # TN, 0.3 below N on every seed
     two = render_table(fake_results(range(2), -0.3), configs=(("learn", "ff"),))
-    assert "**1.75±.1**" in two  # two seeds: the paper's gap rule still decides
+    assert "1.75±.1" in two and "**" not in two  # two seeds: too few to tell, nothing bold (not the paper's gap)
     same = render_table(fake_results(range(5), 0.0), configs=(("learn", "ff"),))
     assert "| **2.20±.2** | **2.20±.2** |" in same  # N and TN equal on every seed, both beat N+clip
     shuffled = fake_results(range(5), 0.0)
@@ -61,13 +71,40 @@ def test_the_rule_a_table_states_is_the_rule_it_bolds_by():
     from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, table1_bold_rule, table2_bold_rule
 
     assert table1_bold_rule(fake_results(range(5), -0.3)) == PAIRED_BOLD_RULE
-    assert table1_bold_rule(fake_results(range(2), -0.3)) == TABLE1_BOLD_RULE
+    assert table1_bold_rule(fake_results(range(2), -0.3)) == FEW_SEEDS_BOLD_RULE != TABLE1_BOLD_RULE
     plans = [{"domain": "ferry", "model": "nlm", "lower_bound": "lmcut", "sigma": "learn", "residual": "ff",
               "column": column, "seed": seed, "coverage": 1.0, "evaluations": 100.0}
              for seed in range(3) for column in ("N", "N+clip", "TN")]
     assert table2_bold_rule(plans) == PAIRED_BOLD_RULE
-    assert table2_bold_rule([r for r in plans if r["seed"] < 2]) == TABLE2_BOLD_RULE
-    assert table2_bold_rule(plans, model="hgn") == TABLE2_BOLD_RULE  # no runs of that model: nothing paired
+    assert table2_bold_rule([r for r in plans if r["seed"] < 2]) == FEW_SEEDS_BOLD_RULE != TABLE2_BOLD_RULE
+    assert table2_bold_rule(plans, model="hgn") == FEW_SEEDS_BOLD_RULE  # no runs of that model: nothing paired
+    assert f"fewer than the {PAIRED_MIN_SEEDS} seeds" in FEW_SEEDS_BOLD_RULE and "Nothing is bold" in FEW_SEEDS_BOLD_RULE
+
+
+def test_a_table2_of_two_seeds_bolds_nothing(tmp_path):
+    from tnlib.experiments.tables import render_table2
+
+    plans = [{"domain": "ferry", "model": "nlm", "lower_bound": "lmcut", "sigma": "learn", "residual": "ff",
+              "column": column, "seed": seed, "coverage": {"N": 0.5, "N+clip": 0.6, "TN": 0.9}[column],
+              "evaluations": 100.0, "instances": 10, "protocols": [], "max_evaluations": 10_000,
+              "config": {"seed": seed}}
+             for seed in range(2) for column in ("N", "N+clip", "TN")]
+    table = render_table2(plans, configs=(("learn", "ff"),), baseline_dir=tmp_path, split="plan")
+    assert "0.90±0.00" in table and "**" not in table.replace("**Ratio", "").replace("**Average", "").replace(
+        "(higher is better)**", "").replace("(lower is better)**", "")
+    three = plans + [dict(r, seed=2, config={"seed": 2}) for r in plans if r["seed"] == 0]
+    assert "**0.90±0.00**" in render_table2(three, configs=(("learn", "ff"),), baseline_dir=tmp_path, split="plan")
+
+
+def test_a_report_says_how_many_paired_comparisons_it_makes_uncorrected():
+    values = {("ferry", "learn", "ff", c): {s: v + 0.01 * s for s in range(4)}
+              for c, v in (("TN", 1.0), ("N", 1.3), ("N+clip", 1.2))}
+    values[("gripper", "learn", "ff", "TN")] = {0: 1.0, 1: 2.0}  # two seeds: no interval
+    values[("gripper", "learn", "ff", "N")] = {0: 1.0, 1: 2.0}
+    assert interval_count(paired_differences(values)) == 2
+    note = multiplicity_note(2)
+    assert "2 comparisons" in note and "not corrected for multiplicity" in note and "0.1 of them" in note
+    assert "no paired comparison" in multiplicity_note(0)
 
 
 def test_the_paired_table_marks_what_the_interval_decides():

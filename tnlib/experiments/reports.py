@@ -37,8 +37,11 @@ from tnlib.experiments.tables import (
 )
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (
+    FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
     PAIRED_MIN_SEEDS,
+    interval_count,
+    multiplicity_note,
     paired_differences,
     read_seed_values,
     render_paired,
@@ -122,27 +125,29 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     paired_planning = plans and all(table2_bold_rule(plans, m, lower_bound) == PAIRED_BOLD_RULE for m in models)
     accuracy = [f"# Test accuracy\n\n{scope}\n## Tables\n\n{source} Mean ± std over seeds of the test MSE of the "
                 "point estimate (N: mu, TN: truncated mean); +clip: max(mu, l) for N; h_FF and LM-cut: the MSE of "
-                f"those heuristics. {PAIRED_BOLD_RULE if paired_accuracy else TABLE1_BOLD_RULE} Per-seed values: "
+                f"those heuristics. {PAIRED_BOLD_RULE if paired_accuracy else FEW_SEEDS_BOLD_RULE} Per-seed values: "
                 "accuracy-seeds.csv.\n"]
     where = "the plan split" if split == "plan" else f"the plan set `{split}`"
     planning = [f"# Planning with the learned heuristics\n\n{scope}\n## Tables\n\nGBFS on {where}. {source} "
                 "An unsolved instance counts as the evaluation limit. "
-                f"{PAIRED_BOLD_RULE if paired_planning else TABLE2_BOLD_RULE} Per-seed values: planning-seeds.csv.\n"]
+                f"{PAIRED_BOLD_RULE if paired_planning else FEW_SEEDS_BOLD_RULE} Per-seed values: planning-seeds.csv.\n"]
     selected_tables = []
     html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             _markdown_html(scope)]
     configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    compared = {"accuracy": 0, "planning": 0}  # paired intervals each page's tables show
     for model in models:
         # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
         ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
         planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
+        mse_differences = paired_differences(table1_seed_values(results, model, lower_bound))
+        compared["accuracy"] += interval_count(mse_differences)
         accuracy.append(f"### {model}\n\n" + render_table(results, model=model, lower_bound=lower_bound) + "\n"
-                        + render_paired(paired_differences(table1_seed_values(results, model, lower_bound)),
-                                        "test MSE") + "\n")
+                        + render_paired(mse_differences, "test MSE") + "\n")
         if paper_tables and model == "nlm":
             shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
-            accuracy.append(PAPER_TABLES_NOTE + "\n\n" + render_paper_table1(shown) + "\n")
+            accuracy.append(f"{PAPER_TABLES_NOTE} {TABLE1_BOLD_RULE}\n\n" + render_paper_table1(shown) + "\n")
         if model in PAPER_TABLE1 and lower_bound == "lmcut":
             accuracy.append(f"The paper's directions ({model}): test MSE of TN against N and N+clip as the paper's "
                             f"table has them and as these runs do -- {DIRECTIONS_RULE}; where they are reversed, "
@@ -151,10 +156,12 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                                                       ["these runs"], model,
                                                       [pair for pair in TABLE1_CONFIGS if pair in ran]) + "\n")
         if any(r["model"] == model for r in by_nll):
+            nll_differences = paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                                 comparisons=(("TN", "N"),))
+            compared["accuracy"] += interval_count(nll_differences)
             accuracy.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
-                            + render_paired(paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
-                                                               comparisons=(("TN", "N"),)), "test NLL") + "\n")
+                            + render_paired(nll_differences, "test NLL") + "\n")
         if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
             planning.append(f"### {model}\n\nNo run of {model} was planned (the sweep ran with `--no-plan`); "
                             "`tnlib sweep` with the same settings, `--plan --trained-only` and the folder as `--out` "
@@ -164,11 +171,13 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                                                                 configs=planned, baseline_dir=results_dir,
                                                                 split=split))
         if paper_tables and model == "nlm":
-            planning.append(PAPER_TABLES_NOTE + " Planned on its 100 plan instances per domain.\n\n"
+            planning.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
                             + render_paper_table2(planned) + "\n")
         mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
         for metric, lower in (("coverage", False), ("evaluations", True)):
-            planning.append(render_paired(paired_differences(table2_seed_values(mine, metric)), metric, lower) + "\n")
+            differences = paired_differences(table2_seed_values(mine, metric))
+            compared["planning"] += interval_count(differences)
+            planning.append(render_paired(differences, metric, lower) + "\n")
         if selection is not None:
             problems = {domain: kept["problems"] for domain, kept in selection.items()}
             chosen = [r for r in collect_planning(results_dir, split, problems)
@@ -177,8 +186,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                 chosen, model=model, lower_bound=lower_bound, configs=planned, baseline_dir=results_dir, split=split,
                 problems=problems))
             for metric, lower in (("coverage", False), ("evaluations", True)):
-                selected_tables.append(render_paired(paired_differences(table2_seed_values(chosen, metric)), metric,
-                                                     lower) + "\n")
+                differences = paired_differences(table2_seed_values(chosen, metric))
+                compared["planning"] += interval_count(differences)
+                selected_tables.append(render_paired(differences, metric, lower) + "\n")
         html.append(f"<h1>Training curves ({model})</h1>")
         for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
                                                if c["model"] == model}):
@@ -194,6 +204,8 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                         "count, h_FF's column too.\n")
         planning += selected_tables
     html.append("</body></html>")
+    accuracy[0] = accuracy[0].rstrip("\n") + " " + multiplicity_note(compared["accuracy"]) + "\n"
+    planning[0] = planning[0].rstrip("\n") + " " + multiplicity_note(compared["planning"]) + "\n"
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
         atomic_write_text(path, text)
@@ -204,7 +216,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
 
 # Above the paper's own tables, where a report sets them beside its own.
 PAPER_TABLES_NOTE = ("The paper's (its NLM: 5 seeds, its training data at batch 256 -- 40,000 steps in its appendix, "
-                     "10^4 in this table's caption --, its own test sets; bold by its rule):")
+                     "10^4 in this table's caption --, its own test sets), bold by its own rule, not the paired one.")
 
 SETTING_COLUMNS = ("domain", "model", "sigma", "residual", "lower_bound")
 
@@ -252,6 +264,10 @@ def rendered_by() -> str:
             f"{numpy.__version__}, numba {numba.__version__}, on {machine_kind()}.")
 
 
+# An ablation's tables bold by the paired rule where every cell of the table has the seeds, else nothing.
+ABLATION_BOLD_RULE = f"{PAIRED_BOLD_RULE} Where some cell has fewer seeds, nothing is bold."
+
+
 def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:
     """One of the appendix's ablations (``tnlib.paper.ABLATIONS``: ``residual`` or ``lower-bound``) from the runs
     of one or more results folders: ``accuracy.md`` (Table 1's layout) and ``planning.md`` (Table 2's), one column
@@ -275,9 +291,9 @@ def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: st
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md"]
     atomic_write_text(written[0], f"# Test accuracy: {ablation} ablation\n\n{scope}\n## Table\n\n{source} Mean ± "
                       "std over seeds of the test MSE of the point estimate (N: mu, TN: truncated mean); +clip: "
-                      f"max(mu, l) for N. {TABLE1_BOLD_RULE}\n\n{accuracy}")
+                      f"max(mu, l) for N. {ABLATION_BOLD_RULE}\n\n{accuracy}")
     atomic_write_text(written[1], f"# Planning: {ablation} ablation\n\n{scope}\n## Table\n\nGBFS on the plan split. "
-                      f"{source} An unsolved instance counts as the evaluation limit. {TABLE2_BOLD_RULE}\n\n{plans}")
+                      f"{source} An unsolved instance counts as the evaluation limit. {ABLATION_BOLD_RULE}\n\n{plans}")
     return written
 
 

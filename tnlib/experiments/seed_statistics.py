@@ -5,7 +5,9 @@ the same data in the same order from the same initial weights, so their differen
 (domain, configuration), :func:`paired_differences` takes TN - N and TN - N+clip seed by seed and gives the mean
 difference with its 95% t-interval (and the paired t-test's p-value). :func:`paired_best` is the bold rule that
 accounts for noise: the best column of a configuration is bold only where its interval against every other column
-excludes 0, which needs at least :data:`PAIRED_MIN_SEEDS` seeds. :func:`write_seed_csv` writes the values per seed
+excludes 0, which needs at least :data:`PAIRED_MIN_SEEDS` seeds; columns equal on every seed are no finding and
+bold nothing. The intervals are each at :data:`PAIRED_CONFIDENCE` on their own, not corrected for the number a
+report makes (:func:`multiplicity_note` says how many). :func:`write_seed_csv` writes the values per seed
 beside a table, so any other test can be run on them.
 """
 from __future__ import annotations
@@ -28,7 +30,11 @@ PAIRED_CONFIDENCE = 0.95
 PAIRED_MIN_SEEDS = 3
 PAIRED_BOLD_RULE = (f"Bold: per configuration, the best of N, N+clip and TN by mean, only where it beats each of the "
                     f"others paired by seed (same seed: same data and initial weights): the {PAIRED_CONFIDENCE:.0%} "
-                    f"t-interval of the per-seed differences excludes 0 (at least {PAIRED_MIN_SEEDS} seeds).")
+                    f"t-interval of the per-seed differences excludes 0 (at least {PAIRED_MIN_SEEDS} seeds); columns "
+                    "equal on every seed are no finding: nothing of theirs is bold.")
+# What a table of runs says where the paired rule cannot decide: it bolds nothing rather than guess.
+FEW_SEEDS_BOLD_RULE = (f"Nothing is bold: some cell has fewer than the {PAIRED_MIN_SEEDS} seeds a paired interval "
+                       "needs to tell a difference from the seeds' noise (at 2 seeds its t quantile is 12.7).")
 # The comparisons the paper's claims are about: the Truncated Gaussian against the Gaussian, with and without clip.
 COMPARISONS = (("TN", "N"), ("TN", "N+clip"))
 
@@ -55,12 +61,14 @@ def _differences(a: dict[int, float], b: dict[int, float]) -> list[float]:
 def paired_best(by_column: dict, lower_is_better: bool = True) -> set:
     """The columns to bold among ``by_column`` ({column: {seed: value}}): the best mean, where its paired interval
     against each other column lies wholly on its side of 0; several columns equal on every seed are bold together
-    when they beat the rest so."""
+    when they beat the rest so; all of them equal on every seed, none."""
     means = {c: float(np.mean(list(v.values()))) for c, v in by_column.items() if v}
     if len(means) < 2:
         return set()
     best = min(means, key=means.get) if lower_is_better else max(means, key=means.get)
     tied = {c for c in means if by_column[c] == by_column[best]}
+    if tied == set(means):  # every column the same on every seed: nothing beats anything
+        return set()
     for other in set(means) - tied:
         interval = paired_interval(_differences(by_column[other], by_column[best]))
         if interval is None or (interval["low"] <= 0 if lower_is_better else interval["high"] >= 0):
@@ -87,6 +95,23 @@ def paired_differences(values: dict, comparisons: Iterable[tuple[str, str]] = CO
     return {group: {(a, b): paired_interval(_differences(groups[group].get(a, {}), groups[group].get(b, {})))
                     for a, b in comparisons if a in groups[group] and b in groups[group]}
             for group in sorted(groups, key=order)}
+
+
+def interval_count(differences: dict) -> int:
+    """How many paired intervals :func:`paired_differences` computed (those with the seeds for one)."""
+    return sum(interval is not None for row in differences.values() for interval in row.values())
+
+
+def multiplicity_note(count: int) -> str:
+    """What a report says of the ``count`` paired intervals its tables make: each holds on its own, and they are
+    not corrected for their number (a reader corrects, e.g. by Holm, from the per-seed CSVs)."""
+    if count == 0:
+        return (f"No cell has the {PAIRED_MIN_SEEDS} seeds a paired interval needs: the tables make no paired "
+                "comparison.")
+    expected = count * (1 - PAIRED_CONFIDENCE)
+    return (f"The paired tables make {count} comparison{'' if count == 1 else 's'} (intervals), each at "
+            f"{PAIRED_CONFIDENCE:.0%} on its own: they are not corrected for multiplicity, so where no difference "
+            f"is real about {expected:.1f} of them would still exclude 0 by chance.")
 
 
 def _significant_number(x: float) -> str:

@@ -3,8 +3,10 @@
 :func:`collect_results` reads every ``metrics-<split>.json`` under a results folder (written by
 :func:`tnlib.learning.evaluation.evaluate_run`) and :func:`render_table` lays them out as the paper's Table 1: per
 domain an ``MSE`` row and a ``+clip`` row, the h_FF and LM-cut columns, then N and TN for each (sigma, residual)
-configuration, each cell the mean +- std over seeds, the best of N, N+clip and TN of a configuration in bold when its
-gap to the next value exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
+configuration, each cell the mean +- std over seeds, the best of N, N+clip and TN of a configuration in bold where
+it beats the others seed by seed beyond noise (:func:`tnlib.experiments.seed_statistics.paired_best`; nothing bold
+with fewer seeds than that needs). The paper's own tables keep its rule: bold when the gap to the next value
+exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
 
 :func:`collect_planning` reads every ``planning-<estimate>.jsonl`` (written by
 :func:`tnlib.learning.split_planning.plan_split`) and :func:`render_table2` lays them out as the paper's Table 2:
@@ -26,6 +28,7 @@ from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (
+    FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
@@ -49,7 +52,8 @@ from tnlib.paper import (
     TABLE1_CONFIGS,
 )
 
-# What the reports say about the bold cells: Table 1's rule has a gap, Table 2's none (as the paper's captions).
+# The paper's bold rules, which its own tables (render_paper_table1, render_paper_table2) follow: Table 1's has a
+# gap, Table 2's none (as the paper's captions).
 TABLE1_BOLD_RULE = (f"Bold: per configuration, the smallest of N, N+clip and TN when the next larger one is more than "
                     f"{TABLE1_BOLD_GAP:g} above it (compared at the two decimals shown; values tied with it are bold "
                     "too).")
@@ -215,20 +219,20 @@ def uses_paired_bold(values: dict) -> bool:
 def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
                      lower_bound: str = "lmcut") -> str:
     """The rule :func:`render_table` bolds these results by: :data:`PAIRED_BOLD_RULE` where every cell has the
-    seeds for paired intervals, else :data:`TABLE1_BOLD_RULE` (the paper's gap)."""
+    seeds for paired intervals, else :data:`FEW_SEEDS_BOLD_RULE` (nothing bold, and why)."""
     if isinstance(results, (str, os.PathLike)):
         results = collect_results(results)
     paired = uses_paired_bold(table1_seed_values(results, model, lower_bound))
-    return PAIRED_BOLD_RULE if paired else TABLE1_BOLD_RULE
+    return PAIRED_BOLD_RULE if paired else FEW_SEEDS_BOLD_RULE
 
 
 def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
                      lower_bound: str = "lmcut") -> str:
     """The rule :func:`render_table2` bolds these plans by (a results folder, or rows of :func:`collect_planning`):
-    :data:`PAIRED_BOLD_RULE` where every cell has the seeds, else :data:`TABLE2_BOLD_RULE`."""
+    :data:`PAIRED_BOLD_RULE` where every cell has the seeds, else :data:`FEW_SEEDS_BOLD_RULE`."""
     rows = collect_planning(results) if isinstance(results, (str, os.PathLike)) else results
     mine = [r for r in rows if r["model"] == model and r["lower_bound"] == lower_bound]
-    return PAIRED_BOLD_RULE if uses_paired_bold(table2_seed_values(mine, "coverage")) else TABLE2_BOLD_RULE
+    return PAIRED_BOLD_RULE if uses_paired_bold(table2_seed_values(mine, "coverage")) else FEW_SEEDS_BOLD_RULE
 
 
 def _paired_bold_keys(values: dict, domain: str, configs, lower_is_better: bool = True) -> set:
@@ -240,8 +244,8 @@ def _paired_bold_keys(values: dict, domain: str, configs, lower_is_better: bool 
     return bold
 
 
-def _bold_keys(row: dict, configs) -> set:
-    """Per configuration, the best (smallest mean) of N, N+clip and TN when the next distinct value is more than
+def paper_bold_keys(row: dict, configs) -> set:
+    """The paper's Table 1 rule, as its own table applies it: per configuration, the best (smallest mean) of N, N+clip and TN when the next distinct value is more than
     TABLE1_BOLD_GAP worse. Values tied with the best are all bold, as the paper does for N and N+clip (ferry, fixed/h_FF:
     both 2.98 in bold); comparisons use the displayed precision (two decimals) so a gap shown as .10 is not bold."""
     bold = set()
@@ -265,7 +269,8 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
     With ``metric="nll"`` the rows are the NLL (no +clip row, no baseline columns), as in the appendix's linear
     table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds
-    (one seed: the mean and ``(1 seed)``); bold as :data:`TABLE1_BOLD_RULE` says. Configurations without a value
+    (one seed: the mean and ``(1 seed)``); bold as :func:`table1_bold_rule` says: by
+    :func:`tnlib.experiments.seed_statistics.paired_best` where every cell has the seeds, else nothing. Configurations without a value
     are left out (as Table 2 does).
     """
     if fmt not in ("markdown", "latex"):
@@ -295,8 +300,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
     lines = []
     for domain, row in cells.items():
-        bold = (_paired_bold_keys(per_seed, domain, configs) if paired else
-                _bold_keys(row, configs) if metric == "mse" else set())
+        bold = _paired_bold_keys(per_seed, domain, configs) if paired else set()
         first = [domain, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
                  baseline(row["lmcut"]) if metric == "mse" else ""]
         for sigma, residual in configs:
@@ -329,7 +333,7 @@ def render_paper_table1(configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS) -> 
     header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for domain, row in PAPER_TABLE1_NLM.items():
-        bold = _bold_keys(row, configs)
+        bold = paper_bold_keys(row, configs)
 
         def show(key):
             text = _cell(row[key])
@@ -422,7 +426,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                   configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
                   baseline_dir=None, split: str | None = None, problems: dict[str, set[str]] | None = None) -> str:
     """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (one seed: the
-    mean and ``(1 seed)``), bold as :data:`TABLE2_BOLD_RULE` says. Configurations no run has are left out.
+    mean and ``(1 seed)``), bold as :func:`table2_bold_rule` says (by the paired rule, or nothing). Configurations no run has are left out.
     ``results_dir``: a results folder, or rows of :func:`collect_planning` (then h_FF's column comes from
     ``baseline_dir``). ``split`` and ``problems`` choose the instances as :func:`collect_planning` does, for the
     h_FF column too."""
@@ -479,15 +483,11 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                 values = [r[metric] for r in groups.get((domain, *key), [])]
                 if values:
                     stats[key] = _stats(values)
-            bold = _paired_bold_keys(per_seed, domain, configs, better is min) if paired else None
-            for s, res in configs:  # bold the best of N, N+clip, TN within a configuration
-                group = {k: v for k, v in stats.items() if k[:2] == (s, res)}
-                best = better(group.values(), key=lambda v: v[0])[0] if group else None
+            bold = _paired_bold_keys(per_seed, domain, configs, better is min) if paired else set()
+            for s, res in configs:
                 for c in ("N", "N+clip", "TN"):
-                    v = stats.get((s, res, c))
-                    text = _planning_cell(v, metric)
-                    strong = (s, res, c) in bold if paired else v is not None and v[0] == best
-                    cells.append(f"**{text}**" if strong and text else text)
+                    text = _planning_cell(stats.get((s, res, c)), metric)
+                    cells.append(f"**{text}**" if (s, res, c) in bold and text else text)
             ff = baseline.get(domain, {}).get(metric)
             ff_text = "" if ff is None else (f"{ff:.2f}" if metric == "coverage" else f"{ff:.0f}")
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
@@ -602,20 +602,16 @@ def dataset_names(configs) -> list[str]:
 COMPARISON_BOLD_RULE = (f"Bold: the better of the two, where both folders' runs used the same data and the difference "
                         f"survives the seeds' noise: with at least {PAIRED_MIN_SEEDS} seeds in both, paired by seed "
                         f"(same seed: same data order and initial weights), the {PAIRED_CONFIDENCE:.0%} t-interval of "
-                        "the per-seed differences excludes 0; with fewer, the means differ by more than their summed "
-                        "std over seeds (a cell of one seed has no spread: any gap counts).")
+                        "the per-seed differences excludes 0; with fewer seeds nothing is bold (too few for the "
+                        "interval).")
 
 
 def _better_side(by_seed: Sequence[dict], lower_is_better: bool = True) -> list[int]:
-    """Which of two folders' cells ({seed: value} each) is better beyond noise: by the paired interval where at least
-    PAIRED_MIN_SEEDS seeds pair up, else by the summed-std gap of :func:`_direction`; [] where neither is."""
-    if not all(by_seed):
+    """Which of two folders' cells ({seed: value} each) is better beyond noise, by the paired interval where at least
+    PAIRED_MIN_SEEDS seeds pair up; [] where neither is, or too few seeds pair up to tell."""
+    if not all(by_seed) or len(set(by_seed[0]) & set(by_seed[1])) < PAIRED_MIN_SEEDS:
         return []
-    if len(set(by_seed[0]) & set(by_seed[1])) >= PAIRED_MIN_SEEDS:
-        return sorted(paired_best(dict(enumerate(by_seed)), lower_is_better))
-    stats = [_stats(list(values.values())) for values in by_seed]
-    way = _direction(stats[0], stats[1], lower_is_better)
-    return [0] if way == "TN" else [1] if way == "other" else []
+    return sorted(paired_best(dict(enumerate(by_seed)), lower_is_better))
 
 
 def _paired_between_folders(cells: Sequence[dict], keys, metrics: Sequence[str]) -> list[tuple[tuple, dict]]:
