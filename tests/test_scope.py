@@ -258,7 +258,7 @@ def test_reports_read_right(results, tmp_path):
     from tnlib.experiments.seed_statistics import FEW_SEEDS_BOLD_RULE
 
     assert FEW_SEEDS_BOLD_RULE in accuracy and FEW_SEEDS_BOLD_RULE in planning  # one seed: nothing bold, and why
-    assert "the tables make no paired comparison" in accuracy
+    assert "the paired tables make no paired comparison" in accuracy
     table2 = planning.split("## Tables")[1]
     assert "| blocksworld | 0.75 | 0.50 (1 seed) |  | 0.50 (1 seed) |" in table2 and "±" not in table2
     assert "learn/ff TN |" in table2 and "fixed/none" not in table2  # no planning records: no columns

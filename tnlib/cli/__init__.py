@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("tnlib.cli.experiments", "train, evaluate and plan over a grid of configurations"),
     "report": ("tnlib.cli.experiments", "render a results folder's reports (Tables 1 and 2, curves, Figure 2)"),
     "intervals": ("tnlib.cli.experiments", "draw a rendered report's paired intervals from its per-seed CSVs"),
+    "findings": ("tnlib.cli.experiments", "write a rendered report's findings from its per-seed CSVs"),
     "baselines": ("tnlib.cli.experiments", "GBFS with symbolic heuristics on a dataset's plan sets (Table 2's h_FF)"),
     "handout": ("tnlib.cli.experiments", "a student copy of a teaching notebook: solutions left out, no outputs"),
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),

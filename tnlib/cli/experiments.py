@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from tnlib.cli import COMMANDS
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
@@ -187,6 +188,28 @@ def _run_intervals(args) -> int:
     except ValueError as err:
         raise CommandError(str(err)) from None
     print(f"wrote {shown_path(path)}")
+    return 0
+
+
+def register_findings(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "findings", help=COMMANDS["findings"][1],
+        description="Write findings.md and findings.csv -- every TN-vs-N, TN-vs-N+clip and learned-vs-fixed-sigma "
+                    "comparison with its paired interval, verdict and the paper's direction, as `tnlib report` "
+                    "writes them -- from a rendered report's accuracy-seeds.csv and planning-seeds.csv, for a "
+                    "report whose run folders are not on this machine.")
+    parser.add_argument("report", help="a rendered report's folder, e.g. reports/converged/linear")
+    parser.set_defaults(func=_run_findings)
+
+
+def _run_findings(args) -> int:
+    from tnlib.experiments.findings import write_report_findings
+    from tnlib.files import shown_path
+
+    if not (Path(args.report) / "accuracy-seeds.csv").is_file():
+        raise CommandError(f"{args.report} holds no accuracy-seeds.csv: give a rendered report's folder")
+    for path in write_report_findings(args.report):
+        print(f"wrote {shown_path(path)}")
     return 0
 
 
@@ -382,5 +405,5 @@ def _run_export_records(args) -> int:
 
 
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
-            "intervals": register_intervals, "baselines": register_baselines, "rerun-check": register_rerun_check,
+            "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines, "rerun-check": register_rerun_check,
             "handout": register_handout, "prune": register_prune, "export-records": register_export_records}

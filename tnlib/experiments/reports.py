@@ -639,6 +639,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                                 plotly_src=plotly_src)
     if intervals is not None:
         written.append(intervals)
+    written += _write_findings(results_dir, reports_dir, bounds[0], against)
     if against is not None:
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)
@@ -656,6 +657,23 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     return written
+
+
+def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) -> list[Path]:
+    """findings.md and findings.csv (:mod:`tnlib.experiments.findings`) of the folder's runs; with ``against``,
+    that folder's verdicts beside them (on its own lower bound)."""
+    from tnlib.experiments.findings import findings, seed_values_of_results, write_findings
+
+    rows = findings(seed_values_of_results(results_dir, lower_bound))
+    source = (f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the values of accuracy-seeds.csv and "
+              "planning-seeds.csv (planning of the runs that finished planning).")
+    if against is None:
+        return write_findings(reports_dir, rows, source)
+    names = folder_names(results_dir, against)
+    their_bound = ResultsDir(against).runs()[0].read_config()["lower_bound"]
+    other = findings(seed_values_of_results(against, their_bound))
+    source += f" Beside each verdict, that of `{names[1]}/` (l = {their_bound}) and whether a direction holds in both."
+    return write_findings(reports_dir, rows, source, other, (names[0], f"`{names[1]}/`"))
 
 
 def against_line(folder, name: str) -> str:

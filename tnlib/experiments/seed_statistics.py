@@ -102,19 +102,19 @@ def interval_count(differences: dict) -> int:
     return sum(interval is not None for row in differences.values() for interval in row.values())
 
 
-def multiplicity_note(count: int) -> str:
+def multiplicity_note(count: int, what: str = "The paired tables") -> str:
     """What a report says of the ``count`` paired intervals its tables make: each holds on its own, and they are
     not corrected for their number (a reader corrects, e.g. by Holm, from the per-seed CSVs)."""
     if count == 0:
-        return (f"No cell has the {PAIRED_MIN_SEEDS} seeds a paired interval needs: the tables make no paired "
-                "comparison.")
+        return (f"No cell has the {PAIRED_MIN_SEEDS} seeds a paired interval needs: {what[0].lower()}{what[1:]} "
+                "make no paired comparison.")
     expected = count * (1 - PAIRED_CONFIDENCE)
-    return (f"The paired tables make {count} comparison{'' if count == 1 else 's'} (intervals), each at "
+    return (f"{what} make {count} comparison{'' if count == 1 else 's'} (intervals), each at "
             f"{PAIRED_CONFIDENCE:.0%} on its own: they are not corrected for multiplicity, so where no difference "
             f"is real about {expected:.1f} of them would still exclude 0 by chance.")
 
 
-def _significant_number(x: float) -> str:
+def significant_number(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 0.01 or x == 0 else f"{x:.1e}"
 
 
@@ -140,7 +140,7 @@ def render_paired(differences: dict, what: str, lower_is_better: bool = True) ->
             if interval["high"] < 0 or interval["low"] > 0:
                 better = (interval["high"] < 0) == lower_is_better
                 verdict = " **better**" if better else " worse"
-            cells.append(f"{_significant_number(interval['mean'])} [{_significant_number(interval['low'])}, {_significant_number(interval['high'])}], "
+            cells.append(f"{significant_number(interval['mean'])} [{significant_number(interval['low'])}, {significant_number(interval['high'])}], "
                          f"p {interval['p']:.2g}, n {interval['n']}{verdict}")
         lines.append(f"| {domain} | {sigma}/{residual} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
