@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from tnlib.experiments.findings import (findings, learned_sigma_summary, paper_direction, render_findings,
-                                        seed_values_of_report, verdict, write_findings)
+                                        seed_values_of_report, paired_verdict, write_findings)
 from tnlib.files import REPO_ROOT
 
 
@@ -44,7 +44,7 @@ def test_verdicts_say_within_noise_equal_and_not_testable():
     two = next(r for r in findings({"nlm": {"mse": cells(-0.5, seeds=range(2))}}) if r["second"] == "learn/ff N")
     assert two["verdict"] == "not testable at 2 seeds" and two["low"] is None
     assert two["against_paper"] == "not testable"
-    assert verdict(None, 1) == "not testable at 1 seed"
+    assert paired_verdict(None, 1) == "not testable at 1 seed"
 
 
 def test_the_papers_direction_by_its_bold_and_by_its_spread():

@@ -63,7 +63,7 @@ def seed_values_of_results(results_dir, lower_bound: str) -> dict:
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
     plans = _finished([r for r in collect_planning(results_dir) if r["lower_bound"] == lower_bound])
     values: dict = {}
-    for model in sorted({r["model"] for r in results}, key=_model_order):
+    for model in sorted({r["model"] for r in results}, key=_model_rank):
         mine = [r for r in plans if r["model"] == model]
         values[model] = {"mse": table1_seed_values(results, model, lower_bound),
                          "nll": table1_seed_values(by_nll, model, lower_bound, "nll"),
@@ -87,7 +87,7 @@ def seed_values_of_report(report_dir) -> dict:
                 if text:
                     values[row["model"]][metric][key][int(row["seed"])] = float(text)
     return {model: {metric: dict(by_key) for metric, by_key in values[model].items()}
-            for model in sorted(values, key=_model_order)}
+            for model in sorted(values, key=_model_rank)}
 
 
 def _csv_rows(path: Path) -> list[dict]:
@@ -106,15 +106,15 @@ def _finished(rows: Sequence[dict]) -> list[dict]:
     return [r for r in rows if int(r["instances"]) >= most[r["domain"]]]
 
 
-def _model_order(model: str) -> tuple:
+def _model_rank(model: str) -> tuple:
     return (MODELS.index(model) if model in MODELS else len(MODELS), model)
 
 
-def _domain_order(domain: str) -> tuple:
+def _domain_rank(domain: str) -> tuple:
     return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain)
 
 
-def verdict(interval: dict | None, seeds: int) -> str:
+def paired_verdict(interval: dict | None, seeds: int) -> str:
     """``lower`` / ``higher`` / ``within noise`` for a paired interval (``equal on every seed`` where every
     difference is 0: no finding either way); ``not testable at N seeds`` without one."""
     if interval is None:
@@ -176,7 +176,7 @@ def _row(model: str, metric: str, domain: str, first: tuple, second: tuple, valu
         return None
     seeds = sorted(s for s in set(a) & set(b) if a[s] is not None and b[s] is not None)
     interval = paired_interval([a[s] - b[s] for s in seeds])
-    runs = verdict(interval, len(seeds))
+    runs = paired_verdict(interval, len(seeds))
     paper, means = paper_direction(model, metric, domain, first, second)
     comparison = f"TN - {second[2]}" if first[:2] == second[:2] else "learn - fixed"
     return {"model": model, "metric": metric, "comparison": comparison, "domain": domain, "first": " ".join(("/".join(first[:2]), first[2])),
@@ -195,7 +195,7 @@ def findings(values: dict) -> list[dict]:
     for model, by_metric in values.items():
         for metric in METRICS:
             cells = by_metric.get(metric, {})
-            domains = sorted({key[0] for key in cells}, key=_domain_order)
+            domains = sorted({key[0] for key in cells}, key=_domain_rank)
             for domain in domains:
                 for sigma, residual in TABLE1_CONFIGS:
                     for other in AGAINST[metric]:
@@ -214,7 +214,7 @@ def _number(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 1000 else significant_number(x)
 
 
-def _interval_text(row: dict) -> str:
+def _finding_interval(row: dict) -> str:
     if row["low"] is None:
         return "" if row["mean"] is None else _number(row["mean"])
     return f"{_number(row['mean'])} [{_number(row['low'])}, {_number(row['high'])}]"
@@ -266,7 +266,7 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
     lines = [f"# Findings\n\n{source} {VERDICT_RULE} {multiplicity_note(tested, 'The findings')} Every number at full precision: "
              "findings.csv.\n"]
     theirs = {(r["model"], r["metric"], r["domain"], r["first"], r["second"]): r for r in other or ()}
-    for model in sorted({r["model"] for r in rows}, key=_model_order):
+    for model in sorted({r["model"] for r in rows}, key=_model_rank):
         lines.append(f"## {model}\n")
         for title, learned in (("TN against N and N+clip", False), ("A learned sigma against a fixed one", True)):
             section = [f"### {title}\n"]
@@ -282,7 +282,7 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
                 section += [f"**{what}** ({'lower' if lower_is_better else 'higher'} is better)\n", header,
                             "|" + "---|" * (header.count("|") - 1)]
                 for r in mine:
-                    cells = [r["domain"], r["first"], r["second"], str(r["seeds"]), _interval_text(r), r["verdict"],
+                    cells = [r["domain"], r["first"], r["second"], str(r["seeds"]), _finding_interval(r), r["verdict"],
                              f"{r['paper']} ({r['paper_means']})" if r["paper"] else "", r["against_paper"]]
                     if other is not None:
                         there = theirs.get((r["model"], r["metric"], r["domain"], r["first"], r["second"]))
