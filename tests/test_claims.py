@@ -1,0 +1,73 @@
+"""Every paired interval a README quotes ("-.36 [-.97, .25]") is one the code rendered into a report: a findings
+file (findings.csv, at full precision) or a paired table (accuracy.md, planning.md, comparison.md, findings.md) of
+some report folder under reports/. A sentence that fell behind its table -- a report rendered again since, or a
+number copied from another run -- fails here. (A quoted interval is matched to the precision it is written at; it
+is looked up in every report folder, not only the one its sentence names.)"""
+from __future__ import annotations
+
+import csv
+import re
+from functools import lru_cache
+
+import pytest
+
+from tnlib.files import REPO_ROOT
+
+NUMBER = r"-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?|-?\.\d+"
+INTERVAL = re.compile(rf"({NUMBER}) \[({NUMBER}), ({NUMBER})\]")
+READMES = [REPO_ROOT / "README.md"] + sorted((REPO_ROOT / "reports").rglob("README.md"))
+
+
+def half_unit(text: str) -> float:
+    """Half the last place a quoted number is written to: .25 -> .005, 1,190 -> 5 (three significant digits)."""
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return half_unit(mantissa) * 10 ** int(exponent)
+    if "." in text:
+        return 0.5 * 10 ** -len(text.split(".")[1])
+    digits = text.replace(",", "").lstrip("-")
+    return 0.5 * 10 ** (len(digits) - len(digits.rstrip("0"))) if digits.strip("0") else 0.5
+
+
+def value(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@lru_cache(maxsize=1)
+def rendered_intervals() -> list[tuple[tuple, tuple]]:
+    """((mean, low, high), how far the rendering rounded each) of every interval the reports hold."""
+    found = []
+    for path in sorted((REPO_ROOT / "reports").rglob("findings.csv")):
+        with path.open(newline="") as handle:
+            found += [((float(r["mean"]), float(r["low"]), float(r["high"])), (0.0, 0.0, 0.0))
+                      for r in csv.DictReader(handle) if r["low"]]
+    for path in sorted((REPO_ROOT / "reports").rglob("*.md")):
+        if path.name != "README.md":
+            for match in INTERVAL.finditer(path.read_text()):
+                found.append((tuple(value(g) for g in match.groups()), tuple(half_unit(g) for g in match.groups())))
+    return found
+
+
+def quoted_intervals():
+    for readme in READMES:
+        for number, line in enumerate(readme.read_text().splitlines(), 1):
+            for match in INTERVAL.finditer(line):
+                yield pytest.param(match.groups(), id=f"{readme.relative_to(REPO_ROOT)}:{number}: {match.group(0)}")
+
+
+def is_rendered(quoted) -> bool:
+    wanted = [(value(g), half_unit(g) + 1e-9) for g in quoted]
+    return any(all(abs(known[i] - x) <= tolerance + rounded[i] for i, (x, tolerance) in enumerate(wanted))
+               for known, rounded in rendered_intervals())
+
+
+@pytest.mark.parametrize("quoted", list(quoted_intervals()))
+def test_a_quoted_interval_is_one_a_report_rendered(quoted):
+    assert is_rendered(quoted), "rewrite the sentence from the report's findings.md or its paired tables"
+
+
+def test_an_interval_no_report_holds_is_caught():
+    assert is_rendered(("-.36", "-.97", ".25"))  # converged/nlm5 blocksworld learn/ff TN - N
+    assert not is_rendered(("-.36", "-.97", ".45"))
+    assert not is_rendered(("-.36", "-1.07", ".25"))
+    assert half_unit("1,190") == 5 and half_unit("-.97") == pytest.approx(0.005) and half_unit("2e+03") == 500
