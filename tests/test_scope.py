@@ -384,7 +384,7 @@ def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monk
     assert main(["report", str(results), "--out", str(out)]) == 0
     names = [line.rsplit("/", 1)[-1] for line in capsys.readouterr().out.splitlines()]
     assert names == ["accuracy.md", "planning.md", "training_curves.html", "accuracy-seeds.csv", "planning-seeds.csv",
-                     "figure2.html"]
+                     "figure2.html", "findings.md", "findings.csv"]
     figure2 = (out / "figure2.html").read_text()
     # outside reports/: plotly.js is written beside the files, which load it from there
     assert "<script src='plotly.min.js'>" in figure2 and (out / "plotly.min.js").stat().st_size > 1_000_000
@@ -738,7 +738,7 @@ def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
         write_planning(run / "planning-default.jsonl", [True, True])
     write_planning(results / "baseline-blocksworld-ff.jsonl", [True, True])
     assert "| 2.00±1.4 |" in render_table(results)  # mean and sample std of the two seeds
-    assert "| **100±0** |" in render_table2(results)  # both seeds: 100 evaluations
+    assert "| 100±0 |" in render_table2(results)  # both seeds pooled: 100 evaluations (two seeds: not bold)
     (results / "sweep.json").write_text(json.dumps({**sweep, "extend_steps": 300}))  # 600 is not 200 + k x 300
     with pytest.raises(ValueError, match=r'differ in more than the seed \(steps: "until flat: 200-800, by 300", 600\)'
                                          r": render them from separate results folders"):
