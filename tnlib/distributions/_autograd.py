@@ -93,7 +93,7 @@ class _LogNormalizer(torch.autograd.Function):
 class _LogProb(torch.autograd.Function):
     @staticmethod
     def forward(ctx, value, loc, scale, low, high, core):
-        lp, d, xi, inside = _log_prob_values(core, value.detach().reshape(-1))
+        lp, d, xi, inside = _log_prob_values(core, value.detach().reshape(-1).double())
         ctx.core = core
         ctx.save_for_backward(d, xi, inside)
         return core.shaped(lp)
@@ -154,7 +154,7 @@ class _Entropy(torch.autograd.Function):
 class _CDF(torch.autograd.Function):
     @staticmethod
     def forward(ctx, value, loc, scale, low, high, core):
-        value = value.detach().reshape(-1)
+        value = value.detach().reshape(-1).double()
         c_value = torch.where(core.flip, -value, value)
         cdf = _cdf_canonical(core, c_value)
         ctx.core = core
@@ -177,7 +177,7 @@ class _ICDF(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, p, loc, scale, low, high, core):
-        p = p.detach().reshape(-1)
+        p = p.detach().reshape(-1).double()
         # canonical probability and its complement, each exact (a mirrored element's complement is p itself)
         any_flip = bool(core.flip.any())
         c_p = torch.where(core.flip, 1.0 - p, p) if any_flip else p
@@ -253,9 +253,9 @@ class _FastMean(torch.autograd.Function):
 class _FastLogProb(torch.autograd.Function):
     @staticmethod
     def forward(ctx, value, loc, scale, low, high, fc):
-        value = value.detach().reshape(-1)
-        low = low.detach().reshape(-1)
-        xi = (value - loc.detach().reshape(-1)) / fc.scale
+        value = value.detach().reshape(-1).double()
+        low = low.detach().reshape(-1).double()
+        xi = (value - loc.detach().reshape(-1).double()) / fc.scale
         lp = (-_LOG_SQRT_2PI - torch.log(fc.scale) - fc.log_z).addcmul_(xi, xi, value=-0.5)
         outside = value < low
         # training never observes below the bound (h* >= an admissible l): the mask is then left unapplied

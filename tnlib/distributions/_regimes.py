@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from tnlib.distributions._series import _far_tail_series, _g
+from tnlib.distributions._series import _g, _tail_moments
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -193,18 +193,31 @@ class _Core:
     c_loc: torch.Tensor  # canonical loc
     scale: torch.Tensor
     shape: torch.Size  # the batch shape; every tensor above is flattened to 1-D (masked updates need >= 1-D)
+    dtype: torch.dtype  # the caller's; the state is float64 whatever it is (_working)
 
     def shaped(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(self.shape)
+        """A flat working-precision result in the batch shape and the caller's dtype."""
+        return x.reshape(self.shape).to(self.dtype)
 
 
 def _zero_where(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.where(mask, torch.zeros_like(x), x)
 
 
+def _working(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The parameters flattened, detached and in float64, the precision every state is computed in.
+
+    A float32 element computed in float32 loses a few dozen of its ulps wherever the closed forms lose a few
+    dozen of the rounding's (a^2/2 in an exponent, a^2 ulps in g or the mean near a = 5-10, where the tail forms
+    take over): in float64 the same forms are exact to far below a float32 ulp, so a float32 result is the exact
+    value rounded once. Widening the inputs is exact, and the results are rounded back to the caller's dtype.
+    """
+    return tuple(t.detach().reshape(-1).to(torch.float64) for t in tensors)
+
+
 def _core(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> _Core:
-    shape = loc.shape
-    loc, scale, low, high = (t.reshape(-1) for t in (loc, scale, low, high))
+    shape, dtype = loc.shape, loc.dtype
+    loc, scale, low, high = _working(loc, scale, low, high)
     with torch.no_grad():
         flip = high <= loc
         c_loc = torch.where(flip, -loc, loc)
@@ -273,16 +286,17 @@ def _core(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch
         log_z = torch.where(frame, -0.5 * a.square() - _LOG_SQRT_2PI + log_m0, log_z_s)
         mean_t = torch.where(frame, a + d_mean, mean_s)
     return _Core(flip, a, b, w, frame, log_z, log_m0, p_a, p_b, mean_t, d_mean, c_low, c_high, c_loc, scale,
-                 shape)
+                 shape, dtype)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Fast path for the paper's training configuration: no upper bound (high = +inf everywhere).
 # ----------------------------------------------------------------------------------------------------------------
-# With b = +inf and a below a threshold, Z = erfc(a/sqrt 2)/2 has full relative accuracy and the straddling
-# formulas hold without cancellation worth counting (they lose ~a^2 ulps: < 1e-13 in float64 below a = 20, < 5e-6
-# in float32 below a = 8). A handful of vectorised ops then do the whole forward and backward. Elements past the
-# threshold (loc far below the bound) take the frame form with the far-tail series (_series), on just those elements.
+# With b = +inf and a below 1, Z = erfc(a/sqrt 2)/2 has full relative accuracy and the straddling formulas hold
+# without cancellation worth counting (mean = loc + scale p_a loses at most a few ulps there). A handful of
+# vectorised ops then do the whole forward and backward. From a = 1 up (loc below the bound) loc + scale p_a
+# cancels (by a^2 ulps, and p_a = exp(-a^2/2)/Z carries a^2/2 ulps of its exponent): those elements take the
+# frame form, relative to the bound, with the tail's own moments (_series), on just those elements.
 
 def _fast_floor(dtype: torch.dtype) -> float:
     """-a beyond which phi(a) nears the dtype's smallest normal number (phi(37.5) = 1.3e-306, phi(13) = 8e-38)."""
@@ -290,12 +304,12 @@ def _fast_floor(dtype: torch.dtype) -> float:
 
 
 def _fast_threshold(dtype: torch.dtype) -> float:
-    return 20.0 if dtype == torch.float64 else 8.0
+    return 1.0
 
 
 @dataclass
 class _FastCore:
-    """One-sided (high = +inf) state. Elements with a >= threshold (``far``) use far-tail series in the frame; their
+    """One-sided (high = +inf) state. Elements with a >= 1 (``far``) take the frame form with the tail moments; their
     own parameters are gathered once here (log_prob, mean and both backwards read them)."""
 
     a: torch.Tensor
@@ -304,7 +318,8 @@ class _FastCore:
     mean: torch.Tensor
     scale: torch.Tensor
     shape: torch.Size
-    far: torch.Tensor  # flat indices of far-tail elements
+    dtype: torch.dtype  # the caller's; the state is float64 (_working)
+    far: torch.Tensor  # flat indices of frame (a >= 1) elements
     far_a: torch.Tensor | None = None
     far_low: torch.Tensor | None = None
     far_scale: torch.Tensor | None = None
@@ -314,12 +329,12 @@ class _FastCore:
     far_v: torch.Tensor | None = None  # Var[t]
 
     def shaped(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(self.shape)
+        return x.reshape(self.shape).to(self.dtype)
 
 
 def _fast_core(loc, scale, low, high) -> _FastCore:
-    shape = loc.shape
-    loc, scale, low, high = (t.detach().reshape(-1) for t in (loc, scale, low, high))
+    shape, dtype = loc.shape, loc.dtype
+    loc, scale, low, high = _working(loc, scale, low, high)
     with torch.no_grad():
         # low = -inf becomes a = -1e15: the same values to the last bit, and products like a * p_a stay 0
         # instead of -inf * 0 = nan, which saves a nan_to_num in every backward
@@ -327,7 +342,7 @@ def _fast_core(loc, scale, low, high) -> _FastCore:
         threshold = _fast_threshold(a.dtype)
         # Subnormal numbers cost the processor tens of cycles each (exp of -100 in float32: 140x exp of -50), so
         # the closed forms take a within [-below, threshold]: past the threshold erfc, then exp(-a^2/2), underflow
-        # and the far-tail series replaces them; below -below (loc that many scales above the bound) p_a = phi(a)/Z
+        # and the frame form replaces them; below -below (loc that many scales above the bound) p_a = phi(a)/Z
         # is under the smallest normal number, and is 0, while log Z is 0 to the last bit either way.
         below = _fast_floor(a.dtype)
         a_closed = a.clamp(min=-below, max=threshold)
@@ -339,12 +354,11 @@ def _fast_core(loc, scale, low, high) -> _FastCore:
             p_a.mul_(a >= -below)  # 0 there (a product with the mask costs half a masked_fill)
         mean = torch.addcmul(loc, scale, p_a)
         far = (a >= threshold).nonzero().squeeze(1) if highest >= threshold else a.new_empty(0, dtype=torch.long)
-        fc = _FastCore(a, log_z, p_a, mean, scale, shape, far)
+        fc = _FastCore(a, log_z, p_a, mean, scale, shape, dtype, far)
         if far.numel():
             fc.far_a, fc.far_low, fc.far_scale = a_f, low_f, scale_f = a[far], low[far], scale[far]
-            m, g, fc.far_v = _far_tail_series(a_f)
+            m, fc.far_d, fc.far_v = _tail_moments(a_f)
             fc.far_log_m = torch.log(m)
-            fc.far_d = g / m
             fc.far_p_a = 1.0 / m
             log_z[far] = -0.5 * a_f.square() - _LOG_SQRT_2PI + fc.far_log_m
             p_a[far] = fc.far_p_a

@@ -31,7 +31,7 @@ from tnlib.distributions._regimes import (
     _wide_panels,
     _zero_where,
 )
-from tnlib.distributions._series import _far_tail_series, _g_threshold, _v_threshold
+from tnlib.distributions._series import _FRACTION_START, _g_threshold, _tail_moments
 
 
 def _core_mean(core: _Core) -> torch.Tensor:
@@ -61,14 +61,14 @@ def _standardized_variance(core: _Core) -> torch.Tensor:
     g_ulps = 1.0 + core.a.clamp(0.0, _g_threshold(v.dtype)).square()
     terms = torch.where(core.frame, (dedl + dedu) * g_ulps, 1.0 + a_pa.abs() + b_pb.abs())
     # closed form loses eps * terms / v relatively; accept it while that stays below `tolerance`
-    tolerance = 1e-12 if v.dtype == torch.float64 else 1e-6
+    tolerance = 4e-15 if v.dtype == torch.float64 else 1e-6
     ill = (terms * torch.finfo(v.dtype).eps > tolerance * v.abs()) | (v <= 0)
     ill = ill & core.frame
     if bool(ill.any()):
-        # semi-infinite far tail: the asymptotic series; anything else: quadrature moments of the frame
-        series = ill & torch.isinf(core.w) & (core.a >= _v_threshold(v.dtype))
+        # semi-infinite far tail: the continued fraction; anything else: quadrature moments of the frame
+        series = ill & torch.isinf(core.w) & (core.a >= _FRACTION_START)
         if bool(series.any()):
-            v = v.index_put((series,), _far_tail_series(core.a[series])[2])
+            v = v.index_put((series,), _tail_moments(core.a[series])[2])
         quad = ill & ~series
         if bool(quad.any()):
             _, _, var_q, _ = _frame_moments_any(core.a[quad], core.w[quad])
@@ -197,7 +197,7 @@ def _third_cumulant(core: _Core, v: torch.Tensor) -> tuple[torch.Tensor, torch.T
              + _zero_where(no_b, core.p_b * (v + dist_high.square())))
     # D carries ~a^2 ulps below the g series threshold and V up to its own tolerance (_standardized_variance)
     g_ulps = 1.0 + core.a.clamp(0.0, _g_threshold(v.dtype)).square()
-    v_tolerance, tolerance = (1e-12, 1e-10) if v.dtype == torch.float64 else (1e-6, 1e-4)
+    v_tolerance, tolerance = (4e-15, 1e-10) if v.dtype == torch.float64 else (1e-6, 1e-4)
     error_bound = terms * (torch.finfo(v.dtype).eps * g_ulps + v_tolerance)
     ill = core.frame & ~(error_bound <= tolerance * kappa3.abs())
     if bool(ill.any()):

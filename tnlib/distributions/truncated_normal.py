@@ -271,15 +271,15 @@ class TruncatedNormal(Distribution):
             count = shape.numel() // max(self.batch_shape.numel(), 1)
             x_c = _sample_canonical(core, self._proposals_cache, count, self._invert_canonical)
             if not bool(core.flip.any()):
-                return x_c.reshape(shape)
+                return x_c.reshape(shape).to(self.loc.dtype)
             flip = core.flip.expand(x_c.numel() // max(core.flip.numel(), 1), -1).reshape(-1)
-            return torch.where(flip, -x_c, x_c).reshape(shape)
+            return torch.where(flip, -x_c, x_c).reshape(shape).to(self.loc.dtype)
 
     def _invert_canonical(self, elements: torch.Tensor) -> torch.Tensor:
         """Canonical draws of the flat ``elements`` (repeats allowed) by inversion."""
         params = (t.detach().reshape(-1)[elements] for t in (self.loc, self.scale, self.low, self.high))
         x = TruncatedNormal(*params, validate_args=False).rsample()
-        return torch.where(self._core.flip[elements], -x, x)
+        return torch.where(self._core.flip[elements], -x, x).to(self._core.a.dtype)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}: {getattr(self, k) if getattr(self, k).numel() == 1 else getattr(self, k).size()}"
@@ -321,7 +321,7 @@ def _kl_truncated_normals(p: TruncatedNormal, q: TruncatedNormal) -> torch.Tenso
     # E_p[log p] = -log s_p - K_p - E[y^2]/2 - u_p E[y];  E_p[log q] likewise with y_q = r y + delta
     kl = (torch.log(s_q / s_p) + (k_q - k_p) - 0.5 * e2 * (1.0 - r.square()) - u_p * e1 + r * e1 * delta
           + 0.5 * delta.square() + u_q * (r * e1 + delta))
-    kl = kl.reshape(shape).clamp_min(0.0)  # KL >= 0; rounding of a near-zero value must not make it negative
+    kl = kl.reshape(shape).clamp_min(0.0).to(p.loc.dtype)  # KL >= 0; rounding of a near-zero value must not make it negative
     params = (p.loc, p.scale, p.low, p.high, q.loc, q.scale, q.low, q.high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in params):
         # gradients through the textbook form, whose pieces (entropy, log Z, variance, mean) carry exact
