@@ -219,12 +219,13 @@ def test_independent(dtype):
     torch.testing.assert_close(kl_divergence(d, other), torch.zeros(2, dtype=dtype))
 
 
-# Dynamo warns that it traces through the lru_cache of the far-tail series coefficients (a pure function of
-# dtype and device, so tracing it is correct)
+# Dynamo warns that it traces through the lru_cache of the Gauss-Legendre nodes (a pure function of their
+# count, so tracing it is correct)
 @pytest.mark.filterwarnings("ignore:Dynamo detected a call to a .functools.lru_cache")
 def test_torch_compile():
     # one tiny function: Dynamo breaks the graph at the data-dependent regime choices and runs those parts
-    # eagerly; the result must equal the eager one, values and gradients
+    # eagerly. Traced, log_prob takes the torch route (numba's kernels are not traceable), eagerly on the CPU the
+    # kernels: the two agree to rounding, values and gradients
     def nll(loc, low, x):
         return -TruncatedNormal(loc, torch.ones_like(loc), low, torch.full_like(low, INF)).log_prob(x).sum()
 
@@ -235,7 +236,9 @@ def test_torch_compile():
     (grad,) = torch.autograd.grad(value, loc)
     expected = nll(loc, low, x)
     (expected_grad,) = torch.autograd.grad(expected, loc)
-    assert torch.equal(value, expected) and torch.equal(grad, expected_grad)
+    torch.testing.assert_close(value, expected, rtol=1e-14, atol=0.0)
+    # (the kernels' gradients take D = g/m with g's a^2 ulps: 1600 at loc = -40)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-12, atol=0.0)
 
 
 def test_vmap_raises_a_clear_error():

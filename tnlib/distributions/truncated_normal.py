@@ -44,6 +44,19 @@ def _is_vmapped(tensor: torch.Tensor) -> bool:
     return bool(check(tensor)) if check is not None else False
 
 
+def _kernels():
+    """tnlib.distributions._kernels, imported on first use (numba's import is the cost of a CPU call, not of
+    importing tnlib)."""
+    from tnlib.distributions import _kernels as kernels
+
+    return kernels
+
+
+def _kernels_serve(tensor: torch.Tensor) -> bool:
+    """Whether the compiled CPU kernels compute for parameters like ``tensor`` (else the torch route does)."""
+    return tensor.device.type == "cpu" and _kernels().available(tensor)
+
+
 class _ExtendedReal(constraints.Constraint):
     """Real numbers including -inf and +inf, but not NaN."""
 
@@ -230,6 +243,8 @@ class TruncatedNormal(Distribution):
         shape = torch.broadcast_shapes(value.shape, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).log_prob(value.expand(shape))
+        if _kernels_serve(self.loc):
+            return _kernels().KernelLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high)
         if self._one_sided:
             return _FastLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._fast)
         return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)

@@ -1,0 +1,110 @@
+"""The training loss of the Truncated Normal, -log_prob forward + backward, against torch's Normal NLL in one run.
+
+On 1e6 elements of every regime training meets (bench_truncated_normal.make_mixed_inputs: sigma 0.1, 1 or 10, mu
+20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32, best of
+``--repeats`` interleaved calls, the distribution built inside each call. Routes: tnlib as a CPU call takes it (the
+compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take), and torch's
+``Normal``; each ratio is to Normal's time in the same run. Also the first log_prob + backward of a fresh process
+(numba's compiled code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs
+nothing).
+
+    python benchmarks/bench_truncated_normal_loss.py [--points 1000000] [--threads 1] [--repeats 15]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_truncated_normal import make_mixed_inputs  # noqa: E402
+
+from tnlib import TruncatedNormal  # noqa: E402
+from tnlib.distributions._autograd import _FastLogProb, _LogProb  # noqa: E402
+
+FIRST_CALL = """
+import time, torch
+start = time.perf_counter()
+from tnlib import TruncatedNormal
+loc = torch.tensor([-20.0, 0.0, 3.0], requires_grad=True)
+d = TruncatedNormal(loc, torch.ones(3), torch.zeros(3), torch.full((3,), float('inf')))
+d.log_prob(torch.ones(3)).sum().backward()
+print(time.perf_counter() - start)
+"""
+
+
+def _steps(x, loc0, scale0, low, high) -> dict:
+    def leaves():
+        return loc0.clone().requires_grad_(), scale0.clone().requires_grad_()
+
+    def normal():
+        loc, scale = leaves()
+        (-torch.distributions.Normal(loc, scale, validate_args=False).log_prob(x).sum()).backward()
+
+    def tnlib_cpu():
+        loc, scale = leaves()
+        (-TruncatedNormal(loc, scale, low, high, validate_args=False).log_prob(x).sum()).backward()
+
+    def tnlib_torch_route():
+        loc, scale = leaves()
+        d = TruncatedNormal(loc, scale, low, high, validate_args=False)
+        if d._one_sided:
+            lp = _FastLogProb.apply(x, loc, scale, low, high, d._fast)
+        else:
+            lp = _LogProb.apply(x, loc, scale, low, high, d._core)
+        (-lp.sum()).backward()
+
+    return {"Normal NLL": normal, "tnlib (CPU kernels)": tnlib_cpu, "tnlib torch route": tnlib_torch_route}
+
+
+def best_times(fns: dict, repeats: int) -> dict[str, float]:
+    """Best of ``repeats`` seconds per call of each function, interleaved so machine noise hits all alike."""
+    for fn in fns.values():
+        fn()
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def first_call_seconds() -> float:
+    """Import of tnlib plus a first log_prob + backward in a fresh process (after one run has filled the cache)."""
+    env = dict(os.environ)
+    for _ in range(2):  # the first run compiles and caches where no cache exists yet; the second is timed
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL], capture_output=True, text=True, env=env, check=True)
+    return float(out.stdout.strip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=1_000_000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    x, loc, raw_scale, low = make_mixed_inputs(args.points)
+    scale = torch.nn.functional.softplus(raw_scale) + 1e-3
+    high = torch.full_like(low, float("inf"))
+    times = best_times(_steps(x, loc, scale, low, high), args.repeats)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.points:,} mixed-regime float32 elements, "
+          f"-log_prob forward + backward, best of {args.repeats}")
+    normal = times["Normal NLL"]
+    for name, seconds in times.items():
+        print(f"{name:22s} {seconds * 1e3:9.3f} ms   {seconds / normal:6.2f}x Normal")
+    peers = {"numpyro": "numpyro", "TensorFlow Probability": "tensorflow_probability", "torchrl": "torchrl"}
+    missing = [name for name, module in peers.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        print("not installed (not timed): " + ", ".join(missing))
+    print(f"first call in a fresh process (import tnlib, log_prob + backward): {first_call_seconds():.2f} s")
+
+
+if __name__ == "__main__":
+    main()

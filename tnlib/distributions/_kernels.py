@@ -1,0 +1,275 @@
+"""Compiled per-element kernels of the Truncated Normal on the CPU (numba), for the training loss and the mean.
+
+The torch route (tnlib.distributions._regimes, _statistics) computes each regime on a whole batch and picks
+elements with masks: about a hundred full-size passes per call. Here each element takes its own regime's branch in
+one pass, with the same formulas in float64 (float32 arguments are widened and the result rounded once), so the two
+routes agree to rounding; the torch route stays for other devices and the methods without a kernel. Threads split
+the elements (numba's prange, as many as torch uses).
+
+Mills' ratio needs erfcx, which numba lacks: a table of 100 degree-6 polynomials in y = 4/(4 + x) on x in [0, 50]
+(interpolated at Chebyshev nodes from scipy's erfcx, exact to 7 ulps against it) and its asymptotic series beyond,
+where six terms are below rounding. Compiled code is cached on disk (cache=True), so a fresh process loads it.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import scipy.special
+import torch
+from numpy.polynomial import chebyshev
+
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2, _gauss_legendre
+
+_SQRT_PI = math.sqrt(math.pi)
+_ERFCX_INTERVALS, _ERFCX_DEGREE, _ERFCX_TABLE_END = 100, 6, 50.0
+_Y_START = 4.0 / (4.0 + _ERFCX_TABLE_END)
+_Y_WIDTH = (1.0 - _Y_START) / _ERFCX_INTERVALS
+# g(x) = 1 - x m(x) and Var[t] on [x, inf): their asymptotic series past 100 and 20, where seven and eight terms are
+# below rounding, closed forms below (off by up to a^2 and a^4 ulps: 1e-12 and 4e-11). The kernels read them in
+# gradients only, where the torch route's continued fraction would cost more than the loss itself
+_G_SERIES = np.array([1.0, -3.0, 15.0, -105.0, 945.0, -10395.0, 135135.0])
+_V_SERIES = np.array([1.0, -6.0, 50.0, -518.0, 6354.0, -89782.0, 1435330.0, -25625910.0])
+
+
+def _erfcx_table() -> np.ndarray:
+    """(intervals, degree + 1) monomial coefficients in t in [-1, 1] of erfcx on each interval of y."""
+    rows = np.zeros((_ERFCX_INTERVALS, _ERFCX_DEGREE + 1))
+    for k in range(_ERFCX_INTERVALS):
+        centre = _Y_START + (k + 0.5) * _Y_WIDTH
+        coefficients = chebyshev.chebinterpolate(
+            lambda t, c=centre: scipy.special.erfcx(4.0 / (c + 0.5 * _Y_WIDTH * t) - 4.0), _ERFCX_DEGREE)
+        poly = chebyshev.cheb2poly(coefficients)
+        rows[k, : len(poly)] = poly
+    return rows
+
+
+_ERFCX = _erfcx_table()
+_NODES, _WEIGHTS = _gauss_legendre(16)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _erfcx_kernel(x, table):
+    """erfcx(x) for x >= 0."""
+    if x >= 50.0:
+        r = 0.5 / (x * x)
+        return (1.0 - r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r))))) / (x * _SQRT_PI)
+    y = 4.0 / (4.0 + x)
+    k = min(int((y - _Y_START) / _Y_WIDTH), _ERFCX_INTERVALS - 1)
+    t = (y - _Y_START - (k + 0.5) * _Y_WIDTH) / (0.5 * _Y_WIDTH)
+    result = table[k, _ERFCX_DEGREE]
+    for j in range(_ERFCX_DEGREE - 1, -1, -1):
+        result = result * t + table[k, j]
+    return result
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _mills_element(x, table):
+    if math.isinf(x):
+        return 0.0
+    return _SQRT_PI_OVER_2 * _erfcx_kernel(x * _SQRT_HALF, table)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _g_element(x, m, g_series):
+    if math.isinf(x):
+        return 0.0
+    if x < 100.0:
+        return 1.0 - x * m
+    inv2 = 1.0 / (x * x)
+    s = 0.0
+    for j in range(g_series.shape[0] - 1, -1, -1):
+        s = s * inv2 + g_series[j]
+    return s * inv2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ndtr_element(x):
+    return 0.5 * math.erfc(-x * _SQRT_HALF)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _state(loc, scale, low, high, table, nodes, weights, g_series, v_series, moments):
+    """The canonical state of one element, as tnlib.distributions._regimes._core computes it.
+
+    Returns (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var): log_norm is log M0
+    (frame) or log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling), var is Var[t] in the frame
+    (0 for straddling elements, which do not use it). Without ``moments`` (a forward pass needs log_norm only) first,
+    p_a, p_b and var are left 0 where skipping them saves work."""
+    flip = high <= loc
+    if flip:
+        c_loc, c_low, c_high = -loc, -high, -low
+    else:
+        c_loc, c_low, c_high = loc, low, high
+    a = (c_low - c_loc) / scale
+    b = (c_high - c_loc) / scale
+    w = (high - low) / scale
+    narrow = w * max(1.0, abs(a + 0.5 * w)) <= 1.0
+    if narrow:
+        d_max = 90.0 / (math.sqrt(a * a + 90.0) + a)
+        top = min(w, d_max) if a >= 0 else w
+        mass = 0.0
+        moment = 0.0
+        for j in range(nodes.shape[0]):
+            s = top * nodes[j]
+            fw = math.exp(-s * (a + 0.5 * s)) * weights[j]
+            mass += fw
+            moment += fw * s
+        d_mean = moment / mass
+        var = 0.0
+        for j in range(nodes.shape[0]):
+            s = top * nodes[j]
+            var += math.exp(-s * (a + 0.5 * s)) * weights[j] * (s - d_mean) ** 2
+        var /= mass
+        m0 = mass * top
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
+                math.exp(-w * (a + 0.5 * w)) / m0, var)
+    if a >= 0:
+        m_a = _mills_element(a, table)
+        if not moments and math.isinf(b):
+            return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m_a), 0.0, 0.0, 0.0, 0.0)
+        num = _g_element(a, m_a, g_series)
+        m0 = m_a
+        p_b = 0.0
+        if not math.isinf(b):
+            delta = math.exp(-w * (a + 0.5 * w))
+            m_b = _mills_element(b, table)
+            m0 = m_a - delta * m_b
+            num -= delta * (_g_element(b, m_b, g_series) + w * m_b)
+            p_b = delta / m0
+        d_mean = num / m0
+        p_a = 1.0 / m0
+        if math.isinf(b) and a >= 20.0:
+            inv2 = 1.0 / (a * a)
+            s = 0.0
+            for j in range(v_series.shape[0] - 1, -1, -1):
+                s = s * inv2 + v_series[j]
+            var = s * inv2
+        else:
+            var = 1.0 - p_a * d_mean - (0.0 if p_b == 0.0 else p_b * (w - d_mean))
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, p_a, p_b, var)
+    # straddling: a < 0 < b
+    if math.isinf(b):  # Z = Phi(-a) = 1 - Phi(a), and E[t] = p_a
+        log_z = math.log1p(-_ndtr_element(a))
+        if not moments:
+            return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, 0.0, 0.0, 0.0, 0.0)
+        p_a = 0.0 if math.isinf(a) else math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+        return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, p_a, p_a, 0.0, 0.0)
+    z = 0.5 * (math.erf(b * _SQRT_HALF) - math.erf(a * _SQRT_HALF))
+    tails = _ndtr_element(a) + _ndtr_element(-b)
+    log_z = math.log1p(-tails) if tails < 0.5 else math.log(z)
+    p_a = 0.0 if math.isinf(a) else math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = 0.0 if math.isinf(b) else math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    half_gap = 0.0 if (math.isinf(a) and math.isinf(b)) else 0.5 * w * (a + b)
+    if abs(a) <= abs(b):
+        mean_t = -p_a * math.expm1(-half_gap)
+    else:
+        mean_t = p_b * math.expm1(half_gap)
+    return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, 0.0)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _log_prob_forward(value, loc, scale, low, high, out, table, nodes, weights, g_series, v_series):
+    for i in numba.prange(out.shape[0]):
+        s = np.float64(scale[i])
+        (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var) = _state(
+            np.float64(loc[i]), s, np.float64(low[i]), np.float64(high[i]), table, nodes, weights, g_series,
+            v_series, False)
+        x = -np.float64(value[i]) if flip else np.float64(value[i])
+        if x < c_low or x > c_high:
+            out[i] = -np.inf
+        elif frame:
+            d = (x - c_low) / s
+            out[i] = -math.log(s) - log_norm - 0.5 * d * (d + 2.0 * a)
+        else:
+            xi = (x - c_loc) / s
+            out[i] = -math.log(s) - _LOG_SQRT_2PI - 0.5 * xi * xi - log_norm
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _log_prob_backward(grad, value, loc, scale, low, high, g_value, g_loc, g_scale, g_low, g_high, table, nodes,
+                       weights, g_series, v_series):
+    """grad times d log_prob / d (value, loc, scale, low, high), 0 outside the support; an output of length 0 is
+    not wanted and not written."""
+    want_value, want_loc, want_scale = g_value.shape[0] > 0, g_loc.shape[0] > 0, g_scale.shape[0] > 0
+    want_low, want_high = g_low.shape[0] > 0, g_high.shape[0] > 0
+    for i in numba.prange(grad.shape[0]):
+        s = np.float64(scale[i])
+        (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var) = _state(
+            np.float64(loc[i]), s, np.float64(low[i]), np.float64(high[i]), table, nodes, weights, g_series,
+            v_series, True)
+        x = -np.float64(value[i]) if flip else np.float64(value[i])
+        gr = np.float64(grad[i]) / s
+        if x < c_low or x > c_high:
+            gr = 0.0
+        xi = (x - c_loc) / s
+        if frame:
+            d = (x - c_low) / s
+            dl = d - first
+            ds = dl * (2.0 * a + d + first) - var
+        else:
+            dl = xi - first
+            a_pa = 0.0 if p_a == 0.0 else a * p_a
+            b_pb = 0.0 if p_b == 0.0 else b * p_b
+            ds = -1.0 + xi * xi - a_pa + b_pb
+        # back through the mirror: log_prob is even under it
+        sign = -1.0 if flip else 1.0
+        if want_value:
+            g_value[i] = gr * (-xi) * sign
+        if want_loc:
+            g_loc[i] = gr * dl * sign
+        if want_scale:
+            g_scale[i] = gr * ds
+        if want_low:
+            g_low[i] = gr * (p_b if flip else p_a)
+        if want_high:
+            g_high[i] = -gr * (p_a if flip else p_b)
+
+
+def available(*tensors: torch.Tensor) -> bool:
+    """Whether the kernels serve these tensors: on the CPU, float32 or float64, outside torch.compile's tracing."""
+    first = tensors[0]
+    return (first.device.type == "cpu" and first.dtype in (torch.float32, torch.float64)
+            and not torch.compiler.is_compiling())
+
+
+def _flat(t: torch.Tensor) -> np.ndarray:
+    return t.detach().contiguous().reshape(-1).numpy()
+
+
+def _threads() -> None:
+    wanted = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    if numba.get_num_threads() != wanted:
+        numba.set_num_threads(wanted)
+
+
+_CONSTANTS = (_ERFCX, _NODES, _WEIGHTS, _G_SERIES, _V_SERIES)
+
+
+class KernelLogProb(torch.autograd.Function):
+    """log_prob(value) of TN(loc, scale, low, high), all five of one shape, forward and backward by the kernels."""
+
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high):
+        _threads()
+        arrays = [_flat(t) for t in (value, loc, scale, low, high)]
+        out = np.empty_like(arrays[0])
+        _log_prob_forward(*arrays, out, *_CONSTANTS)
+        ctx.save_for_backward(value, loc, scale, low, high)
+        return torch.from_numpy(out).reshape(value.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
+                "(second derivatives, Hessians, gradient penalties) is not supported")
+        _threads()
+        tensors = ctx.saved_tensors
+        arrays = [_flat(t) for t in tensors]
+        n = arrays[0].shape[0]
+        outs = [np.empty(n if need else 0, dtype=arrays[0].dtype) for need in ctx.needs_input_grad]
+        _log_prob_backward(_flat(grad), *arrays, *outs, *_CONSTANTS)
+        return tuple(torch.from_numpy(o).reshape(grad.shape) if need else None
+                     for o, need in zip(outs, ctx.needs_input_grad))
