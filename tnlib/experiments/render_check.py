@@ -18,7 +18,7 @@ from pathlib import Path
 from tnlib.experiments.reports import RENDERED_AT, render_results
 from tnlib.files import REPO_ROOT
 
-__all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences"]
+__all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences", "runs_changed_since_commit"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,27 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
     "paper-scale-wl": CommittedRender("reports/paper-scale-wl/records", selection_seconds=30),
     "paper-scale-wl-bounded": CommittedRender("reports/paper-scale-wl-bounded/records",
                                               against="reports/paper-scale-wl/records", selection_seconds=30),
+    # the campaign in progress: rendered from each snapshot of its runs (make paper-scale-snapshot)
+    "paper-scale-nlm5": CommittedRender("reports/paper-scale-nlm5/runs", against="reports/converged/nlm5/runs",
+                                        paper_tables=True),
 }
 # what is compared: the tables and per-seed values (the HTML figures carry the same numbers, and paths relative to
 # where they were written)
 COMPARED_SUFFIXES = (".md", ".csv")
+
+
+def runs_changed_since_commit(report: str) -> bool:
+    """Whether ``report``'s run folders differ from git's copy -- a campaign training them now: the committed report
+    is then checked against the committed runs on a clean checkout, not against runs a lane is writing. False
+    outside a git checkout."""
+    import subprocess
+
+    try:
+        changed = subprocess.run(["git", "status", "--porcelain", "--", COMMITTED_RENDERS[report].results],
+                                 capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return bool(changed.strip())
 
 
 def _lines(path: Path) -> list[str]:
