@@ -831,3 +831,23 @@ def test_header_names_the_hardware_that_trained_the_runs_and_flags_a_run_resumed
             f"not recorded, then CPU A, AVX512: 1 run ({runs[3].name}) | one NVIDIA Tesla V100 |") in header
     caveats = header.split("**Read the tables with this in mind:**")[1]
     assert "Trained on more than one kind of hardware (above)" in caveats
+
+
+def test_header_names_the_code_that_trained_the_runs_where_their_starts_record_it(results):
+    runs = sorted(path for path in results.iterdir() if (path / "config.json").is_file())
+    assert len(runs) == 4
+
+    def record(run, *starts):
+        (run / "machines.jsonl").write_text("".join(
+            json.dumps({"step": step, "machine": "CPU A, AVX2", **({"code": code} if code else {})}) + "\n"
+            for step, code in starts))
+
+    for run in runs:
+        record(run, (0, None))
+    assert "| code that trained" not in scope_header(results)  # no start records it: the header it always had
+    record(runs[0], (0, "abc1234"))
+    record(runs[1], (0, "abc1234"), (300, "def5678"))
+    record(runs[2], (0, None), (100, "abc1234"))  # its first stretch trained before starts recorded the code
+    assert (f"| code that trained (tnlib commit) | abc1234: 1 run; abc1234, then def5678: 1 run ({runs[1].name}); "
+            f"not recorded, then abc1234: 1 run ({runs[2].name}); not recorded: 1 run | "
+            "the authors' (IBM/pddlsl) |") in scope_header(results)

@@ -90,6 +90,21 @@ class RunFacts:
     instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
     # (step, kind of hardware) of each start of training (machines.jsonl); None: the folder does not record it
     starts: list[tuple[int, str]] | None = None
+    # (step, commit of the code that trained, None where the start did not record it) of each start of training
+    code_starts: list[tuple[int, str | None]] | None = None
+
+    @property
+    def trained_by(self) -> str:
+        """The commits of the code that trained it, in order (``38b9e834``; ``not recorded, then 38b9e834`` for a
+        run whose first starts were made before run folders recorded the code)."""
+        if not self.code_starts:
+            return NOT_RECORDED
+        commits = [] if self.code_starts[0][0] == 0 else [NOT_RECORDED]
+        for _, commit in self.code_starts:
+            commit = commit or NOT_RECORDED
+            if not commits or commits[-1] != commit:
+                commits.append(commit)
+        return ", then ".join(commits)
 
     @property
     def trained_on(self) -> str:
@@ -206,7 +221,16 @@ def _run_facts(run: RunDir) -> RunFacts:
         instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
         improving=still_improving(val_mse),
         instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None,
-        starts=_training_starts(run))
+        starts=_training_starts(run), code_starts=_code_starts(run))
+
+
+def _code_starts(run: RunDir) -> list[tuple[int, str | None]] | None:
+    """A run's starts of training by step with the commit each recorded (None where it did not), or None."""
+    if not run.machines_file.is_file():
+        return None
+    by_step = {record["step"]: record.get("code") if isinstance(record.get("code"), str) else None
+               for record in run.training_starts()}
+    return sorted(by_step.items())
 
 
 def _training_starts(run: RunDir) -> list[tuple[int, str]] | None:
@@ -366,11 +390,12 @@ def _sigma_text(sigma: float) -> str:
     return f"{sigma:g}"
 
 
-def _hardware_groups(runs: Sequence[RunFacts]) -> dict[str, list[str]]:
-    """The runs' names by the hardware that trained them (:attr:`RunFacts.trained_on`)."""
+def _hardware_groups(runs: Sequence[RunFacts], by: str = "trained_on") -> dict[str, list[str]]:
+    """The runs' names by the hardware that trained them (:attr:`RunFacts.trained_on`), or by the code
+    (``by="trained_by"``)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for r in runs:
-        groups[r.trained_on].append(r.name)
+        groups[getattr(r, by)].append(r.name)
     return dict(groups)
 
 
@@ -453,6 +478,9 @@ def render_scope(scope: Scope) -> str:
     hardware = _hardware_groups(scope.runs)
     if set(hardware) != {NOT_RECORDED}:  # folders from before runs recorded it keep the header they had
         lines.append(f"| trained on | {_hardware_text(hardware)} | {PAPER_HARDWARE} |")
+    codes = _hardware_groups(scope.runs, by="trained_by")
+    if set(codes) != {NOT_RECORDED}:  # only runs whose starts record the commit that trained them say it
+        lines.append(f"| code that trained (tnlib commit) | {_hardware_text(codes)} | the authors' (IBM/pddlsl) |")
     lines.append("")
 
     # per domain: training instances, test set, plan set
