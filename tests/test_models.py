@@ -11,7 +11,7 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning import nlm, strips_hgn
+from tnlib.learning import nlm, nlm_kernels, strips_hgn
 from nlm_reference import _usable, nlm_reference_forward
 from tnlib.learning.models import LinearRegression, build_model
 from tnlib.learning.nlm import NLM, nlm_output_arities
@@ -205,7 +205,7 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_s
 def test_nlm_equals_the_reference_when_chunked_and_split_among_threads(monkeypatch):
     # tiny chunks and work thresholds: every chunked loop runs several chunks, every kernel call is split
     monkeypatch.setattr(nlm, "_CHUNK_BYTES", 512)
-    monkeypatch.setattr(nlm, "_SPLIT_WORK", 1)
+    monkeypatch.setattr(nlm_kernels, "SPLIT_WORK", 1)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -234,7 +234,7 @@ def test_nlm_inference_forward_equals_the_reference_in_float64(monkeypatch, layo
     # projected and reduced without being stored and an expand-only arity 3 comes with its reduction; 11 objects
     # leave partial cubes in the kernels' tiles, padded objects are masked, and two threads split each state
     monkeypatch.setattr(NLM, "INFERENCE_CHUNK_BYTES", 1)
-    monkeypatch.setattr(nlm, "_SPLIT_WORK", 1)
+    monkeypatch.setattr(nlm_kernels, "SPLIT_WORK", 1)
     model = randomized(NLM(channels, layout=layout, exclude_self=exclude_self).double(), seed=len(channels))
     inputs = random_nlm_inputs(channels, counts=[11, 7, 9], seed=3)
     slow = nlm_reference_forward(model, inputs)
@@ -567,7 +567,7 @@ def test_nlm_initialisation_keeps_states_apart(folder):
 def test_kernels_split_among_threads_call_a_single_threaded_blas():
     from threadpoolctl import threadpool_info
 
-    with nlm._single_threaded_blas():
+    with nlm_kernels.single_threaded_blas():
         scipy_blas = [i for i in threadpool_info() if i["user_api"] == "blas" and "scipy.libs" in i["filepath"]]
         assert scipy_blas and all(i["num_threads"] == 1 for i in scipy_blas)
 

@@ -30,22 +30,32 @@ These optimisations keep the function exactly the same (outputs and gradients te
 * the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
   (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
   masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).
+
+The numba kernels themselves live in :mod:`tnlib.learning.nlm_kernels`.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from numba import njit
 from torch import nn
 
 from tnlib.learning.encodings import NLMInputs
-
+from tnlib.learning import nlm_kernels
+from tnlib.learning.nlm_kernels import (
+    TILE,
+    broadcast_sum_kernel,
+    extrema_backward_kernel,
+    extrema_kernel,
+    projected_extrema_kernel,
+    run_each,
+    run_split,
+    sparse_permuted_backward_kernel,
+)
 
 
 def nlm_output_arities(depth: int, breadth: int, prune: bool = True) -> list[list[int]]:
@@ -136,319 +146,6 @@ def _batch_chunks(batch: int, bytes_per_state: int) -> list[tuple[int, int]]:
 # reduced objects, C channels.
 
 
-@njit(nogil=True, cache=True)
-def _kept_objects(m, r, n, kept):  # pragma: no cover - compiled
-    """Fill ``kept`` with the objects of kept position ``m``."""
-    rest = m
-    for a in range(r - 1, -1, -1):
-        kept[a] = rest % n
-        rest //= n
-
-
-@njit(nogil=True, cache=True)
-def _is_excluded(real, b, k, kept, r, exclude):  # pragma: no cover - compiled
-    if not real[b, k]:
-        return True
-    if exclude:
-        for a in range(r):
-            if kept[a] == k:
-                return True
-    return False
-
-
-@njit(nogil=True, cache=True)
-def _extrema_kernel(x, real, r, exclude, out, start, stop):  # pragma: no cover - compiled
-    _, positions, n, channels = x.shape
-    kept = np.empty(max(r, 1), np.int64)
-    most = np.empty(channels, x.dtype)
-    least = np.empty(channels, x.dtype)
-    for b in range(start, stop):
-        for m in range(positions):
-            _kept_objects(m, r, n, kept)
-            most[:] = -np.inf
-            least[:] = np.inf
-            for k in range(n):
-                if _is_excluded(real, b, k, kept, r, exclude):
-                    for c in range(channels):
-                        most[c] = max(most[c], 0.0)
-                        least[c] = min(least[c], 1.0)
-                else:
-                    for c in range(channels):
-                        most[c] = max(most[c], x[b, m, k, c])
-                        least[c] = min(least[c], x[b, m, k, c])
-            for c in range(channels):
-                out[b, m, c] = most[c]
-                out[b, m, channels + c] = least[c]
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop):  # pragma: no cover - compiled
-    # Per kept position: which objects are excluded (once), the ties of its max and min (counted branch-free, in
-    # x's dtype: exact, n is far below 2^24), then each entry's share. Each pass over the objects does one thing and
-    # indexes the arrays directly: 2.5x faster than interleaving the exclusion test with the tie counts and
-    # addressing rows through 1-d views (measured at 30 objects, arity 2, 64 states; the same numbers). A tie
-    # count is never 0 (the extremum is one of the entries), so numpy's error model (no division check) changes
-    # nothing but the speed.
-    _, positions, n, channels = x.shape
-    kept = np.empty(max(r, 1), np.int64)
-    excluded = np.empty(n, np.bool_)
-    most = np.empty(channels, x.dtype)
-    least = np.empty(channels, x.dtype)
-    ties_max = np.empty(channels, x.dtype)
-    ties_min = np.empty(channels, x.dtype)
-    share_max = np.empty(channels, x.dtype)
-    share_min = np.empty(channels, x.dtype)
-    for b in range(start, stop):
-        for m in range(positions):
-            _kept_objects(m, r, n, kept)
-            for c in range(channels):
-                most[c] = out[b, m, c]
-                least[c] = out[b, m, channels + c]
-                ties_max[c] = 0.0
-                ties_min[c] = 0.0
-            for k in range(n):
-                excluded[k] = _is_excluded(real, b, k, kept, r, exclude)
-            for k in range(n):
-                if excluded[k]:  # counts as 0 for the max, 1 for the min
-                    for c in range(channels):
-                        ties_max[c] += most[c] == 0.0
-                        ties_min[c] += least[c] == 1.0
-                else:
-                    for c in range(channels):
-                        v = x[b, m, k, c]
-                        ties_max[c] += v == most[c]
-                        ties_min[c] += v == least[c]
-            for c in range(channels):
-                share_max[c] = grad[b, m, c] / ties_max[c]
-                share_min[c] = grad[b, m, channels + c] / ties_min[c]
-            for k in range(n):
-                if excluded[k]:
-                    for c in range(channels):
-                        grad_x[b, m, k, c] = 0.0
-                else:
-                    for c in range(channels):
-                        v = x[b, m, k, c]
-                        grad_x[b, m, k, c] = (share_max[c] if v == most[c] else 0.0) + \
-                            (share_min[c] if v == least[c] else 0.0)
-
-
-# Inference only: an arity-3 output that the next layer reads only through exists / forall is never stored. The
-# kernel walks the output in cubes of ``_TILE`` objects a side: it gathers, for each position of a cube, the six
-# permuted rows of the local input side by side ([tile^3, 6 C_in]), projects them with one matrix product, adds the
-# bias and the three broadcast expand terms and keeps the max and min over the reduced object k per kept pair
-# (i, j) in ``out``. The cube of tile coordinates (A, B, C) reads the six source cubes at the orderings of
-# {A, B, C}, and so do the (up to six) cubes at the other orderings: the kernel visits the cubes a multiset at a
-# time, so the six source cubes are read from memory once and from cache five times (the input of a 64-object
-# state, 8 MB, does not stay in L2; reading each source cube six times from L3 cost half the kernel's time). The
-# sigmoid is monotone, so sigmoid(max) is the max of the sigmoids: the caller applies it to the N^2 results
-# instead of to N^3 values, and an empty range (-inf, +inf) becomes exists 0, forall 1, as excluded entries give in
-# ``_extrema_kernel``. x is [B, N^3, C_in] (row-major positions) and ``words`` the same memory as 8-byte words
-# where a row fills whole words (rows are moved as bits, four words at a time: the gather's cost is the number of
-# moves); ``w`` is [6 C_in, out] (permutation-major); ``strides[p, t]`` the stride, in positions, of the axis of x
-# that output axis t reads under permutation p; s0, s1, s2 the expand terms constant along output axis 0, 1, 2
-# ([B, N, N, out]). The kernel covers the multisets whose two smallest tiles form the ``first_pair``-th,
-# ``first_pair + pair_step``-th, ... pair (t0 <= t1, in order): threads that share one state each take every
-# ``pair_step``-th pair and keep their own ``out``, merged by the caller. Without NaNs or infinities in the sums, reassociating them (fastmath, infinities kept)
-# moves only rounding; the max and min are exact whatever the order the cubes come in. A cube of 8 keeps the six
-# source cubes and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects). With 8 output
-# channels (every inner layer of the paper's NLM) the reduction's channel loop has a constant length, which lets
-# the compiler keep a row in one vector register (20% of the kernel at 64 objects).
-_TILE = 8
-
-
-@njit(nogil=True, cache=True)
-def _multiset_cubes(t0, t1, t2, cubes):  # pragma: no cover - compiled
-    """Fill ``cubes`` with the distinct orderings of the tile coordinates (t0, t1, t2); returns how many."""
-    count = 0
-    for q in range(6):
-        a, b, c = (t0, t1, t2) if q == 0 else (t0, t2, t1) if q == 1 else (t1, t0, t2) if q == 2 else \
-            (t1, t2, t0) if q == 3 else (t2, t0, t1) if q == 4 else (t2, t1, t0)
-        seen = False
-        for e in range(count):
-            seen = seen or (cubes[e, 0] == a and cubes[e, 1] == b and cubes[e, 2] == c)
-        if not seen:
-            cubes[count, 0], cubes[count, 1], cubes[count, 2] = a, b, c
-            count += 1
-    return count
-
-
-@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
-def _projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, first_pair, pair_step,
-                              start, stop):  # pragma: no cover - compiled
-    n = real.shape[1]
-    inputs = x.shape[2]
-    row_words = words.shape[2]
-    perms = strides.shape[0]
-    width = w.shape[1]
-    tile = min(_TILE, n)
-    gathered_words = np.zeros((tile * tile * tile, perms * row_words), words.dtype)
-    gathered = gathered_words.view(x.dtype)
-    pre = np.zeros((tile * tile * tile, width), x.dtype)
-    base = np.empty(width, x.dtype)
-    kept = np.empty(2, np.int64)
-    cubes = np.empty((6, 3), np.int64)
-    tiles = (n + tile - 1) // tile
-    for b in range(start, stop):
-        every_object = not exclude
-        for k in range(n):
-            every_object = every_object and real[b, k]
-        out[b, :, :, :width] = -np.inf
-        out[b, :, :, width:] = np.inf
-        pair = 0
-        for t0 in range(tiles):
-            for t1 in range(t0, tiles):
-                pair += 1
-                if (pair - 1) % pair_step != first_pair:
-                    continue
-                for t2 in range(t1, tiles):
-                    for e in range(_multiset_cubes(t0, t1, t2, cubes)):
-                        i0, j0, k0 = cubes[e, 0] * tile, cubes[e, 1] * tile, cubes[e, 2] * tile
-                        ti, tj, tk = min(tile, n - i0), min(tile, n - j0), min(tile, n - k0)
-                        if inputs:
-                            for ii in range(ti):
-                                for jj in range(tj):
-                                    first = (ii * tj + jj) * tk
-                                    for p in range(perms):
-                                        step = strides[p, 2]
-                                        source = (i0 + ii) * strides[p, 0] + (j0 + jj) * strides[p, 1] + k0 * step
-                                        at = p * row_words
-                                        if row_words == 4:  # unrolled: one vector move
-                                            for kk in range(tk):
-                                                gathered_words[first + kk, at] = words[b, source, 0]
-                                                gathered_words[first + kk, at + 1] = words[b, source, 1]
-                                                gathered_words[first + kk, at + 2] = words[b, source, 2]
-                                                gathered_words[first + kk, at + 3] = words[b, source, 3]
-                                                source += step
-                                        else:
-                                            for kk in range(tk):
-                                                for q in range(row_words):
-                                                    gathered_words[first + kk, at + q] = words[b, source, q]
-                                                source += step
-                            rows = ti * tj * tk
-                            np.dot(gathered[:rows], w, pre[:rows])
-                        for ii in range(ti):
-                            i = i0 + ii
-                            kept[0] = i
-                            for jj in range(tj):
-                                j = j0 + jj
-                                kept[1] = j
-                                for c in range(width):
-                                    base[c] = bias[c] + s2[b, i, j, c]
-                                first = (ii * tj + jj) * tk
-                                high = out[b, i, j, :width]
-                                low = out[b, i, j, width:]
-                                if width == 8 and every_object:
-                                    for kk in range(tk):
-                                        k = k0 + kk
-                                        for c in range(8):
-                                            v = pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
-                                            high[c] = max(high[c], v)
-                                            low[c] = min(low[c], v)
-                                    continue
-                                for kk in range(tk):
-                                    k = k0 + kk
-                                    if not every_object and _is_excluded(real, b, k, kept, 2, exclude):
-                                        continue
-                                    for c in range(width):
-                                        v = pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
-                                        high[c] = max(high[c], v)
-                                        low[c] = min(low[c], v)
-
-
-@njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
-def _broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, stop):  # pragma: no cover - compiled
-    """Inference only: an arity-3 output made of broadcast expand terms alone (no arity-3 input to project), in one
-    pass -- ``pre[b, (i, j, k)] = bias + s2[i, j] + s0[j, k] + s1[i, k]`` and, over k, its max and min per (i, j)
-    (excluded entries skipped, as in ``_projected_extrema_kernel``) -- for the caller's sigmoid on both."""
-    n = real.shape[1]
-    width = bias.shape[0]
-    base = np.empty(width, pre.dtype)
-    kept = np.empty(2, np.int64)
-    for unit in range(start, stop):  # (state, object i): threads split a state's work too
-        b, i = unit // n, unit % n
-        every_object = not exclude
-        for k in range(n):
-            every_object = every_object and real[b, k]
-        kept[0] = i
-        for j in range(n):
-            kept[1] = j
-            for c in range(width):
-                base[c] = bias[c] + s2[b, i, j, c]
-            high = extrema[b, i, j, :width]
-            low = extrema[b, i, j, width:]
-            high[:] = -np.inf
-            low[:] = np.inf
-            if width == 8 and every_object:  # a constant channel loop: one vector register a row (as above)
-                first = (i * n + j) * n
-                for k in range(n):
-                    for c in range(8):
-                        v = base[c] + s0[b, j, k, c] + s1[b, i, k, c]
-                        pre[b, first + k, c] = v
-                        high[c] = max(high[c], v)
-                        low[c] = min(low[c], v)
-                continue
-            for k in range(n):
-                target = pre[b, (i * n + j) * n + k]
-                row0 = s0[b, j, k]
-                row1 = s1[b, i, k]
-                for c in range(width):
-                    target[c] = base[c] + row0[c] + row1[c]
-                if every_object or not _is_excluded(real, b, k, kept, 2, exclude):
-                    for c in range(width):
-                        high[c] = max(high[c], target[c])
-                        low[c] = min(low[c], target[c])
-
-
-_KERNEL_POOL: ThreadPoolExecutor | None = None
-_SPLIT_WORK = 1 << 18  # elements below which a kernel runs on one thread (starting threads costs more)
-
-
-_BLAS_CONTROLLER = None
-
-
-def _single_threaded_blas():
-    """A context in which the BLAS that numba's ``np.dot`` calls (scipy's OpenBLAS) uses one thread: kernels split
-    among threads each call it, and its own threads on top of theirs oversubscribe the cores (measured at gripper 60
-    on 2 threads: 80 evaluations per second with them, 104 without)."""
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        import scipy.linalg.cython_blas  # noqa: F401 - loads that BLAS, so the controller finds it
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
-
-
-def _run_split(kernel, batch: int, work: int, *args) -> None:
-    """``kernel(*args, start, stop)`` over the batch, split among torch's intra-op threads when there is enough
-    work (the kernels release the GIL)."""
-    global _KERNEL_POOL
-    threads = min(torch.get_num_threads(), batch)
-    if threads <= 1 or work < _SPLIT_WORK:
-        kernel(*args, 0, batch)
-        return
-    if _KERNEL_POOL is None or _KERNEL_POOL._max_workers < threads:
-        _KERNEL_POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tnlib-nlm")
-    bounds = [batch * t // threads for t in range(threads + 1)]
-    with _single_threaded_blas():
-        for future in [_KERNEL_POOL.submit(kernel, *args, bounds[t], bounds[t + 1]) for t in range(threads)]:
-            future.result()
-
-
-def _run_each(kernel, calls: list[tuple]) -> None:
-    """``kernel(*args)`` for each ``args`` of ``calls``, side by side on the kernels' threads."""
-    global _KERNEL_POOL
-    if len(calls) <= 1:
-        for args in calls:
-            kernel(*args)
-        return
-    if _KERNEL_POOL is None or _KERNEL_POOL._max_workers < len(calls):
-        _KERNEL_POOL = ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="tnlib-nlm")
-    with _single_threaded_blas():
-        for future in [_KERNEL_POOL.submit(kernel, *args) for args in calls]:
-            future.result()
-
-
 def _use_kernels(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
 
@@ -467,7 +164,7 @@ def _masked_extrema(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: bo
     channels = x.shape[-1]
     out = x.new_empty(x.shape[:axis] + (2 * channels,))
     if _use_kernels(x):
-        _run_split(_extrema_kernel, x.shape[0], x.numel(), _kernel_view(x), object_mask.numpy(), axis - 1,
+        run_split(extrema_kernel, x.shape[0], x.numel(), _kernel_view(x), object_mask.numpy(), axis - 1,
                    bool(exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy())
         return out
     excluded = ~_reduction_mask(object_mask, axis, exclude_self) if excluded is None else excluded
@@ -495,7 +192,7 @@ class _MaskedExtrema(torch.autograd.Function):
         channels = x.shape[-1]
         if _use_kernels(x):
             grad_x = x.new_empty(x.shape)
-            _run_split(_extrema_backward_kernel, x.shape[0], 2 * x.numel(), _kernel_view(x), object_mask.numpy(),
+            run_split(extrema_backward_kernel, x.shape[0], 2 * x.numel(), _kernel_view(x), object_mask.numpy(),
                        axis - 1, bool(ctx.exclude_self), out.view(x.shape[0], -1, 2 * channels).numpy(),
                        grad.contiguous().view(x.shape[0], -1, 2 * channels).numpy(), _kernel_view(grad_x))
             return grad_x, None, None, None
@@ -540,7 +237,7 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
                        small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
                        exclude_self: bool) -> torch.Tensor:
     """``_exists_forall(_permuted_sum_sigmoid(n, x, w, bias, small), ...)`` for output arity 3, without the
-    ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``_projected_extrema_kernel``). CPU, no
+    ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``projected_extrema_kernel``). CPU, no
     gradient."""
     batch, n = object_mask.shape
     width = bias.shape[0]
@@ -556,13 +253,13 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
     words = rows.view(np.float64) if rows.shape[2] * rows.itemsize % 8 == 0 else rows
     args = (rows, words, weights.numpy(), strides, bias.detach().contiguous().numpy(), *terms, object_mask.numpy(),
             bool(exclude_self))
-    threads = min(torch.get_num_threads(), -(-n // min(_TILE, n)))
+    threads = min(torch.get_num_threads(), -(-n // min(TILE, n)))
     out = bias.new_empty((batch, n, n, 2 * width))
-    if batch >= threads or batch * n ** 3 * width < _SPLIT_WORK:
-        _run_split(_projected_extrema_kernel, batch, batch * n ** 3 * width, *args, out.numpy(), 0, 1)
+    if batch >= threads or batch * n ** 3 * width < nlm_kernels.SPLIT_WORK:
+        run_split(projected_extrema_kernel, batch, batch * n ** 3 * width, *args, out.numpy(), 0, 1)
     else:  # fewer states than threads: each thread takes every threads-th pair of tiles, into its own out
         parts = np.empty((threads,) + tuple(out.shape), dtype=rows.dtype)
-        _run_each(_projected_extrema_kernel, [(*args, parts[t], t, threads, 0, batch) for t in range(threads)])
+        run_each(projected_extrema_kernel, [(*args, parts[t], t, threads, 0, batch) for t in range(threads)])
         np.maximum.reduce(parts[..., :width], out=out[..., :width].numpy())
         np.minimum.reduce(parts[..., width:], out=out[..., width:].numpy())
     return out.sigmoid_()
@@ -571,13 +268,13 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
 def _broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
                            exclude_self: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``_permuted_sum_sigmoid(n, None, None, bias, small)`` for output arity 3 and its ``_exists_forall`` from one
-    pass (see ``_broadcast_sum_kernel``): ``([B, N, N, N, out], [B, N, N, 2 out])``. CPU, no gradient."""
+    pass (see ``broadcast_sum_kernel``): ``([B, N, N, N, out], [B, N, N, 2 out])``. CPU, no gradient."""
     batch, n = object_mask.shape
     width = bias.shape[0]
     terms = _expand_term_arrays(small, bias, batch, n)
     y = bias.new_empty((batch,) + (n,) * 3 + (width,))
     extrema = bias.new_empty((batch, n, n, 2 * width))
-    _run_split(_broadcast_sum_kernel, batch * n, batch * n ** 3 * width, bias.detach().contiguous().numpy(), *terms,
+    run_split(broadcast_sum_kernel, batch * n, batch * n ** 3 * width, bias.detach().contiguous().numpy(), *terms,
                object_mask.numpy(), bool(exclude_self), y.view(batch, n ** 3, width).numpy(), extrema.numpy())
     return y.sigmoid_(), extrema.sigmoid_()
 
@@ -627,52 +324,6 @@ def _permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None
 # (filled where ``has_small``), and grad_w / grad_bias this thread's own partial sums.
 
 
-@njit(nogil=True, cache=True)
-def _sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, grad_x, grad_w, grad_bias, small,
-                                     start, stop):  # pragma: no cover - compiled
-    # A position at a time: its channels' shares computed side by side, the position skipped when all are 0.
-    _, positions, width = grad.shape
-    inputs = x.shape[2]
-    perms, r = strides.shape
-    digits = np.empty(r, np.int64)
-    pre = np.empty(width, y.dtype)
-    wide = np.empty(width, np.float64)
-    for b in range(start, stop):
-        for m in range(positions):
-            nonzero = False
-            for c in range(width):
-                g = grad[b, m, c]
-                v = y[b, m, c]
-                pre[c] = g * (one - v) * v  # as torch's sigmoid_backward (``one`` in the arrays' dtype)
-                nonzero = nonzero or pre[c] != 0.0
-            if not nonzero:
-                continue
-            _kept_objects(m, r, n, digits)
-            for c in range(width):
-                wide[c] = pre[c]
-                grad_bias[c] += wide[c]
-            for d in range(r):
-                if has_small[d]:
-                    rest = 0
-                    for t in range(r):
-                        if t != d:
-                            rest = rest * n + digits[t]
-                    for c in range(width):
-                        small[d, b, rest, c] += pre[c]
-            for p in range(perms):
-                source = 0
-                for t in range(r):
-                    source += digits[t] * strides[p, t]
-                for c in range(width):
-                    share = pre[c]
-                    if share == 0.0:
-                        continue
-                    row = p * width + c
-                    for k in range(inputs):
-                        grad_x[b, source, k] += share * w[row, k]
-                        grad_w[row, k] += wide[c] * x[b, source, k]
-
-
 # The share of nonzero entries below which the sparse backward beats the dense one: it spends 2 r! C_in scalar
 # multiply-adds on each nonzero entry where the dense route spends matrix products and r! permuted copies on all.
 _SPARSE_SHARE = 1 / 8
@@ -685,7 +336,7 @@ def _is_sparse(grad: torch.Tensor) -> bool:
 def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: torch.Tensor, w: torch.Tensor,
                               needs_small: list[bool]):
     """The gradients ``_PermutedSumSigmoid`` returns for x, w, the bias and the expand terms, from the nonzero
-    entries of ``grad`` alone (see ``_sparse_permuted_backward_kernel``). CPU."""
+    entries of ``grad`` alone (see ``sparse_permuted_backward_kernel``). CPU."""
     r = len(needs_small)
     batch = y.shape[0]
     perms = _permutations(r)
@@ -696,7 +347,7 @@ def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: to
     grad_x = x.new_zeros(x.shape)
     small = y.new_zeros((r, batch, n ** (r - 1), width))
     threads = min(torch.get_num_threads(), batch)
-    if grad.numel() < _SPLIT_WORK:
+    if grad.numel() < nlm_kernels.SPLIT_WORK:
         threads = 1
     bounds = [batch * t // threads for t in range(threads + 1)]
     # the weight's and the bias's gradients sum a term per nonzero entry (hundreds of thousands): in float64, so that
@@ -706,7 +357,7 @@ def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: to
     one = flat(y).dtype.type(1)
     args = (flat(grad), flat(y), flat(x), w.detach().contiguous().numpy(), strides, n, one, np.array(needs_small),
             flat(grad_x))
-    _run_each(_sparse_permuted_backward_kernel,
+    run_each(sparse_permuted_backward_kernel,
               [(*args, partial_w[t], partial_bias[t], small.numpy(), bounds[t], bounds[t + 1])
                for t in range(threads)])
     grad_small = [small[d].view(y.shape[:1 + d] + y.shape[2 + d:]) if need else None
