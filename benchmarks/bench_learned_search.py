@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from baseline_models import baseline_forward, current_forward  # noqa: E402
 
-from tnlib.learning.encodings import make_encoder  # noqa: E402
+from tnlib.learning.models import make_encoder  # noqa: E402
 from tnlib.planning.generators import generate  # noqa: E402
 from tnlib.learning.models import build_model, model_arguments  # noqa: E402
 from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402

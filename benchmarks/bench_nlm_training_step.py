@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_nlm_paper_sizes import best_seconds, matmul_rate, nlm_floor  # noqa: E402
-from tnlib.learning.encodings import make_encoder  # noqa: E402
+from tnlib.learning.models import make_encoder  # noqa: E402
 from tnlib.learning.heads import DistributionHead, HeadConfig  # noqa: E402
 from tnlib.learning.models import build_model, model_arguments  # noqa: E402
 from tnlib.learning.training import TrainConfig, encode_all, load_items  # noqa: E402

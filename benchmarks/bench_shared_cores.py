@@ -28,7 +28,7 @@ TRAIN = """{preamble}
 import time, torch
 {set_threads}
 from tnlib.learning.training import TrainConfig, load_items, encode_all
-from tnlib.learning.encodings import make_encoder
+from tnlib.learning.models import make_encoder
 from tnlib.learning.models import build_model
 from tnlib.learning.heads import DistributionHead
 import tnlib.learning.training as training

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tnlib.learning.training as training  # noqa: E402
 from baseline_models import baseline_forward  # noqa: E402
-from tnlib.learning.encodings import HGNEncoder, make_encoder, problem_objects  # noqa: E402
+from tnlib.learning.encodings import HGNEncoder, problem_objects
+from tnlib.learning.models import make_encoder  # noqa: E402
 from tnlib.learning.models import build_model  # noqa: E402
 from tnlib.learning.strips_hgn import HGN_LAYOUTS  # noqa: E402
 from tnlib.learning.training import TrainConfig, load_items, train  # noqa: E402

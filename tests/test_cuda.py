@@ -15,7 +15,7 @@ import torch
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib import TruncatedNormal
 from tnlib.device import machine_kind
-from tnlib.learning.encodings import make_encoder
+from tnlib.learning.models import make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.models import build_model

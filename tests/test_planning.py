@@ -14,7 +14,7 @@ import torch
 
 from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
-from tnlib.learning.encodings import make_encoder
+from tnlib.learning.models import make_encoder
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.tables import collect_planning, render_table2, summarize
 from tnlib.learning.learned_heuristic import LearnedHeuristic

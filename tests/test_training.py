@@ -424,7 +424,7 @@ def test_model_selection_validates_on_the_val_rows_that_are_no_train_pair(tmp_pa
     the whole split's."""
     from pathlib import Path
 
-    from tnlib.learning.encodings import make_encoder
+    from tnlib.learning.models import make_encoder
     from tnlib.learning.training import encode_all, load_items, predict
 
     root = Path(__file__).resolve().parents[1] / "data" / "paper"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.learning.encodings import make_encoder
+from tnlib.learning.models import make_encoder
 from tnlib.learning.training import TrainConfig, checkpoint_encoder, load_checkpoint, train
 from tnlib.learning.wl_features import WL_GRAPH, WL_ITERATIONS, WLEncoder
 from tnlib.planning.pddl import resolve_domain

@@ -95,7 +95,8 @@ def _scalar(item: dict, key: str, default: float = math.nan) -> float:
     return float(value.item() if isinstance(value, torch.Tensor) else value)
 
 
-def _targets(item: dict) -> dict:
+def encoded_targets(item: dict) -> dict:
+    """The labels an :class:`Encoded` carries beside its inputs, read from a dataset item."""
     features = item.get("features")
     ff = float(features[1]) if features is not None else _scalar(item, "ff")
     return dict(
@@ -109,7 +110,8 @@ def _targets(item: dict) -> dict:
     )
 
 
-def _collate_targets(encoded: Sequence[Encoded], inputs: Any) -> Batch:
+def collate_targets(encoded: Sequence[Encoded], inputs: Any) -> Batch:
+    """A :class:`Batch` of collated ``inputs`` with the labels of ``encoded``, as float32 columns."""
     def column(name: str) -> torch.Tensor:
         return torch.tensor([getattr(e, name) for e in encoded], dtype=torch.float32)
 
@@ -296,7 +298,7 @@ class NLMEncoder(Encoder):
             raise ValueError(f"{problem_file}: atom {atom} names an undeclared object {err}") from None
 
     def encode(self, item: dict) -> Encoded:
-        return Encoded(self.encode_state(item["problem"], item["state"], item["goal"]), **_targets(item))
+        return Encoded(self.encode_state(item["problem"], item["state"], item["goal"]), **encoded_targets(item))
 
     def collate_examples(self, examples: Sequence[NLMExample], num_objects: int | None = None) -> NLMInputs:
         """Pad to the largest object count (or ``num_objects``) and scatter the atoms into 0/1 tensors."""
@@ -319,7 +321,7 @@ class NLMEncoder(Encoder):
         return NLMInputs(tensors, object_mask)
 
     def collate(self, encoded: Sequence[Encoded]) -> Batch:
-        return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
+        return collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
 
 
 class NLMPackedEncoder:
@@ -477,7 +479,7 @@ class HGNEncoder(Encoder):
         return HGNExample(graph, features)
 
     def encode(self, item: dict) -> Encoded:
-        return Encoded(self.encode_state(item["problem"], item["state"], item["goal"]), **_targets(item))
+        return Encoded(self.encode_state(item["problem"], item["state"], item["goal"]), **encoded_targets(item))
 
     @staticmethod
     def collate_examples(examples: Sequence[HGNExample]) -> HGNInputs:
@@ -505,7 +507,7 @@ class HGNEncoder(Encoder):
         )
 
     def collate(self, encoded: Sequence[Encoded]) -> Batch:
-        return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
+        return collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
 
 
 class HGNPackedEncoder:
@@ -553,23 +555,7 @@ class LinearEncoder(Encoder):
     def encode(self, item: dict) -> Encoded:
         features = item["features"]
         features = features.numpy() if isinstance(features, torch.Tensor) else np.asarray(features)
-        return Encoded(np.asarray(features, dtype=np.float32).reshape(4), **_targets(item))
+        return Encoded(np.asarray(features, dtype=np.float32).reshape(4), **encoded_targets(item))
 
     def collate(self, encoded: Sequence[Encoded]) -> Batch:
-        return _collate_targets(encoded, torch.from_numpy(np.stack([e.inputs for e in encoded])))
-
-
-ENCODERS = {"nlm": NLMEncoder, "hgn": HGNEncoder, "linear": LinearEncoder}
-
-
-def make_encoder(model: str, domain: str) -> Encoder:
-    """The encoder for a model name (``nlm``, ``hgn``, ``linear``, ``wl``) on a domain key or domain file."""
-    if model == "wl":  # its module builds on this one's Encoder, so it is imported where it is asked for
-        from tnlib.learning.wl_features import WLEncoder
-
-        return WLEncoder(domain)
-    try:
-        cls = ENCODERS[model]
-    except KeyError:
-        raise ValueError(f"unknown model {model!r} (choose from {', '.join([*ENCODERS, 'wl'])})") from None
-    return cls(domain)
+        return collate_targets(encoded, torch.from_numpy(np.stack([e.inputs for e in encoded])))

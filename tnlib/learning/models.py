@@ -1,4 +1,5 @@
-"""The paper's three models and WL's by name: the registry that builds them, linear regression and WL's linear map.
+"""The paper's three models and WL's by name: the registry that builds them and their encoders, linear regression
+and WL's linear map.
 
 Each maps a batch of encoded inputs (:mod:`tnlib.learning.encodings`) to ``raw [B, 2]``: an unconstrained output for mu
 and one for sigma, which :class:`tnlib.learning.heads.DistributionHead` turns into a distribution. The Neural Logic
@@ -13,8 +14,10 @@ import inspect
 import torch
 from torch import nn
 
+from tnlib.learning.encodings import Encoder, HGNEncoder, LinearEncoder, NLMEncoder
 from tnlib.learning.nlm import NLM
 from tnlib.learning.strips_hgn import STRIPSHGN
+from tnlib.learning.wl_features import WLEncoder
 from tnlib.paper import WEIGHT_DECAY
 
 
@@ -103,3 +106,15 @@ def build_model(name: str, **kwargs) -> nn.Module:
     except KeyError:
         raise ValueError(f"unknown model {name!r} (choose from {', '.join(MODEL_CLASSES)})") from None
     return cls(**kwargs)
+
+
+ENCODERS = {"nlm": NLMEncoder, "hgn": HGNEncoder, "linear": LinearEncoder, "wl": WLEncoder}
+
+
+def make_encoder(model: str, domain: str) -> Encoder:
+    """The encoder for a model name (``nlm``, ``hgn``, ``linear``, ``wl``) on a domain key or domain file."""
+    try:
+        cls = ENCODERS[model]
+    except KeyError:
+        raise ValueError(f"unknown model {model!r} (choose from {', '.join(ENCODERS)})") from None
+    return cls(domain)

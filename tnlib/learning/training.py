@@ -60,7 +60,7 @@ from tnlib.device import check_device, default_device, device_for_reading, machi
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
                          locked, read_json, read_jsonl, shown_path)
-from tnlib.learning.encodings import Batch, Encoded, Encoder, make_encoder
+from tnlib.learning.encodings import Batch, Encoded, Encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
     DEFAULT_LEARNING_RATES,
@@ -68,6 +68,7 @@ from tnlib.learning.models import (
     MODEL_CLASSES,
     build_model,
     check_model_args,
+    make_encoder,
     model_arguments,
     recorded_model_arguments,
 )

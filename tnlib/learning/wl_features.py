@@ -28,7 +28,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from tnlib.learning.encodings import Encoded, Encoder, _collate_targets, _targets, domain_signature, problem_objects
+from tnlib.learning.encodings import (Encoded, Encoder, collate_targets, domain_signature, encoded_targets,
+                                      problem_objects)
 from tnlib.planning.pddl import parse_atom
 
 # wlplan is imported inside the methods that use it: with networkx and the pddl package it takes about 0.3 s, which
@@ -216,7 +217,7 @@ class WLEncoder(Encoder):
         example = self._fitted.get(key)
         if example is None:
             (example,) = self.embed_states(item["problem"], item["goal"], [item["state"]])
-        return Encoded(example, **_targets(item))
+        return Encoded(example, **encoded_targets(item))
 
     def model_kwargs(self) -> dict:
         return {"num_features": self.num_features}
@@ -235,7 +236,7 @@ class WLEncoder(Encoder):
         return dense
 
     def collate(self, encoded: Sequence[Encoded]) -> "Batch":  # noqa: F821 (encodings.Batch)
-        return _collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
+        return collate_targets(encoded, self.collate_examples([e.inputs for e in encoded]))
 
 
 class WLPackedEncoder:
