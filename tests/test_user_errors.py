@@ -55,12 +55,60 @@ def test_an_unwritable_output_path_is_a_one_line_error(tmp_path, capsys):
     assert main(["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", str(not_a_folder / "p.pddl")]) == 2
     remedy = "a file stands where a folder goes: name another folder for the output, or move that file"
     line = one_line_error(capsys, "generate")
-    assert f"error: {not_a_folder}: File exists" in line and remedy in line  # (mkdir's words, then what to do)
+    assert f"error: --output {not_a_folder / 'p.pddl'}: {not_a_folder} is a file; {remedy}" in line
     # training creates its run folder under --out, which here is a file
     assert main(["train", "--domain", "gripper", "--model", "linear", "--steps", "1", "--no-progress",
                  "--out", str(not_a_folder)]) == 2
     line = one_line_error(capsys, "train")
-    assert f"{not_a_folder}/gripper-linear" in line and remedy in line and "Errno" not in line
+    assert f"error: --out {not_a_folder}: is a file; {remedy}" in line and "Errno" not in line
+    assert not_a_folder.read_text() == ""
+
+
+# Each command's output flag and the kind of path it writes; the other arguments are as little as parses.
+OUTPUT_FLAGS = [
+    (["data", "generate", "--domain", "gripper", "--out", "{out}"], "folder"),
+    (["train", "--domain", "gripper", "--model", "linear", "--steps", "1", "--out", "{out}"], "folder"),
+    (["sweep", "--preset", "small", "--out", "{out}"], "folder"),
+    (["report", "{tmp}", "--out", "{out}"], "folder"),
+    (["baselines", "{tmp}", "--out", "{out}"], "folder"),
+    (["export-records", "{tmp}", "--out", "{out}"], "folder"),
+    (["intervals", "{tmp}", "--out", "{out}"], "file"),
+    (["handout", "--out", "{out}"], "file"),
+    (["generate", "blocksworld", "--seed", "1", "--blocks", "3", "-o", "{out}"], "file"),
+    (["solve", "blocksworld", "{tmp}/p.pddl", "--plan-file", "{out}"], "file"),
+    (["plan", "blocksworld", "{tmp}/p.pddl", "--plan-file", "{out}"], "file"),
+]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, where nothing can be made")
+@pytest.mark.parametrize("argv, kind", OUTPUT_FLAGS, ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else v)
+def test_an_output_where_nothing_can_be_made_is_named_before_any_work(argv, kind, tmp_path, capsys):
+    out = "/proc/tnlib-out/x"
+    argv = [a.format(out=out, tmp=tmp_path) for a in argv]
+    assert main(argv) == 2
+    line = one_line_error(capsys, argv[0])
+    flag = {"-o": "--output"}.get(argv[argv.index(out) - 1], argv[argv.index(out) - 1])  # the long spelling
+    assert f"error: {flag} {out}: nothing can be made in /proc (" in line, line
+    assert line.rstrip().endswith(f"name an output {kind} under a folder you can write to"), line
+
+
+@pytest.mark.parametrize("argv, kind", OUTPUT_FLAGS, ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else v)
+def test_an_output_onto_the_wrong_kind_of_path_is_named_before_any_work(argv, kind, tmp_path, capsys):
+    # a folder output onto an existing file, a file output onto an existing folder
+    existing = tmp_path / "existing"
+    if kind == "folder":
+        existing.write_text("kept")
+    else:
+        existing.mkdir()
+    argv = [a.format(out=existing, tmp=tmp_path) for a in argv]
+    assert main(argv) == 2
+    line = one_line_error(capsys, argv[0])
+    if kind == "folder":
+        assert f"{existing}: is a file; a file stands where a folder goes" in line, line
+        assert existing.read_text() == "kept"
+    else:
+        assert f"{existing}: is a folder; name a file to write" in line, line
+        assert list(existing.iterdir()) == []
 
 
 class _ClosedPipe(io.StringIO):

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tnlib.cli import COMMANDS
+from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.data.generation import generate_dataset
 from tnlib.data.generation_status import status_card
 from tnlib.data.manifest import (
@@ -80,6 +80,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
     gen.add_argument("--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(func=_run_data_generate)
+    declare_outputs(gen, out="folder")
 
     plan_set = commands.add_parser(
         "plan-set",

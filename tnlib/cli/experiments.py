@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from tnlib.cli import COMMANDS
+from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
 from tnlib.paper import ABLATIONS
@@ -58,6 +58,7 @@ def register_sweep(subparsers) -> None:
                         help="only the runs already trained and tested, none started: with --plan, plan them "
                         "beside sweeps (--no-plan) still training the others into the same --out")
     parser.set_defaults(func=_run_sweep)
+    declare_outputs(parser, out_dir="folder")
 
 
 def _run_sweep(args) -> int:
@@ -134,6 +135,7 @@ def register_report(subparsers) -> None:
                         help="also write calibration.md: interval coverage, width and mass below l of the runs with "
                         "a learned sigma on the test split (beyond the paper; a few seconds per run)")
     parser.set_defaults(func=_run_report)
+    declare_outputs(parser, out="folder")
 
 
 def _run_report(args) -> int:
@@ -177,6 +179,7 @@ def register_intervals(subparsers) -> None:
     parser.add_argument("report", help="a rendered report's folder, e.g. reports/converged/linear")
     parser.add_argument("--out", help="the HTML file to write (default: REPORT/intervals.html)")
     parser.set_defaults(func=_run_intervals)
+    declare_outputs(parser, out="file")
 
 
 def _run_intervals(args) -> int:
@@ -240,6 +243,7 @@ def register_baselines(subparsers) -> None:
     parser.add_argument("--render-only", action="store_true", help="write baselines.md from what is planned")
     parser.add_argument("--workers", type=int, default=1, help="local processes planning side by side (default: 1)")
     parser.set_defaults(func=_run_baselines)
+    declare_outputs(parser, out="folder")
 
 
 def _run_baselines(args) -> int:
@@ -326,6 +330,7 @@ def register_handout(subparsers) -> None:
                              "learning.ipynb)")
     parser.add_argument("--out", required=True, help="where to write the student copy, e.g. handout.ipynb")
     parser.set_defaults(func=_run_handout)
+    declare_outputs(parser, out="file")
 
 
 def _run_handout(args) -> int:
@@ -381,6 +386,7 @@ def register_export_records(subparsers) -> None:
     parser.add_argument("--out", required=True, help="the folder to copy into, e.g. reports/paper-scale-wl/records")
     parser.add_argument("--plain", action="store_true", help="copy planning records as they are, uncompressed")
     parser.set_defaults(func=_run_export_records)
+    declare_outputs(parser, out="folder")
 
 
 def _run_export_records(args) -> int:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from tnlib.cli import COMMANDS
+from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.learning.run_files import RunDir
@@ -53,6 +53,7 @@ def register_train(subparsers) -> None:
     add_config_flags(head, HeadConfig, TRAIN_FLAGS, TRAIN_HELP)
     p.add_argument("--restart", action="store_true", help="start afresh even if the run folder has a checkpoint")
     p.set_defaults(func=_run_train)
+    declare_outputs(p, out_dir="folder")
 
 
 def _keep_freed_memory() -> None:

@@ -11,15 +11,9 @@ import math
 import sys
 from pathlib import Path
 
-from tnlib.cli import COMMANDS
+from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.errors import CommandError, PlanError, TaskError
 from tnlib.paper import DOMAINS
-
-
-def _output_file(path, flag: str) -> None:
-    """Refuse an output path that is a folder before any work is done (writing there would fail only at the end)."""
-    if path is not None and Path(path).is_dir():
-        raise CommandError(f"{flag} {path}: is a folder; name a file to write")
 
 
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +34,7 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing --output file")
     parser.set_defaults(func=_run_generate)
+    declare_outputs(parser, output="file")
 
 
 def _run_generate(args: argparse.Namespace) -> int:
@@ -54,7 +49,6 @@ def _run_generate(args: argparse.Namespace) -> int:
         wanted = " ".join(f"--{p} N" for p in expected)
         problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(unknown)} does not apply"
         raise CommandError(f"{args.domain} takes {wanted}: {problem}")
-    _output_file(args.output, "--output")
     if args.output is not None and args.output.exists() and not args.force:
         raise CommandError(f"--output {args.output}: exists; pass --force to overwrite it")
     try:
@@ -89,13 +83,13 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plan-file", type=Path, metavar="F", help="write the plan here when solved")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=_run_solve)
+    declare_outputs(parser, plan_file="file")
 
 
 def _run_solve(args: argparse.Namespace) -> int:
     from tnlib.planning.fast_downward import SEARCH, _run_fast_downward
     from tnlib.planning.task import check_pddl
 
-    _output_file(args.plan_file, "--plan-file")
     try:
         if args.problem.is_file():  # (a missing one: Fast Downward's wrapper names it)
             # tnlib's parser first: one line naming the file for malformed PDDL, not Fast Downward's whole log
@@ -167,6 +161,7 @@ def register_plan(subparsers) -> None:
     parser.add_argument("--plan-file", metavar="F", help="write the plan here (IPC format) when solved")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=_run_plan)
+    declare_outputs(parser, plan_file="file")
 
 
 def _run_plan(args) -> int:
@@ -187,7 +182,6 @@ def _run_plan(args) -> int:
             raise CommandError("--model plans with GBFS only (the paper's Table 2 search), not --search astar")
     elif args.estimate is not None or args.device is not None:
         raise CommandError(f"{'--estimate' if args.estimate is not None else '--device'} applies to --model only")
-    _output_file(args.plan_file, "--plan-file")
     limit = args.max_evaluations if args.max_evaluations > 0 else None
     # a GBFS that runs long (minutes at the paper's sizes) shows its evaluations on stderr; most end in seconds
     searching = LateProgress(limit or 0, Path(args.problem).stem, unit="evaluations",
