@@ -136,3 +136,33 @@ def test_the_main_job_passes_a_notebooks_progress_on_to_its_terminal(tmp_path, m
     assert lines[1] == "    sweep: 0/2 runs done, 0s elapsed" and lines[-1].startswith("    sweep: 2/2 runs done, ")
     assert "sweep: 2/2 runs done" in (tmp_path / "demo.html").read_text()  # and the saved notebook holds them
     assert "TNLIB_PROGRESS" not in os.environ  # restored after the run
+
+
+def test_text_progress_prints_once_both_ten_seconds_and_a_tenth_of_the_work_have_passed():
+    now = [0.0]
+    out = io.StringIO()
+    bar = TextProgress(200, "tnlib data (small)", "inst", file=out, clock=lambda: now[0])
+    for _ in range(200):  # a 26 s generation: 0.13 s an instance
+        now[0] += 0.13
+        bar.update()
+    bar.close()
+    lines = out.getvalue().splitlines()
+    # the first and the last, and between them a line per 10 s (20 instances, a tenth, pass in 2.6 s)
+    assert [line.split(" done")[0] for line in lines] == [
+        "tnlib data (small): 0/200 inst", "tnlib data (small): 77/200 inst", "tnlib data (small): 154/200 inst",
+        "tnlib data (small): 200/200 inst"]
+    now[0] = 0.0
+    out = io.StringIO()
+    bar = TextProgress(100_000, "fast", file=out, clock=lambda: now[0])
+    for _ in range(100_000):  # 100,000 items in 200 s: a line per tenth, not per 10 s
+        now[0] += 0.002
+        bar.update()
+    assert len(out.getvalue().splitlines()) == 11
+    now[0] = 0.0
+    out = io.StringIO()
+    bar = TextProgress(40_000, "train", "steps", file=out, clock=lambda: now[0])
+    for _ in range(1_000):  # hours-long training: a line at least every five minutes, its tenth a long way off
+        now[0] += 0.5
+        bar.update()
+    assert [line.split(" done")[0] for line in out.getvalue().splitlines()] == [
+        "train: 0/40,000 steps", "train: 600/40,000 steps"]

@@ -257,20 +257,23 @@ def test_train_prints_its_estimated_cost_before_training(tmp_path, monkeypatch, 
     # the default 40,000 steps: the estimate, once the settings and the data are checked, then the first step
     assert main(["train", "--domain", "gripper", "--device", "cpu", "--out", str(tmp_path / "runs")]) == 130
     assert capsys.readouterr().err.splitlines() == [
-        "tnlib train: 40,000 steps (the default, the paper's 40,000) at batch 256 of nlm on gripper: about 6h00m on "
-        "2 CPU cores (0.54 s per step at batch 256 with 16 objects; smaller instances train faster); --steps N "
-        "changes it (e.g. --steps 2000)",
+        "tnlib train: 40,000 steps (the default, the paper's 40,000) at batch 256 of nlm on gripper: about 1h20m on "
+        "2 CPU cores (0.12 s per step: the time measured on the small profile's gripper at batch 64, scaled to batch "
+        "256); --steps N changes it (e.g. --steps 2000)",
         "tnlib train: interrupted"]
     from tnlib.cli.learning import cost_estimate
     from tnlib.learning.training import TrainConfig
 
-    # 0.54 s x 2000 = 18 min; a few steps (tests, quick looks) print nothing; linear has no measured step time
-    assert "2,000 steps (--steps) at batch 256 of nlm on ferry: about 18m00s on 2 CPU cores" in cost_estimate(
-        TrainConfig(domain="ferry", steps=2000, device="cpu"))
+    # STRIPS-HGN on data/paper has no measured CPU step time: the 16-object bound, 3.4 s x 2000 = 1h53m; a few
+    # steps (tests, quick looks) print nothing, nor does a run of linear regression under a minute
+    paper_hgn = {"model": "hgn", "domain": "ferry", "steps": 2000, "device": "cpu", "data_root": "data/paper"}
+    assert ("2,000 steps (--steps) at batch 256 of hgn on ferry: about 1h53m on 2 CPU cores (3.4 s per step at batch "
+            "256 with 16 objects; smaller instances train faster)") in cost_estimate(TrainConfig(**paper_hgn))
     assert cost_estimate(TrainConfig(steps=100, device="cpu")) is None
-    assert "2,000 steps (--steps, 1,000 left from step 1,000) at batch 256 of nlm on ferry: about 9m00s" in (
-        cost_estimate(TrainConfig(domain="ferry", steps=2000, device="cpu"), start_step=1000))
-    assert cost_estimate(TrainConfig(model="linear", device="cpu")) is None
+    assert "2,000 steps (--steps, 1,000 left from step 1,000) at batch 256 of hgn on ferry: about 56m40s" in (
+        cost_estimate(TrainConfig(**paper_hgn), start_step=1000))
+    assert cost_estimate(TrainConfig(model="linear", steps=10_000, device="cpu")) is None  # 32 s
+    assert "about 2m08s on 2 CPU cores" in cost_estimate(TrainConfig(model="linear", device="cpu"))
 
 
 def test_the_cost_estimate_on_a_gpu_uses_the_step_time_measured_there(monkeypatch):

@@ -25,8 +25,17 @@ from typing import Callable, TextIO
 
 MODES = ("widget", "bar", "text", "off")
 ENV_VAR = "TNLIB_PROGRESS"
-# A text display prints at most one line per this many seconds (the first and the last always print).
-TEXT_INTERVAL_S = 30.0
+# A text display prints its first and last line, and between them a line once both TEXT_INTERVAL_S seconds and
+# TEXT_FRACTION of the work have passed since the last one (whichever is rarer), or TEXT_HEARTBEAT_S seconds have
+# passed with some work done. Ten seconds keeps a log of quick work to a few lines while a newcomer still sees it move
+# (a 26 s generation shows two lines between its first and last, not none); a tenth of the work bounds work of any
+# length to about ten lines (a fast loop over many items floods no notebook); five minutes is the longest a
+# reader of the log of hours-long work waits to see it alive and its time left.
+TEXT_INTERVAL_S = 10.0
+TEXT_FRACTION = 0.1
+TEXT_HEARTBEAT_S = 300.0
+# LateProgress shows nothing for work that ends within this many seconds (most searches).
+LATE_AFTER_S = 30.0
 
 
 def _in_kernel() -> bool:
@@ -63,18 +72,21 @@ def duration(seconds: float) -> str:
 
 
 class TextProgress:
-    """Plain progress lines: ``DESC: DONE/TOTAL UNIT done, ELAPSED elapsed, ~LEFT left`` at the start, then at
-    most one per ``interval_s`` seconds, and at the end. The time left assumes the remaining items take as long
+    """Plain progress lines: ``DESC: DONE/TOTAL UNIT done, ELAPSED elapsed, ~LEFT left`` at the start, then once
+    ``interval_s`` seconds and ``fraction`` of ``total`` have passed since the last line (or ``heartbeat_s``
+    seconds with some work done), and at the end. The time left assumes the remaining items take as long
     as those done since the display began (items already done before, ``initial``, are not counted as progress).
     ``started``: the ``clock()`` at which the work began, where that was before the display (its elapsed time
     counts from there)."""
 
     def __init__(self, total: int, desc: str, unit: str = "", initial: int = 0, file: TextIO | None = None,
                  interval_s: float = TEXT_INTERVAL_S, clock: Callable[[], float] | None = None,
-                 started: float | None = None) -> None:
+                 started: float | None = None, fraction: float = TEXT_FRACTION,
+                 heartbeat_s: float = TEXT_HEARTBEAT_S) -> None:
         self.total, self.desc, self.unit, self.n, self.initial = total, desc, unit, initial, initial
         self.file = file
         self.interval_s, self.clock = interval_s, clock or time.monotonic
+        self.fraction, self.heartbeat_s = fraction, heartbeat_s
         self.shown = self.printed_at = self.clock()
         self.started = self.shown if started is None else started
         self.printed_n = None
@@ -97,7 +109,9 @@ class TextProgress:
 
     def update(self, n: int = 1) -> None:
         self.n += n
-        if self.n >= self.total or self.clock() - self.printed_at >= self.interval_s:
+        since = self.clock() - self.printed_at
+        if self.n >= self.total or (since >= self.interval_s and (
+                self.n - self.printed_n >= self.fraction * self.total or since >= self.heartbeat_s)):
             self._print()
 
     def set_postfix(self, **values) -> None:
@@ -121,17 +135,18 @@ class _Silent:
 
 
 def progress(total: int, desc: str, unit: str = "", initial: int = 0, disable: bool = False, leave: bool = True,
-             interval_s: float = TEXT_INTERVAL_S, started: float | None = None):
+             interval_s: float = TEXT_INTERVAL_S, started: float | None = None, fraction: float = TEXT_FRACTION):
     """A progress display for ``total`` items (``update(n)``, ``set_postfix(**values)``, ``close()``), chosen by
     :func:`progress_mode`; ``disable`` shows nothing, ``leave=False`` removes a bar or widget when it closes
-    (text lines stay: they are a log). ``interval_s``: a text display's least time between two lines;
+    (text lines stay: they are a log). ``interval_s`` and ``fraction``: a text display's least time and least
+    share of the work between two lines (:class:`TextProgress`);
     ``started``: the ``time.monotonic()`` at which the work began, where before now (a text display's elapsed
     time counts from there)."""
     mode = "off" if disable else progress_mode()
     if mode == "off":
         return _Silent()
     if mode == "text":
-        return TextProgress(total, desc, unit, initial, interval_s=interval_s, started=started)
+        return TextProgress(total, desc, unit, initial, interval_s=interval_s, started=started, fraction=fraction)
     if mode == "widget":
         from tqdm.notebook import tqdm
     else:
@@ -145,7 +160,7 @@ class LateProgress:
     leaves no lines behind. ``update_to(n)`` sets the count done (the work reports its running total);
     ``close()`` when the work ends."""
 
-    def __init__(self, total: int, desc: str, unit: str = "", after_s: float = TEXT_INTERVAL_S,
+    def __init__(self, total: int, desc: str, unit: str = "", after_s: float = LATE_AFTER_S,
                  disable: bool = False) -> None:
         self.total, self.desc, self.unit, self.after_s, self.disable = total, desc, unit, after_s, disable
         self.started = time.monotonic()  # the text display's clock: its elapsed time counts from here
@@ -168,4 +183,4 @@ class LateProgress:
             self.display.close()
 
 
-__all__ = ["ENV_VAR", "LateProgress", "MODES", "TextProgress", "duration", "progress", "progress_mode"]
+__all__ = ["ENV_VAR", "LATE_AFTER_S", "LateProgress", "MODES", "TextProgress", "duration", "progress", "progress_mode"]

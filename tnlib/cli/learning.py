@@ -89,6 +89,9 @@ def _run_train(args) -> int:
         raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
 
     def announce(start_step: int) -> None:
+        if 0 < start_step < config.steps:  # said whether or not a progress display shows it
+            print(f"tnlib train: resuming {config.name} from its checkpoint at step {start_step:,} of "
+                  f"{config.steps:,} (--restart starts afresh)", file=sys.stderr, flush=True)
         estimate = cost_estimate(config, start_step)
         if estimate:
             print(estimate, file=sys.stderr, flush=True)
@@ -112,29 +115,39 @@ def cost_estimate(config, start_step: int = 0) -> str | None:
     """One line on what a run will cost and how to change it, from the sweep's estimate
     (:func:`tnlib.learning.training_cost.run_hours`): on CUDA the step time measured on a GPU where there is one for the
     dataset's profile and the batch size (:func:`~tnlib.learning.training_cost.measured_gpu_step_seconds`), else
-    the paper's V100 time; on a CPU tnlib's measured step time
-    at 16 objects (an upper bound for smaller instances); None for a run estimated under :data:`ESTIMATE_FROM_S`
-    seconds or, on a CPU, a model without a measured step time (linear regression: minutes). A resumed run
-    (``start_step`` > 0) counts the steps it has left."""
+    the paper's V100 time; on a CPU the step time measured for the profile of the dataset trained on, the model and
+    the domain (:func:`~tnlib.learning.training_cost.measured_cpu_step_seconds`), else tnlib's step time at 16
+    objects (an upper bound for smaller instances); None for a run estimated under :data:`ESTIMATE_FROM_S` seconds
+    or, on a CPU, a model without a measured step time. A resumed run (``start_step`` > 0) counts the steps it has
+    left."""
     from tnlib.device import default_device
     from tnlib.learning.training_cost import (
         CPU_SECONDS_PER_STEP,
         CPU_TIMED_OBJECTS,
+        MEASURED_BATCH_SIZE,
         MEASURED_GPU,
+        measured_cpu_step_seconds,
         measured_gpu_step_seconds,
         run_hours,
     )
     from tnlib.paper import TRAIN_STEPS
     from tnlib.progress import duration
 
-    gpu_hours, cpu_hours = run_hours(config.model, config.domain, config.steps - start_step, config.batch_size)
+    steps_left = config.steps - start_step
+    gpu_hours, cpu_hours = run_hours(config.model, config.domain, steps_left, config.batch_size)
+    profile = _profile(config.data_root)
+    cpu_step = measured_cpu_step_seconds(profile, config.batch_size, config.model, config.domain)
     if default_device(config.device).type == "cuda":
         hours, where = gpu_hours, "on a GPU (the paper's V100 time per run, scaled by steps x batch)"
-        measured = measured_gpu_step_seconds(_profile(config.data_root), config.batch_size, config.model,
-                                             config.domain)
+        measured = measured_gpu_step_seconds(profile, config.batch_size, config.model, config.domain)
         if measured is not None:
-            hours = measured * (config.steps - start_step) / 3600
+            hours = measured * steps_left / 3600
             where = f"on a GPU ({measured} s per step measured on {MEASURED_GPU} at this batch size)"
+    elif cpu_step is not None:
+        hours = cpu_step * steps_left / 3600
+        scaled = "" if config.batch_size == MEASURED_BATCH_SIZE else f", scaled to batch {config.batch_size}"
+        where = (f"on 2 CPU cores ({cpu_step:.2g} s per step: the time measured on the {profile} profile's "
+                 f"{config.domain} at batch {MEASURED_BATCH_SIZE}{scaled})")
     elif cpu_hours is not None:
         hours, where = cpu_hours, (f"on 2 CPU cores ({CPU_SECONDS_PER_STEP[config.model]} s per step at batch 256 "
                                    f"with {CPU_TIMED_OBJECTS} objects; smaller instances train faster)")

@@ -685,14 +685,14 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
     settings = replace(sweep.cell_settings, progress=run_progress and workers <= 1 and scheduler is None)
-    # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S:
-    # runs that train take minutes each, runs resumed finished take a fraction of a second (a line each would bury
-    # a notebook's output). Runs finished before the sweep began count as done from the start, not as progress:
+    # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S
+    # (however small a share of the sweep the run is): runs that train take minutes each, runs resumed finished take
+    # a fraction of a second (a line each would bury a notebook's output). Runs finished before the sweep began count as done from the start, not as progress:
     # counted as they return at once, they would make the time left look like seconds.
     folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
     counted = finished_runs(sweep) & set(folders)
     bar = progress_display(len(configs), "sweep", unit="runs", initial=len(counted), disable=not progress,
-                           interval_s=SWEEP_LINE_INTERVAL_S)
+                           interval_s=SWEEP_LINE_INTERVAL_S, fraction=0)
     # Runs another process is working on (a second sweep over the folder) are left for a second pass, so that two
     # sweeps over one grid share its runs instead of the second waiting behind the first run by run; in the second
     # pass each waits for its run, then finds it done. The display counts them as the other process tests them:

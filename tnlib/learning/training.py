@@ -674,7 +674,6 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
         step += 1
         loss_sum += loss.item()
         loss_count += 1
-        bar.update(1)
 
         if step % config.eval_every == 0 or step == config.steps:
             metrics = validation_metrics(model, head, encoder, val_data, device, config.eval_batch_size)
@@ -690,6 +689,7 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
                 best_val_nll = metrics["val_nll"]
                 _atomic_save(checkpoint_state(**metrics), best_nll_path)
             bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
+        bar.update(1)  # after the step's validation: a line printed for it (the last always is) shows its MSE
         if step % config.checkpoint_every == 0 or step == config.steps:
             _save_last(checkpoint_state(
                 optimizer=optimizer.state_dict(), sampler_state=sampler.get_state(), loss_sum=loss_sum,

@@ -1,0 +1,54 @@
+"""The path a newcomer walks first -- train, evaluate, report, plan with the model, reproduce -- says what it does and
+what to do next: the training estimate from the data trained on, where a resumed run starts, the progress lines'
+latest validation, one spelling for one setting across commands, a report of a folder without tests or plans
+that says which command makes them."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tnlib.cli import main
+
+LINEAR = ["train", "--domain", "gripper", "--model", "linear", "--eval-every", "2", "--checkpoint-every", "2"]
+
+
+def test_the_training_estimate_uses_the_step_time_measured_on_the_data_trained_on():
+    from tnlib.cli.learning import cost_estimate
+    from tnlib.learning.training import TrainConfig
+    from tnlib.learning.training_cost import MEASURED_BATCH_SIZE, MEASURED_STEP_SECONDS
+    from tnlib.progress import duration
+
+    # data/small's blocksworld NLM at the default batch 256: the time measured at batch 64, times 4
+    seconds = MEASURED_STEP_SECONDS["small"]["nlm"]["blocksworld"] * 256 / MEASURED_BATCH_SIZE
+    line = cost_estimate(TrainConfig(steps=2000, device="cpu", data_root="data/small"))
+    assert f"about {duration(seconds * 2000)} on 2 CPU cores ({seconds:.2g} s per step: the time measured on the " \
+           "small profile's blocksworld at batch 64, scaled to batch 256)" in line
+    # 200 steps there take well under a minute: no estimate printed (not the 16-object bound's 1m48s)
+    assert cost_estimate(TrainConfig(steps=200, device="cpu", data_root="data/small")) is None
+    paper = cost_estimate(TrainConfig(domain="visitall", steps=1000, batch_size=64, device="cpu",
+                                      data_root="data/paper"))
+    visitall = MEASURED_STEP_SECONDS["paper"]["nlm"]["visitall"]
+    assert f"about {duration(visitall * 1000)} on 2 CPU cores ({visitall:.2g} s per step: the time measured on the " \
+           "paper profile's visitall at batch 64)" in paper
+
+
+def test_a_resumed_run_says_from_which_step_without_a_progress_display(tmp_path, capsys):
+    out = ["--out", str(tmp_path), "--no-progress"]
+    assert main([*LINEAR, "--steps", "4", *out]) == 0
+    assert "resuming" not in capsys.readouterr().err
+    assert main([*LINEAR, "--steps", "6", *out]) == 0
+    err = capsys.readouterr().err
+    assert "tnlib train: resuming gripper-linear-TN-learn-ff-llmcut-s0 from its checkpoint at step 4 of 6 " \
+           "(--restart starts afresh)" in err.splitlines()
+
+
+def test_the_last_progress_line_shows_the_final_validation(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    assert main([*LINEAR, "--steps", "4", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    final = float(re.search(r"last validation MSE (\S+)$", captured.out.strip()).group(1))
+    last_line = [line for line in captured.err.splitlines() if "steps done" in line][-1]
+    assert last_line.startswith("gripper-linear-TN-learn-ff-llmcut-s0: 4/4 steps done")
+    assert f"val_mse {final:.3g})" in last_line, (last_line, final)
