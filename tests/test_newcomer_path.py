@@ -52,3 +52,25 @@ def test_the_last_progress_line_shows_the_final_validation(tmp_path, capsys, mon
     last_line = [line for line in captured.err.splitlines() if "steps done" in line][-1]
     assert last_line.startswith("gripper-linear-TN-learn-ff-llmcut-s0: 4/4 steps done")
     assert f"val_mse {final:.3g})" in last_line, (last_line, final)
+
+
+def test_a_report_of_runs_from_train_says_what_tests_and_plans_them(tmp_path, capsys):
+    runs, out = tmp_path / "runs", tmp_path / "report"
+    assert main([*LINEAR, "--steps", "2", "--no-progress", "--out", str(runs)]) == 0
+    assert main(["report", str(runs), "--out", str(out)]) == 0
+    run = runs / "gripper-linear-TN-learn-ff-llmcut-s0"
+    evaluate = f"`tnlib evaluate {run}` tests each on the test split"
+    assert f"tnlib report: note: No run of linear here is tested yet (1 trained): {evaluate}" in capsys.readouterr().err
+    # (`tnlib report` renders nlm's tables; a page of the folder's own model says it where its table would be)
+    from tnlib.experiments.reports import write_reports
+
+    write_reports(runs, out, models=("linear",))
+    assert evaluate in (out / "accuracy.md").read_text()
+    planning = (out / "planning.md").read_text()
+    assert "these runs come from `tnlib train`, which trains only" in planning and "--no-plan" not in planning
+    assert f"`tnlib plan gripper PROBLEM.pddl --model {run}`" in planning
+    # tested: the note goes, the table has its row
+    assert main(["evaluate", str(run)]) == 0
+    write_reports(runs, out, models=("linear",))
+    assert "tnlib evaluate" not in (out / "accuracy.md").read_text()
+    assert "| gripper |" in (out / "accuracy.md").read_text()

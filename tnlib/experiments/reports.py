@@ -12,6 +12,7 @@ from typing import Sequence
 from tnlib.experiments.calibration_summary import calibration_markdown, folder_calibration
 from tnlib.experiments.figure_html import figure_html
 from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.tables import (
     DIRECTIONS_RULE,
@@ -143,7 +144,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
         mse_differences = paired_differences(table1_seed_values(results, model, lower_bound))
         compared["accuracy"] += interval_count(mse_differences)
-        accuracy.append(f"### {model}\n\n" + render_table(results, model=model, lower_bound=lower_bound) + "\n"
+        untested = untested_note(results_dir, model)
+        accuracy.append(f"### {model}\n\n" + (f"{untested}\n\n" if untested else "")
+                        + render_table(results, model=model, lower_bound=lower_bound) + "\n"
                         + render_paired(mse_differences, "test MSE") + "\n")
         if paper_tables and model == "nlm":
             shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
@@ -163,9 +166,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
                             + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
                             + render_paired(nll_differences, "test NLL") + "\n")
         if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
-            planning.append(f"### {model}\n\nNo run of {model} was planned (the sweep ran with `--no-plan`); "
-                            "`tnlib sweep` with the same settings, `--plan --trained-only` and the folder as `--out` "
-                            "plans them.\n")
+            planning.append(f"### {model}\n\n{unplanned_note(results_dir, model)}\n")
         else:
             planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
                                                                 configs=planned, baseline_dir=results_dir,
