@@ -5,6 +5,7 @@ import importlib.util
 import itertools
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -259,6 +260,7 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
             assert record["model"] == str(model) and record["checkpoint"] == str(gripper_run / "best.pt")
             assert (record["domain"], record["distribution"], record["estimate"]) == ("gripper", "TN", "default")
             assert record["checkpoint_step"] == torch.load(gripper_run / "best.pt", weights_only=False)["step"]
+            assert record["setup_seconds"] >= 0 and record["seconds"] >= 0  # (two times, the search's apart)
         if protocol == PAPER:
             assert (record["evaluations"], record["plan_length"]) == (stage["evaluations"], stage["plan_length"])
             paper_plan = record["plan"]
@@ -267,6 +269,9 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     assert main(["plan", "gripper", str(problem), "--model", str(gripper_run)]) == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0] == "status: solved" and text[1].startswith(f"model: {gripper_run / 'best.pt'} (step ")
+    # loading the model and its first evaluation's compilation are timed apart from the search
+    assert re.search(r"; set up in \d+\.\d{3} s: loaded, and its first evaluation compiled, before the search -- "
+                     r"not in its seconds below\)$", text[1]), text[1]
     assert f"cost: {stage['plan_length']} (unit cost)" in text
     assert f"evaluations: {stage['evaluations']}  expansions: {stage['expansions']}" in "\n".join(text)
     assert "(protocol: paper)" in text[4]
