@@ -74,3 +74,27 @@ def test_a_report_of_runs_from_train_says_what_tests_and_plans_them(tmp_path, ca
     write_reports(runs, out, models=("linear",))
     assert "tnlib evaluate" not in (out / "accuracy.md").read_text()
     assert "| gripper |" in (out / "accuracy.md").read_text()
+
+
+def test_train_evaluate_and_sweep_spell_the_dataset_root_and_model_arguments_alike(capsys):
+    from tnlib.cli import build_parser
+
+    for command in ("train", "sweep"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert "--data-root" in shown and "--model-args" in shown, command
+        assert not re.search(r"--data[ ,]|--model-arg[ ,]", shown), command  # the older spellings are not shown
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    shown = capsys.readouterr().out
+    assert "--data-root" in shown and not re.search(r"--data[ ,]", shown)
+    train = build_parser("train")
+    for spelling in (["--data-root", "data/small", "--model-args", "depth=3", "--model-args", "width=8"],
+                     ["--data", "data/small", "--model-arg", "depth=3", "--model-arg", "width=8"],
+                     ["--data", "data/small", "--model-args", "depth=3", "--model-arg", "width=8"]):
+        args = train.parse_args(["train", *spelling])
+        assert (args.data_root, args.model_args) == ("data/small", ["depth=3", "width=8"]), spelling
+    assert build_parser("evaluate").parse_args(["evaluate", "r", "--data", "d"]).data_root == "d"
+    assert build_parser("evaluate").parse_args(["evaluate", "r", "--data-root", "d"]).data_root == "d"
+    assert not hasattr(train.parse_args(["train"]), "data")  # (one setting, one name)

@@ -85,12 +85,14 @@ def _with_default(text: str | None, default: Any) -> str:
 
 
 def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
-                     help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True) -> None:
+                     help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True,
+                     aliases: dict[str, str] | None = None) -> None:
     """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
     (a bool has ``--NAME`` and ``--no-NAME``), ``help`` to its help text, to which the field's
     default is added (``(default: X)``) unless the text says it. With ``defaults=False`` a flag that is not given
-    sets nothing (its field is absent from :func:`config_values`)."""
-    flags, help = flags or {}, help or {}
+    sets nothing (its field is absent from :func:`config_values`). ``aliases`` maps a field to another spelling
+    its flag is also taken by, not shown in ``--help`` (a spelling older commands and scripts use)."""
+    flags, help, aliases = flags or {}, help or {}, aliases or {}
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         if field.name in skip:
@@ -116,6 +118,10 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
                                          help=_with_default(text, default))
         if not defaults:
             action.default = argparse.SUPPRESS
+        if field.name in aliases:
+            parser.add_argument(aliases[field.name], dest=field.name, action=action.__class__, nargs=action.nargs,
+                                type=action.type, metavar=action.metavar, default=argparse.SUPPRESS,
+                                help=argparse.SUPPRESS)
 
 
 def _key_values(flag: str, pairs: Sequence[str]) -> dict:

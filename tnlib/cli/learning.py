@@ -2,6 +2,7 @@
 of its head's :class:`HeadConfig` (:mod:`tnlib.cli.config_flags`), so a new field of either is a new flag."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -12,9 +13,11 @@ from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.learning.run_files import RunDir
 
-# TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts.
-TRAIN_FLAGS = {"data_root": "--data", "learning_rate": "--lr", "model_args": "--model-arg", "out_dir": "--out",
-               "run_name": "--name"}
+# TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts. The dataset root and the model's
+# arguments are --data-root and --model-args, as in `tnlib sweep` (whose fields share the names); the spellings
+# `train` once had are taken too, unlisted.
+TRAIN_FLAGS = {"learning_rate": "--lr", "out_dir": "--out", "run_name": "--name"}
+TRAIN_ALIASES = {"data_root": "--data", "model_args": "--model-arg"}
 TRAIN_HELP = {
     "domain": "blocksworld | ferry | gripper | visitall",
     "model": "nlm | hgn | linear | wl (WL features, WL-GOOSE's learner: not in the paper)",
@@ -32,7 +35,8 @@ TRAIN_HELP = {
              "training; e.g. --steps 2000)",
     "learning_rate": "default: 1e-2 (nlm, linear), 1e-3 (hgn, wl)",
     "weight_decay": "AdamW's; default: 1e-2 (nlm, the paper's), 0 (hgn, the authors'; linear, wl)",
-    "model_args": "model constructor argument, e.g. depth=3 or layout=paper-text (repeatable)",
+    "model_args": "a model constructor argument, e.g. depth=3 or layout=paper-text (repeatable: --model-args "
+                  "depth=3 --model-args width=8)",
     "out_dir": "folder of run folders (default: %(default)s)",
     "run_name": "run folder name (default: from the configuration)",
     "device": "cpu | cuda (default: CUDA when present)",
@@ -47,7 +51,7 @@ def register_train(subparsers) -> None:
     p = subparsers.add_parser("train", help=COMMANDS["train"][1],
                               description="Train one model with one head configuration; writes a run folder "
                                           "(config, curves.jsonl, best.pt, last.pt) and resumes an interrupted one.")
-    add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP, skip=("head",))
+    add_config_flags(p, TrainConfig, TRAIN_FLAGS, TRAIN_HELP, skip=("head",), aliases=TRAIN_ALIASES)
     head = p.add_argument_group("the head", "what distribution of h* the model predicts, and how "
                                             "(tnlib.learning.heads.HeadConfig)")
     add_config_flags(head, HeadConfig, TRAIN_FLAGS, TRAIN_HELP)
@@ -179,7 +183,8 @@ def register_evaluate(subparsers) -> None:
                     "with --table, render Table 1 from every metrics file under a folder.")
     p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
     p.add_argument("--split", default="test", help="train | val | test | plan (default: test)")
-    p.add_argument("--data", default=None, help="dataset root (default: the run's)")
+    p.add_argument("--data-root", default=None, help="dataset root (default: the run's)")
+    p.add_argument("--data", dest="data_root", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # train's old name
     p.add_argument("--device", default=None,
                    help="cpu | cuda (default: the run's device setting, else CUDA when present)")
     p.add_argument("--checkpoint", default=RunDir.BEST,
@@ -224,9 +229,9 @@ def _run_evaluate(args) -> int:
             return 0
         for run in args.runs:
             path = Path(run)
-            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data, device=args.device)
+            metrics = (evaluate_run(path, args.split, args.checkpoint, data_root=args.data_root, device=args.device)
                        if path.is_dir()
-                       else evaluate(path, args.split, data_root=args.data, device=args.device))
+                       else evaluate(path, args.split, data_root=args.data_root, device=args.device))
             if args.json:
                 print(json.dumps(metrics))
             else:

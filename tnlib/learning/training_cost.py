@@ -30,7 +30,7 @@ CPU_TIMED_OBJECTS = 16
 # them for the banner.
 # STRIPS-HGN's are for its default "authors" layout: the medians measured on its "means" layout times the ratio of
 # the two in 400-step runs on data/small, one after the other, twice each (Intel Xeon, beside three other jobs):
-# blocksworld 1.47, ferry 1.31, gripper 1.43, visitall 1.42 (`tnlib train --model hgn --model-arg layout=...`);
+# blocksworld 1.47, ferry 1.31, gripper 1.43, visitall 1.42 (`tnlib train --model hgn --model-args layout=...`);
 # the run overhead likewise by 1.4. Estimates ignore the model arguments a sweep sets (another layout, depth).
 MEASURED_BATCH_SIZE = 64
 MEASURED_STEP_SECONDS = {
