@@ -88,6 +88,17 @@ def test_cli_import_does_not_load_torch():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("command", ["reproduce", "baselines", "handout", "rerun-check", "report"])
+def test_a_commands_help_loads_neither_torch_nor_scipy_nor_numba(command):
+    # (what made `--help` of these take seconds: the help is their flags, not the work they do)
+    code = ("import sys, contextlib, io, tnlib.cli\n"
+            f"with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    tnlib.cli.main([{command!r}, '--help'])\n"
+            "print(sorted(m for m in ('torch', 'scipy', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
 def test_main_job_plans_every_notebook_and_report():
     from tnlib.experiments.reproduce import NOTEBOOKS, steps
 

@@ -11,12 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.data.plan_sets import load_plan_set
-from tnlib.executors import run_jobs
-from tnlib.experiments.reports import rendered_by
-from tnlib.experiments.tables import summarize
 from tnlib.files import atomic_write_text
-from tnlib.learning.split_planning import plan_baseline, planned
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
 from tnlib.planning.search_settings import PAPER, SearchSettings
@@ -36,7 +31,13 @@ class BaselineJob:
     max_evaluations: int
 
 
+# (The planners, the data and the reports are imported where they are used: `tnlib baselines --help` reads only the
+# constants above.)
+
+
 def _plan(job: BaselineJob) -> str:
+    from tnlib.learning.split_planning import plan_baseline
+
     plan_baseline(job.data_root, job.domain, job.heuristic, Path(job.out_dir) / job.plan_set, split=job.plan_set,
                   settings=SearchSettings(PAPER, job.max_evaluations))
     return f"{job.plan_set}/{job.domain}/{job.heuristic}"
@@ -47,6 +48,8 @@ def run_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristic
                   workers: int = 1, progress=None) -> None:
     """Plan every (plan set, domain, heuristic) not planned yet, ``workers`` processes side by side; ``progress``
     is called with each finished job's name."""
+    from tnlib.executors import run_jobs
+
     jobs = [BaselineJob(str(data_root), domain, heuristic, plan_set, str(out_dir), max_evaluations)
             for plan_set in plan_sets for heuristic in heuristics for domain in domains]
     for done in run_jobs(_plan, jobs, workers):
@@ -55,6 +58,8 @@ def run_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristic
 
 
 def _cell_summary(records: list[dict]) -> str:
+    from tnlib.experiments.tables import summarize
+
     if not records:
         return "-"
     summary = summarize(records)
@@ -68,6 +73,10 @@ def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuris
     at the limit as the paper does) per grid cell and in all, on every instance and on those solved optimally
     within each of ``selection_seconds`` (with how many the recorded solves cannot decide); the paper's h_FF
     beside the domain rows. Heuristics not planned yet show as ``-``."""
+    from tnlib.data.plan_sets import load_plan_set
+    from tnlib.experiments.reports import rendered_by
+    from tnlib.learning.split_planning import planned
+
     out_dir = Path(out_dir)
     lines = ["# Table 2's symbolic baselines on the label-free plan sets", "",
              f"Made by `{command or 'tnlib baselines'}`. {rendered_by()} "

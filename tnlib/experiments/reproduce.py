@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-from tnlib.experiments.reports import REPORT_CSS
 from tnlib.files import REPO_ROOT, atomic_write_text
-from tnlib.offline_math import offline_html
 from tnlib.progress import ENV_VAR as PROGRESS_ENV_VAR
 
 ROOT = REPO_ROOT  # the repository: notebooks/, reports/, benchmarks/
@@ -77,6 +75,9 @@ def notebook_html(notebook, folder: Path) -> str:
     """An executed notebook as the HTML report in ``folder``: JupyterLab's look with :data:`REPORT_CSS` on top,
     formulas as MathML, plotly.js shared from ``folder``, and no path of this machine (:func:`_relative_paths`)."""
     from nbconvert import HTMLExporter
+
+    from tnlib.experiments.reports import REPORT_CSS  # (here, not above: `tnlib reproduce --help` needs none of it)
+    from tnlib.offline_math import offline_html
 
     # no require.js: nothing in the reports needs it, and with it plotly.js would register as an AMD module
     # instead of defining window.Plotly. Formulas become MathML (offline_html), so nothing loads MathJax.

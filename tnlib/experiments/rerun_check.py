@@ -31,12 +31,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from tnlib.device import machine_kind
-from tnlib.experiments.reports import RENDERED_AT, accuracy_seed_rows, code_commit
-from tnlib.experiments.sweep import Sweep, run_sweep
-from tnlib.experiments.tables import collect_results
 from tnlib.files import REPO_ROOT, atomic_write_text, read_json, read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
+from tnlib.provenance import code_commit
+
+# (The reports, the sweep and torch are imported where a check runs: `tnlib rerun-check --help` reads only the
+# constants below.)
 
 # The subset rerun: two runs of the linear five-seed report (N, with its N+clip column, and TN), 15 s on one core.
 SUBSET = {"preset": "converged-linear", "domains": "gripper", "configs": "learn/ff", "seeds": 1}
@@ -66,8 +66,17 @@ MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
 
 
+def machine_kind() -> str:
+    """This machine's kind (:func:`tnlib.device.machine_kind`)."""
+    from tnlib.device import machine_kind as kind
+
+    return kind()
+
+
 def report_machine(report_dir: str | os.PathLike) -> str | None:
     """The kind of machine named by the header of ``report_dir``'s accuracy.md (None where it names none)."""
+    from tnlib.experiments.reports import RENDERED_AT
+
     header = (Path(report_dir) / "accuracy.md").read_text()
     line = header.split(RENDERED_AT, 1)[-1].split("\n", 1)[0]
     return line.rsplit(", on ", 1)[1].rstrip(".") if ", on " in line else None
@@ -85,6 +94,10 @@ def made_here(report_dir: str | os.PathLike, machine: str) -> bool:
 def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     """Train :data:`SUBSET` from scratch into ``out_dir`` (a fresh folder) and return its per-seed rows, as
     ``accuracy-seeds.csv`` holds them (strings)."""
+    from tnlib.experiments.reports import accuracy_seed_rows
+    from tnlib.experiments.sweep import Sweep, run_sweep
+    from tnlib.experiments.tables import collect_results
+
     preset = SUBSET["preset"]
     settings = {k: v for k, v in SUBSET.items() if k != "preset"}
     run_sweep(Sweep.preset(preset, **settings, plan=False, out_dir=str(out_dir)), progress=False)
