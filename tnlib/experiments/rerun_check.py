@@ -66,7 +66,7 @@ MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
 
 
-def machine_kind() -> str:
+def this_machine_kind() -> str:
     """This machine's kind (:func:`tnlib.device.machine_kind`)."""
     from tnlib.device import machine_kind as kind
 
@@ -176,7 +176,7 @@ def check(report_dir: str | os.PathLike = CHECKED_REPORT, record: bool = False) 
     """Rerun :data:`SUBSET` and compare it with ``report_dir``'s rows for this machine's kind: (what it was
     compared with, the differences). With ``record``, a kind that has no rows gets the rerun as its reference.
     A :class:`LookupError` where there is nothing to compare with and ``record`` is off."""
-    machine = machine_kind()
+    machine = this_machine_kind()
     committed = committed_rows(report_dir, machine)
     if committed is None and not record:
         raise LookupError(f"{Path(report_dir)} holds no metrics made on this kind of machine ({machine}): float32 "
@@ -234,7 +234,7 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     (:func:`curve_run`) and compare the curves: (which run, the differences). On a kind not yet confirmed
     (:func:`confirmed_kinds`) only with ``record``, which confirms it where the rerun agrees. A
     :class:`LookupError` where there is nothing to compare on this kind."""
-    machine, folder = machine_kind(), Path(folder)
+    machine, folder = this_machine_kind(), Path(folder)
     confirmed = machine in confirmed_kinds(folder)
     if not confirmed and not record:
         raise LookupError(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}): "
@@ -274,7 +274,7 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
     one recorded for this machine's kind in ``path``: (what was compared, the differences). With ``record``, a
     model with nothing recorded for this kind gets the rerun as its reference. A :class:`LookupError` where
     nothing is recorded for this kind and ``record`` is off."""
-    machine, path = machine_kind(), Path(path)
+    machine, path = this_machine_kind(), Path(path)
     saved = _read_csv_rows(path)
     mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
