@@ -4,8 +4,8 @@ latest validation, one spelling for one setting across commands, a report of a f
 that says which command makes them."""
 from __future__ import annotations
 
-import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +98,25 @@ def test_train_evaluate_and_sweep_spell_the_dataset_root_and_model_arguments_ali
     assert build_parser("evaluate").parse_args(["evaluate", "r", "--data", "d"]).data_root == "d"
     assert build_parser("evaluate").parse_args(["evaluate", "r", "--data-root", "d"]).data_root == "d"
     assert not hasattr(train.parse_args(["train"]), "data")  # (one setting, one name)
+
+
+def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leaves_out(capsys):
+    from tnlib.experiments.reproduce import LEFT_OUT, REPORTS, steps
+    from tnlib.files import REPO_ROOT
+
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    shown = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # (argparse wraps at hyphens)
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    make_line = " ".join(line.lstrip("# ") for line in makefile.split("make reproduce", 1)[1].split("\n")[:2])
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    readme = readme.split("`make reproduce` is `python -m tnlib reproduce`", 1)[1].split(";", 1)[0]
+    for name in LEFT_OUT:
+        assert name in shown, name
+        assert name in make_line, name
+        assert f"`{name}`" in readme, name
+    # and what it leaves out is all it leaves out: every other entry of reports/ is a step's output
+    made = {path.relative_to(REPORTS).parts[0] for step in steps() for path in step.outputs}
+    for entry in REPORTS.iterdir():
+        left = any(Path(entry.name).match(name.rstrip("/")) for name in LEFT_OUT)
+        assert left or entry.name in made, entry.name

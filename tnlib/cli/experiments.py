@@ -92,7 +92,8 @@ def register_reproduce(subparsers) -> None:
     from tnlib.experiments import reproduce
 
     parser = subparsers.add_parser("reproduce", help=COMMANDS["reproduce"][1],
-                                   description=reproduce.__doc__.splitlines()[0])
+                                   description=reproduce.__doc__.splitlines()[0].replace(
+                                       "those of LEFT_OUT", "what is left out below") + " " + reproduce.left_out_text())
     parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")
     parser.set_defaults(func=_run_reproduce)

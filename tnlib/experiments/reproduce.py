@@ -1,4 +1,4 @@
-"""The main job: `tnlib reproduce` regenerates the main job's reports (all of reports/ but speed.md and converged/).
+"""The main job: `tnlib reproduce` regenerates the main job's reports (all of reports/ but those of LEFT_OUT).
 
 It executes the notebooks headless with papermill (rendered to HTML in reports/notebooks/): the explorer, the
 classroom notebook, and the experiments notebook, which runs the sweep's ``small`` preset (train NLM N and TN
@@ -43,8 +43,23 @@ NOTEBOOK_PARAMETERS: dict[str, dict] = {
                                              "reports_dir": "../reports"},
 }
 EXTRA_OUTPUTS = {
-    "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html"],
+    "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html",
+                                             "accuracy-seeds.csv", "planning-seeds.csv"],
 }
+# What the main job leaves in reports/ as it is, each measured or rendered by its own command (said in its README
+# or section): the folders and files, and why. The Makefile's and README's words on `make reproduce` name the same.
+LEFT_OUT = {
+    "speed.md": "the speed measurements (benchmarks/)",
+    "speed-cuda/": "the measurements on a lent GPU",
+    "converged/": "the converged presets (hours of training each)",
+    "plan-set/": "the symbolic baselines on the plan sets (tnlib baselines)",
+    "paper-scale*/": "the paper-scale campaigns (days of training; make paper-scale)",
+}
+
+
+def left_out_text() -> str:
+    """:data:`LEFT_OUT` as a sentence (`tnlib reproduce --help`)."""
+    return "Left as they are in reports/ -- " + "; ".join(f"{name}: {why}" for name, why in LEFT_OUT.items()) + "."
 
 
 @dataclass
