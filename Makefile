@@ -23,13 +23,20 @@ export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
 env: $(STAMP)
 
+# pip runs --quiet (its log is pages long), so each step says first what it does and about how long it takes.
 $(STAMP): pyproject.toml
+	@echo "make env: setting up $(VENV)/ (tnlib and what its notebooks and tests need, from PyPI; a few minutes the first time)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "make env: [1/4] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "make env: [2/4] installing $(TORCH), the CPU wheel (about 200 MB: a minute or two)"
 	$(PY) -m pip install --quiet "$(TORCH)"
+	@echo "make env: [3/4] installing tnlib and its dependencies (numpy, scipy, numba, plotly, papermill, jupyter, pytest, ...)"
 	$(PY) -m pip install --quiet -e ".[test,bench]"
+	@echo "make env: [4/4] registering the notebooks' Python kernel"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
+	@echo "make env: done; the commands are in $(VENV)/bin/ (. $(VENV)/bin/activate puts them on the PATH)"
 
 reproduce: $(STAMP)
 	$(PY) -m tnlib reproduce

@@ -120,3 +120,15 @@ def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leave
     for entry in REPORTS.iterdir():
         left = any(Path(entry.name).match(name.rstrip("/")) for name in LEFT_OUT)
         assert left or entry.name in made, entry.name
+
+
+def test_make_env_says_what_it_does_before_each_quiet_install():
+    from tnlib.files import REPO_ROOT
+
+    recipe = (REPO_ROOT / "Makefile").read_text().split("$(STAMP): pyproject.toml\n", 1)[1].split("\n\n", 1)[0]
+    lines = recipe.splitlines()
+    installs = [i for i, line in enumerate(lines) if "pip install" in line or "ipykernel install" in line]
+    assert len(installs) == 4
+    for i in installs:
+        assert lines[i - 1].strip().startswith('@echo "make env: ['), lines[i - 1]
+    assert lines[0].strip().startswith('@echo "make env: setting up') and "done" in lines[-1]
