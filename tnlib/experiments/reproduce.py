@@ -36,9 +36,9 @@ REPORTS = ROOT / "reports"
 NOTEBOOK_PARAMETERS: dict[str, dict] = {
     "truncated_gaussian_explorer.ipynb": {"interactive": False},
     "statistics_of_heuristic_learning.ipynb": {},
-    # the sweep's "small" preset (tnlib.experiments.presets.PRESETS, where its numbers live): NLM, the four
-    # configurations, N vs TN, two seeds, on data/small (resumable); sized for a 2-core CPU -- far from the paper's
-    # 4e4 steps, which the reports' header says
+    # the sweep's "small" preset (tnlib.experiments.presets.PRESETS, where its numbers live and what it leaves to
+    # the converged presets): NLM, Table 2's two configurations, N vs TN, two seeds, on data/small (resumable);
+    # sized for a 2-core CPU -- far from the paper's 4e4 steps, which the reports' header says
     "heuristic_learning_experiments.ipynb": {"preset": "small", "results_dir": "../runs/small",
                                              "reports_dir": "../reports"},
 }
