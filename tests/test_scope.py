@@ -582,6 +582,7 @@ def test_a_folder_swept_without_planning_says_so_instead_of_empty_planning_table
     folder.mkdir()
     for seed in range(2):
         write_metrics(write_run(folder, data, [3, 2, 1], seed=seed), 1.0 + seed, 1.0)
+    (folder / "sweep.json").write_text(json.dumps({"plan": False}))  # a sweep's folder, swept with --no-plan
     assert main(["report", str(folder), "--out", str(tmp_path / "out")]) == 0
     capsys.readouterr()
     planning = (tmp_path / "out" / "planning.md").read_text()
