@@ -490,7 +490,7 @@ def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_
     (dict(data_root="/no/such/folder"), ValueError, "data_root: no such folder"),
     (dict(domains="ferry", data_root="{tmp}"), DatasetError, "no dataset at"),  # run=True checks the data
     # run=False on a results folder without runs (a fresh clone: runs/ is not in git) says how to make them
-    (dict(run=False), MissingRuns, "holds none of this sweep's 64 runs (no run folder with test metrics; runs are "
+    (dict(run=False), MissingRuns, "holds none of this sweep's 32 runs (no run folder with test metrics; runs are "
      "not in git, a fresh clone has none): set run = True to train them (papermill: -p run True), or run "
      "`make reproduce`"),
 ])
