@@ -59,11 +59,15 @@ def _compact_trace(trace: dict) -> dict:
     return trace
 
 
+def compact_figure_dict(fig_dict: dict) -> dict:
+    """A plotly figure's dict with its traces compacted (see the module docstring); the layout as it was."""
+    return {**fig_dict, "data": [_compact_trace(trace) for trace in fig_dict.get("data", [])]}
+
+
 def figure_html(figure, div_id: str) -> str:
     """``figure`` (a plotly Figure) as a ``<div>`` for a page that loads plotly.js itself, its traces' numbers
     rounded; ``div_id`` fixed (plotly draws a random one) so the same runs render the same file."""
     import plotly.io as pio
 
-    fig_dict = figure.to_dict()
-    fig_dict["data"] = [_compact_trace(trace) for trace in fig_dict.get("data", [])]
-    return pio.to_html(fig_dict, full_html=False, include_plotlyjs=False, div_id=div_id, validate=False)
+    return pio.to_html(compact_figure_dict(figure.to_dict()), full_html=False, include_plotlyjs=False,
+                       div_id=div_id, validate=False)

@@ -22,6 +22,7 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
+from tnlib.experiments.figure_html import compact_figure_dict
 from tnlib.experiments import calibration_summary
 from tnlib.experiments.reports import LOG_AXIS_TICKS
 from tnlib.learning.calibration import Calibration
@@ -63,7 +64,7 @@ class _InlineHtmlRenderer(MimetypeRenderer):
 
     def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
         html = pio.to_html(
-            fig_dict,
+            compact_figure_dict(fig_dict),  # the HTML a rendered notebook keeps: digits no screen shows left out
             include_plotlyjs=False,
             include_mathjax=False,
             full_html=False,
