@@ -405,10 +405,13 @@ def test_table2_counts_failures_at_the_limit_they_ran_under(tmp_path):
     assert table.splitlines()[0].endswith("; at most 200 evaluations")
     evaluations = table.split("**Average node evaluations")[1]
     ferry = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
-    assert ferry[4] == "**125 (1 seed)** |"  # (50 + 200) / 2, not (50 + 10,000) / 2; one seed: no ±0
+    assert ferry[4] == "125 (1 seed) |"  # (50 + 200) / 2, not (50 + 10,000) / 2; one seed: no ±0 and no bold
 
 
-def test_table2_layout_and_bold(tmp_path):
+def test_table2_layout_and_no_bold_below_the_seeds_a_paired_interval_needs(tmp_path):
+    from tnlib.experiments.seed_statistics import FEW_SEEDS_BOLD_RULE
+    from tnlib.experiments.tables import table2_bold_rule
+
     def run(name, domain, sigma, residual, distribution, seed, results, estimate="default"):
         folder = tmp_path / name
         folder.mkdir(exist_ok=True)
@@ -432,13 +435,16 @@ def test_table2_layout_and_bold(tmp_path):
     ferry_cov = [line for line in coverage.splitlines() if line.startswith("| ferry")][0].split(" | ")
     # FF, then learn/ff N, N+clip, TN; fixed/none, which no run has, is left out
     assert ferry_cov[1] == "1.00"
-    assert ferry_cov[2] == "0.50 (1 seed)" and ferry_cov[3] == "**1.00 (1 seed)**"
-    assert ferry_cov[4] == "**1.00±0.00** |"
+    # one or two seeds per column: no paired interval, so nothing is bold, and the rule says why
+    assert ferry_cov[2] == "0.50 (1 seed)" and ferry_cov[3] == "1.00 (1 seed)"
+    assert ferry_cov[4] == "1.00±0.00 |"
+    assert "**" not in coverage.split("|---", 1)[1] and table2_bold_rule(tmp_path) == FEW_SEEDS_BOLD_RULE
     assert "fixed/none" not in table
     ferry_ev = [line for line in evaluations.splitlines() if line.startswith("| ferry")][0].split(" | ")
     assert ferry_ev[1] == "7"
     assert ferry_ev[2] == "5050 (1 seed)"  # the unsolved instance counts as 10,000 evaluations
-    assert ferry_ev[3] == "**75 (1 seed)**" and ferry_ev[4] == "250±141 |"
+    assert ferry_ev[3] == "75 (1 seed)" and ferry_ev[4] == "250±141 |"
+    assert "**" not in evaluations.split("|---", 1)[1]
 
 
 def _random_nlm_checkpoint(folder, domain: str, seed: int = 0):
