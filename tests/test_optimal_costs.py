@@ -17,10 +17,11 @@ from tnlib.data.schema import SPLITS
 from tnlib.errors import OutsideFormulaScope
 from tnlib.planning.fast_downward import solve
 from tnlib.planning.generators import generate
+from tnlib.planning.blocksworld_optimal import blocksworld_optimal_cost
 from tnlib.planning.optimal_costs import OPTIMAL_COSTS, optimal_cost, optimal_plan, visitall_optimal_cost
 from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.plans import validate_plan
-from tnlib.planning.search import hstar, random_walk_states
+from tnlib.planning.search import goal_distances, hstar, random_walk_states
 from tnlib.planning.task import load_task
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -60,8 +61,8 @@ def instance(folder, domain: str, seed: int, **params) -> Instance:
     return _instance(str(folder), domain, seed, tuple(sorted(params.items())))
 
 
-SMALL = {"ferry": dict(locations=4, cars=3), "gripper": dict(balls=4), "visitall": dict(x=3, y=4, ratio=0.6)}
-MEDIUM = {"ferry": dict(locations=6, cars=8), "gripper": dict(balls=9), "visitall": dict(x=5, y=5, ratio=0.7)}
+SMALL = {"blocksworld": dict(blocks=4), "ferry": dict(locations=4, cars=3), "gripper": dict(balls=4), "visitall": dict(x=3, y=4, ratio=0.6)}
+MEDIUM = {"blocksworld": dict(blocks=9), "ferry": dict(locations=6, cars=8), "gripper": dict(balls=9), "visitall": dict(x=5, y=5, ratio=0.7)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -121,7 +122,8 @@ def test_cost_equals_fast_downward_optimal_plan_length(tmp_path, domain):
 @given(seed=st.integers(min_value=0, max_value=10**6), domain=st.sampled_from(DOMAINS), walk=st.integers(0, 60))
 def test_successor_costs_differ_by_at_most_one_and_one_is_one_less(tmp_path_factory, seed, domain, walk):
     rng = random.Random(seed)
-    size = {"ferry": dict(locations=rng.randint(1, 6), cars=rng.randint(0, 7)),
+    size = {"blocksworld": dict(blocks=rng.randint(1, 8)),
+            "ferry": dict(locations=rng.randint(1, 6), cars=rng.randint(0, 7)),
             "gripper": dict(balls=rng.randint(1, 9)),
             "visitall": dict(x=rng.randint(1, 5), y=rng.randint(2, 5), ratio=rng.choice((0.3, 0.5, 1.0)))}[domain]
     inst = instance(tmp_path_factory.getbasetemp(), domain, seed % 50, **size)
@@ -143,6 +145,26 @@ def test_plan_from_random_reachable_states_validates_at_the_cost(tmp_path_factor
         plan, verdict = inst.plan_from(state)
         assert verdict.valid, verdict.message
         assert len(plan) == inst.cost(state)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_blocksworld_cost_equals_the_distance_of_every_reachable_state(tmp_path_factory, seed):
+    # the whole state space of a 6-block instance (about 7,000 states, the held block's included) against
+    # breadth-first distances: partial goals, deadlocks and the hand all occur in it
+    inst = instance(tmp_path_factory.getbasetemp(), "blocksworld", seed, blocks=6)
+    distances = goal_distances(inst.task)
+    assert len(distances) > 5000
+    wrong = [(sorted(inst.task.state_to_facts(s)), d) for s, d in distances.items() if inst.cost(s) != d]
+    assert not wrong, wrong[:3]
+
+
+@pytest.mark.parametrize("blocks", [14, 16, 18, 22])
+def test_blocksworld_plan_at_the_paper_sizes_validates_at_the_cost(tmp_path_factory, blocks):
+    for seed in (1, 2):
+        inst = instance(tmp_path_factory.getbasetemp(), "blocksworld", seed, blocks=blocks)
+        plan, verdict = inst.plan_from(inst.task.init)
+        assert verdict.valid, verdict.message
+        assert len(plan) == inst.cost(inst.task.init) > 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -224,5 +246,41 @@ def test_visitall_search_beyond_its_node_limit_raises():
 
 
 def test_domain_without_a_formula_raises():
-    with pytest.raises(OutsideFormulaScope, match="no exact optimal-cost formula for 'blocksworld'"):
-        optimal_cost("blocksworld", ["(arm-empty)"], [])
+    with pytest.raises(OutsideFormulaScope, match="no exact optimal-cost formula for 'logistics'"):
+        optimal_cost("logistics", ["(arm-empty)"], [])
+
+
+BLOCKS_STATE = ["(on-table b1)", "(on b2 b1)", "(clear b2)", "(holding b3)"]
+BLOCKS_GOAL = ["(on b1 b2)"]
+
+
+def test_blocksworld_scope_example_is_in_scope():
+    # put b3 down; unstack b2 b1, put it down; pick b1, stack it on b2
+    assert optimal_cost("blocksworld", BLOCKS_STATE, BLOCKS_GOAL) == 5
+
+
+@pytest.mark.parametrize(("state", "goal", "says"), [
+    (BLOCKS_STATE, BLOCKS_GOAL + ["(on-table b2)"], "unexpected"),
+    (BLOCKS_STATE, BLOCKS_GOAL + ["(on b1 b3)"], "names a block twice"),
+    (BLOCKS_STATE, BLOCKS_GOAL + ["(on b3 b4)"], "no block of the state"),
+    (BLOCKS_STATE, ["(on b1 b2)", "(on b3 b2)"], "two blocks on one"),
+    (BLOCKS_STATE, ["(on b1 b2)", "(on b2 b1)"], "cycle"),
+    (_changed(BLOCKS_STATE, add=["(arm-empty)"]), BLOCKS_GOAL, "hand holds"),
+    (_changed(BLOCKS_STATE, add=["(on b3 b2)"]), BLOCKS_GOAL, "hand holds"),
+    (_changed(BLOCKS_STATE, add=["(on-table b2)"]), BLOCKS_GOAL, "two places"),
+    (_changed(BLOCKS_STATE, add=["(clear b1)"]), BLOCKS_GOAL, "clear blocks"),
+    (_changed(BLOCKS_STATE, drop=["(on-table b1)", "(clear b2)"], add=["(on b1 b2)"]), BLOCKS_GOAL, "cycle"),
+    (_changed(BLOCKS_STATE, add=["(handempty)"]), BLOCKS_GOAL, "unexpected atom"),
+])
+def test_blocksworld_outside_scope_raises(state, goal, says):
+    with pytest.raises(OutsideFormulaScope, match=says):
+        optimal_cost("blocksworld", state, goal)
+
+
+def test_blocksworld_search_beyond_its_node_limit_raises():
+    # two blocks each above the other's goal support: a deadlock, so the search needs more than one node
+    state = ["(on-table b1)", "(on b3 b1)", "(clear b3)", "(on-table b2)", "(on b4 b2)", "(clear b4)", "(arm-empty)"]
+    goal = ["(on b3 b2)", "(on b4 b1)"]
+    assert blocksworld_optimal_cost(state, goal) == 6
+    with pytest.raises(OutsideFormulaScope, match="within 1 search nodes"):
+        blocksworld_optimal_cost(state, goal, max_nodes=1)

@@ -12,5 +12,6 @@ module                    what
 ``plans``                 IPC plan files, simulation and validation
 ``fast_downward``         optimal plans with Fast Downward A* + LM-cut
 ``optimal_costs``         exact h* and optimal plans: gripper and ferry by closed forms, visitall by search
+``blocksworld_optimal``   exact h* and optimal plans of blocksworld, by search (``optimal_costs`` serves them)
 ========================  ==========================================================================
 """

@@ -1,5 +1,6 @@
-"""Exact optimal plan costs h* (and optimal plans) for any state of gripper and ferry, by closed forms, and of
-visitall, by a search over the order of the cells left to visit.
+"""Exact optimal plan costs h* (and optimal plans) for any state of gripper and ferry, by closed forms, of
+visitall, by a search over the order of the cells left to visit, and (from :mod:`tnlib.planning.blocksworld_optimal`)
+of blocksworld, by a search over which blocks go to the table.
 
 A state and a goal are given as a dataset row stores them: lists of atoms such as ``"(at ball0 rooma)"``, the
 state's static atoms included (``(room ...)``, ``(not-eq ...)``, ...); a task's packed state becomes such a list
@@ -16,6 +17,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from tnlib.errors import OutsideFormulaScope
+from tnlib.planning.blocksworld_optimal import blocksworld_optimal_cost, blocksworld_optimal_plan
 from tnlib.planning.pddl import parse_atom
 
 Atoms = Iterable[str]
@@ -528,8 +530,10 @@ def visitall_optimal_plan(state: Atoms, goal: Atoms, max_nodes: int | None = Non
 # ---------------------------------------------------------------------------------------------------------------
 # By domain key
 
-OPTIMAL_COSTS = {"ferry": ferry_optimal_cost, "gripper": gripper_optimal_cost, "visitall": visitall_optimal_cost}
-OPTIMAL_PLANS = {"ferry": ferry_optimal_plan, "gripper": gripper_optimal_plan, "visitall": visitall_optimal_plan}
+OPTIMAL_COSTS = {"blocksworld": blocksworld_optimal_cost, "ferry": ferry_optimal_cost, "gripper": gripper_optimal_cost,
+                 "visitall": visitall_optimal_cost}
+OPTIMAL_PLANS = {"blocksworld": blocksworld_optimal_plan, "ferry": ferry_optimal_plan, "gripper": gripper_optimal_plan,
+                 "visitall": visitall_optimal_plan}
 
 
 def optimal_cost(domain: str, state: Atoms, goal: Atoms) -> int:
