@@ -22,7 +22,7 @@ from tnlib.errors import DatasetError
 sys.path.insert(0, str(Path(__file__).parent))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
 
-EXACT_DOMAINS = ("ferry", "gripper", "visitall")
+EXACT_DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
 SPLITS_MADE = ("train", "val", "test")
 
 
@@ -37,8 +37,8 @@ def _profile():
 
 @pytest.fixture(scope="module")
 def both_routes(tmp_path_factory):
-    """The same splits made by A* with LM-cut and by the exact solvers (blocksworld too: it has no exact solver)."""
-    domains = ("blocksworld", *EXACT_DOMAINS)
+    """The same splits made by A* with LM-cut and by the exact solvers."""
+    domains = EXACT_DOMAINS
 
     def build(solver):
         return lambda root: generate_dataset(root, domains, _profile(), SPLITS_MADE, progress=False, solver=solver)
@@ -78,23 +78,28 @@ def test_the_manifest_records_the_route_each_split_took(both_routes):
         for split in SPLITS_MADE:
             assert _manifest(exact, domain)["splits"][split]["settings"]["solver"] == EXACT_SOLVER
             assert "solver" not in _manifest(astar, domain)["splits"][split]["settings"]
-    # no exact solver for blocksworld: the same A* splits, recorded as such, whatever was asked for
-    for split in SPLITS_MADE:
-        by_exact, by_astar = (_manifest(root, "blocksworld")["splits"][split] for root in (exact, astar))
-        assert by_exact["settings"] == by_astar["settings"] and "solver" not in by_exact["settings"]
-        assert ([(i["instance"], i["plan"]) for i in by_exact["instances"]]
-                == [(i["instance"], i["plan"]) for i in by_astar["instances"]])
-        assert all(isinstance(i["expansions"], int) for i in by_exact["instances"])
     assert verify_dataset(astar) == [] and verify_dataset(exact) == []
     assert "| gripper | train (exact solver) |" in data_card(exact)
-    assert "| gripper | train |" in data_card(astar) and "| blocksworld | train |" in data_card(exact)
+    assert "| gripper | train |" in data_card(astar) and "| blocksworld | train |" in data_card(astar)
+
+
+def test_a_domain_without_an_exact_solver_keeps_a_star_whatever_was_asked(tmp_path, monkeypatch):
+    import tnlib.data.exact_solves as exact_solves
+
+    monkeypatch.setattr(exact_solves, "OPTIMAL_PLANS", {k: v for k, v in exact_solves.OPTIMAL_PLANS.items()
+                                                        if k != "gripper"})
+    generate_dataset(tmp_path, ["gripper"], _profile(), ["train"], progress=False, solver=EXACT_SOLVER)
+    entry = _manifest(tmp_path, "gripper")["splits"]["train"]
+    assert "solver" not in entry["settings"] and entry["instances"]
+    assert all(isinstance(i["expansions"], int) for i in entry["instances"])
+    assert "| gripper | train |" in data_card(tmp_path)
 
 
 def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(DatasetError, match="unknown solver"):
         generate_dataset(tmp_path / "out", ["gripper"], _profile(), ["train"], progress=False, solver="bfs")
     assert not (tmp_path / "out").exists()
-    assert split_solver("blocksworld", EXACT_SOLVER) == "fast-downward"
+    assert split_solver("logistics", EXACT_SOLVER) == "fast-downward"
     assert split_solver("gripper", None) == "fast-downward" and split_solver("gripper", "exact") == "exact"
 
 

@@ -61,8 +61,10 @@ def instance(folder, domain: str, seed: int, **params) -> Instance:
     return _instance(str(folder), domain, seed, tuple(sorted(params.items())))
 
 
-SMALL = {"blocksworld": dict(blocks=4), "ferry": dict(locations=4, cars=3), "gripper": dict(balls=4), "visitall": dict(x=3, y=4, ratio=0.6)}
-MEDIUM = {"blocksworld": dict(blocks=9), "ferry": dict(locations=6, cars=8), "gripper": dict(balls=9), "visitall": dict(x=5, y=5, ratio=0.7)}
+SMALL = {"blocksworld": dict(blocks=4), "ferry": dict(locations=4, cars=3), "gripper": dict(balls=4),
+         "visitall": dict(x=3, y=4, ratio=0.6)}
+MEDIUM = {"blocksworld": dict(blocks=9), "ferry": dict(locations=6, cars=8), "gripper": dict(balls=9),
+          "visitall": dict(x=5, y=5, ratio=0.7)}
 
 
 # ---------------------------------------------------------------------------------------------------------------

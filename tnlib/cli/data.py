@@ -1,5 +1,5 @@
-"""`tnlib data generate | plan-set | verify | train-pairs | card | status`: build, check and describe datasets (see
-:mod:`tnlib.data`)."""
+"""`tnlib data generate | fill | plan-set | verify | train-pairs | card | status`: build, check and describe
+datasets (see :mod:`tnlib.data`)."""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +20,7 @@ from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
 from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
+from tnlib.data.slot_filling import fill_out_of_reach_slots
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
@@ -136,6 +137,19 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                       "and why, solve times, attempts at the limit")
     card.add_argument("--domain", action="append", help="only this domain (repeatable; with --cells)")
     card.set_defaults(func=_run_card)
+
+    fill = commands.add_parser(
+        "fill", help="give the out-of-reach slots of finished splits their instances, solved by the domain's exact "
+        "solver (every other instance stays as it is)",
+        description="Fill the slots that A* left empty as out of reach in finished splits of a dataset root: each "
+        "gets the generator's draw for it, solved by the domain's exact solver and labelled; the split's other "
+        "instances, problem files and table rows stay byte for byte (tnlib.data.slot_filling). Resumable: an "
+        "interrupted run keeps its labelled attempts and reads them back when rerun.",
+    )
+    fill.add_argument("folder", type=Path, help="dataset root")
+    fill.add_argument("--domain", required=True, help="a domain with an exact solver")
+    fill.add_argument("--splits", nargs="+", default=["train", "val"], choices=SPLITS)
+    fill.set_defaults(func=_run_fill)
 
     status = commands.add_parser(
         "status", help="where an unfinished `generate` stands, per cell (reads its work folder; safe while it runs)",
@@ -263,6 +277,14 @@ def _run_card(args: argparse.Namespace) -> int:
     if not (folder / MANIFEST).is_file():
         raise CommandError(f"{folder}: no {MANIFEST}; generate it with `tnlib data generate`")
     print(cell_card(folder, args.domain) if args.cells else data_card(folder))
+    return 0
+
+
+def _run_fill(args: argparse.Namespace) -> int:
+    if not (args.folder / MANIFEST).is_file():
+        raise CommandError(f"{args.folder}: no {MANIFEST}; generate it with `tnlib data generate`")
+    for split, record in fill_out_of_reach_slots(args.folder, args.domain, args.splits).items():
+        print(f"{args.domain}/{split}: {record['slots']} slots filled in {record['seconds']['wall']:.0f} s")
     return 0
 
 

@@ -3,9 +3,10 @@ Downward's A* with LM-cut.
 
 A split's ``solver`` setting (:data:`tnlib.data.schema.SOLVERS`) names the route. ``exact`` labels with the domain's
 exact solver where it has one and falls back to A* with LM-cut where it has none, so one setting serves a run over
-every domain; the split's settings record the route it actually took (:func:`split_solver`). The exact solvers
-have no time or memory limit: they never fail a solvable instance, so a split made with them has no slot lost to
-the solver's limits, and no out-of-reach cell.
+every domain (all four of the paper's have one); the split's settings record the route it actually took
+(:func:`split_solver`). The exact solvers have no time or memory limit: they never fail a solvable instance, so a
+split made with them has no slot lost to the solver's limits, and no out-of-reach cell
+(:mod:`tnlib.data.slot_filling` fills the out-of-reach slots of an A* split with them).
 
 The plan an exact solver returns is labelled like A*'s: validated by the kit's validator, then walked, with h* the
 length of the rest of it (:func:`tnlib.data.labels.label_instance`). Both routes give the same h* on every state of

@@ -286,6 +286,8 @@ def data_card(root: str | os.PathLike) -> str:
             counts = entry["counts"]
             # the default route (A* + LM-cut) is not recorded; another one is named beside the split
             route = f" ({entry['settings']['solver']} solver)" if entry["settings"].get("solver") else ""
+            if entry.get("exact_fill"):  # out-of-reach slots filled later (tnlib.data.slot_filling)
+                route += f" (+{entry['exact_fill']['slots']} by the exact solver)"
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
             # a format-1 dataset has no duplicate rule, so no count: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"

@@ -105,6 +105,8 @@ class SolutionCache:
                     for inst in entry.get("instances", []):
                         problem = root / inst["problem"]
                         listed = files.get(inst["problem"])
+                        if inst.get("solver", DEFAULT_SOLVER) != DEFAULT_SOLVER:
+                            continue  # filled in by another solver (tnlib.data.slot_filling)
                         if listed is None or not problem.is_file():
                             continue
                         digest = text_sha256(problem.read_text())
@@ -113,7 +115,8 @@ class SolutionCache:
                         cache.add(digest, {"status": "solved", "plan": list(inst["plan"]),
                                            "solve_seconds": inst["solve_seconds"], "expansions": inst["expansions"],
                                            "source": str(problem), **limits})
-                    rejected = [(inst["params"], r) for inst in entry.get("instances", []) for r in inst["rejected"]]
+                    rejected = [(inst["params"], r) for inst in entry.get("instances", [])
+                                for r in inst["rejected"] + inst.get("fast_downward_rejected", [])]
                     rejected += [(f["params"], r) for f in entry.get("failures", []) for r in f["rejected"]]
                     for params, r in rejected:
                         if r.get("status") not in REUSABLE_FAILURES:

@@ -1,0 +1,136 @@
+"""tnlib.data.slot_filling: out-of-reach slots of a finished split get the generator's draws, solved by the exact
+solver and labelled, while every other instance keeps its record, problem file and table rows; the dataset still
+verifies, and the solution cache does not take the filled plans for Fast Downward's."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from tnlib.data.manifest import verify_dataset
+from tnlib.data.schema import MANIFEST
+from tnlib.data.slot_filling import fill_out_of_reach_slots
+from tnlib.data.solution_cache import SolutionCache, text_sha256
+from tnlib.data.train_pairs import record_train_pairs
+from tnlib.errors import DatasetError
+from tnlib.files import atomic_write_json, read_json, sha256_file
+
+SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+DOMAIN = "blocksworld"
+
+
+def _empty_slots(root: Path, split: str, count: int) -> list[dict]:
+    """Turns the first ``count`` instances of a split (drawn at attempt 0) into out-of-reach slots, as an A* run
+    that timed out on them leaves them; returns their records."""
+    path = root / DOMAIN / MANIFEST
+    manifest = read_json(path)
+    entry = manifest["splits"][split]
+    removed = [i for i in entry["instances"] if i["attempt"] == 0 and not i["rejected"]][:count]
+    names = {i["instance"] for i in removed}
+    entry["instances"] = [i for i in entry["instances"] if i["instance"] not in names]
+    entry["failures"] += [{"params": i["params"], "seed_number": i["seed_number"], "status": "out_of_reach",
+                           "rejected": [{"seed": i["seed"], "status": "timeout", "seconds": 60.0}]} for i in removed]
+    table = pq.read_table(root / DOMAIN / entry["table"])
+    table = table.filter(pc.invert(pc.is_in(table.column("instance"), value_set=pc.cast(list(names), "string"))))
+    pq.write_table(table, root / DOMAIN / entry["table"], compression="zstd")
+    entry["counts"].update(instances=len(entry["instances"]), states=table.num_rows,
+                           failed=len(entry["failures"]), out_of_reach=count)
+    entry["out_of_reach_cells"] = [{"params": removed[0]["params"], "instances": 0, "unfilled": 1,
+                                    "found_in": split, "attempts": []}]
+    for record in removed:
+        (root / record["problem"]).unlink()
+        del manifest["files"][record["problem"]]
+    manifest["files"][f"{DOMAIN}/{entry['table']}"] = sha256_file(root / DOMAIN / entry["table"])
+    atomic_write_json(path, manifest)
+    top = read_json(root / MANIFEST)
+    top["domains"][DOMAIN]["sha256"] = sha256_file(path)
+    atomic_write_json(root / MANIFEST, top)
+    record_train_pairs(root, [DOMAIN])
+    return removed
+
+
+@pytest.fixture
+def emptied(tmp_path):
+    root = tmp_path / "small"
+    shutil.copytree(SMALL, root)
+    before = read_json(root / DOMAIN / MANIFEST)
+    tables = {s: pq.read_table(root / DOMAIN / f"{s}.parquet") for s in ("train", "val")}
+    removed = _empty_slots(root, "train", 2) + _empty_slots(root, "val", 1)
+    assert verify_dataset(root, DOMAIN) == []
+    return root, before, tables, removed
+
+
+def test_filled_slots_hold_the_draws_the_a_star_run_kept_with_optimal_labels(emptied):
+    root, before, tables, removed = emptied
+    done = fill_out_of_reach_slots(root, DOMAIN, ["train", "val"], progress=lambda _m: None)
+    assert {s: r["slots"] for s, r in done.items()} == {"train": 2, "val": 1}
+    after = read_json(root / DOMAIN / MANIFEST)
+    assert verify_dataset(root, DOMAIN) == []
+    assert not (root / DOMAIN / ".work").exists()
+    for split in ("train", "val"):
+        old, new = before["splits"][split], after["splits"][split]
+        filled = {i["instance"]: i for i in new["instances"] if i.get("solver") == "exact"}
+        assert set(filled) == {i["instance"] for i in removed if i["problem"].split("/")[2] == split}
+        assert [i["instance"] for i in new["instances"]] == [i["instance"] for i in old["instances"]]
+        for kept, original in zip(new["instances"], old["instances"]):
+            if kept["instance"] in filled:
+                assert kept["plan_length"] == original["plan_length"] and kept["seed"] == original["seed"]
+                assert kept["fast_downward_rejected"][0]["status"] == "timeout"
+            else:
+                assert kept == original
+        assert new["counts"]["instances"] == old["counts"]["instances"] and not new["failures"]
+        assert new["out_of_reach_cells"] == [] and new["exact_fill"]["completed_out_of_reach_cells"]
+        table = pq.read_table(root / DOMAIN / new["table"])
+        in_table = list(dict.fromkeys(table.column("instance").to_pylist()))
+        assert in_table == [i["instance"] for i in new["instances"]]  # slot order, as generation writes it
+        for name in {i["instance"] for i in old["instances"]} - set(filled):
+            rows = [t.filter(pc.equal(t.column("instance"), name)).replace_schema_metadata(None)
+                    for t in (table, tables[split])]
+            assert rows[0].equals(rows[1]), name
+        starts = table.filter(pc.equal(table.column("step"), 0))
+        for name, record in filled.items():
+            start = starts.filter(pc.equal(starts.column("instance"), name)).column("h_star").to_pylist()
+            assert start == [record["plan_length"]]
+        for instance in new["instances"]:
+            assert (root / instance["problem"]).is_file()
+
+
+def test_an_interrupted_fill_resumes_from_its_labelled_attempts(emptied, monkeypatch):
+    root, _before, _tables, _removed = emptied
+    import tnlib.data.slot_filling as filling
+
+    calls = []
+    real = filling.run_attempt
+
+    def counted(job):
+        calls.append(job.seed)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(job)
+
+    monkeypatch.setattr(filling, "run_attempt", counted)
+    with pytest.raises(KeyboardInterrupt):
+        fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+    assert verify_dataset(root, DOMAIN) == []  # nothing of the split written yet
+    fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+    assert len(calls) == 3 and calls[1] == calls[2]  # the first labelled attempt was read back
+
+
+def test_solution_cache_leaves_out_the_exactly_filled_plans(emptied):
+    root, _before, _tables, removed = emptied
+    fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+    cache = SolutionCache.from_datasets([root], [DOMAIN])
+    manifest = read_json(root / DOMAIN / MANIFEST)
+    filled = [i for i in manifest["splits"]["train"]["instances"] if i.get("solver") == "exact"]
+    for record in filled:
+        found = cache.lookup(text_sha256((root / record["problem"]).read_text()), manifest["fast_downward"],
+                             60.0, manifest["splits"]["train"]["settings"]["memory_limit_mb"])
+        assert found is None or found["status"] == "timeout"
+
+
+def test_domain_without_an_exact_solver_is_refused(tmp_path):
+    with pytest.raises(DatasetError, match="no exact solver"):
+        fill_out_of_reach_slots(tmp_path, "logistics", ["train"])

@@ -1,0 +1,227 @@
+"""Filling the out-of-reach slots of a finished split with a domain's exact solver, leaving its instances as they are.
+
+A split made with Fast Downward's A* under ``out_of_reach_after`` leaves the slots of cells A* could not solve within
+its limits empty (``failures`` with status ``out_of_reach``). Where the domain has an exact solver
+(:mod:`tnlib.planning.optimal_costs`), :func:`fill_out_of_reach_slots` gives each such slot the instance the
+generator draws for it -- its attempts in order from 0, the same draws the A* run made or would have made next --
+keeping the first that is not trivial and repeats no instance of the domain's splits (nor one filled before it),
+solved by the exact solver and labelled as generation labels (:func:`tnlib.data.generation.run_attempt`). Each
+labelled attempt is kept under ``ROOT/DOMAIN/.work/fill/SPLIT/`` until the split is rewritten, so an interrupted
+fill resumes where it stopped when run again. An exact
+solver never fails a solvable instance, so every such slot gets its instance, and a split made from scratch with the
+``exact`` solver would hold the same instance there.
+
+Every instance the split had keeps its problem file, manifest record and table rows, byte for byte; the table is
+rewritten with the new instances' rows at their slots (slot order, as generation writes it). Each new instance's
+record says ``"solver": "exact"`` and carries the A* attempts its slot had rejected (``fast_downward_rejected``); the
+split's ``exact_fill`` names the solver, the slots filled, their times and the cells given up at A*'s limits that the
+fill completed (no longer under ``out_of_reach_cells``). The split's ``settings`` are left as they were: they still
+describe the run that made it. The later splits' records of what they are disjoint from and the train-pair records
+are brought up to date (:func:`tnlib.data.train_pairs.record_train_pairs`).
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+
+from tnlib.data.exact_solves import split_solver
+from tnlib.data.generation import AttemptJob, run_attempt
+from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
+from tnlib.data.profiles import generator_seed, get_profile
+from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema
+from tnlib.data.train_pairs import record_train_pairs
+from tnlib.errors import DatasetError
+from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
+from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
+
+# Where a fill keeps each solved and labelled attempt until the split is rewritten (under ROOT/DOMAIN/WORK): a
+# rerun after an interruption reads them back instead of labelling again.
+FILL_WORK = "fill"
+
+
+def _taken_keys(manifest: dict) -> dict[str, str]:
+    """Instance key -> "split/instance" over every split of a domain manifest."""
+    return {inst["instance_key"]: f"{split}/{inst['instance']}"
+            for split, entry in manifest["splits"].items() for inst in entry["instances"]}
+
+
+def _fill_slot(domain: str, split: str, settings: dict, failure: dict, taken: dict[str, str],
+               work: Path) -> tuple[dict, list]:
+    """The instance record and table rows of one empty slot: its first draw that is neither trivial nor a repeat,
+    solved exactly and labelled (the outcome kept in ``work``, one file per seed, for a rerun to read back)."""
+    params = tuple((name, failure["params"][name]) for name in DOMAIN_PARAMETERS[domain])
+    rejected: list[dict] = []
+    for attempt in range(settings["max_attempts"]):
+        seed = generator_seed(split, domain, params, failure["seed_number"], attempt)
+        problem = problem_from_text(generate(domain, seed, **dict(params)))
+        key = instance_key(problem)
+        if problem.trivial:
+            rejected.append({"seed": seed, "status": "trivial"})
+            continue
+        if key in taken:
+            rejected.append({"seed": seed, "status": "duplicate", "of": taken[key]})
+            continue
+        kept = work / f"{seed}.json"
+        if kept.is_file():
+            outcome = read_json(kept)
+        else:
+            outcome = run_attempt(AttemptJob(domain, split, params, failure["seed_number"], attempt,
+                                             settings["time_limit"], settings["memory_limit_mb"],
+                                             settings["sat_max_evaluations"], solver=EXACT_SOLVER))
+            atomic_write_json(kept, outcome)
+        if outcome["status"] != "solved":
+            raise DatasetError(f"{domain}/{split}: the exact solver did not solve seed {seed} "
+                               f"({outcome['status']}: {outcome.get('message', '')})")
+        name = problem_name(domain, seed, **dict(params))
+        taken[key] = f"{split}/{name}"
+        record = {
+            "instance": name,
+            "instance_key": key,
+            "params": dict(params),
+            "seed_number": failure["seed_number"],
+            "seed": seed,
+            "attempt": attempt,
+            "plan_length": outcome["plan_length"],
+            "solve_seconds": outcome["solve_seconds"],
+            "solve_reused": False,
+            "expansions": None,
+            "label_seconds": outcome["label_seconds"],
+            "problem": f"{domain}/problems/{split}/{name}.pddl",
+            "plan": outcome["plan"],
+            "rejected": rejected,
+            "solver": EXACT_SOLVER,
+            "fast_downward_rejected": failure["rejected"],
+        }
+        return record, outcome["records"]
+    raise DatasetError(f"{domain}/{split}: slot {failure['params']} #{failure['seed_number']} drew no new "
+                       f"instance in {settings['max_attempts']} attempts")
+
+
+def _rows_by_instance(table) -> dict[str, object]:
+    """A split table's rows per instance (slices, in table order)."""
+    names = table.column("instance").to_pylist()
+    spans: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        spans.setdefault(name, [i, i])[1] = i + 1
+    return {name: table.slice(lo, hi - lo) for name, (lo, hi) in spans.items()}
+
+
+def _new_rows(domain: str, split: str, record: dict, rows: list[dict]):
+    import pyarrow as pa
+
+    columns: dict[str, list] = {name: [] for name, _ in TABLE_COLUMNS}
+    for row in rows:
+        columns["domain"].append(domain)
+        columns["split"].append(split)
+        columns["instance"].append(record["instance"])
+        columns["problem"].append(record["problem"])
+        for name, value in row.items():
+            columns[name].append(value)
+    return pa.table(columns, schema=arrow_schema())
+
+
+def _fill_split(root: Path, domain: str, split: str, manifest: dict, taken: dict[str, str],
+                progress) -> dict:
+    """Fills one split's out-of-reach slots in ``manifest`` (writing its problem files and table); its summary."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    entry = manifest["splits"][split]
+    settings = entry["settings"]
+    empty = [f for f in entry["failures"] if f["status"] == "out_of_reach"]
+    slots = get_profile(settings["profile"]).grid(domain, split).slots()
+    order = {(tuple(dict(params).values()), n): i for i, (params, n) in enumerate(slots)}
+    started = time.perf_counter()
+    added: list[tuple[dict, object]] = []
+    work = root / domain / WORK / FILL_WORK / split
+    work.mkdir(parents=True, exist_ok=True)
+    for failure in empty:
+        record, rows = _fill_slot(domain, split, settings, failure, taken, work)
+        added.append((record, _new_rows(domain, split, record, rows)))
+        progress(f"{domain}/{split} {record['instance']}: h* {record['plan_length']}, exact solve "
+                 f"{record['solve_seconds']:.3f} s, labels {record['label_seconds']:.1f} s")
+    for record, _rows in added:
+        atomic_write_bytes(root / record["problem"], generate(domain, record["seed"], **record["params"]).encode())
+    table = pq.read_table(root / domain / entry["table"]).replace_schema_metadata(None)
+    pieces = _rows_by_instance(table)
+    pieces.update({record["instance"]: rows for record, rows in added})
+    instances = sorted(entry["instances"] + [record for record, _rows in added],
+                       key=lambda i: order[(tuple(i["params"].values()), i["seed_number"])])
+    table = pa.concat_tables([pieces[i["instance"]] for i in instances])
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, compression="zstd")
+    atomic_write_bytes(root / domain / entry["table"], buffer.getvalue().to_pybytes())
+
+    filled = {(tuple(f["params"].values()), f["seed_number"]) for f in empty}
+    entry["instances"] = instances
+    entry["failures"] = [f for f in entry["failures"]
+                         if (tuple(f["params"].values()), f["seed_number"]) not in filled]
+    new = [record for record, _rows in added]
+    counts = entry["counts"]
+    counts.update(instances=len(instances), states=table.num_rows, failed=len(entry["failures"]),
+                  out_of_reach=counts["out_of_reach"] - len(new),
+                  retried=counts["retried"] + sum(1 for r in new if r["rejected"]))
+    for record in new:
+        for rejected in record["rejected"]:
+            counts["rejected_attempts"][rejected["status"]] = counts["rejected_attempts"].get(rejected["status"], 0) + 1
+    counts["duplicates_rejected"] = counts["rejected_attempts"].get("duplicate", 0)
+    empty_cells = {tuple(f["params"].values()) for f in entry["failures"] if f["status"] == "out_of_reach"}
+    completed = [c for c in entry["out_of_reach_cells"] if tuple(c["params"].values()) not in empty_cells]
+    entry["out_of_reach_cells"] = [c for c in entry["out_of_reach_cells"] if c not in completed]
+    solve = sum(r["solve_seconds"] for r in new)
+    label = sum(r["label_seconds"] for r in new)
+    entry["seconds"]["solve"] = round(entry["seconds"]["solve"] + solve, 2)
+    entry["seconds"]["label"] = round(entry["seconds"]["label"] + label, 2)
+    entry["exact_fill"] = {
+        "solver": EXACT_SOLVER,
+        "slots": len(new),
+        "seconds": {"wall": round(time.perf_counter() - started, 2), "solve": round(solve, 4),
+                    "label": round(label, 2)},
+        "completed_out_of_reach_cells": completed,
+    }
+    return entry["exact_fill"]
+
+
+def fill_out_of_reach_slots(root: str | Path, domain: str, splits: list[str], progress=print) -> dict[str, dict]:
+    """Gives every out-of-reach slot of ``splits`` (finished splits of ``domain`` in the dataset ``root``) its
+    instance, solved by the domain's exact solver (see the module docstring); returns each split's ``exact_fill``
+    record. A DatasetError where the domain has no exact solver."""
+    root = Path(root)
+    if split_solver(domain, EXACT_SOLVER) != EXACT_SOLVER:
+        raise DatasetError(f"{domain!r} has no exact solver to fill slots with")
+    path = root / domain / MANIFEST
+    with locked(root / ".manifest.lock"):
+        manifest = read_json(path)
+        missing = [s for s in splits if s not in manifest["splits"]]
+        if missing:
+            raise DatasetError(f"{root}/{domain} has no {', '.join(missing)} split to fill")
+        taken = _taken_keys(manifest)
+        done = {s: _fill_split(root, domain, s, manifest, taken, progress)
+                for s in ALL_SPLITS if s in splits}
+        by_split = {s: [i["instance_key"] for i in e["instances"]] for s, e in manifest["splits"].items()}
+        for split, entry in manifest["splits"].items():
+            record = entry["instance_keys"]["disjoint_from"]
+            for earlier in record:
+                if earlier in DISJOINT_FROM.get(split, ()):
+                    record[earlier] = keys_fingerprint(by_split[earlier])
+        files = manifest["files"]
+        for split in done:
+            entry = manifest["splits"][split]
+            files[f"{domain}/{entry['table']}"] = sha256_file(root / domain / entry["table"])
+            for instance in entry["instances"]:
+                files[instance["problem"]] = sha256_file(root / instance["problem"])
+        manifest["files"] = dict(sorted(files.items()))
+        atomic_write_json(path, manifest)
+        top = read_json(root / MANIFEST)
+        top["domains"][domain]["sha256"] = sha256_file(path)
+        atomic_write_json(root / MANIFEST, top)
+    record_train_pairs(root, [domain])
+    shutil.rmtree(root / domain / WORK / FILL_WORK)
+    with contextlib.suppress(OSError):
+        (root / domain / WORK).rmdir()  # only when no generation is in progress
+    return done
+
+
+__all__ = ["fill_out_of_reach_slots"]
