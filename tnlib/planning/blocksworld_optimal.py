@@ -15,9 +15,10 @@ perhaps followed by one last pick; the goal has only ``on`` atoms and a pick mak
 with the hand empty and costs ``2 M`` for ``M`` the fewest moves. With a block ``h`` held, the first action puts
 ``h`` down somewhere. Putting it on a block ``y`` other than its goal support, or on its goal support while that
 is not in position (below), is never better than the table: a plan from the state with ``h`` on ``y`` can be
-replayed from ``h`` on the table (nothing reaches ``y``'s top before ``h`` leaves it, and when ``h`` first moves it
-goes where it went from ``y``; ``h`` is not in position on ``y``, so it does move). So h* is ``1 + 2 M`` of the
-state after putting ``h`` on the table or, where its goal support is clear and in position, on it (a move that is
+replayed from ``h`` on the table -- nothing reaches ``y``'s top before ``h`` leaves it; when ``h`` first moves it
+goes where it went from ``y`` (one move fewer if that is the table); if it never moves, ``h`` has no goal support
+and no block must end on ``y``, so the goal holds with ``h`` on the table too. So h* is ``1 + 2 M`` of the state
+after putting ``h`` on the table or, where its goal support is clear and in position, on it (a move that is
 constructive, below, so no worse than the table).
 
 **In position.** A block with a goal support ``g`` is in position if it lies on ``g`` and ``g`` is in position; a
@@ -26,13 +27,15 @@ support. Every block not in position moves at least once (the lowest block of it
 wrong support, or on a block another block must end on), so ``M >= n``, ``n`` the blocks not in position, and
 ``M = 0`` exactly when the goal holds. Blocks in position never need to move.
 
-**Normal form** (Gupta and Nau, for these goals as for complete ones): some optimal plan moves no block in
-position, moves every other block either once, straight to its final place, or twice, first to the table; and
-where a *constructive* move exists -- a clear block not in position to its final place: onto its goal support when
-that is clear and in position, or, without one, to the table -- some optimal plan starts with it. A constructive
-move lowers ``n`` by one, the most a move can. So the search makes constructive moves while there are any; in a
-*deadlock* (none left) some block must go to the table first, and the search branches on which clear block, not in
-position and not on the table, goes there.
+**Normal form** (Gupta and Nau prove it for complete goals; for these partial goals the same exchange arguments
+hold, a block without goal support ending on the table at no loss by the replay argument above, and the tests
+check the result against breadth-first search on whole state spaces and against A* on every dataset state): some
+optimal plan moves no block in position, moves every other block either once, straight to its final place, or
+twice, first to the table; and where a *constructive* move exists -- a clear block not in position to its final
+place: onto its goal support when that is clear and in position, or, without one, to the table -- some optimal
+plan starts with it. A constructive move lowers ``n`` by one, the most a move can. So the search makes
+constructive moves while there are any; in a *deadlock* (none left) some block must go to the table first, and
+the search branches on which clear block, not in position and not on the table, goes there.
 
 **Forced blocks.** A block ``x`` not in position must move twice when a block of its goal chain -- its goal support
 ``g``, then ``g``'s goal support while the chain's blocks are not in position -- lies below ``x`` in its tower:
