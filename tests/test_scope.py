@@ -852,3 +852,12 @@ def test_header_names_the_code_that_trained_the_runs_where_their_starts_record_i
     assert (f"| code that trained (tnlib commit) | abc1234: 1 run; abc1234, then def5678: 1 run ({runs[1].name}); "
             f"not recorded, then abc1234: 1 run ({runs[2].name}); not recorded: 1 run | "
             "the authors' (IBM/pddlsl) |") in scope_header(results)
+
+
+def test_runs_that_trained_on_a_whole_split_before_it_grew_say_so(results):
+    blocksworld = sorted(path for path in results.iterdir() if path.name.startswith("blocksworld"))
+    for run in blocksworld:  # each asked for the whole split (instances null) when it held 150 of today's 200
+        (run / "data.json").write_text(json.dumps({"train_instances_requested": None, "train_instances": 150}))
+    scope = collect_scope(results)
+    assert (scope.domains["blocksworld"].train_used, scope.domains["blocksworld"].train_then) == ([150], [150])
+    assert "| blocksworld | 150 (all the split then held; 200 now) |" in render_scope(scope)

@@ -132,6 +132,7 @@ class DomainFacts:
     data_root: str | None = None
     train_instances: int | None = None  # in the train split
     train_used: list[int] = field(default_factory=list)  # per distinct instances setting of its runs
+    train_then: list[int] = field(default_factory=list)  # of those, counts of a whole split smaller than it is now
     test_instances: int | None = None
     test_states: int | None = None
     test_sizes: str | None = None
@@ -333,6 +334,10 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.train_used = sorted({r.instances_used if r.instances_used is not None
                                        else facts.train_instances if r.instances is None
                                        else min(r.instances, facts.train_instances) for r in domain_runs})
+            # runs that asked for the whole split and got fewer trained before the split grew (an exact solver
+            # filling the slots A* left out of reach): they trained on all it held then
+            facts.train_then = sorted({r.instances_used for r in domain_runs if r.instances is None
+                                       and r.instances_used is not None and r.instances_used < facts.train_instances})
         if "test" in splits:
             facts.test_instances = splits["test"]["counts"]["instances"]
             facts.test_states = splits["test"]["counts"]["states"]
@@ -409,6 +414,14 @@ def _hardware_text(groups: dict[str, list[str]]) -> str:
             text += f" ({', '.join(names)})"
         parts.append(text)
     return "; ".join(parts)
+
+
+def _train_share(used: int, domain: DomainFacts) -> str:
+    if used == domain.train_instances:
+        return "all"
+    if used in domain.train_then:
+        return f"all the split then held; {domain.train_instances} now"
+    return f"of {domain.train_instances}"
 
 
 def render_scope(scope: Scope) -> str:
@@ -493,8 +506,7 @@ def render_scope(scope: Scope) -> str:
         if d.train_instances is None:
             train = "?"
         else:
-            train = ", ".join(f"{u} ({'all' if u == d.train_instances else f'of {d.train_instances}'})"
-                              for u in d.train_used) or f"{d.train_instances} in the split"
+            train = ", ".join(f"{u} ({_train_share(u, d)})" for u in d.train_used) or f"{d.train_instances} in the split"
         test = ("?" if d.test_instances is None
                 else f"{d.test_instances} instances, {d.test_states:,} states; {d.test_sizes}")
         paper_test = ("" if d.paper_test_instances is None
