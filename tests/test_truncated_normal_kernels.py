@@ -4,12 +4,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from test_truncated_normal import GRID, _points
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _LogProb
+from tnlib.distributions._autograd import _Entropy, _FastMean, _LogProb, _Mean, _Variance
 from tnlib.distributions._kernels import KernelLogProb
+from tnlib.distributions._moment_kernels import _PARALLEL_FROM, STATISTICS, KernelStatistic
 
 
 def _grid_batch(dtype: torch.dtype) -> list[torch.Tensor]:
@@ -86,3 +88,83 @@ def test_cpu_log_prob_takes_the_kernels():
     d = TruncatedNormal(torch.zeros(3), torch.ones(3), torch.zeros(3), torch.full((3,), math.inf))
     lp = d.log_prob(torch.ones(3).requires_grad_())
     assert lp.grad_fn is not None and type(lp.grad_fn).__name__ == "KernelLogProbBackward"
+
+
+TORCH_ROUTE = {"mean": _Mean, "variance": _Variance, "entropy": _Entropy}
+
+
+def _statistic_and_gradients(name: str, route, columns: list[torch.Tensor]):
+    leaves = [c.clone().requires_grad_() for c in columns]
+    if route is KernelStatistic:
+        value = KernelStatistic.apply(*leaves, STATISTICS[name])
+    else:
+        d = TruncatedNormal(*leaves, validate_args=False)
+        value = route.apply(*leaves, d._fast if route is _FastMean else d._core)
+    return value.detach(), torch.autograd.grad(value.sum(), leaves)
+
+
+def _natural_sizes(name: str, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The size of the statistic and of its derivatives w.r.t. (loc, scale, low, high) that rounding is relative
+    to: the mean moves with loc (derivatives of order 1), the variance as scale^2 (derivatives of order scale), the
+    entropy as log scale (derivatives of order 1/scale)."""
+    ones = torch.ones_like(scale)
+    return {"mean": (scale, ones), "variance": (scale.square(), scale), "entropy": (ones, 1.0 / scale)}[name]
+
+
+@pytest.mark.parametrize("name", TORCH_ROUTE)
+def test_mean_variance_and_entropy_and_their_gradients_equal_the_torch_route_in_every_regime(name):
+    columns = [torch.tensor(c, dtype=torch.float64) for c in zip(*GRID)]
+    value, grads = _statistic_and_gradients(name, KernelStatistic, columns)
+    value_ref, grads_ref = _statistic_and_gradients(name, TORCH_ROUTE[name], columns)
+    value_size, grad_size = _natural_sizes(name, columns[1])
+    error = (value - value_ref).abs() / torch.maximum(value_ref.abs(), 1e-300 * value_size)
+    if name == "entropy":  # a logarithm: relative to max(1, |H|) in units of log scale
+        error = (value - value_ref).abs() / value_ref.abs().clamp_min(1.0)
+    worst = int(error.argmax())
+    assert float(error[worst]) <= 1e-14, (GRID[worst], float(value[worst]), float(value_ref[worst]))
+    for argument, g, g_ref in zip(("loc", "scale", "low", "high"), grads, grads_ref):
+        error = (g - g_ref).abs() / torch.maximum(g_ref.abs(), grad_size)
+        worst = int(error.argmax())
+        assert float(error[worst]) <= 1e-12, (argument, GRID[worst], float(g[worst]), float(g_ref[worst]))
+
+
+def test_one_sided_mean_and_its_gradients_equal_the_fast_torch_route():
+    one_sided = [params for params in GRID if params[3] == math.inf]
+    columns = [torch.tensor(c, dtype=torch.float64) for c in zip(*one_sided)]
+    value, grads = _statistic_and_gradients("mean", KernelStatistic, columns)
+    value_ref, grads_ref = _statistic_and_gradients("mean", _FastMean, columns)
+    assert float(((value - value_ref).abs() / torch.maximum(value_ref.abs(), columns[1])).max()) <= 1e-14
+    for g, g_ref in zip(grads, grads_ref):
+        assert float(((g - g_ref).abs() / g_ref.abs().clamp_min(1.0)).max()) <= 1e-12
+
+
+@pytest.mark.parametrize("name", TORCH_ROUTE)
+def test_float32_statistics_are_the_float64_values_rounded_once(name):
+    # (a few-ulp float64 interval collapses to a point in float32: not a distribution)
+    rows = [params for params in GRID if np.float32(params[2]) < np.float32(params[3])]
+    columns = [torch.tensor(c, dtype=torch.float32) for c in zip(*rows)]
+    value32 = KernelStatistic.apply(*columns, STATISTICS[name])
+    value64 = KernelStatistic.apply(*(c.double() for c in columns), STATISTICS[name])
+    assert value32.dtype == torch.float32 and torch.equal(value32, value64.float())
+
+
+@pytest.mark.parametrize("name", TORCH_ROUTE)
+def test_statistics_of_a_batch_split_among_threads_equal_the_serial_loop(name):
+    columns = [torch.tensor(c, dtype=torch.float64) for c in zip(*GRID)]
+    copies = -(-_PARALLEL_FROM // len(GRID))  # the batch is long enough for the threaded loop
+    serial, serial_grads = _statistic_and_gradients(name, KernelStatistic, columns)
+    threaded, threaded_grads = _statistic_and_gradients(name, KernelStatistic, [c.repeat(copies) for c in columns])
+    assert torch.equal(threaded, serial.repeat(copies))
+    for g, g_serial in zip(threaded_grads, serial_grads):
+        assert torch.equal(g, g_serial.repeat(copies))
+
+
+def test_cpu_statistics_take_the_kernels_and_skip_autograd_without_gradients():
+    loc = torch.tensor([-3.0, 0.0, 2.0], requires_grad=True)
+    d = TruncatedNormal(loc, torch.ones(3), torch.zeros(3), torch.tensor([math.inf, 1.0, math.inf]))
+    with_graph = (d.mean, d.variance, d.entropy())
+    assert all(type(s.grad_fn).__name__ == "KernelStatisticBackward" for s in with_graph)
+    with torch.no_grad():
+        without = (d.mean, d.variance, d.entropy())
+    assert all(s.grad_fn is None for s in without)
+    assert all(torch.equal(s, t.detach()) for s, t in zip(without, with_graph))

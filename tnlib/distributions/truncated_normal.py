@@ -9,7 +9,9 @@ interval is narrow. This module is the public class; the numerics live in privat
   quadrature) and the per-element state every statistic is computed from;
 * ``_series``: asymptotic series for the far tail, where closed forms cancel;
 * ``_statistics``: values and first derivatives of each statistic, from that state;
-* ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives.
+* ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
+* ``_kernels``, ``_moment_kernels``: the same formulas compiled per element (numba), which a CPU call of log_prob,
+  mean, variance and entropy takes; the methods above are the torch route, for other devices and the rest.
 """
 from __future__ import annotations
 
@@ -48,6 +50,13 @@ def _kernels():
     """tnlib.distributions._kernels, imported on first use (numba's import is the cost of a CPU call, not of
     importing tnlib)."""
     from tnlib.distributions import _kernels as kernels
+
+    return kernels
+
+
+def _moment_kernels():
+    """tnlib.distributions._moment_kernels (the mean's, variance's and entropy's), imported on first use."""
+    from tnlib.distributions import _moment_kernels as kernels
 
     return kernels
 
@@ -93,14 +102,17 @@ def _check_arguments(arguments: dict) -> None:
         if dtype in _REFUSED_DTYPES:
             raise TypeError(f"TruncatedNormal: {name} is {_REFUSED_DTYPES[dtype]}; it computes in float32 or "
                             "float64 only: convert the arguments with .float() (or .double())")
-        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else ()
+        shapes.append(tuple(value.shape) if isinstance(value, torch.Tensor) else ())
+    if len(set(shapes)) == 1:  # (the usual call; torch.broadcast_shapes costs tens of microseconds)
+        return
+    for count, shape in enumerate(shapes):
         try:
-            torch.broadcast_shapes(*shapes, shape)
+            torch.broadcast_shapes(*shapes[: count + 1])
         except RuntimeError:
-            before = ", ".join(f"{other} {list(found)}" for other, found in zip(arguments, shapes))
+            name = list(arguments)[count]
+            before = ", ".join(f"{other} {list(found)}" for other, found in zip(arguments, shapes[:count]))
             raise ValueError(f"TruncatedNormal: the shape of {name}, {list(shape)}, does not broadcast with those "
                              f"before it ({before}); loc, scale, low and high broadcast together") from None
-        shapes.append(shape)
 
 
 class TruncatedNormal(Distribution):
@@ -157,8 +169,7 @@ class TruncatedNormal(Distribution):
         self._core_cache: _Core | None = None
         self._fast_cache: _FastCore | None = None
         self._proposals_cache: list | None = None
-        # the paper's configuration (no upper bound) takes a fast path; decided once, here
-        self._one_sided = bool(torch.isposinf(self.high).all())
+        self._one_sided_cache: bool | None = None
 
     def _check_parameters(self) -> None:
         names = ("loc", "scale", "low", "high")
@@ -175,6 +186,14 @@ class TruncatedNormal(Distribution):
             raise ValueError(
                 f"TruncatedNormal: low must be < high, got low={self.low[tuple(bad)].item()} "
                 f"high={self.high[tuple(bad)].item()} at index {bad}")
+
+    @property
+    def _one_sided(self) -> bool:
+        """Whether every upper bound is +inf: the paper's configuration, which the torch route takes a fast path
+        for (decided on first use: the CPU kernels do not read it)."""
+        if self._one_sided_cache is None:
+            self._one_sided_cache = bool(torch.isposinf(self.high).all())
+        return self._one_sided_cache
 
     # -- shared state --------------------------------------------------------------------------------------------
     @property
@@ -204,7 +223,7 @@ class TruncatedNormal(Distribution):
         new._core_cache = None
         new._fast_cache = None
         new._proposals_cache = None
-        new._one_sided = self._one_sided
+        new._one_sided_cache = self._one_sided_cache
         super(TruncatedNormal, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -217,6 +236,8 @@ class TruncatedNormal(Distribution):
 
     @property
     def mean(self) -> torch.Tensor:
+        if _kernels_serve(self.loc):
+            return _moment_kernels().statistic("mean", self.loc, self.scale, self.low, self.high)
         if self._one_sided:
             return _FastMean.apply(self.loc, self.scale, self.low, self.high, self._fast)
         return _Mean.apply(self.loc, self.scale, self.low, self.high, self._core)
@@ -227,6 +248,8 @@ class TruncatedNormal(Distribution):
 
     @property
     def variance(self) -> torch.Tensor:
+        if _kernels_serve(self.loc):
+            return _moment_kernels().statistic("variance", self.loc, self.scale, self.low, self.high)
         return _Variance.apply(self.loc, self.scale, self.low, self.high, self._core)
 
     @property
@@ -234,6 +257,8 @@ class TruncatedNormal(Distribution):
         return self.variance.sqrt()
 
     def entropy(self) -> torch.Tensor:
+        if _kernels_serve(self.loc):
+            return _moment_kernels().statistic("entropy", self.loc, self.scale, self.low, self.high)
         return _Entropy.apply(self.loc, self.scale, self.low, self.high, self._core)
 
     def log_prob(self, value) -> torch.Tensor:

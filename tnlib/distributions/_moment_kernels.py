@@ -1,0 +1,346 @@
+"""Compiled per-element kernels (numba) for the mean, variance and entropy of the Truncated Normal on the CPU.
+
+The same formulas as the torch route (tnlib.distributions._regimes._core, _statistics), one pass per element in its
+own regime and float64 inside, so the two agree to rounding: the state with g(a) by Laplace's continued fraction
+from a = 3 (tnlib.distributions._series), the variance's and the third cumulant's closed forms where their
+cancellation is within the torch route's tolerance and, where it is not, the fraction (no upper bound) or composite
+Gauss-Legendre moments of the frame integrand, as the torch route decides, element by element.
+
+These statistics are read on small batches as often as on large ones (a learned search's batch of successors is
+10-100 states): below ``_PARALLEL_FROM`` elements the serial loops run, which spare the threads' start, and a call
+without gradients goes straight to the kernel, without a torch.autograd.Function.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import torch
+
+from tnlib.distributions._kernels import (
+    _ERFCX,
+    _NODES,
+    _WEIGHTS,
+    _flat,
+    _mills_element,
+    _ndtr_element,
+    _threads,
+)
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.distributions._series import _FRACTION_START
+
+MEAN, VARIANCE, ENTROPY = 0, 1, 2
+STATISTICS = {"mean": MEAN, "variance": VARIANCE, "entropy": ENTROPY}
+_EPS = float(np.finfo(np.float64).eps)
+# the torch route's tolerances (tnlib.distributions._statistics), for its working precision, float64
+_VARIANCE_TOLERANCE, _KAPPA3_TOLERANCE = 4e-15, 1e-10
+_WIDE_PANELS = 8  # composite Gauss-Legendre panels that are exact to double rounding for any a >= 0, w
+_PARALLEL_FROM = 4096  # elements from which the threads split a batch
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _tail_fraction_element(x):
+    """R_1 and R_2 of Laplace's continued fraction at x >= 3, at the torch route's depth for x."""
+    depth = int(10 + 150.0 / max(x, _FRACTION_START))
+    r = 0.0
+    for k in range(depth, 1, -1):
+        r = k / (x + r)
+    return 1.0 / (x + r), r
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _g_exact(x, m):
+    """g(x) = 1 - x m(x) for x >= 0 given m(x): the fraction from x = 3, exact there; the closed form below."""
+    if x >= _FRACTION_START:
+        r1, _ = _tail_fraction_element(x)
+        return r1 / (x + r1)
+    return 1.0 - x * m
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _frame_moments_element(a, w, panels, nodes, weights):
+    """(M0, mean, variance, third central moment) of the frame density exp(-a d - d^2/2) on [0, w] by ``panels``
+    panels of Gauss-Legendre, cut where the integrand is below exp(-45) of its peak (a >= 0), as _frame_moments."""
+    top = min(w, 90.0 / (math.sqrt(a * a + 90.0) + a)) if a >= 0 else w
+    mass = 0.0
+    moment = 0.0
+    for p in range(panels):
+        for j in range(nodes.shape[0]):
+            s = top * (p / panels + nodes[j] / panels)
+            fw = math.exp(-s * (a + 0.5 * s)) * (weights[j] / panels)
+            mass += fw
+            moment += fw * s
+    mean = moment / mass
+    second = 0.0
+    third = 0.0
+    for p in range(panels):
+        for j in range(nodes.shape[0]):
+            s = top * (p / panels + nodes[j] / panels)
+            c = s - mean
+            fw_c2 = math.exp(-s * (a + 0.5 * s)) * (weights[j] / panels) * c * c
+            second += fw_c2
+            third += fw_c2 * c
+    return mass * top, mean, second / mass, third / mass
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _is_narrow(a, w):
+    return w * max(1.0, abs(a + 0.5 * w)) <= 1.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _exact_state(loc, scale, low, high, table, nodes, weights):
+    """The canonical state of one element as tnlib.distributions._regimes._core computes it.
+
+    Returns (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b): log_norm is log M0 (frame) or
+    log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling)."""
+    flip = high <= loc
+    if flip:
+        c_loc, c_low, c_high = -loc, -high, -low
+    else:
+        c_loc, c_low, c_high = loc, low, high
+    a = (c_low - c_loc) / scale
+    b = (c_high - c_loc) / scale
+    w = (high - low) / scale
+    if _is_narrow(a, w):
+        m0, d_mean, _, _ = _frame_moments_element(a, w, 1, nodes, weights)
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
+                math.exp(-w * (a + 0.5 * w)) / m0)
+    if a >= 0:
+        m_a = _mills_element(a, table)
+        num = _g_exact(a, m_a)
+        m0 = m_a
+        p_b = 0.0
+        if not math.isinf(b):
+            delta = math.exp(-w * (a + 0.5 * w))
+            m_b = _mills_element(b, table)
+            m0 = m_a - delta * m_b
+            num -= delta * (_g_exact(b, m_b) + w * m_b)
+            p_b = delta / m0
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), num / m0, 1.0 / m0, p_b)
+    # straddling: a < 0 < b; Z adds two non-negative terms, or is 1 less the two tails where they are small
+    z = 0.5 * (math.erf(b * _SQRT_HALF) - math.erf(a * _SQRT_HALF))
+    tails = _ndtr_element(a) + _ndtr_element(-b)
+    log_z = math.log1p(-tails) if tails < 0.5 else math.log(z)
+    p_a = 0.0 if math.isinf(a) else math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = 0.0 if math.isinf(b) else math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    half_gap = 0.0 if (math.isinf(a) and math.isinf(b)) else 0.5 * w * (a + b)
+    if abs(a) <= abs(b):
+        mean_t = -p_a * math.expm1(-half_gap)
+    else:
+        mean_t = p_b * math.expm1(half_gap)
+    return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _bound_slopes(a, b, w, frame, first, p_a, p_b):
+    """d mean / d low and d mean / d high in canonical coordinates (_mean_bound_derivatives)."""
+    if frame:
+        return p_a * first, (0.0 if math.isinf(w) else p_b * (w - first))
+    dedl = 0.0 if (math.isinf(a) or p_a == 0.0) else p_a * (first - a)
+    dedu = 0.0 if (math.isinf(b) or p_b == 0.0) else p_b * (b - first)
+    return dedl, dedu
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights):
+    """Var[t], exact in every regime (_standardized_variance): the closed form where its cancellation is within
+    the tolerance, else the fraction (no upper bound, a >= 3) or the frame's quadrature moments."""
+    dedl, dedu = _bound_slopes(a, b, w, frame, first, p_a, p_b)
+    if not frame:
+        a_pa = 0.0 if math.isinf(a) else a * p_a
+        b_pb = 0.0 if math.isinf(b) else b * p_b
+        v = 1.0 + a_pa - b_pb - first * first
+    else:
+        v = 1.0 - dedl - dedu
+        g_ulps = 1.0 + min(max(a, 0.0), _FRACTION_START) ** 2
+        if (dedl + dedu) * g_ulps * _EPS > _VARIANCE_TOLERANCE * abs(v) or v <= 0.0:
+            if math.isinf(w) and a >= _FRACTION_START:
+                r1, r2 = _tail_fraction_element(a)
+                v = r1 * (r2 - r1)
+            else:
+                _, _, v, _ = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes, weights)
+    return min(max(v, 0.0), 1.0)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights):
+    """(V_a, V_b, V_a + V_b, a V_a + b V_b) and the same four of H_t (_variance_and_entropy_slopes), with the
+    third cumulant's closed form replaced by the frame's quadrature where it cancels (_third_cumulant)."""
+    dist_low = first if frame else first - a
+    dist_high = w - first if frame else b - first
+    no_a, no_b = p_a == 0.0, p_b == 0.0
+    v_a = 0.0 if no_a else p_a * (v - dist_low * dist_low)
+    v_b = 0.0 if no_b else p_b * (dist_high * dist_high - v)
+    kappa3 = -(v_a + v_b)
+    if frame:
+        terms = ((0.0 if no_a else p_a * (v + dist_low * dist_low))
+                 + (0.0 if no_b else p_b * (v + dist_high * dist_high)))
+        g_ulps = 1.0 + min(max(a, 0.0), _FRACTION_START) ** 2
+        if not terms * (_EPS * g_ulps + _VARIANCE_TOLERANCE) <= _KAPPA3_TOLERANCE * abs(kappa3):
+            _, _, _, kappa3 = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes, weights)
+    mean_t = a + first if frame else first
+    b_plus_mean = 2.0 * a + w + first if frame else b + mean_t
+    h_b = 0.0 if no_b else 0.5 * p_b * (2.0 - v + dist_high * b_plus_mean)
+    h_a_s = 0.0 if no_a else 0.5 * p_a * (v - 2.0 + dist_low * (mean_t + a))
+    if frame:
+        v_shift, h_shift = -kappa3, -(mean_t * v + 0.5 * kappa3)
+        w_v_b = 0.0 if no_b else w * v_b
+        w_h_b = 0.0 if no_b else w * h_b
+        return (v_shift - v_b, v_b, v_shift, a * v_shift + w_v_b,
+                h_shift - h_b, h_b, h_shift, a * h_shift + w_h_b)
+    a_v_a = 0.0 if no_a else a * v_a
+    a_h_a = 0.0 if no_a else a * h_a_s
+    b_v_b = 0.0 if no_b else b * v_b
+    b_h_b = 0.0 if no_b else b * h_b
+    return (v_a, v_b, v_a + v_b, a_v_a + b_v_b, h_a_s, h_b, h_a_s + h_b, a_h_a + b_h_b)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _value_element(which, loc, scale, low, high, table, nodes, weights):
+    """The mean, variance or entropy of one element."""
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+        loc, scale, low, high, table, nodes, weights)
+    if which == MEAN:
+        mean = c_low + scale * first if frame else c_loc + scale * first
+        # the mean never leaves [low, high]; rounding of the last ulp is clamped back
+        mean = min(max(mean, c_low), c_high)
+        return -mean if flip else mean
+    v = _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights)
+    if which == VARIANCE:
+        return scale * scale * v
+    if frame:  # the a^2/2 terms of log Z and E[t^2]/2 cancel analytically
+        return math.log(scale) + log_norm + a * first + 0.5 * (v + first * first)
+    return math.log(scale) + _LOG_SQRT_2PI + log_norm + 0.5 * (v + first * first)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gradient_element(which, loc, scale, low, high, table, nodes, weights):
+    """d statistic / d (loc, scale, low, high) of one element."""
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+        loc, scale, low, high, table, nodes, weights)
+    v = _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights)
+    if which == MEAN:  # odd under the mirror (_mean_grads, _unflip_grads)
+        dedl, dedu = _bound_slopes(a, b, w, frame, first, p_a, p_b)
+        if frame:
+            ds = first + a * v - (0.0 if math.isinf(w) else w * dedu)
+        else:
+            ds = first - (0.0 if dedl == 0.0 else a * dedl) - (0.0 if dedu == 0.0 else b * dedu)
+        if flip:
+            return v, -ds, dedu, dedl
+        return v, ds, dedl, dedu
+    slopes = _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights)
+    q_a, q_b, shift, spread = slopes[0:4] if which == VARIANCE else slopes[4:8]
+    g_loc, g_scale, g_low, g_high = -shift / scale, -spread / scale, q_a / scale, q_b / scale
+    if which == VARIANCE:  # Var = s^2 V
+        s2 = scale * scale
+        g_loc, g_scale, g_low, g_high = s2 * g_loc, 2.0 * scale * v + s2 * g_scale, s2 * g_low, s2 * g_high
+    else:  # H = log s + H_t
+        g_scale += 1.0 / scale
+    # even under the mirror
+    if flip:
+        return -g_loc, g_scale, -g_high, -g_low
+    return g_loc, g_scale, g_low, g_high
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _values_serial(which, loc, scale, low, high, out, table, nodes, weights):
+    for i in range(out.shape[0]):
+        out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                np.float64(high[i]), table, nodes, weights)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _values_parallel(which, loc, scale, low, high, out, table, nodes, weights):
+    for i in numba.prange(out.shape[0]):
+        out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                np.float64(high[i]), table, nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gradients_serial(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes, weights):
+    """grad times each derivative; an output of length 0 is not wanted and not written."""
+    for i in range(grad.shape[0]):
+        _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+                         weights)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _gradients_parallel(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+                        weights):
+    for i in numba.prange(grad.shape[0]):
+        _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+                         weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+                     weights):
+    d_loc, d_scale, d_low, d_high = _gradient_element(
+        which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]), table, nodes,
+        weights)
+    gr = np.float64(grad[i])
+    if g_loc.shape[0] > 0:
+        g_loc[i] = gr * d_loc
+    if g_scale.shape[0] > 0:
+        g_scale[i] = gr * d_scale
+    # an infinite bound's derivative is 0 (the element's state never reads it)
+    if g_low.shape[0] > 0:
+        g_low[i] = 0.0 if math.isinf(low[i]) else gr * d_low
+    if g_high.shape[0] > 0:
+        g_high[i] = 0.0 if math.isinf(high[i]) else gr * d_high
+
+
+_CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
+
+
+def _values(which: int, loc, scale, low, high) -> torch.Tensor:
+    arrays = [_flat(t) for t in (loc, scale, low, high)]
+    out = np.empty_like(arrays[0])
+    if out.shape[0] >= _PARALLEL_FROM:
+        _threads()
+        _values_parallel(which, *arrays, out, *_CONSTANTS)
+    else:
+        _values_serial(which, *arrays, out, *_CONSTANTS)
+    return torch.from_numpy(out).reshape(loc.shape)
+
+
+def statistic(name: str, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor,
+              high: torch.Tensor) -> torch.Tensor:
+    """The mean, variance or entropy (``name``) of TN(loc, scale, low, high), all four CPU tensors of one shape and
+    dtype; through :class:`KernelStatistic` where a gradient may be asked for, else straight from the kernel."""
+    which = STATISTICS[name]
+    if torch.is_grad_enabled() and (loc.requires_grad or scale.requires_grad or low.requires_grad
+                                    or high.requires_grad):
+        return KernelStatistic.apply(loc, scale, low, high, which)
+    return _values(which, loc, scale, low, high)
+
+
+class KernelStatistic(torch.autograd.Function):
+    """The mean, variance or entropy of TN(loc, scale, low, high), forward and backward by the kernels."""
+
+    @staticmethod
+    def forward(ctx, loc, scale, low, high, which):
+        ctx.which = which
+        ctx.save_for_backward(loc, scale, low, high)
+        return _values(which, loc, scale, low, high)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
+                "(second derivatives, Hessians, gradient penalties) is not supported")
+        tensors = ctx.saved_tensors
+        arrays = [_flat(t) for t in tensors]
+        n = arrays[0].shape[0]
+        needs = ctx.needs_input_grad[:4]
+        outs = [np.empty(n if need else 0, dtype=arrays[0].dtype) for need in needs]
+        if n >= _PARALLEL_FROM:
+            _threads()
+            _gradients_parallel(ctx.which, _flat(grad), *arrays, *outs, *_CONSTANTS)
+        else:
+            _gradients_serial(ctx.which, _flat(grad), *arrays, *outs, *_CONSTANTS)
+        return tuple(torch.from_numpy(o).reshape(grad.shape) if need else None
+                     for o, need in zip(outs, needs)) + (None,)
