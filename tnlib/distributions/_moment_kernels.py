@@ -297,13 +297,15 @@ _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 def _values(which: int, loc, scale, low, high) -> torch.Tensor:
     arrays = [_flat(t) for t in (loc, scale, low, high)]
-    out = np.empty_like(arrays[0])
-    if out.shape[0] >= _PARALLEL_FROM:
+    # the output in its shape from the start: a torch reshape would cost more than the kernel on a small batch
+    out = np.empty(tuple(loc.shape), dtype=arrays[0].dtype)
+    flat = out.reshape(-1)
+    if flat.shape[0] >= _PARALLEL_FROM:
         _threads()
-        _values_parallel(which, *arrays, out, *_CONSTANTS)
+        _values_parallel(which, *arrays, flat, *_CONSTANTS)
     else:
-        _values_serial(which, *arrays, out, *_CONSTANTS)
-    return torch.from_numpy(out).reshape(loc.shape)
+        _values_serial(which, *arrays, flat, *_CONSTANTS)
+    return torch.from_numpy(out)
 
 
 def statistic(name: str, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor,
@@ -336,11 +338,11 @@ class KernelStatistic(torch.autograd.Function):
         arrays = [_flat(t) for t in tensors]
         n = arrays[0].shape[0]
         needs = ctx.needs_input_grad[:4]
-        outs = [np.empty(n if need else 0, dtype=arrays[0].dtype) for need in needs]
+        outs = [np.empty(tuple(grad.shape) if need else 0, dtype=arrays[0].dtype) for need in needs]
+        flats = [o.reshape(-1) for o in outs]
         if n >= _PARALLEL_FROM:
             _threads()
-            _gradients_parallel(ctx.which, _flat(grad), *arrays, *outs, *_CONSTANTS)
+            _gradients_parallel(ctx.which, _flat(grad), *arrays, *flats, *_CONSTANTS)
         else:
-            _gradients_serial(ctx.which, _flat(grad), *arrays, *outs, *_CONSTANTS)
-        return tuple(torch.from_numpy(o).reshape(grad.shape) if need else None
-                     for o, need in zip(outs, needs)) + (None,)
+            _gradients_serial(ctx.which, _flat(grad), *arrays, *flats, *_CONSTANTS)
+        return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, needs)) + (None,)

@@ -150,7 +150,13 @@ class TruncatedNormal(Distribution):
 
     def __init__(self, loc, scale, low, high, validate_args=None):
         _check_arguments({"loc": loc, "scale": scale, "low": low, "high": high})
-        self.loc, self.scale, self.low, self.high = broadcast_all(loc, scale, low, high)
+        params = (loc, scale, low, high)
+        if all(isinstance(t, torch.Tensor) and t.shape == loc.shape for t in params):
+            # already broadcast (the usual call): broadcast_all would only make views of them, at a cost beside
+            # that of a small batch's statistics
+            self.loc, self.scale, self.low, self.high = params
+        else:
+            self.loc, self.scale, self.low, self.high = broadcast_all(*params)
         if any(_is_vmapped(t) for t in (self.loc, self.scale, self.low, self.high)):
             # torch.vmap would fail later with a generic message about data-dependent control flow
             raise RuntimeError(

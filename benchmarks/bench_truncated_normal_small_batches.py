@@ -1,0 +1,94 @@
+"""The Truncated Normal's mean, variance and entropy on the small batches a learned search reads, in one run.
+
+Learned GBFS takes the TN head's mean of each expansion's successors (typically 10-100 states) and validation of
+batches of 1,024; both calls are dominated by per-call overhead, not arithmetic. Per batch size: microseconds per
+call, float32, one thread, the distribution built inside each call and no gradients (``torch.inference_mode``, as
+the search runs), best of ``--repeats`` interleaved rounds of ``--calls`` calls, for tnlib as a CPU call takes it
+(the compiled kernels, tnlib.distributions._moment_kernels), tnlib's torch route (what other devices take) and, as
+the floor, torch's ``Normal(loc, scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
+bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_small_batches.py [--sizes 32 1024] [--repeats 7]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_truncated_normal import make_mixed_inputs  # noqa: E402
+
+from tnlib import TruncatedNormal  # noqa: E402
+from tnlib.distributions._autograd import _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
+
+
+def _calls(loc, scale, low, high) -> dict:
+    def kernels(name):
+        def call():
+            d = TruncatedNormal(loc, scale, low, high, validate_args=False)
+            return d.entropy() if name == "entropy" else getattr(d, name)
+        return call
+
+    def torch_route(name):
+        def call():
+            d = TruncatedNormal(loc, scale, low, high, validate_args=False)
+            if name == "mean":
+                if d._one_sided:
+                    return _FastMean.apply(loc, scale, low, high, d._fast)
+                return _Mean.apply(loc, scale, low, high, d._core)
+            route = _Variance if name == "variance" else _Entropy
+            return route.apply(loc, scale, low, high, d._core)
+        return call
+
+    calls = {"Normal mean (floor)": lambda: torch.distributions.Normal(loc, scale, validate_args=False).mean}
+    for name in ("mean", "variance", "entropy"):
+        calls[f"{name}: kernels"] = kernels(name)
+        calls[f"{name}: torch route"] = torch_route(name)
+    return calls
+
+
+def best_times(calls: dict, repeats: int, count: int) -> dict[str, float]:
+    """Best over ``repeats`` interleaved rounds of the mean seconds of ``count`` calls."""
+    for call in calls.values():
+        call()
+    best = {name: math.inf for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            for _ in range(count):
+                call()
+            best[name] = min(best[name], (time.perf_counter() - start) / count)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 1024])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=200, help="calls per timed round")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), float32, no upper bound, no gradients, "
+          f"best of {args.repeats} rounds of {args.calls} calls")
+    with torch.inference_mode():
+        for size in args.sizes:
+            _, loc, raw_scale, low = make_mixed_inputs(size)
+            scale = torch.nn.functional.softplus(raw_scale) + 1e-3
+            high = torch.full_like(low, math.inf)
+            times = best_times(_calls(loc, scale, low, high), args.repeats, args.calls)
+            print(f"batch of {size}:")
+            for name, seconds in times.items():
+                method = name.split(":")[0]
+                route = times.get(f"{method}: torch route")
+                ratio = f"{seconds / route:6.3f}x torch route" if route else ""
+                print(f"  {name:24s} {seconds * 1e6:9.1f} us   {ratio}")
+
+
+if __name__ == "__main__":
+    main()
