@@ -1,12 +1,13 @@
-"""The Truncated Normal's mean, variance and entropy on the small batches a learned search reads, in one run.
+"""The Truncated Normal's mean, variance, entropy and cdf on the small batches a learned search reads, in one run.
 
 Learned GBFS takes the TN head's mean of each expansion's successors (typically 10-100 states) and validation of
 batches of 1,024; both calls are dominated by per-call overhead, not arithmetic. Per batch size: microseconds per
 call, float32, one thread, the distribution built inside each call and no gradients (``torch.inference_mode``, as
 the search runs), best of ``--repeats`` interleaved rounds of ``--calls`` calls, for tnlib as a CPU call takes it
-(the compiled kernels, tnlib.distributions._moment_kernels), tnlib's torch route (what other devices take) and, as
-the floor, torch's ``Normal(loc, scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
-bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration).
+(the compiled kernels, tnlib.distributions._moment_kernels and _cdf_kernels), tnlib's torch route (what other
+devices take) and, as the floor, torch's ``Normal(loc, scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
+bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration); the cdf is taken at
+the optimal cost h*.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_small_batches.py [--sizes 32 1024] [--repeats 7]
 """
@@ -24,13 +25,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_truncated_normal import make_mixed_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions._autograd import _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
+from tnlib.distributions._autograd import _CDF, _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
 
 
-def _calls(loc, scale, low, high) -> dict:
+def _calls(value, loc, scale, low, high) -> dict:
     def kernels(name):
         def call():
             d = TruncatedNormal(loc, scale, low, high, validate_args=False)
+            if name == "cdf":
+                return d.cdf(value)
             return d.entropy() if name == "entropy" else getattr(d, name)
         return call
 
@@ -41,12 +44,14 @@ def _calls(loc, scale, low, high) -> dict:
                 if d._one_sided:
                     return _FastMean.apply(loc, scale, low, high, d._fast)
                 return _Mean.apply(loc, scale, low, high, d._core)
+            if name == "cdf":
+                return _CDF.apply(value, loc, scale, low, high, d._core)
             route = _Variance if name == "variance" else _Entropy
             return route.apply(loc, scale, low, high, d._core)
         return call
 
     calls = {"Normal mean (floor)": lambda: torch.distributions.Normal(loc, scale, validate_args=False).mean}
-    for name in ("mean", "variance", "entropy"):
+    for name in ("mean", "variance", "entropy", "cdf"):
         calls[f"{name}: kernels"] = kernels(name)
         calls[f"{name}: torch route"] = torch_route(name)
     return calls
@@ -78,10 +83,10 @@ def main() -> None:
           f"best of {args.repeats} rounds of {args.calls} calls")
     with torch.inference_mode():
         for size in args.sizes:
-            _, loc, raw_scale, low = make_mixed_inputs(size)
+            h_star, loc, raw_scale, low = make_mixed_inputs(size)
             scale = torch.nn.functional.softplus(raw_scale) + 1e-3
             high = torch.full_like(low, math.inf)
-            times = best_times(_calls(loc, scale, low, high), args.repeats, args.calls)
+            times = best_times(_calls(h_star, loc, scale, low, high), args.repeats, args.calls)
             print(f"batch of {size}:")
             for name, seconds in times.items():
                 method = name.split(":")[0]

@@ -9,7 +9,8 @@ import torch
 
 from test_truncated_normal import GRID, _points
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _Entropy, _FastMean, _LogProb, _Mean, _Variance
+from tnlib.distributions._autograd import _CDF, _Entropy, _FastMean, _LogProb, _Mean, _Variance
+from tnlib.distributions._cdf_kernels import KernelCDF
 from tnlib.distributions._kernels import KernelLogProb
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM, STATISTICS, KernelStatistic
 
@@ -162,9 +163,41 @@ def test_statistics_of_a_batch_split_among_threads_equal_the_serial_loop(name):
 def test_cpu_statistics_take_the_kernels_and_skip_autograd_without_gradients():
     loc = torch.tensor([-3.0, 0.0, 2.0], requires_grad=True)
     d = TruncatedNormal(loc, torch.ones(3), torch.zeros(3), torch.tensor([math.inf, 1.0, math.inf]))
-    with_graph = (d.mean, d.variance, d.entropy())
-    assert all(type(s.grad_fn).__name__ == "KernelStatisticBackward" for s in with_graph)
+    with_graph = (d.mean, d.variance, d.entropy(), d.cdf(torch.full((3,), 0.5)))
+    assert [type(s.grad_fn).__name__ for s in with_graph] == ["KernelStatisticBackward"] * 3 + ["KernelCDFBackward"]
     with torch.no_grad():
-        without = (d.mean, d.variance, d.entropy())
+        without = (d.mean, d.variance, d.entropy(), d.cdf(torch.full((3,), 0.5)))
     assert all(s.grad_fn is None for s in without)
     assert all(torch.equal(s, t.detach()) for s, t in zip(without, with_graph))
+
+
+def test_cdf_and_its_gradients_equal_the_torch_route_in_every_regime():
+    tensors = _grid_batch(torch.float64)
+    results = []
+    for route in (KernelCDF, _CDF):
+        leaves = [t.clone().requires_grad_() for t in tensors]
+        if route is KernelCDF:
+            cdf = KernelCDF.apply(*leaves)
+        else:
+            cdf = _CDF.apply(*leaves, TruncatedNormal(*leaves[1:], validate_args=False)._core)
+        results.append((cdf.detach(), torch.autograd.grad(cdf.sum(), leaves)))
+    (cdf, grads), (cdf_ref, grads_ref) = results
+    error = torch.where(cdf == cdf_ref, 0.0, (cdf - cdf_ref).abs() / cdf_ref.abs())
+    worst = int(error.argmax())
+    assert float(error[worst]) <= 1e-14, ([float(t[worst]) for t in tensors], float(cdf[worst]))
+    # each derivative relative to the density at the value or the bound (the size of the terms that cancel in a
+    # derivative that vanishes, as d cdf / d low at the upper bound of an interval a few ulps wide), at least 1/scale
+    size = torch.maximum(grads_ref[0].abs(), 1.0 / tensors[2])
+    for name, g, g_ref in zip(("value", "loc", "scale", "low", "high"), grads, grads_ref):
+        error = (g - g_ref).abs() / torch.maximum(g_ref.abs(), size)
+        worst = int(error.argmax())
+        assert float(error[worst]) <= 1e-12, (name, [float(t[worst]) for t in tensors], float(g[worst]),
+                                              float(g_ref[worst]))
+
+
+def test_float32_cdf_is_the_float64_value_rounded_once():
+    tensors = _grid_batch(torch.float32)
+    proper = tensors[3] < tensors[4]  # (a few-ulp float64 interval collapses to a point in float32)
+    tensors = [t[proper] for t in tensors]
+    cdf32 = KernelCDF.apply(*tensors)
+    assert cdf32.dtype == torch.float32 and torch.equal(cdf32, KernelCDF.apply(*(t.double() for t in tensors)).float())

@@ -295,7 +295,7 @@ def _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_lo
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 
-def _values(which: int, loc, scale, low, high) -> torch.Tensor:
+def _statistic_values(which: int, loc, scale, low, high) -> torch.Tensor:
     arrays = [_flat(t) for t in (loc, scale, low, high)]
     # the output in its shape from the start: a torch reshape would cost more than the kernel on a small batch
     out = np.empty(tuple(loc.shape), dtype=arrays[0].dtype)
@@ -316,7 +316,7 @@ def statistic(name: str, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tens
     if torch.is_grad_enabled() and (loc.requires_grad or scale.requires_grad or low.requires_grad
                                     or high.requires_grad):
         return KernelStatistic.apply(loc, scale, low, high, which)
-    return _values(which, loc, scale, low, high)
+    return _statistic_values(which, loc, scale, low, high)
 
 
 class KernelStatistic(torch.autograd.Function):
@@ -326,7 +326,7 @@ class KernelStatistic(torch.autograd.Function):
     def forward(ctx, loc, scale, low, high, which):
         ctx.which = which
         ctx.save_for_backward(loc, scale, low, high)
-        return _values(which, loc, scale, low, high)
+        return _statistic_values(which, loc, scale, low, high)
 
     @staticmethod
     def backward(ctx, grad):

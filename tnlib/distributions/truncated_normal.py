@@ -10,8 +10,9 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_series``: asymptotic series for the far tail, where closed forms cancel;
 * ``_statistics``: values and first derivatives of each statistic, from that state;
 * ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
-* ``_kernels``, ``_moment_kernels``: the same formulas compiled per element (numba), which a CPU call of log_prob,
-  mean, variance and entropy takes; the methods above are the torch route, for other devices and the rest.
+* ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``: the same formulas compiled per element (numba), which a CPU
+  call of log_prob, cdf, mean, variance and entropy takes; the modules above are the torch route, for other
+  devices and the other methods.
 """
 from __future__ import annotations
 
@@ -57,6 +58,13 @@ def _kernels():
 def _moment_kernels():
     """tnlib.distributions._moment_kernels (the mean's, variance's and entropy's), imported on first use."""
     from tnlib.distributions import _moment_kernels as kernels
+
+    return kernels
+
+
+def _cdf_kernels():
+    """tnlib.distributions._cdf_kernels, imported on first use."""
+    from tnlib.distributions import _cdf_kernels as kernels
 
     return kernels
 
@@ -287,6 +295,8 @@ class TruncatedNormal(Distribution):
         shape = torch.broadcast_shapes(value.shape, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
+        if _kernels_serve(self.loc):
+            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high)
         return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
