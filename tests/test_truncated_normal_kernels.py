@@ -9,7 +9,7 @@ import torch
 
 from test_truncated_normal import GRID, _points
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _CDF, _Entropy, _FastMean, _LogProb, _Mean, _Variance
+from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _LogProb, _Mean, _Variance
 from tnlib.distributions._cdf_kernels import KernelCDF
 from tnlib.distributions._kernels import KernelLogProb
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM, STATISTICS, KernelStatistic
@@ -201,3 +201,30 @@ def test_float32_cdf_is_the_float64_value_rounded_once():
     tensors = [t[proper] for t in tensors]
     cdf32 = KernelCDF.apply(*tensors)
     assert cdf32.dtype == torch.float32 and torch.equal(cdf32, KernelCDF.apply(*(t.double() for t in tensors)).float())
+
+
+PROBABILITIES = (1e-300, 1e-30, 1e-6, 0.01, 0.3, 0.5, 0.7, 0.99, 1.0 - 1e-6, 1.0 - 1e-15)
+
+
+def test_icdf_and_its_gradients_equal_the_torch_route_in_every_regime():
+    rows = [(p, *params) for params in GRID for p in PROBABILITIES]
+    tensors = [torch.tensor(column, dtype=torch.float64) for column in zip(*rows)]
+    results = []
+    for route in (KernelCDF, _ICDF):
+        leaves = [t.clone().requires_grad_() for t in tensors]
+        if route is KernelCDF:
+            x = KernelCDF.apply(*leaves, True)
+        else:
+            x = _ICDF.apply(*leaves, TruncatedNormal(*leaves[1:], validate_args=False)._core)
+        results.append((x.detach(), torch.autograd.grad(x.sum(), leaves)))
+    (x, grads), (x_ref, grads_ref) = results
+    # in ulps of the numbers x is formed from: itself, loc (about which straddling elements invert) and the bounds
+    finite = [torch.where(torch.isinf(t), 0.0, t).abs() for t in tensors[1:]]
+    size = torch.stack([x_ref.abs(), finite[0], finite[2], finite[3]]).amax(0)
+    error = torch.where(x == x_ref, 0.0, (x - x_ref).abs() / size)
+    worst = int(error.argmax())
+    assert float(error[worst]) <= 1e-14, (rows[worst], float(x[worst]), float(x_ref[worst]))
+    for name, g, g_ref in zip(("p", "loc", "scale", "low", "high"), grads, grads_ref):
+        error = torch.where(g == g_ref, 0.0, (g - g_ref).abs() / g_ref.abs().clamp_min(1.0))
+        worst = int(error.argmax())
+        assert float(error[worst]) <= 1e-11, (name, rows[worst], float(g[worst]), float(g_ref[worst]))

@@ -18,6 +18,7 @@ import torch
 
 from tnlib.distributions._kernels import _ERFCX, _NODES, _WEIGHTS, _flat, _mills_element, _ndtr_element, _threads
 from tnlib.distributions._moment_kernels import (
+    _EPS,
     _PARALLEL_FROM,
     _WIDE_PANELS,
     _exact_state,
@@ -148,24 +149,229 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     return g_value, g_loc, g_scale, g_low, g_high
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The inverse CDF (icdf, and rsample through it): _icdf_canonical and _ICDF's gradients, per element.
+# ----------------------------------------------------------------------------------------------------------------
+# Phi^-1 and erf^-1, which numba lacks: Acklam's rational approximation (relative error 1.2e-9) and one Halley step
+# on Phi(x) - p through erfc, which is relatively exact in the lower tail; p above 1/2 is inverted as -Phi^-1(1 - p)
+# (1 - p is exact there). erf^-1 takes Newton steps on erf from the same start.
+_ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+             -3.066479806614716e+01, 2.506628277459239e+00)
+_ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+             -1.328068155288572e+01)
+_ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+             4.374664141464968e+00, 2.938163982698783e+00)
+_ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_TINY_LOG = math.log(np.finfo(np.float64).tiny)
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_serial(value, loc, scale, low, high, out, table, nodes, weights):
+def _ndtri_lower(p):
+    """Phi^-1(p) for 0 < p <= 1/2."""
+    a, b, c, d = _ACKLAM_A, _ACKLAM_B, _ACKLAM_C, _ACKLAM_D
+    if p < 0.02425:
+        q = math.sqrt(-2.0 * math.log(p))
+        x = ((((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
+             / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0))
+    else:
+        q = p - 0.5
+        r = q * q
+        x = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
+             / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0))
+    u = (_ndtr_element(x) - p) * _SQRT_2PI * math.exp(0.5 * x * x)
+    return x - u / (1.0 + 0.5 * x * u)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _ndtri_element(p):
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return _ndtri_lower(p) if p <= 0.5 else -_ndtri_lower(1.0 - p)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _erfinv_element(v):
+    if v <= -1.0:
+        return -math.inf
+    if v >= 1.0:
+        return math.inf
+    x = _ndtri_element(0.5 * (v + 1.0)) * _SQRT_HALF
+    for _ in range(3):
+        x -= (math.erf(x) - v) / (1.1283791670955126 * math.exp(-x * x))
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _frame_icdf_start_element(a, b, w, c_low, scale, p, q, m0, p_b, log_z, table):
+    """(d, solved) as _frame_icdf_start: a starting d of a frame element, and whether it is already the answer."""
+    use_upper = p > 0.5
+    z = math.exp(log_z)
+    ea = math.erf(a * _SQRT_HALF)
+    eb = 1.0 if math.isinf(b) else math.erf(b * _SQRT_HALF)
+    right = a >= 0 and not _is_narrow(a, w)
+    near_mode = False
+    near_loc = False
+    representable = False
+    t = 0.0
+    if right:
+        v = eb - 2.0 * q * z if use_upper else ea + 2.0 * p * z
+        near_mode = v <= 0.5
+        if near_mode:
+            t = _erfinv_element(v) / _SQRT_HALF
+            representable = True
+        else:
+            if use_upper:
+                k = m0 * (q + (0.0 if math.isinf(b) else p_b * _mills_element(b, table)))
+            else:
+                k = _mills_element(a, table) - p * m0
+            log_y = (math.log(k) if k > 0 else -math.inf) - 0.5 * a * a - _LOG_SQRT_2PI
+            representable = log_y > _TINY_LOG and k > 0
+            t = -_ndtri_element(math.exp(log_y if representable else -1.0))
+    elif abs(a) <= 0.5 and abs(b) <= 0.5:  # a narrow interval within half a scale of loc
+        near_loc = True
+        v_loc = eb - q * (eb - ea) if use_upper else ea + p * (eb - ea)
+        t = _erfinv_element(v_loc) / _SQRT_HALF
+        representable = True
+    d = min(max(t - a, 0.0), w)
+    if not representable:  # the truncated exponential with the log-density's slope
+        rate = a if right else a + 0.5 * (0.0 if math.isinf(w) else w)
+        if abs(rate) < 1e-8:
+            rate = 1e-8
+        d_exp = -math.log1p(p * math.expm1(-rate * w)) / rate
+        if math.isfinite(d_exp):
+            d = min(max(d_exp, 0.0), w)
+        else:
+            d = 1.0 / max(rate, 1e-3) if math.isinf(w) else 0.5 * w
+    x = c_low + scale * d
+    if near_loc:
+        off_by = 2.0 * (abs(ea) + abs(eb))
+    else:
+        off_by = a + d if near_mode else a + d + 1.25
+    within = off_by * scale <= 8.0 * max(abs(x), abs(c_low))
+    return d, representable and within and 0.0 < d < w
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _canonical_icdf(p, q, c_loc, c_low, c_high, scale, a, b, w, frame, log_norm, p_b, table, nodes, weights):
+    """The canonical value with canonical CDF p and survival q (each exact), as _icdf_canonical."""
+    if not frame:  # invert Phi on whichever tail keeps the argument small
+        z = math.exp(log_norm)
+        lower_mass = _ndtr_element(a) + p * z
+        if lower_mass <= 0.5:
+            t = _ndtri_element(lower_mass)
+        else:
+            t = -_ndtri_element(_ndtr_element(-b) + q * z)
+        return min(max(c_loc + scale * min(max(t, a), b), c_low), c_high)
+    m0 = math.exp(log_norm)
+    log_z = -0.5 * a * a - _LOG_SQRT_2PI + log_norm
+    d, solved = _frame_icdf_start_element(a, b, w, c_low, scale, p, q, m0, p_b, log_z, table)
+    if not solved:
+        # safeguarded Newton steps on the mass below d (or above it, past the median, on its logarithm)
+        use_upper = p > 0.5
+        rate = max(a, 1e-3)
+        lo, hi = 0.0, w
+        target = (q if use_upper else p) * m0
+        for _ in range(60):
+            dens = math.exp(-d * (a + 0.5 * d))
+            if use_upper:
+                mass = _frame_integral_element(a + d, max(w - d, 0.0), table, nodes, weights) * dens
+                too_high = mass < target
+            else:
+                mass = _frame_integral_element(a, d, table, nodes, weights)
+                too_high = mass > target
+            if too_high:
+                hi = min(hi, d)
+            else:
+                lo = max(lo, d)
+            new_d = d + math.log(mass / target) * mass / dens if use_upper else d - (mass - target) / dens
+            converged = math.isfinite(new_d) and abs(new_d - d) <= 4.0 * _EPS * new_d
+            if not converged and (not math.isfinite(new_d) or new_d <= lo or new_d >= hi):
+                new_d = 2.0 * lo + 1.0 / rate if math.isinf(hi) else 0.5 * (lo + hi)
+            d = new_d
+            if converged:
+                break
+    return min(max(c_low + scale * d, c_low), c_high)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_element(prob, loc, scale, low, high, table, nodes, weights):
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+        loc, scale, low, high, table, nodes, weights)
+    # a mirrored element's canonical probability is 1 - p, and its complement p itself, each exact
+    c_p, c_q = (1.0 - prob, prob) if flip else (prob, 1.0 - prob)
+    x = _canonical_icdf(c_p, c_q, c_loc, c_low, c_high, scale, a, b, w, frame, log_norm, p_b, table, nodes, weights)
+    return -x if flip else x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
+    """dx / d(p, loc, scale, low, high) of one element, by the implicit function theorem (_ICDF.backward)."""
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+        loc, scale, low, high, table, nodes, weights)
+    c_p, c_q = (1.0 - prob, prob) if flip else (prob, 1.0 - prob)
+    x = _canonical_icdf(c_p, c_q, c_loc, c_low, c_high, scale, a, b, w, frame, log_norm, p_b, table, nodes, weights)
+    d = (x - c_low) / scale
+    t = (x - c_loc) / scale
+    log_s = math.log(scale)
+    if frame:
+        log_pdf = -log_s - log_norm - 0.5 * d * (d + 2.0 * a)
+    else:
+        log_pdf = -log_s - _LOG_SQRT_2PI - 0.5 * t * t - log_norm
+    # dx/dp = 1/pdf; dx/dlow = (1 - F) pdf(low)/pdf(x); dx/dhigh = F pdf(high)/pdf(x), as logarithms
+    dx_dp = math.exp(-log_pdf)
+    log_pa = (math.log(p_a) if p_a > 0 else -math.inf) - log_s
+    log_pb = (math.log(p_b) if p_b > 0 else -math.inf) - log_s
+    dx_dl = math.exp((math.log(c_q) if c_q > 0 else -math.inf) + log_pa - log_pdf)
+    dx_du = math.exp((math.log(c_p) if c_p > 0 else -math.inf) + log_pb - log_pdf)
+    dx_dl = 0.0 if math.isnan(dx_dl) else dx_dl
+    dx_du = 0.0 if math.isnan(dx_du) else dx_du
+    if frame and dx_dp > 0 and math.isfinite(dx_dp):  # dx/dloc = F_a / (s pdf(x)), not 1 - dx/dlow - dx/dhigh
+        f_a = _frame_slope_element(x, d, t, c_p, a, w, c_high, scale, log_norm, first, nodes, weights)
+        dx_dloc = f_a * dx_dp / scale
+    else:
+        dx_dloc = 1.0 - dx_dl - dx_du
+    if frame:
+        dx_ds = a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
+    else:
+        dx_ds = t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
+    if flip:  # odd under the mirror
+        return dx_dp, dx_dloc, -dx_ds, dx_du, dx_dl
+    return dx_dp, dx_dloc, dx_ds, dx_dl, dx_du
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weights):
+    """The cdf at ``value`` or, with ``inverse``, the icdf of ``value`` of each element."""
     for i in range(out.shape[0]):
-        out[i] = _cdf_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                              np.float64(high[i]), table, nodes, weights)
+        out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _cdf_parallel(value, loc, scale, low, high, out, table, nodes, weights):
+def _cdf_parallel(inverse, value, loc, scale, low, high, out, table, nodes, weights):
     for i in numba.prange(out.shape[0]):
-        out[i] = _cdf_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                              np.float64(high[i]), table, nodes, weights)
+        out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _write_cdf_gradients(i, grad, value, loc, scale, low, high, outs, table, nodes, weights):
-    derivatives = _cdf_gradient_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                        np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
+def _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights):
+    element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+               np.float64(high[i]))
+    if inverse:
+        return _icdf_element(*element, table, nodes, weights)
+    return _cdf_element(*element, table, nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights):
+    element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+               np.float64(high[i]))
+    if inverse:
+        derivatives = _icdf_gradient_element(*element, table, nodes, weights)
+    else:
+        derivatives = _cdf_gradient_element(*element, table, nodes, weights)
     gr = np.float64(grad[i])
     for k in range(5):
         if outs[k].shape[0] > 0:
@@ -173,50 +379,54 @@ def _write_cdf_gradients(i, grad, value, loc, scale, low, high, outs, table, nod
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_gradients_serial(grad, value, loc, scale, low, high, outs, table, nodes, weights):
-    """grad times each derivative; an output of length 0 is not wanted and not written."""
+def _cdf_gradients_serial(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
+    """grad times each derivative of the cdf or, with ``inverse``, the icdf; an output of length 0 is not wanted
+    and not written."""
     for i in range(grad.shape[0]):
-        _write_cdf_gradients(i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
+        _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _cdf_gradients_parallel(grad, value, loc, scale, low, high, outs, table, nodes, weights):
+def _cdf_gradients_parallel(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
     for i in numba.prange(grad.shape[0]):
-        _write_cdf_gradients(i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
+        _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
 
 
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 
-def _cdf_values(value, loc, scale, low, high) -> torch.Tensor:
+def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
     arrays = [_flat(t) for t in (value, loc, scale, low, high)]
     out = np.empty(tuple(loc.shape), dtype=arrays[1].dtype)  # in its shape: cheaper than a torch reshape
     flat = out.reshape(-1)
     if flat.shape[0] >= _PARALLEL_FROM:
         _threads()
-        _cdf_parallel(*arrays, flat, *_CONSTANTS)
+        _cdf_parallel(inverse, *arrays, flat, *_CONSTANTS)
     else:
-        _cdf_serial(*arrays, flat, *_CONSTANTS)
+        _cdf_serial(inverse, *arrays, flat, *_CONSTANTS)
     return torch.from_numpy(out)
 
 
-def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor,
-        high: torch.Tensor) -> torch.Tensor:
-    """The CDF at ``value`` of TN(loc, scale, low, high), all five CPU tensors of one shape and dtype; through
-    :class:`KernelCDF` where a gradient may be asked for, else straight from the kernel."""
+def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
+        inverse: bool = False) -> torch.Tensor:
+    """The CDF at ``value`` (with ``inverse``, the icdf of ``value``) of TN(loc, scale, low, high), all five CPU
+    tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
+    from the kernel."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return KernelCDF.apply(*tensors)
-    return _cdf_values(*tensors)
+        return KernelCDF.apply(*tensors, inverse)
+    return _cdf_values(inverse, *tensors)
 
 
 class KernelCDF(torch.autograd.Function):
-    """cdf(value) of TN(loc, scale, low, high), all five of one shape, forward and backward by the kernels."""
+    """cdf(value), or with ``inverse`` icdf(value), of TN(loc, scale, low, high), all five of one shape, forward
+    and backward by the kernels."""
 
     @staticmethod
-    def forward(ctx, value, loc, scale, low, high):
+    def forward(ctx, value, loc, scale, low, high, inverse=False):
+        ctx.inverse = inverse
         ctx.save_for_backward(value, loc, scale, low, high)
-        return _cdf_values(value, loc, scale, low, high)
+        return _cdf_values(inverse, value, loc, scale, low, high)
 
     @staticmethod
     def backward(ctx, grad):
@@ -225,11 +435,12 @@ class KernelCDF(torch.autograd.Function):
                 "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
                 "(second derivatives, Hessians, gradient penalties) is not supported")
         arrays = [_flat(t) for t in ctx.saved_tensors]
-        outs = [np.empty(tuple(grad.shape) if need else 0, dtype=arrays[1].dtype) for need in ctx.needs_input_grad]
+        needs = ctx.needs_input_grad[:5]
+        outs = [np.empty(tuple(grad.shape) if need else 0, dtype=arrays[1].dtype) for need in needs]
         flats = tuple(o.reshape(-1) for o in outs)
         if arrays[0].shape[0] >= _PARALLEL_FROM:
             _threads()
-            _cdf_gradients_parallel(_flat(grad), *arrays, flats, *_CONSTANTS)
+            _cdf_gradients_parallel(ctx.inverse, _flat(grad), *arrays, flats, *_CONSTANTS)
         else:
-            _cdf_gradients_serial(_flat(grad), *arrays, flats, *_CONSTANTS)
-        return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, ctx.needs_input_grad))
+            _cdf_gradients_serial(ctx.inverse, _flat(grad), *arrays, flats, *_CONSTANTS)
+        return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, needs)) + (None,)

@@ -11,7 +11,7 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_statistics``: values and first derivatives of each statistic, from that state;
 * ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
 * ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``: the same formulas compiled per element (numba), which a CPU
-  call of log_prob, cdf, mean, variance and entropy takes; the modules above are the torch route, for other
+  call of log_prob, cdf, icdf (and rsample), mean, variance and entropy takes; the modules above are the torch route, for other
   devices and the other methods.
 """
 from __future__ import annotations
@@ -306,6 +306,8 @@ class TruncatedNormal(Distribution):
             return self.expand(shape).icdf(value.expand(shape))
         if self._validate_args and not ((value >= 0) & (value <= 1)).all():
             raise ValueError("TruncatedNormal.icdf: probabilities must lie in [0, 1]")
+        if _kernels_serve(self.loc):
+            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True)
         return _ICDF.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
     def rsample(self, sample_shape=torch.Size()) -> torch.Tensor:
