@@ -1,4 +1,4 @@
-"""The Truncated Normal's mean, variance, entropy and cdf on the small batches a learned search reads, in one run.
+"""The Truncated Normal's mean, variance, entropy, cdf and icdf on the small batches a learned search reads, in one run.
 
 Learned GBFS takes the TN head's mean of each expansion's successors (typically 10-100 states) and validation of
 batches of 1,024; both calls are dominated by per-call overhead, not arithmetic. Per batch size: microseconds per
@@ -7,7 +7,7 @@ the search runs), best of ``--repeats`` interleaved rounds of ``--calls`` calls,
 (the compiled kernels, tnlib.distributions._moment_kernels and _cdf_kernels), tnlib's torch route (what other
 devices take) and, as the floor, torch's ``Normal(loc, scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
 bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration); the cdf is taken at
-the optimal cost h*.
+the optimal cost h*, the icdf of probabilities spread over (0, 1).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_small_batches.py [--sizes 32 1024] [--repeats 7]
 """
@@ -25,15 +25,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_truncated_normal import make_mixed_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions._autograd import _CDF, _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
+from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
 
 
-def _calls(value, loc, scale, low, high) -> dict:
+def _calls(value, probability, loc, scale, low, high) -> dict:
     def kernels(name):
         def call():
             d = TruncatedNormal(loc, scale, low, high, validate_args=False)
             if name == "cdf":
                 return d.cdf(value)
+            if name == "icdf":
+                return d.icdf(probability)
             return d.entropy() if name == "entropy" else getattr(d, name)
         return call
 
@@ -46,12 +48,14 @@ def _calls(value, loc, scale, low, high) -> dict:
                 return _Mean.apply(loc, scale, low, high, d._core)
             if name == "cdf":
                 return _CDF.apply(value, loc, scale, low, high, d._core)
+            if name == "icdf":
+                return _ICDF.apply(probability, loc, scale, low, high, d._core)
             route = _Variance if name == "variance" else _Entropy
             return route.apply(loc, scale, low, high, d._core)
         return call
 
     calls = {"Normal mean (floor)": lambda: torch.distributions.Normal(loc, scale, validate_args=False).mean}
-    for name in ("mean", "variance", "entropy", "cdf"):
+    for name in ("mean", "variance", "entropy", "cdf", "icdf"):
         calls[f"{name}: kernels"] = kernels(name)
         calls[f"{name}: torch route"] = torch_route(name)
     return calls
@@ -86,7 +90,8 @@ def main() -> None:
             h_star, loc, raw_scale, low = make_mixed_inputs(size)
             scale = torch.nn.functional.softplus(raw_scale) + 1e-3
             high = torch.full_like(low, math.inf)
-            times = best_times(_calls(h_star, loc, scale, low, high), args.repeats, args.calls)
+            probability = (torch.arange(size, dtype=loc.dtype) + 0.5) / size
+            times = best_times(_calls(h_star, probability, loc, scale, low, high), args.repeats, args.calls)
             print(f"batch of {size}:")
             for name, seconds in times.items():
                 method = name.split(":")[0]
