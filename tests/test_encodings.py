@@ -9,9 +9,10 @@ import torch
 
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import (
-    HGNEncoder, HGNPackedEncoder, LinearEncoder, NLMEncoder, NLMPackedEncoder, domain_signature, make_encoder,
-    parse_atom, problem_objects,
+    HGNEncoder, HGNPackedEncoder, LinearEncoder, NLMEncoder, NLMPackedEncoder, domain_signature, parse_atom,
+    problem_objects,
 )
+from tnlib.learning.models import make_encoder
 from tnlib.planning.generators import generate
 from tnlib.planning.pddl import problem_atoms
 from tnlib.planning.search import random_walk_states

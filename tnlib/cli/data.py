@@ -148,7 +148,8 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     )
     fill.add_argument("folder", type=Path, help="dataset root")
     fill.add_argument("--domain", required=True, help="a domain with an exact solver")
-    fill.add_argument("--splits", nargs="+", default=["train", "val"], choices=SPLITS)
+    fill.add_argument("--splits", nargs="+", default=["train", "val"], choices=SPLITS,
+                      help="the splits whose out-of-reach slots to fill (default: train val)")
     fill.set_defaults(func=_run_fill)
 
     status = commands.add_parser(
