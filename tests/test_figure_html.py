@@ -48,3 +48,21 @@ def test_unevenly_spaced_x_values_stay_a_list():
     figure = go.Figure(go.Scatter(x=[100, 200, 400], y=[1.0, 2.0, 3.0]))
     data = json.loads(re.search(r'"f",\s*(\[.*?\]),\s*\{', figure_html(figure, "f"), re.S).group(1))
     assert data[0]["x"] == [100, 200, 400] and "x0" not in data[0]
+
+
+def test_plotly_base64_arrays_are_decoded_and_rounded():
+    import base64
+
+    import numpy as np
+
+    from tnlib.experiments.figure_html import compact_figure_dict
+
+    x = np.linspace(-8.0, 8.0, 5)
+    y = np.array([[0.123456789, 1.0], [2.5, 3.14159265]])
+    encoded = {"data": [{"type": "scatter", "x": {"dtype": "f8", "bdata": base64.b64encode(x.tobytes()).decode()},
+                         "y": {"dtype": "f8", "bdata": base64.b64encode(y.tobytes()).decode(), "shape": "2, 2"}}],
+               "layout": {"title": {"text": "t"}}}
+    compact = compact_figure_dict(encoded)
+    assert compact["data"][0]["x"] == [-8.0, -4.0, 0.0, 4.0, 8.0]
+    assert compact["data"][0]["y"] == [[0.12346, 1.0], [2.5, 3.14159]]  # each row to a ten-thousandth of its span
+    assert compact["layout"] == encoded["layout"]

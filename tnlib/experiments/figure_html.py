@@ -1,6 +1,6 @@
 """A report's plotly figure as an HTML fragment whose data is written only as precisely as a reader can see.
 
-Plotly writes every float with all 17 digits; a report page of 160 runs' validation curves is then mostly digits no
+Plotly writes every float with all 17 digits (or as base64 doubles, which is no shorter); a report page of 160 runs' validation curves is then mostly digits no
 screen can show (reports/ travels to lent machines under a size limit). Evenly spaced integer x values (the
 validation steps) are written as a start and a step, and each number here keeps at least
 :data:`SIGNIFICANT_DIGITS` significant digits -- a log axis resolves relative differences -- and at least
@@ -9,6 +9,7 @@ screen of a few thousand pixels sees neither rounding; hover labels show the rou
 """
 from __future__ import annotations
 
+import base64
 import math
 from typing import Any
 
@@ -35,11 +36,24 @@ def rounded_numbers(values: list) -> list:
             for v in values]
 
 
+def _typed_array(node: dict) -> np.ndarray | None:
+    """Plotly's base64 form of a numeric array (``{"dtype": "f8", "bdata": ..., "shape": "2, 3"}``), decoded."""
+    if not (isinstance(node.get("bdata"), str) and isinstance(node.get("dtype"), str)):
+        return None
+    values = np.frombuffer(base64.b64decode(node["bdata"]), dtype=np.dtype(node["dtype"]))
+    shape = node.get("shape")
+    return values.reshape([int(n) for n in str(shape).split(",")]) if shape else values
+
+
 def _rounded_tree(node: Any) -> Any:
+    if isinstance(node, dict) and (typed := _typed_array(node)) is not None:
+        node = typed
     if isinstance(node, dict):
         return {key: _rounded_tree(value) for key, value in node.items()}
     if isinstance(node, np.ndarray):
         node = node.tolist() if node.dtype.kind in "fiub" else node
+        if isinstance(node, list) and node and isinstance(node[0], list):  # a matrix: each row on its own
+            return [_rounded_tree(row) for row in node]
     if isinstance(node, (list, tuple)):
         if any(isinstance(v, float) for v in node):
             return rounded_numbers(list(node))
