@@ -1,5 +1,5 @@
 """What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
-(tests/test_teaching.py, tests/test_figures.py) and reusable:
+(tests/test_notebook_modules.py, tests/test_figures.py) and reusable:
 
 * ``figures``: the figure builders and the offline plotly set-up;
 * ``notebook_parameters``: the explorer's and the classroom notebook's parameter checks;
