@@ -102,14 +102,15 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
 # the lanes paused while git takes every run's curve and checkpoint from one moment and the report is rendered from
-# them (as tnlib.experiments.render_check renders it), then resumed. Commit after it.
+# them (as tnlib.experiments.render_check renders it), then resumed. Commit after it. ("[t]nlib": the pattern must
+# not match the command line of the shell that runs pkill.)
 CAMPAIGN_REPORT := $(PY) -m tnlib report reports/paper-scale-nlm5/runs --out reports/paper-scale-nlm5 --paper-tables \
 	--against reports/converged/nlm5/runs
 paper-scale-snapshot: $(STAMP)
 	timeout 600 $(PY) -m tnlib prune reports/paper-scale-nlm5/runs
-	pkill -STOP -f "tnlib sweep" || true
+	pkill -STOP -f "[t]nlib sweep" || true
 	git add reports/paper-scale-nlm5/runs && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
-		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "tnlib sweep" || true; exit $$status
+		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib sweep" || true; exit $$status
 	@echo "staged: commit with  git commit -m 'reports/paper-scale-nlm5/runs: campaign snapshot'"
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
