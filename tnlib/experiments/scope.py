@@ -97,26 +97,13 @@ class RunFacts:
     def trained_by(self) -> str:
         """The commits of the code that trained it, in order (``38b9e834``; ``not recorded, then 38b9e834`` for a
         run whose first starts were made before run folders recorded the code)."""
-        if not self.code_starts:
-            return NOT_RECORDED
-        commits = [] if self.code_starts[0][0] == 0 else [NOT_RECORDED]
-        for _, commit in self.code_starts:
-            commit = commit or NOT_RECORDED
-            if not commits or commits[-1] != commit:
-                commits.append(commit)
-        return ", then ".join(commits)
+        return _in_order(self.code_starts)
 
     @property
     def trained_on(self) -> str:
         """The hardware that trained it, in order: ``AMD EPYC, AVX512``; ``X, then Y`` for a run resumed on
         another kind; ``not recorded`` where its first steps (or all) were trained before run folders said."""
-        if not self.starts:
-            return NOT_RECORDED
-        kinds = [] if self.starts[0][0] == 0 else [NOT_RECORDED]
-        for _, machine in self.starts:
-            if not kinds or kinds[-1] != machine:
-                kinds.append(machine)
-        return ", then ".join(kinds)
+        return _in_order(self.starts)
 
     @property
     def cell(self) -> tuple[str, str, str]:
@@ -223,6 +210,19 @@ def _run_facts(run: RunDir) -> RunFacts:
         improving=still_improving(val_mse),
         instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None,
         starts=_training_starts(run), code_starts=_code_starts(run))
+
+
+def _in_order(starts: list[tuple[int, str | None]] | None) -> str:
+    """What each start of training recorded (a machine kind, a commit), in order, repeats merged: ``X, then Y``;
+    ``not recorded`` where the first steps, a start or all were made before run folders said."""
+    if not starts:
+        return NOT_RECORDED
+    values = [] if starts[0][0] == 0 else [NOT_RECORDED]
+    for _, value in starts:
+        value = value or NOT_RECORDED
+        if not values or values[-1] != value:
+            values.append(value)
+    return ", then ".join(values)
 
 
 def _code_starts(run: RunDir) -> list[tuple[int, str | None]] | None:
