@@ -13,22 +13,29 @@
 # Before the call: pyperplan's wheel in .whl/ (`.venv/bin/python -m pip download --no-deps pyperplan==2.1 -d .whl`,
 # `.whl` in .git/info/exclude, carry [".whl"]): the lent machine reaches no package index. After it, for each line
 # `runs-K.tgz -> FOLDER` of summary.txt: `cat runs-K.tgz.* | tar -xz -C FOLDER`.
+#
+# TNLIB_CODE=DIR trains with the tnlib in DIR (a campaign's pinned export, carried) instead of the checkout's: it
+# goes first on the path and Python's safe-path mode keeps the working directory off it.
 set -u -m
 PARTS=$(realpath "${1:?usage: lent_machine.sh PARTS (one line of tnlib sweep arguments per process)}")
 OUTD=$(realpath -m "${OUT:-lent-out}")
 PYTHON=${PYTHON:-python3}
 LOGS=$(mktemp -d)
+CODE=$(realpath "${TNLIB_CODE:-$PWD}")
+[ -n "${TNLIB_CODE:-}" ] && export PYTHONSAFEPATH=1
 mkdir -p "$OUTD"
 if compgen -G ".whl/*.whl" > /dev/null; then
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$LOGS/site" .whl/*.whl \
         || exit 1
-    export PYTHONPATH="$LOGS/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="$LOGS/site:$CODE${PYTHONPATH:+:$PYTHONPATH}"
+else
+    export PYTHONPATH="$CODE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONUNBUFFERED=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 OMP_NUM_THREADS=1 TNLIB_PROGRESS=text
 {
     command -v nvidia-smi > /dev/null && nvidia-smi -L
-    "$PYTHON" -c "import torch, numpy; from tnlib.device import machine_kind; print('torch', torch.__version__, \
-'numpy', numpy.__version__); print('cpu:', machine_kind('cpu')); \
+    "$PYTHON" -c "import torch, numpy, tnlib; from tnlib.device import machine_kind; print('torch', torch.__version__, \
+'numpy', numpy.__version__, 'tnlib from', tnlib.__file__); print('cpu:', machine_kind('cpu')); \
 print('cuda:', machine_kind('cuda') if torch.cuda.is_available() else 'none')"
     echo "cores: $(getconf _NPROCESSORS_ONLN)"
 } > "$OUTD/machine.txt" 2>&1
