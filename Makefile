@@ -67,8 +67,12 @@ CAMPAIGN_CODE := 38b9e834
 CAMPAIGN_TREE := .campaign/$(CAMPAIGN_CODE)
 CAMPAIGN_PY := nice -n 19 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
 	TNLIB_DATA=$(CURDIR)/data PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
-CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs
+CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs \
+	$(if $(DEVICE),--device $(DEVICE))
+# LANES processes side by side; DEVICE=cuda trains them on the machine's GPU (an H200 took 14 gripper runs at once,
+# each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
+DEVICE ?=
 
 $(CAMPAIGN_TREE)/tnlib/__init__.py:
 	rm -rf $(CAMPAIGN_TREE).partial && mkdir -p $(CAMPAIGN_TREE).partial
