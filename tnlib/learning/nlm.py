@@ -51,6 +51,7 @@ from tnlib.learning.nlm_kernels import (
     broadcast_sum_kernel,
     extrema_backward_kernel,
     extrema_kernel,
+    extrema_permuted_backward_kernel,
     projected_extrema_kernel,
     run_each,
     run_split,
@@ -235,10 +236,10 @@ def _expand_term_arrays(small: tuple[torch.Tensor | None, ...], bias: torch.Tens
 
 def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
                        small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
-                       exclude_self: bool) -> torch.Tensor:
+                       exclude_self: bool, store: bool = False):
     """``_exists_forall(_permuted_sum_sigmoid(n, x, w, bias, small), ...)`` for output arity 3, without the
     ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``projected_extrema_kernel``). CPU, no
-    gradient."""
+    gradient. With ``store`` the pair ``(extrema, y)``, y the ``[B, N, N, N, out]`` output formed in the same pass."""
     batch, n = object_mask.shape
     width = bias.shape[0]
     perms = _permutations(3)
@@ -255,14 +256,16 @@ def _projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: tor
             bool(exclude_self))
     threads = min(torch.get_num_threads(), -(-n // min(TILE, n)))
     out = bias.new_empty((batch, n, n, 2 * width))
+    y = bias.new_empty((batch,) + (n,) * 3 + (width,) if store else (0, 0, 0))
+    stored = y.view(batch, n ** 3, width).numpy() if store else y.numpy()
     if batch >= threads or batch * n ** 3 * width < nlm_kernels.SPLIT_WORK:
-        run_split(projected_extrema_kernel, batch, batch * n ** 3 * width, *args, out.numpy(), 0, 1)
+        run_split(projected_extrema_kernel, batch, batch * n ** 3 * width, *args, out.numpy(), stored, 0, 1)
     else:  # fewer states than threads: each thread takes every threads-th pair of tiles, into its own out
         parts = np.empty((threads,) + tuple(out.shape), dtype=rows.dtype)
-        run_each(projected_extrema_kernel, [(*args, parts[t], t, threads, 0, batch) for t in range(threads)])
+        run_each(projected_extrema_kernel, [(*args, parts[t], stored, t, threads, 0, batch) for t in range(threads)])
         np.maximum.reduce(parts[..., :width], out=out[..., :width].numpy())
         np.minimum.reduce(parts[..., width:], out=out[..., width:].numpy())
-    return out.sigmoid_()
+    return (out.sigmoid_(), y.sigmoid_()) if store else out.sigmoid_()
 
 
 def _broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
@@ -334,16 +337,17 @@ def _is_sparse(grad: torch.Tensor) -> bool:
 
 
 def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: torch.Tensor, w: torch.Tensor,
-                              needs_small: list[bool]):
+                              needs_small: list[bool], reduced_by: tuple | None = None):
     """The gradients ``_PermutedSumSigmoid`` returns for x, w, the bias and the expand terms, from the nonzero
-    entries of ``grad`` alone (see ``sparse_permuted_backward_kernel``). CPU."""
+    entries of ``grad`` alone (see ``sparse_permuted_backward_kernel``). With ``reduced_by = (object_mask,
+    exclude_self)`` grad is that of y's exists / forall instead of y's (``extrema_permuted_backward_kernel``). CPU."""
     r = len(needs_small)
     batch = y.shape[0]
     perms = _permutations(r)
     width = y.shape[-1]
     # output axis t of permutation p reads source axis perm[t]: its stride in x's row-major positions
     strides = np.array([[n ** (r - 1 - axis) for axis in perm] for perm in perms], dtype=np.int64)
-    flat = lambda t: t.detach().contiguous().view(batch, -1, t.shape[-1]).numpy()  # noqa: E731
+    flat = lambda t: t.detach().contiguous().view(batch, math.prod(t.shape[1:-1]), t.shape[-1]).numpy()  # noqa: E731
     grad_x = x.new_zeros(x.shape)
     small = y.new_zeros((r, batch, n ** (r - 1), width))
     threads = min(torch.get_num_threads(), batch)
@@ -355,9 +359,12 @@ def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: to
     partial_w = np.zeros((threads,) + tuple(w.shape), dtype=np.float64)
     partial_bias = np.zeros((threads, width), dtype=np.float64)
     one = flat(y).dtype.type(1)
-    args = (flat(grad), flat(y), flat(x), w.detach().contiguous().numpy(), strides, n, one, np.array(needs_small),
-            flat(grad_x))
-    run_each(sparse_permuted_backward_kernel,
+    kernel, reading = sparse_permuted_backward_kernel, (n,)
+    if reduced_by is not None:
+        kernel, reading = extrema_permuted_backward_kernel, (reduced_by[0].numpy(), bool(reduced_by[1]))
+    args = (flat(grad), flat(y), flat(x), w.detach().contiguous().numpy(), strides, *reading, one,
+            np.array(needs_small), flat(grad_x))
+    run_each(kernel,
               [(*args, partial_w[t], partial_bias[t], small.numpy(), bounds[t], bounds[t + 1])
                for t in range(threads)])
     grad_small = [small[d].view(y.shape[:1 + d] + y.shape[2 + d:]) if need else None
@@ -417,6 +424,38 @@ class _PermutedSumSigmoid(torch.autograd.Function):
                 # as (x^T G)^T: MKL computes G^T x (r! out rows, B N^r long) several times slower
                 grad_w += (x[start:stop].reshape(-1, w.shape[1]).t() @ flat).t()
         return (None, grad_x, grad_w, grad_bias) + tuple(grad_small)
+
+
+class _ProjectedExtrema(torch.autograd.Function):
+    """Training's ``_exists_forall(_PermutedSumSigmoid.apply(n, x, w, bias, *small), ...)`` for an arity-3 output
+    that the next layer only reduces: forward in one pass (``_projected_extrema`` storing y), backward from the
+    extrema's gradient straight to the inputs' (``extrema_permuted_backward_kernel``). CPU."""
+
+    @staticmethod
+    def forward(ctx, object_mask: torch.Tensor, exclude_self: bool, x, w, bias, *small):
+        ctx.set_materialize_grads(False)
+        extrema, y = _projected_extrema(x, w, bias, small, object_mask, exclude_self, store=True)
+        ctx.save_for_backward(x, w, y, object_mask)
+        ctx.exclude_self, ctx.has_small = exclude_self, [s is not None for s in small]
+        return extrema
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, y, object_mask = ctx.saved_tensors
+        if grad is None:
+            return (None,) * (5 + len(ctx.has_small))
+        batch, n = object_mask.shape
+        width = y.shape[-1]
+        if x is None:  # expand terms alone: an input of no channels
+            x = y.new_zeros((batch, n ** 3, 0))
+            w = y.new_zeros((len(_permutations(3)) * width, 0))
+        need_x, need_w, need_bias = ctx.needs_input_grad[2:5]
+        needs_small = [has and need for has, need in zip(ctx.has_small, ctx.needs_input_grad[5:])]
+        grad_x, grad_w, grad_bias, grad_small = _sparse_permuted_backward(
+            n, grad, y, x, w, needs_small, (object_mask, ctx.exclude_self))
+        return (None, None, grad_x if need_x and ctx.saved_tensors[0] is not None else None,
+                grad_w if need_w and ctx.saved_tensors[1] is not None else None,
+                grad_bias if need_bias else None) + tuple(grad_small)
 
 
 class NLMLayer(nn.Module):
@@ -507,10 +546,13 @@ class NLMLayer(nn.Module):
                 local = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
             w_local = stacked(c_expand, c_expand + c_same + c_reduce) if local is not None else None
             n = object_mask.shape[1]
-            if r in reduce_only:
+            if r in reduce_only and _needs_grad(local, w_local, linear.bias, *small):
+                reduced[r] = _ProjectedExtrema.apply(object_mask, self.exclude_self, local, w_local, linear.bias,
+                                                     *small)
+            elif r in reduce_only:
                 reduced[r] = _projected_extrema(local, w_local, linear.bias, tuple(small), object_mask,
                                                 self.exclude_self)
-            elif fused and r == 3 and local is None:
+            elif fused and r == 3 and local is None and not torch.is_grad_enabled():
                 outputs[r], reduced[r] = _broadcast_sum_sigmoid(linear.bias, tuple(small), object_mask,
                                                                 self.exclude_self)
             elif _needs_grad(local, w_local, linear.bias, *small):
@@ -576,7 +618,9 @@ class NLM(nn.Module):
     def forward(self, inputs: NLMInputs) -> torch.Tensor:
         if not torch.is_grad_enabled():
             return self._infer(inputs)
-        return self.forward_by_layers(inputs)
+        # with gradients the whole batch at once: the arity-3 outputs the next layer only reduces are still stored
+        # (their backward reads them), but formed together with their exists / forall
+        return self._infer_chunk(list(inputs.tensors), inputs.object_mask)
 
     def forward_by_layers(self, inputs: NLMInputs) -> torch.Tensor:
         """The forward pass layer by layer, every arity tensor stored (what training differentiates; without

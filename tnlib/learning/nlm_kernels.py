@@ -124,7 +124,9 @@ def extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop)
 # that output axis t reads under permutation p; s0, s1, s2 the expand terms constant along output axis 0, 1, 2
 # ([B, N, N, out]). The kernel covers the multisets whose two smallest tiles form the ``first_pair``-th,
 # ``first_pair + pair_step``-th, ... pair (t0 <= t1, in order): threads that share one state each take every
-# ``pair_step``-th pair and keep their own ``out``, merged by the caller. Without NaNs or infinities in the sums, reassociating them (fastmath, infinities kept)
+# ``pair_step``-th pair and keep their own ``out``, merged by the caller. In training, where the backward needs every
+# entry, a non-empty ``stored`` [B, N^3, out] receives the sums themselves (the caller's sigmoid makes them the
+# layer's output, so the max and min above are its exists / forall without another pass over it). Without NaNs or infinities in the sums, reassociating them (fastmath, infinities kept)
 # moves only rounding; the max and min are exact whatever the order the cubes come in. A cube of 8 keeps the six
 # source cubes and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects). With 8 output
 # channels (every inner layer of the paper's NLM) the reduction's channel loop has a constant length, which lets
@@ -149,9 +151,10 @@ def multiset_cubes(t0, t1, t2, cubes):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True, fastmath={"contract", "reassoc", "nsz", "arcp"})
-def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, first_pair, pair_step,
-                              start, stop):  # pragma: no cover - compiled
+def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclude, out, stored, first_pair,
+                              pair_step, start, stop):  # pragma: no cover - compiled
     n = real.shape[1]
+    store = stored.shape[0] > 0
     inputs = x.shape[2]
     row_words = words.shape[2]
     perms = strides.shape[0]
@@ -213,7 +216,7 @@ def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclu
                                 first = (ii * tj + jj) * tk
                                 high = out[b, i, j, :width]
                                 low = out[b, i, j, width:]
-                                if width == 8 and every_object:
+                                if width == 8 and every_object and not store:
                                     for kk in range(tk):
                                         k = k0 + kk
                                         for c in range(8):
@@ -221,8 +224,22 @@ def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclu
                                             high[c] = max(high[c], v)
                                             low[c] = min(low[c], v)
                                     continue
+                                if width == 8 and every_object:
+                                    position = (i * n + j) * n + k0
+                                    for kk in range(tk):
+                                        k = k0 + kk
+                                        for c in range(8):
+                                            v = pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
+                                            stored[b, position + kk, c] = v
+                                            high[c] = max(high[c], v)
+                                            low[c] = min(low[c], v)
+                                    continue
                                 for kk in range(tk):
                                     k = k0 + kk
+                                    if store:
+                                        for c in range(width):
+                                            stored[b, (i * n + j) * n + k, c] = \
+                                                pre[first + kk, c] + base[c] + s0[b, j, k, c] + s1[b, i, k, c]
                                     if not every_object and is_excluded(real, b, k, kept, 2, exclude):
                                         continue
                                     for c in range(width):
@@ -328,15 +345,46 @@ def run_each(kernel, calls: list[tuple]) -> None:
 
 
 @njit(nogil=True, cache=True)
+def scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias,
+                     small):  # pragma: no cover - compiled
+    """Add the share of output position ``digits`` of state b (``pre``: the gradient of its pre-activation, per
+    channel) to the r! source rows of x, to the weight's, the bias's and the expand terms' gradients."""
+    perms, r = strides.shape
+    width = pre.shape[0]
+    inputs = x.shape[2]
+    for c in range(width):
+        grad_bias[c] += np.float64(pre[c])
+    for d in range(r):
+        if has_small[d]:
+            rest = 0
+            for t in range(r):
+                if t != d:
+                    rest = rest * n + digits[t]
+            for c in range(width):
+                small[d, b, rest, c] += pre[c]
+    for p in range(perms):
+        source = 0
+        for t in range(r):
+            source += digits[t] * strides[p, t]
+        for c in range(width):
+            share = pre[c]
+            if share == 0.0:
+                continue
+            wide = np.float64(share)
+            row = p * width + c
+            for k in range(inputs):
+                grad_x[b, source, k] += share * w[row, k]
+                grad_w[row, k] += wide * x[b, source, k]
+
+
+@njit(nogil=True, cache=True)
 def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, grad_x, grad_w, grad_bias, small,
                                      start, stop):  # pragma: no cover - compiled
     # A position at a time: its channels' shares computed side by side, the position skipped when all are 0.
     _, positions, width = grad.shape
-    inputs = x.shape[2]
-    perms, r = strides.shape
+    r = strides.shape[1]
     digits = np.empty(r, np.int64)
     pre = np.empty(width, y.dtype)
-    wide = np.empty(width, np.float64)
     for b in range(start, stop):
         for m in range(positions):
             nonzero = False
@@ -348,26 +396,77 @@ def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, g
             if not nonzero:
                 continue
             kept_objects(m, r, n, digits)
-            for c in range(width):
-                wide[c] = pre[c]
-                grad_bias[c] += wide[c]
-            for d in range(r):
-                if has_small[d]:
-                    rest = 0
-                    for t in range(r):
-                        if t != d:
-                            rest = rest * n + digits[t]
+            scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias, small)
+
+
+# Training, backward of an arity-3 output that the next layer only reduces, formed with its exists / forall by
+# ``projected_extrema_kernel``: ``extrema_backward_kernel`` and ``sparse_permuted_backward_kernel`` in one pass,
+# without the dense [B, N^3, out] gradient between them. Per kept pair (i, j) it finds the ties of y's max and min
+# over k (as ``extrema_backward_kernel``, from y itself: the forward's extrema are the sigmoid of the sums' and may
+# differ from y's by the sigmoid's rounding), gives each tied entry its share and scatters its pre-activation's
+# gradient as the sparse kernel does, positions in the same order: the same numbers as the two kernels in a row.
+# grad is the extrema's gradient [B, N^2, 2 out], y the output [B, N^3, out].
+@njit(nogil=True, cache=True, error_model="numpy")
+def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one, has_small, grad_x, grad_w, grad_bias,
+                                     small, start, stop):  # pragma: no cover - compiled
+    width = y.shape[2]
+    n = real.shape[1]
+    digits = np.empty(3, np.int64)
+    excluded = np.empty(n, np.bool_)
+    most = np.empty(width, y.dtype)
+    least = np.empty(width, y.dtype)
+    ties_max = np.empty(width, y.dtype)
+    ties_min = np.empty(width, y.dtype)
+    share_max = np.empty(width, y.dtype)
+    share_min = np.empty(width, y.dtype)
+    g = np.empty(width, y.dtype)
+    pre = np.empty(width, y.dtype)
+    for b in range(start, stop):
+        for pair in range(n * n):
+            nonzero = False
+            for c in range(2 * width):
+                nonzero = nonzero or grad[b, pair, c] != 0.0
+            if not nonzero:
+                continue
+            digits[0], digits[1] = pair // n, pair % n
+            for k in range(n):
+                excluded[k] = is_excluded(real, b, k, digits, 2, exclude)
+            most[:] = -np.inf
+            least[:] = np.inf
+            first = pair * n
+            for k in range(n):
+                if excluded[k]:
                     for c in range(width):
-                        small[d, b, rest, c] += pre[c]
-            for p in range(perms):
-                source = 0
-                for t in range(r):
-                    source += digits[t] * strides[p, t]
+                        most[c] = max(most[c], 0.0)
+                        least[c] = min(least[c], 1.0)
+                else:
+                    for c in range(width):
+                        most[c] = max(most[c], y[b, first + k, c])
+                        least[c] = min(least[c], y[b, first + k, c])
+            ties_max[:] = 0.0
+            ties_min[:] = 0.0
+            for k in range(n):
+                if excluded[k]:
+                    for c in range(width):
+                        ties_max[c] += most[c] == 0.0
+                        ties_min[c] += least[c] == 1.0
+                else:
+                    for c in range(width):
+                        v = y[b, first + k, c]
+                        ties_max[c] += v == most[c]
+                        ties_min[c] += v == least[c]
+            for c in range(width):
+                share_max[c] = grad[b, pair, c] / ties_max[c]
+                share_min[c] = grad[b, pair, width + c] / ties_min[c]
+            for k in range(n):
+                if excluded[k]:
+                    continue
+                nonzero = False
                 for c in range(width):
-                    share = pre[c]
-                    if share == 0.0:
-                        continue
-                    row = p * width + c
-                    for k in range(inputs):
-                        grad_x[b, source, k] += share * w[row, k]
-                        grad_w[row, k] += wide[c] * x[b, source, k]
+                    v = y[b, first + k, c]
+                    g[c] = (share_max[c] if v == most[c] else 0.0) + (share_min[c] if v == least[c] else 0.0)
+                    pre[c] = g[c] * (one - v) * v
+                    nonzero = nonzero or pre[c] != 0.0
+                if nonzero:
+                    digits[2] = k
+                    scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias, small)
