@@ -613,3 +613,70 @@ def test_nlm_training_through_the_sparse_backward_follows_the_dense_one(monkeypa
     assert moved > 1e-3  # the steps changed the weights
     for key in trained[0]:
         torch.testing.assert_close(trained[1][key], trained[0][key], rtol=0, atol=1e-9)
+
+
+def projected_extrema_case(dtype, seed=5, batch=3, n=5, inputs=3, width=4):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand((batch, n, n, n, inputs), generator=g, dtype=dtype)
+    w = torch.randn((6 * width, inputs), generator=g, dtype=dtype)
+    bias = torch.randn(width, generator=g, dtype=dtype)
+    small = tuple(torch.randn((batch, n, n, width), generator=g, dtype=dtype) for _ in range(3))
+    mask = torch.arange(n)[None, :] < torch.tensor([n, 3, 4])[:batch, None]
+    return x, w, bias, small, mask
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_projected_extrema_training_function_passes_gradcheck(exclude_self):
+    x, w, bias, small, mask = projected_extrema_case(torch.float64)
+    leaves = [t.requires_grad_(True) for t in (x, w, bias) + small]
+    assert torch.autograd.gradcheck(
+        lambda *args: nlm._ProjectedExtrema.apply(mask, exclude_self, *args), leaves, eps=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_projected_extrema_training_function_equals_the_stored_route_bit_for_bit_in_float32(exclude_self):
+    # the fused route (one kernel forward, one backward) against the permuted sum, then exists / forall, each with
+    # its own autograd function: the same output y (torch's sigmoid of the same sums up to the sums' rounding), so
+    # the comparison feeds the stored route the fused route's y and checks the backward's numbers exactly
+    x, w, bias, small, mask = projected_extrema_case(torch.float32)
+    extrema, y = nlm._projected_extrema(x, w, bias, small, mask, exclude_self, store=True)
+    stored = nlm._PermutedSumSigmoid.apply(5, x, w, bias, *small)
+    torch.testing.assert_close(y, stored, rtol=0, atol=1e-6)
+    torch.testing.assert_close(extrema, nlm._exists_forall(stored, mask, exclude_self).view(extrema.shape),
+                               rtol=0, atol=1e-6)
+    grad = torch.randn(extrema.shape, generator=torch.Generator().manual_seed(1))
+    leaf = y.clone().requires_grad_(True)
+    dense = torch.autograd.grad(nlm._exists_forall(leaf, mask, exclude_self).view(grad.shape),
+                                leaf, grad)[0]
+    needs = [True, True, True]
+    two_kernels = nlm._sparse_permuted_backward(5, dense, y, x, w, needs)
+    fused = nlm._sparse_permuted_backward(5, grad, y, x, w, needs, (mask, exclude_self))
+    for a, b in zip(two_kernels[:3] + tuple(two_kernels[3]), fused[:3] + tuple(fused[3])):
+        assert torch.equal(a, b)
+
+
+def test_nlm_training_forms_the_reduced_arity_3_with_its_extrema_and_follows_the_stored_route(monkeypatch):
+    # AdamW steps through the training forward (the fused arity 3) and through forward_by_layers (every arity
+    # stored, reduced by its own function) end with the same weights, in float64 where the orders of summation
+    # differ by 1e-16
+    calls = []
+    original = nlm._ProjectedExtrema.apply
+    monkeypatch.setattr(nlm._ProjectedExtrema, "apply", lambda *args: calls.append(1) or original(*args))
+    channels = [2, 6, 4, 2]
+    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=3)
+    trained = []
+    for route in ("forward", "forward_by_layers"):
+        torch.manual_seed(0)
+        model = NLM(channels).double()
+        initial = {key: value.clone() for key, value in model.state_dict().items()}
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-2)
+        for _ in range(30):
+            optimizer.zero_grad()
+            getattr(model, route)(inputs).square().mean().backward()
+            optimizer.step()
+        trained.append(model.state_dict())
+    assert len(calls) == 30  # the second layer's arity 3, once a step, on the training forward only
+    moved = max(float((trained[1][key] - initial[key]).abs().max()) for key in initial)
+    assert moved > 1e-3
+    for key in trained[0]:
+        torch.testing.assert_close(trained[1][key], trained[0][key], rtol=0, atol=1e-9)
