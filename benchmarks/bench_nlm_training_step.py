@@ -17,8 +17,8 @@ The floor per step: the multiply-adds the layers' Linears cannot avoid, forward 
 backward (the gradients of the inputs and of the weights), at this machine's float32 matrix-product rate measured in
 the same run; and the bytes of three passes over every stored arity-3 tensor (written forward, read by the next
 layer, read again backward), at the memory bandwidth of a 256 MB copy measured in the same run. The floor is the
-larger of the two times; the table prints its flops (Gflop) and bytes (MB) per step beside it. Run it with one thread (``OMP_NUM_THREADS=1``, as the campaign's processes run) and the
-allocator settings of the Makefile.
+larger of the two times; the table prints its flops (Gflop) and bytes (MB) per step beside it. Run it with one
+thread (``OMP_NUM_THREADS=1``, as the campaign's processes run) and the allocator settings of the Makefile.
 """
 from __future__ import annotations
 
@@ -83,9 +83,8 @@ def training_floor(model: nn.Module, objects: int, batch: int, rate: float,
 
 
 def timed_steps(domain: str, before_module, steps: int, warmup: int, batch_size: int,
-                head_config: HeadConfig = HeadConfig(), nudged: bool = False) -> dict:
-    config = TrainConfig(model="nlm", domain=domain, data_root="data/paper", head=head_config, steps=1,
-                         progress=False)
+                head_config: HeadConfig = HeadConfig(), nudged: bool = False, data: str = "data/paper") -> dict:
+    config = TrainConfig(model="nlm", domain=domain, data_root=data, head=head_config, steps=1, progress=False)
     items = load_items(config, "train")
     encoder = make_encoder("nlm", domain)
     encoder.fit(items)
@@ -130,14 +129,14 @@ def timed_steps(domain: str, before_module, steps: int, warmup: int, batch_size:
             "nudged_model": routes["nudged"][0] if nudged else None}
 
 
-def compare_weights(domains: list[str], before_module, steps: int, batch_size: int) -> None:
+def compare_weights(domains: list[str], before_module, steps: int, batch_size: int, data: str) -> None:
     heads = {"TN learn/ff": HeadConfig(), "N fixed/none": HeadConfig(distribution="N", sigma="fixed", residual="none")}
     print(f"weights after {steps} steps, batch {batch_size}: max |other - before| / max |before|, where other is the "
           "after route, and the before route started one float32 step away (nudged)")
     print(f"{'domain':12} {'head':13} {'after':>9} {'nudged':>9}")
     for domain in domains:
         for name, head_config in heads.items():
-            result = timed_steps(domain, before_module, steps, 0, batch_size, head_config, nudged=True)
+            result = timed_steps(domain, before_module, steps, 0, batch_size, head_config, nudged=True, data=data)
             before = result["before_model"].state_dict()
             largest = max(float(w.abs().max()) for w in before.values())
             differences = []
@@ -153,12 +152,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--before", default=BEFORE, help=f"the revision timed as 'before' (default {BEFORE})")
+    parser.add_argument("--data", default="data/paper", help="dataset root (default data/paper)")
     parser.add_argument("--compare-weights", type=int, metavar="STEPS",
                         help="train both routes STEPS steps and compare their weights instead of timing")
     args = parser.parse_args()
     if args.compare_weights:
         with tempfile.TemporaryDirectory() as folder:
-            compare_weights(args.domains, module_at(args.before, Path(folder)), args.compare_weights, args.batch_size)
+            compare_weights(args.domains, module_at(args.before, Path(folder)), args.compare_weights,
+                            args.batch_size, args.data)
         return
     rate, bandwidth = matmul_rate(), memory_bandwidth()
     print(f"threads {torch.get_num_threads()}; float32 matrix product {rate / 1e9:.1f} Gflop/s, memory copy "
@@ -170,7 +171,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         before_module = module_at(args.before, Path(folder))
         for domain in args.domains:
-            result = timed_steps(domain, before_module, args.steps, args.warmup, args.batch_size)
+            result = timed_steps(domain, before_module, args.steps, args.warmup, args.batch_size, data=args.data)
             floor, flops, moved = training_floor(result["model"], result["objects"], args.batch_size, rate,
                                                  bandwidth)
             print(f"{domain:12} {result['objects']:>7} {result['before']:>9.3f} {result['after']:>8.3f} "

@@ -27,6 +27,10 @@ These optimisations keep the function exactly the same (outputs and gradients te
 * in training, the gradient of an arity tensor that the next layer only reduces (exists / forall) is nonzero only
   at the entries that attain an extremum, a few in a hundred: its permuted sum's backward visits those entries
   alone (a numba kernel) instead of permuting the whole gradient r! times and multiplying it by the weight;
+* in training too, an arity-3 output that the next layer only reduces is formed together with its exists / forall
+  (the inference route's projected-extrema kernel, storing the output for the backward), and its backward goes
+  from the extrema's gradient to the inputs' in one kernel that finds the ties and scatters their shares, without
+  the dense gradient between them;
 * the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
   (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
   masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).
@@ -347,7 +351,7 @@ def _sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: to
     width = y.shape[-1]
     # output axis t of permutation p reads source axis perm[t]: its stride in x's row-major positions
     strides = np.array([[n ** (r - 1 - axis) for axis in perm] for perm in perms], dtype=np.int64)
-    flat = lambda t: t.detach().contiguous().view(batch, math.prod(t.shape[1:-1]), t.shape[-1]).numpy()  # noqa: E731
+    flat = lambda t: t.detach().contiguous().view(batch, math.prod(t.shape[1:-1]), t.shape[-1]).numpy()  # noqa
     grad_x = x.new_zeros(x.shape)
     small = y.new_zeros((r, batch, n ** (r - 1), width))
     threads = min(torch.get_num_threads(), batch)
