@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 
 from tnlib import cli
 from tnlib.data import load_split
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.loading import HeuristicDataset, StateTable, collate
 from tnlib.data.manifest import dataset_root, default_data_root, find_datasets, verify_dataset
 from tnlib.data.schema import SPLITS
@@ -36,7 +36,8 @@ def pristine(tmp_path_factory):
     profile = tiny_profile(seeds=3, sat_max_evaluations=4)
     folder = shared_dataset(
         tmp_path_factory, "data-pristine",
-        lambda out: generate_dataset(out / "tiny", ["gripper", "ferry"], profile, progress=False),
+        lambda out: generate_dataset(out / "tiny", ["gripper", "ferry"], profile,
+                                     options=GenerateOptions(progress=False)),
     )
     return folder / "tiny"
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tnlib.data.exact_solves import split_solver
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.instance_keys import domain_duplicates
 from tnlib.data.loading import load_split
 from tnlib.data.manifest import data_card, verify_dataset
@@ -41,7 +41,8 @@ def both_routes(tmp_path_factory):
     domains = EXACT_DOMAINS
 
     def build(solver):
-        return lambda root: generate_dataset(root, domains, _profile(), SPLITS_MADE, progress=False, solver=solver)
+        return lambda root: generate_dataset(root, domains, _profile(), SPLITS_MADE,
+                                             GenerateOptions(progress=False, solver=solver))
 
     return (shared_dataset(tmp_path_factory, "routes-astar", build(None)),
             shared_dataset(tmp_path_factory, "routes-exact", build(EXACT_SOLVER)))
@@ -88,7 +89,8 @@ def test_a_domain_without_an_exact_solver_keeps_a_star_whatever_was_asked(tmp_pa
 
     monkeypatch.setattr(exact_solves, "OPTIMAL_PLANS", {k: v for k, v in exact_solves.OPTIMAL_PLANS.items()
                                                         if k != "gripper"})
-    generate_dataset(tmp_path, ["gripper"], _profile(), ["train"], progress=False, solver=EXACT_SOLVER)
+    generate_dataset(tmp_path, ["gripper"], _profile(), ["train"],
+                     GenerateOptions(progress=False, solver=EXACT_SOLVER))
     entry = _manifest(tmp_path, "gripper")["splits"]["train"]
     assert "solver" not in entry["settings"] and entry["instances"]
     assert all(isinstance(i["expansions"], int) for i in entry["instances"])
@@ -97,7 +99,8 @@ def test_a_domain_without_an_exact_solver_keeps_a_star_whatever_was_asked(tmp_pa
 
 def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(DatasetError, match="unknown solver"):
-        generate_dataset(tmp_path / "out", ["gripper"], _profile(), ["train"], progress=False, solver="bfs")
+        generate_dataset(tmp_path / "out", ["gripper"], _profile(), ["train"],
+                         GenerateOptions(progress=False, solver="bfs"))
     assert not (tmp_path / "out").exists()
     assert split_solver("logistics", EXACT_SOLVER) == "fast-downward"
     assert split_solver("gripper", None) == "fast-downward" and split_solver("gripper", "exact") == "exact"
@@ -110,7 +113,8 @@ def with_test_grid(both_routes, tmp_path_factory):
     astar, _exact = both_routes
     root = tmp_path_factory.mktemp("with-test-grid") / "dataset"
     shutil.copytree(astar, root)
-    generate_dataset(root, EXACT_DOMAINS, _profile(), [TEST_GRID], progress=False, solver=EXACT_SOLVER)
+    generate_dataset(root, EXACT_DOMAINS, _profile(), [TEST_GRID],
+                     GenerateOptions(progress=False, solver=EXACT_SOLVER))
     return root
 
 

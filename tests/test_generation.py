@@ -17,7 +17,7 @@ import pytest
 import tnlib.data.generation as datasets
 import tnlib.data.profiles as profiles
 from tnlib import cli
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.profiles import PROFILES, generator_seed, split_of_seed
 from tnlib.data.manifest import data_card
 from tnlib.data.schema import SPLITS, TEST_GRID, arrow_schema
@@ -156,7 +156,8 @@ def test_seed_arguments_are_checked():
 def tiny(tmp_path_factory):
     """Every domain and split of the tiny profile (built once per session, shared by xdist workers)."""
     return shared_dataset(
-        tmp_path_factory, "tiny", lambda root: generate_dataset(root, DOMAINS, tiny_profile(), progress=False)
+        tmp_path_factory, "tiny", lambda root: generate_dataset(root, DOMAINS, tiny_profile(),
+                                                                options=GenerateOptions(progress=False))
     )
 
 
@@ -227,7 +228,8 @@ def test_manifest_records_versions_settings_and_checksums(tiny):
 
 
 def test_retries_and_failures_are_recorded(tmp_path):
-    report = generate_dataset(tmp_path, ["blocksworld"], failing_profile(), ["train"], progress=False)
+    report = generate_dataset(tmp_path, ["blocksworld"], failing_profile(), ["train"],
+                              GenerateOptions(progress=False))
     counts = report.splits["blocksworld/train"]
     manifest = json.loads((tmp_path / "blocksworld" / "manifest.json").read_text())
     entry = manifest["splits"]["train"]
@@ -271,8 +273,8 @@ def test_an_exhausted_cell_is_reported_not_looped(tmp_path, monkeypatch):
     real = datasets.run_attempt
     monkeypatch.setattr(datasets, "run_attempt", lambda job: calls.append(job.seed) or real(job))
     profile = crowded_profile(seeds=30, max_attempts=5)
-    report = generate_dataset(tmp_path, ["visitall"], profile, ["train"], progress=False)
-    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False)
+    report = generate_dataset(tmp_path, ["visitall"], profile, ["train"], GenerateOptions(progress=False))
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], GenerateOptions(progress=False))
     visitall = json.loads((tmp_path / "visitall" / "manifest.json").read_text())["splits"]["train"]
     assert visitall["counts"]["instances"] == 1 and visitall["counts"]["unfilled"] == 29
     assert visitall["exhausted_cells"] == [
@@ -316,35 +318,37 @@ def test_solves_are_reused_for_identical_problems_only(tmp_path, monkeypatch):
 
     profile = tiny_profile(seeds=2)
     first = tmp_path / "first"
-    generate_dataset(first, ["gripper"], profile, ["train", "val"], progress=False)
+    generate_dataset(first, ["gripper"], profile, ["train", "val"], GenerateOptions(progress=False))
     solves = []
     real = fast_downward.solve
     monkeypatch.setattr(fast_downward, "solve", lambda *a, **k: solves.append(a[1]) or real(*a, **k))
     # Another root, reusing the first one's solves: nothing is solved, and the tables are the same.
     second = tmp_path / "second"
-    report = generate_dataset(second, ["gripper"], profile, ["train", "val"], reuse=[first], progress=False)
+    report = generate_dataset(second, ["gripper"], profile, ["train", "val"],
+                              GenerateOptions(reuse=[first], progress=False))
     assert solves == [] and report.solves == 0 and report.reused_solves > 0
     for split in ("train", "val"):
         assert table_of(second, "gripper", split).equals(table_of(first, "gripper", split))
     manifest = json.loads((second / "gripper" / "manifest.json").read_text())
     assert all(i["solve_reused"] for i in manifest["splits"]["train"]["instances"])
     # In place with --force: the root's own solves are reused.
-    generate_dataset(first, ["gripper"], profile, ["train", "val"], force=True, progress=False)
+    generate_dataset(first, ["gripper"], profile, ["train", "val"], GenerateOptions(force=True, progress=False))
     assert solves == []
     # Other limits: a solve under them proves nothing, so everything is solved again.
     third = tmp_path / "third"
-    generate_dataset(third, ["gripper"], profile, ["train"], time_limit=29, reuse=[first], progress=False)
+    generate_dataset(third, ["gripper"], profile, ["train"],
+                     GenerateOptions(time_limit=29, reuse=[first], progress=False))
     assert len(solves) == json.loads((third / "gripper" / "manifest.json").read_text())["splits"]["train"][
         "counts"]["instances"]
     solves.clear()
-    generate_dataset(tmp_path / "fourth", ["gripper"], profile, ["train"], reuse=[first], reuse_solutions=False,
-                     progress=False)
+    generate_dataset(tmp_path / "fourth", ["gripper"], profile, ["train"],
+                     GenerateOptions(reuse=[first], reuse_solutions=False, progress=False))
     assert solves
     # Larger limits: a plan found under smaller ones is what the same search finds, so nothing is solved again.
     solves.clear()
     fifth = tmp_path / "fifth"
-    generate_dataset(fifth, ["gripper"], profile, ["train"], time_limit=31, memory_limit_mb=2500, reuse=[first],
-                     progress=False)
+    generate_dataset(fifth, ["gripper"], profile, ["train"],
+                     GenerateOptions(time_limit=31, memory_limit_mb=2500, reuse=[first], progress=False))
     assert solves == [] and table_of(fifth, "gripper", "train").equals(table_of(first, "gripper", "train"))
     assert json.loads((fifth / "gripper" / "manifest.json").read_text())["splits"]["train"]["settings"][
         "time_limit"] == 31
@@ -384,14 +388,14 @@ def test_a_cached_verdict_is_used_only_where_its_limits_prove_it():
 
 def test_splits_are_made_in_order(tiny, tmp_path):
     with pytest.raises(DatasetError, match="visitall/test is made disjoint from visitall/train.*add train"):
-        generate_dataset(tmp_path, ["visitall"], tiny_profile(), ["test"], progress=False)
+        generate_dataset(tmp_path, ["visitall"], tiny_profile(), ["test"], GenerateOptions(progress=False))
     assert not any(tmp_path.iterdir())
     copy = tmp_path / "copy"
     import shutil
 
     shutil.copytree(tiny, copy)
     with pytest.raises(DatasetError, match="remaking ferry/train would leave ferry/val unchecked"):
-        generate_dataset(copy, ["ferry"], tiny_profile(), ["train"], force=True, progress=False)
+        generate_dataset(copy, ["ferry"], tiny_profile(), ["train"], GenerateOptions(force=True, progress=False))
 
 
 def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
@@ -401,10 +405,10 @@ def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
     root = tiny
     domains = ["gripper", "visitall"]
     splits = ["train", "val", "test"]
-    generate_dataset(tmp_path / "pool", domains, tiny_profile(), splits, workers=2, progress=False)
+    generate_dataset(tmp_path / "pool", domains, tiny_profile(), splits, GenerateOptions(workers=2, progress=False))
     with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
-        generate_dataset(tmp_path / "dask", domains, tiny_profile(), splits, scheduler=cluster.scheduler_address,
-                         progress=False)
+        generate_dataset(tmp_path / "dask", domains, tiny_profile(), splits,
+                         GenerateOptions(scheduler=cluster.scheduler_address, progress=False))
     for other in ("pool", "dask"):
         for domain in domains:
             for split in splits:
@@ -413,24 +417,25 @@ def test_generation_is_deterministic_and_runner_independent(tiny, tmp_path):
 
 def test_rerun_skips_complete_splits_and_refuses_other_settings(tiny, tmp_path):
     root = tiny
-    report = generate_dataset(root, ["ferry"], tiny_profile(), ["train"], progress=False)
+    report = generate_dataset(root, ["ferry"], tiny_profile(), ["train"], GenerateOptions(progress=False))
     assert report.skipped == ["ferry/train"] and not report.splits
     with pytest.raises(DatasetError, match="other settings.*time_limit"):
-        generate_dataset(root, ["ferry"], tiny_profile(), ["train"], time_limit=5, progress=False)
+        generate_dataset(root, ["ferry"], tiny_profile(), ["train"], GenerateOptions(time_limit=5, progress=False))
     with pytest.raises(DatasetError, match="holds the 'tiny' profile"):
-        generate_dataset(root, ["blocksworld"], failing_profile(), ["train"], progress=False)
+        generate_dataset(root, ["blocksworld"], failing_profile(), ["train"], GenerateOptions(progress=False))
     with pytest.raises(DatasetError, match="no 'val' split"):
-        generate_dataset(tmp_path, ["blocksworld"], failing_profile(), ["val"], progress=False)
+        generate_dataset(tmp_path, ["blocksworld"], failing_profile(), ["val"], GenerateOptions(progress=False))
     with pytest.raises(DatasetError, match="unknown domain"):
-        generate_dataset(tmp_path, ["sokoban"], tiny_profile(), progress=False)
+        generate_dataset(tmp_path, ["sokoban"], tiny_profile(), options=GenerateOptions(progress=False))
     assert not any(tmp_path.iterdir())  # bad arguments write nothing
 
 
 def test_force_regenerates_with_new_settings(tmp_path):
     profile = tiny_profile(seeds=1)
-    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], GenerateOptions(progress=False))
     before = table_of(tmp_path, "gripper", "val")
-    generate_dataset(tmp_path, ["gripper"], profile, ["val"], sat_max_evaluations=1, force=True, progress=False)
+    generate_dataset(tmp_path, ["gripper"], profile, ["val"],
+                     GenerateOptions(sat_max_evaluations=1, force=True, progress=False))
     after = table_of(tmp_path, "gripper", "val")
     manifest = json.loads((tmp_path / "gripper" / "manifest.json").read_text())
     assert manifest["splits"]["val"]["settings"]["sat_max_evaluations"] == 1
@@ -447,8 +452,8 @@ KILL_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from dataset_helpers import gripper_profile
-from tnlib.data.generation import generate_dataset
-generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], progress=False)
+from tnlib.data.generation import GenerateOptions, generate_dataset
+generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], GenerateOptions(progress=False))
 """
 
 
@@ -478,13 +483,13 @@ def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, mon
     calls = []
     real = datasets.run_attempt
     monkeypatch.setattr(datasets, "run_attempt", lambda job: calls.append(job.seed) or real(job))
-    generate_dataset(root, ["gripper"], gripper_profile(seeds), ["train"], progress=False)
+    generate_dataset(root, ["gripper"], gripper_profile(seeds), ["train"], GenerateOptions(progress=False))
     resumed = list(calls)
     assert resumed and not set(resumed) & done  # nothing finished before the kill is solved again
 
     fresh = tmp_path / "fresh"
     calls.clear()
-    generate_dataset(fresh, ["gripper"], gripper_profile(seeds), ["train"], progress=False)
+    generate_dataset(fresh, ["gripper"], gripper_profile(seeds), ["train"], GenerateOptions(progress=False))
     assert sorted(calls) == sorted(done | set(resumed))  # together, exactly the attempts of an uninterrupted run
     assert table_of(root, "gripper", "train").equals(table_of(fresh, "gripper", "train"))
     assert not work.exists()
@@ -545,10 +550,11 @@ import sys
 sys.path.insert(0, {tests!r})
 from dataset_helpers import tiny_profile
 import tnlib.planning.fast_downward as fast_downward
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 real, calls = fast_downward.solve, []
 fast_downward.solve = lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs)
-generate_dataset({out!r}, ["gripper"], profile=tiny_profile(), splits=["train", "val"], progress=False)
+generate_dataset({out!r}, ["gripper"], profile=tiny_profile(), splits=["train", "val"],
+                 options=GenerateOptions(progress=False))
 print(len(calls))
 """
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import tnlib.planning.fast_downward as fast_downward
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.profiles import Profile, SplitGrid, combos
 from tnlib.data.attempt_selection import Draw, select_attempts
 from tnlib.data.manifest import cell_card, data_card
@@ -132,8 +133,8 @@ def test_a_solve_between_limit_hits_breaks_the_run_and_the_verdict_ignores_arriv
 
 
 def test_generation_records_out_of_reach_cells_and_later_splits_inherit_them(tmp_path, fake_solve):
-    report = generate_dataset(tmp_path, ["gripper"], two_cell_profile(), ["train", "val"], progress=False,
-                              time_limit=7, out_of_reach_after=2)
+    report = generate_dataset(tmp_path, ["gripper"], two_cell_profile(), ["train", "val"],
+                              GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2))
     manifest = json.loads((tmp_path / "gripper" / "manifest.json").read_text())
     train, val = manifest["splits"]["train"], manifest["splits"]["val"]
     assert train["settings"]["out_of_reach_after"] == 2 and train["settings"]["time_limit"] == 7
@@ -160,15 +161,17 @@ def test_generation_records_out_of_reach_cells_and_later_splits_inherit_them(tmp
 
 def test_the_rule_is_off_unless_asked_for_and_settings_without_it_stay_as_they_were(tmp_path, fake_solve):
     profile = two_cell_profile(seeds=1)
-    generate_dataset(tmp_path, ["gripper"], profile, ["train"], progress=False, time_limit=7, max_attempts=2)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train"],
+                     GenerateOptions(progress=False, time_limit=7, max_attempts=2))
     entry = json.loads((tmp_path / "gripper" / "manifest.json").read_text())["splits"]["train"]
     assert "out_of_reach_after" not in entry["settings"] and entry["out_of_reach_cells"] == []
     assert [f["status"] for f in entry["failures"]] == ["failed"]
     with pytest.raises(DatasetError, match="out_of_reach_after"):
-        generate_dataset(tmp_path, ["gripper"], profile, ["train"], progress=False, time_limit=7, max_attempts=2,
-                         out_of_reach_after=1)
+        generate_dataset(tmp_path, ["gripper"], profile, ["train"],
+                         GenerateOptions(progress=False, time_limit=7, max_attempts=2, out_of_reach_after=1))
     with pytest.raises(DatasetError, match="out_of_reach_after must be at least 1"):
-        generate_dataset(tmp_path / "x", ["gripper"], profile, ["train"], progress=False, out_of_reach_after=0)
+        generate_dataset(tmp_path / "x", ["gripper"], profile, ["train"],
+                         GenerateOptions(progress=False, out_of_reach_after=0))
 
 
 def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves(tmp_path, fake_solve, monkeypatch):
@@ -179,21 +182,21 @@ def test_an_interrupted_run_resumes_to_the_same_split_without_redoing_its_solves
     import tnlib.planning.fast_downward as fd
 
     whole = tmp_path / "whole"
-    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
-                     out_of_reach_after=2)
+    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"],
+                     GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2))
     solves_whole = len(fake_solve)
     fake_solve.clear()
     counting = interrupt_after(monkeypatch, fake_solve, 4)
     root = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
-        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
-                         out_of_reach_after=2)
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"],
+                         GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2))
     attempts = root / "gripper" / ".work" / "train" / "attempts"
     assert len(list(attempts.glob("*.json"))) == 4 and not (root / "gripper" / "train.parquet").exists()
     monkeypatch.setattr(fd, "solve", counting)
     before = len(fake_solve)
-    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], progress=False, time_limit=7,
-                     out_of_reach_after=2)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"],
+                     GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2))
     assert len(fake_solve) - before == solves_whole - 4  # only what the first run had not finished
     assert pq.read_table(root / "gripper" / "train.parquet").equals(pq.read_table(whole / "gripper" / "train.parquet"))
     entries = [json.loads((r / "gripper" / "manifest.json").read_text())["splits"]["train"] for r in (whole, root)]
@@ -209,23 +212,23 @@ def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_pa
 
     import tnlib.planning.fast_downward as fd
 
-    old = dict(progress=False, time_limit=7, out_of_reach_after=2)
-    new = dict(progress=False, time_limit=8, out_of_reach_after=2, force=True, reuse_solutions=False)
+    old = GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2)
+    new = GenerateOptions(progress=False, time_limit=8, out_of_reach_after=2, force=True, reuse_solutions=False)
     whole, root = tmp_path / "whole", tmp_path / "resumed"
     for folder in (whole, root):
-        generate_dataset(folder, ["gripper"], two_cell_profile(), ["train"], **old)
+        generate_dataset(folder, ["gripper"], two_cell_profile(), ["train"], old)
     fake_solve.clear()
-    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], **new)
+    generate_dataset(whole, ["gripper"], two_cell_profile(), ["train"], new)
     solves_whole = len(fake_solve)
     fake_solve.clear()
     counting = interrupt_after(monkeypatch, fake_solve, 3)
     with pytest.raises(KeyboardInterrupt):
-        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **new)
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], new)
     attempts = root / "gripper" / ".work" / "train" / "attempts"
     assert len(list(attempts.glob("*.json"))) == 3
     monkeypatch.setattr(fd, "solve", counting)
     before = len(fake_solve)
-    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **new)  # the same command
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], new)  # the same command
     assert len(fake_solve) - before == solves_whole - 3
     assert pq.read_table(root / "gripper" / "train.parquet").equals(pq.read_table(whole / "gripper" / "train.parquet"))
     settings = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]["train"]["settings"]
@@ -234,10 +237,10 @@ def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_pa
     fake_solve.clear()
     interrupt_after(monkeypatch, fake_solve, 3)
     with pytest.raises(KeyboardInterrupt):
-        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **{**new, "time_limit": 9})
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], replace(new, time_limit=9))
     monkeypatch.setattr(fd, "solve", counting)
     before = len(fake_solve)
-    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], **{**new, "time_limit": 6})
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train"], replace(new, time_limit=6))
     assert len(fake_solve) - before == solves_whole
 
 
@@ -248,8 +251,8 @@ def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fak
     profile = two_cell_profile(seeds=2)
     profile.grids["gripper"]["test"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1,))
     profile.grids["gripper"]["plan"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1, 2), count=2)
-    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"], progress=False, time_limit=7,
-                     test_time_limit=7, out_of_reach_after=2)
+    generate_dataset(tmp_path, ["gripper"], profile, ["train", "val"],
+                     GenerateOptions(progress=False, time_limit=7, test_time_limit=7, out_of_reach_after=2))
     sweep = Sweep.from_parameters(preset="small", data_root=str(tmp_path), domains=["gripper"])
     root, missing, out_of_reach = sweep.data_gaps()
     assert root == tmp_path.resolve() and missing == ["gripper/test", "gripper/plan"]
@@ -265,8 +268,8 @@ def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fak
     assert f"    gripper/train: 1 cell(s) out of reach at 7 s / 2000 MB (gripper-b{HARD})" in banner
 
     # Test and plan generated: nothing is missing, the hard cell is out of reach there too (found in train).
-    generate_dataset(tmp_path, ["gripper"], profile, ["test", "plan"], progress=False, time_limit=7,
-                     test_time_limit=7, out_of_reach_after=2)
+    generate_dataset(tmp_path, ["gripper"], profile, ["test", "plan"],
+                     GenerateOptions(progress=False, time_limit=7, test_time_limit=7, out_of_reach_after=2))
     _root, missing, out_of_reach = sweep.data_gaps()
     assert missing == [] and [line.split(":")[0] for line in out_of_reach] == [
         "gripper/train", "gripper/val", "gripper/test", "gripper/plan"]
@@ -293,9 +296,9 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
 
     counting = interrupt_after(monkeypatch, fake_solve, 4)
     root = tmp_path / "root"
-    run = dict(progress=False, time_limit=7, out_of_reach_after=2)
+    run = GenerateOptions(progress=False, time_limit=7, out_of_reach_after=2)
     with pytest.raises(KeyboardInterrupt):
-        generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], **run)
+        generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], run)
     outcomes = [json.loads(p.read_text()) for p in (root / "gripper" / ".work" / "train" / "attempts").glob("*.json")]
     timeouts = sum(o["status"] == "timeout" for o in outcomes)
     assert len(outcomes) == 4 and timeouts == 2  # the hard cell's first two solves: given up at K = 2
@@ -328,7 +331,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
 
     # The resumed run reaches the verdict the status showed, and afterwards nothing is in progress.
     monkeypatch.setattr(fd, "solve", counting)
-    generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], **run)
+    generate_dataset(root, ["gripper"], two_cell_profile(), ["train", "val"], run)
     manifest = json.loads((root / "gripper" / "manifest.json").read_text())
     recorded = manifest["splits"]["train"]["out_of_reach_cells"]
     assert [c["attempts"] for c in recorded] == [c["attempts"] for c in given_up] != []

@@ -81,8 +81,8 @@ RECORD_SHAPES: dict[str, dict[str, str]] = {
     # a line of a planning-*.jsonl or baseline-*.jsonl file (tnlib.learning.split_planning.plan_problem)
     "a planning record": {"problem": "text", "protocol": "text", "solved": "true or false",
                           "evaluations": "a whole number"},
-    # an attempt file of an unfinished generation (tnlib.data.generation.solve_attempt); a solved one holds its plan
-    # and labels too
+    # an attempt file of an unfinished generation (tnlib.data.attempt_solving.run_attempt); a solved one holds its
+    # plan and labels too
     "a generation attempt": {"seed": "a whole number", "attempt": "a whole number", "status": "text",
                              "worker_seconds": "a number"},
     "a solved generation attempt": {"plan": "a list", "plan_length": "a whole number", "solve_seconds": "a number",

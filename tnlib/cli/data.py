@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tnlib.cli import COMMANDS, declare_outputs
-from tnlib.data.generation import generate_dataset
+from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.generation_status import status_card
 from tnlib.data.manifest import (
     cell_card,
@@ -178,13 +178,13 @@ def _run_data_generate(args: argparse.Namespace) -> int:
         raise CommandError(f"--out-of-reach-after must be >= 1, got {args.out_of_reach_after}")
     out = args.out or default_data_root() / args.profile
     try:
-        report = generate_dataset(
-            out, domains, args.profile, splits, workers=args.workers, scheduler=args.scheduler, force=args.force,
-            progress=not args.quiet, time_limit=args.time_limit, test_time_limit=args.test_time_limit,
-            memory_limit_mb=args.memory_limit, max_attempts=args.max_attempts,
-            sat_max_evaluations=args.sat_evaluations, reuse=args.reuse, reuse_solutions=not args.no_reuse,
-            out_of_reach_after=args.out_of_reach_after, solver=args.solver,
+        options = GenerateOptions(
+            workers=args.workers, scheduler=args.scheduler, force=args.force, progress=not args.quiet,
+            time_limit=args.time_limit, test_time_limit=args.test_time_limit, memory_limit_mb=args.memory_limit,
+            max_attempts=args.max_attempts, sat_max_evaluations=args.sat_evaluations, reuse=args.reuse,
+            reuse_solutions=not args.no_reuse, out_of_reach_after=args.out_of_reach_after, solver=args.solver,
         )
+        report = generate_dataset(out, domains, args.profile, splits, options)
     except DatasetError as err:
         raise CommandError(str(err)) from None
     for name in report.skipped:

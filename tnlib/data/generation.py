@@ -78,296 +78,93 @@ above the solve times of the shipped grids.)
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shutil
-import sys
-import tempfile
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from tnlib.data.attempt_selection import Draw, Selection, SlotChoice, select_attempts
-from tnlib.data.instance_keys import INSTANCE_KEY_SCHEME, instance_key, keys_fingerprint, problem_from_text, problem_keys
-from tnlib.data.profiles import (
-    DISTINCT_RULE,
-    SEED_SCHEME,
-    Params,
-    Profile,
-    SplitGrid,
-    generator_seed,
-    get_profile,
-    slot_key,
+from tnlib.data.attempt_selection import Draw, SlotChoice, select_attempts
+from tnlib.data.attempt_solving import AttemptJob, run_attempt
+from tnlib.data.exact_solves import check_solver
+from tnlib.data.profiles import Profile, get_profile
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS
+from tnlib.data.solution_cache import SolutionCache
+from tnlib.data.split_consolidation import consolidate_split
+from tnlib.data.split_work import (
+    SplitPlan,
+    earlier_out_of_reach_cells,
+    earlier_split_keys,
+    prepare_split,
+    split_lock,
 )
-from tnlib.data.exact_solves import check_solver, solve_exactly, split_solver
-from tnlib.data.schema import (
-    ALL_SPLITS,
-    DEFAULT_SOLVER,
-    DISJOINT_FROM,
-    EXACT_SOLVER,
-    FORMAT,
-    FORMAT_VERSION,
-    MANIFEST,
-    SPLITS,
-    TABLE_COLUMNS,
-    WORK,
-    arrow_schema,
-)
-from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs, stale_records
-from tnlib.errors import DamagedFile, DatasetError, SchedulerUnreachable
+from tnlib.errors import DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
-from tnlib.files import (
-    atomic_write_bytes,
-    atomic_write_json,
-    check_shape,
-    damaged_message,
-    locked,
-    read_json,
-    sha256_file,
-    try_lock,
-    unlock,
-)
+from tnlib.files import locked, read_json
 from tnlib.paper import DOMAINS
-from tnlib.planning.generators import DOMAIN_PARAMETERS, domain_file, generate, problem_name
 from tnlib.progress import progress as progress_display
-
-def split_lock(root: Path, domain: str, split: str) -> Path:
-    """The lock under which one generate run at a time prepares or consolidates a split."""
-    return root / f".{domain}-{split}.lock"
-
 
 # How often a run waiting on attempts another generate run is solving looks for their records.
 OTHER_RUN_POLL_S = 0.5
-# What to do about a work folder whose settings file is damaged (its attempts cannot be trusted to match).
-DAMAGED_SETTINGS_REMEDY = "rerun `tnlib data generate` with --force to start the split over"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# One attempt (runs in a worker: a pool process, a Dask worker, or in-process)
-# One job per attempt, not per slot: which attempt a slot keeps depends on the other slots'
-# instances (tnlib.data.attempt_selection.select_attempts runs in the coordinator), so workers only solve and label.
 
 
 @dataclass(frozen=True)
-class AttemptJob:
-    """Solve and label one attempt of one slot. ``reuse``: a cached solve of the same problem bytes
-    (:mod:`tnlib.data.solution_cache`): its plan is labelled (and so validated) without running the planner."""
+class GenerateOptions:
+    """How :func:`generate_dataset` makes its splits; each field's default is the profile's setting (None) or the
+    run's usual way.
 
-    domain: str
-    split: str
-    params: Params
-    seed_number: int
-    attempt: int
-    time_limit: float
-    memory_limit_mb: int | None
-    sat_max_evaluations: int | None
-    reuse: dict | None = None
-    solver: str = DEFAULT_SOLVER
-
-    @property
-    def seed(self) -> int:
-        return generator_seed(self.split, self.domain, self.params, self.seed_number, self.attempt)
-
-    @property
-    def key(self) -> str:
-        return slot_key(self.domain, self.params, self.seed_number)
-
-
-def run_attempt(job: AttemptJob) -> dict:
-    """Generate, solve and label one attempt; a JSON-ready outcome (never raises: planner failures are a
-    ``status``, a Python exception is status ``exception`` with the traceback's last line as ``message``).
-
-    Keys: ``seed``, ``attempt``, ``status`` (``solved``, a failure of :func:`tnlib.planning.fast_downward.solve`,
-    ``trivial`` or ``exception``), ``worker_seconds``; failures add ``seconds`` (the solve's); solved ones add the
-    plan, solve and label statistics, ``records`` and ``solve_reused``.
+    ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs
+    attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
+    ``scheduler``. ``force`` makes splits the dataset root holds again (with other settings too). With
+    ``reuse_solutions`` (the default), solves recorded in the dataset root itself and in the dataset roots
+    ``reuse`` are not run again where the problem bytes and Fast Downward build are the same and the limits prove
+    the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`); the labels are
+    always recomputed. ``out_of_reach_after`` (K): give up a cell after K solves in a row hit the time or memory
+    limit (:func:`tnlib.data.attempt_selection.select_attempts`), so a split with cells beyond one machine's
+    reach completes and records them (``out_of_reach_cells``). ``solver`` (:data:`tnlib.data.schema.SOLVERS`;
+    None: Fast Downward's A* with LM-cut) ``exact`` labels with the domain's exact solver where it has one
+    (:mod:`tnlib.data.exact_solves`), and records so in the split's settings. ``progress`` shows the slots done.
     """
-    from tnlib.data.labels import label_instance
-    from tnlib.planning.fast_downward import solve
 
-    started = time.perf_counter()
-    seed = job.seed
-    result: dict[str, Any] = {"seed": seed, "attempt": job.attempt}
-    with tempfile.TemporaryDirectory(prefix="tnlib-data-") as tmp:
-        try:
-            text = generate(job.domain, seed, **dict(job.params))
-            path = Path(tmp) / f"{problem_name(job.domain, seed, **dict(job.params))}.pddl"
-            path.write_text(text)
-            if job.reuse is not None:
-                plan, status = list(job.reuse["plan"]), "solved"
-                solve_seconds, expansions = job.reuse["solve_seconds"], job.reuse["expansions"]
-            elif job.solver == EXACT_SOLVER:
-                exact = solve_exactly(job.domain, path)
-                plan, status = exact.plan, "solved" if exact.plan else "trivial"
-                solve_seconds, expansions = round(exact.seconds, 4), None
-            else:
-                solved = solve(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
-                plan, status = solved.plan, solved.status
-                solve_seconds, expansions = round(solved.seconds, 4), solved.expansions
-                if solved.solved and not solved.plan:
-                    status = "trivial"  # selection filters these out before solving; kept as a safeguard
-            if status != "solved":
-                result.update(status=status, seconds=round(solve_seconds, 3))
-            else:
-                records, timing = label_instance(job.domain, path, plan, job.sat_max_evaluations)
-                result.update(
-                    status="solved",
-                    plan=plan,
-                    plan_length=len(plan),
-                    solve_seconds=solve_seconds,
-                    expansions=expansions,
-                    solve_reused=job.reuse is not None,
-                    label_seconds=round(timing.total, 4),
-                    label_h_sat_seconds=round(timing.h_sat, 4),
-                    records=records,
-                )
-        except Exception as err:  # noqa: BLE001 - recorded in the manifest; a bug must not kill the whole run
-            line = traceback.format_exception_only(type(err), err)[-1].strip()
-            result.update(status="exception", message=line)
-    result["worker_seconds"] = round(time.perf_counter() - started, 4)
-    return result
+    workers: int = 1
+    scheduler: str | None = None
+    force: bool = False
+    progress: bool = True
+    time_limit: float | None = None
+    test_time_limit: float | None = None
+    memory_limit_mb: int | None = None
+    max_attempts: int | None = None
+    sat_max_evaluations: int | None = None
+    reuse: Sequence[str | os.PathLike] = ()
+    reuse_solutions: bool = True
+    out_of_reach_after: int | None = None
+    solver: str | None = None
 
+    def check(self) -> None:
+        """A DatasetError naming the first setting out of its range."""
+        if self.solver is not None:
+            check_solver(self.solver)
+        for name in ("time_limit", "test_time_limit", "memory_limit_mb", "sat_max_evaluations"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise DatasetError(f"{name} must be positive, got {value}")
+        if self.out_of_reach_after is not None and not self.out_of_reach_after >= 1:
+            raise DatasetError(f"out_of_reach_after must be at least 1, got {self.out_of_reach_after}")
+        # the seed scheme has two digits for attempts
+        if self.max_attempts is not None and not 1 <= self.max_attempts <= 99:
+            raise DatasetError(f"max_attempts must be in 1..99, got {self.max_attempts}")
 
-# ---------------------------------------------------------------------------------------------------------------
-# Generation
-
-
-@dataclass
-class SplitPlan:
-    """One (domain, split) of a generate run: settings, slots and work folder, and while it runs the draws and
-    solve outcomes that the attempt selection (:func:`tnlib.data.attempt_selection.select_attempts`) reads."""
-
-    root: Path
-    domain: str
-    split: str
-    grid: SplitGrid
-    settings: dict
-    slots: list[tuple[Params, int]] = field(default_factory=list)
-    earlier: list[str] = field(default_factory=list)  # splits of the domain this one avoids
-    draws: dict[tuple[int, int], Draw] = field(default_factory=dict)  # (slot index, attempt) -> Draw
-    slot_of_seed: dict[int, int] = field(default_factory=dict)
-    outcomes: dict[int, dict] = field(default_factory=dict)  # seed -> run_attempt's outcome
-    in_flight: set[int] = field(default_factory=set)
-    claims: dict[int, int] = field(default_factory=dict)  # seed -> the lock held while this run solves it
-    elsewhere: set[int] = field(default_factory=set)  # seeds another generate run is solving
-    taken: dict[str, str] | None = None  # instance keys of the earlier splits -> "split/instance"
-    given_up: dict[tuple, dict] | None = None  # cells an earlier split found out of reach under the same limits
-    selection: Selection | None = None
-    done: bool = False
-    draw_seconds: float = 0.0
-
-    @property
-    def domain_dir(self) -> Path:
-        return self.root / self.domain
-
-    @property
-    def work_dir(self) -> Path:
-        return self.domain_dir / WORK / self.split
-
-    def attempt_file(self, seed: int) -> Path:
-        return self.work_dir / "attempts" / f"{seed}.json"
-
-    def draw(self, slot: int, attempt: int) -> Draw:
-        """Generate one attempt's problem and key it (cheap next to solving; cached for the run)."""
-        found = self.draws.get((slot, attempt))
-        if found is None:
-            started = time.perf_counter()
-            params, seed_number = self.slots[slot]
-            seed = generator_seed(self.split, self.domain, params, seed_number, attempt)
-            text = generate(self.domain, seed, **dict(params))
-            problem = problem_from_text(text)
-            found = Draw(attempt, seed, problem_name(self.domain, seed, **dict(params)), instance_key(problem),
-                         text_sha256(text), problem.trivial)
-            self.draws[(slot, attempt)] = found
-            self.slot_of_seed[seed] = slot
-            self.draw_seconds += time.perf_counter() - started
-        return found
-
-    @staticmethod
-    def read_attempt(path: Path) -> dict:
-        """A recorded solve (an attempt file); a DamagedFile when it is not JSON or not an attempt as
-        :func:`solve_attempt` records it."""
-        outcome = read_json(path, shape="a generation attempt")
-        if outcome["status"] == "solved":
-            check_shape(outcome, "a solved generation attempt", path)
-        return outcome
-
-    def read_attempts(self) -> None:
-        """Read back the solves an earlier (interrupted or running) run recorded in the work folder."""
-        for path in sorted((self.work_dir / "attempts").glob("*.json")):
-            try:
-                outcome = self.read_attempt(path)
-            except DamagedFile as err:
-                # one solve's record, damaged after it was written (tnlib writes it atomically): the solve is
-                # simply run again, as one in flight when a run was killed would be
-                print(damaged_message(err.path, err.reason, "its solve runs again"), file=sys.stderr)
-                path.unlink()
-                continue
-            self.outcomes[outcome["seed"]] = outcome
-
-    def store_outcome(self, outcome: dict) -> None:
-        if not self.made_elsewhere():
-            atomic_write_json(self.attempt_file(outcome["seed"]), outcome)
-        self.outcomes[outcome["seed"]] = outcome
-        self.in_flight.discard(outcome["seed"])
-        claim = self.claims.pop(outcome["seed"], None)
-        if claim is not None:
-            unlock(claim)
-
-    # Two generate runs on one folder take turns per attempt: a run solves an attempt only while it holds the
-    # attempt's lock, and records the outcome before releasing it; the other skips it meanwhile and reads the
-    # recorded outcome when it appears (or claims the attempt when its holder stopped without one).
-
-    def made_elsewhere(self) -> bool:
-        """Whether another generate run has made this split meanwhile (consolidated it: its work folder is gone and
-        the domain manifest lists it)."""
-        if (self.work_dir / "settings.json").is_file():
-            return False
-        manifest = self.domain_dir / MANIFEST
-        try:
-            return manifest.is_file() and self.split in read_json(manifest).get("splits", {})
-        except DamagedFile:
-            return False
-
-    def recorded(self, seed: int) -> bool:
-        """Read an attempt another run has recorded since this one read the work folder; True if there is one."""
-        path = self.attempt_file(seed)
-        if seed in self.outcomes or not path.is_file():
-            return seed in self.outcomes
-        try:
-            self.outcomes[seed] = self.read_attempt(path)
-        except DamagedFile:
-            return False  # being replaced, or damaged: decided when it is claimed
-        return True
-
-    def claim(self, seed: int) -> bool:
-        """Take the attempt's lock for this run's solve; False when another run is solving it."""
-        fd = try_lock(self.attempt_file(seed).with_suffix(".lock"))
-        if fd is None:
-            self.elsewhere.add(seed)
-            return False
-        self.claims[seed] = fd
-        self.elsewhere.discard(seed)
-        return True
-
-    def release(self, seed: int) -> None:
-        unlock(self.claims.pop(seed))
-
-    def look_elsewhere(self) -> bool:
-        """Recheck the attempts other runs were solving: read those recorded, forget those whose holder stopped
-        without a record (this run claims them next). True if anything changed."""
-        changed = False
-        for seed in sorted(self.elsewhere):
-            if self.recorded(seed):
-                self.elsewhere.discard(seed)
-                changed = True
-            elif self.claim(seed):
-                self.release(seed)
-                changed = True
-        return changed
+    def split_overrides(self, split: str) -> dict:
+        """What these options set of ``split``'s settings (None: the profile's value)."""
+        return {
+            "time_limit": self.time_limit if split in ("train", "val") else self.test_time_limit,
+            "memory_limit_mb": self.memory_limit_mb,
+            "max_attempts": self.max_attempts,
+            "sat_max_evaluations": self.sat_max_evaluations,
+            "out_of_reach_after": self.out_of_reach_after,
+            "solver": self.solver,
+        }
 
 
 @dataclass
@@ -379,78 +176,6 @@ class GenerateReport:
     wall_seconds: float = 0.0
     solves: int = 0  # attempts solved (or failed) by the planner in this run
     reused_solves: int = 0  # attempts whose plan or failure came from the solution cache
-
-
-def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) -> dict:
-    grid = profile.grid(domain, split)
-    settings = {
-        "profile": profile.name,
-        "grid": grid.describe(),
-        "time_limit": float(overrides.get("time_limit") or profile.time_limits[split]),
-        "memory_limit_mb": overrides.get("memory_limit_mb") or profile.memory_limit_mb,
-        "max_attempts": overrides.get("max_attempts") or profile.max_attempts,
-        "sat_max_evaluations": overrides.get("sat_max_evaluations") or profile.sat_max_evaluations,
-        "distinct_instances": DISTINCT_RULE,
-        "format_version": FORMAT_VERSION,
-    }
-    if overrides.get("out_of_reach_after"):  # only when on, so splits made before the rule keep their settings
-        settings["out_of_reach_after"] = overrides["out_of_reach_after"]
-    solver = split_solver(domain, overrides.get("solver"))
-    if solver != DEFAULT_SOLVER:  # (tnlib.data.schema.DEFAULT_SOLVER: why the default is not recorded)
-        settings["solver"] = solver
-    return settings
-
-
-def prepare_split(root: Path, profile: Profile, domain: str, split: str, overrides: dict, force: bool) -> SplitPlan | None:
-    """Prepare one split: None when it is already complete with the same settings; raises DatasetError when the
-    folder holds it (complete or in progress) with other settings and ``force`` is off. Attempts an interrupted
-    run under the same settings finished are read back from the work folder, with ``force`` too."""
-    grid = profile.grid(domain, split)
-    settings = _split_settings(profile, domain, split, overrides)
-    sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
-    manifest_path = sp.domain_dir / MANIFEST
-    done = read_json(manifest_path)["splits"].get(split) if manifest_path.is_file() else None
-    if done is not None and not force:
-        if done["settings"] != settings:
-            raise DatasetError(
-                f"{manifest_path}: split {split!r} was generated with other settings"
-                f" ({_settings_diff(done['settings'], settings)}); use another --out, or --force to regenerate it"
-            )
-        if not sp.work_dir.exists():
-            return None
-        shutil.rmtree(sp.work_dir)  # a crash after consolidation, before clean-up
-        return None
-    settings_file = sp.work_dir / "settings.json"
-    # An interrupted run under these very settings is resumed, --force or not: its attempts are what a fresh run
-    # would recompute (a forced regeneration of hours must survive an interruption too). --force discards a
-    # work folder only when its settings differ.
-    stale = not settings_file.is_file() or (force and _recorded_settings(settings_file) != settings)
-    if sp.work_dir.exists() and stale:
-        shutil.rmtree(sp.work_dir)
-    if settings_file.is_file():
-        previous = read_json(settings_file, DAMAGED_SETTINGS_REMEDY)
-        if previous != settings:
-            raise DatasetError(
-                f"{sp.work_dir}: an interrupted run of split {split!r} used other settings"
-                f" ({_settings_diff(previous, settings)}); rerun it with those, or use --force to start over"
-            )
-    else:
-        atomic_write_json(settings_file, settings)
-    sp.read_attempts()
-    return sp
-
-
-def _recorded_settings(path: Path) -> dict | None:
-    """A work folder's recorded settings, None when the file is damaged (--force then starts the split over)."""
-    try:
-        return read_json(path)
-    except DamagedFile:
-        return None
-
-
-def _settings_diff(old: dict, new: dict) -> str:
-    keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    return "; ".join(f"{k}: {json.dumps(old.get(k))[:80]} there, {json.dumps(new.get(k))[:80]} now" for k in keys)
 
 
 def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], splits: Sequence[str],
@@ -477,38 +202,11 @@ def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], spl
                     )
 
 
-def generate_dataset(
-    out: str | os.PathLike,
-    domains: Sequence[str],
-    profile: str | Profile = "small",
-    splits: Sequence[str] = SPLITS,
-    workers: int = 1,
-    scheduler: str | None = None,
-    force: bool = False,
-    progress: bool = True,
-    time_limit: float | None = None,
-    test_time_limit: float | None = None,
-    memory_limit_mb: int | None = None,
-    max_attempts: int | None = None,
-    sat_max_evaluations: int | None = None,
-    reuse: Sequence[str | os.PathLike] = (),
-    reuse_solutions: bool = True,
-    out_of_reach_after: int | None = None,
-    solver: str | None = None,
-) -> GenerateReport:
-    """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``.
 
-    ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs
-    attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
-    ``scheduler``. With ``reuse_solutions`` (the default), solves recorded in ``out`` itself and in the dataset
-    roots ``reuse`` are not run again where the problem bytes and Fast Downward build are the same and the
-    limits prove the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`);
-    the labels are always recomputed. ``out_of_reach_after`` (K): give up a cell after K solves in a row hit the
-    time or memory limit (:func:`tnlib.data.attempt_selection.select_attempts`), so a split with cells beyond one
-    machine's reach completes and records them (``out_of_reach_cells``). ``solver``
-    (:data:`tnlib.data.schema.SOLVERS`; None: Fast Downward's A* with LM-cut) ``exact`` labels with the domain's
-    exact solver where it has one (:mod:`tnlib.data.exact_solves`), and records so in the split's settings.
-    """
+def generate_dataset(out: str | os.PathLike, domains: Sequence[str], profile: str | Profile = "small",
+                     splits: Sequence[str] = SPLITS, options: GenerateOptions = GenerateOptions()) -> GenerateReport:
+    """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``, as
+    ``options`` says (:class:`GenerateOptions`)."""
     profile = get_profile(profile)
     root = Path(out)
     for domain in domains:
@@ -517,95 +215,135 @@ def generate_dataset(
     for split in splits:
         if split not in ALL_SPLITS:
             raise DatasetError(f"unknown split {split!r}; choose from {', '.join(ALL_SPLITS)}")
-    if solver is not None:
-        check_solver(solver)
-    for name, value, low in (("time_limit", time_limit, 0), ("test_time_limit", test_time_limit, 0),
-                             ("memory_limit_mb", memory_limit_mb, 0), ("sat_max_evaluations", sat_max_evaluations, 0)):
-        if value is not None and not value > low:
-            raise DatasetError(f"{name} must be positive, got {value}")
-    if out_of_reach_after is not None and not out_of_reach_after >= 1:
-        raise DatasetError(f"out_of_reach_after must be at least 1, got {out_of_reach_after}")
-    if max_attempts is not None and not 1 <= max_attempts <= 99:  # the seed scheme has two digits for attempts
-        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    options.check()
     splits = [s for s in ALL_SPLITS if s in splits]  # earlier splits first: later ones are made disjoint from them
     for domain in domains:
         for split in splits:
             profile.grid(domain, split)  # every pair exists before anything is written
     existing = root / MANIFEST
-    if existing.is_file() and not force:
+    if existing.is_file() and not options.force:
         there = read_json(existing).get("profile")
         if there not in (None, profile.name):
             raise DatasetError(
                 f"{root} holds the {there!r} profile, not {profile.name!r}; use another --out (or --force)"
             )
-    _check_split_order(root, profile, domains, splits, force)
+    _check_split_order(root, profile, domains, splits, options.force)
     started = time.perf_counter()
-    cache = SolutionCache.from_datasets([root, *reuse], domains) if reuse_solutions else SolutionCache()
+    cache = SolutionCache.from_datasets([root, *options.reuse], domains) if options.reuse_solutions else SolutionCache()
     report = GenerateReport()
     plans: list[SplitPlan] = []
     for domain in domains:
         chain = [s for s in ALL_SPLITS if s in profile.grids[domain]]
         for split in splits:
-            overrides = {
-                "time_limit": time_limit if split in ("train", "val") else test_time_limit,
-                "memory_limit_mb": memory_limit_mb,
-                "max_attempts": max_attempts,
-                "sat_max_evaluations": sat_max_evaluations,
-                "out_of_reach_after": out_of_reach_after,
-                "solver": solver,
-            }
             # one run at a time prepares (and consolidates) a split: a second run started beside it must not take
             # its half-made work folder for a stale one
             with locked(split_lock(root, domain, split)):
-                sp = prepare_split(root, profile, domain, split, overrides, force)
+                sp = prepare_split(root, profile, domain, split, options.split_overrides(split), options.force)
             if sp is None:
                 report.skipped.append(f"{domain}/{split}")
             else:
                 sp.earlier = [s for s in DISJOINT_FROM[split] if s in chain]
                 plans.append(sp)
-    by_key = {(sp.domain, sp.split): sp for sp in plans}  # the splits this run makes (one made elsewhere leaves)
-    plan_of = dict(by_key)
+    _GenerationRun(plans, cache, report).run(profile, options)
+    # Which rows of val, test and plan equal a train (state, goal) pair: a remade split changes its own rows and,
+    # for train, every later split's; a domain left as it was is recorded only when its record is missing or stale.
+    remade = {sp.domain for sp in plans}
+    recount = [d for d in domains if d in remade or (
+        (root / d / MANIFEST).is_file() and stale_records(root, d, read_json(root / d / MANIFEST)))]
+    if recount:
+        record_train_pairs(root, recount)
+    report.wall_seconds = time.perf_counter() - started
+    return report
 
-    try:
-        runner = open_runner(run_attempt, workers, scheduler)
-    except SchedulerUnreachable as err:
-        raise DatasetError(str(err)) from None
-    # tnlib.progress picks the display: a bar on a terminal, plain lines in a log or a notebook run headless
-    bar = progress_display(sum(len(sp.slots) for sp in plans), f"tnlib data ({profile.name})", unit="inst",
-                           disable=not progress)
-    shown = [0]  # slots the display has counted
 
-    def show_progress() -> None:
-        done = slots_done()
-        bar.update(done - shown[0])
-        shown[0] = done
-    build: list[str] = []  # the Fast Downward build, looked up once when the cache has entries to check against
+class _GenerationRun:
+    """The splits one generate run makes, from their prepared work folders to their consolidation: each split's
+    attempt selection, the solves it waits for (on the run's runner, or from the solution cache), the attempts
+    another generate run on the folder is solving, and the display of the slots done."""
 
-    def fd_build() -> str:
-        if not build:
+    def __init__(self, plans: list[SplitPlan], cache: SolutionCache, report: GenerateReport):
+        self.plans = plans
+        # the splits this run makes (one made elsewhere leaves)
+        self.by_key = {(sp.domain, sp.split): sp for sp in plans}
+        self.plan_of = dict(self.by_key)
+        self.cache = cache
+        self.report = report
+        self.build: str | None = None  # the Fast Downward build, looked up once when the cache has entries to check
+        self.runner = None
+        self.shown = 0  # slots the display has counted
+
+    def run(self, profile: Profile, options: GenerateOptions) -> None:
+        """Make every split: select, solve and consolidate until each is done (or left to another run)."""
+        try:
+            self.runner = open_runner(run_attempt, options.workers, options.scheduler)
+        except SchedulerUnreachable as err:
+            raise DatasetError(str(err)) from None
+        # tnlib.progress picks the display: a bar on a terminal, plain lines in a log or a notebook run headless
+        bar = progress_display(sum(len(sp.slots) for sp in self.plans), f"tnlib data ({profile.name})", unit="inst",
+                               disable=not options.progress)
+        try:
+            while True:
+                moved = True
+                while moved:
+                    moved = False
+                    for sp in self.plans:
+                        waiting = any(not self.by_key[(sp.domain, e)].done for e in sp.earlier
+                                      if (sp.domain, e) in self.by_key)
+                        if not sp.done and not sp.in_flight and not waiting:
+                            moved |= self.advance(sp)
+                self.show_progress(bar)
+                if not self.runner.busy:
+                    waiting = [sp for sp in self.plans if sp.elsewhere and not sp.done]
+                    if not waiting:
+                        break
+                    time.sleep(OTHER_RUN_POLL_S)  # solves another generate run holds: wait for their records
+                    for sp in waiting:
+                        if sp.made_elsewhere():
+                            self.leave_to_other_run(sp)
+                        else:
+                            sp.look_elsewhere()
+                    continue
+                job, outcome = self.runner.next()
+                sp = self.plan_of[(job.domain, job.split)]
+                sp.store_outcome(outcome)
+                self.report.solves += job.reuse is None
+                self.show_progress(bar)
+        finally:
+            self.runner.close()
+            bar.close()
+            # an interrupted run's claims: a run resumed in this process must be able to take them
+            for sp in self.plans:
+                for seed in list(sp.claims):
+                    sp.release(seed)
+        stuck = [f"{sp.domain}/{sp.split}" for sp in self.plans if not sp.done]
+        if stuck:  # cannot happen: every selection either completes or waits for a submitted solve
+            raise DatasetError(f"generation stopped with unfinished splits: {', '.join(stuck)}")
+
+    def fd_build(self) -> str:
+        if self.build is None:
             from tnlib.planning.fast_downward import fast_downward_version
 
-            build.append(fast_downward_version())
-        return build[0]
+            self.build = fast_downward_version()
+        return self.build
 
-    def advance(sp: SplitPlan) -> bool:
+    def advance(self, sp: SplitPlan) -> bool:
         """Select; submit the solves the selection waits for; consolidate when none. True if anything moved."""
         if sp.made_elsewhere():
-            return leave_to_other_run(sp)
+            return self.leave_to_other_run(sp)
         if sp.taken is None:
-            sp.taken = earlier_split_keys(sp, by_key)
+            sp.taken = earlier_split_keys(sp, self.by_key)
         moved = False
         while True:
             if sp.given_up is None:
-                sp.given_up = earlier_out_of_reach_cells(sp, by_key)
+                sp.given_up = earlier_out_of_reach_cells(sp, self.by_key)
             sp.selection = select_attempts(sp.split, sp.slots, sp.draw, sp.outcomes.get, sp.taken,
                                            sp.settings["max_attempts"], sp.settings.get("out_of_reach_after"),
                                            sp.given_up)
             if sp.selection.complete:
                 with locked(split_lock(sp.root, sp.domain, sp.split)):
                     if sp.made_elsewhere():
-                        return leave_to_other_run(sp)
-                    report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
+                        return self.leave_to_other_run(sp)
+                    self.report.splits[f"{sp.domain}/{sp.split}"] = consolidate_split(sp)
                 sp.done = True
                 return True
             filled = False
@@ -621,38 +359,50 @@ def generate_dataset(
                     sp.release(d.seed)
                     filled = True
                     continue
-                # the cache holds Fast Downward's solves: an exact solver's plan is not looked up there
-                solver_of_split = sp.settings.get("solver", DEFAULT_SOLVER)
-                looked_up = len(cache) and solver_of_split == DEFAULT_SOLVER
-                hit = cache.lookup(d.problem_sha256, fd_build(), sp.settings["time_limit"],
-                                   sp.settings["memory_limit_mb"]) if looked_up else None
-                if hit is not None and hit["status"] != "solved":
-                    sp.store_outcome({"seed": d.seed, "attempt": d.attempt, "status": hit["status"],
-                                      "seconds": hit.get("seconds"), "reused": True, "worker_seconds": 0.0})
-                    report.reused_solves += 1
+                if self.submit(sp, d):
+                    moved = True
+                else:
                     filled = True
-                    continue
-                params, seed_number = sp.slots[sp.slot_of_seed[d.seed]]
-                reused = None if hit is None else {k: hit[k] for k in ("plan", "solve_seconds", "expansions")}
-                job = AttemptJob(sp.domain, sp.split, params, seed_number, d.attempt, sp.settings["time_limit"],
-                                 sp.settings["memory_limit_mb"], sp.settings["sat_max_evaluations"], reused,
-                                 solver_of_split)
-                runner.submit(job, key=f"tnlib-attempt-{job.domain}-{job.seed}")
-                sp.in_flight.add(d.seed)
-                report.reused_solves += reused is not None
-                moved = True
             if not filled:
                 return moved
 
-    def leave_to_other_run(sp: SplitPlan) -> bool:
+    def submit(self, sp: SplitPlan, d: Draw) -> bool:
+        """Solve a claimed attempt: True when its job is submitted, False when the solution cache records its
+        failure (stored at once)."""
+        # the cache holds Fast Downward's solves: an exact solver's plan is not looked up there
+        solver_of_split = sp.settings.get("solver", DEFAULT_SOLVER)
+        looked_up = len(self.cache) and solver_of_split == DEFAULT_SOLVER
+        hit = self.cache.lookup(d.problem_sha256, self.fd_build(), sp.settings["time_limit"],
+                                sp.settings["memory_limit_mb"]) if looked_up else None
+        if hit is not None and hit["status"] != "solved":
+            sp.store_outcome({"seed": d.seed, "attempt": d.attempt, "status": hit["status"],
+                              "seconds": hit.get("seconds"), "reused": True, "worker_seconds": 0.0})
+            self.report.reused_solves += 1
+            return False
+        params, seed_number = sp.slots[sp.slot_of_seed[d.seed]]
+        reused = None if hit is None else {k: hit[k] for k in ("plan", "solve_seconds", "expansions")}
+        job = AttemptJob(sp.domain, sp.split, params, seed_number, d.attempt, sp.settings["time_limit"],
+                         sp.settings["memory_limit_mb"], sp.settings["sat_max_evaluations"], reused,
+                         solver_of_split)
+        self.runner.submit(job, key=f"tnlib-attempt-{job.domain}-{job.seed}")
+        sp.in_flight.add(d.seed)
+        self.report.reused_solves += reused is not None
+        return True
+
+    def leave_to_other_run(self, sp: SplitPlan) -> bool:
         sp.elsewhere.clear()
         sp.done = True
         # its instances are the other run's: later splits read them from the manifest, not this run's selection
-        del by_key[(sp.domain, sp.split)]
-        report.skipped.append(f"{sp.domain}/{sp.split} (made by another generate run)")
+        del self.by_key[(sp.domain, sp.split)]
+        self.report.skipped.append(f"{sp.domain}/{sp.split} (made by another generate run)")
         return True
 
-    def slots_done() -> int:
+    def show_progress(self, bar) -> None:
+        done = self.slots_done()
+        bar.update(done - self.shown)
+        self.shown = done
+
+    def slots_done(self) -> int:
         """Slots with a final verdict, or (while their split's round runs) with their attempt solved."""
         def settled(sp: SplitPlan, c: SlotChoice) -> bool:
             # (a pending slot without a draw failed a solve and waits for the next round: the out-of-reach rule
@@ -661,282 +411,11 @@ def generate_dataset(
                 c.draw is not None and sp.outcomes.get(c.draw.seed, {}).get("status") == "solved")
 
         return sum(len(sp.slots) if sp.done else
-                   sum(settled(sp, c) for c in sp.selection.choices) if sp.selection else 0 for sp in plans)
-
-    try:
-        while True:
-            moved = True
-            while moved:
-                moved = False
-                for sp in plans:
-                    waiting = any(not by_key[(sp.domain, e)].done for e in sp.earlier if (sp.domain, e) in by_key)
-                    if not sp.done and not sp.in_flight and not waiting:
-                        moved |= advance(sp)
-            show_progress()
-            if not runner.busy:
-                waiting = [sp for sp in plans if sp.elsewhere and not sp.done]
-                if not waiting:
-                    break
-                time.sleep(OTHER_RUN_POLL_S)  # solves another generate run holds: wait for their records
-                for sp in waiting:
-                    if sp.made_elsewhere():
-                        leave_to_other_run(sp)
-                    else:
-                        sp.look_elsewhere()
-                continue
-            job, outcome = runner.next()
-            sp = plan_of[(job.domain, job.split)]
-            sp.store_outcome(outcome)
-            report.solves += job.reuse is None
-            show_progress()
-    finally:
-        runner.close()
-        bar.close()
-        for sp in plans:  # an interrupted run's claims: a run resumed in this process must be able to take them
-            for seed in list(sp.claims):
-                sp.release(seed)
-    stuck = [f"{sp.domain}/{sp.split}" for sp in plans if not sp.done]
-    if stuck:  # cannot happen: every selection either completes or waits for a submitted solve
-        raise DatasetError(f"generation stopped with unfinished splits: {', '.join(stuck)}")
-    # Which rows of val, test and plan equal a train (state, goal) pair: a remade split changes its own rows and,
-    # for train, every later split's; a domain left as it was is recorded only when its record is missing or stale.
-    remade = {sp.domain for sp in plans}
-    recount = [d for d in domains if d in remade or (
-        (root / d / MANIFEST).is_file() and stale_records(root, d, read_json(root / d / MANIFEST)))]
-    if recount:
-        record_train_pairs(root, recount)
-    report.wall_seconds = time.perf_counter() - started
-    return report
-
-
-def earlier_split_keys(sp: SplitPlan, by_key: dict) -> dict[str, str]:
-    """Instance keys of the domain's earlier splits -> "split/instance": from this run's
-    selection when the split was made in it, else from the manifest (keys computed from the problem files where
-    an older manifest has none)."""
-    taken: dict[str, str] = {}
-    manifest_path = sp.domain_dir / MANIFEST
-    for split in sp.earlier:
-        made = by_key.get((sp.domain, split))
-        if made is not None:
-            for choice in made.selection.choices:
-                if choice.status == "ok":
-                    taken.setdefault(choice.draw.key, f"{split}/{choice.draw.name}")
-            continue
-        manifest = read_json(manifest_path)
-        for inst, (_path, key) in zip(manifest["splits"][split]["instances"],
-                                      problem_keys(sp.root, manifest, split)):
-            taken.setdefault(key, f"{split}/{inst['instance']}")
-    return taken
-
-
-# The settings under which an out-of-reach verdict carries over from one split to a later one of the same domain.
-REACH_SETTINGS = ("time_limit", "memory_limit_mb", "out_of_reach_after")
-
-
-def earlier_out_of_reach_cells(sp: SplitPlan, by_key: dict) -> dict[tuple, dict]:
-    """Cells the domain's earlier splits found out of reach under this split's limits (and K): this split does
-    not try them again (their attempts are the evidence, named by the split that found them). Empty when the rule
-    is off."""
-    if not sp.settings.get("out_of_reach_after"):
-        return {}
-    given_up: dict[tuple, dict] = {}
-    manifest_path = sp.domain_dir / MANIFEST
-    for split in sp.earlier:
-        made = by_key.get((sp.domain, split))
-        if made is not None:
-            settings, cells = made.settings, made.selection.out_of_reach_cells()
-        else:
-            entry = read_json(manifest_path)["splits"][split]
-            settings, cells = entry["settings"], entry.get("out_of_reach_cells", [])
-        if any(settings.get(k) != sp.settings.get(k) for k in REACH_SETTINGS):
-            continue
-        order = DOMAIN_PARAMETERS[sp.domain]
-        for cell in cells:
-            params = tuple((name, cell["params"][name]) for name in order)
-            given_up.setdefault(params, {"split": cell["found_in"], "attempts": cell["attempts"]})
-    return given_up
-
-
-def _slot_result(sp: SplitPlan, choice: SlotChoice) -> dict:
-    """One slot's outcome in the form the table and manifest are built from."""
-    params = dict(choice.params)
-    result: dict[str, Any] = {
-        "key": slot_key(sp.domain, choice.params, choice.seed_number),
-        "params": params,
-        "seed_number": choice.seed_number,
-        "status": choice.status,
-        "rejected": choice.rejected,
-    }
-    seeds = [r["seed"] for r in choice.rejected] + ([choice.draw.seed] if choice.draw is not None else [])
-    result["seconds"] = round(sum(sp.outcomes[s]["worker_seconds"] for s in seeds if s in sp.outcomes), 4)
-    if choice.status == "ok":
-        d = choice.draw
-        outcome = sp.outcomes[d.seed]
-        result.update(
-            attempt=d.attempt,
-            seed=d.seed,
-            instance=d.name,
-            instance_key=d.key,
-            problem_text=generate(sp.domain, d.seed, **params),
-            **{k: outcome[k] for k in ("plan", "plan_length", "solve_seconds", "expansions", "solve_reused",
-                                       "label_seconds", "label_h_sat_seconds", "records")},
-        )
-    return result
-
-
-def consolidate_split(sp: SplitPlan) -> dict:
-    """Turn a split's final selection and solve outcomes into its problem files, Parquet table and manifest
-    entries; returns the split's counts."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    results = [_slot_result(sp, choice) for choice in sp.selection.choices]
-    columns: dict[str, list] = {name: [] for name, _ in TABLE_COLUMNS}
-    instances, failures = [], []
-    rejected_by_status: dict[str, int] = {}
-    solve_seconds = label_seconds = slot_seconds = 0.0
-    for result in results:
-        for rejected in result["rejected"]:
-            rejected_by_status[rejected["status"]] = rejected_by_status.get(rejected["status"], 0) + 1
-        slot_seconds += result["seconds"]
-        if result["status"] != "ok":
-            failures.append({k: result[k] for k in ("params", "seed_number", "status", "rejected")})
-            continue
-        problem = f"{sp.domain}/problems/{sp.split}/{result['instance']}.pddl"
-        atomic_write_bytes(sp.root / problem, result["problem_text"].encode())
-        solve_seconds += result["solve_seconds"]
-        label_seconds += result["label_seconds"]
-        instances.append({
-            "instance": result["instance"],
-            "instance_key": result["instance_key"],
-            "params": result["params"],
-            "seed_number": result["seed_number"],
-            "seed": result["seed"],
-            "attempt": result["attempt"],
-            "plan_length": result["plan_length"],
-            "solve_seconds": result["solve_seconds"],
-            "solve_reused": result["solve_reused"],
-            "expansions": result["expansions"],
-            "label_seconds": result["label_seconds"],
-            "problem": problem,
-            "plan": result["plan"],
-            "rejected": result["rejected"],
-        })
-        for record in result["records"]:
-            columns["domain"].append(sp.domain)
-            columns["split"].append(sp.split)
-            columns["instance"].append(result["instance"])
-            columns["problem"].append(problem)
-            for name, value in record.items():
-                columns[name].append(value)
-    table = pa.table(columns, schema=arrow_schema())
-    table_path = sp.domain_dir / f"{sp.split}.parquet"
-    buffer = pa.BufferOutputStream()
-    pq.write_table(table, buffer, compression="zstd")
-    atomic_write_bytes(table_path, buffer.getvalue().to_pybytes())
-
-    # Problem files of an earlier generation of this split that the new one does not keep.
-    referenced = {Path(i["problem"]).name for i in instances}
-    problems_dir = sp.domain_dir / "problems" / sp.split
-    if problems_dir.is_dir():
-        for path in problems_dir.iterdir():
-            if path.name not in referenced:
-                path.unlink()
-    unfilled = [r for r in results if r["status"] in ("exhausted", "skipped")]
-    counts = {
-        "slots": len(results),
-        "instances": len(instances),
-        "states": table.num_rows,
-        "failed": len(failures),
-        "retried": sum(1 for i in instances if i["rejected"]),
-        "rejected_attempts": dict(sorted(rejected_by_status.items())),
-        "duplicates_rejected": rejected_by_status.get("duplicate", 0),
-        "unfilled": len(unfilled),  # slots of exhausted cells (counted in failed too)
-        "out_of_reach": sum(1 for r in results if r["status"] == "out_of_reach"),  # (counted in failed too)
-        "solves_reused": sum(1 for i in instances if i["solve_reused"]),
-    }
-    earlier_keys = {}
-    for split in sp.earlier:
-        earlier_keys.setdefault(split, [])
-    for key, owner in (sp.taken or {}).items():
-        split = owner.split("/", 1)[0]
-        if split in earlier_keys:
-            earlier_keys[split].append(key)
-    entry = {
-        "table": f"{sp.split}.parquet",
-        "settings": sp.settings,
-        "counts": counts,
-        "seconds": {"slots": round(slot_seconds, 2), "solve": round(solve_seconds, 2), "label": round(label_seconds, 2),
-                    "keys": round(sp.draw_seconds, 2)},
-        # what this split was kept apart from, and where it ran out of distinct instances
-        "instance_keys": {
-            "scheme": INSTANCE_KEY_SCHEME,
-            "disjoint_from": {split: keys_fingerprint(keys) for split, keys in earlier_keys.items()},
-        },
-        "exhausted_cells": sp.selection.exhausted_cells(),
-        # cells given up at this split's limits (settings.time_limit / memory_limit_mb), with the attempts that hit them
-        "out_of_reach_cells": sp.selection.out_of_reach_cells(),
-        "instances": instances,
-        "failures": failures,
-    }
-    _update_manifests(sp, entry, problems_dir)
-    shutil.rmtree(sp.work_dir)
-    with contextlib.suppress(OSError):
-        (sp.domain_dir / WORK).rmdir()  # only when no other split is in progress
-    return counts
-
-
-def _update_manifests(sp: SplitPlan, entry: dict, problems_dir: Path) -> None:
-    from tnlib import __version__
-    from tnlib.planning.fast_downward import fast_downward_version
-
-    with locked(sp.root / ".manifest.lock"):
-        domain_copy = sp.domain_dir / "domain.pddl"
-        source = domain_file(sp.domain).read_bytes()
-        if not domain_copy.is_file() or domain_copy.read_bytes() != source:
-            atomic_write_bytes(domain_copy, source)
-        path = sp.domain_dir / MANIFEST
-        manifest = read_json(path) if path.is_file() else {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "domain": sp.domain,
-            "domain_file": f"{sp.domain}/domain.pddl",
-            "splits": {},
-            "files": {},
-        }
-        manifest.update(
-            tnlib_version=__version__,
-            fast_downward=fast_downward_version(),
-            seed_scheme=SEED_SCHEME,
-        )
-        manifest["splits"][sp.split] = entry
-        manifest["splits"] = {s: manifest["splits"][s] for s in ALL_SPLITS if s in manifest["splits"]}
-        files = {k: v for k, v in manifest["files"].items() if not _belongs_to_split(k, sp)}
-        files[f"{sp.domain}/domain.pddl"] = sha256_file(domain_copy)
-        files[f"{sp.domain}/{entry['table']}"] = sha256_file(sp.domain_dir / entry["table"])
-        for instance in entry["instances"]:
-            files[instance["problem"]] = sha256_file(sp.root / instance["problem"])
-        manifest["files"] = dict(sorted(files.items()))
-        atomic_write_json(path, manifest)
-
-        root_path = sp.root / MANIFEST
-        root_manifest = read_json(root_path) if root_path.is_file() else {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "domains": {},
-        }
-        root_manifest["profile"] = sp.settings["profile"]
-        root_manifest["domains"][sp.domain] = {"manifest": f"{sp.domain}/{MANIFEST}", "sha256": sha256_file(path)}
-        root_manifest["domains"] = dict(sorted(root_manifest["domains"].items()))
-        atomic_write_json(root_path, root_manifest)
-
-
-def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:
-    return relative == f"{sp.domain}/{sp.split}.parquet" or relative.startswith(f"{sp.domain}/problems/{sp.split}/")
-
-
+                   sum(settled(sp, c) for c in sp.selection.choices) if sp.selection else 0 for sp in self.plans)
 
 
 __all__ = [
-    "AttemptJob",
+    "GenerateOptions",
+    "GenerateReport",
     "generate_dataset",
-    "run_attempt",
 ]

@@ -1,6 +1,6 @@
 """Where an unfinished dataset generation stands: read from its work folders, written nowhere.
 
-``tnlib data status ROOT`` prints :func:`status_card`. The work folders belong to :mod:`tnlib.data.generation`
+``tnlib data status ROOT`` prints :func:`status_card`. The work folders belong to :mod:`tnlib.data.split_work`
 (the attempt files, the split's settings, the attempt selection a resumed run starts from), so this module sits
 in data/'s writing wing beside it; nothing that reads a finished dataset imports it.
 """
@@ -10,7 +10,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from tnlib.data.generation import (
+from tnlib.data.split_work import (
     DAMAGED_SETTINGS_REMEDY,
     SplitPlan,
     earlier_out_of_reach_cells,

@@ -1,7 +1,7 @@
 """Where datasets live and whether one is intact: its manifests, the sha256 of every file, the tables' schemas.
 
 A dataset root holds ``manifest.json`` (its domains, each with its manifest's sha256) and per domain
-``DOMAIN/manifest.json`` (settings, counts, the sha256 of every file); :mod:`tnlib.data.generation` writes them.
+``DOMAIN/manifest.json`` (settings, counts, the sha256 of every file); :mod:`tnlib.data.manifest_writing` writes them.
 :func:`verify_dataset` lists every problem it finds, with the command that regenerates the damaged part;
 :func:`check_dataset` raises them as one :class:`tnlib.errors.DatasetError`. Both include the distinct-instance
 rule (:mod:`tnlib.data.instance_keys`): no instance twice in a split, none in two splits. :func:`data_card`

@@ -5,7 +5,7 @@ its limits empty (``failures`` with status ``out_of_reach``). Where the domain h
 (:mod:`tnlib.planning.optimal_costs`), :func:`fill_out_of_reach_slots` gives each such slot the instance the
 generator draws for it -- its attempts in order from 0, the same draws the A* run made or would have made next --
 keeping the first that is not trivial and repeats no instance of the domain's splits (nor one filled before it),
-solved by the exact solver and labelled as generation labels (:func:`tnlib.data.generation.run_attempt`). Each
+solved by the exact solver and labelled as generation labels (:func:`tnlib.data.attempt_solving.run_attempt`). Each
 labelled attempt is kept under ``ROOT/DOMAIN/.work/fill/SPLIT/`` until the split is rewritten, so an interrupted
 fill resumes where it stopped when run again. An exact
 solver never fails a solvable instance, so every such slot gets its instance, and a split made from scratch with the
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from tnlib.data.exact_solves import split_solver
-from tnlib.data.generation import AttemptJob, run_attempt
+from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import generator_seed, get_profile
 from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema
