@@ -12,6 +12,7 @@ from tnlib.errors import DatasetError
 from tnlib.experiments.presets import PRESETS
 from tnlib.data.manifest import dataset_root
 from tnlib.experiments.sweep import Sweep, run_sweep
+from tnlib.experiments.sweep_standing import measured_gpu_hours, measured_hours, plan_set_hours
 
 
 def _sweep(out, **kwargs) -> Sweep:
@@ -216,17 +217,17 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
             "with 1 process") in err
     assert f"until flat: a run still improving then trains on, 2,000 steps at a time, up to {sweep.max_steps:,}" in err
     one = Sweep.preset(name, domains="ferry", configs="learn/ff", seeds=0, workers=2)
-    assert one.measured_hours() == pytest.approx(
+    assert measured_hours(one) == pytest.approx(
         2 * (steps * step_seconds[model]["ferry"] + overhead[model]) / 3600 / 2)
-    assert Sweep.preset(name, batch_size=256).measured_hours() is None  # not measured: no figure
-    on_paper = Sweep.preset(name, data_profile="paper").measured_hours()  # measured there for NLM only
+    assert measured_hours(Sweep.preset(name, batch_size=256)) is None  # not measured: no figure
+    on_paper = measured_hours(Sweep.preset(name, data_profile="paper"))  # measured there for NLM only
     if model in MEASURED_STEP_SECONDS["paper"]:
         assert on_paper == pytest.approx(sum(
             runs / 4 * (steps * MEASURED_STEP_SECONDS["paper"][model][d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model])
             for d in sweep.domains) / 3600)
     else:
         assert on_paper is None
-    assert Sweep.preset(name, models=["hgn"]).measured_hours() == pytest.approx(
+    assert measured_hours(Sweep.preset(name, models=["hgn"])) == pytest.approx(
         sum(runs / 4 * (steps * step_seconds["hgn"][d] + overhead["hgn"])
             for d in sweep.domains) / 3600)
     # the figures are of the models' default arguments, which the banner says when a sweep sets others
@@ -245,7 +246,7 @@ def test_paper_scale_banners_give_the_hours_measured_on_data_paper_without_plann
     per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
     expected = per_domain * sum(sweep.steps * step_seconds[d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model]
                                 for d in sweep.domains) / 3600
-    assert sweep.measured_hours() == pytest.approx(expected)
+    assert measured_hours(sweep) == pytest.approx(expected)
     line = next(x for x in sweep.describe().splitlines() if x.startswith("  measured"))
     assert f"{model} blocksworld {step_seconds['blocksworld']} s" in line and f"visitall {step_seconds['visitall']} s" in line
     # planning on the plan set at the paper's sizes is a separate step the measured overhead leaves out
@@ -261,27 +262,27 @@ def test_plan_set_banner_bounds_planning_by_the_rates_measured_at_the_largest_in
 
     sweep = Sweep.preset("paper-scale-wl")
     assert sweep.plan and sweep.plan_on == "plan-set" and sweep.plan_per_cell == 1
-    root = dataset_root(sweep._data_base(), sweep.data_profile)
+    root = dataset_root(sweep.data_root_or_default(), sweep.data_profile)
     plan_sets = {d: load_plan_set(root, d) for d in sweep.domains}
     cells = {d: len({s.record(i)["cell"] for i in s.instances()}) for d, s in plan_sets.items()}
     # one instance per grid cell; per seed and configuration N plans twice (N, N+clip), TN once
     searches = 3 * len(sweep.configs) * len(sweep.seeds)
     expected = sum(searches * cells[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600
-    hours, unmeasured = sweep.plan_set_hours()
+    hours, unmeasured = plan_set_hours(sweep)
     assert hours == pytest.approx(expected) and unmeasured == []
     line = next(x for x in sweep.describe().splitlines() if x.startswith("  plan set"))
     assert f"at most about {expected:.1f} hours on top with 1 process" in line and "gripper 1,124" in line
     # every instance of the set, two processes, a model without a measured rate
     everything = Sweep.preset("paper-scale-wl", plan_per_cell=None, workers=2, models=["wl", "hgn"])
     sizes = {d: len(s) for d, s in plan_sets.items()}
-    hours, unmeasured = everything.plan_set_hours()
+    hours, unmeasured = plan_set_hours(everything)
     assert hours == pytest.approx(sum(searches * sizes[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600 / 2)
     assert unmeasured == ["hgn"]
     assert "hgn: no measured rate, not counted" in everything.describe()
     # no estimate where nothing is planned on a plan set, nor where the plan set is not there
     for quiet in (Sweep.preset("paper-scale"), Sweep.preset("converged"),
                   Sweep.preset("paper-scale-wl", data_root=str(tmp_path))):
-        assert quiet.plan_set_hours() is None and "  plan set" not in quiet.describe()
+        assert plan_set_hours(quiet) is None and "  plan set" not in quiet.describe()
 
 
 def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
@@ -291,7 +292,7 @@ def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
         table = MEASURED_GPU_STEP_SECONDS["paper"][sweep.batch_size]
         runs_per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
         expected = sum(runs_per_domain * sweep.steps * table[m][d] for m in sweep.models for d in sweep.domains) / 3600
-        assert sweep.measured_gpu_hours() == pytest.approx(expected)
+        assert measured_gpu_hours(sweep) == pytest.approx(expected)
         line = next(x for x in sweep.describe().splitlines() if x.startswith("  on a GPU"))
         assert line.startswith(f"  on a GPU  training alone about {expected:.1f} hours") and MEASURED_GPU in line
         if sweep.max_steps is not None:  # a sweep that trains until flat: also the hours at max_steps
@@ -299,15 +300,15 @@ def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
             assert f"(up to {at_most / 3600:.1f} hours at max_steps)" in line
     both = Sweep(models=["nlm", "linear"], domains=["ferry"], seeds=[0])
     table = MEASURED_GPU_STEP_SECONDS["paper"][256]
-    assert both.measured_gpu_hours() == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["linear"]["ferry"])
+    assert measured_gpu_hours(both) == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["linear"]["ferry"])
                                                       / 3600)
     with_hgn = Sweep(models=["nlm", "hgn"], domains=["ferry"], seeds=[0])
-    assert with_hgn.measured_gpu_hours() == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["hgn"]["ferry"])
+    assert measured_gpu_hours(with_hgn) == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["hgn"]["ferry"])
                                                           / 3600)
     # not measured: data/small, a batch size without a measurement, a model without one (WL features)
-    assert Sweep(models=["nlm", "wl"], domains=["ferry"], seeds=[0]).measured_gpu_hours() is None
-    assert Sweep.preset("small").measured_gpu_hours() is None and "on a GPU" not in Sweep.preset("small").describe()
-    assert Sweep(batch_size=128).measured_gpu_hours() is None
+    assert measured_gpu_hours(Sweep(models=["nlm", "wl"], domains=["ferry"], seeds=[0])) is None
+    assert measured_gpu_hours(Sweep.preset("small")) is None and "on a GPU" not in Sweep.preset("small").describe()
+    assert measured_gpu_hours(Sweep(batch_size=128)) is None
 
 
 def _until_flat_config(out, **overrides) -> dict:

@@ -324,8 +324,9 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     assert f"`gripper-b{HARD}`: out of reach at 7 s / 2000 MB: 2 solves in a row hit the limit" in card
     # A sweep's banner says the data it reads is being regenerated.
     from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.sweep_banner import sweep_data_lines
 
-    banner = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines()
+    banner = sweep_data_lines(Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]))
     assert any(line.startswith("  in progress  gripper: an unfinished `tnlib data generate`") and
                f"tnlib data status {root}`" in line for line in banner), banner
 
@@ -336,18 +337,18 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     recorded = manifest["splits"]["train"]["out_of_reach_cells"]
     assert [c["attempts"] for c in recorded] == [c["attempts"] for c in given_up] != []
     assert generation_status(root) == [] and status_card(root).endswith("no generation in progress (no work folder)")
-    assert not any("in progress" in line for line in
-                   Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
+    unchanged = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"])
+    assert not any("in progress" in line for line in sweep_data_lines(unchanged))
     # A plan set being drawn or solved (its work folder) is named as such, and only to a sweep that plans on it.
     (root / "gripper" / ".work" / "plan-set").mkdir(parents=True)
     assert status_card(root) == (f"{root}: no generation in progress; an unfinished `tnlib data plan-set` (running "
                                  "or interrupted; rerun it to resume): gripper/plan-set")
-    planning = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"], plan=True,
-                                     plan_on="plan-set").data_lines()
+    planning = sweep_data_lines(Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"],
+                                                      plan=True, plan_on="plan-set"))
     assert [line for line in planning if "in progress" in line] == [
         f"  in progress  gripper: an unfinished `tnlib data plan-set` of plan-set in {root} (running or interrupted; "
         "rerun it to resume)"]
-    assert not any("in progress" in line for line in
-                   Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]).data_lines())
+    unchanged = Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"])
+    assert not any("in progress" in line for line in sweep_data_lines(unchanged))
     assert main(["data", "status", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no such folder" in capsys.readouterr().err

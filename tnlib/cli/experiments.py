@@ -63,6 +63,7 @@ def register_sweep(subparsers) -> None:
 
 def _run_sweep(args) -> int:
     from tnlib.experiments.sweep import Sweep, run_sweep
+    from tnlib.experiments.sweep_banner import sweep_data_lines
     from tnlib.experiments.sweep_standing import sweep_standing
 
     from tnlib.errors import DatasetError
@@ -75,7 +76,7 @@ def _run_sweep(args) -> int:
         raise CommandError("--trained-only plans the runs already trained and tested, and this sweep does not plan "
                            "(its preset's or --no-plan): add --plan")
     print(sweep.describe(), file=sys.stderr, flush=True)
-    print("\n".join(sweep.data_lines() + sweep_standing(sweep)), file=sys.stderr, flush=True)
+    print("\n".join(sweep_data_lines(sweep) + sweep_standing(sweep)), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0
     try:

@@ -28,7 +28,7 @@ PRESETS: dict[str, dict] = {
     # at 24,000; TN flat from about 4,000): no one step count suits every run, so the presets train until flat
     # from 6,000 steps, at most the paper's own step count (TRAIN_STEPS; a cap of 24,000 left 7 of STRIPS-HGN's
     # 64 runs still improving, all at the cap). reports/converged/README.md gives what each model reached.
-    # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (Sweep.measured_hours).
+    # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (sweep_standing.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, max_steps=TRAIN_STEPS,
                       batch_size=64, eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
                       plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),

@@ -15,7 +15,6 @@ most 10,000 evaluations -- hundreds of GPU-hours (:meth:`Sweep.describe` estimat
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import sys
@@ -26,36 +25,23 @@ from typing import Sequence
 from tnlib.data.manifest import dataset_root, default_data_root
 from tnlib.data.plan_sets import find_plan_sets
 from tnlib.data.profiles import PROFILES, params_label
-from tnlib.data.schema import MANIFEST, PLAN_SETS, unfinished_plan_sets, unfinished_splits
+from tnlib.data.schema import MANIFEST, PLAN_SETS
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.cell_settings import CellSettings
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.sweep_banner import describe_sweep
+from tnlib.experiments.sweep_standing import count_phrase, finished_runs
+from tnlib.files import atomic_write_text, locked, locked_if_free, read_json
 from tnlib.learning.run_files import RunDir, baseline_file
-from tnlib.experiments.scope import percent
-from tnlib.files import atomic_write_text, locked, locked_if_free, read_json, shown_path
-from tnlib.learning.training_cost import (
-    CPU_SECONDS_PER_STEP,
-    CPU_TIMED_OBJECTS,
-    MEASURED_BATCH_SIZE,
-    MEASURED_GPU,
-    MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND,
-    MEASURED_RUN_OVERHEAD_SECONDS,
-    MEASURED_STEP_SECONDS,
-    measured_gpu_step_seconds,
-    run_hours,
-)
 from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
 from tnlib.paper import (
     BATCH_SIZE,
     DISTRIBUTIONS,
     DOMAINS,
     EVAL_EVERY,
-    GPU_HOURS_PER_RUN,
-    MAIN_TABLES_MODEL,
     MAX_EVALUATIONS,
-    MODELS,
     SEEDS,
     TABLE1_CONFIGS,
     TRAIN_INSTANCES,
@@ -194,10 +180,11 @@ class Sweep:
     def dataset_path(self) -> Path:
         """The dataset root the runs read: ``data_root`` when it holds a manifest, else its ``data_profile``
         sub-folder (absolute, so run folders name it wherever they are read from)."""
-        base = self._data_base()
+        base = self.data_root_or_default()
         return (base if (base / MANIFEST).is_file() else base / self.data_profile).resolve()
 
-    def _data_base(self) -> Path:
+    def data_root_or_default(self) -> Path:
+        """``data_root`` when given, else the default data root (``$TNLIB_DATA`` or ``<repo>/data``)."""
         return Path(self.data_root) if self.data_root is not None else default_data_root()
 
     def train_configs(self) -> list[dict]:
@@ -239,200 +226,22 @@ class Sweep:
                 return name
         return None
 
+    def settings_differing_from_paper(self) -> list[str]:
+        """The settings in which this sweep differs from the paper's (where the results go, the device and the
+        parallelism aside)."""
+        return [name for name, value in asdict(Sweep.preset("paper")).items()
+                if name not in ("out_dir", "data_root", "device", "workers")
+                and _comparable(getattr(self, name)) != _comparable(value)]
+
     def describe(self) -> str:
-        """What the sweep will do, for a banner before it starts: the settings against the paper's, the number
-        of runs, and an estimate of the compute it needs (GPU hours from the paper's own times, CPU hours from
-        tnlib's measured step time)."""
-        preset = self.matching_preset()
-        differs = [name for name, value in asdict(Sweep.preset("paper")).items()
-                   if name not in ("out_dir", "data_root", "device", "workers")
-                   and _comparable(getattr(self, name)) != _comparable(value)]
-        if preset == "paper":
-            title = "the paper's settings (preset 'paper'; `--preset small` is a demo for 2 CPU cores)"
-        elif preset is not None:
-            title = f"preset {preset!r} -- not the paper's settings (they differ in: {', '.join(differs)})"
-        else:
-            title = f"custom settings -- they differ from the paper's in: {', '.join(differs)}"
-        runs = self.runs()
-        fraction = self.steps * self.batch_size / (TRAIN_STEPS * BATCH_SIZE)
-        configs = ", ".join("/".join(pair) for pair in self.configs)
-        instances = "all" if self.instances is None else f"{self.instances:,}"
-        planned = ("all instances" if self.plan_instances is None
-                   else f"the first {count_phrase(range(self.plan_instances), 'instance')}")
-        if self.plan_per_cell is not None:
-            planned = (f"the first {count_phrase(range(self.plan_per_cell), 'instance')} of each grid cell"
-                       + ("" if self.plan_instances is None else f", at most {self.plan_instances} in all"))
-        where = "the plan split" if self.plan_on == "plan" else f"the plan set {self.plan_on}"
-        plan = ("no planning" if not self.plan else
-                f"GBFS on {where} (per domain: {planned}), at most {self.max_evaluations:,} "
-                "evaluations, h_FF baseline")
-        upper = "" if self.upper_bound == "none" else f", u = {self.upper_bound} (training only; beyond the paper)"
-        link = f", learned sigma {self.sigma_link}" if any(s == "learn" for s, _ in self.configs) else ""
-        if self.fixed_sigma == "authors" and any(s == "fixed" for s, _ in self.configs):
-            link += ", fixed sigma sqrt(2) (the authors' code's)"
-        gpu_hours, cpu_hours = self.estimated_hours()
-        untrained = [m for m in self.models if m not in GPU_HOURS_PER_RUN]
-        cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
-                "paper's V100 times per run, scaled by samples"
-                + (f" ({', '.join(untrained)}: not in the paper, not counted)" if untrained else ""))
-        profile = self.data_profile
-        with contextlib.suppress(OSError, ValueError):
-            profile = json.loads((self.dataset_path() / "manifest.json").read_text()).get("profile", profile)
-        timed = [m for m in self.models if m in CPU_SECONDS_PER_STEP]
-        if timed:
-            steps = " / ".join(f"{CPU_SECONDS_PER_STEP[m]} s" for m in timed)
-            untimed = [m for m in self.models if m not in CPU_SECONDS_PER_STEP]
-            cost += (f"; about {cpu_hours:,.1f} CPU-hours on 2 cores if the instances had {CPU_TIMED_OBJECTS} objects "
-                     f"({' / '.join(timed)} there: {steps} per step at batch 256"
-                     f"{'; ' + ', '.join(untimed) + ' runs: minutes each' if untimed else ''})")
-            if profile == "small":
-                cost += (" -- an upper bound for data/small, whose training instances have at most 16 objects "
-                         "(most far fewer, and smaller instances train several times faster)")
-        lines = [
-            f"tnlib sweep: {title}",
-            f"  grid      {count_phrase(self.domains, 'domain')} ({', '.join(self.domains)}) x "
-            f"{count_phrase(self.models, 'model')} ({', '.join(self.models)}) x "
-            f"{count_phrase(self.configs, 'configuration')} ({configs}) x "
-            f"{count_phrase(self.distributions, 'distribution')} ({', '.join(self.distributions)}) x "
-            f"{count_phrase(self.seeds, 'seed')} ({', '.join(map(str, self.seeds))}) = "
-            f"{count_phrase(range(runs), 'run')}",
-            f"  training  {self.steps:,} steps x batch {self.batch_size} per run ({percent(fraction)} of the paper's "
-            f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
-            f"{TRAIN_INSTANCES}), validation every {self.eval_every:,} steps, l = {self.lower_bound}{upper}{link}",
-            *([f"            until flat: a run still improving then trains on, {self.extend_steps:,} steps at a "
-               f"time, up to {self.max_steps:,} steps (beyond the paper, which trains a fixed number)"]
-              if self.max_steps is not None else []),
-            f"  data      {shown_path(self.dataset_path())} (profile {profile})",
-            f"  planning  {plan}",
-            f"  results   {shown_path(self.out_dir)}",
-            f"  cost      {cost}",
-        ]
-        measured = self.measured_hours()
-        if measured is not None:
-            step_seconds = MEASURED_STEP_SECONDS[self.data_profile]
-            per_step = "; ".join(
-                f"{model} " + ", ".join(f"{d} {step_seconds[model][d]} s" for d in self.domains)
-                for model in self.models)
-            overhead = ", ".join(f"{m} {MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile][m]:.0f} s"
-                                 for m in self.models)
-            # planning on a plan set at the paper's sizes is not in the measured overhead (measured_hours says so)
-            work = "test evaluation and planning" if self.plan and self.plan_on == "plan" else "test evaluation"
-            took = hours_phrase(measured)
-            if self.max_steps is not None and self.max_steps > self.steps:
-                took += (f" (up to {hours_phrase(self.measured_hours(self.max_steps))} if every run trained to "
-                         "max_steps)")
-            # the step times are of each model's default arguments: another layout or size costs otherwise
-            arguments = "; each model with its default arguments, not this sweep's model_args" if any(
-                self.model_args.get(model) for model in self.models) else ""
-            lines.append(f"  measured  about {took} with {count_phrase(range(self.workers), 'process', 'processes')} "
-                         f"on this project's shared 2-core machine (training per step, validation included: "
-                         f"{per_step}; {work} per run: {overhead}{arguments})")
-        on_plan_set = self.plan_set_hours()
-        if on_plan_set is not None:
-            hours, unmeasured = on_plan_set
-            rates = "; ".join(
-                f"{model}: " + ", ".join(f"{d} {rate[d]:,}" for d in self.domains)
-                for model, rate in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.items() if model in self.models)
-            counted = (f"at most about {hours_phrase(hours)} on top with "
-                       f"{count_phrase(range(self.workers), 'process', 'processes')}, if every search ran to its "
-                       f"{self.max_evaluations:,}-evaluation limit at the evaluations per second measured at each "
-                       f"domain's largest plan-set instance on one thread ({rates}; N plans twice, N and N+clip)"
-                       if rates else "not estimated")
-            lines.append(f"  plan set  planning {counted}"
-                         + (f"; {', '.join(unmeasured)}: no measured rate, not counted" if unmeasured else ""))
-        on_gpu = self.measured_gpu_hours()
-        if on_gpu is not None:
-            took = hours_phrase(on_gpu)
-            if self.max_steps is not None and self.max_steps > self.steps:
-                took += f" (up to {hours_phrase(self.measured_gpu_hours(self.max_steps))} at max_steps)"
-            lines.append(f"  on a GPU  training alone about {took} on {MEASURED_GPU}, one run after another "
-                         f"(measured at batch {self.batch_size} on data/paper)")
-        if (cpu_hours if measured is None else measured) > CPU_HOURS_WORTH_A_CLUSTER:
-            lines.append("  => this needs a GPU machine (runs use CUDA when present) or a Dask cluster "
-                         "(--scheduler tcp://HOST:8786); `--preset small` runs on a laptop")
-        left_out = [m for m in MODELS if m not in self.models]
-        if left_out:
-            appendix = [m for m in left_out if m != MAIN_TABLES_MODEL]
-            groups = ([f"{MAIN_TABLES_MODEL} model (its main tables)"] if MAIN_TABLES_MODEL in left_out else []) + (
-                [f"{' and '.join(appendix)} model{'s' if len(appendix) > 1 else ''} (its appendix tables)"]
-                if appendix else [])
-            lines.append(f"  not run   the paper's {' and '.join(groups)}: "
-                         f"add --models {' '.join(dict.fromkeys([*self.models, *MODELS]))}")
-        return "\n".join(lines)
+        """What the sweep will do, for a banner before it starts: the settings against the paper's, the number of
+        runs, the compute it needs (:func:`tnlib.experiments.sweep_banner.describe_sweep`)."""
+        return describe_sweep(self)
 
     def runs(self) -> int:
         """The number of training runs: domains x models x configurations x distributions x seeds."""
         return (len(self.domains) * len(self.models) * len(self.configs) * len(self.distributions)
                 * len(self.seeds))
-
-    def estimated_hours(self) -> tuple[float, float]:
-        """(GPU-hours, CPU-hours) of the training: the paper's V100 hours per run
-        (:data:`tnlib.paper.GPU_HOURS_PER_RUN`) and tnlib's CPU seconds per step (:data:`CPU_SECONDS_PER_STEP`),
-        both scaled by steps x batch size. The CPU-hours leave out models without a measured step time (linear
-        regression, minutes per run)."""
-        per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        gpu, cpu = 0.0, 0.0
-        for domain in self.domains:
-            for model in self.models:
-                run_gpu, run_cpu = run_hours(model, domain, self.steps, self.batch_size)
-                gpu += run_gpu * per_cell
-                cpu += (run_cpu or 0.0) * per_cell
-        return gpu, cpu
-
-    def measured_hours(self, steps: int | None = None) -> float | None:
-        """Wall-clock hours of the whole sweep from tnlib's measurements at batch 64 on the shipped profiles
-        (:data:`MEASURED_STEP_SECONDS`, :data:`MEASURED_RUN_OVERHEAD_SECONDS`), shared among ``workers`` processes,
-        every run training ``steps`` (None: the sweep's ``steps``); None for settings not measured (another dataset
-        or batch size, a model without measurements). Planning on a plan set at the paper's sizes is not in it."""
-        steps = self.steps if steps is None else steps
-        measured = MEASURED_STEP_SECONDS.get(self.data_profile, {})
-        if (self.data_root is not None or self.batch_size != MEASURED_BATCH_SIZE
-                or any(m not in measured for m in self.models)):
-            return None
-        overhead = MEASURED_RUN_OVERHEAD_SECONDS[self.data_profile]
-        per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        seconds = sum(per_cell * (steps * measured[model][domain] + overhead[model])
-                      for model in self.models for domain in self.domains)
-        return seconds / 3600 / self.workers
-
-    def plan_set_hours(self) -> tuple[float, list[str]] | None:
-        """(hours, models not counted): at most how long the sweep's planning on a plan set takes with its
-        processes -- every search to its evaluation limit at the rates measured at each domain's largest plan-set
-        instance (:data:`MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND`), a model without a measured rate left out and
-        named. None when the sweep plans on no plan set, has no evaluation limit, or its plan set is not there
-        (the data check names the command that makes it)."""
-        if not self.plan or self.plan_on == "plan" or self.max_evaluations is None:
-            return None
-        from tnlib.learning.heads import point_estimates
-        from tnlib.learning.split_planning import chosen_instances, planning_instances
-
-        try:
-            root = dataset_root(self._data_base(), self.data_profile)
-            tables = {domain: planning_instances(root, domain, self.plan_on) for domain in self.domains}
-        except (OSError, DatasetError):
-            return None
-        searches = len(self.configs) * len(self.seeds) * sum(len(point_estimates(d)) for d in self.distributions)
-        seconds = 0.0
-        for domain, table in tables.items():
-            instances = len(chosen_instances(table, self.plan_instances, self.plan_per_cell))
-            for model in self.models:
-                rate = MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.get(model, {}).get(domain)
-                if rate is not None:
-                    seconds += searches * instances * self.max_evaluations / rate
-        unmeasured = [m for m in self.models if m not in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND]
-        return seconds / 3600 / self.workers, unmeasured
-
-    def measured_gpu_hours(self, steps: int | None = None) -> float | None:
-        """Hours of the sweep's training, one run after another on the GPU of :func:`measured_gpu_step_seconds`
-        (validation, evaluation and planning left out), every run training ``steps`` (None: the sweep's); None
-        for settings not measured there (another dataset or batch size)."""
-        steps = self.steps if steps is None else steps
-        seconds = [measured_gpu_step_seconds(self.data_profile, self.batch_size, model, domain)
-                   for model in self.models for domain in self.domains]
-        if self.data_root is not None or None in seconds:
-            return None
-        per_cell = len(self.configs) * len(self.distributions) * len(self.seeds)
-        return per_cell * steps * sum(seconds) / 3600
 
     def check_results(self) -> Path:
         """The results folder, after checking that it holds at least one of the sweep's runs with test metrics
@@ -454,7 +263,7 @@ class Sweep:
         reach``: one line per split whose generation gave up cells at its solver limits
         (:func:`tnlib.data.attempt_selection.select_attempts`), naming the cells, the limits and the empty slots.
         Raises DatasetError when there is no dataset at all."""
-        root = dataset_root(self._data_base(), self.data_profile).resolve()  # (it adds the profile itself)
+        root = dataset_root(self.data_root_or_default(), self.data_profile).resolve()  # (it adds the profile itself)
         domains = read_json(root / MANIFEST).get("domains", {})
         plan_sets = set(find_plan_sets(root)) if self.plan and self.plan_on != "plan" else set()
         splits = ("train", "val", "test") + (("plan",) if self.plan and self.plan_on == "plan" else ())
@@ -477,36 +286,6 @@ class Sweep:
                         f"{settings['memory_limit_mb']} MB ({names}): {sum(c['unfilled'] for c in cells)} of "
                         f"{counts['slots']} slots empty, {counts['instances']} instances there")
         return root, missing, out_of_reach
-
-    def data_lines(self) -> list[str]:
-        """The banner's lines on the data: what a run would lack, before it starts."""
-        try:
-            root, missing, out_of_reach = self.data_gaps()
-            lines = [f"  missing   {', '.join(missing)} (never generated: the sweep stops before training)"] \
-                if missing else []
-        except DatasetError as err:
-            root, out_of_reach, lines = None, [], [f"  missing   {err}"]
-        # A generation under way (or interrupted) there: what the sweep reads will change when it completes. A
-        # split's work folder is a `generate`'s; a plan set's, a `plan-set`'s (solving or drawing more instances).
-        for folder in ([root] if root is not None else [self._data_base() / self.data_profile, self._data_base()]):
-            running = [domain for domain in self.domains if unfinished_splits(folder, domain)]
-            drawing = [domain for domain in self.domains if self.plan and self.plan_on != "plan"
-                       and self.plan_on in unfinished_plan_sets(folder, domain)]
-            if running:
-                lines.append(f"  in progress  {', '.join(running)}: an unfinished `tnlib data generate` in {folder} "
-                             f"(`tnlib data status {folder}`; rerun it to resume)")
-            if drawing:
-                lines.append(f"  in progress  {', '.join(drawing)}: an unfinished `tnlib data plan-set` of "
-                             f"{self.plan_on} in {folder} (running or interrupted; rerun it to resume)")
-            if running or drawing:
-                break
-        if out_of_reach:
-            lines.append("  out of reach (generation gave these cells up at its solver limits; the sweep runs on the "
-                         "cells that exist only with --accept-out-of-reach):")
-            lines += [f"    {line}" for line in out_of_reach]
-        if not lines:
-            lines.append("  data      complete: every domain and split the sweep reads, no cell out of reach")
-        return lines
 
     def check_data(self, accept_out_of_reach: bool = False) -> Path:
         """The dataset root, after checking that it exists and holds every domain and split the sweep reads
@@ -560,28 +339,10 @@ def _seed_list(value) -> list[int]:
     return list(seeds)
 
 
-def count_phrase(items: Sequence, noun: str, plural: str | None = None) -> str:
-    """``3 runs``, ``1 run``; ``plural`` for a noun whose plural is not noun + s (``processes``)."""
-    return f"{len(items)} {noun if len(items) == 1 else plural or noun + 's'}"
-
-
-def hours_phrase(hours: float) -> str:
-    """``2.5 hours``, ``40 minutes``, ``under a minute``."""
-    if hours * 60 < 0.5:
-        return "under a minute"
-    return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
-
-
 def _comparable(value):
     if isinstance(value, (list, tuple)):
         return [_comparable(v) for v in value]
     return value
-
-
-# Beyond this many CPU-hours the banner says the sweep needs a GPU or a cluster.
-CPU_HOURS_WORTH_A_CLUSTER = 8.0
-
-
 
 
 def run_baselines(sweep: Sweep) -> None:
@@ -672,10 +433,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ``run_progress`` also each run's training steps and planned instances, in one process only (side by side their
     displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
-    # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need;
-    # the standing reads the sweep (a module above this one)
+    # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
     from tnlib.experiments.cells import run_cell
-    from tnlib.experiments.sweep_standing import finished_runs
 
     sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers
@@ -687,8 +446,9 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     settings = replace(sweep.cell_settings, progress=run_progress and workers <= 1 and scheduler is None)
     # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S
     # (however small a share of the sweep the run is): runs that train take minutes each, runs resumed finished take
-    # a fraction of a second (a line each would bury a notebook's output). Runs finished before the sweep began count as done from the start, not as progress:
-    # counted as they return at once, they would make the time left look like seconds.
+    # a fraction of a second (a line each would bury a notebook's output). Runs finished before the sweep began count
+    # as done from the start, not as progress: counted as they return at once, they would make the time left look
+    # like seconds.
     folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
     counted = finished_runs(sweep) & set(folders)
     bar = progress_display(len(configs), "sweep", unit="runs", initial=len(counted), disable=not progress,

@@ -1,23 +1,124 @@
-"""Where a sweep stands in its results folder: which runs are trained and tested, which are training (at which
-step of which target, still improving or not) and which have not started; with planning, how many of each run's
-instances are planned; and the training time left by tnlib's measured step times.
+"""What a sweep costs and where it stands: the compute its grid needs (the paper's GPU-hours, tnlib's measured
+CPU and GPU step times, the planning on a plan set), which of its runs are trained and tested, which are training
+(at which step of which target, still improving or not) and which have not started; with planning, how many of
+each run's instances are planned; and the training time left by tnlib's measured step times.
 
-Read from the run folders alone -- nothing is written -- so it can be asked while the sweep runs, or of a folder
-a sweep left behind hours of work ago: ``tnlib sweep`` prints it under its banner (what a resumed sweep will skip;
-``--dry-run`` stops there), and so does the experiments notebook under its settings.
+Read from the sweep's settings and its run folders alone -- nothing is written -- so it can be asked while the
+sweep runs, or of a folder a sweep left behind hours of work ago: ``tnlib sweep`` prints it in its banner
+(:mod:`tnlib.experiments.sweep_banner`; what a resumed sweep will skip; ``--dry-run`` stops there), and so does
+the experiments notebook under its settings.
+
+Every function here takes a :class:`tnlib.experiments.sweep.Sweep` (its grid, its folders, its settings) as an
+argument without importing its module: the sweep imports this module (to describe itself and to count its
+finished runs), so the two do not import each other.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
+from tnlib.data.manifest import dataset_root
 from tnlib.errors import DamagedFile, DatasetError
-from tnlib.experiments.sweep import Sweep, count_phrase, hours_phrase
 from tnlib.files import has_shape, read_jsonl, shown_path
-from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
+from tnlib.learning.training_cost import (
+    MEASURED_BATCH_SIZE,
+    MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND,
+    MEASURED_RUN_OVERHEAD_SECONDS,
+    MEASURED_STEP_SECONDS,
+    measured_gpu_step_seconds,
+    run_hours,
+)
 from tnlib.learning.until_flat import still_improving
 
 # How many runs a line names before it says "and N more".
 NAMED_RUNS = 3
+
+
+def count_phrase(items: Sequence, noun: str, plural: str | None = None) -> str:
+    """``3 runs``, ``1 run``; ``plural`` for a noun whose plural is not noun + s (``processes``)."""
+    return f"{len(items)} {noun if len(items) == 1 else plural or noun + 's'}"
+
+
+def hours_phrase(hours: float) -> str:
+    """``2.5 hours``, ``40 minutes``, ``under a minute``."""
+    if hours * 60 < 0.5:
+        return "under a minute"
+    return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
+
+
+def estimated_hours(sweep) -> tuple[float, float]:
+    """(GPU-hours, CPU-hours) of the sweep's training: the paper's V100 hours per run
+    (:data:`tnlib.paper.GPU_HOURS_PER_RUN`) and tnlib's CPU seconds per step
+    (:data:`tnlib.learning.training_cost.CPU_SECONDS_PER_STEP`), both scaled by steps x batch size. The CPU-hours
+    leave out models without a measured step time (linear regression, minutes per run)."""
+    per_cell = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
+    gpu, cpu = 0.0, 0.0
+    for domain in sweep.domains:
+        for model in sweep.models:
+            run_gpu, run_cpu = run_hours(model, domain, sweep.steps, sweep.batch_size)
+            gpu += run_gpu * per_cell
+            cpu += (run_cpu or 0.0) * per_cell
+    return gpu, cpu
+
+
+def measured_hours(sweep, steps: int | None = None) -> float | None:
+    """Wall-clock hours of the whole sweep from tnlib's measurements at batch 64 on the shipped profiles
+    (:mod:`tnlib.learning.training_cost`: ``MEASURED_STEP_SECONDS``, ``MEASURED_RUN_OVERHEAD_SECONDS``), shared
+    among ``workers`` processes, every run training ``steps`` (None: the sweep's ``steps``); None for settings not
+    measured (another dataset or batch size, a model without measurements). Planning on a plan set at the paper's
+    sizes is not in it."""
+    steps = sweep.steps if steps is None else steps
+    measured = MEASURED_STEP_SECONDS.get(sweep.data_profile, {})
+    if (sweep.data_root is not None or sweep.batch_size != MEASURED_BATCH_SIZE
+            or any(m not in measured for m in sweep.models)):
+        return None
+    overhead = MEASURED_RUN_OVERHEAD_SECONDS[sweep.data_profile]
+    per_cell = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
+    seconds = sum(per_cell * (steps * measured[model][domain] + overhead[model])
+                  for model in sweep.models for domain in sweep.domains)
+    return seconds / 3600 / sweep.workers
+
+
+def plan_set_hours(sweep) -> tuple[float, list[str]] | None:
+    """(hours, models not counted): at most how long the sweep's planning on a plan set takes with its
+    processes -- every search to its evaluation limit at the rates measured at each domain's largest plan-set
+    instance (:data:`tnlib.learning.training_cost.MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND`), a model without a
+    measured rate left out and named. None when the sweep plans on no plan set, has no evaluation limit, or its
+    plan set is not there (the data check names the command that makes it)."""
+    if not sweep.plan or sweep.plan_on == "plan" or sweep.max_evaluations is None:
+        return None
+    from tnlib.learning.heads import point_estimates
+    from tnlib.learning.split_planning import chosen_instances, planning_instances
+
+    try:
+        root = dataset_root(sweep.data_root_or_default(), sweep.data_profile)
+        tables = {domain: planning_instances(root, domain, sweep.plan_on) for domain in sweep.domains}
+    except (OSError, DatasetError):
+        return None
+    searches = len(sweep.configs) * len(sweep.seeds) * sum(len(point_estimates(d)) for d in sweep.distributions)
+    seconds = 0.0
+    for domain, table in tables.items():
+        instances = len(chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell))
+        for model in sweep.models:
+            rate = MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.get(model, {}).get(domain)
+            if rate is not None:
+                seconds += searches * instances * sweep.max_evaluations / rate
+    unmeasured = [m for m in sweep.models if m not in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND]
+    return seconds / 3600 / sweep.workers, unmeasured
+
+
+def measured_gpu_hours(sweep, steps: int | None = None) -> float | None:
+    """Hours of the sweep's training, one run after another on the GPU of
+    :func:`tnlib.learning.training_cost.measured_gpu_step_seconds` (validation, evaluation and planning left out),
+    every run training ``steps`` (None: the sweep's); None for settings not measured there (another dataset or
+    batch size)."""
+    steps = sweep.steps if steps is None else steps
+    seconds = [measured_gpu_step_seconds(sweep.data_profile, sweep.batch_size, model, domain)
+               for model in sweep.models for domain in sweep.domains]
+    if sweep.data_root is not None or None in seconds:
+        return None
+    per_cell = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
+    return per_cell * steps * sum(seconds) / 3600
 
 
 def _named(items: list[str]) -> str:
@@ -25,7 +126,7 @@ def _named(items: list[str]) -> str:
     return shown + (f"; and {len(items) - NAMED_RUNS} more" if len(items) > NAMED_RUNS else "")
 
 
-def _instances_planned(sweep: Sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
+def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
     """``{run: {estimate: (planned, wanted)}}`` of each of the ``tested`` (config, run folder) pairs: how many of
     the instances the sweep plans it on are planned, per point estimate; None where the sweep does not plan or its
     plan instances cannot be read (the banner's data lines say what is missing)."""
@@ -54,7 +155,7 @@ def _instances_planned(sweep: Sweep, tested: list) -> dict[str, dict[str, tuple[
     return planned
 
 
-def finished_runs(sweep: Sweep) -> set[str]:
+def finished_runs(sweep) -> set[str]:
     """The names of the sweep's runs with nothing left to do: tested and, where the sweep plans, planned on every
     instance it plans them on with every point estimate."""
     tested = []
@@ -68,8 +169,9 @@ def finished_runs(sweep: Sweep) -> set[str]:
     return {name for name, done in planned.items() if all(count == wanted for count, wanted in done.values())}
 
 
-def sweep_standing(sweep: Sweep) -> list[str]:
-    """Banner lines (two-space indent, as :meth:`Sweep.describe`) on the sweep's runs in its results folder."""
+def sweep_standing(sweep) -> list[str]:
+    """Banner lines (two-space indent, as :meth:`tnlib.experiments.sweep.Sweep.describe`) on the sweep's runs in its
+    results folder."""
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []
     for config in sweep.train_configs():
@@ -87,7 +189,7 @@ def sweep_standing(sweep: Sweep) -> list[str]:
         return [f"  so far    nothing: none of the {count_phrase(range(total), 'run')} started in {shown_path(out)}"]
 
     described = []
-    timed = sweep.measured_hours() is not None  # measured step times for this profile, batch size and models
+    timed = measured_hours(sweep) is not None  # measured step times for this profile, batch size and models
     seconds_left = 0.0
     step_seconds = MEASURED_STEP_SECONDS.get(sweep.data_profile, {})
     overheads = MEASURED_RUN_OVERHEAD_SECONDS.get(sweep.data_profile, {})

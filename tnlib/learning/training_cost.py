@@ -26,8 +26,8 @@ CPU_TIMED_OBJECTS = 16
 # (MEASURED_RUN_OVERHEAD_SECONDS): the test evaluation, and on data/small planning every plan instance at 10,000
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
-# checkpoints: 10 s blocksworld to 70 s visitall), planning being a separate step there. Sweep.measured_hours sums
-# them for the banner.
+# checkpoints: 10 s blocksworld to 70 s visitall), planning being a separate step there.
+# tnlib.experiments.sweep_standing.measured_hours sums them for the banner.
 # STRIPS-HGN's are for its default "authors" layout: the medians measured on its "means" layout times the ratio of
 # the two in 400-step runs on data/small, one after the other, twice each (Intel Xeon, beside three other jobs):
 # blocksworld 1.47, ferry 1.31, gripper 1.43, visitall 1.42 (`tnlib train --model hgn --model-args layout=...`);
@@ -57,8 +57,8 @@ MEASURED_RUN_OVERHEAD_SECONDS = {"small": {"nlm": 5.0, "hgn": 16.0, "linear": 3.
 # (blocksworld 22 blocks, ferry 30 x 30, gripper 100 balls, visitall 7 x 7), one thread beside two niced training
 # processes, AMD EPYC (AVX-512), 2026-11-27: `benchmarks/bench_wl.py --evaluations 3000` (reports/speed.md part 6;
 # the NLM with random weights, as its cost depends on the instance, not the weights). A larger instance costs more
-# per evaluation, so hours from these bound a plan set's planning from above (Sweep.plan_set_hours); setting up a
-# search (grounding, the model) is under half a second an instance, left out.
+# per evaluation, so hours from these bound a plan set's planning from above (sweep_standing.plan_set_hours);
+# setting up a search (grounding, the model) is under half a second an instance, left out.
 MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND = {
     "nlm": {"blocksworld": 849, "ferry": 157, "gripper": 13.8, "visitall": 335},
     "wl": {"blocksworld": 1057, "ferry": 1379, "gripper": 1124, "visitall": 2116},
@@ -68,7 +68,7 @@ MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND = {
 # the training loop on data/paper, one run at a time, validation left out, per batch size, model and domain
 # (medians of two 20-step runs; STRIPS-HGN in its default "authors" layout, measured on a second machine of the same
 # kind). The GPU mostly waits on the CPU's collation and kernel launches, so batch 256 costs only 0.8-2.6x batch
-# 64. Sweep.measured_gpu_hours sums them for the banner.
+# 64. tnlib.experiments.sweep_standing.measured_gpu_hours sums them for the banner.
 MEASURED_GPU = "one NVIDIA H100"
 MEASURED_GPU_STEP_SECONDS = {
     "paper": {
@@ -99,9 +99,9 @@ def measured_cpu_step_seconds(profile: str | None, batch_size: int, model: str, 
 
 
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
-    """(GPU-hours, CPU-hours) of one training run, as :meth:`Sweep.estimated_hours` counts them; the CPU-hours are
-    None for a model without a measured step time (linear regression and WL: minutes), the GPU-hours 0 for a model
-    the paper did not train (WL)."""
+    """(GPU-hours, CPU-hours) of one training run, as :func:`tnlib.experiments.sweep_standing.estimated_hours`
+    counts them; the CPU-hours are None for a model without a measured step time (linear regression and WL:
+    minutes), the GPU-hours 0 for a model the paper did not train (WL)."""
     hours = GPU_HOURS_PER_RUN.get(model, {"default": 0.0})
     gpu = hours.get(domain, hours["default"]) * steps * batch_size / (TRAIN_STEPS * BATCH_SIZE)
     seconds = CPU_SECONDS_PER_STEP.get(model)
