@@ -75,6 +75,14 @@ Determinism: the selection depends only on the slots, the draws and the solve ou
 its attempt and the settings; tables are written in slot order, whatever order the workers finish in. (A solve
 whose time is close to its limit may succeed on one machine and time out on another; the limits are set far
 above the solve times of the shipped grids.)
+
+Parts
+-----
+This module holds a run's options (:class:`GenerateOptions`) and its course: which splits it makes, their
+selection rounds, the solves it submits or takes from the solution cache. A split's settings, work folder and the
+claims of two runs on one folder are :mod:`tnlib.data.split_work`; the job a worker runs,
+:mod:`tnlib.data.attempt_solving`; a finished split's files, :mod:`tnlib.data.split_consolidation`; the manifests,
+:mod:`tnlib.data.manifest_writing`.
 """
 from __future__ import annotations
 
@@ -116,7 +124,8 @@ class GenerateOptions:
 
     ``time_limit`` overrides the train/val limit and ``test_time_limit`` the test/plan one (seconds). Runs
     attempts in-process for ``workers <= 1``, on a local process pool otherwise, or on the Dask cluster at
-    ``scheduler``. ``force`` makes splits the dataset root holds again (with other settings too). With
+    ``scheduler``. ``force`` remakes the splits the dataset root already holds, and starts over an interrupted one
+    made under other settings. With
     ``reuse_solutions`` (the default), solves recorded in the dataset root itself and in the dataset roots
     ``reuse`` are not run again where the problem bytes and Fast Downward build are the same and the limits prove
     the result (the same limits; for a plan, limits no larger: :mod:`tnlib.data.solution_cache`); the labels are
@@ -200,7 +209,6 @@ def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], spl
                         f"remaking {domain}/{split} would leave {domain}/{later} unchecked against it: add {later} "
                         f"to --splits (with --force), or generate into another --out"
                     )
-
 
 
 def generate_dataset(out: str | os.PathLike, domains: Sequence[str], profile: str | Profile = "small",
