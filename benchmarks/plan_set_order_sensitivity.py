@@ -39,7 +39,11 @@ def _permute_csr(start: np.ndarray, items: np.ndarray, order: np.ndarray) -> tup
 
 def reorder_operators(task: Task, seed: int) -> Task:
     """The same task with its operators listed in a random order (``seed``)."""
-    order = np.random.default_rng(seed).permutation(task.num_operators)
+    return permute_operators(task, np.random.default_rng(seed).permutation(task.num_operators))
+
+
+def permute_operators(task: Task, order: np.ndarray) -> Task:
+    """The same task with its operators listed in ``order`` (a permutation of the operator indices)."""
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
     for kind in ("pre", "add", "del"):
         fields[f"{kind}_start"], fields[f"{kind}_facts"] = _permute_csr(
