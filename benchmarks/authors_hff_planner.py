@@ -29,6 +29,7 @@ values can differ and only the authors' planner counts.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -141,7 +142,8 @@ def _key(record: dict) -> tuple[str, str, str, str, str]:
 def _records(out: Path) -> list[dict]:
     if not out.is_file():
         return []
-    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    text = gzip.decompress(out.read_bytes()).decode() if out.suffix == ".gz" else out.read_text()
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
     return [{"planner": "authors", **r} for r in records]
 
 
@@ -201,7 +203,8 @@ def main() -> None:
     parser.add_argument("--planner", choices=sorted(PLANNERS), default="authors",
                         help="the authors' code, or tnlib's search and h_FF in the authors' operator order")
     parser.add_argument("--compare-h", metavar="PROBLEM", help="only compare h_FF values on one problem file")
-    parser.add_argument("--summary-only", action="store_true", help="summarise --out without planning")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="summarise --out (a .jsonl, or a .jsonl.gz) without planning")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.compare_h:
