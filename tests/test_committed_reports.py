@@ -116,15 +116,15 @@ def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monk
     reruns = iter([["step 300: val_mse 1.5 now, 1.0 committed"], [], []])
     monkeypatch.setattr(rerun_check, "curve_differences", lambda path, steps: next(reruns))
     with pytest.raises(LookupError, match=r"confirmed on this kind of machine \(CPU X, AVX2\)"):
-        check_curve(runs)
-    assert check_curve(runs, record=True)[1] == ["step 300: val_mse 1.5 now, 1.0 committed"]
+        check_curve(runs, code=None)
+    assert check_curve(runs, record=True, code=None)[1] == ["step 300: val_mse 1.5 now, 1.0 committed"]
     assert confirmed_kinds(runs) == set() and not (tmp_path / CURVE_RERUNS).exists()
-    against, lines = check_curve(runs, record=True)
+    against, lines = check_curve(runs, record=True, code=None)
     assert lines == [] and against.endswith(f"recorded as confirmed in {CURVE_RERUNS}")
     assert confirmed_kinds(runs) == {"CPU X, AVX2"}
     assert list(csv.DictReader((tmp_path / CURVE_RERUNS).open())) == [
         {"machine": "CPU X, AVX2", "run": "blocksworld-run", "steps": "300", "commit": "def5678"}]
-    assert check_curve(runs) == ("blocksworld-run's first 300 steps (CPU X, AVX2)", [])
+    assert check_curve(runs, code=None) == ("blocksworld-run's first 300 steps (CPU X, AVX2)", [])
 
 
 def test_a_committed_curve_that_the_code_does_not_reproduce_is_named_value_by_value(tmp_path):
@@ -288,3 +288,22 @@ def test_a_source_tree_exported_by_git_archive_names_its_commit(tmp_path):
     exported = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exported)
     assert exported.code_commit() == commit
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / ".git").exists(), reason="not a git checkout")
+def test_a_run_is_retrained_by_the_code_of_a_named_commit_in_a_process_of_its_own(tmp_path):
+    """The curve check of a folder trained by older code: the commit's tnlib, exported from git, retrains the run in a
+    child process (here HEAD's, on a run this checkout trained, so no value differs); a commit git does not hold is
+    a LookupError that names it."""
+    from tnlib.files import REPO_ROOT
+    from tnlib.learning.heads import HeadConfig
+    from tnlib.learning.training import TrainConfig, train
+
+    config = TrainConfig(domain="gripper", model="linear", head=HeadConfig(distribution="N", sigma="fixed",
+                                                                           residual="none"),
+                         data_root=str(REPO_ROOT / "data" / "small"), steps=100, batch_size=16, eval_every=50,
+                         seed=0, out_dir=str(tmp_path), device="cpu", progress=False)
+    run = train(config)
+    assert rerun_check.curve_differences_by_code(run, 100, "HEAD") == []
+    with pytest.raises(LookupError, match="commit 0000000"):
+        rerun_check.curve_differences_by_code(run, 100, "0000000")

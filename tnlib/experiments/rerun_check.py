@@ -18,6 +18,10 @@ call OpenBLAS, and an AVX-512 machine forced onto its Haswell kernels rounds NLM
 machines of one kind could still differ in the kernels their compilers pick, which the check would report as the
 code's doing.
 
+A committed folder keeps the rounding of the code that trained it, so its check retrains with that code
+(:data:`CURVE_FOLDER_CODE`: exported from git into a temporary folder and run in a child process, as the
+paper-scale campaign runs its pinned code) when later code rounds NLM's training differently.
+
 STRIPS-HGN and WL features have no committed run folders (a STRIPS-HGN run's checkpoints are 840 KB), and a kind of
 machine may have none of nlm5/'s runs, so a third check (:func:`check_model_curves`) trains a fixed short run of
 STRIPS-HGN, WL and NLM (:data:`MODEL_CURVE_RUNS`) and compares each curve with the one recorded for this kind of
@@ -53,6 +57,10 @@ REFERENCE_COLUMNS = ("machine", "commit", *KEY, *COMPARED)
 CURVE_FOLDER = REPO_ROOT / "reports" / "converged" / "nlm5" / "runs"
 CURVE_STEPS = 300
 CURVE_FIELDS = ("step", "train_loss", "val_mse", "val_nll")
+# The commit whose NLM training rounds as CURVE_FOLDER's runs were trained: the commit after it formed an arity-3
+# output together with its exists/forall (the fused training route), which adds in another order, so later code
+# retrains those runs' first steps with this commit's tnlib (None: with the checkout's own).
+CURVE_FOLDER_CODE = "a756ed74"
 # Beside CURVE_FOLDER: the kinds of machine on which a rerun reproduced a committed curve, the run and the commit.
 CURVE_RERUNS = "curve-reruns.csv"
 CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
@@ -205,6 +213,30 @@ def curve_run(folder: str | os.PathLike, machine: str, steps: int = CURVE_STEPS)
     return None
 
 
+def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -> list[str]:
+    """:func:`curve_differences` computed by the tnlib of ``commit`` (``git archive`` into a temporary folder, run in
+    a child process that imports only it, on this checkout's datasets). A :class:`LookupError` where git or the
+    commit is not there."""
+    import json
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="tnlib-code-") as code:
+        exported = subprocess.run(f"git -C {REPO_ROOT} archive {commit} tnlib | tar -x -C {code}", shell=True,
+                                  capture_output=True, text=True)
+        if exported.returncode or not (Path(code) / "tnlib" / "__init__.py").is_file():
+            raise LookupError(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
+                              f"this checkout's git history: {exported.stderr.strip() or 'nothing exported'}")
+        script = ("import json, sys; from tnlib.experiments.rerun_check import curve_differences; "
+                  "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
+        env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}
+        done = subprocess.run([sys.executable, "-P", "-c", script, str(Path(run).resolve()), str(steps)],
+                              cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"retraining {Path(run).name} with commit {commit} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[str]:
     """Train ``run``'s configuration from scratch for ``steps`` steps (in a temporary folder, on this checkout's
     copy of its dataset) and compare its curve with the committed one: one line per row or value that differs."""
@@ -229,7 +261,7 @@ def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER) -> set[str]:
 
 
 def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STEPS,
-                record: bool = False) -> tuple[str, list[str]]:
+                record: bool = False, code: str | None = CURVE_FOLDER_CODE) -> tuple[str, list[str]]:
     """Train the first ``steps`` steps of a committed run of ``folder`` trained on this machine's kind again
     (:func:`curve_run`) and compare the curves: (which run, the differences). On a kind not yet confirmed
     (:func:`confirmed_kinds`) only with ``record``, which confirms it where the rerun agrees. A
@@ -243,8 +275,8 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     if run is None:
         raise LookupError(f"no run in {shown_folder(folder)} had its first {steps} steps trained on this kind of "
                           f"machine ({machine}): float32 training repeats bit for bit on its own kind only")
-    lines = curve_differences(run, steps)
-    against = f"{run.name}'s first {steps} steps ({machine})"
+    lines = curve_differences(run, steps) if code is None else curve_differences_by_code(run, steps, code)
+    against = f"{run.name}'s first {steps} steps ({machine}" + (f", retrained by commit {code})" if code else ")")
     if not confirmed and not lines:
         path = folder.parent / CURVE_RERUNS
         _write_rows(path, CURVE_RERUN_COLUMNS, _read_csv_rows(path) + [
