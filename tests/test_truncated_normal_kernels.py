@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -228,3 +229,21 @@ def test_icdf_and_its_gradients_equal_the_torch_route_in_every_regime():
         error = torch.where(g == g_ref, 0.0, (g - g_ref).abs() / g_ref.abs().clamp_min(1.0))
         worst = int(error.argmax())
         assert float(error[worst]) <= 1e-11, (name, rows[worst], float(g[worst]), float(g_ref[worst]))
+
+
+def test_the_kernels_leave_torchs_thread_count_as_it_was():
+    # numba's OpenMP threads share torch's libgomp: launching them (the kernels' first call in a process) set
+    # torch's thread count to the machine's cores. A fresh process, since this one's pool may be running already.
+    import subprocess
+    import sys
+
+    script = ("import torch\n"
+              "torch.set_num_threads(1)\n"
+              "from tnlib.distributions._kernels import KernelLogProb\n"
+              "x = torch.tensor([1.5, 2.0, 0.5], requires_grad=True)\n"
+              "bounds = torch.zeros(3), torch.full((3,), 9.0)\n"
+              "KernelLogProb.apply(x, x.detach(), torch.ones(3), *bounds).sum().backward()\n"
+              "print(torch.get_num_threads())\n")
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["1"]

@@ -242,9 +242,16 @@ def _flat(t: torch.Tensor) -> np.ndarray:
 
 
 def _threads() -> None:
-    wanted = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    """numba's threads for the kernels: as many as torch uses. The first call launches numba's thread pool, and
+    its OpenMP layer shares torch's libgomp, so the launch sets torch's thread count to NUMBA_NUM_THREADS (the
+    machine's cores): torch's is put back, or a one-thread process (a sweep's cell) would run every later torch op
+    on all the cores -- on a busy 2-core machine, small matmuls 40x slower."""
+    torch_threads = torch.get_num_threads()
+    wanted = max(1, min(torch_threads, numba.config.NUMBA_NUM_THREADS))
     if numba.get_num_threads() != wanted:
         numba.set_num_threads(wanted)
+    if torch.get_num_threads() != torch_threads:
+        torch.set_num_threads(torch_threads)
 
 
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS, _G_SERIES, _V_SERIES)
