@@ -101,6 +101,7 @@ def test_train_evaluate_and_sweep_spell_the_dataset_root_and_model_arguments_ali
 
 
 def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leaves_out(capsys):
+    from tnlib.experiments.presets import PRESETS
     from tnlib.experiments.reproduce import LEFT_OUT, REPORTS, steps
     from tnlib.files import REPO_ROOT
 
@@ -111,6 +112,10 @@ def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leave
     make_line = " ".join(line.lstrip("# ") for line in makefile.split("make reproduce", 1)[1].split("\n")[:2])
     readme = " ".join((REPO_ROOT / "README.md").read_text().split())
     readme = readme.split("`make reproduce` is `python -m tnlib reproduce`", 1)[1].split(";", 1)[0]
+    # and what its short sweep leaves to the converged presets, with the preset's own numbers
+    small_steps = f"{PRESETS['small']['steps']} steps"
+    assert small_steps in shown and "converged presets' (reports/converged/)" in shown
+    assert f"two seeds, {small_steps} at batch 64" in " ".join((REPO_ROOT / "README.md").read_text().split())
     for name in LEFT_OUT:
         assert name in shown, name
         assert name in make_line, name

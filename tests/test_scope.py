@@ -138,6 +138,7 @@ def test_header_states_budget_gaps_sets_and_curves(results):
     caveats = header.split("**Read the tables with this in mind:**")[1]
     assert "saw 0.25% of the paper's training samples or less" in caveats
     assert "2 of 3 runs were still improving" in caveats
+    assert "Trained a fixed number of steps, short of flat" in caveats and "reports/converged/" in caveats
     assert "configurations learn/none, fixed/ff; models hgn, linear; domains ferry, visitall" in caveats
     assert "2 seeds (the paper: 5): the ± are rough." in caveats
     assert "h_FF alone solves every planned instance of gripper:" in caveats  # not blocksworld: 3 of 4
@@ -688,6 +689,7 @@ def test_header_of_runs_trained_until_flat_says_how_far_each_went(tmp_path):
     assert ("| nlm | learn/ff | 0 of 2 still improving, 200-600 (median 400) steps | "
             "1 of 1 still improving, 800 steps |") in header
     assert "1 of 3 runs were still improving when training stopped at max_steps (800)" in header
+    assert "short of flat" not in header  # they went on while improving: nothing left to the converged presets
     # a sweep of a fixed number of steps says none of it
     (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
     plain = render_scope(collect_scope(results))

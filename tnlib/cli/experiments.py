@@ -92,9 +92,9 @@ def _run_sweep(args) -> int:
 def register_reproduce(subparsers) -> None:
     from tnlib.experiments import reproduce
 
-    parser = subparsers.add_parser("reproduce", help=COMMANDS["reproduce"][1],
-                                   description=reproduce.__doc__.splitlines()[0].replace(
-                                       "those of LEFT_OUT", "what is left out below") + " " + reproduce.left_out_text())
+    first_line = reproduce.__doc__.splitlines()[0].replace("those of LEFT_OUT", "what is left out below")
+    parser = subparsers.add_parser("reproduce", help=COMMANDS["reproduce"][1], description=" ".join(
+        [first_line, reproduce.sweep_scope_text(), reproduce.left_out_text()]))
     parser.add_argument("--keep-existing", action="store_true", help="skip steps whose outputs already exist")
     parser.add_argument("--only", help="run only the steps whose name contains this text")
     parser.set_defaults(func=_run_reproduce)

@@ -578,6 +578,11 @@ def render_scope(scope: Scope) -> str:
         caveats.append(f"{improving} of {judged} runs were still improving when training stopped{stopped}: the tables "
                        "compare models part-way through training (faster convergence, as in the paper's Figure 2, "
                        "is not the same as a better final model).")
+    if judged and improving and scope.until_flat is None:
+        caveats.append("Trained a fixed number of steps, short of flat: training on while the curves still fall "
+                       "-- with all four configurations, more seeds and the paper's 10,000 evaluations -- is the "
+                       "converged presets' (`tnlib sweep --preset converged`, `converged-linear`; their results in "
+                       "reports/converged/).")
     missing = [(what, scope.missing(key)) for what, key in (("configurations", "config"), ("models", "model"),
                                                             ("distributions", "distribution"),
                                                             ("domains", "domain"))]
