@@ -81,14 +81,14 @@ def test_default_sweep_is_the_papers_setting():
 
 def test_small_preset_and_overrides():
     small = Sweep.preset("small")
-    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 150, 64, 2)
+    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 120, 64, 2)
     assert small.configs == [("learn", "ff"), ("fixed", "none")]  # Table 2's two: the main job's first look
     assert small.instances is None and small.dataset_path().name == "small"
     assert (small.plan_instances, small.max_evaluations) == (12, 200)
     assert Sweep.from_parameters(preset="small") == small
     # an override wins even when it equals the paper's value; the rest stays the preset's
     custom = Sweep.preset("small", batch_size=256, plan_instances="all", models=["nlm", "linear"])
-    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 150)
+    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 120)
     assert custom.models == ["nlm", "linear"]
     with pytest.raises(ValueError, match="unknown sweep preset 'tiny'"):
         Sweep.preset("tiny")
@@ -128,7 +128,7 @@ def test_cli_without_flags_announces_the_papers_setting(tmp_path, capsys, monkey
     assert not (tmp_path / "runs").exists()
     assert main(["sweep", "--preset", "small", "--batch-size", "256", "--dry-run"]) == 0
     err = capsys.readouterr().err
-    assert "150 steps x batch 256" in err and "batch_size" not in err.splitlines()[0]
+    assert "120 steps x batch 256" in err and "batch_size" not in err.splitlines()[0]
 
 
 def test_missing_data_stops_the_sweep_before_training(tmp_path):

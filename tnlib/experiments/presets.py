@@ -8,17 +8,17 @@ from tnlib.paper import MAX_EVALUATIONS, PAPER_CONFIGS, SEEDS, TABLE1_CONFIGS, T
 # their values on top of the paper's defaults.
 PRESETS: dict[str, dict] = {
     "paper": {},
-    # What `make reproduce` runs on 2 CPU cores (about 3 minutes of sweep on a quiet machine): a first look at the
-    # whole pipeline -- train, test, plan, report -- not the evidence. NLM, Table 2's two configurations (learn/ff,
-    # fixed/none), N and TN, two seeds, 150 steps at batch 64 on all of data/small's training instances (0.094% of
-    # the paper's samples), validated every 30 steps; GBFS on the first 12 instances of each domain's plan split
-    # (they go round its grid of sizes) with at most 200 evaluations, where h_FF (paper protocol) solves 2/12
-    # blocksworld, 11/12 ferry, 7/12 gripper and 8/12 visitall instances -- under the paper's 10,000 it solves all
-    # of them. Sized so that the main job stays within eight minutes on two cores: 250 steps and every plan
+    # What `make reproduce` runs on 2 CPU cores (about 3.5 minutes of sweep on a quiet machine): a first look at
+    # the whole pipeline -- train, test, plan, report -- not the evidence. NLM, Table 2's two configurations
+    # (learn/ff, fixed/none), N and TN, two seeds, 120 steps at batch 64 on all of data/small's training instances
+    # (0.075% of the paper's samples), validated every 30 steps; GBFS on the first 12 instances of each domain's
+    # plan split (they go round its grid of sizes) with at most 200 evaluations, where h_FF (paper protocol) solves
+    # 2/12 blocksworld, 11/12 ferry, 7/12 gripper and 8/12 visitall instances -- under the paper's 10,000 it solves
+    # all of them. Sized so that the main job stays within eight minutes on two cores: 250 steps and every plan
     # instance took a 441 s notebook of a 770 s main job, training three quarters of the sweep and planning a
     # fifth. Left to the converged presets (reports/converged/; the reports' header says so): the other two
     # configurations, training until flat, more seeds, the paper's 10,000 evaluations, the other models.
-    "small": dict(models=("nlm",), configs=PAPER_CONFIGS, seeds=(0, 1), steps=150, batch_size=64, eval_every=30,
+    "small": dict(models=("nlm",), configs=PAPER_CONFIGS, seeds=(0, 1), steps=120, batch_size=64, eval_every=30,
                   instances=None, data_profile="small", out_dir="runs/small", plan_instances=12,
                   max_evaluations=200, workers=2),
     # Runs meant to converge on a 2-core CPU (the target: at most 10% of runs still improving by the
