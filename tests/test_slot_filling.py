@@ -12,7 +12,7 @@ import pytest
 
 from tnlib.data.manifest import verify_dataset
 from tnlib.data.schema import MANIFEST
-from tnlib.data.slot_filling import fill_out_of_reach_slots
+from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
@@ -65,7 +65,7 @@ def emptied(tmp_path):
 
 def test_filled_slots_hold_the_draws_the_a_star_run_kept_with_optimal_labels(emptied):
     root, before, tables, removed = emptied
-    done = fill_out_of_reach_slots(root, DOMAIN, ["train", "val"], progress=lambda _m: None)
+    done = fill_empty_slots(root, DOMAIN, ["train", "val"], progress=lambda _m: None)
     assert {s: r["slots"] for s, r in done.items()} == {"train": 2, "val": 1}
     after = read_json(root / DOMAIN / MANIFEST)
     assert verify_dataset(root, DOMAIN) == []
@@ -113,15 +113,15 @@ def test_an_interrupted_fill_resumes_from_its_labelled_attempts(emptied, monkeyp
 
     monkeypatch.setattr(filling, "run_attempt", counted)
     with pytest.raises(KeyboardInterrupt):
-        fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+        fill_empty_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
     assert verify_dataset(root, DOMAIN) == []  # nothing of the split written yet
-    fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+    fill_empty_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
     assert len(calls) == 3 and calls[1] == calls[2]  # the first labelled attempt was read back
 
 
 def test_solution_cache_leaves_out_the_exactly_filled_plans(emptied):
     root, _before, _tables, removed = emptied
-    fill_out_of_reach_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
+    fill_empty_slots(root, DOMAIN, ["train"], progress=lambda _m: None)
     cache = SolutionCache.from_datasets([root], [DOMAIN])
     manifest = read_json(root / DOMAIN / MANIFEST)
     filled = [i for i in manifest["splits"]["train"]["instances"] if i.get("solver") == "exact"]
@@ -133,4 +133,70 @@ def test_solution_cache_leaves_out_the_exactly_filled_plans(emptied):
 
 def test_domain_without_an_exact_solver_is_refused(tmp_path):
     with pytest.raises(DatasetError, match="no exact solver"):
-        fill_out_of_reach_slots(tmp_path, "logistics", ["train"])
+        fill_empty_slots(tmp_path, "logistics", ["train"])
+
+
+def _drop_cell(root: Path, split: str, blocks: int) -> list[dict]:
+    """Takes one cell out of a split and its recorded grid, as a split made before the profile's grid gained the
+    cell holds it; returns the cell's records."""
+    path = root / DOMAIN / MANIFEST
+    manifest = read_json(path)
+    entry = manifest["splits"][split]
+    removed = [i for i in entry["instances"] if i["params"] == {"blocks": blocks}]
+    entry["instances"] = [i for i in entry["instances"] if i not in removed]
+    entry["settings"]["grid"]["params"].remove({"blocks": blocks})
+    names = [i["instance"] for i in removed]
+    table = pq.read_table(root / DOMAIN / entry["table"])
+    table = table.filter(pc.invert(pc.is_in(table.column("instance"), value_set=pc.cast(names, "string"))))
+    pq.write_table(table, root / DOMAIN / entry["table"], compression="zstd")
+    entry["counts"].update(slots=entry["counts"]["slots"] - len(removed), instances=len(entry["instances"]),
+                           states=table.num_rows)
+    for record in removed:
+        (root / record["problem"]).unlink()
+        del manifest["files"][record["problem"]]
+    manifest["files"][f"{DOMAIN}/{entry['table']}"] = sha256_file(root / DOMAIN / entry["table"])
+    atomic_write_json(path, manifest)
+    top = read_json(root / MANIFEST)
+    top["domains"][DOMAIN]["sha256"] = sha256_file(path)
+    atomic_write_json(root / MANIFEST, top)
+    record_train_pairs(root, [DOMAIN])
+    return removed
+
+
+def test_a_cell_the_profile_gained_is_filled_with_the_draws_generation_makes(tmp_path):
+    root = tmp_path / "small"
+    shutil.copytree(SMALL, root)
+    before = read_json(root / DOMAIN / MANIFEST)["splits"]["val"]
+    table_before = pq.read_table(root / DOMAIN / "val.parquet").replace_schema_metadata(None)
+    removed = _drop_cell(root, "val", 5)
+    assert verify_dataset(root, DOMAIN) == []
+    done = fill_empty_slots(root, DOMAIN, ["train", "val"], progress=lambda _m: None)
+    assert list(done) == ["val"] and done["val"]["slots"] == len(removed) == 10  # train had no empty slot
+    assert done["val"]["added_cells"] == [{"blocks": 5}]
+    assert verify_dataset(root, DOMAIN) == []
+    after = read_json(root / DOMAIN / MANIFEST)["splits"]["val"]
+    assert after["settings"] == before["settings"] and after["counts"] == before["counts"]
+    # the same draws in the same slots; the exact solver's optimal plan may be another than A*'s, so the filled
+    # instances' rows walk its states, with the same h* at the start and the same number of steps
+    solved_by = ("plan", "solve_seconds", "label_seconds", "solve_reused", "expansions", "solver")
+    assert ([{k: v for k, v in i.items() if k not in solved_by} for i in after["instances"]]
+            == [{k: v for k, v in i.items() if k not in solved_by} for i in before["instances"]])
+    table = pq.read_table(root / DOMAIN / "val.parquet").replace_schema_metadata(None)
+    assert table.column("instance").to_pylist() == table_before.column("instance").to_pylist()
+    names = {i["instance"] for i in removed}
+    kept = pc.invert(pc.is_in(table.column("instance"), value_set=pc.cast(list(names), "string")))
+    assert table.filter(kept).equals(table_before.filter(kept))
+    starts = pc.equal(table.column("step"), 0)
+    for column in ("instance", "state", "goal", "h_star"):
+        assert table.filter(starts).column(column).equals(table_before.filter(starts).column(column))
+    assert fill_empty_slots(root, DOMAIN, ["val"], progress=lambda _m: None) == {}  # nothing left to fill
+
+
+def test_a_split_keeps_apart_only_from_the_splits_it_must_not_share_with():
+    from tnlib.data.slot_filling import _taken_keys
+
+    manifest = {"splits": {split: {"instances": [{"instance_key": split, "instance": "x"}]}
+                           for split in ("train", "val", "test", "plan", "test-grid")}}
+    assert set(_taken_keys(manifest, "test-grid")) == {"train", "val", "test-grid"}  # test draws are its own
+    assert set(_taken_keys(manifest, "train")) == {"train", "val", "test", "plan", "test-grid"}
+    assert set(_taken_keys(manifest, "test")) == {"train", "val", "test", "plan"}

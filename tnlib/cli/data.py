@@ -19,8 +19,8 @@ from tnlib.data.manifest import (
 from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
 from tnlib.data.profiles import PROFILES
-from tnlib.data.schema import DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
-from tnlib.data.slot_filling import fill_out_of_reach_slots
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
+from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS, MAX_EVALUATIONS
 
@@ -139,17 +139,18 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     card.set_defaults(func=_run_card)
 
     fill = commands.add_parser(
-        "fill", help="give the out-of-reach slots of finished splits their instances, solved by the domain's exact "
-        "solver (every other instance stays as it is)",
-        description="Fill the slots that A* left empty as out of reach in finished splits of a dataset root: each "
+        "fill", help="give the empty slots of finished splits (out of reach for A*, or in cells the profile's grid "
+        "has gained) their instances, solved by the domain's exact solver (every other instance stays as it is)",
+        description="Fill the slots that A* left empty as out of reach in finished splits of a dataset root, and the "
+        "slots of cells the profile's grid has gained since a split was made (the paper profile's test-grid): each "
         "gets the generator's draw for it, solved by the domain's exact solver and labelled; the split's other "
         "instances, problem files and table rows stay byte for byte (tnlib.data.slot_filling). Resumable: an "
         "interrupted run keeps its labelled attempts and reads them back when rerun.",
     )
     fill.add_argument("folder", type=Path, help="dataset root")
     fill.add_argument("--domain", required=True, help="a domain with an exact solver")
-    fill.add_argument("--splits", nargs="+", default=["train", "val"], choices=SPLITS,
-                      help="the splits whose out-of-reach slots to fill (default: train val)")
+    fill.add_argument("--splits", nargs="+", default=["train", "val"], choices=ALL_SPLITS,
+                      help="the splits whose empty slots to fill (default: train val)")
     fill.set_defaults(func=_run_fill)
 
     status = commands.add_parser(
@@ -284,8 +285,11 @@ def _run_card(args: argparse.Namespace) -> int:
 def _run_fill(args: argparse.Namespace) -> int:
     if not (args.folder / MANIFEST).is_file():
         raise CommandError(f"{args.folder}: no {MANIFEST}; generate it with `tnlib data generate`")
-    for split, record in fill_out_of_reach_slots(args.folder, args.domain, args.splits).items():
-        print(f"{args.domain}/{split}: {record['slots']} slots filled in {record['seconds']['wall']:.0f} s")
+    done = fill_empty_slots(args.folder, args.domain, args.splits)
+    for split in args.splits:
+        record = done.get(split)
+        print(f"{args.domain}/{split}: " + ("no empty slot" if record is None else
+                                           f"{record['slots']} slots filled in {record['seconds']['wall']:.0f} s"))
     return 0
 
 
