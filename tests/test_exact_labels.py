@@ -149,3 +149,20 @@ def test_test_grid_may_repeat_test_but_not_train_or_val():
     assert counts.in_earlier == 1 and counts.earlier_examples == ["grid/b.pddl repeats val/b.pddl"]
     keys["plan"].append(("plan/c.pddl", "C"))
     assert domain_duplicates(keys)["plan"].in_earlier == 1
+
+
+def test_shipped_test_grid_holds_every_slot_of_the_paper_profiles_grid():
+    """data/paper's test-grid is what the paper profile asks for: its recorded grid is the profile's (so `generate`
+    takes it for complete), and every slot of it holds an instance or an exhausted cell's failure -- a cell added
+    to the profile without filling the data (`tnlib data fill --splits test-grid`) fails here."""
+    from tnlib.data.profiles import PROFILES
+
+    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    for domain in EXACT_DOMAINS:
+        entry = json.loads((root / domain / "manifest.json").read_text())["splits"][TEST_GRID]
+        grid = PROFILES["paper"].grid(domain, TEST_GRID)
+        assert entry["settings"]["grid"] == grid.describe(), domain
+        held = sorted((tuple(r["params"].values()), r["seed_number"]) for r in entry["instances"] + entry["failures"])
+        assert held == sorted((tuple(v for _name, v in params), n) for params, n in grid.slots()), domain
+        assert {f["status"] for f in entry["failures"]} <= {"exhausted", "skipped"}, domain  # none lost to a solver
+        assert entry["counts"]["slots"] == len(grid.slots()), domain
