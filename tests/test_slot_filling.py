@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tnlib.data.manifest import verify_dataset
+from tnlib.data.manifest import data_card, verify_dataset
 from tnlib.data.schema import MANIFEST
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.data.solution_cache import SolutionCache, text_sha256
@@ -190,6 +190,11 @@ def test_a_cell_the_profile_gained_is_filled_with_the_draws_generation_makes(tmp
     for column in ("instance", "state", "goal", "h_star"):
         assert table.filter(starts).column(column).equals(table_before.filter(starts).column(column))
     assert fill_empty_slots(root, DOMAIN, ["val"], progress=lambda _m: None) == {}  # nothing left to fill
+    assert "| blocksworld | val (+10 by the exact solver) |" in data_card(root)
+    manifest = read_json(root / DOMAIN / MANIFEST)
+    manifest["splits"]["val"]["settings"]["solver"] = "exact"  # a split the exact solver made, grown later
+    atomic_write_json(root / DOMAIN / MANIFEST, manifest)
+    assert "| blocksworld | val (exact solver) (+10 filled later) |" in data_card(root)
 
 
 def test_a_split_keeps_apart_only_from_the_splits_it_must_not_share_with():

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from tnlib.data.schema import DEFAULT_PROFILE, DISJOINT_FROM, FORMAT, LIMIT_HITS, MANIFEST, arrow_schema
+from tnlib.data.schema import DEFAULT_PROFILE, DISJOINT_FROM, EXACT_SOLVER, FORMAT, LIMIT_HITS, MANIFEST, arrow_schema
 from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
@@ -286,8 +286,10 @@ def data_card(root: str | os.PathLike) -> str:
             counts = entry["counts"]
             # the default route (A* + LM-cut) is not recorded; another one is named beside the split
             route = f" ({entry['settings']['solver']} solver)" if entry["settings"].get("solver") else ""
-            if entry.get("exact_fill"):  # out-of-reach slots filled later (tnlib.data.slot_filling)
-                route += f" (+{entry['exact_fill']['slots']} by the exact solver)"
+            if entry.get("exact_fill"):  # empty slots filled later (tnlib.data.slot_filling)
+                filled = entry["exact_fill"]["slots"]
+                route += (f" (+{filled} filled later)" if entry["settings"].get("solver") == EXACT_SOLVER
+                          else f" (+{filled} by the exact solver)")
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
             # a format-1 dataset has no duplicate rule, so no count: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
