@@ -85,7 +85,7 @@ def test_test_grid_slots_are_test_slots_of_domains_with_an_exact_solver():
             assert set(profile.grid(domain, TEST_GRID).slots()) <= test_slots
             for combo, n in profile.grid(domain, TEST_GRID).slots()[:3]:
                 assert generator_seed(TEST_GRID, domain, combo, n, 0) == generator_seed("test", domain, combo, n, 0)
-    assert {dict(c)["blocks"] for c in PROFILES["paper"].grid("blocksworld", TEST_GRID).combos} == set(range(11, 19))
+    assert {dict(c)["blocks"] for c in PROFILES["paper"].grid("blocksworld", TEST_GRID).combos} == set(range(11, 21))
 
 
 def test_plan_split_cycles_through_the_test_sizes():
