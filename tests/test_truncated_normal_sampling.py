@@ -1,5 +1,6 @@
 """TruncatedNormal.sample: the rejection samplers' acceptance rates, their choice per element, and the law of the
-draws (Kolmogorov-Smirnov against the distribution's own cdf, which the mpmath tests check)."""
+draws (Kolmogorov-Smirnov against the distribution's own cdf, which the mpmath tests check), by the compiled CPU
+kernels (tnlib.distributions._sample_kernels) and by the torch route other devices take."""
 from __future__ import annotations
 
 import math
@@ -9,10 +10,11 @@ import scipy.stats
 import torch
 
 from tnlib import TruncatedNormal
-from tnlib.distributions import _sampling
+from tnlib.distributions import _sample_kernels, _sampling, truncated_normal
 from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _UNIFORM, _acceptance_rates, _propose, _proposals
 
 INF = math.inf
+ROUTES = ["kernels", "torch"]
 
 # (loc, scale, low, high) and the proposal each should draw from
 CASES = [
@@ -38,6 +40,12 @@ def _distribution(params, dtype=torch.float64, shape=()):
 def _kind(d: TruncatedNormal) -> int:
     (kind, _, _), = _proposals(d._core)
     return kind
+
+
+def _take_route(monkeypatch, route: str) -> None:
+    """Makes ``sample`` take the CPU kernels (as a CPU call does) or the torch route (as other devices do)."""
+    if route == "torch":
+        monkeypatch.setattr(truncated_normal, "_kernels_serve", lambda tensor: False)
 
 
 def _ks_pvalue(d: TruncatedNormal, x: torch.Tensor) -> float:
@@ -66,9 +74,11 @@ def test_acceptance_rates_match_the_proposals_own_acceptance(params, _):
         assert keep.double().mean().item() == pytest.approx(rate, abs=error), kind
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("params, _", CASES)
-def test_samples_follow_the_distribution(params, _, dtype):
+def test_samples_follow_the_distribution(monkeypatch, params, _, dtype, route):
+    _take_route(monkeypatch, route)
     d = _distribution(params, dtype)
     torch.manual_seed(0)
     x = d.sample((20_000,))
@@ -77,7 +87,9 @@ def test_samples_follow_the_distribution(params, _, dtype):
     assert _ks_pvalue(d, x) > 1e-3  # a fixed seed: not failed by chance
 
 
-def test_a_batch_of_regimes_draws_each_element_from_its_own_law():
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_batch_of_regimes_draws_each_element_from_its_own_law(monkeypatch, route):
+    _take_route(monkeypatch, route)
     params = torch.tensor([p for p, _ in CASES], dtype=torch.float64)
     d = TruncatedNormal(*params.T)
     assert {kind for kind, _, _ in _proposals(d._core)} == {_NORMAL, _EXPONENTIAL, _UNIFORM}
@@ -88,7 +100,9 @@ def test_a_batch_of_regimes_draws_each_element_from_its_own_law():
         assert _ks_pvalue(_distribution(p), x[:, j]) > 1e-3, p
 
 
-def test_the_same_seed_draws_the_same_samples():
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_same_seed_draws_the_same_samples(monkeypatch, route):
+    _take_route(monkeypatch, route)
     d = _distribution((0.0, 1.0, 0.2, 1.7), shape=(3, 4))
     torch.manual_seed(5)
     first = d.sample((7,))
@@ -98,6 +112,8 @@ def test_the_same_seed_draws_the_same_samples():
 
 
 def test_elements_no_proposal_suits_are_drawn_by_inversion(monkeypatch):
+    # (the torch route's fallback; the kernels never need it, as every element's best rate is at least 0.05)
+    _take_route(monkeypatch, "torch")
     monkeypatch.setattr(_sampling, "_MIN_ACCEPTANCE", 2.0)  # no rate reaches it
     params = (0.0, 1.0, 0.2, 1.7)
     d = _distribution(params)
@@ -111,22 +127,75 @@ def test_elements_no_proposal_suits_are_drawn_by_inversion(monkeypatch):
     assert torch.equal(x, d.rsample((20_000,)))
 
 
-def test_some_proposal_accepts_at_least_half_the_candidates_in_every_regime():
-    # bounds from -1e4 to 1e4 scales from loc, widths from 1e-6 scales to infinite, both sides of loc
-    starts = [-1e4, -100, -30, -10, -5, -3, -2, -1.5, -1, -0.7, -0.5, -0.3, -0.1, -0.01, 0, 0.01, 0.1, 0.3, 0.5,
-              0.7, 1, 1.5, 2, 3, 5, 10, 30, 100, 1e4]
-    widths = [1e-6, 1e-3, 0.01, 0.1, 0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 100, INF]
+def _regime_grid() -> TruncatedNormal:
+    """Standard normals truncated to bounds from -1e4 to 1e4 scales from loc and widths from 1e-6 scales to
+    infinite, both sides of loc, and about the edges of the regimes (a = 0.25, narrow intervals)."""
+    starts = [-1e4, -100, -30, -10, -5, -3, -2, -1.5, -1, -0.7, -0.5, -0.3, -0.1, -0.01, 0, 0.01, 0.1, 0.2, 0.25,
+              0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 30, 100, 1e4]
+    widths = [1e-6, 1e-3, 0.01, 0.1, 0.3, 0.5, 0.9, 1, 1.1, 1.5, 2, 2.5, 3, 5, 10, 100, INF]
     low = torch.tensor([s for s in starts for _ in widths], dtype=torch.float64)
     high = low + torch.tensor(widths * len(starts), dtype=torch.float64)
-    d = TruncatedNormal(torch.zeros_like(low), torch.ones_like(low), low, high)
-    assert float(_acceptance_rates(d._core).max(0).values.min()) >= 0.5
+    return TruncatedNormal(torch.zeros_like(low), torch.ones_like(low), low, high)
+
+
+def test_some_proposal_accepts_nearly_half_the_candidates_in_every_regime():
+    # the least, 0.4946, is an interval from just below loc 2.55 scales wide (neither the fold nor the uniform fit)
+    assert float(_acceptance_rates(_regime_grid()._core).max(0).values.min()) >= 0.49
+
+
+def test_the_kernels_choose_the_proposal_the_torch_route_chooses():
+    # the kernels compare the rates divided by the mass they share; the torch route, the rates themselves
+    d = _regime_grid()
+    core = d._core
+    rates = _acceptance_rates(core)
+    expected = rates.max(0).indices
+    chosen = torch.tensor([_sample_kernels._kind_element(float(a), float(w)) for a, w in zip(core.a, core.w)])
+    top_two = rates.topk(2, dim=0).values
+    clear = top_two[0] > top_two[1] * (1 + 1e-12)  # (a tie may go either way by rounding)
+    assert int(clear.sum()) > 0.9 * clear.numel()
+    assert torch.equal(chosen[clear], expected[clear])
+    assert set(chosen.tolist()) == {_NORMAL, _EXPONENTIAL, _UNIFORM}
+
+
+@pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (-1e5, 1.0, 0.0, INF), (0.0, 1.0, -1e-3, 1e-3),
+                                    (50.0, 2.0, -INF, 0.0)])
+def test_the_kernels_draw_the_same_values_however_the_threads_split_them(params):
+    # each draw's uniforms are a function of the key and the draw's index only
+    d = _distribution(params, shape=(3000,))
+    draws = [_sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size((3, 3000)), 12345, parallel)
+             for parallel in (False, True)]
+    assert torch.equal(*draws)
+    assert not torch.equal(draws[0], _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high,
+                                                                      torch.Size((3, 3000)), 12346))
+
+
+def test_the_kernels_draw_float32_as_the_float64_draws_rounded():
+    params = [(0.0, 1.0, -1.0, 2.0), (-7.0, 1.0, 0.0, INF), (0.0, 1.0, 0.25, 0.5), (3.0, 0.5, -INF, 1.0)]
+    columns = [torch.tensor(column, dtype=torch.float64) for column in zip(*params)]
+    wide = _sample_kernels.sample_with_key(*columns, torch.Size((500, len(params))), 7)
+    narrow = _sample_kernels.sample_with_key(*(c.float() for c in columns), torch.Size((500, len(params))), 7)
+    assert narrow.dtype == torch.float32 and torch.equal(narrow, wide.float())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("params", [(-1e5, 1.0, 0.0, INF), (-30.0, 2.0, 0.0, INF), (0.0, 1.0, 1e-3, 1.001e-3),
+                                    (-3.0, 1.0, 0.0, 0.1), (0.0, 1.0, -2.0, 3.0), (1.0, 0.5, 0.0, INF)])
+def test_the_kernels_draws_follow_the_law_of_each_regime_in_one_batch(dtype, params):
+    # one-sided far tail, narrow, moderate: a batch of 20,000 distinct elements of one law, one draw each
+    d = _distribution(params, dtype, shape=(20_000,))
+    torch.manual_seed(3)
+    x = d.sample()
+    assert x.dtype == dtype and ((x >= d.low) & (x <= d.high)).all()
+    # against the law of the parameters as given (float32: rounded), in float64
+    assert _ks_pvalue(_distribution([float(torch.tensor(p, dtype=dtype)) for p in params]), x) > 1e-3
 
 
 @pytest.mark.parametrize("few_pending", [0, 10**9], ids=["one-candidate-passes", "many-candidate-passes"])
 @pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (0.0, 1.0, 3.0, 5.0), (0.0, 1.0, -0.5, 0.5)])
 def test_both_ways_of_redrawing_rejected_values_follow_the_distribution(monkeypatch, params, few_pending):
-    # rejected draws are redrawn one candidate a pass, or, once few are left, several candidates at once keeping
-    # the first accepted: each route alone must give the law
+    # the torch route redraws rejected draws one candidate a pass, or, once few are left, several candidates at
+    # once keeping the first accepted: each way alone must give the law
+    _take_route(monkeypatch, "torch")
     monkeypatch.setattr(_sampling, "_FEW_PENDING", few_pending)
     d = _distribution(params, shape=(20_000,))
     torch.manual_seed(2)

@@ -10,9 +10,10 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_series``: asymptotic series for the far tail, where closed forms cancel;
 * ``_statistics``: values and first derivatives of each statistic, from that state;
 * ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
-* ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``: the same formulas compiled per element (numba), which a CPU
-  call of log_prob, cdf, icdf (and rsample), mean, variance and entropy takes; the modules above are the torch route, for other
-  devices and the other methods.
+* ``_sampling``: exact draws by rejection for ``sample``;
+* ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``, ``_sample_kernels``: the same formulas compiled per element
+  (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes; the
+  modules above are the torch route, for other devices and the methods without a kernel.
 """
 from __future__ import annotations
 
@@ -65,6 +66,13 @@ def _moment_kernels():
 def _cdf_kernels():
     """tnlib.distributions._cdf_kernels, imported on first use."""
     from tnlib.distributions import _cdf_kernels as kernels
+
+    return kernels
+
+
+def _sample_kernels():
+    """tnlib.distributions._sample_kernels, imported on first use."""
+    from tnlib.distributions import _sample_kernels as kernels
 
     return kernels
 
@@ -325,9 +333,12 @@ class TruncatedNormal(Distribution):
         return self.icdf(u)
 
     def sample(self, sample_shape=torch.Size()) -> torch.Tensor:
-        """Exact draws by rejection (tnlib.distributions._sampling): several times faster than ``rsample``'s
-        inversion, and different values for the same random state."""
+        """Exact draws by rejection (tnlib.distributions._sampling; on the CPU its compiled kernels,
+        tnlib.distributions._sample_kernels): several times faster than ``rsample``'s inversion, and different values
+        for the same random state."""
         shape = self._extended_shape(sample_shape)
+        if _kernels_serve(self.loc):
+            return _sample_kernels().sample(self.loc, self.scale, self.low, self.high, shape)
         with torch.no_grad():
             core = self._core
             if self._proposals_cache is None:

@@ -1,0 +1,196 @@
+"""Compiled per-element kernels (numba) for ``TruncatedNormal.sample`` on the CPU: exact draws by rejection.
+
+The proposals are those of the torch route (tnlib.distributions._sampling): the Normal (folded where the interval
+lies at or above loc), the exponential with the log-density's slope at the bound, or the uniform on the interval,
+whichever accepts the most candidates. The torch route draws every element's candidate in a full-size pass, then
+again for the rejected ones; here each draw loops on its own element's proposal until a candidate is accepted, so no
+pass draws for elements already done and no mask is formed.
+
+The choice compares the rates divided by the element's mass (M0 in the frame, Z straddling), which all three share:
+it needs no special function, and the torch route's fallback to inversion for a best rate below
+``_sampling._MIN_ACCEPTANCE`` (0.05) is never needed, as the best rate is at least 0.05 everywhere: straddling (and
+not narrow) the interval is wider than 1 and the Normal keeps Z >= 0.19; on a narrow interval the density varies by
+at most e^1.5 and the uniform keeps more than 0.22; in the frame with a >= 0.25 the exponential keeps at least its
+rate with no upper bound, a m(a) >= a^2 / (1 + a^2) > 0.058; with 0 <= a < 0.25 (not narrow: w > 1) the folded
+Normal keeps 2 (Phi(a + w) - Phi(a)) > 0.59.
+
+Random numbers: one 64-bit key is drawn from torch's generator per call, so ``torch.manual_seed`` fixes the draws.
+The kernels' uniforms are SplitMix64's outputs (its Weyl sequence, counter * golden gamma + key, through its
+finaliser; the top 53 bits as a float64 in [0, 1)) at counter = draw * 2^24 + the draw's n-th uniform: every
+uniform of a call comes from a distinct counter, i.e. from one stream of period 2^64, and a draw's value depends only
+on the key, its index in the output and its element, not on how the threads split the draws. A draw would need 2^24
+uniforms to reach the next draw's counters: at an acceptance rate of 0.05 or more (two uniforms a candidate, 2.55 a
+Normal pair) the chance is below 0.95^(2^22). Normal candidates come from Marsaglia's polar method, both of each
+accepted point's pair in turn. Float32 parameters are widened and each draw rounded once.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import torch
+
+from tnlib.distributions._kernels import _flat, _threads
+from tnlib.distributions._moment_kernels import _PARALLEL_FROM, _is_narrow
+from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _SQRT_2PI, _UNIFORM
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_SHIFT_30, _SHIFT_27, _SHIFT_31, _SHIFT_11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_UNIFORMS_PER_DRAW_BITS = np.uint64(24)
+_TO_UNIT = 2.0 ** -53
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _uniform(key, counter):
+    """SplitMix64's output at ``counter`` of the stream ``key`` as a float64 in [0, 1)."""
+    z = counter * _GAMMA + key
+    z = (z ^ (z >> _SHIFT_30)) * _MIX_1
+    z = (z ^ (z >> _SHIFT_27)) * _MIX_2
+    z = z ^ (z >> _SHIFT_31)
+    return np.float64(np.int64(z >> _SHIFT_11)) * _TO_UNIT  # (a signed conversion is one instruction)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _canonical(loc, scale, low, high):
+    """(flip, c_loc, c_low, c_high, a, b, w) of one element, as tnlib.distributions._regimes._core forms them."""
+    flip = high <= loc
+    if flip:
+        c_loc, c_low, c_high = -loc, -high, -low
+    else:
+        c_loc, c_low, c_high = loc, low, high
+    return flip, c_loc, c_low, c_high, (c_low - c_loc) / scale, (c_high - c_loc) / scale, (high - low) / scale
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _kind_element(a, w):
+    """The proposal with the highest acceptance rate (the first of equal ones) of the canonical element (a, w):
+    _sampling._acceptance_rates divided by the mass they share."""
+    if a >= 0 or _is_narrow(a, w):  # the frame: each rate is M0 times
+        phi = math.exp(-0.5 * a * a) / _SQRT_2PI
+        normal = 2.0 * phi if a >= 0 else phi
+        exponential = a / -math.expm1(-a * w) if a > 0 else 0.0
+        d_peak = min(max(-a, 0.0), w)
+        uniform = 0.0 if math.isinf(w) else math.exp(d_peak * (a + 0.5 * d_peak)) / w
+    else:  # straddling: each rate is Z times
+        normal, exponential = 1.0, 0.0
+        uniform = _SQRT_2PI / w
+    kind, best = _NORMAL, normal
+    if exponential > best:
+        kind, best = _EXPONENTIAL, exponential
+    if uniform > best:
+        kind = _UNIFORM
+    return kind
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _normal_draw(a, b, key, counter):
+    """t ~ N(0, 1) kept where a <= t <= b, folded (|t|) where the interval lies at or above loc (a >= 0): twice the
+    density there."""
+    fold = a >= 0
+    one = np.uint64(1)
+    while True:
+        p = 2.0 * _uniform(key, counter) - 1.0
+        q = 2.0 * _uniform(key, counter + one) - 1.0
+        counter += np.uint64(2)
+        r = p * p + q * q
+        if r >= 1.0 or r == 0.0:
+            continue
+        f = math.sqrt(-2.0 * math.log(r) / r)
+        t = abs(p * f) if fold else p * f
+        if a <= t <= b:
+            return t
+        t = abs(q * f) if fold else q * f
+        if a <= t <= b:
+            return t
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _exponential_draw(a, w, key, counter):
+    """d ~ Exp(a) truncated to [0, w], kept with probability exp(-d^2/2)."""
+    tail = math.expm1(-a * w)
+    one = np.uint64(1)
+    while True:
+        u = _uniform(key, counter)
+        v = _uniform(key, counter + one)
+        counter += np.uint64(2)
+        d = min(-math.log1p(u * tail) / a, w)
+        if v <= math.exp(-0.5 * d * d):
+            return d
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _uniform_draw(a, w, key, counter):
+    """d uniform over [0, w] from the lower end, kept by the density relative to its peak, written as a product of
+    the distance to the peak so that nothing near-equal is subtracted."""
+    frame = a >= 0 or _is_narrow(a, w)
+    d_peak = min(max(-a, 0.0), w) if frame else -a  # straddling: the peak is at t = 0
+    one = np.uint64(1)
+    while True:
+        d = _uniform(key, counter) * w
+        v = _uniform(key, counter + one)
+        counter += np.uint64(2)
+        log_ratio = -(d - d_peak) * (a + 0.5 * (d + d_peak)) if frame else -0.5 * (a + d) * (a + d)
+        if v <= math.exp(log_ratio):
+            return d
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draw_element(loc, scale, low, high, key, draw):
+    """One exact draw of TN(loc, scale, low, high), from the uniforms of the ``draw``-th draw of the call."""
+    counter = np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    kind = _kind_element(a, w)
+    if kind == _NORMAL:
+        x = c_loc + scale * _normal_draw(a, b, key, counter)
+    elif kind == _EXPONENTIAL:
+        x = c_low + scale * _exponential_draw(a, w, key, counter)
+    else:
+        x = c_low + scale * _uniform_draw(a, w, key, counter)
+    x = min(max(x, c_low), c_high)
+    return -x if flip else x
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draw_into(k, loc, scale, low, high, key, out):
+    i = k % loc.shape[0]  # draws are ordered draw-major: the k-th is of element k mod n
+    out[k] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]), key,
+                           k)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draws_serial(loc, scale, low, high, key, out):
+    for k in range(out.shape[0]):
+        _draw_into(k, loc, scale, low, high, key, out)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _draws_parallel(loc, scale, low, high, key, out):
+    for k in numba.prange(out.shape[0]):
+        _draw_into(k, loc, scale, low, high, key, out)
+
+
+def sample_with_key(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
+                    shape: torch.Size, key: int, parallel: bool | None = None) -> torch.Tensor:
+    """Draws of shape ``shape`` (a sample shape before the parameters' shape) of TN(loc, scale, low, high), all four
+    CPU tensors of one shape and dtype, from the stream ``key`` (0 <= key < 2^64); ``parallel``: whether threads
+    split the draws (None: from ``_PARALLEL_FROM`` draws)."""
+    arrays = [_flat(t) for t in (loc, scale, low, high)]
+    out = np.empty(tuple(shape), dtype=arrays[0].dtype)
+    flat = out.reshape(-1)
+    if parallel is None:
+        parallel = flat.shape[0] >= _PARALLEL_FROM
+    if parallel:
+        _threads()
+        _draws_parallel(*arrays, np.uint64(key), flat)
+    elif flat.shape[0]:
+        _draws_serial(*arrays, np.uint64(key), flat)
+    return torch.from_numpy(out)
+
+
+def sample(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
+           shape: torch.Size) -> torch.Tensor:
+    """:func:`sample_with_key` with a key drawn from torch's default generator (one draw a call)."""
+    key = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    return sample_with_key(loc, scale, low, high, shape, key)
