@@ -40,6 +40,9 @@ _MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31, _SHIFT_11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _UNIFORMS_PER_DRAW_BITS = np.uint64(24)
 _TO_UNIT = 2.0 ** -53
+# from a = 0.8 the exponential's rate, at least a M0 (and at least the uniform's, M0 / w, as a w >= 1 - exp(-a w)),
+# beats the folded Normal's, 2 phi(a) M0 <= 0.58 M0
+_EXPONENTIAL_FROM = 0.8
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -67,6 +70,8 @@ def _canonical(loc, scale, low, high):
 def _kind_element(a, w):
     """The proposal with the highest acceptance rate (the first of equal ones) of the canonical element (a, w):
     _sampling._acceptance_rates divided by the mass they share."""
+    if a >= _EXPONENTIAL_FROM:
+        return _EXPONENTIAL
     if a >= 0 or _is_narrow(a, w):  # the frame: each rate is M0 times
         phi = math.exp(-0.5 * a * a) / _SQRT_2PI
         normal = 2.0 * phi if a >= 0 else phi
@@ -116,7 +121,8 @@ def _exponential_draw(a, w, key, counter):
         v = _uniform(key, counter + one)
         counter += np.uint64(2)
         d = min(-math.log1p(u * tail) / a, w)
-        if v <= math.exp(-0.5 * d * d):
+        # exp(-x) >= 1 - x accepts most candidates of a far tail (d ~ 1/a) without the exponential
+        if v <= 1.0 - 0.5 * d * d or v <= math.exp(-0.5 * d * d):
             return d
 
 
@@ -132,7 +138,7 @@ def _uniform_draw(a, w, key, counter):
         v = _uniform(key, counter + one)
         counter += np.uint64(2)
         log_ratio = -(d - d_peak) * (a + 0.5 * (d + d_peak)) if frame else -0.5 * (a + d) * (a + d)
-        if v <= math.exp(log_ratio):
+        if v <= 1.0 + log_ratio or v <= math.exp(log_ratio):  # (exp(x) >= 1 + x: most of a narrow interval's)
             return d
 
 
@@ -175,12 +181,13 @@ def sample_with_key(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, h
                     shape: torch.Size, key: int, parallel: bool | None = None) -> torch.Tensor:
     """Draws of shape ``shape`` (a sample shape before the parameters' shape) of TN(loc, scale, low, high), all four
     CPU tensors of one shape and dtype, from the stream ``key`` (0 <= key < 2^64); ``parallel``: whether threads
-    split the draws (None: from ``_PARALLEL_FROM`` draws)."""
+    split the draws (None: from ``_PARALLEL_FROM`` draws where torch uses more than one thread: a parallel region
+    of one thread costs its start, which on a loaded machine is a wait of milliseconds for the worker's turn)."""
     arrays = [_flat(t) for t in (loc, scale, low, high)]
     out = np.empty(tuple(shape), dtype=arrays[0].dtype)
     flat = out.reshape(-1)
     if parallel is None:
-        parallel = flat.shape[0] >= _PARALLEL_FROM
+        parallel = flat.shape[0] >= _PARALLEL_FROM and torch.get_num_threads() > 1
     if parallel:
         _threads()
         _draws_parallel(*arrays, np.uint64(key), flat)

@@ -339,6 +339,10 @@ class TruncatedNormal(Distribution):
         shape = self._extended_shape(sample_shape)
         if _kernels_serve(self.loc):
             return _sample_kernels().sample(self.loc, self.scale, self.low, self.high, shape)
+        return self._sample_by_torch(shape)
+
+    def _sample_by_torch(self, shape: torch.Size) -> torch.Tensor:
+        """``sample`` by the torch route (tnlib.distributions._sampling), which other devices than the CPU take."""
         with torch.no_grad():
             core = self._core
             if self._proposals_cache is None:
