@@ -157,7 +157,7 @@ def jax_methods(v: dict, make) -> dict:
     cdf = jax.jit(lambda loc, scale, low, high, x: make(loc, scale, low, high).cdf(x))
     icdf = jax.jit(lambda loc, scale, low, high, p: _quantile(make(loc, scale, low, high), p))
     sample = jax.jit(lambda loc, scale, low, high, k: _draw(make(loc, scale, low, high), k))
-    mean = jax.jit(lambda loc, scale, low, high: make(loc, scale, low, high).mean)
+    mean = jax.jit(lambda loc, scale, low, high: _mean(make(loc, scale, low, high)))
     params = (a["loc"], a["scale"], a["low"], a["high"])
 
     def with_grad():
@@ -177,6 +177,10 @@ def jax_methods(v: dict, make) -> dict:
 
 def _quantile(d, p):
     return d.quantile(p) if hasattr(d, "quantile") else d.icdf(p)
+
+
+def _mean(d):
+    return d.mean() if callable(d.mean) else d.mean  # (a method in TFP, a property in numpyro)
 
 
 def _draw(d, key):
@@ -220,7 +224,8 @@ def implementations(v: dict, available: set) -> dict[str, dict]:
         out["torchrl"] = torch_peer_methods(v, torchrl_make)
     if "stable-trunc-gaussian" in available:
         out["stable-trunc-gaussian"] = torch_peer_methods(v, stable_make)
-    out["scipy"] = scipy_methods(v)
+    if "scipy" in available:
+        out["scipy"] = scipy_methods(v)
     return out
 
 
@@ -330,12 +335,15 @@ def main() -> None:
     parser.add_argument("--checked", type=int, default=30, help="elements checked against mpmath per regime")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: the process's CPU time, which a machine shared with other jobs inflates less")
+    parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated names of the peers to run")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    available = {name for name, module in PEERS.items() if importlib.util.find_spec(module) is not None}
-    missing = [name for name in PEERS if name not in available]
+    wanted = set(args.peers.split(","))
+    available = {name for name, module in PEERS.items()
+                 if name in wanted and importlib.util.find_spec(module) is not None}
+    missing = [name for name in PEERS if name in wanted and name not in available]
     print(versions(available) + f"; {args.points:,} float32 elements, 1 thread, best of {args.repeats} interleaved, "
           f"{args.clock} time")
     if missing:

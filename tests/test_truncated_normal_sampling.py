@@ -180,7 +180,7 @@ def test_the_kernels_draw_float32_as_the_float64_draws_rounded():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("params", [(-1e5, 1.0, 0.0, INF), (-30.0, 2.0, 0.0, INF), (0.0, 1.0, 1e-3, 1.001e-3),
                                     (-3.0, 1.0, 0.0, 0.1), (0.0, 1.0, -2.0, 3.0), (1.0, 0.5, 0.0, INF)])
-def test_the_kernels_draws_follow_the_law_of_each_regime_in_one_batch(dtype, params):
+def test_kernel_draws_follow_the_law_of_each_regime_in_one_batch(dtype, params):
     # one-sided far tail, narrow, moderate: a batch of 20,000 distinct elements of one law, one draw each
     d = _distribution(params, dtype, shape=(20_000,))
     torch.manual_seed(3)
