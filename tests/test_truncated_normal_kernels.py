@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _Log
 from tnlib.distributions._cdf_kernels import KernelCDF
 from tnlib.distributions._kernels import KernelLogProb
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM, STATISTICS, KernelStatistic
+from tnlib.files import REPO_ROOT
 
 
 def _grid_batch(dtype: torch.dtype) -> list[torch.Tensor]:
@@ -231,19 +234,13 @@ def test_icdf_and_its_gradients_equal_the_torch_route_in_every_regime():
         assert float(error[worst]) <= 1e-11, (name, rows[worst], float(g[worst]), float(g_ref[worst]))
 
 
-def test_the_kernels_leave_torchs_thread_count_as_it_was():
-    # numba's OpenMP threads share torch's libgomp: launching them (the kernels' first call in a process) set
-    # torch's thread count to the machine's cores. A fresh process, since this one's pool may be running already.
-    import subprocess
-    import sys
-
-    script = ("import torch\n"
-              "torch.set_num_threads(1)\n"
-              "from tnlib.distributions._kernels import KernelLogProb\n"
-              "x = torch.tensor([1.5, 2.0, 0.5], requires_grad=True)\n"
-              "bounds = torch.zeros(3), torch.full((3,), 9.0)\n"
-              "KernelLogProb.apply(x, x.detach(), torch.ones(3), *bounds).sum().backward()\n"
-              "print(torch.get_num_threads())\n")
-    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.split() == ["1"]
+def test_a_kernel_call_leaves_torchs_thread_count_as_it_was():
+    # launching numba's OpenMP layer (the first parallel kernel of a process) sets the process's OpenMP thread count
+    # to numba's maximum, which torch reads as its own: a process set to one thread must keep one
+    code = ("import torch; from tnlib import TruncatedNormal; torch.set_num_threads(1); n = 5000; "
+            "d = TruncatedNormal(torch.zeros(n), torch.ones(n), torch.zeros(n), torch.full((n,), float('inf'))); "
+            "d.log_prob(torch.ones(n)); d.cdf(torch.ones(n)); d.sample(); print(torch.get_num_threads())")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("OMP_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "1"
