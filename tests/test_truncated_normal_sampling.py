@@ -165,6 +165,9 @@ def test_the_kernels_draw_the_same_values_however_the_threads_split_them(params)
     draws = [_sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size((3, 3000)), 12345, parallel)
              for parallel in (False, True)]
     assert torch.equal(*draws)
+    # a batch drawn once per element takes a loop of its own, with the values of the first draws above
+    once = _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size((3000,)), 12345)
+    assert torch.equal(once, draws[0][0])
     assert not torch.equal(draws[0], _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high,
                                                                       torch.Size((3, 3000)), 12346))
 

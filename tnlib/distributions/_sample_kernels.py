@@ -40,6 +40,7 @@ _MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31, _SHIFT_11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _UNIFORMS_PER_DRAW_BITS = np.uint64(24)
 _TO_UNIT = 2.0 ** -53
+_TASK_DRAWS = 4096
 # from a = 0.8 the exponential's rate, at least a M0 (and at least the uniform's, M0 / w, as a w >= 1 - exp(-a w)),
 # beats the folded Normal's, 2 phi(a) M0 <= 0.58 M0
 _EXPONENTIAL_FROM = 0.8
@@ -112,9 +113,8 @@ def _normal_draw(a, b, key, counter):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _exponential_draw(a, w, key, counter):
-    """d ~ Exp(a) truncated to [0, w], kept with probability exp(-d^2/2)."""
-    tail = math.expm1(-a * w)
+def _exponential_draw(a, w, tail, key, counter):
+    """d ~ Exp(a) truncated to [0, w] (``tail`` = expm1(-a w)), kept with probability exp(-d^2/2)."""
     one = np.uint64(1)
     while True:
         u = _uniform(key, counter)
@@ -127,11 +127,9 @@ def _exponential_draw(a, w, key, counter):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _uniform_draw(a, w, key, counter):
-    """d uniform over [0, w] from the lower end, kept by the density relative to its peak, written as a product of
-    the distance to the peak so that nothing near-equal is subtracted."""
-    frame = a >= 0 or _is_narrow(a, w)
-    d_peak = min(max(-a, 0.0), w) if frame else -a  # straddling: the peak is at t = 0
+def _uniform_draw(a, w, frame, d_peak, key, counter):
+    """d uniform over [0, w] from the lower end, kept by the density relative to its peak at ``d_peak``, written as a
+    product of the distance to the peak so that nothing near-equal is subtracted."""
     one = np.uint64(1)
     while True:
         d = _uniform(key, counter) * w
@@ -144,37 +142,72 @@ def _uniform_draw(a, w, key, counter):
 
 @numba.njit(cache=True, error_model="numpy")
 def _draw_element(loc, scale, low, high, key, draw):
-    """One exact draw of TN(loc, scale, low, high), from the uniforms of the ``draw``-th draw of the call."""
+    """One exact draw of TN(loc, scale, low, high), from the uniforms of the call's draw ``draw``: a batch drawn once
+    per element takes this, with nothing formed that a single draw does not use."""
     counter = np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS
     flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
     kind = _kind_element(a, w)
     if kind == _NORMAL:
         x = c_loc + scale * _normal_draw(a, b, key, counter)
     elif kind == _EXPONENTIAL:
-        x = c_low + scale * _exponential_draw(a, w, key, counter)
+        x = c_low + scale * _exponential_draw(a, w, math.expm1(-a * w), key, counter)
     else:
-        x = c_low + scale * _uniform_draw(a, w, key, counter)
+        frame = a >= 0 or _is_narrow(a, w)
+        d_peak = min(max(-a, 0.0), w) if frame else -a  # straddling: the peak is at t = 0
+        x = c_low + scale * _uniform_draw(a, w, frame, d_peak, key, counter)
     x = min(max(x, c_low), c_high)
     return -x if flip else x
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _draw_into(k, loc, scale, low, high, key, out):
-    i = k % loc.shape[0]  # draws are ordered draw-major: the k-th is of element k mod n
-    out[k] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]), key,
-                           k)
+def _draw_range(i, start, stop, loc, scale, low, high, key, out):
+    """Draws ``start`` to ``stop`` of element ``i`` into ``out`` (ordered draw-major: the j-th draw of element i is
+    the call's draw j n + i, whose uniforms it takes), the element's state and proposal formed once: the values of
+    :func:`_draw_element`, for a distribution drawn many times."""
+    n = loc.shape[0]
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                                     np.float64(high[i]))
+    s = np.float64(scale[i])
+    kind = _kind_element(a, w)
+    tail = math.expm1(-a * w) if kind == _EXPONENTIAL else 0.0
+    frame = a >= 0 or _is_narrow(a, w)
+    d_peak = (min(max(-a, 0.0), w) if frame else -a) if kind == _UNIFORM else 0.0  # straddling: the peak at t = 0
+    for j in range(start, stop):
+        draw = j * n + i
+        counter = np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS
+        if kind == _NORMAL:
+            x = c_loc + s * _normal_draw(a, b, key, counter)
+        elif kind == _EXPONENTIAL:
+            x = c_low + s * _exponential_draw(a, w, tail, key, counter)
+        else:
+            x = c_low + s * _uniform_draw(a, w, frame, d_peak, key, counter)
+        x = min(max(x, c_low), c_high)
+        out[draw] = -x if flip else x
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _draws_serial(loc, scale, low, high, key, out):
-    for k in range(out.shape[0]):
-        _draw_into(k, loc, scale, low, high, key, out)
+def _draws_serial(loc, scale, low, high, count, key, out):
+    if count == 1:
+        for i in range(loc.shape[0]):
+            out[i] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                   np.float64(high[i]), key, i)
+        return
+    for i in range(loc.shape[0]):
+        _draw_range(i, 0, count, loc, scale, low, high, key, out)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _draws_parallel(loc, scale, low, high, key, out):
-    for k in numba.prange(out.shape[0]):
-        _draw_into(k, loc, scale, low, high, key, out)
+def _draws_parallel(loc, scale, low, high, count, key, out):
+    if count == 1:
+        for i in numba.prange(loc.shape[0]):
+            out[i] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                   np.float64(high[i]), key, i)
+        return
+    # tasks of up to _TASK_DRAWS draws of one element, so that one distribution drawn many times splits too
+    chunks = (count + _TASK_DRAWS - 1) // _TASK_DRAWS
+    for task in numba.prange(loc.shape[0] * chunks):
+        i, chunk = task // chunks, task % chunks
+        _draw_range(i, chunk * _TASK_DRAWS, min((chunk + 1) * _TASK_DRAWS, count), loc, scale, low, high, key, out)
 
 
 def sample_with_key(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
@@ -188,11 +221,12 @@ def sample_with_key(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, h
     flat = out.reshape(-1)
     if parallel is None:
         parallel = flat.shape[0] >= _PARALLEL_FROM and torch.get_num_threads() > 1
+    count = flat.shape[0] // max(arrays[0].shape[0], 1)
     if parallel:
         _threads()
-        _draws_parallel(*arrays, np.uint64(key), flat)
+        _draws_parallel(*arrays, count, np.uint64(key), flat)
     elif flat.shape[0]:
-        _draws_serial(*arrays, np.uint64(key), flat)
+        _draws_serial(*arrays, count, np.uint64(key), flat)
     return torch.from_numpy(out)
 
 
