@@ -113,7 +113,7 @@ def test_banner_says_what_runs_and_what_it_costs():
     assert "not run   the paper's hgn and linear models" in paper
     small = Sweep.preset("small").describe()
     assert small.startswith("tnlib sweep: preset 'small' -- not the paper's settings")
-    assert "= 32 runs" in small and "(0.16% of the paper's" in small and "needs a GPU" not in small
+    assert "= 32 runs" in small and "(0.075% of the paper's" in small and "needs a GPU" not in small
     custom = Sweep.preset("small", steps=601).describe()
     assert custom.startswith("tnlib sweep: custom settings") and "steps" in custom.splitlines()[0]
     everything = Sweep.from_parameters(models=["nlm", "hgn", "linear"]).describe()
@@ -413,7 +413,7 @@ def test_bad_until_flat_settings_are_refused(overrides, message):
 
 def test_cli_names_the_until_flat_flags(capsys):
     assert main(["sweep", "--preset", "small", "--max-steps", "100", "--dry-run"]) == 2
-    assert "error: --max-steps must be None or an integer >= steps (250), got 100" in capsys.readouterr().err
+    assert "error: --max-steps must be None or an integer >= steps (120), got 100" in capsys.readouterr().err
 
 
 def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):

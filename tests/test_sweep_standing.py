@@ -8,7 +8,7 @@ import pytest
 from tnlib.experiments.sweep import Sweep
 from tnlib.experiments.sweep_standing import finished_runs, sweep_standing
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.split_planning import planning_instances
+from tnlib.learning.split_planning import chosen_instances, planning_instances
 from tnlib.learning.training import TrainConfig
 from tnlib.learning.training_cost import MEASURED_RUN_OVERHEAD_SECONDS, MEASURED_STEP_SECONDS
 
@@ -34,7 +34,8 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     tested = _write_run(by_distribution["N"], [3.0, 2.0, 1.5, 1.4], steps=600)
     tested.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
     table = planning_instances(sweep.dataset_path(), "gripper", "plan")
-    problems = [table.problem_path(instance).name for instance in table.instances()]
+    problems = [table.problem_path(instance).name
+                for instance in chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)]
     for estimate, count in (("default", len(problems)), ("clip", 3)):
         tested.planning_file(estimate).write_text(
             "".join(json.dumps({"problem": name, "protocol": "paper", "solved": True, "evaluations": 1}) + "\n"
