@@ -24,13 +24,13 @@ LOGS=$(mktemp -d)
 CODE=$(realpath "${TNLIB_CODE:-$PWD}")
 [ -n "${TNLIB_CODE:-}" ] && export PYTHONSAFEPATH=1
 mkdir -p "$OUTD"
+SITE=""
 if compgen -G ".whl/*.whl" > /dev/null; then
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$LOGS/site" .whl/*.whl \
         || exit 1
-    export PYTHONPATH="$LOGS/site:$CODE${PYTHONPATH:+:$PYTHONPATH}"
-else
-    export PYTHONPATH="$CODE${PYTHONPATH:+:$PYTHONPATH}"
+    SITE="$LOGS/site:"
 fi
+export PYTHONPATH="$SITE$CODE${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 OMP_NUM_THREADS=1 TNLIB_PROGRESS=text
 {
     command -v nvidia-smi > /dev/null && nvidia-smi -L

@@ -222,11 +222,12 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
     import sys
 
     with tempfile.TemporaryDirectory(prefix="tnlib-code-") as code:
-        exported = subprocess.run(f"git -C {REPO_ROOT} archive {commit} tnlib | tar -x -C {code}", shell=True,
-                                  capture_output=True, text=True)
+        archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", commit, "tnlib"], capture_output=True)
+        exported = archive if archive.returncode else subprocess.run(["tar", "-x", "-C", code],
+                                                                     input=archive.stdout, capture_output=True)
         if exported.returncode or not (Path(code) / "tnlib" / "__init__.py").is_file():
             raise LookupError(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
-                              f"this checkout's git history: {exported.stderr.strip() or 'nothing exported'}")
+                              f"this checkout's git history: {exported.stderr.decode().strip() or 'nothing exported'}")
         script = ("import json, sys; from tnlib.experiments.rerun_check import curve_differences; "
                   "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
         env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}

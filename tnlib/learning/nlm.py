@@ -450,15 +450,15 @@ class _ProjectedExtrema(torch.autograd.Function):
             return (None,) * (5 + len(ctx.has_small))
         batch, n = object_mask.shape
         width = y.shape[-1]
-        if x is None:  # expand terms alone: an input of no channels
+        has_x, has_w = x is not None, w is not None
+        if not has_x:  # expand terms alone: an input of no channels
             x = y.new_zeros((batch, n ** 3, 0))
             w = y.new_zeros((len(_permutations(3)) * width, 0))
         need_x, need_w, need_bias = ctx.needs_input_grad[2:5]
         needs_small = [has and need for has, need in zip(ctx.has_small, ctx.needs_input_grad[5:])]
         grad_x, grad_w, grad_bias, grad_small = _sparse_permuted_backward(
             n, grad, y, x, w, needs_small, (object_mask, ctx.exclude_self))
-        return (None, None, grad_x if need_x and ctx.saved_tensors[0] is not None else None,
-                grad_w if need_w and ctx.saved_tensors[1] is not None else None,
+        return (None, None, grad_x if need_x and has_x else None, grad_w if need_w and has_w else None,
                 grad_bias if need_bias else None) + tuple(grad_small)
 
 
