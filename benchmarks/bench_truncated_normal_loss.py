@@ -1,14 +1,16 @@
 """The training loss of the Truncated Normal, -log_prob forward + backward, against torch's Normal NLL in one run.
 
 On 1e6 elements of every regime training meets (bench_truncated_normal.make_mixed_inputs: sigma 0.1, 1 or 10, mu
-20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32, best of
+20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32 and float64, best of
 ``--repeats`` interleaved calls, the distribution built inside each call. Routes: tnlib as a CPU call takes it (the
 compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take), and torch's
-``Normal``; each ratio is to Normal's time in the same run. Also the first log_prob + backward of a fresh process
-(numba's compiled code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs
-nothing).
+``Normal``; each ratio is to Normal's time in the same run. Then the paper's training case: batches of a few hundred
+to a few thousand (``--batches``), float32, the same regimes, sigma learned (loc and scale carry gradients) or fixed
+(loc only), each timing ``--calls`` calls. Also the first log_prob + backward of a fresh process (numba's compiled
+code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs nothing).
 
     python benchmarks/bench_truncated_normal_loss.py [--points 1000000] [--threads 1] [--repeats 15]
+        [--batches 256 1024 4096] [--calls 200]
 """
 from __future__ import annotations
 
@@ -38,28 +40,47 @@ print(time.perf_counter() - start, time.process_time() - cpu)
 """
 
 
-def _steps(x, loc0, scale0, low, high) -> dict:
+def _steps(x, loc0, scale0, low, high, learned_scale: bool = True, calls: int = 1) -> dict:
+    """Normal's NLL, tnlib's CPU call and tnlib's torch route, each a function making ``calls`` steps."""
     def leaves():
-        return loc0.clone().requires_grad_(), scale0.clone().requires_grad_()
+        return loc0.clone().requires_grad_(), scale0.clone().requires_grad_(learned_scale)
 
     def normal():
-        loc, scale = leaves()
-        (-torch.distributions.Normal(loc, scale, validate_args=False).log_prob(x).sum()).backward()
+        for _ in range(calls):
+            loc, scale = leaves()
+            (-torch.distributions.Normal(loc, scale, validate_args=False).log_prob(x).sum()).backward()
 
     def tnlib_cpu():
-        loc, scale = leaves()
-        (-TruncatedNormal(loc, scale, low, high, validate_args=False).log_prob(x).sum()).backward()
+        for _ in range(calls):
+            loc, scale = leaves()
+            (-TruncatedNormal(loc, scale, low, high, validate_args=False).log_prob(x).sum()).backward()
 
     def tnlib_torch_route():
-        loc, scale = leaves()
-        d = TruncatedNormal(loc, scale, low, high, validate_args=False)
-        if d._one_sided:
-            lp = _FastLogProb.apply(x, loc, scale, low, high, d._fast)
-        else:
-            lp = _LogProb.apply(x, loc, scale, low, high, d._core)
-        (-lp.sum()).backward()
+        for _ in range(calls):
+            loc, scale = leaves()
+            d = TruncatedNormal(loc, scale, low, high, validate_args=False)
+            if d._one_sided:
+                lp = _FastLogProb.apply(x, loc, scale, low, high, d._fast)
+            else:
+                lp = _LogProb.apply(x, loc, scale, low, high, d._core)
+            (-lp.sum()).backward()
 
     return {"Normal NLL": normal, "tnlib (CPU kernels)": tnlib_cpu, "tnlib torch route": tnlib_torch_route}
+
+
+def _inputs(points: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """(x, loc, scale, low, high) of ``points`` mixed-regime elements in ``dtype``, no upper bound."""
+    x, loc, raw_scale, low = (t.to(dtype) for t in make_mixed_inputs(points))
+    scale = torch.nn.functional.softplus(raw_scale) + 1e-3
+    return x, loc, scale, low, torch.full_like(low, float("inf"))
+
+
+def _print_ratios(times: dict, calls: int = 1) -> None:
+    normal = times["Normal NLL"]
+    for name, seconds in times.items():
+        per_call = seconds / calls
+        figure = f"{per_call * 1e3:9.3f} ms" if per_call >= 1e-3 else f"{per_call * 1e6:9.1f} us"
+        print(f"  {name:22s} {figure}   {seconds / normal:6.2f}x Normal")
 
 
 def best_times(fns: dict, repeats: int) -> dict[str, float]:
@@ -91,17 +112,23 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=1_000_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--batches", type=int, nargs="*", default=[256, 1024, 4096])
+    parser.add_argument("--calls", type=int, default=200, help="calls per timing at the training batches")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    x, loc, raw_scale, low = make_mixed_inputs(args.points)
-    scale = torch.nn.functional.softplus(raw_scale) + 1e-3
-    high = torch.full_like(low, float("inf"))
-    times = best_times(_steps(x, loc, scale, low, high), args.repeats)
-    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.points:,} mixed-regime float32 elements, "
-          f"-log_prob forward + backward, best of {args.repeats}")
-    normal = times["Normal NLL"]
-    for name, seconds in times.items():
-        print(f"{name:22s} {seconds * 1e3:9.3f} ms   {seconds / normal:6.2f}x Normal")
+    print(f"torch {torch.__version__}, {args.threads} thread(s), -log_prob forward + backward, best of "
+          f"{args.repeats}, interleaved, the distribution built in each call")
+    for dtype in (torch.float32, torch.float64):
+        times = best_times(_steps(*_inputs(args.points, dtype)), args.repeats)
+        print(f"{args.points:,} mixed-regime {str(dtype).removeprefix('torch.')} elements, sigma learned:")
+        _print_ratios(times)
+    for learned in (True, False):
+        for batch in args.batches:
+            steps = _steps(*_inputs(batch, torch.float32), learned_scale=learned, calls=args.calls)
+            times = best_times(steps, args.repeats)
+            print(f"training batch of {batch:,} float32 elements, sigma {'learned' if learned else 'fixed'} "
+                  f"(per call, {args.calls} calls a timing):")
+            _print_ratios(times, args.calls)
     peers = {"numpyro": "numpyro", "TensorFlow Probability": "tensorflow_probability", "torchrl": "torchrl"}
     missing = [name for name, module in peers.items() if importlib.util.find_spec(module) is None]
     if missing:

@@ -6,16 +6,34 @@ import os
 import subprocess
 import sys
 
+import mpmath as mp
+import numba
 import numpy as np
 import pytest
 import torch
 
 from test_truncated_normal import GRID, _points
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _LogProb, _Mean, _Variance
+from tnlib.distributions import _vector_math
+from tnlib.distributions._autograd import (
+    _CDF,
+    _ICDF,
+    _Entropy,
+    _FastLogProb,
+    _FastMean,
+    _LogProb,
+    _Mean,
+    _Variance,
+)
 from tnlib.distributions._cdf_kernels import KernelCDF
-from tnlib.distributions._kernels import KernelLogProb
-from tnlib.distributions._moment_kernels import _PARALLEL_FROM, STATISTICS, KernelStatistic
+from tnlib.distributions._kernels import (
+    _CONSTANTS,
+    _PARALLEL_FROM,
+    KernelLogProb,
+    _log_prob_parallel,
+    _log_prob_serial,
+)
+from tnlib.distributions._moment_kernels import STATISTICS, KernelStatistic
 from tnlib.files import REPO_ROOT
 
 
@@ -244,3 +262,130 @@ def test_a_kernel_call_leaves_torchs_thread_count_as_it_was():
     env.pop("OMP_NUM_THREADS", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "1"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The vectorizable log, exp and erfcx (tnlib.distributions._vector_math) the one-sided loss kernel is built from
+# ----------------------------------------------------------------------------------------------------------------
+
+@numba.njit
+def _vector_log(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _vector_math.log(x[i])
+
+
+@numba.njit
+def _vector_exp(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _vector_math.exp(x[i])
+
+
+@numba.njit
+def _vector_erfcx(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _vector_math.erfcx(x[i])
+
+
+def _ulps(got: np.ndarray, exact: list) -> np.ndarray:
+    """|got - exact| in ulps of the exact value rounded to float64."""
+    exact_float = np.array([float(e) for e in exact])
+    return np.array([float(abs(mp.mpf(g) - e)) for g, e in zip(got, exact)]) / np.spacing(np.abs(exact_float))
+
+
+def test_vector_log_and_exp_are_within_an_ulp_of_mpmath():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.exp(rng.uniform(-700.0, 700.0, 2000)), rng.uniform(0.5, 2.0, 1000),
+                        1.0 + rng.uniform(-1e-6, 1e-6, 200), [2.2250738585072014e-308, 1.0, 2.0, 1.7976931348623157e308]])
+    y = np.concatenate([rng.uniform(-708.0, 709.0, 2000), rng.uniform(-1.0, 1.0, 1000), [-708.0, 0.0, 709.0]])
+    logs, exps = np.empty_like(x), np.empty_like(y)
+    _vector_log(x, logs)
+    _vector_exp(y, exps)
+    with mp.workdps(40):
+        assert float(_ulps(logs, [mp.log(mp.mpf(v)) for v in x]).max()) <= 1.0
+        assert float(_ulps(exps, [mp.exp(mp.mpf(v)) for v in y]).max()) <= 1.0
+    below = np.array([-708.5, -745.2, -1e5])
+    _vector_exp(below, exps[:3])
+    assert np.all(exps[:3] == 0.0)  # (under 2^-1021: 0, which the callers add to numbers of order 1)
+
+
+def _erfcx_polynomial_at_50_digits() -> list:
+    """The monomial coefficients of (1 + 2x) erfcx(x) in t = (x - K)/(x + K): its Chebyshev expansion at 64 nodes,
+    converted at 50 digits."""
+    with mp.workdps(50):
+        k_value, count, degree = mp.mpf(_vector_math.ERFCX_K), 64, len(_vector_math.ERFCX_POLYNOMIAL) - 1
+        nodes = [mp.cos(mp.pi * (j + mp.mpf(1) / 2) / count) for j in range(count)]
+        values = []
+        for t in nodes:
+            x = k_value * (1 + t) / (1 - t)
+            values.append((1 + 2 * x) * mp.erfc(x) * mp.exp(x * x))
+        chebyshev = [2 * mp.fsum(v * mp.cos(mp.pi * k * (j + mp.mpf(1) / 2) / count) for j, v in enumerate(values))
+                     / count for k in range(degree + 1)]
+        chebyshev[0] /= 2
+        basis = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]  # T_k's monomial coefficients
+        for _ in range(2, degree + 1):
+            shifted = [mp.mpf(0)] + [2 * c for c in basis[-1]]
+            basis.append([c - (basis[-2][i] if i < len(basis[-2]) else 0) for i, c in enumerate(shifted)])
+        return [float(mp.fsum(chebyshev[k] * basis[k][j] for k in range(j, degree + 1))) for j in range(degree + 1)]
+
+
+def test_vector_erfcx_polynomial_is_its_chebyshev_expansion_and_within_8_ulps_of_mpmath():
+    recomputed = np.array(_erfcx_polynomial_at_50_digits())
+    assert float(np.abs(recomputed - _vector_math.ERFCX_POLYNOMIAL).max()) <= 1e-17
+    rng = np.random.default_rng(1)
+    x = np.concatenate([[0.0, 1e-300, 3.75, 50.0], rng.uniform(0.0, 1.0, 500), rng.uniform(1.0, 10.0, 500),
+                        rng.uniform(10.0, 100.0, 200), np.geomspace(100.0, 1e5, 200)])
+    got = np.empty_like(x)
+    _vector_erfcx(x, got)
+    with mp.workdps(40):
+        assert float(_ulps(got, [mp.erfc(mp.mpf(v)) * mp.exp(mp.mpf(v) ** 2) for v in x]).max()) <= 8.0
+    far = np.array([1e8, 1e150, math.inf])
+    _vector_erfcx(far, got[:3])
+    with mp.workdps(40):
+        asymptotic = [(1 - 1 / (2 * mp.mpf(v) ** 2)) / (mp.mpf(v) * mp.sqrt(mp.pi)) for v in far[:2]]
+    assert float(_ulps(got[:2], asymptotic).max()) <= 8.0 and got[2] == 0.0
+
+
+def test_one_sided_log_prob_and_its_gradients_equal_the_fast_torch_route():
+    # the CUDA route of the paper's batches (every upper bound +inf) against the kernels' vectorized loop
+    rows = [row for row in zip(*_grid_batch(torch.float64)) if row[4] == math.inf and row[3] > -math.inf]
+    tensors = [torch.tensor(column, dtype=torch.float64) for column in zip(*rows)]
+    results = []
+    for route in ("kernels", "torch"):
+        leaves = [t.clone().requires_grad_() for t in tensors]
+        if route == "kernels":
+            lp = KernelLogProb.apply(*leaves)
+        else:
+            d = TruncatedNormal(*leaves[1:], validate_args=False)
+            assert d._one_sided
+            lp = _FastLogProb.apply(leaves[0], *leaves[1:], d._fast)
+        results.append((lp.detach(), torch.autograd.grad(lp.sum(), leaves)))
+    (lp, grads), (lp_ref, grads_ref) = results
+    assert torch.equal(torch.isinf(lp), torch.isinf(lp_ref))
+    finite = torch.isfinite(lp_ref)
+    assert float(((lp - lp_ref)[finite].abs() / lp_ref[finite].abs().clamp_min(1.0)).max()) <= 1e-13
+    for name, g, g_ref in zip(("value", "loc", "scale", "low", "high"), grads, grads_ref):
+        error = (g - g_ref).abs() * tensors[2] / (g_ref.abs() * tensors[2]).clamp_min(1.0)
+        worst = int(error.argmax())
+        assert float(error[worst]) <= 1e-9, (name, [float(t[worst]) for t in tensors], float(g[worst]),
+                                             float(g_ref[worst]))
+
+
+def test_log_prob_without_gradients_equals_the_value_with_them():
+    tensors = _grid_batch(torch.float64)
+    with torch.no_grad():
+        plain = TruncatedNormal(*tensors[1:], validate_args=False).log_prob(tensors[0])
+    leaves = [t.clone().requires_grad_() for t in tensors]
+    assert torch.equal(plain, KernelLogProb.apply(*leaves).detach())
+
+
+def test_log_prob_of_a_batch_split_among_threads_equals_the_serial_loop():
+    tensors = _grid_batch(torch.float64)
+    copies = -(-_PARALLEL_FROM // tensors[0].shape[0]) + 1
+    arrays = [t.numpy() for t in tensors]
+    serial, serial_slopes = np.empty_like(arrays[0]), np.empty((5, arrays[0].shape[0]))
+    _log_prob_serial(*arrays, serial, serial_slopes, *_CONSTANTS)
+    long = [np.tile(a, copies) for a in arrays]
+    threaded, threaded_slopes = np.empty_like(long[0]), np.empty((5, long[0].shape[0]))
+    _log_prob_parallel(*long, threaded, threaded_slopes, *_CONSTANTS)
+    assert np.array_equal(threaded, np.tile(serial, copies))
+    assert np.array_equal(threaded_slopes, np.tile(serial_slopes, copies))

@@ -21,9 +21,11 @@ import scipy.special
 import torch
 from numpy.polynomial import chebyshev
 
+from tnlib.distributions import _vector_math
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2, _gauss_legendre
 
 _SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _ERFCX_INTERVALS, _ERFCX_DEGREE, _ERFCX_TABLE_END = 100, 6, 50.0
 _Y_START = 4.0 / (4.0 + _ERFCX_TABLE_END)
 _Y_WIDTH = (1.0 - _Y_START) / _ERFCX_INTERVALS
@@ -170,62 +172,144 @@ def _state(loc, scale, low, high, table, nodes, weights, g_series, v_series, mom
     return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, 0.0)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _log_prob_forward(value, loc, scale, low, high, out, table, nodes, weights, g_series, v_series):
-    for i in numba.prange(out.shape[0]):
-        s = np.float64(scale[i])
-        (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var) = _state(
-            np.float64(loc[i]), s, np.float64(low[i]), np.float64(high[i]), table, nodes, weights, g_series,
-            v_series, False)
-        x = -np.float64(value[i]) if flip else np.float64(value[i])
-        if x < c_low or x > c_high:
-            out[i] = -np.inf
-        elif frame:
-            d = (x - c_low) / s
-            out[i] = -math.log(s) - log_norm - 0.5 * d * (d + 2.0 * a)
-        else:
-            xi = (x - c_loc) / s
-            out[i] = -math.log(s) - _LOG_SQRT_2PI - 0.5 * xi * xi - log_norm
+@numba.njit(cache=True, error_model="numpy")
+def _log_prob_element(value, loc, s, low, high, table, nodes, weights, g_series, v_series, slopes):
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of one element in its own regime (the torch route's
+    formulas), the derivatives 0 outside the support and left 0 without ``slopes``."""
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var) = _state(
+        loc, s, low, high, table, nodes, weights, g_series, v_series, slopes)
+    x = -value if flip else value
+    if x < c_low or x > c_high:
+        return -np.inf, 0.0, 0.0, 0.0, 0.0, 0.0
+    xi = (x - c_loc) / s
+    if frame:
+        d = (x - c_low) / s
+        lp = -math.log(s) - log_norm - 0.5 * d * (d + 2.0 * a)
+    else:
+        lp = -math.log(s) - _LOG_SQRT_2PI - 0.5 * xi * xi - log_norm
+    if not slopes:
+        return lp, 0.0, 0.0, 0.0, 0.0, 0.0
+    if frame:
+        dl = d - first
+        ds = dl * (2.0 * a + d + first) - var
+    else:
+        dl = xi - first
+        a_pa = 0.0 if p_a == 0.0 else a * p_a
+        b_pb = 0.0 if p_b == 0.0 else b * p_b
+        ds = -1.0 + xi * xi - a_pa + b_pb
+    # back through the mirror: log_prob is even under it
+    sign = -1.0 if flip else 1.0
+    return (lp, -xi * sign / s, dl * sign / s, ds / s, (p_b if flip else p_a) / s,
+            -(p_a if flip else p_b) / s)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _g_series(y):
+    """g(x) = 1 - x M(x) by its asymptotic series in y = 1/x^2 (_G_SERIES, unrolled for the loop vectorizer)."""
+    c = _G_SERIES
+    return y * (c[0] + y * (c[1] + y * (c[2] + y * (c[3] + y * (c[4] + y * (c[5] + y * c[6]))))))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _v_series(y):
+    """Var[t] on [x, inf) by its asymptotic series in y = 1/x^2 (_V_SERIES, unrolled)."""
+    c = _V_SERIES
+    return y * (c[0] + y * (c[1] + y * (c[2] + y * (c[3] + y * (c[4] + y * (c[5] + y * (c[6] + y * c[7])))))))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _one_sided_element(x, loc, s, low):
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, whether the element is one the formulas hold for) of an element
+    with no upper bound, as _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD
+    code: both regimes are formed and one is selected, by one erfcx, one exp and one log (tnlib.distributions.
+    _vector_math). Elements it does not hold for (a finite upper bound, an infinite lower bound, a scale so small
+    or large that scale M(a) leaves the normal floats) are the caller's to compute again."""
+    a = (low - loc) / s
+    d = (x - low) / s
+    xi = (x - loc) / s
+    frame = a >= 0.0  # the right frame, relative to the bound; else straddling, relative to loc
+    scaled_erfcx = _vector_math.erfcx(abs(a) * _SQRT_HALF)
+    gauss = _vector_math.exp(-0.5 * a * a)  # sqrt(2 pi) phi(a)
+    m = _SQRT_PI_OVER_2 * scaled_erfcx  # Mills' ratio M(a) = Phi(-a) / phi(a)
+    z = 1.0 - 0.5 * gauss * scaled_erfcx  # Z = Phi(-a) = 1 - Phi(a), a < 0: in [0.5, 1], no cancellation
+    norm = s * (m if frame else z)
+    lp = -_vector_math.log(norm) - (0.5 * d * (d + 2.0 * a) if frame else _LOG_SQRT_2PI + 0.5 * xi * xi)
+    # the frame's p_a = 1/M, D = E[t] - a = g/M with g = 1 - a M (its series from a = 100, where that cancels
+    # below rounding) and Var[t] = 1 - p_a D (its series from a = 20); straddling, p_a = phi(a)/Z and E[t] = p_a
+    inv_a2 = 1.0 / (a * a)
+    p_frame = 1.0 / m
+    g_far = _g_series(inv_a2)
+    g_near = 1.0 - a * m
+    first = (g_far if a >= 100.0 else g_near) * p_frame
+    var_far = _v_series(inv_a2)
+    var_near = 1.0 - p_frame * first
+    var = var_far if a >= 20.0 else var_near
+    p_straddle = gauss / (_SQRT_2PI * z)
+    dl = d - first if frame else xi - p_straddle
+    ds = dl * (2.0 * a + d + first) - var if frame else -1.0 + xi * xi - a * p_straddle
+    inside = x >= low
+    per_scale = 1.0 / s if inside else 0.0
+    held = abs(a) < 1e300 and 1e-290 < norm < 1e290
+    return (lp if inside else -np.inf, -xi * per_scale, dl * per_scale, ds * per_scale,
+            (p_frame if frame else p_straddle) * per_scale, held)
+
+
+# fastmath's "contract" only: a * b + c may be one fused multiply-add (rounded once instead of twice)
+_FMA = {"contract"}
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series,
+                    v_series):
+    """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives w.r.t.
+    (value, loc, scale, low, high) into its five rows.
+
+    A first loop, straight-line and vectorized, computes every element as one without an upper bound; a second
+    computes again, each in its own regime, the elements that are not (none in the paper's training), which the
+    first marks by a NaN."""
+    if slopes.shape[1] > 0:
+        for i in range(start, stop):
+            lp, dx, dl, ds, da, held = _one_sided_element(
+                np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
+            out[i] = lp if held and high[i] == np.inf else np.nan
+            slopes[0, i] = dx
+            slopes[1, i] = dl
+            slopes[2, i] = ds
+            slopes[3, i] = da
+            slopes[4, i] = 0.0
+    else:
+        for i in range(start, stop):
+            lp, _, _, _, _, held = _one_sided_element(
+                np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
+            out[i] = lp if held and high[i] == np.inf else np.nan
+    want = slopes.shape[1] > 0
+    for i in range(start, stop):
+        if not math.isnan(out[i]):
+            continue
+        element = _log_prob_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                    np.float64(low[i]), np.float64(high[i]), table, nodes, weights, g_series,
+                                    v_series, want)
+        out[i] = element[0]
+        if want:
+            for k in range(5):
+                slopes[k, i] = element[k + 1]
+
+
+_BLOCK = 16384  # elements a thread takes at a time
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _log_prob_serial(value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series, v_series):
+    _log_prob_block(0, out.shape[0], value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series,
+                    v_series)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _log_prob_backward(grad, value, loc, scale, low, high, g_value, g_loc, g_scale, g_low, g_high, table, nodes,
-                       weights, g_series, v_series):
-    """grad times d log_prob / d (value, loc, scale, low, high), 0 outside the support; an output of length 0 is
-    not wanted and not written."""
-    want_value, want_loc, want_scale = g_value.shape[0] > 0, g_loc.shape[0] > 0, g_scale.shape[0] > 0
-    want_low, want_high = g_low.shape[0] > 0, g_high.shape[0] > 0
-    for i in numba.prange(grad.shape[0]):
-        s = np.float64(scale[i])
-        (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, var) = _state(
-            np.float64(loc[i]), s, np.float64(low[i]), np.float64(high[i]), table, nodes, weights, g_series,
-            v_series, True)
-        x = -np.float64(value[i]) if flip else np.float64(value[i])
-        gr = np.float64(grad[i]) / s
-        if x < c_low or x > c_high:
-            gr = 0.0
-        xi = (x - c_loc) / s
-        if frame:
-            d = (x - c_low) / s
-            dl = d - first
-            ds = dl * (2.0 * a + d + first) - var
-        else:
-            dl = xi - first
-            a_pa = 0.0 if p_a == 0.0 else a * p_a
-            b_pb = 0.0 if p_b == 0.0 else b * p_b
-            ds = -1.0 + xi * xi - a_pa + b_pb
-        # back through the mirror: log_prob is even under it
-        sign = -1.0 if flip else 1.0
-        if want_value:
-            g_value[i] = gr * (-xi) * sign
-        if want_loc:
-            g_loc[i] = gr * dl * sign
-        if want_scale:
-            g_scale[i] = gr * ds
-        if want_low:
-            g_low[i] = gr * (p_b if flip else p_a)
-        if want_high:
-            g_high[i] = -gr * (p_a if flip else p_b)
+def _log_prob_parallel(value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series, v_series):
+    n = out.shape[0]
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        _log_prob_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), value, loc, scale, low, high, out, slopes,
+                        table, nodes, weights, g_series, v_series)
 
 
 def available(*tensors: torch.Tensor) -> bool:
@@ -255,18 +339,19 @@ def _threads() -> None:
 
 
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS, _G_SERIES, _V_SERIES)
+_PARALLEL_FROM = 4096  # elements from which the threads split a batch (below, their start costs more than they save)
 
 
 class KernelLogProb(torch.autograd.Function):
-    """log_prob(value) of TN(loc, scale, low, high), all five of one shape, forward and backward by the kernels."""
+    """log_prob(value) of TN(loc, scale, low, high), all five of one shape, by the kernels in one pass: the forward
+    computes the derivatives beside the value where an input needs them, and the backward only scales them."""
 
     @staticmethod
     def forward(ctx, value, loc, scale, low, high):
-        _threads()
-        arrays = [_flat(t) for t in (value, loc, scale, low, high)]
-        out = np.empty_like(arrays[0])
-        _log_prob_forward(*arrays, out, *_CONSTANTS)
-        ctx.save_for_backward(value, loc, scale, low, high)
+        needs = ctx.needs_input_grad
+        out, slopes = log_prob_arrays([_flat(t) for t in (value, loc, scale, low, high)], any(needs))
+        ctx.slopes = [torch.from_numpy(slope).reshape(value.shape) if need else None
+                      for slope, need in zip(slopes, needs)]
         return torch.from_numpy(out).reshape(value.shape)
 
     @staticmethod
@@ -275,11 +360,29 @@ class KernelLogProb(torch.autograd.Function):
             raise RuntimeError(
                 "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
                 "(second derivatives, Hessians, gradient penalties) is not supported")
-        _threads()
-        tensors = ctx.saved_tensors
-        arrays = [_flat(t) for t in tensors]
-        n = arrays[0].shape[0]
-        outs = [np.empty(n if need else 0, dtype=arrays[0].dtype) for need in ctx.needs_input_grad]
-        _log_prob_backward(_flat(grad), *arrays, *outs, *_CONSTANTS)
-        return tuple(torch.from_numpy(o).reshape(grad.shape) if need else None
-                     for o, need in zip(outs, ctx.needs_input_grad))
+        return tuple(None if slope is None else slope * grad for slope in ctx.slopes)
+
+
+def log_prob(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor,
+             high: torch.Tensor) -> torch.Tensor:
+    """log_prob(value) of TN(loc, scale, low, high), all five of one shape, by the kernels: through KernelLogProb
+    where a gradient is wanted, else straight from the kernel (a torch.autograd.Function costs microseconds that
+    count on a search's batches of tens)."""
+    tensors = (value, loc, scale, low, high)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return KernelLogProb.apply(*tensors)
+    out, _ = log_prob_arrays([_flat(t) for t in tensors], False)
+    return torch.from_numpy(out).reshape(value.shape)
+
+
+def log_prob_arrays(arrays: list[np.ndarray], slopes: bool) -> tuple[np.ndarray, np.ndarray]:
+    """log_prob of the flat (value, loc, scale, low, high) ``arrays``, and (with ``slopes``) its derivatives w.r.t.
+    each, as the rows of a (5, n) array (else (5, 0)), in the arrays' dtype; threads split a batch from
+    _PARALLEL_FROM elements where torch uses more than one."""
+    _threads()
+    out = np.empty_like(arrays[0])
+    n = out.shape[0]
+    derivatives = np.empty((5, n if slopes else 0), dtype=out.dtype)
+    kernel = _log_prob_parallel if n >= _PARALLEL_FROM and numba.get_num_threads() > 1 else _log_prob_serial
+    kernel(*arrays, out, derivatives, *_CONSTANTS)
+    return out, derivatives

@@ -20,6 +20,7 @@ import torch
 
 from tnlib.distributions._kernels import (
     _ERFCX,
+    _PARALLEL_FROM,
     _NODES,
     _WEIGHTS,
     _flat,
@@ -36,7 +37,6 @@ _EPS = float(np.finfo(np.float64).eps)
 # the torch route's tolerances (tnlib.distributions._statistics), for its working precision, float64
 _VARIANCE_TOLERANCE, _KAPPA3_TOLERANCE = 4e-15, 1e-10
 _WIDE_PANELS = 8  # composite Gauss-Legendre panels that are exact to double rounding for any a >= 0, w
-_PARALLEL_FROM = 4096  # elements from which the threads split a batch
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -297,7 +297,7 @@ class TruncatedNormal(Distribution):
         if shape != self.batch_shape:
             return self.expand(shape).log_prob(value.expand(shape))
         if _kernels_serve(self.loc):
-            return _kernels().KernelLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high)
+            return _kernels().log_prob(value.expand(shape), self.loc, self.scale, self.low, self.high)
         if self._one_sided:
             return _FastLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._fast)
         return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
