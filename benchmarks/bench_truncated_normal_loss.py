@@ -10,7 +10,7 @@ to a few thousand (``--batches``), float32, the same regimes, sigma learned (loc
 code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs nothing).
 
     python benchmarks/bench_truncated_normal_loss.py [--points 1000000] [--threads 1] [--repeats 15]
-        [--batches 256 1024 4096] [--calls 200]
+        [--batches 256 1024 4096] [--calls 50]
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batches", type=int, nargs="*", default=[256, 1024, 4096])
-    parser.add_argument("--calls", type=int, default=200, help="calls per timing at the training batches")
+    parser.add_argument("--calls", type=int, default=50, help="calls per timing at the training batches")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), -log_prob forward + backward, best of "
