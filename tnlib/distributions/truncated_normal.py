@@ -13,7 +13,8 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_sampling``: exact draws by rejection for ``sample``;
 * ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``, ``_sample_kernels``: the same formulas compiled per element
   (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes; the
-  modules above are the torch route, for other devices and the methods without a kernel.
+  modules above are the torch route, for other devices and the methods without a kernel;
+* ``_vector_math``: log, exp and erfcx in branch-free code the compiler vectorizes, for log_prob's kernel.
 """
 from __future__ import annotations
 
