@@ -30,6 +30,7 @@ from tnlib.distributions._kernels import (
     _CONSTANTS,
     _PARALLEL_FROM,
     KernelLogProb,
+    _log_prob_element,
     _log_prob_parallel,
     _log_prob_serial,
 )
@@ -390,3 +391,30 @@ def test_log_prob_of_a_batch_split_among_threads_equals_the_serial_loop():
     _log_prob_parallel(*long, threaded, threaded_slopes, *_CONSTANTS)
     assert np.array_equal(threaded, np.tile(serial, copies))
     assert np.array_equal(threaded_slopes, np.tile(serial_slopes, copies))
+
+
+@numba.njit
+def _per_element(value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series, v_series):
+    for i in range(out.shape[0]):
+        element = _log_prob_element(value[i], loc[i], scale[i], low[i], high[i], table, nodes, weights, g_series,
+                                    v_series, True)
+        out[i] = element[0]
+        for k in range(5):
+            slopes[k, i] = element[k + 1]
+
+
+def test_one_sided_loop_equals_the_per_element_branches_it_leaves_other_elements_to():
+    # the branches still take one-sided elements the loop does not hold for (a scale near the floats' ends)
+    rows = [row for row in zip(*_grid_batch(torch.float64)) if row[4] == math.inf and row[3] > -math.inf]
+    arrays = [np.array(column) for column in zip(*rows)]
+    n = arrays[0].shape[0]
+    loop, loop_slopes = np.empty(n), np.empty((5, n))
+    _log_prob_serial(*arrays, loop, loop_slopes, *_CONSTANTS)
+    branches, branch_slopes = np.empty(n), np.empty((5, n))
+    _per_element(*arrays, branches, branch_slopes, *_CONSTANTS)
+    assert np.array_equal(np.isinf(loop), np.isinf(branches))
+    finite = np.isfinite(branches)
+    assert float((np.abs(loop[finite] - branches[finite]) / np.maximum(np.abs(branches[finite]), 1.0)).max()) <= 1e-13
+    scale = arrays[2]
+    error = np.abs(loop_slopes - branch_slopes) * scale / np.maximum(np.abs(branch_slopes) * scale, 1.0)
+    assert float(error.max()) <= 1e-9
