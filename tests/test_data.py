@@ -75,6 +75,24 @@ def test_corrupt_table_is_named(root):
     assert len(load_split(root, "gripper", "val")) > 0
 
 
+def test_the_command_a_damaged_train_table_names_makes_the_dataset_whole_again(root, monkeypatch):
+    import re
+    import shlex
+
+    import tnlib.data.profiles as profiles
+
+    path = root / "gripper" / "train.parquet"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # cut short
+    with pytest.raises(DatasetError) as raised:
+        load_split(root, "gripper", "train")
+    command = re.search(r"`tnlib (data generate [^`]*)`", str(raised.value)).group(1)
+    # the profile the pristine dataset was made with, under the name its manifest records
+    monkeypatch.setitem(profiles.PROFILES, "tiny", tiny_profile(seeds=3, sat_max_evaluations=4))
+    assert cli.main(shlex.split(command)) == 0  # once, as printed: no second flag to add
+    assert verify_dataset(root) == []
+    assert len(load_split(root, "gripper", "train")) > 0
+
+
 def test_missing_problem_file_is_named(root):
     problem = load_split(root, "ferry", "test").column("problem")[0]
     (root / problem).unlink()

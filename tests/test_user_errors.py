@@ -416,6 +416,16 @@ def test_truncated_normal_refuses_complex_and_bool_arguments(replaced, message):
         TruncatedNormal(**{**truncated_normal_arguments(0.0, 2.0), **replaced})
 
 
+@pytest.mark.parametrize("method", ["log_prob", "cdf", "icdf"])
+@pytest.mark.parametrize("value", [torch.full((3,), 0.5 + 0.5j), 0.5j], ids=["complex tensor", "complex number"])
+def test_truncated_normal_refuses_a_complex_value_rather_than_drop_its_imaginary_part(method, value):
+    distribution = TruncatedNormal(**truncated_normal_arguments(0.0, 2.0))
+    with pytest.raises(TypeError, match=f"^TruncatedNormal.{method}: the value is complex; the distribution is over "
+                                        "the reals"):
+        getattr(distribution, method)(value)
+    assert getattr(distribution, method)(torch.full((3,), 0.5)).shape == (3,)  # a real one is computed
+
+
 # -- sweeps and the experiments notebook's parameters ------------------------------------------------------------
 
 

@@ -89,6 +89,15 @@ def _broadcast_shape(value: torch.Tensor, batch_shape: torch.Size) -> torch.Size
     return batch_shape if value.shape == batch_shape else torch.broadcast_shapes(value.shape, batch_shape)
 
 
+def _real_value(value, like: torch.Tensor, method: str) -> torch.Tensor:
+    """``value`` as a tensor of ``like``'s dtype and device; a complex one is refused (the conversion would drop its
+    imaginary part with no more than a warning)."""
+    if isinstance(value, complex) or (isinstance(value, torch.Tensor) and value.dtype.is_complex):
+        raise TypeError(f"TruncatedNormal.{method}: the value is complex; the distribution is over the reals (give "
+                        "a real tensor)")
+    return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+
+
 class _ExtendedReal(constraints.Constraint):
     """Real numbers including -inf and +inf, but not NaN."""
 
@@ -291,7 +300,7 @@ class TruncatedNormal(Distribution):
         return _Entropy.apply(self.loc, self.scale, self.low, self.high, self._core)
 
     def log_prob(self, value) -> torch.Tensor:
-        value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
+        value = _real_value(value, self.loc, "log_prob")
         if self._validate_args:
             self._validate_sample(value)
         shape = _broadcast_shape(value, self.batch_shape)
@@ -304,7 +313,7 @@ class TruncatedNormal(Distribution):
         return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def cdf(self, value) -> torch.Tensor:
-        value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
+        value = _real_value(value, self.loc, "cdf")
         if self._validate_args:
             self._validate_sample(value)
         shape = _broadcast_shape(value, self.batch_shape)
@@ -315,7 +324,7 @@ class TruncatedNormal(Distribution):
         return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
-        value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
+        value = _real_value(value, self.loc, "icdf")
         shape = _broadcast_shape(value, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).icdf(value.expand(shape))
