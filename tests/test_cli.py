@@ -113,6 +113,25 @@ def test_main_job_plans_every_notebook_and_report():
     assert {"accuracy.md", "planning.md", "training_curves.html", "truncated_normal.md"} <= outputs
 
 
+def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_would(tmp_path, monkeypatch):
+    import os
+
+    import torch
+
+    from tnlib.experiments.reproduce import ROOT, _script
+
+    script = tmp_path / "bench_demo.py"
+    script.write_text("import os, sys, torch\n\n"
+                      "if __name__ == '__main__':\n"
+                      "    torch.set_num_threads(3)  # (each benchmark sets the count it times with)\n"
+                      "    print(sys.argv[1:], os.getcwd() == sys.argv[2])\n")
+    monkeypatch.chdir(tmp_path)
+    threads, argv = torch.get_num_threads(), list(sys.argv)
+    assert _script(str(script), "--points", str(ROOT)) == f"['--points', '{ROOT}'] True\n"
+    # in the repository, as `python benchmarks/SCRIPT` from it; and then the caller's settings as they were
+    assert (torch.get_num_threads(), sys.argv, os.getcwd()) == (threads, argv, str(tmp_path))
+
+
 @pytest.mark.parametrize("command, config", [("train", "tnlib.learning.training:TrainConfig"),
                                              ("sweep", "tnlib.experiments.sweep:Sweep")])
 def test_config_flags_cover_every_field_and_default_to_the_config(command, config):
