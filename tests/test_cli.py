@@ -113,7 +113,8 @@ def test_main_job_plans_every_notebook_and_report():
     assert {"accuracy.md", "planning.md", "training_curves.html", "truncated_normal.md"} <= outputs
 
 
-def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_would(tmp_path, monkeypatch):
+def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_would(tmp_path, monkeypatch,
+                                                                                    capsys):
     import os
 
     import torch
@@ -124,11 +125,18 @@ def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_woul
     script.write_text("import os, sys, torch\n\n"
                       "if __name__ == '__main__':\n"
                       "    torch.set_num_threads(3)  # (each benchmark sets the count it times with)\n"
-                      "    print(sys.argv[1:], os.getcwd() == sys.argv[2])\n")
+                      "    print('a warning', file=sys.stderr)\n"
+                      "    print(sys.argv[1:], os.getcwd() == sys.argv[2])\n"
+                      "    assert sys.argv[1] == '--points', 'the failure'\n")
     monkeypatch.chdir(tmp_path)
     threads, argv = torch.get_num_threads(), list(sys.argv)
     assert _script(str(script), "--points", str(ROOT)) == f"['--points', '{ROOT}'] True\n"
     # in the repository, as `python benchmarks/SCRIPT` from it; and then the caller's settings as they were
+    assert (torch.get_num_threads(), sys.argv, os.getcwd()) == (threads, argv, str(tmp_path))
+    assert capsys.readouterr().err == ""  # what a script warns of is not the main job's output
+    with pytest.raises(AssertionError, match="the failure"):
+        _script(str(script), "--repeats", str(ROOT))
+    assert capsys.readouterr().err == "a warning\n"  # unless it fails: then all it said is shown
     assert (torch.get_num_threads(), sys.argv, os.getcwd()) == (threads, argv, str(tmp_path))
 
 

@@ -173,16 +173,20 @@ def _share_plotly_bundle(body: str, folder: Path) -> str:
 def _script(path: str, *args: str) -> str:
     """Run a benchmark script as ``python PATH ARGS`` would and return what it printed -- in this process, so the
     report's four scripts import torch, scipy and the compiled kernels once, not four times (seconds each). Each
-    script sets the thread count it times with; the count is put back after it."""
+    script sets the thread count it times with; the count is put back after it. What it writes to stderr (scipy's
+    warnings on the cases it gets wrong) is shown only if it fails."""
     import runpy
 
     import torch
 
-    threads, argv, printed = torch.get_num_threads(), sys.argv, io.StringIO()
+    threads, argv, printed, warned = torch.get_num_threads(), sys.argv, io.StringIO(), io.StringIO()
     sys.argv = [str(ROOT / path), *args]
     try:
-        with contextlib.redirect_stdout(printed), contextlib.chdir(ROOT):
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(warned), contextlib.chdir(ROOT):
             runpy.run_path(str(ROOT / path), run_name="__main__")
+    except BaseException:
+        sys.stderr.write(warned.getvalue())
+        raise
     finally:
         sys.argv = argv
         torch.set_num_threads(threads)
@@ -239,8 +243,8 @@ a batch of standard normals truncated to the interval, each element its own dist
 `icdf`, `rsample` and `sample` reuse one distribution object (its per-element state is built once); `mean`,
 `variance` and `entropy` build it each call, as that state is what they cost. `rsample` inverts the cdf at
 uniforms (its gradients are those of x(u)) and `sample` draws by exact rejection; both stand beside scipy's `rvs`.
-`sample-one` draws one distribution (scalar parameters) {METHOD_POINTS:,} times, `sample((n,))`, beside scipy's `rvs` and a
-scalar Normal's `sample((n,))`. scipy's are `truncnorm`'s (float64 only; its `mean`, `var` and `entropy` over
+`sample-one` draws one distribution (scalar parameters) {METHOD_POINTS:,} times, `sample((n,))`, beside scipy's
+`rvs` and a scalar Normal's `sample((n,))`. scipy's are `truncnorm`'s (float64 only; its `mean`, `var` and `entropy` over
 arrays of bounds on {METHOD_SCIPY_POINTS:,} elements, as they loop in Python); Normal is torch's, without truncation.
 The last two columns are tnlib / scipy and tnlib / Normal.
 
