@@ -447,8 +447,8 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
             continue
         protocols |= {r["protocol"] for r in records}
         baseline[domain] = summarize(records)
-    # A run still planning has fewer instances than the most any run of its domain has: its coverage and
-    # evaluations would read as final, so it is left out and named under the table. (h_FF's baseline is not the
+    # A run still planning, or whose record was cut short, has fewer instances than the most any run of its domain
+    # has: its coverage and evaluations would read as final, so it is left out and named under the table. (h_FF's baseline is not the
     # reference: a folder may plan it on more instances than its runs.)
     planned_count = defaultdict(int)
     for r in rows:
@@ -493,7 +493,8 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
             lines.append(f"| {domain} | {ff_text} | " + " | ".join(cells) + " |")
         lines.append("")
     if unfinished:
-        lines += ["Left out, still planning (fewer instances planned than another run of the domain): " + "; ".join(
+        lines += ["Left out, fewer instances planned than another run of the domain (still planning, or its record "
+                  "cut short: the header's damaged records name those): " + "; ".join(
             f"{r['domain']} {r['sigma']}/{r['residual']} {r['column']} seed {r['seed']} ({r['instances']} of "
             f"{planned_count[r['domain']]})" for r in unfinished) + ".", ""]
     return "\n".join(lines)
