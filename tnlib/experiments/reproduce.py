@@ -244,8 +244,9 @@ a batch of standard normals truncated to the interval, each element its own dist
 `variance` and `entropy` build it each call, as that state is what they cost. `rsample` inverts the cdf at
 uniforms (its gradients are those of x(u)) and `sample` draws by exact rejection; both stand beside scipy's `rvs`.
 `sample-one` draws one distribution (scalar parameters) {METHOD_POINTS:,} times, `sample((n,))`, beside scipy's
-`rvs` and a scalar Normal's `sample((n,))`. scipy's are `truncnorm`'s (float64 only; its `mean`, `var` and `entropy` over
-arrays of bounds on {METHOD_SCIPY_POINTS:,} elements, as they loop in Python); Normal is torch's, without truncation.
+`rvs` and a scalar Normal's `sample((n,))`. scipy's are `truncnorm`'s (float64 only; its `mean`, `var` and
+`entropy` over arrays of bounds on {METHOD_SCIPY_POINTS:,} elements, as they loop in Python); Normal is torch's,
+without truncation.
 The last two columns are tnlib / scipy and tnlib / Normal.
 
 ```
