@@ -44,6 +44,7 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
     "converged/nlm5-authors": CommittedRender("reports/converged/nlm5-authors/runs",
                                               against="reports/converged/nlm5/runs"),
     "converged/hgn5": CommittedRender("reports/converged/hgn5/records"),
+    "converged/linear": CommittedRender("reports/converged/linear/records"),
     "paper-scale": CommittedRender("reports/paper-scale/runs", against="reports/converged/nlm5/runs",
                                    selection_seconds=30, paper_tables=True),
     "paper-scale-linear": CommittedRender("reports/paper-scale-linear/runs"),
