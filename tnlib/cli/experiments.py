@@ -144,6 +144,7 @@ def _run_report(args) -> int:
     from tnlib.experiments.damaged_records import damaged_records_notice
     from tnlib.experiments.report_gaps import untested_notes
     from tnlib.experiments.reports import render_results, write_ablation
+    from tnlib.experiments.size_tables import size_metrics_note
     from tnlib.files import shown_path
 
     try:
@@ -172,6 +173,9 @@ def _run_report(args) -> int:
             print(f"tnlib report: warning: {line}", file=sys.stderr)
         for line in untested_notes(folder):  # an empty table on the page: what fills it, said here too
             print(f"tnlib report: note: {line}", file=sys.stderr)
+        size_note = None if args.ablation else size_metrics_note(folder)
+        if size_note:
+            print(f"tnlib report: note: {size_note}", file=sys.stderr)
     return 0
 
 

@@ -182,7 +182,10 @@ def register_evaluate(subparsers) -> None:
         description="Evaluate run folders (their best.pt) on a split and write metrics-<split>.json into each; "
                     "with --table, render Table 1 from every metrics file under a folder.")
     p.add_argument("runs", nargs="+", help="run folders or .pt checkpoints (with --table: a results folder)")
-    p.add_argument("--split", default="test", help="train | val | test | plan (default: test)")
+    p.add_argument("--split", default="test",
+                   help="train | val | test | plan | test-grid (default: test); test-grid: the domain's whole test "
+                        "grid, its test-grid split's cells and the cells its test split labels whole, with one "
+                        "record per cell (what `tnlib report` lays out as Table 1 per size)")
     p.add_argument("--data-root", default=None, help="dataset root (default: the run's)")
     p.add_argument("--data", dest="data_root", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # train's old name
     p.add_argument("--device", default=None,

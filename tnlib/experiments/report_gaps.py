@@ -11,18 +11,18 @@ from pathlib import Path
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import shown_path
 
-__all__ = ["untested_note", "untested_notes", "unplanned_note"]
+__all__ = ["runs_argument", "untested_note", "untested_notes", "unplanned_note"]
 
 # Run folders named one by one in a command; more are named by a pattern.
 NAMED_RUNS = 4
 
 
-def _runs_argument(results_dir: Path, runs: list[Path], model: str) -> str:
+def runs_argument(results_dir: Path, runs: list[Path], model: str | None = None) -> str:
     """The run folders as a command's arguments: each by name, or a shell pattern matching the model's runs (run
-    folder names are DOMAIN-MODEL-...)."""
+    folder names are DOMAIN-MODEL-...; no model: every run folder)."""
     if len(runs) <= NAMED_RUNS:
         return " ".join(shlex.quote(shown_path(run)) for run in runs)
-    return f"{shlex.quote(shown_path(results_dir))}/*-{model}-*"
+    return f"{shlex.quote(shown_path(results_dir))}/*" + (f"-{model}-*" if model else "")
 
 
 def untested_note(results_dir: str | os.PathLike, model: str) -> str | None:
@@ -33,7 +33,7 @@ def untested_note(results_dir: str | os.PathLike, model: str) -> str | None:
     if not runs or any(run.metrics_file("test").is_file() for run in runs):
         return None
     return (f"No run of {model} here is tested yet ({len(runs)} trained): `tnlib evaluate "
-            f"{_runs_argument(results_dir, [run.path for run in runs], model)}` tests each on the test split "
+            f"{runs_argument(results_dir, [run.path for run in runs], model)}` tests each on the test split "
             "(metrics-test.json in its folder); render the report again after it.")
 
 

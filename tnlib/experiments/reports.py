@@ -14,6 +14,7 @@ from tnlib.experiments.figure_html import figure_html
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
+from tnlib.experiments.size_tables import write_size_report
 from tnlib.experiments.tables import (
     DIRECTIONS_RULE,
     TABLE1_BOLD_RULE,
@@ -612,7 +613,8 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals -- and, with
     ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
     (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
-    :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`).
+    :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`). Where runs have
+    metrics on the whole test grid, ``accuracy-by-size.md`` too (:mod:`tnlib.experiments.size_tables`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -641,6 +643,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if intervals is not None:
         written.append(intervals)
     written += _write_findings(results_dir, reports_dir, bounds[0], against)
+    written += write_size_report(results_dir, reports_dir, models, bounds[0], rendered_by())
     if against is not None:
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)

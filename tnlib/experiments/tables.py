@@ -263,7 +263,8 @@ def paper_bold_keys(row: dict, configs) -> set:
 
 def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, fmt: str = "markdown",
-                 metric: str = "mse", split: str = "test", checkpoint: str = RunDir.BEST) -> str:
+                 metric: str = "mse", split: str = "test", checkpoint: str = RunDir.BEST,
+                 row_name: str = "domain") -> str:
     """The paper's Table 1 layout from a results folder (or a list of metrics dicts), as Markdown or LaTeX.
 
     Rows: per domain ``MSE`` (h_FF, LM-cut, then N and TN per configuration) and ``+clip`` (N+clip under N).
@@ -271,7 +272,8 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds
     (one seed: the mean and ``(1 seed)``); bold as :func:`table1_bold_rule` says: by
     :func:`tnlib.experiments.seed_statistics.paired_best` where every cell has the seeds, else nothing. Configurations without a value
-    are left out (as Table 2 does).
+    are left out (as Table 2 does). ``row_name`` heads the first column (rows whose ``domain`` is another label,
+    such as a size: :mod:`tnlib.experiments.size_tables`).
     """
     if fmt not in ("markdown", "latex"):
         raise ValueError(f"unknown format {fmt!r} (markdown or latex)")
@@ -297,7 +299,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     def baseline(stats) -> str:
         return "" if stats is None else _paper_number(stats[0])
 
-    header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
+    header = [row_name, "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
     lines = []
     for domain, row in cells.items():
         bold = _paired_bold_keys(per_seed, domain, configs) if paired else set()
@@ -317,7 +319,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     if latex:
         out = [r"\begin{tabular}{ll" + "l" * 2 + "c" * (2 * len(configs)) + "}", r"\toprule",
                " & ".join(["", "", "", ""] + [rf"\multicolumn{{2}}{{c}}{{{s}/{r}}}" for s, r in configs]) + r" \\",
-               " & ".join(["domain", "metric", r"$h^{FF}$", r"$h^{LM-cut}$"]
+               " & ".join([row_name, "metric", r"$h^{FF}$", r"$h^{LM-cut}$"]
                           + [r"$\mathcal{N}$", r"$\mathcal{TN}$"] * len(configs)) + r" \\", r"\midrule"]
         out += [" & ".join(line) + r" \\" for line in lines]
         out += [r"\bottomrule", r"\end{tabular}"]

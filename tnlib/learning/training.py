@@ -208,12 +208,13 @@ def _effective(config: TrainConfig, values: dict, name: str):
 # Data
 
 
-def load_items(config: TrainConfig, split: str, instances: int | None = None,
+def load_items(config: TrainConfig, split: str, instances: int | Sequence[str] | None = None,
                without_train_pairs: bool = False) -> list[dict]:
     """The items of one split from ``config.data_root`` through ``tnlib.data`` (the dataset pipeline).
 
     Each item also carries the raw ``ff`` and ``lmcut`` values of its state (for the baseline MSE columns).
-    ``without_train_pairs``: only the rows whose (state, goal) is no train row's up to renaming objects
+    ``instances``: as :class:`tnlib.data.loading.HeuristicDataset`'s (None: all; N: N drawn by the run's seed; a
+    list: those named). ``without_train_pairs``: only the rows whose (state, goal) is no train row's up to renaming objects
     (:meth:`tnlib.data.loading.StateTable.without_train_pairs`; what model selection validates on).
     """
     table = load_split(config.data_root, config.domain, split)

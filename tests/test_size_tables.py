@@ -1,0 +1,162 @@
+"""Table 1 per size on the whole test grid: which split labels each cell (tnlib.data.full_test_grid), the test-grid
+evaluation per cell against direct computations (tnlib.learning.evaluation), and the page `tnlib report` renders
+from it (tnlib.experiments.size_tables), on a tiny gripper dataset and linear runs of a few steps."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tnlib.data.full_test_grid import full_test_grid
+from tnlib.data.generation import GenerateOptions, generate_dataset
+from tnlib.data.profiles import SplitGrid, combos
+from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
+from tnlib.experiments.reports import render_results
+from tnlib.experiments.size_tables import SIZES_PAGE, SIZES_SEEDS, size_metrics_note
+from tnlib.learning.evaluation import evaluate, evaluate_run
+from tnlib.learning.heads import HeadConfig
+from tnlib.learning.training import TrainConfig, load_items, train
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
+
+SEEDS = (0, 1, 2)
+
+
+def _profile():
+    """gripper's test grid of 4 and 5 balls, of which the test-grid split labels 5 (the test split: 4)."""
+    profile = tiny_profile(sat_max_evaluations=200)
+    profile.grids["gripper"]["test"] = SplitGrid(combos("gripper", balls=(4, 5)), (1, 2))
+    profile.grids["gripper"][TEST_GRID] = SplitGrid(combos("gripper", balls=(5,)), (1, 2))
+    profile.time_limits[TEST_GRID] = profile.time_limits["test"]
+    return profile
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return shared_dataset(tmp_path_factory, "size-tables", lambda root: generate_dataset(
+        root, ["gripper"], _profile(), ("train", "val", "test", TEST_GRID),
+        GenerateOptions(progress=False, solver=EXACT_SOLVER)))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data) -> Path:
+    """N and TN (learn/ff, linear) at three seeds, tested on the test split only."""
+    results = tmp_path_factory.mktemp("size-runs") / "runs"
+    for seed in SEEDS:
+        for distribution in ("N", "TN"):
+            run = train(TrainConfig(domain="gripper", model="linear", head=HeadConfig(distribution=distribution),
+                                    steps=4, batch_size=4, eval_every=2, seed=seed, data_root=str(data),
+                                    out_dir=str(results), progress=False))
+            evaluate_run(run, "test")
+    return results
+
+
+def _run_folders(results: Path) -> list[Path]:
+    return sorted(p.parent for p in results.glob("*/config.json"))
+
+
+def test_each_cell_is_labelled_by_the_test_grid_else_by_a_whole_test_cell(data, tmp_path):
+    cells = full_test_grid(data, "gripper")
+    assert [(c.params, c.split) for c in cells] == [({"balls": 4}, "test"), ({"balls": 5}, TEST_GRID)]
+    manifest = json.loads((data / "gripper" / "manifest.json").read_text())
+    assert cells[0].instances == tuple(i["instance"] for i in manifest["splits"]["test"]["instances"]
+                                       if i["params"] == {"balls": 4})
+    assert cells[1].instances == tuple(i["instance"] for i in manifest["splits"][TEST_GRID]["instances"])
+    # a test cell one of whose draws met the solver's time limit holds the easier draws: no split labels it whole
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    first = next(i for i in manifest["splits"]["test"]["instances"] if i["params"] == {"balls": 4})
+    first["rejected"] = [{"seed": 1, "status": "timeout", "seconds": 30.0}]
+    (copy / "gripper" / "manifest.json").write_text(json.dumps(manifest))
+    assert [(c.split, c.instances) for c in full_test_grid(copy, "gripper")] == [(None, ()),
+                                                                                (TEST_GRID, cells[1].instances)]
+
+
+def test_the_test_grid_metrics_are_those_of_each_cells_states(runs, data):
+    run = _run_folders(runs)[0]
+    metrics = evaluate_run(run, TEST_GRID)
+    assert json.loads((run / f"metrics-{TEST_GRID}.json").read_text()) == metrics
+    config = TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
+    union = []
+    for cell, size in zip(full_test_grid(data, "gripper"), metrics["sizes"]):
+        items = load_items(config, cell.split, instances=list(cell.instances))
+        union += items
+        direct = evaluate(run, cell.split, items=items)
+        assert (size["params"], size["split"], size["instances"], size["states"]) == (
+            cell.params, cell.split, len(cell.instances), len(items))
+        for key in ("mse", "mse_clip", "nll", "mse_ff", "mse_lmcut"):
+            assert size[key] == pytest.approx(direct[key], rel=1e-6), key
+    whole = evaluate(run, TEST_GRID, items=union)
+    assert metrics["states"] == len(union) == sum(s["states"] for s in metrics["sizes"])
+    assert metrics["mse"] == pytest.approx(whole["mse"], rel=1e-6)
+    assert metrics["nll"] == pytest.approx(whole["nll"], rel=1e-6)
+
+
+def test_the_report_says_what_writes_the_size_table_until_runs_have_it(runs, tmp_path):
+    results = tmp_path / "runs"
+    shutil.copytree(runs, results)
+    for run in _run_folders(results):
+        (run / f"metrics-{TEST_GRID}.json").unlink(missing_ok=True)
+    note = size_metrics_note(results)
+    assert note is not None and f"--split {TEST_GRID}" in note and "6 tested runs" in note
+    written = render_results(results, tmp_path / "report")
+    assert not (tmp_path / "report" / SIZES_PAGE).exists() and all(p.name != SIZES_PAGE for p in written)
+
+
+def test_the_size_page_gives_table_1_per_size_beside_the_reduced_split(runs, tmp_path):
+    results = tmp_path / "runs"
+    shutil.copytree(runs, results)
+    for run in _run_folders(results):
+        evaluate_run(run, TEST_GRID)
+    assert size_metrics_note(results) is None
+    render_results(results, tmp_path / "report")
+    page = (tmp_path / "report" / SIZES_PAGE).read_text()
+    grid = {json.loads(p.read_text())["distribution"] + str(json.loads(p.read_text())["seed"]): json.loads(p.read_text())
+            for p in results.glob(f"*/metrics-{TEST_GRID}.json")}
+    test = {json.loads(p.read_text())["distribution"] + str(json.loads(p.read_text())["seed"]): json.loads(p.read_text())
+            for p in results.glob("*/metrics-test.json")}
+
+    def row(label: str, metric: str = "MSE") -> list[str]:
+        line = next(line for line in page.splitlines() if line.startswith(f"| {label} | {metric} |"))
+        return [cell.strip() for cell in line.strip("|").split("|")]
+
+    def shown_mean(values) -> str:  # as Table 1 shows a mean under 100: two decimals, no leading zero
+        text = f"{np.mean(values):.2f}"
+        return text[1:] if text.startswith("0.") else text
+
+    # columns: size, metric, h_FF, LM-cut, learn/ff N, learn/ff TN
+    assert row("test split (reduced)")[4].startswith(shown_mean([test[f"N{s}"]["mse"] for s in SEEDS]))
+    assert row("whole test grid")[5].startswith(shown_mean([grid[f"TN{s}"]["mse"] for s in SEEDS]))
+    for i, label in enumerate(("balls 4", "balls 5")):
+        assert row(label)[4].startswith(shown_mean([grid[f"N{s}"]["sizes"][i]["mse"] for s in SEEDS]))
+        assert row(label, "NLL")[5].startswith(shown_mean([grid[f"TN{s}"]["sizes"][i]["nll"] for s in SEEDS]))
+    assert "| balls 4 | test | " in page and f"| balls 5 | {TEST_GRID} | " in page
+    # three seeds: a paired interval per size and comparison
+    paired = next(line for line in page.splitlines() if line.startswith("| balls 5 | learn/ff |"))
+    assert paired.count(", n 3") == 3
+    rows = list(csv.DictReader((tmp_path / "report" / SIZES_SEEDS).open()))
+    # per seed: N, N+clip and TN on the whole grid and each of its two sizes
+    assert len(rows) == 3 * len(SEEDS) * 3
+    assert {r["size"] for r in rows} == {"whole test grid", "balls 4", "balls 5"}
+    one = next(r for r in rows if r["size"] == "balls 5" and r["column"] == "N+clip" and r["seed"] == "1")
+    assert float(one["mse"]) == grid["N1"]["sizes"][1]["mse_clip"]
+
+
+def test_runs_evaluated_on_different_test_grids_are_not_pooled(runs, tmp_path):
+    results = tmp_path / "runs"
+    shutil.copytree(runs, results)
+    folders = _run_folders(results)
+    for run in folders:
+        evaluate_run(run, TEST_GRID)
+    stale = folders[0] / f"metrics-{TEST_GRID}.json"
+    metrics = json.loads(stale.read_text())
+    metrics["sizes"] = metrics["sizes"][1:]  # evaluated before the grid held 4 balls
+    stale.write_text(json.dumps(metrics))
+    with pytest.raises(ValueError, match="different test grids"):
+        render_results(results, tmp_path / "report")
