@@ -21,7 +21,7 @@ from typing import Sequence
 
 from tnlib.data.full_test_grid import full_test_grid
 from tnlib.data.schema import TEST_GRID
-from tnlib.errors import DatasetError
+from tnlib.errors import DamagedFile, DatasetError
 from tnlib.experiments.report_gaps import runs_argument
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.scope import scope_header, sizes_text
@@ -36,7 +36,7 @@ from tnlib.experiments.seed_statistics import (
     write_seed_csv,
 )
 from tnlib.experiments.tables import collect_results, render_table
-from tnlib.files import atomic_write_text, shown_folder
+from tnlib.files import atomic_write_text, read_json, shown_folder
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
 __all__ = ["SIZES_PAGE", "SIZES_SEEDS", "size_metrics_note", "write_size_report"]
@@ -157,28 +157,40 @@ def _domain_section(domain: str, model: str, lower_bound: str, grid: Sequence[di
     rows, cells = _rows(domain, grid, reduced)
     configs = [pair for pair in TABLE1_CONFIGS if any((r["sigma"], r["residual"]) == pair for r in grid)]
     labels = list(dict.fromkeys(r["domain"] for r in rows))
-    missing = [cell["label"] for cell in cells if cell["split"] is None]
     labelled = [cell for cell in cells if cell["split"] is not None]
     text = (f"#### {domain}\n\n{len(labelled)} of the test grid's {len(cells)} cells labelled whole "
             f"({sum(c['instances'] for c in labelled)} instances, {sum(c['states'] for c in labelled):,} states)"
-            + (f"; not labelled: {'; '.join(missing)}" if missing else "") + ".\n\n" + _cell_lines(cells) + "\n"
+            + (f"; {len(cells) - len(labelled)} not labelled" if len(labelled) < len(cells) else "") + ".\n\n"
+            + _cell_lines(cells) + "\n"
             + "Test MSE:\n\n" + render_table(rows, model, lower_bound, configs, row_name="size") + "\n"
             + "Test NLL (the same checkpoint):\n\n"
             + render_table(rows, model, lower_bound, configs, metric="nll", row_name="size") + "\n")
     paired, count = _paired_lines(rows, labels, configs)
-    text += (f"Paired by seed, the first column minus the second: mean [{PAIRED_CONFIDENCE:.0%} t-interval], n "
-             f"seeds; `better` / `worse` where the interval excludes 0 (lower is better); blank below "
-             f"{PAIRED_MIN_SEEDS} seeds.\n\n" + paired)
+    if count:
+        text += (f"Paired by seed, the first column minus the second: mean [{PAIRED_CONFIDENCE:.0%} t-interval], n "
+                 f"seeds; `better` / `worse` where the interval excludes 0 (lower is better); blank below "
+                 f"{PAIRED_MIN_SEEDS} seeds.\n\n" + paired)
+    else:
+        text += f"No size has the {PAIRED_MIN_SEEDS} seeds of N and TN a paired interval needs.\n"
     return text, _seed_rows(rows, cells), count
 
 
+def _has_sizes(path: Path) -> bool:
+    """Whether a metrics file holds the per-cell records (one written by `tnlib evaluate --split test-grid` before
+    they existed has the whole split's metrics only)."""
+    try:
+        return "sizes" in read_json(path)
+    except (OSError, ValueError, DamagedFile):
+        return False
+
+
 def size_metrics_note(results_dir: str | os.PathLike) -> str | None:
-    """Where tested runs (metrics-test.json) whose dataset has a test grid lack its metrics: which command writes
-    them; None where none lacks them."""
+    """Where tested runs (metrics-test.json) whose dataset has a test grid lack its metrics per cell: which command
+    writes them; None where none lacks them."""
     results_dir = Path(results_dir)
     lacking, grids = [], {}
     for run in ResultsDir(results_dir).runs():
-        if not run.metrics_file("test").is_file() or run.metrics_file(TEST_GRID).is_file():
+        if not run.metrics_file("test").is_file() or _has_sizes(run.metrics_file(TEST_GRID)):
             continue
         config = run.read_config()
         where = (config.get("data_root"), config.get("domain"))
@@ -194,7 +206,7 @@ def size_metrics_note(results_dir: str | os.PathLike) -> str | None:
     return (f"{len(lacking)} tested run{'' if len(lacking) == 1 else 's'} here {'has' if len(lacking) == 1 else 'have'} "
             f"no metrics on the whole test grid: `tnlib evaluate {runs_argument(results_dir, lacking)} --split "
             f"{TEST_GRID}` writes them (metrics-{TEST_GRID}.json; a run still training has no best.pt to evaluate "
-            f"yet) and `tnlib report` then renders {SIZES_PAGE}, Table 1 per size.")
+            f"yet); `tnlib report` then lays them out in {SIZES_PAGE}, Table 1 per size.")
 
 
 def write_size_report(results_dir, reports_dir, models: Sequence[str], lower_bound: str,
