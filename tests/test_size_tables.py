@@ -120,10 +120,11 @@ def test_the_size_page_gives_table_1_per_size_beside_the_reduced_split(runs, tmp
     assert size_metrics_note(results) is None
     render_results(results, tmp_path / "report")
     page = (tmp_path / "report" / SIZES_PAGE).read_text()
-    grid = {json.loads(p.read_text())["distribution"] + str(json.loads(p.read_text())["seed"]): json.loads(p.read_text())
-            for p in results.glob(f"*/metrics-{TEST_GRID}.json")}
-    test = {json.loads(p.read_text())["distribution"] + str(json.loads(p.read_text())["seed"]): json.loads(p.read_text())
-            for p in results.glob("*/metrics-test.json")}
+    def by_run(name: str) -> dict:  # "N0": seed 0's N run's metrics
+        records = [json.loads(p.read_text()) for p in results.glob(f"*/{name}")]
+        return {f"{r['distribution']}{r['seed']}": r for r in records}
+
+    grid, test = by_run(f"metrics-{TEST_GRID}.json"), by_run("metrics-test.json")
 
     def row(label: str, metric: str = "MSE") -> list[str]:
         line = next(line for line in page.splitlines() if line.startswith(f"| {label} | {metric} |"))

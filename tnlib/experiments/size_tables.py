@@ -145,8 +145,9 @@ def _seed_rows(rows: Sequence[dict], cells: Sequence[dict]) -> list[dict]:
         for column, mse in ((r["distribution"], r["mse"]), ("N+clip", r.get("mse_clip"))):
             if column == "N+clip" and r["distribution"] != "N":
                 continue
-            out.append({"domain": r["config"].get("domain", ""), "size": r["domain"], "labelled_by": cell.get("split", ""),
-                        "instances": cell.get("instances", ""), "states": cell.get("states", ""),
+            out.append({"domain": r["config"].get("domain", ""), "size": r["domain"],
+                        "labelled_by": cell.get("split", ""), "instances": cell.get("instances", ""),
+                        "states": cell.get("states", ""),
                         **{k: r[k] for k in ("model", "sigma", "residual", "lower_bound")}, "column": column,
                         "seed": r["seed"], "mse": repr(mse), "nll": repr(r["nll"]) if column != "N+clip" else ""})
     return out
@@ -203,10 +204,11 @@ def size_metrics_note(results_dir: str | os.PathLike) -> str | None:
             lacking.append(run.path)
     if not lacking:
         return None
-    return (f"{len(lacking)} tested run{'' if len(lacking) == 1 else 's'} here {'has' if len(lacking) == 1 else 'have'} "
-            f"no metrics on the whole test grid: `tnlib evaluate {runs_argument(results_dir, lacking)} --split "
-            f"{TEST_GRID}` writes them (metrics-{TEST_GRID}.json; a run still training has no best.pt to evaluate "
-            f"yet); `tnlib report` then lays them out in {SIZES_PAGE}, Table 1 per size.")
+    one = len(lacking) == 1
+    return (f"{len(lacking)} tested run{'' if one else 's'} here {'has' if one else 'have'} no metrics on the whole "
+            f"test grid: `tnlib evaluate {runs_argument(results_dir, lacking)} --split {TEST_GRID}` writes them "
+            f"(metrics-{TEST_GRID}.json; a run still training has no best.pt to evaluate yet); `tnlib report` then "
+            f"lays them out in {SIZES_PAGE}, Table 1 per size.")
 
 
 def write_size_report(results_dir, reports_dir, models: Sequence[str], lower_bound: str,
@@ -235,7 +237,7 @@ def write_size_report(results_dir, reports_dir, models: Sequence[str], lower_bou
             f"## Tables\n\nFrom `{shown_folder(results_dir)}/`, l = {lower_bound}: Table 1 per size of the test grid "
             f"(the `{TEST_GRID}` split's cells, labelled exactly, and the cells the `test` split labels whole), each "
             f"run's best-validation-MSE checkpoint (`tnlib evaluate RUN --split {TEST_GRID}`); above the sizes the "
-            f"same runs on the reduced `test` split (accuracy.md's value) and on every labelled cell at once. Mean ± "
+            f"same runs on the reduced `test` split (accuracy.md's split) and on every labelled cell at once. Mean ± "
             f"std over seeds. {PAIRED_BOLD_RULE} A table where some cell has fewer seeds bolds nothing. The test "
             "grid repeats the test split's instances where A* labelled the slot's first draw: the two rows are not "
             f"independent samples. {multiplicity_note(count)} Per-seed values: {SIZES_SEEDS}.\n"
