@@ -680,3 +680,62 @@ def test_nlm_training_forms_the_reduced_arity_3_with_its_extrema_and_follows_the
     assert moved > 1e-3
     for key in trained[0]:
         torch.testing.assert_close(trained[1][key], trained[0][key], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_broadcast_sum_extrema_training_function_passes_gradcheck(exclude_self):
+    g = torch.Generator().manual_seed(5)
+    bias = torch.randn(4, generator=g, dtype=torch.float64, requires_grad=True)
+    small = tuple(torch.randn((3, 5, 5, 4), generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    mask = torch.arange(5)[None, :] < torch.tensor([5, 3, 4])[:, None]
+    assert torch.autograd.gradcheck(lambda *args: nlm._BroadcastSumExtrema.apply(mask, exclude_self, *args),
+                                    (bias,) + small, eps=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_broadcast_sum_extrema_backward_adds_the_stored_routes_gradients_in_float32(exclude_self):
+    # the stored route: exists / forall with its own autograd function, y's gradient the sum of its own and theirs,
+    # then the sigmoid's backward; its per-position gradients, summed in float64, are what the fused backward's
+    # float32 sums approximate (a wrong tie or share would move them by the size of a gradient)
+    g = torch.Generator().manual_seed(6)
+    n, width = 6, 4
+    bias = torch.randn(width, generator=g)
+    small = tuple(torch.randn((3, n, n, width), generator=g) for _ in range(3))
+    mask = torch.arange(n)[None, :] < torch.tensor([n, 4, 5])[:, None]
+    y, extrema = nlm._broadcast_sum_sigmoid(bias, small, mask, exclude_self)
+    grad_y = torch.randn(y.shape, generator=g) * (torch.rand(y.shape, generator=g) < 0.3)
+    grad_extrema = torch.randn(extrema.shape, generator=g)
+    leaf = y.clone().requires_grad_(True)
+    stored = torch.autograd.grad(nlm._exists_forall(leaf, mask, exclude_self).view(extrema.shape), leaf,
+                                 grad_extrema)[0] + grad_y
+    pre = torch.ops.aten.sigmoid_backward(stored, y).double()
+    leaves = [t.clone().requires_grad_(True) for t in (bias,) + small]
+    fused = nlm._BroadcastSumExtrema.apply(mask, exclude_self, *leaves)
+    grads = torch.autograd.grad(fused, leaves, (grad_y, grad_extrema))
+    assert torch.equal(fused[0], y) and torch.equal(fused[1], extrema)
+    expected = [pre.sum((0, 1, 2, 3))] + [pre.sum(1 + d) for d in range(3)]
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got.double(), want, rtol=0, atol=1e-5)
+
+
+def test_nlm_training_forms_the_expand_only_arity_3_with_its_extrema_and_matches_the_reference():
+    # arity-3 inputs of no channels (as every domain of data/paper): the first layer's arity 3 is made of expand
+    # terms alone and, in training, comes with its exists / forall from one pass and one backward
+    calls = []
+    original = nlm._BroadcastSumExtrema.apply
+    channels = [2, 6, 4, 0]
+    for exclude_self in (False, True):
+        model = randomized(NLM(channels, exclude_self=exclude_self).double(), seed=2)
+        inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=2)
+        for t in inputs.tensors[:3]:
+            t.requires_grad_(True)
+        leaves = list(model.parameters()) + inputs.tensors[:3]
+        try:
+            nlm._BroadcastSumExtrema.apply = lambda *args: calls.append(1) or original(*args)
+            grads = torch.autograd.grad(model(inputs).sum(), leaves)
+        finally:
+            nlm._BroadcastSumExtrema.apply = original
+        reference = torch.autograd.grad(nlm_reference_forward(model, inputs).sum(), leaves)
+        for a, b in zip(grads, reference):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    assert len(calls) == 2

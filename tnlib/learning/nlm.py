@@ -31,6 +31,9 @@ These optimisations keep the function exactly the same (outputs and gradients te
   (the inference route's projected-extrema kernel, storing the output for the backward), and its backward goes
   from the extrema's gradient to the inputs' in one kernel that finds the ties and scatters their shares, without
   the dense gradient between them;
+* in training too, an arity-3 output made of expand terms alone (the first layer's, where the inputs have no
+  arity-3 predicates) is formed with its exists / forall in one pass, and one backward kernel takes the gradients
+  of both through the sigmoid to the bias's and the expand terms';
 * the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
   (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
   masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).
@@ -52,6 +55,7 @@ from tnlib.learning.encodings import NLMInputs
 from tnlib.learning import nlm_kernels
 from tnlib.learning.nlm_kernels import (
     TILE,
+    broadcast_sum_backward_kernel,
     broadcast_sum_kernel,
     extrema_backward_kernel,
     extrema_kernel,
@@ -462,6 +466,46 @@ class _ProjectedExtrema(torch.autograd.Function):
                 grad_bias if need_bias else None) + tuple(grad_small)
 
 
+class _BroadcastSumExtrema(torch.autograd.Function):
+    """Training's ``_PermutedSumSigmoid.apply(n, None, None, bias, *small)`` for output arity 3 (broadcast expand
+    terms alone) together with its ``_exists_forall``: ``(y [B, N, N, N, out], extrema [B, N, N, 2 out])`` from one
+    pass forward (``_broadcast_sum_sigmoid``), and one pass backward from the gradients of both to the bias's and
+    the expand terms' (``broadcast_sum_backward_kernel``), without the extrema's dense gradient, its sum with y's and
+    the sigmoid's backward as passes of their own. CPU."""
+
+    @staticmethod
+    def forward(ctx, object_mask: torch.Tensor, exclude_self: bool, bias, *small):
+        ctx.set_materialize_grads(False)
+        y, extrema = _broadcast_sum_sigmoid(bias, small, object_mask, exclude_self)
+        ctx.save_for_backward(y, object_mask)
+        ctx.exclude_self = exclude_self
+        return y, extrema
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_extrema):
+        y, object_mask = ctx.saved_tensors
+        if grad_y is None and grad_extrema is None:
+            return (None,) * 6
+        batch, n = object_mask.shape
+        width = y.shape[-1]
+        empty = y.new_empty((0, 0, 0))
+        grad_y = empty.view(0) if grad_y is None else grad_y.contiguous().view(-1)
+        grad_extrema = empty if grad_extrema is None else grad_extrema.contiguous().view(batch, n * n, 2 * width)
+        threads = 1 if y.numel() < nlm_kernels.SPLIT_WORK else min(torch.get_num_threads(), batch)
+        bounds = [batch * t // threads for t in range(threads + 1)]
+        # the bias's gradient sums B N^3 terms: in float64, so that their order moves nothing at float32's precision
+        partial_bias = np.zeros((threads, width), dtype=np.float64)
+        small = y.new_zeros((3, batch, n, n, width))
+        args = (grad_y.numpy(), grad_extrema.numpy(), y.view(-1).numpy(), object_mask.numpy(),
+                bool(ctx.exclude_self), y.numpy().dtype.type(1))
+        run_each(broadcast_sum_backward_kernel, [(*args, partial_bias[t], *small.view(3, -1).numpy(), bounds[t],
+                                                  bounds[t + 1]) for t in range(threads)])
+        grad_bias = torch.from_numpy(partial_bias.sum(0)).to(y.dtype)
+        needs = ctx.needs_input_grad
+        return (None, None, grad_bias if needs[2] else None) + tuple(
+            small[d] if needs[3 + d] else None for d in range(3))
+
+
 class NLMLayer(nn.Module):
     """One NLM layer: for each output arity r, Linear + sigmoid over [expand r-1, r, exists/forall r+1] x r!.
 
@@ -502,9 +546,9 @@ class NLMLayer(nn.Module):
               fused: bool = False) -> tuple[list[torch.Tensor | None], dict[int, torch.Tensor]]:
         """``forward`` with arities handed over as their exists / forall: ``reductions[r]`` stands for
         ``_exists_forall(xs[r])``, and the second value holds those of this layer's outputs that were formed
-        with them. With ``fused`` (CPU, without gradient) an arity-3 output in ``reduce_only`` is formed as its
-        exists / forall only, never stored, and one of broadcast expand terms alone comes with its reduction from the
-        same pass."""
+        with them. With ``fused`` (CPU) an arity-3 output in ``reduce_only`` is formed as its exists / forall only
+        (stored for the backward when gradients are needed), and one of broadcast expand terms alone comes with its
+        reduction from the same pass."""
         outputs: list[torch.Tensor | None] = [None] * len(self.in_channels)
         reduced: dict[int, torch.Tensor] = {}
 
@@ -556,9 +600,12 @@ class NLMLayer(nn.Module):
             elif r in reduce_only:
                 reduced[r] = _projected_extrema(local, w_local, linear.bias, tuple(small), object_mask,
                                                 self.exclude_self)
-            elif fused and r == 3 and local is None and not torch.is_grad_enabled():
+            elif fused and r == 3 and local is None and not _needs_grad(linear.bias, *small):
                 outputs[r], reduced[r] = _broadcast_sum_sigmoid(linear.bias, tuple(small), object_mask,
                                                                 self.exclude_self)
+            elif fused and r == 3 and local is None:
+                outputs[r], reduced[r] = _BroadcastSumExtrema.apply(object_mask, self.exclude_self, linear.bias,
+                                                                    *small)
             elif _needs_grad(local, w_local, linear.bias, *small):
                 outputs[r] = _PermutedSumSigmoid.apply(n, local, w_local, linear.bias, *small)
             else:

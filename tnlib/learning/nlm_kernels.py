@@ -292,6 +292,120 @@ def broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, s
                         low[c] = min(low[c], target[c])
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, grad_bias, g0, g1, g2, start,
+                                  stop):  # pragma: no cover - compiled
+    """Training, backward of ``broadcast_sum_kernel``'s output y ``[B, N^3, out]`` (after the caller's sigmoid)
+    and of its exists / forall in one pass: per position, y's gradient (``grad_y``, empty when y has none) plus the
+    share of its pair's extrema's gradient (``grad_extrema`` [B, N^2, 2 out], empty when they have none; the ties
+    found from y as in ``extrema_backward_kernel``), through the sigmoid (as torch's sigmoid_backward), summed into
+    the expand terms' gradients g0, g1, g2 ([B, N, N, out], constant along output axis 0, 1, 2; g0 and g1 zeroed by
+    the caller) and the bias's (float64, this thread's own). The gradient of every position is the one the stored
+    route adds up (y's own plus its extrema's share), so only the order of the sums differs. y, grad_y, g0, g1 and
+    g2 come flat: a pair's n positions are one run of n out values, each pass over them a plain loop."""
+    width = grad_bias.shape[0]
+    n = real.shape[1]
+    run = n * width
+    # loop bounds and offsets from range variables only (a bound computed in the loop, or an index LLVM cannot
+    # prove non-negative, such as pair % n, kept the passes below scalar: 3-4x slower)
+    pairs = n * n
+    has_y = grad_y.shape[0] > 0
+    has_extrema = grad_extrema.shape[0] > 0
+    kept = np.empty(2, np.int64)
+    excluded = np.empty(n, np.bool_)
+    zero = one - one
+    pre = np.empty(run, y.dtype)
+    across = np.empty(width, y.dtype)
+    for b in range(start, stop):
+        every_object = not exclude
+        for k in range(n):
+            every_object = every_object and real[b, k]
+        for i in range(n):
+            for j in range(n):
+                pair = i * n + j
+                first = (b * pairs + pair) * run
+                if has_y:
+                    for q in range(run):
+                        pre[q] = grad_y[first + q]
+                else:
+                    pre[:] = 0.0
+                reduced = False
+                if has_extrema:
+                    for c in range(2 * width):
+                        reduced = reduced or grad_extrema[b, pair, c] != 0.0
+                if reduced and every_object:  # no entry excluded: the same passes without the tests
+                    for c in range(width):
+                        high = y[first + c]
+                        low = high
+                        for k in range(1, n):
+                            v = y[first + k * width + c]
+                            high = max(high, v)
+                            low = min(low, v)
+                        ties_high = zero
+                        ties_low = zero
+                        for k in range(n):
+                            v = y[first + k * width + c]
+                            ties_high += one if v == high else zero
+                            ties_low += one if v == low else zero
+                        share_high = grad_extrema[b, pair, c] / ties_high
+                        share_low = grad_extrema[b, pair, width + c] / ties_low
+                        for k in range(n):
+                            v = y[first + k * width + c]
+                            pre[k * width + c] += (share_high if v == high else zero) + \
+                                (share_low if v == low else zero)
+                elif reduced:
+                    kept[0], kept[1] = i, j
+                    for k in range(n):
+                        excluded[k] = is_excluded(real, b, k, kept, 2, exclude)
+                    # a channel at a time, its extremum, ties and share in registers (an 8-wide row at a time kept
+                    # them in memory, scalar); all in y's dtype, as the stored route computes them
+                    for c in range(width):
+                        high = zero if excluded[0] else y[first + c]
+                        low = one if excluded[0] else y[first + c]
+                        for k in range(1, n):
+                            high = max(high, zero if excluded[k] else y[first + k * width + c])
+                            low = min(low, one if excluded[k] else y[first + k * width + c])
+                        ties_high = zero
+                        ties_low = zero
+                        for k in range(n):
+                            if excluded[k]:
+                                if high == zero:
+                                    ties_high += one
+                                if low == one:
+                                    ties_low += one
+                            else:
+                                v = y[first + k * width + c]
+                                if v == high:
+                                    ties_high += one
+                                if v == low:
+                                    ties_low += one
+                        share_high = grad_extrema[b, pair, c] / ties_high
+                        share_low = grad_extrema[b, pair, width + c] / ties_low
+                        for k in range(n):
+                            if not excluded[k]:
+                                v = y[first + k * width + c]
+                                pre[k * width + c] += (share_high if v == high else zero) + \
+                                    (share_low if v == low else zero)
+                # one plain loop a pass (each vectorised; a loop that also summed over k ran scalar)
+                for q in range(run):
+                    v = y[first + q]
+                    pre[q] = pre[q] * (one - v) * v
+                row0 = (b * n + j) * run
+                row1 = (b * n + i) * run
+                for q in range(run):
+                    g0[row0 + q] += pre[q]
+                for q in range(run):
+                    g1[row1 + q] += pre[q]
+                for c in range(width):
+                    total = pre[c]
+                    for k in range(1, n):
+                        total += pre[k * width + c]
+                    across[c] = total
+                for c in range(width):
+                    g2[(b * pairs + pair) * width + c] = across[c]
+                    grad_bias[c] += np.float64(across[c])
+
+
 _KERNEL_POOL: ThreadPoolExecutor | None = None
 
 
