@@ -16,7 +16,7 @@ import torch
 from tnlib import TruncatedNormal
 from tnlib.cli import main
 from tnlib.errors import DatasetError, MissingRuns
-from tnlib.experiments.notebook_parameters import check_notebook_parameters
+from tnlib.experiments.experiments_notebook_parameters import check_notebook_parameters
 from tnlib.experiments.sweep import Sweep
 from tnlib.planning.generators import generate
 
