@@ -52,7 +52,8 @@ from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
 from tnlib.planning.search import gbfs  # noqa: E402
 from tnlib.planning.search_settings import SearchSettings  # noqa: E402
 from tnlib.planning.pddl import resolve_domain  # noqa: E402
-from tnlib.learning.training import CHECKPOINT_FORMAT, TrainConfig  # noqa: E402
+from tnlib.learning.checkpoints import CHECKPOINT_FORMAT  # noqa: E402
+from tnlib.learning.training import TrainConfig  # noqa: E402
 
 INSTANCES = {"blocksworld": dict(blocks=16), "visitall": dict(x=7, y=7, ratio=1.0)}
 

@@ -451,7 +451,7 @@ def _random_nlm_checkpoint(folder, domain: str, seed: int = 0):
     """A checkpoint of the authors' NLM (depth 5: arity-3 layers) at its seeded initialisation, TN, learned sigma,
     residual h_FF, LM-cut bound."""
     from tnlib.learning.models import build_model, model_arguments
-    from tnlib.learning.training import CHECKPOINT_FORMAT
+    from tnlib.learning.checkpoints import CHECKPOINT_FORMAT
 
     config = TrainConfig(domain=domain, model="nlm", head=HeadConfig(distribution="TN"), seed=seed,
                          out_dir=str(folder), device="cpu")

@@ -373,7 +373,7 @@ def test_a_checkpoint_is_written_only_after_the_validation_record_of_its_step_is
     import tnlib.learning.training as training
 
     synced: list[int] = []
-    real_fsync, real_save = os.fsync, training._save_last
+    real_fsync, real_save = os.fsync, training.save_resume_checkpoint
 
     def fsync(fd):
         real_fsync(fd)
@@ -387,7 +387,7 @@ def test_a_checkpoint_is_written_only_after_the_validation_record_of_its_step_is
         real_save(obj, run)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(training, "_save_last", save_last)
+    monkeypatch.setattr(training, "save_resume_checkpoint", save_last)
     code, lines = run_cli(SWEEP + ["--steps", "30", "--out", str(tmp_path / "results")])
     assert code == 0, lines
     assert synced == [10, 20, 30]
@@ -403,26 +403,26 @@ def test_a_process_stopped_while_its_resume_checkpoint_is_replaced_leaves_one_to
 
     import torch
 
-    import tnlib.learning.training as training
+    import tnlib.learning.checkpoints as checkpoints
     from tnlib.learning.run_files import RunDir
 
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
-    training._save_last({"step": 10}, run)
+    checkpoints.save_resume_checkpoint({"step": 10}, run)
     old = run.last.read_bytes()
 
     def stopped(path, data):
         raise KeyboardInterrupt  # what a SIGINT there would do; SIGKILL leaves the same files
 
-    monkeypatch.setattr(training, "atomic_write_bytes", stopped)
+    monkeypatch.setattr(checkpoints, "atomic_write_bytes", stopped)
     if not hard_links:
         def no_link(source, target):
             raise OSError("hard links not supported")
         monkeypatch.setattr(os, "link", no_link)
     with pytest.raises(KeyboardInterrupt):
-        training._save_last({"step": 20}, run)
+        checkpoints.save_resume_checkpoint({"step": 20}, run)
     assert run.last_previous.read_bytes() == old
     assert run.last.is_file() == hard_links and (not hard_links or run.last.read_bytes() == old)
     monkeypatch.undo()
-    training._save_last({"step": 30}, run)  # the next checkpoint after a resume: the link name left is reused
+    checkpoints.save_resume_checkpoint({"step": 30}, run)  # the next checkpoint after a resume: the link name left is reused
     assert torch.load(run.last, weights_only=True)["step"] == 30 and not run.last_previous_link.exists()

@@ -13,11 +13,12 @@ import torch
 from tnlib.experiments.tables import summarize
 from tnlib.errors import DamagedFile
 from tnlib.files import damaged_message, locked, locked_if_free, read_json, read_jsonl
+from tnlib.learning.checkpoints import read_checkpoint_file
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
 from tnlib.learning.split_planning import plan_split
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import TrainConfig, read_checkpoint_file, train
+from tnlib.learning.training import TrainConfig, train
 from tnlib.learning.until_flat import still_improving, until_flat_end
 from tnlib.experiments.cell_settings import CellSettings
 

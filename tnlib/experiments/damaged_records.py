@@ -39,7 +39,7 @@ REPLAN_REMEDY = "run the command that planned it again (the sweep that made the 
 def _checkpoint_step(run: RunDir) -> int:
     """The step of a run's resume checkpoint (0 when it has none that reads): every validation record up to it was
     written before it."""
-    from tnlib.learning.training import read_checkpoint_file
+    from tnlib.learning.checkpoints import read_checkpoint_file
 
     for path in (run.last, run.last_previous):
         if path.is_file():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tnlib.files import atomic_write_json, locked, read_json
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import read_checkpoint_file
+from tnlib.learning.checkpoints import read_checkpoint_file
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ The run folder holds
   from, the kind of hardware (:func:`tnlib.device.machine_kind`) and the commit of the code that trained
   (:func:`tnlib.provenance.code_commit`), so a run resumed elsewhere or by other code says so.
 
-A checkpoint holds the config and the model's constructor arguments, so :func:`load_checkpoint` rebuilds model and
+The checkpoint files are :mod:`tnlib.learning.checkpoints`'s. A checkpoint holds the config and the model's
+constructor arguments, so :func:`load_checkpoint` rebuilds model and
 head without the data. A non-finite loss or gradient norm stops the run with :class:`TrainingDiverged`, naming
 the step and the batch's instances, before anything is written for that step.
 
@@ -37,13 +38,11 @@ differently on another kind of processor or GPU, so weights agree across kinds o
 from __future__ import annotations
 
 import copy
-import io
 import json
 import math
 import os
 import sys
 import time
-import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Sequence
@@ -58,8 +57,10 @@ from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device, device_for_reading, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
-from tnlib.files import (append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, damaged_message,
-                         locked, read_json, read_jsonl, shown_path)
+from tnlib.files import (append_jsonl, atomic_write_json, atomic_write_text, damaged_message, locked, read_json,
+                         read_jsonl, shown_path)
+from tnlib.learning.checkpoints import (CHECKPOINT_FORMAT, read_checkpoint_file, read_resume_checkpoint,
+                                        save_checkpoint, save_resume_checkpoint)
 from tnlib.learning.encodings import Batch, Encoded, Encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
 from tnlib.learning.models import (
@@ -321,7 +322,7 @@ def validation_metrics(model, head, encoder, encoded, device, batch_size) -> dic
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Checkpoints
+# Resuming, and a checkpoint's model rebuilt (the files themselves: tnlib.learning.checkpoints)
 
 
 def same_dataset(root, other) -> bool:
@@ -331,77 +332,6 @@ def same_dataset(root, other) -> bool:
         return (dataset_root(root) / MANIFEST).read_bytes() == (dataset_root(other) / MANIFEST).read_bytes()
     except (OSError, DatasetError):
         return False
-
-
-def _checkpoint_bytes(obj: dict) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
-
-
-def _atomic_save(obj: dict, path: Path) -> None:
-    """A checkpoint written atomically: a crash never leaves a half-written file."""
-    atomic_write_bytes(path, _checkpoint_bytes(obj))
-
-
-def _save_last(obj: dict, run: RunDir) -> None:
-    """The resume checkpoint, the one before it kept as ``last-previous.pt``: a last.pt damaged after it was written
-    (a full disk, a copy cut short) then costs the steps since the previous one, not the run.
-
-    last.pt is never missing once written: last-previous.pt becomes a second name (a hard link) of the old last.pt
-    while it stays in place, then the new one replaces it atomically, so a process killed at any moment leaves a
-    last.pt, old or new (where the filesystem has no hard links the old one is moved, and a kill between the two
-    renames leaves only last-previous.pt, which the resume reads too)."""
-    data = _checkpoint_bytes(obj)  # before touching the files: the slow part is no window in which one is missing
-    if run.last.is_file():
-        try:
-            run.last_previous_link.unlink(missing_ok=True)
-            os.link(run.last, run.last_previous_link)
-            os.replace(run.last_previous_link, run.last_previous)
-            # rename() does nothing when both names are already the same file (a save stopped after this step)
-            run.last_previous_link.unlink(missing_ok=True)
-        except OSError:
-            os.replace(run.last, run.last_previous)
-    atomic_write_bytes(run.last, data)
-
-
-def _load_checkpoint_file(path: Path) -> tuple[dict | None, str, bool]:
-    """``(checkpoint, "", False)``, or ``(None, why not, damaged)``: ``damaged`` when the file is a zip archive whose
-    contents changed, not a file that is no checkpoint at all (cut short, or of another kind)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except zipfile.BadZipFile as err:
-        return None, f"not a complete zip archive ({err}): cut short, or another kind of file", False
-    except Exception as err:  # noqa: BLE001 - a zip directory with changed bytes fails in many ways
-        return None, f"its zip directory is unreadable ({type(err).__name__}: {err})", True
-    if bad is not None:
-        return None, f"its part {bad} fails its checksum", True
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False), "", False
-    except Exception as err:  # noqa: BLE001 - unpickling a foreign file raises anything (UnpicklingError, EOFError, ...)
-        text = str(err).strip()
-        return None, f"torch cannot load it ({text.splitlines()[0] if text else type(err).__name__})", False
-
-
-def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
-    """``torch.load`` of a checkpoint file after checking it. A checkpoint is a zip archive whose parts carry CRC-32s,
-    which torch does not check (bytes flipped in a tensor load silently as other weights), so they are checked
-    first: a :class:`DamagedFile` for a checkpoint whose contents changed -- or, with ``written_here`` (a run
-    folder's own checkpoint, not a path a user gave), for any that cannot be read -- else a ValueError for a file
-    that is not one."""
-    checkpoint, reason, damaged = _load_checkpoint_file(path)
-    if damaged or (checkpoint is None and written_here):
-        remedy = "delete the run folder and train it again (the same settings and seed train the same weights)"
-        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
-    if checkpoint is None:
-        # a user's path: another kind of file, or a run's checkpoint cut short (a copy, a full disk)
-        in_a_run = (path.parent / "config.json").is_file()
-        remedy = ("it sits in a run folder, so it is that run's checkpoint cut short: delete the run folder and train "
-                  "it again (the same settings and seed train the same weights)" if in_a_run else
-                  "give a checkpoint a run folder holds (best.pt, best-nll.pt or last.pt)")
-        raise ValueError(f"{shown_path(path)}: not a tnlib checkpoint ({reason}); {remedy}")
-    return checkpoint
 
 
 def _check_same_configuration(run_dir: Path, checkpoint: dict, config: TrainConfig, model_kwargs: dict) -> None:
@@ -435,33 +365,6 @@ def _finished_pruned_run(run: RunDir, config: TrainConfig, model_kwargs: dict) -
         atomic_write_json(run.config_file, config.to_dict(), indent=2)
     return run.path
 
-
-def _read_resume_checkpoint(run: RunDir) -> dict | None:
-    """The newest readable resume checkpoint of ``run`` (last.pt, else last-previous.pt), or None when
-    the run has neither. A damaged last.pt with a readable previous one is said on stderr and skipped; with none,
-    a DamagedFile says what to do."""
-    damaged = []
-    for path in (run.last, run.last_previous):
-        if not path.is_file():
-            continue
-        checkpoint, reason, _ = _load_checkpoint_file(path)
-        if checkpoint is None:
-            damaged.append((path, reason))
-            continue
-        if not (isinstance(checkpoint, dict) and checkpoint.get("format") == CHECKPOINT_FORMAT
-                and "optimizer" in checkpoint):
-            damaged.append((path, "not a tnlib resume checkpoint"))
-            continue
-        if damaged:
-            instead = f"resuming from {shown_path(path)} instead (the steps since it are trained again)"
-            print(damaged_message(*damaged[0], instead), file=sys.stderr)
-            os.replace(path, run.last)  # the good one becomes last.pt: the next checkpoint keeps it as the previous
-        return checkpoint
-    if damaged:
-        path, reason = damaged[0]
-        remedy = "delete it (and last-previous.pt) to train the run from step 0, or restore it from a copy"
-        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
-    return None
 
 
 def _readable_config(run: RunDir) -> bool:
@@ -601,7 +504,7 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
     last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
-    checkpoint = _read_resume_checkpoint(run) if resume else None
+    checkpoint = read_resume_checkpoint(run) if resume else None
     if checkpoint is None and resume and run.pruned_file.is_file():
         return _finished_pruned_run(run, config, model_kwargs)
     if checkpoint is not None:
@@ -685,14 +588,14 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
             loss_sum, loss_count = 0.0, 0
             if metrics["val_mse"] < best_val_mse:
                 best_val_mse = metrics["val_mse"]
-                _atomic_save(checkpoint_state(**metrics), best_path)
+                save_checkpoint(checkpoint_state(**metrics), best_path)
             if metrics["val_nll"] < best_val_nll:
                 best_val_nll = metrics["val_nll"]
-                _atomic_save(checkpoint_state(**metrics), best_nll_path)
+                save_checkpoint(checkpoint_state(**metrics), best_nll_path)
             bar.set_postfix(loss=f"{record['train_loss']:.3g}", val_mse=f"{metrics['val_mse']:.3g}")
         bar.update(1)  # after the step's validation: a line printed for it (the last always is) shows its MSE
         if step % config.checkpoint_every == 0 or step == config.steps:
-            _save_last(checkpoint_state(
+            save_resume_checkpoint(checkpoint_state(
                 optimizer=optimizer.state_dict(), sampler_state=sampler.get_state(), loss_sum=loss_sum,
                 loss_count=loss_count, elapsed=time.perf_counter() - started,
             ), run)
