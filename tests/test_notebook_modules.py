@@ -63,6 +63,19 @@ def test_check_parameters_accepts_the_notebook_defaults():
     assert params.steps == 400 and params.open_bound_margin == OPEN_BOUND_EPSILON
 
 
+def test_the_classroom_check_takes_the_dataclass_fields_in_order_or_by_name():
+    from dataclasses import astuple
+
+    defaults = notebook_parameters.ClassroomParameters()
+    assert notebook_parameters.check_classroom_parameters(*astuple(defaults)) == defaults
+    assert notebook_parameters.check_classroom_parameters(1, steps=7) == notebook_parameters.ClassroomParameters(
+        seed=1, steps=7)
+    with pytest.raises(TypeError, match="unknown parameters.*'step'"):
+        notebook_parameters.check_classroom_parameters(step=7)
+    with pytest.raises(TypeError, match="by position and by name"):
+        notebook_parameters.check_classroom_parameters(1, seed=2)
+
+
 @pytest.mark.parametrize(
     "overrides, message",
     [

@@ -3,7 +3,7 @@ hand edit) become one ``ValueError`` naming the first bad one."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -120,61 +120,58 @@ class ClassroomParameters:
     seed_cell: str = "ferry learn/ff"
 
 
-def check_classroom_parameters(
-    seed: object = ClassroomParameters.seed,
-    num_train: object = ClassroomParameters.num_train,
-    num_test: object = ClassroomParameters.num_test,
-    steps: object = ClassroomParameters.steps,
-    learning_rate: object = ClassroomParameters.learning_rate,
-    hidden_units: object = ClassroomParameters.hidden_units,
-    open_bound_margin: object = ClassroomParameters.open_bound_margin,
-    demo_steps: object = ClassroomParameters.demo_steps,
-    data_root: object = "",
-    label_split: object = ClassroomParameters.label_split,
-    comparison_seeds: object = ClassroomParameters.comparison_seeds,
-    trained_domain: object = ClassroomParameters.trained_domain,
-    trained_configuration: object = ClassroomParameters.trained_configuration,
-    trained_seed: object = ClassroomParameters.trained_seed,
-    trained_states: object = ClassroomParameters.trained_states,
-    seed_report: object = ClassroomParameters.seed_report,
-    seed_cell: object = ClassroomParameters.seed_cell,
-) -> ClassroomParameters:
-    """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one."""
-    seed_value = checked_int("seed", seed, minimum=0)
-    train = checked_int("num_train", num_train, minimum=2)
-    test = checked_int("num_test", num_test, minimum=2)
-    step_count = checked_int("steps", steps, minimum=1)
-    rate = checked_float("learning_rate", learning_rate)
-    if not (rate > 0 and math.isfinite(rate)):
-        raise ValueError(f"learning_rate must be a finite number > 0, got {rate}")
-    hidden = checked_int("hidden_units", hidden_units, minimum=1)
-    margin = checked_float("open_bound_margin", open_bound_margin)
+def check_classroom_parameters(*values: object, **named: object) -> ClassroomParameters:
+    """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one.
+
+    The parameters are :class:`ClassroomParameters`' fields, in its order (``values``) or by name (``named``); a
+    field not given takes the dataclass's default, and ``data_root`` "" is the default data root, as None."""
+    names = [field.name for field in fields(ClassroomParameters)]
+    if len(values) > len(names):
+        raise TypeError(f"check_classroom_parameters takes at most {len(names)} parameters, got {len(values)}")
+    given = dict(zip(names, values))
+    unknown, twice = sorted(set(named) - set(names)), sorted(set(named) & set(given))
+    if unknown or twice:
+        raise TypeError(f"check_classroom_parameters: unknown parameters {unknown}" if unknown else
+                        f"check_classroom_parameters: {twice} given by position and by name")
+    given.update(named)
+    raw = {field.name: given.get(field.name, field.default) for field in fields(ClassroomParameters)}
+    checked = {
+        "seed": checked_int("seed", raw["seed"], minimum=0),
+        "num_train": checked_int("num_train", raw["num_train"], minimum=2),
+        "num_test": checked_int("num_test", raw["num_test"], minimum=2),
+        "steps": checked_int("steps", raw["steps"], minimum=1),
+        "learning_rate": checked_float("learning_rate", raw["learning_rate"]),
+    }
+    if not (checked["learning_rate"] > 0 and math.isfinite(checked["learning_rate"])):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {checked['learning_rate']}")
+    checked["hidden_units"] = checked_int("hidden_units", raw["hidden_units"], minimum=1)
+    checked["open_bound_margin"] = margin = checked_float("open_bound_margin", raw["open_bound_margin"])
     if not (margin > 0 and math.isfinite(margin)):
         raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
-    demo = checked_int("demo_steps", demo_steps, minimum=1)
+    checked["demo_steps"] = checked_int("demo_steps", raw["demo_steps"], minimum=1)
+    data_root = raw["data_root"]
     if data_root is not None and not isinstance(data_root, str):
         raise ValueError(f"data_root must be a folder name (\"\" for the default), got {data_root!r}")
     if data_root and not Path(data_root).is_dir():
         raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
-    if label_split not in SPLITS:
-        raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {label_split!r}")
-    compared = checked_int("comparison_seeds", comparison_seeds, minimum=3, maximum=50)
-    if trained_domain not in DOMAINS:
-        raise ValueError(f"trained_domain must be one of {', '.join(DOMAINS)}, got {trained_domain!r}")
-    if trained_configuration not in TRAINED_CONFIGURATIONS:
+    checked["data_root"] = data_root or None
+    if raw["label_split"] not in SPLITS:
+        raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {raw['label_split']!r}")
+    checked["comparison_seeds"] = checked_int("comparison_seeds", raw["comparison_seeds"], minimum=3, maximum=50)
+    if raw["trained_domain"] not in DOMAINS:
+        raise ValueError(f"trained_domain must be one of {', '.join(DOMAINS)}, got {raw['trained_domain']!r}")
+    if raw["trained_configuration"] not in TRAINED_CONFIGURATIONS:
         raise ValueError(f"trained_configuration must be one of {', '.join(TRAINED_CONFIGURATIONS)} (the paper-scale "
-                         f"runs' configurations), got {trained_configuration!r}")
-    trained_seed_value = checked_int("trained_seed", trained_seed, minimum=0)
-    states = checked_int("trained_states", trained_states, minimum=1, maximum=12)
-    if seed_report not in SEED_REPORTS:
+                         f"runs' configurations), got {raw['trained_configuration']!r}")
+    checked["trained_seed"] = checked_int("trained_seed", raw["trained_seed"], minimum=0)
+    checked["trained_states"] = checked_int("trained_states", raw["trained_states"], minimum=1, maximum=12)
+    if raw["seed_report"] not in SEED_REPORTS:
         raise ValueError(f"seed_report must be one of {', '.join(SEED_REPORTS)} (the committed five-seed reports), "
-                         f"got {seed_report!r}")
-    if not isinstance(seed_cell, str):
-        raise ValueError(f"seed_cell must be 'DOMAIN SIGMA/RESIDUAL', e.g. 'ferry learn/ff', got {seed_cell!r}")
+                         f"got {raw['seed_report']!r}")
+    if not isinstance(raw["seed_cell"], str):
+        raise ValueError(f"seed_cell must be 'DOMAIN SIGMA/RESIDUAL', e.g. 'ferry learn/ff', got {raw['seed_cell']!r}")
     try:
-        seeds_as_they_arrive(committed_seed_values(seed_report, seed_cell))
+        seeds_as_they_arrive(committed_seed_values(raw["seed_report"], raw["seed_cell"]))
     except ValueError as error:
         raise ValueError(f"seed_cell: {error}") from None
-    return ClassroomParameters(seed_value, train, test, step_count, rate, hidden, margin, demo, data_root or None,
-                               label_split, compared, trained_domain, trained_configuration, trained_seed_value,
-                               states, seed_report, seed_cell)
+    return ClassroomParameters(**{**raw, **checked})
