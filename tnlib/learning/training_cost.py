@@ -20,9 +20,9 @@ CPU_TIMED_OBJECTS = 16
 # another kind by 1.5x. data/small: medians over the 6,000-step runs of reports/converged/ (NLM 16 runs per domain,
 # STRIPS-HGN and linear regression 16 per domain), AMD EPYC. data/paper: steps 100-400 of a 400-step TN learn/ff
 # run, two domains side by side (visitall with blocksworld, ferry with gripper) and nothing else running, Intel Xeon
-# (AVX-512), before the sparse backward of reduced-only arities (reports/speed.md part 2: 1.2-1.4x on visitall):
-# visitall's 5x5 training instances (25 objects) make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. The
-# paper-scale campaign's own runs will replace these (their curves' seconds over steps). On top, per run
+# (AVX-512), with the dense backward of reduced-only arities, which the sparse one beats by 1.2-1.4x on visitall
+# (reports/speed.md part 2), so they bound the current code's steps from above: visitall's 5x5 training instances
+# (25 objects) make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. On top, per run
 # (MEASURED_RUN_OVERHEAD_SECONDS): the test evaluation, and on data/small planning every plan instance at 10,000
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
@@ -42,7 +42,7 @@ MEASURED_STEP_SECONDS = {
     "paper": {"nlm": {"blocksworld": 0.128, "ferry": 0.060, "gripper": 0.097, "visitall": 0.41},
               # WL: medians over the 80 runs of reports/paper-scale-wl (6,000-40,000 steps each, two sweep
               # processes side by side, a third niced one beside them for 7 of their 62 minutes; AMD EPYC with
-              # AVX-512, 2026-11-28)
+              # AVX-512)
               "wl": {"blocksworld": 0.0031, "ferry": 0.0025, "gripper": 0.0015, "visitall": 0.0011}},
 }
 # (WL on data/small: fitting the colours, the test evaluation and planning every plan instance, N default and clip,
@@ -55,7 +55,7 @@ MEASURED_RUN_OVERHEAD_SECONDS = {"small": {"nlm": 5.0, "hgn": 16.0, "linear": 3.
 # Learned GBFS at the paper's test sizes: evaluations per second (the paper's counting; the head's h_FF residual and
 # LM-cut bound computed for every state, as under Table 2's TN learn/ff) at each domain's largest plan-set instance
 # (blocksworld 22 blocks, ferry 30 x 30, gripper 100 balls, visitall 7 x 7), one thread beside two niced training
-# processes, AMD EPYC (AVX-512), 2026-11-27: `benchmarks/bench_wl.py --evaluations 3000` (reports/speed.md part 6;
+# processes, AMD EPYC (AVX-512): `benchmarks/bench_wl.py --evaluations 3000` (reports/speed.md part 6;
 # the NLM with random weights, as its cost depends on the instance, not the weights). A larger instance costs more
 # per evaluation, so hours from these bound a plan set's planning from above (sweep_standing.plan_set_hours);
 # setting up a search (grounding, the model) is under half a second an instance, left out.
@@ -64,7 +64,7 @@ MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND = {
     "wl": {"blocksworld": 1057, "ferry": 1379, "gripper": 1124, "visitall": 2116},
 }
 
-# Measured on one NVIDIA H100 80GB (torch 2.11.0+cu130, 2026-11-26; reports/speed.md part 5): seconds per step of
+# Measured on one NVIDIA H100 80GB (torch 2.11.0+cu130; reports/speed.md part 5): seconds per step of
 # the training loop on data/paper, one run at a time, validation left out, per batch size, model and domain
 # (medians of two 20-step runs; STRIPS-HGN in its default "authors" layout, measured on a second machine of the same
 # kind). The GPU mostly waits on the CPU's collation and kernel launches, so batch 256 costs only 0.8-2.6x batch
