@@ -4,13 +4,13 @@ A sweep's tables look the same whether its runs trained for 40,000 steps or 300,
 smaller ones, with the plan instances h_FF finds hard or ones it solves outright. :func:`collect_scope` reads what
 was actually done -- every run's ``config.json`` and ``curves.jsonl``, the planning and baseline files, the sweep's
 ``sweep.json`` and the data manifests -- and sets it beside the paper's setting (:mod:`tnlib.paper` and the
-``paper`` profile of :mod:`tnlib.data.generation`); :func:`render_scope` writes it as a short Markdown block that
+``paper`` profile of :mod:`tnlib.data.profiles`); :func:`render_scope` writes it as a short Markdown block that
 the reports (``accuracy.md``, ``planning.md``) and the experiments notebook put on top. Nothing in it is typed
 in by hand: a shorter run, a missing configuration or an easy plan set shows up by itself.
 
 **Still improving.** A run's validation curve counts as *still improving at the last step* when the best
 validation MSE among its last quarter of evaluations (at least one) is more than 1% below the best before them
-(:func:`still_improving`): the model selection (best validation MSE) would likely have picked a better model had
+(:func:`tnlib.learning.until_flat.still_improving`): the model selection (best validation MSE) would likely have picked a better model had
 training gone on. Runs with fewer than four evaluations are *too short to tell*.
 """
 from __future__ import annotations

@@ -4,11 +4,13 @@ heuristics, search, plan files and validation, and optimal plans from Fast Downw
 ========================  ==========================================================================
 module                    what
 ========================  ==========================================================================
-``task``                  PDDL (via pyperplan) grounded to packed bit-states and index arrays
+``pddl``                  PDDL files read with pyperplan's parser, one error line for a bad file
+``task``                  a task grounded to packed bit-states and index arrays
 ``domains/``              the paper's four domain files
 ``generators``            random instances distributed like the IPC generators'
 ``heuristics``            blind, goal count, h_max, h_add, h_FF, LM-cut, the linear model's features
 ``search``                GBFS, A*, breadth-first search, random-walk states
+``search_settings``       what GBFS is asked besides its heuristic: counting protocol and limits
 ``plans``                 IPC plan files, simulation and validation
 ``fast_downward``         optimal plans with Fast Downward A* + LM-cut
 ``optimal_costs``         exact h* and optimal plans: gripper and ferry by closed forms, visitall by search
