@@ -136,6 +136,11 @@ def test_limits_and_statuses(corpus):
     timed = gbfs(task, "ff", SearchSettings(time_limit=0.0))
     assert timed.status == TIME_LIMIT and timed.evaluations == 1
     assert gbfs(task, "ff", SearchSettings(max_evaluations=0)).evaluations == 0
+    astar_limited = astar(task, "goalcount", SearchSettings(DISTINCT, max_evaluations=50))
+    assert astar_limited.status == EVALUATION_LIMIT and astar_limited.evaluations <= 50
+    assert astar(task, "ff", SearchSettings(DISTINCT, time_limit=0.0)).status == TIME_LIMIT
+    with pytest.raises(ValueError, match="A\\* counts each distinct state once"):
+        astar(task, "ff", SearchSettings(max_evaluations=50))  # the paper's protocol is GBFS's alone
 
     unsolvable = load_task(DATA / "deadend-domain.pddl", DATA / "unsolvable-problem.pddl")
     for result in (gbfs(unsolvable, "ff", SearchSettings(protocol=DISTINCT)), astar(unsolvable, "ff")):
@@ -226,3 +231,24 @@ def test_search_settings_refuse_what_gbfs_cannot_run():
                 dict(time_limit=-0.5)):
         with pytest.raises(ValueError):
             SearchSettings(**bad)
+
+
+def test_the_evaluation_limit_is_defaulted_by_search_settings_alone():
+    """Every other default of an evaluation limit reads ``PAPER_SEARCH.max_evaluations``: a parameter default or a
+    dataclass field set to the paper's number itself would be a second home for the default."""
+    import ast
+    from pathlib import Path
+
+    import tnlib
+
+    defaults = []
+    for path in sorted(Path(tnlib.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            values = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                values = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            elif isinstance(node, ast.ClassDef):
+                values = [s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value is not None]
+            defaults += [f"{path.name}:{value.lineno}" for value in values
+                         if "MAX_EVALUATIONS" in ast.unparse(value)]
+    assert [where.split(":")[0] for where in defaults] == ["search_settings.py"], defaults

@@ -22,7 +22,8 @@ from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import ALL_SPLITS, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.errors import CommandError, DatasetError
-from tnlib.paper import DOMAINS, MAX_EVALUATIONS
+from tnlib.paper import DOMAINS
+from tnlib.planning.search_settings import PAPER_SEARCH
 
 
 def _profile_limits_text(split: str | None) -> str:
@@ -64,7 +65,7 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
                      help=f"solve memory limit (MiB; default: the profile's, {_profile_limits_text(None)})")
     gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
     gen.add_argument("--sat-evaluations", type=int, metavar="N",
-                     help=f"GBFS evaluation limit for h_sat (default: {MAX_EVALUATIONS})")
+                     help=f"GBFS evaluation limit for h_sat (default: {PAPER_SEARCH.max_evaluations})")
     gen.add_argument("--out-of-reach-after", type=int, metavar="K",
                      help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
                      "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "

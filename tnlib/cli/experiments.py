@@ -228,7 +228,8 @@ def _run_findings(args) -> int:
 def register_baselines(subparsers) -> None:
     from tnlib.data.schema import PLAN_SETS
     from tnlib.experiments.baselines import BASELINE_HEURISTICS
-    from tnlib.paper import DOMAINS, MAX_EVALUATIONS
+    from tnlib.paper import DOMAINS
+    from tnlib.planning.search_settings import PAPER_SEARCH
 
     parser = subparsers.add_parser(
         "baselines", help=COMMANDS["baselines"][1],
@@ -244,8 +245,8 @@ def register_baselines(subparsers) -> None:
                         help=f"(default: {' '.join(BASELINE_HEURISTICS)})")
     parser.add_argument("--plan-sets", nargs="+", default=[PLAN_SETS["test"]], choices=list(PLAN_SETS.values()),
                         help=f"(default: {PLAN_SETS['test']})")
-    parser.add_argument("--max-evaluations", type=int, default=MAX_EVALUATIONS,
-                        help=f"GBFS's evaluation limit (default: {MAX_EVALUATIONS:,})")
+    parser.add_argument("--max-evaluations", type=int, default=PAPER_SEARCH.max_evaluations,
+                        help=f"GBFS's evaluation limit (default: {PAPER_SEARCH.max_evaluations:,})")
     parser.add_argument("--selection", type=float, nargs="*", default=[], metavar="S",
                         help="also show each domain's rows under the paper's selection: the instances solved "
                              "optimally within S seconds by the recorded solves (repeatable values)")

@@ -123,8 +123,7 @@ def _run_solve(args: argparse.Namespace) -> int:
 
 def register_plan(subparsers) -> None:
     from tnlib.planning.heuristics import HEURISTIC_NAMES
-    from tnlib.paper import MAX_EVALUATIONS
-    from tnlib.planning.search_settings import PAPER, PROTOCOLS
+    from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, PROTOCOLS
 
     parser = subparsers.add_parser(
         "plan",
@@ -154,8 +153,8 @@ def register_plan(subparsers) -> None:
              "at generation; default) or 'distinct' (each distinct state counts once, goal test at expansion)",
     )
     parser.add_argument(
-        "--max-evaluations", type=int, default=MAX_EVALUATIONS, metavar="N",
-        help=f"heuristic evaluation limit (default {MAX_EVALUATIONS}; 0 = none)",
+        "--max-evaluations", type=int, default=PAPER_SEARCH.max_evaluations, metavar="N",
+        help=f"heuristic evaluation limit (default {PAPER_SEARCH.max_evaluations}; 0 = none)",
     )
     parser.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds (default: none)")
     parser.add_argument("--plan-file", metavar="F", help="write the plan here (IPC format) when solved")
@@ -167,7 +166,7 @@ def register_plan(subparsers) -> None:
 def _run_plan(args) -> int:
     from tnlib.planning.plans import validate_plan, write_plan
     from tnlib.planning.search import astar, gbfs
-    from tnlib.planning.search_settings import SearchSettings
+    from tnlib.planning.search_settings import DISTINCT, SearchSettings
     from tnlib.planning.task import load_search_task
     from tnlib.progress import LateProgress
 
@@ -204,7 +203,7 @@ def _run_plan(args) -> int:
             finally:
                 searching.close()
         else:
-            result = astar(task, heuristic, max_evaluations=limit, time_limit=args.time_limit)
+            result = astar(task, heuristic, SearchSettings(DISTINCT, limit, args.time_limit))
         if result.solved:
             verdict = validate_plan(task, result.plan)
             if not verdict.valid:  # a bug, never a user error: say so loudly

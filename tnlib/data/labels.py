@@ -33,15 +33,13 @@ import numpy as np
 from tnlib.data.schema import HEURISTIC_COLUMNS
 from tnlib.errors import LabelError
 from tnlib.planning.heuristics import FFHeuristic, evaluate_all
-from tnlib.paper import MAX_EVALUATIONS
 from tnlib.planning.plans import plan_states, validate_plan
 from tnlib.planning.search import gbfs
-from tnlib.planning.search_settings import DISTINCT, SearchSettings
+from tnlib.planning.search_settings import DISTINCT, PAPER_SEARCH, SearchSettings
 from tnlib.planning.task import State, Task, load_task
 from tnlib.planning.pddl import problem_atoms
 
 ADMISSIBLE = ("blind", "hmax", "lmcut")
-DEFAULT_SAT_EVALUATIONS = MAX_EVALUATIONS  # the paper's per-problem evaluation limit, reused for h_sat's GBFS
 
 
 @dataclass
@@ -66,7 +64,7 @@ def task_from(task: Task, state: State) -> Task:
 
 
 def satisficing_lengths(
-    task: Task, full_task: Task, states: Sequence[State], max_evaluations: int | None = DEFAULT_SAT_EVALUATIONS
+    task: Task, full_task: Task, states: Sequence[State], max_evaluations: int | None = PAPER_SEARCH.max_evaluations
 ) -> np.ndarray:
     """h_sat for each state: GBFS with h_FF on ``task``; NaN where it stops without a plan.
 
@@ -91,7 +89,7 @@ def label_instance(
     domain_file: str | os.PathLike,
     problem_file: str | os.PathLike,
     plan: Sequence[str],
-    sat_max_evaluations: int | None = DEFAULT_SAT_EVALUATIONS,
+    sat_max_evaluations: int | None = PAPER_SEARCH.max_evaluations,
 ) -> tuple[list[dict], LabelTiming]:
     """One record per state on the optimal ``plan`` (``step`` 0..len(plan)), and the time spent.
 
@@ -159,7 +157,6 @@ def label_instance(
 
 
 __all__ = [
-    "DEFAULT_SAT_EVALUATIONS",
     "LabelTiming",
     "label_instance",
     "satisficing_lengths",

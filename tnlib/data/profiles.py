@@ -36,8 +36,9 @@ from typing import Any, Iterable, Sequence
 
 from tnlib.data.schema import ALL_SPLITS, TEST_GRID
 from tnlib.errors import DatasetError
-from tnlib.paper import MAX_ATTEMPTS, MAX_EVALUATIONS
+from tnlib.paper import MAX_ATTEMPTS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, problem_name
+from tnlib.planning.search_settings import PAPER_SEARCH
 
 # The test grid draws with the test split's code: its slots are the test split's, and so are its problems
 # (tnlib.data.schema.TEST_GRID); split_of_seed names a code's first split, test.
@@ -97,7 +98,7 @@ class Profile:
     time_limits: dict[str, float]  # seconds, per split
     memory_limit_mb: int = 8000
     max_attempts: int = MAX_ATTEMPTS
-    sat_max_evaluations: int = MAX_EVALUATIONS
+    sat_max_evaluations: int = PAPER_SEARCH.max_evaluations  # h_sat's GBFS, under the search's default limit
 
     def grid(self, domain: str, split: str) -> SplitGrid:
         try:

@@ -14,7 +14,7 @@ from typing import Sequence
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
-from tnlib.planning.search_settings import PAPER, SearchSettings
+from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, SearchSettings
 
 # The symbolic heuristics tnlib offers for GBFS, h_FF first (the paper's Table 2 column).
 BASELINE_HEURISTICS = ("ff", "lmcut", "hadd", "goalcount")
@@ -44,7 +44,7 @@ def _plan(job: BaselineJob) -> str:
 
 
 def run_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristics: Sequence[str] = BASELINE_HEURISTICS,
-                  plan_sets: Sequence[str] = ("plan-set",), max_evaluations: int = MAX_EVALUATIONS,
+                  plan_sets: Sequence[str] = ("plan-set",), max_evaluations: int = PAPER_SEARCH.max_evaluations,
                   workers: int = 1, progress=None) -> None:
     """Plan every (plan set, domain, heuristic) not planned yet, ``workers`` processes side by side; ``progress``
     is called with each finished job's name."""

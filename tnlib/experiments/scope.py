@@ -55,6 +55,7 @@ from tnlib.paper import (
     TRAIN_STEPS,
 )
 from tnlib.planning.generators import DOMAIN_PARAMETERS
+from tnlib.planning.search_settings import PAPER_SEARCH
 
 # What the header says of a run trained, in whole or in its first steps, before run folders recorded the hardware.
 NOT_RECORDED = "not recorded"
@@ -497,7 +498,7 @@ def render_scope(scope: Scope) -> str:
     lines.append("")
 
     # per domain: training instances, test set, plan set
-    max_evaluations = scope.max_evaluations or MAX_EVALUATIONS
+    max_evaluations = scope.max_evaluations or PAPER_SEARCH.max_evaluations
     limit_note = "" if scope.max_evaluations else " (assumed: no sweep.json)"
     protocols = sorted({p for d in scope.domains.values() for p in d.protocols} | set(scope.plan_protocols))
     lines += [f"| domain | training instances (paper: {TRAIN_INSTANCES}) | test set | paper's test set | "

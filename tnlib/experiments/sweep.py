@@ -41,13 +41,12 @@ from tnlib.paper import (
     DISTRIBUTIONS,
     DOMAINS,
     EVAL_EVERY,
-    MAX_EVALUATIONS,
     SEEDS,
     TABLE1_CONFIGS,
     TRAIN_INSTANCES,
     TRAIN_STEPS,
 )
-from tnlib.planning.search_settings import PAPER, SearchSettings
+from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, SearchSettings
 from tnlib.progress import progress as progress_display
 
 
@@ -91,7 +90,7 @@ class Sweep:
     # plan_instances takes a subset spread over the cells.
     plan_on: str = "plan"
     plan_per_cell: int | None = None  # on a plan set: the first N instances of each grid cell (None: all)
-    max_evaluations: int = MAX_EVALUATIONS
+    max_evaluations: int = PAPER_SEARCH.max_evaluations
     workers: int = 1  # local processes running cells side by side (ignored on a Dask scheduler)
 
     @classmethod

@@ -38,12 +38,11 @@ from tnlib.experiments.seed_statistics import (
 )
 from tnlib.files import read_json, shown_path
 from tnlib.learning.split_planning import planned
-from tnlib.planning.search_settings import PAPER
+from tnlib.planning.search_settings import PAPER, PAPER_SEARCH
 from tnlib.paper import (
     DOMAINS,
     FF_COVERAGE,
     FF_EVALUATIONS,
-    MAX_EVALUATIONS,
     PAPER_CONFIGS,
     PAPER_TABLE1,
     PAPER_TABLE1_NLM,
@@ -359,7 +358,7 @@ def _configs_with_values(configs: Sequence[tuple[str, str]], ran: Sequence[set])
     return [c for c in configs if c in found] or list(configs)
 
 
-def summarize(records: Sequence[dict], max_evaluations: int | None = MAX_EVALUATIONS) -> dict:
+def summarize(records: Sequence[dict], max_evaluations: int | None = PAPER_SEARCH.max_evaluations) -> dict:
     """Coverage and the average evaluations, counting an unsolved instance as the evaluation limit it ran under
     (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
     it. Records that ran under different limits are not averaged together (ValueError)."""

@@ -30,7 +30,7 @@ from typing import Callable, Sequence, Union
 import numpy as np
 
 from tnlib.planning.heuristics import Heuristic, as_batch_function, make_heuristic
-from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, SearchSettings
+from tnlib.planning.search_settings import DISTINCT, PAPER, PAPER_SEARCH, UNLIMITED_SEARCH, SearchSettings
 from tnlib.planning.task import State, Task
 
 HeuristicLike = Union[Heuristic, str, Callable[[Sequence[State]], Sequence[float]]]
@@ -265,21 +265,22 @@ def _gbfs_distinct(task: Task, evaluate, max_evaluations: int | None, time_limit
     return result(EXHAUSTED)
 
 
-def astar(
-    task: Task,
-    heuristic: HeuristicLike,
-    max_evaluations: int | None = None,
-    time_limit: float | None = None,
-) -> SearchResult:
-    """A* with reopening (optimal with any admissible heuristic, consistent or not).
+def astar(task: Task, heuristic: HeuristicLike, settings: SearchSettings = UNLIMITED_SEARCH) -> SearchResult:
+    """A* with reopening (optimal with any admissible heuristic, consistent or not) under ``settings``
+    (:class:`SearchSettings`: its evaluation and time limits; none by default).
 
     Same machinery as :func:`gbfs`: new successors are evaluated as one batch, each distinct state once (its h is
     cached when a cheaper path reopens it). Goal test at expansion. Open list ordered by (f, h, insertion order).
+    A* counts as GBFS's ``distinct`` protocol does, so settings of another protocol are a ValueError.
     """
+    if settings.protocol != DISTINCT:
+        raise ValueError(f"A* counts each distinct state once and tests the goal at expansion (protocol "
+                         f"{DISTINCT!r}); it has no {settings.protocol!r} protocol")
     evaluate = _batch_function(task, heuristic)
     started = time.perf_counter()
     width = task.state_bytes
-    limit = math.inf if max_evaluations is None else max_evaluations
+    limit = math.inf if settings.max_evaluations is None else settings.max_evaluations
+    time_limit = settings.time_limit
 
     def result(status: str, plan: list[str] | None = None) -> SearchResult:
         return SearchResult(status, plan, evaluations, expansions, len(states), time.perf_counter() - started)

@@ -5,6 +5,10 @@ experiments (every generated successor counts, goal test at generation), and ``d
 counts once, goal test at expansion, as Fast Downward). A sweep, a command or a test builds one
 :class:`SearchSettings` and it travels unchanged to the search; its own module, so that describing a sweep does not
 load the search and its compiled heuristics.
+
+The evaluation limit's default is :class:`SearchSettings`' alone (the paper's, :data:`tnlib.paper.MAX_EVALUATIONS`):
+whatever else takes a limit -- a sweep, a dataset profile's h_sat labels, the commands, the tables' reading of
+records that do not name theirs -- defaults to ``PAPER_SEARCH.max_evaluations``.
 """
 from __future__ import annotations
 
@@ -37,3 +41,6 @@ class SearchSettings:
 
 
 PAPER_SEARCH = SearchSettings()
+#: A*'s default: each distinct state counted once (the only counting A* has) and no limit, so it ends with an
+#: optimal plan or none.
+UNLIMITED_SEARCH = SearchSettings(DISTINCT, max_evaluations=None)
