@@ -153,6 +153,16 @@ def test_unknown_names_are_rejected(kwargs, word):
         HeadConfig(**kwargs)
 
 
+def test_the_tables_name_each_point_estimate_by_its_head():
+    from tnlib.learning.heads import ESTIMATE_COLUMNS, estimate_column
+
+    assert ESTIMATE_COLUMNS == ("N", "N+clip", "TN")
+    assert [estimate_column("N", "default"), estimate_column("N", "clip"), estimate_column("TN", "default")] == [
+        "N", "N+clip", "TN"]
+    with pytest.raises(ValueError, match="a TN head has no point estimate 'clip'"):
+        estimate_column("TN", "clip")
+
+
 def test_the_head_says_which_point_estimates_it_offers():
     from tnlib.learning.heads import POINT_ESTIMATES, point_estimates
 

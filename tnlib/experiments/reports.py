@@ -37,6 +37,7 @@ from tnlib.experiments.tables import (
     table2_bold_rule,
     table2_seed_values,
 )
+from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
@@ -231,14 +232,14 @@ def accuracy_seed_rows(results: Sequence[dict], by_nll: Sequence[dict] = ()) -> 
     for r in sorted(results, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["distribution"], r["seed"])):
         setting = {k: r[k] for k in SETTING_COLUMNS}
         steps = r.get("config", {}).get("steps")
-        for column, mse in ((r["distribution"], r["mse"]), ("N+clip", r.get("mse_clip"))):
-            if column == "N+clip" and r["distribution"] != "N":
-                continue
+        for estimate in point_estimates(r["distribution"]):
+            distribution_itself = estimate == POINT_ESTIMATES[0]  # the NLL is the distribution's, not an estimate's
             key = (*setting.values(), r["distribution"], r["seed"])
-            rows.append({**setting, "column": column, "seed": r["seed"], "steps": steps,
-                         "checkpoint_step": r.get("checkpoint_step"), "mse": repr(mse),
-                         "nll": repr(r["nll"]) if column != "N+clip" else "",
-                         "nll_best_nll": repr(nll_at_best_nll[key]) if column != "N+clip" and key in
+            rows.append({**setting, "column": estimate_column(r["distribution"], estimate), "seed": r["seed"],
+                         "steps": steps, "checkpoint_step": r.get("checkpoint_step"),
+                         "mse": repr(r.get("mse" if distribution_itself else f"mse_{estimate}")),
+                         "nll": repr(r["nll"]) if distribution_itself else "",
+                         "nll_best_nll": repr(nll_at_best_nll[key]) if distribution_itself and key in
                          nll_at_best_nll else ""})
     return rows
 

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.learning.heads import HeadConfig
+from tnlib.learning.heads import ESTIMATE_COLUMNS, POINT_ESTIMATES, HeadConfig, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
 from tnlib.experiments.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
@@ -163,6 +163,15 @@ def _cell(stats: tuple[float, float] | None) -> str:
     return f"{_paper_number(mean)}±{std_text}"
 
 
+def _estimate_values(run: dict, metric: str) -> list[tuple[str, float]]:
+    """``(column, value)`` of a run's test ``metric`` per point estimate of its head
+    (:func:`tnlib.learning.heads.point_estimates`): the MSE of each (``mse``, ``mse_clip``), the NLL of the
+    distribution alone."""
+    estimates = point_estimates(run["distribution"]) if metric == "mse" else POINT_ESTIMATES[:1]
+    return [(estimate_column(run["distribution"], estimate),
+             run[metric if estimate == POINT_ESTIMATES[0] else f"{metric}_{estimate}"]) for estimate in estimates]
+
+
 def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, metric: str = "mse") -> dict:
     """The table's numbers: ``{domain: {"ff": x, "lmcut": x, (sigma, residual, column): (mean, std)}}``.
@@ -180,17 +189,15 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
         cell = groups[r["domain"]]
         cell["ff"].append(r.get("mse_ff"))
         cell["lmcut"].append(r.get("mse_lmcut"))
-        key = (r["sigma"], r["residual"], r["distribution"])
-        cell[key].append(r[metric])
-        if r["distribution"] == "N" and metric == "mse":
-            cell[(r["sigma"], r["residual"], "N+clip")].append(r["mse_clip"])
+        for column, value in _estimate_values(r, metric):
+            cell[(r["sigma"], r["residual"], column)].append(value)
     check_one_setting(pooled, "Table 1")
     table = {}
     for domain in sorted(groups, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 99):
         cells = groups[domain]
         row = {"ff": _stats(cells["ff"]), "lmcut": _stats(cells["lmcut"])}
         for sigma, residual in configs:
-            for column in ("N", "N+clip", "TN"):
+            for column in ESTIMATE_COLUMNS:
                 row[(sigma, residual, column)] = _stats(cells.get((sigma, residual, column), []))
         table[domain] = row
     return table
@@ -204,9 +211,8 @@ def table1_seed_values(results: Sequence[dict], model: str = "nlm", lower_bound:
     for r in results:
         if r["model"] != model or r["lower_bound"] != lower_bound:
             continue
-        values[(r["domain"], r["sigma"], r["residual"], r["distribution"])][r.get("seed")] = r[metric]
-        if r["distribution"] == "N" and metric == "mse":
-            values[(r["domain"], r["sigma"], r["residual"], "N+clip")][r.get("seed")] = r["mse_clip"]
+        for column, value in _estimate_values(r, metric):
+            values[(r["domain"], r["sigma"], r["residual"], column)][r.get("seed")] = value
     return dict(values)
 
 
@@ -237,7 +243,7 @@ def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "
 def _paired_bold_keys(values: dict, domain: str, configs, lower_is_better: bool = True) -> set:
     bold = set()
     for sigma, residual in configs:
-        group = {c: values[(domain, sigma, residual, c)] for c in ("N", "N+clip", "TN")
+        group = {c: values[(domain, sigma, residual, c)] for c in ESTIMATE_COLUMNS
                  if (domain, sigma, residual, c) in values}
         bold |= {(sigma, residual, c) for c in paired_best(group, lower_is_better)}
     return bold
@@ -250,7 +256,7 @@ def paper_bold_keys(row: dict, configs) -> set:
     bold = set()
     for sigma, residual in configs:
         means = {(sigma, residual, c): round(row[(sigma, residual, c)][0], 2)
-                 for c in ("N", "N+clip", "TN") if row[(sigma, residual, c)] is not None}
+                 for c in ESTIMATE_COLUMNS if row[(sigma, residual, c)] is not None}
         if not means:
             continue
         best = min(means.values())
@@ -385,7 +391,7 @@ def collect_planning(results_dir, split: str | None = None, problems: dict[str, 
     for path in results.planning_files(results.planned_on() if split is None else split):
         config = _run_config(path.parent, sweeps)
         estimate = RunDir.estimate_of(path)
-        column = config["distribution"] + ("+clip" if estimate == "clip" else "")
+        column = estimate_column(config["distribution"], estimate)
         records = _kept(planned(path).values(), problems, config["domain"])
         if not records and problems is not None:  # none of its instances kept: no row, rather than an empty one
             continue
@@ -465,7 +471,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
     domains = sorted({r["domain"] for r in rows} | set(baseline),
                      key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
     configs = _configs_with_values(configs, [{(r["sigma"], r["residual"]) for r in rows}])
-    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
+    columns = [(s, res, c) for s, res in configs for c in ESTIMATE_COLUMNS]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
     lines = [f"GBFS counting protocol: {', '.join(sorted(protocols)) or 'none'}"
              + (" (mixed: rows are not comparable)" if len(protocols) > 1 else "")
@@ -486,7 +492,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
                     stats[key] = _stats(values)
             bold = _paired_bold_keys(per_seed, domain, configs, better is min) if paired else set()
             for s, res in configs:
-                for c in ("N", "N+clip", "TN"):
+                for c in ESTIMATE_COLUMNS:
                     text = _planning_cell(stats.get((s, res, c)), metric)
                     cells.append(f"**{text}**" if (s, res, c) in bold and text else text)
             ff = baseline.get(domain, {}).get(metric)
@@ -505,7 +511,7 @@ def render_paper_table2(configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> s
     """The paper's own Table 2 for NLM (:data:`tnlib.paper.PAPER_TABLE2_NLM`, h_FF from FF_COVERAGE and
     FF_EVALUATIONS) in :func:`render_table2`'s layout, bold by its rule (the best of N, N+clip and TN)."""
     configs = [c for c in configs if c in PAPER_CONFIGS]
-    columns = [(s, res, c) for s, res in configs for c in ("N", "N+clip", "TN")]
+    columns = [(s, res, c) for s, res in configs for c in ESTIMATE_COLUMNS]
     header = "| domain | FF | " + " | ".join(f"{s}/{res} {c}" for s, res, c in columns) + " |"
     lines = []
     for metric, title, better, baseline in (
@@ -515,8 +521,8 @@ def render_paper_table2(configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> s
         for domain, row in PAPER_TABLE2_NLM[metric].items():
             cells = []
             for s, res in configs:
-                best = better(row[(s, res, c)][0] for c in ("N", "N+clip", "TN"))
-                for c in ("N", "N+clip", "TN"):
+                best = better(row[(s, res, c)][0] for c in ESTIMATE_COLUMNS)
+                for c in ESTIMATE_COLUMNS:
                     text = _planning_cell(row[(s, res, c)], metric)
                     cells.append(f"**{text}**" if row[(s, res, c)][0] == best else text)
             ff = baseline[domain]

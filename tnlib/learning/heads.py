@@ -95,6 +95,20 @@ def point_estimates(distribution: str) -> tuple[str, ...]:
     return POINT_ESTIMATES if _check_choice("distribution", distribution, DISTRIBUTIONS) == "N" else POINT_ESTIMATES[:1]
 
 
+def estimate_column(distribution: str, estimate: str) -> str:
+    """The tables' name of a head's point estimate: the distribution's own for its default (``N``, ``TN``),
+    ``N+clip`` for N's clip."""
+    if estimate not in point_estimates(distribution):
+        raise ValueError(f"a {distribution} head has no point estimate {estimate!r} "
+                         f"(it has {', '.join(point_estimates(distribution))})")
+    return distribution if estimate == POINT_ESTIMATES[0] else f"{distribution}+{estimate}"
+
+
+#: The tables' columns: every point estimate of every distribution, N's before TN's (N, N+clip, TN).
+ESTIMATE_COLUMNS = tuple(estimate_column(distribution, estimate)
+                         for distribution in DISTRIBUTIONS for estimate in point_estimates(distribution))
+
+
 def estimate_reads_lower_bound(distribution: str, estimate: str) -> bool:
     """Whether a point estimate depends on the lower bound's value: TN's mean and N+clip do, N's mu does not (a
     planner then needs the bound only where it is infinite, at dead ends)."""
