@@ -58,7 +58,7 @@ from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device, device_for_reading, machine_kind
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_json, atomic_write_text, damaged_message, locked, read_json,
-                         read_jsonl, shown_path)
+                         read_jsonl)
 from tnlib.learning.checkpoints import (CHECKPOINT_FORMAT, read_checkpoint_file, read_resume_checkpoint,
                                         save_checkpoint, save_resume_checkpoint)
 from tnlib.learning.encodings import Batch, Encoded, Encoder
