@@ -17,9 +17,9 @@ from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
 from tnlib.learning.models import make_encoder
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.tables import collect_planning, render_table2, summarize
+from tnlib.experiments.tables import collect_planning, render_table2
 from tnlib.learning.learned_heuristic import LearnedHeuristic
-from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split
+from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split, planning_summary
 from tnlib.planning.heuristics import evaluate_all
 from tnlib.planning.pddl import resolve_domain
 from tnlib.planning.task import load_task
@@ -365,17 +365,17 @@ def test_planning_sees_the_states_the_dataset_labelled():
 def test_summary_counts_failures_at_the_limit():
     records = [{"solved": True, "evaluations": 100}, {"solved": False, "evaluations": 10_000},
                {"solved": True, "evaluations": 300}, {"solved": False, "evaluations": 42}]
-    s = summarize(records, max_evaluations=10_000)
+    s = planning_summary(records, max_evaluations=10_000)
     assert s["coverage"] == 0.5
     assert s["evaluations"] == (100 + 10_000 + 300 + 10_000) / 4
     # a record names the limit it ran under; that limit counts, not the caller's default
     limited = [dict(r, max_evaluations=200) for r in records]
-    assert summarize(limited)["evaluations"] == (100 + 200 + 300 + 200) / 4
-    assert summarize(limited)["max_evaluations"] == 200
+    assert planning_summary(limited)["evaluations"] == (100 + 200 + 300 + 200) / 4
+    assert planning_summary(limited)["max_evaluations"] == 200
     with pytest.raises(ValueError, match="different evaluation limits"):
-        summarize(limited[:2] + records[2:])
+        planning_summary(limited[:2] + records[2:])
     unlimited = [dict(r, max_evaluations=None) for r in records]  # no limit: a failure exhausted the space
-    assert summarize(unlimited)["evaluations"] == (100 + 10_000 + 300 + 42) / 4
+    assert planning_summary(unlimited)["evaluations"] == (100 + 10_000 + 300 + 42) / 4
 
 
 def test_table2_refuses_to_pool_runs_that_differ_in_more_than_the_seed(tmp_path):

@@ -58,11 +58,11 @@ def run_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuristic
 
 
 def _cell_summary(records: list[dict]) -> str:
-    from tnlib.experiments.tables import summarize
+    from tnlib.learning.split_planning import planning_summary
 
     if not records:
         return "-"
-    summary = summarize(records)
+    summary = planning_summary(records)
     return f"{summary['coverage']:.2f} ({summary['evaluations']:,.0f})"
 
 

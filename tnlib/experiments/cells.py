@@ -10,13 +10,12 @@ from pathlib import Path
 
 import torch
 
-from tnlib.experiments.tables import summarize
 from tnlib.errors import DamagedFile
 from tnlib.files import damaged_message, locked, locked_if_free, read_json, read_jsonl
 from tnlib.learning.checkpoints import read_checkpoint_file
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
-from tnlib.learning.split_planning import plan_split
+from tnlib.learning.split_planning import plan_split, planning_summary
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, train
 from tnlib.learning.until_flat import still_improving, until_flat_end
@@ -96,5 +95,5 @@ def _run_cell(config: dict, settings: CellSettings) -> dict:
             records = plan_split(run_dir, estimate, split=settings.plan_on, settings=settings.search,
                                  instances=settings.plan_instances, per_cell=settings.plan_per_cell,
                                  progress=settings.progress)
-            summary[f"coverage_{estimate}"] = summarize(records, settings.search.max_evaluations)["coverage"]
+            summary[f"coverage_{estimate}"] = planning_summary(records, settings.search.max_evaluations)["coverage"]
     return summary

@@ -37,8 +37,8 @@ from tnlib.experiments.seed_statistics import (
     seed_count,
 )
 from tnlib.files import read_json, shown_path
-from tnlib.learning.split_planning import planned
-from tnlib.planning.search_settings import PAPER, PAPER_SEARCH
+from tnlib.learning.split_planning import planned, planning_summary
+from tnlib.planning.search_settings import PAPER
 from tnlib.paper import (
     DOMAINS,
     FF_COVERAGE,
@@ -364,24 +364,6 @@ def _configs_with_values(configs: Sequence[tuple[str, str]], ran: Sequence[set])
     return [c for c in configs if c in found] or list(configs)
 
 
-def summarize(records: Sequence[dict], max_evaluations: int | None = PAPER_SEARCH.max_evaluations) -> dict:
-    """Coverage and the average evaluations, counting an unsolved instance as the evaluation limit it ran under
-    (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
-    it. Records that ran under different limits are not averaged together (ValueError)."""
-    if not records:
-        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan, "max_evaluations": None}
-    limits = {r.get("max_evaluations", max_evaluations) for r in records}
-    if len(limits) > 1:
-        raise ValueError(f"planning records under different evaluation limits ({sorted(limits, key=str)}) "
-                         "cannot be averaged: plan them again under one limit")
-    (limit,) = limits
-    solved = [r["solved"] for r in records]
-    # without a limit, an unsolved search ended by exhausting the state space: its own count is the count
-    evaluations = [r["evaluations"] if r["solved"] or limit is None else limit for r in records]
-    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations)),
-            "max_evaluations": limit}
-
-
 def collect_planning(results_dir, split: str | None = None, problems: dict[str, set[str]] | None = None) -> list[dict]:
     """One row per (run, estimate): the run's configuration and its summary on ``split`` (the plan split or a plan
     set; None: the one the folder's sweep plans on, :meth:`ResultsDir.planned_on`). With ``problems`` (``{domain:
@@ -397,7 +379,7 @@ def collect_planning(results_dir, split: str | None = None, problems: dict[str, 
             continue
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
                      "column": column, "protocols": sorted({r["protocol"] for r in records}),
-                     "config": config, **summarize(records)})
+                     "config": config, **planning_summary(records)})
     return rows
 
 
@@ -453,7 +435,7 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
         if not records:
             continue
         protocols |= {r["protocol"] for r in records}
-        baseline[domain] = summarize(records)
+        baseline[domain] = planning_summary(records)
     # A run still planning, or whose record was cut short, has fewer instances than the most any run of its domain
     # has: its coverage and evaluations would read as final, so it is left out and named under the table. (h_FF's baseline is not the
     # reference: a folder may plan it on more instances than its runs.)

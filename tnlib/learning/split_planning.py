@@ -6,13 +6,18 @@ split: ``planning-<split>-<estimate>.jsonl``); :func:`plan_baseline` does the sa
 (``baseline-<domain>-<heuristic>.jsonl``, the h_FF column). :func:`plan_problem` is one record: the problem, the
 search settings it ran under, the grounding, the outcome. A file holds the records of one setting only and is
 resumed where it stopped: instances already there are skipped, a line cut by a crash is planned again.
-:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2 from these files.
+:func:`planning_summary` is a file's coverage and average evaluations, from which
+:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2.
 """
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Sequence
+
+import numpy as np
 
 import tnlib.progress
 
@@ -49,6 +54,24 @@ def planned(path: Path) -> dict[str, dict]:
     """The records of a planning JSON-lines file by problem file name (a line cut by a crash is skipped: that
     instance is simply planned again; a line of another shape raises DamagedFile)."""
     return {record["problem"]: record for record in read_jsonl(path, "a planning record", PLANNING_REMEDY)}
+
+
+def planning_summary(records: Sequence[dict], max_evaluations: int | None = PAPER_SEARCH.max_evaluations) -> dict:
+    """Coverage and the average evaluations, counting an unsolved instance as the evaluation limit it ran under
+    (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
+    it. Records that ran under different limits are not averaged together (ValueError)."""
+    if not records:
+        return {"instances": 0, "coverage": math.nan, "evaluations": math.nan, "max_evaluations": None}
+    limits = {r.get("max_evaluations", max_evaluations) for r in records}
+    if len(limits) > 1:
+        raise ValueError(f"planning records under different evaluation limits ({sorted(limits, key=str)}) "
+                         "cannot be averaged: plan them again under one limit")
+    (limit,) = limits
+    solved = [r["solved"] for r in records]
+    # without a limit, an unsolved search ended by exhausting the state space: its own count is the count
+    evaluations = [r["evaluations"] if r["solved"] or limit is None else limit for r in records]
+    return {"instances": len(records), "coverage": float(np.mean(solved)), "evaluations": float(np.mean(evaluations)),
+            "max_evaluations": limit}
 
 
 def chosen_instances(table, instances: int | None = None, per_cell: int | None = None) -> list[str]:
