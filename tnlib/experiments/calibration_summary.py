@@ -9,11 +9,11 @@ histograms (:func:`tnlib.notebook.figures.sweep_calibration_figure`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable, Protocol
 
 import numpy as np
 
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS
@@ -33,7 +33,16 @@ class CalibrationRow:
     per_seed: tuple[Calibration, ...]
 
 
-def sweep_calibration(sweep: Sweep, split: str = "test") -> list[CalibrationRow]:
+class SweepRuns(Protocol):
+    """What the calibration reads of a sweep (a :class:`tnlib.experiments.sweep.Sweep`): its training
+    configurations and each one's run folder. Reporting reads a sweep's runs without importing the running code."""
+
+    def train_configs(self) -> Iterable[dict]: ...
+
+    def run_folder(self, config: dict) -> RunDir: ...
+
+
+def sweep_calibration(sweep: SweepRuns, split: str = "test") -> list[CalibrationRow]:
     """A :class:`CalibrationRow` per (domain, model, learned-sigma configuration, distribution) of the sweep with at
     least one run trained and tested in its results folder, in the sweep's order; each run's PIT draws its uniforms
     from its seed."""
