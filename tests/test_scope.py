@@ -251,7 +251,8 @@ def test_learn_only_runs_state_no_fixed_sigma(tmp_path):
 def test_reports_read_right(results, tmp_path):
     """Rendered from small run folders: the bold rules stated, full domain names, one seed said in words, only
     the configurations run, and training_curves.html styled like the other reports, with few ticks."""
-    from tnlib.experiments.reports import CURVE_TICKS, LOG_AXIS_TICKS, training_curves_figure, write_reports
+    from tnlib.experiments.report_figures import CURVE_TICKS, LOG_AXIS_TICKS, training_curves_figure
+    from tnlib.experiments.reports import write_reports
 
     for name in ("blocksworld-nlm-N-learn-ff-llmcut-s0", "blocksworld-nlm-TN-learn-ff-llmcut-s0"):
         write_planning(results / name / "planning-default.jsonl", [True, False])
@@ -283,7 +284,7 @@ def test_reports_read_right(results, tmp_path):
     ([float("nan"), -1.0, None], []),
 ])
 def test_log_axis_ticks_bracket_the_values_with_at_most_six_round_ticks(values, ticks):
-    from tnlib.experiments.reports import log_axis_ticks
+    from tnlib.experiments.report_figures import log_axis_ticks
 
     assert log_axis_ticks(values) == pytest.approx(ticks)
 
@@ -332,7 +333,7 @@ def test_reports_name_a_results_folder_by_its_repository_path_and_never_by_a_mac
 def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
     """Mean and min-max band over seeds, at the steps every seed evaluated; N before TN; other configurations,
     domains and lower bounds left out."""
-    from tnlib.experiments.reports import validation_spread_figure
+    from tnlib.experiments.report_figures import validation_spread_figure
 
     data, results = tmp_path / "data", tmp_path / "results"
     write_data_root(data)
@@ -358,7 +359,7 @@ def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
 def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path):
     """Runs trained until flat end at different steps: the band covers the common steps, each seed past them
     goes on from the last common step as its own dotted line (none for the seed that stopped there)."""
-    from tnlib.experiments.reports import validation_spread_figure
+    from tnlib.experiments.report_figures import validation_spread_figure
 
     data, results = tmp_path / "data", tmp_path / "results"
     write_data_root(data)
@@ -539,7 +540,7 @@ def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_i
     import shutil
 
     from tnlib.cli import main
-    from tnlib.experiments.reports import paired_intervals_figures, seed_csv_intervals_figures
+    from tnlib.experiments.report_figures import paired_intervals_figures, seed_csv_intervals_figures
 
     data = tmp_path / "data"
     write_data_root(data)

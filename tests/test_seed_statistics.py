@@ -119,7 +119,7 @@ def test_the_paired_table_marks_what_the_interval_decides():
 def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_verdict():
     """One dot and bar per configuration and comparison, coloured by what the interval says (TN better / worse /
     within noise, NLL's comparison against N only); a domain without three seeds anywhere is named, not drawn."""
-    from tnlib.experiments.interval_figure import VERDICT_STYLES, paired_intervals_figure, verdict
+    from tnlib.experiments.report_figures import VERDICT_STYLES, paired_intervals_figure, verdict
 
     seeds = range(4)
     values = {("ferry", "learn", "ff", "TN"): {s: 1.0 + 0.01 * s for s in seeds},

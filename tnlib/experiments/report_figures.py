@@ -1,18 +1,33 @@
-"""The paired intervals of a five-seed report as one figure: where TN beats N (and N+clip), where it loses, where
-the seeds cannot tell.
+"""The reports' figures (plotly): the training curves (the paper's Figure 2) and the paired intervals of the
+seeds, drawn from a results folder or a rendered report's per-seed CSVs. :mod:`tnlib.experiments.reports` writes
+them into HTML pages, the experiments notebook shows them.
 
-A forest plot: one panel per domain (rows) and metric (columns), one line per configuration and comparison
-(``learn/ff: TN - N``), the mean per-seed difference as a dot and its 95% t-interval as a bar
-(:func:`tnlib.experiments.seed_statistics.paired_differences`). A filled dot in TN's colour: the interval says TN
-is better; in N's colour: worse; hollow grey: the interval holds 0. Each panel has its own x scale (MSE gaps of
-.02 and of 7 sit in different domains), and a vertical line at 0.
+**The paired intervals as one figure** (:func:`paired_intervals_figure`): where TN beats N (and N+clip), where it
+loses, where the seeds cannot tell. A forest plot: one panel per domain (rows) and metric (columns), one line per
+configuration and comparison (``learn/ff: TN - N``), the mean per-seed difference as a dot and its 95% t-interval as
+a bar (:func:`tnlib.experiments.seed_statistics.paired_differences`). A filled dot in TN's colour: the interval
+says TN is better; in N's colour: worse; hollow grey: the interval holds 0. Each panel has its own x scale (MSE gaps
+of .02 and of 7 sit in different domains), and a vertical line at 0.
 """
 from __future__ import annotations
 
+import csv
+import math
+from pathlib import Path
 from typing import Mapping, Sequence
 
-from tnlib.experiments.seed_statistics import PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS
-from tnlib.paper import DOMAINS, TABLE1_CONFIGS
+from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
+                                               read_seed_values)
+from tnlib.experiments.tables import collect_planning, collect_results, table1_seed_values, table2_seed_values
+from tnlib.files import read_jsonl, shown_folder
+from tnlib.learning.run_files import RunDir
+from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS
+
+# Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
+CURVE_TICKS = 6
+# A log axis's ticks as whole numbers: plotly's own labels print 20 as a small "2" above "10", which reads as 2.
+LOG_AXIS_TICKS = {"nticks": CURVE_TICKS, "tickformat": ".3~g"}
 
 # What a dot's colour says; TN's blue and N's orange as in the paper's Figure 2 and the training curves.
 VERDICT_STYLES = {
@@ -95,3 +110,188 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                     title=f"{PAIRED_CONFIDENCE:.0%} t-interval of the per-seed differences:"))
     figure.update_annotations(font_size=13)
     return figure
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The training curves (the paper's Figure 2)
+
+_DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange (Gaussian) and blue (truncated)
+_BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
+
+
+def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
+                           residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse") :
+    """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
+                domain, model, sigma, residual, lower_bound):
+            continue
+        if not run.curves_file.is_file():
+            continue
+        rows = read_jsonl(run.curves_file)
+        distribution = config["distribution"]
+        figure.add_trace(go.Scatter(
+            x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
+            name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
+            line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
+    return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, "
+                         f"l = {lower_bound})", metric)
+
+
+def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
+                             residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse"):
+    """The paper's Figure 2 for one domain and configuration: validation MSE (log scale) of N and TN over training,
+    per distribution the mean over seeds as a line and the seeds' range (min to max) as a band around it.
+
+    The mean and band cover the steps every seed of a distribution evaluated (runs stopped early would otherwise
+    make the band jump); a seed that trained on past them (trained until flat, or interrupted twins) goes on as a
+    dotted line of its own from the last common step. The legend names the number of seeds."""
+    import plotly.graph_objects as go
+
+    curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
+                domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
+            continue
+        curves.setdefault(config["distribution"], []).append(
+            (config["seed"], {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}))
+    figure = go.Figure()
+    for distribution in sorted(curves, key=lambda d: (d != "N", d)):  # N first, as the paper's legend
+        runs = sorted(curves[distribution], key=lambda pair: pair[0])
+        seeds = [curve for _, curve in runs]
+        steps = sorted(set.intersection(*(set(c) for c in seeds)))
+        values = [[c[step] for c in seeds] for step in steps]
+        colour = _DISTRIBUTION_COLOURS.get(distribution, "#7f7f7f")
+        group = f"{distribution} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})"
+        # the band: the maximum, then the minimum filled up to it
+        figure.add_trace(go.Scatter(x=steps, y=[max(v) for v in values], mode="lines", line=dict(width=0),
+                                    legendgroup=distribution, showlegend=False, hoverinfo="skip"))
+        figure.add_trace(go.Scatter(x=steps, y=[min(v) for v in values], mode="lines", line=dict(width=0),
+                                    fill="tonexty", fillcolor=_BAND_COLOURS.get(distribution, "rgba(0,0,0,0.15)"),
+                                    legendgroup=distribution, name=f"{distribution}: seeds' range"))
+        figure.add_trace(go.Scatter(x=steps, y=[sum(v) / len(v) for v in values], mode="lines",
+                                    line=dict(color=colour, width=2), legendgroup=distribution,
+                                    name=f"{group}: mean"))
+        last = steps[-1] if steps else None
+        for seed, curve in runs:
+            beyond = sorted(step for step in curve if last is None or step >= last)
+            if len(beyond) > 1:
+                figure.add_trace(go.Scatter(x=beyond, y=[curve[step] for step in beyond], mode="lines",
+                                            line=dict(color=colour, width=1, dash="dot"), legendgroup=distribution,
+                                            name=f"{distribution}: seed {seed}, trained on"))
+    return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, "
+                         f"l = {lower_bound})", metric)
+
+
+# Tick values on a log axis: the finest of these mantissa sets (per decade) that puts at most LOG_TICKS_AT_MOST ticks
+# from the one at or below the data's smallest value to the one at or above its largest; past that, every few decades.
+LOG_TICK_MANTISSAS = ((1, 1.5, 2, 3, 4, 5, 6, 8), (1, 2, 3, 5, 7), (1, 2, 5), (1,))
+LOG_TICKS_AT_MOST = 6
+
+
+def log_axis_ticks(values: Sequence[float]) -> list[float]:
+    """Round tick values from the last at or below ``min(values)`` to the first at or above ``max(values)``
+    (finite, positive values only; none: []), as finely as :data:`LOG_TICK_MANTISSAS` allows. An axis drawn over
+    exactly these has every curve between two labelled ticks: plotly's own choice left a curve below the lowest
+    one (gripper fixed/none's TN at 10, ticks from 20)."""
+    finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not finite:
+        return []
+    low, high = min(finite), max(finite)
+    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 2)
+    for mantissas in LOG_TICK_MANTISSAS:
+        candidates = sorted({round(m * 10.0 ** k, 12) for k in decades for m in mantissas})
+        below = max(t for t in candidates if t <= low * (1 + 1e-12))
+        above = min(t for t in candidates if t >= high * (1 - 1e-12))
+        ticks = [t for t in candidates if below <= t <= above]
+        if len(ticks) <= LOG_TICKS_AT_MOST:
+            return ticks
+    step = math.ceil((len(ticks) - 1) / (LOG_TICKS_AT_MOST - 1))  # decades: every step-th, the top one kept
+    return ticks[::step] + ([ticks[-1]] if (len(ticks) - 1) % step else [])
+
+
+def _curve_layout(figure, title: str, metric: str):
+    """The training-curve figures' common look: ``metric`` on a log axis against the training step, few ticks,
+    the y axis from a round tick below the curves to one above them (:func:`log_axis_ticks`)."""
+    figure.update_layout(title=title, xaxis_title="training step", yaxis_title=metric.replace("_", " "),
+                         yaxis_type="log", template="plotly_white", height=380)
+    figure.update_xaxes(nticks=CURVE_TICKS)
+    ticks = log_axis_ticks([v for trace in figure.data for v in (trace.y or ())])
+    if ticks:
+        low, high = math.log10(ticks[0]), math.log10(ticks[-1])
+        pad = 0.02 * max(high - low, 0.1)
+        figure.update_yaxes(tickvals=ticks, range=[low - pad, high + pad],
+                            tickformat=LOG_AXIS_TICKS["tickformat"])
+    else:
+        figure.update_yaxes(**LOG_AXIS_TICKS)
+    return figure
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paired intervals of the seeds
+
+
+def paired_intervals_figures(results_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list:
+    """``(model, figure)`` per model whose cells have the seeds for paired intervals: TN against N and N+clip in
+    test MSE, test NLL at the best-NLL checkpoint and planning evaluations
+    (:func:`paired_intervals_figure`); [] where no cell has
+    :data:`tnlib.experiments.seed_statistics.PAIRED_MIN_SEEDS` seeds."""
+    results = collect_results(results_dir)
+    by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
+    plans = collect_planning(results_dir)
+    figures = []
+    for model in models:
+        mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
+        figure = _intervals_figure(model, lower_bound, table1_seed_values(results, model, lower_bound),
+                                   table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                   table2_seed_values(mine, "evaluations"))
+        if figure is not None:
+            figures.append((model, figure))
+    return figures
+
+
+def seed_csv_intervals_figures(report_dir) -> list:
+    """:func:`paired_intervals_figures` drawn from a rendered report's per-seed CSVs (``accuracy-seeds.csv``,
+    ``planning-seeds.csv`` where it planned) instead of its run folders, for reports whose runs are not on this
+    machine: the same intervals (the CSVs hold every value the figure reads). A ValueError where the report has
+    no ``accuracy-seeds.csv`` (rendered before reports wrote one) or mixes lower bounds."""
+    report_dir = Path(report_dir)
+    accuracy, planning = report_dir / "accuracy-seeds.csv", report_dir / "planning-seeds.csv"
+    if not report_dir.is_dir():
+        raise ValueError(f"no folder {report_dir}: give a rendered report's folder, e.g. reports/converged/linear")
+    if not accuracy.is_file():
+        raise ValueError(f"{shown_folder(report_dir)} holds no accuracy-seeds.csv: its report was rendered before "
+                         "reports wrote their values per seed, so there is nothing to draw the intervals from")
+    with accuracy.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    bounds = sorted({row["lower_bound"] for row in rows})
+    if len(bounds) > 1:
+        raise ValueError(f"{accuracy} mixes lower bounds ({', '.join(bounds)}): a figure holds one")
+    ran = {row["model"] for row in rows}
+    figures = []
+    for model in [m for m in MODELS if m in ran] + sorted(ran - set(MODELS)):
+        evaluations = read_seed_values(planning, model, "evaluations") if planning.is_file() else {}
+        figure = _intervals_figure(model, bounds[0], read_seed_values(accuracy, model, "mse"),
+                                   read_seed_values(accuracy, model, "nll_best_nll"), evaluations)
+        if figure is not None:
+            figures.append((model, figure))
+    return figures
+
+
+def _intervals_figure(model: str, lower_bound: str, mse: dict, nll: dict, evaluations: dict):
+    """The forest plot of one model's per-seed values (``{(domain, sigma, residual, column): {seed: value}}`` of
+    the test MSE, the test NLL at the best-NLL checkpoint and the plan evaluations); None where no cell has the
+    seeds for a paired interval."""
+    panels = [("test MSE", paired_differences(mse), True),
+              ("test NLL", paired_differences(nll, comparisons=(("TN", "N"),)), True),
+              ("plan evaluations", paired_differences(evaluations), True)]
+    panels = [panel for panel in panels if panel[1]]
+    if not any(interval is not None for _, differences, _ in panels for row in differences.values()
+               for interval in row.values()):
+        return None
+    return paired_intervals_figure(panels, f"TN against N and N+clip, paired by seed ({model}, l = {lower_bound})")

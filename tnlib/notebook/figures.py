@@ -24,7 +24,7 @@ from plotly.io.base_renderers import MimetypeRenderer
 
 from tnlib.experiments.figure_html import compact_figure_dict
 from tnlib.experiments import calibration_summary
-from tnlib.experiments.reports import LOG_AXIS_TICKS
+from tnlib.experiments.report_figures import LOG_AXIS_TICKS
 from tnlib.learning.calibration import Calibration
 from tnlib.notebook import (
     classroom_demos,
