@@ -45,7 +45,7 @@ from tnlib.provenance import code_commit
 # The subset rerun: two runs of the linear five-seed report (N, with its N+clip column, and TN), 15 s on one core.
 SUBSET = {"preset": "converged-linear", "domains": "gripper", "configs": "learn/ff", "seeds": 1}
 # The report whose runs the subset reruns.
-CHECKED_REPORT = Path(__file__).resolve().parents[2] / "reports" / "converged" / "linear"
+CHECKED_REPORT = REPO_ROOT / "reports" / "converged" / "linear"
 # A row's identity and the values compared (the per-seed CSV's columns).
 KEY = ("domain", "sigma", "residual", "column", "seed")
 COMPARED = ("steps", "checkpoint_step", "mse", "nll", "nll_best_nll")
