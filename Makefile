@@ -87,7 +87,8 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 		sleep 20; \
 	done; wait
 
-# Does the pinned code still make the committed curves on this machine? Per domain, the first run whose first 300
+# Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
+# tnlib.experiments.rerun_check, from before experiments/ had wings.) Per domain, the first run whose first 300
 # steps were trained on this kind of machine is trained again from scratch for 300 steps and its validation curve
 # compared value for value (about a minute a domain; exit 1 where one differs).
 paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
@@ -106,7 +107,7 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
 # the lanes paused while git takes every run's curve and checkpoint from one moment and the report is rendered from
-# them (as tnlib.experiments.render_check renders it), then resumed. Commit after it. ("[t]nlib": the pattern must
+# them (as tnlib.experiments.reporting.render_check renders it), then resumed. Commit after it. ("[t]nlib": the pattern must
 # not match the command line of the shell that runs pkill.)
 CAMPAIGN_REPORT := $(PY) -m tnlib report reports/paper-scale-nlm5/runs --out reports/paper-scale-nlm5 --paper-tables \
 	--against reports/converged/nlm5/runs

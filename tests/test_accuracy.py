@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.experiments.tables import collect_results, render_table, table1_cells
+from tnlib.experiments.reporting.tables import collect_results, render_table, table1_cells
 from tnlib.paper import TABLE1_CONFIGS
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import HeadConfig
@@ -129,7 +129,7 @@ def test_markdown_table_layout_and_bold_rule():
 
 
 def test_the_papers_rule_bolds_by_the_gap_to_the_next_value():
-    from tnlib.experiments.tables import paper_bold_keys
+    from tnlib.experiments.reporting.tables import paper_bold_keys
 
     row = table1_cells(fake_results())["ferry"]
     # learn/ff TN beats .76 by .11; learn/none TN 2.71 vs N+clip 2.91; fixed/ff N = N+clip 2.98, both bold, as in
@@ -139,7 +139,7 @@ def test_the_papers_rule_bolds_by_the_gap_to_the_next_value():
 
 
 def test_a_gap_of_exactly_point_one_is_not_bold():
-    from tnlib.experiments.tables import paper_bold_keys
+    from tnlib.experiments.reporting.tables import paper_bold_keys
 
     results = [dict(r, mse_clip=r["mse_clip"] - 0.01) if r["distribution"] == "N" and r["sigma"] == "learn"
                and r["residual"] == "ff" else r for r in fake_results()]  # N+clip .75 vs TN .65
@@ -171,7 +171,7 @@ def test_table1_names_domains_in_full_and_drops_configurations_not_run():
 
 
 def test_bold_rule_is_stated_with_its_gap():
-    from tnlib.experiments.tables import TABLE1_BOLD_RULE
+    from tnlib.experiments.reporting.tables import TABLE1_BOLD_RULE
     from tnlib.paper import TABLE1_BOLD_GAP
 
     assert f"more than {TABLE1_BOLD_GAP:g} above it" in TABLE1_BOLD_RULE

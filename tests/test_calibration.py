@@ -11,7 +11,7 @@ import torch
 from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.experiments.sweep import Sweep
+from tnlib.experiments.running.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, distribution_calibration, run_calibration
 from tnlib.learning.training import (TrainConfig, checkpoint_encoder, encode_all, load_checkpoint, load_items,
                                      predict, train)
@@ -83,8 +83,8 @@ def test_a_runs_calibration_is_that_of_its_predicted_distributions_on_the_split(
 
 
 def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuration(tmp_path):
-    from tnlib.experiments.calibration_summary import calibration_markdown, sweep_calibration
-    from tnlib.experiments.sweep import run_sweep
+    from tnlib.experiments.reporting.calibration_summary import calibration_markdown, sweep_calibration
+    from tnlib.experiments.running.sweep import run_sweep
     from tnlib.notebook import figures
 
     sweep = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs=["learn/ff", "fixed/none"],
@@ -115,8 +115,8 @@ def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuratio
 
 def test_report_calibration_writes_the_folders_learned_sigma_runs(tmp_path):
     from tnlib.cli import main
-    from tnlib.experiments.calibration_summary import folder_calibration, sweep_calibration
-    from tnlib.experiments.sweep import run_sweep
+    from tnlib.experiments.reporting.calibration_summary import folder_calibration, sweep_calibration
+    from tnlib.experiments.running.sweep import run_sweep
 
     sweep = Sweep.from_parameters(preset="small", models="linear", domains=["gripper", "ferry"],
                                   configs=["learn/none", "fixed/ff"], distributions=["TN", "N"], seeds=[1, 0],

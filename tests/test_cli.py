@@ -100,7 +100,7 @@ def test_a_commands_help_loads_neither_torch_nor_scipy_nor_numba(command):
 
 
 def test_main_job_plans_every_notebook_and_report():
-    from tnlib.experiments.reproduce import NOTEBOOKS, steps
+    from tnlib.experiments.running.reproduce import NOTEBOOKS, steps
 
     names = [s.name for s in steps()]
     notebooks = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -119,7 +119,7 @@ def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_woul
 
     import torch
 
-    from tnlib.experiments.reproduce import ROOT, _script
+    from tnlib.experiments.running.reproduce import ROOT, _script
 
     script = tmp_path / "bench_demo.py"
     script.write_text("import os, sys, torch\n\n"
@@ -141,7 +141,7 @@ def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_woul
 
 
 @pytest.mark.parametrize("command, config", [("train", "tnlib.learning.training:TrainConfig"),
-                                             ("sweep", "tnlib.experiments.sweep:Sweep")])
+                                             ("sweep", "tnlib.experiments.running.sweep:Sweep")])
 def test_config_flags_cover_every_field_and_default_to_the_config(command, config):
     import dataclasses
     import importlib
@@ -183,7 +183,7 @@ def test_config_flags_cover_every_field_and_default_to_the_config(command, confi
 
 def test_sweep_flags_override_the_preset_even_at_the_papers_value():
     from tnlib.cli.config_flags import config_values
-    from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.running.sweep import Sweep
 
     args = build_parser("sweep").parse_args(["sweep", "--preset", "small", "--batch-size", "256", "--no-plan"])
     values = config_values(args, Sweep)
@@ -194,7 +194,7 @@ def test_sweep_flags_override_the_preset_even_at_the_papers_value():
 
 def test_optional_counts_take_all_and_reject_words(capsys):
     from tnlib.cli.config_flags import config_values
-    from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.running.sweep import Sweep
 
     args = build_parser("sweep").parse_args(["sweep", "--plan-instances", "all", "--instances", "12"])
     assert config_values(args, Sweep)["plan_instances"] is None and args.instances == 12

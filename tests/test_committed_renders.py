@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tnlib.experiments.render_check import COMMITTED_RENDERS, render_differences, runs_changed_since_commit
+from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS, render_differences, runs_changed_since_commit
 from tnlib.files import REPO_ROOT
 
 
@@ -41,7 +41,7 @@ def test_a_line_that_differs_from_the_render_is_named_with_its_file(tmp_path):
 def test_a_report_whose_runs_changed_since_their_commit_is_known_as_such(tmp_path, monkeypatch):
     import subprocess
 
-    import tnlib.experiments.render_check as render_check
+    import tnlib.experiments.reporting.render_check as render_check
 
     repo = tmp_path / "repo"
     (repo / "reports" / "x" / "runs").mkdir(parents=True)

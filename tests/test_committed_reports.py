@@ -1,4 +1,4 @@
-"""The committed reports are what the current code produces (tnlib.experiments.rerun_check): a fixed subset of a
+"""The committed reports are what the current code produces (tnlib.experiments.running.rerun_check): a fixed subset of a
 committed report's runs is trained again from scratch and its per-seed metrics must equal the committed ones made
 on this kind of machine -- the report's own, or a reference recorded for this kind beside it. A change that moves
 rounding in training or evaluation (a faster kernel, another torch) fails here, and the reports it touches are to
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tnlib.cli import main
-from tnlib.experiments import rerun_check
-from tnlib.experiments.rerun_check import (CHECKED_REPORT, COMPARED, CURVE_FOLDER, CURVE_RERUNS, KEY, REFERENCES,
+from tnlib.experiments.running import rerun_check
+from tnlib.experiments.running.rerun_check import (CHECKED_REPORT, COMPARED, CURVE_FOLDER, CURVE_RERUNS, KEY, REFERENCES,
                                            check, check_curve, check_model_curves, committed_rows, confirmed_kinds,
                                            curve_differences, curve_run, differences, made_here, record_reference,
                                            report_machine)
@@ -51,7 +51,7 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     neither compared nor replaced."""
     path = tmp_path / "curve-references.csv"
     kind = {"now": "CPU X, AVX2"}
-    monkeypatch.setattr("tnlib.experiments.rerun_check.this_machine_kind", lambda: kind["now"])
+    monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: kind["now"])
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     curves = {"hgn": [{"step": "100", "train_loss": "0.5", "val_mse": "1.5", "val_nll": "2.0"}],
               "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}],
@@ -111,7 +111,7 @@ def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monk
     (run / "config.json").write_text("{}")
     (run / "machines.jsonl").write_text(json.dumps({"step": 0, "machine": "CPU X, AVX2"}) + "\n")
     (run / "curves.jsonl").write_text(json.dumps({"step": 300, "val_mse": 1.0}) + "\n")
-    monkeypatch.setattr("tnlib.experiments.rerun_check.this_machine_kind", lambda: "CPU X, AVX2")
+    monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: "CPU X, AVX2")
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([["step 300: val_mse 1.5 now, 1.0 committed"], [], []])
     monkeypatch.setattr(rerun_check, "curve_differences", lambda path, steps: next(reruns))
@@ -207,7 +207,7 @@ def test_the_command_checks_records_and_says_which_rows_it_compared_with(report,
     monkeypatch.setattr(rerun_check, "MODEL_CURVE_REFERENCES", tmp_path / "curve-references.csv")
     monkeypatch.setattr(rerun_check, "model_curve", lambda model: [{"step": "100", "train_loss": "0.5",
                                                                      "val_mse": "1.5", "val_nll": "2.0"}])
-    monkeypatch.setattr("tnlib.experiments.rerun_check.this_machine_kind", lambda: "CPU Y, AVX2")
+    monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: "CPU Y, AVX2")
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([[row("N", "2.5"), row("TN")], [row("N", "2.5"), row("TN", mse="1.6")]])
     monkeypatch.setattr(rerun_check, "rerun_rows", lambda folder: next(reruns))

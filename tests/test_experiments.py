@@ -9,10 +9,10 @@ import pytest
 
 from tnlib.cli import main
 from tnlib.errors import DatasetError
-from tnlib.experiments.presets import PRESETS
+from tnlib.experiments.running.presets import PRESETS
 from tnlib.data.manifest import dataset_root
-from tnlib.experiments.sweep import Sweep, run_sweep
-from tnlib.experiments.sweep_standing import measured_gpu_hours, measured_hours, plan_set_hours
+from tnlib.experiments.running.sweep import Sweep, run_sweep
+from tnlib.experiments.running.sweep_standing import measured_gpu_hours, measured_hours, plan_set_hours
 
 
 def _sweep(out, **kwargs) -> Sweep:
@@ -147,7 +147,7 @@ def test_missing_data_stops_the_sweep_before_training(tmp_path):
 
 
 def test_summaries_table_lists_every_cell():
-    from tnlib.experiments.reports import summaries_table
+    from tnlib.experiments.reporting.reports import summaries_table
 
     table = summaries_table([{"run": "a", "mse": 1.0, "nll": 2.0, "coverage_default": 1.0},
                              {"run": "b", "mse": 1.5, "nll": 2.5, "coverage_default": 0.5, "coverage_clip": 1.0}])
@@ -320,7 +320,7 @@ def _until_flat_config(out, **overrides) -> dict:
 
 def _scripted_verdicts(monkeypatch, verdicts):
     """Replace the still-improving rule by a script of answers; returns the curve lengths it was asked about."""
-    import tnlib.experiments.cells as cells
+    import tnlib.experiments.running.cells as cells
 
     asked, answers = [], iter(verdicts)
     monkeypatch.setattr(cells, "still_improving", lambda values: asked.append(len(values)) or next(answers))
@@ -338,7 +338,7 @@ def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(t
     weights, curve and best checkpoint are those of a run trained straight to 600 steps."""
     import torch
 
-    from tnlib.experiments.cells import train_until_flat
+    from tnlib.experiments.running.cells import train_until_flat
     from tnlib.learning.training import train
 
     asked = _scripted_verdicts(monkeypatch, [True, True, False])
@@ -356,7 +356,7 @@ def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(t
 
 
 def test_train_until_flat_stops_at_max_steps_and_at_a_flat_start(tmp_path, monkeypatch):
-    from tnlib.experiments.cells import train_until_flat
+    from tnlib.experiments.running.cells import train_until_flat
 
     asked = _scripted_verdicts(monkeypatch, [True] * 10)
     assert _trained(train_until_flat(_until_flat_config(tmp_path / "a"), 800, 300))[0] == 800  # 200, 500, 800
@@ -369,7 +369,7 @@ def test_train_until_flat_stops_at_max_steps_and_at_a_flat_start(tmp_path, monke
 def test_train_until_flat_resumes_an_interrupted_chunk_to_its_end(tmp_path, monkeypatch):
     """A run interrupted at 300 steps, inside the chunk 200-400, finishes that chunk before it is judged: where a
     run stops does not depend on where it was interrupted."""
-    from tnlib.experiments.cells import train_until_flat
+    from tnlib.experiments.running.cells import train_until_flat
     from tnlib.learning.training import train
 
     config = _until_flat_config(tmp_path)
@@ -421,7 +421,7 @@ def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):
     second process asking for it would wait or pass (here: a non-blocking try fails then, and succeeds after)."""
     import fcntl
 
-    import tnlib.experiments.cells as cells
+    import tnlib.experiments.running.cells as cells
 
     config = _until_flat_config(tmp_path, max_steps=None)
     lock = tmp_path / ".ferry-linear-TN-learn-ff-llmcut-s0.lock"
@@ -450,7 +450,7 @@ def test_a_cell_waiting_for_another_process_on_its_run_says_so(tmp_path, capsys)
     import fcntl
     import threading
 
-    import tnlib.experiments.cells as cells
+    import tnlib.experiments.running.cells as cells
 
     config = _until_flat_config(tmp_path, max_steps=None, steps=20)
     lock = tmp_path / ".ferry-linear-TN-learn-ff-llmcut-s0.lock"
@@ -472,7 +472,7 @@ def test_sweeps_side_by_side_plan_each_domains_baseline_once(tmp_path, capsys, m
     gripper baseline's lock is held until ferry's is planned, and released then."""
     import fcntl
 
-    import tnlib.experiments.sweep as sweep_module
+    import tnlib.experiments.running.sweep as sweep_module
     import tnlib.learning.split_planning as split_planning
     from tnlib.files import try_lock
 
@@ -503,8 +503,8 @@ def test_a_sweep_counts_a_run_another_process_tests_when_it_is_tested(tmp_path, 
     """Two sweeps side by side: the runs the other process tests count among the runs done as soon as they are
     tested, not in the second pass, so each display counts the whole folder's pace (its time left is not about
     twice too long). Here the first run is busy, and the other process tests it while this one does the second."""
-    import tnlib.experiments.cells as cells
-    import tnlib.experiments.sweep as sweep_module
+    import tnlib.experiments.running.cells as cells
+    import tnlib.experiments.running.sweep as sweep_module
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
@@ -539,8 +539,8 @@ def test_a_sweep_counts_a_run_another_process_tests_when_it_is_tested(tmp_path, 
 def test_a_resumed_sweep_counts_runs_finished_before_it_as_done_not_as_progress(tmp_path, capsys, monkeypatch):
     """Runs a sweep finds finished return at once; counted as progress they would make the time left of the runs
     still to train look like seconds. They are done from the first line."""
-    import tnlib.experiments.cells as cells
-    import tnlib.experiments.sweep as sweep_module
+    import tnlib.experiments.running.cells as cells
+    import tnlib.experiments.running.sweep as sweep_module
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
@@ -587,7 +587,7 @@ def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_on
 
 
 def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
-    from tnlib.experiments.sweep import write_sweep_file
+    from tnlib.experiments.running.sweep import write_sweep_file
 
     def written():
         return json.loads((tmp_path / "sweep.json").read_text())
@@ -607,7 +607,7 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
 
 
 def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instances(tmp_path, monkeypatch, capsys):
-    from tnlib.experiments.sweep import run_sweep
+    from tnlib.experiments.running.sweep import run_sweep
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     run = "gripper-linear-N-learn-ff-llmcut-s0"
@@ -632,8 +632,8 @@ def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_
                                                                                              capsys):
     """Runs that take a fraction of a second (a notebook's tiny grid) give the first and the last line, not one each;
     a sweep whose runs were all finished before it says so in one line."""
-    import tnlib.experiments.cells as cells
-    from tnlib.experiments import sweep as sweep_module
+    import tnlib.experiments.running.cells as cells
+    from tnlib.experiments.running import sweep as sweep_module
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     grid = _sweep(tmp_path, seeds=(0, 1), plan=False)  # 4 runs
@@ -655,7 +655,7 @@ def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_
 
 
 def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):
-    from tnlib.experiments.sweep import write_sweep_file
+    from tnlib.experiments.running.sweep import write_sweep_file
 
     write_sweep_file(_sweep(tmp_path, seeds=(0,), plan=False))
     record = write_sweep_file(_sweep(tmp_path, seeds=(1,), plan=True))
@@ -667,7 +667,7 @@ def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_pa
 
 
 def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
-    from tnlib.experiments.sweep import run_sweep
+    from tnlib.experiments.running.sweep import run_sweep
 
     run_sweep(_sweep(tmp_path, distributions=("N",), plan=False), progress=False)
     both = _sweep(tmp_path, plan=True, max_evaluations=200)
@@ -681,7 +681,7 @@ def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
 
 
 def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path):
-    from tnlib.experiments.sweep import write_sweep_file
+    from tnlib.experiments.running.sweep import write_sweep_file
 
     record = write_sweep_file(_sweep(tmp_path, seeds=(0,)))
     del record["fixed_sigma"]  # written before the setting existed: it held the default
@@ -704,7 +704,7 @@ def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
 
 
 def test_the_papers_tables_are_rendered_as_printed_with_its_bold_cells():
-    from tnlib.experiments.tables import render_paper_table1, render_paper_table2
+    from tnlib.experiments.reporting.tables import render_paper_table1, render_paper_table2
     from tnlib.paper import PAPER_CONFIGS, TABLE1_CONFIGS
 
     table1 = render_paper_table1(TABLE1_CONFIGS)

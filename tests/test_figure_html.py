@@ -7,7 +7,7 @@ import re
 
 import plotly.graph_objects as go
 
-from tnlib.experiments.figure_html import SIGNIFICANT_DIGITS, SPAN_RESOLUTION, figure_html, rounded_numbers
+from tnlib.experiments.reporting.figure_html import SIGNIFICANT_DIGITS, SPAN_RESOLUTION, figure_html, rounded_numbers
 
 
 def test_each_number_keeps_its_significant_digits_across_magnitudes():
@@ -55,7 +55,7 @@ def test_plotly_base64_arrays_are_decoded_and_rounded():
 
     import numpy as np
 
-    from tnlib.experiments.figure_html import compact_figure_dict
+    from tnlib.experiments.reporting.figure_html import compact_figure_dict
 
     x = np.linspace(-8.0, 8.0, 5)
     y = np.array([[0.123456789, 1.0], [2.5, 3.14159265]])

@@ -7,7 +7,7 @@ import csv
 import pytest
 from scipy import stats
 
-from tnlib.experiments.findings import (findings, learned_sigma_summary, paper_direction, render_findings,
+from tnlib.experiments.reporting.findings import (findings, learned_sigma_summary, paper_direction, render_findings,
                                         seed_values_of_report, paired_verdict, write_findings)
 from tnlib.files import REPO_ROOT
 

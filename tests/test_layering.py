@@ -20,9 +20,8 @@ TNLIB = Path(__file__).resolve().parents[1] / "tnlib"
 RANKS: dict[str, int] = {
     # The foundation: they import nothing of tnlib but each other (executors raises an error class), and every
     # stage may use them -- the paper's constants, every error, atomic writes, CPU or CUDA, the job runner,
-    # progress display, and formulas to MathML (used by experiments' reports, but it knows nothing of them).
-    "paper": 0, "errors": 0, "files": 0, "device": 0, "executors": 0, "progress": 0, "offline_math": 0,
-    "provenance": 0,
+    # progress display, and the code's commit.
+    "paper": 0, "errors": 0, "files": 0, "device": 0, "executors": 0, "progress": 0, "provenance": 0,
     "distributions": 1,
     # The package itself (tnlib/__init__.py): it re-exports TruncatedNormal, so it sits with distributions; data
     # and cli import it for __version__.
@@ -123,7 +122,7 @@ def _write(root: Path, relative: str, source: str) -> None:
     ("class C:\n    def f(self):\n        import tnlib.cli\n", 5, "tnlib.cli"),
     ("from ..experiments import sweep\n", 3, "tnlib.experiments"),  # relative
     ("from tnlib import experiments\n", 3, "tnlib.experiments"),
-    ("import importlib\nimportlib.import_module('tnlib.experiments.sweep')\n", 4, "tnlib.experiments.sweep"),
+    ("import importlib\nimportlib.import_module('tnlib.experiments.running.sweep')\n", 4, "tnlib.experiments.running.sweep"),
 ])
 def test_the_check_names_an_upward_import(tmp_path, source, line, imported):
     root = tmp_path / "tnlib"
@@ -154,6 +153,58 @@ def test_a_results_folder_names_baselines_as_the_learning_stage_writes_them():
     assert "RunDir" not in results_dir.__all__  # one import path: tnlib.learning.run_files
     results = results_dir.ResultsDir("out")
     assert results.baseline_file("ferry", "ff") == run_files.baseline_file("out", "ferry", "ff")
+
+
+# experiments/ is a base and two wings. The base (the modules at its root) is what a results folder holds and can
+# show -- its files, its damaged records, the reports' scope header -- read by both wings. The running wing runs
+# sweeps, cells, baselines and the main job; the reporting wing lays their results out as tables, pages and figures.
+# Running imports reporting (a sweep's banner, the main job and the rerun check render reports); reporting never
+# imports running, and the base neither wing.
+EXPERIMENTS_WINGS = ("running", "reporting")
+
+
+def experiments_wing_violations(root: Path = TNLIB) -> list[str]:
+    """One line per import that crosses experiments/' wings the wrong way: the reporting wing importing the running
+    wing, or a base module (experiments/' root) importing either; and one per experiments module in neither the
+    base nor a wing's folder."""
+    problems = []
+    for path in sorted((root / "experiments").rglob("*.py")):
+        module = _module_name(path, root)
+        names = module.split(".")
+        where = path.relative_to(root.parent)
+        if len(names) > 3 and names[2] not in EXPERIMENTS_WINGS:
+            problems.append(f"{where}: {module} is in no wing of experiments/ ({', '.join(EXPERIMENTS_WINGS)})")
+            continue
+        wing = names[2] if len(names) > 3 or (len(names) == 3 and path.name == "__init__.py") else None
+        forbidden = {"running"} if wing == "reporting" else set() if wing == "running" else set(EXPERIMENTS_WINGS)
+        for line, name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            parts = name.split(".")
+            if len(parts) > 2 and parts[1] == "experiments" and parts[2] in forbidden:
+                problems.append(f"{where}:{line}: {wing or 'the base of experiments/'} imports {name}")
+    return problems
+
+
+def test_reporting_never_imports_running_and_the_base_neither():
+    problems = experiments_wing_violations()
+    assert not problems, "imports across experiments/' wings:\n" + "\n".join(problems)
+    assert all((TNLIB / "experiments" / wing / "__init__.py").is_file() for wing in EXPERIMENTS_WINGS)
+
+
+def test_the_wing_check_names_reporting_importing_running_and_a_module_in_no_wing(tmp_path):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "experiments/scope.py", "from tnlib.experiments.results_dir import ResultsDir\n")
+    _write(root, "experiments/results_dir.py", "")
+    _write(root, "experiments/running/sweep.py", "from tnlib.experiments.reporting import tables\n")
+    _write(root, "experiments/reporting/tables.py", "def f():\n    from tnlib.experiments.running.sweep import Sweep\n")
+    _write(root, "experiments/plotting/curves.py", "")
+    assert experiments_wing_violations(root) == [
+        "tnlib/experiments/plotting/curves.py: tnlib.experiments.plotting.curves is in no wing of experiments/ "
+        "(running, reporting)",
+        "tnlib/experiments/reporting/tables.py:2: reporting imports tnlib.experiments.running.sweep"]
+    _write(root, "experiments/scope.py", "from tnlib.experiments.reporting.tables import f\n")
+    assert "tnlib/experiments/scope.py:1: the base of experiments/ imports tnlib.experiments.reporting.tables" in (
+        experiments_wing_violations(root))
 
 
 # data/'s writing wing: the modules that make a dataset or a plan set (and read only their own unfinished work).

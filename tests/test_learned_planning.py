@@ -17,7 +17,7 @@ from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
 from tnlib.learning.models import make_encoder
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.tables import collect_planning, render_table2
+from tnlib.experiments.reporting.tables import collect_planning, render_table2
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split, planning_summary
 from tnlib.planning.heuristics import evaluate_all
@@ -409,8 +409,8 @@ def test_table2_counts_failures_at_the_limit_they_ran_under(tmp_path):
 
 
 def test_table2_layout_and_no_bold_below_the_seeds_a_paired_interval_needs(tmp_path):
-    from tnlib.experiments.seed_statistics import FEW_SEEDS_BOLD_RULE
-    from tnlib.experiments.tables import table2_bold_rule
+    from tnlib.experiments.reporting.seed_statistics import FEW_SEEDS_BOLD_RULE
+    from tnlib.experiments.reporting.tables import table2_bold_rule
 
     def run(name, domain, sigma, residual, distribution, seed, results, estimate="default"):
         folder = tmp_path / name

@@ -62,7 +62,7 @@ def test_a_report_of_runs_from_train_says_what_tests_and_plans_them(tmp_path, ca
     evaluate = f"`tnlib evaluate {run}` tests each on the test split"
     assert f"tnlib report: note: No run of linear here is tested yet (1 trained): {evaluate}" in capsys.readouterr().err
     # (`tnlib report` renders nlm's tables; a page of the folder's own model says it where its table would be)
-    from tnlib.experiments.reports import write_reports
+    from tnlib.experiments.reporting.reports import write_reports
 
     write_reports(runs, out, models=("linear",))
     assert evaluate in (out / "accuracy.md").read_text()
@@ -101,8 +101,8 @@ def test_train_evaluate_and_sweep_spell_the_dataset_root_and_model_arguments_ali
 
 
 def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leaves_out(capsys):
-    from tnlib.experiments.presets import PRESETS
-    from tnlib.experiments.reproduce import LEFT_OUT, REPORTS, steps
+    from tnlib.experiments.running.presets import PRESETS
+    from tnlib.experiments.running.reproduce import LEFT_OUT, REPORTS, steps
     from tnlib.files import REPO_ROOT
 
     with pytest.raises(SystemExit):

@@ -258,7 +258,7 @@ def test_regression_claims_of_the_classroom_notebook(seed):
 def test_the_fair_comparison_over_the_notebooks_seeds():
     """Section 8's "Which differences are real", at its default 8 seeds: the TN mean beats every model without l,
     and its difference with the MSE network that reads l has a 95% interval containing 0."""
-    from tnlib.experiments.seed_statistics import paired_interval
+    from tnlib.experiments.reporting.seed_statistics import paired_interval
 
     comparison = synthetic_regression.compare_over_seeds(range(8))
     for kind in ("gaussian", "gaussian_mse"):
@@ -852,7 +852,7 @@ def test_seed_values_are_the_committed_csv_rows_of_the_cell():
 def test_the_three_rules_as_seeds_arrive_against_scipy():
     """The gap rule, Welch's unpaired interval and the paired t-interval after the first 2, 3, ... seeds: the
     intervals are scipy's (Welch) and the reports' paired_interval from three seeds on."""
-    from tnlib.experiments.seed_statistics import paired_interval
+    from tnlib.experiments.reporting.seed_statistics import paired_interval
 
     values = {"TN": {0: 1.0, 1: 1.4, 2: 0.9, 3: 1.3}, "N": {0: 1.5, 1: 1.6, 2: 1.2, 3: 1.9}}
     rows = seed_comparison.seeds_as_they_arrive(values)

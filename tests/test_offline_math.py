@@ -1,4 +1,4 @@
-"""Rendered reports are viewable offline: tnlib.offline_math turns the notebooks' TeX into MathML at export time
+"""Rendered reports are viewable offline: tnlib.experiments.running.offline_math turns the notebooks' TeX into MathML at export time
 and removes the loaders nbconvert's template fetches from CDNs. Checked on formulas, on fresh exports of the
 three notebooks, on the committed reports/notebooks/*.html, and in headless Chromium without network."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from nbconvert import HTMLExporter
 
 from browser_support import isolate, is_local, launch_chromium
-from tnlib.offline_math import MATHML_STYLE, drop_online_loaders, offline_html, render_math, tex_to_mathml
+from tnlib.experiments.running.offline_math import MATHML_STYLE, drop_online_loaders, offline_html, render_math, tex_to_mathml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -39,7 +39,7 @@ def formulas_in(notebook: nbformat.NotebookNode) -> int:
 
 
 def export(notebook: nbformat.NotebookNode) -> str:
-    """The HTML as the reports are exported (tnlib.experiments.reproduce): lab template, no require.js."""
+    """The HTML as the reports are exported (tnlib.experiments.running.reproduce): lab template, no require.js."""
     body, _ = HTMLExporter(template_name="lab", require_js_url="").from_notebook_node(notebook)
     return body
 
@@ -128,7 +128,7 @@ def test_reproduce_exports_the_notebooks_offline(tmp_path, monkeypatch):
 
     import papermill
 
-    from tnlib.experiments import reproduce
+    from tnlib.experiments.running import reproduce
 
     monkeypatch.setattr(papermill, "execute_notebook", lambda source, target, **options: shutil.copy(source, target))
     html_out = tmp_path / "truncated_gaussian_explorer.html"

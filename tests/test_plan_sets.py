@@ -156,7 +156,7 @@ def test_a_plan_set_needs_the_splits_it_is_disjoint_from(tmp_path):
 
 
 def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
-    from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
+    from tnlib.experiments.running.baselines import render_plan_set_baselines, run_plan_set_baselines
     from tnlib.files import read_jsonl
 
     run_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"])
@@ -168,10 +168,10 @@ def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
 
 
 def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_selection(made, tmp_path):
-    from tnlib.experiments.reports import write_reports
+    from tnlib.experiments.reporting.reports import write_reports
     from tnlib.experiments.results_dir import ResultsDir
-    from tnlib.experiments.sweep import Sweep, run_sweep
-    from tnlib.experiments.tables import collect_planning, optimal_selection
+    from tnlib.experiments.running.sweep import Sweep, run_sweep
+    from tnlib.experiments.reporting.tables import collect_planning, optimal_selection
     from tnlib.files import read_jsonl
 
     data = tmp_path / "small"
@@ -211,7 +211,7 @@ def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_select
 
 
 def test_a_sweep_refuses_an_unknown_plan_set():
-    from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.running.sweep import Sweep
 
     with pytest.raises(ValueError, match="plan_on: unknown 'plan-sets'"):
         Sweep.from_parameters(preset="small", plan_on="plan-sets")
@@ -233,7 +233,7 @@ def test_the_first_instances_of_each_grid_cell_are_taken_in_the_sets_order(made)
 
 def test_a_sweep_on_a_missing_plan_set_says_how_to_make_it(tmp_path):
     from tnlib.errors import DatasetError
-    from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.running.sweep import Sweep
 
     data = tmp_path / "small"
     shutil.copytree(SMALL, data)  # data/small has no plan set

@@ -116,7 +116,7 @@ def test_off_a_terminal_progress_is_text_lines_and_disabled_it_is_nothing(plain_
 
 def test_the_main_job_passes_a_notebooks_progress_on_to_its_terminal(tmp_path, monkeypatch, capsys):
     pytest.importorskip("papermill")
-    from tnlib.experiments import reproduce
+    from tnlib.experiments.running import reproduce
 
     notebook = nbformat.v4.new_notebook()
     notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}

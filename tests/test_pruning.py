@@ -8,8 +8,8 @@ import pytest
 
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
-from tnlib.experiments.pruning import prune_finished_runs
-from tnlib.experiments.sweep import Sweep, run_sweep
+from tnlib.experiments.running.pruning import prune_finished_runs
+from tnlib.experiments.running.sweep import Sweep, run_sweep
 from tnlib.learning.training import TrainConfig, train
 
 

@@ -188,7 +188,7 @@ def test_header_without_runs_or_data(tmp_path):
 
 
 def test_reports_open_with_the_header(results, tmp_path):
-    from tnlib.experiments.reports import write_reports
+    from tnlib.experiments.reporting.reports import write_reports
 
     written = write_reports(results, tmp_path / "reports")
     header = scope_header(results)
@@ -251,13 +251,13 @@ def test_learn_only_runs_state_no_fixed_sigma(tmp_path):
 def test_reports_read_right(results, tmp_path):
     """Rendered from small run folders: the bold rules stated, full domain names, one seed said in words, only
     the configurations run, and training_curves.html styled like the other reports, with few ticks."""
-    from tnlib.experiments.report_figures import CURVE_TICKS, LOG_AXIS_TICKS, training_curves_figure
-    from tnlib.experiments.reports import write_reports
+    from tnlib.experiments.reporting.report_figures import CURVE_TICKS, LOG_AXIS_TICKS, training_curves_figure
+    from tnlib.experiments.reporting.reports import write_reports
 
     for name in ("blocksworld-nlm-N-learn-ff-llmcut-s0", "blocksworld-nlm-TN-learn-ff-llmcut-s0"):
         write_planning(results / name / "planning-default.jsonl", [True, False])
     accuracy, planning, curves = (p.read_text() for p in write_reports(results, tmp_path / "reports")[:3])
-    from tnlib.experiments.seed_statistics import FEW_SEEDS_BOLD_RULE
+    from tnlib.experiments.reporting.seed_statistics import FEW_SEEDS_BOLD_RULE
 
     assert FEW_SEEDS_BOLD_RULE in accuracy and FEW_SEEDS_BOLD_RULE in planning  # one seed: nothing bold, and why
     assert "the paired tables make no paired comparison" in accuracy
@@ -284,7 +284,7 @@ def test_reports_read_right(results, tmp_path):
     ([float("nan"), -1.0, None], []),
 ])
 def test_log_axis_ticks_bracket_the_values_with_at_most_six_round_ticks(values, ticks):
-    from tnlib.experiments.report_figures import log_axis_ticks
+    from tnlib.experiments.reporting.report_figures import log_axis_ticks
 
     assert log_axis_ticks(values) == pytest.approx(ticks)
 
@@ -292,7 +292,7 @@ def test_log_axis_ticks_bracket_the_values_with_at_most_six_round_ticks(values, 
 def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_paths():
     import nbformat
 
-    from tnlib.experiments.reproduce import ROOT, notebook_html
+    from tnlib.experiments.running.reproduce import ROOT, notebook_html
 
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
@@ -308,7 +308,7 @@ def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_
 
 
 def test_banner_and_notebook_show_paths_relative_to_the_repository():
-    from tnlib.experiments.sweep import Sweep
+    from tnlib.experiments.running.sweep import Sweep
     from tnlib.files import REPO_ROOT, shown_path
 
     assert shown_path(REPO_ROOT / "runs" / "small") == "runs/small"
@@ -333,7 +333,7 @@ def test_reports_name_a_results_folder_by_its_repository_path_and_never_by_a_mac
 def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
     """Mean and min-max band over seeds, at the steps every seed evaluated; N before TN; other configurations,
     domains and lower bounds left out."""
-    from tnlib.experiments.report_figures import validation_spread_figure
+    from tnlib.experiments.reporting.report_figures import validation_spread_figure
 
     data, results = tmp_path / "data", tmp_path / "results"
     write_data_root(data)
@@ -359,7 +359,7 @@ def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
 def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path):
     """Runs trained until flat end at different steps: the band covers the common steps, each seed past them
     goes on from the last common step as its own dotted line (none for the seed that stopped there)."""
-    from tnlib.experiments.report_figures import validation_spread_figure
+    from tnlib.experiments.reporting.report_figures import validation_spread_figure
 
     data, results = tmp_path / "data", tmp_path / "results"
     write_data_root(data)
@@ -380,7 +380,7 @@ def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path)
 def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):
     import tnlib.files
     from tnlib.cli import main
-    from tnlib.experiments.reports import render_results
+    from tnlib.experiments.reporting.reports import render_results
 
     out = tmp_path / "out"
     assert main(["report", str(results), "--out", str(out)]) == 0
@@ -420,7 +420,7 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     """`tnlib report --against`: the cells both folders hold, columns named by the setting that differs (here the
     upper bound), mean ± std over seeds, the better of each pair in bold; cells only one folder has are left out."""
     from tnlib.cli import main
-    from tnlib.experiments.tables import render_comparison
+    from tnlib.experiments.reporting.tables import render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -462,7 +462,7 @@ def test_comparison_bolds_by_the_paired_interval_where_both_folders_have_three_s
     """Same data, four seeds each: a shift every seed shows is bold though the seeds' spread is wider than it (the
     summed-std gap would not bold it), a difference that changes sign from seed to seed is not, and the table of
     paired intervals under the comparison gives both."""
-    from tnlib.experiments.tables import COMPARISON_BOLD_RULE, render_comparison
+    from tnlib.experiments.reporting.tables import COMPARISON_BOLD_RULE, render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -490,7 +490,7 @@ def test_comparison_plans_on_the_instances_both_folders_planned(tmp_path):
     """One folder planned more of the plan instances than the other (a plan set planned further): planning compares
     on the instances both planned, seeds paired on the same problems, and says how many of each folder's it kept.
     Here the extra instances are all unsolved: counted, they would halve that folder's coverage."""
-    from tnlib.experiments.tables import render_comparison
+    from tnlib.experiments.reporting.tables import render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -540,7 +540,7 @@ def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_i
     import shutil
 
     from tnlib.cli import main
-    from tnlib.experiments.report_figures import paired_intervals_figures, seed_csv_intervals_figures
+    from tnlib.experiments.reporting.report_figures import paired_intervals_figures, seed_csv_intervals_figures
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -597,7 +597,7 @@ def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_plan
     """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on
     different instances: columns and title say which is which, no magnitude is bold, planning is left out."""
     from tnlib.cli import main
-    from tnlib.experiments.tables import folder_names, render_comparison
+    from tnlib.experiments.reporting.tables import folder_names, render_comparison
 
     large, small = tmp_path / "paper-scale" / "runs", tmp_path / "converged" / "runs"
     for folder, data_name, mses, plan_on in ((large, "paper", (1.0, 1.2), "plan-set"), (small, "small", (3.0,), None)):
@@ -631,7 +631,7 @@ def test_ablation_tables_put_each_lower_bound_in_its_columns(tmp_path, capsys):
     group each in Table 1's and Table 2's layout (mean ± std over seeds), one header for the runs shown; runs of
     other configurations in those folders are left out, and a folder with none of the ablation's runs is an error."""
     from tnlib.cli import main
-    from tnlib.experiments.reports import write_ablation
+    from tnlib.experiments.reporting.reports import write_ablation
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -728,7 +728,7 @@ def test_header_leaves_out_runs_still_training_beside_evaluated_ones(tmp_path):
 def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
     """In a folder whose sweep trained until flat, seeds of a cell that stopped at different steps (on the sweep's
     grid of chunks) are one setting; without max_steps in sweep.json, or off the grid, they are not."""
-    from tnlib.experiments.tables import render_table, render_table2
+    from tnlib.experiments.reporting.tables import render_table, render_table2
 
     data, results = tmp_path / "data", tmp_path / "results"
     write_data_root(data)
@@ -767,7 +767,7 @@ def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
     """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), in which
     of two folders it shows, and whether the folders agree; below three seeds a folder's direction is the summed-std
     gap too."""
-    from tnlib.experiments.tables import render_directions
+    from tnlib.experiments.reporting.tables import render_directions
 
     def folder(name, mses):
         for (distribution, seed), mse in mses.items():
@@ -793,7 +793,7 @@ def test_directions_with_three_seeds_or_more_follow_the_paired_interval(tmp_path
     """With at least three seeds a folder's direction is the paired interval's: a shift every seed shows counts
     though the seeds' spread is far wider (the summed-std gap would call it a tie), and a difference whose sign
     changes from seed to seed does not."""
-    from tnlib.experiments.tables import render_directions
+    from tnlib.experiments.reporting.tables import render_directions
 
     def folder(name, shifts):
         for seed, (n_mse, shift) in enumerate(zip((1.0, 5.0, 9.0, 3.0), shifts)):

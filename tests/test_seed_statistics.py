@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tnlib.experiments.seed_statistics import (FEW_SEEDS_BOLD_RULE, PAIRED_BOLD_RULE, PAIRED_MIN_SEEDS,
+from tnlib.experiments.reporting.seed_statistics import (FEW_SEEDS_BOLD_RULE, PAIRED_BOLD_RULE, PAIRED_MIN_SEEDS,
                                                interval_count, multiplicity_note, paired_best, paired_differences,
                                                paired_interval, render_paired)
-from tnlib.experiments.tables import render_table
+from tnlib.experiments.reporting.tables import render_table
 
 
 def test_the_paired_interval_is_the_t_interval_of_the_differences():
@@ -68,7 +68,7 @@ def test_tables_bold_by_the_paired_rule_with_enough_seeds():
 
 
 def test_the_rule_a_table_states_is_the_rule_it_bolds_by():
-    from tnlib.experiments.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, table1_bold_rule, table2_bold_rule
+    from tnlib.experiments.reporting.tables import TABLE1_BOLD_RULE, TABLE2_BOLD_RULE, table1_bold_rule, table2_bold_rule
 
     assert table1_bold_rule(fake_results(range(5), -0.3)) == PAIRED_BOLD_RULE
     assert table1_bold_rule(fake_results(range(2), -0.3)) == FEW_SEEDS_BOLD_RULE != TABLE1_BOLD_RULE
@@ -82,7 +82,7 @@ def test_the_rule_a_table_states_is_the_rule_it_bolds_by():
 
 
 def test_a_table2_of_two_seeds_bolds_nothing(tmp_path):
-    from tnlib.experiments.tables import render_table2
+    from tnlib.experiments.reporting.tables import render_table2
 
     plans = [{"domain": "ferry", "model": "nlm", "lower_bound": "lmcut", "sigma": "learn", "residual": "ff",
               "column": column, "seed": seed, "coverage": {"N": 0.5, "N+clip": 0.6, "TN": 0.9}[column],
@@ -119,7 +119,7 @@ def test_the_paired_table_marks_what_the_interval_decides():
 def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_verdict():
     """One dot and bar per configuration and comparison, coloured by what the interval says (TN better / worse /
     within noise, NLL's comparison against N only); a domain without three seeds anywhere is named, not drawn."""
-    from tnlib.experiments.report_figures import VERDICT_STYLES, paired_intervals_figure, verdict
+    from tnlib.experiments.reporting.report_figures import VERDICT_STYLES, paired_intervals_figure, verdict
 
     seeds = range(4)
     values = {("ferry", "learn", "ff", "TN"): {s: 1.0 + 0.01 * s for s in seeds},
@@ -150,9 +150,9 @@ def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_ve
 
 def test_per_seed_csv_reads_back_as_the_tables_values(tmp_path):
     """read_seed_values inverts the report's accuracy-seeds.csv: the same values table1_seed_values gives."""
-    from tnlib.experiments.reports import accuracy_seed_rows
-    from tnlib.experiments.seed_statistics import read_seed_values, write_seed_csv
-    from tnlib.experiments.tables import table1_seed_values
+    from tnlib.experiments.reporting.reports import accuracy_seed_rows
+    from tnlib.experiments.reporting.seed_statistics import read_seed_values, write_seed_csv
+    from tnlib.experiments.reporting.tables import table1_seed_values
 
     results = fake_results(range(4), -0.3)
     for r in results:
@@ -166,7 +166,7 @@ def test_per_seed_csv_reads_back_as_the_tables_values(tmp_path):
 def test_the_papers_directions_for_one_set_of_runs_say_where_they_hold_and_where_they_are_reversed():
     """render_paper_directions with one set of runs: against the appendix's linear table, a direction the runs
     show (holds), the opposite one (reversed), none beyond noise (not shown), or none in the paper."""
-    from tnlib.experiments.tables import render_paper_directions
+    from tnlib.experiments.reporting.tables import render_paper_directions
     from tnlib.paper import DOMAINS, PAPER_TABLE1, PAPER_TABLE1_LINEAR, TABLE1_CONFIGS
 
     assert PAPER_TABLE1["linear"] is PAPER_TABLE1_LINEAR and set(PAPER_TABLE1) == {"nlm", "linear", "hgn"}

@@ -1,6 +1,6 @@
 """Table 1 per size on the whole test grid: which split labels each cell (tnlib.data.full_test_grid), the test-grid
 evaluation per cell against direct computations (tnlib.learning.evaluation), and the page `tnlib report` renders
-from it (tnlib.experiments.size_tables), on a tiny gripper dataset and linear runs of a few steps."""
+from it (tnlib.experiments.reporting.size_tables), on a tiny gripper dataset and linear runs of a few steps."""
 from __future__ import annotations
 
 import csv
@@ -16,8 +16,8 @@ from tnlib.data.full_test_grid import full_test_grid
 from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.profiles import SplitGrid, combos
 from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
-from tnlib.experiments.reports import render_results
-from tnlib.experiments.size_tables import SIZES_PAGE, SIZES_SEEDS, size_metrics_note
+from tnlib.experiments.reporting.reports import render_results
+from tnlib.experiments.reporting.size_tables import SIZES_PAGE, SIZES_SEEDS, size_metrics_note
 from tnlib.learning.evaluation import evaluate, evaluate_run
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_items, train

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tnlib.experiments.sweep import Sweep
-from tnlib.experiments.sweep_standing import finished_runs, sweep_standing
+from tnlib.experiments.running.sweep import Sweep
+from tnlib.experiments.running.sweep_standing import finished_runs, sweep_standing
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import chosen_instances, planning_instances
 from tnlib.learning.training import TrainConfig

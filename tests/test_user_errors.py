@@ -16,8 +16,8 @@ import torch
 from tnlib import TruncatedNormal
 from tnlib.cli import main
 from tnlib.errors import DatasetError, MissingRuns
-from tnlib.experiments.experiments_notebook_parameters import check_notebook_parameters
-from tnlib.experiments.sweep import Sweep
+from tnlib.experiments.running.experiments_notebook_parameters import check_notebook_parameters
+from tnlib.experiments.running.sweep import Sweep
 from tnlib.planning.generators import generate
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"

@@ -38,8 +38,8 @@ SWEEP_HELP = {
 
 
 def register_sweep(subparsers) -> None:
-    from tnlib.experiments import sweep
-    from tnlib.experiments.presets import PRESETS
+    from tnlib.experiments.running import sweep
+    from tnlib.experiments.running.presets import PRESETS
 
     parser = subparsers.add_parser("sweep", help=COMMANDS["sweep"][1],
                                    description=sweep.__doc__.splitlines()[0] + " The defaults shown are the "
@@ -62,9 +62,9 @@ def register_sweep(subparsers) -> None:
 
 
 def _run_sweep(args) -> int:
-    from tnlib.experiments.sweep import Sweep, run_sweep
-    from tnlib.experiments.sweep_banner import sweep_data_lines
-    from tnlib.experiments.sweep_standing import sweep_standing
+    from tnlib.experiments.running.sweep import Sweep, run_sweep
+    from tnlib.experiments.running.sweep_banner import sweep_data_lines
+    from tnlib.experiments.running.sweep_standing import sweep_standing
 
     from tnlib.errors import DatasetError
 
@@ -90,7 +90,7 @@ def _run_sweep(args) -> int:
 
 
 def register_reproduce(subparsers) -> None:
-    from tnlib.experiments import reproduce
+    from tnlib.experiments.running import reproduce
 
     first_line = reproduce.__doc__.splitlines()[0].replace("those of LEFT_OUT", "what is left out below")
     parser = subparsers.add_parser("reproduce", help=COMMANDS["reproduce"][1], description=" ".join(
@@ -101,7 +101,7 @@ def register_reproduce(subparsers) -> None:
 
 
 def _run_reproduce(args) -> int:
-    from tnlib.experiments import reproduce
+    from tnlib.experiments.running import reproduce
 
     try:
         return reproduce.reproduce(keep_existing=args.keep_existing, only=args.only)
@@ -142,9 +142,9 @@ def register_report(subparsers) -> None:
 
 def _run_report(args) -> int:
     from tnlib.experiments.damaged_records import damaged_records_notice
-    from tnlib.experiments.report_gaps import untested_notes
-    from tnlib.experiments.reports import render_results, write_ablation
-    from tnlib.experiments.size_tables import size_metrics_note
+    from tnlib.experiments.reporting.report_gaps import untested_notes
+    from tnlib.experiments.reporting.reports import render_results, write_ablation
+    from tnlib.experiments.reporting.size_tables import size_metrics_note
     from tnlib.files import shown_path
 
     try:
@@ -192,7 +192,7 @@ def register_intervals(subparsers) -> None:
 
 
 def _run_intervals(args) -> int:
-    from tnlib.experiments.reports import write_seed_csv_intervals
+    from tnlib.experiments.reporting.reports import write_seed_csv_intervals
     from tnlib.files import shown_path
 
     try:
@@ -215,7 +215,7 @@ def register_findings(subparsers) -> None:
 
 
 def _run_findings(args) -> int:
-    from tnlib.experiments.findings import write_report_findings
+    from tnlib.experiments.reporting.findings import write_report_findings
     from tnlib.files import shown_path
 
     if not (Path(args.report) / "accuracy-seeds.csv").is_file():
@@ -227,7 +227,7 @@ def _run_findings(args) -> int:
 
 def register_baselines(subparsers) -> None:
     from tnlib.data.schema import PLAN_SETS
-    from tnlib.experiments.baselines import BASELINE_HEURISTICS
+    from tnlib.experiments.running.baselines import BASELINE_HEURISTICS
     from tnlib.paper import DOMAINS
     from tnlib.planning.search_settings import PAPER_SEARCH
 
@@ -259,7 +259,7 @@ def register_baselines(subparsers) -> None:
 def _run_baselines(args) -> int:
     import shlex
 
-    from tnlib.experiments.baselines import render_plan_set_baselines, run_plan_set_baselines
+    from tnlib.experiments.running.baselines import render_plan_set_baselines, run_plan_set_baselines
     from tnlib.files import shown_path
 
     if not args.render_only:
@@ -273,7 +273,7 @@ def _run_baselines(args) -> int:
 
 
 def register_rerun_check(subparsers) -> None:
-    from tnlib.experiments.rerun_check import CURVE_STEPS, SUBSET
+    from tnlib.experiments.running.rerun_check import CURVE_STEPS, SUBSET
 
     parser = subparsers.add_parser(
         "rerun-check", help=COMMANDS["rerun-check"][1],
@@ -296,7 +296,7 @@ def register_rerun_check(subparsers) -> None:
 
 
 def _run_rerun_check(args) -> int:
-    from tnlib.experiments.rerun_check import (CHECKED_REPORT, CURVE_FOLDER, MODEL_CURVE_REFERENCES, check,
+    from tnlib.experiments.running.rerun_check import (CHECKED_REPORT, CURVE_FOLDER, MODEL_CURVE_REFERENCES, check,
                                                check_curve, check_model_curves)
     from tnlib.files import shown_path
 
@@ -327,7 +327,7 @@ def _run_rerun_check(args) -> int:
 
 
 def register_handout(subparsers) -> None:
-    from tnlib.experiments.reproduce import NOTEBOOKS
+    from tnlib.experiments.running.reproduce import NOTEBOOKS
 
     classroom = NOTEBOOKS / "statistics_of_heuristic_learning.ipynb"
     parser = subparsers.add_parser(
@@ -368,7 +368,7 @@ def register_prune(subparsers) -> None:
 
 
 def _run_prune(args) -> int:
-    from tnlib.experiments.pruning import prune_finished_runs
+    from tnlib.experiments.running.pruning import prune_finished_runs
     from tnlib.files import shown_path
 
     try:
@@ -400,7 +400,7 @@ def register_export_records(subparsers) -> None:
 
 
 def _run_export_records(args) -> int:
-    from tnlib.experiments.record_export import export_records
+    from tnlib.experiments.reporting.record_export import export_records
     from tnlib.files import shown_path
 
     try:

@@ -204,7 +204,7 @@ def register_evaluate(subparsers) -> None:
 
 def _table_results(folder: str, args) -> list[dict]:
     """The metrics a ``--table`` renders, or a CommandError saying why there are none (not an empty table)."""
-    from tnlib.experiments.tables import collect_results
+    from tnlib.experiments.reporting.tables import collect_results
 
     if not Path(folder).is_dir():
         raise CommandError(f"{folder}: no such folder")
@@ -221,7 +221,7 @@ def _table_results(folder: str, args) -> list[dict]:
 
 
 def _run_evaluate(args) -> int:
-    from tnlib.experiments.tables import render_table
+    from tnlib.experiments.reporting.tables import render_table
     from tnlib.learning.evaluation import evaluate, evaluate_run
 
     try:

@@ -1,3 +1,9 @@
-"""Experiments: the files of a results folder (run_dir), sweeps over configurations (sweep), the paper's Table 1 and
-Table 2 (tables), what a results folder can and cannot show (scope), the reports of a sweep (reports) and the main
-job that regenerates reports/ (reproduce)."""
+"""Experiments: a base and two wings.
+
+The base, at this folder's root, is what a results folder holds and can show, read by both wings: its files
+(``results_dir``), its records that lost lines (``damaged_records``) and the reports' header of what the runs can and
+cannot show (``scope``). :mod:`tnlib.experiments.running` runs things: sweeps over configurations and their cells,
+the symbolic baselines, the main job that regenerates reports/, the rerun check. :mod:`tnlib.experiments.reporting`
+lays results out: the paper's Table 1 and Table 2, the reports, their figures, the seeds' statistics. Running imports
+reporting (a main job ends in its reports); reporting never imports running (tests/test_layering.py).
+"""

@@ -9,11 +9,11 @@
   baseline columns);
 
 with the run's configuration (domain, model, distribution, sigma, residual, bounds, seed). ``evaluate_run`` also
-writes them to ``<run>/metrics-<split>.json``, which :mod:`tnlib.experiments.tables` lays out as Table 1.
+writes them to ``<run>/metrics-<split>.json``, which :mod:`tnlib.experiments.reporting.tables` lays out as Table 1.
 
 On ``test-grid`` the metrics are those of the domain's whole test grid (:func:`evaluate_test_grid`): the cells the
 test-grid split labels exactly and those the test split labels whole (:mod:`tnlib.data.full_test_grid`), over
-all of them and per cell under ``sizes`` -- what :mod:`tnlib.experiments.size_tables` lays out as Table 1 per
+all of them and per cell under ``sizes`` -- what :mod:`tnlib.experiments.reporting.size_tables` lays out as Table 1 per
 size.
 """
 from __future__ import annotations
@@ -129,7 +129,7 @@ def evaluate_test_grid(checkpoint: str | os.PathLike, data_root: str | None = No
 
 def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST, **kwargs) -> dict:
     """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
-    for ``best.pt`` (what :func:`tnlib.experiments.tables.collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
+    for ``best.pt`` (what :func:`tnlib.experiments.reporting.tables.collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
     (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
     run = RunDir(run_dir)
     metrics = evaluate(run.checkpoint(checkpoint), split, **kwargs)

@@ -7,7 +7,7 @@ split: ``planning-<split>-<estimate>.jsonl``); :func:`plan_baseline` does the sa
 search settings it ran under, the grounding, the outcome. A file holds the records of one setting only and is
 resumed where it stopped: instances already there are skipped, a line cut by a crash is planned again.
 :func:`planning_summary` is a file's coverage and average evaluations, from which
-:func:`tnlib.experiments.tables.render_table2` renders the paper's Table 2.
+:func:`tnlib.experiments.reporting.tables.render_table2` renders the paper's Table 2.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ CPU_TIMED_OBJECTS = 16
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
 # checkpoints: 10 s blocksworld to 70 s visitall), planning being a separate step there.
-# tnlib.experiments.sweep_standing.measured_hours sums them for the banner.
+# tnlib.experiments.running.sweep_standing.measured_hours sums them for the banner.
 # STRIPS-HGN's are for its default "authors" layout: the medians measured on its "means" layout times the ratio of
 # the two in 400-step runs on data/small, one after the other, twice each (Intel Xeon, beside three other jobs):
 # blocksworld 1.47, ferry 1.31, gripper 1.43, visitall 1.42 (`tnlib train --model hgn --model-args layout=...`);
@@ -68,7 +68,7 @@ MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND = {
 # the training loop on data/paper, one run at a time, validation left out, per batch size, model and domain
 # (medians of two 20-step runs; STRIPS-HGN in its default "authors" layout, measured on a second machine of the same
 # kind). The GPU mostly waits on the CPU's collation and kernel launches, so batch 256 costs only 0.8-2.6x batch
-# 64. tnlib.experiments.sweep_standing.measured_gpu_hours sums them for the banner.
+# 64. tnlib.experiments.running.sweep_standing.measured_gpu_hours sums them for the banner.
 MEASURED_GPU = "one NVIDIA H100"
 MEASURED_GPU_STEP_SECONDS = {
     "paper": {
@@ -99,7 +99,7 @@ def measured_cpu_step_seconds(profile: str | None, batch_size: int, model: str, 
 
 
 def run_hours(model: str, domain: str, steps: int, batch_size: int) -> tuple[float, float | None]:
-    """(GPU-hours, CPU-hours) of one training run, as :func:`tnlib.experiments.sweep_standing.estimated_hours`
+    """(GPU-hours, CPU-hours) of one training run, as :func:`tnlib.experiments.running.sweep_standing.estimated_hours`
     counts them; the CPU-hours are None for a model without a measured step time (linear regression and WL:
     minutes), the GPU-hours 0 for a model the paper did not train (WL)."""
     hours = GPU_HOURS_PER_RUN.get(model, {"default": 0.0})

@@ -1,7 +1,7 @@
 """Training until flat: a run trains its first steps, then on in chunks while its validation curve still improves.
 
 A validation curve is *still improving* when the best of its last quarter of evaluations beats the best before
-them by more than 1% (:func:`still_improving`); a sweep's cell (:func:`tnlib.experiments.cells.train_until_flat`)
+them by more than 1% (:func:`still_improving`); a sweep's cell (:func:`tnlib.experiments.running.cells.train_until_flat`)
 extends a run chunk by chunk until its curve is flat or it reaches a step cap (``Sweep.max_steps``), and the reports'
 header uses the same rule to say how many runs were still improving when they stopped. Nothing here imports torch.
 """

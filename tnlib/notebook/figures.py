@@ -22,9 +22,9 @@ import plotly.io as pio
 import torch
 from plotly.io.base_renderers import MimetypeRenderer
 
-from tnlib.experiments.figure_html import compact_figure_dict
-from tnlib.experiments import calibration_summary
-from tnlib.experiments.report_figures import LOG_AXIS_TICKS
+from tnlib.experiments.reporting.figure_html import compact_figure_dict
+from tnlib.experiments.reporting import calibration_summary
+from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS
 from tnlib.learning.calibration import Calibration
 from tnlib.notebook import (
     classroom_demos,
@@ -516,7 +516,7 @@ def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figu
 
 def sweep_calibration_figures(rows: Sequence[calibration_summary.CalibrationRow]) -> list[go.Figure]:
     """The experiments notebook's calibration: a :func:`pit_histograms_figure` per model and configuration of
-    ``rows`` (:func:`tnlib.experiments.calibration_summary.sweep_calibration`), a row of panels (N, TN) per domain,
+    ``rows`` (:func:`tnlib.experiments.reporting.calibration_summary.sweep_calibration`), a row of panels (N, TN) per domain,
     each run's seeds pooled."""
     groups: dict[tuple[str, tuple[str, str]], dict] = {}
     for row in rows:

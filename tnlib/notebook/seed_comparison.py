@@ -4,7 +4,7 @@ A report's ``accuracy-seeds.csv`` holds every run's test MSE. For one cell (doma
 reads TN's and N's values per seed and asks, as the seeds arrive (the first 2, 3, ... of them), what three rules
 say about TN against N: the paper's gap rule (the means differ by more than the two std summed -- not a test), an
 unpaired Welch t-interval, and the paired t-interval the reports use (runs with the same seed share their data
-order and initial weights, :func:`tnlib.experiments.seed_statistics.paired_interval`).
+order and initial weights, :func:`tnlib.experiments.reporting.seed_statistics.paired_interval`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from tnlib.experiments.seed_statistics import PAIRED_CONFIDENCE, paired_interval, read_seed_values
+from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, paired_interval, read_seed_values
 from tnlib.files import REPO_ROOT
 
 # The committed reports with five seeds per cell and their per-seed CSV (reports/<name>/accuracy-seeds.csv).

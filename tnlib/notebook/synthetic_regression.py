@@ -11,7 +11,7 @@ from scipy.special import ndtr
 from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.experiments.seed_statistics import paired_interval
+from tnlib.experiments.reporting.seed_statistics import paired_interval
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, distribution_calibration
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
 from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int

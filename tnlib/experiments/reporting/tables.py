@@ -4,7 +4,7 @@
 :func:`tnlib.learning.evaluation.evaluate_run`) and :func:`render_table` lays them out as the paper's Table 1: per
 domain an ``MSE`` row and a ``+clip`` row, the h_FF and LM-cut columns, then N and TN for each (sigma, residual)
 configuration, each cell the mean +- std over seeds, the best of N, N+clip and TN of a configuration in bold where
-it beats the others seed by seed beyond noise (:func:`tnlib.experiments.seed_statistics.paired_best`; nothing bold
+it beats the others seed by seed beyond noise (:func:`tnlib.experiments.reporting.seed_statistics.paired_best`; nothing bold
 with fewer seeds than that needs). The paper's own tables keep its rule: bold when the gap to the next value
 exceeds :data:`tnlib.paper.TABLE1_BOLD_GAP`.
 
@@ -27,7 +27,7 @@ import numpy as np
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.heads import ESTIMATE_COLUMNS, POINT_ESTIMATES, HeadConfig, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
-from tnlib.experiments.seed_statistics import (
+from tnlib.experiments.reporting.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
     PAIRED_CONFIDENCE,
@@ -276,9 +276,9 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     With ``metric="nll"`` the rows are the NLL (no +clip row, no baseline columns), as in the appendix's linear
     table (which evaluates the best-NLL checkpoints: ``checkpoint="best-nll.pt"``). Cells are mean±std over seeds
     (one seed: the mean and ``(1 seed)``); bold as :func:`table1_bold_rule` says: by
-    :func:`tnlib.experiments.seed_statistics.paired_best` where every cell has the seeds, else nothing. Configurations without a value
+    :func:`tnlib.experiments.reporting.seed_statistics.paired_best` where every cell has the seeds, else nothing. Configurations without a value
     are left out (as Table 2 does). ``row_name`` heads the first column (rows whose ``domain`` is another label,
-    such as a size: :mod:`tnlib.experiments.size_tables`).
+    such as a size: :mod:`tnlib.experiments.reporting.size_tables`).
     """
     if fmt not in ("markdown", "latex"):
         raise ValueError(f"unknown format {fmt!r} (markdown or latex)")

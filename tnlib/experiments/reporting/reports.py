@@ -7,15 +7,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.experiments.calibration_summary import calibration_markdown, folder_calibration
-from tnlib.experiments.figure_html import figure_html
-from tnlib.experiments.report_figures import (paired_intervals_figures, seed_csv_intervals_figures,
+from tnlib.experiments.reporting.calibration_summary import calibration_markdown, folder_calibration
+from tnlib.experiments.reporting.figure_html import figure_html
+from tnlib.experiments.reporting.report_figures import (paired_intervals_figures, seed_csv_intervals_figures,
                                               training_curves_figure, validation_spread_figure)
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.report_gaps import unplanned_note, untested_note
+from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
-from tnlib.experiments.size_tables import write_size_report
-from tnlib.experiments.tables import (
+from tnlib.experiments.reporting.size_tables import write_size_report
+from tnlib.experiments.reporting.tables import (
     DIRECTIONS_RULE,
     TABLE1_BOLD_RULE,
     TABLE2_BOLD_RULE,
@@ -39,7 +39,7 @@ from tnlib.experiments.tables import (
 )
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
-from tnlib.experiments.seed_statistics import (
+from tnlib.experiments.reporting.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
     PAIRED_MIN_SEEDS,
@@ -102,7 +102,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     did against the paper's setting, computed from the run folders. Each file is written atomically.
     ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``. Table 2 is over
     what the folder's sweep planned on (the plan split or a plan set); for a plan set, ``selection_seconds`` adds
-    Table 2 again under the paper's selection (:func:`tnlib.experiments.tables.optimal_selection`). With
+    Table 2 again under the paper's selection (:func:`tnlib.experiments.reporting.tables.optimal_selection`). With
     ``paper_tables`` the paper's own NLM Tables 1 and 2 follow the NLM ones, in the same layout."""
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -427,9 +427,9 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     models its runs trained, :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model,
     and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals -- and, with
     ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
-    (:func:`tnlib.experiments.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
+    (:func:`tnlib.experiments.reporting.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
     :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`). Where runs have
-    metrics on the whole test grid, ``accuracy-by-size.md`` too (:mod:`tnlib.experiments.size_tables`).
+    metrics on the whole test grid, ``accuracy-by-size.md`` too (:mod:`tnlib.experiments.reporting.size_tables`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -479,9 +479,9 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
 
 
 def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) -> list[Path]:
-    """findings.md and findings.csv (:mod:`tnlib.experiments.findings`) of the folder's runs; with ``against``,
+    """findings.md and findings.csv (:mod:`tnlib.experiments.reporting.findings`) of the folder's runs; with ``against``,
     that folder's verdicts beside them (on its own lower bound)."""
-    from tnlib.experiments.findings import findings, seed_values_of_results, write_findings
+    from tnlib.experiments.reporting.findings import findings, seed_values_of_results, write_findings
 
     rows = findings(seed_values_of_results(results_dir, lower_bound))
     source = (f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the values of accuracy-seeds.csv and "
@@ -515,7 +515,7 @@ def against_line(folder, name: str) -> str:
 
 def write_calibration(results_dir, path) -> Path:
     """``calibration.md``: how calibrated and sharp the folder's learned-sigma runs are on the test split
-    (:mod:`tnlib.experiments.calibration_summary`; beyond the paper), under the folder's scope header."""
+    (:mod:`tnlib.experiments.reporting.calibration_summary`; beyond the paper), under the folder's scope header."""
     path = Path(path)
     text = (f"# Calibration of the predicted distributions\n\n{scope_header(results_dir)}\n{rendered_by()}\n\n"
             "## Table\n\nBeyond the paper, which reads point estimates and the NLL. For every configuration with a "

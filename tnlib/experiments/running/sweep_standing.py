@@ -5,10 +5,10 @@ each run's instances are planned; and the training time left by tnlib's measured
 
 Read from the sweep's settings and its run folders alone -- nothing is written -- so it can be asked while the
 sweep runs, or of a folder a sweep left behind hours of work ago: ``tnlib sweep`` prints it in its banner
-(:mod:`tnlib.experiments.sweep_banner`; what a resumed sweep will skip; ``--dry-run`` stops there), and so does
+(:mod:`tnlib.experiments.running.sweep_banner`; what a resumed sweep will skip; ``--dry-run`` stops there), and so does
 the experiments notebook under its settings.
 
-Every function here takes a :class:`tnlib.experiments.sweep.Sweep` (its grid, its folders, its settings) as an
+Every function here takes a :class:`tnlib.experiments.running.sweep.Sweep` (its grid, its folders, its settings) as an
 argument without importing its module: the sweep imports this module (to describe itself and to count its
 finished runs), so the two do not import each other.
 """
@@ -170,7 +170,7 @@ def finished_runs(sweep) -> set[str]:
 
 
 def sweep_standing(sweep) -> list[str]:
-    """Banner lines (two-space indent, as :meth:`tnlib.experiments.sweep.Sweep.describe`) on the sweep's runs in its
+    """Banner lines (two-space indent, as :meth:`tnlib.experiments.running.sweep.Sweep.describe`) on the sweep's runs in its
     results folder."""
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []

@@ -1,7 +1,7 @@
 """What a sweep's cell does besides training its configuration: how long it trains, and where and how it plans.
 
-:class:`CellSettings` is one value per sweep (:attr:`tnlib.experiments.sweep.Sweep.cell_settings`), handed with each
-cell's training configuration to :func:`tnlib.experiments.cells.run_cell`; its own module, so that a sweep builds it
+:class:`CellSettings` is one value per sweep (:attr:`tnlib.experiments.running.sweep.Sweep.cell_settings`), handed with each
+cell's training configuration to :func:`tnlib.experiments.running.cells.run_cell`; its own module, so that a sweep builds it
 without loading torch.
 """
 from __future__ import annotations

@@ -22,10 +22,10 @@ from typing import Sequence
 from tnlib.data.full_test_grid import full_test_grid
 from tnlib.data.schema import TEST_GRID
 from tnlib.errors import DamagedFile, DatasetError
-from tnlib.experiments.report_gaps import runs_argument
+from tnlib.experiments.reporting.report_gaps import runs_argument
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.scope import scope_header, sizes_text
-from tnlib.experiments.seed_statistics import (
+from tnlib.experiments.reporting.seed_statistics import (
     COMPARISONS,
     PAIRED_BOLD_RULE,
     PAIRED_CONFIDENCE,
@@ -35,7 +35,7 @@ from tnlib.experiments.seed_statistics import (
     significant_number,
     write_seed_csv,
 )
-from tnlib.experiments.tables import collect_results, render_table
+from tnlib.experiments.reporting.tables import collect_results, render_table
 from tnlib.files import atomic_write_text, read_json, shown_folder
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
@@ -55,7 +55,7 @@ def _run_key(result: dict) -> tuple:
 
 
 def _labelled(result: dict, label: str, values: dict) -> dict:
-    """A metrics record of one size (or row) as :func:`tnlib.experiments.tables.render_table` reads one run's: the
+    """A metrics record of one size (or row) as :func:`tnlib.experiments.reporting.tables.render_table` reads one run's: the
     row's label in the place of the domain."""
     return {**{k: result[k] for k in RUN_KEYS}, "config": result.get("config", {}), "domain": label,
             **{k: values.get(k) for k in METRIC_KEYS}}

@@ -1,6 +1,6 @@
 """One cell of a sweep: train (or resume) a configuration -- until flat if asked --, evaluate it, plan with it.
 
-:func:`run_cell` is what each worker of :func:`tnlib.experiments.sweep.run_sweep` runs, in a local process or on a
+:func:`run_cell` is what each worker of :func:`tnlib.experiments.running.sweep.run_sweep` runs, in a local process or on a
 Dask worker; it takes the cell as the plain dict of a :class:`tnlib.learning.training.TrainConfig`.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tnlib.learning.split_planning import plan_split, planning_summary
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, train
 from tnlib.learning.until_flat import still_improving, until_flat_end
-from tnlib.experiments.cell_settings import CellSettings
+from tnlib.experiments.running.cell_settings import CellSettings
 
 
 def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
@@ -48,7 +48,7 @@ def run_cell(config: dict, settings: CellSettings = CellSettings(), wait_if_busy
     folder (two terminals, a rerun beside a running one) never train the same folder at once. When another process
     holds the run, the cell waits for it (then finds the work done and only reads it), or with ``wait_if_busy``
     False returns ``{"run": RUN, "busy": True}`` at once, so that a sweep can do the runs nobody is working on
-    first (:func:`tnlib.experiments.sweep.run_sweep`). The lock is advisory (``flock``): on a cluster it holds
+    first (:func:`tnlib.experiments.running.sweep.run_sweep`). The lock is advisory (``flock``): on a cluster it holds
     where the shared filesystem supports it."""
     name = TrainConfig.from_dict(config).name
     lock = RunDir(Path(config["out_dir"]) / name).lock_file

@@ -26,7 +26,7 @@ import unicodedata
 __all__ = ["tex_to_mathml", "render_math", "drop_online_loaders", "offline_html", "MATHML_STYLE"]
 
 # latex2mathml writes cases/aligned columns as ``columnalign``, which MathML Core (Chromium) ignores.
-MATHML_STYLE = ('<style type="text/css">/* tnlib.offline_math */ '
+MATHML_STYLE = ('<style type="text/css">/* tnlib.experiments.running.offline_math */ '
                 'mtd[columnalign="left"] { text-align: left; } mtd[columnalign="right"] { text-align: right; } '
                 'math[display="block"] { margin: 0.5em 0; } '
                 'math { font-family: "Latin Modern Math", "STIX Two Math", "DejaVu Math TeX Gyre", math; }</style>')

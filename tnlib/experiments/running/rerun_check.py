@@ -83,7 +83,7 @@ def this_machine_kind() -> str:
 
 def report_machine(report_dir: str | os.PathLike) -> str | None:
     """The kind of machine named by the header of ``report_dir``'s accuracy.md (None where it names none)."""
-    from tnlib.experiments.reports import RENDERED_AT
+    from tnlib.experiments.reporting.reports import RENDERED_AT
 
     header = (Path(report_dir) / "accuracy.md").read_text()
     line = header.split(RENDERED_AT, 1)[-1].split("\n", 1)[0]
@@ -102,9 +102,9 @@ def made_here(report_dir: str | os.PathLike, machine: str) -> bool:
 def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     """Train :data:`SUBSET` from scratch into ``out_dir`` (a fresh folder) and return its per-seed rows, as
     ``accuracy-seeds.csv`` holds them (strings)."""
-    from tnlib.experiments.reports import accuracy_seed_rows
-    from tnlib.experiments.sweep import Sweep, run_sweep
-    from tnlib.experiments.tables import collect_results
+    from tnlib.experiments.reporting.reports import accuracy_seed_rows
+    from tnlib.experiments.running.sweep import Sweep, run_sweep
+    from tnlib.experiments.reporting.tables import collect_results
 
     preset = SUBSET["preset"]
     settings = {k: v for k, v in SUBSET.items() if k != "preset"}
@@ -228,7 +228,10 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
         if exported.returncode or not (Path(code) / "tnlib" / "__init__.py").is_file():
             raise LookupError(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
                               f"this checkout's git history: {exported.stderr.decode().strip() or 'nothing exported'}")
-        script = ("import json, sys; from tnlib.experiments.rerun_check import curve_differences; "
+        # the module by its name in that commit's code: experiments/ had no wings before
+        script = ("import json, sys\n"
+                  "try:\n    from tnlib.experiments.running.rerun_check import curve_differences\n"
+                  "except ModuleNotFoundError:\n    from tnlib.experiments.rerun_check import curve_differences\n"
                   "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
         env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}
         done = subprocess.run([sys.executable, "-P", "-c", script, str(Path(run).resolve()), str(steps)],

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tnlib.experiments.reproduce import NOTEBOOKS
-from tnlib.experiments.sweep import Sweep
+from tnlib.experiments.running.reproduce import NOTEBOOKS
+from tnlib.experiments.running.sweep import Sweep
 
 
 def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,

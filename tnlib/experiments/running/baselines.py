@@ -74,7 +74,7 @@ def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuris
     within each of ``selection_seconds`` (with how many the recorded solves cannot decide); the paper's h_FF
     beside the domain rows. Heuristics not planned yet show as ``-``."""
     from tnlib.data.plan_sets import load_plan_set
-    from tnlib.experiments.reports import rendered_by
+    from tnlib.experiments.reporting.reports import rendered_by
     from tnlib.learning.split_planning import planned
 
     out_dir = Path(out_dir)

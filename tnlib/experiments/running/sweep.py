@@ -28,11 +28,11 @@ from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.schema import MANIFEST, PLAN_SETS
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
-from tnlib.experiments.cell_settings import CellSettings
-from tnlib.experiments.presets import PRESETS
+from tnlib.experiments.running.cell_settings import CellSettings
+from tnlib.experiments.running.presets import PRESETS
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.sweep_banner import describe_sweep
-from tnlib.experiments.sweep_standing import count_phrase, finished_runs
+from tnlib.experiments.running.sweep_banner import describe_sweep
+from tnlib.experiments.running.sweep_standing import count_phrase, finished_runs
 from tnlib.files import atomic_write_text, locked, locked_if_free, read_json
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
@@ -234,7 +234,7 @@ class Sweep:
 
     def describe(self) -> str:
         """What the sweep will do, for a banner before it starts: the settings against the paper's, the number of
-        runs, the compute it needs (:func:`tnlib.experiments.sweep_banner.describe_sweep`)."""
+        runs, the compute it needs (:func:`tnlib.experiments.running.sweep_banner.describe_sweep`)."""
         return describe_sweep(self)
 
     def runs(self) -> int:
@@ -433,7 +433,7 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
     # here, not at the top: a cell imports torch (about 1.1 s), which describing or checking a sweep does not need
-    from tnlib.experiments.cells import run_cell
+    from tnlib.experiments.running.cells import run_cell
 
     sweep.check_data(accept_out_of_reach)
     workers = sweep.workers if workers is None else workers

@@ -1,11 +1,11 @@
 """The reports' figures (plotly): the training curves (the paper's Figure 2) and the paired intervals of the
-seeds, drawn from a results folder or a rendered report's per-seed CSVs. :mod:`tnlib.experiments.reports` writes
+seeds, drawn from a results folder or a rendered report's per-seed CSVs. :mod:`tnlib.experiments.reporting.reports` writes
 them into HTML pages, the experiments notebook shows them.
 
 **The paired intervals as one figure** (:func:`paired_intervals_figure`): where TN beats N (and N+clip), where it
 loses, where the seeds cannot tell. A forest plot: one panel per domain (rows) and metric (columns), one line per
 configuration and comparison (``learn/ff: TN - N``), the mean per-seed difference as a dot and its 95% t-interval as
-a bar (:func:`tnlib.experiments.seed_statistics.paired_differences`). A filled dot in TN's colour: the interval
+a bar (:func:`tnlib.experiments.reporting.seed_statistics.paired_differences`). A filled dot in TN's colour: the interval
 says TN is better; in N's colour: worse; hollow grey: the interval holds 0. Each panel has its own x scale (MSE gaps
 of .02 and of 7 sit in different domains), and a vertical line at 0.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
+from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
                                                read_seed_values)
-from tnlib.experiments.tables import collect_planning, collect_results, table1_seed_values, table2_seed_values
+from tnlib.experiments.reporting.tables import collect_planning, collect_results, table1_seed_values, table2_seed_values
 from tnlib.files import read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS
@@ -46,7 +46,7 @@ def verdict(interval: dict, lower_is_better: bool = True) -> str:
 
 def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: str):
     """``panels``: ``(metric title, paired differences, lower is better)`` per metric, the differences as
-    :func:`tnlib.experiments.seed_statistics.paired_differences` returns them ({(domain, sigma, residual): {(a, b):
+    :func:`tnlib.experiments.reporting.seed_statistics.paired_differences` returns them ({(domain, sigma, residual): {(a, b):
     interval or None}}). One row of panels per domain any of them holds; a panel whose cells have fewer than
     :data:`PAIRED_MIN_SEEDS` seeds says so instead of plotting."""
     import plotly.graph_objects as go
@@ -240,7 +240,7 @@ def paired_intervals_figures(results_dir, models: Sequence[str] = ("nlm",), lowe
     """``(model, figure)`` per model whose cells have the seeds for paired intervals: TN against N and N+clip in
     test MSE, test NLL at the best-NLL checkpoint and planning evaluations
     (:func:`paired_intervals_figure`); [] where no cell has
-    :data:`tnlib.experiments.seed_statistics.PAIRED_MIN_SEEDS` seeds."""
+    :data:`tnlib.experiments.reporting.seed_statistics.PAIRED_MIN_SEEDS` seeds."""
     results = collect_results(results_dir)
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
     plans = collect_planning(results_dir)

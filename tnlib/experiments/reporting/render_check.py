@@ -6,7 +6,7 @@ or the statistics -- or a folder a comparison is set against growing since -- le
 the code makes of the same files; :func:`render_differences` renders the folder again into a temporary folder and
 names every Markdown and CSV line that differs, the line naming the commit that rendered it aside. The check reads
 only committed files (calibration.md, which needs the weights, is not rendered); reports whose runs are not in git
-are checked by retraining a subset (:mod:`tnlib.experiments.rerun_check`) instead.
+are checked by retraining a subset (:mod:`tnlib.experiments.running.rerun_check`) instead.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tnlib.experiments.reports import RENDERED_AT, render_results
+from tnlib.experiments.reporting.reports import RENDERED_AT, render_results
 from tnlib.files import REPO_ROOT
 
 __all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences", "runs_changed_since_commit"]

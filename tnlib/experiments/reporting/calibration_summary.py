@@ -34,7 +34,7 @@ class CalibrationRow:
 
 
 class SweepRuns(Protocol):
-    """What the calibration reads of a sweep (a :class:`tnlib.experiments.sweep.Sweep`): its training
+    """What the calibration reads of a sweep (a :class:`tnlib.experiments.running.sweep.Sweep`): its training
     configurations and each one's run folder. Reporting reads a sweep's runs without importing the running code."""
 
     def train_configs(self) -> Iterable[dict]: ...

@@ -1,9 +1,9 @@
 """The banner ``tnlib sweep`` and the experiments notebook print before a sweep starts: what it will do (its
 settings against the paper's, its grid, the compute it needs) and what of its data is missing, out of reach or
-still being generated. Where its runs stand is :func:`tnlib.experiments.sweep_standing.sweep_standing`.
+still being generated. Where its runs stand is :func:`tnlib.experiments.running.sweep_standing.sweep_standing`.
 
-Every function here takes a :class:`tnlib.experiments.sweep.Sweep` as an argument without importing its module:
-the sweep imports this module for :meth:`~tnlib.experiments.sweep.Sweep.describe`, so the two do not import each
+Every function here takes a :class:`tnlib.experiments.running.sweep.Sweep` as an argument without importing its module:
+the sweep imports this module for :meth:`~tnlib.experiments.running.sweep.Sweep.describe`, so the two do not import each
 other.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from tnlib.data.schema import unfinished_plan_sets, unfinished_splits
 from tnlib.errors import DatasetError
 from tnlib.experiments.scope import percent
-from tnlib.experiments.sweep_standing import (
+from tnlib.experiments.running.sweep_standing import (
     count_phrase,
     estimated_hours,
     hours_phrase,
@@ -119,7 +119,7 @@ def _planning(sweep) -> str:
 
 def _cost(sweep, profile: str) -> tuple[float, str]:
     """(CPU-hours, the banner's cost line): the paper's GPU-hours and tnlib's CPU-hours of the training
-    (:func:`tnlib.experiments.sweep_standing.estimated_hours`); ``profile``: the dataset's."""
+    (:func:`tnlib.experiments.running.sweep_standing.estimated_hours`); ``profile``: the dataset's."""
     gpu_hours, cpu_hours = estimated_hours(sweep)
     untrained = [m for m in sweep.models if m not in GPU_HOURS_PER_RUN]
     cost = (f"training alone (evaluation and planning come on top): about {gpu_hours:,.1f} GPU-hours by the "
@@ -162,7 +162,7 @@ def _measured_line(sweep, measured: float) -> str:
 
 def _plan_set_line(sweep, hours: float, unmeasured: list[str]) -> str:
     """The banner's line on the planning on a plan set: at most ``hours``, the models ``unmeasured`` not counted
-    (:func:`tnlib.experiments.sweep_standing.plan_set_hours`)."""
+    (:func:`tnlib.experiments.running.sweep_standing.plan_set_hours`)."""
     rates = "; ".join(
         f"{model}: " + ", ".join(f"{d} {rate[d]:,}" for d in sweep.domains)
         for model, rate in MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND.items() if model in sweep.models)

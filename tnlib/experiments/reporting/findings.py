@@ -4,7 +4,7 @@ The claims a report's README makes are differences between columns of its tables
 (test MSE, test NLL, plan coverage, plan evaluations) and a learned sigma against a fixed one, for N and for TN (the
 paper's Table 1 has learning sigma lower TN's MSE in 7 of its 8 cells and raise N's in 5). :func:`findings` makes
 each of them a row: the per-seed differences' mean and paired interval
-(:func:`tnlib.experiments.seed_statistics.paired_interval`), a verdict -- ``lower``, ``higher``, ``within noise``,
+(:func:`tnlib.experiments.reporting.seed_statistics.paired_interval`), a verdict -- ``lower``, ``higher``, ``within noise``,
 or ``not testable`` where fewer than :data:`PAIRED_MIN_SEEDS` seeds pair up -- and, where the paper's table has the
 two cells, the paper's direction and whether the runs agree with it. :func:`write_findings` writes them as
 ``findings.md`` (with the tallies that answer the paper's claims) and ``findings.csv`` (one row per comparison, every
@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tnlib.experiments.seed_statistics import (
+from tnlib.experiments.reporting.seed_statistics import (
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
     multiplicity_note,
@@ -28,7 +28,7 @@ from tnlib.experiments.seed_statistics import (
     significant_number,
     write_seed_csv,
 )
-from tnlib.experiments.tables import (
+from tnlib.experiments.reporting.tables import (
     TABLE1_CONFIGS,
     collect_planning,
     collect_results,
