@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import warnings
 from pathlib import Path
 
@@ -19,10 +18,8 @@ import numpy as np
 import scipy.stats
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from tn_reference import reference  # noqa: E402
-
-from tnlib import TruncatedNormal  # noqa: E402
+from tnlib import TruncatedNormal
+from tnlib.distributions.mpmath_reference import reference
 
 INF = math.inf
 
@@ -136,13 +133,14 @@ def second_order_rows() -> list[dict]:
     """Relative error of the variance and the entropy (the entropy's error relative to max(1, |H|)) per case."""
     import mpmath as mp
 
-    from tn_reference import DIGITS, _bound, _entropy, _variance
+    from tnlib.distributions import mpmath_reference
 
     rows = []
     for a, b in SECOND_ORDER_CASES:
-        with mp.workdps(DIGITS):
-            args = tuple(_bound(v) for v in (0.0, 1.0, a, b))
-            variance, entropy = float(_variance(*args)), float(_entropy(*args))
+        with mp.workdps(mpmath_reference.DIGITS):
+            args = tuple(mpmath_reference.mpf_bound(v) for v in (0.0, 1.0, a, b))
+            variance = float(mpmath_reference.reference_variance(*args))
+            entropy = float(mpmath_reference.reference_entropy(*args))
         d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in (0.0, 1.0, a, b)))
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")

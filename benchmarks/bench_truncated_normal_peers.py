@@ -15,9 +15,9 @@ and scale; jax.grad for the JAX peers), ``cdf``, ``icdf`` (TFP's ``quantile``), 
 building the distribution from the parameter arrays; one thread (torch, numba, XLA), best of ``--repeats``
 interleaved calls. Speed is tnlib's time over the peer's (above 1: tnlib slower).
 
-Accuracy against mpmath (tests/tn_reference.py, 80 digits at the float32 inputs) on the first ``--checked``
-elements: log_prob (absolute, relative above 1), cdf (absolute), icdf and mean (relative to max(|value|, the
-truncated standard deviation)); non-finite values are counted on all elements; samples are mapped through each
+Accuracy against mpmath (tnlib.distributions.mpmath_reference, 80 digits at the float32 inputs) on the first
+``--checked`` elements: log_prob (absolute, relative above 1), cdf (absolute), icdf and mean (relative to
+max(|value|, the truncated standard deviation)); non-finite values are counted on all elements; samples are mapped through each
 element's exact cdf (tnlib's float64 cdf, which the tests hold to mpmath) and Kolmogorov-Smirnov tested for
 uniformity, with the share of draws that sit on a bound. A peer fails a method in a regime where its worst error is
 above 1e-3, any value is not finite, or its samples' KS p-value is below 1e-3.
@@ -28,10 +28,8 @@ import argparse
 import importlib.util
 import math
 import os
-import sys
 import time
 import warnings
-from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -40,12 +38,8 @@ import numpy as np  # noqa: E402
 import scipy.stats  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import tn_reference  # noqa: E402
-
 from tnlib import TruncatedNormal  # noqa: E402
+from tnlib.distributions import mpmath_reference  # noqa: E402
 
 METHODS = ("log_prob+grad", "cdf", "icdf", "sample", "mean")
 PEERS = {"numpyro": "numpyro", "TFP (JAX)": "tensorflow_probability", "torchrl": "torchrl",
@@ -254,12 +248,12 @@ def references(v: dict, checked: int) -> list[dict]:
     for i in range(checked):
         loc, scale, low, high = (float(v[k][i]) for k in ("loc", "scale", "low", "high"))
         x, p = float(v["x"][i]), float(v["p"][i])
-        with tn_reference.mp.workdps(tn_reference.DIGITS):
-            ref = tn_reference.reference(loc, scale, low, high, x)
-            mu, s, lo, hi = (tn_reference.mp.mpf(loc), tn_reference.mp.mpf(scale), tn_reference._bound(low),
-                             tn_reference._bound(high))
-            cdf = float(tn_reference._cdf(mu, s, lo, hi, tn_reference.mp.mpf(x)))
-            icdf = float(tn_reference._icdf(mu, s, lo, hi, tn_reference.mp.mpf(p)))
+        with mpmath_reference.mp.workdps(mpmath_reference.DIGITS):
+            ref = mpmath_reference.reference(loc, scale, low, high, x)
+            mu, s = mpmath_reference.mp.mpf(loc), mpmath_reference.mp.mpf(scale)
+            lo, hi = mpmath_reference.mpf_bound(low), mpmath_reference.mpf_bound(high)
+            cdf = float(mpmath_reference.reference_cdf(mu, s, lo, hi, mpmath_reference.mp.mpf(x)))
+            icdf = float(mpmath_reference.reference_icdf(mu, s, lo, hi, mpmath_reference.mp.mpf(p)))
         rows.append(dict(log_prob=ref["log_prob"], mean=ref["mean"], std=math.sqrt(ref["variance"]), cdf=cdf,
                          icdf=icdf))
     return rows

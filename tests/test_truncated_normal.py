@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tn_reference import PARAMETERS as PARAMETER_NAMES
-from tn_reference import reference, reference_gradients
+from tnlib.distributions.mpmath_reference import PARAMETERS as PARAMETER_NAMES
+from tnlib.distributions.mpmath_reference import reference, reference_gradients
 from tnlib import TruncatedNormal
 
 INF = math.inf
@@ -472,9 +472,9 @@ CDF_CASES = _cdf_cases()
 
 
 def _reference_cdf(params, x) -> float:
-    from tn_reference import DIGITS, _bound, _cdf
+    from tnlib.distributions.mpmath_reference import DIGITS, mpf_bound, reference_cdf
     with mp.workdps(DIGITS):
-        return float(_cdf(*(_bound(v) for v in params), mp.mpf(x)))
+        return float(reference_cdf(*(mpf_bound(v) for v in params), mp.mpf(x)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -531,10 +531,10 @@ def test_cdf_far_below_loc_is_the_far_tail_mass():
 ])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_icdf_relative_error_and_round_trip(params, p, dtype):
-    from tn_reference import DIGITS, _bound, _icdf
+    from tnlib.distributions.mpmath_reference import DIGITS, mpf_bound, reference_icdf
     p = float(np.float32(p)) if dtype == torch.float32 else p  # the reference at the exact input
     with mp.workdps(DIGITS):
-        expected = float(_icdf(*(_bound(v) for v in params), mp.mpf(p)))
+        expected = float(reference_icdf(*(mpf_bound(v) for v in params), mp.mpf(p)))
     d = TruncatedNormal(*(torch.tensor(v, dtype=dtype) for v in params))
     x = d.icdf(torch.tensor(p, dtype=dtype))
     # icdf is well conditioned here (|x dF/dx / F| is O(a)): relative error a few hundred ulps at most
@@ -553,12 +553,12 @@ ICDF_PROBABILITIES = [1e-12, 1e-4, 0.3, 0.5, 0.7, 1.0 - 1e-6]
 
 @pytest.mark.parametrize("params", ICDF_REGIMES)
 def test_icdf_in_every_regime_has_the_relative_error_of_the_reference(params):
-    from tn_reference import DIGITS, _bound, _icdf
+    from tnlib.distributions.mpmath_reference import DIGITS, mpf_bound, reference_icdf
     d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in params))
     got = d.icdf(torch.tensor(ICDF_PROBABILITIES, dtype=torch.float64)).tolist()
     for p, x in zip(ICDF_PROBABILITIES, got):
         with mp.workdps(DIGITS):
-            expected = float(_icdf(*(_bound(v) for v in params), mp.mpf(p)))
+            expected = float(reference_icdf(*(mpf_bound(v) for v in params), mp.mpf(p)))
         # (x = 0 at the median of the symmetric interval: the reference's bisection leaves it at ~1e-82)
         assert abs(x - expected) <= 1e-13 * abs(expected) + 1e-60, (params, p, x, expected)
 
@@ -575,15 +575,15 @@ def _narrow_interval_cases():
 
 @pytest.mark.parametrize("statistic", ["log_normalizer", "log_prob"])
 def test_scale_derivative_on_narrow_intervals_by_relative_error(statistic):
-    from tn_reference import DIGITS, _log_normalizer, _log_prob
+    from tnlib.distributions.mpmath_reference import DIGITS, reference_log_normalizer, reference_log_prob
     for loc, scale, low, high in _narrow_interval_cases():
         x = low + 0.3 * (high - low)
         with mp.workdps(DIGITS):
             args = [mp.mpf(v) for v in (loc, scale, low, high, x)]
             if statistic == "log_normalizer":
-                expected = mp.diff(lambda s: _log_normalizer(args[0], s, args[2], args[3]), args[1])
+                expected = mp.diff(lambda s: reference_log_normalizer(args[0], s, args[2], args[3]), args[1])
             else:
-                expected = mp.diff(lambda s: _log_prob(args[0], s, args[2], args[3], args[4]), args[1])
+                expected = mp.diff(lambda s: reference_log_prob(args[0], s, args[2], args[3], args[4]), args[1])
         t = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (loc, scale, low, high)]
         d = TruncatedNormal(*t)
         out = d.log_normalizer if statistic == "log_normalizer" else d.log_prob(torch.tensor(x, dtype=torch.float64))
@@ -630,7 +630,7 @@ def test_frame_mass_with_the_fewest_nodes_agrees_with_mpmath(slope):
 def test_icdf_of_a_narrow_interval_around_loc_is_exact_to_ulps_of_its_bounds():
     """The value is formed as low + scale d, so where it crosses zero inside the interval it is exact to ulps of the
     bound, not of itself: the closed start is kept where it is within 8 of those."""
-    from tn_reference import DIGITS, _bound, _icdf
+    from tnlib.distributions.mpmath_reference import DIGITS, mpf_bound, reference_icdf
     params = (0.0, 1.0, -1e-3, 1e-3)
     d = TruncatedNormal(*(torch.tensor(v, dtype=torch.float64) for v in params))
     p = torch.rand(200, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
@@ -638,7 +638,7 @@ def test_icdf_of_a_narrow_interval_around_loc_is_exact_to_ulps_of_its_bounds():
     eps = torch.finfo(torch.float64).eps
     for pi, x in zip(p.tolist(), got):
         with mp.workdps(DIGITS):
-            expected = float(_icdf(*(_bound(v) for v in params), mp.mpf(pi)))
+            expected = float(reference_icdf(*(mpf_bound(v) for v in params), mp.mpf(pi)))
         assert abs(x - expected) <= 8 * eps * max(abs(expected), 1e-3), (pi, x, expected)
 
 

@@ -24,7 +24,7 @@ from torch.distributions import (
     kl_divergence,
 )
 
-from tn_reference import _bound, _log_prob, reference
+from tnlib.distributions.mpmath_reference import mpf_bound, reference_log_prob, reference
 from tnlib import TruncatedNormal
 
 INF = math.inf
@@ -269,12 +269,12 @@ def _reference_kl(p: tuple[float, ...], q: tuple[float, ...]) -> float:
     if not math.isfinite(high):
         edges = edges + [mean + 60 * std]
     with mp.workdps(40):
-        pp = [_bound(v) for v in p]
-        qq = [_bound(v) for v in q]
+        pp = [mpf_bound(v) for v in p]
+        qq = [mpf_bound(v) for v in q]
 
         def integrand(x):
-            lp = _log_prob(*pp, x)
-            return mp.exp(lp) * (lp - _log_prob(*qq, x))
+            lp = reference_log_prob(*pp, x)
+            return mp.exp(lp) * (lp - reference_log_prob(*qq, x))
 
         return float(mp.quad(integrand, [mp.mpf(e) for e in sorted(set(edges))]))
 

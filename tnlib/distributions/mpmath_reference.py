@@ -7,6 +7,9 @@ wide. ``reference_gradients`` differentiates every statistic numerically with mp
 difference with step 2^-(prec + 10), about 1e-84, evaluated at twice the working precision, so it is exact to
 far below double rounding even on intervals a few ulps wide): a reference that shares no formula with the
 library's closed-form gradients.
+
+The tests and the accuracy benchmarks hold the library to these; nothing in tnlib imports this module, so
+importing tnlib needs no mpmath (torch's sympy brings it).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ def _interval_mass(alpha, beta):
     return mp.ncdf(beta) - mp.ncdf(alpha)
 
 
-def _bound(value):
+def mpf_bound(value):
     """A float bound as an mpf, keeping infinities."""
     if value == math.inf:
         return mp.inf
@@ -90,70 +93,70 @@ def _moment_terms(alpha, beta, z):
     return pa, pb, apa, bpb
 
 
-def _log_normalizer(mu, s, low, high):
+def reference_log_normalizer(mu, s, low, high):
     alpha, beta, z = _standardised(mu, s, low, high)
     return mp.log(z)
 
 
-def _mean(mu, s, low, high):
+def reference_mean(mu, s, low, high):
     alpha, beta, z = _standardised(mu, s, low, high)
     pa, pb, _, _ = _moment_terms(alpha, beta, z)
     return mu + s * (pa - pb)
 
 
-def _variance(mu, s, low, high):
+def reference_variance(mu, s, low, high):
     alpha, beta, z = _standardised(mu, s, low, high)
     pa, pb, apa, bpb = _moment_terms(alpha, beta, z)
     return s**2 * (1 + apa - bpb - (pa - pb) ** 2)
 
 
-def _stddev(mu, s, low, high):
-    return mp.sqrt(_variance(mu, s, low, high))
+def reference_stddev(mu, s, low, high):
+    return mp.sqrt(reference_variance(mu, s, low, high))
 
 
-def _entropy(mu, s, low, high):
+def reference_entropy(mu, s, low, high):
     alpha, beta, z = _standardised(mu, s, low, high)
     _, _, apa, bpb = _moment_terms(alpha, beta, z)
     return mp.log(s) + mp.log(mp.sqrt(2 * mp.pi)) + mp.log(z) + (1 + apa - bpb) / 2
 
 
-def _mode(mu, s, low, high):
+def reference_mode(mu, s, low, high):
     return min(max(mu, low), high)
 
 
-def _log_prob(mu, s, low, high, x):
+def reference_log_prob(mu, s, low, high, x):
     alpha, beta, z = _standardised(mu, s, low, high)
     xi = (x - mu) / s
     return -mp.log(s) - mp.log(mp.sqrt(2 * mp.pi)) - xi**2 / 2 - mp.log(z)
 
 
-def _cdf(mu, s, low, high, x):
+def reference_cdf(mu, s, low, high, x):
     alpha, beta, z = _standardised(mu, s, low, high)
     return _interval_mass(alpha, (x - mu) / s) / z
 
 
-def _icdf(mu, s, low, high, p):
+def reference_icdf(mu, s, low, high, p):
     """The x with cdf(x) = p: bisection into the bulk (the cdf increases on [low, high], robust however steep
     it is), then Newton steps, each of which doubles the number of correct digits."""
     lo = low if low != mp.ninf else min(mu, high) - 40 * s
     hi = high if high != mp.inf else max(mu, low) + 40 * s
     for _ in range(120):
         middle = (lo + hi) / 2
-        if _cdf(mu, s, low, high, middle) < p:
+        if reference_cdf(mu, s, low, high, middle) < p:
             lo = middle
         else:
             hi = middle
     x = (lo + hi) / 2
     for _ in range(6):
-        x = x - (_cdf(mu, s, low, high, x) - p) / mp.exp(_log_prob(mu, s, low, high, x))
+        x = x - (reference_cdf(mu, s, low, high, x) - p) / mp.exp(reference_log_prob(mu, s, low, high, x))
     return x
 
 
 STATISTICS = {
-    "log_normalizer": _log_normalizer, "mean": _mean, "variance": _variance, "stddev": _stddev,
-    "entropy": _entropy, "mode": _mode,
+    "log_normalizer": reference_log_normalizer, "mean": reference_mean, "variance": reference_variance,
+    "stddev": reference_stddev, "entropy": reference_entropy, "mode": reference_mode,
 }
-STATISTICS_AT_VALUE = {"log_prob": _log_prob, "cdf": _cdf}
+STATISTICS_AT_VALUE = {"log_prob": reference_log_prob, "cdf": reference_cdf}
 
 
 def reference_gradients(loc: float, scale: float, low: float, high: float, x: float,
@@ -165,7 +168,7 @@ def reference_gradients(loc: float, scale: float, low: float, high: float, x: fl
     """
     out: dict[str, dict[str, float]] = {}
     with mp.workdps(DIGITS):
-        point = [mp.mpf(loc), mp.mpf(scale), _bound(low), _bound(high)]
+        point = [mp.mpf(loc), mp.mpf(scale), mpf_bound(low), mpf_bound(high)]
         x_mp, p_mp = mp.mpf(x), mp.mpf(p)
 
         def derivatives(function, arguments):
@@ -188,8 +191,8 @@ def reference_gradients(loc: float, scale: float, low: float, high: float, x: fl
         for name, function in STATISTICS_AT_VALUE.items():
             out[name] = derivatives(function, [*point, x_mp])
         # icdf: implicit differentiation of cdf(icdf(p); theta) = p
-        x_p = _icdf(*point, p_mp)
-        cdf_slopes = derivatives(_cdf, [*point, x_p])
+        x_p = reference_icdf(*point, p_mp)
+        cdf_slopes = derivatives(reference_cdf, [*point, x_p])
         density = cdf_slopes.pop("value")
         out["icdf"] = {name: -slope / density for name, slope in cdf_slopes.items()}
         out["icdf"]["value"] = 1 / density
