@@ -40,10 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib.data.plan_sets import load_plan_set  # noqa: E402
-from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS  # noqa: E402
+from tnlib.data.plan_sets import load_plan_set
+from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS
 
 
 def _instances(data: str, domain: str, plan_set_name: str, per_cell: int | None) -> list[tuple[str, Path]]:
@@ -149,8 +147,7 @@ def _records(out: Path) -> list[dict]:
 
 def _child(args: argparse.Namespace) -> None:
     """Plan every selected instance under this process's PYTHONHASHSEED, appending records to ``--out``."""
-    sys.path.insert(0, args.authors_code)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(1, args.authors_code)  # behind this script's folder (sys.path[0]), ahead of the installed pyperplan
     seed = os.environ["PYTHONHASHSEED"]
     out = Path(args.out)
     done = {_key(r) for r in _records(out)}

@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_wl import WARM_UP_EVALUATIONS, largest_plan_instance
+from tnlib.paper import DOMAINS
 
-from bench_wl import WARM_UP_EVALUATIONS, largest_plan_instance  # noqa: E402
-from tnlib.paper import DOMAINS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MODELS = ("wl", "linear", "nlm")
 CONFIGS = {"learn/ff": dict(sigma="learn", residual="ff"), "fixed/none": dict(sigma="fixed", residual="none")}

@@ -11,21 +11,18 @@ by hash-order tie-breaking; LM-cut implementations legitimately differ).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pyperplan.heuristics.lm_cut import LmCutHeuristic
+from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeuristic
+from pyperplan.search.searchspace import make_root_node
 
-from pyperplan.heuristics.lm_cut import LmCutHeuristic  # noqa: E402
-from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeuristic  # noqa: E402
-from pyperplan.search.searchspace import make_root_node  # noqa: E402
-
-from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.planning.heuristics import make_heuristic  # noqa: E402
-from tnlib.planning.search import random_walk_states  # noqa: E402
-from tnlib.planning.task import load_task, parse_and_ground  # noqa: E402
+from tnlib.planning.generators import generate
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.search import random_walk_states
+from tnlib.planning.task import load_task, parse_and_ground
 
 INSTANCES = {
     "blocksworld": dict(blocks=16),

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.data.labels import label_instance  # noqa: E402
-from tnlib.planning.fast_downward import fd_heuristic_value, solve  # noqa: E402
+from tnlib.planning.generators import generate
+from tnlib.data.labels import label_instance
+from tnlib.planning.fast_downward import fd_heuristic_value, solve
 
 SIZES = {
     "blocksworld": [dict(blocks=9), dict(blocks=10)],

@@ -32,7 +32,6 @@ import argparse
 import itertools
 import math
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,20 +39,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from baseline_models import baseline_forward, current_forward
 
-from baseline_models import baseline_forward, current_forward  # noqa: E402
-
-from tnlib.learning.models import make_encoder  # noqa: E402
-from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.learning.models import build_model, model_arguments  # noqa: E402
-from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
-from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.search_settings import SearchSettings  # noqa: E402
-from tnlib.planning.pddl import resolve_domain  # noqa: E402
-from tnlib.learning.checkpoints import CHECKPOINT_FORMAT  # noqa: E402
-from tnlib.learning.training import TrainConfig  # noqa: E402
+from tnlib.learning.models import make_encoder
+from tnlib.planning.generators import generate
+from tnlib.learning.models import build_model, model_arguments
+from tnlib.learning.learned_heuristic import LearnedHeuristic
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import SearchSettings
+from tnlib.planning.pddl import resolve_domain
+from tnlib.learning.checkpoints import CHECKPOINT_FORMAT
+from tnlib.learning.training import TrainConfig
 
 INSTANCES = {"blocksworld": dict(blocks=16), "visitall": dict(x=7, y=7, ratio=1.0)}
 

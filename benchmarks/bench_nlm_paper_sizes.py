@@ -38,17 +38,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_learned_search import random_checkpoint
 
-from bench_learned_search import random_checkpoint  # noqa: E402
-
-from tnlib.learning.learned_heuristic import LearnedHeuristic  # noqa: E402
-from tnlib.learning.nlm import NLM  # noqa: E402
-from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.search_settings import SearchSettings  # noqa: E402
-from tnlib.planning.pddl import resolve_domain  # noqa: E402
+from tnlib.learning.learned_heuristic import LearnedHeuristic
+from tnlib.learning.nlm import NLM
+from tnlib.planning.generators import generate
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import SearchSettings
+from tnlib.planning.pddl import resolve_domain
 
 # The paper's test grid's largest instance per domain, and the parameter --sizes varies.
 LARGEST = {"blocksworld": dict(blocks=22), "ferry": dict(locations=30, cars=30), "gripper": dict(balls=100),

@@ -27,7 +27,6 @@ import importlib.util
 import math
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,14 +35,11 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_nlm_paper_sizes import best_seconds, matmul_rate, nlm_floor  # noqa: E402
-from tnlib.learning.models import make_encoder  # noqa: E402
-from tnlib.learning.heads import DistributionHead, HeadConfig  # noqa: E402
-from tnlib.learning.models import build_model, model_arguments  # noqa: E402
-from tnlib.learning.training import TrainConfig, encode_all, load_items  # noqa: E402
+from bench_nlm_paper_sizes import best_seconds, matmul_rate, nlm_floor
+from tnlib.learning.models import make_encoder
+from tnlib.learning.heads import DistributionHead, HeadConfig
+from tnlib.learning.models import build_model, model_arguments
+from tnlib.learning.training import TrainConfig, encode_all, load_items
 
 DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
 # The last revision whose NLM training step formed every arity-3 output as a stored tensor and reduced it in a pass of

@@ -15,19 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tnlib.data.profiles import get_profile
+from tnlib.errors import OutsideFormulaScope
+from tnlib.planning.generators import generate, problem_name
+from tnlib.planning.optimal_costs import OPTIMAL_COSTS, visitall_optimal_cost
+from tnlib.planning.pddl import problem_atoms
 
-from tnlib.data.profiles import get_profile  # noqa: E402
-from tnlib.errors import OutsideFormulaScope  # noqa: E402
-from tnlib.planning.generators import generate, problem_name  # noqa: E402
-from tnlib.planning.optimal_costs import OPTIMAL_COSTS, visitall_optimal_cost  # noqa: E402
-from tnlib.planning.pddl import problem_atoms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def astar_seconds(domain: str) -> dict[tuple, list[float]]:

@@ -11,23 +11,20 @@ calls per second). Numba's first call (compile or cache load) is excluded and re
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pyperplan.heuristics.relaxation import hFFHeuristic
+from pyperplan.search.a_star import greedy_best_first_search
 
-from pyperplan.heuristics.relaxation import hFFHeuristic  # noqa: E402
-from pyperplan.search.a_star import greedy_best_first_search  # noqa: E402
-
-from tnlib.planning.generators import generate  # noqa: E402
-from tnlib.planning.heuristics import make_heuristic  # noqa: E402
-from tnlib.planning.plans import validate_plan  # noqa: E402
-from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.search_settings import DISTINCT, SearchSettings  # noqa: E402
-from tnlib.planning.task import load_task, parse_and_ground  # noqa: E402
-from tnlib.planning.pddl import quiet_pyperplan  # noqa: E402
+from tnlib.planning.generators import generate
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import DISTINCT, SearchSettings
+from tnlib.planning.task import load_task, parse_and_ground
+from tnlib.planning.pddl import quiet_pyperplan
 
 
 class _Stop(Exception):

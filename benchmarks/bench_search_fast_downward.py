@@ -20,23 +20,19 @@ import argparse
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_wl import DOMAINS, largest_plan_instance
 
-from bench_wl import DOMAINS, largest_plan_instance  # noqa: E402
-
-from tnlib.planning.fast_downward import fast_downward_version, search_binary, translate_command  # noqa: E402
-from tnlib.planning.heuristics import make_heuristic  # noqa: E402
-from tnlib.planning.pddl import resolve_domain  # noqa: E402
-from tnlib.planning.plans import validate_plan  # noqa: E402
-from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.search_settings import DISTINCT, SearchSettings  # noqa: E402
-from tnlib.planning.task import load_task  # noqa: E402
+from tnlib.planning.fast_downward import fast_downward_version, search_binary, translate_command
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.pddl import resolve_domain
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import DISTINCT, SearchSettings
+from tnlib.planning.task import load_task
 
 FAST_DOWNWARD_HEURISTIC = {"ff": "ff()", "lmcut": "lmcut()", "hadd": "add()", "goalcount": "goalcount()"}
 

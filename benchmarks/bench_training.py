@@ -26,23 +26,20 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import tnlib.learning.training as training  # noqa: E402
-from baseline_models import baseline_forward  # noqa: E402
+import tnlib.learning.training as training
+from baseline_models import baseline_forward
 from tnlib.learning.encodings import HGNEncoder, problem_objects
-from tnlib.learning.models import make_encoder  # noqa: E402
-from tnlib.learning.models import build_model  # noqa: E402
-from tnlib.learning.strips_hgn import HGN_LAYOUTS  # noqa: E402
-from tnlib.learning.training import TrainConfig, load_items, train  # noqa: E402
-from tnlib.paper import DOMAINS  # noqa: E402
+from tnlib.learning.models import make_encoder
+from tnlib.learning.models import build_model
+from tnlib.learning.strips_hgn import HGN_LAYOUTS
+from tnlib.learning.training import TrainConfig, load_items, train
+from tnlib.paper import DOMAINS
 
 
 def generated_params(domain: str, objects: int) -> dict:

@@ -23,11 +23,10 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_truncated_normal import make_mixed_inputs  # noqa: E402
+from bench_truncated_normal import make_mixed_inputs
 
-from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions._autograd import _FastLogProb, _LogProb  # noqa: E402
+from tnlib import TruncatedNormal
+from tnlib.distributions._autograd import _FastLogProb, _LogProb
 
 FIRST_CALL = """
 import time, torch

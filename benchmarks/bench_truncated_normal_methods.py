@@ -24,20 +24,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import truncnorm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_truncated_normal_sampling import REGIMES, rate
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_truncated_normal_sampling import REGIMES, rate  # noqa: E402
-
-from tnlib import TruncatedNormal  # noqa: E402
+from tnlib import TruncatedNormal
 
 METHODS = ("log_prob", "cdf", "icdf", "rsample", "sample", "sample-one", "mean", "variance", "entropy")
 

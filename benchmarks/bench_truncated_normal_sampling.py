@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import truncnorm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib import TruncatedNormal  # noqa: E402
+from tnlib import TruncatedNormal
 
 REGIMES = {"two-sided [-1, 2]": (-1.0, 2.0), "one-sided [0, inf)": (0.0, math.inf), "tail [3, 5]": (3.0, 5.0),
            "narrow [-1e-3, 1e-3]": (-1e-3, 1e-3), "both infinite": (-math.inf, math.inf)}

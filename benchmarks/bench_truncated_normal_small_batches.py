@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_truncated_normal import make_mixed_inputs  # noqa: E402
+from bench_truncated_normal import make_mixed_inputs
 
-from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _Mean, _Variance  # noqa: E402
+from tnlib import TruncatedNormal
+from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _Mean, _Variance
 
 
 def _calls(value, probability, loc, scale, low, high) -> dict:

@@ -41,11 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tnlib.paper import DOMAINS
 
-from tnlib.paper import DOMAINS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 WARM_UP_EVALUATIONS = 50
 

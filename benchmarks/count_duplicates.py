@@ -24,9 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib.data.instance_keys import domain_duplicates, exact_key, instance_key, problem_keys  # noqa: E402
+from tnlib.data.instance_keys import domain_duplicates, exact_key, instance_key, problem_keys
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,11 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib.data.profiles import generator_seed, params_label  # noqa: E402
-from tnlib.planning.fast_downward import solve  # noqa: E402
-from tnlib.planning.generators import generate  # noqa: E402
+from tnlib.data.profiles import generator_seed, params_label
+from tnlib.planning.fast_downward import solve
+from tnlib.planning.generators import generate
 
 SIZES = [("blocksworld", {"blocks": b}) for b in (11, 12, 13, 14, 16)] + [
     ("gripper", {"balls": 20}), ("gripper", {"balls": 40}),

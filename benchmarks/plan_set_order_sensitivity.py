@@ -14,20 +14,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnlib.data.plan_sets import load_plan_set  # noqa: E402
-from tnlib.planning.heuristics import make_heuristic  # noqa: E402
-from tnlib.planning.search import gbfs  # noqa: E402
-from tnlib.planning.search_settings import SearchSettings  # noqa: E402
-from tnlib.planning.task import Task, load_search_task  # noqa: E402
-from tnlib.planning.pddl import resolve_domain  # noqa: E402
-from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS  # noqa: E402
+from tnlib.data.plan_sets import load_plan_set
+from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.search import gbfs
+from tnlib.planning.search_settings import SearchSettings
+from tnlib.planning.task import Task, load_search_task
+from tnlib.planning.pddl import resolve_domain
+from tnlib.paper import FF_COVERAGE, MAX_EVALUATIONS
 
 
 def _permute_csr(start: np.ndarray, items: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

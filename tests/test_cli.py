@@ -122,17 +122,19 @@ def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_woul
     from tnlib.experiments.running.reproduce import ROOT, _script
 
     script = tmp_path / "bench_demo.py"
-    script.write_text("import os, sys, torch\n\n"
+    (tmp_path / "bench_demo_sibling.py").write_text("THREADS = 3\n")
+    script.write_text("import os, sys, torch\n\nfrom bench_demo_sibling import THREADS\n\n"
                       "if __name__ == '__main__':\n"
-                      "    torch.set_num_threads(3)  # (each benchmark sets the count it times with)\n"
+                      "    torch.set_num_threads(THREADS)  # (each benchmark sets the count it times with)\n"
                       "    print('a warning', file=sys.stderr)\n"
                       "    print(sys.argv[1:], os.getcwd() == sys.argv[2])\n"
                       "    assert sys.argv[1] == '--points', 'the failure'\n")
     monkeypatch.chdir(tmp_path)
-    threads, argv = torch.get_num_threads(), list(sys.argv)
+    threads, argv, search_path = torch.get_num_threads(), list(sys.argv), list(sys.path)
     assert _script(str(script), "--points", str(ROOT)) == f"['--points', '{ROOT}'] True\n"
-    # in the repository, as `python benchmarks/SCRIPT` from it; and then the caller's settings as they were
-    assert (torch.get_num_threads(), sys.argv, os.getcwd()) == (threads, argv, str(tmp_path))
+    # in the repository, importing its sibling scripts, as `python benchmarks/SCRIPT` from it; and then the
+    # caller's settings as they were
+    assert (torch.get_num_threads(), sys.argv, os.getcwd(), sys.path) == (threads, argv, str(tmp_path), search_path)
     assert capsys.readouterr().err == ""  # what a script warns of is not the main job's output
     with pytest.raises(AssertionError, match="the failure"):
         _script(str(script), "--repeats", str(ROOT))

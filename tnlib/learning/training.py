@@ -380,7 +380,7 @@ def _readable_config(run: RunDir) -> bool:
     return True
 
 
-def _model_spec(config: TrainConfig, encoder: Encoder) -> dict:
+def model_constructor_arguments(config: TrainConfig, encoder: Encoder) -> dict:
     """The model's constructor arguments, defaults spelled out (the NLM's layout, ...): checkpoints record them."""
     return model_arguments(config.model, {**encoder.model_kwargs(), **config.model_args})
 
@@ -458,7 +458,7 @@ def train(
 
     # -- model, head, optimizer, sampler ------------------------------------------------------------------------
     torch.manual_seed(config.seed)
-    model_kwargs = _model_spec(config, encoder)
+    model_kwargs = model_constructor_arguments(config, encoder)
     model = build_model(config.model, **model_kwargs).to(device)
     head = DistributionHead(config.head)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.decay)

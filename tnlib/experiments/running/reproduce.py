@@ -174,13 +174,16 @@ def _script(path: str, *args: str) -> str:
     """Run a benchmark script as ``python PATH ARGS`` would and return what it printed -- in this process, so the
     report's four scripts import torch, scipy and the compiled kernels once, not four times (seconds each). Each
     script sets the thread count it times with; the count is put back after it. What it writes to stderr (scipy's
-    warnings on the cases it gets wrong) is shown only if it fails."""
+    warnings on the cases it gets wrong) is shown only if it fails. The script's folder leads sys.path while it
+    runs, as under ``python PATH``, so it imports its sibling scripts."""
     import runpy
 
     import torch
 
     threads, argv, printed, warned = torch.get_num_threads(), sys.argv, io.StringIO(), io.StringIO()
+    search_path = list(sys.path)
     sys.argv = [str(ROOT / path), *args]
+    sys.path.insert(0, str((ROOT / path).parent))
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(warned), contextlib.chdir(ROOT):
             runpy.run_path(str(ROOT / path), run_name="__main__")
@@ -188,7 +191,7 @@ def _script(path: str, *args: str) -> str:
         sys.stderr.write(warned.getvalue())
         raise
     finally:
-        sys.argv = argv
+        sys.argv, sys.path[:] = argv, search_path
         torch.set_num_threads(threads)
     return printed.getvalue()
 
