@@ -136,14 +136,20 @@ def render_paired(differences: dict, what: str, lower_is_better: bool = True) ->
             if interval is None:
                 cells.append("")
                 continue
-            verdict = ""
-            if interval["high"] < 0 or interval["low"] > 0:
-                better = (interval["high"] < 0) == lower_is_better
-                verdict = " **better**" if better else " worse"
-            cells.append(f"{significant_number(interval['mean'])} [{significant_number(interval['low'])}, {significant_number(interval['high'])}], "
-                         f"p {interval['p']:.2g}, n {interval['n']}{verdict}")
+            cells.append(paired_cell(interval, lower_is_better))
         lines.append(f"| {domain} | {sigma}/{residual} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired_cell(interval: dict, lower_is_better: bool = True, with_p: bool = True) -> str:
+    """A paired interval as a table cell: mean [low, high], p (``with_p``), n and the verdict where the interval
+    excludes 0 (``**better**`` or ``worse``)."""
+    verdict = ""
+    if interval["high"] < 0 or interval["low"] > 0:
+        verdict = " **better**" if (interval["high"] < 0) == lower_is_better else " worse"
+    p_value = f"p {interval['p']:.2g}, " if with_p else ""
+    return (f"{significant_number(interval['mean'])} [{significant_number(interval['low'])}, "
+            f"{significant_number(interval['high'])}], {p_value}n {interval['n']}{verdict}")
 
 
 def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:

@@ -31,8 +31,8 @@ from tnlib.experiments.reporting.seed_statistics import (
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
     multiplicity_note,
+    paired_cell,
     paired_interval,
-    significant_number,
     write_seed_csv,
 )
 from tnlib.experiments.reporting.tables import collect_results, render_table
@@ -103,11 +103,7 @@ def _seed_values(rows: Sequence[dict], label: str, sigma: str, residual: str, co
 
 
 def _paired_text(interval: dict | None) -> str:
-    if interval is None:
-        return ""
-    verdict = " **better**" if interval["high"] < 0 else " worse" if interval["low"] > 0 else ""
-    return (f"{significant_number(interval['mean'])} [{significant_number(interval['low'])}, "
-            f"{significant_number(interval['high'])}], n {interval['n']}{verdict}")
+    return "" if interval is None else paired_cell(interval, with_p=False)
 
 
 def _paired_lines(rows: Sequence[dict], labels: Sequence[str], configs: Sequence[tuple[str, str]]) -> tuple[str, int]:
