@@ -79,7 +79,10 @@ $(CAMPAIGN_TREE)/tnlib/__init__.py:
 	git archive $(CAMPAIGN_CODE) tnlib | tar -x -C $(CAMPAIGN_TREE).partial
 	rm -rf $(CAMPAIGN_TREE) && mv $(CAMPAIGN_TREE).partial $(CAMPAIGN_TREE)
 
+# A checkout that lacks the runs' weights (they live in git's history, not its tree: see paper-scale-snapshot) gets
+# them back first; a tested run whose weights history never held stops it, named.
 paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+	$(PY) -m tnlib restore-weights reports/paper-scale-nlm5/runs
 	for lane in $$(seq $(LANES)); do \
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
@@ -107,14 +110,21 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
 # the lanes paused while git takes every run's curve and checkpoint from one moment and the report is rendered from
-# them (as tnlib.experiments.reporting.render_check renders it), then resumed. Commit after it. ("[t]nlib": the pattern must
-# not match the command line of the shell that runs pkill.)
+# them (as tnlib.experiments.reporting.render_check renders it), then resumed. Commit after it. The runs' weights
+# (best.pt, best-nll.pt: 160 runs' would not fit the tracked tree's limit) go into a commit of their own, made here,
+# and then out of the tree (.gitignore keeps them out): `tnlib restore-weights` brings them back from history.
+# ("[t]nlib": the pattern must not match the command line of the shell that runs pkill.)
+CAMPAIGN_WEIGHTS := 'reports/paper-scale-nlm5/runs/*/best*.pt'
+
 CAMPAIGN_REPORT := $(PY) -m tnlib report reports/paper-scale-nlm5/runs --out reports/paper-scale-nlm5 --paper-tables \
 	--against reports/converged/nlm5/runs
 paper-scale-snapshot: $(STAMP)
 	timeout 600 $(PY) -m tnlib prune reports/paper-scale-nlm5/runs
 	pkill -STOP -f "[t]nlib sweep" || true
-	git add reports/paper-scale-nlm5/runs && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
+	git add -f $(CAMPAIGN_WEIGHTS) && { git diff --cached --quiet -- $(CAMPAIGN_WEIGHTS) || git commit -q -m \
+		"reports/paper-scale-nlm5/runs: the runs' weights at this snapshot, kept in history" -- $(CAMPAIGN_WEIGHTS); } && \
+		git rm -r -q --cached --ignore-unmatch $(CAMPAIGN_WEIGHTS) && \
+		git add reports/paper-scale-nlm5/runs && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
 		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib sweep" || true; exit $$status
 	@echo "staged: commit with  git commit -m 'reports/paper-scale-nlm5/runs: campaign snapshot'"
 

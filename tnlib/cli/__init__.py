@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rerun-check": ("tnlib.cli.experiments", "rerun a subset of a committed report: does the code still make it?"),
     "prune": ("tnlib.cli.experiments", "remove the resume checkpoints of a results folder's finished runs"),
     "export-records": ("tnlib.cli.experiments", "copy a results folder's records without its weights, to commit"),
+    "restore-weights": ("tnlib.cli.experiments", "write back from git's history the run weights a checkout lacks"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

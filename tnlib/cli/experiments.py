@@ -420,6 +420,41 @@ def _run_export_records(args) -> int:
     return 0
 
 
+def register_restore_weights(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "restore-weights", help=COMMANDS["restore-weights"][1],
+        description="Write back every best.pt and best-nll.pt that the run folders of a committed results folder "
+                    "lack and git's history holds: a snapshot commits the weights once and then takes them out of "
+                    "the tracked tree, so a new checkout restores them before it resumes the runs, plans with them "
+                    "or calibrates them. Files already there are left alone.")
+    parser.add_argument("results", help="a results folder in a git checkout, e.g. reports/paper-scale-nlm5/runs")
+    parser.add_argument("--dry-run", action="store_true", help="only list the files it would write")
+    parser.set_defaults(func=_run_restore_weights)
+
+
+def _run_restore_weights(args) -> int:
+    from tnlib.experiments.running.weights_history import restore_weights
+    from tnlib.files import shown_path
+
+    try:
+        restored = restore_weights(args.results, dry_run=args.dry_run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CommandError(str(err)) from None
+    for path in restored.written:
+        print(f"{'would restore' if args.dry_run else 'restored'} {shown_path(path)}")
+    print(f"{shown_path(args.results)}: {len(restored.written)} weight file"
+          f"{'' if len(restored.written) == 1 else 's'} {'to restore' if args.dry_run else 'restored'} from git's "
+          f"history, {len(restored.present)} already there")
+    if restored.not_in_history:
+        shown = ", ".join(shown_path(path) for path in restored.not_in_history[:5])
+        more = len(restored.not_in_history) - 5
+        print(f"not in history ({len(restored.not_in_history)}): {shown}{f' and {more} more' if more > 0 else ''} -- "
+              "trained after the last snapshot; only the machine that trained them has them")
+        return 1
+    return 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
             "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines, "rerun-check": register_rerun_check,
-            "handout": register_handout, "prune": register_prune, "export-records": register_export_records}
+            "handout": register_handout, "prune": register_prune, "export-records": register_export_records,
+            "restore-weights": register_restore_weights}
