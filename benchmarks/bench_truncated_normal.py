@@ -1,13 +1,14 @@
-"""Speed of the Truncated Normal's training step against torch's Normal (and stable-trunc-gaussian if present).
+"""Speed of the Truncated Normal's training loss against torch's Normal (and stable-trunc-gaussian if present).
 
-Times forward + backward of ``-log_prob(x) + mean`` in float32 on 2 threads, at 1e6 elements and at batch 256,
-on inputs shaped like heuristic learning (mu around h*, lower bound l = LM-cut-like below h*), or with
-``--inputs mixed`` on every regime training meets (mu far below, near and far above the bound; sigma 0.1, 1, 10).
-Prints medians
-and the ratio to Normal's NLL (``-log_prob(x)``, forward + backward) measured in the same run (runs
-interleaved), plus stable-trunc-gaussian (forward + backward) and scipy (forward only, no gradients).
+Times forward + backward of the training loss, ``-log_prob(x)`` (the NLL, as tnlib.learning.heads computes it), and
+of ``-log_prob(x) + mean`` (the loss with the truncated mean's gradients too), float32, on ``--threads`` threads (1,
+as tnlib's processes run), at 1e6 elements and at batch 256, on inputs shaped like heuristic learning (mu around h*,
+lower bound l = LM-cut-like below h*), or with ``--inputs mixed`` on every regime training meets (mu far below, near
+and far above the bound; sigma 0.1, 1, 10). Prints medians and the ratio to Normal's NLL (``-log_prob(x)``, forward
++ backward) measured in the same run (runs interleaved), plus stable-trunc-gaussian's NLL (forward + backward) and
+scipy's (forward only, no gradients).
 
-    python benchmarks/bench_truncated_normal.py [--repeats 10] [--json FILE]
+    python benchmarks/bench_truncated_normal.py [--repeats 10] [--threads 1] [--json FILE]
 
 (``--repeats`` calls at 1e6, 20 times as many at 256; a function slower than SECONDS_PER_FUNCTION / repeats a
 call runs fewer, at least MIN_REPEATS.)
@@ -46,10 +47,10 @@ def make_mixed_inputs(n: int, seed: int = 0, dtype=torch.float32):
     return h_star, loc, raw_scale, low
 
 
-# Seconds of timed calls one function gets per row, and the fewest calls it gets: at 1e6 elements tnlib and
-# stable-trunc-gaussian take about 0.4 s a call where Normal takes 12 ms, and at `repeats` calls each they would
-# set the benchmark's length without making their medians much surer (the main job runs it twice, so three calls
-# of the slow ones, and ten of Normal's, 200 at 256 elements, keep it to seconds).
+# Seconds of timed calls one function gets per row, and the fewest calls it gets: at 1e6 elements tnlib's loss with
+# the mean and stable-trunc-gaussian take 0.2-0.4 s a call where Normal takes 12 ms, and at `repeats` calls each
+# they would set the benchmark's length without making their medians much surer (the main job runs it twice, so
+# three calls of the slow ones, and ten of Normal's, 200 at 256 elements, keep it to seconds).
 SECONDS_PER_FUNCTION = 2.0
 MIN_REPEATS = 3
 
@@ -92,11 +93,18 @@ def bench(n: int, repeats: int, inputs=make_inputs) -> dict:
         loc = loc0.clone().requires_grad_()
         raw = raw0.clone().requires_grad_()
         scale = torch.nn.functional.softplus(raw) + 1e-3
+        loss = -TruncatedNormal(loc, scale, low, high, validate_args=False).log_prob(x).sum()
+        loss.backward()
+
+    def tnlib_with_mean_step():
+        loc = loc0.clone().requires_grad_()
+        raw = raw0.clone().requires_grad_()
+        scale = torch.nn.functional.softplus(raw) + 1e-3
         d = TruncatedNormal(loc, scale, low, high, validate_args=False)
         loss = (-d.log_prob(x) + d.mean).sum()
         loss.backward()
 
-    steps = {"normal_s": normal_step, "tnlib_s": tnlib_step}
+    steps = {"normal_s": normal_step, "tnlib_s": tnlib_step, "tnlib_with_mean_s": tnlib_with_mean_step}
     try:
         from stable_trunc_gaussian import TruncatedGaussian
 
@@ -106,16 +114,15 @@ def bench(n: int, repeats: int, inputs=make_inputs) -> dict:
             loc = loc0.clone().requires_grad_()
             raw = raw0.clone().requires_grad_()
             scale = torch.nn.functional.softplus(raw) + 1e-3
-            d = TruncatedGaussian(loc, scale, low, big)
-            loss = (-d.log_prob(x) + d.mean).sum()
+            loss = -TruncatedGaussian(loc, scale, low, big).log_prob(x).sum()
             loss.backward()
 
         steps["stable_trunc_gaussian_s"] = stg_step
     except ImportError:
         pass
     result = {"n": n, **time_steps(steps, repeats)}
-    # scipy has no gradients: its forward alone (float64 NumPy), for scale. It takes ~0.2 ms per element, so it
-    # is timed on at most 2,000 elements and scaled linearly to n.
+    # scipy has no gradients: its forward alone (float64 NumPy), for scale, timed on at most 2,000 elements and
+    # scaled linearly to n (its per-element cost is flat from there).
     import numpy as np
     import scipy.stats
 
@@ -124,8 +131,7 @@ def bench(n: int, repeats: int, inputs=make_inputs) -> dict:
     scales = (torch.nn.functional.softplus(raw0[:m]) + 1e-3).double().numpy()
 
     def scipy_forward():
-        d = scipy.stats.truncnorm((lows - locs) / scales, np.inf, loc=locs, scale=scales)
-        return -d.logpdf(xs) + d.mean()
+        return -scipy.stats.truncnorm.logpdf(xs, (lows - locs) / scales, np.inf, loc=locs, scale=scales)
 
     with np.errstate(all="ignore"):
         result["scipy_forward_s"] = time_steps({"s": scipy_forward}, 3)["s"] * n / m
@@ -135,7 +141,7 @@ def bench(n: int, repeats: int, inputs=make_inputs) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--inputs", choices=("heuristic", "mixed"), default="heuristic",
                         help="heuristic: mu around h*, the bound just below it (default); mixed: every regime "
@@ -147,8 +153,9 @@ def main() -> None:
         r = bench(n, args.repeats if n > 1000 else args.repeats * 20,
                   make_mixed_inputs if args.inputs == "mixed" else make_inputs)
         rows.append(r)
-        line = (f"n={n:>9,}  Normal NLL {r['normal_s'] * 1e3:8.3f} ms   tnlib TN {r['tnlib_s'] * 1e3:8.3f} ms"
-                f"   ratio {r['tnlib_s'] / r['normal_s']:5.2f}x")
+        line = (f"n={n:>9,}  Normal NLL {r['normal_s'] * 1e3:8.3f} ms   tnlib NLL {r['tnlib_s'] * 1e3:8.3f} ms"
+                f" ({r['tnlib_s'] / r['normal_s']:5.2f}x)   tnlib NLL + mean {r['tnlib_with_mean_s'] * 1e3:8.3f} ms"
+                f" ({r['tnlib_with_mean_s'] / r['normal_s']:5.2f}x)")
         if "stable_trunc_gaussian_s" in r:
             line += (f"   stable-trunc-gaussian {r['stable_trunc_gaussian_s'] * 1e3:8.3f} ms"
                      f" ({r['stable_trunc_gaussian_s'] / r['normal_s']:5.1f}x)")
