@@ -34,7 +34,16 @@ from tnlib.distributions._kernels import (
     _log_prob_parallel,
     _log_prob_serial,
 )
-from tnlib.distributions._moment_kernels import STATISTICS, KernelStatistic
+from tnlib.distributions._moment_kernels import (
+    MEAN,
+    STATISTICS,
+    KernelStatistic,
+    _gradient_element,
+    _mean_block,
+    _mean_gradients_block,
+    _value_element,
+)
+from tnlib.distributions._moment_kernels import _CONSTANTS as _MOMENT_CONSTANTS
 from tnlib.files import REPO_ROOT
 
 
@@ -418,3 +427,81 @@ def test_one_sided_loop_equals_the_per_element_branches_it_leaves_other_elements
     scale = arrays[2]
     error = np.abs(loop_slopes - branch_slopes) * scale / np.maximum(np.abs(branch_slopes) * scale, 1.0)
     assert float(error.max()) <= 1e-9
+
+
+@numba.njit(error_model="numpy")  # (the expansion not kept divides by a = 0)
+def _vector_mean_excess(a, out):
+    for i in range(a.shape[0]):
+        out[i] = _vector_math.mean_excess(a[i])
+
+
+def _mean_excess_at_50_digits(a):
+    """D(a) = E[t] - a for t standard normal on [a, inf): 1/M(a) - a, or its asymptotic series beyond a = 1e6."""
+    if a > 1e6:
+        return 1 / a - 2 / a**3 + 10 / a**5
+    return 1 / (mp.sqrt(mp.pi / 2) * mp.erfc(a / mp.sqrt(2)) * mp.exp(a * a / 2)) - a
+
+
+def _mean_excess_polynomials_at_50_digits() -> tuple[list, list]:
+    """The monomial coefficients of D(a) in t = a/2 - 1 on [0, 4] and of a D(a) in t = 2 (4/a)^2 - 1 beyond: their
+    Chebyshev expansions at 60 nodes, converted at 50 digits."""
+    split, count, degree = _vector_math.MEAN_EXCESS_SPLIT, 60, len(_vector_math.MEAN_EXCESS_NEAR) - 1
+    with mp.workdps(50):
+        nodes = [mp.cos(mp.pi * (j + mp.mpf(1) / 2) / count) for j in range(count)]
+        basis = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]  # T_k's monomial coefficients
+        for _ in range(2, degree + 1):
+            shifted = [mp.mpf(0)] + [2 * c for c in basis[-1]]
+            basis.append([c - (basis[-2][i] if i < len(basis[-2]) else 0) for i, c in enumerate(shifted)])
+        polynomials = []
+        for function in (lambda t: _mean_excess_at_50_digits(split * (t + 1) / 2),
+                         lambda t: (lambda a: a * _mean_excess_at_50_digits(a))(split / mp.sqrt((t + 1) / 2))):
+            values = [function(t) for t in nodes]
+            chebyshev = [2 * mp.fsum(v * mp.cos(mp.pi * k * (j + mp.mpf(1) / 2) / count) for j, v in enumerate(values))
+                         / count for k in range(degree + 1)]
+            chebyshev[0] /= 2
+            polynomials.append([float(mp.fsum(chebyshev[k] * basis[k][j] for k in range(j, degree + 1)))
+                                for j in range(degree + 1)])
+    return polynomials[0], polynomials[1]
+
+
+def test_mean_excess_polynomials_are_their_chebyshev_expansions_and_within_3_ulps_of_mpmath():
+    near, far = _mean_excess_polynomials_at_50_digits()
+    assert float(np.abs(np.array(near) - _vector_math.MEAN_EXCESS_NEAR).max()) <= 1e-17
+    assert float(np.abs(np.array(far) - _vector_math.MEAN_EXCESS_FAR).max()) <= 1e-17
+    a = np.concatenate([[0.0, 1e-300, np.nextafter(4.0, 0.0), 4.0], np.linspace(0.0, 4.0, 401),
+                        np.linspace(4.0, 30.0, 401), np.geomspace(30.0, 1e8, 200), [1e200]])
+    got = np.empty_like(a)
+    _vector_mean_excess(a, got)
+    with mp.workdps(40):
+        assert float(_ulps(got, [_mean_excess_at_50_digits(mp.mpf(v)) for v in a]).max()) <= 3.0
+    _vector_mean_excess(np.array([math.inf]), got[:1])
+    assert got[0] == 0.0
+
+
+@numba.njit(error_model="numpy")
+def _mean_per_element(loc, scale, low, high, out, slopes, table, nodes, weights):
+    for i in range(out.shape[0]):
+        out[i] = _value_element(MEAN, loc[i], scale[i], low[i], high[i], table, nodes, weights)
+        slopes[:, i] = _gradient_element(MEAN, loc[i], scale[i], low[i], high[i], table, nodes, weights)
+
+
+def test_one_sided_mean_loop_equals_the_per_element_branches():
+    # N(-a, s) on [0, inf), a from -40 to 1e8 and s from 1e-3 to 1e3, beside the grid's one-sided elements
+    a = np.concatenate([np.linspace(-40.0, 40.0, 1601), np.geomspace(40.0, 1e8, 200)])
+    rows = [(-a_value * s, s, 0.0, math.inf) for a_value in a for s in (1e-3, 1.0, 1e3)]
+    rows += [params for params in GRID if params[3] == math.inf]
+    loc, scale, low, high = (np.array(column) for column in zip(*rows))
+    n = loc.shape[0]
+    loop, branches, branch_slopes = np.empty(n), np.empty(n), np.empty((4, n))
+    _mean_block(0, n, loc, scale, low, high, loop, *_MOMENT_CONSTANTS)
+    loop_slopes = [np.empty(n) for _ in range(4)]
+    _mean_gradients_block(0, n, np.ones(n), loc, scale, low, high, *loop_slopes, *_MOMENT_CONSTANTS)
+    _mean_per_element(loc, scale, low, high, branches, branch_slopes, *_MOMENT_CONSTANTS)
+    assert np.array_equal(np.isnan(loop), np.isnan(branches))
+    finite = np.isfinite(branches)
+    size = np.maximum(np.abs(branches[finite]), scale[finite])
+    assert float((np.abs(loop[finite] - branches[finite]) / size).max()) <= 1e-14
+    for name, got, expected in zip(("loc", "scale", "low", "high"), loop_slopes, branch_slopes):
+        error = np.abs(got - expected) / np.maximum(np.abs(expected), 1.0)
+        worst = int(np.nanargmax(error))
+        assert float(error[worst]) <= 1e-12, (name, rows[worst], float(got[worst]), float(expected[worst]))
