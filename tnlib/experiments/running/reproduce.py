@@ -225,9 +225,8 @@ as its authors do; scipy is `scipy.stats.truncnorm`.
 ## Speed: the training loss forward + backward, float32, one thread
 
 Medians of the training loss, the NLL `-log_prob(x)` (as the models' heads compute it), and of `-log_prob(x) + mean`
-(the truncated mean's gradients too: its kernel is per element, the loss's vectorized), forward + backward, with
-torch's `Normal` NLL (`-log_prob(x)`, forward + backward) timed in the same run
-(`python benchmarks/bench_truncated_normal.py`).
+(the truncated mean's gradients too), forward + backward, with torch's `Normal` NLL (`-log_prob(x)`, forward +
+backward) timed in the same run (`python benchmarks/bench_truncated_normal.py`).
 
 ```
 {speed.rstrip()}
