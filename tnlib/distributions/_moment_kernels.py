@@ -286,7 +286,7 @@ def _one_sided_mean_element(loc, s, low):
 def _mean_block(start, stop, loc, scale, low, high, out, table, nodes, weights):
     """The mean of elements [start, stop): a vectorized loop over them as elements without an upper bound, then each
     one that is not, or that the first loop marked by a NaN, in its own regime. (The first loop reads no upper bound:
-    one more input array there and the compiler leaves the loop scalar.)"""
+    with one more input array there the compiler left the loop of a block compiled on its own scalar.)"""
     for i in range(start, stop):
         mean, _, _, _, held = _one_sided_mean_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
         out[i] = mean if held else np.nan
