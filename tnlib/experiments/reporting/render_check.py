@@ -45,6 +45,7 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
                                               against="reports/converged/nlm5/runs"),
     "converged/hgn5": CommittedRender("reports/converged/hgn5/records"),
     "converged/linear": CommittedRender("reports/converged/linear/records"),
+    "converged/wl": CommittedRender("reports/converged/wl/records"),
     "paper-scale": CommittedRender("reports/paper-scale/runs", against="reports/converged/nlm5/runs",
                                    selection_seconds=30, paper_tables=True),
     "paper-scale-linear": CommittedRender("reports/paper-scale-linear/runs"),
