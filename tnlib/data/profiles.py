@@ -156,13 +156,13 @@ def _paper_profile() -> Profile:
     # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
     # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
     # and what is left out); cells added later are filled into the split by `tnlib data fill` (its other instances
-    # stay as they are). gripper: 20-80 balls (100: an hour of labels here). ferry: 10-20 locations; a 25- or
+    # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: 10-20 locations; a 25- or
     # 30-location problem file lists every pair of locations (15-20 KB), and the tree has no room for them.
     # visitall's test split already holds every distinct instance its grid's slots draw but for four of 7x7 with
     # ratio 1, where A* timed out: that cell is its test grid. blocksworld: 11-22 blocks, the appendix's whole test
     # grid (labels: h_sat's searches on every state, about a minute an instance at 20-22 blocks).
     test_grid_cells = {
-        "gripper": combos("gripper", balls=(20, 40, 60, 80)),
+        "gripper": combos("gripper", balls=(20, 40, 60, 80, 100)),
         "ferry": combos("ferry", locations=(10, 15, 20), cars=(10, 15, 20, 25, 30)),
         "visitall": combos("visitall", x=(7,), y=(7,), ratio=(1.0,)),
         "blocksworld": combos("blocksworld", blocks=range(11, 23)),
