@@ -1,7 +1,9 @@
 """What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
 (tests/test_notebook_modules.py, tests/test_figures.py) and reusable:
 
-* ``figures``: the figure builders and the offline plotly set-up;
+* ``figures``: every figure the notebooks show, under one name, from the modules of their topics:
+  ``notebook_plotting`` (the offline plotly set-up, the message and slider figures), ``density_figures``,
+  ``explorer_controls`` (the explorer's widgets), ``classroom_figures`` and ``calibration_figures``;
 * ``notebook_parameters``: the explorer's and the classroom notebook's parameter checks;
 * ``explorer``: the Truncated Gaussian explorer's summary and presets;
 * ``classroom_demos``: maximum likelihood, MSE as a Gaussian NLL, learned sigma, maximum entropy, closed and open

@@ -27,7 +27,7 @@ PRESET_BOUNDS: tuple[tuple[str, float, float], ...] = (
 @dataclass(frozen=True)
 class SteppedExample:
     """One of the explorer's "things to try" as the settings a slider steps through
-    (``tnlib.notebook.figures.stepped_truncated_normal_figure``): it can be tried without a kernel."""
+    (``tnlib.notebook.density_figures.stepped_truncated_normal_figure``): it can be tried without a kernel."""
 
     name: str
     slider_label: str

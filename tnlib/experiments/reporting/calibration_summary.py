@@ -4,7 +4,7 @@ Beyond the paper, which reads only point estimates and the NLL: for every config
 fixed sigma is a claim about the noise, not a prediction of it), the share of test states inside each run's
 central prediction intervals, their width and the probability put below the admissible bound
 (:mod:`tnlib.learning.calibration`), the seeds' states pooled. The experiments notebook shows the table and the PIT
-histograms (:func:`tnlib.notebook.figures.sweep_calibration_figure`).
+histograms (:func:`tnlib.notebook.calibration_figures.sweep_calibration_figures`).
 """
 from __future__ import annotations
 
