@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.experiments.reporting.tables import collect_results, render_table, table1_cells
+from tnlib.experiments.reporting.table_rows import collect_results
+from tnlib.experiments.reporting.tables import render_table, table1_cells
 from tnlib.paper import TABLE1_CONFIGS
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import HeadConfig

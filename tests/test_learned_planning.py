@@ -17,7 +17,8 @@ from fixtures.heuristic_items import SMALL, items_from_rows, plan_rows
 from tnlib.data.loading import load_split
 from tnlib.learning.models import make_encoder
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.reporting.tables import collect_planning, render_table2
+from tnlib.experiments.reporting.table_rows import collect_planning
+from tnlib.experiments.reporting.tables import render_table2
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.split_planning import plan_baseline, plan_problem, plan_split, planning_summary
 from tnlib.planning.heuristics import evaluate_all

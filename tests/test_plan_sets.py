@@ -171,7 +171,7 @@ def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_select
     from tnlib.experiments.reporting.reports import write_reports
     from tnlib.experiments.results_dir import ResultsDir
     from tnlib.experiments.running.sweep import Sweep, run_sweep
-    from tnlib.experiments.reporting.tables import collect_planning, optimal_selection
+    from tnlib.experiments.reporting.table_rows import collect_planning, optimal_selection
     from tnlib.files import read_jsonl
 
     data = tmp_path / "small"

@@ -13,7 +13,7 @@ import pytest
 from tnlib import cli
 from tnlib.experiments.reporting.record_export import export_records
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.reporting.tables import collect_planning
+from tnlib.experiments.reporting.table_rows import collect_planning
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
 

@@ -420,7 +420,7 @@ def test_comparison_puts_two_folders_cells_side_by_side(tmp_path, capsys):
     """`tnlib report --against`: the cells both folders hold, columns named by the setting that differs (here the
     upper bound), mean ± std over seeds, the better of each pair in bold; cells only one folder has are left out."""
     from tnlib.cli import main
-    from tnlib.experiments.reporting.tables import render_comparison
+    from tnlib.experiments.reporting.folder_comparison import render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -462,7 +462,7 @@ def test_comparison_bolds_by_the_paired_interval_where_both_folders_have_three_s
     """Same data, four seeds each: a shift every seed shows is bold though the seeds' spread is wider than it (the
     summed-std gap would not bold it), a difference that changes sign from seed to seed is not, and the table of
     paired intervals under the comparison gives both."""
-    from tnlib.experiments.reporting.tables import COMPARISON_BOLD_RULE, render_comparison
+    from tnlib.experiments.reporting.folder_comparison import COMPARISON_BOLD_RULE, render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -490,7 +490,7 @@ def test_comparison_plans_on_the_instances_both_folders_planned(tmp_path):
     """One folder planned more of the plan instances than the other (a plan set planned further): planning compares
     on the instances both planned, seeds paired on the same problems, and says how many of each folder's it kept.
     Here the extra instances are all unsolved: counted, they would halve that folder's coverage."""
-    from tnlib.experiments.reporting.tables import render_comparison
+    from tnlib.experiments.reporting.folder_comparison import render_comparison
 
     data = tmp_path / "data"
     write_data_root(data)
@@ -597,7 +597,7 @@ def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_plan
     """Two folders both named runs/, trained on different datasets (their test splits differ) and planned on
     different instances: columns and title say which is which, no magnitude is bold, planning is left out."""
     from tnlib.cli import main
-    from tnlib.experiments.reporting.tables import folder_names, render_comparison
+    from tnlib.experiments.reporting.folder_comparison import folder_names, render_comparison
 
     large, small = tmp_path / "paper-scale" / "runs", tmp_path / "converged" / "runs"
     for folder, data_name, mses, plan_on in ((large, "paper", (1.0, 1.2), "plan-set"), (small, "small", (3.0,), None)):
@@ -767,7 +767,7 @@ def test_directions_say_where_the_papers_tn_against_n_holds(tmp_path):
     """render_directions: the paper's TN-vs-N direction per cell (a gap beyond the summed std over seeds), in which
     of two folders it shows, and whether the folders agree; below three seeds a folder's direction is the summed-std
     gap too."""
-    from tnlib.experiments.reporting.tables import render_directions
+    from tnlib.experiments.reporting.paper_directions import render_directions
 
     def folder(name, mses):
         for (distribution, seed), mse in mses.items():
@@ -793,7 +793,7 @@ def test_directions_with_three_seeds_or_more_follow_the_paired_interval(tmp_path
     """With at least three seeds a folder's direction is the paired interval's: a shift every seed shows counts
     though the seeds' spread is far wider (the summed-std gap would call it a tie), and a difference whose sign
     changes from seed to seed does not."""
-    from tnlib.experiments.reporting.tables import render_directions
+    from tnlib.experiments.reporting.paper_directions import render_directions
 
     def folder(name, shifts):
         for seed, (n_mse, shift) in enumerate(zip((1.0, 5.0, 9.0, 3.0), shifts)):

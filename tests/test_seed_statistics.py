@@ -166,7 +166,7 @@ def test_per_seed_csv_reads_back_as_the_tables_values(tmp_path):
 def test_the_papers_directions_for_one_set_of_runs_say_where_they_hold_and_where_they_are_reversed():
     """render_paper_directions with one set of runs: against the appendix's linear table, a direction the runs
     show (holds), the opposite one (reversed), none beyond noise (not shown), or none in the paper."""
-    from tnlib.experiments.reporting.tables import render_paper_directions
+    from tnlib.experiments.reporting.paper_directions import render_paper_directions
     from tnlib.paper import DOMAINS, PAPER_TABLE1, PAPER_TABLE1_LINEAR, TABLE1_CONFIGS
 
     assert PAPER_TABLE1["linear"] is PAPER_TABLE1_LINEAR and set(PAPER_TABLE1) == {"nlm", "linear", "hgn"}

@@ -204,7 +204,7 @@ def register_evaluate(subparsers) -> None:
 
 def _table_results(folder: str, args) -> list[dict]:
     """The metrics a ``--table`` renders, or a CommandError saying why there are none (not an empty table)."""
-    from tnlib.experiments.reporting.tables import collect_results
+    from tnlib.experiments.reporting.table_rows import collect_results
 
     if not Path(folder).is_dir():
         raise CommandError(f"{folder}: no such folder")

@@ -129,8 +129,8 @@ def evaluate_test_grid(checkpoint: str | os.PathLike, data_root: str | None = No
 
 def evaluate_run(run_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST, **kwargs) -> dict:
     """:func:`evaluate` a run folder's checkpoint and write the metrics into the folder: ``metrics-<split>.json``
-    for ``best.pt`` (what :func:`tnlib.experiments.reporting.tables.collect_results` reads), ``metrics-<split>-<stem>.json`` for another one
-    (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
+    for ``best.pt`` (what :func:`tnlib.experiments.reporting.table_rows.collect_results` reads),
+    ``metrics-<split>-<stem>.json`` for another one (e.g. ``best-nll.pt``, the paper's choice for NLL)."""
     run = RunDir(run_dir)
     metrics = evaluate(run.checkpoint(checkpoint), split, **kwargs)
     atomic_write_json(run.metrics_file(split, checkpoint), metrics, indent=2)

@@ -28,17 +28,11 @@ from tnlib.experiments.reporting.seed_statistics import (
     significant_number,
     write_seed_csv,
 )
-from tnlib.experiments.reporting.tables import (
-    TABLE1_CONFIGS,
-    collect_planning,
-    collect_results,
-    paper_bold_keys,
-    table1_seed_values,
-    table2_seed_values,
-)
+from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
+from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import DOMAINS, MODELS, PAPER_TABLE1, PAPER_TABLE2_NLM
+from tnlib.paper import DOMAINS, MODELS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
 # metric -> (what the report calls it, whether lower is better)
 METRICS = {"mse": ("test MSE", True), "nll": ("test NLL (best-NLL checkpoint)", True),

@@ -19,7 +19,8 @@ from typing import Mapping, Sequence
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
                                                read_seed_values)
-from tnlib.experiments.reporting.tables import collect_planning, collect_results, table1_seed_values, table2_seed_values
+from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
+from tnlib.experiments.reporting.tables import table1_seed_values, table2_seed_values
 from tnlib.files import read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS

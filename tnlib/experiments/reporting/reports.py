@@ -15,19 +15,13 @@ from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.reporting.size_tables import write_size_report
+from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
+from tnlib.experiments.reporting.paper_directions import DIRECTIONS_RULE, render_directions, render_paper_directions
+from tnlib.experiments.reporting.table_rows import collect_planning, collect_results, optimal_selection
 from tnlib.experiments.reporting.tables import (
-    DIRECTIONS_RULE,
     TABLE1_BOLD_RULE,
     TABLE2_BOLD_RULE,
-    collect_planning,
-    collect_results,
-    dataset_names,
-    folder_names,
-    optimal_selection,
     render_ablation,
-    render_comparison,
-    render_directions,
-    render_paper_directions,
     render_paper_table1,
     render_paper_table2,
     render_table,
@@ -102,7 +96,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     did against the paper's setting, computed from the run folders. Each file is written atomically.
     ``plotly_src``: where training_curves.html loads plotly.js from, relative to ``reports_dir``. Table 2 is over
     what the folder's sweep planned on (the plan split or a plan set); for a plan set, ``selection_seconds`` adds
-    Table 2 again under the paper's selection (:func:`tnlib.experiments.reporting.tables.optimal_selection`). With
+    Table 2 again under the paper's selection (:func:`tnlib.experiments.reporting.table_rows.optimal_selection`). With
     ``paper_tables`` the paper's own NLM Tables 1 and 2 follow the NLM ones, in the same layout."""
     results_dir, reports_dir = Path(results_dir), Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -427,9 +421,10 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     models its runs trained, :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model,
     and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals -- and, with
     ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
-    (:func:`tnlib.experiments.reporting.tables.render_comparison`). ``selection_seconds``, ``paper_tables``: see
-    :func:`write_reports`; ``calibration`` adds ``calibration.md`` (:func:`write_calibration`). Where runs have
-    metrics on the whole test grid, ``accuracy-by-size.md`` too (:mod:`tnlib.experiments.reporting.size_tables`).
+    (:func:`tnlib.experiments.reporting.folder_comparison.render_comparison`). ``selection_seconds``,
+    ``paper_tables``: see :func:`write_reports`; ``calibration`` adds ``calibration.md``
+    (:func:`write_calibration`). Where runs have metrics on the whole test grid, ``accuracy-by-size.md`` too
+    (:mod:`tnlib.experiments.reporting.size_tables`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB

@@ -35,7 +35,8 @@ from tnlib.experiments.reporting.seed_statistics import (
     paired_interval,
     write_seed_csv,
 )
-from tnlib.experiments.reporting.tables import collect_results, render_table
+from tnlib.experiments.reporting.table_rows import collect_results
+from tnlib.experiments.reporting.tables import render_table
 from tnlib.files import atomic_write_text, read_json, shown_folder
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 

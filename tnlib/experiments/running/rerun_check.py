@@ -104,7 +104,7 @@ def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     ``accuracy-seeds.csv`` holds them (strings)."""
     from tnlib.experiments.reporting.reports import accuracy_seed_rows
     from tnlib.experiments.running.sweep import Sweep, run_sweep
-    from tnlib.experiments.reporting.tables import collect_results
+    from tnlib.experiments.reporting.table_rows import collect_results
 
     preset = SUBSET["preset"]
     settings = {k: v for k, v in SUBSET.items() if k != "preset"}

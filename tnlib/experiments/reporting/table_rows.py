@@ -1,0 +1,129 @@
+"""The rows the tables lay out, read from a results folder: every run's test metrics (:func:`collect_results`) and
+every planning file's summary per point estimate (:func:`collect_planning`), each with the training configuration
+its run was trained by (:func:`run_config`); the paper's selection of plan instances; and the check that a table
+cell pools runs of one setting, the seed aside (:func:`check_one_setting`)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from tnlib.experiments.results_dir import ResultsDir
+from tnlib.files import read_json, shown_path
+from tnlib.learning.heads import HeadConfig, estimate_column
+from tnlib.learning.run_files import RunDir
+from tnlib.learning.split_planning import planned, planning_summary
+
+def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
+    """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
+    ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
+    sweeps: dict = {}
+    return [{**read_json(p, _metrics_remedy(p, split, checkpoint), shape="a run's test metrics"),
+             "config": run_config(p.parent, sweeps)} for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+
+
+def _metrics_remedy(path: Path, split: str, checkpoint: str) -> str:
+    """What to do about a damaged metrics file: test the run again, which writes it anew."""
+    flags = ("" if split == "test" else f" --split {split}") + (
+        "" if checkpoint == RunDir.BEST else f" --checkpoint {checkpoint}")
+    return f"write it again with `tnlib evaluate {shown_path(path.parent)}{flags}`"
+
+
+def run_config(folder, sweeps: dict) -> dict:
+    """A run's training configuration as the tables pool it: ``steps`` of a run its sweep trained until flat
+    (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks) is the
+    rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps.
+    ``sweeps`` caches each results folder's sweep.json for the caller's pass over its runs."""
+    from tnlib.learning.until_flat import until_flat_end
+
+    run = RunDir(folder)
+    if not run.config_file.is_file():
+        return {}
+    config = run.read_config()
+    results = ResultsDir(Path(folder).parent)
+    if results.path not in sweeps:
+        sweeps[results.path] = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
+    sweep = sweeps[results.path]
+    first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
+    steps = config.get("steps")
+    if all(isinstance(v, int) and v > 0 for v in (first, cap, chunk, steps)) and first <= steps <= cap and (
+            until_flat_end(steps, first, cap, chunk) == steps):
+        config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
+    return config
+
+
+def collect_planning(results_dir, split: str | None = None, problems: dict[str, set[str]] | None = None) -> list[dict]:
+    """One row per (run, estimate): the run's configuration and its summary on ``split`` (the plan split or a plan
+    set; None: the one the folder's sweep plans on, :meth:`ResultsDir.planned_on`). With ``problems`` (``{domain:
+    problem file names}``, e.g. the paper's selection by optimal solves) a row summarizes only those instances."""
+    rows, sweeps = [], {}
+    results = ResultsDir(results_dir)
+    for path in results.planning_files(results.planned_on() if split is None else split):
+        config = run_config(path.parent, sweeps)
+        estimate = RunDir.estimate_of(path)
+        column = estimate_column(config["distribution"], estimate)
+        records = kept_records(planned(path).values(), problems, config["domain"])
+        if not records and problems is not None:  # none of its instances kept: no row, rather than an empty one
+            continue
+        rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
+                     "column": column, "protocols": sorted({r["protocol"] for r in records}),
+                     "config": config, **planning_summary(records)})
+    return rows
+
+
+def kept_records(records, problems: dict[str, set[str]] | None, domain: str) -> list[dict]:
+    """The records of the problems kept for ``domain`` (all of them without ``problems``)."""
+    if problems is None:
+        return list(records)
+    kept = problems.get(domain, set())
+    return [r for r in records if r["problem"] in kept]
+
+
+def optimal_selection(results_dir, split: str, seconds: float) -> dict[str, dict]:
+    """The paper's selection of plan instances (those an optimal planner solves within a time limit) as the
+    records of the plan set ``split`` can apply it at ``seconds``, per domain of the folder's runs: ``{domain:
+    {"problems": problem file names kept, "undecided": how many no recorded solve decides, "instances": the set's
+    size}}``. Undecided instances are left out with the unsolved ones (the tables say how many)."""
+    from tnlib.data.plan_sets import load_plan_set
+
+    roots: dict[str, str] = {}
+    for run in ResultsDir(results_dir).runs():
+        config = run.read_config()
+        roots.setdefault(config["domain"], config.get("data_root"))
+    selection = {}
+    for domain, root in roots.items():
+        plan_set = load_plan_set(root, domain, split)
+        kept, undecided = plan_set.optimal_selection(seconds)
+        selection[domain] = {"problems": {plan_set.problem_path(name).name for name in kept},
+                             "undecided": len(undecided), "instances": len(plan_set)}
+    return selection
+
+
+# A run folder written before a head setting existed holds that setting's default: compared as such.
+_HEAD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(HeadConfig)}
+
+# A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.
+POOLED_OVER = frozenset({"seed", "out_dir", "run_name", "device", "progress", "data_root", "eval_batch_size",
+                         "checkpoint_every"})
+
+
+def check_one_setting(cells: dict, what: str) -> None:
+    """Refuse to average runs that differ in more than the seed (:data:`POOLED_OVER`): ``cells`` maps a cell's
+    label to the training configurations of the runs it would pool. A ValueError names the cell and the fields
+    (e.g. a ``sigma_link="bounded"`` sweep written into the same results folder as a softplus one)."""
+    for label, configs in cells.items():
+        fields = sorted({k for c in configs for k in c} - POOLED_OVER)
+        differing = {k: sorted({json.dumps(c.get(k, _HEAD_DEFAULTS.get(k)), sort_keys=True) for c in configs})
+                     for k in fields}
+        differing = {k: v for k, v in differing.items() if len(v) > 1}
+        if differing:
+            detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in differing.items())
+            hint = "render them from separate results folders (e.g. `tnlib sweep --out`)"
+            if set(differing) == {"steps"} and all(v.isdigit() for v in differing["steps"]):
+                # no sweep rule applied to any of them: often run folders copied without their sweep.json
+                hint = ("if a sweep trained them until flat, the results folder holds no sweep.json that says so "
+                        "(run folders copied without it, say): run the same `tnlib sweep` over the folder, which "
+                        "writes it and keeps every finished run; else " + hint)
+            raise ValueError(f"{what} cell {label} would average runs that differ in more than the seed ({detail}): "
+                             f"{hint}")
