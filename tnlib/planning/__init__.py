@@ -9,6 +9,7 @@ module                    what
 ``domains/``              the paper's four domain files
 ``generators``            random instances distributed like the IPC generators'
 ``heuristics``            blind, goal count, h_max, h_add, h_FF, LM-cut, the linear model's features
+``relaxation_kernels``    the heuristics' numba kernels on packed states (pyperplan's order, LM-cut)
 ``search``                GBFS, A*, breadth-first search, random-walk states
 ``search_settings``       what GBFS is asked besides its heuristic: counting protocol and limits
 ``plans``                 IPC plan files, simulation and validation
