@@ -41,74 +41,8 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
 
-    gen = commands.add_parser(
-        "generate",
-        help="generate (or resume) a dataset",
-        description="Generate instances, solve them with A* + LM-cut, label every state on the optimal plan and "
-        "store the splits as Parquet with a manifest. Rerunning the same command resumes an interrupted run.",
-    )
-    gen.add_argument("--domain", action="append", required=True, metavar="D",
-                     help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
-    gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
-    gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
-                     help=f"comma-separated splits (default {','.join(SPLITS)}; {TEST_GRID}: the test grid "
-                     "again, every slot, for the domains with an exact solver)")
-    gen.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
-    gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
-    gen.add_argument("--out", type=Path, metavar="FOLDER",
-                     help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
-    gen.add_argument("--time-limit", type=float, metavar="S",
-                     help=f"solve limit for train and val (seconds; default: the profile's, {_profile_limits_text('train')})")
-    gen.add_argument("--test-time-limit", type=float, metavar="S",
-                     help=f"solve limit for test and plan (seconds; default: the profile's, {_profile_limits_text('test')})")
-    gen.add_argument("--memory-limit", type=int, metavar="MB",
-                     help=f"solve memory limit (MiB; default: the profile's, {_profile_limits_text(None)})")
-    gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
-    gen.add_argument("--sat-evaluations", type=int, metavar="N",
-                     help=f"GBFS evaluation limit for h_sat (default: {PAPER_SEARCH.max_evaluations})")
-    gen.add_argument("--out-of-reach-after", type=int, metavar="K",
-                     help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
-                     "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "
-                     "those attempts' times (default: off, every slot gets its attempts as in the paper)")
-    gen.add_argument("--solver", choices=SOLVERS, metavar="NAME",
-                     help=f"how instances are solved optimally: {DEFAULT_SOLVER} (A* + LM-cut under the limits; the "
-                     "default) or exact (the domain's exact solver, no limits, where it has one: gripper, ferry, "
-                     "visitall; A* + LM-cut elsewhere); each split's manifest entry records the route it took")
-    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present (rerunning the "
-                     "same command after an interruption resumes it)")
-    gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
-                     help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
-                     "used): same problem bytes and Fast Downward build, the same limits (a plan: limits no larger)")
-    gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
-    gen.add_argument("--quiet", action="store_true", help="no progress bar")
-    gen.set_defaults(func=_run_data_generate)
-    declare_outputs(gen, out="folder")
-
-    plan_set = commands.add_parser(
-        "plan-set",
-        help="draw (or resume) a label-free plan set at the test sizes: problems for planning, no optimal solve needed",
-        description="Draw a domain's plan instances from the test grid (or the grid the authors' scripts used) by "
-        "the generator alone: distinct up to renaming objects, disjoint from the dataset's train, val and test "
-        "splits, non-trivial, and each shown solvable by a validated satisficing plan (Fast Downward, lazy greedy "
-        "h_FF). With --optimal-time-limit every instance is also solved optimally under that limit, so the "
-        "paper's selection (solved optimally within a limit) can be applied; the labelled plan split's solves of "
-        "the same draws are recorded too. Rerunning resumes; another --optimal-time-limit adds its solves.",
-    )
-    plan_set.add_argument("folder", type=Path, help="dataset root holding the domain's train, val and test splits")
-    plan_set.add_argument("--domain", action="append", required=True, metavar="D",
-                          help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
-    plan_set.add_argument("--grid", default="test", choices=sorted(PLAN_SETS),
-                          help="test: the profile's plan slots over its test grid (default); authors: the grid the "
-                          "authors' scripts drew the paper's plan instances from")
-    plan_set.add_argument("--count", type=int, metavar="N", help="instances per domain (default: the profile's plan "
-                          "count, 100 for paper)")
-    plan_set.add_argument("--check-time-limit", type=float, default=CHECK_TIME_LIMIT, metavar="S",
-                          help=f"satisficing plan's time limit (seconds; default {CHECK_TIME_LIMIT:g})")
-    plan_set.add_argument("--optimal-time-limit", type=float, metavar="S",
-                          help="also solve every instance optimally (A* + LM-cut) under this limit (seconds)")
-    plan_set.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
-    plan_set.add_argument("--quiet", action="store_true", help="no progress display")
-    plan_set.set_defaults(func=_run_plan_set)
+    _register_generate(commands)
+    _register_plan_set(commands)
 
     ver = commands.add_parser(
         "verify",
@@ -164,6 +98,81 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     status.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
     status.set_defaults(func=_run_status)
     parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
+
+
+def _register_generate(commands: argparse._SubParsersAction) -> None:
+    """``tnlib data generate``: a dataset generated, or resumed."""
+    gen = commands.add_parser(
+        "generate",
+        help="generate (or resume) a dataset",
+        description="Generate instances, solve them with A* + LM-cut, label every state on the optimal plan and "
+        "store the splits as Parquet with a manifest. Rerunning the same command resumes an interrupted run.",
+    )
+    gen.add_argument("--domain", action="append", required=True, metavar="D",
+                     help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
+    gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
+    gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
+                     help=f"comma-separated splits (default {','.join(SPLITS)}; {TEST_GRID}: the test grid "
+                     "again, every slot, for the domains with an exact solver)")
+    gen.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
+    gen.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler instead of locally")
+    gen.add_argument("--out", type=Path, metavar="FOLDER",
+                     help="dataset root (default: DATA_ROOT/PROFILE, DATA_ROOT = $TNLIB_DATA or <repo>/data)")
+    gen.add_argument("--time-limit", type=float, metavar="S",
+                     help=f"solve limit for train and val (seconds; default: the profile's, {_profile_limits_text('train')})")
+    gen.add_argument("--test-time-limit", type=float, metavar="S",
+                     help=f"solve limit for test and plan (seconds; default: the profile's, {_profile_limits_text('test')})")
+    gen.add_argument("--memory-limit", type=int, metavar="MB",
+                     help=f"solve memory limit (MiB; default: the profile's, {_profile_limits_text(None)})")
+    gen.add_argument("--max-attempts", type=int, metavar="N", help="attempts per instance (default 20)")
+    gen.add_argument("--sat-evaluations", type=int, metavar="N",
+                     help=f"GBFS evaluation limit for h_sat (default: {PAPER_SEARCH.max_evaluations})")
+    gen.add_argument("--out-of-reach-after", type=int, metavar="K",
+                     help="give up a cell (parameter combination) after K solves in a row hit the time or memory "
+                     "limit: its remaining slots stay empty and the manifest lists the cell as out of reach, with "
+                     "those attempts' times (default: off, every slot gets its attempts as in the paper)")
+    gen.add_argument("--solver", choices=SOLVERS, metavar="NAME",
+                     help=f"how instances are solved optimally: {DEFAULT_SOLVER} (A* + LM-cut under the limits; the "
+                     "default) or exact (the domain's exact solver, no limits, where it has one: gripper, ferry, "
+                     "visitall; A* + LM-cut elsewhere); each split's manifest entry records the route it took")
+    gen.add_argument("--force", action="store_true", help="regenerate the splits even if present (rerunning the "
+                     "same command after an interruption resumes it)")
+    gen.add_argument("--reuse", action="append", type=Path, default=[], metavar="FOLDER",
+                     help="also reuse solves recorded in this dataset root (repeatable; the output root is always "
+                     "used): same problem bytes and Fast Downward build, the same limits (a plan: limits no larger)")
+    gen.add_argument("--no-reuse", action="store_true", help="solve every attempt again (e.g. to time the solves)")
+    gen.add_argument("--quiet", action="store_true", help="no progress bar")
+    gen.set_defaults(func=_run_data_generate)
+    declare_outputs(gen, out="folder")
+
+
+def _register_plan_set(commands: argparse._SubParsersAction) -> None:
+    """``tnlib data plan-set``: a label-free plan set drawn, or resumed."""
+    plan_set = commands.add_parser(
+        "plan-set",
+        help="draw (or resume) a label-free plan set at the test sizes: problems for planning, no optimal solve needed",
+        description="Draw a domain's plan instances from the test grid (or the grid the authors' scripts used) by "
+        "the generator alone: distinct up to renaming objects, disjoint from the dataset's train, val and test "
+        "splits, non-trivial, and each shown solvable by a validated satisficing plan (Fast Downward, lazy greedy "
+        "h_FF). With --optimal-time-limit every instance is also solved optimally under that limit, so the "
+        "paper's selection (solved optimally within a limit) can be applied; the labelled plan split's solves of "
+        "the same draws are recorded too. Rerunning resumes; another --optimal-time-limit adds its solves.",
+    )
+    plan_set.add_argument("folder", type=Path, help="dataset root holding the domain's train, val and test splits")
+    plan_set.add_argument("--domain", action="append", required=True, metavar="D",
+                          help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
+    plan_set.add_argument("--grid", default="test", choices=sorted(PLAN_SETS),
+                          help="test: the profile's plan slots over its test grid (default); authors: the grid the "
+                          "authors' scripts drew the paper's plan instances from")
+    plan_set.add_argument("--count", type=int, metavar="N", help="instances per domain (default: the profile's plan "
+                          "count, 100 for paper)")
+    plan_set.add_argument("--check-time-limit", type=float, default=CHECK_TIME_LIMIT, metavar="S",
+                          help=f"satisficing plan's time limit (seconds; default {CHECK_TIME_LIMIT:g})")
+    plan_set.add_argument("--optimal-time-limit", type=float, metavar="S",
+                          help="also solve every instance optimally (A* + LM-cut) under this limit (seconds)")
+    plan_set.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
+    plan_set.add_argument("--quiet", action="store_true", help="no progress display")
+    plan_set.set_defaults(func=_run_plan_set)
 
 
 def _run_data_generate(args: argparse.Namespace) -> int:

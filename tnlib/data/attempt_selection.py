@@ -92,6 +92,38 @@ class Selection:
         return cells
 
 
+def _draw_round(split: str, choices: list[SlotChoice], draw: Callable[[int, int], Draw], taken: dict[str, str],
+                max_attempts: int, next_attempt: list[int], stopped: set, unreachable: Mapping[tuple, dict]) -> None:
+    """One round's draws of :func:`select_attempts`: each pending slot without a draw, in slot order, takes its next
+    attempt that is not trivial and whose key is not taken (and takes the key), or is exhausted (stopping its cell)
+    or failed; slots of a stopped cell are skipped, those of a cell out of reach are out of reach."""
+    for i, choice in enumerate(choices):
+        if choice.status != "pending" or choice.draw is not None:
+            continue
+        if choice.params in stopped:
+            choice.status = "skipped"
+            continue
+        if choice.params in unreachable:
+            choice.status = "out_of_reach"
+            continue
+        while next_attempt[i] < max_attempts:
+            d = draw(i, next_attempt[i])
+            next_attempt[i] += 1
+            if d.trivial:
+                choice.rejected.append({"seed": d.seed, "status": "trivial"})
+            elif d.key in taken:
+                choice.rejected.append({"seed": d.seed, "status": "duplicate", "of": taken[d.key]})
+            else:
+                choice.draw = d
+                taken[d.key] = f"{split}/{d.name}"
+                break
+        if choice.draw is None:
+            repeats_only = all(r["status"] in ("trivial", "duplicate") for r in choice.rejected)
+            choice.status = "exhausted" if repeats_only else "failed"
+            if repeats_only:
+                stopped.add(choice.params)
+
+
 def select_attempts(
     split: str,
     slots: Sequence[tuple[tuple, int]],
@@ -134,31 +166,7 @@ def select_attempts(
     run: dict[tuple, list[dict]] = {}  # cell -> its current run of consecutive limit hits
     unreachable: dict[tuple, dict] = dict(out_of_reach or {})
     while True:
-        for i, choice in enumerate(choices):
-            if choice.status != "pending" or choice.draw is not None:
-                continue
-            if choice.params in stopped:
-                choice.status = "skipped"
-                continue
-            if choice.params in unreachable:
-                choice.status = "out_of_reach"
-                continue
-            while next_attempt[i] < max_attempts:
-                d = draw(i, next_attempt[i])
-                next_attempt[i] += 1
-                if d.trivial:
-                    choice.rejected.append({"seed": d.seed, "status": "trivial"})
-                elif d.key in taken:
-                    choice.rejected.append({"seed": d.seed, "status": "duplicate", "of": taken[d.key]})
-                else:
-                    choice.draw = d
-                    taken[d.key] = f"{split}/{d.name}"
-                    break
-            if choice.draw is None:
-                repeats_only = all(r["status"] in ("trivial", "duplicate") for r in choice.rejected)
-                choice.status = "exhausted" if repeats_only else "failed"
-                if repeats_only:
-                    stopped.add(choice.params)
+        _draw_round(split, choices, draw, taken, max_attempts, next_attempt, stopped, unreachable)
         needed, retry = [], False
         unknown: dict[tuple, int] = {}  # cell -> its solves of this round not known yet
         for choice in choices:

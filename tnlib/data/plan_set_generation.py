@@ -178,6 +178,64 @@ class PlanSetReport:
     wall_seconds: float
 
 
+def _check_plan_set_arguments(domain: str, grid: str, count: int | None, max_attempts: int,
+                              check_time_limit: float, optimal_time_limit: float | None) -> None:
+    """A DatasetError naming the first argument of :func:`generate_plan_set` out of its range."""
+    if domain not in DOMAINS:
+        raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
+    if grid not in PLAN_SETS:
+        raise DatasetError(f"unknown plan set grid {grid!r}; choose from {', '.join(PLAN_SETS)}")
+    for name, value in (("check_time_limit", check_time_limit), ("optimal_time_limit", optimal_time_limit),
+                        ("count", count)):
+        if value is not None and not value > 0:
+            raise DatasetError(f"{name} must be positive, got {value}")
+    if not 1 <= max_attempts <= 99:
+        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+
+
+def _recorded_solves(folder: Path, work: Path) -> dict[str, dict]:
+    """The solves already run, by file name: those the manifest of an earlier run records for this set, and those
+    an interrupted run left in the work folder (a torn one is removed, to be run again)."""
+    recorded: dict[str, dict] = {}
+    if (folder / MANIFEST).is_file():
+        for inst in read_json(folder / MANIFEST)["instances"]:
+            for outcome in [inst["satisficing"], *inst.get("optimal", [])]:
+                if "kind" in outcome:  # run for this set (the labelled split's solves are read again below)
+                    outcome = {k: v for k, v in outcome.items() if k != "source"}
+                    recorded[solve_file_name(inst["instance"], outcome["kind"], outcome["time_limit"])] = outcome
+    for path in sorted((work / "solves").glob("*.json")):
+        try:
+            recorded[path.name] = read_json(path)
+        except (OSError, ValueError):
+            path.unlink()  # a torn record: that solve is simply run again
+    return recorded
+
+
+def _instance_records(root: Path, domain: str, grid: str, kept: list[dict], recorded: dict[str, dict],
+                      check_time_limit: float) -> list[dict]:
+    """The manifest's record of each kept instance, its problem file written: the satisficing solve, and the
+    optimal ones of this set and of the labelled split; problem files of instances no longer kept are removed."""
+    folder = plan_set_folder(root, domain, PLAN_SETS[grid])
+    labelled = _labelled_plan_solves(root, domain)
+    instances = []
+    for inst in kept:
+        relative = f"{domain}/{PLAN_SETS[grid]}/problems/{inst['instance']}.pddl"
+        atomic_write_text(root / relative, inst["text"])
+        satisficing = recorded[solve_file_name(inst["instance"], "satisficing", check_time_limit)]
+        optimal = [dict(o, source="this plan set") for name, o in sorted(recorded.items())
+                   if name.startswith(f"{inst['instance']}-optimal-")]
+        optimal += labelled.get(inst["seed"], [])
+        record = {k: v for k, v in inst.items() if k != "text"}
+        record.update(problem=relative, sha256=sha256_file(root / relative), satisficing=satisficing,
+                      optimal=optimal)
+        instances.append(record)
+    wanted = {f"{inst['instance']}.pddl" for inst in kept}
+    for stray in (folder / "problems").glob("*.pddl"):
+        if stray.name not in wanted:
+            stray.unlink()
+    return instances
+
+
 def generate_plan_set(
     root: str | os.PathLike,
     domain: str,
@@ -197,16 +255,7 @@ def generate_plan_set(
 
     started = time.perf_counter()
     root = Path(root)
-    if domain not in DOMAINS:
-        raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
-    if grid not in PLAN_SETS:
-        raise DatasetError(f"unknown plan set grid {grid!r}; choose from {', '.join(PLAN_SETS)}")
-    for name, value in (("check_time_limit", check_time_limit), ("optimal_time_limit", optimal_time_limit),
-                        ("count", count)):
-        if value is not None and not value > 0:
-            raise DatasetError(f"{name} must be positive, got {value}")
-    if not 1 <= max_attempts <= 99:
-        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    _check_plan_set_arguments(domain, grid, count, max_attempts, check_time_limit, optimal_time_limit)
     top = root / MANIFEST
     if not top.is_file():
         raise DatasetError(f"no dataset at {root} (no {MANIFEST}): a plan set is drawn into a dataset root")
@@ -218,18 +267,7 @@ def generate_plan_set(
     kept, exhausted = _draw_slots(domain, slots, taken, max_attempts)
 
     # Solves: recorded in the manifest of an earlier run, in the work folder of an interrupted one, or run now.
-    recorded: dict[str, dict] = {}
-    if (folder / MANIFEST).is_file():
-        for inst in read_json(folder / MANIFEST)["instances"]:
-            for outcome in [inst["satisficing"], *inst.get("optimal", [])]:
-                if "kind" in outcome:  # run for this set (the labelled split's solves are read again below)
-                    outcome = {k: v for k, v in outcome.items() if k != "source"}
-                    recorded[solve_file_name(inst["instance"], outcome["kind"], outcome["time_limit"])] = outcome
-    for path in sorted((work / "solves").glob("*.json")):
-        try:
-            recorded[path.name] = read_json(path)
-        except (OSError, ValueError):
-            path.unlink()  # a torn record: that solve is simply run again
+    recorded = _recorded_solves(folder, work)
     jobs = []
     for inst in kept:
         kinds = [("satisficing", check_time_limit)] + ([("optimal", optimal_time_limit)] if optimal_time_limit else [])
@@ -249,23 +287,7 @@ def generate_plan_set(
         finally:
             bar.close()
 
-    labelled = _labelled_plan_solves(root, domain)
-    instances = []
-    for inst in kept:
-        relative = f"{domain}/{PLAN_SETS[grid]}/problems/{inst['instance']}.pddl"
-        atomic_write_text(root / relative, inst["text"])
-        satisficing = recorded[solve_file_name(inst["instance"], "satisficing", check_time_limit)]
-        optimal = [dict(o, source="this plan set") for name, o in sorted(recorded.items())
-                   if name.startswith(f"{inst['instance']}-optimal-")]
-        optimal += labelled.get(inst["seed"], [])
-        record = {k: v for k, v in inst.items() if k != "text"}
-        record.update(problem=relative, sha256=sha256_file(root / relative), satisficing=satisficing,
-                      optimal=optimal)
-        instances.append(record)
-    wanted = {f"{inst['instance']}.pddl" for inst in kept}
-    for stray in (folder / "problems").glob("*.pddl"):
-        if stray.name not in wanted:
-            stray.unlink()
+    instances = _instance_records(root, domain, grid, kept, recorded, check_time_limit)
     manifest = {
         "format": PLAN_SET_FORMAT,
         "domain": domain,

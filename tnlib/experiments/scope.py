@@ -441,6 +441,24 @@ def render_scope(scope: Scope) -> str:
                      f"training, or stopped before the test evaluation): {', '.join(scope.without_metrics)}.\n")
     if not scope.runs:
         return "\n".join(lines + ["No run folders (with a config.json) here: nothing to show.\n"])
+    lines += _setting_rows(scope) + _domain_rows(scope) + _curve_rows(scope) + _caveat_rows(scope)
+    return "\n".join(lines)
+
+
+def _learned_sigma_links(scope: Scope) -> list[str]:
+    """The learned sigma's links of the runs, where any run learns sigma."""
+    return scope.values("sigma_link") if any(r.sigma == "learn" for r in scope.runs) else []
+
+
+def _improving_of_judged(scope: Scope) -> tuple[int, int]:
+    """How many runs' validation curves were still improving, of those long enough to tell."""
+    groups = scope.improving()
+    return sum(c[True] for c in groups.values()), sum(c[True] + c[False] for c in groups.values())
+
+
+def _setting_rows(scope: Scope) -> list[str]:
+    """The setting of the runs beside the paper's: training, seeds, domains, models, configurations,
+    distributions, bounds, sigma, hardware and code."""
     paper_samples = TRAIN_STEPS * BATCH_SIZE
     samples = scope.samples()
     low, high = min(samples), max(samples)
@@ -464,9 +482,9 @@ def render_scope(scope: Scope) -> str:
     per_cell = Counter((r.domain, r.model, r.sigma, r.residual, r.distribution) for r in scope.runs)
     seeds_text = _seeds_text(seeds) + ("" if len(set(per_cell.values())) <= 1
                                        else f"; {min(per_cell.values())}-{max(per_cell.values())} per cell")
-    links = scope.values("sigma_link") if any(r.sigma == "learn" for r in scope.runs) else []
+    links = _learned_sigma_links(scope)
     link_text = {"softplus": "softplus(x) + 0.01", "bounded": "10 sigmoid(x) + 0.1"}
-    lines += [
+    lines = [
         "| | these runs | the paper |", "|---|---|---|",
         f"| training per run | {budget} | {TRAIN_STEPS:,} steps x batch {BATCH_SIZE} = {paper_samples:,} samples |",
         f"| seeds | {seeds_text} | {len(SEEDS)}, not named (the authors' scripts: "
@@ -496,13 +514,17 @@ def render_scope(scope: Scope) -> str:
     if set(codes) != {NOT_RECORDED}:  # only runs whose starts record the commit that trained them say it
         lines.append(f"| code that trained (tnlib commit) | {_hardware_text(codes)} | the authors' (IBM/pddlsl) |")
     lines.append("")
+    return lines
 
-    # per domain: training instances, test set, plan set
+
+def _domain_rows(scope: Scope) -> list[str]:
+    """Per domain: training instances, test set and plan set against the paper's; the authors' plan grid; how GBFS
+    counted."""
     max_evaluations = scope.max_evaluations or PAPER_SEARCH.max_evaluations
     limit_note = "" if scope.max_evaluations else " (assumed: no sweep.json)"
     protocols = sorted({p for d in scope.domains.values() for p in d.protocols} | set(scope.plan_protocols))
-    lines += [f"| domain | training instances (paper: {TRAIN_INSTANCES}) | test set | paper's test set | "
-              f"plan set: h_FF solves | paper: h_FF solves |", "|---|---|---|---|---|---|"]
+    lines = [f"| domain | training instances (paper: {TRAIN_INSTANCES}) | test set | paper's test set | "
+             f"plan set: h_FF solves | paper: h_FF solves |", "|---|---|---|---|---|---|"]
     for d in scope.domains.values():
         if d.train_instances is None:
             train = "?"
@@ -537,19 +559,21 @@ def render_scope(scope: Scope) -> str:
                      + "; ".join(f"`{p}`: {PROTOCOL_TEXT.get(p, p)}" for p in protocols)
                      + (" -- **mixed protocols: planning numbers are not comparable**" if len(protocols) > 1 else "")
                      + ".\n")
+    return lines
 
-    # training curves
+
+def _curve_rows(scope: Scope) -> list[str]:
+    """The training curves: per model, configuration and distribution, how many runs were still improving."""
     groups = scope.improving()
     trained = scope.steps_trained()
-    improving = sum(c[True] for c in groups.values())
-    judged = sum(c[True] + c[False] for c in groups.values())
-    lines += [f"Validation curves still improving at the last evaluation (best validation MSE of the last "
-              f"{LAST_FRACTION:.0%} of evaluations more than {IMPROVEMENT:.0%} below the best before them): "
-              f"**{improving} of {judged} runs**"
-              + (f" ({len(scope.runs) - judged} with fewer than {MIN_EVALUATIONS} evaluations cannot tell)"
-                 if judged < len(scope.runs) else "") + ".\n",
-              "| model | configuration | " + " | ".join(DISTRIBUTIONS) + " |",
-              "|---|---|" + "---|" * len(DISTRIBUTIONS)]
+    improving, judged = _improving_of_judged(scope)
+    lines = [f"Validation curves still improving at the last evaluation (best validation MSE of the last "
+             f"{LAST_FRACTION:.0%} of evaluations more than {IMPROVEMENT:.0%} below the best before them): "
+             f"**{improving} of {judged} runs**"
+             + (f" ({len(scope.runs) - judged} with fewer than {MIN_EVALUATIONS} evaluations cannot tell)"
+                if judged < len(scope.runs) else "") + ".\n",
+             "| model | configuration | " + " | ".join(DISTRIBUTIONS) + " |",
+             "|---|---|" + "---|" * len(DISTRIBUTIONS)]
     for model in scope.values("model"):
         for config in scope.configs():
             cells = []
@@ -567,8 +591,17 @@ def render_scope(scope: Scope) -> str:
             if any(cells):
                 lines.append(f"| {model} | {config} | " + " | ".join(cells) + " |")
     lines.append("")
+    return lines
 
-    # what follows
+
+def _caveat_rows(scope: Scope) -> list[str]:
+    """What follows for reading the tables: the caveats these runs call for, or nothing."""
+    paper_samples = TRAIN_STEPS * BATCH_SIZE
+    samples = scope.samples()
+    low, high = min(samples), max(samples)
+    improving, judged = _improving_of_judged(scope)
+    links = _learned_sigma_links(scope)
+    seeds = scope.values("seed")
     caveats = []
     if high < paper_samples:
         caveats.append(f"The runs saw {percent(high / paper_samples)} of the paper's training samples"
@@ -614,11 +647,9 @@ def render_scope(scope: Scope) -> str:
         sizes = sorted({scope.domains[x].planned for x in small_plan})
         caveats.append(f"Plan sets of {'/'.join(map(str, sizes))} instances ({', '.join(small_plan)}; the paper: "
                        f"{PLAN_INSTANCES}): one instance moves coverage by up to {1 / sizes[0]:.2f}.")
-    if caveats:
-        lines.append("**Read the tables with this in mind:**\n")
-        lines += [f"- {c}" for c in caveats]
-        lines.append("")
-    return "\n".join(lines)
+    if not caveats:
+        return []
+    return ["**Read the tables with this in mind:**\n", *[f"- {c}" for c in caveats], ""]
 
 
 def scope_header(results_dir: str | os.PathLike) -> str:

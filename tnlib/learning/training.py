@@ -518,15 +518,7 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
         # curve lines written after the checkpoint will be written again
         # (a line cut short by a crash or a full disk is dropped with them: read_jsonl skips it)
         kept = [record for record in read_jsonl(curves_path) if record["step"] <= step]
-        lost = sorted(set(range(config.eval_every, step + 1, config.eval_every)) - {r["step"] for r in kept})
-        if lost:  # records damaged after they were written: the weights they measured are gone, so they stay lost
-            remedy = ("training goes on without them; to restore them, delete the run folder and train it again (the "
-                      "same settings and seed train the same weights)")
-            if step >= config.steps:  # nothing left to train here: the curve stays short of them
-                remedy = ("the run is trained, so its curve stays without them; to restore them, delete the run "
-                          "folder and train it again (the same settings and seed train the same weights)")
-            print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
-                                               "unreadable", remedy), file=sys.stderr)
+        _report_lost_curve_records(curves_path, kept, step, config)
         atomic_write_text(curves_path, "".join(json.dumps(record) + "\n" for record in kept))
         # a start past the checkpoint trained weights that are gone: its machine made none of the ones kept
         starts = [record for record in run.training_starts() if record["step"] <= step]
@@ -603,6 +595,21 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
             on_step(step)
     bar.close()
     return run_dir
+
+
+def _report_lost_curve_records(curves_path: Path, kept: list[dict], step: int, config: TrainConfig) -> None:
+    """Say on stderr which validation records up to the resumed ``step`` are unreadable (damaged after they were
+    written): the weights they measured are gone, so they stay lost."""
+    lost = sorted(set(range(config.eval_every, step + 1, config.eval_every)) - {r["step"] for r in kept})
+    if not lost:
+        return
+    remedy = ("training goes on without them; to restore them, delete the run folder and train it again (the "
+              "same settings and seed train the same weights)")
+    if step >= config.steps:  # nothing left to train here: the curve stays short of them
+        remedy = ("the run is trained, so its curve stays without them; to restore them, delete the run "
+                  "folder and train it again (the same settings and seed train the same weights)")
+    print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
+                                       "unreadable", remedy), file=sys.stderr)
 
 
 def _diverged_message(what: str, value: float, step: int, batch: Batch, last_path: Path) -> str:

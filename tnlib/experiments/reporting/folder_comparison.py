@@ -77,22 +77,10 @@ def _interval_text(interval: dict) -> str:
     return text + " higher" if interval["low"] > 0 else text
 
 
-def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = None) -> str:
-    """The cells two results folders share, side by side, as Markdown: for a setting the paper's tables have no
-    column for (training with the upper bound h_sat against without, another lower bound, ...).
-
-    A cell is (domain, model, configuration, distribution); each folder's runs of it must share one setting, the
-    seed aside (:func:`check_one_setting`). The columns are named by the settings in which the two folders' runs
-    differ (e.g. ``upper_bound h_sat`` and ``upper_bound none``). Per cell: test MSE and NLL of the point estimate
-    and plan coverage and average evaluations (an unsolved instance counting as the limit), mean ± std over seeds
-    (:func:`accuracy_cell`); the better of the two in bold where the difference survives the seeds' noise
-    (:data:`COMPARISON_BOLD_RULE`), and under the table the paired intervals of the differences. Where the folders'
-    runs used different datasets, their test splits differ: the columns are named by the dataset and nothing is
-    bold; where they planned on different instances (another dataset, or a plan set against the plan split),
-    planning is left out, and where one planned more of the same instances than the other, planning compares on
-    those every run of both planned (said under the table). ``names``: the folders' names where no setting tells them apart (default
-    :func:`folder_names`). A ValueError when the folders share no cell."""
-    folders = (results_dir, other_dir)
+def _comparison_cells(folders) -> tuple[list[dict], list[dict], list[dict], dict[str, set[str]]]:
+    """What :func:`render_comparison` compares, per folder: ``{(domain, model, configuration, distribution):
+    {metric: {seed: value}}}``, the cells' run configurations, the problems each domain's runs all planned, and the
+    problems both folders planned per domain (a domain one folder alone planned: all of its own)."""
     # planning compares on the instances every run of both folders planned (one folder may have planned a plan set
     # on more of its instances than the other): paired seeds, the same instances
     planned_by_folder = [_planned_problems(folder) for folder in folders]
@@ -118,6 +106,57 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
                 cells[side][key]["coverage"][row["seed"]] = row["coverage"]
                 cells[side][key]["evaluations"][row["seed"]] = row["evaluations"]
         check_one_setting(pooled, f"{folder}:")
+    return cells, configs, planned_by_folder, shared_problems
+
+
+def _comparison_notes(differ: list[str], names, labels: list[str], datasets: list[list[str]], planned_on: list[str],
+                      planned_by_folder: list[dict], shared_problems: dict) -> list[str]:
+    """What :func:`render_comparison` says under its tables: where the folders' data or planned instances differ,
+    where planning compares on fewer instances than each planned, and what an upper bound changes."""
+    same_data = datasets[0] == datasets[1]
+    same_plans = same_data and planned_on[0] == planned_on[1]
+    lines = []
+    if not same_data:
+        lines += ["", f"The two folders' runs trained and were tested on different datasets ({labels[0]} and "
+                  f"{labels[1]}): their test splits differ, so magnitudes do not compare across the columns and "
+                  "nothing is bold; the directions within each folder do."]
+    if not same_plans:
+        where = [f"`{name}` on " + ("data/" + "+".join(data) + "'s " if data else "")
+                 + ("plan split" if split == "plan" else split)
+                 for name, data, split in zip(names, datasets, planned_on)]
+        lines += ["", f"Planning is left out: {where[0]}, {where[1]} -- not the same instances."]
+    narrowed = [f"{domain} {len(shared_problems[domain])} (of {len(planned_by_folder[0][domain])} and "
+                f"{len(planned_by_folder[1][domain])})"
+                for domain in sorted(shared_problems, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
+                if all(domain in side for side in planned_by_folder)
+                and any(len(side[domain]) != len(shared_problems[domain]) for side in planned_by_folder)]
+    if same_plans and narrowed:
+        lines += ["", "Planning compares the instances both folders planned with every run: " + "; ".join(narrowed)
+                  + " -- the other instances are in each folder's own planning.md."]
+    if "upper_bound" in differ:
+        lines += ["", "Test MSE and NLL of runs trained with an upper bound use it on the test states too (their "
+                  "truncated mean lies between l and u = h_sat, a satisficing plan's cost a planner does not have); "
+                  "GBFS plans with the lower bound only, so coverage and evaluations compare on equal terms."]
+    return lines
+
+
+def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = None) -> str:
+    """The cells two results folders share, side by side, as Markdown: for a setting the paper's tables have no
+    column for (training with the upper bound h_sat against without, another lower bound, ...).
+
+    A cell is (domain, model, configuration, distribution); each folder's runs of it must share one setting, the
+    seed aside (:func:`check_one_setting`). The columns are named by the settings in which the two folders' runs
+    differ (e.g. ``upper_bound h_sat`` and ``upper_bound none``). Per cell: test MSE and NLL of the point estimate
+    and plan coverage and average evaluations (an unsolved instance counting as the limit), mean ± std over seeds
+    (:func:`accuracy_cell`); the better of the two in bold where the difference survives the seeds' noise
+    (:data:`COMPARISON_BOLD_RULE`), and under the table the paired intervals of the differences. Where the folders'
+    runs used different datasets, their test splits differ: the columns are named by the dataset and nothing is
+    bold; where they planned on different instances (another dataset, or a plan set against the plan split),
+    planning is left out, and where one planned more of the same instances than the other, planning compares on
+    those every run of both planned (said under the table). ``names``: the folders' names where no setting tells them apart (default
+    :func:`folder_names`). A ValueError when the folders share no cell."""
+    folders = (results_dir, other_dir)
+    cells, configs, planned_by_folder, shared_problems = _comparison_cells(folders)
     shared = sorted(set(cells[0]) & set(cells[1]), key=lambda k: (DOMAINS.index(k[0]) if k[0] in DOMAINS else 9, k))
     if not shared:
         raise ValueError(f"{results_dir} and {other_dir} share no (domain, model, configuration, distribution) cell")
@@ -163,27 +202,7 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
             for key, by_metric in differences:
                 lines.append("| " + " | ".join(list(key) + [_interval_text(by_metric[m]) if m in by_metric else ""
                                                             for m, _, _ in metrics]) + " |")
-    if not same_data:
-        lines += ["", f"The two folders' runs trained and were tested on different datasets ({labels[0]} and "
-                  f"{labels[1]}): their test splits differ, so magnitudes do not compare across the columns and "
-                  "nothing is bold; the directions within each folder do."]
-    if not same_plans:
-        where = [f"`{name}` on " + ("data/" + "+".join(data) + "'s " if data else "")
-                 + ("plan split" if split == "plan" else split)
-                 for name, data, split in zip(names, datasets, planned_on)]
-        lines += ["", f"Planning is left out: {where[0]}, {where[1]} -- not the same instances."]
-    narrowed = [f"{domain} {len(shared_problems[domain])} (of {len(planned_by_folder[0][domain])} and "
-                f"{len(planned_by_folder[1][domain])})"
-                for domain in sorted(shared_problems, key=lambda d: DOMAINS.index(d) if d in DOMAINS else 9)
-                if all(domain in side for side in planned_by_folder)
-                and any(len(side[domain]) != len(shared_problems[domain]) for side in planned_by_folder)]
-    if same_plans and narrowed:
-        lines += ["", "Planning compares the instances both folders planned with every run: " + "; ".join(narrowed)
-                  + " -- the other instances are in each folder's own planning.md."]
-    if "upper_bound" in differ:
-        lines += ["", "Test MSE and NLL of runs trained with an upper bound use it on the test states too (their "
-                  "truncated mean lies between l and u = h_sat, a satisficing plan's cost a planner does not have); "
-                  "GBFS plans with the lower bound only, so coverage and evaluations compare on equal terms."]
+    lines += _comparison_notes(differ, names, labels, datasets, planned_on, planned_by_folder, shared_problems)
     return "\n".join(lines) + "\n"
 
 

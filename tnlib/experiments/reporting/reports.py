@@ -133,59 +133,17 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
         ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
         planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
-        mse_differences = paired_differences(table1_seed_values(results, model, lower_bound))
-        compared["accuracy"] += interval_count(mse_differences)
-        untested = untested_note(results_dir, model)
-        accuracy.append(f"### {model}\n\n" + (f"{untested}\n\n" if untested else "")
-                        + render_table(results, model=model, lower_bound=lower_bound) + "\n"
-                        + render_paired(mse_differences, "test MSE") + "\n")
-        if paper_tables and model == "nlm":
-            shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
-            accuracy.append(f"{PAPER_TABLES_NOTE} {TABLE1_BOLD_RULE}\n\n" + render_paper_table1(shown) + "\n")
-        if model in PAPER_TABLE1 and lower_bound == "lmcut":
-            accuracy.append(f"The paper's directions ({model}): test MSE of TN against N and N+clip as the paper's "
-                            f"table has them and as these runs do -- {DIRECTIONS_RULE}; where they are reversed, "
-                            "the kit and the paper disagree.\n\n"
-                            + render_paper_directions([table1_seed_values(results, model, lower_bound)],
-                                                      ["these runs"], model,
-                                                      [pair for pair in TABLE1_CONFIGS if pair in ran]) + "\n")
-        if any(r["model"] == model for r in by_nll):
-            nll_differences = paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
-                                                 comparisons=(("TN", "N"),))
-            compared["accuracy"] += interval_count(nll_differences)
-            accuracy.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
-                            + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
-                            + render_paired(nll_differences, "test NLL") + "\n")
-        if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
-            planning.append(f"### {model}\n\n{unplanned_note(results_dir, model)}\n")
-        else:
-            planning.append(f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
-                                                                configs=planned, baseline_dir=results_dir,
-                                                                split=split))
-        if paper_tables and model == "nlm":
-            planning.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
-                            + render_paper_table2(planned) + "\n")
-        mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
-        for metric, lower in (("coverage", False), ("evaluations", True)):
-            differences = paired_differences(table2_seed_values(mine, metric))
-            compared["planning"] += interval_count(differences)
-            planning.append(render_paired(differences, metric, lower) + "\n")
+        sections, count = _model_accuracy(results_dir, results, by_nll, model, lower_bound, ran, paper_tables)
+        accuracy += sections
+        compared["accuracy"] += count
+        sections, count = _model_planning(results_dir, plans, model, lower_bound, planned, split, paper_tables)
+        planning += sections
+        compared["planning"] += count
         if selection is not None:
-            problems = {domain: kept["problems"] for domain, kept in selection.items()}
-            chosen = [r for r in collect_planning(results_dir, split, problems)
-                      if r["model"] == model and r["lower_bound"] == lower_bound]
-            selected_tables.append(f"### {model}\n\n" + render_table2(
-                chosen, model=model, lower_bound=lower_bound, configs=planned, baseline_dir=results_dir, split=split,
-                problems=problems))
-            for metric, lower in (("coverage", False), ("evaluations", True)):
-                differences = paired_differences(table2_seed_values(chosen, metric))
-                compared["planning"] += interval_count(differences)
-                selected_tables.append(render_paired(differences, metric, lower) + "\n")
-        html.append(f"<h1>Training curves ({model})</h1>")
-        for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
-                                               if c["model"] == model}):
-            figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
-            html.append(figure_html(figure, f"curves-{model}-{domain}-{sigma}-{residual}"))
+            sections, count = _model_selected_planning(results_dir, selection, model, lower_bound, planned, split)
+            selected_tables += sections
+            compared["planning"] += count
+        html += _model_curves(results_dir, configs_of, model, lower_bound)
     if selection is not None:
         kept = "; ".join(f"{domain} {len(v['problems'])} of {v['instances']} ({v['undecided']} undecided)"
                          for domain, v in selection.items())
@@ -204,6 +162,86 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / "accuracy-seeds.csv"))
     written.append(write_seed_csv(planning_seed_rows(plans), reports_dir / "planning-seeds.csv"))
     return written
+
+
+def _model_accuracy(results_dir, results: list[dict], by_nll: list[dict], model: str, lower_bound: str,
+                    ran: set, paper_tables: bool) -> tuple[list[str], int]:
+    """accuracy.md's section of one model: Table 1 with its paired intervals, the paper's own table, the paper's
+    directions and the NLL table; and how many paired intervals it shows."""
+    sections = []
+    mse_differences = paired_differences(table1_seed_values(results, model, lower_bound))
+    compared = interval_count(mse_differences)
+    untested = untested_note(results_dir, model)
+    sections.append(f"### {model}\n\n" + (f"{untested}\n\n" if untested else "")
+                    + render_table(results, model=model, lower_bound=lower_bound) + "\n"
+                    + render_paired(mse_differences, "test MSE") + "\n")
+    if paper_tables and model == "nlm":
+        shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
+        sections.append(f"{PAPER_TABLES_NOTE} {TABLE1_BOLD_RULE}\n\n" + render_paper_table1(shown) + "\n")
+    if model in PAPER_TABLE1 and lower_bound == "lmcut":
+        sections.append(f"The paper's directions ({model}): test MSE of TN against N and N+clip as the paper's "
+                        f"table has them and as these runs do -- {DIRECTIONS_RULE}; where they are reversed, "
+                        "the kit and the paper disagree.\n\n"
+                        + render_paper_directions([table1_seed_values(results, model, lower_bound)],
+                                                  ["these runs"], model,
+                                                  [pair for pair in TABLE1_CONFIGS if pair in ran]) + "\n")
+    if any(r["model"] == model for r in by_nll):
+        nll_differences = paired_differences(table1_seed_values(by_nll, model, lower_bound, "nll"),
+                                             comparisons=(("TN", "N"),))
+        compared += interval_count(nll_differences)
+        sections.append(f"Test NLL at the best-NLL checkpoint (the appendix's NLL rows), {model}:\n\n"
+                        + render_table(by_nll, model=model, lower_bound=lower_bound, metric="nll") + "\n"
+                        + render_paired(nll_differences, "test NLL") + "\n")
+    return sections, compared
+
+
+def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str, planned: list,
+                    split: str, paper_tables: bool) -> tuple[list[str], int]:
+    """planning.md's section of one model: Table 2 (or why there is none), the paper's own table and the paired
+    intervals of coverage and evaluations; and how many paired intervals it shows."""
+    if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
+        sections = [f"### {model}\n\n{unplanned_note(results_dir, model)}\n"]
+    else:
+        sections = [f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
+                                                        configs=planned, baseline_dir=results_dir, split=split)]
+    if paper_tables and model == "nlm":
+        sections.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
+                        + render_paper_table2(planned) + "\n")
+    mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
+    return _with_paired_planning(sections, mine)
+
+
+def _model_selected_planning(results_dir, selection: dict, model: str, lower_bound: str, planned: list,
+                             split: str) -> tuple[list[str], int]:
+    """Table 2 of one model again under the paper's selection of plan instances, with its paired intervals; and
+    how many paired intervals it shows."""
+    problems = {domain: kept["problems"] for domain, kept in selection.items()}
+    chosen = [r for r in collect_planning(results_dir, split, problems)
+              if r["model"] == model and r["lower_bound"] == lower_bound]
+    sections = [f"### {model}\n\n" + render_table2(
+        chosen, model=model, lower_bound=lower_bound, configs=planned, baseline_dir=results_dir, split=split,
+        problems=problems)]
+    return _with_paired_planning(sections, chosen)
+
+
+def _with_paired_planning(sections: list[str], rows: list[dict]) -> tuple[list[str], int]:
+    """``sections`` followed by the paired intervals of coverage and evaluations of ``rows``, and their count."""
+    compared = 0
+    for metric, lower in (("coverage", False), ("evaluations", True)):
+        differences = paired_differences(table2_seed_values(rows, metric))
+        compared += interval_count(differences)
+        sections.append(render_paired(differences, metric, lower) + "\n")
+    return sections, compared
+
+
+def _model_curves(results_dir, configs_of: list[dict], model: str, lower_bound: str) -> list[str]:
+    """training_curves.html's section of one model: a figure per domain and configuration."""
+    html = [f"<h1>Training curves ({model})</h1>"]
+    for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
+                                           if c["model"] == model}):
+        figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+        html.append(figure_html(figure, f"curves-{model}-{domain}-{sigma}-{residual}"))
+    return html
 
 
 # Above the paper's own tables, where a report sets them beside its own.
