@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The checks that need a GPU, in one run: the CUDA tests (tests/test_cuda.py), the CPU suite's training, planning,
-# model, head and executor tests on the GPU machine, and training speed on data/paper on the GPU and on one core of
+# The checks that need a GPU, in one run: the CUDA tests (tests/learning/test_cuda.py), the CPU suite's training,
+# planning, model, head and executor tests on the GPU machine, and training speed on data/paper on the GPU and on one core of
 # the same machine (benchmarks/bench_training.py). Logs go to $OUT (default: cuda-check/).
 #
 #   bash benchmarks/cuda_check.sh [all|tests|hgn]   # on a machine with CUDA, torch and tnlib's dependencies
@@ -33,11 +33,13 @@ bench() {  # device batch threads steps seconds -> one table
 }
 
 run_tests() {
-    timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="-ra" tests/test_cuda.py > "$OUT/test-cuda.txt" 2>&1
-    echo "tests/test_cuda.py: rc $?"; tail -n 3 "$OUT/test-cuda.txt"
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="-ra" tests/learning/test_cuda.py \
+        > "$OUT/test-cuda.txt" 2>&1
+    echo "tests/learning/test_cuda.py: rc $?"; tail -n 3 "$OUT/test-cuda.txt"
     # the CPU suite on a GPU machine (conftest keeps it on the CPU): training, planning, models, heads, executors
-    timeout 120 python3 -m pytest -q -p no:cacheprovider -o addopts="-ra" -n 6 tests/test_training.py \
-        tests/test_planning.py tests/test_models.py tests/test_heads.py tests/test_executors.py \
+    timeout 120 python3 -m pytest -q -p no:cacheprovider -o addopts="-ra" -n 6 tests/learning/test_training.py \
+        tests/learning/test_split_planning.py tests/learning/test_models.py tests/learning/test_heads.py \
+        tests/foundation/test_executors.py \
         > "$OUT/test-suite-on-gpu-machine.txt" 2>&1
     echo "suite subset: rc $?"; tail -n 3 "$OUT/test-suite-on-gpu-machine.txt"
 }

@@ -1,5 +1,5 @@
 """Shared test set-up: one thread per test module, torch's global generator seeded before each test, the CPU as
-the default device outside tests/test_cuda.py, and the folder each module's problem corpus is written to (the
+the default device outside tests/learning/test_cuda.py, and the folder each module's problem corpus is written to (the
 problem files themselves come from planning_corpus.py, built deterministically and cached by folder)."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def seeded_torch():
 def cpu_unless_the_test_is_about_cuda(request):
     """tnlib runs on CUDA when present; the suite checks the CPU's numbers against references (and compares CPU
     tensors with what a checkpoint loads), so on a GPU machine it still runs on the CPU, module-scoped fixtures
-    (runs trained once per module) included. tests/test_cuda.py, which compares the two, sees the GPU."""
+    (runs trained once per module) included. tests/learning/test_cuda.py, which compares the two, sees the GPU."""
     if request.module.__name__ == "test_cuda":
         yield
         return

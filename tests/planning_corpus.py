@@ -9,7 +9,7 @@ from pathlib import Path
 from tnlib.planning.search import random_walk_states  # noqa: F401  (re-exported for the tests)
 from tnlib.planning.task import Task, load_task
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent / "fixtures" / "pddl"
 
 # Small enough that the reachable state space is explored in well under a second (h* via breadth-first search).
 SMALL_INSTANCES = {

@@ -31,7 +31,7 @@ Every step depends only on the problem's structure, never on object names, so re
 form; and the form is the problem's atom list under a renaming, so different instances get different forms. The
 search is exponential only for problems with large symmetry groups that step 3's exchanges do not cover; it stops
 with :class:`InstanceKeyError` past :data:`MAX_LEAVES` leaves rather than run on (no generated instance comes
-near: see tests/test_instance_keys.py).
+near: see tests/data/test_instance_keys.py).
 
 A (state, goal) pair is keyed the same way, with the state in place of the initial atoms
 (:func:`state_goal_key`): two dataset rows with equal pair keys are one training example (the same input and,

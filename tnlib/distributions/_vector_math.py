@@ -7,7 +7,7 @@ caller, the exponent read and written through the float's bits; erfcx is a singl
 [0, inf) (Shepherd and Laframboise's form, (1 + 2x) erfcx(x) in t = (x - K)/(x + K)), evaluated as a degree-26
 polynomial in t by Estrin's scheme (short dependency chains). The mean's excess over a lower bound, D(a) = E[t] - a
 for t standard normal on [a, inf), is two Chebyshev expansions, on [0, 4] and in 1/a^2 beyond, where the closed form
-1/M(a) - a loses a^2 ulps. tests/test_truncated_normal_kernels.py checks each against mpmath.
+1/M(a) - a loses a^2 ulps. tests/distributions/test_truncated_normal_kernels.py checks each against mpmath.
 """
 from __future__ import annotations
 
@@ -92,8 +92,8 @@ def exp(x):
 
 
 # erfcx(x) = P(t) / (1 + 2x), t = (x - K)/(x + K) = 1 - 2K/(x + K) in [-1, 1): P's monomial coefficients, from its
-# Chebyshev expansion (computed at 50 digits by mpmath and converted there; tests/test_truncated_normal_kernels.py
-# recomputes them). The terms dropped are below 3e-18, and |P's coefficients| sum to 1.8 against P >= 1: Horner or
+# Chebyshev expansion (computed at 50 digits by mpmath and converted there;
+# tests/distributions/test_truncated_normal_kernels.py recomputes them). The terms dropped are below 3e-18, and |P's coefficients| sum to 1.8 against P >= 1: Horner or
 # Estrin lose no digits.
 ERFCX_K = 3.75
 ERFCX_POLYNOMIAL = np.array((
@@ -132,7 +132,7 @@ def erfcx(x):
 # D(a) = E[t] - a, t standard normal on [a, inf), a >= 0: P_NEAR(a/2 - 1) on [0, 4], and P_FAR(2 (4/a)^2 - 1) / a
 # beyond, where a D(a) = 1 - 2/a^2 + 10/a^4 - ... is smooth in 1/a^2 (its asymptotic series diverges, so it is not
 # summed). Each P is the degree-24 Chebyshev expansion of its function (the terms dropped are below 3e-17), computed
-# at 50 digits by mpmath and converted to monomials there (tests/test_truncated_normal_kernels.py recomputes them);
+# at 50 digits by mpmath and converted to monomials there (tests/distributions/test_truncated_normal_kernels.py recomputes them);
 # |coefficients| sum to 0.80 (near, against P >= 0.22) and 1.0 (far, against P >= 0.94): Estrin loses no digits.
 MEAN_EXCESS_SPLIT = 4.0
 MEAN_EXCESS_NEAR = np.array((

@@ -5,5 +5,5 @@ The base, at this folder's root, is what a results folder holds and can show, re
 cannot show (``scope``). :mod:`tnlib.experiments.running` runs things: sweeps over configurations and their cells,
 the symbolic baselines, the main job that regenerates reports/, the rerun check. :mod:`tnlib.experiments.reporting`
 lays results out: the paper's Table 1 and Table 2, the reports, their figures, the seeds' statistics. Running imports
-reporting (a main job ends in its reports); reporting never imports running (tests/test_layering.py).
+reporting (a main job ends in its reports); reporting never imports running (tests/repository/test_layering.py).
 """

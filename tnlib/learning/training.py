@@ -32,7 +32,7 @@ the step and the batch's instances, before anything is written for that step.
 
 Determinism: the model is initialised after ``torch.manual_seed(seed)`` and batches are drawn (uniformly, with
 replacement) from a dedicated ``torch.Generator`` seeded with ``seed``, so the same seed gives the same weights
-on the same kind of machine and torch build, on the CPU and on CUDA (tests/test_cuda.py); float32 rounds
+on the same kind of machine and torch build, on the CPU and on CUDA (tests/learning/test_cuda.py); float32 rounds
 differently on another kind of processor or GPU, so weights agree across kinds only to rounding.
 """
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Every figure the notebooks show, under the one name they call it by (``figures.truncated_normal_figure(...)``),
 and the notebook plotting set-up: the notebooks only choose parameters and call ``.show()``. Each figure is built in
-the module of its topic and returned as a ``plotly.graph_objects.Figure`` (tested in ``tests/test_figures.py``):
+the module of its topic and returned as a ``plotly.graph_objects.Figure`` (tested in
+``tests/notebook/test_figures.py``):
 
 * :mod:`tnlib.notebook.notebook_plotting`: the offline renderer, the colours, the message and the slider figures;
 * :mod:`tnlib.notebook.density_figures`: the Normal and Truncated Normal densities, their view and stepped slider;

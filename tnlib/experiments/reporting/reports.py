@@ -314,8 +314,8 @@ def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: st
               + ", ".join(f"`{shown_folder(folder)}/`" for folder in results_dirs) + ". A column's name is its "
               "sigma/residual/l.")
     if len({b for _, _, b in columns}) > 1:
-        source += (" N's training does not read l (tests/test_training.py checks that its weights are those of "
-                   "l = lmcut); l changes its +clip row and TN.")
+        source += (" N's training does not read l (tests/learning/test_training.py checks that its weights are "
+                   "those of l = lmcut); l changes its +clip row and TN.")
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md"]

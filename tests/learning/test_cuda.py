@@ -1,7 +1,7 @@
 """The CUDA path: the Truncated Gaussian, the three models, training, checkpoints and learned GBFS on a GPU agree
 with the CPU, whose numbers the rest of the suite checks against references (mpmath, scipy, pyperplan).
 
-Skipped where torch sees no CUDA device (CI has none); on a GPU machine: ``pytest tests/test_cuda.py``.
+Skipped where torch sees no CUDA device (CI has none); on a GPU machine: ``pytest tests/learning/test_cuda.py``.
 """
 from __future__ import annotations
 

@@ -776,7 +776,7 @@ def test_trained_runs_are_found_or_named():
 # The student copy (tnlib handout)
 # ----------------------------------------------------------------------------------------------------------
 
-CLASSROOM = Path(__file__).resolve().parents[1] / "notebooks" / "statistics_of_heuristic_learning.ipynb"
+CLASSROOM = Path(__file__).resolve().parents[2] / "notebooks" / "statistics_of_heuristic_learning.ipynb"
 
 
 def test_the_student_copy_leaves_out_every_solution_and_output_and_keeps_the_rest(tmp_path):

@@ -128,8 +128,8 @@ def test_clip_estimate_is_for_gaussian_models_only(tmp_path, rows):
         LearnedHeuristic(n, resolve_domain("blocksworld"), problem, estimate="median")
 
 
-DEAD_END_DOMAIN = Path(__file__).resolve().parent / "data" / "deadend-domain.pddl"
-DEAD_END_PROBLEM = Path(__file__).resolve().parent / "data" / "deadend-problem.pddl"
+DEAD_END_DOMAIN = Path(__file__).resolve().parents[1] / "fixtures" / "pddl" / "deadend-domain.pddl"
+DEAD_END_PROBLEM = Path(__file__).resolve().parents[1] / "fixtures" / "pddl" / "deadend-problem.pddl"
 
 
 def _dead_end_rows() -> tuple[object, list, list[dict]]:

@@ -24,7 +24,7 @@ from tnlib.planning.plans import validate_plan
 from tnlib.planning.search import goal_distances, hstar, random_walk_states
 from tnlib.planning.task import load_task
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 DOMAINS = sorted(OPTIMAL_COSTS)
 PROFILES = ("small", "paper")
 

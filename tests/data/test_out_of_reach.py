@@ -18,7 +18,7 @@ from tnlib.data.attempt_selection import Draw, select_attempts
 from tnlib.data.manifest import cell_card, data_card
 from tnlib.errors import DatasetError
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataset_helpers import LIMITS  # noqa: E402
 
 HARD = 5  # gripper balls: the fake planner "times out" on these

@@ -1,5 +1,5 @@
 """tnlib.executors: the in-process and local-pool runners give every job's result once, run_jobs on top of them
-(the Dask runner is exercised by tests/test_generation.py's runner-independence test)."""
+(the Dask runner is exercised by tests/data/test_generation.py's runner-independence test)."""
 from __future__ import annotations
 
 import pytest

@@ -65,7 +65,7 @@ def test_n_training_does_not_read_the_lower_bound_tn_training_does(tmp_path):
     # truncated at l and must change with it. Through the dataset, which is where l is read.
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "data" / "small"
+    root = Path(__file__).resolve().parents[2] / "data" / "small"
     runs = {(dist, bound): train(config(tmp_path / f"{dist}-{bound}", distribution=dist, lower_bound=bound,
                                         data_root=str(root), instances=6, steps=6, eval_every=3))
             for dist in ("N", "TN") for bound in ("lmcut", "blind")}
@@ -387,7 +387,7 @@ def test_instances_is_at_most_n_and_the_run_records_what_it_used(tmp_path):
 
     from tnlib.paper import TRAIN_INSTANCES
 
-    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    root = Path(__file__).resolve().parents[2] / "data" / "paper"
     splits = json.loads((root / "gripper" / "manifest.json").read_text())["splits"]
     available = splits["train"]["counts"]["instances"]
     assert available < TRAIN_INSTANCES  # what this test is about; regenerating the data may change it
@@ -427,7 +427,7 @@ def test_model_selection_validates_on_the_val_rows_that_are_no_train_pair(tmp_pa
     from tnlib.learning.models import make_encoder
     from tnlib.learning.training import encode_all, load_items, predict
 
-    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    root = Path(__file__).resolve().parents[2] / "data" / "paper"
     cfg = config(tmp_path, domain="gripper", data_root=str(root), instances=20, steps=4, eval_every=2,
                  checkpoint_every=2)
     run = train(cfg)
@@ -515,7 +515,7 @@ def test_resume_from_a_moved_copy_of_the_same_data(tmp_path):
 
     from tnlib.learning.training import same_dataset
 
-    small = Path(__file__).resolve().parents[1] / "data" / "small"
+    small = Path(__file__).resolve().parents[2] / "data" / "small"
     first, moved, other = (tmp_path / name for name in ("first", "moved", "other"))
     for copy in (first, moved, other):
         shutil.copytree(small, copy)

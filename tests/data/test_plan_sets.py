@@ -19,7 +19,7 @@ from tnlib.planning.plans import validate_plan
 from tnlib.planning.task import load_search_task
 from tnlib.planning.pddl import resolve_domain
 
-SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+SMALL = Path(__file__).resolve().parents[2] / "data" / "small"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
 from tnlib.notebook.figures import BUNDLE_MARKER  # noqa: E402
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 EXPLORER = NOTEBOOK_DIR / "truncated_gaussian_explorer.ipynb"
 CLASSROOM = NOTEBOOK_DIR / "statistics_of_heuristic_learning.ipynb"
 EXPERIMENTS = NOTEBOOK_DIR / "heuristic_learning_experiments.ipynb"

@@ -24,10 +24,10 @@ from tnlib.errors import DatasetError
 from tnlib.files import sha256_file
 from tnlib.paper import DOMAINS
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
 
-REPO_DATA = Path(__file__).resolve().parents[1] / "data"
+REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ from tnlib.planning.optimal_costs import OPTIMAL_PLANS
 from tnlib.planning.search import goal_distances
 from tnlib.planning.task import load_task
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataset_helpers import (  # noqa: E402
     crowded_profile,
     failing_profile,
@@ -464,7 +464,7 @@ generate_dataset({root!r}, ["gripper"], gripper_profile({seeds}), ["train"], Gen
 def test_sigkill_then_rerun_resumes_without_redoing_or_duplicating(tmp_path, monkeypatch):
     seeds = 10  # 20 slots
     root = tmp_path / "killed"
-    script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), root=str(root), seeds=seeds)
+    script = KILL_SCRIPT.format(tests=str(Path(__file__).resolve().parents[1]), root=str(root), seeds=seeds)
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     work = root / "gripper" / ".work" / "train"
     attempts = work / "attempts"
@@ -566,7 +566,7 @@ print(len(calls))
 def test_two_generations_into_one_folder_solve_each_attempt_once(tmp_path):
     """Two `generate` runs started together on one folder take turns per attempt: together they run as many solves
     as one run alone, and the dataset is the one a single run makes."""
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[1])
 
     def start(out: Path) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", _GENERATE_AND_COUNT.format(tests=tests, out=str(out))],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # 64 MiB travel, less room for what a session adds untracked (runs in progress, a pyperplan wheel)
 TRACKED_LIMIT = 62 * 2**20
 

@@ -22,7 +22,7 @@ from tnlib.learning.evaluation import evaluate, evaluate_run
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_items, train
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
 
 SEEDS = (0, 1, 2)

@@ -290,7 +290,7 @@ def test_a_source_tree_exported_by_git_archive_names_its_commit(tmp_path):
     assert exported.code_commit() == commit
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / ".git").exists(), reason="not a git checkout")
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / ".git").exists(), reason="not a git checkout")
 def test_a_run_is_retrained_by_the_code_of_a_named_commit_in_a_process_of_its_own(tmp_path):
     """The curve check of a folder trained by older code: the commit's tnlib, exported from git, retrains the run in a
     child process (here HEAD's, on a run this checkout trained, so no value differs); a commit git does not hold is

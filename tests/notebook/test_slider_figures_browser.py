@@ -17,7 +17,7 @@ import pytest
 from browser_support import isolate, launch_chromium
 from tnlib.notebook import classroom_demos, explorer
 
-RENDERED = Path(__file__).resolve().parents[1] / "reports" / "notebooks"
+RENDERED = Path(__file__).resolve().parents[2] / "reports" / "notebooks"
 PAGE = RENDERED / "truncated_gaussian_explorer.html"
 CLASSROOM_PAGE = RENDERED / "statistics_of_heuristic_learning.html"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]

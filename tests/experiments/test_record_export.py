@@ -17,7 +17,7 @@ from tnlib.experiments.reporting.table_rows import collect_planning
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
 
-DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+DATA_SMALL = Path(__file__).resolve().parents[2] / "data" / "small"
 SWEEP = ["sweep", "--preset", "small", "--models", "linear", "--domains", "gripper", "--configs", "learn/ff",
          "--distributions", "N", "TN", "--seeds", "0", "--steps", "20", "--eval-every", "10", "--plan-instances", "2",
          "--max-evaluations", "200", "--workers", "1", "--data-root", str(DATA_SMALL)]

@@ -19,7 +19,7 @@ from tnlib.data.manifest import data_card, verify_dataset
 from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
 from tnlib.errors import DatasetError
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataset_helpers import shared_dataset, tiny_profile  # noqa: E402
 
 EXACT_DOMAINS = ("blocksworld", "ferry", "gripper", "visitall")
@@ -157,7 +157,7 @@ def test_shipped_test_grid_holds_every_slot_of_the_paper_profiles_grid():
     to the profile without filling the data (`tnlib data fill --splits test-grid`) fails here."""
     from tnlib.data.profiles import PROFILES
 
-    root = Path(__file__).resolve().parents[1] / "data" / "paper"
+    root = Path(__file__).resolve().parents[2] / "data" / "paper"
     for domain in EXACT_DOMAINS:
         entry = json.loads((root / domain / "manifest.json").read_text())["splits"][TEST_GRID]
         grid = PROFILES["paper"].grid(domain, TEST_GRID)

@@ -31,7 +31,7 @@ import torch
 
 from browser_support import isolate, launch_chromium, unavailable
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "truncated_gaussian_explorer.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "truncated_gaussian_explorer.ipynb"
 # Seconds for the whole browser session (server start, kernel start, all cells, two redraws); ~20 s when quiet.
 DEADLINE_S = 100.0
 SERVER_START_S = 30.0

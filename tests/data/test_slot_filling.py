@@ -18,7 +18,7 @@ from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_json, read_json, sha256_file
 
-SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+SMALL = Path(__file__).resolve().parents[2] / "data" / "small"
 DOMAIN = "blocksworld"
 
 

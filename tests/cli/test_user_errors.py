@@ -20,7 +20,7 @@ from tnlib.experiments.running.experiments_notebook_parameters import check_note
 from tnlib.experiments.running.sweep import Sweep
 from tnlib.planning.generators import generate
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def one_line_error(capsys, command: str) -> str:
@@ -141,7 +141,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch
     (None, ["--device", "cpu"], "--device applies to --model only"),
 ], ids=["missing", "not-a-run-folder", "not-a-checkpoint", "two-heuristics", "astar", "estimate", "device"])
 def test_plan_with_a_model_checks_its_flags(model, flags, message, tmp_path, problem, capsys):
-    # (a model of another domain: tests/test_learned_planning.py, which trains one)
+    # (a model of another domain: tests/learning/test_split_planning.py, which trains one)
     argv = ["plan", "blocksworld", str(problem), *flags]
     if model is not None:
         argv += ["--model", model.format(tmp=tmp_path, problem=problem)]

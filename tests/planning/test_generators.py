@@ -319,7 +319,7 @@ def test_numpy_parameters_are_accepted():
 def test_data_readmes_regeneration_example_rewrites_a_shipped_problem_byte_for_byte(capsys):
     """data/README.md names a shipped instance and the `tnlib generate` command that rewrites its problem file:
     the name must be one data/small holds, and the command's output that file, byte for byte."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "data" / "README.md").read_text()
     name, = re.findall(r"e\.g\.\s+`(blocksworld-b5-s\d+)`", readme)
     command = re.search(r"`tnlib generate (blocksworld --seed (\d+) --blocks 5)` rewrites", readme)

@@ -14,7 +14,7 @@ from nbconvert import HTMLExporter
 from browser_support import isolate, is_local, launch_chromium
 from tnlib.experiments.running.offline_math import MATHML_STYLE, drop_online_loaders, offline_html, render_math, tex_to_mathml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 REPORTS = ROOT / "reports" / "notebooks"
 # Any absolute web address (or protocol-relative one in an attribute), local or not; is_local sorts them.

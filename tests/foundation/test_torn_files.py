@@ -18,7 +18,7 @@ from tnlib import cli
 from tnlib.errors import DamagedFile
 from tnlib.files import append_jsonl, atomic_write_text, read_json_lines, read_jsonl
 
-DATA_SMALL = Path(__file__).resolve().parents[1] / "data" / "small"
+DATA_SMALL = Path(__file__).resolve().parents[2] / "data" / "small"
 RUN = "gripper-linear-N-learn-ff-llmcut-s0"
 SWEEP = ["sweep", "--preset", "small", "--models", "linear", "--domains", "gripper", "--configs", "learn/ff",
          "--distributions", "N", "--seeds", "0", "--eval-every", "10", "--plan-instances", "2",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-TNLIB = Path(__file__).resolve().parents[1] / "tnlib"
+TNLIB = Path(__file__).resolve().parents[2] / "tnlib"
 
 # Where each part of tnlib sits; a part may import parts of its own rank or lower ranks.
 RANKS: dict[str, int] = {
@@ -87,7 +87,8 @@ def layering_violations(root: Path = TNLIB) -> list[str]:
         where = f"{path.relative_to(root.parent)}"
         own = RANKS.get(_part(module))
         if own is None:
-            problems.append(f"{where}: {module} has no rank in tests/test_layering.py's RANKS; place it there")
+            problems.append(f"{where}: {module} has no rank in tests/repository/test_layering.py's RANKS; place it "
+                            "there")
             continue
         for line, name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
             rank = _rank_of(name, root)
@@ -142,8 +143,8 @@ def test_the_check_allows_own_and_lower_stages_and_names_an_unranked_module(tmp_
                                         "def f():\n    from tnlib.learning.run_files import RunDir\n")
     assert layering_violations(root) == []
     _write(root, "plotting.py", "")
-    assert layering_violations(root) == ["tnlib/plotting.py: tnlib.plotting has no rank in tests/test_layering.py's "
-                                         "RANKS; place it there"]
+    assert layering_violations(root) == ["tnlib/plotting.py: tnlib.plotting has no rank in "
+                                         "tests/repository/test_layering.py's RANKS; place it there"]
 
 
 def test_a_results_folder_names_baselines_as_the_learning_stage_writes_them():

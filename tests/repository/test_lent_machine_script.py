@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "reports" / "speed-cuda" / "lent_machine.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "reports" / "speed-cuda" / "lent_machine.sh"
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
