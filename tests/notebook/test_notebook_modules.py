@@ -228,6 +228,20 @@ def test_synthetic_regression_is_deterministic_for_a_seed():
     assert first.recorded_steps[0] == 0 and first.recorded_steps[-1] == 15
 
 
+def test_each_synthetic_model_is_a_learning_head_whose_open_bound_follows_the_margin():
+    """The models are heads as the learning stage describes them (N or TN, learned or fixed sigma), in display
+    order; the open-bound margin moves the Truncated Gaussian's support and nothing else."""
+    assert list(synthetic_regression.MODELS) == list(synthetic_regression.MODEL_LABELS)
+    assert [k for k, m in synthetic_regression.MODELS.items() if m.head.distribution == "TN"] == ["truncated"]
+    settings = dict(seed=4, num_train=80, num_test=60, steps=5)
+    narrow = synthetic_regression.run_synthetic_regression(open_bound_margin=0.1, **settings)
+    wide = synthetic_regression.run_synthetic_regression(open_bound_margin=2.0, **settings)
+    assert {k: v for k, v in narrow.test_mse.items() if k != "truncated"} == \
+        {k: v for k, v in wide.test_mse.items() if k != "truncated"}
+    assert narrow.test_mse["truncated"] != wide.test_mse["truncated"]
+    assert narrow.truncated_mean_minus_bound > -0.1 and wide.truncated_mean_minus_bound > -2.0
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_regression_claims_of_the_classroom_notebook(seed):
     """Each assertion is a bullet of "What to look for" in statistics_of_heuristic_learning.ipynb, section 8."""

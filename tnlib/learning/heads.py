@@ -120,18 +120,19 @@ class Prediction:
 
     ``distribution`` names it (``"N"`` or ``"TN"``, as :class:`HeadConfig` does); ``mu``, ``sigma``, ``lower`` (l,
     ``-inf`` when absent) and ``upper`` (u, ``+inf`` when absent) are 1-D tensors of the batch size;
-    ``torch_distribution`` is the ``Normal`` or ``TruncatedNormal`` object.
+    ``torch_distribution`` is the ``Normal`` or ``TruncatedNormal`` object; a TN's support is open by
+    ``open_bound_margin`` on each side (the paper's epsilon; the classroom notebook varies it).
     """
 
     def __init__(self, distribution: str, mu: torch.Tensor, sigma: torch.Tensor, lower: torch.Tensor,
-                 upper: torch.Tensor):
+                 upper: torch.Tensor, open_bound_margin: float = OPEN_BOUND_EPSILON):
         self.distribution = distribution
         self.mu, self.sigma, self.lower, self.upper = mu, sigma, lower, upper
         if distribution == "N":
             self.torch_distribution = Normal(mu, sigma, validate_args=False)
         else:
             self.torch_distribution = TruncatedNormal(
-                mu, sigma, lower - OPEN_BOUND_EPSILON, upper + OPEN_BOUND_EPSILON, validate_args=False
+                mu, sigma, lower - open_bound_margin, upper + open_bound_margin, validate_args=False
             )
 
     def nll(self, h_star: torch.Tensor) -> torch.Tensor:

@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from scipy.special import ndtr
-from torch.distributions import Normal
 
-from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.reporting.seed_statistics import paired_interval
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, distribution_calibration
+from tnlib.learning.heads import HeadConfig, Prediction, learned_sigma
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
 from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
-from tnlib.paper import FIXED_SIGMA
+from tnlib.paper import FIXED_SIGMAS
 
 
 @dataclass(frozen=True)
@@ -89,8 +88,26 @@ MODEL_COLUMN_LABELS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class SyntheticModel:
+    """One model of :data:`MODEL_LABELS`: its head as the learning stage describes one (the distribution, a learned
+    or fixed sigma; no residual, l the lower bound) and whether its network reads l beside the features."""
+
+    head: HeadConfig
+    reads_bound: bool = False
+
+
+#: The models of :func:`run_synthetic_regression`, by their keys in :data:`MODEL_LABELS`.
+MODELS: dict[str, SyntheticModel] = {
+    "gaussian_mse": SyntheticModel(HeadConfig("N", "fixed", residual="none")),
+    "gaussian": SyntheticModel(HeadConfig("N", "learn", residual="none")),
+    "gaussian_mse_bound": SyntheticModel(HeadConfig("N", "fixed", residual="none"), reads_bound=True),
+    "gaussian_bound": SyntheticModel(HeadConfig("N", "learn", residual="none"), reads_bound=True),
+    "truncated": SyntheticModel(HeadConfig("TN", "learn", residual="none")),
+}
+
 #: The models whose network reads the bound l beside the features (the others see the features only).
-MODELS_READING_THE_BOUND = ("gaussian_mse_bound", "gaussian_bound")
+MODELS_READING_THE_BOUND = tuple(kind for kind, model in MODELS.items() if model.reads_bound)
 
 
 #: The point estimates compared on the test states, with their labels.
@@ -106,8 +123,8 @@ _COST_CENTRE, _COST_SPREAD = 8.0, 5.0
 
 
 class _HeuristicNetwork(torch.nn.Module):
-    """Features (and, with ``reads_bound``, the bound l scaled like the cost) -> (mu, sigma): a one-hidden-layer
-    tanh network with a softplus sigma head."""
+    """Features (and, with ``reads_bound``, the bound l scaled like the cost) -> (mu, sigma's raw output): a
+    one-hidden-layer tanh network."""
 
     def __init__(self, hidden_units: int, reads_bound: bool = False) -> None:
         super().__init__()
@@ -119,9 +136,7 @@ class _HeuristicNetwork(torch.nn.Module):
         if self.reads_bound:
             features = torch.cat([features, ((lower_bound - _COST_CENTRE) / _COST_SPREAD)[:, None]], dim=1)
         output = self.body(features)
-        mu = _COST_CENTRE + _COST_SPREAD * output[:, 0]
-        sigma = torch.nn.functional.softplus(output[:, 1]) + 1e-2  # floor keeps the NLL finite
-        return mu, sigma
+        return _COST_CENTRE + _COST_SPREAD * output[:, 0], output[:, 1]
 
 
 @dataclass
@@ -150,12 +165,14 @@ class RegressionResult:
     calibration: dict[str, Calibration] = field(repr=False)
 
 
-def _model_distribution(kind: str, mu: torch.Tensor, sigma: torch.Tensor, lower_bound: torch.Tensor, margin: float):
-    if kind in ("gaussian_mse", "gaussian_mse_bound"):
-        return Normal(mu, torch.full_like(mu, FIXED_SIGMA))
-    if kind in ("gaussian", "gaussian_bound"):
-        return Normal(mu, sigma)
-    return TruncatedNormal(mu, sigma, lower_bound - margin, torch.full_like(mu, math.inf), validate_args=False)
+def _prediction(head: HeadConfig, network: _HeuristicNetwork, data: SyntheticHeuristicData,
+                margin: float) -> Prediction:
+    """The head's predicted distribution of h* on ``data``: sigma as learning's heads make it (softplus plus a
+    floor, or the paper's fixed value), a TN's support open at l - ``margin``."""
+    mu, raw_sigma = network(data.features, data.lower_bound)
+    sigma = (learned_sigma(raw_sigma, head.sigma_link) if head.sigma == "learn"
+             else torch.full_like(mu, FIXED_SIGMAS[head.fixed_sigma]))
+    return Prediction(head.distribution, mu, sigma, data.lower_bound, torch.full_like(mu, math.inf), margin)
 
 
 def run_synthetic_regression(
@@ -203,27 +220,19 @@ def _run_synthetic_regression(
     calibrations: dict[str, Calibration] = {}
     truncated_margin = math.inf
     for kind in MODEL_LABELS:
+        head = MODELS[kind].head
         # Same initial weights for every model (seeded per run, isolated from the global RNG).
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed * 1000 + 17)
-            network = _HeuristicNetwork(hidden_units, kind in MODELS_READING_THE_BOUND).to(DTYPE)
+            network = _HeuristicNetwork(hidden_units, MODELS[kind].reads_bound).to(DTYPE)
         optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
-
-        def heuristic(data: SyntheticHeuristicData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            mu, sigma = network(data.features, data.lower_bound)
-            if kind == "truncated":
-                planning = _model_distribution(kind, mu, sigma, data.lower_bound, open_bound_margin).mean
-            else:
-                planning = mu
-            return mu, sigma, planning
 
         test_mse_curve[kind], train_nll[kind] = [], []
         for step in range(steps + 1):
-            mu, sigma = network(train.features, train.lower_bound)
-            loss = -_model_distribution(kind, mu, sigma, train.lower_bound, open_bound_margin).log_prob(train.optimal_cost).mean()
+            loss = _prediction(head, network, train, open_bound_margin).nll(train.optimal_cost).mean()
             if step in recorded_steps:
                 with torch.no_grad():
-                    _, _, planning = heuristic(test)
+                    planning = _prediction(head, network, test, open_bound_margin).point_estimate()
                 test_mse_curve[kind].append(float(((planning - test.optimal_cost) ** 2).mean()))
                 train_nll[kind].append(loss.item())
             if step == steps:
@@ -233,17 +242,19 @@ def _run_synthetic_regression(
             optimizer.step()
 
         with torch.no_grad():
-            mu, sigma, planning = heuristic(test)
+            prediction = _prediction(head, network, test, open_bound_margin)
+            planning = prediction.point_estimate()
+        mu = prediction.mu
         estimates = {"mu": mu, "clipped": torch.maximum(mu, test.lower_bound)}
-        if kind == "truncated":
+        if head.distribution == "TN":
             estimates["truncated_mean"] = planning
             truncated_margin = float((planning - test.lower_bound).min())
         test_mse[kind] = {name: float(((value - test.optimal_cost) ** 2).mean()) for name, value in estimates.items()}
         test_heuristic[kind] = planning.numpy()
         with torch.no_grad():  # every model's PIT from the same uniforms: their differences are the models'
             calibrations[kind] = distribution_calibration(
-                _model_distribution(kind, mu, sigma, test.lower_bound, open_bound_margin), test.optimal_cost,
-                test.lower_bound, torch.Generator().manual_seed(seed * 1000 + 29))
+                prediction.torch_distribution, test.optimal_cost, test.lower_bound,
+                torch.Generator().manual_seed(seed * 1000 + 29))
 
     return RegressionResult(
         recorded_steps=recorded_steps,
