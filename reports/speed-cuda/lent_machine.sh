@@ -14,6 +14,8 @@
 # `.whl` in .git/info/exclude, carry [".whl"]): the lent machine reaches no package index. After it, for each line
 # `runs-K.tgz -> FOLDER` of summary.txt: `cat runs-K.tgz.* | tar -xz -C FOLDER`.
 #
+# STOP_FILE=PATH ends the training early once that file exists (what a test uses instead of a wall-clock guess).
+#
 # TNLIB_CODE=DIR trains with the tnlib in DIR (a campaign's pinned export, carried) instead of the checkout's: it
 # goes first on the path and Python's safe-path mode keeps the working directory off it.
 set -u -m
@@ -69,7 +71,8 @@ running() {  # whether any process of the sweeps' groups is still there
     return 1
 }
 deadline=$((start + ${TRAIN_SECONDS:-450}))
-while [ "$(date +%s)" -lt "$deadline" ] && running; do sleep 2; done
+stopped() { [ -n "${STOP_FILE:-}" ] && [ -e "$STOP_FILE" ]; }
+while [ "$(date +%s)" -lt "$deadline" ] && running && ! stopped; do sleep 1; done
 for group in "${groups[@]}"; do kill -TERM -- "-$group" 2> /dev/null; done
 for _ in 1 2 3 4 5 6 7 8 9 10; do running || break; sleep 1; done
 for group in "${groups[@]}"; do kill -KILL -- "-$group" 2> /dev/null; done

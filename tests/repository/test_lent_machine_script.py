@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -26,16 +27,24 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
         f"--eval-every 3 --no-plan --workers 1 --out {runs}\n\n"
         f"--preset small --models linear --domains gripper --configs learn/ff --distributions N --seeds 0 "
         f"--steps 10000000 --eval-every 50 --no-plan --workers 1 --out {runs} --device cpu\n")
-    # one process per part (--workers 1): the 6-step part must finish within TRAIN_SECONDS on a loaded machine, and
-    # a pool's worker processes would each start torch anew; the other checkpoints every 50 steps, so that it has
-    # a last.pt to leave behind however slowly it trains
+    # one process per part (--workers 1: a pool's worker processes would each start torch anew); the long part
+    # checkpoints every 50 steps. The script's deadline is far off: it is stopped through STOP_FILE once the short
+    # part is tested and the long one has a last.pt, however slowly a loaded machine trains them
+    finished = runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "metrics-test.json"
+    resumable = runs / "gripper-linear-N-learn-ff-llmcut-s0" / "last.pt"
+    stop = tmp_path / "stop"
     # another job's sweep on the same machine: a process whose command line says "tnlib sweep"
-    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "tnlib sweep bystander"])
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "tnlib sweep bystander"])
     try:
-        env = {**os.environ, "TRAIN_SECONDS": "25", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
-        done = subprocess.run(["bash", str(SCRIPT), str(parts)], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=240)
-        assert done.returncode == 0, done.stderr
+        env = {**os.environ, "TRAIN_SECONDS": "500", "STOP_FILE": str(stop), "OUT": str(tmp_path / "out"),
+               "PYTHON": sys.executable}
+        script = subprocess.Popen(["bash", str(SCRIPT), str(parts)], cwd=tmp_path, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not (finished.is_file() and resumable.is_file()) and script.poll() is None:
+            time.sleep(0.5)
+        stop.touch()
+        _, stderr = script.communicate(timeout=240)
+        assert script.returncode == 0, stderr
         assert bystander.poll() is None  # still running: only the script's own process groups were stopped
     finally:
         bystander.kill()
