@@ -25,8 +25,19 @@ from tnlib.distributions._autograd import (
     _Mean,
     _Variance,
 )
-from tnlib.distributions._cdf_kernels import KernelCDF
+from tnlib.distributions._cdf_kernels import (
+    _CONSTANTS as _CDF_CONSTANTS,
+    KernelCDF,
+    _cdf_gradients_serial,
+    _cdf_gradients_vector_serial,
+    _cdf_serial,
+    _cdf_vector_parallel,
+    _cdf_vector_serial,
+)
+from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, cdf_element
+from tnlib.distributions._regimes import _SQRT_HALF
 from tnlib.distributions._kernels import (
+    _BLOCK,
     _CONSTANTS,
     _PARALLEL_FROM,
     KernelLogProb,
@@ -505,3 +516,114 @@ def test_one_sided_mean_loop_equals_the_per_element_branches():
         error = np.abs(got - expected) / np.maximum(np.abs(expected), 1.0)
         worst = int(np.nanargmax(error))
         assert float(error[worst]) <= 1e-12, (name, rows[worst], float(got[worst]), float(expected[worst]))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The cdf's vectorized pass (tnlib.distributions._cdf_vector) against the per-element kernel it stands in for
+# ----------------------------------------------------------------------------------------------------------------
+
+def _mixed_regime_cdf_inputs(n: int, seed: int) -> list[np.ndarray]:
+    """(value, loc, scale, low, high) of every regime the cdf meets: straddling, a bound 0-40 scales away (either
+    side, so half the elements are mirrored), one-sided, both bounds infinite, intervals 1e-6 to 1e3 scales wide,
+    values spread over the support (a short stretch from a bound included) and a few outside it."""
+    rng = np.random.default_rng(seed)
+    loc = rng.normal(0.0, 5.0, n)
+    scale = np.exp(rng.normal(0.0, 2.0, n))
+    a = rng.choice([-1.0, 1.0], n) * np.exp(rng.uniform(-5.0, 3.7, n)) - rng.uniform(0.0, 3.0, n)
+    width = np.exp(rng.uniform(-14.0, 7.0, n))
+    low = loc + scale * a
+    high = np.where(rng.random(n) < 0.3, np.inf, low + scale * width)
+    low = np.where(rng.random(n) < 0.05, -np.inf, low)
+    inner = TruncatedNormal(*(torch.tensor(v) for v in (loc, scale, low, high))).icdf(torch.tensor(rng.random(n)))
+    value = inner.numpy().copy()
+    near = rng.random(n) < 0.2  # within a short stretch of the lower bound
+    value[near] = np.where(np.isfinite(low[near]), low[near] + scale[near] * np.exp(rng.uniform(-12, 0, near.sum())),
+                           value[near])
+    outside = rng.random(n) < 0.02
+    value[outside] = loc[outside] + rng.normal(0.0, 50.0, outside.sum()) * scale[outside]
+    return [value, loc, scale, low, high]
+
+
+@numba.njit(error_model="numpy")
+def _cdf_held(value, loc, scale, low, high, held):
+    for i in range(held.shape[0]):
+        held[i] = cdf_element(value[i], loc[i], scale[i], low[i], high[i])[7]  # (derivatives held)
+
+
+def test_cdf_vectorized_pass_and_its_gradients_equal_the_per_element_kernel_on_mixed_regimes():
+    arrays = _mixed_regime_cdf_inputs(20_000, seed=59)
+    n = arrays[0].shape[0]
+    held = np.empty(n, dtype=np.bool_)
+    _cdf_held(*arrays, held)
+    # (the comparison means something only where the vectorized pass computes: most elements)
+    assert held.mean() >= 0.9, held.mean()
+    vector, per_element = np.empty(n), np.empty(n)
+    _cdf_vector_serial(*arrays, vector, *_CDF_CONSTANTS)
+    _cdf_serial(False, *arrays, per_element, *_CDF_CONSTANTS)
+    # relative to the CDF, or where both form it as 1 less the mass above the value (straddling elements above
+    # loc) to that mass, which the subtraction's rounding is relative to
+    value, loc, _, low, _ = arrays
+    size = np.where((low < loc) & (value > loc), np.maximum(per_element, 1.0 - per_element), per_element)
+    error = np.where(vector == per_element, 0.0, np.abs(vector - per_element) / size)
+    worst = int(error.argmax())
+    assert error[worst] <= 1e-14, ([float(t[worst]) for t in arrays], vector[worst], per_element[worst])
+    grad = np.random.default_rng(1).normal(size=n)
+    slopes = np.empty((5, n))
+    _cdf_gradients_vector_serial(grad, *arrays, slopes, *_CDF_CONSTANTS)
+    reference = tuple(np.empty(n) for _ in range(5))
+    _cdf_gradients_serial(False, grad, *arrays, reference, *_CDF_CONSTANTS)
+    # each relative to the density at the value, at least grad / scale (the size of the terms that cancel in one
+    # that vanishes)
+    size = np.maximum(np.abs(reference[0]), np.abs(grad) / arrays[2])
+    for name, g, g_ref in zip(("value", "loc", "scale", "low", "high"), slopes, reference):
+        error = np.where(g == g_ref, 0.0, np.abs(g - g_ref) / np.maximum(np.abs(g_ref), size))
+        worst = int(error.argmax())
+        assert error[worst] <= 1e-14, (name, [float(t[worst]) for t in arrays], g[worst], g_ref[worst])
+
+
+def test_cdf_of_a_batch_split_among_threads_equals_the_serial_pass():
+    arrays = _mixed_regime_cdf_inputs(3 * _BLOCK + 17, seed=3)
+    n = arrays[0].shape[0]
+    serial, parallel = np.empty(n), np.empty(n)
+    _cdf_vector_serial(*arrays, serial, *_CDF_CONSTANTS)
+    _cdf_vector_parallel(*arrays, parallel, *_CDF_CONSTANTS)
+    assert np.array_equal(serial, parallel, equal_nan=True)
+
+
+@numba.njit(error_model="numpy")
+def _stretch_loop(a, length, mass, mean):
+    for i in range(a.shape[0]):
+        mass[i], mean[i] = _stretch(a[i], length[i])
+
+
+def test_narrow_stretch_series_is_within_a_few_ulps_of_mpmath():
+    # the narrow stretches the vectorized pass takes the series on: length (1 + |slope at the middle|) <= 1
+    rows = [(a, length) for a in (-1e4, -30.0, -2.0, -0.5, 0.0, 0.3, 1.0, 5.0, 1e3, 1e5)
+            for length in (1e-9, 1e-4, 0.1, 0.5, 1.0) if length * max(1.0, abs(a + 0.5 * length)) <= 1.0]
+    a, length = (np.array(column) for column in zip(*rows))
+    mass, mean = np.empty(len(rows)), np.empty(len(rows))
+    _stretch_loop(a, length, mass, mean)
+    with mp.workdps(40):
+        for (x, w), got_mass, got_mean in zip(rows, mass, mean):
+            integrand = lambda r: mp.exp(-x * r - r * r / 2)  # noqa: E731
+            exact_mass = mp.quad(integrand, [0, w])
+            exact_mean = mp.quad(lambda r: r * integrand(r), [0, w]) / exact_mass
+            assert abs(got_mass / exact_mass - 1) <= 4e-16, (x, w, got_mass, exact_mass)
+            assert abs(got_mean / exact_mean - 1) <= 8e-16, (x, w, got_mean, exact_mean)
+
+
+@numba.njit(error_model="numpy")
+def _ndtr_lower_loop(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _ndtr_lower(x[i])
+
+
+def test_vector_ndtr_of_a_non_positive_argument_is_erfc_of_its_float64_argument_within_a_few_ulps():
+    # erfc(y)/2 at y = -x/sqrt 2 rounded to float64, as libm's erfc gets it in the per-element kernel (that rounding
+    # alone moves Phi(-37) by 2 y^2 eps, 1e-13: the argument's own conditioning, which no Phi shares)
+    x = -np.concatenate([np.linspace(0.0, 8.0, 41), np.linspace(8.0, 37.0, 30), [1e-9, 1e-3]])
+    got = np.empty_like(x)
+    _ndtr_lower_loop(x, got)
+    with mp.workdps(40):
+        exact = [mp.erfc(mp.mpf(float(-v * _SQRT_HALF))) / 2 for v in x]
+    assert float(_ulps(got, exact).max()) <= 6

@@ -1,0 +1,221 @@
+"""The CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba: four
+float64 lanes at once under AVX2), for the elements of the common regimes.
+
+The formulas are the per-element kernel's (tnlib.distributions._cdf_kernels) where each is exact, in closed form:
+Phi of a non-positive argument as erfc(y)/2 = exp(-y^2) erfcx(y)/2 with y^2 kept as a double-double (so a far
+argument loses no more than libm's erfc does), Mills' ratio M = sqrt(pi/2) erfcx(x / sqrt 2) and the frame's
+g(x) = 1 - x M(x) = M(x) D(x) with D the one-sided mean's excess (tnlib.distributions._vector_math), where the
+per-element kernel takes Gauss-Legendre moments of the frame integrand. Those closed forms hold where the stretch
+they integrate over is not narrow (its integral then keeps at least a third of its leading term); where it is -- a
+value within a short stretch of a bound, a narrow interval -- the stretch's Hermite series about its middle
+(_stretch) takes their place. In the far tails (|t| from 36 on a straddling element, results below exp(-700)), on
+a wide stretch with a negative slope, and for a value outside the support or a NaN, the element is marked not held
+and the caller takes the per-element kernel for it.
+
+Each lane forms both the frame's (a >= 0) and the straddling element's (a < 0) formulas and keeps one: a select
+costs less than the branch that would stop the loop vectorizing.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+
+from tnlib.distributions import _vector_math
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2
+
+# Veltkamp's splitting constant, 2^27 + 1: c = K y, hi = c - (c - y) holds y's upper 26 bits exactly
+_SPLITTER = 134217729.0
+# erfc(y) is 0 in float64 from y = 27.3; clamping there keeps y^2 finite for an infinite argument
+_ERFC_ARGUMENT_END = 38.0
+# the far tails the closed forms leave to the per-element kernel: a straddling element's |t| from here (Phi below
+# 1e-300, where the vector exp returns 0 and libm's a subnormal), and a mirrored frame element's survival function
+# below exp(-700) (a CDF up there is 1 less a mass that vanishes, which the pass forms as well as the kernel)
+_STRADDLE_END = 36.0
+_LOG_RESULT_FLOOR = -700.0
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _ndtr_lower(x):
+    """Phi(x) for x <= 0 (the caller's), relatively within a few ulps: erfc(y)/2 with y = -x/sqrt 2 and
+    exp(-y^2) from y^2 = hi + lo exactly (a rounded y^2 of 700 would cost 1e-13)."""
+    y = min(-x * _SQRT_HALF, _ERFC_ARGUMENT_END)
+    hi = y * y
+    c = _SPLITTER * y
+    y_hi = c - (c - y)
+    y_lo = y - y_hi
+    lo = ((y_hi * y_hi - hi) + 2.0 * y_hi * y_lo) + y_lo * y_lo
+    return 0.5 * _vector_math.exp(-hi) * (1.0 - lo) * _vector_math.erfcx(y)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _vector_mills(x):
+    """Mills' ratio M(x) = Phi(-x)/phi(x) for x >= 0 (+inf gives 0)."""
+    return _SQRT_PI_OVER_2 * _vector_math.erfcx(x * _SQRT_HALF)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _wide(a, w):
+    """Whether the frame integral J(a, w) is not narrow (tnlib.distributions._moment_kernels._is_narrow), where its
+    closed form M(a) - exp(-w (a + w/2)) M(a + w) keeps at least a third of M(a)."""
+    return w * max(1.0, abs(a + 0.5 * w)) > 1.0
+
+
+# the narrow stretch's Hermite series to He_24: the first term dropped is below 3e-19 of the sum where |c| m and m
+# are at most 1/2; its coefficients 1/(n+1)! (even n) and 1/(n! (n+2)) (odd n)
+_STRETCH_EVEN = tuple(1.0 / math.factorial(n + 1) for n in range(0, 25, 2))
+_STRETCH_ODD = tuple(1.0 / (math.factorial(n) * (n + 2)) for n in range(1, 25, 2))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _stretch(a, length):
+    """(J, D): the mass J(a, length) = int_0^length exp(-a r - r^2/2) dr of a narrow stretch and its mean D, by
+    the integrand's Hermite series about the stretch's middle m: exp(-c s - s^2/2) = sum He_n(c) (-s)^n / n! with
+    c = a + m, so J = exp(-m (a + m/2)) 2m S0 and D = m - m^2 S1/S0, S0 = sum He_2k(c) m^2k / (2k+1)!,
+    S1 = sum He_2k+1(c) m^2k / ((2k+1)! (2k+3)). Exact to rounding where the per-element kernel takes 16
+    Gauss-Legendre nodes; written out term by term (a loop here would stop the caller's loop vectorizing)."""
+    m = 0.5 * length
+    c = a + m
+    m2 = m * m
+    h0, h1 = 1.0, c
+    h2 = c * h1 - 1.0 * h0
+    h3 = c * h2 - 2.0 * h1
+    h4 = c * h3 - 3.0 * h2
+    h5 = c * h4 - 4.0 * h3
+    h6 = c * h5 - 5.0 * h4
+    h7 = c * h6 - 6.0 * h5
+    h8 = c * h7 - 7.0 * h6
+    h9 = c * h8 - 8.0 * h7
+    h10 = c * h9 - 9.0 * h8
+    h11 = c * h10 - 10.0 * h9
+    h12 = c * h11 - 11.0 * h10
+    h13 = c * h12 - 12.0 * h11
+    h14 = c * h13 - 13.0 * h12
+    h15 = c * h14 - 14.0 * h13
+    h16 = c * h15 - 15.0 * h14
+    h17 = c * h16 - 16.0 * h15
+    h18 = c * h17 - 17.0 * h16
+    h19 = c * h18 - 18.0 * h17
+    h20 = c * h19 - 19.0 * h18
+    h21 = c * h20 - 20.0 * h19
+    h22 = c * h21 - 21.0 * h20
+    h23 = c * h22 - 22.0 * h21
+    h24 = c * h23 - 23.0 * h22
+    s0 = h24 * _STRETCH_EVEN[12]
+    s0 = h20 * _STRETCH_EVEN[10] + m2 * (h22 * _STRETCH_EVEN[11] + m2 * s0)
+    s0 = h16 * _STRETCH_EVEN[8] + m2 * (h18 * _STRETCH_EVEN[9] + m2 * s0)
+    s0 = h12 * _STRETCH_EVEN[6] + m2 * (h14 * _STRETCH_EVEN[7] + m2 * s0)
+    s0 = h8 * _STRETCH_EVEN[4] + m2 * (h10 * _STRETCH_EVEN[5] + m2 * s0)
+    s0 = h4 * _STRETCH_EVEN[2] + m2 * (h6 * _STRETCH_EVEN[3] + m2 * s0)
+    s0 = h0 * _STRETCH_EVEN[0] + m2 * (h2 * _STRETCH_EVEN[1] + m2 * s0)
+    s1 = h23 * _STRETCH_ODD[11]
+    s1 = h19 * _STRETCH_ODD[9] + m2 * (h21 * _STRETCH_ODD[10] + m2 * s1)
+    s1 = h15 * _STRETCH_ODD[7] + m2 * (h17 * _STRETCH_ODD[8] + m2 * s1)
+    s1 = h11 * _STRETCH_ODD[5] + m2 * (h13 * _STRETCH_ODD[6] + m2 * s1)
+    s1 = h7 * _STRETCH_ODD[3] + m2 * (h9 * _STRETCH_ODD[4] + m2 * s1)
+    s1 = h3 * _STRETCH_ODD[1] + m2 * (h5 * _STRETCH_ODD[2] + m2 * s1)
+    s1 = h1 * _STRETCH_ODD[0] + m2 * s1
+    return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0, m - m2 * s1 / s0
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def cdf_element(value, loc, s, low, high):
+    """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
+    per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are
+    the caller's to compute again (they are meaningless here)."""
+    flip = high <= loc  # mirrored: its CDF is the canonical survival function, and its derivatives odd
+    c_loc = -loc if flip else loc
+    c_low = -high if flip else low
+    c_high = -low if flip else high
+    x = -value if flip else value
+    a = (c_low - c_loc) / s
+    b = (c_high - c_loc) / s
+    w = (high - low) / s
+    d = (x - c_low) / s
+    t = (x - c_loc) / s
+    rest = (c_high - x) / s
+    no_a = c_low == -math.inf
+    no_b = c_high == math.inf
+    ad = a + d
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    narrow = (w < math.inf) & (not _wide(a, w))  # a narrow interval is a frame element whatever the sign of a
+    frame = (a >= 0.0) | narrow
+    narrow_head = (not no_a) & (not _wide(a, d))
+    narrow_tail = (not no_b) & (not _wide(ad if frame else -b, rest))
+    # the stretches from the lower bound to the value and from the value to the upper bound, where narrow
+    head_mass, head_mean = _stretch(a, d)
+    tail_mass, tail_mean = _stretch(ad if frame else -b, rest)
+    # the frame (a >= 0): masses relative to phi(a), from Mills' ratios at a, at the value and at b where wide
+    m_a = _vector_mills(a)
+    m_ad = _vector_mills(ad)
+    m_b = _vector_mills(b)
+    delta_w = _vector_math.exp(-w * (a + 0.5 * w))
+    excess_a = _vector_math.mean_excess(a)
+    excess_ad = _vector_math.mean_excess(ad)
+    g_b = m_b * _vector_math.mean_excess(b)  # g(b) = 1 - b M(b)
+    whole_mass, whole_mean = _stretch(a, w)
+    m0 = whole_mass if narrow else m_a - delta_w * m_b
+    log_m0 = _vector_math.log(m0)
+    mean_d = whole_mean if narrow else excess_a if no_b else (m_a * excess_a - delta_w * (g_b + w * m_b)) / m0
+    log_density = -d * (a + 0.5 * d) - log_m0  # the density at the value relative to phi(a)'s, over M0
+    density = _vector_math.exp(log_density)
+    delta_rest = _vector_math.exp(-rest * (ad + 0.5 * rest))
+    frame_head = head_mass if narrow_head else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad
+    frame_tail = tail_mass if narrow_tail else m_ad - delta_rest * m_b
+    wide_tail_mean = excess_ad if no_b else (m_ad * excess_ad - delta_rest * (g_b + rest * m_b)) / frame_tail
+    frame_cdf = frame_head / m0
+    frame_sf = frame_tail * density
+    # dF/da at fixed d and w: F (D - D_head) up to the mean (where the head is narrow), (1 - F) (d - D + D_tail)
+    # past it
+    up_to_mean = d <= mean_d
+    frame_fa = (frame_cdf * (mean_d - head_mean) if up_to_mean
+                else frame_sf * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
+    frame_pb = 0.0 if no_b else delta_w / m0
+    frame_fb = -frame_pb * frame_cdf
+    frame_spread = a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
+    # straddling (a < 0 < b): differences of Phi, each of a non-positive argument, over Z = 1 - the two tails;
+    # within a short stretch of a bound its mass relative to phi at the bound
+    tail_a = _ndtr_lower(a)
+    tail_b = _ndtr_lower(-b)
+    tails = tail_a + tail_b
+    z = 1.0 - tails
+    log_z = _vector_math.log(z)
+    f_t = _vector_math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_z)
+    p_a = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = 0.0 if no_b else _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    tail_t = _ndtr_lower(-abs(t))
+    below = t <= 0.0
+    lower = p_a * head_mass if narrow_head else (tail_t - tail_a) / z
+    upper = p_b * tail_mass if narrow_tail else (tail_t - tail_b) / z
+    straddle_cdf = lower if below else 1.0 - upper
+    straddle_sf = 1.0 - lower if below else upper
+    straddle_fa = -p_a * (1.0 - straddle_cdf)
+    straddle_fb = -p_b * straddle_cdf
+    straddle_spread = t * f_t + (0.0 if no_a else a * straddle_fa) + (0.0 if no_b else b * straddle_fb)
+    # the element's own regime
+    canonical = frame_cdf if frame else straddle_cdf
+    result = (frame_sf if frame else straddle_sf) if flip else canonical
+    result = min(max(result, 0.0), 1.0)
+    f_b = frame_fb if frame else straddle_fb
+    g_value = (density if frame else f_t) / s
+    g_loc = (-frame_fa if frame else -(f_t + straddle_fa + f_b)) / s
+    g_scale = -(frame_spread if frame else straddle_spread) / s
+    g_low = (frame_fa - density - f_b if frame else straddle_fa) / s
+    g_high = f_b / s
+    # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
+    held_frame = (((a >= 0.0) | (narrow_head & narrow_tail)) & (narrow_head | (not up_to_mean))
+                  & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
+    held_straddle = (t > -_STRADDLE_END) & (t < _STRADDLE_END) & (tails < 0.5)
+    held = ((x > c_low) & (x < c_high) & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b)
+            & (held_frame if frame else held_straddle))
+    # at or beyond a bound the CDF is exactly 0 or 1 (the per-element kernel's frame integral over the whole
+    # interval may round a bound's to 1 - 1 ulp, below the vectorized value just inside it); its derivatives there
+    # are the per-element kernel's
+    at_low = x <= c_low
+    at_high = x >= c_high
+    bound_value = (1.0 if at_low else 0.0) if flip else (0.0 if at_low else 1.0)
+    result = bound_value if (at_low | at_high) else result
+    held_value = held | ((at_low | at_high) & (c_low < c_high))
+    if flip:  # odd under the mirror
+        return result, g_value, g_loc, -g_scale, g_high, g_low, held_value, held
+    return result, g_value, g_loc, g_scale, g_low, g_high, held_value, held
