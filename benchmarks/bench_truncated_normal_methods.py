@@ -19,11 +19,30 @@ and dtype: millions of values per second on one thread, best of ``--repeats``, f
 
 The last two columns are tnlib / scipy and tnlib / Normal. scipy's ``mean``, ``var`` and ``entropy`` run a
 Python-level loop over arrays of bounds in some versions; they are timed on at most ``--scipy-points`` elements.
+
+``--cdf-passes`` times instead the cdf's two CPU routes in one run, forward and forward + backward (gradients to the
+value and all four parameters), on a batch whose elements each take one of the regimes above at random: the
+vectorized pass (tnlib.distributions._cdf_vector, what ``cdf`` takes) and the per-element kernel it replaced
+(still what it leaves the far tails to), each as a ratio to torch's Normal cdf on the same values; medians of
+``--repeats`` interleaved rounds, one thread. On the 2-core machine with a training campaign and the tests on it
+(load average 6-8, which made Normal's own times vary 10x between rows: read the two routes against each other,
+the figure in brackets), ``--cdf-passes --repeats 5``, time over Normal's, per-element kernel / vectorized pass
+(how many times faster the pass is):
+
+    1e5 float64: forward 113x / 32x (3.5x), forward + backward 55x / 7.2x (7.7x)
+    1e5 float32: forward 12x / 4.6x (2.5x), forward + backward 416x / 57x (7.3x)
+    1e6 float64: forward 22x / 6.8x (3.2x), forward + backward 42x / 5.1x (8.2x)
+    1e6 float32: forward 51x / 16x (3.1x), forward + backward 105x / 14x (7.6x)
+
+The pass costs about 0.5 us an element forward and 1.1 us forward + backward on that machine, against Normal's
+15-130 ns: still far from numpyro's and TFP's jitted cdf (reports/speed.md section 9).
 """
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
+import time
 
 import numpy as np
 import torch
@@ -70,6 +89,68 @@ def normal_call(method: str, normal, x, p):
     return calls[method]
 
 
+class _PerElementCDF(torch.autograd.Function):
+    """cdf by the per-element kernel (tnlib.distributions._cdf_kernels' _cdf_serial), forward and backward."""
+
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high):
+        from tnlib.distributions._cdf_kernels import _CONSTANTS, _cdf_serial
+
+        ctx.save_for_backward(value, loc, scale, low, high)
+        arrays = [t.detach().numpy() for t in (value, loc, scale, low, high)]
+        out = np.empty_like(arrays[0])
+        _cdf_serial(False, *arrays, out, *_CONSTANTS)
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from tnlib.distributions._cdf_kernels import _CONSTANTS, _cdf_gradients_serial
+
+        arrays = [t.detach().numpy() for t in ctx.saved_tensors]
+        outs = tuple(np.empty_like(arrays[0]) for _ in range(5))
+        _cdf_gradients_serial(False, grad.numpy(), *arrays, outs, *_CONSTANTS)
+        return tuple(torch.from_numpy(o) for o in outs)
+
+
+def cdf_passes(sizes: list[int], repeats: int) -> None:
+    """The cdf's vectorized pass and the per-element kernel against Normal's cdf, forward and forward + backward,
+    on mixed-regime batches: medians of ``repeats`` interleaved rounds."""
+    bounds = torch.tensor(list(REGIMES.values()), dtype=torch.float64)
+    print(f"torch {torch.__version__}, 1 thread, cdf of mixed-regime batches ({', '.join(REGIMES)}), median of "
+          f"{repeats} interleaved rounds; time over Normal's cdf on the same values")
+    for n in sizes:
+        for dtype in (torch.float64, torch.float32):
+            pick = torch.randint(len(bounds), (n,), generator=torch.Generator().manual_seed(n))
+            parameters = (torch.zeros(n, dtype=dtype), torch.ones(n, dtype=dtype), bounds[pick, 0].to(dtype),
+                          bounds[pick, 1].to(dtype))
+            p = torch.rand(n, generator=torch.Generator().manual_seed(1), dtype=dtype)
+            x = TruncatedNormal(*parameters).icdf(p)
+
+            def forward_backward(cdf, leaves):
+                leaves = [t.clone().requires_grad_() for t in leaves]
+                cdf(*leaves).sum().backward()
+
+            normal = lambda value, loc, scale, low, high: torch.distributions.Normal(loc, scale).cdf(value)  # noqa
+            tnlib = lambda value, *theta: TruncatedNormal(*theta, validate_args=False).cdf(value)  # noqa: E731
+            routes = {"Normal": normal, "vectorized pass": tnlib, "per-element kernel": _PerElementCDF.apply}
+            times = {f"{name} {kind}": [] for kind in ("forward", "forward+backward") for name in routes}
+            leaves = (x, *parameters)
+            for route in routes.values():  # (compiles, or loads from numba's cache, each kernel first)
+                forward_backward(route, leaves)
+            for _ in range(repeats):
+                for name, route in routes.items():
+                    for kind, call in (("forward", lambda: route(*leaves)),
+                                       ("forward+backward", lambda: forward_backward(route, leaves))):
+                        started = time.perf_counter()
+                        call()
+                        times[f"{name} {kind}"].append(time.perf_counter() - started)
+            for kind in ("forward", "forward+backward"):
+                base = statistics.median(times[f"Normal {kind}"])
+                cells = [f"{name} {statistics.median(times[f'{name} {kind}']) * 1e3:9.2f} ms "
+                         f"({statistics.median(times[f'{name} {kind}']) / base:6.1f}x)" for name in routes]
+                print(f"{n:>9,d} {str(dtype).replace('torch.', ''):<8s} {kind:<17s} " + "  ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", type=int, default=200_000)
@@ -77,8 +158,15 @@ def main() -> None:
                         help="elements for scipy's mean, var and entropy over arrays of bounds (default 20,000)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--cdf-passes", action="store_true",
+                        help="time the cdf's vectorized pass against the per-element kernel instead")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
+                        help="batch sizes of --cdf-passes (default 100,000 and 1,000,000)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.cdf_passes:
+        cdf_passes(args.sizes, args.repeats)
+        return
     n = args.points
     rng = np.random.default_rng(0)
     print(f"torch {torch.__version__}, 1 thread, {n:,} values per call, best of {args.repeats}; M values/s")
