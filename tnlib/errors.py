@@ -54,3 +54,8 @@ class DamagedFile(Exception):
 class OutsideFormulaScope(ValueError):
     """A state or goal that an exact optimal-cost formula of :mod:`tnlib.planning.optimal_costs` does not cover (or
     that is no state of the domain): the message names the condition it fails, so no wrong number is returned."""
+
+
+class SearchNodeLimit(OutsideFormulaScope):
+    """An exact solver's search (blocksworld's, visitall's) that did not prove the optimum within the search nodes
+    it was given: the instance is in scope, only the budget ran out."""

@@ -534,3 +534,8 @@ def test_banner_names_the_main_table_model_and_an_honest_cpu_estimate():
     assert "CPU-hours on 2 cores if the instances had 16 objects" in small
     assert "an upper bound for data/small" in small
     assert "upper bound" not in Sweep.from_parameters(data_profile="paper").describe()
+
+
+def test_a_node_budget_for_exact_solves_needs_exact(tmp_path, capsys):
+    assert main(["data", "plan-set", str(tmp_path), "--domain", "gripper", "--exact-max-nodes", "5"]) == 2
+    assert "--exact-max-nodes bounds the exact solves: give it with --exact" in one_line_error(capsys, "data")

@@ -242,3 +242,64 @@ def test_a_sweep_on_a_missing_plan_set_says_how_to_make_it(tmp_path):
     with pytest.raises(DatasetError, match=r"lacks the plan set ferry/plan-set: make it with `tnlib data plan-set .* "
                                            r"--domain ferry --grid test`"):
         sweep.check_data()
+
+
+@pytest.mark.parametrize("domain", ["ferry", "visitall"])
+def test_exact_costs_are_validated_plans_equal_to_fast_downwards_optimal_ones(root, domain):
+    generate_plan_set(root, domain, count=4, optimal_time_limit=60, exact=True, progress=False)
+    plan_set = load_plan_set(root, domain)
+    for name in plan_set.instances():
+        record = plan_set.record(name)
+        [astar] = [o for o in record["optimal"] if o["source"] == "this plan set"]
+        assert astar["status"] == "solved"
+        assert record["exact"]["valid"] and plan_set.optimal_cost(name) == astar["plan_length"] > 0
+    assert "exact" in read_json(root / domain / "plan-set" / "manifest.json")["settings"]
+    assert verify_plan_set(root, domain) == []
+
+
+def test_exact_costs_are_added_to_a_plan_set_without_solving_anything_else_again(root, monkeypatch):
+    generate_plan_set(root, "gripper", count=3, progress=False)
+    assert [load_plan_set(root, "gripper").optimal_cost(n) for n in load_plan_set(root, "gripper").instances()] == \
+        [None] * 3
+    kinds = []
+    real = plan_set_generation.run_solve
+    monkeypatch.setattr(plan_set_generation, "run_solve", lambda job: (kinds.append(job.kind), real(job))[1])
+    generate_plan_set(root, "gripper", count=3, exact=True, progress=False)
+    assert kinds == ["exact"] * 3
+    kinds.clear()
+    generate_plan_set(root, "gripper", count=3, progress=False)  # a rerun without --exact keeps them
+    assert kinds == [] and all(load_plan_set(root, "gripper").optimal_cost(n) for n in
+                               load_plan_set(root, "gripper").instances())
+
+
+def test_verify_finds_an_exact_cost_that_disagrees_with_fast_downward_or_an_invalid_plan(root):
+    generate_plan_set(root, "gripper", count=2, optimal_time_limit=60, exact=True, progress=False)
+    path = root / "gripper" / "plan-set" / "manifest.json"
+    manifest = read_json(path)
+    first, second = manifest["instances"]
+    first["exact"]["plan_length"] += 1
+    second["exact"].update(valid=False, message="step 3 is not applicable")
+    path.write_text(json.dumps(manifest))
+    problems = verify_plan_set(root, "gripper")
+    assert any(f"exact h* {first['exact']['plan_length']} but Fast Downward's A* found" in p for p in problems)
+    assert any("did not give a validated plan (step 3 is not applicable)" in p for p in problems)
+    assert load_plan_set(root, "gripper", verify=False).optimal_cost(second["instance"]) is None
+
+
+def test_exact_costs_are_refused_for_a_domain_without_an_exact_solver(root, monkeypatch):
+    monkeypatch.delitem(plan_set_generation.OPTIMAL_PLANS, "gripper")
+    with pytest.raises(DatasetError, match="gripper has no exact solver"):
+        generate_plan_set(root, "gripper", count=2, exact=True, progress=False)
+
+
+def test_an_exact_search_past_its_node_budget_is_recorded_and_tried_again_with_a_larger_one(root):
+    generate_plan_set(root, "visitall", count=2, exact=True, exact_max_nodes=1, progress=False)
+    plan_set = load_plan_set(root, "visitall")
+    for name in plan_set.instances():
+        assert plan_set.record(name)["exact"]["status"] == "node_limit"
+        assert plan_set.record(name)["exact"]["max_nodes"] == 1 and plan_set.optimal_cost(name) is None
+    assert verify_plan_set(root, "visitall") == []  # a budget that ran out is no damage
+    assert "exact" in read_json(root / "visitall" / "plan-set" / "manifest.json")["settings"]
+    generate_plan_set(root, "visitall", count=2, exact=True, progress=False)
+    plan_set = load_plan_set(root, "visitall")
+    assert all(plan_set.optimal_cost(name) > 0 for name in plan_set.instances())

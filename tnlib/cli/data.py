@@ -170,6 +170,13 @@ def _register_plan_set(commands: argparse._SubParsersAction) -> None:
                           help=f"satisficing plan's time limit (seconds; default {CHECK_TIME_LIMIT:g})")
     plan_set.add_argument("--optimal-time-limit", type=float, metavar="S",
                           help="also solve every instance optimally (A* + LM-cut) under this limit (seconds)")
+    plan_set.add_argument("--exact", action="store_true",
+                          help="also record every instance's h* by the domain's exact solver (no limit; its optimal "
+                          "plan validated, and checked against every optimal plan A* found)")
+    plan_set.add_argument("--exact-max-nodes", type=int, metavar="N",
+                          help="with --exact: give the searching solvers (blocksworld, visitall) at most N search "
+                          "nodes per instance, recording status node_limit where that is not enough (default: no "
+                          "bound); a rerun with a larger N (or none) tries those again")
     plan_set.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes (default 1)")
     plan_set.add_argument("--quiet", action="store_true", help="no progress display")
     plan_set.set_defaults(func=_run_plan_set)
@@ -212,14 +219,21 @@ def _run_data_generate(args: argparse.Namespace) -> int:
 
 
 def _run_plan_set(args: argparse.Namespace) -> int:
+    if args.exact_max_nodes is not None and not args.exact:
+        raise CommandError("--exact-max-nodes bounds the exact solves: give it with --exact")
     domains = [d for name in args.domain for part in name.split(",") for d in (DOMAINS if part == "all" else [part])]
     for domain in dict.fromkeys(domains):
         report = generate_plan_set(args.folder, domain, grid=args.grid, count=args.count,
                                    check_time_limit=args.check_time_limit, optimal_time_limit=args.optimal_time_limit,
-                                   workers=args.workers, progress=not args.quiet)
+                                   workers=args.workers, progress=not args.quiet, exact=args.exact,
+                                   exact_max_nodes=args.exact_max_nodes)
         plan_set = load_plan_set(args.folder, domain, PLAN_SETS[args.grid])
         checked = sum(plan_set.record(i)["satisficing"].get("valid", False) for i in plan_set.instances())
-        print(f"{report.folder}: {report.instances} instances ({checked} with a validated satisficing plan), "
+        costs = [plan_set.optimal_cost(i) for i in plan_set.instances()]
+        short = sum(plan_set.record(i).get("exact", {}).get("status") == "node_limit" for i in plan_set.instances())
+        exact = f", {sum(c is not None for c in costs)} with an exact h*" if any(c is not None for c in costs) else ""
+        exact += f", {short} past the exact search's node budget" if short else ""
+        print(f"{report.folder}: {report.instances} instances ({checked} with a validated satisficing plan{exact}), "
               f"{report.exhausted} slots exhausted, {report.solves_run} solves run, {report.wall_seconds:.0f} s")
     return 0
 

@@ -49,13 +49,14 @@ class ExactSolve:
     seconds: float
 
 
-def solve_exactly(domain: str, problem_file: str | Path) -> ExactSolve:
+def solve_exactly(domain: str, problem_file: str | Path, max_nodes: int | None = None) -> ExactSolve:
     """An optimal plan of the problem's initial state by the domain's exact solver. Raises
     :class:`tnlib.errors.OutsideFormulaScope` for a problem its solver does not cover (never a plan it cannot vouch
-    for)."""
+    for), and its :class:`tnlib.errors.SearchNodeLimit` when a searching solver is given ``max_nodes`` and needs
+    more."""
     started = time.perf_counter()
     init, goal = problem_atoms(domain, problem_file)
-    plan = optimal_plan(domain, init, goal)
+    plan = optimal_plan(domain, init, goal, max_nodes=max_nodes)
     return ExactSolve(plan, time.perf_counter() - started)
 
 

@@ -13,7 +13,10 @@ of train, val or test or an earlier instance of the set; the slot then moves to 
 Every kept instance is shown solvable by a satisficing plan -- Fast Downward's lazy greedy search with h_FF
 (:func:`tnlib.planning.fast_downward.solve_satisficing`), validated by :func:`tnlib.planning.plans.validate_plan`
 -- and, with ``optimal_time_limit``, solved optimally (A* + LM-cut) under that limit, so that the paper's
-selection can be applied (:meth:`tnlib.data.plan_sets.PlanSet.optimal_selection`). Solves are recorded one file
+selection can be applied (:meth:`tnlib.data.plan_sets.PlanSet.optimal_selection`). With ``exact``, each instance's
+h* of its initial state is recorded too, from the domain's exact solver (:mod:`tnlib.planning.optimal_costs`,
+no limit), its optimal plan validated like the satisficing one: the optimal cost a planner's plan is measured
+against, at every size of the grid, where A* under any practical limit stops short. Solves are recorded one file
 per instance and limit under ``ROOT/DOMAIN/.work/<folder>/`` as they finish, so an interrupted run resumes where it
 stopped; the problems and the manifest are written when every solve is in, the manifest last, each atomically.
 Rerunning with another ``optimal_time_limit`` adds its solves to those recorded.
@@ -28,20 +31,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tnlib.data.exact_solves import solve_exactly
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
 from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK
-from tnlib.errors import DatasetError
+from tnlib.errors import DatasetError, SearchNodeLimit
 from tnlib.executors import run_jobs
 from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file
 from tnlib.paper import AUTHORS_PLAN_GRID, DOMAINS, MAX_ATTEMPTS, PLAN_INSTANCES
 from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
+from tnlib.planning.optimal_costs import OPTIMAL_PLANS
 
 # A satisficing plan is cheap in these domains (Fast Downward's lazy greedy h_FF: well under a second at the paper's
 # largest test sizes); the limit only stops a pathological case.
 CHECK_TIME_LIMIT = 120.0
 MEMORY_LIMIT_MB = 8000
+EXACT_RECORD = ("h* of the initial state by tnlib.planning.optimal_costs, its optimal plan validated (per instance: "
+                "the search-node budget it had, null for none, and status node_limit where that ran out)")
 
 
 def plan_set_grid(profile: str, domain: str, grid: str, count: int | None = None) -> SplitGrid:
@@ -62,23 +69,28 @@ def plan_set_grid(profile: str, domain: str, grid: str, count: int | None = None
 
 @dataclass(frozen=True)
 class SolveJob:
-    """One Fast Downward run on one drawn problem: ``kind`` ``satisficing`` (lazy greedy h_FF, the plan validated)
-    or ``optimal`` (A* + LM-cut)."""
+    """One solve of one drawn problem: ``kind`` ``satisficing`` (Fast Downward's lazy greedy h_FF, the plan
+    validated), ``optimal`` (Fast Downward's A* + LM-cut) or ``exact`` (the domain's exact solver, the plan validated;
+    it has no time limit, so ``time_limit`` is None; ``max_nodes`` bounds a searching solver's nodes, None: no
+    bound)."""
 
     domain: str
     kind: str
     text: str
     name: str
-    time_limit: float
+    time_limit: float | None
     memory_limit_mb: int
+    max_nodes: int | None = None
 
     @property
     def file_name(self) -> str:
         return solve_file_name(self.name, self.kind, self.time_limit)
 
 
-def solve_file_name(instance: str, kind: str, time_limit: float) -> str:
-    """The work file of one solve, and its key among the recorded ones."""
+def solve_file_name(instance: str, kind: str, time_limit: float | None) -> str:
+    """The work file of one solve, and its key among the recorded ones (a solve without a limit: no limit in it)."""
+    if time_limit is None:
+        return f"{instance}-{kind}.json"
     return f"{instance}-{kind}-{float(time_limit):g}s.json"
 
 
@@ -91,17 +103,29 @@ def run_solve(job: SolveJob) -> dict:
 
     outcome: dict = {"instance": job.name, "kind": job.kind, "time_limit": job.time_limit,
                      "memory_limit_mb": job.memory_limit_mb}
+    if job.kind == "exact":
+        del outcome["memory_limit_mb"]
+        outcome["max_nodes"] = job.max_nodes
     try:
         with tempfile.TemporaryDirectory(prefix="tnlib-plan-set-") as tmp:
             path = Path(tmp) / f"{job.name}.pddl"
             path.write_text(job.text)
-            run = fast_downward.solve_satisficing if job.kind == "satisficing" else fast_downward.solve
-            result = run(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
-            outcome.update(status=result.status, seconds=round(result.seconds, 3))
-            if result.solved:
-                outcome["plan_length"] = len(result.plan)
-                if job.kind == "satisficing":
-                    verdict = validate_plan(load_search_task(resolve_domain(job.domain), path), result.plan)
+            if job.kind == "exact":
+                started = time.perf_counter()
+                try:
+                    solved = solve_exactly(job.domain, path, max_nodes=job.max_nodes)
+                    status, seconds, plan = "solved", solved.seconds, solved.plan
+                except SearchNodeLimit:
+                    status, seconds, plan = "node_limit", time.perf_counter() - started, None
+            else:
+                run = fast_downward.solve_satisficing if job.kind == "satisficing" else fast_downward.solve
+                result = run(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)
+                status, seconds, plan = result.status, result.seconds, result.plan if result.solved else None
+            outcome.update(status=status, seconds=round(seconds, 3))
+            if plan is not None:
+                outcome["plan_length"] = len(plan)
+                if job.kind != "optimal":  # A*'s plans are Fast Downward's optimal ones; the others are checked
+                    verdict = validate_plan(load_search_task(resolve_domain(job.domain), path), plan)
                     outcome["valid"] = verdict.valid
                     if not verdict.valid:
                         outcome["message"] = verdict.message
@@ -167,6 +191,13 @@ def _labelled_plan_solves(root: Path, domain: str) -> dict[int, list[dict]]:
     return solves
 
 
+def _larger_budget(outcome: dict, max_nodes: int | None) -> bool:
+    """Whether an exact solve that ran out of nodes is given more now (None: no bound) and so runs again."""
+    if outcome.get("kind") != "exact" or outcome["status"] != "node_limit":
+        return False
+    return max_nodes is None or max_nodes > outcome["max_nodes"]
+
+
 @dataclass
 class PlanSetReport:
     """What a plan-set run did."""
@@ -179,7 +210,8 @@ class PlanSetReport:
 
 
 def _check_plan_set_arguments(domain: str, grid: str, count: int | None, max_attempts: int,
-                              check_time_limit: float, optimal_time_limit: float | None) -> None:
+                              check_time_limit: float, optimal_time_limit: float | None, exact: bool,
+                              exact_max_nodes: int | None) -> None:
     """A DatasetError naming the first argument of :func:`generate_plan_set` out of its range."""
     if domain not in DOMAINS:
         raise DatasetError(f"unknown domain {domain!r}; choose from {', '.join(DOMAINS)}")
@@ -191,6 +223,10 @@ def _check_plan_set_arguments(domain: str, grid: str, count: int | None, max_att
             raise DatasetError(f"{name} must be positive, got {value}")
     if not 1 <= max_attempts <= 99:
         raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    if exact_max_nodes is not None and not exact_max_nodes > 0:
+        raise DatasetError(f"exact_max_nodes must be positive, got {exact_max_nodes}")
+    if exact and domain not in OPTIMAL_PLANS:
+        raise DatasetError(f"{domain} has no exact solver (those that have one: {', '.join(sorted(OPTIMAL_PLANS))})")
 
 
 def _recorded_solves(folder: Path, work: Path) -> dict[str, dict]:
@@ -199,7 +235,8 @@ def _recorded_solves(folder: Path, work: Path) -> dict[str, dict]:
     recorded: dict[str, dict] = {}
     if (folder / MANIFEST).is_file():
         for inst in read_json(folder / MANIFEST)["instances"]:
-            for outcome in [inst["satisficing"], *inst.get("optimal", [])]:
+            exact = [inst["exact"]] if "exact" in inst else []
+            for outcome in [inst["satisficing"], *inst.get("optimal", []), *exact]:
                 if "kind" in outcome:  # run for this set (the labelled split's solves are read again below)
                     outcome = {k: v for k, v in outcome.items() if k != "source"}
                     recorded[solve_file_name(inst["instance"], outcome["kind"], outcome["time_limit"])] = outcome
@@ -228,6 +265,9 @@ def _instance_records(root: Path, domain: str, grid: str, kept: list[dict], reco
         record = {k: v for k, v in inst.items() if k != "text"}
         record.update(problem=relative, sha256=sha256_file(root / relative), satisficing=satisficing,
                       optimal=optimal)
+        exact = recorded.get(solve_file_name(inst["instance"], "exact", None))
+        if exact is not None:
+            record["exact"] = exact
         instances.append(record)
     wanted = {f"{inst['instance']}.pddl" for inst in kept}
     for stray in (folder / "problems").glob("*.pddl"):
@@ -247,15 +287,18 @@ def generate_plan_set(
     memory_limit_mb: int = MEMORY_LIMIT_MB,
     workers: int = 1,
     progress: bool = True,
+    exact: bool = False,
+    exact_max_nodes: int | None = None,
 ) -> PlanSetReport:
-    """Draw (or resume, or extend with another ``optimal_time_limit``) one domain's plan set in the dataset root
-    ``root`` (module docstring)."""
+    """Draw (or resume, or extend with another ``optimal_time_limit`` or with ``exact`` h*) one domain's plan set in
+    the dataset root ``root`` (module docstring)."""
     from tnlib.planning.fast_downward import fast_downward_version
     from tnlib.progress import progress as progress_display
 
     started = time.perf_counter()
     root = Path(root)
-    _check_plan_set_arguments(domain, grid, count, max_attempts, check_time_limit, optimal_time_limit)
+    _check_plan_set_arguments(domain, grid, count, max_attempts, check_time_limit, optimal_time_limit, exact,
+                              exact_max_nodes)
     top = root / MANIFEST
     if not top.is_file():
         raise DatasetError(f"no dataset at {root} (no {MANIFEST}): a plan set is drawn into a dataset root")
@@ -271,9 +314,11 @@ def generate_plan_set(
     jobs = []
     for inst in kept:
         kinds = [("satisficing", check_time_limit)] + ([("optimal", optimal_time_limit)] if optimal_time_limit else [])
+        kinds += [("exact", None)] if exact else []
         for kind, limit in kinds:
-            job = SolveJob(domain, kind, inst["text"], inst["instance"], float(limit), memory_limit_mb)
-            if job.file_name not in recorded:
+            job = SolveJob(domain, kind, inst["text"], inst["instance"], None if limit is None else float(limit),
+                           memory_limit_mb, exact_max_nodes if kind == "exact" else None)
+            if job.file_name not in recorded or _larger_budget(recorded[job.file_name], exact_max_nodes):
                 jobs.append(job)
     if jobs:
         atomic_write_json(work / "settings.json", {"grid": grid, "count": len(kept)})
@@ -296,7 +341,8 @@ def generate_plan_set(
         "slots": slots.describe(),
         "settings": {"max_attempts": max_attempts, "seed_split": "plan",
                      "satisficing": f"Fast Downward lazy greedy h_FF, {check_time_limit:g} s, validated",
-                     "memory_limit_mb": memory_limit_mb},
+                     "memory_limit_mb": memory_limit_mb,
+                     **({"exact": EXACT_RECORD} if instances and all("exact" in i for i in instances) else {})},
         "disjoint_from": {split: keys_fingerprint(k for k, where in taken.items() if where.startswith(f"{split}/"))
                           for split in sorted({where.split("/")[0] for where in taken.values()})},
         "fast_downward": fast_downward_version(),

@@ -8,7 +8,9 @@ labelled ``plan`` split back. Per domain, ``ROOT/DOMAIN/<folder>/`` (:data:`tnli
   parameters and seed, instance key, sha256, the attempts rejected before it (trivial, or a repeat of a train, val
   or test instance or of an earlier one of the set), a satisficing plan that shows it solvable (its length, the
   planner's time, the validator's verdict) and every optimal solve tried on it (status, seconds, limits; from the
-  labelled plan split's generation, which drew the same seeds, or run for the set);
+  labelled plan split's generation, which drew the same seeds, or run for the set), and, where it was asked for
+  (``tnlib data plan-set ... --exact``), the exact solver's h* of the initial state (``exact``: its optimal plan's
+  length, seconds and the validator's verdict);
 * ``problems/NAME.pddl``: its problem files.
 
 :meth:`PlanSet.optimal_selection` applies the paper's own selection (the instances Fast Downward solved optimally
@@ -76,6 +78,13 @@ class PlanSet:
                 taken[cell] = taken.get(cell, 0) + 1
                 chosen.append(name)
         return chosen
+
+    def optimal_cost(self, instance: str) -> int | None:
+        """h* of the instance's initial state, from the exact solver's validated plan (None: not recorded)."""
+        exact = self._records[instance].get("exact")
+        if exact is None or exact.get("status") != "solved" or not exact.get("valid"):
+            return None
+        return exact["plan_length"]
 
     def problem_path(self, instance: str) -> Path:
         return self.root / self._records[instance]["problem"]
@@ -151,8 +160,9 @@ def taken_instance_keys(root: Path, domain: str) -> dict[str, str]:
 def verify_plan_set(root: str | os.PathLike, domain: str, name: str = PLAN_SETS["test"],
                     recompute: bool = True) -> list[str]:
     """Every problem found in one plan set (empty: all good): the manifest, each problem file's presence and
-    sha256, no stray file, and (``recompute``: keys computed from the files, else the stored ones) no instance
-    twice in the set nor shared with the dataset's train, val or test split."""
+    sha256, no stray file, (``recompute``: keys computed from the files, else the stored ones) no instance
+    twice in the set nor shared with the dataset's train, val or test split, and a recorded exact h* that is a
+    validated plan's and equal to every optimal plan Fast Downward's A* found for the instance."""
     root = Path(root)
     folder = plan_set_folder(root, domain, name)
     hint = plan_set_hint(root, domain, name)
@@ -191,11 +201,26 @@ def verify_plan_set(root: str | os.PathLike, domain: str, name: str = PLAN_SETS[
         if key in keys:
             problems.append(f"{relative}: the same instance as {keys[key]} of the set (up to renaming objects)")
         keys[key] = relative
+        problems += _exact_cost_problems(relative, record)
     for path in sorted((folder / "problems").glob("*.pddl")):
         relative = path.relative_to(root).as_posix()
         if relative not in listed:
             problems.append(f"{relative}: not listed in {domain}/{name}/{MANIFEST} (a stray or foreign file)")
     return problems
+
+
+def _exact_cost_problems(relative: str, record: dict) -> list[str]:
+    """What is wrong with an instance's recorded exact h* (empty: nothing, or none recorded, or a search that ran
+    out of its node budget): it must come from a validated plan and equal the length of every optimal plan A* found
+    (the labelled split records no length)."""
+    exact = record.get("exact")
+    if exact is None or exact.get("status") == "node_limit":
+        return []
+    if exact.get("status") != "solved" or not exact.get("valid"):
+        return [f"{relative}: its exact solve did not give a validated plan ({exact.get('message', exact['status'])})"]
+    found = [o for o in record.get("optimal", []) if o["status"] == "solved" and "plan_length" in o]
+    return [f"{relative}: exact h* {exact['plan_length']} but Fast Downward's A* found an optimal plan of "
+            f"{o['plan_length']}" for o in found if o["plan_length"] != exact["plan_length"]]
 
 
 def find_plan_sets(root: str | os.PathLike) -> list[tuple[str, str]]:

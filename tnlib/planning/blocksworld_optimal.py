@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tnlib.errors import OutsideFormulaScope
+from tnlib.errors import OutsideFormulaScope, SearchNodeLimit
 from tnlib.planning.pddl import parse_atom
 
 Atoms = Iterable[str]
@@ -196,7 +196,7 @@ def _fewest_moves(support: dict[str, str], goal_support: dict[str, str], max_nod
         nonlocal nodes
         nodes += 1
         if max_nodes is not None and nodes > max_nodes:
-            raise OutsideFormulaScope(f"blocksworld: no optimal plan proved within {max_nodes} search nodes")
+            raise SearchNodeLimit(f"blocksworld: no optimal plan proved within {max_nodes} search nodes")
         support = dict(support)
         mark = len(path)
         placed, candidates = problem.settle(support, path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from tnlib.errors import OutsideFormulaScope
+from tnlib.errors import OutsideFormulaScope, SearchNodeLimit
 from tnlib.planning.blocksworld_optimal import blocksworld_optimal_cost, blocksworld_optimal_plan
 from tnlib.planning.pddl import parse_atom
 
@@ -446,7 +446,7 @@ def _visitall_order(tour: _Tour, max_nodes: int | None) -> tuple[int, list[int]]
         nonlocal nodes
         nodes += 1
         if max_nodes is not None and nodes > max_nodes:
-            raise OutsideFormulaScope(f"visitall: no optimal plan proved within {max_nodes} search nodes")
+            raise SearchNodeLimit(f"visitall: no optimal plan proved within {max_nodes} search nodes")
         if not left:
             return True
         key = (at, left)
@@ -544,9 +544,17 @@ def optimal_cost(domain: str, state: Atoms, goal: Atoms) -> int:
     return OPTIMAL_COSTS[domain](state, goal)
 
 
-def optimal_plan(domain: str, state: Atoms, goal: Atoms) -> list[str]:
-    """An optimal plan from ``state`` for ``goal`` (operator names) in a domain of :data:`OPTIMAL_PLANS`."""
+# The solvers that search (the others are closed forms, whose cost does not grow past a budget)
+SEARCHING_SOLVERS = ("blocksworld", "visitall")
+
+
+def optimal_plan(domain: str, state: Atoms, goal: Atoms, max_nodes: int | None = None) -> list[str]:
+    """An optimal plan from ``state`` for ``goal`` (operator names) in a domain of :data:`OPTIMAL_PLANS`;
+    ``max_nodes`` bounds a searching solver's nodes (:class:`~tnlib.errors.SearchNodeLimit` past it; None: no
+    bound) and is not needed by the closed forms."""
     if domain not in OPTIMAL_PLANS:
         raise OutsideFormulaScope(f"no exact optimal plan for {domain!r}; there is one for "
                                   f"{', '.join(sorted(OPTIMAL_PLANS))}")
+    if domain in SEARCHING_SOLVERS:
+        return OPTIMAL_PLANS[domain](state, goal, max_nodes=max_nodes)
     return OPTIMAL_PLANS[domain](state, goal)
