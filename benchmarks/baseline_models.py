@@ -13,13 +13,14 @@ import types
 import torch
 import torch.nn.functional as F
 
-from tnlib.learning.nlm import NLM, NLMLayer, _permutations, _permute_objects, _reduction_mask
+from tnlib.learning.nlm import NLM, NLMLayer
+from tnlib.learning.nlm_autograd import object_permutations, permute_objects, reduction_mask
 from tnlib.learning.strips_hgn import STRIPSHGN
 
 
 def exists_forall(x: torch.Tensor, object_mask: torch.Tensor, exclude_self: str) -> torch.Tensor:
     axis = x.dim() - 2
-    mask = _reduction_mask(object_mask, axis, exclude_self)
+    mask = reduction_mask(object_mask, axis, exclude_self)
     exists = x.masked_fill(~mask, 0.0).amax(dim=axis)
     forall = x.masked_fill(~mask, 1.0).amin(dim=axis)
     return torch.cat([exists, forall], dim=-1)
@@ -33,7 +34,7 @@ def nlm_layer_forward(self: NLMLayer, xs: list[torch.Tensor | None], object_mask
     for r in self.out_arities:
         linear = self.linears[str(r)]
         c_expand, c_same, c_reduce = self.part_sizes(r)
-        perms = _permutations(r)
+        perms = object_permutations(r)
         weight = linear.weight.view(self.width, len(perms), c_expand + c_same + c_reduce)
 
         def project(x: torch.Tensor, start: int, stop: int) -> tuple[torch.Tensor, ...]:
@@ -54,7 +55,7 @@ def nlm_layer_forward(self: NLMLayer, xs: list[torch.Tensor | None], object_mask
                 term = local[i] + expanded[i]
             else:
                 term = (local if local is not None else expanded)[i].expand(shape)
-            term = _permute_objects(term, perm)
+            term = permute_objects(term, perm)
             if total is None:
                 total = term if len(perms) == 1 else term.clone(memory_format=torch.contiguous_format)
             else:

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from tnlib.learning import nlm
+from tnlib.learning import nlm_autograd
 
 # (objects, arity of the reduced predicate, channels): blocksworld/ferry-sized instances at NLM's breadth 3
 SHAPES = ((10, 1, 8), (10, 2, 8), (10, 3, 8), (16, 3, 8))
@@ -50,23 +50,23 @@ def main() -> None:
         grad = torch.randn(x.shape[:-2] + (2 * channels,), generator=g)
         results, rows = {}, {}
         for name, kernels in (("torch", False), ("kernels", True)):
-            original = nlm._use_kernels
-            nlm._use_kernels = lambda t, kernels=kernels: kernels
+            original = nlm_autograd.use_kernels
+            nlm_autograd.use_kernels = lambda t, kernels=kernels: kernels
             try:
                 def forward():
                     with torch.no_grad():
-                        return nlm._exists_forall(x, object_mask, True)
+                        return nlm_autograd.exists_forall(x, object_mask, True)
 
                 def both():
                     leaf = x.clone().requires_grad_(True)
-                    nlm._exists_forall(leaf, object_mask, True).backward(grad)
+                    nlm_autograd.exists_forall(leaf, object_mask, True).backward(grad)
                     return leaf.grad
 
                 both()  # warm-up (numba compiles on first use)
                 results[name] = (forward(), both())
                 rows[name] = (_timed(forward, args.repeats), _timed(both, args.repeats))
             finally:
-                nlm._use_kernels = original
+                nlm_autograd.use_kernels = original
         same = all(torch.equal(a, b) for a, b in zip(results["torch"], results["kernels"]))
         (tf, tb), (kf, kb) = rows["torch"], rows["kernels"]
         print(f"{n:7d} {arity:5d} {channels:8d} | {tf:9.2f} {kf:12.2f} {tf / kf:8.1f}x | {tb:13.2f} {kb:16.2f} "

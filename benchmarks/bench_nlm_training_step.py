@@ -27,6 +27,7 @@ import importlib.util
 import math
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,16 +49,32 @@ BEFORE = "a4938ce0"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def module_at(revision: str, folder: Path):
-    """``tnlib.learning.nlm`` as it was at ``revision``, loaded as a module of its own."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:tnlib/learning/nlm.py"], check=True,
-                            capture_output=True, text=True).stdout
-    path = folder / f"nlm_{revision}.py"
+def _source_at(revision: str, path: str) -> str | None:
+    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:{path}"], capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def _load(path: Path, source: str):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def module_at(revision: str, folder: Path):
+    """``tnlib.learning.nlm`` as it was at ``revision``, loaded as a module of its own; where that revision keeps
+    the NLM's autograd functions in ``nlm_autograd``, its copy of that module too (the numba kernels are today's)."""
+    source = _source_at(revision, "tnlib/learning/nlm.py")
+    if source is None:
+        raise SystemExit(f"{revision} has no tnlib/learning/nlm.py")
+    autograd_source = _source_at(revision, "tnlib/learning/nlm_autograd.py")
+    if autograd_source is not None:
+        autograd = _load(folder / f"nlm_autograd_{revision}.py", autograd_source)
+        sys.modules[autograd.__name__] = autograd
+        source = source.replace("from tnlib.learning import nlm_autograd",
+                                f"import {autograd.__name__} as nlm_autograd")
+    return _load(folder / f"nlm_{revision}.py", source)
 
 
 def memory_bandwidth() -> float:

@@ -11,7 +11,7 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.learning.encodings import HGNEncoder, HGNInputs, NLMEncoder, NLMInputs
 from tnlib.learning.heads import DistributionHead, HeadConfig
-from tnlib.learning import nlm, nlm_kernels, strips_hgn
+from tnlib.learning import nlm, nlm_autograd, nlm_kernels, strips_hgn
 from nlm_reference import _usable, nlm_reference_forward
 from tnlib.learning.models import LinearRegression, build_model
 from tnlib.learning.nlm import NLM, nlm_output_arities
@@ -110,10 +110,10 @@ def test_exclude_self_changes_the_function_and_skips_the_kept_objects():
     # the reduced objects equal to a kept one) differ inside, where the output never looks
     x = torch.rand(1, 3, 3, 3, 1, dtype=torch.float64)
     mask = torch.ones(1, 3, dtype=torch.bool)
-    reduced = nlm._exists_forall(x, mask, True)[0, 1, 1]
+    reduced = nlm_autograd.exists_forall(x, mask, True)[0, 1, 1]
     assert reduced.tolist() == [float(x[0, 1, 1, [0, 2]].max()), float(x[0, 1, 1, [0, 2]].min())]
     assert not _usable(mask, 2, True)[0, 1, 1].any() and _usable(mask, 2, True, kept_repeats=False)[0, 1, 1].sum() == 2
-    assert nlm._exists_forall(x, mask, False)[0, 1, 1].tolist() == [float(x[0, 1, 1].max()), float(x[0, 1, 1].min())]
+    assert nlm_autograd.exists_forall(x, mask, False)[0, 1, 1].tolist() == [float(x[0, 1, 1].max()), float(x[0, 1, 1].min())]
 
 
 @pytest.mark.parametrize("layout", nlm.NLM_LAYOUTS)
@@ -173,7 +173,7 @@ def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity, exclude
     object_mask = torch.arange(n)[None, :] < torch.tensor(counts)[:, None]
     grad = torch.rand((len(counts),) + (n,) * (arity - 1) + (6,), generator=g, dtype=dtype)
     a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
-    fast, slow = nlm._exists_forall(a, object_mask, exclude_self), _reference_extrema(b, object_mask, exclude_self)
+    fast, slow = nlm_autograd.exists_forall(a, object_mask, exclude_self), _reference_extrema(b, object_mask, exclude_self)
     assert torch.equal(fast, slow)
     fast.backward(grad)
     slow.backward(grad)
@@ -182,7 +182,7 @@ def test_masked_extrema_kernels_equal_autograd_bit_for_bit(dtype, arity, exclude
     assert ((x.masked_fill(~_usable(object_mask, axis - 1, exclude_self, kept_repeats=False), 0.0) == slow[..., :3].unsqueeze(axis))
             .sum(axis) > 1).any()
     with torch.no_grad():  # the inference route (no autograd function) gives the same values
-        assert torch.equal(nlm._exists_forall(x, object_mask, exclude_self), slow)
+        assert torch.equal(nlm_autograd.exists_forall(x, object_mask, exclude_self), slow)
 
 
 @pytest.mark.parametrize("exclude_self", [False, True])
@@ -194,9 +194,9 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_s
     grad = torch.rand(3, 4, 4, 4, generator=g, dtype=torch.float64)
     results = []
     for kernels in (True, False):
-        monkeypatch.setattr(nlm, "_use_kernels", lambda t, kernels=kernels: kernels)
+        monkeypatch.setattr(nlm_autograd, "use_kernels", lambda t, kernels=kernels: kernels)
         leaf = x.clone().requires_grad_(True)
-        out = nlm._exists_forall(leaf, object_mask, exclude_self)
+        out = nlm_autograd.exists_forall(leaf, object_mask, exclude_self)
         out.backward(grad)
         results.append((out.detach(), leaf.grad))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
@@ -204,7 +204,7 @@ def test_masked_extrema_without_kernels_equal_the_kernels(monkeypatch, exclude_s
 
 def test_nlm_equals_the_reference_when_chunked_and_split_among_threads(monkeypatch):
     # tiny chunks and work thresholds: every chunked loop runs several chunks, every kernel call is split
-    monkeypatch.setattr(nlm, "_CHUNK_BYTES", 512)
+    monkeypatch.setattr(nlm_autograd, "CHUNK_BYTES", 512)
     monkeypatch.setattr(nlm_kernels, "SPLIT_WORK", 1)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -251,18 +251,18 @@ def test_nlm_inference_forward_equals_the_reference_in_float64(monkeypatch, layo
 
 def test_nlm_inference_forward_stores_no_arity_3_tensor_the_next_layer_only_reduces(monkeypatch):
     # the second layer's arity-3 output reaches the third layer only through exists / forall: the inference
-    # forward never forms it with _permuted_sum_sigmoid, the layer-by-layer route does
+    # forward never forms it with permuted_sum_sigmoid, the layer-by-layer route does
     channels = [2, 6, 4, 0]
     model = randomized(NLM(channels).double())
     inputs = random_nlm_inputs(channels, counts=[6, 6])
     stored = []
-    original = nlm._permuted_sum_sigmoid
+    original = nlm_autograd.permuted_sum_sigmoid
 
     def recording(n, x, w, bias, small):
         stored.append(len(small))
         return original(n, x, w, bias, small)
 
-    monkeypatch.setattr(nlm, "_permuted_sum_sigmoid", recording)
+    monkeypatch.setattr(nlm_autograd, "permuted_sum_sigmoid", recording)
     with torch.no_grad():
         model(inputs)
         assert 3 not in stored
@@ -575,10 +575,10 @@ def test_kernels_split_among_threads_call_a_single_threaded_blas():
 @pytest.mark.parametrize("exclude_self", [False, True])
 def test_nlm_gradients_through_the_sparse_backward_equal_the_reference_in_float64(monkeypatch, exclude_self):
     # every permuted sum with an input takes the sparse backward (at these sizes the gradients are too dense for it)
-    monkeypatch.setattr(nlm, "_SPARSE_SHARE", 1.0)
+    monkeypatch.setattr(nlm_autograd, "SPARSE_SHARE", 1.0)
     calls = []
-    original = nlm._sparse_permuted_backward
-    monkeypatch.setattr(nlm, "_sparse_permuted_backward", lambda *args: calls.append(1) or original(*args))
+    original = nlm_autograd.sparse_permuted_backward
+    monkeypatch.setattr(nlm_autograd, "sparse_permuted_backward", lambda *args: calls.append(1) or original(*args))
     channels = [2, 6, 4, 2]
     model = randomized(NLM(channels, exclude_self=exclude_self).double(), seed=2)
     inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=2)
@@ -599,7 +599,7 @@ def test_nlm_training_through_the_sparse_backward_follows_the_dense_one(monkeypa
     inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=3)
     trained = []
     for share in (0.0, 1.0):
-        monkeypatch.setattr(nlm, "_SPARSE_SHARE", share)
+        monkeypatch.setattr(nlm_autograd, "SPARSE_SHARE", share)
         torch.manual_seed(0)
         model = NLM(channels).double()
         initial = {key: value.clone() for key, value in model.state_dict().items()}
@@ -630,7 +630,7 @@ def test_projected_extrema_training_function_passes_gradcheck(exclude_self):
     x, w, bias, small, mask = projected_extrema_case(torch.float64)
     leaves = [t.requires_grad_(True) for t in (x, w, bias) + small]
     assert torch.autograd.gradcheck(
-        lambda *args: nlm._ProjectedExtrema.apply(mask, exclude_self, *args), leaves, eps=1e-6, atol=1e-8)
+        lambda *args: nlm_autograd.ProjectedExtrema.apply(mask, exclude_self, *args), leaves, eps=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("exclude_self", [False, True])
@@ -639,18 +639,18 @@ def test_projected_extrema_training_function_equals_the_stored_route_bit_for_bit
     # its own autograd function: the same output y (torch's sigmoid of the same sums up to the sums' rounding), so
     # the comparison feeds the stored route the fused route's y and checks the backward's numbers exactly
     x, w, bias, small, mask = projected_extrema_case(torch.float32)
-    extrema, y = nlm._projected_extrema(x, w, bias, small, mask, exclude_self, store=True)
-    stored = nlm._PermutedSumSigmoid.apply(5, x, w, bias, *small)
+    extrema, y = nlm_autograd.projected_extrema(x, w, bias, small, mask, exclude_self, store=True)
+    stored = nlm_autograd.PermutedSumSigmoid.apply(5, x, w, bias, *small)
     torch.testing.assert_close(y, stored, rtol=0, atol=1e-6)
-    torch.testing.assert_close(extrema, nlm._exists_forall(stored, mask, exclude_self).view(extrema.shape),
+    torch.testing.assert_close(extrema, nlm_autograd.exists_forall(stored, mask, exclude_self).view(extrema.shape),
                                rtol=0, atol=1e-6)
     grad = torch.randn(extrema.shape, generator=torch.Generator().manual_seed(1))
     leaf = y.clone().requires_grad_(True)
-    dense = torch.autograd.grad(nlm._exists_forall(leaf, mask, exclude_self).view(grad.shape),
+    dense = torch.autograd.grad(nlm_autograd.exists_forall(leaf, mask, exclude_self).view(grad.shape),
                                 leaf, grad)[0]
     needs = [True, True, True]
-    two_kernels = nlm._sparse_permuted_backward(5, dense, y, x, w, needs)
-    fused = nlm._sparse_permuted_backward(5, grad, y, x, w, needs, (mask, exclude_self))
+    two_kernels = nlm_autograd.sparse_permuted_backward(5, dense, y, x, w, needs)
+    fused = nlm_autograd.sparse_permuted_backward(5, grad, y, x, w, needs, (mask, exclude_self))
     for a, b in zip(two_kernels[:3] + tuple(two_kernels[3]), fused[:3] + tuple(fused[3])):
         assert torch.equal(a, b)
 
@@ -660,8 +660,8 @@ def test_nlm_training_forms_the_reduced_arity_3_with_its_extrema_and_follows_the
     # stored, reduced by its own function) end with the same weights, in float64 where the orders of summation
     # differ by 1e-16
     calls = []
-    original = nlm._ProjectedExtrema.apply
-    monkeypatch.setattr(nlm._ProjectedExtrema, "apply", lambda *args: calls.append(1) or original(*args))
+    original = nlm_autograd.ProjectedExtrema.apply
+    monkeypatch.setattr(nlm_autograd.ProjectedExtrema, "apply", lambda *args: calls.append(1) or original(*args))
     channels = [2, 6, 4, 2]
     inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1], seed=3)
     trained = []
@@ -688,7 +688,7 @@ def test_broadcast_sum_extrema_training_function_passes_gradcheck(exclude_self):
     bias = torch.randn(4, generator=g, dtype=torch.float64, requires_grad=True)
     small = tuple(torch.randn((3, 5, 5, 4), generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
     mask = torch.arange(5)[None, :] < torch.tensor([5, 3, 4])[:, None]
-    assert torch.autograd.gradcheck(lambda *args: nlm._BroadcastSumExtrema.apply(mask, exclude_self, *args),
+    assert torch.autograd.gradcheck(lambda *args: nlm_autograd.BroadcastSumExtrema.apply(mask, exclude_self, *args),
                                     (bias,) + small, eps=1e-6, atol=1e-8)
 
 
@@ -702,15 +702,15 @@ def test_broadcast_sum_extrema_backward_adds_the_stored_routes_gradients_in_floa
     bias = torch.randn(width, generator=g)
     small = tuple(torch.randn((3, n, n, width), generator=g) for _ in range(3))
     mask = torch.arange(n)[None, :] < torch.tensor([n, 4, 5])[:, None]
-    y, extrema = nlm._broadcast_sum_sigmoid(bias, small, mask, exclude_self)
+    y, extrema = nlm_autograd.broadcast_sum_sigmoid(bias, small, mask, exclude_self)
     grad_y = torch.randn(y.shape, generator=g) * (torch.rand(y.shape, generator=g) < 0.3)
     grad_extrema = torch.randn(extrema.shape, generator=g)
     leaf = y.clone().requires_grad_(True)
-    stored = torch.autograd.grad(nlm._exists_forall(leaf, mask, exclude_self).view(extrema.shape), leaf,
+    stored = torch.autograd.grad(nlm_autograd.exists_forall(leaf, mask, exclude_self).view(extrema.shape), leaf,
                                  grad_extrema)[0] + grad_y
     pre = torch.ops.aten.sigmoid_backward(stored, y).double()
     leaves = [t.clone().requires_grad_(True) for t in (bias,) + small]
-    fused = nlm._BroadcastSumExtrema.apply(mask, exclude_self, *leaves)
+    fused = nlm_autograd.BroadcastSumExtrema.apply(mask, exclude_self, *leaves)
     grads = torch.autograd.grad(fused, leaves, (grad_y, grad_extrema))
     assert torch.equal(fused[0], y) and torch.equal(fused[1], extrema)
     expected = [pre.sum((0, 1, 2, 3))] + [pre.sum(1 + d) for d in range(3)]
@@ -722,7 +722,7 @@ def test_nlm_training_forms_the_expand_only_arity_3_with_its_extrema_and_matches
     # arity-3 inputs of no channels (as every domain of data/paper): the first layer's arity 3 is made of expand
     # terms alone and, in training, comes with its exists / forall from one pass and one backward
     calls = []
-    original = nlm._BroadcastSumExtrema.apply
+    original = nlm_autograd.BroadcastSumExtrema.apply
     channels = [2, 6, 4, 0]
     for exclude_self in (False, True):
         model = randomized(NLM(channels, exclude_self=exclude_self).double(), seed=2)
@@ -731,10 +731,10 @@ def test_nlm_training_forms_the_expand_only_arity_3_with_its_extrema_and_matches
             t.requires_grad_(True)
         leaves = list(model.parameters()) + inputs.tensors[:3]
         try:
-            nlm._BroadcastSumExtrema.apply = lambda *args: calls.append(1) or original(*args)
+            nlm_autograd.BroadcastSumExtrema.apply = lambda *args: calls.append(1) or original(*args)
             grads = torch.autograd.grad(model(inputs).sum(), leaves)
         finally:
-            nlm._BroadcastSumExtrema.apply = original
+            nlm_autograd.BroadcastSumExtrema.apply = original
         reference = torch.autograd.grad(nlm_reference_forward(model, inputs).sum(), leaves)
         for a, b in zip(grads, reference):
             torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

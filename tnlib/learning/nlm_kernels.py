@@ -1,6 +1,6 @@
 """The Neural Logic Machine's compiled kernels (numba, CPU): masked max / min over an object axis and its exact
 gradient, the projected extrema and broadcast sums of the inference route, the sparse backward of a permuted sum,
-and the thread pool they share. :mod:`tnlib.learning.nlm` holds the layers and the autograd functions that call them;
+and the thread pool they share. :mod:`tnlib.learning.nlm_autograd` holds the autograd functions that call them;
 each kernel's array layout is described where it is defined.
 """
 from __future__ import annotations
