@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_grid_names_every_cell(tmp_path):
     sweep = _sweep(tmp_path, domains=("gripper", "ferry"), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1))
     configs = sweep.train_configs()
     assert len(configs) == 2 * 2 * 2 * 2
-    assert len({(c["domain"], c["sigma"], c["residual"], c["distribution"], c["seed"]) for c in configs}) == 16
+    assert len({(c.domain, c.head.sigma, c.head.residual, c.head.distribution, c.seed) for c in configs}) == 16
 
 
 def test_sweep_runs_resumes_and_matches_dask(tmp_path):
@@ -75,7 +76,7 @@ def test_default_sweep_is_the_papers_setting():
     assert (sweep.data_profile, sweep.plan_instances, sweep.max_evaluations) == ("paper", None, 10_000)
     assert sweep.dataset_path().name == "paper"
     assert sweep.runs() == 4 * 4 * 2 * 5 == len(sweep.train_configs())
-    assert all(c["data_root"] == str(sweep.dataset_path()) for c in sweep.train_configs())
+    assert all(c.data_root == str(sweep.dataset_path()) for c in sweep.train_configs())
     assert Sweep.from_parameters() == Sweep.preset("paper") == Sweep.from_parameters(out_dir="runs/paper")
 
 
@@ -159,12 +160,10 @@ def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
     """`--upper-bound h_sat` (beyond the paper: TN doubly truncated in training) is a sweep setting like the lower
     bound: each run trains with it, its folder says so, and the banner names it."""
     sweep = _sweep(tmp_path, upper_bound="h_sat")
-    assert {c["upper_bound"] for c in sweep.train_configs()} == {"h_sat"}
-    from tnlib.learning.training import TrainConfig
-
-    assert [TrainConfig.from_dict(c).name for c in sweep.train_configs()] == [
+    assert {c.head.upper_bound for c in sweep.train_configs()} == {"h_sat"}
+    assert [c.name for c in sweep.train_configs()] == [
         "gripper-linear-N-learn-ff-llmcut-uh_sat-s0", "gripper-linear-TN-learn-ff-llmcut-uh_sat-s0"]
-    assert {c["upper_bound"] for c in _sweep(tmp_path).train_configs()} == {"none"}
+    assert {c.head.upper_bound for c in _sweep(tmp_path).train_configs()} == {"none"}
     assert main(["sweep", "--preset", "small", "--upper-bound", "h_sat", "--dry-run"]) == 0
     err = capsys.readouterr().err
     assert "u = h_sat (training only; beyond the paper)" in err and "upper_bound" in err.splitlines()[0]
@@ -311,7 +310,7 @@ def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     assert measured_gpu_hours(Sweep(batch_size=128)) is None
 
 
-def _until_flat_config(out, **overrides) -> dict:
+def _until_flat_config(out, **overrides):
     """One cheap cell that trains until flat: linear regression on data/small's ferry, validated every 100 steps."""
     params = dict(models="linear", domains="ferry", configs="learn/ff", distributions="TN", seeds=0, steps=200,
                   eval_every=100, max_steps=800, extend_steps=200, plan=False, out_dir=str(out))
@@ -345,7 +344,7 @@ def test_train_until_flat_trains_on_while_improving_and_matches_a_straight_run(t
     run = train_until_flat(_until_flat_config(tmp_path / "chunks"), max_steps=800, extend_steps=200)
     assert asked == [2, 4, 6]  # checked after each chunk, on the whole curve
     assert _trained(run) == (600, [100, 200, 300, 400, 500, 600])
-    straight = train({**_until_flat_config(tmp_path / "straight"), "steps": 600})
+    straight = train(replace(_until_flat_config(tmp_path / "straight"), steps=600))
     for name in ("last.pt", "best.pt"):
         a, b = (torch.load(r / name, weights_only=False) for r in (run, straight))
         assert a["step"] == b["step"] and a.keys() == b.keys()
@@ -373,7 +372,7 @@ def test_train_until_flat_resumes_an_interrupted_chunk_to_its_end(tmp_path, monk
     from tnlib.learning.training import train
 
     config = _until_flat_config(tmp_path)
-    train({**config, "steps": 300})
+    train(replace(config, steps=300))
     asked = _scripted_verdicts(monkeypatch, [False])
     assert _trained(train_until_flat(config, 800, 200)) == (400, [100, 200, 300, 400])
     assert asked == [4]
@@ -674,7 +673,7 @@ def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
     rows = run_sweep(both, progress=False, trained_only=True)
     assert [row["run"] for row in rows] == ["gripper-linear-N-learn-ff-llmcut-s0"], rows
     assert "coverage_default" in rows[0] and "coverage_clip" in rows[0]
-    untrained = both.run_folder(next(c for c in both.train_configs() if c["distribution"] == "TN"))
+    untrained = both.run_folder(next(c for c in both.train_configs() if c.head.distribution == "TN"))
     assert not untrained.path.exists()
     record = json.loads((tmp_path / "sweep.json").read_text())
     assert record["plan"] is True and record["distributions"] == ["N", "TN"]
@@ -694,9 +693,8 @@ def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path)
 def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
     sweep = _sweep(tmp_path, configs=(("learn", "ff"), ("fixed", "none")), fixed_sigma="authors")
     configs = sweep.train_configs()
-    assert {c["fixed_sigma"] for c in configs} == {"authors"}
-    from tnlib.learning.training import TrainConfig
-    names = sorted(TrainConfig.from_dict(c).name for c in configs)
+    assert {c.head.fixed_sigma for c in configs} == {"authors"}
+    names = sorted(c.name for c in configs)
     assert "gripper-linear-N-fixed-authors-none-llmcut-s0" in names
     assert "gripper-linear-N-learn-ff-llmcut-s0" in names  # a learned sigma's name does not change
     assert "fixed sigma sqrt(2) (the authors' code's)" in sweep.describe()

@@ -18,10 +18,10 @@ def _sweep(out_dir, **overrides) -> Sweep:
                                  out_dir=str(out_dir), workers=1, **overrides)
 
 
-def _write_run(config: dict, curve: list[float], steps: int) -> RunDir:
-    run = RunDir(f"{config['out_dir']}/{TrainConfig.from_dict(config).name}")
+def _write_run(config: TrainConfig, curve: list[float], steps: int) -> RunDir:
+    run = RunDir(f"{config.out_dir}/{config.name}")
     run.path.mkdir(parents=True)
-    run.config_file.write_text(json.dumps({**config, "steps": steps}))
+    run.config_file.write_text(json.dumps({**config.to_dict(), "steps": steps}))
     run.curves_file.write_text("".join(json.dumps({"step": 50 * (i + 1), "train_loss": 1.0, "val_mse": v,
                                                    "val_nll": 1.0, "seconds": 1.0}) + "\n"
                                        for i, v in enumerate(curve)))
@@ -30,7 +30,7 @@ def _write_run(config: dict, curve: list[float], steps: int) -> RunDir:
 
 def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp_path):
     sweep = _sweep(tmp_path / "runs", plan=True)
-    by_distribution = {config["distribution"]: config for config in sweep.train_configs()}
+    by_distribution = {config.head.distribution: config for config in sweep.train_configs()}
     tested = _write_run(by_distribution["N"], [3.0, 2.0, 1.5, 1.4], steps=600)
     tested.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
     table = planning_instances(sweep.dataset_path(), "gripper", "plan")
@@ -73,7 +73,7 @@ def test_standing_reads_the_flatness_rule_where_the_curve_can_tell(tmp_path, cur
 
 def test_a_planning_line_of_another_shape_counts_as_no_instance_planned(tmp_path):
     sweep = _sweep(tmp_path / "runs", plan=True)
-    config = next(c for c in sweep.train_configs() if c["distribution"] == "TN")
+    config = next(c for c in sweep.train_configs() if c.head.distribution == "TN")
     run = _write_run(config, [3.0, 2.0], steps=100)
     run.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
     name = planning_instances(sweep.dataset_path(), "gripper", "plan").instances()[0]

@@ -13,8 +13,7 @@ from torch.distributions import Normal
 from tnlib.distributions import TruncatedNormal
 from tnlib.experiments.running.sweep import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, distribution_calibration, run_calibration
-from tnlib.learning.training import (TrainConfig, checkpoint_encoder, encode_all, load_checkpoint, load_items,
-                                     predict, train)
+from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict, train
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 
@@ -68,7 +67,7 @@ def test_a_runs_calibration_is_that_of_its_predicted_distributions_on_the_split(
     config = Sweep.from_parameters(preset="small", models="linear", domains="ferry", configs="learn/ff",
                                    distributions=distribution, seeds=0, steps=30, eval_every=10, plan=False,
                                    out_dir=str(tmp_path)).train_configs()[0]
-    run_dir = train(TrainConfig.from_dict(config))
+    run_dir = train(config)
     check = run_calibration(run_dir, "test", seed=4)
     model, head, train_config, saved = load_checkpoint(run_dir / "best.pt")
     encoder = checkpoint_encoder(train_config, saved)
@@ -96,8 +95,8 @@ def test_a_sweeps_calibration_pools_the_seeds_of_each_learned_sigma_configuratio
     assert [(row.config, row.distribution, row.seeds) for row in rows] == [
         (("learn", "ff"), "N", (0, 1)), (("learn", "ff"), "TN", (0, 1))]  # a fixed sigma is left out
     for row in rows:
-        runs = [run_calibration(sweep.run_folder(config).path, seed=config["seed"]) for config in sweep.train_configs()
-                if (config["sigma"], config["distribution"]) == ("learn", row.distribution)]
+        runs = [run_calibration(sweep.run_folder(config).path, seed=config.seed) for config in sweep.train_configs()
+                if (config.head.sigma, config.head.distribution) == ("learn", row.distribution)]
         np.testing.assert_array_equal(row.calibration.pit, np.concatenate([check.pit for check in runs]))
         for level in COVERAGE_LEVELS:
             pit = row.calibration.pit

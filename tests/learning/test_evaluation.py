@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fixtures.heuristic_items import small_items
-from tnlib.experiments.reporting.table_rows import collect_results
+from tnlib.experiments.reporting.table_rows import check_one_setting, collect_results, run_config
 from tnlib.experiments.reporting.tables import render_table, table1_cells
 from tnlib.paper import TABLE1_CONFIGS
 from tnlib.learning.evaluation import evaluate_run
@@ -91,16 +91,21 @@ def test_a_cell_pools_seeds_only():
         table1_cells(results)
 
 
-def test_a_run_folder_older_than_a_head_setting_pools_as_that_settings_default():
-    results = fake_results()
-    for r in results:  # a run written before fixed_sigma existed, beside ones that name it
-        r["config"] = {"seed": r["seed"], "steps": 600, **({"fixed_sigma": "paper"} if r["seed"] else {})}
-    assert table1_cells(results)["ferry"][("fixed", "none", "N")] is not None
-    for r in results:
-        if r["seed"]:
-            r["config"]["fixed_sigma"] = "authors"
+def test_a_run_folder_older_than_a_head_setting_pools_as_that_settings_default(tmp_path):
+    configs = []
+    for seed, fixed_sigma in ((0, None), (1, "paper"), (2, "authors")):
+        head = HeadConfig(sigma="fixed", residual="none", fixed_sigma=fixed_sigma or "paper")
+        record = TrainConfig(domain="ferry", model="linear", head=head, seed=seed).to_dict()
+        if fixed_sigma is None:
+            del record["fixed_sigma"]  # a run written before fixed_sigma existed
+        folder = tmp_path / f"run-s{seed}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(record))
+        configs.append(run_config(folder, {}))
+    assert configs[0]["fixed_sigma"] == "paper"
+    check_one_setting({"ferry linear N fixed/none": configs[:2]}, "Table 1")  # beside one that names the default
     with pytest.raises(ValueError, match=r"fixed_sigma: \"authors\", \"paper\""):
-        table1_cells(results)
+        check_one_setting({"ferry linear N fixed/none": configs}, "Table 1")
 
 
 def three_seeds():

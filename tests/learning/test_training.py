@@ -10,7 +10,8 @@ import torch
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
 from tnlib.errors import TrainingDiverged
-from tnlib.learning.training import TrainConfig, load_checkpoint, train
+from tnlib.learning.heads import HeadConfig
+from tnlib.learning.training import TrainConfig, load_checkpoint, read_run_config, train
 
 
 
@@ -337,6 +338,24 @@ def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_p
     assert old_cfg.head.sigma_link == "softplus" and old_head.config.sigma_link == "softplus"
     sigma = old_head(raw, batch.residual, batch.lower, batch.upper).sigma
     torch.testing.assert_close(sigma, torch.nn.functional.softplus(raw[:, 1]) + SIGMA_FLOOR)
+
+
+def test_a_run_folders_record_reads_back_and_a_setting_it_predates_reads_as_its_default(tmp_path):
+    config = TrainConfig(domain="ferry", model="linear", head=HeadConfig(sigma_link="bounded"), seed=3,
+                         out_dir=str(tmp_path))
+    folder = tmp_path / config.name
+    folder.mkdir()
+    record = config.to_dict()
+    (folder / "config.json").write_text(json.dumps(record))
+    assert read_run_config(folder) == config
+    del record["sigma_link"], record["eval_batch_size"]  # a record written before these settings existed
+    (folder / "config.json").write_text(json.dumps(record))
+    older = read_run_config(folder)
+    assert older.head.sigma_link == HeadConfig.sigma_link and older.eval_batch_size == TrainConfig.eval_batch_size
+    assert older.name == config.name.replace("-bounded", "")  # the link named itself only where not the default
+    (folder / "config.json").write_text(json.dumps({**config.to_dict(), "colour": "red"}))
+    with pytest.raises(ValueError, match="unknown config keys: colour"):
+        read_run_config(folder)
 
 
 def test_cli_train_and_evaluate(tmp_path, items, monkeypatch, capsys):

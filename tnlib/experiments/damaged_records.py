@@ -28,6 +28,7 @@ from tnlib.errors import DamagedFile
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import JsonLines, read_json_lines, shown_path
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import TrainConfig, read_run_config
 
 # What restores a run's lost validation records: its weights at those steps are gone.
 RETRAIN_REMEDY = ("delete the run folder and run its sweep again to restore them (the same settings and seed "
@@ -50,7 +51,7 @@ def _checkpoint_step(run: RunDir) -> int:
     return 0
 
 
-def run_curve(run: RunDir, config: dict) -> tuple[list[dict], int, JsonLines, list[int]]:
+def run_curve(run: RunDir, config: TrainConfig) -> tuple[list[dict], int, JsonLines, list[int]]:
     """A run's validation records, the step it trained to, its curves file as read and the validation steps up to
     its last checkpoint whose records are missing (lost: see the module docstring). The checkpoint is read only
     where the curve stops short of the configured steps or lost a line, so a finished run's report reads no
@@ -59,14 +60,14 @@ def run_curve(run: RunDir, config: dict) -> tuple[list[dict], int, JsonLines, li
     curve = [row for row in found.records if "val_mse" in row]
     steps = {int(row["step"]) for row in curve}
     trained = max(steps, default=0)
-    if trained < int(config["steps"]) or found.unreadable:
+    if trained < config.steps or found.unreadable:
         trained = max(trained, _checkpoint_step(run))
     # Lost: the validation steps after the last record that reads, up to the checkpoint. A gap between records
     # that read is not counted: training rewrites the curve without a lost record when it resumes, and says so
     # then; the end of a curve is what a report's steps trained and still-improving counts read.
-    every, last_read = int(config.get("eval_every") or 0), max(steps, default=0)
-    expected = set(range(every, trained + 1, every)) if every > 0 else set()
-    if trained == int(config["steps"]) and trained:
+    every, last_read = config.eval_every, max(steps, default=0)
+    expected = set(range(every, trained + 1, every))
+    if trained == config.steps and trained:
         expected.add(trained)  # the last step is always validated
     lost = sorted(step for step in expected - steps if step > last_read)
     if found.unreadable and not found.cut_end:  # a line unreadable among whole ones: its step is within the curve
@@ -74,7 +75,7 @@ def run_curve(run: RunDir, config: dict) -> tuple[list[dict], int, JsonLines, li
     return curve, trained, found, lost
 
 
-def _curve_line(run: RunDir, config: dict) -> str | None:
+def _curve_line(run: RunDir, config: TrainConfig) -> str | None:
     _, _, found, lost = run_curve(run, config)
     if lost:
         shown = ", ".join(map(str, lost[:8])) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
@@ -101,7 +102,7 @@ def _planning_line(path: Path, baseline: bool) -> str | None:
             f"{REPLAN_REMEDY}")
 
 
-def damaged_records(results_dir: str | os.PathLike, runs: list[tuple[RunDir, dict]] | None = None) -> list[
+def damaged_records(results_dir: str | os.PathLike, runs: list[tuple[RunDir, TrainConfig]] | None = None) -> list[
         tuple[Path, str]]:
     """(file, what) for each record of ``results_dir`` that lost lines (see the module docstring): what is lost,
     what it costs the report and what restores it. ``runs``: the (run folder, configuration) pairs the report
@@ -111,8 +112,8 @@ def damaged_records(results_dir: str | os.PathLike, runs: list[tuple[RunDir, dic
         runs = []
         for run in results.runs():
             try:
-                runs.append((run, run.read_config()))
-            except (DamagedFile, OSError):
+                runs.append((run, read_run_config(run)))
+            except (DamagedFile, OSError, ValueError):
                 continue  # (the report names a damaged configuration itself, and stops)
     found: list[tuple[Path, str | None]] = [(run.curves_file, _curve_line(run, config)) for run, config in runs]
     for run, _ in runs:
@@ -125,7 +126,7 @@ def damaged_records(results_dir: str | os.PathLike, runs: list[tuple[RunDir, dic
     return [(path, what) for path, what in found if what is not None]
 
 
-def damaged_records_items(results_dir: str | os.PathLike, runs: list[tuple[RunDir, dict]] | None = None) -> list[
+def damaged_records_items(results_dir: str | os.PathLike, runs: list[tuple[RunDir, TrainConfig]] | None = None) -> list[
         str]:
     """:func:`damaged_records` as the report header lists them: each file named within the results folder."""
     return [f"`{Path(path).relative_to(results_dir).as_posix()}`: {what}"

@@ -33,6 +33,7 @@ from tnlib.experiments.damaged_records import damaged_records_items, run_curve
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned
+from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.learning.until_flat import IMPROVEMENT, LAST_FRACTION, MIN_EVALUATIONS, still_improving
 from tnlib.files import read_json, shown_folder
 from tnlib.paper import (
@@ -197,17 +198,16 @@ def _order(attribute: str):
 # Reading
 
 
-def _run_facts(run: RunDir) -> RunFacts:
-    config = run.read_config()
+def _run_facts(run: RunDir, config: TrainConfig) -> RunFacts:
     curve, trained, _, _ = run_curve(run, config)
     val_mse = [float(row["val_mse"]) if row["val_mse"] is not None else math.nan for row in curve]
+    head = config.head
     return RunFacts(
-        name=run.name, domain=config["domain"], model=config["model"], sigma=config["sigma"],
-        residual=config["residual"], distribution=config["distribution"], lower_bound=config["lower_bound"],
-        sigma_link=config.get("sigma_link", "softplus"), fixed_sigma=config.get("fixed_sigma", "paper"),
-        seed=config["seed"], steps=config["steps"],
-        steps_done=trained, batch_size=config["batch_size"],
-        instances=config.get("instances"), data_root=config.get("data_root"), evaluations=len(val_mse),
+        name=run.name, domain=config.domain, model=config.model, sigma=head.sigma, residual=head.residual,
+        distribution=head.distribution, lower_bound=head.lower_bound, sigma_link=head.sigma_link,
+        fixed_sigma=head.fixed_sigma, seed=config.seed, steps=config.steps, steps_done=trained,
+        batch_size=config.batch_size, instances=config.instances, data_root=config.data_root,
+        evaluations=len(val_mse),
         improving=still_improving(val_mse),
         instances_used=read_json(run.data_file).get("train_instances") if run.data_file.is_file() else None,
         starts=_training_starts(run), code_starts=_code_starts(run))
@@ -315,9 +315,9 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     evaluated = [run.metrics_file("test").is_file() for run in folders]
     tabled = evaluated if any(evaluated) else [True] * len(folders)
     without_metrics = [run.name for run, kept in zip(folders, tabled) if not kept]
-    runs = [_run_facts(run) for run, kept in zip(folders, tabled) if kept]
-    damaged = damaged_records_items(results_dir, [(run, run.read_config()) for run, kept in zip(folders, tabled)
-                                                  if kept])
+    read = [(run, read_run_config(run)) for run, kept in zip(folders, tabled) if kept]
+    runs = [_run_facts(run, config) for run, config in read]
+    damaged = damaged_records_items(results_dir, read)
     sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)

@@ -147,10 +147,10 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
                progress: bool = False, per_cell: int | None = None) -> list[dict]:
     """Plan every instance of a dataset split (or plan set) with a run's best checkpoint; results in
     ``planning-<estimate>.jsonl`` for the plan split, ``planning-<split>-<estimate>.jsonl`` otherwise."""
-    from tnlib.learning.training import TrainConfig
+    from tnlib.learning.training import read_run_config
 
     run_dir = Path(run_dir)
-    config = TrainConfig.from_dict(RunDir(run_dir).read_config())
+    config = read_run_config(run_dir)
     table = planning_instances(data_root or config.data_root, config.domain, split)
     # the weights a record was planned with: a run trained further since is planned again
     checkpoint = sha256_file(RunDir(run_dir).best)[:16]

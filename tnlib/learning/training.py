@@ -173,8 +173,8 @@ class TrainConfig:
                 f"-l{head.lower_bound}{upper}-s{self.seed}")
 
     def to_dict(self) -> dict:
-        """The settings as one flat JSON object, the head's beside the others: the form of a run folder's
-        ``config.json``, a checkpoint's ``config`` and a sweep's cells (:meth:`from_dict` reads it back)."""
+        """The settings as one flat JSON object, the head's beside the others: the record of a run folder's
+        ``config.json`` and a checkpoint's ``config`` (:meth:`from_dict` reads it back)."""
         values = {}
         for f in fields(self):
             if f.name == "head":
@@ -185,7 +185,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
-        """The configuration :meth:`to_dict` wrote (the head's settings flat beside the others)."""
+        """The configuration :meth:`to_dict` wrote (the head's settings flat beside the others): the one reader of
+        that record. A record written before a setting existed lacks it and reads as that setting's default, the
+        value the code of its time had without naming it; a key no setting has is refused."""
         head_names = {f.name for f in fields(HeadConfig)}
         known = ({f.name for f in fields(cls)} - {"head"}) | head_names
         unknown = sorted(set(values) - known)
@@ -193,6 +195,12 @@ class TrainConfig:
             raise ValueError(f"unknown config keys: {', '.join(unknown)}")
         head = HeadConfig(**{k: v for k, v in values.items() if k in head_names})
         return cls(head=head, **{k: v for k, v in values.items() if k not in head_names})
+
+
+def read_run_config(run: RunDir | str | os.PathLike) -> TrainConfig:
+    """The configuration a run folder was trained by, from its ``config.json`` (:meth:`TrainConfig.from_dict`);
+    a DamagedFile naming the file when it is not a run's configuration."""
+    return TrainConfig.from_dict((run if isinstance(run, RunDir) else RunDir(run)).read_config())
 
 
 def _effective(config: TrainConfig, values: dict, name: str):
@@ -416,7 +424,7 @@ def checkpoint_encoder(config: TrainConfig, checkpoint: dict) -> Encoder:
 
 
 def train(
-    config: TrainConfig | dict,
+    config: TrainConfig,
     train_items: Sequence[dict] | None = None,
     val_items: Sequence[dict] | None = None,
     on_step: Callable[[int], None] | None = None,
@@ -438,7 +446,6 @@ def train(
     steps, it trains none again, and no step is recorded twice. ``lock`` False: the caller holds it (a sweep's
     cell, through testing and planning too).
     """
-    config = TrainConfig.from_dict(config) if isinstance(config, dict) else config
     config.validate()
     run_dir = Path(config.out_dir) / config.name
     device = default_device(config.device)

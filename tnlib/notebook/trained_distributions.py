@@ -15,7 +15,7 @@ import torch
 
 from tnlib.learning.evaluation import split_distributions
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import TrainConfig, load_items
+from tnlib.learning.training import load_items, read_run_config
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 #: The committed paper-scale run folders (``tnlib sweep --preset paper-scale``).
@@ -68,7 +68,7 @@ def state_distributions(runs: dict[str, str | Path], count: int = 6, split: str 
                         data_root: str | None = None) -> list[StateDistributions]:
     """:class:`StateDistributions` of ``count`` states of ``split`` (:func:`spread_states`) under each run of
     ``runs`` (label -> run folder; runs of one domain and dataset, whose lower bound is LM-cut)."""
-    configs = {label: TrainConfig.from_dict(RunDir(Path(folder)).read_config()) for label, folder in runs.items()}
+    configs = {label: read_run_config(folder) for label, folder in runs.items()}
     if len({config.domain for config in configs.values()}) != 1:
         raise ValueError(f"runs of one domain only: {', '.join(f'{k}: {c.domain}' for k, c in configs.items())}")
     predictions, chosen = {}, None

@@ -16,6 +16,7 @@ import numpy as np
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS
 
 
@@ -37,9 +38,9 @@ class SweepRuns(Protocol):
     """What the calibration reads of a sweep (a :class:`tnlib.experiments.running.sweep.Sweep`): its training
     configurations and each one's run folder. Reporting reads a sweep's runs without importing the running code."""
 
-    def train_configs(self) -> Iterable[dict]: ...
+    def train_configs(self) -> Iterable[TrainConfig]: ...
 
-    def run_folder(self, config: dict) -> RunDir: ...
+    def run_folder(self, config: TrainConfig) -> RunDir: ...
 
 
 def sweep_calibration(sweep: SweepRuns, split: str = "test") -> list[CalibrationRow]:
@@ -52,12 +53,12 @@ def sweep_calibration(sweep: SweepRuns, split: str = "test") -> list[Calibration
 def folder_calibration(results_dir, split: str = "test") -> list[CalibrationRow]:
     """:func:`sweep_calibration` of every run in a results folder (``tnlib report --calibration``): domains, models
     and distributions in the paper's order."""
-    runs = [(run.read_config(), run) for run in ResultsDir(results_dir).runs()]
+    runs = [(read_run_config(run.path), run) for run in ResultsDir(results_dir).runs()]
 
     def order(pair):
         config = pair[0]
-        return (_rank(DOMAINS, config["domain"]), _rank(MODELS, config["model"]), config["sigma"],
-                config["residual"], _rank(DISTRIBUTIONS, config["distribution"]), config["seed"])
+        return (_rank(DOMAINS, config.domain), _rank(MODELS, config.model), config.head.sigma,
+                config.head.residual, _rank(DISTRIBUTIONS, config.head.distribution), config.seed)
 
     return _pooled_rows(sorted(runs, key=order), split)
 
@@ -66,13 +67,14 @@ def _rank(names, name) -> tuple[int, str]:
     return (names.index(name) if name in names else len(names), name)
 
 
-def _pooled_rows(runs: list[tuple[dict, RunDir]], split: str) -> list[CalibrationRow]:
+def _pooled_rows(runs: list[tuple[TrainConfig, RunDir]], split: str) -> list[CalibrationRow]:
     groups: dict[tuple, list[tuple[int, Calibration]]] = {}
     for config, run in runs:
-        if config["sigma"] != "learn" or not run.metrics_file("test").is_file():
+        head = config.head
+        if head.sigma != "learn" or not run.metrics_file("test").is_file():
             continue
-        key = (config["domain"], config["model"], (config["sigma"], config["residual"]), config["distribution"])
-        groups.setdefault(key, []).append((config["seed"], run_calibration(run.path, split, seed=config["seed"])))
+        key = (config.domain, config.model, (head.sigma, head.residual), head.distribution)
+        groups.setdefault(key, []).append((config.seed, run_calibration(run.path, split, seed=config.seed)))
     return [CalibrationRow(*key, seeds=tuple(seed for seed, _ in runs),
                            calibration=pooled_calibration([check for _, check in runs]),
                            per_seed=tuple(check for _, check in runs))

@@ -23,6 +23,7 @@ from tnlib.experiments.reporting.table_rows import collect_planning, collect_res
 from tnlib.experiments.reporting.tables import table1_seed_values, table2_seed_values
 from tnlib.files import read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS
 
 # Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
@@ -116,6 +117,12 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
 # ---------------------------------------------------------------------------------------------------------------
 # The training curves (the paper's Figure 2)
 
+def _setting(config: TrainConfig) -> tuple[str, str, str, str, str]:
+    """What a figure's curves share: (domain, model, sigma, residual, lower bound)."""
+    head = config.head
+    return config.domain, config.model, head.sigma, head.residual, head.lower_bound
+
+
 _DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange (Gaussian) and blue (truncated)
 _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
 
@@ -127,17 +134,16 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
 
     figure = go.Figure()
     for run in ResultsDir(results_dir).runs():
-        config = run.read_config()
-        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
-                domain, model, sigma, residual, lower_bound):
+        config = read_run_config(run)
+        if _setting(config) != (domain, model, sigma, residual, lower_bound):
             continue
         if not run.curves_file.is_file():
             continue
         rows = read_jsonl(run.curves_file)
-        distribution = config["distribution"]
+        distribution = config.head.distribution
         figure.add_trace(go.Scatter(
             x=[r["step"] for r in rows], y=[r[metric] for r in rows], mode="lines",
-            name=f"{distribution} seed {config['seed']}", legendgroup=distribution,
+            name=f"{distribution} seed {config.seed}", legendgroup=distribution,
             line=dict(color=_DISTRIBUTION_COLOURS.get(distribution), width=1.5)))
     return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')} during training ({model}, {sigma}/{residual}, "
                          f"l = {lower_bound})", metric)
@@ -155,12 +161,11 @@ def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma
 
     curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
     for run in ResultsDir(results_dir).runs():
-        config = run.read_config()
-        if (config["domain"], config["model"], config["sigma"], config["residual"], config["lower_bound"]) != (
-                domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
+        config = read_run_config(run)
+        if _setting(config) != (domain, model, sigma, residual, lower_bound) or not run.curves_file.is_file():
             continue
-        curves.setdefault(config["distribution"], []).append(
-            (config["seed"], {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}))
+        curves.setdefault(config.head.distribution, []).append(
+            (config.seed, {r["step"]: r[metric] for r in read_jsonl(run.curves_file)}))
     figure = go.Figure()
     for distribution in sorted(curves, key=lambda d: (d != "N", d)):  # N first, as the paper's legend
         runs = sorted(curves[distribution], key=lambda pair: pair[0])

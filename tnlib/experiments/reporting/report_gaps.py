@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import shown_path
+from tnlib.learning.training import read_run_config
 
 __all__ = ["runs_argument", "untested_note", "untested_notes", "unplanned_note"]
 
@@ -29,7 +30,7 @@ def untested_note(results_dir: str | os.PathLike, model: str) -> str | None:
     """Where no run of ``model`` in the folder has test metrics (its table would be empty): which command writes
     them; None where one has, or the folder holds no run of the model."""
     results_dir = Path(results_dir)
-    runs = [run for run in ResultsDir(results_dir).runs() if run.read_config().get("model") == model]
+    runs = [run for run in ResultsDir(results_dir).runs() if read_run_config(run).model == model]
     if not runs or any(run.metrics_file("test").is_file() for run in runs):
         return None
     return (f"No run of {model} here is tested yet ({len(runs)} trained): `tnlib evaluate "
@@ -45,11 +46,10 @@ def unplanned_note(results_dir: str | os.PathLike, model: str) -> str:
     if results.sweep_file.is_file():
         return (f"No run of {model} was planned (the sweep ran with `--no-plan`); `tnlib sweep` with the same "
                 "settings, `--plan --trained-only` and the folder as `--out` plans them.")
-    runs = [run for run in results.runs() if run.read_config().get("model") == model]
+    runs = [run for run in results.runs() if read_run_config(run).model == model]
     example = ""
     if runs:
-        config = runs[0].read_config()
-        example = (f"; one problem is planned with a run by `tnlib plan {config.get('domain', 'DOMAIN')} PROBLEM.pddl "
+        example = (f"; one problem is planned with a run by `tnlib plan {read_run_config(runs[0]).domain} PROBLEM.pddl "
                    f"--model {shlex.quote(shown_path(runs[0].path))}`")
     return (f"No run of {model} was planned: these runs come from `tnlib train`, which trains only, and Table 2 "
             "is made by a sweep, which trains, tests and plans its grid of runs -- e.g. `tnlib sweep --preset small "
@@ -58,5 +58,5 @@ def unplanned_note(results_dir: str | os.PathLike, model: str) -> str:
 
 def untested_notes(results_dir: str | os.PathLike) -> list[str]:
     """:func:`untested_note` of every model with runs in the folder, for a command's output."""
-    models = dict.fromkeys(run.read_config().get("model") for run in ResultsDir(results_dir).runs())
+    models = dict.fromkeys(read_run_config(run).model for run in ResultsDir(results_dir).runs())
     return [note for note in (untested_note(results_dir, model) for model in models if model) if note]

@@ -33,6 +33,7 @@ from tnlib.experiments.reporting.tables import (
 )
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.experiments.reporting.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
@@ -127,11 +128,11 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     html = ["<html><head><meta charset='utf-8'><title>Training curves</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             _markdown_html(scope)]
-    configs_of = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    configs_of = [read_run_config(run) for run in ResultsDir(results_dir).runs()]
     compared = {"accuracy": 0, "planning": 0}  # paired intervals each page's tables show
     for model in models:
         # Table 2 shows every configuration that was run (the paper's main table shows two, its appendix four)
-        ran = {(c["sigma"], c["residual"]) for c in configs_of if c["model"] == model}
+        ran = {(c.head.sigma, c.head.residual) for c in configs_of if c.model == model}
         planned = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(PAPER_CONFIGS)
         sections, count = _model_accuracy(results_dir, results, by_nll, model, lower_bound, ran, paper_tables)
         accuracy += sections
@@ -234,11 +235,11 @@ def _with_paired_planning(sections: list[str], rows: list[dict]) -> tuple[list[s
     return sections, compared
 
 
-def _model_curves(results_dir, configs_of: list[dict], model: str, lower_bound: str) -> list[str]:
+def _model_curves(results_dir, configs_of: list[TrainConfig], model: str, lower_bound: str) -> list[str]:
     """training_curves.html's section of one model: a figure per domain and configuration."""
     html = [f"<h1>Training curves ({model})</h1>"]
-    for domain, sigma, residual in sorted({(c["domain"], c["sigma"], c["residual"]) for c in configs_of
-                                           if c["model"] == model}):
+    for domain, sigma, residual in sorted({(c.domain, c.head.sigma, c.head.residual) for c in configs_of
+                                           if c.model == model}):
         figure = training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
         html.append(figure_html(figure, f"curves-{model}-{domain}-{sigma}-{residual}"))
     return html
@@ -355,8 +356,8 @@ def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmc
     """``path`` (HTML): :func:`validation_spread_figure` for every domain and configuration of ``model`` in
     ``results_dir``, under the scope header; plotly.js from ``plotly_src`` (relative to the file's folder)."""
     path = Path(path)
-    configs = {(c["domain"], c["sigma"], c["residual"]) for c in (r.read_config() for r in ResultsDir(
-        results_dir).runs()) if c["model"] == model and c["lower_bound"] == lower_bound}
+    configs = {(c.domain, c.head.sigma, c.head.residual) for c in map(read_run_config, ResultsDir(results_dir).runs())
+               if c.model == model and c.head.lower_bound == lower_bound}
     html = ["<html><head><meta charset='utf-8'><title>Validation curves, N vs TN (the paper's Figure 2)</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
             f"<h1>Validation curves, N vs TN ({model}; the paper's Figure 2)</h1>",
@@ -469,16 +470,16 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     bundle in git), else from a plotly.min.js written beside the files."""
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
-    configs = [run.read_config() for run in ResultsDir(results_dir).runs()]
+    configs = [read_run_config(run) for run in ResultsDir(results_dir).runs()]
     if not configs:
         raise ValueError(f"{results_dir} holds no run folder (a folder with a config.json): nothing to render")
     if against is not None and not ResultsDir(against).runs():
         raise ValueError(f"--against {against} holds no run folder (a folder with a config.json): nothing to compare "
                          "with")
-    bounds = sorted({c["lower_bound"] for c in configs})
+    bounds = sorted({c.head.lower_bound for c in configs})
     if len(bounds) > 1:
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
-    ran = {c["model"] for c in configs}
+    ran = {c.model for c in configs}
     models = [m for m in MODELS if m in ran] + sorted(ran - set(MODELS))
     plotly_src = plotly_source(reports_dir)
     written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src,
@@ -522,7 +523,7 @@ def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) ->
     if against is None:
         return write_findings(reports_dir, rows, source)
     names = folder_names(results_dir, against)
-    their_bound = ResultsDir(against).runs()[0].read_config()["lower_bound"]
+    their_bound = read_run_config(ResultsDir(against).runs()[0]).head.lower_bound
     other = findings(seed_values_of_results(against, their_bound))
     source += f" Beside each verdict, that of `{names[1]}/` (l = {their_bound}) and whether a direction holds in both."
     return write_findings(reports_dir, rows, source, other, (names[0], f"`{names[1]}/`"))

@@ -38,6 +38,7 @@ from tnlib.experiments.reporting.seed_statistics import (
 from tnlib.experiments.reporting.table_rows import collect_results
 from tnlib.experiments.reporting.tables import render_table
 from tnlib.files import atomic_write_text, read_json, shown_folder
+from tnlib.learning.training import read_run_config
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
 __all__ = ["SIZES_PAGE", "SIZES_SEEDS", "size_metrics_note", "write_size_report"]
@@ -190,8 +191,8 @@ def size_metrics_note(results_dir: str | os.PathLike) -> str | None:
     for run in ResultsDir(results_dir).runs():
         if not run.metrics_file("test").is_file() or _has_sizes(run.metrics_file(TEST_GRID)):
             continue
-        config = run.read_config()
-        where = (config.get("data_root"), config.get("domain"))
+        config = read_run_config(run)
+        where = (config.data_root, config.domain)
         if where not in grids:
             try:
                 grids[where] = bool(full_test_grid(*where))

@@ -4,16 +4,16 @@ its run was trained by (:func:`run_config`); the paper's selection of plan insta
 cell pools runs of one setting, the seed aside (:func:`check_one_setting`)."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
 
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import read_json, shown_path
-from tnlib.learning.heads import HeadConfig, estimate_column
+from tnlib.learning.heads import estimate_column
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned, planning_summary
+from tnlib.learning.training import read_run_config
 
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
     """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
@@ -31,8 +31,9 @@ def _metrics_remedy(path: Path, split: str, checkpoint: str) -> str:
 
 
 def run_config(folder, sweeps: dict) -> dict:
-    """A run's training configuration as the tables pool it: ``steps`` of a run its sweep trained until flat
-    (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks) is the
+    """A run's training configuration as the tables pool it: its flat record as :func:`read_run_config` reads it (a
+    setting the run folder predates at its default), but for ``steps`` of a run its sweep trained until flat
+    (``sweep.json``'s ``max_steps`` in the results folder, the run's steps on that sweep's grid of chunks): the
     rule it trained by, not the steps it reached, so such runs pool across seeds that stopped at different steps.
     ``sweeps`` caches each results folder's sweep.json for the caller's pass over its runs."""
     from tnlib.learning.until_flat import until_flat_end
@@ -40,13 +41,13 @@ def run_config(folder, sweeps: dict) -> dict:
     run = RunDir(folder)
     if not run.config_file.is_file():
         return {}
-    config = run.read_config()
+    config = read_run_config(run).to_dict()
     results = ResultsDir(Path(folder).parent)
     if results.path not in sweeps:
         sweeps[results.path] = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
     sweep = sweeps[results.path]
     first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
-    steps = config.get("steps")
+    steps = config["steps"]
     if all(isinstance(v, int) and v > 0 for v in (first, cap, chunk, steps)) and first <= steps <= cap and (
             until_flat_end(steps, first, cap, chunk) == steps):
         config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
@@ -89,8 +90,8 @@ def optimal_selection(results_dir, split: str, seconds: float) -> dict[str, dict
 
     roots: dict[str, str] = {}
     for run in ResultsDir(results_dir).runs():
-        config = run.read_config()
-        roots.setdefault(config["domain"], config.get("data_root"))
+        config = read_run_config(run)
+        roots.setdefault(config.domain, config.data_root)
     selection = {}
     for domain, root in roots.items():
         plan_set = load_plan_set(root, domain, split)
@@ -99,9 +100,6 @@ def optimal_selection(results_dir, split: str, seconds: float) -> dict[str, dict
                              "undecided": len(undecided), "instances": len(plan_set)}
     return selection
 
-
-# A run folder written before a head setting existed holds that setting's default: compared as such.
-_HEAD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(HeadConfig)}
 
 # A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.
 POOLED_OVER = frozenset({"seed", "out_dir", "run_name", "device", "progress", "data_root", "eval_batch_size",
@@ -114,7 +112,7 @@ def check_one_setting(cells: dict, what: str) -> None:
     (e.g. a ``sigma_link="bounded"`` sweep written into the same results folder as a softplus one)."""
     for label, configs in cells.items():
         fields = sorted({k for c in configs for k in c} - POOLED_OVER)
-        differing = {k: sorted({json.dumps(c.get(k, _HEAD_DEFAULTS.get(k)), sort_keys=True) for c in configs})
+        differing = {k: sorted({json.dumps(c.get(k), sort_keys=True) for c in configs})
                      for k in fields}
         differing = {k: v for k, v in differing.items() if len(v) > 1}
         if differing:

@@ -1,11 +1,13 @@
 """One cell of a sweep: train (or resume) a configuration -- until flat if asked --, evaluate it, plan with it.
 
 :func:`run_cell` is what each worker of :func:`tnlib.experiments.running.sweep.run_sweep` runs, in a local process or on a
-Dask worker; it takes the cell as the plain dict of a :class:`tnlib.learning.training.TrainConfig`.
+Dask worker; it takes the cell as its :class:`tnlib.learning.training.TrainConfig` (one of the sweep's
+:meth:`~tnlib.experiments.running.sweep.Sweep.train_configs`).
 """
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -22,25 +24,25 @@ from tnlib.learning.until_flat import still_improving, until_flat_end
 from tnlib.experiments.running.cell_settings import CellSettings
 
 
-def train_until_flat(config: dict, max_steps: int, extend_steps: int) -> Path:
+def train_until_flat(config: TrainConfig, max_steps: int, extend_steps: int) -> Path:
     """Train one configuration for its ``steps``, then on in chunks of ``extend_steps`` while its validation curve
     is still improving (:func:`still_improving`; a curve too short to tell goes on too),
     until it is flat or reaches ``max_steps``; returns the run folder, whose ``config.json`` then names the steps
     trained. Resumable: a folder trained further by an earlier, interrupted call finishes the chunk it was in and
     is checked there, so the steps a run ends at do not depend on interruptions. The caller holds the run's lock
     (:func:`run_cell`)."""
-    run = RunDir(Path(config["out_dir"]) / TrainConfig.from_dict(config).name)
+    run = RunDir(Path(config.out_dir) / config.name)
     done = max((int(row["step"]) for row in read_jsonl(run.curves_file)), default=0)
-    steps = until_flat_end(done, config["steps"], max_steps, extend_steps)
+    steps = until_flat_end(done, config.steps, max_steps, extend_steps)
     while True:
-        run_dir = train(TrainConfig.from_dict({**config, "steps": steps}), lock=False)
+        run_dir = train(replace(config, steps=steps), lock=False)
         curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
         if steps >= max_steps or still_improving(curve) is False:
             return run_dir
         steps = min(steps + extend_steps, max_steps)
 
 
-def run_cell(config: dict, settings: CellSettings = CellSettings(), wait_if_busy: bool = True) -> dict:
+def run_cell(config: TrainConfig, settings: CellSettings = CellSettings(), wait_if_busy: bool = True) -> dict:
     """Train (or resume) one configuration -- until flat with ``settings.max_steps`` (:func:`train_until_flat`) --,
     evaluate it on the test split and plan with it as ``settings`` say (:class:`CellSettings`).
 
@@ -50,8 +52,8 @@ def run_cell(config: dict, settings: CellSettings = CellSettings(), wait_if_busy
     False returns ``{"run": RUN, "busy": True}`` at once, so that a sweep can do the runs nobody is working on
     first (:func:`tnlib.experiments.running.sweep.run_sweep`). The lock is advisory (``flock``): on a cluster it holds
     where the shared filesystem supports it."""
-    name = TrainConfig.from_dict(config).name
-    lock = RunDir(Path(config["out_dir"]) / name).lock_file
+    name = config.name
+    lock = RunDir(Path(config.out_dir) / name).lock_file
     if not wait_if_busy:
         with locked_if_free(lock) as free:
             if free:
@@ -74,10 +76,10 @@ def _recorded_metrics(path: Path) -> dict | None:
         return None
 
 
-def _run_cell(config: dict, settings: CellSettings) -> dict:
+def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
     torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
-    config = {**config, "progress": settings.progress}
-    run_dir = train(TrainConfig.from_dict(config), lock=False) if settings.max_steps is None else \
+    config = replace(config, progress=settings.progress)
+    run_dir = train(config, lock=False) if settings.max_steps is None else \
         train_until_flat(config, settings.max_steps, settings.extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
     best_step = read_checkpoint_file(RunDir(run_dir).best, written_here=True)["step"]
@@ -91,7 +93,7 @@ def _run_cell(config: dict, settings: CellSettings) -> dict:
         evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if settings.plan:
-        for estimate in point_estimates(config["distribution"]):
+        for estimate in point_estimates(config.head.distribution):
             records = plan_split(run_dir, estimate, split=settings.plan_on, settings=settings.search,
                                  instances=settings.plan_instances, per_cell=settings.plan_per_cell,
                                  progress=settings.progress)

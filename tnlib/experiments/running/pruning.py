@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tnlib.files import atomic_write_json, locked, read_json
-from tnlib.learning.run_files import RunDir
+from tnlib.files import atomic_write_json, locked
 from tnlib.learning.checkpoints import read_checkpoint_file
+from tnlib.learning.run_files import RunDir
+from tnlib.learning.training import read_run_config
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def finished_step(run: RunDir) -> int | None:
     if not _tested_with_last(run):
         return None
     step = read_checkpoint_file(run.last, written_here=True)["step"]
-    return step if step == read_json(run.config_file)["steps"] else None
+    return step if step == read_run_config(run).steps else None
 
 
 def prune_finished_runs(results: str | os.PathLike, dry_run: bool = False) -> list[PrunedRun]:

@@ -33,9 +33,10 @@ import csv
 import io
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from tnlib.files import REPO_ROOT, atomic_write_text, read_json, read_jsonl, shown_folder
+from tnlib.files import REPO_ROOT, atomic_write_text, read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.provenance import code_commit
 
@@ -244,14 +245,14 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
 def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[str]:
     """Train ``run``'s configuration from scratch for ``steps`` steps (in a temporary folder, on this checkout's
     copy of its dataset) and compare its curve with the committed one: one line per row or value that differs."""
-    from tnlib.learning.training import TrainConfig, train
+    from tnlib.learning.training import read_run_config, train
 
     run = Path(run)
     committed = [row for row in read_jsonl(run / "curves.jsonl") if row["step"] <= steps]
-    config = read_json(run / "config.json")
+    config = read_run_config(run)
     with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
-        config.update(steps=steps, out_dir=folder, run_name=None, progress=False)
-        rerun = read_jsonl(train(TrainConfig.from_dict(config)) / "curves.jsonl")
+        config = replace(config, steps=steps, out_dir=folder, run_name=None, progress=False)
+        rerun = read_jsonl(train(config) / "curves.jsonl")
     lines = _curve_lines(rerun, committed, "", "committed")
     if len(rerun) != len(committed):
         lines.append(f"{len(rerun)} validations up to step {steps} now, {len(committed)} committed")

@@ -186,34 +186,37 @@ class Sweep:
         """``data_root`` when given, else the default data root (``$TNLIB_DATA`` or ``<repo>/data``)."""
         return Path(self.data_root) if self.data_root is not None else default_data_root()
 
-    def train_configs(self) -> list[dict]:
+    def train_template(self):
+        """The training configuration every run of the sweep shares (a
+        :class:`tnlib.learning.training.TrainConfig`): this sweep's steps, batches, data, bounds, sigma settings
+        and folder; :meth:`train_configs` sets the grid's domain, model, sigma, residual, distribution and seed on
+        it."""
         from tnlib.learning.heads import HeadConfig
         from tnlib.learning.training import TrainConfig
 
-        data_root = str(self.dataset_path())
-        configs = []
-        for domain in self.domains:
-            for model in self.models:
-                for sigma, residual in self.configs:
-                    for distribution in self.distributions:
-                        for seed in self.seeds:
-                            head = HeadConfig(distribution=distribution, sigma=sigma, residual=residual,
-                                              lower_bound=self.lower_bound, upper_bound=self.upper_bound,
-                                              sigma_link=self.sigma_link, fixed_sigma=self.fixed_sigma)
-                            config = TrainConfig(
-                                domain=domain, model=model, head=head,
-                                steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
-                                checkpoint_every=self.eval_every, instances=self.instances, seed=seed,
-                                model_args=dict(self.model_args.get(model, {})), data_root=data_root,
-                                out_dir=self.out_dir, device=self.device, progress=False)
-                            configs.append(config.to_dict())
-        return configs
+        head = HeadConfig(lower_bound=self.lower_bound, upper_bound=self.upper_bound, sigma_link=self.sigma_link,
+                          fixed_sigma=self.fixed_sigma)
+        return TrainConfig(head=head, steps=self.steps, batch_size=self.batch_size, eval_every=self.eval_every,
+                           checkpoint_every=self.eval_every, instances=self.instances,
+                           data_root=str(self.dataset_path()), out_dir=self.out_dir, device=self.device,
+                           progress=False)
 
-    def run_folder(self, config: dict) -> RunDir:
+    def train_configs(self) -> list:
+        """The configuration of every run of the grid (:class:`tnlib.learning.training.TrainConfig`), domain by
+        domain, then model, configuration, distribution and seed: what each cell trains."""
+        template = self.train_template()
+        return [replace(template, domain=domain, model=model, seed=seed,
+                        head=replace(template.head, distribution=distribution, sigma=sigma, residual=residual),
+                        model_args=dict(self.model_args.get(model, {})))
+                for domain in self.domains
+                for model in self.models
+                for sigma, residual in self.configs
+                for distribution in self.distributions
+                for seed in self.seeds]
+
+    def run_folder(self, config) -> RunDir:
         """The run folder of one of :meth:`train_configs` in the sweep's results folder."""
-        from tnlib.learning.training import TrainConfig
-
-        return RunDir(Path(self.out_dir) / TrainConfig.from_dict(config).name)
+        return RunDir(Path(self.out_dir) / config.name)
 
     def matching_preset(self) -> str | None:
         """The preset whose experiment this is (where the results go, the device and the parallelism aside)."""

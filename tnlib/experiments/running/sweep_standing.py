@@ -128,7 +128,8 @@ def _named(items: list[str]) -> str:
 
 def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
     """``{run: {estimate: (planned, wanted)}}`` of each of the ``tested`` (config, run folder) pairs: how many of
-    the instances the sweep plans it on are planned, per point estimate; None where the sweep does not plan or its
+    the instances the sweep plans it on are planned, per point estimate (a config is a
+    :class:`tnlib.learning.training.TrainConfig`); None where the sweep does not plan or its
     plan instances cannot be read (the banner's data lines say what is missing)."""
     from tnlib.learning.heads import point_estimates
     from tnlib.learning.split_planning import chosen_instances, planning_instances
@@ -137,7 +138,7 @@ def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, in
         return None
     chosen = {}
     try:
-        for domain in sorted({config["domain"] for config, _ in tested}):
+        for domain in sorted({config.domain for config, _ in tested}):
             table = planning_instances(sweep.dataset_path(), domain, sweep.plan_on)
             chosen[domain] = {table.problem_path(instance).name for instance in
                               chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)}
@@ -145,13 +146,13 @@ def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, in
         return None
     planned = {}
     for config, run in tested:
-        wanted = chosen[config["domain"]]
+        wanted = chosen[config.domain]
         planned[run.path.name] = {
             # (a line of another shape plans nothing: the planning pass names it and plans its instance again)
             estimate: (len(wanted & {r["problem"] for r in read_jsonl(run.planning_file(estimate, sweep.plan_on))
                                      if has_shape(r, "a planning record")}),
                        len(wanted))
-            for estimate in point_estimates(config["distribution"])}
+            for estimate in point_estimates(config.head.distribution)}
     return planned
 
 
@@ -172,6 +173,8 @@ def finished_runs(sweep) -> set[str]:
 def sweep_standing(sweep) -> list[str]:
     """Banner lines (two-space indent, as :meth:`tnlib.experiments.running.sweep.Sweep.describe`) on the sweep's runs in its
     results folder."""
+    from tnlib.learning.training import read_run_config
+
     out = Path(sweep.out_dir)
     tested, training, waiting = [], [], []
     for config in sweep.train_configs():
@@ -196,18 +199,18 @@ def sweep_standing(sweep) -> list[str]:
     for config, run, curve in training:
         last = curve[-1]["step"]
         try:
-            target = run.read_config()["steps"]
-        except (OSError, DamagedFile, KeyError):  # a damaged config: the sweep rewrites it when it resumes the run
+            target = read_run_config(run.path).steps
+        except (OSError, DamagedFile, ValueError):  # a damaged config: the sweep rewrites it when it resumes the run
             target = sweep.steps
         improving = still_improving([row["val_mse"] for row in curve])
         # the until-flat rule read now (a sweep applies it at the end of each chunk)
         state = ", curve still improving" if improving else (", curve flat so far" if improving is False else "")
         described.append(f"{run.path.name} at step {last:,} of {target:,}{state}")
         if timed:
-            seconds_left += (max(0, target - last) * step_seconds[config["model"]][config["domain"]]
-                             + overheads[config["model"]])
+            seconds_left += (max(0, target - last) * step_seconds[config.model][config.domain]
+                             + overheads[config.model])
     if timed:
-        seconds_left += sum(sweep.steps * step_seconds[c["model"]][c["domain"]] + overheads[c["model"]]
+        seconds_left += sum(sweep.steps * step_seconds[c.model][c.domain] + overheads[c.model]
                             for c in waiting)
     lines = [f"  so far    {len(tested)} of {count_phrase(range(total), 'run')} trained and tested, {len(training)} "
              f"training, {len(waiting)} not started (in {shown_path(out)})"]
@@ -218,7 +221,7 @@ def sweep_standing(sweep) -> list[str]:
         complete, partial, unplanned, wanted_per_domain = 0, [], 0, {}
         for config, run in tested:
             done = planned[run.path.name]
-            wanted_per_domain[config["domain"]] = next(iter(done.values()))[1]
+            wanted_per_domain[config.domain] = next(iter(done.values()))[1]
             if all(count == wanted for count, wanted in done.values()):
                 complete += 1
             elif any(count for count, _ in done.values()):
