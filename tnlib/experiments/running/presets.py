@@ -1,8 +1,9 @@
 """Named sweeps (``tnlib sweep --preset NAME``, ``Sweep.preset(NAME)``): each maps Sweep fields to their values on
-top of the paper's defaults."""
+top of the paper's defaults; a field a preset leaves out keeps the paper's value (the evaluation limit, say, is
+:data:`tnlib.planning.search_settings.PAPER_SEARCH`'s unless a preset sets another)."""
 from __future__ import annotations
 
-from tnlib.paper import MAX_EVALUATIONS, PAPER_CONFIGS, SEEDS, TABLE1_CONFIGS, TRAIN_STEPS
+from tnlib.paper import PAPER_CONFIGS, SEEDS, TABLE1_CONFIGS, TRAIN_STEPS
 
 # Named starting points for Sweep.preset / from_parameters(preset=...) / `tnlib sweep --preset`: each maps fields to
 # their values on top of the paper's defaults.
@@ -32,19 +33,19 @@ PRESETS: dict[str, dict] = {
     # Hours of one process for NLM and STRIPS-HGN, minutes for linear regression (sweep_standing.measured_hours).
     "converged": dict(models=("nlm",), configs=TABLE1_CONFIGS, seeds=(0, 1), steps=6000, max_steps=TRAIN_STEPS,
                       batch_size=64, eval_every=100, instances=None, data_profile="small", out_dir="runs/converged",
-                      plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
+                      plan_instances=None, workers=1),
     # The appendix's linear regression: the same, at five seeds (minutes; until flat, 0 of its 160 runs were left
     # still improving).
     "converged-linear": dict(models=("linear",), configs=TABLE1_CONFIGS, seeds=SEEDS, steps=6000,
                              max_steps=TRAIN_STEPS, batch_size=64,
                              eval_every=100, instances=None, data_profile="small", out_dir="runs/converged-linear",
-                             plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
+                             plan_instances=None, workers=1),
     # WL features (the `wl` model: WL-GOOSE's linear learner on wlplan's colour counts, not in the paper) under the
     # paper's heads, as converged-linear: the four configurations, five seeds, until flat on data/small, GBFS at
     # 10,000 evaluations. About 4 ms per step with validation here: minutes per run, planning included.
     "converged-wl": dict(models=("wl",), configs=TABLE1_CONFIGS, seeds=SEEDS, steps=6000, max_steps=TRAIN_STEPS,
                          batch_size=64, eval_every=100, instances=None, data_profile="small",
-                         out_dir="runs/converged-wl", plan_instances=None, max_evaluations=MAX_EVALUATIONS, workers=1),
+                         out_dir="runs/converged-wl", plan_instances=None, workers=1),
     # WL features on data/paper, Table 2's configurations, five seeds, until flat, planned on the same plan-set
     # subset as paper-scale's NLM (the first instance of each grid cell), so the two compare instance by instance.
     # Fitting the colours of data/paper's 7,884 blocksworld training states takes about 40 s and 650 MB.
