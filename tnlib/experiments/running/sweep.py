@@ -34,6 +34,7 @@ from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.running.sweep_banner import describe_sweep
 from tnlib.experiments.running.sweep_standing import count_phrase, finished_runs
 from tnlib.files import atomic_write_text, locked, locked_if_free, read_json
+from tnlib.learning.heads import HeadConfig
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.learning.until_flat import EXTEND_STEPS, check_until_flat
 from tnlib.paper import (
@@ -62,11 +63,12 @@ class Sweep:
     configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS
     distributions: Sequence[str] = DISTRIBUTIONS
     seeds: Sequence[int] = SEEDS
-    lower_bound: str = "lmcut"
+    # The head's settings the sweep's runs share, at the head's defaults (HeadConfig)
+    lower_bound: str = HeadConfig.lower_bound
     # "h_sat": TN bounded above by a satisficing plan's cost during training (doubly truncated; beyond the paper)
-    upper_bound: str = "none"
-    sigma_link: str = "softplus"  # a learned sigma's link (tnlib.learning.heads): softplus | bounded (authors' code)
-    fixed_sigma: str = "paper"  # a fixed sigma's value (tnlib.learning.heads): paper (1/sqrt 2) | authors (sqrt 2)
+    upper_bound: str = HeadConfig.upper_bound
+    sigma_link: str = HeadConfig.sigma_link  # a learned sigma's link: softplus | bounded (authors' code)
+    fixed_sigma: str = HeadConfig.fixed_sigma  # a fixed sigma's value: paper (1/sqrt 2) | authors (sqrt 2)
     steps: int = TRAIN_STEPS
     # Train until flat (beyond the paper, which trains a fixed number of steps): with max_steps, a run whose
     # validation curve is still improving after `steps` (the reports' rule, tnlib.learning.until_flat.still_improving)
@@ -191,7 +193,6 @@ class Sweep:
         :class:`tnlib.learning.training.TrainConfig`): this sweep's steps, batches, data, bounds, sigma settings
         and folder; :meth:`train_configs` sets the grid's domain, model, sigma, residual, distribution and seed on
         it."""
-        from tnlib.learning.heads import HeadConfig
         from tnlib.learning.training import TrainConfig
 
         head = HeadConfig(lower_bound=self.lower_bound, upper_bound=self.upper_bound, sigma_link=self.sigma_link,
