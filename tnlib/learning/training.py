@@ -63,6 +63,7 @@ from tnlib.learning.checkpoints import (CHECKPOINT_FORMAT, read_checkpoint_file,
                                         save_checkpoint, save_resume_checkpoint)
 from tnlib.learning.encodings import Batch, Encoded, Encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig, point_estimates
+from tnlib.learning.optimizer_step import optimizer_step
 from tnlib.learning.models import (
     DEFAULT_LEARNING_RATES,
     DEFAULT_WEIGHT_DECAY,
@@ -568,12 +569,8 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
         loss = prediction.nll(batch.h_star).mean()
         if not torch.isfinite(loss):
             raise TrainingDiverged(_diverged_message("loss", loss.item(), step + 1, batch, last_path))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        if not torch.isfinite(grad_norm):
-            raise TrainingDiverged(_diverged_message("gradient norm", grad_norm.item(), step + 1, batch, last_path))
-        optimizer.step()
+        optimizer_step(optimizer, model.parameters(), loss, config.grad_clip,
+                       lambda norm: _check_grad_norm(norm, step + 1, batch, last_path))
         step += 1
         loss_sum += loss.item()
         loss_count += 1
@@ -617,6 +614,11 @@ def _report_lost_curve_records(curves_path: Path, kept: list[dict], step: int, c
                   "folder and train it again (the same settings and seed train the same weights)")
     print(damaged_message(curves_path, f"the validation records of steps {', '.join(map(str, lost))} are "
                                        "unreadable", remedy), file=sys.stderr)
+
+
+def _check_grad_norm(grad_norm: torch.Tensor, step: int, batch: Batch, last_path: Path) -> None:
+    if not torch.isfinite(grad_norm):
+        raise TrainingDiverged(_diverged_message("gradient norm", grad_norm.item(), step, batch, last_path))
 
 
 def _diverged_message(what: str, value: float, step: int, batch: Batch, last_path: Path) -> str:

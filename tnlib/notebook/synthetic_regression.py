@@ -12,6 +12,7 @@ from scipy.special import ndtr
 from tnlib.experiments.reporting.seed_statistics import paired_interval
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, distribution_calibration
 from tnlib.learning.heads import HeadConfig, Prediction, learned_sigma
+from tnlib.learning.optimizer_step import optimizer_step
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
 from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
 from tnlib.paper import FIXED_SIGMAS
@@ -237,9 +238,7 @@ def _run_synthetic_regression(
                 train_nll[kind].append(loss.item())
             if step == steps:
                 break
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            optimizer_step(optimizer, network.parameters(), loss)  # full batch: no clip
 
         with torch.no_grad():
             prediction = _prediction(head, network, test, open_bound_margin)
