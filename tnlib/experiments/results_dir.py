@@ -33,11 +33,15 @@ class ResultsDir:
     def sweep_file(self) -> Path:
         return self.path / self.SWEEP
 
+    def read_sweep(self) -> dict:
+        """The folder's ``sweep.json`` as written, ``{}`` where there is none: the one reader of that record. A file
+        written before a sweep setting existed lacks its key, and each reader says what the absence means."""
+        return read_json(self.sweep_file) if self.sweep_file.is_file() else {}
+
     def planned_on(self) -> str:
         """The split or plan set this folder's sweep plans on: ``sweep.json``'s ``plan_on``, the plan split where
         it names none (or there is no sweep.json)."""
-        sweep = read_json(self.sweep_file) if self.sweep_file.is_file() else {}
-        return sweep.get("plan_on") or "plan"
+        return self.read_sweep().get("plan_on") or "plan"
 
     def baseline_folder(self, split: str = "plan") -> Path:
         """Where the baselines over ``split`` go: the folder itself for the plan split, its sub-folder named for

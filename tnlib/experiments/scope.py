@@ -318,7 +318,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     read = [(run, read_run_config(run)) for run, kept in zip(folders, tabled) if kept]
     runs = [_run_facts(run, config) for run, config in read]
     damaged = damaged_records_items(results_dir, read)
-    sweep = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
+    sweep = results.read_sweep()
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)
     domains: dict[str, DomainFacts] = {}

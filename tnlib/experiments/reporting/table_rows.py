@@ -44,7 +44,7 @@ def run_config(folder, sweeps: dict) -> dict:
     config = read_run_config(run).to_dict()
     results = ResultsDir(Path(folder).parent)
     if results.path not in sweeps:
-        sweeps[results.path] = read_json(results.sweep_file) if results.sweep_file.is_file() else {}
+        sweeps[results.path] = results.read_sweep()
     sweep = sweeps[results.path]
     first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
     steps = config["steps"]

@@ -395,12 +395,13 @@ def write_sweep_file(sweep: Sweep) -> dict:
     the file names the union of the two grids -- a sweep split across processes or sessions (``--domains ferry``
     here, ``--domains gripper`` there, or training in one process and planning in another) is described whole;
     any other difference (steps, data, bounds, the planning settings) replaces it."""
-    path = ResultsDir(sweep.out_dir).sweep_file
+    results = ResultsDir(sweep.out_dir)
+    path = results.sweep_file
     record = json.loads(json.dumps(asdict(sweep)))  # tuples as JSON lists, as it is read back
     canonical = {"domains": list(DOMAINS), "distributions": list(DISTRIBUTIONS)}
     with locked(path.with_name(f".{path.name}.lock")):  # parts starting side by side read and write in turn
         try:
-            previous = read_json(path) if path.is_file() else None
+            previous = results.read_sweep() if path.is_file() else None
         except DamagedFile:  # what it held is rebuilt below from this sweep's own settings
             previous = None
         if isinstance(previous, dict):  # a file written before a setting existed held that setting's default
