@@ -436,6 +436,20 @@ def test_shipped_small_dataset_verifies_and_loads():
     assert set(manifest["domains"]) <= set(DOMAINS)
 
 
+@pytest.mark.parametrize("domain", ["ferry", "gripper"])
+def test_an_instance_optimal_cost_is_the_exact_solver_h_star_of_its_initial_state(domain):
+    from tnlib.planning.optimal_costs import optimal_cost
+
+    table = load_split(REPO_DATA / "small", domain, "plan", verify=False)
+    initial = {r["instance"]: r for r in table.to_pylist() if r["step"] == 0}
+    assert set(initial) == set(table.instances())
+    for name, row in initial.items():
+        assert table.optimal_cost(name) == optimal_cost(domain, row["state"], row["goal"]) == row["plan_length"] > 0
+    later = table.select_instances(table.instances()[:1])
+    later.table = later.table.filter(later.table.column("step").to_numpy() > 0)  # its initial row gone
+    assert later.optimal_cost(table.instances()[0]) is None and table.optimal_cost("nope") is None
+
+
 def test_a_damaged_dataset_manifest_says_how_to_restore_it(root):
     (root / "manifest.json").write_text("{not json")
     problems = verify_dataset(root)

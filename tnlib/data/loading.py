@@ -99,6 +99,14 @@ class StateTable:
         rows = self.select_instances([instance])
         return self.root / rows.table.column("problem")[0].as_py()
 
+    def optimal_cost(self, instance: str) -> int | None:
+        """h* of the instance's initial state: the label of its row at step 0 of the optimal plan (None where the
+        table holds no such row), as :meth:`tnlib.data.plan_sets.PlanSet.optimal_cost` gives a plan set's."""
+        if not hasattr(self, "_initial_costs"):
+            self._initial_costs = {name: int(h) for name, step, h in zip(self.column("instance"), self.column("step"),
+                                                                         self.column("h_star")) if step == 0}
+        return self._initial_costs.get(instance)
+
 
 def load_split(
     root: str | os.PathLike | None, domain: str, split: str, verify: bool = True, profile: str = DEFAULT_PROFILE

@@ -28,7 +28,7 @@ from tnlib.experiments.reporting.seed_statistics import (
     significant_number,
     write_seed_csv,
 )
-from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
+from tnlib.experiments.reporting.table_rows import collect_planning, collect_results, split_unfinished
 from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import RunDir
@@ -92,12 +92,9 @@ def _csv_rows(path: Path) -> list[dict]:
 
 
 def _finished(rows: Sequence[dict]) -> list[dict]:
-    """The planning rows of runs that planned as many instances as the most any run of their domain did (a run still
-    planning would read as final; the tables leave it out too)."""
-    most: dict = defaultdict(int)
-    for r in rows:
-        most[r["domain"]] = max(most[r["domain"]], int(r["instances"]))
-    return [r for r in rows if int(r["instances"]) >= most[r["domain"]]]
+    """The planning rows of runs that finished planning, as the tables take them
+    (:func:`tnlib.experiments.reporting.table_rows.split_unfinished`)."""
+    return split_unfinished(list(rows))[0]
 
 
 def _model_rank(model: str) -> tuple:

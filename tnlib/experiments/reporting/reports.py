@@ -17,7 +17,10 @@ from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.reporting.size_tables import write_size_report
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
 from tnlib.experiments.reporting.paper_directions import DIRECTIONS_RULE, render_directions, render_paper_directions
-from tnlib.experiments.reporting.table_rows import collect_planning, collect_results, optimal_selection
+from tnlib.experiments.reporting.plan_quality import (COST_OVER_H_STAR, plan_quality, quality_seed_values,
+                                                     render_plan_quality, run_cost_ratios)
+from tnlib.experiments.reporting.table_rows import (baseline_records, collect_planning, collect_results,
+                                                   optimal_costs, optimal_selection)
 from tnlib.experiments.reporting.tables import (
     TABLE1_BOLD_RULE,
     TABLE2_BOLD_RULE,
@@ -107,6 +110,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
     split = ResultsDir(results_dir).planned_on()
     plans = collect_planning(results_dir, split)
+    costs = optimal_costs(results_dir, split) if plans else {}  # h* of each planned instance
     selection = None
     if selection_seconds is not None:
         if split == "plan":
@@ -137,11 +141,13 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         sections, count = _model_accuracy(results_dir, results, by_nll, model, lower_bound, ran, paper_tables)
         accuracy += sections
         compared["accuracy"] += count
-        sections, count = _model_planning(results_dir, plans, model, lower_bound, planned, split, paper_tables)
+        sections, count = _model_planning(results_dir, plans, model, lower_bound, planned, split, paper_tables,
+                                          costs)
         planning += sections
         compared["planning"] += count
         if selection is not None:
-            sections, count = _model_selected_planning(results_dir, selection, model, lower_bound, planned, split)
+            sections, count = _model_selected_planning(results_dir, selection, model, lower_bound, planned, split,
+                                                       costs)
             selected_tables += sections
             compared["planning"] += count
         html += _model_curves(results_dir, configs_of, model, lower_bound)
@@ -161,7 +167,8 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
         atomic_write_text(path, text)
     written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / "accuracy-seeds.csv"))
-    written.append(write_seed_csv(planning_seed_rows(plans), reports_dir / "planning-seeds.csv"))
+    ratios = run_cost_ratios(plans, baseline_records(results_dir, split), costs)
+    written.append(write_seed_csv(planning_seed_rows(plans, ratios), reports_dir / "planning-seeds.csv"))
     return written
 
 
@@ -197,9 +204,10 @@ def _model_accuracy(results_dir, results: list[dict], by_nll: list[dict], model:
 
 
 def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str, planned: list,
-                    split: str, paper_tables: bool) -> tuple[list[str], int]:
-    """planning.md's section of one model: Table 2 (or why there is none), the paper's own table and the paired
-    intervals of coverage and evaluations; and how many paired intervals it shows."""
+                    split: str, paper_tables: bool, costs: dict) -> tuple[list[str], int]:
+    """planning.md's section of one model: Table 2 (or why there is none), the paper's own table, the paired
+    intervals of coverage and evaluations, and the plans' cost over h* (``costs``: h* per domain and problem) with
+    its paired intervals; and how many paired intervals it shows."""
     if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
         sections = [f"### {model}\n\n{unplanned_note(results_dir, model)}\n"]
     else:
@@ -209,29 +217,39 @@ def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str
         sections.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
                         + render_paper_table2(planned) + "\n")
     mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
-    return _with_paired_planning(sections, mine)
+    return _with_paired_planning(sections, mine, baseline_records(results_dir, split), costs, planned)
 
 
 def _model_selected_planning(results_dir, selection: dict, model: str, lower_bound: str, planned: list,
-                             split: str) -> tuple[list[str], int]:
-    """Table 2 of one model again under the paper's selection of plan instances, with its paired intervals; and
-    how many paired intervals it shows."""
+                             split: str, costs: dict) -> tuple[list[str], int]:
+    """Table 2 of one model again under the paper's selection of plan instances, with its paired intervals and the
+    plans' cost over h*; and how many paired intervals it shows."""
     problems = {domain: kept["problems"] for domain, kept in selection.items()}
     chosen = [r for r in collect_planning(results_dir, split, problems)
               if r["model"] == model and r["lower_bound"] == lower_bound]
     sections = [f"### {model}\n\n" + render_table2(
         chosen, model=model, lower_bound=lower_bound, configs=planned, baseline_dir=results_dir, split=split,
         problems=problems)]
-    return _with_paired_planning(sections, chosen)
+    return _with_paired_planning(sections, chosen, baseline_records(results_dir, split, problems), costs, planned)
 
 
-def _with_paired_planning(sections: list[str], rows: list[dict]) -> tuple[list[str], int]:
-    """``sections`` followed by the paired intervals of coverage and evaluations of ``rows``, and their count."""
+def _with_paired_planning(sections: list[str], rows: list[dict], baseline: dict, costs: dict,
+                          configs: list) -> tuple[list[str], int]:
+    """``sections`` followed by the paired intervals of coverage and evaluations of ``rows``, then the plans' cost
+    over h* (:mod:`tnlib.experiments.reporting.plan_quality`; ``baseline``: h_FF's records per domain, ``costs``:
+    h* per domain and problem) with its paired intervals; and how many paired intervals they show."""
     compared = 0
     for metric, lower in (("coverage", False), ("evaluations", True)):
         differences = paired_differences(table2_seed_values(rows, metric))
         compared += interval_count(differences)
         sections.append(render_paired(differences, metric, lower) + "\n")
+    quality = plan_quality(rows, baseline, costs)
+    table = render_plan_quality(quality, configs)
+    if table:
+        differences = paired_differences(quality_seed_values(quality))
+        compared += interval_count(differences)
+        paired = render_paired(differences, "plan cost over h\\*", True)
+        sections += [table] + ([paired] if paired else [])
     return sections, compared
 
 
@@ -272,11 +290,19 @@ def accuracy_seed_rows(results: Sequence[dict], by_nll: Sequence[dict] = ()) -> 
     return rows
 
 
-def planning_seed_rows(plans: Sequence[dict]) -> list[dict]:
-    """One row per run and column of Table 2: the seed, instances, coverage and average evaluations."""
-    return [{**{k: r[k] for k in SETTING_COLUMNS}, "column": r["column"], "seed": r["seed"],
-             "instances": r["instances"], "coverage": repr(r["coverage"]), "evaluations": repr(r["evaluations"])}
-            for r in sorted(plans, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["column"], r["seed"]))]
+def planning_seed_rows(plans: Sequence[dict], cost_ratios: dict | None = None) -> list[dict]:
+    """One row per run and column of Table 2: the seed, instances, coverage, average evaluations and the mean plan
+    cost over h* (``cost_ratios``: :func:`tnlib.experiments.reporting.plan_quality.run_cost_ratios`; blank where a
+    run has none)."""
+    cost_ratios = cost_ratios or {}
+    rows = []
+    for r in sorted(plans, key=lambda r: (*(str(r[k]) for k in SETTING_COLUMNS), r["column"], r["seed"])):
+        ratio = cost_ratios.get((r["model"], r["lower_bound"], r["domain"], r["sigma"], r["residual"], r["column"],
+                                 r["seed"]))
+        rows.append({**{k: r[k] for k in SETTING_COLUMNS}, "column": r["column"], "seed": r["seed"],
+                     "instances": r["instances"], "coverage": repr(r["coverage"]),
+                     "evaluations": repr(r["evaluations"]), COST_OVER_H_STAR: "" if ratio is None else repr(ratio)})
+    return rows
 
 
 # how a report's header line on its code begins (what a check comparing reports leaves aside)

@@ -43,9 +43,10 @@ def accuracy_cell(stats: tuple[float, float] | None) -> str:
 
 
 def planning_cell(stats: tuple[float, float | None] | None, metric: str) -> str:
-    """A coverage (two decimals) or evaluations (whole numbers) cell as Table 2 writes it."""
+    """A planning metric's cell as Table 2 writes it: evaluations in whole numbers, a ratio (coverage, plan cost
+    over h*) with two decimals."""
     if stats is None:
         return ""
-    digits = 2 if metric == "coverage" else 0
+    digits = 0 if metric == "evaluations" else 2
     mean, std = stats
     return f"{mean:.{digits}f} {ONE_SEED}" if std is None else f"{mean:.{digits}f}±{std:.{digits}f}"

@@ -1,7 +1,9 @@
 """The rows the tables lay out, read from a results folder: every run's test metrics (:func:`collect_results`) and
-every planning file's summary per point estimate (:func:`collect_planning`), each with the training configuration
-its run was trained by (:func:`run_config`); the paper's selection of plan instances; and the check that a table
-cell pools runs of one setting, the seed aside (:func:`check_one_setting`)."""
+every planning file's summary and plan lengths per point estimate (:func:`collect_planning`), each with the
+training configuration its run was trained by (:func:`run_config`); the h_FF baseline's records
+(:func:`baseline_records`); which runs finished planning (:func:`split_unfinished`); the paper's selection of plan
+instances and each instance's h* (:func:`optimal_costs`); and the check that a table cell pools runs of one
+setting, the seed aside (:func:`check_one_setting`)."""
 from __future__ import annotations
 
 import json
@@ -14,6 +16,7 @@ from tnlib.learning.heads import estimate_column
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned, planning_summary
 from tnlib.learning.training import read_run_config
+
 
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
     """Every metrics file of ``split`` and ``checkpoint`` (see :func:`tnlib.learning.evaluation.evaluate_run`) under
@@ -69,8 +72,38 @@ def collect_planning(results_dir, split: str | None = None, problems: dict[str, 
             continue
         rows.append({**{k: config[k] for k in ("domain", "model", "sigma", "residual", "lower_bound", "seed")},
                      "column": column, "protocols": sorted({r["protocol"] for r in records}),
-                     "config": config, **planning_summary(records)})
+                     "config": config, "plan_lengths": plan_lengths(records), **planning_summary(records)})
     return rows
+
+
+def plan_lengths(records) -> dict[str, int | None]:
+    """``{problem file name: the length of the plan its record found}``, None where it found none (unsolved, or a
+    record that does not give the length)."""
+    return {r["problem"]: r.get("plan_length") if r["solved"] else None for r in records}
+
+
+def baseline_records(results_dir, split: str, problems: dict[str, set[str]] | None = None,
+                     heuristic: str = "ff") -> dict[str, list[dict]]:
+    """``{domain: records}`` of a symbolic heuristic's planning files over ``split`` in a results folder (the h_FF
+    column), only those of ``problems`` where given; a domain none of whose records are kept is left out."""
+    found = {}
+    for domain, path in ResultsDir(results_dir).baseline_files(heuristic, split).items():
+        records = kept_records(planned(path).values(), problems, domain)
+        if records:
+            found[domain] = records
+    return found
+
+
+def split_unfinished(rows: list[dict]) -> tuple[list[dict], list[dict], dict[str, int]]:
+    """(the planning rows of runs that planned as many instances as the most any run of their domain did, the
+    others, that most per domain). A run still planning, or whose record was cut short, would read as final: the
+    tables leave it out and name it. (h_FF's baseline is not the reference: a folder may plan it on more instances
+    than its runs.)"""
+    most: dict[str, int] = {}
+    for r in rows:
+        most[r["domain"]] = max(most.get(r["domain"], 0), int(r["instances"]))
+    finished = [r for r in rows if int(r["instances"]) >= most[r["domain"]]]
+    return finished, [r for r in rows if int(r["instances"]) < most[r["domain"]]], most
 
 
 def kept_records(records, problems: dict[str, set[str]] | None, domain: str) -> list[dict]:
@@ -88,17 +121,41 @@ def optimal_selection(results_dir, split: str, seconds: float) -> dict[str, dict
     size}}``. Undecided instances are left out with the unsolved ones (the tables say how many)."""
     from tnlib.data.plan_sets import load_plan_set
 
-    roots: dict[str, str] = {}
-    for run in ResultsDir(results_dir).runs():
-        config = read_run_config(run)
-        roots.setdefault(config.domain, config.data_root)
     selection = {}
-    for domain, root in roots.items():
+    for domain, root in _data_roots(results_dir).items():
         plan_set = load_plan_set(root, domain, split)
         kept, undecided = plan_set.optimal_selection(seconds)
         selection[domain] = {"problems": {plan_set.problem_path(name).name for name in kept},
                              "undecided": len(undecided), "instances": len(plan_set)}
     return selection
+
+
+def _data_roots(results_dir) -> dict[str, str | None]:
+    """``{domain: the dataset root its first run trained on}`` of a results folder's runs."""
+    roots: dict[str, str | None] = {}
+    for run in ResultsDir(results_dir).runs():
+        config = read_run_config(run)
+        roots.setdefault(config.domain, config.data_root)
+    return roots
+
+
+def optimal_costs(results_dir, split: str) -> dict[str, dict[str, int | None]]:
+    """``{domain: {problem file name: h* of its initial state, or None}}`` for the labelled split or plan set
+    ``split`` of the dataset each domain's runs trained on: the labelled split's h* column, a plan set's exact
+    solves (``tnlib data plan-set --exact``; None where it recorded none). A domain whose dataset cannot be read
+    here maps to {}: its instances have no h*."""
+    from tnlib.errors import DatasetError
+    from tnlib.learning.split_planning import planning_instances
+
+    costs = {}
+    for domain, root in _data_roots(results_dir).items():
+        try:
+            table = planning_instances(root, domain, split)
+        except DatasetError:
+            costs[domain] = {}
+            continue
+        costs[domain] = {table.problem_path(name).name: table.optimal_cost(name) for name in table.instances()}
+    return costs
 
 
 # A table cell pools runs that differ in these settings only: the seed, and where and how a run was executed.

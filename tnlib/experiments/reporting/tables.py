@@ -28,11 +28,12 @@ from tnlib.experiments.reporting.seed_statistics import (
     seed_count,
 )
 from tnlib.experiments.reporting.table_cells import accuracy_cell, mean_and_std, paper_number, planning_cell
-from tnlib.experiments.reporting.table_rows import check_one_setting, collect_planning, collect_results, kept_records
+from tnlib.experiments.reporting.table_rows import (baseline_records, check_one_setting, collect_planning,
+                                                   collect_results, split_unfinished)
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.heads import ESTIMATE_COLUMNS, POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.split_planning import planned, planning_summary
+from tnlib.learning.split_planning import planning_summary
 from tnlib.planning.search_settings import PAPER
 from tnlib.paper import (
     DOMAINS,
@@ -276,22 +277,12 @@ def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
             raise ValueError("render_table2 of rows needs baseline_dir (the folder holding h_FF's planning files)")
         split = ResultsDir(baseline_dir).planned_on() if split is None else split
     rows = [r for r in rows if r["model"] == model and r["lower_bound"] == lower_bound]
-    baseline = {}
     protocols = {p for r in rows for p in r["protocols"]}
-    for domain, path in ResultsDir(baseline_dir or results_dir).baseline_files("ff", split).items():
-        records = kept_records(planned(path).values(), problems, domain)
-        if not records:
-            continue
-        protocols |= {r["protocol"] for r in records}
-        baseline[domain] = planning_summary(records)
-    # A run still planning, or whose record was cut short, has fewer instances than the most any run of its domain
-    # has: its coverage and evaluations would read as final, so it is left out and named under the table. (h_FF's baseline is not the
-    # reference: a folder may plan it on more instances than its runs.)
-    planned_count = defaultdict(int)
-    for r in rows:
-        planned_count[r["domain"]] = max(planned_count[r["domain"]], r["instances"])
-    unfinished = [r for r in rows if r["instances"] < planned_count[r["domain"]]]
-    rows = [r for r in rows if r["instances"] >= planned_count[r["domain"]]]
+    found = baseline_records(baseline_dir or results_dir, split, problems)
+    protocols |= {r["protocol"] for records in found.values() for r in records}
+    baseline = {domain: planning_summary(records) for domain, records in found.items()}
+    # a run still planning is left out, and named under the table
+    rows, unfinished, planned_count = split_unfinished(rows)
     groups: dict = defaultdict(list)
     for r in rows:
         groups[(r["domain"], r["sigma"], r["residual"], r["column"])].append(r)
