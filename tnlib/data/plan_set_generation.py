@@ -113,10 +113,10 @@ def run_solve(job: SolveJob) -> dict:
             if job.kind == "exact":
                 started = time.perf_counter()
                 try:
-                    solved = solve_exactly(job.domain, path, max_nodes=job.max_nodes)
-                    status, seconds, plan = "solved", solved.seconds, solved.plan
+                    status, plan = "solved", solve_exactly(job.domain, path, max_nodes=job.max_nodes).plan
                 except SearchNodeLimit:
-                    status, seconds, plan = "node_limit", time.perf_counter() - started, None
+                    status, plan = "node_limit", None
+                seconds = time.perf_counter() - started
             else:
                 run = fast_downward.solve_satisficing if job.kind == "satisficing" else fast_downward.solve
                 result = run(job.domain, path, time_limit=job.time_limit, memory_limit_mb=job.memory_limit_mb)

@@ -111,6 +111,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     split = ResultsDir(results_dir).planned_on()
     plans = collect_planning(results_dir, split)
     costs = optimal_costs(results_dir, split) if plans else {}  # h* of each planned instance
+    baseline = baseline_records(results_dir, split) if plans else {}  # h_FF's records per domain
     selection = None
     if selection_seconds is not None:
         if split == "plan":
@@ -142,7 +143,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
         accuracy += sections
         compared["accuracy"] += count
         sections, count = _model_planning(results_dir, plans, model, lower_bound, planned, split, paper_tables,
-                                          costs)
+                                          baseline, costs)
         planning += sections
         compared["planning"] += count
         if selection is not None:
@@ -167,7 +168,7 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lo
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
         atomic_write_text(path, text)
     written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / "accuracy-seeds.csv"))
-    ratios = run_cost_ratios(plans, baseline_records(results_dir, split), costs)
+    ratios = run_cost_ratios(plans, baseline, costs)
     written.append(write_seed_csv(planning_seed_rows(plans, ratios), reports_dir / "planning-seeds.csv"))
     return written
 
@@ -204,10 +205,10 @@ def _model_accuracy(results_dir, results: list[dict], by_nll: list[dict], model:
 
 
 def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str, planned: list,
-                    split: str, paper_tables: bool, costs: dict) -> tuple[list[str], int]:
+                    split: str, paper_tables: bool, baseline: dict, costs: dict) -> tuple[list[str], int]:
     """planning.md's section of one model: Table 2 (or why there is none), the paper's own table, the paired
-    intervals of coverage and evaluations, and the plans' cost over h* (``costs``: h* per domain and problem) with
-    its paired intervals; and how many paired intervals it shows."""
+    intervals of coverage and evaluations, and the plans' cost over h* (``baseline``: h_FF's records per domain,
+    ``costs``: h* per domain and problem) with its paired intervals; and how many paired intervals it shows."""
     if not any(r["model"] == model for r in plans):  # a sweep run with --no-plan: no Table 2 to show
         sections = [f"### {model}\n\n{unplanned_note(results_dir, model)}\n"]
     else:
@@ -217,7 +218,7 @@ def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str
         sections.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
                         + render_paper_table2(planned) + "\n")
     mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
-    return _with_paired_planning(sections, mine, baseline_records(results_dir, split), costs, planned)
+    return _with_paired_planning(sections, mine, baseline, costs, planned)
 
 
 def _model_selected_planning(results_dir, selection: dict, model: str, lower_bound: str, planned: list,
