@@ -1,4 +1,5 @@
-"""Compiled per-element kernels (numba) for the CDF of the Truncated Normal on the CPU, forward and backward.
+"""Compiled per-element kernels (numba) for the CDF and the inverse CDF of the Truncated Normal on the CPU, forward
+and backward.
 
 The torch route's formulas (tnlib.distributions._statistics: _cdf_canonical, _sf_canonical, _cdf_grads and
 _frame_cdf_slope), one pass per element in its own regime, float64 inside: in the frame the mass below the value is
@@ -8,14 +9,22 @@ straddling elements take differences of Phi, and within a short stretch of a bou
 bound. The frame mass takes 16 Gauss-Legendre nodes on every element (the torch route takes fewer where the
 batch's widest exponent range allows: the same value to rounding).
 
-A CPU call of ``cdf`` (not ``icdf``, which is per element here) runs first the vectorized pass of
+A CPU call of ``cdf`` runs first the vectorized pass of
 tnlib.distributions._cdf_vector over every element (the same masses in closed form and, on a narrow stretch, by a
 Hermite series: straight-line code, four elements at once under AVX2), forward or backward, and then this module's
 per-element kernel on the elements that pass does not hold for: a value outside the support, the far tails (a
 straddling element's value 36 scales or more from loc, a frame element's density below exp(-700) of phi at its
 bound), a stretch too wide for the series with a negative slope (next to a narrow interval) and a NaN: about 7%
 of a batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side, none of the common
-regimes. The gradients' pass runs on one thread (the forward's splits among torch's threads)."""
+regimes. The gradients' pass runs on one thread (the forward's splits among torch's threads).
+
+A CPU call of ``icdf`` (and so of ``rsample``) likewise runs first the vectorized pass of
+tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of a straddling element,
+erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass), and then the per-element kernel on what it
+leaves: the elements the per-element kernel takes Newton steps on (a narrow interval away from loc, a one-sided tail
+from about 37 scales out, a value whose offset from the bound would cancel), a straddling element with both tails
+above 1/2, probabilities of 0 or 1 and NaNs: none of the common regimes, and 39% of a batch spread over every regime
+from 1e-6 to 1e3 scales wide and 40 scales either side."""
 from __future__ import annotations
 
 import math
@@ -25,6 +34,16 @@ import numpy as np
 import torch
 
 from tnlib.distributions._cdf_vector import cdf_element
+from tnlib.distributions._icdf_vector import (
+    ACKLAM_A,
+    ACKLAM_B,
+    ACKLAM_C,
+    ACKLAM_D,
+    ACKLAM_TAIL_END,
+    SQRT_2PI,
+    TINY_LOG,
+    icdf_element,
+)
 from tnlib.distributions._kernels import (
     _BLOCK,
     _ERFCX,
@@ -170,25 +189,15 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
 # ----------------------------------------------------------------------------------------------------------------
 # The inverse CDF (icdf, and rsample through it): _icdf_canonical and _ICDF's gradients, per element.
 # ----------------------------------------------------------------------------------------------------------------
-# Phi^-1 and erf^-1, which numba lacks: Acklam's rational approximation (relative error 1.2e-9) and one Halley step
-# on Phi(x) - p through erfc, which is relatively exact in the lower tail; p above 1/2 is inverted as -Phi^-1(1 - p)
-# (1 - p is exact there). erf^-1 takes Newton steps on erf from the same start.
-_ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
-             -3.066479806614716e+01, 2.506628277459239e+00)
-_ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
-             -1.328068155288572e+01)
-_ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
-             4.374664141464968e+00, 2.938163982698783e+00)
-_ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-_TINY_LOG = math.log(np.finfo(np.float64).tiny)
-
+# Phi^-1 and erf^-1, which numba lacks: Acklam's rational approximation (tnlib.distributions._icdf_vector's
+# constants) and one Halley step on Phi(x) - p through erfc, which is relatively exact in the lower tail; p above 1/2
+# is inverted as -Phi^-1(1 - p) (1 - p is exact there). erf^-1 takes Newton steps on erf from the same start.
 
 @numba.njit(cache=True, error_model="numpy")
 def _ndtri_lower(p):
     """Phi^-1(p) for 0 < p <= 1/2."""
-    a, b, c, d = _ACKLAM_A, _ACKLAM_B, _ACKLAM_C, _ACKLAM_D
-    if p < 0.02425:
+    a, b, c, d = ACKLAM_A, ACKLAM_B, ACKLAM_C, ACKLAM_D
+    if p < ACKLAM_TAIL_END:
         q = math.sqrt(-2.0 * math.log(p))
         x = ((((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
              / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0))
@@ -197,7 +206,7 @@ def _ndtri_lower(p):
         r = q * q
         x = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
              / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0))
-    u = (_ndtr_element(x) - p) * _SQRT_2PI * math.exp(0.5 * x * x)
+    u = (_ndtr_element(x) - p) * SQRT_2PI * math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
 
 
@@ -246,7 +255,7 @@ def _frame_icdf_start_element(a, b, w, c_low, scale, p, q, m0, p_b, log_z, table
             else:
                 k = _mills_element(a, table) - p * m0
             log_y = (math.log(k) if k > 0 else -math.inf) - 0.5 * a * a - _LOG_SQRT_2PI
-            representable = log_y > _TINY_LOG and k > 0
+            representable = log_y > TINY_LOG and k > 0
             t = -_ndtri_element(math.exp(log_y if representable else -1.0))
     elif abs(a) <= 0.5 and abs(b) <= 0.5:  # a narrow interval within half a scale of loc
         near_loc = True
@@ -417,15 +426,66 @@ def _cdf_gradients_vector_serial(grad, value, loc, scale, low, high, slopes, tab
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weights):
-    """The cdf at ``value`` or, with ``inverse``, the icdf of ``value`` of each element."""
-    for i in range(out.shape[0]):
-        out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
+def _icdf_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
+    """The icdf of elements [start, stop) into ``out``, as _cdf_block: the closed forms vectorized
+    (tnlib.distributions._icdf_vector), the elements they leave (marked by a NaN) by the per-element kernel after."""
+    for i in range(start, stop):
+        x, _, _, _, _, _, held, _ = icdf_element(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                                 np.float64(low[i]), np.float64(high[i]))
+        out[i] = x if held else np.nan
+    for i in range(start, stop):
+        if math.isnan(out[i]):
+            out[i] = _icdf_element(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                   np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes, table, nodes, weights):
+    """grad times each derivative of the icdf of elements [start, stop) into the five rows of ``slopes``, as
+    _cdf_gradients_block."""
+    for i in range(start, stop):
+        _, dp, dl, ds, da, db, _, held = icdf_element(np.float64(prob[i]), np.float64(loc[i]),
+                                                      np.float64(scale[i]), np.float64(low[i]),
+                                                      np.float64(high[i]))
+        gr = np.float64(grad[i])
+        slopes[0, i] = gr * dp if held else np.nan
+        slopes[1, i] = gr * dl
+        slopes[2, i] = gr * ds
+        slopes[3, i] = gr * da
+        slopes[4, i] = gr * db
+    for i in range(start, stop):
+        if not math.isnan(slopes[0, i]):
+            continue
+        derivatives = _icdf_gradient_element(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                             np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
+        gr = np.float64(grad[i])
+        for k in range(5):
+            slopes[k, i] = gr * derivatives[k]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_vector_serial(prob, loc, scale, low, high, out, table, nodes, weights):
+    _icdf_block(0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _cdf_parallel(inverse, value, loc, scale, low, high, out, table, nodes, weights):
-    for i in numba.prange(out.shape[0]):
+def _icdf_vector_parallel(prob, loc, scale, low, high, out, table, nodes, weights):
+    n = out.shape[0]
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        _icdf_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), prob, loc, scale, low, high, out, table, nodes,
+                    weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_gradients_vector_serial(grad, prob, loc, scale, low, high, slopes, table, nodes, weights):
+    _icdf_gradients_block(0, grad.shape[0], grad, prob, loc, scale, low, high, slopes, table, nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weights):
+    """The cdf at ``value`` or, with ``inverse``, the icdf of ``value`` of each element by the per-element kernel
+    alone (the reference the vectorized passes are tested against)."""
+    for i in range(out.shape[0]):
         out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
@@ -460,12 +520,6 @@ def _cdf_gradients_serial(inverse, grad, value, loc, scale, low, high, outs, tab
         _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _cdf_gradients_parallel(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
-    for i in numba.prange(grad.shape[0]):
-        _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
-
-
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 
@@ -476,19 +530,20 @@ def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
     _threads()
     parallel = flat.shape[0] >= _PARALLEL_FROM and numba.get_num_threads() > 1
     if inverse:
-        (_cdf_parallel if parallel else _cdf_serial)(inverse, *arrays, flat, *_CONSTANTS)
+        (_icdf_vector_parallel if parallel else _icdf_vector_serial)(*arrays, flat, *_CONSTANTS)
     else:
         (_cdf_vector_parallel if parallel else _cdf_vector_serial)(*arrays, flat, *_CONSTANTS)
     return torch.from_numpy(out)
 
 
-def _cdf_gradients(grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
-    """grad times the cdf's derivatives w.r.t. (value, loc, scale, low, high), in ``shape``, None where not
-    ``needs``: the vectorized pass writes all five rows (a row skipped would cost it a branch per element)."""
+def _cdf_gradients(inverse: bool, grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
+    """grad times the cdf's (with ``inverse``, the icdf's) derivatives w.r.t. (value, loc, scale, low, high), in
+    ``shape``, None where not ``needs``: the vectorized pass writes all five rows (a row skipped would cost it a
+    branch per element)."""
     slopes = np.empty((5, grad.shape[0]), dtype=arrays[1].dtype)
-    # one thread: numba's prange over blocks of this pass measured 2.5-3.5x slower per element than the serial loop
-    # (on one thread and on two), where the forward's is level with it
-    _cdf_gradients_vector_serial(grad, *arrays, slopes, *_CONSTANTS)
+    # one thread: numba's prange over blocks of the cdf's pass measured 2.5-3.5x slower per element than the serial
+    # loop (on one thread and on two), where the forward's is level with it
+    (_icdf_gradients_vector_serial if inverse else _cdf_gradients_vector_serial)(grad, *arrays, slopes, *_CONSTANTS)
     return tuple(torch.from_numpy(row).reshape(shape) if need else None for row, need in zip(slopes, needs))
 
 
@@ -498,7 +553,7 @@ def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.
     tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
     from the kernel. The CDF and its gradients take the vectorized pass, and the per-element kernel only on the
     elements that pass leaves to it (the far tails, values outside the support: the module's docstring says which);
-    the icdf is per element."""
+    so do the icdf and its gradients, with their own pass."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return KernelCDF.apply(*tensors, inverse)
@@ -523,13 +578,4 @@ class KernelCDF(torch.autograd.Function):
                 "(second derivatives, Hessians, gradient penalties) is not supported")
         arrays = [_flat(t) for t in ctx.saved_tensors]
         needs = ctx.needs_input_grad[:5]
-        if not ctx.inverse:
-            return _cdf_gradients(_flat(grad), arrays, tuple(grad.shape), needs) + (None,)
-        outs = [np.empty(tuple(grad.shape) if need else 0, dtype=arrays[1].dtype) for need in needs]
-        flats = tuple(o.reshape(-1) for o in outs)
-        if arrays[0].shape[0] >= _PARALLEL_FROM:
-            _threads()
-            _cdf_gradients_parallel(ctx.inverse, _flat(grad), *arrays, flats, *_CONSTANTS)
-        else:
-            _cdf_gradients_serial(ctx.inverse, _flat(grad), *arrays, flats, *_CONSTANTS)
-        return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, needs)) + (None,)
+        return _cdf_gradients(ctx.inverse, _flat(grad), arrays, tuple(grad.shape), needs) + (None,)

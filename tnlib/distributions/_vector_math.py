@@ -1,15 +1,19 @@
-"""log, exp, erfcx and the one-sided mean's excess for numba kernels whose loops the compiler turns into SIMD code (AVX2: four float64 at once).
+"""log, exp, erfcx, erfc, erf and the one-sided mean's excess for numba kernels whose loops the compiler turns into SIMD
+code (AVX2: four float64 at once).
 
 A loop calling libm's log or exp (numba has no vector math library here) runs one element at a time, at 15-30 ns an
 element on a shared core, and numba has no erfcx at all. These are branch-free float64 versions the loop vectorizer
 inlines: log and exp are fdlibm's algorithms (e_log.c, e_exp.c: under 1 ulp) with their special cases left to the
 caller, the exponent read and written through the float's bits; erfcx is a single Chebyshev expansion on
 [0, inf) (Shepherd and Laframboise's form, (1 + 2x) erfcx(x) in t = (x - K)/(x + K)), evaluated as a degree-26
-polynomial in t by Estrin's scheme (short dependency chains). The mean's excess over a lower bound, D(a) = E[t] - a
+polynomial in t by Estrin's scheme (short dependency chains); erfc is exp(-x^2) erfcx(x) and erf its Taylor series
+near 0 and 1 - erfc beyond. The mean's excess over a lower bound, D(a) = E[t] - a
 for t standard normal on [a, inf), is two Chebyshev expansions, on [0, 4] and in 1/a^2 beyond, where the closed form
 1/M(a) - a loses a^2 ulps. tests/distributions/test_truncated_normal_kernels.py checks each against mpmath.
 """
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -127,6 +131,47 @@ def erfcx(x):
     """erfcx(x) = exp(x^2) erfc(x) for x >= 0 (+inf gives 0), within 8 ulps."""
     t = 1.0 - 2.0 * ERFCX_K / (x + ERFCX_K)
     return _estrin_26(t, ERFCX_POLYNOMIAL) / (1.0 + 2.0 * x)
+
+
+# Veltkamp's splitting constant, 2^27 + 1: c = K y, hi = c - (c - y) holds y's upper 26 bits exactly
+_SPLITTER = 134217729.0
+# erfc(y) is 0 in float64 from y = 27.3; clamping there keeps y^2 finite for an infinite argument
+_ERFC_ARGUMENT_END = 38.0
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def erfc(y):
+    """erfc(y) for y >= 0 (+inf gives 0), relatively within a few ulps: exp(-y^2) erfcx(y) with y^2 = hi + lo
+    exactly (a rounded y^2 of 700 would cost 1e-13)."""
+    y = min(y, _ERFC_ARGUMENT_END)
+    hi = y * y
+    c = _SPLITTER * y
+    y_hi = c - (c - y)
+    y_lo = y - y_hi
+    lo = ((y_hi * y_hi - hi) + 2.0 * y_hi * y_lo) + y_lo * y_lo
+    return exp(-hi) * (1.0 - lo) * erfcx(y)
+
+
+# erf(x) = (2/sqrt pi) sum (-1)^n x^(2n+1) / (n! (2n+1)) below |x| = 1/2, to n = 13 (the first term dropped is below
+# 1e-19 of the sum); beyond, 1 - erfc(|x|) with erfc(1/2) = 0.48 loses under a bit
+ERF_SERIES = tuple(2.0 / math.sqrt(math.pi) * (-1.0) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(14))
+ERF_SERIES_END = 0.5
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def erf_series(x):
+    """erf(x) for |x| <= 1/2 by its Taylor series, within a few ulps."""
+    c = ERF_SERIES
+    z = x * x
+    inner = c[7] + z * (c[8] + z * (c[9] + z * (c[10] + z * (c[11] + z * (c[12] + z * c[13])))))
+    return x * (c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * (c[6] + z * inner)))))))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def erf(x):
+    """erf(x), within a few ulps; both forms are computed and one kept, so a loop of it vectorizes."""
+    far = 1.0 - erfc(abs(x))
+    return erf_series(x) if abs(x) < ERF_SERIES_END else (far if x >= 0.0 else -far)
 
 
 # D(a) = E[t] - a, t standard normal on [a, inf), a >= 0: P_NEAR(a/2 - 1) on [0, 4], and P_FAR(2 (4/a)^2 - 1) / a

@@ -1,0 +1,138 @@
+"""The icdf's vectorized pass (tnlib.distributions._icdf_vector) against the per-element kernel it stands in for, and
+its erf, erfc and Phi^-1 against mpmath."""
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numba
+import numpy as np
+import torch
+
+from test_truncated_normal_kernels import _mixed_regime_cdf_inputs, _ulps
+from tnlib import TruncatedNormal
+from tnlib.distributions import _vector_math
+from tnlib.distributions._cdf_kernels import (
+    _CONSTANTS,
+    _BLOCK,
+    _cdf_gradients_serial,
+    _cdf_serial,
+    _icdf_gradients_vector_serial,
+    _icdf_vector_parallel,
+    _icdf_vector_serial,
+)
+from tnlib.distributions._icdf_vector import icdf_element, ndtri_lower
+
+
+def _mixed_regime_icdf_inputs(n: int, seed: int) -> list[np.ndarray]:
+    """(p, loc, scale, low, high) over every regime the icdf meets (the cdf's mixed parameters: straddling, a bound
+    0-40 scales away either side, one-sided, both bounds infinite, intervals 1e-6 to 1e3 scales wide), with
+    probabilities uniform on (0, 1), down to 1e-300 and up to 1 - 1e-16, and a few exactly 0 or 1."""
+    _, loc, scale, low, high = _mixed_regime_cdf_inputs(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    prob = rng.random(n)
+    small = rng.random(n) < 0.15
+    prob[small] = np.exp(rng.uniform(-690.0, -1.0, small.sum()))
+    large = rng.random(n) < 0.15
+    prob[large] = 1.0 - np.exp(rng.uniform(-36.0, -1.0, large.sum()))
+    prob[rng.random(n) < 0.01] = 0.0
+    prob[rng.random(n) < 0.01] = 1.0
+    return [prob, loc, scale, low, high]
+
+
+@numba.njit(error_model="numpy")
+def _icdf_held(prob, loc, scale, low, high, held):
+    for i in range(held.shape[0]):
+        held[i] = icdf_element(prob[i], loc[i], scale[i], low[i], high[i])[7]  # (derivatives held)
+
+
+def test_icdf_vectorized_pass_and_its_gradients_equal_the_per_element_kernel_on_mixed_regimes():
+    arrays = _mixed_regime_icdf_inputs(20_000, seed=59)
+    prob, loc, scale, low, high = arrays
+    n = prob.shape[0]
+    held = np.empty(n, dtype=np.bool_)
+    _icdf_held(*arrays, held)
+    # (the comparison means something only where the vectorized pass computes: every element of the common regimes,
+    # the per-element kernel's Newton steps -- narrow intervals away from loc, most of these inputs -- aside)
+    assert held.mean() >= 0.55, held.mean()
+    vector, per_element = np.empty(n), np.empty(n)
+    _icdf_vector_serial(*arrays, vector, *_CONSTANTS)
+    _cdf_serial(True, *arrays, per_element, *_CONSTANTS)
+    # in ulps of the numbers x is formed from: itself, loc (about which straddling elements invert) and the bounds
+    finite = [np.where(np.isinf(t), 0.0, np.abs(t)) for t in (loc, low, high)]
+    size = np.maximum.reduce([np.abs(per_element), *finite])
+    error = np.where(vector == per_element, 0.0, np.abs(vector - per_element) / size)
+    worst = int(error.argmax())
+    assert error[worst] <= 1e-14, ([float(t[worst]) for t in arrays], vector[worst], per_element[worst])
+    grad = np.random.default_rng(1).normal(size=n)
+    slopes = np.empty((5, n))
+    _icdf_gradients_vector_serial(grad, *arrays, slopes, *_CONSTANTS)
+    reference = tuple(np.empty(n) for _ in range(5))
+    _cdf_gradients_serial(True, grad, *arrays, reference, *_CONSTANTS)
+    # the derivatives are functions of x and t = (x - loc) / scale: at values apart by dx they differ by dx / scale
+    # (t's own move, in dx/dscale) and by the log-density's slope |t| / scale times dx, relatively; and each is an exp
+    # of a sum of logarithms (of the density at x, of p and 1 - p), whose rounding moves it by eps times their size.
+    # Each is relative to itself, or (those w.r.t. loc, low and high, dimensionless and summed from terms up to 1;
+    # that w.r.t. scale, from terms up to |t|) to grad times that size where it cancels
+    t = np.abs(per_element - loc) / scale
+    moved = np.where(vector == per_element, 0.0, (1.0 + t) * np.abs(vector - per_element) / scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tn = TruncatedNormal(*(torch.tensor(v) for v in (loc, scale, low, high)), validate_args=False)
+        log_density = tn.log_prob(torch.tensor(per_element)).numpy() + np.log(scale)  # (per scale)
+        logs = np.abs(log_density) + np.abs(np.log(prob)) + np.abs(np.log1p(-prob))
+    rounding = 4.0 * np.finfo(np.float64).eps * np.nan_to_num(logs, nan=0.0, posinf=0.0)
+    floors = (0.0, 1.0, np.maximum(t, 1.0), 1.0, 1.0)
+    for name, g, g_ref, floor in zip(("p", "loc", "scale", "low", "high"), slopes, reference, floors):
+        error = np.where(g == g_ref, 0.0, np.abs(g - g_ref) / np.maximum(np.abs(g_ref), np.abs(grad) * floor))
+        excess = error / (1e-14 + 2.0 * moved + rounding)
+        worst = int(excess.argmax())
+        assert excess[worst] <= 1.0, (name, [float(t[worst]) for t in arrays], g[worst], g_ref[worst], error[worst])
+
+
+def test_icdf_vectorized_pass_holds_every_element_of_the_common_regimes():
+    # the benchmark's regimes (bench_truncated_normal_methods.py --icdf-passes) at probabilities across (0, 1)
+    regimes = ((-1.0, 2.0), (0.0, math.inf), (3.0, 5.0), (-1e-3, 1e-3), (-math.inf, math.inf), (-5.0, -2.0),
+               (2.0, math.inf), (-30.0, math.inf))
+    prob = np.concatenate([np.linspace(1e-6, 1.0 - 1e-6, 101), [1e-12, 1.0 - 1e-12]])
+    rows = [(p, 0.0, 1.0, low, high) for low, high in regimes for p in prob]
+    arrays = [np.array(column) for column in zip(*rows)]
+    held = np.empty(len(rows), dtype=np.bool_)
+    _icdf_held(*arrays, held)
+    missed = [rows[i] for i in np.flatnonzero(~held)]
+    assert not missed, missed[:5]
+
+
+def test_icdf_of_a_batch_split_among_threads_equals_the_serial_pass():
+    arrays = _mixed_regime_icdf_inputs(3 * _BLOCK + 17, seed=3)
+    n = arrays[0].shape[0]
+    serial, parallel = np.empty(n), np.empty(n)
+    _icdf_vector_serial(*arrays, serial, *_CONSTANTS)
+    _icdf_vector_parallel(*arrays, parallel, *_CONSTANTS)
+    assert np.array_equal(serial, parallel, equal_nan=True)
+
+
+@numba.njit(error_model="numpy")
+def _erf_erfc_ndtri_loop(x, erf, erfc, p, ndtri):
+    for i in range(x.shape[0]):
+        erf[i] = _vector_math.erf(x[i])
+        erfc[i] = _vector_math.erfc(abs(x[i]))
+    for i in range(p.shape[0]):
+        ndtri[i] = ndtri_lower(p[i])
+
+
+def test_vector_erf_erfc_and_ndtri_are_within_a_few_ulps_of_mpmath():
+    x = np.concatenate([np.linspace(-6.0, 6.0, 97), [1e-300, 1e-9, -1e-5, 0.4999, 0.5, 0.5001, 10.0, 26.0]])
+    p = np.concatenate([np.exp(-np.linspace(0.1, 690.0, 60)) * 0.5, [0.02425, 0.0242, 0.3, 0.49999, 1e-307]])
+    erf, erfc, ndtri = np.empty_like(x), np.empty_like(x), np.empty_like(p)
+    _erf_erfc_ndtri_loop(x, erf, erfc, p, ndtri)
+    with mp.workdps(40):
+        exact_erf = [mp.erf(mp.mpf(float(v))) for v in x]
+        exact_erfc = [mp.erfc(abs(mp.mpf(float(v)))) for v in x]
+        # Phi^-1 is as exact as Phi's rounding at the root allows: p's half ulp moves it by eps p / (2 phi(x))
+        exact_ndtri = [-mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(float(v))) if v > 1e-10
+                       else mp.findroot(lambda z, v=v: mp.log(mp.ncdf(z)) - mp.log(mp.mpf(float(v))),
+                                        -mp.sqrt(-2 * mp.log(v)))
+                       for v in p]
+    assert float(_ulps(erf, exact_erf).max()) <= 3
+    assert float(_ulps(erfc, exact_erfc).max()) <= 6
+    assert float(_ulps(ndtri, exact_ndtri).max()) <= 4

@@ -1,0 +1,210 @@
+"""The inverse CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba:
+four float64 lanes at once under AVX2), for the elements the per-element kernel inverts in closed form.
+
+The per-element kernel (tnlib.distributions._cdf_kernels: _icdf_element, _icdf_gradient_element) inverts in
+closed form wherever that keeps the digits: a straddling element by Phi^-1 on whichever tail keeps its argument
+small, a frame element near its mode (and a narrow interval within half a scale of loc) by erf^-1, a frame element
+past the mode by Phi^-1 of the mass above the value; it takes safeguarded Newton steps on the frame integral only
+where those would lose digits (a narrow interval away from loc, a tail beyond exp(-708), a value whose offset from
+the bound cancels). This module is those closed forms, the same formulas in the same order with the branch-free
+log, exp, erf and erfc of tnlib.distributions._vector_math in place of libm's: Phi^-1 is Acklam's rational
+approximation and one Halley step, erf^-1 three Newton steps from it, so the two routes agree to a few ulps of the
+functions they invert. The derivatives are the implicit function theorem's, as the per-element kernel's, with the
+frame's dF/da from the closed-form masses and means of the cdf's pass (tnlib.distributions._cdf_vector: Mills'
+ratios, the mean excess, a narrow stretch's series) in place of Gauss-Legendre moments. An element the closed forms
+do not hold for (the Newton cases, a straddling element with both tails above 1/2, a probability of 0 or 1 or NaN,
+a derivative beyond exp(700)) is marked not held and left to the per-element kernel.
+
+Each lane forms both the frame's and the straddling element's formulas and keeps one, and one Phi^-1 serves
+every path (its argument selected first): a select costs less than the branch that would stop the loop vectorizing.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from tnlib.distributions import _vector_math
+from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _vector_mills, _wide
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+
+# Phi^-1, which numba lacks: Acklam's rational approximation (relative error 1.2e-9), below p = 0.02425 in
+# q = sqrt(-2 log p), above it in p - 1/2; one Halley step on Phi(x) - p makes it exact to rounding
+ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+            -3.066479806614716e+01, 2.506628277459239e+00)
+ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+            -1.328068155288572e+01)
+ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+            4.374664141464968e+00, 2.938163982698783e+00)
+ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+ACKLAM_TAIL_END = 0.02425
+SQRT_2PI = math.sqrt(2.0 * math.pi)
+TINY = float(np.finfo(np.float64).tiny)
+TINY_LOG = math.log(TINY)
+# Phi^-1's root from which Phi(x) - p is formed by erf's series (x / sqrt 2 within its half-width; 1/2 - p is exact)
+_NEAR_ZERO = 0.5
+# erf'(0) = 2/sqrt(pi), the Newton steps' slope
+_ERF_SLOPE = 1.1283791670955126
+# a derivative's logarithm beyond which the vector exp no longer holds it (it clamps at 709)
+_LOG_DERIVATIVE_END = 700.0
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def ndtri_lower(p):
+    """Phi^-1(p) for 0 < p <= 1/2, p a normal float: Acklam's approximation, both of its forms, one kept, then one
+    Halley step through Phi, which is relatively exact in the lower tail and near 0."""
+    a, b, c, d = ACKLAM_A, ACKLAM_B, ACKLAM_C, ACKLAM_D
+    q = math.sqrt(-2.0 * _vector_math.log(p))
+    tail = ((((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
+            / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0))
+    q = p - 0.5
+    r = q * q
+    central = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
+               / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0))
+    x = tail if p < ACKLAM_TAIL_END else central
+    # Phi(x) - p, near x = 0 as (1/2 - p) + erf(x / sqrt 2)/2, where both terms keep their relative accuracy (the
+    # per-element kernel's erfc there is off by an ulp of 1/2: Phi^-1(1/2) exactly 0 either way)
+    near_zero = x > -_NEAR_ZERO
+    residual = (0.5 - p) + 0.5 * _vector_math.erf_series(x * _SQRT_HALF) if near_zero else _ndtr_lower(x) - p
+    u = residual * SQRT_2PI * _vector_math.exp(0.5 * x * x)
+    return x - u / (1.0 + 0.5 * x * u)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _ndtri(p):
+    """Phi^-1(p) for 0 < p < 1 (min(p, 1 - p) a normal float), as -Phi^-1(1 - p) above 1/2 (1 - p is exact there)."""
+    lower = p <= 0.5
+    x = ndtri_lower(p if lower else 1.0 - p)
+    return x if lower else -x
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _erfinv_steps(x, v):
+    """erf^-1(v) for |v| <= erf(1/2) by three Newton steps on erf from x (written out: a loop here would stop the
+    caller's loop vectorizing); the root is within erf's series."""
+    x -= (_vector_math.erf_series(x) - v) / (_ERF_SLOPE * _vector_math.exp(-x * x))
+    x -= (_vector_math.erf_series(x) - v) / (_ERF_SLOPE * _vector_math.exp(-x * x))
+    x -= (_vector_math.erf_series(x) - v) / (_ERF_SLOPE * _vector_math.exp(-x * x))
+    return x
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _log_or_minus_inf(x):
+    """log(x) for x >= 0 normal or 0 (-inf)."""
+    return _vector_math.log(max(x, TINY)) if x > 0.0 else -math.inf
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def icdf_element(prob, loc, s, low, high):
+    """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
+    per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are
+    the caller's to compute again (they are meaningless here)."""
+    flip = high <= loc  # mirrored: its canonical probability is 1 - p, and its complement p itself, each exact
+    c_loc = -loc if flip else loc
+    c_low = -high if flip else low
+    c_high = -low if flip else high
+    c_p = 1.0 - prob if flip else prob
+    c_q = prob if flip else 1.0 - prob
+    a = (c_low - c_loc) / s
+    b = (c_high - c_loc) / s
+    w = (high - low) / s
+    no_a = c_low == -math.inf
+    no_b = c_high == math.inf
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    narrow = (w < math.inf) & (not _wide(a, w))
+    frame = (a >= 0.0) | narrow
+    right = (a >= 0.0) & (not narrow)
+    use_upper = c_p > 0.5
+    # the frame: M0 relative to phi(a) (a narrow interval's by the stretch's series) and Z = phi(a) M0
+    whole_mass, whole_mean = _stretch(a, w)
+    m_a = _vector_mills(a)
+    m_b = _vector_mills(b)
+    delta_w = _vector_math.exp(-w * (a + 0.5 * w))
+    m0 = whole_mass if narrow else m_a - delta_w * m_b
+    log_m0 = _vector_math.log(m0)
+    p_b_frame = delta_w / m0
+    z_frame = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI + log_m0)
+    ea = _vector_math.erf(a * _SQRT_HALF)
+    eb = 1.0 if no_b else _vector_math.erf(b * _SQRT_HALF)
+    # near the mode, erf(t / sqrt 2) = v; a narrow interval within half a scale of loc likewise; past the mode the
+    # mass above the value relative to phi(a), k, gives Phi(-t) = y
+    v_mode = eb - 2.0 * c_q * z_frame if use_upper else ea + 2.0 * c_p * z_frame
+    near_mode = right & (v_mode <= 0.5)
+    near_loc = (not right) & (abs(a) <= 0.5) & (abs(b) <= 0.5)
+    v_loc = eb - c_q * (eb - ea) if use_upper else ea + c_p * (eb - ea)
+    v = v_mode if right else v_loc
+    k = m0 * (c_q + (0.0 if no_b else p_b_frame * m_b)) if use_upper else m_a - c_p * m0
+    log_y = _log_or_minus_inf(k) - 0.5 * a * a - _LOG_SQRT_2PI
+    by_erf = near_mode | near_loc
+    representable = by_erf | (right & (log_y > TINY_LOG) & (k > 0.0))
+    # straddling: Z = 1 less the two tails; Phi^-1 of the mass below the value, or of that above it past 1/2
+    tail_a = _ndtr_lower(a)
+    tail_b = _ndtr_lower(-b)
+    tails = tail_a + tail_b
+    z_straddle = 1.0 - tails
+    lower_mass = tail_a + c_p * z_straddle
+    below = lower_mass <= 0.5
+    straddle_mass = lower_mass if below else tail_b + c_q * z_straddle
+    # one Phi^-1 for every path: of (v + 1)/2 (erf^-1's start), y, or the straddling element's mass
+    argument = (0.5 * (v + 1.0) if by_erf else _vector_math.exp(log_y)) if frame else straddle_mass
+    root = _ndtri(argument)
+    t_erf = _erfinv_steps(root * _SQRT_HALF, v) / _SQRT_HALF
+    t_frame = t_erf if by_erf else -root
+    d = min(max(t_frame - a, 0.0), w)
+    x_start = c_low + s * d
+    off_by = 2.0 * (abs(ea) + abs(eb)) if near_loc else (a + d if near_mode else a + d + 1.25)
+    within = off_by * s <= 8.0 * max(abs(x_start), abs(c_low))
+    frame_x = min(max(c_low + s * d, c_low), c_high)
+    t_straddle = root if below else -root
+    straddle_x = min(max(c_loc + s * min(max(t_straddle, a), b), c_low), c_high)
+    x = frame_x if frame else straddle_x
+    held_frame = representable & within & (d > 0.0) & (d < w) & (m0 > 1e-290)
+    held = ((argument >= TINY) & (argument < 1.0) & (c_p > 0.0) & (c_q > 0.0) & (s > 0.0) & (s < math.inf)
+            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (held_frame if frame else tails < 0.5))
+    # the derivatives: dx/dp = 1/pdf, dx/dlow = (1 - F) pdf(low)/pdf(x), dx/dhigh = F pdf(high)/pdf(x), as
+    # logarithms; dx/dloc in the frame F_a / (s pdf(x)) (1 - dx/dlow - dx/dhigh cancels there), else that sum
+    d = (x - c_low) / s
+    t = (x - c_loc) / s
+    log_s = _vector_math.log(s)
+    log_z = _vector_math.log(z_straddle)
+    log_pdf = (-log_s - log_m0 - 0.5 * d * (d + 2.0 * a) if frame
+               else -log_s - _LOG_SQRT_2PI - 0.5 * t * t - log_z)
+    dx_dp = _vector_math.exp(-log_pdf)
+    p_a = 1.0 / m0 if frame else _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = p_b_frame if frame else (0.0 if no_b else _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z))
+    log_low = _log_or_minus_inf(c_q) + (_log_or_minus_inf(p_a) - log_s) - log_pdf
+    log_high = _log_or_minus_inf(c_p) + (_log_or_minus_inf(p_b) - log_s) - log_pdf
+    dx_dl = _vector_math.exp(log_low)
+    dx_du = _vector_math.exp(log_high)
+    # the frame's F_a at fixed d and w: F (D - D_head) up to the mean, (1 - F) (d - D + D_tail) past it, with
+    # 1 - F from the tail's own mass
+    mean_d = (whole_mean if narrow else _vector_math.mean_excess(a) if no_b
+              else (m_a * _vector_math.mean_excess(a) - delta_w * (m_b * _vector_math.mean_excess(b) + w * m_b)) / m0)
+    up_to_mean = d <= mean_d
+    rest = (c_high - x) / s
+    narrow_head = (not no_a) & (not _wide(a, d))
+    narrow_tail = (not no_b) & (not _wide(t, rest))
+    _, head_mean = _stretch(a, d)
+    tail_mass, tail_mean = _stretch(t, rest)
+    m_t = _vector_mills(t)
+    excess_t = _vector_math.mean_excess(t)
+    delta_rest = _vector_math.exp(-rest * (t + 0.5 * rest))
+    wide_tail_mass = m_t - delta_rest * m_b
+    wide_tail_mean = (excess_t if no_b
+                      else (m_t * excess_t - delta_rest * (m_b * _vector_math.mean_excess(b) + rest * m_b))
+                      / wide_tail_mass)
+    density = _vector_math.exp(-d * (a + 0.5 * d) - log_m0)
+    f_a = (c_p * (mean_d - head_mean) if up_to_mean
+           else (tail_mass if narrow_tail else wide_tail_mass) * density
+           * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
+    dx_dloc = f_a * dx_dp / s if frame else 1.0 - dx_dl - dx_du
+    dx_ds = (a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du) if frame
+             else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du))
+    # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
+    held_slope = (narrow_head if up_to_mean else (narrow_tail | (t >= 0.0))) & (d > 0.0) & (x < c_high)
+    held_derivatives = (held & (abs(log_pdf) < _LOG_DERIVATIVE_END) & (log_low < _LOG_DERIVATIVE_END)
+                        & (log_high < _LOG_DERIVATIVE_END) & (held_slope | (not frame)))
+    if flip:  # odd under the mirror
+        return -x, dx_dp, dx_dloc, -dx_ds, dx_du, dx_dl, held, held_derivatives
+    return x, dx_dp, dx_dloc, dx_ds, dx_dl, dx_du, held, held_derivatives
