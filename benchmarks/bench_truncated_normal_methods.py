@@ -36,6 +36,20 @@ the figure in brackets), ``--cdf-passes --repeats 5``, time over Normal's, per-e
 
 The pass costs about 0.5 us an element forward and 1.1 us forward + backward on that machine, against Normal's
 15-130 ns: still far from numpyro's and TFP's jitted cdf (reports/speed.md section 9).
+
+``--icdf-passes`` does the same for the icdf (what ``rsample`` takes) at uniform probabilities: its vectorized pass
+(tnlib.distributions._icdf_vector) and the per-element kernel, against Normal's icdf. On the same machine (load
+average 6-7, this project's tests running beside it), ``--icdf-passes --repeats 5``, time over Normal's, per-element
+kernel / vectorized pass (how many times faster the pass is):
+
+    1e5 float64: forward 49x / 13x (3.9x), forward + backward 47x / 8.2x (5.7x)
+    1e5 float32: forward 214x / 63x (3.4x), forward + backward 444x / 58x (7.6x)
+    1e6 float64: forward 25x / 7.3x (3.4x), forward + backward 41x / 6.6x (6.2x)
+    1e6 float32: forward 59x / 15x (4.0x), forward + backward 120x / 17x (7.1x)
+
+About 0.6-0.7 us an element forward and 1.7-1.9 us forward + backward, where the per-element kernel takes 2.2-2.5 us
+and 11-14 us (its backward integrates the frame's moments by Gauss-Legendre panels); these batches are all closed
+forms, none of the per-element kernel's Newton cases.
 """
 from __future__ import annotations
 
@@ -90,16 +104,18 @@ def normal_call(method: str, normal, x, p):
 
 
 class _PerElementCDF(torch.autograd.Function):
-    """cdf by the per-element kernel (tnlib.distributions._cdf_kernels' _cdf_serial), forward and backward."""
+    """cdf, or with ``inverse`` icdf, by the per-element kernel (tnlib.distributions._cdf_kernels' _cdf_serial),
+    forward and backward."""
 
     @staticmethod
-    def forward(ctx, value, loc, scale, low, high):
+    def forward(ctx, value, loc, scale, low, high, inverse=False):
         from tnlib.distributions._cdf_kernels import _CONSTANTS, _cdf_serial
 
+        ctx.inverse = inverse
         ctx.save_for_backward(value, loc, scale, low, high)
         arrays = [t.detach().numpy() for t in (value, loc, scale, low, high)]
         out = np.empty_like(arrays[0])
-        _cdf_serial(False, *arrays, out, *_CONSTANTS)
+        _cdf_serial(inverse, *arrays, out, *_CONSTANTS)
         return torch.from_numpy(out)
 
     @staticmethod
@@ -108,31 +124,39 @@ class _PerElementCDF(torch.autograd.Function):
 
         arrays = [t.detach().numpy() for t in ctx.saved_tensors]
         outs = tuple(np.empty_like(arrays[0]) for _ in range(5))
-        _cdf_gradients_serial(False, grad.numpy(), *arrays, outs, *_CONSTANTS)
-        return tuple(torch.from_numpy(o) for o in outs)
+        _cdf_gradients_serial(ctx.inverse, grad.numpy(), *arrays, outs, *_CONSTANTS)
+        return tuple(torch.from_numpy(o) for o in outs) + (None,)
 
 
-def cdf_passes(sizes: list[int], repeats: int) -> None:
-    """The cdf's vectorized pass and the per-element kernel against Normal's cdf, forward and forward + backward,
-    on mixed-regime batches: medians of ``repeats`` interleaved rounds."""
+def passes(method: str, sizes: list[int], repeats: int) -> None:
+    """The vectorized pass of ``method`` (cdf or icdf) and the per-element kernel against Normal's, forward and
+    forward + backward, on mixed-regime batches: medians of ``repeats`` interleaved rounds."""
+    inverse = method == "icdf"
     bounds = torch.tensor(list(REGIMES.values()), dtype=torch.float64)
-    print(f"torch {torch.__version__}, 1 thread, cdf of mixed-regime batches ({', '.join(REGIMES)}), median of "
-          f"{repeats} interleaved rounds; time over Normal's cdf on the same values")
+    print(f"torch {torch.__version__}, 1 thread, {method} of mixed-regime batches ({', '.join(REGIMES)}), median of "
+          f"{repeats} interleaved rounds; time over Normal's {method} on the same values")
     for n in sizes:
         for dtype in (torch.float64, torch.float32):
             pick = torch.randint(len(bounds), (n,), generator=torch.Generator().manual_seed(n))
             parameters = (torch.zeros(n, dtype=dtype), torch.ones(n, dtype=dtype), bounds[pick, 0].to(dtype),
                           bounds[pick, 1].to(dtype))
             p = torch.rand(n, generator=torch.Generator().manual_seed(1), dtype=dtype)
-            x = TruncatedNormal(*parameters).icdf(p)
+            x = p if inverse else TruncatedNormal(*parameters).icdf(p)
 
-            def forward_backward(cdf, leaves):
+            def forward_backward(route, leaves):
                 leaves = [t.clone().requires_grad_() for t in leaves]
-                cdf(*leaves).sum().backward()
+                route(*leaves).sum().backward()
 
-            normal = lambda value, loc, scale, low, high: torch.distributions.Normal(loc, scale).cdf(value)  # noqa
-            tnlib = lambda value, *theta: TruncatedNormal(*theta, validate_args=False).cdf(value)  # noqa: E731
-            routes = {"Normal": normal, "vectorized pass": tnlib, "per-element kernel": _PerElementCDF.apply}
+            def normal(value, loc, scale, low, high):
+                plain = torch.distributions.Normal(loc, scale)
+                return plain.icdf(value) if inverse else plain.cdf(value)
+
+            def tnlib(value, *theta):
+                tn = TruncatedNormal(*theta, validate_args=False)
+                return tn.icdf(value) if inverse else tn.cdf(value)
+
+            routes = {"Normal": normal, "vectorized pass": tnlib,
+                      "per-element kernel": lambda *leaves: _PerElementCDF.apply(*leaves, inverse)}
             times = {f"{name} {kind}": [] for kind in ("forward", "forward+backward") for name in routes}
             leaves = (x, *parameters)
             for route in routes.values():  # (compiles, or loads from numba's cache, each kernel first)
@@ -160,12 +184,14 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--cdf-passes", action="store_true",
                         help="time the cdf's vectorized pass against the per-element kernel instead")
+    parser.add_argument("--icdf-passes", action="store_true",
+                        help="time the icdf's vectorized pass against the per-element kernel instead")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
-                        help="batch sizes of --cdf-passes (default 100,000 and 1,000,000)")
+                        help="batch sizes of --cdf-passes and --icdf-passes (default 100,000 and 1,000,000)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.cdf_passes:
-        cdf_passes(args.sizes, args.repeats)
+    if args.cdf_passes or args.icdf_passes:
+        passes("icdf" if args.icdf_passes else "cdf", args.sizes, args.repeats)
         return
     n = args.points
     rng = np.random.default_rng(0)
