@@ -31,19 +31,19 @@ _STRADDLE_END = 36.0
 _LOG_RESULT_FLOOR = -700.0
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _ndtr_lower(x):
     """Phi(x) for x <= 0 (the caller's), relatively within a few ulps: erfc(-x/sqrt 2)/2."""
     return 0.5 * _vector_math.erfc(-x * _SQRT_HALF)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _vector_mills(x):
     """Mills' ratio M(x) = Phi(-x)/phi(x) for x >= 0 (+inf gives 0)."""
     return _SQRT_PI_OVER_2 * _vector_math.erfcx(x * _SQRT_HALF)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _wide(a, w):
     """Whether the frame integral J(a, w) is not narrow (tnlib.distributions._moment_kernels._is_narrow), where its
     closed form M(a) - exp(-w (a + w/2)) M(a + w) keeps at least a third of M(a)."""
@@ -56,7 +56,7 @@ _STRETCH_EVEN = tuple(1.0 / math.factorial(n + 1) for n in range(0, 25, 2))
 _STRETCH_ODD = tuple(1.0 / (math.factorial(n) * (n + 2)) for n in range(1, 25, 2))
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _stretch(a, length):
     """(J, D): the mass J(a, length) = int_0^length exp(-a r - r^2/2) dr of a narrow stretch and its mean D, by
     the integrand's Hermite series about the stretch's middle m: exp(-c s - s^2/2) = sum He_n(c) (-s)^n / n! with
@@ -107,7 +107,7 @@ def _stretch(a, length):
     return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0, m - m2 * s1 / s0
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def cdf_element(value, loc, s, low, high):
     """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are

@@ -17,6 +17,10 @@ a derivative beyond exp(700)) is marked not held and left to the per-element ker
 
 Each lane forms both the frame's and the straddling element's formulas and keeps one, and one Phi^-1 serves
 every path (its argument selected first): a select costs less than the branch that would stop the loop vectorizing.
+
+Like tnlib.distributions._vector_math's functions, these are compiled once each and inlined into the caller's loop
+by LLVM (``forceinline``, which that module's docstring explains): the forward and the gradients' loops of either
+dtype share one compiled icdf_element.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ _ERF_SLOPE = 1.1283791670955126
 _LOG_DERIVATIVE_END = 700.0
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def ndtri_lower(p):
     """Phi^-1(p) for 0 < p <= 1/2, p a normal float: Acklam's approximation, both of its forms, one kept, then one
     Halley step through Phi, which is relatively exact in the lower tail and near 0."""
@@ -71,7 +75,7 @@ def ndtri_lower(p):
     return x - u / (1.0 + 0.5 * x * u)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _ndtri(p):
     """Phi^-1(p) for 0 < p < 1 (min(p, 1 - p) a normal float), as -Phi^-1(1 - p) above 1/2 (1 - p is exact there)."""
     lower = p <= 0.5
@@ -79,7 +83,7 @@ def _ndtri(p):
     return x if lower else -x
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _erfinv_steps(x, v):
     """erf^-1(v) for |v| <= erf(1/2) by three Newton steps on erf from x (written out: a loop here would stop the
     caller's loop vectorizing); the root is within erf's series."""
@@ -89,13 +93,13 @@ def _erfinv_steps(x, v):
     return x
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _log_or_minus_inf(x):
     """log(x) for x >= 0 normal or 0 (-inf)."""
     return _vector_math.log(max(x, TINY)) if x > 0.0 else -math.inf
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def icdf_element(prob, loc, s, low, high):
     """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are

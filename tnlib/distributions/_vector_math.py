@@ -10,6 +10,12 @@ polynomial in t by Estrin's scheme (short dependency chains); erfc is exp(-x^2) 
 near 0 and 1 - erfc beyond. The mean's excess over a lower bound, D(a) = E[t] - a
 for t standard normal on [a, inf), is two Chebyshev expansions, on [0, 4] and in 1/a^2 beyond, where the closed form
 1/M(a) - a loses a^2 ulps. tests/distributions/test_truncated_normal_kernels.py checks each against mpmath.
+
+These, and the cdf's and icdf's element functions built on them (tnlib.distributions._cdf_vector, _icdf_vector),
+are compiled once each, for float64 scalars, and inlined by LLVM into the loops that call them (``forceinline``),
+which is what lets those loops vectorize. numba's own inlining (``inline="always"``) copies a function's IR, its
+callees already inlined, into every call site and types it again there: the icdf's element function took 2-3
+minutes to compile that way on the loaded 2-core machine, most of it numba copying IR.
 """
 from __future__ import annotations
 
@@ -61,7 +67,7 @@ _ONE_BITS, _HALF_BITS = 0x3FF0000000000000, 0x3FE0000000000000
 _EXP_FLOOR = -708.0  # exp below it is under 2^-1021; 0 is returned (the callers add it to numbers of order 1)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def log(x):
     """log(x) for a positive normal finite x, under 1 ulp (fdlibm's e_log.c); other x are the caller's."""
     bits = _bits(x)
@@ -77,7 +83,7 @@ def log(x):
     return k * _LN2_HI - ((half_f2 - (s * (half_f2 + r) + k * _LN2_LO)) - f)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def exp(x):
     """exp(x) for x <= 709, under 1 ulp (fdlibm's e_exp.c); 0 below -708."""
     clamped = min(max(x, _EXP_FLOOR), 709.0)
@@ -110,7 +116,7 @@ ERFCX_POLYNOMIAL = np.array((
     -7.33950500852954e-11))
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _estrin_26(t, p):
     """p[0] + p[1] t + ... + p[26] t^26 by Estrin's scheme."""
     t2 = t * t
@@ -126,7 +132,7 @@ def _estrin_26(t, p):
     return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + ((r4 + r5 * t4) + r6 * t8) * (t8 * t8)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def erfcx(x):
     """erfcx(x) = exp(x^2) erfc(x) for x >= 0 (+inf gives 0), within 8 ulps."""
     t = 1.0 - 2.0 * ERFCX_K / (x + ERFCX_K)
@@ -139,7 +145,7 @@ _SPLITTER = 134217729.0
 _ERFC_ARGUMENT_END = 38.0
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def erfc(y):
     """erfc(y) for y >= 0 (+inf gives 0), relatively within a few ulps: exp(-y^2) erfcx(y) with y^2 = hi + lo
     exactly (a rounded y^2 of 700 would cost 1e-13)."""
@@ -158,7 +164,7 @@ ERF_SERIES = tuple(2.0 / math.sqrt(math.pi) * (-1.0) ** n / (math.factorial(n) *
 ERF_SERIES_END = 0.5
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def erf_series(x):
     """erf(x) for |x| <= 1/2 by its Taylor series, within a few ulps."""
     c = ERF_SERIES
@@ -167,7 +173,7 @@ def erf_series(x):
     return x * (c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * (c[6] + z * inner)))))))
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def erf(x):
     """erf(x), within a few ulps; both forms are computed and one kept, so a loop of it vectorizes."""
     far = 1.0 - erfc(abs(x))
@@ -196,7 +202,7 @@ MEAN_EXCESS_FAR = np.array((
     2.5832524574209496e-12, -1.6337007372955747e-12, -1.544173803014433e-12, 7.868536025474648e-13))
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _estrin_24(t, p):
     """p[0] + p[1] t + ... + p[24] t^24 by Estrin's scheme."""
     t2 = t * t
@@ -211,7 +217,7 @@ def _estrin_24(t, p):
     return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + ((r4 + r5 * t4) + p[24] * t8) * (t8 * t8)
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def mean_excess(a):
     """D(a) = E[t] - a for t standard normal on [a, inf), a >= 0 (+inf gives 0); both expansions are formed and one
     kept, so a loop of it vectorizes."""
