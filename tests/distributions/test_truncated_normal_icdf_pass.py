@@ -1,8 +1,11 @@
-"""The icdf's vectorized pass (tnlib.distributions._icdf_vector) against the per-element kernel it stands in for, and
-its erf, erfc and Phi^-1 against mpmath."""
+"""The icdf's vectorized pass (tnlib.distributions._icdf_vector) against the per-element kernel it stands in for, which
+of the two a batch takes (by its size), and the pass's erf, erfc and Phi^-1 against mpmath."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import mpmath as mp
 import numba
@@ -15,13 +18,16 @@ from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_kernels import (
     _CONSTANTS,
     _BLOCK,
+    _ICDF_PASS_FROM,
     _cdf_gradients_serial,
     _cdf_serial,
     _icdf_gradients_vector_serial,
     _icdf_vector_parallel,
     _icdf_vector_serial,
+    cdf,
 )
 from tnlib.distributions._icdf_vector import icdf_element, ndtri_lower
+from tnlib.files import REPO_ROOT
 
 
 def _mixed_regime_icdf_inputs(n: int, seed: int) -> list[np.ndarray]:
@@ -136,3 +142,57 @@ def test_vector_erf_erfc_and_ndtri_are_within_a_few_ulps_of_mpmath():
     assert float(_ulps(erf, exact_erf).max()) <= 3
     assert float(_ulps(erfc, exact_erfc).max()) <= 6
     assert float(_ulps(ndtri, exact_ndtri).max()) <= 4
+
+
+def _public_icdf_and_gradients(arrays: list[np.ndarray], grad: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """icdf and grad times its derivatives through _cdf_kernels.cdf, the dispatch TruncatedNormal.icdf calls."""
+    leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    x = cdf(*leaves, inverse=True)
+    x.backward(torch.tensor(grad))
+    return x.detach().numpy(), [leaf.grad.numpy() for leaf in leaves]
+
+
+def _routes(arrays: list[np.ndarray], grad: np.ndarray) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
+    """The vectorized pass's and the per-element kernel's icdf and grad times its derivatives."""
+    n = grad.shape[0]
+    vector, per_element = np.empty(n), np.empty(n)
+    _icdf_vector_serial(*arrays, vector, *_CONSTANTS)
+    _cdf_serial(True, *arrays, per_element, *_CONSTANTS)
+    slopes = np.empty((5, n))
+    _icdf_gradients_vector_serial(grad, *arrays, slopes, *_CONSTANTS)
+    reference = tuple(np.empty(n) for _ in range(5))
+    _cdf_gradients_serial(True, grad, *arrays, reference, *_CONSTANTS)
+    return {"pass": (vector, list(slopes)), "per-element kernel": (per_element, list(reference))}
+
+
+def test_icdf_takes_the_per_element_kernel_below_the_pass_threshold_and_the_pass_from_it():
+    for n, route in ((_ICDF_PASS_FROM - 1, "per-element kernel"), (_ICDF_PASS_FROM, "pass")):
+        arrays = _mixed_regime_icdf_inputs(n, seed=n)
+        grad = np.random.default_rng(n).normal(size=n)
+        routes = _routes(arrays, grad)
+        # (the routes differ in the last bits of some elements, so equality tells which one ran)
+        assert not np.array_equal(routes["pass"][0], routes["per-element kernel"][0], equal_nan=True)
+        x, grads = _public_icdf_and_gradients(arrays, grad)
+        x_ref, grads_ref = routes[route]
+        assert np.array_equal(x, x_ref, equal_nan=True), route
+        for name, g, g_ref in zip(("p", "loc", "scale", "low", "high"), grads, grads_ref):
+            assert np.array_equal(g, g_ref, equal_nan=True), (route, name)
+
+
+def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
+    # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
+    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _icdf_vector as v\n"
+            "torch.set_default_dtype(torch.float64)\n"
+            "def icdf(n):\n"
+            "    leaves = [torch.rand(n).requires_grad_(), torch.zeros(n, requires_grad=True), torch.ones(n), "
+            "torch.full((n,), -1.0), torch.full((n,), 2.0)]\n"
+            "    k.cdf(*leaves, inverse=True).sum().backward()\n"
+            "    passes = (k._icdf_vector_serial, k._icdf_vector_parallel, k._icdf_gradients_vector_serial, "
+            "v.icdf_element)\n"
+            "    print(sum(len(f.signatures) for f in passes))\n"
+            "icdf(1000); icdf(k._ICDF_PASS_FROM)")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    small, large = out.stdout.split()
+    assert small == "0"
+    assert int(large) > 0

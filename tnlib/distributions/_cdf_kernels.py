@@ -18,13 +18,14 @@ bound), a stretch too wide for the series with a negative slope (next to a narro
 of a batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side, none of the common
 regimes. The gradients' pass runs on one thread (the forward's splits among torch's threads).
 
-A CPU call of ``icdf`` (and so of ``rsample``) likewise runs first the vectorized pass of
-tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of a straddling element,
-erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass), and then the per-element kernel on what it
-leaves: the elements the per-element kernel takes Newton steps on (a narrow interval away from loc, a one-sided tail
-from about 37 scales out, a value whose offset from the bound would cancel), a straddling element with both tails
-above 1/2, probabilities of 0 or 1 and NaNs: none of the common regimes, and 39% of a batch spread over every regime
-from 1e-6 to 1e3 scales wide and 40 scales either side."""
+A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
+the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of
+a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass), and then the per-element
+kernel on what it leaves: the elements the per-element kernel takes Newton steps on (a narrow interval away from
+loc, a one-sided tail from about 37 scales out, a value whose offset from the bound would cancel), a straddling
+element with both tails above 1/2, probabilities of 0 or 1 and NaNs: none of the common regimes, and 39% of a batch
+spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side. A smaller batch, forward and
+backward, takes the per-element kernel alone, so that its first call does not wait for the pass's compile."""
 from __future__ import annotations
 
 import math
@@ -489,6 +490,12 @@ def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weight
         out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _cdf_parallel(inverse, value, loc, scale, low, high, out, table, nodes, weights):
+    for i in numba.prange(out.shape[0]):
+        out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights):
     element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
@@ -520,7 +527,18 @@ def _cdf_gradients_serial(inverse, grad, value, loc, scale, low, high, outs, tab
         _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
 
 
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _cdf_gradients_parallel(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
+    for i in numba.prange(grad.shape[0]):
+        _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
+
+
 _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
+# elements from which the icdf and its gradients take the vectorized pass, the per-element kernel below: warm, the
+# pass is faster at any size, but a process's first call compiles the route it takes, and from here the pass's saving
+# repays its own compile within about 50 forward + backward calls (benchmarks/bench_truncated_normal_methods.py
+# --icdf-passes and --first-calls measure both)
+_ICDF_PASS_FROM = 32768
 
 
 def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
@@ -529,7 +547,9 @@ def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
     flat = out.reshape(-1)
     _threads()
     parallel = flat.shape[0] >= _PARALLEL_FROM and numba.get_num_threads() > 1
-    if inverse:
+    if inverse and flat.shape[0] < _ICDF_PASS_FROM:
+        (_cdf_parallel if parallel else _cdf_serial)(True, *arrays, flat, *_CONSTANTS)
+    elif inverse:
         (_icdf_vector_parallel if parallel else _icdf_vector_serial)(*arrays, flat, *_CONSTANTS)
     else:
         (_cdf_vector_parallel if parallel else _cdf_vector_serial)(*arrays, flat, *_CONSTANTS)
@@ -539,12 +559,26 @@ def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
 def _cdf_gradients(inverse: bool, grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
     """grad times the cdf's (with ``inverse``, the icdf's) derivatives w.r.t. (value, loc, scale, low, high), in
     ``shape``, None where not ``needs``: the vectorized pass writes all five rows (a row skipped would cost it a
-    branch per element)."""
+    branch per element); a small batch's icdf takes the per-element kernel instead, which writes only what is
+    needed."""
+    if inverse and grad.shape[0] < _ICDF_PASS_FROM:
+        return _per_element_icdf_gradients(grad, arrays, shape, needs)
     slopes = np.empty((5, grad.shape[0]), dtype=arrays[1].dtype)
     # one thread: numba's prange over blocks of the cdf's pass measured 2.5-3.5x slower per element than the serial
     # loop (on one thread and on two), where the forward's is level with it
     (_icdf_gradients_vector_serial if inverse else _cdf_gradients_vector_serial)(grad, *arrays, slopes, *_CONSTANTS)
     return tuple(torch.from_numpy(row).reshape(shape) if need else None for row, need in zip(slopes, needs))
+
+
+def _per_element_icdf_gradients(grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
+    outs = [np.empty(shape if need else 0, dtype=arrays[1].dtype) for need in needs]
+    flats = tuple(o.reshape(-1) for o in outs)
+    if grad.shape[0] >= _PARALLEL_FROM:
+        _threads()
+        _cdf_gradients_parallel(True, grad, *arrays, flats, *_CONSTANTS)
+    else:
+        _cdf_gradients_serial(True, grad, *arrays, flats, *_CONSTANTS)
+    return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, needs))
 
 
 def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
@@ -553,7 +587,7 @@ def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.
     tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
     from the kernel. The CDF and its gradients take the vectorized pass, and the per-element kernel only on the
     elements that pass leaves to it (the far tails, values outside the support: the module's docstring says which);
-    so do the icdf and its gradients, with their own pass."""
+    so do the icdf and its gradients, with their own pass, from _ICDF_PASS_FROM elements on."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return KernelCDF.apply(*tensors, inverse)
