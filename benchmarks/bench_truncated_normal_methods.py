@@ -54,13 +54,38 @@ kernels called directly, medians of 7 interleaved rounds) shows where the mix's 
 5.9x faster in the tail [3, 5] and 1.7x on the narrow interval, but 0.82x, 0.87x and 0.56x the per-element kernel's
 on [-1, 2], [0, inf) and both bounds infinite (1.4-1.5 us an element against 0.8-1.3 us), while the gradients' pass
 takes 0.9-1.3 us an element in every regime (2.0x, 10x, 14x, 10x and 1.2x faster).
+
+``--icdf-passes`` calls the pass at every size; ``icdf`` itself takes it from _ICDF_PASS_FROM = 32,768 elements on
+(tnlib.distributions._cdf_kernels) and the per-element kernel below. Warm, the pass is the faster route at every size
+(``--icdf-passes --sizes 256 2048 32768 --repeats 7``, load average 7-8, per-element kernel over pass): forward
+1.1x and 1.8x at 256 elements (float64, float32), 2.6x and 3.5x at 2,048, 4.3x and 4.1x at 32,768; forward +
+backward 2.6x and 2.8x, 9.3x and 19x, 5.5x and 6.7x. What the threshold weighs is a process's first call, which
+compiles whichever route it takes (numba caches both on disk, so a later process loads them). ``--first-calls``
+times it in fresh processes, first with numba's cache empty and then with what that process cached; in one run
+(load average 7-8), seconds forward / backward, beside the tree without the pass (the per-element kernel at every
+size, in brackets):
+
+    1,000 float64, empty cache: 23.0 / 13.7 (24.7 / 14.3); float32 after it: 2.7 / 4.4 (3.7 / 5.6)
+    32,768 float64, empty cache: 31.7 / 16.2 (22.3 / 20.2); float32 after it: 5.7 / 11.1 (2.5 / 12.9)
+    either size, cached: 2.5-2.6 / 0.05-0.08 float64 (2.8-3.1 / 0.05-0.08), 0.03-0.05 / 0.05-0.07 float32
+
+A small batch's first call compiles what the tree without the pass does; one at the threshold compiles the pass
+beside the per-element kernel it leaves elements to, 11 s more forward + backward than a small batch's on that
+machine (5 s more than the tree without the pass at that size), which the pass's saving there (0.21-0.23 s a forward
++ backward call) repays within about 50 calls. A cached process's first call is the imports and numba's own start
+(its float32 call after the float64 one, 0.03-0.08 s, is what loading the kernels costs).
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -132,6 +157,32 @@ class _PerElementCDF(torch.autograd.Function):
         return tuple(torch.from_numpy(o) for o in outs) + (None,)
 
 
+class _PassICDF(torch.autograd.Function):
+    """icdf by its vectorized pass (tnlib.distributions._cdf_kernels' _icdf_vector_serial) at any batch size,
+    forward and backward: what ``icdf`` takes from _ICDF_PASS_FROM elements on."""
+
+    @staticmethod
+    def forward(ctx, value, loc, scale, low, high):
+        from tnlib.distributions._cdf_kernels import _CONSTANTS, _icdf_vector_serial
+
+        ctx.save_for_backward(value, loc, scale, low, high)
+        arrays = [t.detach().numpy() for t in (value, loc, scale, low, high)]
+        out = np.empty_like(arrays[0])
+        _icdf_vector_serial(*arrays, out, *_CONSTANTS)
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from tnlib.distributions._cdf_kernels import _CONSTANTS, _icdf_gradients_vector_serial
+
+        arrays = [t.detach().numpy() for t in ctx.saved_tensors]
+        slopes = np.empty((5, grad.shape[0]), dtype=arrays[0].dtype)
+        # (contiguous, as icdf's backward passes it: a sum's gradient is one value broadcast, which the pass would
+        # read through its stride in a loop that does not vectorize)
+        _icdf_gradients_vector_serial(np.ascontiguousarray(grad.numpy()), *arrays, slopes, *_CONSTANTS)
+        return tuple(torch.from_numpy(row) for row in slopes)
+
+
 def passes(method: str, sizes: list[int], repeats: int) -> None:
     """The vectorized pass of ``method`` (cdf or icdf) and the per-element kernel against Normal's, forward and
     forward + backward, on mixed-regime batches: medians of ``repeats`` interleaved rounds."""
@@ -156,8 +207,9 @@ def passes(method: str, sizes: list[int], repeats: int) -> None:
                 return plain.icdf(value) if inverse else plain.cdf(value)
 
             def tnlib(value, *theta):
-                tn = TruncatedNormal(*theta, validate_args=False)
-                return tn.icdf(value) if inverse else tn.cdf(value)
+                if inverse:  # (the pass at every size; icdf itself takes it from _ICDF_PASS_FROM elements on)
+                    return _PassICDF.apply(value, *theta)
+                return TruncatedNormal(*theta, validate_args=False).cdf(value)
 
             routes = {"Normal": normal, "vectorized pass": tnlib,
                       "per-element kernel": lambda *leaves: _PerElementCDF.apply(*leaves, inverse)}
@@ -179,6 +231,44 @@ def passes(method: str, sizes: list[int], repeats: int) -> None:
                 print(f"{n:>9,d} {str(dtype).replace('torch.', ''):<8s} {kind:<17s} " + "  ".join(cells), flush=True)
 
 
+# a fresh process's first icdf of n elements (argv[1]) on [-1, 2], forward then backward, float64 then float32
+_FIRST_CALL = """
+import sys, time, torch
+from tnlib import TruncatedNormal
+n = int(sys.argv[1])
+for dtype in (torch.float64, torch.float32):
+    loc = torch.zeros(n, dtype=dtype, requires_grad=True)
+    tn = TruncatedNormal(loc, torch.ones(n, dtype=dtype), torch.full((n,), -1.0, dtype=dtype),
+                         torch.full((n,), 2.0, dtype=dtype))
+    started = time.perf_counter()
+    x = tn.icdf(torch.rand(n, dtype=dtype))
+    forward = time.perf_counter() - started
+    x.sum().backward()
+    print(forward, time.perf_counter() - started - forward, flush=True)
+"""
+
+
+def first_calls(sizes: list[int]) -> None:
+    """Seconds of a fresh process's first icdf (forward, then backward) of each size: with numba's cache empty
+    (everything compiled), then again in a second process that loads what the first cached."""
+    from tnlib.distributions._cdf_kernels import _ICDF_PASS_FROM
+
+    print(f"torch {torch.__version__}, 1 thread, a fresh process's first icdf of n elements on [-1, 2], seconds; "
+          f"the pass from {_ICDF_PASS_FROM:,} elements")
+    root = Path(__file__).resolve().parents[1]
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache, "OMP_NUM_THREADS": "1",
+                   "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
+            for process in ("empty cache", "cached"):
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n)], env=env, check=True,
+                                     capture_output=True, text=True).stdout.split("\n")
+                for dtype, line in zip(("float64", "float32"), out):
+                    forward, backward = (float(v) for v in line.split())
+                    print(f"{n:>9,d} {dtype:<8s} {process:<12s} forward {forward:7.2f} s  backward {backward:7.2f} s",
+                          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--points", type=int, default=200_000)
@@ -190,10 +280,17 @@ def main() -> None:
                         help="time the cdf's vectorized pass against the per-element kernel instead")
     parser.add_argument("--icdf-passes", action="store_true",
                         help="time the icdf's vectorized pass against the per-element kernel instead")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
-                        help="batch sizes of --cdf-passes and --icdf-passes (default 100,000 and 1,000,000)")
+    parser.add_argument("--first-calls", action="store_true",
+                        help="time a fresh process's first icdf, numba's cache empty and then filled, instead")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="batch sizes of --cdf-passes and --icdf-passes (default 100,000 and 1,000,000) and "
+                             "--first-calls (default 1,000 and 100,000)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.first_calls:
+        first_calls(args.sizes or [1_000, 100_000])
+        return
+    args.sizes = args.sizes or [100_000, 1_000_000]
     if args.cdf_passes or args.icdf_passes:
         passes("icdf" if args.icdf_passes else "cdf", args.sizes, args.repeats)
         return
