@@ -615,6 +615,28 @@ def test_nlm_training_through_the_sparse_backward_follows_the_dense_one(monkeypa
         torch.testing.assert_close(trained[1][key], trained[0][key], rtol=0, atol=1e-9)
 
 
+def real_positions(mask, r):
+    """Bool ``[B, N, ..., N, 1]`` (r object axes): the positions whose objects are all real."""
+    real = torch.ones(mask.shape[:1] + (1,) * r, dtype=torch.bool)
+    for axis in range(r):
+        real = real & mask.view(mask.shape[:1] + (1,) * axis + mask.shape[1:] + (1,) * (r - 1 - axis))
+    return real.unsqueeze(-1)
+
+
+def test_arity_3_kernels_give_the_positions_with_a_padded_object_constants():
+    # a padded object never reaches the output, so the kernels visit the real objects alone: the positions with a
+    # padded object hold sigmoid(0) and the extrema of an empty range (exists 0, forall 1), whatever the inputs
+    x, w, bias, small, mask = projected_extrema_case(torch.float32)
+    padded_cubes, padded_pairs = ~real_positions(mask, 3), ~real_positions(mask, 2)
+    for extrema, y in (nlm_autograd.projected_extrema(x, w, bias, small, mask, False, store=True),
+                       nlm_autograd.broadcast_sum_sigmoid(bias, small, mask, False)[::-1]):
+        assert bool((y.masked_select(padded_cubes) == 0.5).all())
+        width = y.shape[-1]
+        assert bool((extrema[..., :width].masked_select(padded_pairs) == 0).all())
+        assert bool((extrema[..., width:].masked_select(padded_pairs) == 1).all())
+    assert padded_cubes.sum() > 0
+
+
 def projected_extrema_case(dtype, seed=5, batch=3, n=5, inputs=3, width=4):
     g = torch.Generator().manual_seed(seed)
     x = torch.rand((batch, n, n, n, inputs), generator=g, dtype=dtype)
@@ -638,13 +660,15 @@ def test_projected_extrema_training_function_equals_the_stored_route_bit_for_bit
     # the fused route (one kernel forward, one backward) against the permuted sum, then exists / forall, each with
     # its own autograd function: the same output y (torch's sigmoid of the same sums up to the sums' rounding), so
     # the comparison feeds the stored route the fused route's y and checks the backward's numbers exactly
+    # (at the positions of real objects: the fused route gives those with a padded object constants)
     x, w, bias, small, mask = projected_extrema_case(torch.float32)
     extrema, y = nlm_autograd.projected_extrema(x, w, bias, small, mask, exclude_self, store=True)
     stored = nlm_autograd.PermutedSumSigmoid.apply(5, x, w, bias, *small)
-    torch.testing.assert_close(y, stored, rtol=0, atol=1e-6)
-    torch.testing.assert_close(extrema, nlm_autograd.exists_forall(stored, mask, exclude_self).view(extrema.shape),
-                               rtol=0, atol=1e-6)
-    grad = torch.randn(extrema.shape, generator=torch.Generator().manual_seed(1))
+    cubes, pairs = real_positions(mask, 3), real_positions(mask, 2)
+    torch.testing.assert_close(y.masked_select(cubes), stored.masked_select(cubes), rtol=0, atol=1e-6)
+    reduced = nlm_autograd.exists_forall(stored, mask, exclude_self).view(extrema.shape)
+    torch.testing.assert_close(extrema.masked_select(pairs), reduced.masked_select(pairs), rtol=0, atol=1e-6)
+    grad = torch.randn(extrema.shape, generator=torch.Generator().manual_seed(1)) * pairs
     leaf = y.clone().requires_grad_(True)
     dense = torch.autograd.grad(nlm_autograd.exists_forall(leaf, mask, exclude_self).view(grad.shape),
                                 leaf, grad)[0]
@@ -703,8 +727,10 @@ def test_broadcast_sum_extrema_backward_adds_the_stored_routes_gradients_in_floa
     small = tuple(torch.randn((3, n, n, width), generator=g) for _ in range(3))
     mask = torch.arange(n)[None, :] < torch.tensor([n, 4, 5])[:, None]
     y, extrema = nlm_autograd.broadcast_sum_sigmoid(bias, small, mask, exclude_self)
-    grad_y = torch.randn(y.shape, generator=g) * (torch.rand(y.shape, generator=g) < 0.3)
-    grad_extrema = torch.randn(extrema.shape, generator=g)
+    # gradients at the positions of real objects alone, as the NLM gives them (the fused route's positions with a
+    # padded object are constants)
+    grad_y = torch.randn(y.shape, generator=g) * (torch.rand(y.shape, generator=g) < 0.3) * real_positions(mask, 3)
+    grad_extrema = torch.randn(extrema.shape, generator=g) * real_positions(mask, 2)
     leaf = y.clone().requires_grad_(True)
     stored = torch.autograd.grad(nlm_autograd.exists_forall(leaf, mask, exclude_self).view(extrema.shape), leaf,
                                  grad_extrema)[0] + grad_y

@@ -17,6 +17,8 @@ reports/speed.md):
 * in training too, an arity-3 output made of expand terms alone (the first layer's, where the inputs have no
   arity-3 predicates) is formed with its exists / forall in one pass, and one backward kernel takes the gradients
   of both through the sigmoid to the bias's and the expand terms';
+* the arity-3 kernels visit a state's real objects alone (a batch pads its states after them): a position with a
+  padded object never reaches the output, so those positions hold constants and take no gradient;
 * the big arity tensors are produced and differentiated chunk by chunk over the batch by two autograd functions
   (permuted sum + sigmoid; masked max / min), so that consecutive passes find their data in the caches, and the
   masked max / min run as numba kernels on CPU, with autograd's exact gradient (ties split evenly).

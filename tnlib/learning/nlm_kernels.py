@@ -32,6 +32,39 @@ def is_excluded(real, b, k, kept, r, exclude):  # pragma: no cover - compiled
     return False
 
 
+# A batch pads its states to the largest one's object count, the padding after the real objects (collation's
+# layout). A position with a padded object never reaches the arity-0 output (expand and permute keep the padded
+# object, and every reduction skips it), so its value is no part of the model's function and its gradient is 0:
+# the arity-3 kernels visit the real objects of a state alone -- a cube of the real count a side, about half of
+# the batch's cube on data/paper -- and give the positions with a padded object constants (0 before the caller's
+# sigmoid; the extrema of such a pair those of an empty range: exists 0, forall 1). A state whose real objects are
+# not a prefix is visited whole, its padding skipped entry by entry.
+@njit(nogil=True, cache=True)
+def visited_objects(real, b):  # pragma: no cover - compiled
+    """The objects the arity-3 kernels visit in state b: its real count where they come first, else all."""
+    n = real.shape[1]
+    count = 0
+    while count < n and real[b, count]:
+        count += 1
+    for k in range(count, n):
+        if real[b, k]:
+            return n
+    return count
+
+
+@njit(nogil=True, cache=True)
+def fill_padded(values, b, n, limit, first_i, i_step):  # pragma: no cover - compiled
+    """Zero the positions (i, j, k) of state b's ``values`` [B, N^3, C] that hold an object from ``limit`` on, for
+    i = first_i, first_i + i_step, ..."""
+    for i in range(first_i, n, i_step):
+        if i >= limit:
+            values[b, i * n * n:(i + 1) * n * n, :] = 0.0
+            continue
+        for j in range(n):
+            first = (i * n + j) * n
+            values[b, first + (0 if j >= limit else limit):first + n, :] = 0.0
+
+
 @njit(nogil=True, cache=True)
 def extrema_kernel(x, real, r, exclude, out, start, stop):  # pragma: no cover - compiled
     _, positions, n, channels = x.shape
@@ -166,11 +199,14 @@ def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclu
     base = np.empty(width, x.dtype)
     kept = np.empty(2, np.int64)
     cubes = np.empty((6, 3), np.int64)
-    tiles = (n + tile - 1) // tile
     for b in range(start, stop):
+        limit = visited_objects(real, b)
+        tiles = (limit + tile - 1) // tile
         every_object = not exclude
-        for k in range(n):
+        for k in range(limit):
             every_object = every_object and real[b, k]
+        if store and limit < n:
+            fill_padded(stored, b, n, limit, first_pair, pair_step)
         out[b, :, :, :width] = -np.inf
         out[b, :, :, width:] = np.inf
         pair = 0
@@ -182,7 +218,7 @@ def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclu
                 for t2 in range(t1, tiles):
                     for e in range(multiset_cubes(t0, t1, t2, cubes)):
                         i0, j0, k0 = cubes[e, 0] * tile, cubes[e, 1] * tile, cubes[e, 2] * tile
-                        ti, tj, tk = min(tile, n - i0), min(tile, n - j0), min(tile, n - k0)
+                        ti, tj, tk = min(tile, limit - i0), min(tile, limit - j0), min(tile, limit - k0)
                         if inputs:
                             for ii in range(ti):
                                 for jj in range(tj):
@@ -259,28 +295,33 @@ def broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, s
     kept = np.empty(2, np.int64)
     for unit in range(start, stop):  # (state, object i): threads split a state's work too
         b, i = unit // n, unit % n
+        limit = visited_objects(real, b)
+        if limit < n:
+            fill_padded(pre, b, n, limit, i, n)
         every_object = not exclude
-        for k in range(n):
+        for k in range(limit):
             every_object = every_object and real[b, k]
         kept[0] = i
         for j in range(n):
             kept[1] = j
-            for c in range(width):
-                base[c] = bias[c] + s2[b, i, j, c]
             high = extrema[b, i, j, :width]
             low = extrema[b, i, j, width:]
             high[:] = -np.inf
             low[:] = np.inf
+            if i >= limit or j >= limit:
+                continue
+            for c in range(width):
+                base[c] = bias[c] + s2[b, i, j, c]
             if width == 8 and every_object:  # a constant channel loop: one vector register a row (as above)
                 first = (i * n + j) * n
-                for k in range(n):
+                for k in range(limit):
                     for c in range(8):
                         v = base[c] + s0[b, j, k, c] + s1[b, i, k, c]
                         pre[b, first + k, c] = v
                         high[c] = max(high[c], v)
                         low[c] = min(low[c], v)
                 continue
-            for k in range(n):
+            for k in range(limit):
                 target = pre[b, (i * n + j) * n + k]
                 row0 = s0[b, j, k]
                 row1 = s1[b, i, k]
@@ -317,15 +358,21 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
     pre = np.empty(run, y.dtype)
     across = np.empty(width, y.dtype)
     for b in range(start, stop):
+        limit = visited_objects(real, b)
+        # the excluded entries after the visited ones (0 for the max, 1 for the min), counted in y's dtype
+        padded = zero
+        for _ in range(limit, n):
+            padded += one
+        real_run = limit * width
         every_object = not exclude
-        for k in range(n):
+        for k in range(limit):
             every_object = every_object and real[b, k]
-        for i in range(n):
-            for j in range(n):
+        for i in range(limit):
+            for j in range(limit):
                 pair = i * n + j
                 first = (b * pairs + pair) * run
                 if has_y:
-                    for q in range(run):
+                    for q in range(real_run):
                         pre[q] = grad_y[first + q]
                 else:
                     pre[:] = 0.0
@@ -333,23 +380,30 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                 if has_extrema:
                     for c in range(2 * width):
                         reduced = reduced or grad_extrema[b, pair, c] != 0.0
-                if reduced and every_object:  # no entry excluded: the same passes without the tests
+                if reduced and every_object:  # no visited entry excluded: the same passes without the tests
                     for c in range(width):
                         high = y[first + c]
                         low = high
-                        for k in range(1, n):
+                        for k in range(1, limit):
                             v = y[first + k * width + c]
                             high = max(high, v)
                             low = min(low, v)
+                        if padded:
+                            high = max(high, zero)
+                            low = min(low, one)
                         ties_high = zero
                         ties_low = zero
-                        for k in range(n):
+                        for k in range(limit):
                             v = y[first + k * width + c]
                             ties_high += one if v == high else zero
                             ties_low += one if v == low else zero
+                        if padded and high == zero:
+                            ties_high += padded
+                        if padded and low == one:
+                            ties_low += padded
                         share_high = grad_extrema[b, pair, c] / ties_high
                         share_low = grad_extrema[b, pair, width + c] / ties_low
-                        for k in range(n):
+                        for k in range(limit):
                             v = y[first + k * width + c]
                             pre[k * width + c] += (share_high if v == high else zero) + \
                                 (share_low if v == low else zero)
@@ -387,18 +441,18 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                                 pre[k * width + c] += (share_high if v == high else zero) + \
                                     (share_low if v == low else zero)
                 # one plain loop a pass (each vectorised; a loop that also summed over k ran scalar)
-                for q in range(run):
+                for q in range(real_run):
                     v = y[first + q]
                     pre[q] = pre[q] * (one - v) * v
                 row0 = (b * n + j) * run
                 row1 = (b * n + i) * run
-                for q in range(run):
+                for q in range(real_run):
                     g0[row0 + q] += pre[q]
-                for q in range(run):
+                for q in range(real_run):
                     g1[row1 + q] += pre[q]
                 for c in range(width):
                     total = pre[c]
-                    for k in range(1, n):
+                    for k in range(1, limit):
                         total += pre[k * width + c]
                     across[c] = total
                 for c in range(width):
@@ -536,19 +590,23 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
     g = np.empty(width, y.dtype)
     pre = np.empty(width, y.dtype)
     for b in range(start, stop):
+        limit = visited_objects(real, b)
+        padded = n - limit  # excluded entries after the visited ones: 0 for the max, 1 for the min
         for pair in range(n * n):
+            if pair // n >= limit or pair % n >= limit:  # a padded pair: constant extrema
+                continue
             nonzero = False
             for c in range(2 * width):
                 nonzero = nonzero or grad[b, pair, c] != 0.0
             if not nonzero:
                 continue
             digits[0], digits[1] = pair // n, pair % n
-            for k in range(n):
+            for k in range(limit):
                 excluded[k] = is_excluded(real, b, k, digits, 2, exclude)
-            most[:] = -np.inf
-            least[:] = np.inf
+            most[:] = -np.inf if padded == 0 else 0.0
+            least[:] = np.inf if padded == 0 else 1.0
             first = pair * n
-            for k in range(n):
+            for k in range(limit):
                 if excluded[k]:
                     for c in range(width):
                         most[c] = max(most[c], 0.0)
@@ -557,9 +615,10 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
                     for c in range(width):
                         most[c] = max(most[c], y[b, first + k, c])
                         least[c] = min(least[c], y[b, first + k, c])
-            ties_max[:] = 0.0
-            ties_min[:] = 0.0
-            for k in range(n):
+            for c in range(width):
+                ties_max[c] = padded if most[c] == 0.0 else 0
+                ties_min[c] = padded if least[c] == 1.0 else 0
+            for k in range(limit):
                 if excluded[k]:
                     for c in range(width):
                         ties_max[c] += most[c] == 0.0
@@ -572,7 +631,7 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
             for c in range(width):
                 share_max[c] = grad[b, pair, c] / ties_max[c]
                 share_min[c] = grad[b, pair, width + c] / ties_min[c]
-            for k in range(n):
+            for k in range(limit):
                 if excluded[k]:
                     continue
                 nonzero = False
