@@ -143,7 +143,7 @@ def test_a_report_script_run_in_the_main_jobs_process_prints_as_its_command_woul
 
 
 @pytest.mark.parametrize("command, config", [("train", "tnlib.learning.training:TrainConfig"),
-                                             ("sweep", "tnlib.experiments.running.sweep:Sweep")])
+                                             ("sweep", "tnlib.experiments.sweep_settings:Sweep")])
 def test_config_flags_cover_every_field_and_default_to_the_config(command, config):
     import dataclasses
     import importlib
@@ -167,13 +167,18 @@ def test_config_flags_cover_every_field_and_default_to_the_config(command, confi
                   **config_values(args, HeadConfig)}
         assert values == flat
         return
+    if command == "sweep":
+        # the sweep's own settings and its template's, flat as its parameters: a new one gets its flag without
+        # touching the CLI; flags not given are left to the preset (none: the paper's settings, the defaults)
+        from tnlib.cli.experiments import sweep_parameters
+
+        assert set(cls.parameter_names()) <= dests
+        values = sweep_parameters(args)
+        assert values == {} and cls.from_parameters(preset=args.preset, **values) == cls.from_parameters()
+        return
     assert {f.name for f in dataclasses.fields(cls)} <= dests  # a new field gets its flag without touching the CLI
     defaults = cls()
     values = config_values(args, cls, {"model_args": "--model-arg"})
-    if command == "sweep":
-        # flags not given are left to the preset (none: the paper's settings, the dataclass's defaults)
-        assert values == {} and cls.from_parameters(preset=args.preset, **values) == cls.from_parameters()
-        return
     for field in dataclasses.fields(cls):
         expected = getattr(defaults, field.name)
         if field.name == "configs":
@@ -184,22 +189,21 @@ def test_config_flags_cover_every_field_and_default_to_the_config(command, confi
 
 
 def test_sweep_flags_override_the_preset_even_at_the_papers_value():
-    from tnlib.cli.config_flags import config_values
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.cli.experiments import sweep_parameters
+    from tnlib.experiments.sweep_settings import Sweep
 
     args = build_parser("sweep").parse_args(["sweep", "--preset", "small", "--batch-size", "256", "--no-plan"])
-    values = config_values(args, Sweep)
+    values = sweep_parameters(args)
     assert values == {"batch_size": 256, "plan": False}
     sweep = Sweep.from_parameters(preset=args.preset, **values)
-    assert (sweep.batch_size, sweep.plan, sweep.steps) == (256, False, Sweep.preset("small").steps)
+    assert (sweep.train.batch_size, sweep.plan, sweep.train.steps) == (256, False, Sweep.preset("small").train.steps)
 
 
 def test_optional_counts_take_all_and_reject_words(capsys):
-    from tnlib.cli.config_flags import config_values
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.cli.experiments import sweep_parameters
 
     args = build_parser("sweep").parse_args(["sweep", "--plan-instances", "all", "--instances", "12"])
-    assert config_values(args, Sweep)["plan_instances"] is None and args.instances == 12
+    assert sweep_parameters(args) == {"plan_instances": None, "instances": 12}
     with pytest.raises(SystemExit):
         build_parser("sweep").parse_args(["sweep", "--plan-instances", "some"])
     assert "expected a whole number or 'all', got 'some'" in capsys.readouterr().err

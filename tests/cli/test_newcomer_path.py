@@ -101,7 +101,7 @@ def test_train_evaluate_and_sweep_spell_the_dataset_root_and_model_arguments_ali
 
 
 def test_the_readme_the_makefile_and_reproduce_help_name_what_the_main_job_leaves_out(capsys):
-    from tnlib.experiments.running.presets import PRESETS
+    from tnlib.experiments.presets import PRESETS
     from tnlib.experiments.running.reproduce import LEFT_OUT, REPORTS, steps
     from tnlib.files import REPO_ROOT
 

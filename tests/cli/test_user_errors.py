@@ -17,7 +17,8 @@ from tnlib import TruncatedNormal
 from tnlib.cli import main
 from tnlib.errors import DatasetError, MissingRuns
 from tnlib.experiments.running.experiments_notebook_parameters import check_notebook_parameters
-from tnlib.experiments.running.sweep import Sweep
+from tnlib.experiments.running.sweep_banner import describe_sweep
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.planning.generators import generate
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -527,13 +528,13 @@ def test_reading_results_needs_one_run_of_the_sweep_with_test_metrics(tmp_path):
 
 
 def test_banner_names_the_main_table_model_and_an_honest_cpu_estimate():
-    linear = Sweep.from_parameters(models=["linear"]).describe()
+    linear = describe_sweep(Sweep.from_parameters(models=["linear"]))
     assert ("not run   the paper's nlm model (its main tables) and hgn model (its appendix tables): add --models "
             "linear nlm hgn") in linear
-    small = Sweep.preset("small").describe()
+    small = describe_sweep(Sweep.preset("small"))
     assert "CPU-hours on 2 cores if the instances had 16 objects" in small
     assert "an upper bound for data/small" in small
-    assert "upper bound" not in Sweep.from_parameters(data_profile="paper").describe()
+    assert "upper bound" not in describe_sweep(Sweep.from_parameters(data_profile="paper"))
 
 
 def test_a_node_budget_for_exact_solves_needs_exact(tmp_path, capsys):

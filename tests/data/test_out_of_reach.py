@@ -246,7 +246,7 @@ def test_an_interrupted_forced_regeneration_resumes_with_the_same_command(tmp_pa
 
 def test_sweep_dry_run_names_missing_splits_and_cells_out_of_reach(tmp_path, fake_solve, capsys):
     from tnlib.cli import main
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.experiments.sweep_settings import Sweep
 
     profile = two_cell_profile(seeds=2)
     profile.grids["gripper"]["test"] = SplitGrid(combos("gripper", balls=(4, HARD)), (1,))
@@ -323,7 +323,7 @@ def test_status_of_an_interrupted_run_shows_per_cell_where_it_stands_and_writes_
     assert easy[1] == str(4 - timeouts)  # the easy cell's solved slots are its instances so far
     assert f"`gripper-b{HARD}`: out of reach at 7 s / 2000 MB: 2 solves in a row hit the limit" in card
     # A sweep's banner says the data it reads is being regenerated.
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.running.sweep_banner import sweep_data_lines
 
     banner = sweep_data_lines(Sweep.from_parameters(preset="small", data_root=str(root), domains=["gripper"]))

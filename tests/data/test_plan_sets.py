@@ -170,7 +170,9 @@ def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
 def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_selection(made, tmp_path):
     from tnlib.experiments.reporting.reports import write_reports
     from tnlib.experiments.results_dir import ResultsDir
-    from tnlib.experiments.running.sweep import Sweep, run_sweep
+    from tnlib.experiments.running.sweep import run_sweep
+    from tnlib.experiments.running.sweep_banner import describe_sweep
+    from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.reporting.table_rows import collect_planning, optimal_selection
     from tnlib.files import read_jsonl
 
@@ -183,7 +185,7 @@ def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_select
                                   data_root=str(data), out_dir=str(tmp_path / "runs"), plan_on="plan-set",
                                   plan_per_cell=1, plan_instances=3)
     assert "GBFS on the plan set plan-set (per domain: the first 1 instance of each grid cell, at most 3 in all)" \
-        in sweep.describe()
+        in describe_sweep(sweep)
     run_sweep(sweep, progress=False)
     results = ResultsDir(tmp_path / "runs")
     (run,) = results.runs()
@@ -211,7 +213,7 @@ def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_select
 
 
 def test_a_sweep_refuses_an_unknown_plan_set():
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.experiments.sweep_settings import Sweep
 
     with pytest.raises(ValueError, match="plan_on: unknown 'plan-sets'"):
         Sweep.from_parameters(preset="small", plan_on="plan-sets")
@@ -233,7 +235,7 @@ def test_the_first_instances_of_each_grid_cell_are_taken_in_the_sets_order(made)
 
 def test_a_sweep_on_a_missing_plan_set_says_how_to_make_it(tmp_path):
     from tnlib.errors import DatasetError
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.experiments.sweep_settings import Sweep
 
     data = tmp_path / "small"
     shutil.copytree(SMALL, data)  # data/small has no plan set

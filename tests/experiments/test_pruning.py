@@ -9,14 +9,15 @@ import pytest
 from fixtures.heuristic_items import small_items
 from tnlib.cli import main
 from tnlib.experiments.running.pruning import prune_finished_runs
-from tnlib.experiments.running.sweep import Sweep, run_sweep
+from tnlib.experiments.running.sweep import run_sweep
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.learning.training import TrainConfig, train
 
 
 def _sweep(out) -> Sweep:
-    return Sweep(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),), distributions=("N", "TN"),
-                 seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
-                 data_profile="small", instances=None)
+    return Sweep.from_parameters(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),),
+                                 distributions=("N", "TN"), seeds=(0,), steps=12, batch_size=16, eval_every=6,
+                                 out_dir=str(out), plan_instances=1, data_profile="small", instances=None)
 
 
 def _contents(folder) -> dict[str, str]:

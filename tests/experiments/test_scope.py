@@ -308,12 +308,13 @@ def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_
 
 
 def test_banner_and_notebook_show_paths_relative_to_the_repository():
-    from tnlib.experiments.running.sweep import Sweep
+    from tnlib.experiments.running.sweep_banner import describe_sweep
+    from tnlib.experiments.sweep_settings import Sweep
     from tnlib.files import REPO_ROOT, shown_path
 
     assert shown_path(REPO_ROOT / "runs" / "small") == "runs/small"
     assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
-    banner = Sweep.preset("small").describe()
+    banner = describe_sweep(Sweep.preset("small"))
     assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner
 
 

@@ -10,9 +10,11 @@ import pytest
 
 from tnlib.cli import main
 from tnlib.errors import DatasetError
-from tnlib.experiments.running.presets import PRESETS
+from tnlib.experiments.presets import PRESETS
 from tnlib.data.manifest import dataset_root
-from tnlib.experiments.running.sweep import Sweep, run_sweep
+from tnlib.experiments.running.sweep import run_sweep
+from tnlib.experiments.running.sweep_banner import describe_sweep
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.experiments.running.sweep_standing import measured_gpu_hours, measured_hours, plan_set_hours
 
 
@@ -21,7 +23,7 @@ def _sweep(out, **kwargs) -> Sweep:
                 seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
                 data_profile="small", instances=None)
     base.update(kwargs)
-    return Sweep(**base)
+    return Sweep.from_parameters(**base)
 
 
 def test_grid_names_every_cell(tmp_path):
@@ -70,9 +72,9 @@ def test_cli_runs_a_tiny_sweep(tmp_path, capsys):
 
 def test_default_sweep_is_the_papers_setting():
     sweep = Sweep.from_parameters()
-    assert (sweep.steps, sweep.batch_size, sweep.instances, sweep.seeds) == (40_000, 256, 400, [0, 1, 2, 3, 4])
+    assert (sweep.train.steps, sweep.train.batch_size, sweep.train.instances, sweep.seeds) == (40_000, 256, 400, [0, 1, 2, 3, 4])
     assert sweep.configs == [("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none")]
-    assert (sweep.models, sweep.distributions, sweep.lower_bound) == (["nlm"], ["N", "TN"], "lmcut")
+    assert (sweep.models, sweep.distributions, sweep.train.head.lower_bound) == (["nlm"], ["N", "TN"], "lmcut")
     assert (sweep.data_profile, sweep.plan_instances, sweep.max_evaluations) == ("paper", None, 10_000)
     assert sweep.dataset_path().name == "paper"
     assert sweep.runs() == 4 * 4 * 2 * 5 == len(sweep.train_configs())
@@ -82,14 +84,15 @@ def test_default_sweep_is_the_papers_setting():
 
 def test_small_preset_and_overrides():
     small = Sweep.preset("small")
-    assert (small.models, small.seeds, small.steps, small.batch_size, small.workers) == (["nlm"], [0, 1], 120, 64, 2)
+    assert (small.models, small.seeds, small.workers) == (["nlm"], [0, 1], 2)
+    assert (small.train.steps, small.train.batch_size) == (120, 64)
     assert small.configs == [("learn", "ff"), ("fixed", "none")]  # Table 2's two: the main job's first look
-    assert small.instances is None and small.dataset_path().name == "small"
+    assert small.train.instances is None and small.dataset_path().name == "small"
     assert (small.plan_instances, small.max_evaluations) == (12, 200)
     assert Sweep.from_parameters(preset="small") == small
     # an override wins even when it equals the paper's value; the rest stays the preset's
     custom = Sweep.preset("small", batch_size=256, plan_instances="all", models=["nlm", "linear"])
-    assert (custom.batch_size, custom.plan_instances, custom.steps) == (256, None, 120)
+    assert (custom.train.batch_size, custom.plan_instances, custom.train.steps) == (256, None, 120)
     assert custom.models == ["nlm", "linear"]
     with pytest.raises(ValueError, match="unknown sweep preset 'tiny'"):
         Sweep.preset("tiny")
@@ -106,18 +109,18 @@ def test_small_preset_and_overrides():
 
 
 def test_banner_says_what_runs_and_what_it_costs():
-    paper = Sweep.from_parameters().describe()
+    paper = describe_sweep(Sweep.from_parameters())
     assert paper.startswith("tnlib sweep: the paper's settings")
     assert "= 160 runs" in paper and "40,000 steps x batch 256 per run (100% of the paper's" in paper
     assert "400 training instances" in paper and "GPU" in paper and "needs a GPU machine" in paper
     assert "140.0 GPU-hours" in paper  # 40 runs per domain x (0.5 + 0.5 + 0.5 + 2 h on visitall)
     assert "not run   the paper's hgn and linear models" in paper
-    small = Sweep.preset("small").describe()
+    small = describe_sweep(Sweep.preset("small"))
     assert small.startswith("tnlib sweep: preset 'small' -- not the paper's settings")
     assert "= 32 runs" in small and "(0.075% of the paper's" in small and "needs a GPU" not in small
-    custom = Sweep.preset("small", steps=601).describe()
+    custom = describe_sweep(Sweep.preset("small", steps=601))
     assert custom.startswith("tnlib sweep: custom settings") and "steps" in custom.splitlines()[0]
-    everything = Sweep.from_parameters(models=["nlm", "hgn", "linear"]).describe()
+    everything = describe_sweep(Sweep.from_parameters(models=["nlm", "hgn", "linear"]))
     assert "not run" not in everything and "linear runs: minutes each" in everything
 
 
@@ -173,9 +176,9 @@ def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
 
 def test_the_small_presets_banner_counts_its_two_processes_in_english():
     """The README says `--preset small` runs two processes; the banner's measured line says so, spelled right."""
-    banner = Sweep.preset("small").describe()
+    banner = describe_sweep(Sweep.preset("small"))
     assert "with 2 processes on" in banner and "processs" not in banner
-    assert "with 1 process on" in Sweep.preset("small", workers=1).describe()
+    assert "with 1 process on" in describe_sweep(Sweep.preset("small", workers=1))
 
 
 @pytest.mark.parametrize("name, model, steps", [("converged", "nlm", 6000), ("converged-linear", "linear", 6000),
@@ -188,14 +191,14 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
     from tnlib.paper import MAX_EVALUATIONS, TABLE1_CONFIGS
 
     sweep = Sweep.preset(name)
-    assert (sweep.models, sweep.steps, sweep.batch_size, sweep.workers) == ([model], steps, 64, 1)
+    assert (sweep.models, sweep.train.steps, sweep.train.batch_size, sweep.workers) == ([model], steps, 64, 1)
     assert sweep.configs == list(TABLE1_CONFIGS) and sweep.distributions == ["N", "TN"] and len(sweep.seeds) >= 2
     assert (sweep.max_evaluations, sweep.plan_instances, sweep.plan) == (MAX_EVALUATIONS, None, True)
     assert sweep.dataset_path().name == "small" and sweep.matching_preset() == name
-    evaluations = sweep.steps // sweep.eval_every
+    evaluations = sweep.train.steps // sweep.train.eval_every
     assert evaluations >= MIN_EVALUATIONS and evaluations * LAST_FRACTION >= 5  # a last quarter of 5+ validations
     if model == "nlm":
-        assert sweep.steps > 3000
+        assert sweep.train.steps > 3000
     # the banner prints the hours measured on a 2-core machine, scaled by the grid (runs per domain)
     assert main(["sweep", "--preset", name, "--dry-run"]) == 0
     err = capsys.readouterr().err
@@ -211,7 +214,7 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
         return f"{expected:.1f} hours" if expected >= 1 else f"{expected * 60:.0f} minutes"
 
     # they train until flat: the banner gives the hours at `steps` and at `max_steps`
-    assert sweep.max_steps > sweep.steps and sweep.extend_steps % sweep.eval_every == 0
+    assert sweep.max_steps > sweep.train.steps and sweep.extend_steps % sweep.train.eval_every == 0
     assert (f"measured  about {hours(steps)} (up to {hours(sweep.max_steps)} if every run trained to max_steps) "
             "with 1 process") in err
     assert f"until flat: a run still improving then trains on, 2,000 steps at a time, up to {sweep.max_steps:,}" in err
@@ -230,8 +233,8 @@ def test_converged_presets_plan_at_the_papers_limit_and_can_tell_flat_curves(nam
         sum(runs / 4 * (steps * step_seconds["hgn"][d] + overhead["hgn"])
             for d in sweep.domains) / 3600)
     # the figures are of the models' default arguments, which the banner says when a sweep sets others
-    assert "default arguments" not in Sweep.preset(name, models=["hgn"]).describe()
-    means = Sweep.preset(name, models=["hgn"], model_args={"hgn": {"layout": "means"}}).describe()
+    assert "default arguments" not in describe_sweep(Sweep.preset(name, models=["hgn"]))
+    means = describe_sweep(Sweep.preset(name, models=["hgn"], model_args={"hgn": {"layout": "means"}}))
     assert "each model with its default arguments, not this sweep's model_args" in means
 
 
@@ -243,17 +246,17 @@ def test_paper_scale_banners_give_the_hours_measured_on_data_paper_without_plann
     (model,) = sweep.models
     step_seconds = MEASURED_STEP_SECONDS["paper"][model]
     per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
-    expected = per_domain * sum(sweep.steps * step_seconds[d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model]
+    expected = per_domain * sum(sweep.train.steps * step_seconds[d] + MEASURED_RUN_OVERHEAD_SECONDS["paper"][model]
                                 for d in sweep.domains) / 3600
     assert measured_hours(sweep) == pytest.approx(expected)
-    line = next(x for x in sweep.describe().splitlines() if x.startswith("  measured"))
+    line = next(x for x in describe_sweep(sweep).splitlines() if x.startswith("  measured"))
     assert f"{model} blocksworld {step_seconds['blocksworld']} s" in line and f"visitall {step_seconds['visitall']} s" in line
     # planning on the plan set at the paper's sizes is a separate step the measured overhead leaves out
     planning = Sweep.preset(name, plan=True)
     assert planning.plan_on != "plan"
-    for line in (line, next(x for x in planning.describe().splitlines() if x.startswith("  measured"))):
+    for line in (line, next(x for x in describe_sweep(planning).splitlines() if x.startswith("  measured"))):
         assert "test evaluation per run" in line and "planning" not in line
-    assert "test evaluation and planning per run" in Sweep.preset("converged").describe()
+    assert "test evaluation and planning per run" in describe_sweep(Sweep.preset("converged"))
 
 def test_plan_set_banner_bounds_planning_by_the_rates_measured_at_the_largest_instances(tmp_path):
     from tnlib.data.plan_sets import load_plan_set
@@ -269,7 +272,7 @@ def test_plan_set_banner_bounds_planning_by_the_rates_measured_at_the_largest_in
     expected = sum(searches * cells[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600
     hours, unmeasured = plan_set_hours(sweep)
     assert hours == pytest.approx(expected) and unmeasured == []
-    line = next(x for x in sweep.describe().splitlines() if x.startswith("  plan set"))
+    line = next(x for x in describe_sweep(sweep).splitlines() if x.startswith("  plan set"))
     assert f"at most about {expected:.1f} hours on top with 1 process" in line and "gripper 1,124" in line
     # every instance of the set, two processes, a model without a measured rate
     everything = Sweep.preset("paper-scale-wl", plan_per_cell=None, workers=2, models=["wl", "hgn"])
@@ -277,37 +280,37 @@ def test_plan_set_banner_bounds_planning_by_the_rates_measured_at_the_largest_in
     hours, unmeasured = plan_set_hours(everything)
     assert hours == pytest.approx(sum(searches * sizes[d] * 10_000 / RATES["wl"][d] for d in sweep.domains) / 3600 / 2)
     assert unmeasured == ["hgn"]
-    assert "hgn: no measured rate, not counted" in everything.describe()
+    assert "hgn: no measured rate, not counted" in describe_sweep(everything)
     # no estimate where nothing is planned on a plan set, nor where the plan set is not there
     for quiet in (Sweep.preset("paper-scale"), Sweep.preset("converged"),
                   Sweep.preset("paper-scale-wl", data_root=str(tmp_path))):
-        assert plan_set_hours(quiet) is None and "  plan set" not in quiet.describe()
+        assert plan_set_hours(quiet) is None and "  plan set" not in describe_sweep(quiet)
 
 
 def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     from tnlib.learning.training_cost import MEASURED_GPU, MEASURED_GPU_STEP_SECONDS
 
     for sweep in (Sweep(), Sweep.preset("paper-scale")):
-        table = MEASURED_GPU_STEP_SECONDS["paper"][sweep.batch_size]
+        table = MEASURED_GPU_STEP_SECONDS["paper"][sweep.train.batch_size]
         runs_per_domain = len(sweep.configs) * len(sweep.distributions) * len(sweep.seeds)
-        expected = sum(runs_per_domain * sweep.steps * table[m][d] for m in sweep.models for d in sweep.domains) / 3600
+        expected = sum(runs_per_domain * sweep.train.steps * table[m][d] for m in sweep.models for d in sweep.domains) / 3600
         assert measured_gpu_hours(sweep) == pytest.approx(expected)
-        line = next(x for x in sweep.describe().splitlines() if x.startswith("  on a GPU"))
+        line = next(x for x in describe_sweep(sweep).splitlines() if x.startswith("  on a GPU"))
         assert line.startswith(f"  on a GPU  training alone about {expected:.1f} hours") and MEASURED_GPU in line
         if sweep.max_steps is not None:  # a sweep that trains until flat: also the hours at max_steps
             at_most = sum(runs_per_domain * sweep.max_steps * table[m][d] for m in sweep.models for d in sweep.domains)
             assert f"(up to {at_most / 3600:.1f} hours at max_steps)" in line
-    both = Sweep(models=["nlm", "linear"], domains=["ferry"], seeds=[0])
+    both = Sweep.from_parameters(models=["nlm", "linear"], domains=["ferry"], seeds=[0])
     table = MEASURED_GPU_STEP_SECONDS["paper"][256]
     assert measured_gpu_hours(both) == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["linear"]["ferry"])
                                                       / 3600)
-    with_hgn = Sweep(models=["nlm", "hgn"], domains=["ferry"], seeds=[0])
+    with_hgn = Sweep.from_parameters(models=["nlm", "hgn"], domains=["ferry"], seeds=[0])
     assert measured_gpu_hours(with_hgn) == pytest.approx(8 * 40_000 * (table["nlm"]["ferry"] + table["hgn"]["ferry"])
                                                           / 3600)
     # not measured: data/small, a batch size without a measurement, a model without one (WL features)
-    assert measured_gpu_hours(Sweep(models=["nlm", "wl"], domains=["ferry"], seeds=[0])) is None
-    assert measured_gpu_hours(Sweep.preset("small")) is None and "on a GPU" not in Sweep.preset("small").describe()
-    assert measured_gpu_hours(Sweep(batch_size=128)) is None
+    assert measured_gpu_hours(Sweep.from_parameters(models=["nlm", "wl"], domains=["ferry"], seeds=[0])) is None
+    assert measured_gpu_hours(Sweep.preset("small")) is None and "on a GPU" not in describe_sweep(Sweep.preset("small"))
+    assert measured_gpu_hours(Sweep.from_parameters(batch_size=128)) is None
 
 
 def _until_flat_config(out, **overrides):
@@ -598,11 +601,11 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     assert record["domains"] == ["ferry", "gripper", "visitall"]  # the paper's order, not the order run
     assert record["configs"] == [["learn", "ff"], ["fixed", "none"]]
     assert record["distributions"] == ["N", "TN"] and record["seeds"] == [0, 1]
-    assert Sweep.from_parameters(**{k: v for k, v in record.items()}).train_configs()  # still a valid sweep
+    assert Sweep.from_record(record).train_configs()  # still a valid sweep
     # anything else differing (here the steps) is another sweep: it replaces the file
     write_sweep_file(_sweep(tmp_path, domains=("ferry",), steps=24))
     record = written()
-    assert record["domains"] == ["ferry"] and record["steps"] == 24 and record["seeds"] == [0]
+    assert record["domains"] == ["ferry"] and record["train"]["steps"] == 24 and record["seeds"] == [0]
 
 
 def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instances(tmp_path, monkeypatch, capsys):
@@ -682,12 +685,13 @@ def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
 def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path):
     from tnlib.experiments.running.sweep import write_sweep_file
 
-    record = write_sweep_file(_sweep(tmp_path, seeds=(0,)))
-    del record["fixed_sigma"]  # written before the setting existed: it held the default
+    # the flat record of an older sweep, written before the setting existed: it held the default
+    record = json.loads(json.dumps(_sweep(tmp_path, seeds=(0,)).parameters()))
+    del record["fixed_sigma"]
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     assert write_sweep_file(_sweep(tmp_path, seeds=(1,)))["seeds"] == [0, 1]
     authors = write_sweep_file(_sweep(tmp_path, seeds=(2,), fixed_sigma="authors"))
-    assert authors["seeds"] == [2] and authors["fixed_sigma"] == "authors"  # another setting: another sweep
+    assert authors["seeds"] == [2] and authors["train"]["fixed_sigma"] == "authors"  # another setting: another sweep
 
 
 def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
@@ -697,8 +701,8 @@ def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
     names = sorted(c.name for c in configs)
     assert "gripper-linear-N-fixed-authors-none-llmcut-s0" in names
     assert "gripper-linear-N-learn-ff-llmcut-s0" in names  # a learned sigma's name does not change
-    assert "fixed sigma sqrt(2) (the authors' code's)" in sweep.describe()
-    assert "fixed sigma" not in _sweep(tmp_path, configs=(("fixed", "none"),)).describe()  # the paper's: unsaid
+    assert "fixed sigma sqrt(2) (the authors' code's)" in describe_sweep(sweep)
+    assert "fixed sigma" not in describe_sweep(_sweep(tmp_path, configs=(("fixed", "none"),)))  # the paper's: unsaid
 
 
 def test_the_papers_tables_are_rendered_as_printed_with_its_bold_cells():

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tnlib.experiments.running.sweep import Sweep
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.experiments.running.sweep_standing import finished_runs, sweep_standing
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import chosen_instances, planning_instances

@@ -11,7 +11,7 @@ import torch
 from torch.distributions import Normal
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.experiments.running.sweep import Sweep
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, distribution_calibration, run_calibration
 from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict, train
 from tnlib.paper import OPEN_BOUND_EPSILON

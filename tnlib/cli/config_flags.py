@@ -86,19 +86,20 @@ def _with_default(text: str | None, default: Any) -> str:
 
 def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str, str] | None = None,
                      help: dict[str, str] | None = None, skip: Sequence[str] = (), defaults: bool = True,
-                     aliases: dict[str, str] | None = None) -> None:
+                     aliases: dict[str, str] | None = None, values: Any = None) -> None:
     """One flag per field of the dataclass ``cls`` (except ``skip``); ``flags`` maps a field to its flag name
     (a bool has ``--NAME`` and ``--no-NAME``), ``help`` to its help text, to which the field's
     default is added (``(default: X)``) unless the text says it. With ``defaults=False`` a flag that is not given
     sets nothing (its field is absent from :func:`config_values`). ``aliases`` maps a field to another spelling
-    its flag is also taken by, not shown in ``--help`` (a spelling older commands and scripts use)."""
+    its flag is also taken by, not shown in ``--help`` (a spelling older commands and scripts use). ``values``: an
+    instance of ``cls`` whose values are the defaults, instead of the class's (a template's settings)."""
     flags, help, aliases = flags or {}, help or {}, aliases or {}
     hints = typing.get_type_hints(cls)
     for field in dataclasses.fields(cls):
         if field.name in skip:
             continue
         kind, element = _kind(hints[field.name])
-        default = _default(field)
+        default = _default(field) if values is None else getattr(values, field.name)
         text = help.get(field.name)
         if kind == "bool":
             # both --NAME and --no-NAME: a preset may have turned the setting either way
@@ -154,13 +155,14 @@ def config_values(args: argparse.Namespace, cls: type, flags: dict[str, str] | N
     return values
 
 
-def name_flags(message: str, cls: type, flags: dict[str, str] | None = None) -> str:
-    """A validation message of the dataclass ``cls`` that starts with a field's name (``learning_rate must be >
-    0, got -1.0``), starting with its flag instead (``--lr must be > 0, got -1.0``): the command line's user typed
-    the flag, not the field."""
+def name_flags(message: str, cls: type | Sequence[str], flags: dict[str, str] | None = None) -> str:
+    """A validation message of the dataclass ``cls`` (or of the settings named in a sequence) that starts with a
+    setting's name (``learning_rate must be > 0, got -1.0``), starting with its flag instead (``--lr must be > 0,
+    got -1.0``): the command line's user typed the flag, not the field."""
     flags = flags or {}
-    for field in sorted(dataclasses.fields(cls), key=lambda f: -len(f.name)):  # (longest first: eval_batch_size)
-        match = re.match(rf"{field.name}(?=[\s:])", message)
+    names = [field.name for field in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else list(cls)
+    for name in sorted(names, key=lambda n: -len(n)):  # (longest first: eval_batch_size)
+        match = re.match(rf"{name}(?=[\s:])", message)
         if match:
-            return _flag(field.name, flags) + message[match.end():]
+            return _flag(name, flags) + message[match.end():]
     return message

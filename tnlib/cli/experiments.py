@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 from tnlib.cli import COMMANDS, declare_outputs
@@ -38,8 +39,13 @@ SWEEP_HELP = {
 
 
 def register_sweep(subparsers) -> None:
+    from tnlib.experiments import sweep_settings
+    from tnlib.experiments.presets import PRESETS
     from tnlib.experiments.running import sweep
-    from tnlib.experiments.running.presets import PRESETS
+    from tnlib.learning.heads import HeadConfig
+    from tnlib.learning.training import TrainConfig
+
+    Sweep = sweep_settings.Sweep
 
     parser = subparsers.add_parser("sweep", help=COMMANDS["sweep"][1],
                                    description=sweep.__doc__.splitlines()[0] + " The defaults shown are the "
@@ -47,7 +53,15 @@ def register_sweep(subparsers) -> None:
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="start from a named preset instead of the paper's settings (small: what `make "
                              "reproduce` runs on 2 CPU cores); the other flags override it")
-    add_config_flags(parser, sweep.Sweep, SWEEP_FLAGS, SWEEP_HELP, defaults=False)
+    add_config_flags(parser, Sweep, SWEEP_FLAGS, SWEEP_HELP, skip=("train",), defaults=False)
+    # the template's settings, flat as ever: one flag each, the paper's sweep's value its default
+    training = parser.add_argument_group("training", "what every run of the sweep trains by (its TrainConfig "
+                                                     "template, tnlib.learning.training)")
+    template = Sweep().train
+    for cls, values, names in ((HeadConfig, template.head, sweep_settings.HEAD_PARAMETERS),
+                               (TrainConfig, template, sweep_settings.TRAIN_PARAMETERS)):
+        add_config_flags(training, cls, SWEEP_FLAGS, SWEEP_HELP, defaults=False, values=values,
+                         skip=[f.name for f in fields(cls) if f.name not in names])
     parser.add_argument("--scheduler", help="address of a Dask scheduler to run the cells on")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what the sweep would run, and which data it would lack, and stop")
@@ -61,21 +75,32 @@ def register_sweep(subparsers) -> None:
     declare_outputs(parser, out_dir="folder")
 
 
+def sweep_parameters(args) -> dict:
+    """The parameters of :meth:`Sweep.from_parameters` the parsed ``tnlib sweep`` arguments give: the flags given,
+    the sweep's own settings and its template's flat beside them (a flag not given is left to the preset)."""
+    from tnlib.experiments.sweep_settings import HEAD_PARAMETERS, TRAIN_PARAMETERS, Sweep
+
+    given = config_values(args, Sweep, SWEEP_FLAGS, skip=("train",))
+    given.update({name: getattr(args, name) for name in (*HEAD_PARAMETERS, *TRAIN_PARAMETERS) if hasattr(args, name)})
+    return given
+
+
 def _run_sweep(args) -> int:
-    from tnlib.experiments.running.sweep import Sweep, run_sweep
-    from tnlib.experiments.running.sweep_banner import sweep_data_lines
+    from tnlib.experiments.running.sweep import run_sweep
+    from tnlib.experiments.running.sweep_banner import describe_sweep, sweep_data_lines
+    from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.running.sweep_standing import sweep_standing
 
     from tnlib.errors import DatasetError
 
     try:
-        sweep = Sweep.from_parameters(preset=args.preset, **config_values(args, Sweep, SWEEP_FLAGS))
+        sweep = Sweep.from_parameters(preset=args.preset, **sweep_parameters(args))
     except ValueError as err:
-        raise CommandError(name_flags(str(err), Sweep, SWEEP_FLAGS)) from err
+        raise CommandError(name_flags(str(err), Sweep.parameter_names(), SWEEP_FLAGS)) from err
     if args.trained_only and not sweep.plan:
         raise CommandError("--trained-only plans the runs already trained and tested, and this sweep does not plan "
                            "(its preset's or --no-plan): add --plan")
-    print(sweep.describe(), file=sys.stderr, flush=True)
+    print(describe_sweep(sweep), file=sys.stderr, flush=True)
     print("\n".join(sweep_data_lines(sweep) + sweep_standing(sweep)), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0

@@ -15,10 +15,14 @@ import os
 from pathlib import Path
 
 from tnlib.data.schema import PLAN_SETS
-from tnlib.files import COMPRESSED_SUFFIX, read_json
+from tnlib.errors import DamagedFile
+from tnlib.files import COMPRESSED_SUFFIX, damaged_message, read_json
 from tnlib.learning.run_files import BASELINE, PLANNING, RunDir, baseline_file
 
 __all__ = ["ResultsDir"]
+
+# What to do about a damaged sweep.json: a sweep run again over the folder writes it anew from its own settings.
+SWEEP_REMEDY = "run the sweep again over the folder (`tnlib sweep ... --out FOLDER`), which writes it anew"
 
 
 class ResultsDir:
@@ -33,15 +37,28 @@ class ResultsDir:
     def sweep_file(self) -> Path:
         return self.path / self.SWEEP
 
-    def read_sweep(self) -> dict:
-        """The folder's ``sweep.json`` as written, ``{}`` where there is none: the one reader of that record. A file
-        written before a sweep setting existed lacks its key, and each reader says what the absence means."""
-        return read_json(self.sweep_file) if self.sweep_file.is_file() else {}
+    def read_sweep(self):
+        """The sweep the folder's ``sweep.json`` records (a :class:`tnlib.experiments.sweep_settings.Sweep`), None
+        where there is none: the one reader of that file, through :meth:`Sweep.from_record` (which reads the flat
+        record of older sweeps too, and a setting the file predates as the paper's sweep has it). A DamagedFile
+        naming the file when it holds no sweep."""
+        if not self.sweep_file.is_file():
+            return None
+        # here, not at the top: a sweep's settings hold a TrainConfig (torch), which listing a folder does not need
+        from tnlib.experiments.sweep_settings import Sweep
+
+        record = read_json(self.sweep_file, SWEEP_REMEDY)
+        try:
+            return Sweep.from_record(record)
+        except (TypeError, ValueError) as err:
+            reason = f"not a sweep's record ({err})"
+            raise DamagedFile(damaged_message(self.sweep_file, reason, SWEEP_REMEDY), self.sweep_file, reason) from None
 
     def planned_on(self) -> str:
-        """The split or plan set this folder's sweep plans on: ``sweep.json``'s ``plan_on``, the plan split where
-        it names none (or there is no sweep.json)."""
-        return self.read_sweep().get("plan_on") or "plan"
+        """The split or plan set this folder's sweep plans on: its ``plan_on`` (:meth:`read_sweep`), the plan split
+        where the folder has no sweep.json."""
+        sweep = self.read_sweep()
+        return "plan" if sweep is None else sweep.plan_on
 
     def baseline_folder(self, split: str = "plan") -> Path:
         """Where the baselines over ``split`` go: the folder itself for the plan split, its sub-folder named for

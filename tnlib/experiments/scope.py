@@ -318,7 +318,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
     read = [(run, read_run_config(run)) for run, kept in zip(folders, tabled) if kept]
     runs = [_run_facts(run, config) for run, config in read]
     damaged = damaged_records_items(results_dir, read)
-    sweep = results.read_sweep()
+    sweep = results.read_sweep()  # None: the folder has no sweep.json
+    sweep_data_root = None if sweep is None else sweep.data_root
     planned_on = results.planned_on()
     baselines = results.baseline_files("ff", planned_on)
     domains: dict[str, DomainFacts] = {}
@@ -327,7 +328,7 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         domain_runs = [r for r in runs if r.domain == name]
         # a domain planned but not yet tabled (its runs still training) reads the data its folder's runs trained on
         data_roots = (sorted({r.data_root for r in domain_runs if r.data_root})
-                      or sorted({r.data_root for r in runs if r.data_root}) or [sweep.get("data_root")])
+                      or sorted({r.data_root for r in runs if r.data_root}) or [sweep_data_root])
         facts.data_root, manifest = _domain_manifest(data_roots[0], name)
         splits = (manifest or {}).get("splits", {})
         if "train" in splits:
@@ -358,8 +359,10 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         domains[name] = facts
     plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files(planned_on)
                              for record in _records_by_problem(path)})
-    until_flat = (sweep["steps"], sweep["max_steps"]) if sweep.get("max_steps") is not None else None
-    return Scope([str(results_dir)], runs, domains, sweep.get("max_evaluations"), plan_protocols, until_flat,
+    if sweep is None:
+        return Scope([str(results_dir)], runs, domains, None, plan_protocols, None, without_metrics, damaged)
+    until_flat = (sweep.train.steps, sweep.max_steps) if sweep.max_steps is not None else None
+    return Scope([str(results_dir)], runs, domains, sweep.max_evaluations, plan_protocols, until_flat,
                  without_metrics, damaged)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from tnlib.data.schema import SPLITS
-from tnlib.experiments.running.presets import PRESETS
+from tnlib.experiments.presets import PRESETS
 from tnlib.notebook.seed_comparison import SEED_REPORTS, committed_seed_values, seeds_as_they_arrive
 from tnlib.paper import DOMAINS, OPEN_BOUND_EPSILON
 

@@ -9,11 +9,11 @@ histograms (:func:`tnlib.notebook.calibration_figures.sweep_calibration_figures`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
 
 import numpy as np
 
 from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.sweep_settings import Sweep
 from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, pooled_calibration, run_calibration
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
@@ -34,16 +34,7 @@ class CalibrationRow:
     per_seed: tuple[Calibration, ...]
 
 
-class SweepRuns(Protocol):
-    """What the calibration reads of a sweep (a :class:`tnlib.experiments.running.sweep.Sweep`): its training
-    configurations and each one's run folder. Reporting reads a sweep's runs without importing the running code."""
-
-    def train_configs(self) -> Iterable[TrainConfig]: ...
-
-    def run_folder(self, config: TrainConfig) -> RunDir: ...
-
-
-def sweep_calibration(sweep: SweepRuns, split: str = "test") -> list[CalibrationRow]:
+def sweep_calibration(sweep: Sweep, split: str = "test") -> list[CalibrationRow]:
     """A :class:`CalibrationRow` per (domain, model, learned-sigma configuration, distribution) of the sweep with at
     least one run trained and tested in its results folder, in the sweep's order; each run's PIT draws its uniforms
     from its seed."""

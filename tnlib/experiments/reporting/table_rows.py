@@ -49,11 +49,11 @@ def run_config(folder, sweeps: dict) -> dict:
     if results.path not in sweeps:
         sweeps[results.path] = results.read_sweep()
     sweep = sweeps[results.path]
-    first, cap, chunk = sweep.get("steps"), sweep.get("max_steps"), sweep.get("extend_steps")
     steps = config["steps"]
-    if all(isinstance(v, int) and v > 0 for v in (first, cap, chunk, steps)) and first <= steps <= cap and (
-            until_flat_end(steps, first, cap, chunk) == steps):
-        config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
+    if sweep is not None and sweep.max_steps is not None:
+        first, cap, chunk = sweep.train.steps, sweep.max_steps, sweep.extend_steps
+        if first <= steps <= cap and until_flat_end(steps, first, cap, chunk) == steps:
+            config["steps"] = f"until flat: {first:,}-{cap:,}, by {chunk:,}"
     return config
 
 

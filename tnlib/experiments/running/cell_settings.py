@@ -1,6 +1,6 @@
 """What a sweep's cell does besides training its configuration: how long it trains, and where and how it plans.
 
-:class:`CellSettings` is one value per sweep (:attr:`tnlib.experiments.running.sweep.Sweep.cell_settings`), handed with each
+:class:`CellSettings` is one value per sweep (:func:`tnlib.experiments.running.sweep.cell_settings`), handed with each
 cell's training configuration to :func:`tnlib.experiments.running.cells.run_cell`; its own module, so that a sweep builds it
 without loading torch.
 """

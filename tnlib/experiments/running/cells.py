@@ -2,7 +2,7 @@
 
 :func:`run_cell` is what each worker of :func:`tnlib.experiments.running.sweep.run_sweep` runs, in a local process or on a
 Dask worker; it takes the cell as its :class:`tnlib.learning.training.TrainConfig` (one of the sweep's
-:meth:`~tnlib.experiments.running.sweep.Sweep.train_configs`).
+:meth:`~tnlib.experiments.sweep_settings.Sweep.train_configs`).
 """
 from __future__ import annotations
 

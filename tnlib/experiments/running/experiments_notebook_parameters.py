@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 
 from tnlib.experiments.running.reproduce import NOTEBOOKS
-from tnlib.experiments.running.sweep import Sweep
+from tnlib.experiments.running.sweep import check_results
+from tnlib.experiments.sweep_settings import Sweep
 
 
 def check_notebook_parameters(preset: str | None = "small", results_dir: str | os.PathLike | None = None,
@@ -18,10 +19,10 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     Relative ``results_dir``, ``reports_dir`` and ``data_root`` are relative to the notebooks folder
     (``notebook_dir``, default ``<repo>/notebooks``) whatever the kernel's working folder, so papermill started from
     the repository root writes where JupyterLab would; ``results_dir`` None is ``../runs/<preset>``. ``overrides``
-    are :class:`Sweep` fields; None keeps the preset's value. With ``run`` the dataset is checked too
-    (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first cell,
-    not the sweep; without it the results folder is (:meth:`Sweep.check_results`: a MissingRuns saying how to
-    make them), so a notebook that only reads shows no empty tables.
+    are :meth:`Sweep.from_parameters`' parameters; None keeps the preset's value. With ``run`` the dataset is
+    checked too (:meth:`Sweep.check_data`: a DatasetError naming what to generate), so missing data stops this first
+    cell, not the sweep; without it the results folder is (:func:`tnlib.experiments.running.sweep.check_results`: a
+    MissingRuns saying how to make them), so a notebook that only reads shows no empty tables.
     """
     if not isinstance(run, bool):
         raise ValueError(f"run must be True or False, got {run!r}")
@@ -45,5 +46,5 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     if run:
         sweep.check_data()
     else:
-        sweep.check_results()
+        check_results(sweep)
     return sweep, reports

@@ -36,7 +36,7 @@ REPORTS = ROOT / "reports"
 NOTEBOOK_PARAMETERS: dict[str, dict] = {
     "truncated_gaussian_explorer.ipynb": {"interactive": False},
     "statistics_of_heuristic_learning.ipynb": {},
-    # the sweep's "small" preset (tnlib.experiments.running.presets.PRESETS, where its numbers live and what it leaves to
+    # the sweep's "small" preset (tnlib.experiments.presets.PRESETS, where its numbers live and what it leaves to
     # the converged presets): NLM, Table 2's two configurations, N vs TN, two seeds, on data/small (resumable);
     # sized for a 2-core CPU -- far from the paper's 4e4 steps, which the reports' header says
     "heuristic_learning_experiments.ipynb": {"preset": "small", "results_dir": "../runs/small",
@@ -60,7 +60,7 @@ LEFT_OUT = {
 def sweep_scope_text() -> str:
     """What the experiments notebook's short sweep (the small preset) is and leaves to the converged presets: said
     by `tnlib reproduce --help` and by the main job as it starts (the reports' header says it from the runs)."""
-    from tnlib.experiments.running.presets import PRESETS
+    from tnlib.experiments.presets import PRESETS
 
     small = PRESETS["small"]
     return (f"Its sweep is the small preset, a first look at the whole pipeline in minutes, not the evidence: NLM, "

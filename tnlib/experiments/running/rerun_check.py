@@ -104,7 +104,8 @@ def rerun_rows(out_dir: str | os.PathLike) -> list[dict]:
     """Train :data:`SUBSET` from scratch into ``out_dir`` (a fresh folder) and return its per-seed rows, as
     ``accuracy-seeds.csv`` holds them (strings)."""
     from tnlib.experiments.reporting.reports import accuracy_seed_rows
-    from tnlib.experiments.running.sweep import Sweep, run_sweep
+    from tnlib.experiments.running.sweep import run_sweep
+    from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.reporting.table_rows import collect_results
 
     preset = SUBSET["preset"]

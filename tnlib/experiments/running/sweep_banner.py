@@ -2,9 +2,7 @@
 settings against the paper's, its grid, the compute it needs) and what of its data is missing, out of reach or
 still being generated. Where its runs stand is :func:`tnlib.experiments.running.sweep_standing.sweep_standing`.
 
-Every function here takes a :class:`tnlib.experiments.running.sweep.Sweep` as an argument without importing its module:
-the sweep imports this module for :meth:`~tnlib.experiments.running.sweep.Sweep.describe`, so the two do not import each
-other.
+Every function here takes a :class:`tnlib.experiments.sweep_settings.Sweep`.
 """
 from __future__ import annotations
 
@@ -42,11 +40,11 @@ def describe_sweep(sweep) -> str:
     of runs, and an estimate of the compute it needs (GPU hours from the paper's own times, CPU hours from
     tnlib's measured step time)."""
     configs = ", ".join("/".join(pair) for pair in sweep.configs)
-    fraction = sweep.steps * sweep.batch_size / (TRAIN_STEPS * BATCH_SIZE)
-    instances = "all" if sweep.instances is None else f"{sweep.instances:,}"
-    upper = "" if sweep.upper_bound == "none" else f", u = {sweep.upper_bound} (training only; beyond the paper)"
-    link = f", learned sigma {sweep.sigma_link}" if any(s == "learn" for s, _ in sweep.configs) else ""
-    if sweep.fixed_sigma == "authors" and any(s == "fixed" for s, _ in sweep.configs):
+    fraction = sweep.train.steps * sweep.train.batch_size / (TRAIN_STEPS * BATCH_SIZE)
+    instances = "all" if sweep.train.instances is None else f"{sweep.train.instances:,}"
+    upper = "" if sweep.train.head.upper_bound == "none" else f", u = {sweep.train.head.upper_bound} (training only; beyond the paper)"
+    link = f", learned sigma {sweep.train.head.sigma_link}" if any(s == "learn" for s, _ in sweep.configs) else ""
+    if sweep.train.head.fixed_sigma == "authors" and any(s == "fixed" for s, _ in sweep.configs):
         link += ", fixed sigma sqrt(2) (the authors' code's)"
     profile = sweep.data_profile
     with contextlib.suppress(OSError, ValueError):
@@ -60,9 +58,9 @@ def describe_sweep(sweep) -> str:
         f"{count_phrase(sweep.distributions, 'distribution')} ({', '.join(sweep.distributions)}) x "
         f"{count_phrase(sweep.seeds, 'seed')} ({', '.join(map(str, sweep.seeds))}) = "
         f"{count_phrase(range(sweep.runs()), 'run')}",
-        f"  training  {sweep.steps:,} steps x batch {sweep.batch_size} per run ({percent(fraction)} of the paper's "
+        f"  training  {sweep.train.steps:,} steps x batch {sweep.train.batch_size} per run ({percent(fraction)} of the paper's "
         f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
-        f"{TRAIN_INSTANCES}), validation every {sweep.eval_every:,} steps, l = {sweep.lower_bound}{upper}{link}",
+        f"{TRAIN_INSTANCES}), validation every {sweep.train.eval_every:,} steps, l = {sweep.train.head.lower_bound}{upper}{link}",
         *([f"            until flat: a run still improving then trains on, {sweep.extend_steps:,} steps at a "
            f"time, up to {sweep.max_steps:,} steps (beyond the paper, which trains a fixed number)"]
           if sweep.max_steps is not None else []),
@@ -149,7 +147,7 @@ def _measured_line(sweep, measured: float) -> str:
     # planning on a plan set at the paper's sizes is not in the measured overhead (measured_hours says so)
     work = "test evaluation and planning" if sweep.plan and sweep.plan_on == "plan" else "test evaluation"
     took = hours_phrase(measured)
-    if sweep.max_steps is not None and sweep.max_steps > sweep.steps:
+    if sweep.max_steps is not None and sweep.max_steps > sweep.train.steps:
         took += (f" (up to {hours_phrase(measured_hours(sweep, sweep.max_steps))} if every run trained to "
                  "max_steps)")
     # the step times are of each model's default arguments: another layout or size costs otherwise
@@ -178,10 +176,10 @@ def _plan_set_line(sweep, hours: float, unmeasured: list[str]) -> str:
 def _gpu_line(sweep, hours: float) -> str:
     """The banner's line on the training's ``hours`` on the measured GPU."""
     took = hours_phrase(hours)
-    if sweep.max_steps is not None and sweep.max_steps > sweep.steps:
+    if sweep.max_steps is not None and sweep.max_steps > sweep.train.steps:
         took += f" (up to {hours_phrase(measured_gpu_hours(sweep, sweep.max_steps))} at max_steps)"
     return (f"  on a GPU  training alone about {took} on {MEASURED_GPU}, one run after another "
-            f"(measured at batch {sweep.batch_size} on data/paper)")
+            f"(measured at batch {sweep.train.batch_size} on data/paper)")
 
 
 def sweep_data_lines(sweep) -> list[str]:

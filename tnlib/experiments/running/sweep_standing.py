@@ -8,9 +8,7 @@ sweep runs, or of a folder a sweep left behind hours of work ago: ``tnlib sweep`
 (:mod:`tnlib.experiments.running.sweep_banner`; what a resumed sweep will skip; ``--dry-run`` stops there), and so does
 the experiments notebook under its settings.
 
-Every function here takes a :class:`tnlib.experiments.running.sweep.Sweep` (its grid, its folders, its settings) as an
-argument without importing its module: the sweep imports this module (to describe itself and to count its
-finished runs), so the two do not import each other.
+Every function here takes a :class:`tnlib.experiments.sweep_settings.Sweep` (its grid, its folders, its settings).
 """
 from __future__ import annotations
 
@@ -55,7 +53,7 @@ def estimated_hours(sweep) -> tuple[float, float]:
     gpu, cpu = 0.0, 0.0
     for domain in sweep.domains:
         for model in sweep.models:
-            run_gpu, run_cpu = run_hours(model, domain, sweep.steps, sweep.batch_size)
+            run_gpu, run_cpu = run_hours(model, domain, sweep.train.steps, sweep.train.batch_size)
             gpu += run_gpu * per_cell
             cpu += (run_cpu or 0.0) * per_cell
     return gpu, cpu
@@ -67,9 +65,9 @@ def measured_hours(sweep, steps: int | None = None) -> float | None:
     among ``workers`` processes, every run training ``steps`` (None: the sweep's ``steps``); None for settings not
     measured (another dataset or batch size, a model without measurements). Planning on a plan set at the paper's
     sizes is not in it."""
-    steps = sweep.steps if steps is None else steps
+    steps = sweep.train.steps if steps is None else steps
     measured = MEASURED_STEP_SECONDS.get(sweep.data_profile, {})
-    if (sweep.data_root is not None or sweep.batch_size != MEASURED_BATCH_SIZE
+    if (sweep.data_root is not None or sweep.train.batch_size != MEASURED_BATCH_SIZE
             or any(m not in measured for m in sweep.models)):
         return None
     overhead = MEASURED_RUN_OVERHEAD_SECONDS[sweep.data_profile]
@@ -112,8 +110,8 @@ def measured_gpu_hours(sweep, steps: int | None = None) -> float | None:
     :func:`tnlib.learning.training_cost.measured_gpu_step_seconds` (validation, evaluation and planning left out),
     every run training ``steps`` (None: the sweep's); None for settings not measured there (another dataset or
     batch size)."""
-    steps = sweep.steps if steps is None else steps
-    seconds = [measured_gpu_step_seconds(sweep.data_profile, sweep.batch_size, model, domain)
+    steps = sweep.train.steps if steps is None else steps
+    seconds = [measured_gpu_step_seconds(sweep.data_profile, sweep.train.batch_size, model, domain)
                for model in sweep.models for domain in sweep.domains]
     if sweep.data_root is not None or None in seconds:
         return None
@@ -171,7 +169,7 @@ def finished_runs(sweep) -> set[str]:
 
 
 def sweep_standing(sweep) -> list[str]:
-    """Banner lines (two-space indent, as :meth:`tnlib.experiments.running.sweep.Sweep.describe`) on the sweep's runs in its
+    """Banner lines (two-space indent, as :func:`tnlib.experiments.running.sweep_banner.describe_sweep`) on the sweep's runs in its
     results folder."""
     from tnlib.learning.training import read_run_config
 
@@ -201,7 +199,7 @@ def sweep_standing(sweep) -> list[str]:
         try:
             target = read_run_config(run.path).steps
         except (OSError, DamagedFile, ValueError):  # a damaged config: the sweep rewrites it when it resumes the run
-            target = sweep.steps
+            target = sweep.train.steps
         improving = still_improving([row["val_mse"] for row in curve])
         # the until-flat rule read now (a sweep applies it at the end of each chunk)
         state = ", curve still improving" if improving else (", curve flat so far" if improving is False else "")
@@ -210,7 +208,7 @@ def sweep_standing(sweep) -> list[str]:
             seconds_left += (max(0, target - last) * step_seconds[config.model][config.domain]
                              + overheads[config.model])
     if timed:
-        seconds_left += sum(sweep.steps * step_seconds[c.model][c.domain] + overheads[c.model]
+        seconds_left += sum(sweep.train.steps * step_seconds[c.model][c.domain] + overheads[c.model]
                             for c in waiting)
     lines = [f"  so far    {len(tested)} of {count_phrase(range(total), 'run')} trained and tested, {len(training)} "
              f"training, {len(waiting)} not started (in {shown_path(out)})"]
