@@ -11,10 +11,19 @@ import pytest
 from tnlib.errors import DamagedFile
 from tnlib.experiments.presets import PRESETS
 from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.running.sweep_banner import describe_sweep
 from tnlib.experiments.sweep_settings import HEAD_PARAMETERS, TRAIN_PARAMETERS, Sweep
 from tnlib.learning.training import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sweep(out, **kwargs) -> Sweep:
+    base = dict(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),), distributions=("N", "TN"),
+                seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
+                data_profile="small", instances=None)
+    base.update(kwargs)
+    return Sweep.from_parameters(**base)
 
 
 def committed_sweep_files() -> list[Path]:
@@ -88,3 +97,70 @@ def test_each_run_is_the_template_with_its_place_in_the_grid(tmp_path):
     assert (config.steps, config.batch_size, config.eval_every, config.checkpoint_every) == (120, 64, 40, 40)
     assert (config.head.lower_bound, config.model_args, config.out_dir) == ("hmax", {"depth": 3}, str(tmp_path))
     assert config.data_root == str(sweep.dataset_path()) and config.progress is False
+
+
+def test_grid_names_every_cell(tmp_path):
+    sweep = _sweep(tmp_path, domains=("gripper", "ferry"), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1))
+    configs = sweep.train_configs()
+    assert len(configs) == 2 * 2 * 2 * 2
+    assert len({(c.domain, c.head.sigma, c.head.residual, c.head.distribution, c.seed) for c in configs}) == 16
+
+
+def test_default_sweep_is_the_papers_setting():
+    sweep = Sweep.from_parameters()
+    assert (sweep.train.steps, sweep.train.batch_size, sweep.train.instances, sweep.seeds) == (40_000, 256, 400, [0, 1, 2, 3, 4])
+    assert sweep.configs == [("learn", "ff"), ("learn", "none"), ("fixed", "ff"), ("fixed", "none")]
+    assert (sweep.models, sweep.distributions, sweep.train.head.lower_bound) == (["nlm"], ["N", "TN"], "lmcut")
+    assert (sweep.data_profile, sweep.plan_instances, sweep.max_evaluations) == ("paper", None, 10_000)
+    assert sweep.dataset_path().name == "paper"
+    assert sweep.runs() == 4 * 4 * 2 * 5 == len(sweep.train_configs())
+    assert all(c.data_root == str(sweep.dataset_path()) for c in sweep.train_configs())
+    assert Sweep.from_parameters() == Sweep.preset("paper") == Sweep.from_parameters(out_dir="runs/paper")
+
+
+def test_small_preset_and_overrides():
+    small = Sweep.preset("small")
+    assert (small.models, small.seeds, small.workers) == (["nlm"], [0, 1], 2)
+    assert (small.train.steps, small.train.batch_size) == (120, 64)
+    assert small.configs == [("learn", "ff"), ("fixed", "none")]  # Table 2's two: the main job's first look
+    assert small.train.instances is None and small.dataset_path().name == "small"
+    assert (small.plan_instances, small.max_evaluations) == (12, 200)
+    assert Sweep.from_parameters(preset="small") == small
+    # an override wins even when it equals the paper's value; the rest stays the preset's
+    custom = Sweep.preset("small", batch_size=256, plan_instances="all", models=["nlm", "linear"])
+    assert (custom.train.batch_size, custom.plan_instances, custom.train.steps) == (256, None, 120)
+    assert custom.models == ["nlm", "linear"]
+    with pytest.raises(ValueError, match="unknown sweep preset 'tiny'"):
+        Sweep.preset("tiny")
+    with pytest.raises(ValueError, match="plan_instances"):
+        Sweep.preset("small", plan_instances="some")
+    with pytest.raises(ValueError, match="sigma link"):
+        Sweep.preset("small", sigma_link="exp")
+    with pytest.raises(ValueError, match="fixed sigma"):
+        Sweep.preset("small", fixed_sigma="sqrt2")
+    with pytest.raises(ValueError, match="data_profile"):
+        Sweep.preset("small", data_profile="huge")
+    assert set(PRESETS) == {"paper", "small", "converged", "converged-linear", "converged-wl", "paper-scale",
+                            "paper-scale-wl"}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(steps=400, max_steps=300), "max_steps must be None or an integer >= steps"),
+    (dict(steps=400, max_steps=800, extend_steps=150), r"extend_steps \(150\) must be a multiple of eval_every"),
+    (dict(steps=450, max_steps=800), r"steps \(450\) must be a multiple of eval_every"),
+    (dict(max_steps=800, extend_steps=0), "extend_steps must be an integer >= 1"),
+])
+def test_bad_until_flat_settings_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        Sweep.from_parameters(preset="small", eval_every=100, **overrides)
+
+
+def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
+    sweep = _sweep(tmp_path, configs=(("learn", "ff"), ("fixed", "none")), fixed_sigma="authors")
+    configs = sweep.train_configs()
+    assert {c.head.fixed_sigma for c in configs} == {"authors"}
+    names = sorted(c.name for c in configs)
+    assert "gripper-linear-N-fixed-authors-none-llmcut-s0" in names
+    assert "gripper-linear-N-learn-ff-llmcut-s0" in names  # a learned sigma's name does not change
+    assert "fixed sigma sqrt(2) (the authors' code's)" in describe_sweep(sweep)
+    assert "fixed sigma" not in describe_sweep(_sweep(tmp_path, configs=(("fixed", "none"),)))  # the paper's: unsaid
