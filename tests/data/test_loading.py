@@ -459,7 +459,7 @@ def test_a_damaged_dataset_manifest_says_how_to_restore_it(root):
 
 
 def test_a_hint_for_the_default_root_needs_no_out():
-    from tnlib.data.manifest import _generate_hint
+    from tnlib.data.manifest import generate_hint
 
-    hint = _generate_hint("ferry", "small", "val", force=True, root=default_data_root() / "small", splits=SPLITS)
+    hint = generate_hint("ferry", "small", "val", force=True, root=default_data_root() / "small", splits=SPLITS)
     assert hint == "`tnlib data generate --domain ferry --profile small --splits val,test,plan --force`"

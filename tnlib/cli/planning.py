@@ -87,14 +87,14 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_solve(args: argparse.Namespace) -> int:
-    from tnlib.planning.fast_downward import SEARCH, _run_fast_downward
+    from tnlib.planning.fast_downward import SEARCH, run_fast_downward
     from tnlib.planning.task import check_pddl
 
     try:
         if args.problem.is_file():  # (a missing one: Fast Downward's wrapper names it)
             # tnlib's parser first: one line naming the file for malformed PDDL, not Fast Downward's whole log
             check_pddl(args.domain, args.problem)
-        result, plan_text = _run_fast_downward(
+        result, plan_text = run_fast_downward(
             args.domain, args.problem, SEARCH, args.time_limit, args.memory_limit
         )
     except (FileNotFoundError, ValueError) as err:  # TaskError is a ValueError

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from tnlib.data.manifest import _generate_hint, check_dataset, dataset_root
+from tnlib.data.manifest import generate_hint, check_dataset, dataset_root
 from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, FEATURE_COLUMNS, arrow_schema
 from tnlib.errors import DatasetError
 from tnlib.paper import DOMAINS, LOWER_BOUNDS, RESIDUALS, UPPER_BOUNDS
@@ -125,11 +125,11 @@ def load_split(
         check_dataset(base, domain, split)
     path = base / domain / f"{split}.parquet"
     if not path.is_file():
-        raise DatasetError(f"{path} missing; generate it with {_generate_hint(domain, profile, split, root=base)}")
+        raise DatasetError(f"{path} missing; generate it with {generate_hint(domain, profile, split, root=base)}")
     try:
         table = pq.read_table(path, schema=arrow_schema())
     except Exception as err:  # noqa: BLE001
-        hint = _generate_hint(domain, profile, split, force=True, root=base, splits=SPLITS)
+        hint = generate_hint(domain, profile, split, force=True, root=base, splits=SPLITS)
         raise DatasetError(f"{path}: cannot read ({err}); regenerate with {hint}") from None
     return StateTable(table, base, domain, split)
 

@@ -28,7 +28,7 @@ def default_data_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
 
 
-def _generate_hint(
+def generate_hint(
     domain: str | None = None, profile: str = DEFAULT_PROFILE, split: str | None = None, force: bool = False,
     root: str | os.PathLike | None = None, splits: Iterable[str] = (),
 ) -> str:
@@ -64,7 +64,7 @@ def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_P
             return candidate
     raise DatasetError(
         f"no dataset at {base} (no {MANIFEST} there or in {base / profile}); generate it with "
-        f"{_generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
+        f"{generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
     )
 
 
@@ -122,7 +122,7 @@ def verify_dataset(
     guess = root.name if root.name in PROFILES else "PROFILE"
     top = _load_json(root / MANIFEST, problems, "dataset manifest",
                      f"restore it from git where the dataset is committed (git checkout -- {root / MANIFEST}), or "
-                     f"make the dataset again with {_generate_hint(profile=guess, force=True, root=root)}")
+                     f"make the dataset again with {generate_hint(profile=guess, force=True, root=root)}")
     if top is None:
         return problems
     if top.get("format") != FORMAT:
@@ -130,7 +130,7 @@ def verify_dataset(
     profile = top.get("profile", DEFAULT_PROFILE)
     domains = top.get("domains", {})
     if domain is not None and domain not in domains:
-        hint = _generate_hint(domain, profile)
+        hint = generate_hint(domain, profile)
         return [f"domain {domain!r} is not in this dataset (it has {', '.join(domains) or 'none'}); run {hint}"]
     for name, ref in domains.items():
         if domain is not None and name != domain:
@@ -145,7 +145,7 @@ def verify_dataset(
         if split is not None and split not in splits:
             problems.append(
                 f"{name}: split {split!r} was not generated (has {', '.join(splits) or 'none'}); run "
-                f"{_generate_hint(name, profile, split)}"
+                f"{generate_hint(name, profile, split)}"
             )
             continue
         wanted = [split] if split is not None else list(splits)
@@ -155,7 +155,7 @@ def verify_dataset(
             if split is not None and not _in_split(relative, name, split):
                 continue
             path = root / relative
-            fix = _generate_hint(name, profile, _split_of(relative, name), force=True, root=root, splits=splits)
+            fix = generate_hint(name, profile, _split_of(relative, name), force=True, root=root, splits=splits)
             if not path.is_file():
                 problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
                 unsound += 1
@@ -176,7 +176,7 @@ def verify_dataset(
         # Distinct within each split, disjoint across splits.
         found, counts = check_domain_instances(
             root, name, manifest, split, recompute=deep and domain is None and split is None,
-            hint=lambda s, n=name: _generate_hint(n, profile, s, force=True, root=root, splits=splits),
+            hint=lambda s, n=name: generate_hint(n, profile, s, force=True, root=root, splits=splits),
         )
         problems += found
         if duplicates is not None:

@@ -246,7 +246,7 @@ def _parse_initial_heuristic(log: str) -> float | None:
     return math.inf if value == "infinity" else float(value)
 
 
-def _run_fast_downward(
+def run_fast_downward(
     domain_file: str | os.PathLike,
     problem_file: str | os.PathLike,
     search: str,
@@ -331,7 +331,7 @@ def solve(
     Never raises for planner failures (see ``SolveResult.status``); raises FileNotFoundError / ValueError for bad
     arguments and RuntimeError when Fast Downward is not installed.
     """
-    result, _ = _run_fast_downward(domain_file, problem_file, SEARCH, time_limit, memory_limit_mb)
+    result, _ = run_fast_downward(domain_file, problem_file, SEARCH, time_limit, memory_limit_mb)
     return result
 
 
@@ -347,7 +347,7 @@ def solve_satisficing(
 ) -> SolveResult:
     """A plan, not necessarily optimal, by Fast Downward's lazy greedy search with h_FF: a cheap proof that a
     problem is solvable. Arguments and failures as :func:`solve`."""
-    result, _ = _run_fast_downward(domain_file, problem_file, SATISFICING_SEARCH, time_limit, memory_limit_mb)
+    result, _ = run_fast_downward(domain_file, problem_file, SATISFICING_SEARCH, time_limit, memory_limit_mb)
     return result
 
 
@@ -364,7 +364,7 @@ def fd_heuristic_value(
     not report a value (time-out, error). Note the value is for Fast Downward's translated (SAS+) task, which can
     differ from the PDDL grounding in simplifications (e.g. unreachable or irrelevant facts dropped).
     """
-    result, _ = _run_fast_downward(
+    result, _ = run_fast_downward(
         domain_file, problem_file, f"astar({heuristic}, bound=0)", time_limit, memory_limit_mb
     )
     return result.initial_heuristic
@@ -376,6 +376,7 @@ __all__ = [
     "SolveResult",
     "fast_downward_version",
     "fd_heuristic_value",
+    "run_fast_downward",
     "search_binary",
     "solve",
     "solve_satisficing",
