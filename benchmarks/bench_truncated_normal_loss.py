@@ -3,8 +3,8 @@
 On 1e6 elements of every regime training meets (bench_truncated_normal.make_mixed_inputs: sigma 0.1, 1 or 10, mu
 20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32 and float64, best of
 ``--repeats`` interleaved calls, the distribution built inside each call. Routes: tnlib as a CPU call takes it (the
-compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take), and torch's
-``Normal``; each ratio is to Normal's time in the same run. Then the paper's training case: batches of a few hundred
+compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take; on the CPU
+within tnlib.distributions.torch_route), and torch's ``Normal``; each ratio is to Normal's time in the same run. Then the paper's training case: batches of a few hundred
 to a few thousand (``--batches``), float32, the same regimes, sigma learned (loc and scale carry gradients) or fixed
 (loc only), each timing ``--calls`` calls. Also the first log_prob + backward of a fresh process (numba's compiled
 code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs nothing).
@@ -26,7 +26,7 @@ import torch
 from bench_truncated_normal import make_mixed_inputs
 
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _FastLogProb, _LogProb
+from tnlib.distributions import torch_route
 
 FIRST_CALL = """
 import time, torch
@@ -57,11 +57,8 @@ def _steps(x, loc0, scale0, low, high, learned_scale: bool = True, calls: int = 
     def tnlib_torch_route():
         for _ in range(calls):
             loc, scale = leaves()
-            d = TruncatedNormal(loc, scale, low, high, validate_args=False)
-            if d._one_sided:
-                lp = _FastLogProb.apply(x, loc, scale, low, high, d._fast)
-            else:
-                lp = _LogProb.apply(x, loc, scale, low, high, d._core)
+            with torch_route():
+                lp = TruncatedNormal(loc, scale, low, high, validate_args=False).log_prob(x)
             (-lp.sum()).backward()
 
     return {"Normal NLL": normal, "tnlib (CPU kernels)": tnlib_cpu, "tnlib torch route": tnlib_torch_route}

@@ -5,7 +5,8 @@ batches of 1,024; both calls are dominated by per-call overhead, not arithmetic.
 call, float32, one thread, the distribution built inside each call and no gradients (``torch.inference_mode``, as
 the search runs), best of ``--repeats`` interleaved rounds of ``--calls`` calls, for tnlib as a CPU call takes it
 (the compiled kernels, tnlib.distributions._moment_kernels and _cdf_kernels), tnlib's torch route (what other
-devices take) and, as the floor, torch's ``Normal(loc, scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
+devices take; on the CPU within tnlib.distributions.torch_route) and, as the floor, torch's ``Normal(loc,
+scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
 bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration); the cdf is taken at
 the optimal cost h*, the icdf of probabilities spread over (0, 1).
 
@@ -22,7 +23,7 @@ import torch
 from bench_truncated_normal import make_mixed_inputs
 
 from tnlib import TruncatedNormal
-from tnlib.distributions._autograd import _CDF, _ICDF, _Entropy, _FastMean, _Mean, _Variance
+from tnlib.distributions import torch_route
 
 
 def _calls(value, probability, loc, scale, low, high) -> dict:
@@ -36,25 +37,16 @@ def _calls(value, probability, loc, scale, low, high) -> dict:
             return d.entropy() if name == "entropy" else getattr(d, name)
         return call
 
-    def torch_route(name):
+    def by_torch(name):
         def call():
-            d = TruncatedNormal(loc, scale, low, high, validate_args=False)
-            if name == "mean":
-                if d._one_sided:
-                    return _FastMean.apply(loc, scale, low, high, d._fast)
-                return _Mean.apply(loc, scale, low, high, d._core)
-            if name == "cdf":
-                return _CDF.apply(value, loc, scale, low, high, d._core)
-            if name == "icdf":
-                return _ICDF.apply(probability, loc, scale, low, high, d._core)
-            route = _Variance if name == "variance" else _Entropy
-            return route.apply(loc, scale, low, high, d._core)
+            with torch_route():
+                return kernels(name)()
         return call
 
     calls = {"Normal mean (floor)": lambda: torch.distributions.Normal(loc, scale, validate_args=False).mean}
     for name in ("mean", "variance", "entropy", "cdf", "icdf"):
         calls[f"{name}: kernels"] = kernels(name)
-        calls[f"{name}: torch route"] = torch_route(name)
+        calls[f"{name}: torch route"] = by_torch(name)
     return calls
 
 

@@ -665,3 +665,27 @@ def test_cdf_of_a_mixed_batch_equals_each_elements_alone_bit_for_bit():
     for i in range(len(x)):
         alone = TruncatedNormal(loc[i:i + 1], scale[i:i + 1], low[i:i + 1], high[i:i + 1]).cdf(x[i:i + 1])
         assert torch.equal(alone, together[i:i + 1]), i
+
+
+def test_within_torch_route_a_cpu_call_takes_the_torch_route_and_agrees_with_the_kernels(monkeypatch):
+    from tnlib.distributions import torch_route
+    from tnlib.distributions import truncated_normal as module
+
+    loc = torch.tensor([-20.0, 0.0, 3.0, 0.5], dtype=torch.float64)
+    scale, low = torch.tensor([1.0, 0.1, 10.0, 1.0], dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+    for high in (torch.full_like(low, INF), torch.tensor([1.0, 2.0, 30.0, 0.7], dtype=torch.float64)):
+        d = TruncatedNormal(loc, scale, low, high)
+        x, p = torch.tensor([0.1, 0.05, 4.0, 0.3], dtype=torch.float64), torch.tensor([0.1, 0.5, 0.9, 0.3])
+
+        def statistics():
+            return [d.mean, d.variance, d.entropy(), d.log_prob(x), d.cdf(x), d.icdf(p.double())]
+
+        by_kernels = statistics()
+        with monkeypatch.context() as patched:
+            patched.setattr(module, "_kernels", lambda: pytest.fail("a kernel served a call within torch_route"))
+            with torch_route():
+                by_torch = statistics()
+            with pytest.raises(pytest.fail.Exception):  # outside it, the CPU call asks the kernels again
+                d.mean
+        for kernel, torch_value in zip(by_kernels, by_torch):
+            assert torch.allclose(kernel, torch_value, rtol=1e-10, atol=1e-12)

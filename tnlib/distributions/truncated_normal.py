@@ -20,6 +20,7 @@ interval is narrow. This module is the public class; the numerics live in privat
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from numbers import Number
 
@@ -42,7 +43,7 @@ from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _FastCore, _core,
 from tnlib.distributions._sampling import _proposals, _sample_canonical
 from tnlib.distributions._statistics import _standardized_variance
 
-__all__ = ["TruncatedNormal"]
+__all__ = ["TruncatedNormal", "torch_route"]
 
 
 def _is_vmapped(tensor: torch.Tensor) -> bool:
@@ -80,9 +81,25 @@ def _sample_kernels():
     return kernels
 
 
+# Set within torch_route(): CPU calls take the torch route, as other devices do.
+_TORCH_ROUTE_ONLY = False
+
+
+@contextlib.contextmanager
+def torch_route():
+    """Within it, a CPU call of every statistic takes the torch route (the autograd functions other devices take)
+    instead of the compiled kernels: what the benchmarks time the kernels against, through the public class."""
+    global _TORCH_ROUTE_ONLY
+    previous, _TORCH_ROUTE_ONLY = _TORCH_ROUTE_ONLY, True
+    try:
+        yield
+    finally:
+        _TORCH_ROUTE_ONLY = previous
+
+
 def _kernels_serve(tensor: torch.Tensor) -> bool:
     """Whether the compiled CPU kernels compute for parameters like ``tensor`` (else the torch route does)."""
-    return tensor.device.type == "cpu" and _kernels().available(tensor)
+    return not _TORCH_ROUTE_ONLY and tensor.device.type == "cpu" and _kernels().available(tensor)
 
 
 def _broadcast_shape(value: torch.Tensor, batch_shape: torch.Size) -> torch.Size:
