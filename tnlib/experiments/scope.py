@@ -354,10 +354,10 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
         if name in baselines:
             records = _records_by_problem(baselines[name])
             facts.planned = len(records)
-            facts.ff_solved = sum(bool(r.get("solved")) for r in records)
-            facts.protocols = sorted({r.get("protocol", "distinct") for r in records})
+            facts.ff_solved = sum(r["solved"] for r in records)
+            facts.protocols = sorted({r["protocol"] for r in records})
         domains[name] = facts
-    plan_protocols = sorted({record.get("protocol", "distinct") for path in results.planning_files(planned_on)
+    plan_protocols = sorted({record["protocol"] for path in results.planning_files(planned_on)
                              for record in _records_by_problem(path)})
     if sweep is None:
         return Scope([str(results_dir)], runs, domains, None, plan_protocols, None, without_metrics, damaged)
