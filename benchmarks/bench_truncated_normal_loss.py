@@ -3,11 +3,12 @@
 On 1e6 elements of every regime training meets (bench_truncated_normal.make_mixed_inputs: sigma 0.1, 1 or 10, mu
 20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32 and float64, best of
 ``--repeats`` interleaved calls, the distribution built inside each call. Routes: tnlib as a CPU call takes it (the
-compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take; on the CPU
-within tnlib.distributions.torch_route), and torch's ``Normal``; each ratio is to Normal's time in the same run. Then the paper's training case: batches of a few hundred
-to a few thousand (``--batches``), float32, the same regimes, sigma learned (loc and scale carry gradients) or fixed
-(loc only), each timing ``--calls`` calls. Also the first log_prob + backward of a fresh process (numba's compiled
-code loaded from its cache), and numpyro / TFP / torchrl where installed (this script installs nothing).
+compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take; on the CPU within
+tnlib.distributions.torch_route), and torch's ``Normal``; each ratio is to Normal's time in the same run. Then the
+paper's training case: batches of a few hundred to a few thousand (``--batches``), float32, the same regimes, sigma
+learned (loc and scale carry gradients) or fixed (loc only), each timing ``--calls`` calls. Also the first log_prob
++ backward of a fresh process (numba's compiled code loaded from its cache), and numpyro / TFP / torchrl where
+installed (this script installs nothing).
 
     python benchmarks/bench_truncated_normal_loss.py [--points 1000000] [--threads 1] [--repeats 15]
         [--batches 256 1024 4096] [--calls 50]

@@ -40,11 +40,12 @@ def describe_sweep(sweep) -> str:
     of runs, and an estimate of the compute it needs (GPU hours from the paper's own times, CPU hours from
     tnlib's measured step time)."""
     configs = ", ".join("/".join(pair) for pair in sweep.configs)
-    fraction = sweep.train.steps * sweep.train.batch_size / (TRAIN_STEPS * BATCH_SIZE)
-    instances = "all" if sweep.train.instances is None else f"{sweep.train.instances:,}"
-    upper = "" if sweep.train.head.upper_bound == "none" else f", u = {sweep.train.head.upper_bound} (training only; beyond the paper)"
-    link = f", learned sigma {sweep.train.head.sigma_link}" if any(s == "learn" for s, _ in sweep.configs) else ""
-    if sweep.train.head.fixed_sigma == "authors" and any(s == "fixed" for s, _ in sweep.configs):
+    train, head = sweep.train, sweep.train.head
+    fraction = train.steps * train.batch_size / (TRAIN_STEPS * BATCH_SIZE)
+    instances = "all" if train.instances is None else f"{train.instances:,}"
+    upper = "" if head.upper_bound == "none" else f", u = {head.upper_bound} (training only; beyond the paper)"
+    link = f", learned sigma {head.sigma_link}" if any(s == "learn" for s, _ in sweep.configs) else ""
+    if head.fixed_sigma == "authors" and any(s == "fixed" for s, _ in sweep.configs):
         link += ", fixed sigma sqrt(2) (the authors' code's)"
     profile = sweep.data_profile
     with contextlib.suppress(OSError, ValueError):
@@ -58,9 +59,9 @@ def describe_sweep(sweep) -> str:
         f"{count_phrase(sweep.distributions, 'distribution')} ({', '.join(sweep.distributions)}) x "
         f"{count_phrase(sweep.seeds, 'seed')} ({', '.join(map(str, sweep.seeds))}) = "
         f"{count_phrase(range(sweep.runs()), 'run')}",
-        f"  training  {sweep.train.steps:,} steps x batch {sweep.train.batch_size} per run ({percent(fraction)} of the paper's "
+        f"  training  {train.steps:,} steps x batch {train.batch_size} per run ({percent(fraction)} of the paper's "
         f"{TRAIN_STEPS:,} x {BATCH_SIZE} samples), {instances} training instances (the paper: "
-        f"{TRAIN_INSTANCES}), validation every {sweep.train.eval_every:,} steps, l = {sweep.train.head.lower_bound}{upper}{link}",
+        f"{TRAIN_INSTANCES}), validation every {train.eval_every:,} steps, l = {head.lower_bound}{upper}{link}",
         *([f"            until flat: a run still improving then trains on, {sweep.extend_steps:,} steps at a "
            f"time, up to {sweep.max_steps:,} steps (beyond the paper, which trains a fixed number)"]
           if sweep.max_steps is not None else []),

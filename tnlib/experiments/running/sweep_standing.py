@@ -169,8 +169,8 @@ def finished_runs(sweep) -> set[str]:
 
 
 def sweep_standing(sweep) -> list[str]:
-    """Banner lines (two-space indent, as :func:`tnlib.experiments.running.sweep_banner.describe_sweep`) on the sweep's runs in its
-    results folder."""
+    """Banner lines (two-space indent, as :func:`tnlib.experiments.running.sweep_banner.describe_sweep`) on the
+    sweep's runs in its results folder."""
     from tnlib.learning.training import read_run_config
 
     out = Path(sweep.out_dir)
