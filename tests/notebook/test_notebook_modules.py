@@ -30,83 +30,6 @@ from tnlib.paper import OPEN_BOUND_EPSILON
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Parameter checks
-# ----------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        ({"steps": 0}, "steps"),
-        ({"steps": 2.5}, "steps"),
-        ({"learning_rate": 0.0}, "learning_rate"),
-        ({"learning_rate": float("nan")}, "learning_rate"),
-        ({"num_train": 1}, "num_train"),
-        ({"num_test": True}, "num_test"),
-        ({"hidden_units": 0}, "hidden_units"),
-        ({"open_bound_margin": 0.0}, "open_bound_margin"),
-        ({"seed": -1}, "seed"),
-        ({"demo_steps": 0}, "demo_steps"),
-        ({"trained_domain": "logistics"}, "trained_domain"),
-        ({"trained_configuration": "learn/none"}, "trained_configuration.*learn/ff, fixed/none"),
-        ({"trained_seed": -1}, "trained_seed"),
-        ({"trained_states": 13}, "trained_states"),
-    ],
-)
-def test_check_parameters_names_the_bad_parameter(overrides, message):
-    with pytest.raises(ValueError, match=message):
-        notebook_parameters.check_classroom_parameters(**overrides)
-
-
-def test_check_parameters_accepts_the_notebook_defaults():
-    params = notebook_parameters.check_classroom_parameters()
-    assert params.steps == 400 and params.open_bound_margin == OPEN_BOUND_EPSILON
-
-
-def test_the_classroom_check_takes_the_dataclass_fields_in_order_or_by_name():
-    from dataclasses import astuple
-
-    defaults = notebook_parameters.ClassroomParameters()
-    assert notebook_parameters.check_classroom_parameters(*astuple(defaults)) == defaults
-    assert notebook_parameters.check_classroom_parameters(1, steps=7) == notebook_parameters.ClassroomParameters(
-        seed=1, steps=7)
-    with pytest.raises(TypeError, match="unknown parameters.*'step'"):
-        notebook_parameters.check_classroom_parameters(step=7)
-    with pytest.raises(TypeError, match="by position and by name"):
-        notebook_parameters.check_classroom_parameters(1, seed=2)
-
-
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        ({"scale": 0.0}, "scale"),
-        ({"scale": -1.0}, "scale"),
-        ({"low": 2.0, "high": 1.0}, "low must be < high"),
-        ({"low": 1.0, "high": 1.0}, "low must be < high"),
-        ({"low": "inf"}, "low"),
-        ({"high": float("-inf")}, "high"),
-        ({"loc": float("nan")}, "loc"),
-        ({"observed": float("inf")}, "observed"),
-        ({"high": "ten"}, "high"),
-        ({"num_points": 3}, "num_points"),
-        ({"num_points": 10**8}, r"num_points must be between 11 and 20001, got 100000000"),
-        ({"num_points": 20_002}, r"num_points must be between 11 and 20001"),
-        ({"interactive": "yes"}, "interactive"),
-    ],
-)
-def test_check_explorer_parameters_names_the_bad_parameter(overrides, message):
-    arguments = dict(loc=0.0, scale=1.0, low=0.2, high=1.7, observed=0.5, num_points=101, interactive=False)
-    arguments.update(overrides)
-    with pytest.raises(ValueError, match=message):
-        notebook_parameters.check_explorer_parameters(**arguments)
-
-
-def test_check_explorer_parameters_accepts_infinite_bounds_as_strings():
-    params = notebook_parameters.check_explorer_parameters(0, 1, "-inf", "inf", 0.5)
-    assert params.low == -math.inf and params.high == math.inf and isinstance(params.loc, float)
-
-
-# ----------------------------------------------------------------------------------------------------------
 # Explorer summary
 # ----------------------------------------------------------------------------------------------------------
 
@@ -789,6 +712,7 @@ def test_trained_runs_are_found_or_named():
 # ----------------------------------------------------------------------------------------------------------
 # The student copy (tnlib handout)
 # ----------------------------------------------------------------------------------------------------------
+
 
 CLASSROOM = Path(__file__).resolve().parents[2] / "notebooks" / "statistics_of_heuristic_learning.ipynb"
 
