@@ -1,0 +1,70 @@
+"""tnlib.notebook.seed_comparison: section 8d, how many seeds a claim needs, on the committed per-seed values,
+the three rules against scipy."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from tnlib.notebook import seed_comparison
+
+
+def test_seed_values_are_the_committed_csv_rows_of_the_cell():
+    import csv
+
+    values = seed_comparison.committed_seed_values("converged/nlm5", "ferry learn/ff")
+    with seed_comparison.seed_values_path("converged/nlm5").open(newline="") as handle:
+        every_row = list(csv.DictReader(handle))
+    rows = [r for r in every_row if (r["domain"], r["sigma"], r["residual"]) == ("ferry", "learn", "ff") and r["mse"]]
+    cells = sorted({f"{r['domain']} {r['sigma']}/{r['residual']}" for r in every_row})
+    assert sorted(values) == ["N", "N+clip", "TN"] and sorted(values["TN"]) == [0, 1, 2, 3, 4]
+    assert {(r["column"], int(r["seed"])): float(r["mse"]) for r in rows} == {
+        (column, seed): value for column, by_seed in values.items() for seed, value in by_seed.items()}
+    with pytest.raises(ValueError, match=re.escape(f"has no cell 'ferry learn-ff'; its cells: {', '.join(cells)}")):
+        seed_comparison.committed_seed_values("converged/nlm5", "ferry learn-ff")
+    with pytest.raises(ValueError, match="no per-seed values"):
+        seed_comparison.committed_seed_values("converged/nlm", "ferry learn/ff")
+
+
+def test_the_three_rules_as_seeds_arrive_against_scipy():
+    """The gap rule, Welch's unpaired interval and the paired t-interval after the first 2, 3, ... seeds: the
+    intervals are scipy's (Welch) and the reports' paired_interval from three seeds on."""
+    from tnlib.experiments.reporting.seed_statistics import paired_interval
+
+    values = {"TN": {0: 1.0, 1: 1.4, 2: 0.9, 3: 1.3}, "N": {0: 1.5, 1: 1.6, 2: 1.2, 3: 1.9}}
+    rows = seed_comparison.seeds_as_they_arrive(values)
+    assert [row.seeds for row in rows] == [(0, 1), (0, 1, 2), (0, 1, 2, 3)]
+    for row in rows:
+        x = np.array([values["TN"][s] for s in row.seeds])
+        y = np.array([values["N"][s] for s in row.seeds])
+        welch = scipy.stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+        assert row.welch == (pytest.approx(welch.low, rel=1e-12), pytest.approx(welch.high, rel=1e-12))
+        assert row.gap_rule == (abs(x.mean() - y.mean()) > x.std(ddof=1) + y.std(ddof=1))
+        low, high = scipy.stats.t.interval(0.95, len(x) - 1, loc=(x - y).mean(), scale=scipy.stats.sem(x - y))
+        assert row.paired == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+        if len(row.seeds) >= 3:
+            reports = paired_interval(list(x - y))
+            assert row.paired == (pytest.approx(reports["low"], rel=1e-12), pytest.approx(reports["high"], rel=1e-12))
+            assert row.correlation == pytest.approx(np.corrcoef(x, y)[0, 1], rel=1e-12)
+    assert rows[0].correlation is None  # two points always lie on a line
+    with pytest.raises(ValueError, match="share 1 seed"):
+        seed_comparison.seeds_as_they_arrive({"TN": {0: 1.0}, "N": {0: 2.0, 1: 2.0}})
+
+
+def test_section_8d_default_cell_is_a_two_seed_claim_that_five_seeds_do_not_carry():
+    """What the notebook's prose and exercise 11 say of the default cell (NLM, ferry learn/ff)."""
+    rows = seed_comparison.seeds_as_they_arrive(
+        seed_comparison.committed_seed_values("converged/nlm5", "ferry learn/ff"))
+    two, five = rows[0], rows[-1]
+    assert two.gap_rule and two.mean_a < two.mean_b  # the gap rule: "TN lower" at two seeds
+    assert (round(two.mean_a, 2), round(two.mean_b, 2)) == (1.11, 1.70)
+    assert all(row.paired[0] < 0 < row.paired[1] and row.welch[0] < 0 < row.welch[1] for row in rows)
+    assert not any(row.gap_rule for row in rows[1:])
+    assert (round(five.paired[0], 2), round(five.paired[1], 2)) == (-0.70, 0.26)
+    assert round(five.correlation, 2) == -0.84
+    # pairing with negatively correlated seeds: the paired interval is the wider
+    assert five.paired[1] - five.paired[0] > five.welch[1] - five.welch[0]
+    table = seed_comparison.format_seeds_as_they_arrive(rows)
+    assert table.splitlines()[1].startswith("0,1") and "[-0.70, +0.26] holds 0" in table.splitlines()[-1]
