@@ -459,3 +459,14 @@ def test_titles_tell_apart_positions_that_differ_by_less_than_four_digits():
     assert "l=0.3, u=0.300000001)" in narrow
     assert figures.distinct_formats([1.0, 1.0, 2.0]) == ["1", "1", "2"]  # equal values stay equal
     assert figures.distinct_formats([0.0, -0.0, math.inf]) == ["0", "0", "inf"]
+
+
+def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
+    values = {"TN": {0: 1.0, 1: 2.0, 2: 1.5}, "N": {0: 1.5, 1: 1.8, 2: 2.5}}
+    figure = figures.seed_pairs_figure(values, "a title")
+    lines, means = figure.data[:-1], figure.data[-1]
+    assert [tuple(t.y) for t in lines] == [(1.5, 1.0), (1.8, 2.0), (2.5, 1.5)]
+    assert [t.line.color for t in lines] == ["#1f77b4", "#ff7f0e", "#1f77b4"]  # TN lower, higher, lower
+    assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
+    assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
+    assert lines[1].name == "seed 1: TN - N = +0.20"

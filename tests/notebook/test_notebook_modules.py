@@ -366,17 +366,6 @@ def test_the_exercises_checks_hold():
 # ----------------------------------------------------------------------------------------------------------
 
 
-def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
-    values = {"TN": {0: 1.0, 1: 2.0, 2: 1.5}, "N": {0: 1.5, 1: 1.8, 2: 2.5}}
-    figure = figures.seed_pairs_figure(values, "a title")
-    lines, means = figure.data[:-1], figure.data[-1]
-    assert [tuple(t.y) for t in lines] == [(1.5, 1.0), (1.8, 2.0), (2.5, 1.5)]
-    assert [t.line.color for t in lines] == ["#1f77b4", "#ff7f0e", "#1f77b4"]  # TN lower, higher, lower
-    assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
-    assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
-    assert lines[1].name == "seed 1: TN - N = +0.20"
-
-
 def test_the_open_bound_minimum_at_the_papers_margin_is_where_the_classroom_says():
     """Section 6's slider prose: with h* = l = 5, sigma = 1 and epsilon = 0.1 the open-bound NLL is smallest at
     mu = -4.90 (Exercise 4's approximation: -5.1), and the truncated mean there is h* itself (scipy's truncnorm)."""
