@@ -1,37 +1,14 @@
-"""The notebooks' computations (tnlib.notebook, one module per topic): parameter checks, the explorer's summary, the classroom demonstrations, and the
-synthetic regression, whose assertions are the claims the classroom notebook's prose makes about it."""
+"""tnlib.notebook.synthetic_regression: the synthetic regression of the classroom notebook's section 8, whose
+assertions are the claims the notebook's prose makes about it, its calibration and its tables."""
 from __future__ import annotations
 
-import json
-import math
-import re
-from pathlib import Path
-
 import numpy as np
-import torch
 import pytest
-import scipy.stats
-from scipy.stats import expon, truncnorm
+import torch
 
-from tnlib.notebook import (
-    classroom_demos,
-    demo_tensors,
-    distribution_properties,
-    explorer,
-    figures,
-    label_gaps,
-    notebook_parameters,
-    seed_comparison,
-    synthetic_regression,
-    trained_distributions,
-)
 from tnlib.learning.calibration import COVERAGE_LEVELS
+from tnlib.notebook import demo_tensors, synthetic_regression
 from tnlib.paper import OPEN_BOUND_EPSILON
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Synthetic regression
-# ----------------------------------------------------------------------------------------------------------
 
 
 def test_synthetic_data_has_an_admissible_bound_that_is_often_exact():
