@@ -1,4 +1,4 @@
-"""Tests for tnlib.figures: figure builders return the expected traces with correct densities, the offline
+"""Tests for tnlib.notebook.figures: figure builders return the expected traces with correct densities, the offline
 renderer loads nothing from a CDN, and the explorer's widgets redraw as described."""
 from __future__ import annotations
 

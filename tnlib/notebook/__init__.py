@@ -1,5 +1,5 @@
 """What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
-(tests/notebook/test_notebook_modules.py, tests/notebook/test_figures.py) and reusable:
+(tests/notebook/test_<module>.py, the figures' in tests/notebook/test_figures.py) and reusable:
 
 * ``figures``: every figure the notebooks show, under one name, from the modules of their topics:
   ``notebook_plotting`` (the offline plotly set-up, the message and slider figures), ``density_figures``,
