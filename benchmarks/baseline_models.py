@@ -4,7 +4,8 @@ terms summed in one buffer; autograd's masked max / min) and STRIPS-HGN's forwar
 
 ``baseline_forward(model)`` swaps these in for one model (instance attributes; the class is untouched) and
 ``current_forward(model)`` swaps them out again. The functions compute the same function as tnlib's (tested in
-tests/learning/test_models.py against the straightforward reference); only their speed differs.
+tests/learning/test_nlm.py and test_strips_hgn.py against the straightforward references); only their speed
+differs.
 """
 from __future__ import annotations
 

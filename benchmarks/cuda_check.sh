@@ -38,7 +38,8 @@ run_tests() {
     echo "tests/learning/test_cuda.py: rc $?"; tail -n 3 "$OUT/test-cuda.txt"
     # the CPU suite on a GPU machine (conftest keeps it on the CPU): training, planning, models, heads, executors
     timeout 120 python3 -m pytest -q -p no:cacheprovider -o addopts="-ra" -n 6 tests/learning/test_training.py \
-        tests/learning/test_split_planning.py tests/learning/test_models.py tests/learning/test_heads.py \
+        tests/learning/test_split_planning.py tests/learning/test_models.py tests/learning/test_nlm.py \
+        tests/learning/test_strips_hgn.py tests/learning/test_heads.py \
         tests/foundation/test_executors.py \
         > "$OUT/test-suite-on-gpu-machine.txt" 2>&1
     echo "suite subset: rc $?"; tail -n 3 "$OUT/test-suite-on-gpu-machine.txt"
