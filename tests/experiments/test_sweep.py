@@ -13,30 +13,24 @@ from tnlib.errors import DatasetError
 from tnlib.experiments.running.sweep import run_sweep
 from tnlib.experiments.sweep_settings import Sweep
 
-
-def _sweep(out, **kwargs) -> Sweep:
-    base = dict(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),), distributions=("N", "TN"),
-                seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
-                data_profile="small", instances=None)
-    base.update(kwargs)
-    return Sweep.from_parameters(**base)
+from fixtures.sweeps import small_linear_sweep
 
 
 def test_sweep_runs_resumes_and_matches_dask(tmp_path):
-    local = run_sweep(_sweep(tmp_path / "local"), progress=False)
+    local = run_sweep(small_linear_sweep(tmp_path / "local"), progress=False)
     assert [r["run"] for r in local] == ["gripper-linear-N-learn-ff-llmcut-s0", "gripper-linear-TN-learn-ff-llmcut-s0"]
     assert all("coverage_default" in r for r in local) and "coverage_clip" in local[0]
     run = tmp_path / "local" / local[0]["run"]
     # checkpoints, metrics and planning results are not recomputed (config.json / curves are rewritten on resume)
     stamps = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.suffix in (".pt",) or "-" in p.stem}
-    again = run_sweep(_sweep(tmp_path / "local"), progress=False)  # everything is done: nothing is redone
+    again = run_sweep(small_linear_sweep(tmp_path / "local"), progress=False)  # everything is done: nothing is redone
     assert again == local
     assert {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.name in stamps} == stamps
     assert (tmp_path / "local" / "baseline-gripper-ff.jsonl").is_file()
 
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
-        on_dask = run_sweep(_sweep(tmp_path / "dask"), scheduler=c.scheduler_address, progress=False)
+        on_dask = run_sweep(small_linear_sweep(tmp_path / "dask"), scheduler=c.scheduler_address, progress=False)
     assert on_dask == local  # same seeds, same data: the same numbers wherever the cells run
 
 
@@ -88,11 +82,11 @@ def test_missing_data_stops_the_sweep_before_training(tmp_path):
 def test_upper_bound_reaches_every_run_and_its_name(tmp_path, capsys):
     """`--upper-bound h_sat` (beyond the paper: TN doubly truncated in training) is a sweep setting like the lower
     bound: each run trains with it, its folder says so, and the banner names it."""
-    sweep = _sweep(tmp_path, upper_bound="h_sat")
+    sweep = small_linear_sweep(tmp_path, upper_bound="h_sat")
     assert {c.head.upper_bound for c in sweep.train_configs()} == {"h_sat"}
     assert [c.name for c in sweep.train_configs()] == [
         "gripper-linear-N-learn-ff-llmcut-uh_sat-s0", "gripper-linear-TN-learn-ff-llmcut-uh_sat-s0"]
-    assert {c.head.upper_bound for c in _sweep(tmp_path).train_configs()} == {"none"}
+    assert {c.head.upper_bound for c in small_linear_sweep(tmp_path).train_configs()} == {"none"}
     assert main(["sweep", "--preset", "small", "--upper-bound", "h_sat", "--dry-run"]) == 0
     err = capsys.readouterr().err
     assert "u = h_sat (training only; beyond the paper)" in err and "upper_bound" in err.splitlines()[0]
@@ -254,7 +248,7 @@ def test_sweeps_side_by_side_plan_each_domains_baseline_once(tmp_path, capsys, m
     import tnlib.learning.split_planning as split_planning
     from tnlib.files import try_lock
 
-    sweep = _sweep(tmp_path, domains=("gripper", "ferry"))
+    sweep = small_linear_sweep(tmp_path, domains=("gripper", "ferry"))
     out_dir = sweep_module.ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
     held = sweep_module.baseline_lock(out_dir, "gripper")
     held.parent.mkdir(parents=True, exist_ok=True)
@@ -286,7 +280,7 @@ def test_a_sweep_counts_a_run_another_process_tests_when_it_is_tested(tmp_path, 
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
-    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    sweep = small_linear_sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
     names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
     assert len(names) == 4
     held = names[0]
@@ -322,7 +316,7 @@ def test_a_resumed_sweep_counts_runs_finished_before_it_as_done_not_as_progress(
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
-    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    sweep = small_linear_sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
     names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
     for name in names[:3]:  # finished by an earlier sweep
         (tmp_path / name).mkdir()
@@ -341,7 +335,7 @@ def test_a_sweep_does_the_runs_nobody_holds_first_and_comes_back_for_the_held_on
     import fcntl
     import threading
 
-    sweep = _sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
+    sweep = small_linear_sweep(tmp_path, seeds=(0, 1), plan=False, workers=1)
     names = [sweep.run_folder(config).path.name for config in sweep.train_configs()]
     held, others = names[0], names[1:]
     holder = open(tmp_path / f".{held}.lock", "a")
@@ -370,8 +364,8 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     def written():
         return json.loads((tmp_path / "sweep.json").read_text())
 
-    write_sweep_file(_sweep(tmp_path, domains=("visitall",), distributions=("TN",), seeds=(1,)))
-    write_sweep_file(_sweep(tmp_path, domains=("gripper", "ferry"), configs=(("fixed", "none"),),
+    write_sweep_file(small_linear_sweep(tmp_path, domains=("visitall",), distributions=("TN",), seeds=(1,)))
+    write_sweep_file(small_linear_sweep(tmp_path, domains=("gripper", "ferry"), configs=(("fixed", "none"),),
                             distributions=("N",), seeds=(0,), workers=2))
     record = written()
     assert record["domains"] == ["ferry", "gripper", "visitall"]  # the paper's order, not the order run
@@ -379,7 +373,7 @@ def test_sweep_file_names_the_union_of_a_sweep_split_along_its_grid(tmp_path):
     assert record["distributions"] == ["N", "TN"] and record["seeds"] == [0, 1]
     assert Sweep.from_record(record).train_configs()  # still a valid sweep
     # anything else differing (here the steps) is another sweep: it replaces the file
-    write_sweep_file(_sweep(tmp_path, domains=("ferry",), steps=24))
+    write_sweep_file(small_linear_sweep(tmp_path, domains=("ferry",), steps=24))
     record = written()
     assert record["domains"] == ["ferry"] and record["train"]["steps"] == 24 and record["seeds"] == [0]
 
@@ -389,13 +383,13 @@ def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instance
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
     run = "gripper-linear-N-learn-ff-llmcut-s0"
-    run_sweep(_sweep(tmp_path / "quiet", distributions=("N",)), progress=False)
+    run_sweep(small_linear_sweep(tmp_path / "quiet", distributions=("N",)), progress=False)
     assert capsys.readouterr().err == ""
-    sweep = _sweep(tmp_path / "shown", distributions=("N",))
+    sweep = small_linear_sweep(tmp_path / "shown", distributions=("N",))
     run_sweep(sweep, progress=True)  # the runs done only (a notebook's many short runs)
     assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 0/1 runs done",
                                                                                     "sweep: 1/1 runs done"]
-    shown = _sweep(tmp_path / "shown-runs", distributions=("N",))
+    shown = small_linear_sweep(tmp_path / "shown-runs", distributions=("N",))
     run_sweep(shown, progress=True, run_progress=True)
     lines = capsys.readouterr().err.splitlines()
     assert any(line.startswith(f"{run}: 12/12 steps done") for line in lines), lines
@@ -414,7 +408,7 @@ def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_
     from tnlib.experiments.running import sweep as sweep_module
 
     monkeypatch.setenv("TNLIB_PROGRESS", "text")
-    grid = _sweep(tmp_path, seeds=(0, 1), plan=False)  # 4 runs
+    grid = small_linear_sweep(tmp_path, seeds=(0, 1), plan=False)  # 4 runs
     monkeypatch.setattr(cells, "run_cell", lambda config, settings, wait_if_busy=True:
                         {"run": grid.run_folder(config).path.name})  # each done at once
     sweep_module.run_sweep(grid, progress=True)
@@ -435,20 +429,20 @@ def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_
 def test_training_and_planning_parts_of_one_sweep_unite_in_the_sweep_file(tmp_path):
     from tnlib.experiments.running.sweep import write_sweep_file
 
-    write_sweep_file(_sweep(tmp_path, seeds=(0,), plan=False))
-    record = write_sweep_file(_sweep(tmp_path, seeds=(1,), plan=True))
+    write_sweep_file(small_linear_sweep(tmp_path, seeds=(0,), plan=False))
+    record = write_sweep_file(small_linear_sweep(tmp_path, seeds=(1,), plan=True))
     assert record["seeds"] == [0, 1] and record["plan"] is True
-    record = write_sweep_file(_sweep(tmp_path, seeds=(2,), plan=False))  # a training part after the planning one
+    record = write_sweep_file(small_linear_sweep(tmp_path, seeds=(2,), plan=False))  # a training part after the planning one
     assert record["seeds"] == [0, 1, 2] and record["plan"] is True
-    other = write_sweep_file(_sweep(tmp_path, seeds=(3,), plan=True, max_evaluations=50))  # other planning: another
+    other = write_sweep_file(small_linear_sweep(tmp_path, seeds=(3,), plan=True, max_evaluations=50))  # other planning: another
     assert other["seeds"] == [3] and other["max_evaluations"] == 50
 
 
 def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
     from tnlib.experiments.running.sweep import run_sweep
 
-    run_sweep(_sweep(tmp_path, distributions=("N",), plan=False), progress=False)
-    both = _sweep(tmp_path, plan=True, max_evaluations=200)
+    run_sweep(small_linear_sweep(tmp_path, distributions=("N",), plan=False), progress=False)
+    both = small_linear_sweep(tmp_path, plan=True, max_evaluations=200)
     rows = run_sweep(both, progress=False, trained_only=True)
     assert [row["run"] for row in rows] == ["gripper-linear-N-learn-ff-llmcut-s0"], rows
     assert "coverage_default" in rows[0] and "coverage_clip" in rows[0]
@@ -462,11 +456,11 @@ def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path)
     from tnlib.experiments.running.sweep import write_sweep_file
 
     # the flat record of an older sweep, written before the setting existed: it held the default
-    record = json.loads(json.dumps(_sweep(tmp_path, seeds=(0,)).parameters()))
+    record = json.loads(json.dumps(small_linear_sweep(tmp_path, seeds=(0,)).parameters()))
     del record["fixed_sigma"]
     (tmp_path / "sweep.json").write_text(json.dumps(record))
-    assert write_sweep_file(_sweep(tmp_path, seeds=(1,)))["seeds"] == [0, 1]
-    authors = write_sweep_file(_sweep(tmp_path, seeds=(2,), fixed_sigma="authors"))
+    assert write_sweep_file(small_linear_sweep(tmp_path, seeds=(1,)))["seeds"] == [0, 1]
+    authors = write_sweep_file(small_linear_sweep(tmp_path, seeds=(2,), fixed_sigma="authors"))
     assert authors["seeds"] == [2] and authors["train"]["fixed_sigma"] == "authors"  # another setting: another sweep
 
 

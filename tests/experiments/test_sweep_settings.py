@@ -15,15 +15,10 @@ from tnlib.experiments.running.sweep_banner import describe_sweep
 from tnlib.experiments.sweep_settings import HEAD_PARAMETERS, TRAIN_PARAMETERS, Sweep
 from tnlib.learning.training import TrainConfig
 
+from fixtures.sweeps import small_linear_sweep
+
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _sweep(out, **kwargs) -> Sweep:
-    base = dict(domains=("gripper",), models=("linear",), configs=(("learn", "ff"),), distributions=("N", "TN"),
-                seeds=(0,), steps=12, batch_size=16, eval_every=6, out_dir=str(out), plan_instances=1,
-                data_profile="small", instances=None)
-    base.update(kwargs)
-    return Sweep.from_parameters(**base)
 
 
 def committed_sweep_files() -> list[Path]:
@@ -100,7 +95,7 @@ def test_each_run_is_the_template_with_its_place_in_the_grid(tmp_path):
 
 
 def test_grid_names_every_cell(tmp_path):
-    sweep = _sweep(tmp_path, domains=("gripper", "ferry"), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1))
+    sweep = small_linear_sweep(tmp_path, domains=("gripper", "ferry"), configs=(("learn", "ff"), ("fixed", "none")), seeds=(0, 1))
     configs = sweep.train_configs()
     assert len(configs) == 2 * 2 * 2 * 2
     assert len({(c.domain, c.head.sigma, c.head.residual, c.head.distribution, c.seed) for c in configs}) == 16
@@ -157,11 +152,11 @@ def test_bad_until_flat_settings_are_refused(overrides, message):
 
 
 def test_the_authors_fixed_sigma_reaches_every_fixed_run_and_its_name(tmp_path):
-    sweep = _sweep(tmp_path, configs=(("learn", "ff"), ("fixed", "none")), fixed_sigma="authors")
+    sweep = small_linear_sweep(tmp_path, configs=(("learn", "ff"), ("fixed", "none")), fixed_sigma="authors")
     configs = sweep.train_configs()
     assert {c.head.fixed_sigma for c in configs} == {"authors"}
     names = sorted(c.name for c in configs)
     assert "gripper-linear-N-fixed-authors-none-llmcut-s0" in names
     assert "gripper-linear-N-learn-ff-llmcut-s0" in names  # a learned sigma's name does not change
     assert "fixed sigma sqrt(2) (the authors' code's)" in describe_sweep(sweep)
-    assert "fixed sigma" not in describe_sweep(_sweep(tmp_path, configs=(("fixed", "none"),)))  # the paper's: unsaid
+    assert "fixed sigma" not in describe_sweep(small_linear_sweep(tmp_path, configs=(("fixed", "none"),)))  # the paper's: unsaid
