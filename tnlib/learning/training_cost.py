@@ -19,10 +19,10 @@ CPU_TIMED_OBJECTS = 16
 # steps), per dataset profile, model and domain -- the machine's load moves them by up to 2x, and machines of
 # another kind by 1.5x. data/small: medians over the 6,000-step runs of reports/converged/ (NLM 16 runs per domain,
 # STRIPS-HGN and linear regression 16 per domain), AMD EPYC. data/paper: steps 100-400 of a 400-step TN learn/ff
-# run, two domains side by side (visitall with blocksworld, ferry with gripper) and nothing else running, Intel Xeon
-# (AVX-512), with the dense backward of reduced-only arities, which the sparse one beats by 1.2-1.4x on visitall
-# (reports/speed.md part 2), so they bound the current code's steps from above: visitall's 5x5 training instances
-# (25 objects) make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. On top, per run
+# run (`tnlib train --data-root data/paper --steps 400 --batch-size 64 --eval-every 100`), two domains side by side
+# (visitall with blocksworld, ferry with gripper) and nothing else running, AMD EPYC (AVX2), with the NLM kernels
+# that skip each state's padded objects (reports/speed.md part 2): visitall's 5x5 training instances (25 objects)
+# make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. On top, per run
 # (MEASURED_RUN_OVERHEAD_SECONDS): the test evaluation, and on data/small planning every plan instance at 10,000
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
@@ -39,7 +39,7 @@ MEASURED_STEP_SECONDS = {
               "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008},
               # WL: 1,000-step runs, one at a time beside two NLM trainings, Intel Xeon (AVX-512)
               "wl": {"blocksworld": 0.0042, "ferry": 0.0038, "gripper": 0.0023, "visitall": 0.0028}},
-    "paper": {"nlm": {"blocksworld": 0.128, "ferry": 0.060, "gripper": 0.097, "visitall": 0.41},
+    "paper": {"nlm": {"blocksworld": 0.072, "ferry": 0.043, "gripper": 0.068, "visitall": 0.172},
               # WL: medians over the 80 runs of reports/paper-scale-wl (6,000-40,000 steps each, two sweep
               # processes side by side, a third niced one beside them for 7 of their 62 minutes; AMD EPYC with
               # AVX-512)
