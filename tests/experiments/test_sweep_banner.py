@@ -165,3 +165,14 @@ def test_banner_gives_the_training_hours_measured_on_a_gpu_where_measured():
     assert measured_gpu_hours(Sweep.from_parameters(models=["nlm", "wl"], domains=["ferry"], seeds=[0])) is None
     assert measured_gpu_hours(Sweep.preset("small")) is None and "on a GPU" not in describe_sweep(Sweep.preset("small"))
     assert measured_gpu_hours(Sweep.from_parameters(batch_size=128)) is None
+
+
+def test_banner_and_notebook_show_paths_relative_to_the_repository():
+    from tnlib.experiments.running.sweep_banner import describe_sweep
+    from tnlib.experiments.sweep_settings import Sweep
+    from tnlib.files import REPO_ROOT, shown_path
+
+    assert shown_path(REPO_ROOT / "runs" / "small") == "runs/small"
+    assert shown_path("/elsewhere/runs") == "/elsewhere/runs"
+    banner = describe_sweep(Sweep.preset("small"))
+    assert str(REPO_ROOT) not in banner and "  results   runs/small" in banner

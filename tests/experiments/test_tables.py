@@ -1,7 +1,14 @@
-"""The paper's own tables, rendered as printed and set beside a report's on request."""
+"""The tables (tnlib.experiments.reporting.tables): the paper's own, rendered as printed and set beside a report's on
+request, and a report's pooling the seeds of a cell that trained until flat to different steps."""
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tnlib.cli import main
+
+from fixtures.run_folders import write_data_root, write_metrics, write_planning, write_run
 
 
 def test_the_papers_tables_are_rendered_as_printed_with_its_bold_cells():
@@ -33,3 +40,31 @@ def test_a_report_sets_the_papers_tables_beside_its_own_on_request(tmp_path, cap
     assert "The paper's (its NLM" in accuracy and "| ferry | MSE | 9.77 | 11.10 | 3.73±.7 | **3.45±.8** |" in accuracy
     assert "The paper's (its NLM" in planning and "| ferry | 5152 |" in planning
     assert main(["report", str(out), "--out", str(tmp_path / "x"), "--ablation", "residual", "--paper-tables"]) == 2
+
+
+def test_tables_pool_seeds_that_trained_until_flat_to_different_steps(tmp_path):
+    """In a folder whose sweep trained until flat, seeds of a cell that stopped at different steps (on the sweep's
+    grid of chunks) are one setting; without max_steps in sweep.json, or off the grid, they are not."""
+    from tnlib.experiments.reporting.tables import render_table, render_table2
+
+    data, results = tmp_path / "data", tmp_path / "results"
+    write_data_root(data)
+    results.mkdir()
+    sweep = {"max_evaluations": 10_000, "steps": 200, "max_steps": 800, "extend_steps": 200}
+    (results / "sweep.json").write_text(json.dumps(sweep))
+    for seed, steps, mse in ((0, 200, 1.0), (1, 600, 3.0)):
+        run = write_run(results, data, [10, 5] + [3.9] * (steps // 25 - 2), distribution="TN", seed=seed, steps=steps,
+                        eval_every=25)
+        write_metrics(run, mse, 0.5)
+        write_planning(run / "planning-default.jsonl", [True, True])
+    write_planning(results / "baseline-blocksworld-ff.jsonl", [True, True])
+    assert "| 2.00±1.4 |" in render_table(results)  # mean and sample std of the two seeds
+    assert "| 100±0 |" in render_table2(results)  # both seeds pooled: 100 evaluations (two seeds: not bold)
+    (results / "sweep.json").write_text(json.dumps({**sweep, "extend_steps": 300}))  # 600 is not 200 + k x 300
+    with pytest.raises(ValueError, match=r'differ in more than the seed \(steps: "until flat: 200-800, by 300", 600\)'
+                                         r": render them from separate results folders"):
+        render_table(results)
+    (results / "sweep.json").write_text(json.dumps({"max_evaluations": 10_000, "steps": 200}))
+    with pytest.raises(ValueError, match=r"differ in more than the seed \(steps: 200, 600\): if a sweep trained them "
+                                         r"until flat, the results folder holds no sweep.json that says so"):
+        render_table2(results)
