@@ -31,7 +31,7 @@ RANKS: dict[str, int] = {
     "learning": 4,
     "experiments": 5,
     # What the notebooks call beside tnlib.experiments (figures, the teaching notebooks' checks): a front end
-    # for the notebooks at experiments' level, imported by no library stage.
+    # for the notebooks at experiments' level, imported by no library stage (figure_home_violations checks it).
     "notebook": 5,
     "cli": 6,
     "__main__": 6,  # `python -m tnlib`: runs the command line
@@ -207,6 +207,67 @@ def test_the_wing_check_names_reporting_importing_running_and_a_module_in_no_win
     assert "tnlib/experiments/scope.py:1: the base of experiments/ imports tnlib.experiments.reporting.tables" in (
         experiments_wing_violations(root))
 
+
+
+# Figures have two homes, and the layering is why. A figure a report page embeds is drawn in the reporting wing's
+# report_figures: `tnlib report` renders its pages without the notebooks' front end, which no library stage imports.
+# A figure only a notebook shows is drawn in tnlib/notebook/ (its *_figures modules, notebook_plotting and
+# explorer_controls, all called through notebook/figures.py), which may use the reporting wing's. No other module
+# builds a plotly figure; the rest of tnlib writes figures out (figure_html) or ships plotly.js, never draws one.
+FIGURE_HOMES = ("tnlib.experiments.reporting.report_figures", "tnlib.notebook")
+FIGURE_BUILDERS = ("plotly.graph_objects", "plotly.subplots", "plotly.express")
+NOTEBOOK_IMPORTERS = ("notebook", "cli", "__main__")
+
+
+def _builder_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import of plotly's figure builders in ``source``, anywhere."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:  # `from plotly import graph_objects` too
+            found += [(node.lineno, f"plotly.{alias.name}" if node.module == "plotly" else node.module)
+                      for alias in node.names]
+    return [(line, name) for line, name in found if name.startswith(FIGURE_BUILDERS)]
+
+
+def figure_home_violations(root: Path = TNLIB) -> list[str]:
+    """One line per import of plotly's figure builders outside :data:`FIGURE_HOMES`, and one per import of
+    tnlib.notebook by a library stage (any part of tnlib but the notebooks' front end and the command line)."""
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        where = path.relative_to(root.parent)
+        source = path.read_text()
+        if not any(module == home or module.startswith(home + ".") for home in FIGURE_HOMES):
+            problems += [f"{where}:{line}: imports {name}: draw the figure in one of {', '.join(FIGURE_HOMES)}"
+                         for line, name in _builder_imports(source)]
+        if _part(module) not in NOTEBOOK_IMPORTERS:
+            problems += [f"{where}:{line}: {_part(module) or 'tnlib'} imports {name}, the notebooks' front end"
+                         for line, name in imported_modules(source, module, path.name == "__init__.py")
+                         if name.startswith("tnlib.notebook")]
+    return problems
+
+
+def test_figures_are_drawn_in_report_figures_or_the_notebook_front_end_which_no_library_stage_imports():
+    problems = figure_home_violations()
+    assert not problems, "figures outside their homes:\n" + "\n".join(problems)
+
+
+def test_the_figure_check_names_a_figure_drawn_elsewhere_and_a_library_stage_importing_the_notebooks(tmp_path):
+    root = tmp_path / "tnlib"
+    _write(root, "__init__.py", "")
+    _write(root, "experiments/reporting/report_figures.py", "import plotly.graph_objects as go\n")
+    _write(root, "notebook/density_figures.py", "from plotly.subplots import make_subplots\n"
+                                               "from tnlib.experiments.reporting import report_figures\n")
+    _write(root, "cli/experiments.py", "from tnlib.notebook.handout import write_handout\n")
+    _write(root, "experiments/reporting/reports.py", "import plotly.offline\n\n\ndef f():\n"
+                                                    "    from plotly import graph_objects as go\n")
+    _write(root, "experiments/reporting/tables.py", "from tnlib.notebook import figures\n")
+    assert figure_home_violations(root) == [
+        "tnlib/experiments/reporting/reports.py:5: imports plotly.graph_objects: draw the figure in one of "
+        "tnlib.experiments.reporting.report_figures, tnlib.notebook",
+        "tnlib/experiments/reporting/tables.py:1: experiments imports tnlib.notebook, the notebooks' front end"]
 
 # data/'s writing wing: the modules that make a dataset or a plan set (and read only their own unfinished work).
 # Everything else in data/ reads finished datasets and must not import them.

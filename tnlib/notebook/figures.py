@@ -1,7 +1,10 @@
-"""Every figure the notebooks show, under the one name they call it by (``figures.truncated_normal_figure(...)``),
+"""Every figure only the notebooks show, under the one name they call it by (``figures.truncated_normal_figure(...)``),
 and the notebook plotting set-up: the notebooks only choose parameters and call ``.show()``. Each figure is built in
 the module of its topic and returned as a ``plotly.graph_objects.Figure`` (tested in
-``tests/notebook/test_figures.py``):
+``tests/notebook/test_figures.py``). The figures a report page embeds as well -- the training curves, the paired
+intervals -- are drawn in :mod:`tnlib.experiments.reporting.report_figures`, which the experiments notebook imports
+itself: ``tnlib report`` draws them without this front end, which no library stage imports. Those are the figures' two
+homes (``tests/repository/test_layering.py`` checks that no other module builds one):
 
 * :mod:`tnlib.notebook.notebook_plotting`: the offline renderer, the colours, the message and the slider figures;
 * :mod:`tnlib.notebook.density_figures`: the Normal and Truncated Normal densities, their view and stepped slider;

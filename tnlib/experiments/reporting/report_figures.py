@@ -1,6 +1,7 @@
 """The reports' figures (plotly): the training curves (the paper's Figure 2) and the paired intervals of the
 seeds, drawn from a results folder or a rendered report's per-seed CSVs. :mod:`tnlib.experiments.reporting.reports` writes
-them into HTML pages, the experiments notebook shows them.
+them into HTML pages, the experiments notebook shows them. Every figure a report page embeds is drawn here, since the
+reports never import the notebooks' front end; figures only a notebook shows are drawn in :mod:`tnlib.notebook`.
 
 **The paired intervals as one figure** (:func:`paired_intervals_figure`): where TN beats N (and N+clip), where it
 loses, where the seeds cannot tell. A forest plot: one panel per domain (rows) and metric (columns), one line per
