@@ -1,7 +1,7 @@
 """What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
 (tests/notebook/test_<module>.py, the figures' in tests/notebook/test_figures.py) and reusable:
 
-* ``figures``: every figure the notebooks show, under one name, from the modules of their topics:
+* ``figures``: every figure only the notebooks show, under one name, from the modules of their topics:
   ``notebook_plotting`` (the offline plotly set-up, the message and slider figures), ``density_figures``,
   ``explorer_controls`` (the explorer's widgets), ``classroom_figures`` and ``calibration_figures``;
 * ``notebook_parameters``: the explorer's and the classroom notebook's parameter checks;
