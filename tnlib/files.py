@@ -157,9 +157,13 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
         os.fsync(f.fileno())
 
 
-# A JSON-lines file whose name ends so is gzip-compressed: committed records (tnlib export-records) are; a file a
-# run appends to never is.
+# A file whose name ends so is gzip-compressed: committed records (tnlib export-records) and the problem files of
+# the dataset cells stored compressed (tnlib.data.profiles.SplitGrid.compressed) are; a file a run appends to
+# never is.
 COMPRESSED_SUFFIX = ".gz"
+# The level every compressed file tnlib writes is made at: with no name and no time in the header, the same bytes
+# compress to the same file, so a rewrite leaves git and the manifests' checksums unchanged.
+GZIP_LEVEL = 9
 
 
 class JsonLines(NamedTuple):
@@ -224,21 +228,31 @@ def read_json_lines(path: str | os.PathLike, shape: str | None = None, remedy: s
 
 
 def _gunzipped(path: Path, data: bytes) -> bytes:
-    """The bytes a gzip file holds, checked against its checksum; a damaged one raises DamagedFile. Unlike a
-    plain file's lines, nothing before the damage can be trusted: deflate decodes changed bytes into other
-    lines that may still parse, and only the checksum at the end tells."""
+    return gunzipped(path, data, "restore it from git, or export the records again (tnlib export-records)")
+
+
+def gunzipped(path: str | os.PathLike, data: bytes, remedy: str = "") -> bytes:
+    """The bytes the gzip file ``path`` holds (``data``, its bytes), checked against its checksum; a damaged one
+    raises DamagedFile naming the file and ``remedy``. Unlike a plain file's lines, nothing before the damage can
+    be trusted: deflate decodes changed bytes into other lines that may still parse, and only the checksum at the
+    end tells."""
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as err:
         reason = "its gzip stream is cut short" if isinstance(err, EOFError) else f"not a whole gzip stream ({err})"
-        raise DamagedFile(damaged_message(path, reason, "restore it from git, or export the records again "
-                                                        "(tnlib export-records)"), path, reason) from None
+        raise DamagedFile(damaged_message(path, reason, remedy), path, reason) from None
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed, reproducibly: level :data:`GZIP_LEVEL`, no file name and time 0 in the header, so
+    the same bytes always give the same file (with the same zlib)."""
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def atomic_write_gzip(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` gzip-compressed to ``path``, atomically and reproducibly: no name or time in the gzip header,
-    so the same bytes compress to the same file and a repeated export leaves git unchanged."""
-    atomic_write_bytes(path, gzip.compress(data, compresslevel=9, mtime=0))
+    """Write ``data`` gzip-compressed to ``path``, atomically and reproducibly (:func:`gzip_bytes`), so a repeated
+    export leaves git unchanged."""
+    atomic_write_bytes(path, gzip_bytes(data))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -22,6 +22,7 @@ import tnlib.planning.fast_downward as solve_module
 from tnlib import cli
 from tnlib.planning.generators import domain_file, generate
 from tnlib.planning.fast_downward import SolveResult, fast_downward_version, fd_heuristic_value, solve
+from tnlib.planning.pddl import pddl_file_bytes
 
 # Small enough for breadth-first search in pyperplan, large enough to have plans of a few steps.
 SMALL_INSTANCES = [
@@ -129,6 +130,18 @@ def test_domain_given_as_path(tmp_path):
     by_key = solve("gripper", problem, time_limit=60)
     by_path = solve(domain_file("gripper"), problem, time_limit=60)
     assert by_key.status == by_path.status == "solved" and by_key.cost == by_path.cost
+
+
+def test_a_compressed_problem_is_solved_as_its_plain_text(tmp_path):
+    plain = write_instance(tmp_path, "ferry", 3, locations=4, cars=3)
+    packed = tmp_path / "ferry-3.pddl.gz"
+    packed.write_bytes(pddl_file_bytes(plain.read_text(), compressed=True))
+    a, b = solve("ferry", plain, time_limit=60), solve("ferry", packed, time_limit=60)
+    assert a.status == b.status == "solved", b.log
+    assert b.plan == a.plan and b.cost == a.cost > 0
+    assert_valid_plan("ferry", plain, b.plan)
+    assert fd_heuristic_value("ferry", packed, "lmcut()", time_limit=60) == fd_heuristic_value(
+        "ferry", plain, "lmcut()", time_limit=60)
 
 
 def test_parallel_runs_do_not_clash(tmp_path):

@@ -59,8 +59,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM
-from tnlib.errors import InstanceKeyError, TaskError
-from tnlib.planning.pddl import parse_atom, problem_sections
+from tnlib.errors import DamagedFile, InstanceKeyError, TaskError
+from tnlib.planning.pddl import parse_atom, problem_sections, read_pddl_text
 
 # Stored verbatim in every split's manifest entry (instance_keys.scheme): a new scheme gets a new text and version.
 INSTANCE_KEY_SCHEME = (
@@ -124,7 +124,11 @@ def _as_problem(problem: ProblemAtoms | str | os.PathLike) -> ProblemAtoms:
     if isinstance(problem, ProblemAtoms):
         return problem
     if isinstance(problem, os.PathLike):
-        return problem_from_text(Path(problem).read_text())
+        try:
+            text = read_pddl_text(problem)
+        except DamagedFile as err:
+            raise InstanceKeyError(str(err)) from None
+        return problem_from_text(text)
     return problem_from_text(problem)
 
 

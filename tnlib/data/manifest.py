@@ -18,8 +18,9 @@ from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
 from tnlib.errors import DamagedFile, DatasetError
-from tnlib.files import read_json, sha256_file
+from tnlib.files import COMPRESSED_SUFFIX, read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS
+from tnlib.planning.pddl import is_compressed, read_pddl_text
 
 
 def default_data_root() -> Path:
@@ -160,7 +161,13 @@ def verify_dataset(
                 problems.append(f"{relative}: missing (listed in {name}/{MANIFEST}); regenerate with {fix}")
                 unsound += 1
             elif sha256_file(path) != digest:
-                problems.append(f"{relative}: checksum mismatch (changed or corrupt); regenerate with {fix}")
+                damage = _gzip_damage(path)
+                problems.append(f"{relative}: checksum mismatch (changed or corrupt{f': {damage}' if damage else ''}); "
+                                f"regenerate with {fix}")
+                unsound += 1
+            elif damage := _gzip_damage(path):
+                problems.append(f"{relative}: {damage}, though its checksum is the manifest's (written damaged); "
+                                f"regenerate with {fix}")
                 unsound += 1
         for relative in _files_on_disk(root, name):
             if relative not in listed and (split is None or _in_split(relative, name, split)):
@@ -209,14 +216,29 @@ def _in_split(relative: str, domain: str, split: str) -> bool:
     return relative == f"{domain}/domain.pddl" or _split_of(relative, domain) == split
 
 
+def _gzip_damage(path: Path) -> str | None:
+    """What is wrong with a gzip-compressed problem file's stream (cut short, changed: its CRC tells), None for a
+    whole one or a plain file."""
+    if not is_compressed(path):
+        return None
+    try:
+        read_pddl_text(path)
+    except DamagedFile as err:
+        return err.reason
+    except UnicodeDecodeError:
+        return "its text is not UTF-8"
+    return None
+
+
 def _files_on_disk(root: Path, domain: str) -> Iterator[str]:
     folder = root / domain
     if not folder.is_dir():
         return
     for path in folder.glob("*.parquet"):
         yield path.relative_to(root).as_posix()
-    for path in (folder / "problems").glob("*/*.pddl"):
-        yield path.relative_to(root).as_posix()
+    for pattern in ("*/*.pddl", f"*/*.pddl{COMPRESSED_SUFFIX}"):
+        for path in (folder / "problems").glob(pattern):
+            yield path.relative_to(root).as_posix()
 
 
 def _check_table(root: Path, domain: str, split: str, entry: dict) -> list[str]:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tnlib.data.instance_keys import problem_from_text, state_goal_key, state_goal_signature
 from tnlib.data.schema import ALL_SPLITS, MANIFEST
+from tnlib.planning.pddl import read_pddl_text
 from tnlib.errors import DatasetError, InstanceKeyError
 from tnlib.files import atomic_write_json, locked, read_json, sha256_file
 
@@ -77,7 +78,7 @@ class _Keyer:
 
     def problem(self, relative: str):
         if relative not in self.problems:
-            self.problems[relative] = problem_from_text((self.root / relative).read_text())
+            self.problems[relative] = problem_from_text(read_pddl_text(self.root / relative))
         return self.problems[relative]
 
     def signature(self, row: _Row) -> tuple:

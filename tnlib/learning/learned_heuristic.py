@@ -32,7 +32,7 @@ from tnlib.learning.wl_features import WLPackedEncoder
 from tnlib.planning.heuristics import RELAXATION_HEURISTICS, linear_features, make_heuristic
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_reads_lower_bound, point_estimates
 from tnlib.planning.plans import validate_plan
-from tnlib.planning.pddl import problem_atoms
+from tnlib.planning.pddl import pddl_stem, problem_atoms
 from tnlib.planning.search import SearchResult, gbfs
 from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 from tnlib.planning.task import domain_name, load_search_task
@@ -100,7 +100,7 @@ class LearnedHeuristic:
             lower = values[self.config.head.lower_bound][i] if self.uses_lower_bound else -math.inf
             residual = values[self.config.head.residual][i] if self.config.head.residual != "none" else 0.0
             item = {"state": atoms, "goal": self.goal_atoms, "problem": self.problem_file,
-                    "domain": self.config.domain, "instance": Path(self.problem_file).stem,
+                    "domain": self.config.domain, "instance": pddl_stem(self.problem_file),
                     "h_star": math.nan, "lower": float(lower), "upper": math.inf, "residual": float(residual),
                     "lmcut": float(values["lmcut"][i]) if "lmcut" in values else math.nan}
             if features is not None:

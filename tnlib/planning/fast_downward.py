@@ -11,6 +11,9 @@ parallel runs):
 1. ``python -m fast_downward.translate DOMAIN PROBLEM --sas-file output.sas``
 2. ``downward --search "astar(lmcut())" --internal-plan-file sas_plan < output.sas``
 
+A gzip-compressed problem file (``.gz``, :func:`tnlib.planning.pddl.read_pddl_text`) is written out plain into that
+folder first: the translator reads plain PDDL only.
+
 Limits: each process starts its own session (process group) with ``RLIMIT_AS`` (memory) and ``RLIMIT_CPU`` (the
 time left) set, so Fast Downward stops itself with its usual exit codes; as a backstop, tnlib kills the whole group
 when the wall clock passes the time left plus a margin, so no process outlives a time-out.
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.executors import die_with_parent
+from tnlib.planning.pddl import is_compressed, read_pddl_text
 
 SEARCH = "astar(lmcut())"
 
@@ -264,7 +268,8 @@ def run_fast_downward(
         raise ValueError(f"memory_limit_mb must be positive, got {memory_limit_mb}")
 
     start = time.monotonic()
-    if _has_empty_goal(problem_path.read_text(errors="replace")):
+    problem_text = read_pddl_text(problem_path) if is_compressed(problem_path) else None
+    if _has_empty_goal(problem_text or problem_path.read_text(errors="replace")):
         # Fast Downward's translator turns an empty goal `(and)` into an axiom, which A* + LM-cut rejects as
         # unsupported (exit 34). The empty plan solves such a task, and every goal-aware heuristic is 0 on it.
         result = SolveResult("solved", plan=[], cost=0.0, expansions=0, initial_heuristic=0.0, exit_code=0)
@@ -273,6 +278,9 @@ def run_fast_downward(
     logs: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tnlib-fd-") as tmp:
         folder = Path(tmp)
+        if problem_text is not None:  # the translator reads plain PDDL only
+            problem_path = folder / "problem.pddl"
+            problem_path.write_text(problem_text, encoding="utf-8")
         stage = _run_stage(
             translate_command() + [str(domain_path), str(problem_path), "--sas-file", "output.sas"],
             folder,

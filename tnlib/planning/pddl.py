@@ -1,16 +1,20 @@
 """PDDL files: where a domain file is, and reading domains, problems and atoms with pyperplan's parser.
 
-Every part of tnlib that reads PDDL goes through here: :func:`parse_domain` and :func:`parse_problem` turn a
-malformed, unreadable or mismatched file into one :class:`TaskError` line that names it (pyperplan itself raises
-anything, even SystemExit), :func:`problem_atoms` lists a problem's initial and goal atoms, and :func:`parse_atom`
-splits an atom string. :func:`problem_sections` reads a STRIPS problem's objects and atoms from its text alone,
-without the domain, for what must handle thousands of problems quickly and needs nothing else (instance keys).
+Every part of tnlib that reads PDDL goes through here: :func:`read_pddl_text` reads a file's text, plain or
+gzip-compressed (a name ending ``.gz``: the problem files of the dataset cells stored compressed), and what needs a
+plain file (Fast Downward) writes that text out; :func:`pddl_file_bytes` makes a file's bytes, reproducibly.
+:func:`parse_domain` and :func:`parse_problem` turn a malformed, unreadable or mismatched file into one
+:class:`TaskError` line that names it (pyperplan itself raises anything, even SystemExit), :func:`problem_atoms`
+lists a problem's initial and goal atoms, and :func:`parse_atom` splits an atom string. :func:`problem_sections`
+reads a STRIPS problem's objects and atoms from its text alone, without the domain, for what must handle thousands
+of problems quickly and needs nothing else (instance keys).
 Grounding and compiling to arrays are :mod:`tnlib.planning.task`'s.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import logging
 import os
 import re
@@ -18,7 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from tnlib.errors import TaskError
+from tnlib.errors import DamagedFile, TaskError
+from tnlib.files import COMPRESSED_SUFFIX, gunzipped, gzip_bytes
 
 # pyperplan implements STRIPS with types; anything else it would misread or reject deep inside the parser.
 SUPPORTED_REQUIREMENTS = frozenset({"strips", "typing"})
@@ -69,11 +74,52 @@ def quiet_pyperplan() -> Iterator[None]:
         root.removeHandler(guard)
 
 
+def is_compressed(path: str | os.PathLike) -> bool:
+    """Whether a PDDL file is stored gzip-compressed (its name ends ``.gz``)."""
+    return str(path).endswith(COMPRESSED_SUFFIX)
+
+
+def read_pddl_text(path: str | os.PathLike) -> str:
+    """The PDDL text of a file, plain or gzip-compressed (:func:`is_compressed`). OSError where it cannot be read;
+    :class:`DamagedFile` where a compressed one is not a whole gzip stream; UnicodeDecodeError where it is not
+    UTF-8."""
+    path = Path(path)
+    if not is_compressed(path):
+        return path.read_text(encoding="utf-8")
+    return gunzipped(path, path.read_bytes(), "restore it from git, or remake it (tnlib data verify names the "
+                                              "command)").decode("utf-8")
+
+
+def pddl_stem(path: str | os.PathLike) -> str:
+    """A PDDL file's name without its suffixes: ``NAME`` of ``NAME.pddl`` and of ``NAME.pddl.gz`` alike."""
+    name = Path(path).name.removesuffix(COMPRESSED_SUFFIX)
+    return name.removesuffix(".pddl") if name.endswith(".pddl") else Path(name).stem
+
+
+def pddl_file_bytes(text: str, compressed: bool) -> bytes:
+    """The bytes of a PDDL file holding ``text``: UTF-8, gzip-compressed when ``compressed`` -- reproducibly
+    (:func:`tnlib.files.gzip_bytes`: the same text always gives the same file, so its checksum is stable)."""
+    data = text.encode("utf-8")
+    return gzip_bytes(data) if compressed else data
+
+
 def _holds_pddl(path: Path) -> bool:
     """Whether the file has anything but whitespace and ``;`` comments."""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return any(line.split(";", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    with contextlib.suppress(OSError, UnicodeDecodeError, DamagedFile):
+        return any(line.split(";", 1)[0].strip() for line in read_pddl_text(path).splitlines())
     return True
+
+
+def _read_for_parser(path: Path, what: str):
+    """A file's text as the line iterator pyperplan's parser reads; a TaskError naming it where it cannot be read."""
+    try:
+        return io.StringIO(read_pddl_text(path))
+    except OSError as err:
+        raise TaskError(f"{path}: cannot read {what} file ({err.strerror or err})") from None
+    except DamagedFile as err:
+        raise TaskError(f"{path}: cannot read {what} file ({err.reason})") from None
+    except UnicodeDecodeError as err:
+        raise TaskError(_malformed(path, what, err)) from None
 
 
 def _malformed(path: Path, what: str, err: BaseException) -> str:
@@ -96,11 +142,9 @@ def describe_pyperplan_error(err: BaseException) -> str:
 def parse_domain(domain_file: Path):
     from pyperplan.pddl import parser as pp
 
+    text = _read_for_parser(domain_file, "domain")
     try:
-        with open(domain_file, encoding="utf-8") as fh:
-            ast = pp.parse_domain_def(pp.parse_lisp_iterator(fh))
-    except OSError as err:
-        raise TaskError(f"{domain_file}: cannot read domain file ({err.strerror or err})") from None
+        ast = pp.parse_domain_def(pp.parse_lisp_iterator(text))
     except (Exception, SystemExit) as err:  # noqa: BLE001 - pyperplan raises anything, even SystemExit
         raise TaskError(_malformed(domain_file, "domain", err)) from None
     if ast.requirements is not None:
@@ -121,11 +165,9 @@ def parse_domain(domain_file: Path):
 def parse_problem(problem_file: Path, domain):
     from pyperplan.pddl import parser as pp
 
+    text = _read_for_parser(problem_file, "problem")
     try:
-        with open(problem_file, encoding="utf-8") as fh:
-            ast = pp.parse_problem_def(pp.parse_lisp_iterator(fh))
-    except OSError as err:
-        raise TaskError(f"{problem_file}: cannot read problem file ({err.strerror or err})") from None
+        ast = pp.parse_problem_def(pp.parse_lisp_iterator(text))
     except (Exception, SystemExit) as err:  # noqa: BLE001
         raise TaskError(_malformed(problem_file, "problem", err)) from None
     if ast.domainName != domain.name:
