@@ -3,6 +3,8 @@ breadth-first search, manifest and checksums, retries and failures), determinism
 runners, resumption after SIGKILL, settings checks, and the `tnlib data` command line."""
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 import os
 import signal
@@ -18,8 +20,8 @@ import tnlib.data.generation as datasets
 import tnlib.data.profiles as profiles
 from tnlib import cli
 from tnlib.data.generation import GenerateOptions, generate_dataset
-from tnlib.data.profiles import PROFILES, generator_seed, split_of_seed
-from tnlib.data.manifest import data_card
+from tnlib.data.profiles import PROFILES, combos, generator_seed, split_of_seed
+from tnlib.data.manifest import data_card, verify_dataset
 from tnlib.data.schema import SPLITS, TEST_GRID, arrow_schema
 from tnlib.errors import DatasetError
 from tnlib.files import sha256_file
@@ -387,6 +389,27 @@ def test_a_cached_verdict_is_used_only_where_its_limits_prove_it():
     cache.add("unlimited", {"status": "solved", "plan": [], "fast_downward": build, "time_limit": 10,
                             "memory_limit_mb": None})
     assert cache.lookup("unlimited", build, 20, 8000) is None and cache.lookup("unlimited", build, 20, None)
+
+
+def test_a_cell_stored_compressed_is_generated_with_gzip_problem_files(tmp_path):
+    plain = gripper_profile(seeds=2)
+    train = plain.grid("gripper", "train")
+    compressed = dataclasses.replace(train, compressed=combos("gripper", balls=(3, 7)))  # 7: no cell of the grid
+    profile = dataclasses.replace(plain, grids={"gripper": {"train": compressed}})
+    generate_dataset(tmp_path, ["gripper"], profile, ["train"], GenerateOptions(progress=False))
+    assert verify_dataset(tmp_path) == []
+    entry = json.loads((tmp_path / "gripper" / "manifest.json").read_text())["splits"]["train"]
+    assert entry["settings"]["grid"] == dict(train.describe(), compressed_problems=[{"balls": 3}])
+    for inst in entry["instances"]:
+        packed = inst["params"] == {"balls": 3}
+        assert inst["problem"] == f"gripper/problems/train/{inst['instance']}.pddl{'.gz' if packed else ''}"
+        data = (tmp_path / inst["problem"]).read_bytes()
+        text = generate("gripper", inst["seed"], **inst["params"])
+        assert (gzip.decompress(data) if packed else data).decode() == text
+    rows = table_of(tmp_path, "gripper", "train").to_pylist()
+    assert {r["problem"] for r in rows} == {i["problem"] for i in entry["instances"]}
+    # a grid naming only cells it does not hold describes itself as a plain one
+    assert dataclasses.replace(train, compressed=combos("gripper", balls=(7,))).describe() == train.describe()
 
 
 def test_splits_are_made_in_order(tiny, tmp_path):

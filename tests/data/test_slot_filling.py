@@ -3,6 +3,8 @@ solver and labelled, while every other instance keeps its record, problem file a
 verifies, and the solution cache does not take the filled plans for Fast Downward's."""
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import shutil
 from pathlib import Path
 
@@ -10,13 +12,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+import tnlib.data.slot_filling as filling
+from tnlib.data.loading import load_split
 from tnlib.data.manifest import data_card, verify_dataset
+from tnlib.data.profiles import get_profile
 from tnlib.data.schema import MANIFEST
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.data.solution_cache import SolutionCache, text_sha256
 from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_json, read_json, sha256_file
+from tnlib.planning.generators import generate
+from tnlib.planning.plans import validate_plan
+from tnlib.planning.task import load_task
 
 SMALL = Path(__file__).resolve().parents[2] / "data" / "small"
 DOMAIN = "blocksworld"
@@ -100,7 +108,6 @@ def test_filled_slots_hold_the_draws_the_a_star_run_kept_with_optimal_labels(emp
 
 def test_an_interrupted_fill_resumes_from_its_labelled_attempts(emptied, monkeypatch):
     root, _before, _tables, _removed = emptied
-    import tnlib.data.slot_filling as filling
 
     calls = []
     real = filling.run_attempt
@@ -195,6 +202,60 @@ def test_a_cell_the_profile_gained_is_filled_with_the_draws_generation_makes(tmp
     manifest["splits"]["val"]["settings"]["solver"] = "exact"  # a split the exact solver made, grown later
     atomic_write_json(root / DOMAIN / MANIFEST, manifest)
     assert "| blocksworld | val (exact solver) (+10 filled later) |" in data_card(root)
+
+
+def _compressing(cell: dict, split: str):
+    """The small profile with ``cell`` of blocksworld's ``split`` stored compressed: what get_profile gives."""
+    small = get_profile("small")
+    grids = {domain: dict(splits) for domain, splits in small.grids.items()}
+    grids[DOMAIN][split] = dataclasses.replace(grids[DOMAIN][split], compressed=(tuple(cell.items()),))
+    return lambda name: dataclasses.replace(small, grids=grids) if name == "small" else get_profile(name)
+
+
+def test_a_cell_stored_compressed_is_filled_with_gzip_problem_files_that_verify(tmp_path, monkeypatch):
+    root = tmp_path / "small"
+    shutil.copytree(SMALL, root)
+    plain_before = {p: p.read_bytes() for p in (root / DOMAIN / "problems").glob("*/*.pddl")}
+    removed = _drop_cell(root, "val", 5)
+    monkeypatch.setattr(filling, "get_profile", _compressing({"blocks": 5}, "val"))
+    fill_empty_slots(root, DOMAIN, ["val"], progress=lambda _m: None)
+    assert verify_dataset(root, DOMAIN) == [] and verify_dataset(root) == []
+    entry = read_json(root / DOMAIN / MANIFEST)["splits"]["val"]
+    assert entry["settings"]["grid"]["compressed_problems"] == [{"blocks": 5}]
+    added = [i for i in entry["instances"] if i["params"] == {"blocks": 5}]
+    assert [i["instance"] for i in added] == [i["instance"] for i in removed]
+    for record in added:
+        assert record["problem"] == f"{DOMAIN}/problems/val/{record['instance']}.pddl.gz"
+        assert not (root / record["problem"].removesuffix(".gz")).exists()
+        text = generate(DOMAIN, record["seed"], **record["params"])
+        assert gzip.decompress((root / record["problem"]).read_bytes()).decode() == text
+    # every other cell keeps its plain file, byte for byte
+    kept = {p: b for p, b in plain_before.items() if p.is_file()}
+    assert len(kept) == len(plain_before) - len(removed)
+    assert all(p.read_bytes() == b for p, b in kept.items())
+    # a loaded split hands out the compressed files, and they read as tasks whose plans are the recorded ones
+    table = load_split(root, DOMAIN, "val", profile="small")
+    record = added[0]
+    task = load_task(DOMAIN, table.problem_path(record["instance"]))
+    assert validate_plan(task, record["plan"]).valid
+
+    # a changed compressed file: a checksum mismatch that says what gzip found
+    path = root / added[1]["problem"]
+    data = path.read_bytes()
+    path.write_bytes(data[:-8])
+    assert any(p.startswith(f"{added[1]['problem']}: checksum mismatch (changed or corrupt: its gzip stream is "
+                            f"cut short)") for p in verify_dataset(root, DOMAIN))
+    # ...and one written damaged, its checksum taken of the damaged bytes
+    manifest = read_json(root / DOMAIN / MANIFEST)
+    manifest["files"][added[1]["problem"]] = sha256_file(path)
+    atomic_write_json(root / DOMAIN / MANIFEST, manifest)
+    top = read_json(root / MANIFEST)
+    top["domains"][DOMAIN]["sha256"] = sha256_file(root / DOMAIN / MANIFEST)
+    atomic_write_json(root / MANIFEST, top)
+    assert any(p.startswith(f"{added[1]['problem']}: its gzip stream is cut short, though its checksum is the "
+                            "manifest's") for p in verify_dataset(root, DOMAIN))
+    with pytest.raises(DatasetError, match="cut short"):
+        load_split(root, DOMAIN, "val", profile="small")
 
 
 def test_a_split_keeps_apart_only_from_the_splits_it_must_not_share_with():

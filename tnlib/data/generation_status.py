@@ -18,7 +18,7 @@ from tnlib.data.split_work import (
 )
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
-from tnlib.data.profiles import SplitGrid, params_label
+from tnlib.data.profiles import COMPRESSED_PROBLEMS, SplitGrid, params_label
 from tnlib.data.schema import DISJOINT_FROM, LIMIT_HITS, MANIFEST, WORK, unfinished_plan_sets, unfinished_splits
 from tnlib.files import read_json
 from tnlib.paper import DOMAINS
@@ -32,8 +32,8 @@ def _grid_from_settings(domain: str, grid: dict) -> SplitGrid:
     for part in str(grid["seed_numbers"]).split(","):
         first, _, last = part.partition("-")
         seeds += range(int(first), int(last or first) + 1)
-    return SplitGrid(tuple(tuple((name, params[name]) for name in order) for params in grid["params"]),
-                     tuple(seeds), grid.get("count"))
+    cells = lambda listed: tuple(tuple((name, params[name]) for name in order) for params in listed)  # noqa: E731
+    return SplitGrid(cells(grid["params"]), tuple(seeds), grid.get("count"), cells(grid.get(COMPRESSED_PROBLEMS, ())))
 
 
 def generation_status(root: str | os.PathLike) -> list[dict]:

@@ -32,10 +32,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from tnlib.data.schema import ALL_SPLITS, TEST_GRID
 from tnlib.errors import DatasetError
+from tnlib.files import COMPRESSED_SUFFIX
 from tnlib.paper import MAX_ATTEMPTS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, problem_name
 from tnlib.planning.search_settings import PAPER_SEARCH
@@ -57,6 +58,8 @@ DISTINCT_RULE = (
 )
 
 Params = tuple[tuple[str, Any], ...]  # a parameter combination, in the generator's parameter order
+# The key of a split's recorded grid (SplitGrid.describe) that lists the cells stored compressed.
+COMPRESSED_PROBLEMS = "compressed_problems"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -71,6 +74,10 @@ class SplitGrid:
     combos: tuple[Params, ...]
     seeds: tuple[int, ...]
     count: int | None = None
+    # Cells whose problem files the dataset stores gzip-compressed (tnlib.planning.pddl.pddl_file_bytes): those
+    # whose plain files the repository has no room for. Every other cell's files are plain PDDL. A cell named here
+    # and not in ``combos`` is none of this grid's (a profile may name such cells before its grid holds them).
+    compressed: tuple[Params, ...] = ()
 
     def slots(self) -> list[tuple[Params, int]]:
         pairs = [(combo, n) for n in self.seeds for combo in self.combos]
@@ -81,12 +88,23 @@ class SplitGrid:
         return pairs
 
     def describe(self) -> dict:
-        """JSON form for the manifest."""
-        return {
+        """JSON form for the manifest (``compressed_problems`` only where some cell stores compressed files, so a
+        grid without any describes itself as it always has)."""
+        described = {
             "params": [dict(combo) for combo in self.combos],
             "seed_numbers": describe_seed_numbers(self.seeds),
             "count": self.count,
         }
+        compressed = [dict(combo) for combo in self.combos if combo in self.compressed]
+        if compressed:
+            described[COMPRESSED_PROBLEMS] = compressed
+        return described
+
+    def problem_file(self, domain: str, split: str, name: str, params: Mapping[str, Any] | Params) -> str:
+        """Where an instance of cell ``params`` keeps its problem file, relative to the dataset root:
+        ``DOMAIN/problems/SPLIT/NAME.pddl``, with ``.gz`` added in a cell of the grid stored compressed."""
+        compressed = dict(params) in [dict(combo) for combo in self.combos if combo in self.compressed]
+        return f"{domain}/problems/{split}/{name}.pddl{COMPRESSED_SUFFIX if compressed else ''}"
 
 
 @dataclass(frozen=True)
@@ -156,8 +174,8 @@ def _paper_profile() -> Profile:
     # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
     # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
     # and what is left out); cells added later are filled into the split by `tnlib data fill` (its other instances
-    # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: 10-20 locations; a 25- or
-    # 30-location problem file lists every pair of locations (15-20 KB), and the tree has no room for them.
+    # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: 10-20 locations; 25 and 30
+    # locations, once the tree has room for them, go in with their files compressed (below).
     # visitall's test split already holds every distinct instance its grid's slots draw but for four of 7x7 with
     # ratio 1, where A* timed out: that cell is its test grid. blocksworld: 11-22 blocks, the appendix's whole test
     # grid (labels: h_sat's searches on every state, about a minute an instance at 20-22 blocks).
@@ -167,8 +185,13 @@ def _paper_profile() -> Profile:
         "visitall": combos("visitall", x=(7,), y=(7,), ratio=(1.0,)),
         "blocksworld": combos("blocksworld", blocks=range(11, 23)),
     }
+    # ferry's 25 and 30 locations store their problem files gzip-compressed: a plain 25- or 30-location file lists
+    # every pair of locations (15-20 KB), a compressed one takes a tenth of that (data/README.md, "Left out, and
+    # why: room"). The cells before them keep their plain files.
+    compressed_test_grid_cells = {"ferry": combos("ferry", locations=(25, 30), cars=(10, 15, 20, 25, 30))}
     for domain, cells in test_grid_cells.items():
-        grids[domain][TEST_GRID] = SplitGrid(cells, grids[domain]["test"].seeds)
+        grids[domain][TEST_GRID] = SplitGrid(cells, grids[domain]["test"].seeds,
+                                             compressed=compressed_test_grid_cells.get(domain, ()))
     return Profile(
         name="paper",
         grids=grids,

@@ -20,7 +20,9 @@ rewritten with the new instances' rows at their slots (slot order, as generation
 record says ``"solver": "exact"``, and where A* had given its slot up, carries the attempts A* rejected
 (``fast_downward_rejected``); the split's ``exact_fill`` names the solver, the slots filled, their times, the cells
 given up at A*'s limits that the fill completed (no longer under ``out_of_reach_cells``) and the cells it added
-(``added_cells``), summed over every fill of the split. The split's ``settings`` are left as they were -- they
+(``added_cells``), summed over every fill of the split. A new instance's problem file is stored gzip-compressed
+where the profile's grid says its cell is (:attr:`tnlib.data.profiles.SplitGrid.compressed`; the record's
+``problem`` then ends ``.pddl.gz``). The split's ``settings`` are left as they were -- they
 still describe the run that made it -- but for the grid, which becomes the profile's grid once its added cells are
 in (what the split's slots now are, and what a later ``generate`` compares with). The later splits' records of what
 they are disjoint from and the train-pair records are brought up to date
@@ -36,12 +38,13 @@ from pathlib import Path
 from tnlib.data.exact_solves import split_solver
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
-from tnlib.data.profiles import generator_seed, get_profile
+from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
 from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema
 from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
+from tnlib.planning.pddl import is_compressed, pddl_file_bytes
 
 # Where a fill keeps each solved and labelled attempt until the split is rewritten (under ROOT/DOMAIN/WORK): a
 # rerun after an interruption reads them back instead of labelling again.
@@ -71,8 +74,8 @@ def _empty_slots(domain: str, split: str, entry: dict) -> tuple[list[dict], list
     return out_of_reach, added
 
 
-def _fill_slot(domain: str, split: str, settings: dict, failure: dict, taken: dict[str, str],
-               work: Path) -> tuple[dict, list]:
+def _fill_slot(domain: str, split: str, settings: dict, failure: dict, taken: dict[str, str], work: Path,
+               grid: SplitGrid) -> tuple[dict, list]:
     """The instance record and table rows of one empty slot: its first draw that is neither trivial nor a repeat,
     solved exactly and labelled (the outcome kept in ``work``, one file per seed, for a rerun to read back)."""
     params = tuple((name, failure["params"][name]) for name in DOMAIN_PARAMETERS[domain])
@@ -112,7 +115,7 @@ def _fill_slot(domain: str, split: str, settings: dict, failure: dict, taken: di
             "solve_reused": False,
             "expansions": None,
             "label_seconds": outcome["label_seconds"],
-            "problem": f"{domain}/problems/{split}/{name}.pddl",
+            "problem": grid.problem_file(domain, split, name, params),
             "plan": outcome["plan"],
             "rejected": rejected,
             "solver": EXACT_SOLVER,
@@ -170,12 +173,13 @@ def _fill_split(root: Path, domain: str, split: str, manifest: dict, progress) -
     work = root / domain / WORK / FILL_WORK / split
     work.mkdir(parents=True, exist_ok=True)
     for failure in out_of_reach + grown:
-        record, rows = _fill_slot(domain, split, settings, failure, taken, work)
+        record, rows = _fill_slot(domain, split, settings, failure, taken, work, grid)
         added.append((record, _new_rows(domain, split, record, rows)))
         progress(f"{domain}/{split} {record['instance']}: h* {record['plan_length']}, exact solve "
                  f"{record['solve_seconds']:.3f} s, labels {record['label_seconds']:.1f} s")
     for record, _rows in added:
-        atomic_write_bytes(root / record["problem"], generate(domain, record["seed"], **record["params"]).encode())
+        text = generate(domain, record["seed"], **record["params"])
+        atomic_write_bytes(root / record["problem"], pddl_file_bytes(text, is_compressed(record["problem"])))
     table = pq.read_table(root / domain / entry["table"]).replace_schema_metadata(None)
     pieces = _rows_by_instance(table)
     pieces.update({record["instance"]: rows for record, rows in added})

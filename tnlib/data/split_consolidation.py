@@ -16,6 +16,7 @@ from tnlib.data.schema import TABLE_COLUMNS, WORK, arrow_schema
 from tnlib.data.split_work import SplitPlan
 from tnlib.files import atomic_write_bytes
 from tnlib.planning.generators import generate
+from tnlib.planning.pddl import is_compressed, pddl_file_bytes
 
 
 def _slot_result(sp: SplitPlan, choice: SlotChoice) -> dict:
@@ -93,8 +94,8 @@ def consolidate_split(sp: SplitPlan) -> dict:
 
 def _write_instance(sp: SplitPlan, result: dict, columns: dict[str, list]) -> dict:
     """Write a kept slot's problem file and add its states to the table's ``columns``; its manifest record."""
-    problem = f"{sp.domain}/problems/{sp.split}/{result['instance']}.pddl"
-    atomic_write_bytes(sp.root / problem, result["problem_text"].encode())
+    problem = sp.grid.problem_file(sp.domain, sp.split, result["instance"], result["params"])
+    atomic_write_bytes(sp.root / problem, pddl_file_bytes(result["problem_text"], is_compressed(problem)))
     for record in result["records"]:
         columns["domain"].append(sp.domain)
         columns["split"].append(sp.split)
