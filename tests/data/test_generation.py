@@ -412,6 +412,17 @@ def test_a_cell_stored_compressed_is_generated_with_gzip_problem_files(tmp_path)
     assert dataclasses.replace(train, compressed=combos("gripper", balls=(7,))).describe() == train.describe()
 
 
+def test_a_recorded_grid_reads_back_with_its_compressed_cells():
+    from tnlib.data.generation_status import _grid_from_settings
+
+    grid = profiles.SplitGrid(combos("ferry", locations=(20, 25), cars=(10, 15)), (1, 2, 3),
+                              compressed=combos("ferry", locations=(25,), cars=(10, 15)))
+    assert grid.describe()["compressed_problems"] == [{"locations": 25, "cars": 10}, {"locations": 25, "cars": 15}]
+    assert _grid_from_settings("ferry", grid.describe()) == grid
+    plain = dataclasses.replace(grid, compressed=())
+    assert _grid_from_settings("ferry", plain.describe()) == plain
+
+
 def test_splits_are_made_in_order(tiny, tmp_path):
     with pytest.raises(DatasetError, match="visitall/test is made disjoint from visitall/train.*add train"):
         generate_dataset(tmp_path, ["visitall"], tiny_profile(), ["test"], GenerateOptions(progress=False))
