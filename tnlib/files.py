@@ -52,6 +52,35 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Non
     atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
+def json_one_record_a_line(value: Any) -> str:
+    """``value`` as JSON text with each record on a line of its own: an object's members one to a line (an object
+    within one likewise, indented a space a level), a list that holds objects or lists one element to a line, each
+    element written whole and compactly, and a list of plain values on one line. A file of many records (a
+    dataset manifest: instance records, file checksums, grid cells) thus changes by whole lines in a diff, as with
+    ``indent``, at a fraction of the bytes: indenting every value of a record puts each on a line of its own."""
+    return _record_lines(value, "")
+
+
+def _record_lines(value: Any, pad: str) -> str:
+    inner = pad + " "
+    if isinstance(value, dict) and value:
+        members = (f"{inner}{_member_name(key)}: {_record_lines(item, inner)}" for key, item in value.items())
+        return "{\n" + ",\n".join(members) + f"\n{pad}}}"
+    if isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+        return "[\n" + ",\n".join(inner + json.dumps(item, separators=(",", ":")) for item in value) + f"\n{pad}]"
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _member_name(key: Any) -> str:
+    """An object's key as :func:`json.dumps` writes it: a number, boolean or null key as the string of its JSON."""
+    return json.dumps(key if isinstance(key, str) else json.dumps(key))
+
+
+def atomic_write_json_records(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` atomically as :func:`json_one_record_a_line` writes it."""
+    atomic_write_text(path, json_one_record_a_line(obj) + "\n")
+
+
 def read_json(path: str | os.PathLike, remedy: str = "", shape: str | None = None) -> Any:
     """The JSON value in ``path``; a :class:`DamagedFile` naming the file (and ``remedy``, what to do) when it is not
     JSON any more -- cut short or changed after tnlib wrote it -- or, with ``shape`` (a kind of record of

@@ -4,9 +4,9 @@ the dataset root. :mod:`tnlib.data.manifest` reads and verifies them."""
 from __future__ import annotations
 
 from tnlib.data.profiles import SEED_SCHEME
-from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST
+from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST, write_manifest
 from tnlib.data.split_work import SplitPlan
-from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
+from tnlib.files import atomic_write_bytes, locked, read_json, sha256_file
 from tnlib.planning.generators import domain_file
 
 
@@ -42,7 +42,7 @@ def update_manifests(sp: SplitPlan, entry: dict) -> None:
         for instance in entry["instances"]:
             files[instance["problem"]] = sha256_file(sp.root / instance["problem"])
         manifest["files"] = dict(sorted(files.items()))
-        atomic_write_json(path, manifest)
+        write_manifest(path, manifest)
 
         root_path = sp.root / MANIFEST
         root_manifest = read_json(root_path) if root_path.is_file() else {
@@ -51,7 +51,7 @@ def update_manifests(sp: SplitPlan, entry: dict) -> None:
         root_manifest["profile"] = sp.settings["profile"]
         root_manifest["domains"][sp.domain] = {"manifest": f"{sp.domain}/{MANIFEST}", "sha256": sha256_file(path)}
         root_manifest["domains"] = dict(sorted(root_manifest["domains"].items()))
-        atomic_write_json(root_path, root_manifest)
+        write_manifest(root_path, root_manifest)
 
 
 def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:

@@ -39,7 +39,8 @@ from tnlib.data.exact_solves import split_solver
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
-from tnlib.data.schema import ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema
+from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema,
+                               write_manifest)
 from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
@@ -271,10 +272,10 @@ def fill_empty_slots(root: str | Path, domain: str, splits: list[str], progress=
             for instance in entry["instances"]:
                 files[instance["problem"]] = sha256_file(root / instance["problem"])
         manifest["files"] = dict(sorted(files.items()))
-        atomic_write_json(path, manifest)
+        write_manifest(path, manifest)
         top = read_json(root / MANIFEST)
         top["domains"][domain]["sha256"] = sha256_file(path)
-        atomic_write_json(root / MANIFEST, top)
+        write_manifest(root / MANIFEST, top)
     record_train_pairs(root, [domain])
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(root / domain / WORK / FILL_WORK)

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.data.instance_keys import problem_from_text, state_goal_key, state_goal_signature
-from tnlib.data.schema import ALL_SPLITS, MANIFEST
+from tnlib.data.schema import ALL_SPLITS, MANIFEST, write_manifest
 from tnlib.planning.pddl import read_pddl_text
 from tnlib.errors import DatasetError, InstanceKeyError
-from tnlib.files import atomic_write_json, locked, read_json, sha256_file
+from tnlib.files import locked, read_json, sha256_file
 
 # Stored verbatim in every record (train_pairs.scheme): a new way of keying gets a new text.
 PAIR_KEY_SCHEME = (
@@ -156,10 +156,10 @@ def record_train_pairs(root: str | os.PathLike, domains: list[str] | None = None
                 entry.pop(RECORD, None)
                 if split in computed:
                     entry[RECORD] = _record(manifest, domain, split, computed[split])
-            atomic_write_json(path, manifest)
+            write_manifest(path, manifest)
             top = read_json(root / MANIFEST)
             top["domains"][domain]["sha256"] = sha256_file(path)
-            atomic_write_json(root / MANIFEST, top)
+            write_manifest(root / MANIFEST, top)
         done[domain] = {s: manifest["splits"][s][RECORD] for s in computed}
     return done
 
