@@ -463,3 +463,25 @@ def test_a_hint_for_the_default_root_needs_no_out():
 
     hint = generate_hint("ferry", "small", "val", force=True, root=default_data_root() / "small", splits=SPLITS)
     assert hint == "`tnlib data generate --domain ferry --profile small --splits val,test,plan --force`"
+
+
+def test_a_test_grid_table_is_written_without_dictionaries_in_half_the_bytes_and_reads_back_the_same_rows():
+    """tnlib.data.schema.split_table_bytes: the test grid's form (no dictionary, zstd level 19, a column a page)
+    against the other splits' form (zstd's default level with dictionaries, pyarrow's defaults otherwise, so that
+    a split made again is its committed file byte for byte), on 2,000 rows of data/paper's ferry test grid."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tnlib.data.schema import TEST_GRID, split_table_bytes
+
+    table = pq.read_table(REPO_DATA / "paper" / "ferry" / "test-grid.parquet").slice(0, 2000)
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, compression="zstd")
+    assert split_table_bytes(table, "test") == buffer.getvalue().to_pybytes()
+    grid = split_table_bytes(table, TEST_GRID)
+    assert len(grid) < 0.65 * len(split_table_bytes(table, "test"))
+    again = pq.read_table(pa.BufferReader(grid))
+    assert again.schema.equals(table.schema)
+    assert json.dumps(again.to_pylist()) == json.dumps(table.to_pylist())  # NaN h_sat compared as written
+    columns = pq.ParquetFile(pa.BufferReader(grid)).metadata.row_group(0)
+    assert all("RLE_DICTIONARY" not in columns.column(i).encodings for i in range(columns.num_columns))

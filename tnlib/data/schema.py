@@ -105,6 +105,27 @@ HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
 FEATURE_COLUMNS = tuple(f"ff_{name}" if name.startswith("ignored_deletes") else name for name in LINEAR_FEATURES)
 
 
+# How a split's table is written (pyarrow.parquet.write_table's options). train, val, test and plan: zstd at its
+# default level with dictionary encoding, the form they were made in, so that a split made again is the file a
+# training campaign reads, byte for byte. The test grid's tables are the large ones (up to 15,000 states, each
+# listing its problem's static atoms again: a ferry state of 20 locations holds 380 (connected ...) atoms): with
+# no dictionary, zstd level 19 and pages of up to 16 MiB (a column a page, so zstd sees the whole column) they
+# take half the bytes -- data/paper's four 0.91 MiB archived then, 0.45 MiB now -- which the repository's size
+# limit needs; level 22 saves 1.5% more at three times the writing time. Readers read either form.
+SPLIT_TABLE_OPTIONS = dict(compression="zstd")
+TEST_GRID_TABLE_OPTIONS = dict(compression="zstd", compression_level=19, use_dictionary=False, data_page_size=2**24)
+
+
+def split_table_bytes(table, split: str) -> bytes:
+    """The Parquet file of a split's pyarrow ``table``, written as that split's tables are (above)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, **(TEST_GRID_TABLE_OPTIONS if split == TEST_GRID else SPLIT_TABLE_OPTIONS))
+    return buffer.getvalue().to_pybytes()
+
+
 def arrow_schema():
     """The pyarrow schema of a split table (:data:`TABLE_COLUMNS`)."""
     import pyarrow as pa

@@ -40,7 +40,7 @@ from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
 from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema,
-                               write_manifest)
+                               split_table_bytes, write_manifest)
 from tnlib.data.train_pairs import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
@@ -186,9 +186,7 @@ def _fill_split(root: Path, domain: str, split: str, manifest: dict, progress) -
     pieces.update({record["instance"]: rows for record, rows in added})
     instances = sorted(entry["instances"] + [record for record, _rows in added], key=lambda i: order[_slot_of(i)])
     table = pa.concat_tables([pieces[i["instance"]] for i in instances])
-    buffer = pa.BufferOutputStream()
-    pq.write_table(table, buffer, compression="zstd")
-    atomic_write_bytes(root / domain / entry["table"], buffer.getvalue().to_pybytes())
+    atomic_write_bytes(root / domain / entry["table"], split_table_bytes(table, split))
 
     filled = {_slot_of(f) for f in out_of_reach}
     entry["instances"] = instances

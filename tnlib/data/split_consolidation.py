@@ -12,7 +12,7 @@ from tnlib.data.attempt_selection import SlotChoice
 from tnlib.data.instance_keys import INSTANCE_KEY_SCHEME, keys_fingerprint
 from tnlib.data.manifest_writing import update_manifests
 from tnlib.data.profiles import slot_key
-from tnlib.data.schema import TABLE_COLUMNS, WORK, arrow_schema
+from tnlib.data.schema import TABLE_COLUMNS, WORK, arrow_schema, split_table_bytes
 from tnlib.data.split_work import SplitPlan
 from tnlib.files import atomic_write_bytes
 from tnlib.planning.generators import generate
@@ -122,14 +122,11 @@ def _write_instance(sp: SplitPlan, result: dict, columns: dict[str, list]) -> di
 
 
 def _write_table(sp: SplitPlan, columns: dict[str, list]) -> int:
-    """Write the split's Parquet table (zstd); its number of rows."""
+    """Write the split's Parquet table (zstd: tnlib.data.schema.split_table_bytes); its number of rows."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     table = pa.table(columns, schema=arrow_schema())
-    buffer = pa.BufferOutputStream()
-    pq.write_table(table, buffer, compression="zstd")
-    atomic_write_bytes(sp.domain_dir / f"{sp.split}.parquet", buffer.getvalue().to_pybytes())
+    atomic_write_bytes(sp.domain_dir / f"{sp.split}.parquet", split_table_bytes(table, sp.split))
     return table.num_rows
 
 
