@@ -174,14 +174,14 @@ def _paper_profile() -> Profile:
     # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
     # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
     # and what is left out); cells added later are filled into the split by `tnlib data fill` (its other instances
-    # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: 10-20 locations; 25 and 30
-    # locations, once the tree has room for them, go in with their files compressed (below).
+    # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: the appendix's whole test grid,
+    # 10-30 locations, the 25 and 30 with their files compressed (below).
     # visitall's test split already holds every distinct instance its grid's slots draw but for four of 7x7 with
     # ratio 1, where A* timed out: that cell is its test grid. blocksworld: 11-22 blocks, the appendix's whole test
     # grid (labels: h_sat's searches on every state, about a minute an instance at 20-22 blocks).
     test_grid_cells = {
         "gripper": combos("gripper", balls=(20, 40, 60, 80, 100)),
-        "ferry": combos("ferry", locations=(10, 15, 20), cars=(10, 15, 20, 25, 30)),
+        "ferry": combos("ferry", locations=(10, 15, 20, 25, 30), cars=(10, 15, 20, 25, 30)),
         "visitall": combos("visitall", x=(7,), y=(7,), ratio=(1.0,)),
         "blocksworld": combos("blocksworld", blocks=range(11, 23)),
     }
