@@ -6,6 +6,12 @@ from a = 3 (tnlib.distributions._series), the variance's and the third cumulant'
 cancellation is within the torch route's tolerance and, where it is not, the fraction (no upper bound) or composite
 Gauss-Legendre moments of the frame integrand, as the torch route decides, element by element.
 
+Two places spare an element the quadrature the torch route integrates: a narrow interval's variance and third
+cumulant are those of the one-panel quadrature its state already summed (the same sums, bit for bit), and from
+a = 3 with a finite upper bound (the tail [3, 5]) the variance is the one-sided fraction's less the part beyond the
+bound (_mixture_variance; within 4e-15 of the eight panels' variance and closer to mpmath), where that does not
+cancel: a few flops beside the state, where eight panels cost 128 exps, five times the state.
+
 The mean of elements with no upper bound (the training's and a learned search's) and its derivatives are one pass of
 straight-line code the compiler vectorizes (_one_sided_mean_element: the excess E[t] - a by the Chebyshev expansions
 of tnlib.distributions._vector_math, within a few ulps, where the fraction above costs 10-60 divisions an element);
@@ -59,35 +65,41 @@ def _tail_fraction_element(x):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _g_exact(x, m):
-    """g(x) = 1 - x m(x) for x >= 0 given m(x): the fraction from x = 3, exact there; the closed form below."""
+def _one_sided_moments(x, m):
+    """(g(x) = 1 - x m(x), D = E[s], Var[s]) of the frame density exp(-x s - s^2/2) on [0, inf), x >= 0, given m(x):
+    from x = 3 all three by the fraction, exact there (D = R_1, Var = R_1 (R_2 - R_1)); below, g's closed form and
+    NaN for the two moments, which the caller does not read there."""
     if x >= _FRACTION_START:
-        r1, _ = _tail_fraction_element(x)
-        return r1 / (x + r1)
-    return 1.0 - x * m
+        r1, r2 = _tail_fraction_element(x)
+        return r1 / (x + r1), r1, r1 * (r2 - r1)
+    return 1.0 - x * m, np.nan, np.nan
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _frame_moments_element(a, w, panels, nodes, weights):
     """(M0, mean, variance, third central moment) of the frame density exp(-a d - d^2/2) on [0, w] by ``panels``
-    panels of Gauss-Legendre, cut where the integrand is below exp(-45) of its peak (a >= 0), as _frame_moments."""
+    panels of Gauss-Legendre, cut where the integrand is below exp(-45) of its peak (a >= 0), as _frame_moments.
+    Each node's weighted integrand is kept for the central moments' sums, so each costs one exp."""
     top = min(w, 90.0 / (math.sqrt(a * a + 90.0) + a)) if a >= 0 else w
+    n = nodes.shape[0]
+    weighted = np.empty(panels * n)
     mass = 0.0
     moment = 0.0
     for p in range(panels):
-        for j in range(nodes.shape[0]):
+        for j in range(n):
             s = top * (p / panels + nodes[j] / panels)
             fw = math.exp(-s * (a + 0.5 * s)) * (weights[j] / panels)
+            weighted[p * n + j] = fw
             mass += fw
             moment += fw * s
     mean = moment / mass
     second = 0.0
     third = 0.0
     for p in range(panels):
-        for j in range(nodes.shape[0]):
+        for j in range(n):
             s = top * (p / panels + nodes[j] / panels)
             c = s - mean
-            fw_c2 = math.exp(-s * (a + 0.5 * s)) * (weights[j] / panels) * c * c
+            fw_c2 = weighted[p * n + j] * c * c
             second += fw_c2
             third += fw_c2 * c
     return mass * top, mean, second / mass, third / mass
@@ -104,6 +116,14 @@ def _exact_state(loc, scale, low, high, table, nodes, weights):
 
     Returns (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b): log_norm is log M0 (frame) or
     log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling)."""
+    return _moment_state(loc, scale, low, high, table, nodes, weights)[:12]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _moment_state(loc, scale, low, high, table, nodes, weights):
+    """_exact_state and two more: Var[t] and kappa_3 of t where forming the state gave them exactly (a narrow
+    interval's quadrature; the fraction's one-sided moments from a = 3, and with a finite upper bound
+    _mixture_variance), NaN elsewhere. _variance_t and _slopes read them instead of integrating again."""
     flip = high <= loc
     if flip:
         c_loc, c_low, c_high = -loc, -high, -low
@@ -113,21 +133,23 @@ def _exact_state(loc, scale, low, high, table, nodes, weights):
     b = (c_high - c_loc) / scale
     w = (high - low) / scale
     if _is_narrow(a, w):
-        m0, d_mean, _, _ = _frame_moments_element(a, w, 1, nodes, weights)
+        m0, d_mean, var, third = _frame_moments_element(a, w, 1, nodes, weights)
         return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
-                math.exp(-w * (a + 0.5 * w)) / m0)
+                math.exp(-w * (a + 0.5 * w)) / m0, var, third)
     if a >= 0:
         m_a = _mills_element(a, table)
-        num = _g_exact(a, m_a)
-        m0 = m_a
-        p_b = 0.0
-        if not math.isinf(b):
-            delta = math.exp(-w * (a + 0.5 * w))
-            m_b = _mills_element(b, table)
-            m0 = m_a - delta * m_b
-            num -= delta * (_g_exact(b, m_b) + w * m_b)
-            p_b = delta / m0
-        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), num / m0, 1.0 / m0, p_b)
+        num, d_a, v_a = _one_sided_moments(a, m_a)
+        if math.isinf(b):
+            return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m_a), num / m_a, 1.0 / m_a, 0.0, v_a,
+                    np.nan)
+        delta = math.exp(-w * (a + 0.5 * w))
+        m_b = _mills_element(b, table)
+        g_b, d_b, v_b = _one_sided_moments(b, m_b)
+        m0 = m_a - delta * m_b
+        num -= delta * (g_b + w * m_b)
+        first = num / m0
+        var = _mixture_variance(w, first, delta * m_b / m_a, m0 / m_a, v_a, d_b, v_b)
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), first, 1.0 / m0, delta / m0, var, np.nan)
     # straddling: a < 0 < b; Z adds two non-negative terms, or is 1 less the two tails where they are small
     z = 0.5 * (math.erf(b * _SQRT_HALF) - math.erf(a * _SQRT_HALF))
     tails = _ndtr_element(a) + _ndtr_element(-b)
@@ -139,7 +161,24 @@ def _exact_state(loc, scale, low, high, table, nodes, weights):
         mean_t = -p_a * math.expm1(-half_gap)
     else:
         mean_t = p_b * math.expm1(half_gap)
-    return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b)
+    return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, np.nan, np.nan)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _mixture_variance(w, first, q, kept, v_a, d_b, v_b):
+    """Var of the frame density on [0, w] from the one-sided ones at a and b = a + w (a >= 3, their fraction's
+    moments; NaN below, which it returns): the density on [0, inf) is the mixture of the one on [0, w], weight
+    kept = 1 - q, and the one on [b, inf) shifted by w, weight q = delta m(b) / m(a), so by the law of total
+    variance Var_a = kept V + q Var_b + q kept (w + D_b - D)^2. Solved for V it subtracts q's terms from Var_a,
+    which cancels where the upper bound cuts off most of the tail's spread: NaN where the error bound (a few ulps
+    of Var_a, q's ulps -- the erfcx table's 7 of each m, the exp's -- on its terms) exceeds the tolerance the closed
+    forms are held to, and the caller integrates instead. Where the bound is far (the tail [3, 5]) this costs a few
+    flops beside the fraction the state sums anyway, where the quadrature takes 128 exps."""
+    spread = q * (v_b / kept + (w + d_b - first) ** 2)
+    v = v_a / kept - spread
+    if not (v_a / kept + 16.0 * spread) * 4.0 * _EPS <= _VARIANCE_TOLERANCE * v:
+        return np.nan
+    return v
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -153,10 +192,12 @@ def _bound_slopes(a, b, w, frame, first, p_a, p_b):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights):
-    """Var[t], exact in every regime (_standardized_variance): the closed form where its cancellation is within
-    the tolerance, else the fraction (no upper bound, a >= 3) or the frame's quadrature moments."""
+def _variance_t(a, b, w, frame, first, p_a, p_b, known_v, nodes, weights):
+    """(Var[t], kappa_3 of t or NaN), exact in every regime (_standardized_variance): the closed form where its
+    cancellation is within the tolerance, else the state's own (``known_v``: the fraction, the mixture, a narrow
+    interval's quadrature) or the frame's quadrature moments, whose kappa_3 is returned for _slopes."""
     dedl, dedu = _bound_slopes(a, b, w, frame, first, p_a, p_b)
+    third = np.nan
     if not frame:
         a_pa = 0.0 if math.isinf(a) else a * p_a
         b_pb = 0.0 if math.isinf(b) else b * p_b
@@ -165,18 +206,19 @@ def _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights):
         v = 1.0 - dedl - dedu
         g_ulps = 1.0 + min(max(a, 0.0), _FRACTION_START) ** 2
         if (dedl + dedu) * g_ulps * _EPS > _VARIANCE_TOLERANCE * abs(v) or v <= 0.0:
-            if math.isinf(w) and a >= _FRACTION_START:
-                r1, r2 = _tail_fraction_element(a)
-                v = r1 * (r2 - r1)
+            if not math.isnan(known_v):
+                v = known_v
             else:
-                _, _, v, _ = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes, weights)
-    return min(max(v, 0.0), 1.0)
+                _, _, v, third = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes,
+                                                        weights)
+    return min(max(v, 0.0), 1.0), third
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights):
+def _slopes(a, b, w, frame, first, p_a, p_b, v, known_third, nodes, weights):
     """(V_a, V_b, V_a + V_b, a V_a + b V_b) and the same four of H_t (_variance_and_entropy_slopes), with the
-    third cumulant's closed form replaced by the frame's quadrature where it cancels (_third_cumulant)."""
+    third cumulant's closed form replaced by the frame's quadrature where it cancels (_third_cumulant): the one
+    already integrated (``known_third``) where there is one, NaN otherwise."""
     dist_low = first if frame else first - a
     dist_high = w - first if frame else b - first
     no_a, no_b = p_a == 0.0, p_b == 0.0
@@ -188,7 +230,11 @@ def _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights):
                  + (0.0 if no_b else p_b * (v + dist_high * dist_high)))
         g_ulps = 1.0 + min(max(a, 0.0), _FRACTION_START) ** 2
         if not terms * (_EPS * g_ulps + _VARIANCE_TOLERANCE) <= _KAPPA3_TOLERANCE * abs(kappa3):
-            _, _, _, kappa3 = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes, weights)
+            if not math.isnan(known_third):
+                kappa3 = known_third
+            else:
+                _, _, _, kappa3 = _frame_moments_element(a, w, 1 if _is_narrow(a, w) else _WIDE_PANELS, nodes,
+                                                         weights)
     mean_t = a + first if frame else first
     b_plus_mean = 2.0 * a + w + first if frame else b + mean_t
     h_b = 0.0 if no_b else 0.5 * p_b * (2.0 - v + dist_high * b_plus_mean)
@@ -209,14 +255,14 @@ def _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights):
 @numba.njit(cache=True, error_model="numpy")
 def _value_element(which, loc, scale, low, high, table, nodes, weights):
     """The mean, variance or entropy of one element."""
-    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, known_v, _) = _moment_state(
         loc, scale, low, high, table, nodes, weights)
     if which == MEAN:
         mean = c_low + scale * first if frame else c_loc + scale * first
         # the mean never leaves [low, high]; rounding of the last ulp is clamped back
         mean = min(max(mean, c_low), c_high)
         return -mean if flip else mean
-    v = _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights)
+    v, _ = _variance_t(a, b, w, frame, first, p_a, p_b, known_v, nodes, weights)
     if which == VARIANCE:
         return scale * scale * v
     if frame:  # the a^2/2 terms of log Z and E[t^2]/2 cancel analytically
@@ -227,9 +273,11 @@ def _value_element(which, loc, scale, low, high, table, nodes, weights):
 @numba.njit(cache=True, error_model="numpy")
 def _gradient_element(which, loc, scale, low, high, table, nodes, weights):
     """d statistic / d (loc, scale, low, high) of one element."""
-    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
+    (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, known_v, known_third) = _moment_state(
         loc, scale, low, high, table, nodes, weights)
-    v = _variance_t(a, b, w, frame, first, p_a, p_b, nodes, weights)
+    v, third = _variance_t(a, b, w, frame, first, p_a, p_b, known_v, nodes, weights)
+    if math.isnan(known_third):
+        known_third = third
     if which == MEAN:  # odd under the mirror (_mean_grads, _unflip_grads)
         dedl, dedu = _bound_slopes(a, b, w, frame, first, p_a, p_b)
         if frame:
@@ -239,7 +287,7 @@ def _gradient_element(which, loc, scale, low, high, table, nodes, weights):
         if flip:
             return v, -ds, dedu, dedl
         return v, ds, dedl, dedu
-    slopes = _slopes(a, b, w, frame, first, p_a, p_b, v, nodes, weights)
+    slopes = _slopes(a, b, w, frame, first, p_a, p_b, v, known_third, nodes, weights)
     q_a, q_b, shift, spread = slopes[0:4] if which == VARIANCE else slopes[4:8]
     g_loc, g_scale, g_low, g_high = -shift / scale, -spread / scale, q_a / scale, q_b / scale
     if which == VARIANCE:  # Var = s^2 V
