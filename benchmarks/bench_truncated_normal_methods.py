@@ -231,37 +231,42 @@ def passes(method: str, sizes: list[int], repeats: int) -> None:
                 print(f"{n:>9,d} {str(dtype).replace('torch.', ''):<8s} {kind:<17s} " + "  ".join(cells), flush=True)
 
 
-# a fresh process's first icdf of n elements (argv[1]) on [-1, 2], forward then backward, float64 then float32
+# a fresh process's first icdf, mean, variance or entropy (argv[2]) of n elements (argv[1]) on [-1, 2], forward then
+# backward, float64 then float32
 _FIRST_CALL = """
 import sys, time, torch
 from tnlib import TruncatedNormal
-n = int(sys.argv[1])
+n, method = int(sys.argv[1]), sys.argv[2]
 for dtype in (torch.float64, torch.float32):
     loc = torch.zeros(n, dtype=dtype, requires_grad=True)
     tn = TruncatedNormal(loc, torch.ones(n, dtype=dtype), torch.full((n,), -1.0, dtype=dtype),
                          torch.full((n,), 2.0, dtype=dtype))
     started = time.perf_counter()
-    x = tn.icdf(torch.rand(n, dtype=dtype))
+    if method == "icdf":
+        x = tn.icdf(torch.rand(n, dtype=dtype))
+    else:
+        x = tn.entropy() if method == "entropy" else getattr(tn, method)
     forward = time.perf_counter() - started
     x.sum().backward()
     print(forward, time.perf_counter() - started - forward, flush=True)
 """
 
 
-def first_calls(sizes: list[int]) -> None:
-    """Seconds of a fresh process's first icdf (forward, then backward) of each size: with numba's cache empty
-    (everything compiled), then again in a second process that loads what the first cached."""
+def first_calls(sizes: list[int], method: str = "icdf") -> None:
+    """Seconds of a fresh process's first ``method`` call (icdf, mean, variance or entropy; forward, then backward)
+    of each size: with numba's cache empty (everything compiled), then again in a second process that loads what
+    the first cached."""
     from tnlib.distributions._cdf_kernels import _ICDF_PASS_FROM
 
-    print(f"torch {torch.__version__}, 1 thread, a fresh process's first icdf of n elements on [-1, 2], seconds; "
-          f"the pass from {_ICDF_PASS_FROM:,} elements")
+    print(f"torch {torch.__version__}, 1 thread, a fresh process's first {method} of n elements on [-1, 2], seconds"
+          + (f"; the pass from {_ICDF_PASS_FROM:,} elements" if method == "icdf" else ""))
     root = Path(__file__).resolve().parents[1]
     for n in sizes:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "OMP_NUM_THREADS": "1",
                    "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))}
             for process in ("empty cache", "cached"):
-                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n)], env=env, check=True,
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(n), method], env=env, check=True,
                                      capture_output=True, text=True).stdout.split("\n")
                 for dtype, line in zip(("float64", "float32"), out):
                     forward, backward = (float(v) for v in line.split())
@@ -281,14 +286,19 @@ def main() -> None:
     parser.add_argument("--icdf-passes", action="store_true",
                         help="time the icdf's vectorized pass against the per-element kernel instead")
     parser.add_argument("--first-calls", action="store_true",
-                        help="time a fresh process's first icdf, numba's cache empty and then filled, instead")
+                        help="time a fresh process's first icdf (or --first-call-method), numba's cache empty and "
+                             "then filled, instead")
+    parser.add_argument("--first-call-method", choices=("icdf", "mean", "variance", "entropy"), default="icdf")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time the methods' table by the process's CPU time (the figures on a loaded machine) "
+                             "or the wall clock (default)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None,
                         help="batch sizes of --cdf-passes and --icdf-passes (default 100,000 and 1,000,000) and "
                              "--first-calls (default 1,000 and 100,000)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.first_calls:
-        first_calls(args.sizes or [1_000, 100_000])
+        first_calls(args.sizes or [1_000, 100_000], args.first_call_method)
         return
     args.sizes = args.sizes or [100_000, 1_000_000]
     if args.cdf_passes or args.icdf_passes:
@@ -296,7 +306,9 @@ def main() -> None:
         return
     n = args.points
     rng = np.random.default_rng(0)
-    print(f"torch {torch.__version__}, 1 thread, {n:,} values per call, best of {args.repeats}; M values/s")
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"torch {torch.__version__}, 1 thread, {n:,} values per call, best of {args.repeats}"
+          + (", CPU time" if args.clock == "cpu" else "") + "; M values/s")
     print(f"{'method':<12s}{'regime':<22s}{'dtype':<9s}{'tnlib':>9s}{'scipy':>9s}{'Normal':>9s}{'/scipy':>9s}"
           f"{'/Normal':>9s}")
     inputs = {}  # (regime, dtype) -> its parameters, uniforms and points: made once, timed by every method
@@ -310,13 +322,13 @@ def main() -> None:
         for name, (low, high) in REGIMES.items():
             for dtype in (torch.float64, torch.float32):
                 parameters, p, x = inputs[name, dtype]
-                ours = rate(tnlib_call(method, parameters, x, p), n, args.repeats)
+                ours = rate(tnlib_call(method, parameters, x, p), n, args.repeats, clock)
                 theirs = math.nan
                 if dtype == torch.float64:
                     call, points = scipy_call(method, low, high, x.numpy(), p.numpy(), args.scipy_points, rng)
-                    theirs = rate(call, points, args.repeats)
+                    theirs = rate(call, points, args.repeats, clock)
                 plain = rate(normal_call(method, torch.distributions.Normal(*parameters[:2]), x, p), n,
-                             args.repeats)
+                             args.repeats, clock)
                 print(f"{method:<12s}{name:<22s}{str(dtype).replace('torch.', ''):<9s}{ours:9.2f}{theirs:9.2f}"
                       f"{plain:9.1f}{ours / theirs:9.2f}{ours / plain:9.3f}", flush=True)
 

@@ -332,6 +332,9 @@ def main() -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: the process's CPU time, which a machine shared with other jobs inflates less")
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated names of the peers to run")
+    parser.add_argument("--markdown", action="store_true",
+                        help="after the rows, the table of reports/truncated_normal_peers.md: per peer and method, "
+                             "tnlib's time over the peer's in each regime, and how the peer fails where it does")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
@@ -348,6 +351,7 @@ def main() -> None:
     if failed:
         print("installed but not usable (not timed): " + "; ".join(failed))
     rng = np.random.default_rng(0)
+    cells: dict[tuple[str, str], dict[str, str]] = {}  # (peer, method) -> regime -> the table's cell
     print(f"{'regime':<15s}{'method':<15s}{'implementation':<23s}{'ms':>10s}{'tnlib/peer':>12s}  accuracy")
     for regime in ("moderate", "one-sided far", "narrow"):
         v = regime_inputs(regime, args.points, rng)
@@ -364,6 +368,24 @@ def main() -> None:
                 flag = "  FAILS" if check["fails"] else ""
                 print(f"{regime:<15s}{method:<15s}{name:<23s}{times[name] * 1e3:10.2f}{ratio:12.2f}  "
                       f"{check['text']}{flag}", flush=True)
+                cells.setdefault((name, method), {})[regime] = (
+                    f"{ratio:.2f}" + (f" (fails: {check['text']})" if check["fails"] else "")
+                    if name != "tnlib" else check["text"] + (" FAILS" if check["fails"] else ""))
+    if args.markdown:
+        print(markdown_table(cells))
+
+
+def markdown_table(cells: dict[tuple[str, str], dict[str, str]]) -> str:
+    """Rows of peer and method (tnlib's own accuracy first), a column per regime."""
+    regimes = ("moderate", "one-sided far", "narrow")
+    lines = ["| peer | method | " + " | ".join(regimes) + " |", "|---|---|" + "---|" * len(regimes)]
+    order = sorted(cells, key=lambda key: (key[0] != "tnlib", list(PEERS).index(key[0]) if key[0] in PEERS else -1,
+                                           METHODS.index(key[1])))
+    for name, method in order:
+        row = cells[name, method]
+        label = "tnlib (accuracy)" if name == "tnlib" else name
+        lines.append(f"| {label} | {method} | " + " | ".join(row.get(r, "-") for r in regimes) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
