@@ -38,6 +38,29 @@ d = TruncatedNormal(loc, torch.ones(3), torch.zeros(3), torch.full((3,), float('
 d.log_prob(torch.ones(3)).sum().backward()
 print(time.perf_counter() - start, time.process_time() - cpu)
 """
+# the same first call in parts, each (wall, CPU) seconds: the imports tnlib's first log_prob makes, its kernels' load
+# from numba's cache with numba's own start, the backward, then another kernel's first call (its load alone) and a
+# warm log_prob + backward
+FIRST_CALL_PARTS = """
+import time, torch
+def part(name, function):
+    start, cpu = time.perf_counter(), time.process_time()
+    result = function()
+    print(f"{name:<46s}{time.perf_counter() - start:7.3f} s wall {time.process_time() - cpu:7.3f} s CPU")
+    return result
+part("from tnlib import TruncatedNormal", lambda: __import__("tnlib").TruncatedNormal)
+part("import numba", lambda: __import__("numba"))
+part("import scipy.special", lambda: __import__("scipy.special"))
+part("import the kernels (their erfcx table)", lambda: __import__("tnlib.distributions._kernels"))
+from tnlib import TruncatedNormal
+def distribution():
+    loc = torch.tensor([-20.0, 0.0, 3.0], requires_grad=True)
+    return TruncatedNormal(loc, torch.ones(3), torch.zeros(3), torch.full((3,), float('inf')))
+lp = part("first log_prob (kernel load, numba's start)", lambda: distribution().log_prob(torch.ones(3)))
+part("its backward", lambda: lp.sum().backward())
+part("first mean (another kernel's load)", lambda: distribution().mean)
+part("warm log_prob + backward", lambda: distribution().log_prob(torch.ones(3)).sum().backward())
+"""
 
 
 def _steps(x, loc0, scale0, low, high, learned_scale: bool = True, calls: int = 1) -> dict:
@@ -111,7 +134,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batches", type=int, nargs="*", default=[256, 1024, 4096])
     parser.add_argument("--calls", type=int, default=50, help="calls per timing at the training batches")
+    parser.add_argument("--first-call-parts", action="store_true",
+                        help="only a fresh process's first log_prob + backward, in parts (after a run that fills "
+                             "numba's cache)")
     args = parser.parse_args()
+    if args.first_call_parts:
+        for _ in range(2):  # the first run compiles and caches where no cache exists yet; the second is timed
+            out = subprocess.run([sys.executable, "-c", FIRST_CALL_PARTS], capture_output=True, text=True,
+                                 check=True)
+        print("a fresh process, torch imported before, numba's cache filled by a run before:\n" + out.stdout)
+        return
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), -log_prob forward + backward, best of "
           f"{args.repeats}, interleaved, the distribution built in each call")
