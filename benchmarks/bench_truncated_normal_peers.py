@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_peers.py [--points 100000] [--repeats 5]
 
-Its table, with the commands that installed the peers, is in reports/speed.md (section 9, beside the peers).
+Its table (``--markdown``), with the commands that installed the peers, is in reports/truncated_normal_peers.md;
+an earlier one, before the cdf's and icdf's vectorized passes, in reports/speed.md (section 9, beside the peers).
 
 Peers, each where it is installed (this script installs nothing; it says which are missing): numpyro's and
 TensorFlow Probability's (on JAX) ``TruncatedNormal``, both jit-compiled, torchrl's (its per-element distribution,

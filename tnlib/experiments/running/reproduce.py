@@ -202,6 +202,8 @@ def _script(path: str, *args: str) -> str:
 # and variance are its parameters) measure a call's fixed cost at any size.
 METHOD_POINTS = 30_000
 METHOD_SCIPY_POINTS = 500
+# the peers' table, beside the report (measured by hand: the peers are not the project's dependencies)
+PEERS_REPORT = "truncated_normal_peers.md"
 
 
 def truncated_normal_report(out: Path) -> None:
@@ -257,6 +259,14 @@ The last two columns are tnlib / scipy and tnlib / Normal.
 ```
 {methods.rstrip()}
 ```
+
+## Beside the other truncated Gaussians
+
+Measured by hand, not by this render: the peers (numpyro and TensorFlow Probability on JAX, torchrl,
+stable-trunc-gaussian) are not the project's dependencies, so the main job cannot run them on a fresh machine. Their
+table -- accuracy against mpmath and speed, per method and regime, with the versions, the commands that installed
+and ran them, the date and the machine's load -- is in [{PEERS_REPORT}]({PEERS_REPORT})
+(`python benchmarks/bench_truncated_normal_peers.py --markdown`).
 """
     atomic_write_text(out, text)
 
