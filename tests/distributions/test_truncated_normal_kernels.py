@@ -50,8 +50,8 @@ from tnlib.distributions._moment_kernels import (
     STATISTICS,
     KernelStatistic,
     _gradient_element,
-    _mean_block,
     _mean_gradients_block,
+    _statistic_block,
     _value_element,
 )
 from tnlib.distributions._moment_kernels import _CONSTANTS as _MOMENT_CONSTANTS
@@ -504,7 +504,7 @@ def test_one_sided_mean_loop_equals_the_per_element_branches():
     loc, scale, low, high = (np.array(column) for column in zip(*rows))
     n = loc.shape[0]
     loop, branches, branch_slopes = np.empty(n), np.empty(n), np.empty((4, n))
-    _mean_block(0, n, loc, scale, low, high, loop, *_MOMENT_CONSTANTS)
+    _statistic_block(MEAN, 0, n, loc, scale, low, high, loop, *_MOMENT_CONSTANTS)
     loop_slopes = [np.empty(n) for _ in range(4)]
     _mean_gradients_block(0, n, np.ones(n), loc, scale, low, high, *loop_slopes, *_MOMENT_CONSTANTS)
     _mean_per_element(loc, scale, low, high, branches, branch_slopes, *_MOMENT_CONSTANTS)

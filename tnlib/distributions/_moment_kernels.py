@@ -15,7 +15,10 @@ cancel: a few flops beside the state, where eight panels cost 128 exps, five tim
 The mean of elements with no upper bound (the training's and a learned search's) and its derivatives are one pass of
 straight-line code the compiler vectorizes (_one_sided_mean_element: the excess E[t] - a by the Chebyshev expansions
 of tnlib.distributions._vector_math, within a few ulps, where the fraction above costs 10-60 divisions an element);
-the elements it does not hold for go on to the per-element branches after it.
+the elements it does not hold for go on to the per-element branches after it. Elements whose bounds straddle loc
+more than a scale apart (both finite: the moderate regime) take their mean, variance and entropy in another such
+pass (_straddle_element: Z by the vector erf, the closed forms by its exp and log, within a few ulps of the
+branches), which a block runs only where it holds such elements, so a batch without them pays one count.
 
 These statistics are read on small batches as often as on large ones (a learned search's batch of successors is
 10-100 states): below ``_PARALLEL_FROM`` elements the serial loops run, which spare the threads' start, and a call
@@ -330,24 +333,109 @@ def _one_sided_mean_element(loc, s, low):
     return mean, var, d + a_var, mean_t * d, held
 
 
+# expm1(x) = sum x^n / n! below |x| = 1/2, to n = 17 (the first term dropped is below 1e-19 of the sum); beyond,
+# exp(x) - 1 loses under two bits
+_EXPM1_SERIES = tuple(1.0 / math.factorial(n) for n in range(1, 18))
+_EXPM1_SERIES_END = 0.5
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _expm1(x):
+    """expm1(x) for x <= 709, within a few ulps; both forms are computed and one kept, so a loop of it vectorizes."""
+    c = _EXPM1_SERIES
+    inner = c[8] + x * (c[9] + x * (c[10] + x * (c[11] + x * (c[12] + x * (c[13] + x * (c[14] + x * (c[15]
+                                                                                              + x * c[16])))))))
+    series = x * (c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * (c[7]
+                                                                                             + x * inner))))))))
+    return series if abs(x) < _EXPM1_SERIES_END else _vector_math.exp(x) - 1.0
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddles(loc, s, low, high):
+    """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
+    elements _straddle_element holds for."""
+    a = (low - loc) / s
+    b = (high - loc) / s
+    w = (high - low) / s
+    return ((a < 0.0) & (b > 0.0) & (w * max(1.0, abs(a + 0.5 * w)) > 1.0) & (abs(a) < np.inf) & (abs(b) < np.inf)
+            & (1e-300 < s) & (s < 1e300))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddle_element(which, loc, s, low, high):
+    """The mean, variance or entropy of an element that _straddles, as _moment_state's straddling branch and
+    _value_element compute it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector erf,
+    log Z by log (Z >= 0.34 there: the interval holds loc and is over a scale wide), the mean's E[t] by an expm1 of
+    the half gap."""
+    a = (low - loc) / s
+    b = (high - loc) / s
+    w = (high - low) / s
+    z = 0.5 * (_vector_math.erf(b * _SQRT_HALF) - _vector_math.erf(a * _SQRT_HALF))
+    log_z = _vector_math.log(max(z, 0.25))
+    p_a = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    half_gap = 0.5 * w * (a + b)
+    mean_t = -p_a * _expm1(-half_gap) if abs(a) <= abs(b) else p_b * _expm1(half_gap)
+    v = min(max(1.0 + a * p_a - b * p_b - mean_t * mean_t, 0.0), 1.0)
+    if which == MEAN:
+        return min(max(loc + s * mean_t, low), high)
+    if which == VARIANCE:
+        return s * s * v
+    return _vector_math.log(s) + _LOG_SQRT_2PI + log_z + 0.5 * (v + mean_t * mean_t)
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _mean_block(start, stop, loc, scale, low, high, out, table, nodes, weights):
-    """The mean of elements [start, stop): a vectorized loop over them as elements without an upper bound, then each
-    one that is not, or that the first loop marked by a NaN, in its own regime. (The first loop reads no upper bound:
-    with one more input array there the compiler left the loop of a block compiled on its own scalar.)"""
+def _regime_counts(start, stop, loc, scale, low, high):
+    """(elements with a finite upper bound, elements that _straddles) among [start, stop); the second count is
+    skipped (0) where no upper bound is finite, as in the batches a training or a search reads the mean of."""
+    finite = 0
     for i in range(start, stop):
-        mean, _, _, _, held = _one_sided_mean_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
-        out[i] = mean if held else np.nan
+        finite += high[i] != np.inf
+    straddling = 0
+    if finite > 0:
+        for i in range(start, stop):
+            straddling += _straddles(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                                     np.float64(high[i]))
+    return finite, straddling
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _straddle_pass(which, start, stop, loc, scale, low, high, out):
+    """The vectorized loop of _straddle_element over elements [start, stop): each element that _straddles gets its
+    value; each other keeps what it has where it has no upper bound (the one-sided mean's loop) and is NaN else."""
     for i in range(start, stop):
-        if math.isnan(out[i]) or high[i] != np.inf:
-            out[i] = _value_element(MEAN, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+        lo, hi = np.float64(low[i]), np.float64(high[i])
+        value = _straddle_element(which, np.float64(loc[i]), np.float64(scale[i]), lo, hi)
+        kept = out[i] if hi == np.inf else np.nan
+        out[i] = value if _straddles(np.float64(loc[i]), np.float64(scale[i]), lo, hi) else kept
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _statistic_block(which, start, stop, loc, scale, low, high, out, table, nodes, weights):
+    """The mean, variance or entropy of elements [start, stop): vectorized loops first -- the mean's over elements
+    without an upper bound (_one_sided_mean_element), _straddle_pass's where some element straddles loc -- each run
+    only where the block has elements it holds for, then each element they leave NaN (or, without the straddling
+    loop, the mean of an element with an upper bound) in its own regime."""
+    finite, straddling = _regime_counts(start, stop, loc, scale, low, high)
+    if which == MEAN and finite < stop - start:
+        for i in range(start, stop):
+            mean, _, _, _, held = _one_sided_mean_element(np.float64(loc[i]), np.float64(scale[i]),
+                                                          np.float64(low[i]))
+            out[i] = mean if held else np.nan
+    else:
+        out[start:stop] = np.nan
+    if straddling > 0:
+        _straddle_pass(which, start, stop, loc, scale, low, high, out)
+    for i in range(start, stop):
+        if math.isnan(out[i]) or (straddling == 0 and high[i] != np.inf):
+            out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                                     np.float64(high[i]), table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _mean_gradients_block(start, stop, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                           weights):
-    """grad times the mean's derivatives for elements [start, stop), as _mean_block: the vectorized loop's
+    """grad times the mean's derivatives for elements [start, stop), as _statistic_block: the vectorized loop's
     derivatives, then the others' in their own regimes; an output of length 0 is not wanted and not written."""
     d_loc, d_scale, d_low = np.empty(stop - start), np.empty(stop - start), np.empty(stop - start)
     for i in range(start, stop):
@@ -375,25 +463,15 @@ def _mean_gradients_block(start, stop, grad, loc, scale, low, high, g_loc, g_sca
 
 @numba.njit(cache=True, error_model="numpy")
 def _values_serial(which, loc, scale, low, high, out, table, nodes, weights):
-    if which == MEAN:
-        _mean_block(0, out.shape[0], loc, scale, low, high, out, table, nodes, weights)
-        return
-    for i in range(out.shape[0]):
-        out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                                np.float64(high[i]), table, nodes, weights)
+    _statistic_block(which, 0, out.shape[0], loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _values_parallel(which, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
-    if which == MEAN:
-        for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-            _mean_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), loc, scale, low, high, out, table, nodes,
-                        weights)
-        return
-    for i in numba.prange(n):
-        out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                                np.float64(high[i]), table, nodes, weights)
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        _statistic_block(which, block * _BLOCK, min(n, (block + 1) * _BLOCK), loc, scale, low, high, out, table,
+                         nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
