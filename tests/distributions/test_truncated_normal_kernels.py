@@ -50,7 +50,7 @@ from tnlib.distributions._moment_kernels import (
     STATISTICS,
     KernelStatistic,
     _gradient_element,
-    _mean_gradients_block,
+    _gradients_block,
     _statistic_block,
     _value_element,
 )
@@ -506,7 +506,7 @@ def test_one_sided_mean_loop_equals_the_per_element_branches():
     loop, branches, branch_slopes = np.empty(n), np.empty(n), np.empty((4, n))
     _statistic_block(MEAN, 0, n, loc, scale, low, high, loop, *_MOMENT_CONSTANTS)
     loop_slopes = [np.empty(n) for _ in range(4)]
-    _mean_gradients_block(0, n, np.ones(n), loc, scale, low, high, *loop_slopes, *_MOMENT_CONSTANTS)
+    _gradients_block(MEAN, 0, n, np.ones(n), loc, scale, low, high, *loop_slopes, *_MOMENT_CONSTANTS)
     _mean_per_element(loc, scale, low, high, branches, branch_slopes, *_MOMENT_CONSTANTS)
     assert np.array_equal(np.isnan(loop), np.isnan(branches))
     finite = np.isfinite(branches)

@@ -18,6 +18,7 @@ from tnlib.distributions._moment_kernels import (
     VARIANCE,
     _frame_moments_element,
     _gradient_element,
+    _gradients_block,
     _is_narrow,
     _moment_state,
     _slopes,
@@ -162,3 +163,32 @@ def test_a_block_of_every_regime_takes_each_elements_own_route(which):
     branches = np.array([i > 0 and not (which == MEAN and row[3] == math.inf) for i, row in enumerate(rows)])
     assert np.array_equal(got[branches], expected[branches])
     assert np.array_equal(_block(which, [c[1:] for c in columns])[branches[1:]], expected[branches])
+    slopes, expected_slopes = _gradients(which, columns, True), _gradients(which, columns, False)
+    assert np.allclose(slopes, expected_slopes, rtol=1e-13, atol=1e-300)
+    assert np.array_equal(slopes[:, branches], expected_slopes[:, branches])
+    assert np.array_equal(_gradients(which, [c[1:] for c in columns], True)[:, branches[1:]],
+                          expected_slopes[:, branches])
+
+
+def _gradients(which: int, columns: list[np.ndarray], block: bool) -> np.ndarray:
+    """(4, n) derivatives w.r.t. (loc, scale, low, high): by _gradients_block, or element by element."""
+    n = columns[0].shape[0]
+    if block:
+        out = [np.empty(n) for _ in range(4)]
+        _gradients_block(which, 0, n, np.ones(n), *columns, *out, TABLE, NODES, WEIGHTS)
+        return np.array(out)
+    return np.array([_gradient_element(which, *row, TABLE, NODES, WEIGHTS) for row in zip(*columns)]).T
+
+
+@pytest.mark.parametrize("which", [MEAN, VARIANCE, ENTROPY], ids=["mean", "variance", "entropy"])
+def test_straddling_pass_gradients_are_within_1e_13_of_the_per_element_branches(which):
+    columns = _straddling_columns()
+    straddling = np.array([_straddles(*row) for row in zip(*columns)])
+    got, expected = _gradients(which, columns, True), _gradients(which, columns, False)
+    # each derivative relative to its natural size (the mean's of order 1, the variance's of order scale, the
+    # entropy's of order 1/scale) where it is smaller
+    natural = {MEAN: np.ones_like(columns[1]), VARIANCE: columns[1], ENTROPY: 1.0 / columns[1]}[which]
+    error = np.abs(got - expected) / np.maximum(np.abs(expected), natural)
+    assert float(error.max()) <= 1e-13
+    assert np.array_equal(got[:, ~straddling], expected[:, ~straddling])
+    assert not np.array_equal(got[:, straddling], expected[:, straddling])  # the pass is the route taken

@@ -18,7 +18,8 @@ of tnlib.distributions._vector_math, within a few ulps, where the fraction above
 the elements it does not hold for go on to the per-element branches after it. Elements whose bounds straddle loc
 more than a scale apart (both finite: the moderate regime) take their mean, variance and entropy in another such
 pass (_straddle_element: Z by the vector erf, the closed forms by its exp and log, within a few ulps of the
-branches), which a block runs only where it holds such elements, so a batch without them pays one count.
+branches), and their derivatives in a third, which a block runs only where it holds such elements, so a batch
+without them pays one count.
 
 These statistics are read on small batches as often as on large ones (a learned search's batch of successors is
 10-100 states): below ``_PARALLEL_FROM`` elements the serial loops run, which spare the threads' start, and a call
@@ -362,11 +363,9 @@ def _straddles(loc, s, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _straddle_element(which, loc, s, low, high):
-    """The mean, variance or entropy of an element that _straddles, as _moment_state's straddling branch and
-    _value_element compute it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector erf,
-    log Z by log (Z >= 0.34 there: the interval holds loc and is over a scale wide), the mean's E[t] by an expm1 of
-    the half gap."""
+def _straddle_state(loc, s, low, high):
+    """(a, b, log Z, p_a, p_b, E[t], Var[t]) of an element that _straddles, as _moment_state's straddling branch and
+    _variance_t form them."""
     a = (low - loc) / s
     b = (high - loc) / s
     w = (high - low) / s
@@ -377,6 +376,40 @@ def _straddle_element(which, loc, s, low, high):
     half_gap = 0.5 * w * (a + b)
     mean_t = -p_a * _expm1(-half_gap) if abs(a) <= abs(b) else p_b * _expm1(half_gap)
     v = min(max(1.0 + a * p_a - b * p_b - mean_t * mean_t, 0.0), 1.0)
+    return a, b, log_z, p_a, p_b, mean_t, v
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddle_gradient_element(which, loc, s, low, high):
+    """d statistic / d (loc, scale, low, high) of an element that _straddles, as _gradient_element and _slopes form
+    them for a straddling element, in straight-line code."""
+    a, b, _, p_a, p_b, mean_t, v = _straddle_state(loc, s, low, high)
+    dist_low = mean_t - a
+    dist_high = b - mean_t
+    if which == MEAN:
+        dedl = p_a * dist_low
+        dedu = p_b * dist_high
+        return v, mean_t - a * dedl - b * dedu, dedl, dedu
+    if which == VARIANCE:
+        q_a = p_a * (v - dist_low * dist_low)
+        q_b = p_b * (dist_high * dist_high - v)
+    else:
+        q_a = 0.5 * p_a * (v - 2.0 + dist_low * (mean_t + a))
+        q_b = 0.5 * p_b * (2.0 - v + dist_high * (b + mean_t))
+    g_loc, g_scale, g_low, g_high = -(q_a + q_b) / s, -(a * q_a + b * q_b) / s, q_a / s, q_b / s
+    if which == VARIANCE:  # Var = s^2 V
+        s2 = s * s
+        return s2 * g_loc, 2.0 * s * v + s2 * g_scale, s2 * g_low, s2 * g_high
+    return g_loc, g_scale + 1.0 / s, g_low, g_high  # H = log s + H_t
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddle_element(which, loc, s, low, high):
+    """The mean, variance or entropy of an element that _straddles, as _moment_state's straddling branch and
+    _value_element compute it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector erf,
+    log Z by log (Z >= 0.34 there: the interval holds loc and is over a scale wide), the mean's E[t] by an expm1 of
+    the half gap."""
+    a, b, log_z, p_a, p_b, mean_t, v = _straddle_state(loc, s, low, high)
     if which == MEAN:
         return min(max(loc + s * mean_t, low), high)
     if which == VARIANCE:
@@ -433,21 +466,40 @@ def _statistic_block(which, start, stop, loc, scale, low, high, out, table, node
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _mean_gradients_block(start, stop, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
-                          weights):
-    """grad times the mean's derivatives for elements [start, stop), as _statistic_block: the vectorized loop's
-    derivatives, then the others' in their own regimes; an output of length 0 is not wanted and not written."""
-    d_loc, d_scale, d_low = np.empty(stop - start), np.empty(stop - start), np.empty(stop - start)
-    for i in range(start, stop):
-        _, var, slope_scale, slope_low, held = _one_sided_mean_element(
-            np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
-        d_loc[i - start] = var if held else np.nan
-        d_scale[i - start] = slope_scale
-        d_low[i - start] = slope_low
+def _gradients_block(which, start, stop, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+                     weights):
+    """grad times the mean's, variance's or entropy's derivatives for elements [start, stop), as _statistic_block:
+    the vectorized loops' derivatives (NaN in d_loc where they have none), then each other element's in its own
+    regime; an output of length 0 is not wanted and not written."""
+    n = stop - start
+    d_loc, d_scale, d_low, d_high = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    finite, straddling = _regime_counts(start, stop, loc, scale, low, high)
+    if which == MEAN and finite < n:
+        for i in range(start, stop):
+            _, var, slope_scale, slope_low, held = _one_sided_mean_element(
+                np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
+            d_loc[i - start] = var if held else np.nan
+            d_scale[i - start] = slope_scale
+            d_low[i - start] = slope_low
+            d_high[i - start] = 0.0
+    else:
+        d_loc[:] = np.nan
+    if straddling > 0:
+        for i in range(start, stop):
+            j = i - start
+            lo, hi = np.float64(low[i]), np.float64(high[i])
+            s_loc, s_scale, s_low, s_high = _straddle_gradient_element(which, np.float64(loc[i]),
+                                                                       np.float64(scale[i]), lo, hi)
+            straddles = _straddles(np.float64(loc[i]), np.float64(scale[i]), lo, hi)
+            kept = d_loc[j] if hi == np.inf else np.nan  # the one-sided mean's loop holds no element with a bound
+            d_loc[j] = s_loc if straddles else kept
+            d_scale[j] = s_scale if straddles else d_scale[j]
+            d_low[j] = s_low if straddles else d_low[j]
+            d_high[j] = s_high if straddles else d_high[j]
     for i in range(start, stop):
         j = i - start
-        if math.isnan(d_loc[j]) or high[i] != np.inf:
-            _write_gradients(i, MEAN, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
+        if math.isnan(d_loc[j]) or (straddling == 0 and high[i] != np.inf):
+            _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                              weights)
             continue
         gr = np.float64(grad[i])
@@ -458,7 +510,7 @@ def _mean_gradients_block(start, stop, grad, loc, scale, low, high, g_loc, g_sca
         if g_low.shape[0] > 0:
             g_low[i] = gr * d_low[j]
         if g_high.shape[0] > 0:
-            g_high[i] = 0.0
+            g_high[i] = gr * d_high[j]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -477,27 +529,17 @@ def _values_parallel(which, loc, scale, low, high, out, table, nodes, weights):
 @numba.njit(cache=True, error_model="numpy")
 def _gradients_serial(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes, weights):
     """grad times each derivative; an output of length 0 is not wanted and not written."""
-    if which == MEAN:
-        _mean_gradients_block(0, grad.shape[0], grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table,
-                              nodes, weights)
-        return
-    for i in range(grad.shape[0]):
-        _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
-                         weights)
+    _gradients_block(which, 0, grad.shape[0], grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table,
+                     nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _gradients_parallel(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                         weights):
     n = grad.shape[0]
-    if which == MEAN:
-        for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-            _mean_gradients_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), grad, loc, scale, low, high, g_loc,
-                                  g_scale, g_low, g_high, table, nodes, weights)
-        return
-    for i in numba.prange(n):
-        _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
-                         weights)
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        _gradients_block(which, block * _BLOCK, min(n, (block + 1) * _BLOCK), grad, loc, scale, low, high, g_loc,
+                         g_scale, g_low, g_high, table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
