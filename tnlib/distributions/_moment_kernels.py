@@ -418,25 +418,25 @@ def _straddle_element(which, loc, s, low, high):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _regime_counts(start, stop, loc, scale, low, high):
-    """(elements with a finite upper bound, elements that _straddles) among [start, stop); the second count is
-    skipped (0) where no upper bound is finite, as in the batches a training or a search reads the mean of."""
+def _regime_counts(loc, scale, low, high):
+    """(elements with a finite upper bound, elements that _straddles); the second count is skipped (0) where no
+    upper bound is finite, as in the batches a training or a search reads the mean of."""
     finite = 0
-    for i in range(start, stop):
+    for i in range(loc.shape[0]):
         finite += high[i] != np.inf
     straddling = 0
     if finite > 0:
-        for i in range(start, stop):
+        for i in range(loc.shape[0]):
             straddling += _straddles(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                                      np.float64(high[i]))
     return finite, straddling
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _straddle_pass(which, start, stop, loc, scale, low, high, out):
-    """The vectorized loop of _straddle_element over elements [start, stop): each element that _straddles gets its
-    value; each other keeps what it has where it has no upper bound (the one-sided mean's loop) and is NaN else."""
-    for i in range(start, stop):
+def _straddle_pass(which, loc, scale, low, high, out):
+    """The vectorized loop of _straddle_element: each element that _straddles gets its value; each other keeps what
+    it has where it has no upper bound (the one-sided mean's loop) and is NaN else."""
+    for i in range(out.shape[0]):
         lo, hi = np.float64(low[i]), np.float64(high[i])
         value = _straddle_element(which, np.float64(loc[i]), np.float64(scale[i]), lo, hi)
         kept = out[i] if hi == np.inf else np.nan
@@ -448,18 +448,22 @@ def _statistic_block(which, start, stop, loc, scale, low, high, out, table, node
     """The mean, variance or entropy of elements [start, stop): vectorized loops first -- the mean's over elements
     without an upper bound (_one_sided_mean_element), _straddle_pass's where some element straddles loc -- each run
     only where the block has elements it holds for, then each element they leave NaN (or, without the straddling
-    loop, the mean of an element with an upper bound) in its own regime."""
-    finite, straddling = _regime_counts(start, stop, loc, scale, low, high)
-    if which == MEAN and finite < stop - start:
-        for i in range(start, stop):
+    loop, the mean of an element with an upper bound) in its own regime. The loops index the block's own slices
+    from 0: an index the compiler cannot prove non-negative takes numpy's wraparound, which keeps the loops from
+    vectorizing (3x slower)."""
+    loc, scale, low, high, out = loc[start:stop], scale[start:stop], low[start:stop], high[start:stop], out[start:stop]
+    n = out.shape[0]
+    finite, straddling = _regime_counts(loc, scale, low, high)
+    if which == MEAN and finite < n:
+        for i in range(n):
             mean, _, _, _, held = _one_sided_mean_element(np.float64(loc[i]), np.float64(scale[i]),
                                                           np.float64(low[i]))
             out[i] = mean if held else np.nan
     else:
-        out[start:stop] = np.nan
+        out[:] = np.nan
     if straddling > 0:
-        _straddle_pass(which, start, stop, loc, scale, low, high, out)
-    for i in range(start, stop):
+        _straddle_pass(which, loc, scale, low, high, out)
+    for i in range(n):
         if math.isnan(out[i]) or (straddling == 0 and high[i] != np.inf):
             out[i] = _value_element(which, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                                     np.float64(high[i]), table, nodes, weights)
@@ -471,46 +475,47 @@ def _gradients_block(which, start, stop, grad, loc, scale, low, high, g_loc, g_s
     """grad times the mean's, variance's or entropy's derivatives for elements [start, stop), as _statistic_block:
     the vectorized loops' derivatives (NaN in d_loc where they have none), then each other element's in its own
     regime; an output of length 0 is not wanted and not written."""
-    n = stop - start
+    grad, loc, scale = grad[start:stop], loc[start:stop], scale[start:stop]
+    low, high = low[start:stop], high[start:stop]
+    g_loc, g_scale, g_low, g_high = g_loc[start:stop], g_scale[start:stop], g_low[start:stop], g_high[start:stop]
+    n = loc.shape[0]
     d_loc, d_scale, d_low, d_high = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    finite, straddling = _regime_counts(start, stop, loc, scale, low, high)
+    finite, straddling = _regime_counts(loc, scale, low, high)
     if which == MEAN and finite < n:
-        for i in range(start, stop):
+        for i in range(n):
             _, var, slope_scale, slope_low, held = _one_sided_mean_element(
                 np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
-            d_loc[i - start] = var if held else np.nan
-            d_scale[i - start] = slope_scale
-            d_low[i - start] = slope_low
-            d_high[i - start] = 0.0
+            d_loc[i] = var if held else np.nan
+            d_scale[i] = slope_scale
+            d_low[i] = slope_low
+            d_high[i] = 0.0
     else:
         d_loc[:] = np.nan
     if straddling > 0:
-        for i in range(start, stop):
-            j = i - start
+        for i in range(n):
             lo, hi = np.float64(low[i]), np.float64(high[i])
             s_loc, s_scale, s_low, s_high = _straddle_gradient_element(which, np.float64(loc[i]),
                                                                        np.float64(scale[i]), lo, hi)
             straddles = _straddles(np.float64(loc[i]), np.float64(scale[i]), lo, hi)
-            kept = d_loc[j] if hi == np.inf else np.nan  # the one-sided mean's loop holds no element with a bound
-            d_loc[j] = s_loc if straddles else kept
-            d_scale[j] = s_scale if straddles else d_scale[j]
-            d_low[j] = s_low if straddles else d_low[j]
-            d_high[j] = s_high if straddles else d_high[j]
-    for i in range(start, stop):
-        j = i - start
-        if math.isnan(d_loc[j]) or (straddling == 0 and high[i] != np.inf):
+            kept = d_loc[i] if hi == np.inf else np.nan  # the one-sided mean's loop holds no element with a bound
+            d_loc[i] = s_loc if straddles else kept
+            d_scale[i] = s_scale if straddles else d_scale[i]
+            d_low[i] = s_low if straddles else d_low[i]
+            d_high[i] = s_high if straddles else d_high[i]
+    for i in range(n):
+        if math.isnan(d_loc[i]) or (straddling == 0 and high[i] != np.inf):
             _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                              weights)
             continue
         gr = np.float64(grad[i])
         if g_loc.shape[0] > 0:
-            g_loc[i] = gr * d_loc[j]
+            g_loc[i] = gr * d_loc[i]
         if g_scale.shape[0] > 0:
-            g_scale[i] = gr * d_scale[j]
+            g_scale[i] = gr * d_scale[i]
         if g_low.shape[0] > 0:
-            g_low[i] = gr * d_low[j]
+            g_low[i] = gr * d_low[i]
         if g_high.shape[0] > 0:
-            g_high[i] = gr * d_high[j]
+            g_high[i] = gr * d_high[i]
 
 
 @numba.njit(cache=True, error_model="numpy")
