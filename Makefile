@@ -1,6 +1,6 @@
 # tnlib: two commands for a fresh machine with Python 3.11+.
 #   make reproduce   run the main job on the small embedded default, its reports in reports/ (all but speed.md,
-#                    speed-cuda/, converged/, plan-set/ and paper-scale*/, made by their own commands)
+#                    truncated_normal_peers.md, speed-cuda/, converged/, plan-set/ and paper-scale*/, made apart)
 #   make test        run the test suite
 #   make paper-scale the paper-scale campaign (reports/paper-scale-nlm5/README.md): resumes it, one lane per core
 #   make paper-scale-snapshot     stage its runs for a commit (the last step of a stretch of work)

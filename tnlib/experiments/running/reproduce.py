@@ -46,10 +46,13 @@ EXTRA_OUTPUTS = {
     "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html",
                                              "accuracy-seeds.csv", "planning-seeds.csv"],
 }
+# the Truncated Normal's peer table, beside its report (measured by hand: the peers are not the project's dependencies)
+PEERS_REPORT = "truncated_normal_peers.md"
 # What the main job leaves in reports/ as it is, each measured or rendered by its own command (said in its README
 # or section): the folders and files, and why. The Makefile's and README's words on `make reproduce` name the same.
 LEFT_OUT = {
     "speed.md": "the speed measurements (benchmarks/)",
+    PEERS_REPORT: "the Truncated Normal beside its peers (measured by hand: they are not dependencies)",
     "speed-cuda/": "the measurements on a lent GPU",
     "converged/": "the converged presets (hours of training each)",
     "plan-set/": "the symbolic baselines on the plan sets (tnlib baselines)",
@@ -202,8 +205,6 @@ def _script(path: str, *args: str) -> str:
 # and variance are its parameters) measure a call's fixed cost at any size.
 METHOD_POINTS = 30_000
 METHOD_SCIPY_POINTS = 500
-# the peers' table, beside the report (measured by hand: the peers are not the project's dependencies)
-PEERS_REPORT = "truncated_normal_peers.md"
 
 
 def truncated_normal_report(out: Path) -> None:
