@@ -365,7 +365,8 @@ def _straddles(loc, s, low, high):
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddle_state(loc, s, low, high):
     """(a, b, log Z, p_a, p_b, E[t], Var[t]) of an element that _straddles, as _moment_state's straddling branch and
-    _variance_t form them."""
+    _variance_t form them. (Elements that do not straddle are formed too, and discarded: the floor on Z keeps log's
+    argument a normal float for them.)"""
     a = (low - loc) / s
     b = (high - loc) / s
     w = (high - low) / s
