@@ -114,13 +114,61 @@ def _is_narrow(a, w):
     return w * max(1.0, abs(a + 0.5 * w)) <= 1.0
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _canonical(loc, scale, low, high):
+    """(flip, c_loc, c_low, c_high, a, b, w): the element mirrored so its mass is not below loc, and its bounds in
+    scales from loc."""
+    flip = high <= loc
+    if flip:
+        c_loc, c_low, c_high = -loc, -high, -low
+    else:
+        c_loc, c_low, c_high = loc, low, high
+    return flip, c_loc, c_low, c_high, (c_low - c_loc) / scale, (c_high - c_loc) / scale, (high - low) / scale
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling(a, b, w):
+    """(log Z, E[t], p_a, p_b) of an element whose bounds straddle loc (a < 0 < b): Z adds two non-negative terms,
+    or is 1 less the two tails where they are small."""
+    z = 0.5 * (math.erf(b * _SQRT_HALF) - math.erf(a * _SQRT_HALF))
+    tails = _ndtr_element(a) + _ndtr_element(-b)
+    log_z = math.log1p(-tails) if tails < 0.5 else math.log(z)
+    p_a = 0.0 if math.isinf(a) else math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = 0.0 if math.isinf(b) else math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    half_gap = 0.0 if (math.isinf(a) and math.isinf(b)) else 0.5 * w * (a + b)
+    if abs(a) <= abs(b):
+        mean_t = -p_a * math.expm1(-half_gap)
+    else:
+        mean_t = p_b * math.expm1(half_gap)
+    return log_z, mean_t, p_a, p_b
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _exact_state(loc, scale, low, high, table, nodes, weights):
     """The canonical state of one element as tnlib.distributions._regimes._core computes it.
 
     Returns (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b): log_norm is log M0 (frame) or
-    log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling)."""
-    return _moment_state(loc, scale, low, high, table, nodes, weights)[:12]
+    log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling). (_moment_state forms the same and the
+    moments it meets on the way, which the cdf's kernels, calling this, would pay for and not read.)"""
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    if _is_narrow(a, w):
+        m0, d_mean, _, _ = _frame_moments_element(a, w, 1, nodes, weights)
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
+                math.exp(-w * (a + 0.5 * w)) / m0)
+    if a >= 0:
+        m_a = _mills_element(a, table)
+        num = _one_sided_moments(a, m_a)[0]
+        m0 = m_a
+        p_b = 0.0
+        if not math.isinf(b):
+            delta = math.exp(-w * (a + 0.5 * w))
+            m_b = _mills_element(b, table)
+            m0 = m_a - delta * m_b
+            num -= delta * (_one_sided_moments(b, m_b)[0] + w * m_b)
+            p_b = delta / m0
+        return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), num / m0, 1.0 / m0, p_b)
+    log_z, mean_t, p_a, p_b = _straddling(a, b, w)
+    return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -128,14 +176,7 @@ def _moment_state(loc, scale, low, high, table, nodes, weights):
     """_exact_state and two more: Var[t] and kappa_3 of t where forming the state gave them exactly (a narrow
     interval's quadrature; the fraction's one-sided moments from a = 3, and with a finite upper bound
     _mixture_variance), NaN elsewhere. _variance_t and _slopes read them instead of integrating again."""
-    flip = high <= loc
-    if flip:
-        c_loc, c_low, c_high = -loc, -high, -low
-    else:
-        c_loc, c_low, c_high = loc, low, high
-    a = (c_low - c_loc) / scale
-    b = (c_high - c_loc) / scale
-    w = (high - low) / scale
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
     if _is_narrow(a, w):
         m0, d_mean, var, third = _frame_moments_element(a, w, 1, nodes, weights)
         return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
@@ -154,17 +195,7 @@ def _moment_state(loc, scale, low, high, table, nodes, weights):
         first = num / m0
         var = _mixture_variance(w, first, delta * m_b / m_a, m0 / m_a, v_a, d_b, v_b)
         return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), first, 1.0 / m0, delta / m0, var, np.nan)
-    # straddling: a < 0 < b; Z adds two non-negative terms, or is 1 less the two tails where they are small
-    z = 0.5 * (math.erf(b * _SQRT_HALF) - math.erf(a * _SQRT_HALF))
-    tails = _ndtr_element(a) + _ndtr_element(-b)
-    log_z = math.log1p(-tails) if tails < 0.5 else math.log(z)
-    p_a = 0.0 if math.isinf(a) else math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
-    p_b = 0.0 if math.isinf(b) else math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
-    half_gap = 0.0 if (math.isinf(a) and math.isinf(b)) else 0.5 * w * (a + b)
-    if abs(a) <= abs(b):
-        mean_t = -p_a * math.expm1(-half_gap)
-    else:
-        mean_t = p_b * math.expm1(half_gap)
+    log_z, mean_t, p_a, p_b = _straddling(a, b, w)
     return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, np.nan, np.nan)
 
 
