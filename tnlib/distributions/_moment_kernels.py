@@ -115,7 +115,7 @@ def _is_narrow(a, w):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _canonical(loc, scale, low, high):
+def _canonical_frame(loc, scale, low, high):
     """(flip, c_loc, c_low, c_high, a, b, w): the element mirrored so its mass is not below loc, and its bounds in
     scales from loc."""
     flip = high <= loc
@@ -150,7 +150,7 @@ def _exact_state(loc, scale, low, high, table, nodes, weights):
     Returns (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b): log_norm is log M0 (frame) or
     log Z (straddling), first is D = E[t] - a (frame) or E[t] (straddling). (_moment_state forms the same and the
     moments it meets on the way, which the cdf's kernels, calling this, would pay for and not read.)"""
-    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    flip, c_loc, c_low, c_high, a, b, w = _canonical_frame(loc, scale, low, high)
     if _is_narrow(a, w):
         m0, d_mean, _, _ = _frame_moments_element(a, w, 1, nodes, weights)
         return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
@@ -176,7 +176,7 @@ def _moment_state(loc, scale, low, high, table, nodes, weights):
     """_exact_state and two more: Var[t] and kappa_3 of t where forming the state gave them exactly (a narrow
     interval's quadrature; the fraction's one-sided moments from a = 3, and with a finite upper bound
     _mixture_variance), NaN elsewhere. _variance_t and _slopes read them instead of integrating again."""
-    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    flip, c_loc, c_low, c_high, a, b, w = _canonical_frame(loc, scale, low, high)
     if _is_narrow(a, w):
         m0, d_mean, var, third = _frame_moments_element(a, w, 1, nodes, weights)
         return (flip, c_loc, c_low, c_high, a, b, w, True, math.log(m0), d_mean, 1.0 / m0,
