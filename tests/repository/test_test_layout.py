@@ -21,6 +21,8 @@ ASPECT_FILES = {
     "data/test_out_of_reach.py": "the out-of-reach rule, through generation, its resumption and the sweep's dry run",
     "distributions/test_truncated_normal_icdf_pass.py": "the icdf's vectorized pass against its per-element kernel",
     "distributions/test_truncated_normal_kernels.py": "the compiled CPU kernels against the torch route",
+    "distributions/test_truncated_normal_moment_routes.py": "the moment kernels' shortcuts against the routes "
+                                                            "they stand in for and mpmath",
     "distributions/test_truncated_normal_sampling.py": "TruncatedNormal.sample, by the kernels and by torch",
     "distributions/test_truncated_normal_sweep.py": "a dense sweep of every method against mpmath",
     "distributions/test_truncated_normal_torch.py": "TruncatedNormal as torch's own distributions are checked",
