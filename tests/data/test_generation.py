@@ -412,6 +412,31 @@ def test_a_cell_stored_compressed_is_generated_with_gzip_problem_files(tmp_path)
     assert dataclasses.replace(train, compressed=combos("gripper", balls=(7,))).describe() == train.describe()
 
 
+def test_solves_of_compressed_problem_files_are_reused_under_their_text(tmp_path):
+    """The manifest lists a compressed file's stored bytes; the solution cache keys each solve by the problem text,
+    which is what a regenerated attempt is looked up by."""
+    from tnlib.data.solution_cache import SolutionCache, text_sha256
+
+    plain = gripper_profile(seeds=2)
+    train = plain.grid("gripper", "train")
+    compressed = dataclasses.replace(train, compressed=combos("gripper", balls=(3,)))
+    profile = dataclasses.replace(plain, grids={"gripper": {"train": compressed}})
+    generate_dataset(tmp_path, ["gripper"], profile, ["train"], GenerateOptions(progress=False))
+    instances = json.loads((tmp_path / "gripper" / "manifest.json").read_text())["splits"]["train"]["instances"]
+    assert any(inst["problem"].endswith(".gz") for inst in instances)
+    cache = SolutionCache.from_datasets([tmp_path])
+    for inst in instances:
+        key = text_sha256(generate("gripper", inst["seed"], **inst["params"]))
+        solved = [e for e in cache.entries.get(key, []) if e["status"] == "solved"]
+        assert [e["plan"] for e in solved] == [list(inst["plan"])], inst["problem"]
+    # a compressed file changed after its solve is not reused
+    packed = next(tmp_path / inst["problem"] for inst in instances if inst["problem"].endswith(".gz"))
+    packed.write_bytes(gzip.compress(gzip.decompress(packed.read_bytes()) + b" "))
+    changed = SolutionCache.from_datasets([tmp_path])
+    assert len([k for k, v in changed.entries.items() if any(e["status"] == "solved" for e in v)]) == \
+        len(instances) - 1
+
+
 def test_a_recorded_grid_reads_back_with_its_compressed_cells():
     from tnlib.data.generation_status import _grid_from_settings
 

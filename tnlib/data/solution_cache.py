@@ -4,7 +4,8 @@ Solving is most of a dataset's generation time (Fast Downward A* + LM-cut). When
 new rules (another selection of attempts, a relabelling), most attempts are the same problems as before: the
 generator is deterministic, so the same seed gives the same PDDL bytes. :class:`SolutionCache` collects, from
 existing dataset roots, what their solves gave -- the optimal plan of every instance and the failure of every
-attempt that timed out, ran out of memory or was proved unsolvable -- keyed by the sha256 of the problem text.
+attempt that timed out, ran out of memory or was proved unsolvable -- keyed by the sha256 of the problem text (of the
+decompressed text for a problem file stored gzip-compressed).
 
 A cached result is used only when it is provably what a new solve would give:
 
@@ -79,6 +80,7 @@ class SolutionCache:
     def from_datasets(cls, roots: Iterable[str | os.PathLike], domains: Iterable[str] | None = None) -> "SolutionCache":
         """Everything the dataset roots' manifests record (roots without a manifest are ignored)."""
         from tnlib.planning.generators import generate
+        from tnlib.planning.pddl import read_pddl_text
 
         cache = cls()
         wanted = set(domains) if domains is not None else None
@@ -109,9 +111,11 @@ class SolutionCache:
                             continue  # filled in by another solver (tnlib.data.slot_filling)
                         if listed is None or not problem.is_file():
                             continue
-                        digest = text_sha256(problem.read_text())
-                        if digest != listed:
+                        if hashlib.sha256(problem.read_bytes()).hexdigest() != listed:
                             continue  # the file changed since it was solved: its plan proves nothing
+                        # The manifest lists the stored bytes, which for a gzip-compressed file are not the text a
+                        # regenerated attempt is keyed by: key every solve by its problem text.
+                        digest = text_sha256(read_pddl_text(problem))
                         cache.add(digest, {"status": "solved", "plan": list(inst["plan"]),
                                            "solve_seconds": inst["solve_seconds"], "expansions": inst["expansions"],
                                            "source": str(problem), **limits})
