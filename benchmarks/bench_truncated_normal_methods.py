@@ -55,8 +55,8 @@ kernels called directly, medians of 7 interleaved rounds) shows where the mix's 
 on [-1, 2], [0, inf) and both bounds infinite (1.4-1.5 us an element against 0.8-1.3 us), while the gradients' pass
 takes 0.9-1.3 us an element in every regime (2.0x, 10x, 14x, 10x and 1.2x faster).
 
-``--icdf-passes`` calls the pass at every size; ``icdf`` itself takes it from _ICDF_PASS_FROM = 32,768 elements on
-(tnlib.distributions._cdf_kernels) and the per-element kernel below. Warm, the pass is the faster route at every size
+``--icdf-passes`` calls the pass at every size; ``icdf`` itself takes it from icdf_pass_from() = 32,768 elements on
+(tnlib.distributions.cpu_route) and the per-element kernel below. Warm, the pass is the faster route at every size
 (``--icdf-passes --sizes 256 2048 32768 --repeats 7``, load average 7-8, per-element kernel over pass): forward
 1.1x and 1.8x at 256 elements (float64, float32), 2.6x and 3.5x at 2,048, 4.3x and 4.1x at 32,768; forward +
 backward 2.6x and 2.8x, 9.3x and 19x, 5.5x and 6.7x. What the threshold weighs is a process's first call, which
@@ -94,6 +94,7 @@ from scipy.stats import truncnorm
 from bench_truncated_normal_sampling import REGIMES, rate
 
 from tnlib import TruncatedNormal
+from tnlib.distributions import cpu_route, icdf_pass_from
 
 METHODS = ("log_prob", "cdf", "icdf", "rsample", "sample", "sample-one", "mean", "variance", "entropy")
 
@@ -132,55 +133,14 @@ def normal_call(method: str, normal, x, p):
     return calls[method]
 
 
-class _PerElementCDF(torch.autograd.Function):
-    """cdf, or with ``inverse`` icdf, by the per-element kernel (tnlib.distributions._cdf_kernels' _cdf_serial),
-    forward and backward."""
-
-    @staticmethod
-    def forward(ctx, value, loc, scale, low, high, inverse=False):
-        from tnlib.distributions._cdf_kernels import _CONSTANTS, _cdf_serial
-
-        ctx.inverse = inverse
-        ctx.save_for_backward(value, loc, scale, low, high)
-        arrays = [t.detach().numpy() for t in (value, loc, scale, low, high)]
-        out = np.empty_like(arrays[0])
-        _cdf_serial(inverse, *arrays, out, *_CONSTANTS)
-        return torch.from_numpy(out)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from tnlib.distributions._cdf_kernels import _CONSTANTS, _cdf_gradients_serial
-
-        arrays = [t.detach().numpy() for t in ctx.saved_tensors]
-        outs = tuple(np.empty_like(arrays[0]) for _ in range(5))
-        _cdf_gradients_serial(ctx.inverse, grad.numpy(), *arrays, outs, *_CONSTANTS)
-        return tuple(torch.from_numpy(o) for o in outs) + (None,)
-
-
-class _PassICDF(torch.autograd.Function):
-    """icdf by its vectorized pass (tnlib.distributions._cdf_kernels' _icdf_vector_serial) at any batch size,
-    forward and backward: what ``icdf`` takes from _ICDF_PASS_FROM elements on."""
-
-    @staticmethod
-    def forward(ctx, value, loc, scale, low, high):
-        from tnlib.distributions._cdf_kernels import _CONSTANTS, _icdf_vector_serial
-
-        ctx.save_for_backward(value, loc, scale, low, high)
-        arrays = [t.detach().numpy() for t in (value, loc, scale, low, high)]
-        out = np.empty_like(arrays[0])
-        _icdf_vector_serial(*arrays, out, *_CONSTANTS)
-        return torch.from_numpy(out)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from tnlib.distributions._cdf_kernels import _CONSTANTS, _icdf_gradients_vector_serial
-
-        arrays = [t.detach().numpy() for t in ctx.saved_tensors]
-        slopes = np.empty((5, grad.shape[0]), dtype=arrays[0].dtype)
-        # (contiguous, as icdf's backward passes it: a sum's gradient is one value broadcast, which the pass would
-        # read through its stride in a loop that does not vectorize)
-        _icdf_gradients_vector_serial(np.ascontiguousarray(grad.numpy()), *arrays, slopes, *_CONSTANTS)
-        return tuple(torch.from_numpy(row) for row in slopes)
+def routed(route: str, inverse: bool):
+    """cdf, or with ``inverse`` icdf, on ``route`` (tnlib.distributions.cpu_route's): "per-element" for the
+    per-element kernel alone, "vectorized" for the pass at every batch size, forward and backward."""
+    def call(value, *theta):
+        with cpu_route(route):
+            d = TruncatedNormal(*theta, validate_args=False)
+            return d.icdf(value) if inverse else d.cdf(value)
+    return call
 
 
 def passes(method: str, sizes: list[int], repeats: int) -> None:
@@ -206,13 +166,9 @@ def passes(method: str, sizes: list[int], repeats: int) -> None:
                 plain = torch.distributions.Normal(loc, scale)
                 return plain.icdf(value) if inverse else plain.cdf(value)
 
-            def tnlib(value, *theta):
-                if inverse:  # (the pass at every size; icdf itself takes it from _ICDF_PASS_FROM elements on)
-                    return _PassICDF.apply(value, *theta)
-                return TruncatedNormal(*theta, validate_args=False).cdf(value)
-
-            routes = {"Normal": normal, "vectorized pass": tnlib,
-                      "per-element kernel": lambda *leaves: _PerElementCDF.apply(*leaves, inverse)}
+            # (the icdf's pass at every size: icdf itself takes it from icdf_pass_from() elements on)
+            routes = {"Normal": normal, "vectorized pass": routed("vectorized", inverse),
+                      "per-element kernel": routed("per-element", inverse)}
             times = {f"{name} {kind}": [] for kind in ("forward", "forward+backward") for name in routes}
             leaves = (x, *parameters)
             for route in routes.values():  # (compiles, or loads from numba's cache, each kernel first)
@@ -256,10 +212,8 @@ def first_calls(sizes: list[int], method: str = "icdf") -> None:
     """Seconds of a fresh process's first ``method`` call (icdf, mean, variance or entropy; forward, then backward)
     of each size: with numba's cache empty (everything compiled), then again in a second process that loads what
     the first cached."""
-    from tnlib.distributions._cdf_kernels import _ICDF_PASS_FROM
-
     print(f"torch {torch.__version__}, 1 thread, a fresh process's first {method} of n elements on [-1, 2], seconds"
-          + (f"; the pass from {_ICDF_PASS_FROM:,} elements" if method == "icdf" else ""))
+          + (f"; the pass from {icdf_pass_from():,} elements" if method == "icdf" else ""))
     root = Path(__file__).resolve().parents[1]
     for n in sizes:
         with tempfile.TemporaryDirectory() as cache:

@@ -10,11 +10,12 @@ import sys
 import mpmath as mp
 import numba
 import numpy as np
+import pytest
 import torch
 
 from test_truncated_normal_kernels import _mixed_regime_cdf_inputs, _ulps
 from tnlib import TruncatedNormal
-from tnlib.distributions import _vector_math
+from tnlib.distributions import CPU_ROUTES, _vector_math, cpu_route, icdf_pass_from
 from tnlib.distributions._cdf_kernels import (
     _CONSTANTS,
     _BLOCK,
@@ -177,6 +178,64 @@ def test_icdf_takes_the_per_element_kernel_below_the_pass_threshold_and_the_pass
         assert np.array_equal(x, x_ref, equal_nan=True), route
         for name, g, g_ref in zip(("p", "loc", "scale", "low", "high"), grads, grads_ref):
             assert np.array_equal(g, g_ref, equal_nan=True), (route, name)
+
+
+def _routed_icdf_and_gradients(route: str, arrays: list[np.ndarray], grad: np.ndarray):
+    """icdf and grad times its derivatives through the public class within cpu_route(route), the backward outside
+    it (as a training step's backward runs after its forward's with-block)."""
+    leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    with cpu_route(route):
+        x = TruncatedNormal(*leaves[1:], validate_args=False).icdf(leaves[0])
+    x.backward(torch.tensor(grad))
+    return x.detach().numpy(), [leaf.grad.numpy() for leaf in leaves]
+
+
+def test_cpu_route_chooses_the_per_element_kernel_or_the_pass_at_any_batch_size():
+    n = 2_000  # below the pass threshold, where the "kernels" route takes the per-element kernel
+    assert n < icdf_pass_from() == _ICDF_PASS_FROM
+    arrays = _mixed_regime_icdf_inputs(n, seed=7)
+    grad = np.random.default_rng(n).normal(size=n)
+    routes = _routes(arrays, grad)
+    assert not np.array_equal(routes["pass"][0], routes["per-element kernel"][0], equal_nan=True)
+    for route, reference in (("vectorized", "pass"), ("per-element", "per-element kernel"),
+                             ("kernels", "per-element kernel")):
+        x, grads = _routed_icdf_and_gradients(route, arrays, grad)
+        x_ref, grads_ref = routes[reference]
+        assert np.array_equal(x, x_ref, equal_nan=True), route
+        for name, g, g_ref in zip(("p", "loc", "scale", "low", "high"), grads, grads_ref):
+            assert np.array_equal(g, g_ref, equal_nan=True), (route, name)
+
+
+def test_cpu_route_per_element_takes_the_per_element_cdf_kernel_forward_and_backward():
+    value, loc, scale, low, high = _mixed_regime_cdf_inputs(3_000, seed=11)
+    arrays = [value, loc, scale, low, high]
+    per_element = np.empty(value.shape[0])
+    _cdf_serial(False, *arrays, per_element, *_CONSTANTS)
+    grad = np.random.default_rng(3).normal(size=value.shape[0])
+    reference = tuple(np.empty(value.shape[0]) for _ in range(5))
+    _cdf_gradients_serial(False, grad, *arrays, reference, *_CONSTANTS)
+    leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    with cpu_route("per-element"):
+        x = TruncatedNormal(*leaves[1:], validate_args=False).cdf(leaves[0])
+    x.backward(torch.tensor(grad))
+    assert np.array_equal(x.detach().numpy(), per_element, equal_nan=True)
+    by_pass = TruncatedNormal(*(torch.tensor(a) for a in arrays[1:]), validate_args=False).cdf(torch.tensor(value))
+    assert not np.array_equal(by_pass.numpy(), per_element, equal_nan=True)  # (so equality says which ran)
+    for name, leaf, g_ref in zip(("value", "loc", "scale", "low", "high"), leaves, reference):
+        assert np.array_equal(leaf.grad.numpy(), g_ref, equal_nan=True), name
+
+
+def test_cpu_route_refuses_an_unknown_route_and_restores_the_route_after_its_block():
+    with pytest.raises(ValueError, match="unknown route"):
+        with cpu_route("gpu"):
+            pass
+    from tnlib.distributions import truncated_normal as module
+
+    with cpu_route("torch"):
+        with cpu_route("per-element"):
+            assert module._CPU_ROUTE == "per-element"
+        assert module._CPU_ROUTE == "torch"
+    assert module._CPU_ROUTE == "kernels" and set(CPU_ROUTES) == {"kernels", "torch", "per-element", "vectorized"}
 
 
 def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():

@@ -541,14 +541,20 @@ _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 _ICDF_PASS_FROM = 32768
 
 
-def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
+def _per_element(inverse: bool, route: str, n: int) -> bool:
+    """Whether a call of ``n`` elements on ``route`` (tnlib.distributions.cpu_route's) takes the per-element kernel
+    alone rather than the vectorized pass."""
+    return route == "per-element" or (inverse and route == "kernels" and n < _ICDF_PASS_FROM)
+
+
+def _cdf_values(inverse: bool, route: str, value, loc, scale, low, high) -> torch.Tensor:
     arrays = [_flat(t) for t in (value, loc, scale, low, high)]
     out = np.empty(tuple(loc.shape), dtype=arrays[1].dtype)  # in its shape: cheaper than a torch reshape
     flat = out.reshape(-1)
     _threads()
     parallel = flat.shape[0] >= _PARALLEL_FROM and numba.get_num_threads() > 1
-    if inverse and flat.shape[0] < _ICDF_PASS_FROM:
-        (_cdf_parallel if parallel else _cdf_serial)(True, *arrays, flat, *_CONSTANTS)
+    if _per_element(inverse, route, flat.shape[0]):
+        (_cdf_parallel if parallel else _cdf_serial)(inverse, *arrays, flat, *_CONSTANTS)
     elif inverse:
         (_icdf_vector_parallel if parallel else _icdf_vector_serial)(*arrays, flat, *_CONSTANTS)
     else:
@@ -556,13 +562,12 @@ def _cdf_values(inverse: bool, value, loc, scale, low, high) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def _cdf_gradients(inverse: bool, grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
+def _cdf_gradients(inverse: bool, route: str, grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
     """grad times the cdf's (with ``inverse``, the icdf's) derivatives w.r.t. (value, loc, scale, low, high), in
     ``shape``, None where not ``needs``: the vectorized pass writes all five rows (a row skipped would cost it a
-    branch per element); a small batch's icdf takes the per-element kernel instead, which writes only what is
-    needed."""
-    if inverse and grad.shape[0] < _ICDF_PASS_FROM:
-        return _per_element_icdf_gradients(grad, arrays, shape, needs)
+    branch per element); the per-element kernel, where ``route`` takes it, writes only what is needed."""
+    if _per_element(inverse, route, grad.shape[0]):
+        return _per_element_gradients(inverse, grad, arrays, shape, needs)
     slopes = np.empty((5, grad.shape[0]), dtype=arrays[1].dtype)
     # one thread: numba's prange over blocks of the cdf's pass measured 2.5-3.5x slower per element than the serial
     # loop (on one thread and on two), where the forward's is level with it
@@ -570,39 +575,42 @@ def _cdf_gradients(inverse: bool, grad: np.ndarray, arrays: list[np.ndarray], sh
     return tuple(torch.from_numpy(row).reshape(shape) if need else None for row, need in zip(slopes, needs))
 
 
-def _per_element_icdf_gradients(grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
+def _per_element_gradients(inverse: bool, grad: np.ndarray, arrays: list[np.ndarray], shape, needs) -> tuple:
     outs = [np.empty(shape if need else 0, dtype=arrays[1].dtype) for need in needs]
     flats = tuple(o.reshape(-1) for o in outs)
     if grad.shape[0] >= _PARALLEL_FROM:
         _threads()
-        _cdf_gradients_parallel(True, grad, *arrays, flats, *_CONSTANTS)
+        _cdf_gradients_parallel(inverse, grad, *arrays, flats, *_CONSTANTS)
     else:
-        _cdf_gradients_serial(True, grad, *arrays, flats, *_CONSTANTS)
+        _cdf_gradients_serial(inverse, grad, *arrays, flats, *_CONSTANTS)
     return tuple(torch.from_numpy(o) if need else None for o, need in zip(outs, needs))
 
 
 def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
-        inverse: bool = False) -> torch.Tensor:
+        inverse: bool = False, route: str = "kernels") -> torch.Tensor:
     """The CDF at ``value`` (with ``inverse``, the icdf of ``value``) of TN(loc, scale, low, high), all five CPU
     tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
-    from the kernel. The CDF and its gradients take the vectorized pass, and the per-element kernel only on the
-    elements that pass leaves to it (the far tails, values outside the support: the module's docstring says which);
-    so do the icdf and its gradients, with their own pass, from _ICDF_PASS_FROM elements on."""
+    from the kernel. On the "kernels" ``route`` (tnlib.distributions.cpu_route's) the CDF and its gradients take the
+    vectorized pass, and the per-element kernel only on the elements that pass leaves to it (the far tails, values
+    outside the support: the module's docstring says which); so do the icdf and its gradients, with their own pass,
+    from _ICDF_PASS_FROM elements on. The "per-element" route takes the per-element kernel alone, the "vectorized"
+    one the passes at every size."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return KernelCDF.apply(*tensors, inverse)
-    return _cdf_values(inverse, *tensors)
+        return KernelCDF.apply(*tensors, inverse, route)
+    return _cdf_values(inverse, route, *tensors)
 
 
 class KernelCDF(torch.autograd.Function):
     """cdf(value), or with ``inverse`` icdf(value), of TN(loc, scale, low, high), all five of one shape, forward
-    and backward by the kernels."""
+    and backward by the kernels on ``route`` (tnlib.distributions.cpu_route's)."""
 
     @staticmethod
-    def forward(ctx, value, loc, scale, low, high, inverse=False):
+    def forward(ctx, value, loc, scale, low, high, inverse=False, route="kernels"):
         ctx.inverse = inverse
+        ctx.route = route
         ctx.save_for_backward(value, loc, scale, low, high)
-        return _cdf_values(inverse, value, loc, scale, low, high)
+        return _cdf_values(inverse, route, value, loc, scale, low, high)
 
     @staticmethod
     def backward(ctx, grad):
@@ -612,4 +620,4 @@ class KernelCDF(torch.autograd.Function):
                 "(second derivatives, Hessians, gradient penalties) is not supported")
         arrays = [_flat(t) for t in ctx.saved_tensors]
         needs = ctx.needs_input_grad[:5]
-        return _cdf_gradients(ctx.inverse, _flat(grad), arrays, tuple(grad.shape), needs) + (None,)
+        return _cdf_gradients(ctx.inverse, ctx.route, _flat(grad), arrays, tuple(grad.shape), needs) + (None, None)

@@ -43,7 +43,7 @@ from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _FastCore, _core,
 from tnlib.distributions._sampling import _proposals, _sample_canonical
 from tnlib.distributions._statistics import _standardized_variance
 
-__all__ = ["TruncatedNormal", "torch_route"]
+__all__ = ["CPU_ROUTES", "TruncatedNormal", "cpu_route", "icdf_pass_from", "torch_route"]
 
 
 def _is_vmapped(tensor: torch.Tensor) -> bool:
@@ -81,25 +81,49 @@ def _sample_kernels():
     return kernels
 
 
-# Set within torch_route(): CPU calls take the torch route, as other devices do.
-_TORCH_ROUTE_ONLY = False
+# The routes a CPU call can take (cpu_route's argument), and the one it takes now
+CPU_ROUTES = ("kernels", "torch", "per-element", "vectorized")
+_CPU_ROUTE = "kernels"
 
 
 @contextlib.contextmanager
-def torch_route():
-    """Within it, a CPU call of every statistic takes the torch route (the autograd functions other devices take)
-    instead of the compiled kernels: what the benchmarks time the kernels against, through the public class."""
-    global _TORCH_ROUTE_ONLY
-    previous, _TORCH_ROUTE_ONLY = _TORCH_ROUTE_ONLY, True
+def cpu_route(route: str):
+    """Within it, a CPU call of every statistic takes ``route``, one of CPU_ROUTES; outside, "kernels":
+
+    * ``"kernels"``: the compiled kernels, each method's vectorized pass where it has one and the per-element kernel
+      for the elements the pass leaves; the icdf (and so rsample) and its gradients take the per-element kernel
+      alone below :func:`icdf_pass_from` elements, where the pass's compile would dominate a process's first call;
+    * ``"torch"``: the torch route, the autograd functions other devices than the CPU take;
+    * ``"per-element"``: the kernels, with the cdf, the icdf and their gradients by the per-element kernel alone
+      (the reference the vectorized passes are tested against);
+    * ``"vectorized"``: the kernels, with the icdf and its gradients by the vectorized pass at every batch size.
+
+    Every route gives the same values to rounding; what the benchmarks time against each other, through the public
+    class. Not thread-safe: the route is the process's, not a thread's."""
+    global _CPU_ROUTE
+    if route not in CPU_ROUTES:
+        raise ValueError(f"cpu_route: unknown route {route!r}; one of {', '.join(CPU_ROUTES)}")
+    previous, _CPU_ROUTE = _CPU_ROUTE, route
     try:
         yield
     finally:
-        _TORCH_ROUTE_ONLY = previous
+        _CPU_ROUTE = previous
+
+
+def torch_route():
+    """``cpu_route("torch")``: within it, a CPU call of every statistic takes the torch route (the autograd functions
+    other devices take) instead of the compiled kernels."""
+    return cpu_route("torch")
+
+
+def icdf_pass_from() -> int:
+    """The batch size from which a CPU icdf (and rsample) on the "kernels" route takes the vectorized pass."""
+    return _cdf_kernels()._ICDF_PASS_FROM
 
 
 def _kernels_serve(tensor: torch.Tensor) -> bool:
     """Whether the compiled CPU kernels compute for parameters like ``tensor`` (else the torch route does)."""
-    return not _TORCH_ROUTE_ONLY and tensor.device.type == "cpu" and _kernels().available(tensor)
+    return _CPU_ROUTE != "torch" and tensor.device.type == "cpu" and _kernels().available(tensor)
 
 
 def _broadcast_shape(value: torch.Tensor, batch_shape: torch.Size) -> torch.Size:
@@ -339,7 +363,8 @@ class TruncatedNormal(Distribution):
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
         if _kernels_serve(self.loc):
-            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high)
+            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high,
+                                      route=_CPU_ROUTE)
         return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
@@ -350,7 +375,8 @@ class TruncatedNormal(Distribution):
         if self._validate_args and not ((value >= 0) & (value <= 1)).all():
             raise ValueError("TruncatedNormal.icdf: probabilities must lie in [0, 1]")
         if _kernels_serve(self.loc):
-            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True)
+            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True,
+                                      route=_CPU_ROUTE)
         return _ICDF.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
     def rsample(self, sample_shape=torch.Size()) -> torch.Tensor:
