@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import torch
 
-from tnlib.distributions._cdf_vector import cdf_element
+from tnlib.distributions._cdf_vector import cdf_element, gather_straddling
 from tnlib.distributions._icdf_vector import (
     ACKLAM_A,
     ACKLAM_B,
@@ -371,27 +371,72 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_block(start, stop, value, loc, scale, low, high, out, table, nodes, weights):
-    """The cdf of elements [start, stop) into ``out``: a first loop, straight-line and vectorized, takes every
-    element as one of the common regimes (tnlib.distributions._cdf_vector) and marks those it does not hold for by
-    a NaN; a second computes those again by the per-element kernel, each in its own regime."""
-    for i in range(start, stop):
-        result, _, _, _, _, _, held, _ = cdf_element(np.float64(value[i]), np.float64(loc[i]),
-                                                     np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]))
-        out[i] = result if held else np.nan
+def _straddling_values(inverse, start, stop, value, loc, scale, low, high, out):
+    """The vectorized pass's cdf (with ``inverse``, icdf) of straddling elements [start, stop), NaN where not
+    held: the frame's formulas are not formed."""
+    if inverse:
+        for j in range(start, stop):
+            x, _, _, _, _, _, held, _ = icdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
+                                                     np.float64(low[j]), np.float64(high[j]), True)
+            out[j] = x if held else np.nan
+    else:
+        for j in range(start, stop):
+            x, _, _, _, _, _, held, _ = cdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
+                                                    np.float64(low[j]), np.float64(high[j]), True)
+            out[j] = x if held else np.nan
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _any_values(inverse, start, stop, value, loc, scale, low, high, out):
+    """The vectorized pass's cdf (with ``inverse``, icdf) of elements [start, stop) of any regime, NaN where not
+    held: each forms the frame's and the straddling element's formulas and keeps its own."""
+    if inverse:
+        for j in range(start, stop):
+            x, _, _, _, _, _, held, _ = icdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
+                                                     np.float64(low[j]), np.float64(high[j]), False)
+            out[j] = x if held else np.nan
+    else:
+        for j in range(start, stop):
+            x, _, _, _, _, _, held, _ = cdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
+                                                    np.float64(low[j]), np.float64(high[j]), False)
+            out[j] = x if held else np.nan
+
+
+_CHUNK = 1024  # elements gathered at a time by regime (their columns stay in the first-level cache)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
+    """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
+    the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
+    _icdf_vector), a chunk's straddling elements in one loop and the others in another (gathered apart into
+    float64 columns: the same loops over the arguments themselves measured up to 3x slower in some regimes and
+    dtypes), and mark those they do not hold for by a NaN; a last loop computes those again by the
+    per-element kernel, each in its own regime."""
+    arrays = (value, loc, scale, low, high)
+    columns = np.empty((6, _CHUNK))
+    results = np.empty(_CHUNK)
+    for first in range(start, stop, _CHUNK):
+        last = min(first + _CHUNK, stop)
+        count = gather_straddling(first, last, arrays, columns)
+        _straddling_values(inverse, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
+        _any_values(inverse, count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4],
+                    results)
+        for j in range(last - first):
+            out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):
         if math.isnan(out[i]):
-            out[i] = _cdf_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                  np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
+            out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
-    """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``, as
-    _cdf_block: the common regimes vectorized, the others (marked by a NaN) by the per-element kernel after."""
+    """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: every
+    element as one of the common regimes vectorized (both regimes formed and one kept), the others (marked by a NaN) by the per-element kernel after."""
     for i in range(start, stop):
         _, dx, dl, ds, da, db, _, held = cdf_element(np.float64(value[i]), np.float64(loc[i]),
-                                                     np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]))
+                                                     np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
+                                                     False)
         gr = np.float64(grad[i])
         slopes[0, i] = gr * dx if held else np.nan
         slopes[1, i] = gr * dl
@@ -410,34 +455,20 @@ def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes
 
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_vector_serial(value, loc, scale, low, high, out, table, nodes, weights):
-    _cdf_block(0, out.shape[0], value, loc, scale, low, high, out, table, nodes, weights)
+    _pass_block(False, 0, out.shape[0], value, loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _cdf_vector_parallel(value, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        _cdf_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), value, loc, scale, low, high, out, table, nodes,
-                   weights)
+        _pass_block(False, block * _BLOCK, min(n, (block + 1) * _BLOCK), value, loc, scale, low, high, out, table,
+                    nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_vector_serial(grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     _cdf_gradients_block(0, grad.shape[0], grad, value, loc, scale, low, high, slopes, table, nodes, weights)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _icdf_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
-    """The icdf of elements [start, stop) into ``out``, as _cdf_block: the closed forms vectorized
-    (tnlib.distributions._icdf_vector), the elements they leave (marked by a NaN) by the per-element kernel after."""
-    for i in range(start, stop):
-        x, _, _, _, _, _, held, _ = icdf_element(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                                 np.float64(low[i]), np.float64(high[i]))
-        out[i] = x if held else np.nan
-    for i in range(start, stop):
-        if math.isnan(out[i]):
-            out[i] = _icdf_element(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                   np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -447,7 +478,7 @@ def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes
     for i in range(start, stop):
         _, dp, dl, ds, da, db, _, held = icdf_element(np.float64(prob[i]), np.float64(loc[i]),
                                                       np.float64(scale[i]), np.float64(low[i]),
-                                                      np.float64(high[i]))
+                                                      np.float64(high[i]), False)
         gr = np.float64(grad[i])
         slopes[0, i] = gr * dp if held else np.nan
         slopes[1, i] = gr * dl
@@ -466,15 +497,15 @@ def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes
 
 @numba.njit(cache=True, error_model="numpy")
 def _icdf_vector_serial(prob, loc, scale, low, high, out, table, nodes, weights):
-    _icdf_block(0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
+    _pass_block(True, 0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _icdf_vector_parallel(prob, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        _icdf_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), prob, loc, scale, low, high, out, table, nodes,
-                    weights)
+        _pass_block(True, block * _BLOCK, min(n, (block + 1) * _BLOCK), prob, loc, scale, low, high, out, table,
+                    nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")

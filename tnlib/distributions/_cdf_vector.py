@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 
 from tnlib.distributions import _vector_math
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2
@@ -108,27 +109,62 @@ def _stretch(a, length):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def cdf_element(value, loc, s, low, high):
-    """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
-    per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are
-    the caller's to compute again (they are meaningless here)."""
-    flip = high <= loc  # mirrored: its CDF is the canonical survival function, and its derivatives odd
+def canonical_frame(loc, s, low, high):
+    """(flip, c_loc, c_low, c_high, a, b, w, narrow, frame) of one element: mirrored where high <= loc, its bounds
+    in scales from loc in that frame, its width, whether the interval is narrow, and whether the element takes the
+    frame's formulas (a >= 0, or narrow) rather than the straddling element's."""
+    flip = high <= loc
     c_loc = -loc if flip else loc
     c_low = -high if flip else low
     c_high = -low if flip else high
-    x = -value if flip else value
     a = (c_low - c_loc) / s
     b = (c_high - c_loc) / s
     w = (high - low) / s
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    narrow = (w < math.inf) & (not _wide(a, w))  # a narrow interval is a frame element whatever the sign of a
+    frame = (a >= 0.0) | narrow
+    return flip, c_loc, c_low, c_high, a, b, w, narrow, frame
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gather_straddling(start, stop, arrays, columns):
+    """The five ``arrays`` (value, loc, scale, low, high) of elements [start, stop) in float64 in the first columns
+    of the rows of ``columns`` (6 x at least stop - start), the straddling elements (canonical_frame's frame
+    false) first, in order, and the others after them, row 5 holding each one's index; returns the count of the
+    first. A contiguous loop over one part then passes the element functions their ``straddling`` argument as a
+    constant, and the compiler drops the other regime's formulas from it (a loop that reads the elements through
+    their indices would not vectorize)."""
+    count = 0
+    rest = stop - start
+    for i in range(start, stop):
+        if canonical_frame(np.float64(arrays[1][i]), np.float64(arrays[2][i]), np.float64(arrays[3][i]),
+                           np.float64(arrays[4][i]))[8]:
+            rest -= 1
+            row = rest
+        else:
+            row = count
+            count += 1
+        for k in range(5):
+            columns[k, row] = arrays[k][i]
+        columns[5, row] = i
+    return count
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def cdf_element(value, loc, s, low, high, straddling):
+    """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
+    per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are
+    the caller's to compute again (they are meaningless here). ``straddling`` true says that the element is known
+    to straddle (split_straddling's first part): the frame's formulas are then not formed."""
+    flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
+    frame = frame & (not straddling)
+    x = -value if flip else value
     d = (x - c_low) / s
     t = (x - c_loc) / s
     rest = (c_high - x) / s
     no_a = c_low == -math.inf
     no_b = c_high == math.inf
     ad = a + d
-    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    narrow = (w < math.inf) & (not _wide(a, w))  # a narrow interval is a frame element whatever the sign of a
-    frame = (a >= 0.0) | narrow
     narrow_head = (not no_a) & (not _wide(a, d))
     narrow_tail = (not no_b) & (not _wide(ad if frame else -b, rest))
     # the stretches from the lower bound to the value and from the value to the upper bound, where narrow

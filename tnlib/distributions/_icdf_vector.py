@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from tnlib.distributions import _vector_math
-from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _vector_mills, _wide
+from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _vector_mills, _wide, canonical_frame
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
 
 # Phi^-1, which numba lacks: Acklam's rational approximation (relative error 1.2e-9), below p = 0.02425 in
@@ -100,25 +100,20 @@ def _log_or_minus_inf(x):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def icdf_element(prob, loc, s, low, high):
+def icdf_element(prob, loc, s, low, high, straddling):
     """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are
-    the caller's to compute again (they are meaningless here)."""
-    flip = high <= loc  # mirrored: its canonical probability is 1 - p, and its complement p itself, each exact
-    c_loc = -loc if flip else loc
-    c_low = -high if flip else low
-    c_high = -low if flip else high
+    the caller's to compute again (they are meaningless here). ``straddling`` true says that the element is known
+    to straddle (tnlib.distributions._cdf_vector's gather_straddling): the frame's formulas are then not formed."""
+    # mirrored where high <= loc: its canonical probability is 1 - p, and its complement p itself, each exact
+    flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
+    frame = frame & (not straddling)
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
-    a = (c_low - c_loc) / s
-    b = (c_high - c_loc) / s
-    w = (high - low) / s
     no_a = c_low == -math.inf
     no_b = c_high == math.inf
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    narrow = (w < math.inf) & (not _wide(a, w))
-    frame = (a >= 0.0) | narrow
-    right = (a >= 0.0) & (not narrow)
+    right = (a >= 0.0) & (not narrow) & (not straddling)
     use_upper = c_p > 0.5
     # the frame: M0 relative to phi(a) (a narrow interval's by the stretch's series) and Z = phi(a) M0
     whole_mass, whole_mean = _stretch(a, w)
