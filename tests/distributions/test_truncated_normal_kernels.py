@@ -627,3 +627,46 @@ def test_vector_ndtr_of_a_non_positive_argument_is_erfc_of_its_float64_argument_
     with mp.workdps(40):
         exact = [mp.erfc(mp.mpf(float(-v * _SQRT_HALF))) / 2 for v in x]
     assert float(_ulps(got, exact).max()) <= 6
+
+
+def _two_sided_columns(regime: str, n: int, rng) -> tuple[np.ndarray, ...]:
+    """(a, b, loc, scale): bounds a < 0 < b from 1e-3 to 40 scales either side of loc ("straddling"; the narrow
+    ones among them are left to the branches), or intervals 1e-9 to 1 scale wide (narrow in the canonical frame)
+    with the lower bound 50 scales either side of loc ("narrow"); scales 1e-3 to 1e3, locs -1e3 to 1e3."""
+    if regime == "straddling":
+        a = -np.exp(rng.uniform(np.log(1e-3), np.log(40.0), n))
+        b = np.exp(rng.uniform(np.log(1e-3), np.log(40.0), n))
+    else:
+        a = rng.uniform(-50.0, 50.0, n)
+        b = a + np.exp(rng.uniform(np.log(1e-9), 0.0, n)) / np.maximum(1.0, np.abs(a) + 1.0)
+    return a, b, rng.uniform(-1e3, 1e3, n), np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n))
+
+
+@pytest.mark.parametrize("regime", ["straddling", "narrow"])
+def test_two_sided_log_prob_passes_are_within_a_few_ulps_of_the_per_element_branches(regime):
+    # values across the interval, a few outside it and a NaN
+    rng = np.random.default_rng(59)
+    n = 4000
+    a, b, loc, scale = _two_sided_columns(regime, n, rng)
+    low, high = loc + a * scale, loc + b * scale
+    value = low + rng.uniform(0.0, 1.0, n) * (high - low)
+    value[:40] = high[:40] + scale[:40]
+    value[40] = np.nan
+    out, slopes = np.empty(n), np.empty((5, n))
+    _log_prob_serial(value, loc, scale, low, high, out, slopes, *_CONSTANTS)
+    expected = np.array([_log_prob_element(*row, *_CONSTANTS, True) for row in zip(value, loc, scale, low, high)]).T
+    inside = np.isfinite(expected[0])
+    assert inside.sum() > 0.9 * n and np.array_equal(np.isnan(out), np.isnan(expected[0]))
+    assert np.array_equal(out[~inside], expected[0, ~inside], equal_nan=True)
+    # (the passes' exp and log are not libm's: some values differ, so the passes did serve these elements)
+    assert not np.array_equal(out[inside], expected[0, inside])
+    t = (value - loc) / scale
+    # log_prob relative to max(1, |log_prob|); each derivative to the size of the terms it sums, over the scale
+    # (a narrow interval's density is about 1 / (width scale), its derivatives to the bounds as large)
+    size = (1.0 + t * t + np.abs(a) + np.abs(b)) / scale
+    bound_size = size + (1.0 / ((b - a) * scale) if regime == "narrow" else 0.0)
+    sizes = [np.maximum(np.abs(expected[0]), 1.0), size, size, size, bound_size, bound_size]
+    for name, got, want, size in zip(("log_prob", "value", "loc", "scale", "low", "high"), [out, *slopes], expected,
+                                     sizes):
+        error = np.abs(got[inside] - want[inside]) / size[inside]
+        assert float(error.max()) <= 2e-15, name

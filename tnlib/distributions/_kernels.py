@@ -15,8 +15,11 @@ The training loss is log_prob with no upper bound, forward and backward, on batc
 computes the value and every derivative in one pass (the backward of KernelLogProb only scales them), in
 straight-line code the compiler vectorizes (four elements at once under AVX2, both regimes formed and one kept, by
 the branch-free log, exp and erfcx of tnlib.distributions._vector_math), and sends the elements it does not hold for
-(a finite upper bound, an infinite lower one) to the per-element branches after it. On one thread it costs about
-what torch's Normal NLL does (benchmarks/bench_truncated_normal_loss.py).
+(a finite upper bound, an infinite lower one) on: those whose bounds straddle loc more than a scale apart, and
+narrow intervals, to two more vectorized passes (gathered into columns a chunk at a time: the straddling ones by
+erf, log and exp, the narrow ones by the Gauss-Legendre sums of the per-element branch), the rest to the
+per-element branches. On one thread it costs about what torch's Normal NLL does
+(benchmarks/bench_truncated_normal_loss.py).
 """
 from __future__ import annotations
 
@@ -261,19 +264,166 @@ def _one_sided_element(x, loc, s, low):
             (p_frame if frame else p_straddle) * per_scale, held)
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling(loc, s, low, high):
+    """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
+    elements _straddling_log_prob_element holds for (those of tnlib.distributions._moment_kernels' _straddles)."""
+    a = (low - loc) / s
+    b = (high - loc) / s
+    w = (high - low) / s
+    return ((a < 0.0) & (b > 0.0) & (w * max(1.0, abs(a + 0.5 * w)) > 1.0) & (abs(a) < np.inf) & (abs(b) < np.inf)
+            & (1e-300 < s) & (s < 1e300))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling_log_prob_element(x, loc, s, low, high):
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that is _straddling, as
+    _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector
+    erf (Z >= 0.34 there: the interval holds loc and is over a scale wide), log Z by the vector log, E[t] = p_a -
+    p_b (within an ulp of p_a of the per-element branch's, as the derivative's size wants). log_prob is NaN where
+    it does not hold (a value outside [low, high] or not a number), for the caller to compute again. (The moment
+    kernels' _straddle_state forms the same Z, p_a and p_b: a forceinline function shared by the two passes would
+    be compiled for whichever comes first in a process, which moved the other's rounding by an ulp.)"""
+    a = (low - loc) / s
+    b = (high - loc) / s
+    t = (x - loc) / s
+    z = 0.5 * (_vector_math.erf(b * _SQRT_HALF) - _vector_math.erf(a * _SQRT_HALF))
+    log_z = _vector_math.log(max(z, 0.25))
+    p_a = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
+    p_b = _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
+    lp = -_vector_math.log(s) - _LOG_SQRT_2PI - 0.5 * t * t - log_z
+    held = (x >= low) & (x <= high)
+    return (lp if held else np.nan, -t / s, (t - p_a + p_b) / s, (-1.0 + t * t - a * p_a + b * p_b) / s, p_a / s,
+            -p_b / s)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _straddling_log_prob_columns(count, columns, results):
+    """_straddling_log_prob_element of the first ``count`` elements of ``columns`` (rows value, loc, scale, low,
+    high) into the rows of ``results``; a contiguous loop the compiler vectorizes."""
+    for j in range(count):
+        element = _straddling_log_prob_element(columns[0, j], columns[1, j], columns[2, j], columns[3, j],
+                                               columns[4, j])
+        for k in range(6):
+            results[k, j] = element[k]
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _narrow(loc, s, low, high):
+    """Whether an element's interval is narrow (both bounds finite, w max(1, |a + w/2|) <= 1 in its canonical
+    frame, as _state decides): the elements _narrow_log_prob_columns holds for."""
+    flip = high <= loc
+    a = ((-high if flip else low) - (-loc if flip else loc)) / s
+    w = (high - low) / s
+    return (w * max(1.0, abs(a + 0.5 * w)) <= 1.0) & (abs(low) < np.inf) & (abs(high) < np.inf)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _narrow_log_prob_columns(count, columns, results, nodes, weights):
+    """log_prob and its derivatives, as _log_prob_element computes them, of the first ``count`` elements of
+    ``columns`` (rows value, loc, scale, low, high), all _narrow, into the rows of ``results``: the frame density's
+    mass, mean and variance by _state's Gauss-Legendre sums, with the nodes in the outer loops and the elements in
+    the inner ones, which the compiler vectorizes (_vector_math's exp and log in place of libm's). log_prob is NaN
+    where it does not hold (a value outside [low, high] or not a number), for the caller to compute again."""
+    a = np.empty(count)
+    top = np.empty(count)
+    mass = np.zeros(count)
+    moment = np.zeros(count)
+    var = np.zeros(count)
+    for e in range(count):
+        loc, s, low, high = columns[1, e], columns[2, e], columns[3, e], columns[4, e]
+        flip = high <= loc
+        a[e] = ((-high if flip else low) - (-loc if flip else loc)) / s
+        w = (high - low) / s
+        d_max = 90.0 / (math.sqrt(a[e] * a[e] + 90.0) + a[e])
+        top[e] = min(w, d_max) if a[e] >= 0 else w
+    terms = np.empty((nodes.shape[0], count))  # each node's weighted density, kept for the variance's sum
+    for j in range(nodes.shape[0]):
+        node, weight = nodes[j], weights[j]
+        for e in range(count):
+            r = top[e] * node
+            fw = _vector_math.exp(-r * (a[e] + 0.5 * r)) * weight
+            terms[j, e] = fw
+            mass[e] += fw
+            moment[e] += fw * r
+    for e in range(count):
+        moment[e] /= mass[e]  # (now the mean D)
+    for j in range(nodes.shape[0]):
+        node = nodes[j]
+        for e in range(count):
+            r = top[e] * node
+            var[e] += terms[j, e] * (r - moment[e]) ** 2
+    for e in range(count):
+        value, loc, s, low, high = columns[0, e], columns[1, e], columns[2, e], columns[3, e], columns[4, e]
+        flip = high <= loc
+        sign = -1.0 if flip else 1.0
+        x, c_loc, c_low, c_high = sign * value, sign * loc, -high if flip else low, -low if flip else high
+        w = (high - low) / s
+        m0 = mass[e] * top[e]
+        d_mean = moment[e]
+        p_a = 1.0 / m0
+        p_b = _vector_math.exp(-w * (a[e] + 0.5 * w)) / m0
+        d = (x - c_low) / s
+        xi = (x - c_loc) / s
+        lp = -_vector_math.log(s) - _vector_math.log(m0) - 0.5 * d * (d + 2.0 * a[e])
+        dl = d - d_mean
+        ds = dl * (2.0 * a[e] + d + d_mean) - var[e] / mass[e]
+        held = (x >= c_low) & (x <= c_high) & (m0 > 1e-290)
+        results[0, e] = lp if held else np.nan
+        results[1, e] = -xi * sign / s
+        results[2, e] = dl * sign / s
+        results[3, e] = ds / s
+        results[4, e] = (p_b if flip else p_a) / s
+        results[5, e] = -(p_a if flip else p_b) / s
+
+
+_CHUNK = 1024  # elements gathered at a time for a vectorized loop (their columns stay in the first-level cache)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights):
+    """log_prob (and where ``slopes`` has columns its derivatives) of the elements of [start, stop) that ``out``
+    marks by a NaN and that are _straddling or _narrow, gathered apart a chunk at a time into float64 columns for
+    their vectorized loops (_straddling_log_prob_columns, _narrow_log_prob_columns); those they do not hold for
+    stay NaN."""
+    columns = np.empty((6, _CHUNK))
+    results = np.empty((6, _CHUNK))
+    want = slopes.shape[1] > 0
+    for narrow in (False, True):
+        i = start
+        while i < stop:
+            count = 0
+            while i < stop and count < _CHUNK:
+                if math.isnan(out[i]):
+                    element = (np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]))
+                    if _narrow(*element) if narrow else _straddling(*element):
+                        columns[0, count] = value[i]
+                        for k in range(4):
+                            columns[k + 1, count] = element[k]
+                        columns[5, count] = i
+                        count += 1
+                i += 1
+            if narrow:
+                _narrow_log_prob_columns(count, columns, results, nodes, weights)
+            else:
+                _straddling_log_prob_columns(count, columns, results)
+            for j in range(count):
+                k = np.int64(columns[5, j])
+                out[k] = results[0, j]
+                if want:
+                    for row in range(5):
+                        slopes[row, k] = results[row + 1, j]
+
+
 # fastmath's "contract" only: a * b + c may be one fused multiply-add (rounded once instead of twice)
 _FMA = {"contract"}
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
-def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series,
-                    v_series):
-    """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives w.r.t.
-    (value, loc, scale, low, high) into its five rows.
-
-    A first loop, straight-line and vectorized, computes every element as one without an upper bound; a second
-    computes again, each in its own regime, the elements that are not (none in the paper's training), which the
-    first marks by a NaN."""
+def _one_sided_pass(start, stop, value, loc, scale, low, high, out, slopes):
+    """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives into its
+    five rows, every element taken as one without an upper bound, by a straight-line loop the compiler vectorizes;
+    NaN where that does not hold."""
     if slopes.shape[1] > 0:
         for i in range(start, stop):
             lp, dx, dl, ds, da, held = _one_sided_element(
@@ -289,6 +439,20 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, tabl
             lp, _, _, _, _, held = _one_sided_element(
                 np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
             out[i] = lp if held and high[i] == np.inf else np.nan
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series,
+                    v_series):
+    """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives w.r.t.
+    (value, loc, scale, low, high) into its five rows.
+
+    A first loop, straight-line and vectorized, computes every element as one without an upper bound
+    (_one_sided_pass); the elements that are not (none in the paper's training), which it marks by a NaN, go to the
+    two-sided vectorized passes where they are _straddling or _narrow (_two_sided_log_prob_pass), and those left
+    to a last loop, each in its own regime."""
+    _one_sided_pass(start, stop, value, loc, scale, low, high, out, slopes)
+    _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights)
     want = slopes.shape[1] > 0
     for i in range(start, stop):
         if not math.isnan(out[i]):
