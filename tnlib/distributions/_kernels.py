@@ -386,6 +386,11 @@ def _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slo
     marks by a NaN and that are _straddling or _narrow, gathered apart a chunk at a time into float64 columns for
     their vectorized loops (_straddling_log_prob_columns, _narrow_log_prob_columns); those they do not hold for
     stay NaN."""
+    left = 0
+    for i in range(start, stop):
+        left += math.isnan(out[i])
+    if left == 0:  # (every element had no upper bound, as in training: nothing to gather)
+        return
     columns = np.empty((6, _CHUNK))
     results = np.empty((6, _CHUNK))
     want = slopes.shape[1] > 0
