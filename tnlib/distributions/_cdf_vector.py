@@ -136,16 +136,21 @@ def gather_straddling(start, stop, arrays, columns):
     their indices would not vectorize)."""
     count = 0
     rest = stop - start
+    value, loc, scale, low, high = arrays
     for i in range(start, stop):
-        if canonical_frame(np.float64(arrays[1][i]), np.float64(arrays[2][i]), np.float64(arrays[3][i]),
-                           np.float64(arrays[4][i]))[8]:
+        element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+                   np.float64(high[i]))
+        if canonical_frame(element[1], element[2], element[3], element[4])[8]:
             rest -= 1
             row = rest
         else:
             row = count
             count += 1
-        for k in range(5):
-            columns[k, row] = arrays[k][i]
+        columns[0, row] = element[0]
+        columns[1, row] = element[1]
+        columns[2, row] = element[2]
+        columns[3, row] = element[3]
+        columns[4, row] = element[4]
         columns[5, row] = i
     return count
 
