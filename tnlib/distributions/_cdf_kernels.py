@@ -47,6 +47,7 @@ from tnlib.distributions._icdf_vector import (
 )
 from tnlib.distributions._kernels import (
     _BLOCK,
+    _CHUNK,
     _ERFCX,
     _NODES,
     _WEIGHTS,
@@ -400,9 +401,6 @@ def _any_values(inverse, start, stop, value, loc, scale, low, high, out):
             x, _, _, _, _, _, held, _ = cdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
                                                     np.float64(low[j]), np.float64(high[j]), False)
             out[j] = x if held else np.nan
-
-
-_CHUNK = 1024  # elements gathered at a time by regime (their columns stay in the first-level cache)
 
 
 @numba.njit(cache=True, error_model="numpy")

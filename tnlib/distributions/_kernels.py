@@ -265,7 +265,7 @@ def _one_sided_element(x, loc, s, low):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _straddling(loc, s, low, high):
+def _straddles_loc(loc, s, low, high):
     """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
     elements _straddling_log_prob_element holds for (those of tnlib.distributions._moment_kernels' _straddles)."""
     a = (low - loc) / s
@@ -277,7 +277,7 @@ def _straddling(loc, s, low, high):
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddling_log_prob_element(x, loc, s, low, high):
-    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that is _straddling, as
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that _straddles_loc, as
     _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector
     erf (Z >= 0.34 there: the interval holds loc and is over a scale wide), log Z by the vector log, E[t] = p_a -
     p_b (within an ulp of p_a of the per-element branch's, as the derivative's size wants). log_prob is NaN where
@@ -383,9 +383,9 @@ _CHUNK = 1024  # elements gathered at a time for a vectorized loop (their column
 @numba.njit(cache=True, error_model="numpy")
 def _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights):
     """log_prob (and where ``slopes`` has columns its derivatives) of the elements of [start, stop) that ``out``
-    marks by a NaN and that are _straddling or _narrow, gathered apart a chunk at a time into float64 columns for
-    their vectorized loops (_straddling_log_prob_columns, _narrow_log_prob_columns); those they do not hold for
-    stay NaN."""
+    marks by a NaN and that straddle loc (_straddles_loc) or are _narrow, gathered apart a chunk at a time into
+    float64 columns for their vectorized loops (_straddling_log_prob_columns, _narrow_log_prob_columns); those they
+    do not hold for stay NaN."""
     left = 0
     for i in range(start, stop):
         left += math.isnan(out[i])
@@ -401,7 +401,7 @@ def _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slo
             while i < stop and count < _CHUNK:
                 if math.isnan(out[i]):
                     element = (np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]))
-                    if _narrow(*element) if narrow else _straddling(*element):
+                    if _narrow(*element) if narrow else _straddles_loc(*element):
                         columns[0, count] = value[i]
                         for k in range(4):
                             columns[k + 1, count] = element[k]
@@ -454,8 +454,8 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, tabl
 
     A first loop, straight-line and vectorized, computes every element as one without an upper bound
     (_one_sided_pass); the elements that are not (none in the paper's training), which it marks by a NaN, go to the
-    two-sided vectorized passes where they are _straddling or _narrow (_two_sided_log_prob_pass), and those left
-    to a last loop, each in its own regime."""
+    two-sided vectorized passes where they straddle loc (_straddles_loc) or are _narrow (_two_sided_log_prob_pass),
+    and those left to a last loop, each in its own regime."""
     _one_sided_pass(start, stop, value, loc, scale, low, high, out, slopes)
     _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights)
     want = slopes.shape[1] > 0
