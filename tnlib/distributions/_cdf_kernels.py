@@ -409,8 +409,8 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
     _icdf_vector), a chunk's straddling elements in one loop and the others in another (gathered apart into
     float64 columns, even where a chunk holds one kind only: the same loops over the arguments themselves took 34-44
-    ms instead of 10-15 ms on 1e5 narrow intervals in some calls, for a cause not found), and mark those they do not hold for by a NaN; a last loop computes those again by the
-    per-element kernel, each in its own regime."""
+    ms instead of 10-15 ms on 1e5 narrow intervals in some calls, for a cause not found), and mark those they do
+    not hold for by a NaN; a last loop computes those again by the per-element kernel, each in its own regime."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     results = np.empty(_CHUNK)
@@ -430,7 +430,8 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: every
-    element as one of the common regimes vectorized (both regimes formed and one kept), the others (marked by a NaN) by the per-element kernel after."""
+    element as one of the common regimes vectorized (both regimes formed and one kept), the others (marked by a
+    NaN) by the per-element kernel after."""
     for i in range(start, stop):
         _, dx, dl, ds, da, db, _, held = cdf_element(np.float64(value[i]), np.float64(loc[i]),
                                                      np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
