@@ -515,3 +515,26 @@ def test_nlm_training_forms_the_expand_only_arity_3_with_its_extrema_and_matches
         for a, b in zip(grads, reference):
             torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
     assert len(calls) == 2
+
+
+def test_sparse_backwards_zero_the_gradient_rows_they_scatter_into(monkeypatch):
+    # x's gradient comes from the caller unfilled (the kernels zero each state's rows before its scatter): handed
+    # NaNs, both sparse backwards give what they give on fresh memory
+    x, w, bias, small, mask = projected_extrema_case(torch.float32)
+    extrema, y = nlm_autograd.projected_extrema(x, w, bias, small, mask, False, store=True)
+    grad = torch.randn(extrema.shape, generator=torch.Generator().manual_seed(1)) * real_positions(mask, 2)
+    leaf = y.clone().requires_grad_(True)
+    dense = torch.autograd.grad(nlm_autograd.exists_forall(leaf, mask, False).view(grad.shape), leaf, grad)[0]
+    needs = [True, True, True]
+
+    def both():
+        return [nlm_autograd.sparse_permuted_backward(5, dense, y, x, w, needs),
+                nlm_autograd.sparse_permuted_backward(5, grad, y, x, w, needs, (mask, False))]
+
+    fresh = both()
+    monkeypatch.setattr(torch.Tensor, "new_empty",
+                        lambda self, size, **kwargs: torch.full(tuple(size), float("nan"), dtype=self.dtype))
+    for expected, got in zip(fresh, both()):
+        assert float(expected[0].abs().max()) > 0
+        for a, b in zip(expected[:3] + tuple(expected[3]), got[:3] + tuple(got[3])):
+            assert torch.equal(a, b)

@@ -324,7 +324,7 @@ def sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: tor
     # output axis t of permutation p reads source axis perm[t]: its stride in x's row-major positions
     strides = np.array([[n ** (r - 1 - axis) for axis in perm] for perm in perms], dtype=np.int64)
     flat = lambda t: t.detach().contiguous().view(batch, math.prod(t.shape[1:-1]), t.shape[-1]).numpy()  # noqa
-    grad_x = x.new_zeros(x.shape)
+    grad_x = x.new_empty(x.shape)  # zeroed by the kernel, a state at a time
     small = y.new_zeros((r, batch, n ** (r - 1), width))
     threads = min(torch.get_num_threads(), batch)
     if grad.numel() < nlm_kernels.SPLIT_WORK:

@@ -512,6 +512,21 @@ def run_each(kernel, calls: list[tuple]) -> None:
             future.result()
 
 
+# The sparse backwards scatter into a state's rows of x's gradient, and read its rows of x, at the r! permutations of
+# each position: rows far apart (a state of 25 objects: 500 KB each), which the caches hold only once visited. Each
+# state's rows of x's gradient are zeroed here, just before its scatter, instead of by the caller for the whole batch,
+# and its rows of x are read once in order, so that the scattered accesses find both in the caches (the
+# extrema-permuted backward kernel 1.2x faster on a captured visitall step, the zero fill included; the same numbers).
+@njit(nogil=True, cache=True, inline="always")
+def warm_state(x, grad_x, b, scratch):  # pragma: no cover - compiled
+    """Zero state b's rows of ``grad_x`` and read its rows of ``x`` into the caches (into ``scratch[0]``, which
+    the caller overwrites)."""
+    grad_x[b] = 0.0
+    if x.shape[2] > 0:
+        for m in range(x.shape[1]):
+            scratch[0] += x[b, m, 0]
+
+
 # Inlined into its callers (a call per scattered position passed a dozen arrays' fields: 1.4x slower at
 # data/paper's sizes, the same numbers).
 @njit(nogil=True, cache=True, inline="always")
@@ -568,8 +583,9 @@ def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, g
     digits = np.empty(r, np.int64)
     pre = np.empty(width, y.dtype)
     channels = np.empty(width, np.int64)
-    wide_x = np.empty(x.shape[2], np.float64)
+    wide_x = np.empty(max(x.shape[2], 1), np.float64)
     for b in range(start, stop):
+        warm_state(x, grad_x, b, wide_x)
         for m in range(positions):
             nonzero = False
             for c in range(width):
@@ -607,8 +623,9 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
     g = np.empty(width, y.dtype)
     pre = np.empty(width, y.dtype)
     channels = np.empty(width, np.int64)
-    wide_x = np.empty(x.shape[2], np.float64)
+    wide_x = np.empty(max(x.shape[2], 1), np.float64)
     for b in range(start, stop):
+        warm_state(x, grad_x, b, wide_x)
         limit = visited_objects(real, b)
         padded = n - limit  # excluded entries after the visited ones: 0 for the max, 1 for the min
         for pair in range(n * n):
