@@ -538,3 +538,22 @@ def test_sparse_backwards_zero_the_gradient_rows_they_scatter_into(monkeypatch):
         assert float(expected[0].abs().max()) > 0
         for a, b in zip(expected[:3] + tuple(expected[3]), got[:3] + tuple(got[3])):
             assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_projected_extrema_backward_takes_the_sigmoid_of_the_reduced_pairs_alone_and_the_same_numbers(exclude_self):
+    # the training function stores the sums and takes their sigmoid in the backward only at the pairs whose exists /
+    # forall have a gradient (the kernel reads y nowhere else): its gradients are those of the whole output's, bit for
+    # bit, with a gradient at a third of the pairs
+    x, w, bias, small, mask = projected_extrema_case(torch.float32)
+    extrema, y = nlm_autograd.projected_extrema(x, w, bias, small, mask, exclude_self, store=True)
+    g = torch.Generator().manual_seed(2)
+    grad = torch.randn(extrema.shape, generator=g) * real_positions(mask, 2) * (torch.rand(extrema.shape[:3] + (1,),
+                                                                                          generator=g) < 0.3)
+    assert 0 < int(grad.ne(0).any(-1).sum()) < grad[..., 0].numel() // 2
+    whole = nlm_autograd.sparse_permuted_backward(5, grad, y, x, w, [True] * 3, (mask, exclude_self))
+    leaves = [t.clone().requires_grad_(True) for t in (x, w, bias) + small]
+    fused = torch.autograd.grad(nlm_autograd.ProjectedExtrema.apply(mask, exclude_self, *leaves), leaves, grad)
+    assert float(fused[0].abs().max()) > 0
+    for a, b in zip(whole[:3] + tuple(whole[3]), fused):
+        assert torch.equal(a, b)

@@ -212,10 +212,11 @@ def _expand_term_arrays(small: tuple[torch.Tensor | None, ...], bias: torch.Tens
 
 def projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torch.Tensor,
                       small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
-                      exclude_self: bool, store: bool = False):
+                      exclude_self: bool, store: bool = False, sums: bool = False):
     """``exists_forall(permuted_sum_sigmoid(n, x, w, bias, small), ...)`` for output arity 3, without the
     ``[B, N^3, out]`` tensor between them: ``[B, N, N, 2 out]`` (see ``projected_extrema_kernel``). CPU, no
-    gradient. With ``store`` the pair ``(extrema, y)``, y the ``[B, N, N, N, out]`` output formed in the same pass."""
+    gradient. With ``store`` the pair ``(extrema, y)``, y the ``[B, N, N, N, out]`` output formed in the same pass
+    (with ``sums``, the sums before its sigmoid)."""
     batch, n = object_mask.shape
     width = bias.shape[0]
     perms = object_permutations(3)
@@ -241,7 +242,9 @@ def projected_extrema(x: torch.Tensor | None, w: torch.Tensor | None, bias: torc
         run_each(projected_extrema_kernel, [(*args, parts[t], stored, t, threads, 0, batch) for t in range(threads)])
         np.maximum.reduce(parts[..., :width], out=out[..., :width].numpy())
         np.minimum.reduce(parts[..., width:], out=out[..., width:].numpy())
-    return (out.sigmoid_(), y.sigmoid_()) if store else out.sigmoid_()
+    if not store:
+        return out.sigmoid_()
+    return out.sigmoid_(), y if sums else y.sigmoid_()
 
 
 def broadcast_sum_sigmoid(bias: torch.Tensor, small: tuple[torch.Tensor | None, ...], object_mask: torch.Tensor,
@@ -308,15 +311,22 @@ def permuted_sum_sigmoid(n: int, x: torch.Tensor | None, w: torch.Tensor | None,
 SPARSE_SHARE = 1 / 8
 
 
+# A multiple of the block of elements torch's vectorised elementwise loops take at a time (two vectors: 32 float32
+# or 16 float64 with AVX-512); the elements past a tensor's last whole block go through a scalar loop.
+SIGMOID_BLOCK = 64
+
+
 def _is_sparse(grad: torch.Tensor) -> bool:
     return int(torch.count_nonzero(grad)) <= grad.numel() * SPARSE_SHARE
 
 
 def sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: torch.Tensor, w: torch.Tensor,
-                             needs_small: list[bool], reduced_by: tuple | None = None):
+                             needs_small: list[bool], reduced_by: tuple | None = None, sums: bool = False):
     """The gradients ``PermutedSumSigmoid`` returns for x, w, the bias and the expand terms, from the nonzero
     entries of ``grad`` alone (see ``sparse_permuted_backward_kernel``). With ``reduced_by = (object_mask,
-    exclude_self)`` grad is that of y's exists / forall instead of y's (``extrema_permuted_backward_kernel``). CPU."""
+    exclude_self)`` grad is that of y's exists / forall instead of y's (``extrema_permuted_backward_kernel``), and
+    with ``sums`` y holds the sums before the output's sigmoid, which is then taken at the pairs that kernel reads
+    alone (those whose exists / forall have a gradient: a fifth of visitall's pairs). CPU."""
     r = len(needs_small)
     batch = y.shape[0]
     perms = object_permutations(r)
@@ -335,10 +345,24 @@ def sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: tor
     partial_w = np.zeros((threads,) + tuple(w.shape), dtype=np.float64)
     partial_bias = np.zeros((threads, width), dtype=np.float64)
     one = flat(y).dtype.type(1)
-    kernel, reading = sparse_permuted_backward_kernel, (n,)
+    kernel, reading, outputs = sparse_permuted_backward_kernel, (n,), (flat(y),)
     if reduced_by is not None:
         kernel, reading = extrema_permuted_backward_kernel, (reduced_by[0].numpy(), bool(reduced_by[1]))
-    args = (flat(grad), flat(y), flat(x), w.detach().contiguous().numpy(), strides, *reading, one,
+        pairs = grad.reshape(-1, grad.shape[-1])
+        reduced = pairs.ne(0).any(1).nonzero().squeeze(1)
+        # torch's sigmoid takes the elements past a tensor's last whole block of vectors through a scalar exp, which
+        # rounds otherwise: the rows are gathered into a buffer of whole blocks, so that every one of them is
+        # rounded as in the whole output (a training batch's output is whole blocks)
+        count = len(reduced) * n * width
+        buffer = y.new_zeros(-(-count // SIGMOID_BLOCK) * SIGMOID_BLOCK)
+        y_rows = buffer[:count].view(len(reduced), n, width)
+        torch.index_select(y.detach().reshape(-1, n, width), 0, reduced, out=y_rows)
+        if sums:
+            buffer.sigmoid_()
+        rows = torch.full((pairs.shape[0],), -1, dtype=torch.int64)
+        rows[reduced] = torch.arange(len(reduced))
+        outputs = y_rows.numpy(), rows.numpy()
+    args = (flat(grad), *outputs, flat(x), w.detach().contiguous().numpy(), strides, *reading, one,
             np.array(needs_small), flat(grad_x))
     run_each(kernel,
              [(*args, partial_w[t], partial_bias[t], small.numpy(), bounds[t], bounds[t + 1])
@@ -410,8 +434,8 @@ class ProjectedExtrema(torch.autograd.Function):
     @staticmethod
     def forward(ctx, object_mask: torch.Tensor, exclude_self: bool, x, w, bias, *small):
         ctx.set_materialize_grads(False)
-        extrema, y = projected_extrema(x, w, bias, small, object_mask, exclude_self, store=True)
-        ctx.save_for_backward(x, w, y, object_mask)
+        extrema, sums = projected_extrema(x, w, bias, small, object_mask, exclude_self, store=True, sums=True)
+        ctx.save_for_backward(x, w, sums, object_mask)
         ctx.exclude_self, ctx.has_small = exclude_self, [s is not None for s in small]
         return extrema
 
@@ -429,7 +453,7 @@ class ProjectedExtrema(torch.autograd.Function):
         need_x, need_w, need_bias = ctx.needs_input_grad[2:5]
         needs_small = [has and need for has, need in zip(ctx.has_small, ctx.needs_input_grad[5:])]
         grad_x, grad_w, grad_bias, grad_small = sparse_permuted_backward(
-            n, grad, y, x, w, needs_small, (object_mask, ctx.exclude_self))
+            n, grad, y, x, w, needs_small, (object_mask, ctx.exclude_self), True)
         return (None, None, grad_x if need_x and has_x else None, grad_w if need_w and has_w else None,
                 grad_bias if need_bias else None) + tuple(grad_small)
 

@@ -606,10 +606,11 @@ def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, g
 # over k (as ``extrema_backward_kernel``, from y itself: the forward's extrema are the sigmoid of the sums' and may
 # differ from y's by the sigmoid's rounding), gives each tied entry its share and scatters its pre-activation's
 # gradient as the sparse kernel does, positions in the same order: the same numbers as the two kernels in a row.
-# grad is the extrema's gradient [B, N^2, 2 out], y the output [B, N^3, out].
+# grad is the extrema's gradient [B, N^2, 2 out]; the output y is read at the pairs with a gradient alone, so it
+# comes as those pairs' rows side by side, [P, N, out], ``rows[b N^2 + pair]`` the row of pair ``pair`` of state b.
 @njit(nogil=True, cache=True, error_model="numpy")
-def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one, has_small, grad_x, grad_w, grad_bias,
-                                     small, start, stop):  # pragma: no cover - compiled
+def extrema_permuted_backward_kernel(grad, y, rows, x, w, strides, real, exclude, one, has_small, grad_x, grad_w,
+                                     grad_bias, small, start, stop):  # pragma: no cover - compiled
     width = y.shape[2]
     n = real.shape[1]
     digits = np.empty(3, np.int64)
@@ -641,7 +642,7 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
                 excluded[k] = is_excluded(real, b, k, digits, 2, exclude)
             most[:] = -np.inf if padded == 0 else 0.0
             least[:] = np.inf if padded == 0 else 1.0
-            first = pair * n
+            row = y[rows[b * n * n + pair]]
             for k in range(limit):
                 if excluded[k]:
                     for c in range(width):
@@ -649,8 +650,8 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
                         least[c] = min(least[c], 1.0)
                 else:
                     for c in range(width):
-                        most[c] = max(most[c], y[b, first + k, c])
-                        least[c] = min(least[c], y[b, first + k, c])
+                        most[c] = max(most[c], row[k, c])
+                        least[c] = min(least[c], row[k, c])
             for c in range(width):
                 ties_max[c] = padded if most[c] == 0.0 else 0
                 ties_min[c] = padded if least[c] == 1.0 else 0
@@ -661,7 +662,7 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
                         ties_min[c] += least[c] == 1.0
                 else:
                     for c in range(width):
-                        v = y[b, first + k, c]
+                        v = row[k, c]
                         ties_max[c] += v == most[c]
                         ties_min[c] += v == least[c]
             for c in range(width):
@@ -672,7 +673,7 @@ def extrema_permuted_backward_kernel(grad, y, x, w, strides, real, exclude, one,
                     continue
                 nonzero = False
                 for c in range(width):
-                    v = y[b, first + k, c]
+                    v = row[k, c]
                     g[c] = (share_max[c] if v == most[c] else 0.0) + (share_min[c] if v == least[c] else 0.0)
                     pre[c] = g[c] * (one - v) * v
                     nonzero = nonzero or pre[c] != 0.0
