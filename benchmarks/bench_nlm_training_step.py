@@ -6,8 +6,8 @@
 
 Per domain, one process builds the authors' NLM (breadth 3, depth 5, TN head with learned sigma, residual h_FF,
 LM-cut bound) twice with the same initial weights: once from the current ``tnlib.learning.nlm`` ("after") and once
-from ``--before``'s copy of that module ("before", read with ``git show``, by default the revision before the
-training-step work). The two take turns on the same batches of data/paper's training split (batch 64, AdamW, the
+from ``--before``'s copies of that module, its autograd functions and its numba kernels ("before", read with
+``git show``, by default the revision before the training-step work). The two take turns on the same batches of data/paper's training split (batch 64, AdamW, the
 gradient clip of ``tnlib train``), one step each, so that the machine's load falls on both alike; the medians of the
 timed steps (after ``--warmup`` untimed ones) and their ratio are printed, in wall time and in the process's CPU
 time (on a machine whose cores other processes share, the CPU time is the steadier figure; with one thread on idle
@@ -62,13 +62,27 @@ def _load(path: Path, source: str):
     return module
 
 
+def _with_kernels(source: str | None, name: str) -> str | None:
+    """``source`` with its imports of ``tnlib.learning.nlm_kernels`` taken from the module ``name`` instead."""
+    if source is None:
+        return None
+    return source.replace("from tnlib.learning import nlm_kernels\n", f"import {name} as nlm_kernels\n").replace(
+        "from tnlib.learning.nlm_kernels import", f"from {name} import")
+
+
 def module_at(revision: str, folder: Path):
-    """``tnlib.learning.nlm`` as it was at ``revision``, loaded as a module of its own; where that revision keeps
-    the NLM's autograd functions in ``nlm_autograd``, its copy of that module too (the numba kernels are today's)."""
+    """``tnlib.learning.nlm`` as it was at ``revision``, loaded as a module of its own, with that revision's copies
+    of the modules it builds on where it has them: ``nlm_autograd`` (the NLM's autograd functions) and
+    ``nlm_kernels`` (the numba kernels), so that "before" runs that revision's code throughout."""
     source = _source_at(revision, "tnlib/learning/nlm.py")
     if source is None:
         raise SystemExit(f"{revision} has no tnlib/learning/nlm.py")
     autograd_source = _source_at(revision, "tnlib/learning/nlm_autograd.py")
+    kernels_source = _source_at(revision, "tnlib/learning/nlm_kernels.py")
+    if kernels_source is not None:
+        kernels = _load(folder / f"nlm_kernels_{revision}.py", kernels_source)
+        sys.modules[kernels.__name__] = kernels
+        source, autograd_source = (_with_kernels(text, kernels.__name__) for text in (source, autograd_source))
     if autograd_source is not None:
         autograd = _load(folder / f"nlm_autograd_{revision}.py", autograd_source)
         sys.modules[autograd.__name__] = autograd
