@@ -23,7 +23,7 @@ from tnlib.distributions._moment_kernels import (
     _moment_state,
     _slopes,
     _statistic_block,
-    _straddles,
+    _straddles_loc,
     _value_element,
     _variance_t,
 )
@@ -123,7 +123,7 @@ def _straddling_columns() -> list[np.ndarray]:
 @pytest.mark.parametrize("which", [MEAN, VARIANCE, ENTROPY], ids=["mean", "variance", "entropy"])
 def test_straddling_pass_is_within_a_few_ulps_of_the_per_element_branches(which):
     columns = _straddling_columns()
-    straddling = np.array([_straddles(*row) for row in zip(*columns)])
+    straddling = np.array([_straddles_loc(*row) for row in zip(*columns)])
     assert 0.5 * straddling.size <= straddling.sum() < straddling.size  # (and narrow ones, left to the branches)
     got, expected = _block(which, columns), _per_element(which, columns)
     # the mean relative to max(|mean|, scale), the variance to itself, the entropy to max(1, |H|)
@@ -140,7 +140,7 @@ def test_straddling_pass_is_within_a_few_ulps_of_the_per_element_branches(which)
                                                    (5.0, 1e-3, 4.9, 5.0 + 1e-3), (-2.0, 10.0, -300.0, 10.0)])
 def test_straddling_pass_is_within_1_5e_15_of_mpmath(loc, scale, low, high):
     columns = [np.full(3, v) for v in (loc, scale, low, high)]
-    assert _straddles(loc, scale, low, high)
+    assert _straddles_loc(loc, scale, low, high)
     with mp.workdps(80):
         args = (mp.mpf(loc), mp.mpf(scale), mpf_bound(low), mpf_bound(high))
         mean, variance, entropy = (float(f(*args)) for f in (reference_mean, reference_variance, reference_entropy))
@@ -183,7 +183,7 @@ def _gradients(which: int, columns: list[np.ndarray], block: bool) -> np.ndarray
 @pytest.mark.parametrize("which", [MEAN, VARIANCE, ENTROPY], ids=["mean", "variance", "entropy"])
 def test_straddling_pass_gradients_are_within_1e_13_of_the_per_element_branches(which):
     columns = _straddling_columns()
-    straddling = np.array([_straddles(*row) for row in zip(*columns)])
+    straddling = np.array([_straddles_loc(*row) for row in zip(*columns)])
     got, expected = _gradients(which, columns, True), _gradients(which, columns, False)
     # each derivative relative to its natural size (the mean's of order 1, the variance's of order scale, the
     # entropy's of order 1/scale) where it is smaller

@@ -267,7 +267,7 @@ def _one_sided_element(x, loc, s, low):
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddles_loc(loc, s, low, high):
     """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
-    elements _straddling_log_prob_element holds for (those of tnlib.distributions._moment_kernels' _straddles)."""
+    elements _straddling_log_prob_element holds for, and those the moment kernels' straddling pass takes."""
     a = (low - loc) / s
     b = (high - loc) / s
     w = (high - low) / s

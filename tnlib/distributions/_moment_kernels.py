@@ -45,6 +45,7 @@ from tnlib.distributions._kernels import (
     _flat,
     _mills_element,
     _ndtr_element,
+    _straddles_loc,
     _threads,
 )
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
@@ -383,19 +384,8 @@ def _expm1(x):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _straddles(loc, s, low, high):
-    """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
-    elements _straddle_element holds for."""
-    a = (low - loc) / s
-    b = (high - loc) / s
-    w = (high - low) / s
-    return ((a < 0.0) & (b > 0.0) & (w * max(1.0, abs(a + 0.5 * w)) > 1.0) & (abs(a) < np.inf) & (abs(b) < np.inf)
-            & (1e-300 < s) & (s < 1e300))
-
-
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddle_state(loc, s, low, high):
-    """(a, b, log Z, p_a, p_b, E[t], Var[t]) of an element that _straddles, as _moment_state's straddling branch and
+    """(a, b, log Z, p_a, p_b, E[t], Var[t]) of an element that _straddles_loc, as _moment_state's straddling branch and
     _variance_t form them. (Elements that do not straddle are formed too, and discarded: the floor on Z keeps log's
     argument a normal float for them.)"""
     a = (low - loc) / s
@@ -413,7 +403,7 @@ def _straddle_state(loc, s, low, high):
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddle_gradient_element(which, loc, s, low, high):
-    """d statistic / d (loc, scale, low, high) of an element that _straddles, as _gradient_element and _slopes form
+    """d statistic / d (loc, scale, low, high) of an element that _straddles_loc, as _gradient_element and _slopes form
     them for a straddling element, in straight-line code."""
     a, b, _, p_a, p_b, mean_t, v = _straddle_state(loc, s, low, high)
     dist_low = mean_t - a
@@ -437,7 +427,7 @@ def _straddle_gradient_element(which, loc, s, low, high):
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddle_element(which, loc, s, low, high):
-    """The mean, variance or entropy of an element that _straddles, as _moment_state's straddling branch and
+    """The mean, variance or entropy of an element that _straddles_loc, as _moment_state's straddling branch and
     _value_element compute it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector erf,
     log Z by log (Z >= 0.34 there: the interval holds loc and is over a scale wide), the mean's E[t] by an expm1 of
     the half gap."""
@@ -451,7 +441,7 @@ def _straddle_element(which, loc, s, low, high):
 
 @numba.njit(cache=True, error_model="numpy")
 def _regime_counts(loc, scale, low, high):
-    """(elements with a finite upper bound, elements that _straddles); the second count is skipped (0) where no
+    """(elements with a finite upper bound, elements that _straddles_loc); the second count is skipped (0) where no
     upper bound is finite, as in the batches a training or a search reads the mean of."""
     finite = 0
     for i in range(loc.shape[0]):
@@ -459,20 +449,20 @@ def _regime_counts(loc, scale, low, high):
     straddling = 0
     if finite > 0:
         for i in range(loc.shape[0]):
-            straddling += _straddles(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
+            straddling += _straddles_loc(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                                      np.float64(high[i]))
     return finite, straddling
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _straddle_pass(which, loc, scale, low, high, out):
-    """The vectorized loop of _straddle_element: each element that _straddles gets its value; each other keeps what
+    """The vectorized loop of _straddle_element: each element that _straddles_loc gets its value; each other keeps what
     it has where it has no upper bound (the one-sided mean's loop) and is NaN else."""
     for i in range(out.shape[0]):
         lo, hi = np.float64(low[i]), np.float64(high[i])
         value = _straddle_element(which, np.float64(loc[i]), np.float64(scale[i]), lo, hi)
         kept = out[i] if hi == np.inf else np.nan
-        out[i] = value if _straddles(np.float64(loc[i]), np.float64(scale[i]), lo, hi) else kept
+        out[i] = value if _straddles_loc(np.float64(loc[i]), np.float64(scale[i]), lo, hi) else kept
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -528,7 +518,7 @@ def _gradients_block(which, start, stop, grad, loc, scale, low, high, g_loc, g_s
             lo, hi = np.float64(low[i]), np.float64(high[i])
             s_loc, s_scale, s_low, s_high = _straddle_gradient_element(which, np.float64(loc[i]),
                                                                        np.float64(scale[i]), lo, hi)
-            straddles = _straddles(np.float64(loc[i]), np.float64(scale[i]), lo, hi)
+            straddles = _straddles_loc(np.float64(loc[i]), np.float64(scale[i]), lo, hi)
             kept = d_loc[i] if hi == np.inf else np.nan  # the one-sided mean's loop holds no element with a bound
             d_loc[i] = s_loc if straddles else kept
             d_scale[i] = s_scale if straddles else d_scale[i]
