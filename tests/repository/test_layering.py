@@ -20,8 +20,9 @@ TNLIB = Path(__file__).resolve().parents[2] / "tnlib"
 RANKS: dict[str, int] = {
     # The foundation: they import nothing of tnlib but each other (executors raises an error class), and every
     # stage may use them -- the paper's constants, every error, atomic writes, CPU or CUDA, the job runner,
-    # progress display, and the code's commit.
+    # progress display, the code's commit, and numba's on-disk cache kept fresh.
     "paper": 0, "errors": 0, "files": 0, "device": 0, "executors": 0, "progress": 0, "provenance": 0,
+    "kernel_cache": 0,
     "distributions": 1,
     # The package itself (tnlib/__init__.py): it re-exports TruncatedNormal, so it sits with distributions; data
     # and cli import it for __version__.

@@ -65,6 +65,9 @@ from tnlib.distributions._moment_kernels import (
     _is_narrow,
 )
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 
 @numba.njit(cache=True, error_model="numpy")

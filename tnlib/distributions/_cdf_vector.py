@@ -24,6 +24,9 @@ import numpy as np
 
 from tnlib.distributions import _vector_math
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 # the far tails the closed forms leave to the per-element kernel: a straddling element's |t| from here (Phi below
 # 1e-300, where the vector exp returns 0 and libm's a subnormal), and a mirrored frame element's survival function

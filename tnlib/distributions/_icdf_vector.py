@@ -32,6 +32,9 @@ import numpy as np
 from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _vector_mills, _wide, canonical_frame
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 # Phi^-1, which numba lacks: Acklam's rational approximation (relative error 1.2e-9), below p = 0.02425 in
 # q = sqrt(-2 log p), above it in p - 1/2; one Halley step on Phi(x) - p makes it exact to rounding

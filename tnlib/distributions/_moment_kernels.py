@@ -50,6 +50,9 @@ from tnlib.distributions._kernels import (
 )
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
 from tnlib.distributions._series import _FRACTION_START
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 MEAN, VARIANCE, ENTROPY = 0, 1, 2
 STATISTICS = {"mean": MEAN, "variance": VARIANCE, "entropy": ENTROPY}

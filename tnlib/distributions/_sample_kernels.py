@@ -34,6 +34,9 @@ import torch
 from tnlib.distributions._kernels import _flat, _threads
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM, _is_narrow
 from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _SQRT_2PI, _UNIFORM
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)

@@ -27,6 +27,10 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
+
 
 @intrinsic
 def _bits(typingctx, x):

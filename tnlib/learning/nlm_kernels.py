@@ -11,6 +11,10 @@ import numpy as np
 import torch
 from numba import njit
 
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
+
 
 @njit(nogil=True, cache=True)
 def kept_objects(m, r, n, kept):  # pragma: no cover - compiled

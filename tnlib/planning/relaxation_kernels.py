@@ -27,6 +27,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from tnlib.kernel_cache import cache_by_folder_sources
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
+
 INF_DIST = np.int64(1) << 40  # "unreachable" inside kernels; becomes math.inf outside
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from tnlib.errors import TaskError
+from tnlib.kernel_cache import cache_by_folder_sources
 from tnlib.planning.pddl import (
     describe_pyperplan_error,
     parse_domain,
@@ -34,6 +35,8 @@ from tnlib.planning.pddl import (
     quiet_pyperplan,
     resolve_domain,
 )
+
+cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 State = bytes
 
