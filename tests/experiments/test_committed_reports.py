@@ -17,6 +17,8 @@ from tnlib.experiments.running.rerun_check import (CHECKED_REPORT, COMPARED, CUR
                                            check, check_curve, check_model_curves, committed_rows, confirmed_kinds,
                                            curve_differences, curve_run, differences, made_here, record_reference,
                                            report_machine)
+from tnlib.files import read_jsonl
+from tnlib.learning.run_files import RunDir
 
 
 @pytest.mark.slow
@@ -134,7 +136,7 @@ def test_a_committed_curve_that_the_code_does_not_reproduce_is_named_value_by_va
     run = tmp_path / source.name
     run.mkdir()
     (run / "config.json").write_text((source / "config.json").read_text())
-    first = json.loads((source / "curves.jsonl").read_text().splitlines()[0])
+    first = read_jsonl(RunDir(source).curves_file)[0]
     assert first["step"] == 100
     (run / "curves.jsonl").write_text(json.dumps({**first, "val_mse": 12345.0}) + "\n")
     lines = curve_differences(run, 100)

@@ -1,11 +1,12 @@
-"""Exported records: a results folder copied without its checkpoints, planning records compressed, reads and
-renders as the folder itself does."""
+"""Exported records: a results folder copied without its checkpoints, planning records and curves compressed, reads
+and renders as the folder itself does."""
 from __future__ import annotations
 
 import contextlib
 import gzip
 import io
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,8 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_an_export_holds_every_record_but_the_checkpoints_with_planning_records_compressed(results, tmp_path):
+def test_an_export_holds_every_record_but_the_checkpoints_with_planning_records_and_curves_compressed(results,
+                                                                                                     tmp_path):
     out = tmp_path / "records"
     export = export_records(results, out)
     source, copied = _files(results), _files(out)
@@ -52,15 +54,18 @@ def test_an_export_holds_every_record_but_the_checkpoints_with_planning_records_
     assert not any(Path(name).name.startswith(".") for name in copied)
     planning = {name for name in source if Path(name).name.startswith(("planning-", "baseline-"))}
     assert len(planning) == 4  # N's two estimates, TN's one, h_FF's baseline
-    for name in planning:  # compressed, and the same bytes inside
+    curves = {name for name in source if Path(name).name == RunDir.CURVES}
+    assert len(curves) == 2
+    for name in planning | curves:  # compressed, and the same bytes inside
         assert name not in copied and gzip.decompress(copied[name + ".gz"]) == source[name]
-    others = {name for name in source if not name.endswith(".pt") and not Path(name).name.startswith(".")} - planning
+    compressed = planning | curves
+    others = {name for name in source if not name.endswith(".pt") and not Path(name).name.startswith(".")} - compressed
     assert {name: copied[name] for name in others} == {name: source[name] for name in others}
     assert (export.runs, export.tested, export.files) == (2, 2, len(copied))
     assert export.written_bytes == sum(map(len, copied.values()))
     assert export.left_out_bytes == sum(len(data) for name, data in source.items() if name.endswith(".pt"))
-    assert export.planning_bytes == sum(len(source[name]) for name in planning)
-    assert export.compressed_planning_bytes == sum(len(copied[name + ".gz"]) for name in planning)
+    assert export.record_bytes == sum(len(source[name]) for name in compressed)
+    assert export.compressed_record_bytes == sum(len(copied[name + ".gz"]) for name in compressed)
 
 
 def test_the_tables_and_reports_of_an_export_are_those_of_its_results_folder(results, tmp_path):
@@ -70,7 +75,8 @@ def test_the_tables_and_reports_of_an_export_are_those_of_its_results_folder(res
     for folder, rendered in ((results, tmp_path / "from-runs"), (out, tmp_path / "from-export")):
         code, _ = run_cli(["report", str(folder), "--out", str(rendered)])
         assert code == 0
-    for name in ("accuracy.md", "planning.md", "planning-seeds.csv", "accuracy-seeds.csv"):
+    for name in ("accuracy.md", "planning.md", "planning-seeds.csv", "accuracy-seeds.csv", "training_curves.html",
+                 "figure2.html"):
         assert (tmp_path / "from-export" / name).read_text() == (tmp_path / "from-runs" / name).read_text(), name
 
 
@@ -104,6 +110,32 @@ def test_a_folder_with_both_forms_of_a_planning_record_is_read_from_the_plain_on
     assert RunDir.estimate_of(run / "planning-plan-set-clip.jsonl.gz") == "clip"
     assert RunDir.planned_split_of(run / "planning-plan-set-clip.jsonl.gz") == "plan-set"
     assert RunDir.planned_split_of(run / "planning-default.jsonl.gz") == "plan"
+
+
+def test_a_run_reads_its_exported_curve_where_only_that_is_there_and_training_writes_the_plain_one(results,
+                                                                                                   tmp_path):
+    folder = tmp_path / "records"
+    export_records(results, folder)
+    run = RunDir(next(path for path in folder.iterdir() if path.name.startswith("gripper-linear-TN-")))
+    source = RunDir(results / run.name)
+    assert run.curves_file == run.path / "curves.jsonl.gz" and run.training_curves_file == run.path / "curves.jsonl"
+    assert read_jsonl(run.curves_file) == read_jsonl(source.curves_file) and len(read_jsonl(run.curves_file)) == 2
+    run.training_curves_file.write_text(source.curves_file.read_text().splitlines(keepends=True)[0])
+    assert run.curves_file == run.training_curves_file  # both forms: the plain one, which training appends to
+    assert len(read_jsonl(run.curves_file)) == 1
+
+
+def test_training_an_exported_run_from_scratch_replaces_its_compressed_curve(results, tmp_path):
+    from tnlib.learning.training import read_run_config, train
+
+    folder = tmp_path / "records"
+    export_records(results, folder)
+    run = RunDir(next(path for path in folder.iterdir() if path.name.startswith("gripper-linear-TN-")))
+    config = read_run_config(run.path)
+    train(replace(config, out_dir=str(folder), progress=False), resume=False)
+    assert not (run.path / RunDir.CURVES_EXPORTED).exists()
+    assert run.curves_file == run.training_curves_file
+    assert read_jsonl(run.curves_file) and all("val_mse" in row for row in read_jsonl(run.curves_file))
 
 
 def test_export_records_names_a_missing_folder_and_refuses_one_inside_the_results(results, tmp_path):

@@ -414,12 +414,13 @@ def register_export_records(subparsers) -> None:
         description="Copy the run folders and own files of a results folder (sweep.json, the baselines, a plan "
                     "set's sub-folder) into another folder without their checkpoints (*.pt) -- every file "
                     "`tnlib report` reads (but --calibration, which needs the weights), so a report rendered from "
-                    "the copy re-renders from git. Planning records are written gzip-compressed (.jsonl.gz), "
-                    "reproducibly; every reader of a results folder takes them. Exporting again replaces what "
-                    "changed.")
+                    "the copy re-renders from git. Planning records and curves are written gzip-compressed "
+                    "(.jsonl.gz), reproducibly; every reader of a results folder takes them. Exporting again "
+                    "replaces what changed.")
     parser.add_argument("results", help="a results folder (a sweep's --out), e.g. runs/paper-scale-wl")
     parser.add_argument("--out", required=True, help="the folder to copy into, e.g. reports/paper-scale-wl/records")
-    parser.add_argument("--plain", action="store_true", help="copy planning records as they are, uncompressed")
+    parser.add_argument("--plain", action="store_true",
+                        help="copy planning records and curves as they are, uncompressed")
     parser.set_defaults(func=_run_export_records)
     declare_outputs(parser, out="folder")
 
@@ -436,9 +437,9 @@ def _run_export_records(args) -> int:
     print(f"exported {export.runs} run{'' if export.runs == 1 else 's'} of {shown_path(args.results)} to "
           f"{shown_path(args.out)}: {export.files} files, {export.written_bytes / 2**20:.1f} MiB (checkpoints left "
           f"out: {export.left_out_bytes / 2**20:.1f} MiB)")
-    if export.planning_bytes:
-        print(f"planning records: {export.planning_bytes / 2**20:.2f} MiB"
-              + (f", compressed to {export.compressed_planning_bytes / 2**20:.2f} MiB" if not args.plain else ""))
+    if export.record_bytes:
+        print(f"planning records and curves: {export.record_bytes / 2**20:.2f} MiB"
+              + (f", compressed to {export.compressed_record_bytes / 2**20:.2f} MiB" if not args.plain else ""))
     if untested:
         print(f"{untested} of the runs have no test metrics yet (still training, or stopped): a report tables only "
               "tested runs; export again when they are done")

@@ -11,6 +11,7 @@ from pathlib import Path
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
+from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
 
 # TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts. The dataset root and the model's
@@ -106,7 +107,7 @@ def _run_train(args) -> int:
         if isinstance(err, OSError) and err.filename is not None:  # a path the system refused: said with a remedy
             raise
         raise CommandError(name_flags(str(err), TrainConfig, TRAIN_FLAGS)) from None
-    best = json.loads(RunDir(run_dir).curves_file.read_text().splitlines()[-1])
+    best = read_jsonl(RunDir(run_dir).training_curves_file)[-1]
     print(f"{run_dir}: {config.steps} steps, last validation MSE {best['val_mse']:.4g}")
     return 0
 

@@ -5,6 +5,7 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
     config.json               the TrainConfig
     data.json                 the data the run trained and validated on: splits, instances and states used
     curves.jsonl              one line per validation: step, training loss, validation NLL and MSE, seconds
+                              (curves.jsonl.gz instead in exported records: ``tnlib export-records`` compresses it)
     best.pt, best-nll.pt      the weights with the best validation MSE / NLL
     last.pt                   the resumable checkpoint (optimizer, sampler state)
     pruned.json               instead of last.pt, in a finished run whose resume checkpoints were removed to save
@@ -51,6 +52,8 @@ class RunDir:
     CONFIG = "config.json"
     DATA = "data.json"
     CURVES = "curves.jsonl"
+    # A finished run's curve as exported records hold it (tnlib export-records): read, never appended to.
+    CURVES_EXPORTED = CURVES + COMPRESSED_SUFFIX
     BEST = "best.pt"
     BEST_NLL = "best-nll.pt"
     LAST = "last.pt"
@@ -87,6 +90,15 @@ class RunDir:
 
     @property
     def curves_file(self) -> Path:
+        """The run's validation records as a reader finds them: ``curves.jsonl``, or where only an exported copy
+        is there, ``curves.jsonl.gz`` (read_jsonl reads either)."""
+        exported = self.path / self.CURVES_EXPORTED
+        return exported if exported.is_file() and not self.training_curves_file.is_file() else (
+            self.training_curves_file)
+
+    @property
+    def training_curves_file(self) -> Path:
+        """``curves.jsonl``: the file training writes, one line appended per validation."""
         return self.path / self.CURVES
 
     @property

@@ -511,7 +511,7 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
     train_data, val_data, run_dir = parts.train_data, parts.val_data, run.path
     step, best_val_mse, best_val_nll, loss_sum, loss_count, elapsed_before = 0, math.inf, math.inf, 0.0, 0, 0.0
 
-    last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.curves_file, run.best_nll
+    last_path, best_path, curves_path, best_nll_path = run.last, run.best, run.training_curves_file, run.best_nll
     checkpoint = read_resume_checkpoint(run) if resume else None
     if checkpoint is None and resume and run.pruned_file.is_file():
         return _finished_pruned_run(run, config, model_kwargs)
@@ -532,8 +532,8 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
         starts = [record for record in run.training_starts() if record["step"] <= step]
         atomic_write_text(run.machines_file, "".join(json.dumps(record) + "\n" for record in starts))
     else:
-        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path, run.machines_file,
-                      run.pruned_file):
+        for stale in (last_path, run.last_previous, best_path, best_nll_path, curves_path,
+                      run.path / run.CURVES_EXPORTED, run.machines_file, run.pruned_file):
             stale.unlink(missing_ok=True)
         curves_path.touch()
     trains = checkpoint is None or step < config.steps  # a pass over a trained run (a planner's) leaves its record be

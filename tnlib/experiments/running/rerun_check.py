@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import tempfile
 from dataclasses import replace
@@ -210,7 +211,7 @@ def curve_run(folder: str | os.PathLike, machine: str, steps: int = CURVE_STEPS)
         early = [row for row in stretches if row["step"] < steps]
         if not early or early[0]["step"] != 0 or any(row["machine"] != machine for row in early):
             continue
-        if any(row["step"] >= steps for row in read_jsonl(run / "curves.jsonl")):
+        if any(row["step"] >= steps for row in read_jsonl(RunDir(run).curves_file)):
             return run
     return None
 
@@ -219,7 +220,6 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
     """:func:`curve_differences` computed by the tnlib of ``commit`` (``git archive`` into a temporary folder, run in
     a child process that imports only it, on this checkout's datasets). A :class:`LookupError` where git or the
     commit is not there."""
-    import json
     import subprocess
     import sys
 
@@ -236,11 +236,22 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
                   "except ModuleNotFoundError:\n    from tnlib.experiments.rerun_check import curve_differences\n"
                   "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
         env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}
-        done = subprocess.run([sys.executable, "-P", "-c", script, str(Path(run).resolve()), str(steps)],
+        done = subprocess.run([sys.executable, "-P", "-c", script, str(_plain_copy(Path(run), Path(code))), str(steps)],
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"retraining {Path(run).name} with commit {commit} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _plain_copy(run: Path, folder: Path) -> Path:
+    """``run``'s configuration and curve in a run folder of their own under ``folder``, the curve as plain
+    ``curves.jsonl``: older code reads only that name, and exported records hold the curve compressed."""
+    copy = folder / "runs" / run.name
+    copy.mkdir(parents=True)
+    (copy / RunDir.CONFIG).write_bytes((run / RunDir.CONFIG).read_bytes())
+    rows = read_jsonl(RunDir(run).curves_file)
+    atomic_write_text(copy / RunDir.CURVES, "".join(json.dumps(row) + "\n" for row in rows))
+    return copy
 
 
 def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[str]:
@@ -249,11 +260,11 @@ def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[
     from tnlib.learning.training import read_run_config, train
 
     run = Path(run)
-    committed = [row for row in read_jsonl(run / "curves.jsonl") if row["step"] <= steps]
+    committed = [row for row in read_jsonl(RunDir(run).curves_file) if row["step"] <= steps]
     config = read_run_config(run)
     with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
         config = replace(config, steps=steps, out_dir=folder, run_name=None, progress=False)
-        rerun = read_jsonl(train(config) / "curves.jsonl")
+        rerun = read_jsonl(RunDir(train(config)).training_curves_file)
     lines = _curve_lines(rerun, committed, "", "committed")
     if len(rerun) != len(committed):
         lines.append(f"{len(rerun)} validations up to step {steps} now, {len(committed)} committed")
@@ -302,7 +313,7 @@ def model_curve(model: str, steps: int = CURVE_STEPS) -> list[dict]:
                                                                               residual="ff"),
                              data_root=str(REPO_ROOT / "data" / "small"), steps=steps, batch_size=64, eval_every=100,
                              seed=0, out_dir=folder, device="cpu", progress=False)
-        rows = read_jsonl(train(config) / "curves.jsonl")
+        rows = read_jsonl(RunDir(train(config)).training_curves_file)
     return [{name: repr(row[name]) for name in CURVE_FIELDS} for row in rows]
 
 
