@@ -62,10 +62,13 @@ clean-env:
 # .campaign/ and imported from there (python -P: not from the checkout, which moves on), with the checkout's data
 # and results folders; a change to that commit waits until the campaign ends, or the campaign starts again. One
 # one-thread lane per core (two spinning BLAS threads beside another process slowed training 2-50x), each running
-# the stages in order; the second lane starts a little later and skips the runs the first holds.
+# the stages in order; the second lane starts a little later and skips the runs the first holds. OpenBLAS runs its
+# Haswell (AVX2) kernels on every machine: they are the ones it picks on the AVX2 machines that trained the
+# campaign's first runs, and on an AVX-512 machine they give those runs' curves value for value, where the AVX-512
+# kernels OpenBLAS would pick there round NLM's training otherwise (reports/paper-scale-nlm5/README.md, One code).
 CAMPAIGN_CODE := 38b9e834
 CAMPAIGN_TREE := .campaign/$(CAMPAIGN_CODE)
-CAMPAIGN_PY := nice -n 19 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
+CAMPAIGN_PY := nice -n 19 env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
 	TNLIB_DATA=$(CURDIR)/data PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
 CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs \
 	$(if $(DEVICE),--device $(DEVICE))
@@ -92,20 +95,23 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 
 # Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
 # tnlib.experiments.rerun_check, from before experiments/ had wings.) Per domain, the first run whose first 300
-# steps were trained on this kind of machine is trained again from scratch for 300 steps and its validation curve
-# compared value for value (about a minute a domain; exit 1 where one differs).
+# steps were trained on the kind RERUN_KIND (default: this machine's, as the campaign's environment names it) is
+# trained again from scratch for 300 steps and its validation curve compared value for value (about a minute a
+# domain; exit 1 where one differs). RERUN_KIND="AMD EPYC, AVX2" checks the runs the AVX2 machines started.
+RERUN_KIND ?=
 paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN_PY) -c 'import sys; from pathlib import Path; \
 	from tnlib.device import machine_kind; from tnlib.files import read_jsonl; \
 	from tnlib.experiments.rerun_check import curve_differences; \
 	runs = sorted(p for p in Path("reports/paper-scale-nlm5/runs").iterdir() if (p / "machines.jsonl").is_file()); \
 	first = lambda p: read_jsonl(p / "machines.jsonl")[0]; \
-	ok = [p for p in runs if first(p)["step"] == 0 and first(p)["machine"] == machine_kind() \
+	kind = "$(RERUN_KIND)" or machine_kind(); \
+	ok = [p for p in runs if first(p)["step"] == 0 and first(p)["machine"] == kind \
 	      and any(r["step"] >= 300 for r in read_jsonl(p / "curves.jsonl"))]; \
 	chosen = {p.name.split("-")[0]: p for p in reversed(ok)}; \
 	found = {d: curve_differences(p, 300) for d, p in sorted(chosen.items())}; \
 	[print(chosen[d].name, "first 300 steps:", "\n  ".join(lines) or "identical") for d, lines in found.items()]; \
-	print("nothing trained on", machine_kind(), "to compare") if not found else None; \
+	print("nothing trained on", kind, "to compare") if not found else None; \
 	sys.exit(1 if any(found.values()) else 0 if found else 2)'
 
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
