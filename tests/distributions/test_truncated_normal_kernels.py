@@ -590,6 +590,22 @@ def test_cdf_of_a_batch_split_among_threads_equals_the_serial_pass():
     assert np.array_equal(serial, parallel, equal_nan=True)
 
 
+def test_cdf_pass_of_straddling_elements_is_within_a_few_ulps_of_mpmath_where_the_tails_pass_one_half():
+    # a lower bound just under loc, the value just above it (the mass below the value formed as a sum of erf's,
+    # not as 1 less the mass above it, which cancels there), and values below loc near and far from the bound
+    rows = [(x, 0.0, 1.0, a, b) for a in (-1e-4, -1e-3, -0.02, -0.3, -3.0) for b in (0.5, 2.0, math.inf)
+            for x in (a + 1e-3 * abs(a), 0.5 * a, 1e-3 * abs(a), 2e-4, 0.2)]
+    arrays = [np.array(column) for column in zip(*rows)]
+    got = np.empty(len(rows))
+    _cdf_vector_serial(*arrays, got, *_CDF_CONSTANTS)
+    with mp.workdps(50):
+        phi = lambda v: mp.ncdf(mp.mpf(v))  # noqa: E731
+        exact = [(phi(x) - phi(a)) / ((phi(b) if math.isfinite(b) else 1) - phi(a)) for x, _, _, a, b in rows]
+    error = [float(abs(g - e) / e) for g, e in zip(got, exact)]
+    worst = int(np.argmax(error))
+    assert error[worst] <= 4e-15, (rows[worst], got[worst], float(exact[worst]))
+
+
 @numba.njit(error_model="numpy")
 def _stretch_loop(a, length, mass, mean):
     for i in range(a.shape[0]):

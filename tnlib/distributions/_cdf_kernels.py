@@ -11,7 +11,8 @@ batch's widest exponent range allows: the same value to rounding).
 
 A CPU call of ``cdf`` runs first the vectorized pass of
 tnlib.distributions._cdf_vector over every element (the same masses in closed form and, on a narrow stretch, by a
-Hermite series: straight-line code, four elements at once under AVX2), forward or backward, and then this module's
+Hermite series: straight-line code, four elements at once under AVX2; forward, one loop per regime that forms the value
+alone), forward or backward, and then this module's
 per-element kernel on the elements that pass does not hold for: a value outside the support, the far tails (a
 straddling element's value 36 scales or more from loc, a frame element's density below exp(-700) of phi at its
 bound), a stretch too wide for the series with a negative slope (next to a narrow interval) and a NaN: about 7%
@@ -34,7 +35,7 @@ import numba
 import numpy as np
 import torch
 
-from tnlib.distributions._cdf_vector import cdf_element, gather_straddling
+from tnlib.distributions._cdf_vector import cdf_element, frame_cdf, gather_straddling, straddling_cdf
 from tnlib.distributions._icdf_vector import (
     ACKLAM_A,
     ACKLAM_B,
@@ -407,6 +408,24 @@ def _any_values(inverse, start, stop, value, loc, scale, low, high, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _cdf_chunk(count, stop, value, loc, scale, low, high, out):
+    """The cdf of a gathered chunk's elements [0, stop), its straddling elements first ([0, count)), NaN where not
+    held: two loops the compiler vectorizes form the value alone, each of one regime (straddling_cdf, frame_cdf);
+    the few elements they leave (a value within a short stretch of a bound) take cdf_element's formulas, one at a
+    time."""
+    for j in range(count):
+        x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j])
+        out[j] = x if held else np.nan
+    for j in range(count, stop):
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j])
+        out[j] = x if held else np.nan
+    for j in range(stop):
+        if math.isnan(out[j]):
+            x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < count)
+            out[j] = x if held else np.nan
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
@@ -420,9 +439,12 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
         count = gather_straddling(first, last, arrays, columns)
-        _straddling_values(inverse, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
-        _any_values(inverse, count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4],
-                    results)
+        if inverse:
+            _straddling_values(True, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
+            _any_values(True, count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4],
+                        results)
+        else:
+            _cdf_chunk(count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4], results)
         for j in range(last - first):
             out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):

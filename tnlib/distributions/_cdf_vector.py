@@ -12,8 +12,11 @@ value within a short stretch of a bound, a narrow interval -- the stretch's Herm
 a wide stretch with a negative slope, and for a value outside the support or a NaN, the element is marked not held
 and the caller takes the per-element kernel for it.
 
-Each lane forms both the frame's (a >= 0) and the straddling element's (a < 0) formulas and keeps one: a select
-costs less than the branch that would stop the loop vectorizing.
+cdf_element forms the value and the five derivatives, both the frame's (a >= 0) and the straddling element's (a < 0)
+formulas in each lane, and keeps one: a select costs less than the branch that would stop the loop vectorizing.
+The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one regime each (a chunk's
+elements are gathered by regime first), at a third of cdf_element's cost; a straddling element's masses there are
+sums of erf's where cdf_element's are differences, so it holds the elements whose two tails pass 1/2 too.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.ke
 # 1e-300, where the vector exp returns 0 and libm's a subnormal), and a mirrored frame element's survival function
 # below exp(-700) (a CDF up there is 1 less a mass that vanishes, which the pass forms as well as the kernel)
 _STRADDLE_END = 36.0
+_LOG_2 = math.log(2.0)
 _LOG_RESULT_FLOOR = -700.0
 
 
@@ -156,6 +160,85 @@ def gather_straddling(start, stop, arrays, columns):
         columns[4, row] = element[4]
         columns[5, row] = i
     return count
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _erf_and_erfc(y):
+    """(erf(y), erfc(y)) for y >= 0 from one erfc: erf by its series below 1/2, 1 - erfc beyond."""
+    complement = _vector_math.erfc(y)
+    return (_vector_math.erf_series(y) if y < _vector_math.ERF_SERIES_END else 1.0 - complement), complement
+
+
+# the cancellation straddling_cdf lets a wide head's difference of masses carry (at least 1/8 of the smaller mass
+# kept: a few ulps); a closer pair is left to the per-element kernel
+_STRADDLE_CANCELLATION = 8.0
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def straddling_cdf(value, loc, s, low, high):
+    """(cdf, held) of an element whose bounds straddle loc (canonical_frame's frame false), the value alone, from
+    erf(-a/sqrt 2)/2 and erf(b/sqrt 2)/2, the masses below and above loc (Z their sum): the mass below a value
+    above loc is erf(-a/sqrt 2)/2 + erf(t/sqrt 2)/2, a sum; below one under loc, within a short stretch of the
+    lower bound, the stretch's series (cdf_element's head: a difference of Phi's there would carry the rounding
+    of t, amplified), and beyond it whichever difference has the smaller terms: of the lower tails,
+    Phi(t) - Phi(a), or of the erf's. A value outside the support or 36 scales or more from loc is not held."""
+    a = (low - loc) / s
+    b = (high - loc) / s
+    t = (value - loc) / s
+    d = (value - low) / s
+    erf_a, erfc_a = _erf_and_erfc(-a * _SQRT_HALF)
+    erf_b, _ = _erf_and_erfc(b * _SQRT_HALF)
+    erf_t, erfc_t = _erf_and_erfc(abs(t) * _SQRT_HALF)
+    z = erf_a + erf_b  # (twice Z, as each mass below is twice its own)
+    below = t <= 0.0
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    narrow_head = (low > -math.inf) & (not _wide(a, d))
+    head_mass, _ = _stretch(a, d)
+    by_tails = erfc_t < erf_a
+    lower = (erfc_t - erfc_a) if by_tails else (erf_a - erf_t)
+    wide_lower = lower / z
+    # phi(a) J(a, d) / Z, the log of twice Z less log 2
+    narrow_lower = head_mass * _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - _vector_math.log(z) + _LOG_2)
+    result = (narrow_lower if narrow_head else wide_lower) if below else (erf_a + erf_t) / z
+    kept = (not below) | narrow_head | (min(erfc_t, erf_a) <= _STRADDLE_CANCELLATION * lower)
+    held = (value > low) & (value < high) & (t > -_STRADDLE_END) & (t < _STRADDLE_END) & kept
+    return min(max(result, 0.0), 1.0), held
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def frame_cdf(value, loc, s, low, high):
+    """(cdf, held) of a frame element (canonical_frame's frame true), the value alone: cdf_element's frame
+    formulas with only the side of the value the result is formed from -- the mass below it over M0, or for a
+    mirrored element the mass above it times the density -- and one narrow stretch's series, that side's."""
+    flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+    x = -value if flip else value
+    d = (x - c_low) / s
+    rest = (c_high - x) / s
+    no_b = c_high == math.inf
+    ad = a + d
+    side_start = ad if flip else a
+    side_length = rest if flip else d
+    narrow_side = (not (flip & no_b)) & (not _wide(side_start, side_length))
+    side_mass, _ = _stretch(side_start, side_length)
+    whole_mass, _ = _stretch(a, w)
+    m_a = _vector_mills(a)
+    m_ad = _vector_mills(ad)
+    m_b = _vector_mills(b)
+    m0 = whole_mass if narrow else m_a - _vector_math.exp(-w * (a + 0.5 * w)) * m_b
+    log_m0 = _vector_math.log(m0)
+    log_density = -d * (a + 0.5 * d) - log_m0
+    closed = (m_ad - _vector_math.exp(-rest * (ad + 0.5 * rest)) * m_b if flip
+              else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad)
+    side = side_mass if narrow_side else closed
+    result = side * _vector_math.exp(log_density) if flip else side / m0
+    # a wide stretch's closed form needs a non-negative slope
+    held = ((x > c_low) & (x < c_high) & (abs(a) < 1e300) & ((abs(b) < 1e300) | no_b)
+            & ((a >= 0.0) | narrow_side) & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
+    at_low = x <= c_low
+    at_high = x >= c_high
+    bound_value = (1.0 if at_low else 0.0) if flip else (0.0 if at_low else 1.0)
+    result = bound_value if (at_low | at_high) else min(max(result, 0.0), 1.0)
+    return result, held | ((at_low | at_high) & (c_low < c_high))
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
