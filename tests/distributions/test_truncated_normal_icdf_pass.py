@@ -27,7 +27,7 @@ from tnlib.distributions._cdf_kernels import (
     _icdf_vector_serial,
     cdf,
 )
-from tnlib.distributions._icdf_vector import icdf_element, ndtri_lower
+from tnlib.distributions._icdf_vector import icdf_by_newton, icdf_element, ndtri_lower
 from tnlib.files import REPO_ROOT
 
 
@@ -107,6 +107,33 @@ def test_icdf_vectorized_pass_holds_every_element_of_the_common_regimes():
     _icdf_held(*arrays, held)
     missed = [rows[i] for i in np.flatnonzero(~held)]
     assert not missed, missed[:5]
+
+
+@numba.njit(error_model="numpy")
+def _newton_loop(prob, loc, scale, low, high, narrow, out, held):
+    for i in range(out.shape[0]):
+        out[i], held[i] = icdf_by_newton(prob[i], loc[i], scale[i], low[i], high[i], narrow[i])
+
+
+def test_icdf_newton_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps_of_the_per_element_kernel():
+    # the elements the closed forms leave: narrow intervals away from loc, one-sided tails from 37 scales out, at
+    # probabilities across (0, 1) from 1e-12 to 1 - 1e-12, either side of loc (mirrored); closer to 0 or 1 the
+    # value may round to a bound, which the per-element kernel takes
+    prob = np.concatenate([np.linspace(1e-6, 1.0 - 1e-6, 41), [1e-12, 1e-9, 1.0 - 1e-9, 1.0 - 1e-12]])
+    narrow = [(low, low + width) for low in (0.7, 3.0, -40.0, 300.0) for width in (1e-9, 1e-4, 1e-3 / 300)]
+    far = [(low, math.inf) for low in (37.5, 50.0, 1e3, 1e4)] + [(-math.inf, -low) for low in (40.0, 1e3)]
+    rows = [(p, 0.25, 2.0, 0.25 + 2.0 * low, 0.25 + 2.0 * high, kind)
+            for kind, bounds in ((True, narrow), (False, far)) for low, high in bounds for p in prob]
+    arrays = [np.array(column) for column in zip(*rows)]
+    got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)
+    _newton_loop(*arrays, got, held)
+    assert held.all(), [rows[i] for i in np.flatnonzero(~held)[:5]]
+    expected = np.empty(len(rows))
+    _cdf_serial(True, *arrays[:5], expected, *_CONSTANTS)
+    size = np.maximum(np.abs(expected), np.abs(np.where(np.isinf(arrays[3]), arrays[4], arrays[3])))
+    error = np.abs(got - expected) / size
+    worst = int(error.argmax())
+    assert error[worst] <= 1e-14, (rows[worst], got[worst], expected[worst])
 
 
 def test_icdf_of_a_batch_split_among_threads_equals_the_serial_pass():

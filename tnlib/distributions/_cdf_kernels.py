@@ -21,11 +21,13 @@ regimes. The gradients' pass runs on one thread (the forward's splits among torc
 
 A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
 the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of
-a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass), and then the per-element
-kernel on what it leaves: the elements the per-element kernel takes Newton steps on (a narrow interval away from
-loc, a one-sided tail from about 37 scales out, a value whose offset from the bound would cancel), a straddling
-element with both tails above 1/2, probabilities of 0 or 1 and NaNs: none of the common regimes, and 39% of a batch
-spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side. A smaller batch, forward and
+a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass); forward, the elements
+it leaves that are narrow intervals away from loc or one-sided tails from about 37 scales out take its Newton steps
+(icdf_by_newton: five, vectorized, each kind gathered apart); the per-element kernel takes what is still left (a
+value whose offset from the bound would cancel, a straddling element with both tails above 1/2, a value that rounds
+to a bound, probabilities of 0 or 1 and NaNs: none of the common regimes) and, backward, every element the
+closed forms leave, 39% of a batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either
+side. A smaller batch, forward and
 backward, takes the per-element kernel alone, so that its first call does not wait for the pass's compile."""
 from __future__ import annotations
 
@@ -35,7 +37,13 @@ import numba
 import numpy as np
 import torch
 
-from tnlib.distributions._cdf_vector import cdf_element, frame_cdf, gather_straddling, straddling_cdf
+from tnlib.distributions._cdf_vector import (
+    canonical_frame,
+    cdf_element,
+    frame_cdf,
+    gather_straddling,
+    straddling_cdf,
+)
 from tnlib.distributions._icdf_vector import (
     ACKLAM_A,
     ACKLAM_B,
@@ -44,6 +52,7 @@ from tnlib.distributions._icdf_vector import (
     ACKLAM_TAIL_END,
     SQRT_2PI,
     TINY_LOG,
+    icdf_by_newton,
     icdf_element,
 )
 from tnlib.distributions._kernels import (
@@ -426,6 +435,37 @@ def _cdf_chunk(count, stop, value, loc, scale, low, high, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _icdf_newton_chunk(stop, columns, out, spare, solved):
+    """The icdf of the elements of a gathered chunk ([0, stop) of ``columns``) that ``out`` marks by a NaN, by
+    icdf_by_newton's steps, NaN where they do not hold: those elements gathered again into ``spare``, the narrow
+    intervals first, and a loop the compiler vectorizes over each kind, into ``solved``."""
+    narrow_count = 0
+    rest = stop
+    for j in range(stop):
+        if math.isnan(out[j]):
+            narrow = canonical_frame(columns[1, j], columns[2, j], columns[3, j], columns[4, j])[7]
+            if narrow:
+                row = narrow_count
+                narrow_count += 1
+            else:
+                rest -= 1
+                row = rest
+            for k in range(5):
+                spare[k, row] = columns[k, j]
+            spare[5, row] = j
+    for k in range(narrow_count):
+        x, held = icdf_by_newton(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True)
+        solved[k] = x if held else np.nan
+    for k in range(rest, stop):
+        x, held = icdf_by_newton(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False)
+        solved[k] = x if held else np.nan
+    for k in range(narrow_count):
+        out[np.int64(spare[5, k])] = solved[k]
+    for k in range(rest, stop):
+        out[np.int64(spare[5, k])] = solved[k]
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
@@ -435,6 +475,8 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
     not hold for by a NaN; a last loop computes those again by the per-element kernel, each in its own regime."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
+    spare = np.empty((6, _CHUNK))
+    solved = np.empty(_CHUNK)
     results = np.empty(_CHUNK)
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
@@ -443,6 +485,7 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
             _straddling_values(True, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
             _any_values(True, count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4],
                         results)
+            _icdf_newton_chunk(last - first, columns, results, spare, solved)
         else:
             _cdf_chunk(count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4], results)
         for j in range(last - first):

@@ -13,7 +13,9 @@ functions they invert. The derivatives are the implicit function theorem's, as t
 frame's dF/da from the closed-form masses and means of the cdf's pass (tnlib.distributions._cdf_vector: Mills'
 ratios, the mean excess, a narrow stretch's series) in place of Gauss-Legendre moments. An element the closed forms
 do not hold for (the Newton cases, a straddling element with both tails above 1/2, a probability of 0 or 1 or NaN,
-a derivative beyond exp(700)) is marked not held and left to the per-element kernel.
+a derivative beyond exp(700)) is marked not held; the forward pass takes icdf_by_newton's vectorized Newton steps
+for the two common Newton cases (a narrow interval away from loc, a far one-sided tail) and leaves the rest to the
+per-element kernel.
 
 Each lane forms both the frame's and the straddling element's formulas and keeps one, and one Phi^-1 serves
 every path (its argument selected first): a select costs less than the branch that would stop the loop vectorizing.
@@ -210,3 +212,95 @@ def icdf_element(prob, loc, s, low, high, straddling):
     if flip:  # odd under the mirror
         return -x, dx_dp, dx_dloc, -dx_ds, dx_du, dx_dl, held, held_derivatives
     return x, dx_dp, dx_dloc, dx_ds, dx_dl, dx_du, held, held_derivatives
+
+
+# Newton steps of icdf_by_newton, written out (a loop would stop the caller's loop vectorizing); from its starts
+# (the uniform on a narrow interval, the exponential far out) the fifth step's correction is at the rounding's
+# level: a few ulps of d, or of the bound x is formed from (far out, the log-mass's rounding moves d by about eps / a)
+_NEWTON_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _narrow_step(a, w, d, upper, target):
+    """One Newton step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
+    masses by the stretch's series; the new d, within [0, w]."""
+    start = a + d if upper else a
+    length = w - d if upper else d
+    mass, _ = _stretch(start, max(length, 0.0))
+    density = _vector_math.exp(-d * (a + 0.5 * d))
+    # the mass above d is J(a + d, w - d) times the density at d, relative to phi(a)
+    step = (mass - target / density) if upper else (target - mass) / density
+    return min(max(d + step, 0.0), w)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _tail_lower_step(a, d, m_a, target):
+    """One Newton step, far out in a one-sided tail, on the mass below d relative to phi(a) towards ``target``:
+    M(a) - exp(-d (a + d/2)) M(a + d), or within a short stretch of the bound the stretch's series (the difference
+    would cancel there)."""
+    density = _vector_math.exp(-d * (a + 0.5 * d))
+    series, _ = _stretch(a, d)
+    mass = m_a - density * _vector_mills(a + d) if _wide(a, d) else series
+    return max(d - (mass - target) / density, 0.0)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _tail_step(a, d, log_target):
+    """One Newton step, far out in a one-sided tail, on the log of the mass above d relative to phi(a),
+    log M(a + d) - d (a + d/2), towards ``log_target``: its slope is -1/M(a + d)."""
+    mills = _vector_mills(a + d)
+    return max(d + (_vector_math.log(mills) - d * (a + 0.5 * d) - log_target) * mills, 0.0)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def icdf_by_newton(prob, loc, s, low, high, narrow_known):
+    """(icdf, held) of an element the closed forms leave -- a narrow interval away from loc (``narrow_known``
+    true: canonical_frame's narrow) or a one-sided tail from about 37 scales out (false) -- by five Newton steps:
+    on a narrow interval on the mass below the value (above it past the median), each by the stretch's series,
+    from the uniform; far in a one-sided tail on the mass below the value (past the median, the log of the mass
+    above it), from the exponential. Held where the last step moved d by no more than a few ulps of d or of the
+    bound, and the element is of the kind said; the rest are the per-element kernel's."""
+    flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+    c_p = 1.0 - prob if flip else prob
+    c_q = prob if flip else 1.0 - prob
+    no_b = c_high == math.inf
+    upper = c_p > 0.5
+    if narrow_known:
+        # from the uniform, on whichever side of the median keeps the smaller mass
+        whole_mass, _ = _stretch(a, w)
+        target = (c_q if upper else c_p) * whole_mass
+        d = c_p * w
+        d = _narrow_step(a, w, d, upper, target)
+        d = _narrow_step(a, w, d, upper, target)
+        d = _narrow_step(a, w, d, upper, target)
+        d = _narrow_step(a, w, d, upper, target)
+        new_d = _narrow_step(a, w, d, upper, target)
+        kind = narrow & (whole_mass > 1e-290)
+    else:
+        # past the median on the log of the mass above the value, q M(a) (q = 1 - p is exact there), below it on
+        # the mass below, p M(a), which keeps d's relative accuracy where p is small (the log's would not)
+        # (both formed, one kept: a branch would stop the loop vectorizing)
+        m_a = _vector_mills(a)
+        start = -_vector_math.log(c_q) / a
+        log_target = _vector_math.log(c_q) + _vector_math.log(m_a)
+        d = _tail_step(a, start, log_target)
+        d = _tail_step(a, d, log_target)
+        d = _tail_step(a, d, log_target)
+        d = _tail_step(a, d, log_target)
+        upper_d = _tail_step(a, d, log_target)
+        upper_before = d
+        target = c_p * m_a
+        d = _tail_lower_step(a, start, m_a, target)
+        d = _tail_lower_step(a, d, m_a, target)
+        d = _tail_lower_step(a, d, m_a, target)
+        d = _tail_lower_step(a, d, m_a, target)
+        lower_d = _tail_lower_step(a, d, m_a, target)
+        new_d = upper_d if upper else lower_d
+        d = upper_before if upper else d
+        kind = (not narrow) & (a >= 1.0) & no_b
+    x = min(max(c_low + s * new_d, c_low), c_high)
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    held = (kind & (abs(new_d - d) <= _NEWTON_TOLERANCE * max(new_d, abs(c_low) / s)) & (new_d > 0.0)
+            & (new_d < w) & (c_p > TINY) & (c_q > TINY) & (s > 0.0) & (s < math.inf) & (abs(a) < 1e300)
+            & ((abs(b) < 1e300) | no_b))
+    return -x if flip else x, held
