@@ -24,11 +24,10 @@ the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel'
 a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass); forward, the elements
 it leaves that are narrow intervals away from loc or one-sided tails from about 37 scales out take its Newton steps
 (icdf_by_newton: five, vectorized, each kind gathered apart); the per-element kernel takes what is still left (a
-value whose offset from the bound would cancel, a straddling element with both tails above 1/2, a value that rounds
-to a bound, probabilities of 0 or 1 and NaNs: none of the common regimes) and, backward, every element the
-closed forms leave, 39% of a batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either
-side. A smaller batch, forward and
-backward, takes the per-element kernel alone, so that its first call does not wait for the pass's compile."""
+value whose offset from the bound would cancel, a value that rounds to a bound, probabilities of 0 or 1 and NaNs:
+none of the common regimes) and, backward, every element the closed forms leave, 39% of a batch spread over every
+regime from 1e-6 to 1e3 scales wide and 40 scales either side. A smaller batch, forward and backward, takes the
+per-element kernel alone, so that its first call does not wait for the pass's compile."""
 from __future__ import annotations
 
 import math
@@ -54,6 +53,7 @@ from tnlib.distributions._icdf_vector import (
     TINY_LOG,
     icdf_by_newton,
     icdf_element,
+    needs_newton,
 )
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -435,6 +435,22 @@ def _cdf_chunk(count, stop, value, loc, scale, low, high, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _newton_cases_last(start, stop, columns):
+    """Moves the elements of columns [start, stop) that only Newton steps invert (needs_newton) after the others,
+    which it returns the end of: the closed forms' loop skips them."""
+    end = stop
+    j = start
+    while j < end:
+        if needs_newton(columns[1, j], columns[2, j], columns[3, j], columns[4, j]):
+            end -= 1
+            for row in range(6):
+                columns[row, j], columns[row, end] = columns[row, end], columns[row, j]
+        else:
+            j += 1
+    return end
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _icdf_newton_chunk(stop, columns, out, spare, solved):
     """The icdf of the elements of a gathered chunk ([0, stop) of ``columns``) that ``out`` marks by a NaN, by
     icdf_by_newton's steps, NaN where they do not hold: those elements gathered again into ``spare``, the narrow
@@ -483,8 +499,9 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
         count = gather_straddling(first, last, arrays, columns)
         if inverse:
             _straddling_values(True, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
-            _any_values(True, count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4],
-                        results)
+            closed = _newton_cases_last(count, last - first, columns)
+            _any_values(True, count, closed, columns[0], columns[1], columns[2], columns[3], columns[4], results)
+            results[closed:last - first] = np.nan
             _icdf_newton_chunk(last - first, columns, results, spare, solved)
         else:
             _cdf_chunk(count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4], results)

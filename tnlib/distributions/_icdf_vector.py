@@ -12,7 +12,7 @@ approximation and one Halley step, erf^-1 three Newton steps from it, so the two
 functions they invert. The derivatives are the implicit function theorem's, as the per-element kernel's, with the
 frame's dF/da from the closed-form masses and means of the cdf's pass (tnlib.distributions._cdf_vector: Mills'
 ratios, the mean excess, a narrow stretch's series) in place of Gauss-Legendre moments. An element the closed forms
-do not hold for (the Newton cases, a straddling element with both tails above 1/2, a probability of 0 or 1 or NaN,
+do not hold for (the Newton cases, a probability of 0 or 1 or NaN,
 a derivative beyond exp(700)) is marked not held; the forward pass takes icdf_by_newton's vectorized Newton steps
 for the two common Newton cases (a narrow interval away from loc, a far one-sided tail) and leaves the rest to the
 per-element kernel.
@@ -32,7 +32,14 @@ import numba
 import numpy as np
 
 from tnlib.distributions import _vector_math
-from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _vector_mills, _wide, canonical_frame
+from tnlib.distributions._cdf_vector import (
+    _erf_and_erfc,
+    _ndtr_lower,
+    _stretch,
+    _vector_mills,
+    _wide,
+    canonical_frame,
+)
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
 from tnlib.kernel_cache import cache_by_folder_sources
 
@@ -142,11 +149,13 @@ def icdf_element(prob, loc, s, low, high, straddling):
     log_y = _log_or_minus_inf(k) - 0.5 * a * a - _LOG_SQRT_2PI
     by_erf = near_mode | near_loc
     representable = by_erf | (right & (log_y > TINY_LOG) & (k > 0.0))
-    # straddling: Z = 1 less the two tails; Phi^-1 of the mass below the value, or of that above it past 1/2
-    tail_a = _ndtr_lower(a)
-    tail_b = _ndtr_lower(-b)
-    tails = tail_a + tail_b
-    z_straddle = 1.0 - tails
+    # straddling: Z = erf(-a/sqrt 2)/2 + erf(b/sqrt 2)/2, the masses below and above loc (a sum: 1 less the two
+    # tails would cancel where they pass 1/2); Phi^-1 of the mass below the value, or of that above it past 1/2
+    erf_a, erfc_a = _erf_and_erfc(-a * _SQRT_HALF)
+    erf_b, erfc_b = _erf_and_erfc(b * _SQRT_HALF)
+    tail_a = 0.5 * erfc_a
+    tail_b = 0.5 * erfc_b
+    z_straddle = 0.5 * (erf_a + erf_b)
     lower_mass = tail_a + c_p * z_straddle
     below = lower_mass <= 0.5
     straddle_mass = lower_mass if below else tail_b + c_q * z_straddle
@@ -165,7 +174,7 @@ def icdf_element(prob, loc, s, low, high, straddling):
     x = frame_x if frame else straddle_x
     held_frame = representable & within & (d > 0.0) & (d < w) & (m0 > 1e-290)
     held = ((argument >= TINY) & (argument < 1.0) & (c_p > 0.0) & (c_q > 0.0) & (s > 0.0) & (s < math.inf)
-            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (held_frame if frame else tails < 0.5))
+            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (held_frame | (not frame)))
     # the derivatives: dx/dp = 1/pdf, dx/dlow = (1 - F) pdf(low)/pdf(x), dx/dhigh = F pdf(high)/pdf(x), as
     # logarithms; dx/dloc in the frame F_a / (s pdf(x)) (1 - dx/dlow - dx/dhigh cancels there), else that sum
     d = (x - c_low) / s
@@ -250,6 +259,18 @@ def _tail_step(a, d, log_target):
     log M(a + d) - d (a + d/2), towards ``log_target``: its slope is -1/M(a + d)."""
     mills = _vector_mills(a + d)
     return max(d + (_vector_math.log(mills) - d * (a + 0.5 * d) - log_target) * mills, 0.0)
+
+
+# a one-sided tail from here on: Phi^-1 of the mass above the value, below phi(a) < exp(-800), is not representable
+_CLOSED_FORMS_END = 40.0
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def needs_newton(loc, s, low, high):
+    """Whether icdf_element's closed forms hold for none of the element's probabilities: a narrow interval not
+    within half a scale of loc, or a one-sided tail from 40 scales out."""
+    _, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+    return (narrow & ((abs(a) > 0.5) | (abs(b) > 0.5))) | ((c_high == math.inf) & (a >= _CLOSED_FORMS_END))
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
