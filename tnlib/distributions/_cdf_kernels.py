@@ -417,16 +417,41 @@ def _any_values(inverse, start, stop, value, loc, scale, low, high, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_chunk(count, stop, value, loc, scale, low, high, out):
-    """The cdf of a gathered chunk's elements [0, stop), its straddling elements first ([0, count)), NaN where not
-    held: two loops the compiler vectorizes form the value alone, each of one regime (straddling_cdf, frame_cdf);
-    the few elements they leave (a value within a short stretch of a bound) take cdf_element's formulas, one at a
-    time."""
+def _narrow_last(start, stop, columns):
+    """Moves the elements of columns [start, stop) whose interval is narrow (canonical_frame's narrow) after the
+    others, whose end it returns."""
+    first, end = start, stop
+    while True:  # (each end moves past what is in place, so a chunk of one kind swaps nothing)
+        while first < end and not canonical_frame(columns[1, first], columns[2, first], columns[3, first],
+                                                  columns[4, first])[7]:
+            first += 1
+        while first < end and canonical_frame(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
+                                              columns[4, end - 1])[7]:
+            end -= 1
+        if first >= end:
+            return first
+        end -= 1
+        for row in range(6):
+            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
+        first += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdf_chunk(count, stop, columns, out):
+    """The cdf of a gathered chunk's elements [0, stop) of ``columns`` (gather_straddling's), its straddling elements
+    first ([0, count)), NaN where not held: loops the compiler vectorizes form the value alone, each of one regime
+    (straddling_cdf; frame_cdf on wide and on narrow intervals, these moved after the others); the few elements
+    they leave (a value within a short stretch of a bound) take cdf_element's formulas, one at a time."""
+    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
     for j in range(count):
         x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j])
         out[j] = x if held else np.nan
-    for j in range(count, stop):
-        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j])
+    wide = _narrow_last(count, stop, columns)
+    for j in range(count, wide):
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], False)
+        out[j] = x if held else np.nan
+    for j in range(wide, stop):
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], True)
         out[j] = x if held else np.nan
     for j in range(stop):
         if math.isnan(out[j]):
@@ -438,16 +463,20 @@ def _cdf_chunk(count, stop, value, loc, scale, low, high, out):
 def _newton_cases_last(start, stop, columns):
     """Moves the elements of columns [start, stop) that only Newton steps invert (needs_newton) after the others,
     which it returns the end of: the closed forms' loop skips them."""
-    end = stop
-    j = start
-    while j < end:
-        if needs_newton(columns[1, j], columns[2, j], columns[3, j], columns[4, j]):
+    first, end = start, stop
+    while True:  # (each end moves past what is in place, so a chunk of one kind swaps nothing)
+        while first < end and not needs_newton(columns[1, first], columns[2, first], columns[3, first],
+                                               columns[4, first]):
+            first += 1
+        while first < end and needs_newton(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
+                                           columns[4, end - 1]):
             end -= 1
-            for row in range(6):
-                columns[row, j], columns[row, end] = columns[row, end], columns[row, j]
-        else:
-            j += 1
-    return end
+        if first >= end:
+            return first
+        end -= 1
+        for row in range(6):
+            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
+        first += 1
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -504,7 +533,7 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
             results[closed:last - first] = np.nan
             _icdf_newton_chunk(last - first, columns, results, spare, solved)
         else:
-            _cdf_chunk(count, last - first, columns[0], columns[1], columns[2], columns[3], columns[4], results)
+            _cdf_chunk(count, last - first, columns, results)
         for j in range(last - first):
             out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):

@@ -206,10 +206,12 @@ def straddling_cdf(value, loc, s, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def frame_cdf(value, loc, s, low, high):
-    """(cdf, held) of a frame element (canonical_frame's frame true), the value alone: cdf_element's frame
-    formulas with only the side of the value the result is formed from -- the mass below it over M0, or for a
-    mirrored element the mass above it times the density -- and one narrow stretch's series, that side's."""
+def frame_cdf(value, loc, s, low, high, narrow_known):
+    """(cdf, held) of a frame element (canonical_frame's frame true) whose interval is narrow or not as
+    ``narrow_known`` says, the value alone: cdf_element's frame formulas with only the side of the value the
+    result is formed from -- the mass below it over M0, or for a mirrored element the mass above it times the
+    density -- by its closed form or narrow stretch's series; on a narrow interval M0 and that side by the series
+    alone, elsewhere M0 in closed form. An element not of the kind said is not held."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
     x = -value if flip else value
     d = (x - c_low) / s
@@ -220,20 +222,24 @@ def frame_cdf(value, loc, s, low, high):
     side_length = rest if flip else d
     narrow_side = (not (flip & no_b)) & (not _wide(side_start, side_length))
     side_mass, _ = _stretch(side_start, side_length)
-    whole_mass, _ = _stretch(a, w)
-    m_a = _vector_mills(a)
-    m_ad = _vector_mills(ad)
-    m_b = _vector_mills(b)
-    m0 = whole_mass if narrow else m_a - _vector_math.exp(-w * (a + 0.5 * w)) * m_b
-    log_m0 = _vector_math.log(m0)
-    log_density = -d * (a + 0.5 * d) - log_m0
-    closed = (m_ad - _vector_math.exp(-rest * (ad + 0.5 * rest)) * m_b if flip
-              else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad)
-    side = side_mass if narrow_side else closed
+    if narrow_known:
+        m0, _ = _stretch(a, w)
+        side = side_mass
+        kind = narrow & narrow_side
+    else:
+        m_a = _vector_mills(a)
+        m_ad = _vector_mills(ad)
+        m_b = _vector_mills(b)
+        m0 = m_a - _vector_math.exp(-w * (a + 0.5 * w)) * m_b
+        closed = (m_ad - _vector_math.exp(-rest * (ad + 0.5 * rest)) * m_b if flip
+                  else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad)
+        side = side_mass if narrow_side else closed
+        # a wide stretch's closed form needs a non-negative slope
+        kind = (not narrow) & ((a >= 0.0) | narrow_side)
+    log_density = -d * (a + 0.5 * d) - _vector_math.log(m0)
     result = side * _vector_math.exp(log_density) if flip else side / m0
-    # a wide stretch's closed form needs a non-negative slope
-    held = ((x > c_low) & (x < c_high) & (abs(a) < 1e300) & ((abs(b) < 1e300) | no_b)
-            & ((a >= 0.0) | narrow_side) & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
+    held = ((x > c_low) & (x < c_high) & (abs(a) < 1e300) & ((abs(b) < 1e300) | no_b) & kind
+            & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
     at_low = x <= c_low
     at_high = x >= c_high
     bound_value = (1.0 if at_low else 0.0) if flip else (0.0 if at_low else 1.0)
