@@ -1,9 +1,12 @@
 """tnlib's TruncatedNormal beside the truncated Gaussians a user would choose from: speed and accuracy in one run.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_peers.py [--points 100000] [--repeats 5]
+    OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_peers.py --call-parts --repeats 15 --clock cpu
 
-Its table (``--markdown``), with the commands that installed the peers, is in reports/truncated_normal_peers.md;
-an earlier one, before the cdf's and icdf's vectorized passes, in reports/speed.md (section 9, beside the peers).
+``--call-parts`` times instead tnlib's cdf and icdf calls against their compiled passes alone on the same inputs
+(where a call's time goes). Its table (``--markdown``), with the commands that installed the peers, is in
+reports/truncated_normal_peers.md; an earlier one, before the cdf's and icdf's vectorized passes, in
+reports/speed.md (section 9, beside the peers).
 
 Peers, each where it is installed (this script installs nothing; it says which are missing): numpyro's and
 TensorFlow Probability's (on JAX) ``TruncatedNormal``, both jit-compiled, torchrl's (its per-element distribution,
@@ -313,6 +316,37 @@ def best_times(functions: dict, repeats: int, clock=time.perf_counter) -> dict[s
     return best
 
 
+def call_parts(points: int, repeats: int, clock) -> None:
+    """tnlib's cdf and icdf on each regime's inputs: the public call (the distribution built inside it) against
+    its compiled pass alone on the same arrays, the medians of ``repeats`` interleaved calls, ms and ns an element."""
+    from tnlib.distributions import _cdf_kernels
+
+    rng = np.random.default_rng(0)
+    print(f"{'regime':<15s}{'method':<8s}{'call ms':>9s}{'kernel ms':>11s}{'call ns/el':>12s}{'kernel ns/el':>14s}")
+    for regime in ("moderate", "one-sided far", "narrow"):
+        v = regime_inputs(regime, points, rng)
+        t = {k: torch.from_numpy(a) for k, a in v.items()}
+        out = np.empty(points, dtype=np.float32)
+
+        def make():
+            return TruncatedNormal(t["loc"], t["scale"], t["low"], t["high"], validate_args=False)
+
+        for method, kernel, first in (("cdf", _cdf_kernels._cdf_vector_serial, "x"),
+                                      ("icdf", _cdf_kernels._icdf_vector_serial, "p")):
+            arrays = [v[k] for k in (first, "loc", "scale", "low", "high")]
+            calls = {"call": (lambda: make().icdf(t["p"])) if method == "icdf" else (lambda: make().cdf(t["x"])),
+                     "kernel": lambda: kernel(*arrays, out, *_cdf_kernels._CONSTANTS)}
+            times = {name: [] for name in calls}
+            for _ in range(repeats + 1):  # (the first round warms up)
+                for name, function in calls.items():
+                    started = clock()
+                    function()
+                    times[name].append(clock() - started)
+            call, alone = (float(np.median(times[name][1:])) for name in calls)
+            print(f"{regime:<15s}{method:<8s}{call * 1e3:9.2f}{alone * 1e3:11.2f}{call / points * 1e9:12.1f}"
+                  f"{alone / points * 1e9:14.1f}", flush=True)
+
+
 def versions(available: set) -> str:
     from importlib.metadata import version
 
@@ -336,9 +370,14 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true",
                         help="after the rows, the table of reports/truncated_normal_peers.md: per peer and method, "
                              "tnlib's time over the peer's in each regime, and how the peer fails where it does")
+    parser.add_argument("--call-parts", action="store_true",
+                        help="instead: tnlib's cdf and icdf calls against their compiled passes alone, medians")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
+    if args.call_parts:
+        call_parts(args.points, args.repeats, clock)
+        return
     warnings.simplefilter("ignore")
     wanted = set(args.peers.split(","))
     available = {name for name, module in PEERS.items()
