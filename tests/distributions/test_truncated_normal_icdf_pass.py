@@ -27,7 +27,7 @@ from tnlib.distributions._cdf_kernels import (
     _icdf_vector_serial,
     cdf,
 )
-from tnlib.distributions._icdf_vector import icdf_by_newton, icdf_element, ndtri_lower
+from tnlib.distributions._icdf_vector import icdf_by_halley, icdf_element, ndtri_lower
 from tnlib.files import REPO_ROOT
 
 
@@ -110,12 +110,12 @@ def test_icdf_vectorized_pass_holds_every_element_of_the_common_regimes():
 
 
 @numba.njit(error_model="numpy")
-def _newton_loop(prob, loc, scale, low, high, narrow, out, held):
+def _halley_loop(prob, loc, scale, low, high, narrow, out, held):
     for i in range(out.shape[0]):
-        out[i], held[i] = icdf_by_newton(prob[i], loc[i], scale[i], low[i], high[i], narrow[i])
+        out[i], held[i] = icdf_by_halley(prob[i], loc[i], scale[i], low[i], high[i], narrow[i])
 
 
-def test_icdf_newton_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps_of_the_per_element_kernel():
+def test_icdf_halley_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps_of_the_per_element_kernel():
     # the elements the closed forms leave: narrow intervals away from loc, one-sided tails from 37 scales out, at
     # probabilities across (0, 1) from 1e-12 to 1 - 1e-12, either side of loc (mirrored); closer to 0 or 1 the
     # value may round to a bound, which the per-element kernel takes
@@ -126,7 +126,7 @@ def test_icdf_newton_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps
             for kind, bounds in ((True, narrow), (False, far)) for low, high in bounds for p in prob]
     arrays = [np.array(column) for column in zip(*rows)]
     got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)
-    _newton_loop(*arrays, got, held)
+    _halley_loop(*arrays, got, held)
     assert held.all(), [rows[i] for i in np.flatnonzero(~held)[:5]]
     expected = np.empty(len(rows))
     _cdf_serial(True, *arrays[:5], expected, *_CONSTANTS)

@@ -22,8 +22,8 @@ regimes. The gradients' pass runs on one thread (the forward's splits among torc
 A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
 the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of
 a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass); forward, the elements
-it leaves that are narrow intervals away from loc or one-sided tails from about 37 scales out take its Newton steps
-(icdf_by_newton: five, vectorized, each kind gathered apart); the per-element kernel takes what is still left (a
+it leaves that are narrow intervals away from loc or one-sided tails from about 37 scales out take its Halley steps
+(icdf_by_halley: four, vectorized, each kind gathered apart); the per-element kernel takes what is still left (a
 value whose offset from the bound would cancel, a value that rounds to a bound, probabilities of 0 or 1 and NaNs:
 none of the common regimes) and, backward, every element the closed forms leave, 39% of a batch spread over every
 regime from 1e-6 to 1e3 scales wide and 40 scales either side. A smaller batch, forward and backward, takes the
@@ -51,9 +51,9 @@ from tnlib.distributions._icdf_vector import (
     ACKLAM_TAIL_END,
     SQRT_2PI,
     TINY_LOG,
-    icdf_by_newton,
+    icdf_by_halley,
     icdf_element,
-    needs_newton,
+    needs_iteration,
 )
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -460,15 +460,15 @@ def _cdf_chunk(count, stop, columns, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _newton_cases_last(start, stop, columns):
-    """Moves the elements of columns [start, stop) that only Newton steps invert (needs_newton) after the others,
+def _iterated_last(start, stop, columns):
+    """Moves the elements of columns [start, stop) that only iterations invert (needs_iteration) after the others,
     which it returns the end of: the closed forms' loop skips them."""
     first, end = start, stop
     while True:  # (each end moves past what is in place, so a chunk of one kind swaps nothing)
-        while first < end and not needs_newton(columns[1, first], columns[2, first], columns[3, first],
+        while first < end and not needs_iteration(columns[1, first], columns[2, first], columns[3, first],
                                                columns[4, first]):
             first += 1
-        while first < end and needs_newton(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
+        while first < end and needs_iteration(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
                                            columns[4, end - 1]):
             end -= 1
         if first >= end:
@@ -480,9 +480,9 @@ def _newton_cases_last(start, stop, columns):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _icdf_newton_chunk(stop, columns, out, spare, solved):
+def _icdf_iteration_chunk(stop, columns, out, spare, solved):
     """The icdf of the elements of a gathered chunk ([0, stop) of ``columns``) that ``out`` marks by a NaN, by
-    icdf_by_newton's steps, NaN where they do not hold: those elements gathered again into ``spare``, the narrow
+    icdf_by_halley's steps, NaN where they do not hold: those elements gathered again into ``spare``, the narrow
     intervals first, and a loop the compiler vectorizes over each kind, into ``solved``."""
     narrow_count = 0
     rest = stop
@@ -499,10 +499,10 @@ def _icdf_newton_chunk(stop, columns, out, spare, solved):
                 spare[k, row] = columns[k, j]
             spare[5, row] = j
     for k in range(narrow_count):
-        x, held = icdf_by_newton(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True)
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True)
         solved[k] = x if held else np.nan
     for k in range(rest, stop):
-        x, held = icdf_by_newton(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False)
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False)
         solved[k] = x if held else np.nan
     for k in range(narrow_count):
         out[np.int64(spare[5, k])] = solved[k]
@@ -528,10 +528,10 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
         count = gather_straddling(first, last, arrays, columns)
         if inverse:
             _straddling_values(True, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
-            closed = _newton_cases_last(count, last - first, columns)
+            closed = _iterated_last(count, last - first, columns)
             _any_values(True, count, closed, columns[0], columns[1], columns[2], columns[3], columns[4], results)
             results[closed:last - first] = np.nan
-            _icdf_newton_chunk(last - first, columns, results, spare, solved)
+            _icdf_iteration_chunk(last - first, columns, results, spare, solved)
         else:
             _cdf_chunk(count, last - first, columns, results)
         for j in range(last - first):

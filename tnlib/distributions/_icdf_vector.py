@@ -13,7 +13,7 @@ functions they invert. The derivatives are the implicit function theorem's, as t
 frame's dF/da from the closed-form masses and means of the cdf's pass (tnlib.distributions._cdf_vector: Mills'
 ratios, the mean excess, a narrow stretch's series) in place of Gauss-Legendre moments. An element the closed forms
 do not hold for (the Newton cases, a probability of 0 or 1 or NaN,
-a derivative beyond exp(700)) is marked not held; the forward pass takes icdf_by_newton's vectorized Newton steps
+a derivative beyond exp(700)) is marked not held; the forward pass takes icdf_by_halley's vectorized Halley steps
 for the two common Newton cases (a narrow interval away from loc, a far one-sided tail) and leaves the rest to the
 per-element kernel.
 
@@ -223,42 +223,47 @@ def icdf_element(prob, loc, s, low, high, straddling):
     return x, dx_dp, dx_dloc, dx_ds, dx_dl, dx_du, held, held_derivatives
 
 
-# Newton steps of icdf_by_newton, written out (a loop would stop the caller's loop vectorizing); from its starts
-# (the uniform on a narrow interval, the exponential far out) the fifth step's correction is at the rounding's
+# Halley steps of icdf_by_halley, written out (a loop would stop the caller's loop vectorizing); from its starts
+# (the uniform on a narrow interval, the exponential far out) the fourth step's correction is at the rounding's
 # level: a few ulps of d, or of the bound x is formed from (far out, the log-mass's rounding moves d by about eps / a)
-_NEWTON_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
+_STEP_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _narrow_step(a, w, d, upper, target):
-    """One Newton step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
-    masses by the stretch's series; the new d, within [0, w]."""
+    """One Halley step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
+    masses by the stretch's series; the new d, within [0, w]. Either mass's second derivative over its first is
+    the log-density's slope, -(a + d)."""
     start = a + d if upper else a
     length = w - d if upper else d
     mass, _ = _stretch(start, max(length, 0.0))
     density = _vector_math.exp(-d * (a + 0.5 * d))
-    # the mass above d is J(a + d, w - d) times the density at d, relative to phi(a)
-    step = (mass - target / density) if upper else (target - mass) / density
-    return min(max(d + step, 0.0), w)
+    # the mass above d is J(a + d, w - d) times the density at d, relative to phi(a); r is Newton's step
+    r = (target / density - mass) if upper else (mass - target) / density
+    return min(max(d - r / (1.0 + 0.5 * (a + d) * r), 0.0), w)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _tail_lower_step(a, d, m_a, target):
-    """One Newton step, far out in a one-sided tail, on the mass below d relative to phi(a) towards ``target``:
+    """One Halley step, far out in a one-sided tail, on the mass below d relative to phi(a) towards ``target``:
     M(a) - exp(-d (a + d/2)) M(a + d), or within a short stretch of the bound the stretch's series (the difference
     would cancel there)."""
     density = _vector_math.exp(-d * (a + 0.5 * d))
     series, _ = _stretch(a, d)
     mass = m_a - density * _vector_mills(a + d) if _wide(a, d) else series
-    return max(d - (mass - target) / density, 0.0)
+    r = (mass - target) / density
+    return max(d - r / (1.0 + 0.5 * (a + d) * r), 0.0)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _tail_step(a, d, log_target):
-    """One Newton step, far out in a one-sided tail, on the log of the mass above d relative to phi(a),
-    log M(a + d) - d (a + d/2), towards ``log_target``: its slope is -1/M(a + d)."""
-    mills = _vector_mills(a + d)
-    return max(d + (_vector_math.log(mills) - d * (a + 0.5 * d) - log_target) * mills, 0.0)
+    """One Halley step, far out in a one-sided tail, on the log of the mass above d relative to phi(a),
+    f = log M(a + d) - d (a + d/2), towards ``log_target``: f' = -1/M(u) and f''/f' = (1 - u M(u))/M(u) at
+    u = a + d."""
+    u = a + d
+    mills = _vector_mills(u)
+    r = -(_vector_math.log(mills) - d * (a + 0.5 * d) - log_target) * mills
+    return max(d - r / (1.0 - 0.5 * r * (1.0 - u * mills) / mills), 0.0)
 
 
 # a one-sided tail from here on: Phi^-1 of the mass above the value, below phi(a) < exp(-800), is not representable
@@ -266,7 +271,7 @@ _CLOSED_FORMS_END = 40.0
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def needs_newton(loc, s, low, high):
+def needs_iteration(loc, s, low, high):
     """Whether icdf_element's closed forms hold for none of the element's probabilities: a narrow interval not
     within half a scale of loc, or a one-sided tail from 40 scales out."""
     _, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
@@ -274,9 +279,9 @@ def needs_newton(loc, s, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def icdf_by_newton(prob, loc, s, low, high, narrow_known):
+def icdf_by_halley(prob, loc, s, low, high, narrow_known):
     """(icdf, held) of an element the closed forms leave -- a narrow interval away from loc (``narrow_known``
-    true: canonical_frame's narrow) or a one-sided tail from about 37 scales out (false) -- by five Newton steps:
+    true: canonical_frame's narrow) or a one-sided tail from about 37 scales out (false) -- by four Halley steps:
     on a narrow interval on the mass below the value (above it past the median), each by the stretch's series,
     from the uniform; far in a one-sided tail on the mass below the value (past the median, the log of the mass
     above it), from the exponential. Held where the last step moved d by no more than a few ulps of d or of the
@@ -294,7 +299,6 @@ def icdf_by_newton(prob, loc, s, low, high, narrow_known):
         d = _narrow_step(a, w, d, upper, target)
         d = _narrow_step(a, w, d, upper, target)
         d = _narrow_step(a, w, d, upper, target)
-        d = _narrow_step(a, w, d, upper, target)
         new_d = _narrow_step(a, w, d, upper, target)
         kind = narrow & (whole_mass > 1e-290)
     else:
@@ -307,12 +311,10 @@ def icdf_by_newton(prob, loc, s, low, high, narrow_known):
         d = _tail_step(a, start, log_target)
         d = _tail_step(a, d, log_target)
         d = _tail_step(a, d, log_target)
-        d = _tail_step(a, d, log_target)
         upper_d = _tail_step(a, d, log_target)
         upper_before = d
         target = c_p * m_a
         d = _tail_lower_step(a, start, m_a, target)
-        d = _tail_lower_step(a, d, m_a, target)
         d = _tail_lower_step(a, d, m_a, target)
         d = _tail_lower_step(a, d, m_a, target)
         lower_d = _tail_lower_step(a, d, m_a, target)
@@ -321,7 +323,7 @@ def icdf_by_newton(prob, loc, s, low, high, narrow_known):
         kind = (not narrow) & (a >= 1.0) & no_b
     x = min(max(c_low + s * new_d, c_low), c_high)
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    held = (kind & (abs(new_d - d) <= _NEWTON_TOLERANCE * max(new_d, abs(c_low) / s)) & (new_d > 0.0)
+    held = (kind & (abs(new_d - d) <= _STEP_TOLERANCE * max(new_d, abs(c_low) / s)) & (new_d > 0.0)
             & (new_d < w) & (c_p > TINY) & (c_q > TINY) & (s > 0.0) & (s < math.inf) & (abs(a) < 1e300)
             & ((abs(b) < 1e300) | no_b))
     return -x if flip else x, held
