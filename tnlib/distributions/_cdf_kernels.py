@@ -384,48 +384,22 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _straddling_values(inverse, start, stop, value, loc, scale, low, high, out):
-    """The vectorized pass's cdf (with ``inverse``, icdf) of straddling elements [start, stop), NaN where not
-    held: the frame's formulas are not formed."""
-    if inverse:
-        for j in range(start, stop):
-            x, _, _, _, _, _, held, _ = icdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
-                                                     np.float64(low[j]), np.float64(high[j]), True)
-            out[j] = x if held else np.nan
-    else:
-        for j in range(start, stop):
-            x, _, _, _, _, _, held, _ = cdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
-                                                    np.float64(low[j]), np.float64(high[j]), True)
-            out[j] = x if held else np.nan
+def _moves_last(iterated, j, columns):
+    """Whether element j of ``columns`` goes after the others: with ``iterated``, one that only iterations invert
+    (needs_iteration), else one whose interval is narrow (canonical_frame's narrow)."""
+    element = (columns[1, j], columns[2, j], columns[3, j], columns[4, j])
+    return needs_iteration(*element) if iterated else canonical_frame(*element)[7]
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _any_values(inverse, start, stop, value, loc, scale, low, high, out):
-    """The vectorized pass's cdf (with ``inverse``, icdf) of elements [start, stop) of any regime, NaN where not
-    held: each forms the frame's and the straddling element's formulas and keeps its own."""
-    if inverse:
-        for j in range(start, stop):
-            x, _, _, _, _, _, held, _ = icdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
-                                                     np.float64(low[j]), np.float64(high[j]), False)
-            out[j] = x if held else np.nan
-    else:
-        for j in range(start, stop):
-            x, _, _, _, _, _, held, _ = cdf_element(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
-                                                    np.float64(low[j]), np.float64(high[j]), False)
-            out[j] = x if held else np.nan
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _narrow_last(start, stop, columns):
-    """Moves the elements of columns [start, stop) whose interval is narrow (canonical_frame's narrow) after the
-    others, whose end it returns."""
+def _partition(iterated, start, stop, columns):
+    """Moves the elements of columns [start, stop) that _moves_last says after the others, whose end it returns;
+    each end moves past what is in place, so a chunk of one kind swaps nothing."""
     first, end = start, stop
-    while True:  # (each end moves past what is in place, so a chunk of one kind swaps nothing)
-        while first < end and not canonical_frame(columns[1, first], columns[2, first], columns[3, first],
-                                                  columns[4, first])[7]:
+    while True:
+        while first < end and not _moves_last(iterated, first, columns):
             first += 1
-        while first < end and canonical_frame(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
-                                              columns[4, end - 1])[7]:
+        while first < end and _moves_last(iterated, end - 1, columns):
             end -= 1
         if first >= end:
             return first
@@ -445,7 +419,7 @@ def _cdf_chunk(count, stop, columns, out):
     for j in range(count):
         x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j])
         out[j] = x if held else np.nan
-    wide = _narrow_last(count, stop, columns)
+    wide = _partition(False, count, stop, columns)
     for j in range(count, wide):
         x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], False)
         out[j] = x if held else np.nan
@@ -459,36 +433,26 @@ def _cdf_chunk(count, stop, columns, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _iterated_last(start, stop, columns):
-    """Moves the elements of columns [start, stop) that only iterations invert (needs_iteration) after the others,
-    which it returns the end of: the closed forms' loop skips them."""
-    first, end = start, stop
-    while True:  # (each end moves past what is in place, so a chunk of one kind swaps nothing)
-        while first < end and not needs_iteration(columns[1, first], columns[2, first], columns[3, first],
-                                               columns[4, first]):
-            first += 1
-        while first < end and needs_iteration(columns[1, end - 1], columns[2, end - 1], columns[3, end - 1],
-                                           columns[4, end - 1]):
-            end -= 1
-        if first >= end:
-            return first
-        end -= 1
-        for row in range(6):
-            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
-        first += 1
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _icdf_iteration_chunk(stop, columns, out, spare, solved):
-    """The icdf of the elements of a gathered chunk ([0, stop) of ``columns``) that ``out`` marks by a NaN, by
-    icdf_by_halley's steps, NaN where they do not hold: those elements gathered again into ``spare``, the narrow
-    intervals first, and a loop the compiler vectorizes over each kind, into ``solved``."""
+def _icdf_chunk(count, stop, columns, out, spare, solved):
+    """The icdf of a gathered chunk's elements [0, stop) of ``columns`` (gather_straddling's), its straddling
+    elements first ([0, count)), NaN where not held: icdf_element's closed forms in a loop the compiler vectorizes
+    for the straddling elements (the frame's formulas not formed) and another for the rest but those only
+    iterations invert (moved after them); then icdf_by_halley's steps for the elements left, gathered again into
+    ``spare`` with the narrow intervals first, a vectorized loop over each kind into ``solved``."""
+    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
+    for j in range(count):
+        x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], True)
+        out[j] = x if held else np.nan
+    closed = _partition(True, count, stop, columns)
+    for j in range(count, closed):
+        x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], False)
+        out[j] = x if held else np.nan
+    out[closed:stop] = np.nan
     narrow_count = 0
     rest = stop
     for j in range(stop):
         if math.isnan(out[j]):
-            narrow = canonical_frame(columns[1, j], columns[2, j], columns[3, j], columns[4, j])[7]
-            if narrow:
+            if canonical_frame(loc[j], scale[j], low[j], high[j])[7]:
                 row = narrow_count
                 narrow_count += 1
             else:
@@ -513,10 +477,11 @@ def _icdf_iteration_chunk(stop, columns, out, spare, solved):
 def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
-    _icdf_vector), a chunk's straddling elements in one loop and the others in another (gathered apart into
-    float64 columns, even where a chunk holds one kind only: the same loops over the arguments themselves took 34-44
-    ms instead of 10-15 ms on 1e5 narrow intervals in some calls, for a cause not found), and mark those they do
-    not hold for by a NaN; a last loop computes those again by the per-element kernel, each in its own regime."""
+    _icdf_vector: _cdf_chunk, _icdf_chunk), a chunk's straddling elements in one loop and the others in others
+    (gathered apart into float64 columns, even where a chunk holds one kind only: the same loops over the arguments
+    themselves took 34-44 ms instead of 10-15 ms on 1e5 narrow intervals in some calls, for a cause not found), and
+    mark those they do not hold for by a NaN; a last loop computes those again by the per-element kernel, each in
+    its own regime."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     spare = np.empty((6, _CHUNK))
@@ -526,11 +491,7 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
         last = min(first + _CHUNK, stop)
         count = gather_straddling(first, last, arrays, columns)
         if inverse:
-            _straddling_values(True, 0, count, columns[0], columns[1], columns[2], columns[3], columns[4], results)
-            closed = _iterated_last(count, last - first, columns)
-            _any_values(True, count, closed, columns[0], columns[1], columns[2], columns[3], columns[4], results)
-            results[closed:last - first] = np.nan
-            _icdf_iteration_chunk(last - first, columns, results, spare, solved)
+            _icdf_chunk(count, last - first, columns, results, spare, solved)
         else:
             _cdf_chunk(count, last - first, columns, results)
         for j in range(last - first):
