@@ -200,6 +200,8 @@ for dtype in (torch.float64, torch.float32):
     started = time.perf_counter()
     if method == "icdf":
         x = tn.icdf(torch.rand(n, dtype=dtype))
+    elif method == "cdf":
+        x = tn.cdf(3.0 * torch.rand(n, dtype=dtype) - 1.0)
     else:
         x = tn.entropy() if method == "entropy" else getattr(tn, method)
     forward = time.perf_counter() - started
@@ -209,7 +211,7 @@ for dtype in (torch.float64, torch.float32):
 
 
 def first_calls(sizes: list[int], method: str = "icdf") -> None:
-    """Seconds of a fresh process's first ``method`` call (icdf, mean, variance or entropy; forward, then backward)
+    """Seconds of a fresh process's first ``method`` call (icdf, cdf, mean, variance or entropy; forward, then backward)
     of each size: with numba's cache empty (everything compiled), then again in a second process that loads what
     the first cached."""
     print(f"torch {torch.__version__}, 1 thread, a fresh process's first {method} of n elements on [-1, 2], seconds"
@@ -242,7 +244,7 @@ def main() -> None:
     parser.add_argument("--first-calls", action="store_true",
                         help="time a fresh process's first icdf (or --first-call-method), numba's cache empty and "
                              "then filled, instead")
-    parser.add_argument("--first-call-method", choices=("icdf", "mean", "variance", "entropy"), default="icdf")
+    parser.add_argument("--first-call-method", choices=("icdf", "cdf", "mean", "variance", "entropy"), default="icdf")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="time the methods' table by the process's CPU time (the figures on a loaded machine) "
                              "or the wall clock (default)")
