@@ -15,8 +15,9 @@ and the caller takes the per-element kernel for it.
 cdf_element forms the value and the five derivatives, both the frame's (a >= 0) and the straddling element's (a < 0)
 formulas in each lane, and keeps one: a select costs less than the branch that would stop the loop vectorizing.
 The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one regime each (a chunk's
-elements are gathered by regime first), at a third of cdf_element's cost; a straddling element's masses there are
-sums of erf's where cdf_element's are differences, so it holds the elements whose two tails pass 1/2 too.
+elements are gathered by regime first), which drops the derivatives and the other regime's formulas; a straddling
+element's masses there are sums of erf's where cdf_element's are differences, so it holds the elements whose two
+tails pass 1/2 too.
 """
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def _erf_and_erfc(y):
 
 
 # the cancellation straddling_cdf lets a wide head's difference of masses carry (at least 1/8 of the smaller mass
-# kept: a few ulps); a closer pair is left to the per-element kernel
+# kept: a few ulps); a closer pair is left to cdf_element and the per-element kernel
 _STRADDLE_CANCELLATION = 8.0
 
 
