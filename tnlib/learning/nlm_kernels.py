@@ -351,8 +351,9 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
     width = grad_bias.shape[0]
     n = real.shape[1]
     run = n * width
-    # loop bounds and offsets from range variables only (a bound computed in the loop, or an index LLVM cannot
-    # prove non-negative, such as pair % n, kept the passes below scalar: 3-4x slower)
+    # loop bounds and offsets from range variables only, and a pair's runs as views indexed from 0: a bound computed
+    # in the loop, or an index LLVM cannot prove non-negative (pair % n, or first + q: numba tests each index for a
+    # negative value), keeps a pass scalar, 3-5x slower
     pairs = n * n
     has_y = grad_y.shape[0] > 0
     has_extrema = grad_extrema.shape[0] > 0
@@ -375,9 +376,11 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
             for j in range(limit):
                 pair = i * n + j
                 first = (b * pairs + pair) * run
+                y_run = y[first:first + run]
                 if has_y:
+                    grad_run = grad_y[first:first + run]
                     for q in range(real_run):
-                        pre[q] = grad_y[first + q]
+                        pre[q] = grad_run[q]
                 else:
                     pre[:] = 0.0
                 reduced = False
@@ -386,10 +389,10 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                         reduced = reduced or grad_extrema[b, pair, c] != 0.0
                 if reduced and every_object:  # no visited entry excluded: the same passes without the tests
                     for c in range(width):
-                        high = y[first + c]
+                        high = y_run[c]
                         low = high
                         for k in range(1, limit):
-                            v = y[first + k * width + c]
+                            v = y_run[k * width + c]
                             high = max(high, v)
                             low = min(low, v)
                         if padded:
@@ -398,7 +401,7 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                         ties_high = zero
                         ties_low = zero
                         for k in range(limit):
-                            v = y[first + k * width + c]
+                            v = y_run[k * width + c]
                             ties_high += one if v == high else zero
                             ties_low += one if v == low else zero
                         if padded and high == zero:
@@ -408,7 +411,7 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                         share_high = grad_extrema[b, pair, c] / ties_high
                         share_low = grad_extrema[b, pair, width + c] / ties_low
                         for k in range(limit):
-                            v = y[first + k * width + c]
+                            v = y_run[k * width + c]
                             pre[k * width + c] += (share_high if v == high else zero) + \
                                 (share_low if v == low else zero)
                 elif reduced:
@@ -418,11 +421,11 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                     # a channel at a time, its extremum, ties and share in registers (an 8-wide row at a time kept
                     # them in memory, scalar); all in y's dtype, as the stored route computes them
                     for c in range(width):
-                        high = zero if excluded[0] else y[first + c]
-                        low = one if excluded[0] else y[first + c]
+                        high = zero if excluded[0] else y_run[c]
+                        low = one if excluded[0] else y_run[c]
                         for k in range(1, n):
-                            high = max(high, zero if excluded[k] else y[first + k * width + c])
-                            low = min(low, one if excluded[k] else y[first + k * width + c])
+                            high = max(high, zero if excluded[k] else y_run[k * width + c])
+                            low = min(low, one if excluded[k] else y_run[k * width + c])
                         ties_high = zero
                         ties_low = zero
                         for k in range(n):
@@ -432,7 +435,7 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                                 if low == one:
                                     ties_low += one
                             else:
-                                v = y[first + k * width + c]
+                                v = y_run[k * width + c]
                                 if v == high:
                                     ties_high += one
                                 if v == low:
@@ -441,24 +444,28 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                         share_low = grad_extrema[b, pair, width + c] / ties_low
                         for k in range(n):
                             if not excluded[k]:
-                                v = y[first + k * width + c]
+                                v = y_run[k * width + c]
                                 pre[k * width + c] += (share_high if v == high else zero) + \
                                     (share_low if v == low else zero)
                 # one plain loop a pass (each vectorised; a loop that also summed over k ran scalar)
                 for q in range(real_run):
-                    v = y[first + q]
+                    v = y_run[q]
                     pre[q] = pre[q] * (one - v) * v
                 row0 = (b * n + j) * run
                 row1 = (b * n + i) * run
+                g0_run = g0[row0:row0 + run]
+                g1_run = g1[row1:row1 + run]
                 for q in range(real_run):
-                    g0[row0 + q] += pre[q]
+                    g0_run[q] += pre[q]
                 for q in range(real_run):
-                    g1[row1 + q] += pre[q]
+                    g1_run[q] += pre[q]
+                # the sums over k an object's row at a time (each channel's terms in the same order)
                 for c in range(width):
-                    total = pre[c]
-                    for k in range(1, limit):
-                        total += pre[k * width + c]
-                    across[c] = total
+                    across[c] = pre[c]
+                for k in range(1, limit):
+                    row_pre = pre[k * width:(k + 1) * width]
+                    for c in range(width):
+                        across[c] += row_pre[c]
                 for c in range(width):
                     g2[(b * pairs + pair) * width + c] = across[c]
                     grad_bias[c] += np.float64(across[c])
