@@ -12,6 +12,7 @@ import torch
 from numba import njit
 
 from tnlib.kernel_cache import cache_by_folder_sources
+from tnlib.learning.nlm_rows import ROW, add_scaled_row, widen_row
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
@@ -568,6 +569,15 @@ def scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w
         source = 0
         for t in range(r):
             source += digits[t] * strides[p, t]
+        if inputs == ROW:  # the rows' updates as vector instructions (nlm_rows), the same numbers
+            at = (b * x.shape[1] + source) * ROW
+            widen_row(wide_x, 0, x, at)
+            for e in range(count):
+                c = channels[e]
+                row = p * width + c
+                add_scaled_row(grad_x, at, w, row * ROW, pre[c])
+                add_scaled_row(grad_w, row * ROW, wide_x, 0, np.float64(pre[c]))
+            continue
         row_x = x[b, source]
         row_grad_x = grad_x[b, source]
         for k in range(inputs):
