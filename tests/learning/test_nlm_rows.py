@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from tnlib.learning.nlm_rows import ROW, add_scaled_row, widen_row
+from tnlib.learning.nlm_rows import ROW, add_scaled_row, copy_row, extrema_row, sum_rows
 
 
 @njit
@@ -24,7 +24,7 @@ def _add_scaled_rows_by_loop(target, at, source, source_at, scales):
 
 @njit
 def _widen(target, at, source, source_at):
-    widen_row(target, at, source, source_at)
+    copy_row(target, at, source, source_at)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -43,10 +43,60 @@ def test_add_scaled_row_adds_the_products_of_the_scalar_loop_bit_for_bit_at_its_
 
 
 @pytest.mark.parametrize("source_dtype", [np.float32, np.float64])
-def test_widen_row_copies_eight_values_into_float64(source_dtype):
+def test_copy_row_copies_eight_values_into_float64(source_dtype):
     rng = np.random.default_rng(1)
     source = rng.standard_normal((4, ROW)).astype(source_dtype)
     target = np.full(3 * ROW, np.nan)
     _widen(target, ROW, source, 2 * ROW)
     assert np.array_equal(target[ROW:2 * ROW], source[2].astype(np.float64))
     assert np.isnan(target[:ROW]).all() and np.isnan(target[2 * ROW:]).all()
+
+
+@njit
+def _sum_rows(target, at, a, b, c, d):
+    sum_rows(target, at, a, 0, b, ROW, c, 2 * ROW, d, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_rows_adds_four_rows_left_to_right_bit_for_bit(dtype):
+    rng = np.random.default_rng(2)
+    # magnitudes far apart, so that another order of the adds rounds otherwise
+    a, d = (rng.standard_normal(ROW) * 1e8).astype(dtype), (rng.standard_normal(ROW) * 1e-8).astype(dtype)
+    b, c = rng.standard_normal(3 * ROW).astype(dtype), rng.standard_normal(3 * ROW).astype(dtype)
+    target = np.zeros(2 * ROW, dtype)
+    _sum_rows(target, ROW, a, b, c, d)
+    expected = ((a + b[ROW:2 * ROW]) + c[2 * ROW:]) + d
+    assert np.array_equal(target[ROW:], expected)
+    assert not np.array_equal(target[ROW:], a + (b[ROW:2 * ROW] + (c[2 * ROW:] + d)))
+    assert np.array_equal(target[:ROW], np.zeros(ROW, dtype))
+
+
+@njit
+def _extrema_rows(most, least, values):
+    for k in range(values.shape[0]):
+        extrema_row(most, 0, least, ROW, values, k * ROW)
+
+
+@njit
+def _extrema_by_builtins(most, least, values):
+    for k in range(values.shape[0]):
+        for c in range(ROW):
+            most[c] = max(most[c], values[k, c])
+            least[c] = min(least[c], values[k, c])
+
+
+def test_extrema_row_keeps_what_numbas_max_and_min_keep_signed_zeros_and_nans_included():
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal((6, ROW)).astype(np.float32)
+    values[2, :3] = [0.0, -0.0, np.nan]
+    values[4, :3] = [-0.0, 0.0, 1.0]
+    kept = np.full(2 * ROW, np.nan, np.float32)
+    kept[:ROW], kept[ROW:] = -np.inf, np.inf
+    most, least = kept[:ROW].copy(), kept[ROW:].copy()
+    _extrema_rows(kept, kept, values)
+    _extrema_by_builtins(most, least, values)
+    assert np.array_equal(np.signbit(kept[:ROW]), np.signbit(most))
+    assert np.array_equal(kept[:ROW], most, equal_nan=True)
+    assert np.array_equal(kept[ROW:], least, equal_nan=True)
+    assert np.array_equal(np.signbit(kept[ROW:]), np.signbit(least))
+    assert (kept[:ROW] == values.max(0))[3:].all()

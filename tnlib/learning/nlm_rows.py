@@ -60,7 +60,7 @@ def add_scaled_row(typingctx, target, at, source, source_at, scale):
 
 
 @intrinsic
-def widen_row(typingctx, target, at, source, source_at):
+def copy_row(typingctx, target, at, source, source_at):
     """``target.flat[at + k] = source.flat[source_at + k]`` for k < 8, converted to target's (wider or equal)
     float dtype."""
     if not (_is_float_array(target) and _is_float_array(source) and target.dtype.bitwidth >= source.dtype.bitwidth):
@@ -77,3 +77,46 @@ def widen_row(typingctx, target, at, source, source_at):
         return context.get_dummy_value()
 
     return types.void(target, at, source, source_at), codegen
+
+
+@intrinsic
+def sum_rows(typingctx, target, at, first, first_at, second, second_at, third, third_at, fourth, fourth_at):
+    """``target.flat[at + k] = ((first + second) + third) + fourth``, each read at its flat index plus k, for
+    k < 8 (every array of one dtype)."""
+    arrays = (target, first, second, third, fourth)
+    if not all(_is_float_array(array) and array.dtype == target.dtype for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, args):
+        align = _alignment(signature.args[0])
+        rows = [builder.load(_row_pointer(context, builder, signature.args[i], args[i], signature.args[i + 1],
+                                          args[i + 1]), align=align) for i in (2, 4, 6, 8)]
+        total = builder.fadd(builder.fadd(builder.fadd(rows[0], rows[1]), rows[2]), rows[3])
+        builder.store(total, _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1]),
+                      align=align)
+        return context.get_dummy_value()
+
+    return types.void(target, at, first, first_at, second, second_at, third, third_at, fourth, fourth_at), codegen
+
+
+@intrinsic
+def extrema_row(typingctx, most, most_at, least, least_at, source, source_at):
+    """``most.flat[most_at + k] = max(most.flat[most_at + k], v)`` and ``least``'s with ``min``, v the source's
+    value at ``source_at + k``, for k < 8: v replaces the kept value where it is larger (smaller), as numba's
+    ``max(kept, v)`` and ``min(kept, v)`` do, NaNs and signed zeros included."""
+    if not all(_is_float_array(array) and array.dtype == source.dtype for array in (most, least, source)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        align = _alignment(signature.args[4])
+        value = builder.load(_row_pointer(context, builder, signature.args[4], args[4], signature.args[5], args[5]),
+                             align=align)
+        for index, operator in ((0, ">"), (2, "<")):
+            pointer = _row_pointer(context, builder, signature.args[index], args[index], signature.args[index + 1],
+                                   args[index + 1])
+            kept = builder.load(pointer, align=align)
+            builder.store(builder.select(builder.fcmp_ordered(operator, value, kept), value, kept), pointer,
+                          align=align)
+        return context.get_dummy_value()
+
+    return types.void(most, most_at, least, least_at, source, source_at), codegen
