@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from tnlib.learning.nlm_rows import ROW, add_scaled_row, copy_row, extrema_row, sum_rows
+from tnlib.learning.nlm_rows import (ROW, add_scaled_row, add_tied_shares_row, copy_row, count_ties_row, extrema_row,
+                                     sum_rows)
 
 
 @njit
@@ -100,3 +101,49 @@ def test_extrema_row_keeps_what_numbas_max_and_min_keep_signed_zeros_and_nans_in
     assert np.array_equal(kept[ROW:], least, equal_nan=True)
     assert np.array_equal(np.signbit(kept[ROW:]), np.signbit(least))
     assert (kept[:ROW] == values.max(0))[3:].all()
+
+
+@njit
+def _count_ties(ties_most, ties_least, values, most, least):
+    for k in range(values.shape[0]):
+        count_ties_row(ties_most, ties_least, values, k * ROW, most, least)
+
+
+def test_count_ties_row_counts_the_values_equal_to_each_extremum():
+    rng = np.random.default_rng(4)
+    values = rng.integers(0, 3, (7, ROW)).astype(np.float32)
+    most, least = values.max(0), values.min(0)
+    ties_most, ties_least = np.full(ROW, 2.0, np.float32), np.zeros(ROW, np.float32)
+    _count_ties(ties_most, ties_least, values, most, least)
+    assert np.array_equal(ties_most, 2 + (values == most).sum(0))
+    assert np.array_equal(ties_least, (values == least).sum(0))
+
+
+@njit
+def _add_tied_shares(target, values, most, least, share_most, share_least):
+    for k in range(values.shape[0]):
+        add_tied_shares_row(target, k * ROW, values, k * ROW, most, least, share_most, share_least)
+
+
+@njit
+def _add_tied_shares_by_loop(target, values, most, least, share_most, share_least):
+    zero = values.dtype.type(0)  # in the arrays' dtype, as the kernels' scalar loops add
+    for k in range(values.shape[0]):
+        for c in range(ROW):
+            v = values[k, c]
+            target[k, c] += (share_most[c] if v == most[c] else zero) + (share_least[c] if v == least[c] else zero)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_tied_shares_row_adds_the_scalar_loops_shares_bit_for_bit(dtype):
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 3, (6, ROW)).astype(dtype)
+    values[:, 0] = 1.0  # a constant channel: every value ties both extrema
+    most, least = values.max(0), values.min(0)
+    shares = rng.standard_normal((2, ROW)).astype(dtype)
+    target = rng.standard_normal((6, ROW)).astype(dtype)
+    expected = target.copy()
+    _add_tied_shares(target, values, most, least, shares[0], shares[1])
+    _add_tied_shares_by_loop(expected, values, most, least, shares[0], shares[1])
+    assert np.array_equal(target, expected)
+    assert not np.array_equal(target, expected - np.where(values == most, shares[0], 0))

@@ -12,7 +12,8 @@ import torch
 from numba import njit
 
 from tnlib.kernel_cache import cache_by_folder_sources
-from tnlib.learning.nlm_rows import ROW, add_scaled_row, copy_row, extrema_row, sum_rows
+from tnlib.learning.nlm_rows import (ROW, add_scaled_row, add_tied_shares_row, copy_row, count_ties_row, extrema_row,
+                                     sum_rows)
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
@@ -342,6 +343,39 @@ def broadcast_sum_kernel(bias, s0, s1, s2, real, exclude, pre, extrema, start, s
                         low[c] = min(low[c], target[c])
 
 
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def add_tied_shares(pre, y, first, limit, padded, grad_pair, scratch):  # pragma: no cover - compiled
+    """Add to ``pre`` (a pair's run, [limit * 8] values) the shares of the pair's exists / forall gradient
+    (``grad_pair``, [16]) at their ties in the run of y that starts at flat index ``first``, no visited object
+    excluded and ``padded`` (in y's dtype) excluded objects after them: ``broadcast_sum_backward_kernel``'s scalar
+    passes as row instructions (:mod:`tnlib.learning.nlm_rows`), the same numbers. ``scratch`` is [6, 8]."""
+    one = y.dtype.type(1)
+    zero = one - one
+    most, least, ties_max, ties_min, share_max, share_min = scratch[0], scratch[1], scratch[2], scratch[3], \
+        scratch[4], scratch[5]
+    copy_row(most, 0, y, first)
+    copy_row(least, 0, y, first)
+    for k in range(1, limit):
+        extrema_row(most, 0, least, 0, y, first + k * ROW)
+    for c in range(ROW):
+        if padded:
+            most[c] = max(most[c], zero)
+            least[c] = min(least[c], one)
+        ties_max[c] = zero
+        ties_min[c] = zero
+    for k in range(limit):
+        count_ties_row(ties_max, ties_min, y, first + k * ROW, most, least)
+    for c in range(ROW):
+        if padded and most[c] == zero:
+            ties_max[c] += padded
+        if padded and least[c] == one:
+            ties_min[c] += padded
+        share_max[c] = grad_pair[c] / ties_max[c]
+        share_min[c] = grad_pair[ROW + c] / ties_min[c]
+    for k in range(limit):
+        add_tied_shares_row(pre, k * ROW, y, first + k * ROW, most, least, share_max, share_min)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, grad_bias, g0, g1, g2, start,
                                   stop):  # pragma: no cover - compiled
@@ -367,6 +401,7 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
     zero = one - one
     pre = np.empty(run, y.dtype)
     across = np.empty(width, y.dtype)
+    scratch = np.empty((6, width), y.dtype)
     for b in range(start, stop):
         limit = visited_objects(real, b)
         # the excluded entries after the visited ones (0 for the max, 1 for the min), counted in y's dtype
@@ -392,7 +427,9 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
                 if has_extrema:
                     for c in range(2 * width):
                         reduced = reduced or grad_extrema[b, pair, c] != 0.0
-                if reduced and every_object:  # no visited entry excluded: the same passes without the tests
+                if reduced and every_object and width == ROW:
+                    add_tied_shares(pre, y, first, limit, padded, grad_extrema[b, pair], scratch)
+                elif reduced and every_object:  # no visited entry excluded: the same passes without the tests
                     for c in range(width):
                         high = y_run[c]
                         low = high

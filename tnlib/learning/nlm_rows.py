@@ -120,3 +120,64 @@ def extrema_row(typingctx, most, most_at, least, least_at, source, source_at):
         return context.get_dummy_value()
 
     return types.void(most, most_at, least, least_at, source, source_at), codegen
+
+
+def _load_row(context, builder, array_type, array, index_type=types.intp, index=None):
+    """The row of ``ROW`` elements at flat index ``index`` (0 when None) of the array, loaded as a vector."""
+    index = context.get_constant(types.intp, 0) if index is None else index
+    return builder.load(_row_pointer(context, builder, array_type, array, index_type, index),
+                        align=_alignment(array_type))
+
+
+def _store_row(context, builder, array_type, array, value, index_type=types.intp, index=None):
+    """Store the vector ``value`` as the row at flat index ``index`` (0 when None) of the array."""
+    index = context.get_constant(types.intp, 0) if index is None else index
+    builder.store(value, _row_pointer(context, builder, array_type, array, index_type, index),
+                  align=_alignment(array_type))
+
+
+@intrinsic
+def count_ties_row(typingctx, ties_most, ties_least, source, source_at, most, least):
+    """``ties_most[k] += 1`` where the source's value at ``source_at + k`` equals ``most[k]``, and ``ties_least``
+    likewise with ``least``, for k < 8 (counts in the arrays' float dtype; these rows start at index 0)."""
+    arrays = (ties_most, ties_least, source, most, least)
+    if not all(_is_float_array(array) and array.dtype == source.dtype for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, args):
+        kinds = signature.args
+        value = _load_row(context, builder, kinds[2], args[2], kinds[3], args[3])
+        one, zero = ir.Constant(value.type, [1.0] * ROW), ir.Constant(value.type, [0.0] * ROW)
+        for ties, extremum in ((0, 4), (1, 5)):
+            equal = builder.fcmp_ordered("==", value, _load_row(context, builder, kinds[extremum], args[extremum]))
+            counted = builder.fadd(_load_row(context, builder, kinds[ties], args[ties]),
+                                   builder.select(equal, one, zero))
+            _store_row(context, builder, kinds[ties], args[ties], counted)
+        return context.get_dummy_value()
+
+    return types.void(ties_most, ties_least, source, source_at, most, least), codegen
+
+
+@intrinsic
+def add_tied_shares_row(typingctx, target, at, source, source_at, most, least, share_most, share_least):
+    """``target.flat[at + k] += (share_most[k] if v == most[k] else 0) + (share_least[k] if v == least[k] else 0)``
+    for k < 8, v the source's value at ``source_at + k``: the extrema's gradient at their ties (the extrema and
+    shares rows start at index 0)."""
+    arrays = (target, source, most, least, share_most, share_least)
+    if not all(_is_float_array(array) and array.dtype == source.dtype for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, args):
+        kinds = signature.args
+        value = _load_row(context, builder, kinds[2], args[2], kinds[3], args[3])
+        zero = ir.Constant(value.type, [0.0] * ROW)
+        shares = []
+        for extremum, share in ((4, 6), (5, 7)):
+            equal = builder.fcmp_ordered("==", value, _load_row(context, builder, kinds[extremum], args[extremum]))
+            shares.append(builder.select(equal, _load_row(context, builder, kinds[share], args[share]), zero))
+        total = builder.fadd(_load_row(context, builder, kinds[0], args[0], kinds[1], args[1]),
+                             builder.fadd(shares[0], shares[1]))
+        _store_row(context, builder, kinds[0], args[0], total, kinds[1], args[1])
+        return context.get_dummy_value()
+
+    return types.void(target, at, source, source_at, most, least, share_most, share_least), codegen
