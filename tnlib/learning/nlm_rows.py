@@ -1,12 +1,12 @@
 """Operations on one row of eight values (an NLM layer's channels) inside a contiguous array, for the numba kernels
 of :mod:`tnlib.learning.nlm_kernels`, each as a few vector instructions.
 
-numba compiles with LLVM's SLP vectoriser off, and its loop vectoriser leaves a loop of eight iterations scalar
-(its vector body starts at two or more vectors' worth); nor may LLVM move one row's loads before another row's
-stores when it cannot tell the two arrays apart. These intrinsics load, compute and store the whole row at once:
+numba compiles with LLVM's SLP vectoriser off, and the kernels' loops of eight iterations came out as scalar code
+(reports/speed.md, part 2); nor may LLVM move one row's loads before another row's stores when it cannot tell the
+two arrays apart. These intrinsics load, compute and store the whole row at once:
 the same operations lane by lane as the scalar loop they replace (a multiply, then an add; no fused multiply-add),
 so the same numbers bit for bit. A row is named by its array (C-contiguous, any number of dimensions) and the flat
-index of its first element, not by a view: a view passed to a call holds a reference the kernel must count.
+index of its first element, not by a view (a kernel handing views to these calls ran slower than its scalar loops).
 """
 from __future__ import annotations
 
