@@ -4,7 +4,9 @@ Every method, both dtypes, and both paths a batch can take: a batch whose upper 
 one-sided fast path) and the same elements beside one two-sided element (the general regimes); the statistics as
 the CPU takes them (the compiled kernels where a method has them) and by the torch route other devices take. float64
 must be exact to a few ulps (2e-14 relative; 1e-14 for the mean), float32 within 2 ulps of the exact value rounded to
-float32. The reference is computed once per module at 50 digits at the exact floating inputs.
+float32. The reference is computed once per module at 50 digits at the exact floating inputs. Between the steps of
+a near 0 the cdf is checked on its own, to the same tolerance on each route: the lower bound 1e-2 .. 1e-8 scales
+under loc and the value just above loc.
 """
 from __future__ import annotations
 
@@ -159,3 +161,34 @@ def test_icdf_matches_mpmath_from_a_minus_5_to_1e5(dtype_name, mixed, route, mon
         if not errors[worst] <= tolerance:
             failures.append(f"icdf({p}): error {errors[worst]:.3g} at a = {A[worst]:.6g}")
     assert not failures, "\n".join(failures)
+
+
+def _just_above_loc(dtype: torch.dtype) -> list[tuple[float, ...]]:
+    """(loc, scale, low, high, value) as the dtype holds them: the lower bound 1e-2 .. 1e-8 scales under loc, the
+    value from 1e-3 to 10 times that above it, one-sided and two-sided: a from just under 0, where the sweep's
+    steps do not reach, and where 1 less the mass above the value would cancel."""
+    rows = []
+    for loc, scale in ((0.0, 1.0), (3.0, 2.0)):
+        for below in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8):
+            for high in (math.inf, 0.5, 3.0):
+                for above in (1e-3, 0.5, 1.0, 2.0, 10.0):
+                    row = (loc, scale, loc - below * scale, loc + high * scale, loc + above * below * scale)
+                    rows.append(tuple(float(torch.tensor(v, dtype=dtype)) for v in row))
+    return rows
+
+
+@pytest.mark.parametrize("route", ["vectorized", "per-element", "torch"])
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_cdf_just_above_loc_with_the_lower_bound_just_under_it_matches_mpmath(dtype_name, route):
+    from tnlib.distributions.mpmath_reference import mpf_bound, reference_cdf
+    dtype = DTYPES[dtype_name]
+    rows = _just_above_loc(dtype)
+    with mp.workdps(DIGITS):
+        expected = np.array([float(reference_cdf(*(mpf_bound(v) for v in row[:4]), mp.mpf(row[4])))
+                             for row in rows])
+    columns = [torch.tensor(column, dtype=dtype) for column in zip(*rows)]
+    with truncated_normal.cpu_route(route):
+        got = TruncatedNormal(*columns[:4]).cdf(columns[4]).double().numpy()
+    error = _error("cdf", got, expected, dtype)
+    worst = int(np.argmax(error))
+    assert error[worst] <= _tolerance("cdf", dtype), (rows[worst], got[worst], expected[worst], error[worst])

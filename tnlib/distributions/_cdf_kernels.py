@@ -5,9 +5,10 @@ The torch route's formulas (tnlib.distributions._statistics: _cdf_canonical, _sf
 _frame_cdf_slope), one pass per element in its own regime, float64 inside: in the frame the mass below the value is
 the frame integral J(a, d) over M0 (a difference of erf's near the mode), the mass above it a frame integral from
 the value (a mirrored element's CDF is that survival function, which keeps a tiny value's relative accuracy);
-straddling elements take differences of Phi, and within a short stretch of a bound the frame integral from that
-bound. The frame mass takes 16 Gauss-Legendre nodes on every element (the torch route takes fewer where the
-batch's widest exponent range allows: the same value to rounding).
+a straddling element's mass below a value on its lower bound's side of loc is a difference of Phi (within a short
+stretch of the bound the frame integral from it), below one past loc the masses on either side of loc, a sum of
+erf's (the mass above the value likewise, mirrored). The frame mass takes 16 Gauss-Legendre nodes on every element
+(the torch route takes fewer where the batch's widest exponent range allows: the same value to rounding).
 
 A CPU call of ``cdf`` runs first the vectorized pass of tnlib.distributions._cdf_vector over every element (the
 same masses in closed form and, on a narrow stretch, by a Hermite series: straight-line code, four elements at once
@@ -104,18 +105,18 @@ def _frame_integral_element(a, d, table, nodes, weights):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _straddle_masses_element(x, t, a, b, c_low, c_high, scale, log_z, p_a, p_b, nodes, weights):
-    """The masses below and above x of a straddling element, each relatively exact (_straddle_masses)."""
+def _straddle_mass_element(x, above, t, a, b, c_low, c_high, scale, log_z, p_a, p_b, nodes, weights):
+    """The mass below x (with ``above``, above it) of a straddling element, relatively exact (_straddle_mass)."""
+    if above:  # the mass above x is the mass below -t of the element mirrored about loc
+        t, a, length, p_a = -t, -b, (c_high - x) / scale, p_b
+    else:
+        length = (x - c_low) / scale
     z = math.exp(log_z)
-    lower = (_ndtr_element(t) - _ndtr_element(a)) / z
-    upper = (_ndtr_element(-t) - _ndtr_element(-b)) / z
-    length = (x - c_low) / scale
+    if t > 0:  # the masses on either side of loc, a sum: 1 less the mass beyond x would cancel as a and t near 0
+        return 0.5 * (math.erf(-a * _SQRT_HALF) + math.erf(t * _SQRT_HALF)) / z
     if not math.isinf(a) and _is_narrow(a, length):
-        lower = p_a * _frame_mass_element(a, length, nodes, weights)
-    length = (c_high - x) / scale
-    if not math.isinf(b) and _is_narrow(-b, length):
-        upper = p_b * _frame_mass_element(-b, length, nodes, weights)
-    return lower, upper
+        return p_a * _frame_mass_element(a, length, nodes, weights)
+    return (_ndtr_element(t) - _ndtr_element(a)) / z
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -136,12 +137,8 @@ def _canonical_cdf(x, survival, c_loc, c_low, c_high, scale, a, b, frame, log_no
             value = _frame_integral_element(a, d, table, nodes, weights) * math.exp(-log_norm)
     else:
         t = (x - c_loc) / scale
-        lower, upper = _straddle_masses_element(x, t, a, b, c_low, c_high, scale, log_norm, p_a, p_b, nodes,
-                                                weights)
-        if survival:
-            value = 1.0 - lower if t <= 0 else upper
-        else:
-            value = lower if t <= 0 else 1.0 - upper
+        value = _straddle_mass_element(x, survival, t, a, b, c_low, c_high, scale, log_norm, p_a, p_b, nodes,
+                                       weights)
     return min(max(value, 0.0), 1.0)
 
 

@@ -246,30 +246,29 @@ def _entropy_values(core: _Core, v: torch.Tensor) -> torch.Tensor:
     return torch.where(core.frame, frame_h, straddle_h)
 
 
-def _straddle_masses(core: _Core, c_value: torch.Tensor, t: torch.Tensor,
-                     index=slice(None)) -> tuple[torch.Tensor, torch.Tensor]:
-    """The masses below and above c_value (clamped into the support) for the straddling elements ``index`` (t is
-    theirs already), each relatively exact.
+def _straddle_mass(core: _Core, c_value: torch.Tensor, t: torch.Tensor, index=slice(None),
+                   above: bool = False) -> torch.Tensor:
+    """The mass below c_value (clamped into the support; with ``above``, the mass above it) of the straddling
+    elements ``index`` (t is theirs already), relatively exact.
 
-    (Phi(t) - Phi(a)) / Z cancels where t is close to a (1e-6 scales above the lower bound it keeps 6 digits
-    fewer). Over such a short stretch it is p_a J(a, t - a), the frame integral from the bound, by quadrature;
-    the same at the upper bound, p_b J(-b, b - t). Farther from the bound the difference of Phi's loses at most
-    a few ulps, and is kept.
+    Below a value on the lower bound's side of loc it is (Phi(t) - Phi(a)) / Z, which cancels where t is close to
+    a (1e-6 scales above the bound it keeps 6 digits fewer); over such a short stretch it is p_a J(a, t - a), the
+    frame integral from the bound, by quadrature. Below a value past loc it is the masses on either side of loc,
+    (erf(-a/sqrt 2) + erf(t/sqrt 2)) / 2Z, a sum: 1 less the mass above the value would cancel where a and t are
+    both close to 0. The mass above the value is the mass below -t of the element mirrored about loc.
     """
-    s, a, b, z = core.scale[index], core.a[index], core.b[index], torch.exp(core.log_z[index])
-    lower = (_ndtr(t) - _ndtr(a)) / z
-    upper = (_ndtr(-t) - _ndtr(-b)) / z
-    for side, start, bound, p_bound, sign in ((0, a, core.c_low[index], core.p_a[index], 1.0),
-                                               (1, -b, core.c_high[index], core.p_b[index], -1.0)):
-        length = sign * (c_value[index] - bound) / s  # distance from the bound into the support, in scales
-        near = torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0) <= _NARROW)
-        if bool(near.any()):
-            mass = _frame_mass(start[near], length[near])
-            if side == 0:
-                lower = lower.index_put((near,), p_bound[near] * mass)
-            else:
-                upper = upper.index_put((near,), p_bound[near] * mass)
-    return lower, upper
+    s, z = core.scale[index], torch.exp(core.log_z[index])
+    if above:
+        t, start, bound, p_bound, sign = -t, -core.b[index], core.c_high[index], core.p_b[index], -1.0
+    else:
+        start, bound, p_bound, sign = core.a[index], core.c_low[index], core.p_a[index], 1.0
+    across = 0.5 * (torch.erf(-start * _SQRT_HALF) + torch.erf(t * _SQRT_HALF)) / z
+    mass = torch.where(t > 0, across, (_ndtr(t) - _ndtr(start)) / z)
+    length = sign * (c_value[index] - bound) / s  # distance from the bound into the support, in scales
+    near = (t <= 0) & torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0) <= _NARROW)
+    if bool(near.any()):
+        mass = mass.index_put((near,), p_bound[near] * _frame_mass(start[near], length[near]))
+    return mass
 
 
 def _by_regime(core: _Core, frame_part, straddle_part, like: torch.Tensor) -> torch.Tensor:
@@ -311,8 +310,7 @@ def _cdf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
 
     def straddle_cdf(i):
         t = (c_value[i] - core.c_loc[i]) / core.scale[i]
-        lower, upper = _straddle_masses(core, c_value, t, i)
-        return torch.where(t <= 0, lower, 1.0 - upper)
+        return _straddle_mass(core, c_value, t, i)
 
     return _by_regime(core, frame_cdf, straddle_cdf, c_value).clamp(0.0, 1.0)
 
@@ -334,8 +332,7 @@ def _sf_canonical(core: _Core, c_value: torch.Tensor) -> torch.Tensor:
 
     def straddle_sf(i):
         t = (c_value[i] - core.c_loc[i]) / core.scale[i]
-        lower, upper = _straddle_masses(core, c_value, t, i)
-        return torch.where(t <= 0, 1.0 - lower, upper)
+        return _straddle_mass(core, c_value, t, i, above=True)
 
     return _by_regime(core, frame_sf, straddle_sf, c_value).clamp(0.0, 1.0)
 
