@@ -165,12 +165,12 @@ def extrema_backward_kernel(x, real, r, exclude, out, grad, grad_x, start, stop)
 # ``first_pair + pair_step``-th, ... pair (t0 <= t1, in order): threads that share one state each take every
 # ``pair_step``-th pair and keep their own ``out``, merged by the caller. In training, where the backward needs every
 # entry, a non-empty ``stored`` [B, N^3, out] receives the sums themselves (the caller's sigmoid makes them the
-# layer's output, so the max and min above are its exists / forall without another pass over it). Without NaNs or infinities in the sums, reassociating them (fastmath, infinities kept)
-# moves only rounding; the max and min are exact whatever the order the cubes come in. A cube of 8 keeps the six
-# source cubes and the gathered rows in L2 (measured: 16 was 10-15% slower at 64 and 104 objects). With rows of 8
-# (every inner layer of the paper's NLM) the gather moves a row, and the reduction sums and compares one, as a few
-# vector instructions (:mod:`tnlib.learning.nlm_rows`; 1.3x faster than the scalar loops on a visitall training
-# step, the same numbers).
+# layer's output, so the max and min above are its exists / forall without another pass over it). Without NaNs or
+# infinities in the sums, reassociating them (fastmath, infinities kept) moves only rounding; the max and min are
+# exact whatever the order the cubes come in. A cube of 8 keeps the six source cubes and the gathered rows in L2
+# (measured: 16 was 10-15% slower at 64 and 104 objects). With rows of 8 (every inner layer of the paper's NLM) the
+# gather moves a row, and the reduction sums and compares one, as a few vector instructions
+# (:mod:`tnlib.learning.nlm_rows`; 1.3x faster than the scalar loops on a visitall training step, the same numbers).
 TILE = 8
 
 
@@ -741,5 +741,5 @@ def extrema_permuted_backward_kernel(grad, y, rows, x, w, strides, real, exclude
                     nonzero = nonzero or pre[c] != 0.0
                 if nonzero:
                     digits[2] = k
-                    scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias, small, channels,
-                             wide_x)
+                    scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias, small,
+                                     channels, wide_x)
