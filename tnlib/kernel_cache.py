@@ -29,7 +29,7 @@ def folder_sources_digest(folder: Path) -> str:
     """SHA-256 over the names and bytes of every ``*.py`` file directly in ``folder``, in name order."""
     paths = sorted(folder.glob("*.py"))
     # Numba asks once per kernel as each module is imported: read the folder again only when a file changed.
-    stats = tuple((path.name, path.stat().st_mtime_ns, path.stat().st_size) for path in paths)
+    stats = tuple((path.name, stat.st_mtime_ns, stat.st_size) for path, stat in ((p, p.stat()) for p in paths))
     return _digest_of(folder, stats)
 
 

@@ -60,8 +60,8 @@ def export_records(results: str | os.PathLike, out: str | os.PathLike, compress:
     """Copy the records of the results folder ``results`` into ``out`` (see the module docstring): its run folders
     and its own files, without checkpoints; planning records and curves compressed unless ``compress`` is False. A
     record already in ``out`` under the other form (plain where this export compresses, or the reverse) is
-    replaced, so a reader never finds both. Raises FileNotFoundError when ``results`` is not a folder, ValueError when ``out``
-    lies inside it (the export would copy itself)."""
+    replaced, so a reader never finds both. Raises FileNotFoundError when ``results`` is not a folder, ValueError
+    when ``out`` lies inside it (the export would copy itself)."""
     results, out = Path(results), Path(out)
     if not results.is_dir():
         raise FileNotFoundError(f"no results folder {results}")

@@ -236,7 +236,8 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
                   "except ModuleNotFoundError:\n    from tnlib.experiments.rerun_check import curve_differences\n"
                   "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
         env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}
-        done = subprocess.run([sys.executable, "-P", "-c", script, str(_plain_copy(Path(run), Path(code))), str(steps)],
+        copy = _plain_copy(Path(run), Path(code))
+        done = subprocess.run([sys.executable, "-P", "-c", script, str(copy), str(steps)],
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"retraining {Path(run).name} with commit {commit} failed:\n{done.stderr[-2000:]}")
