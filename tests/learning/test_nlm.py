@@ -557,3 +557,15 @@ def test_projected_extrema_backward_takes_the_sigmoid_of_the_reduced_pairs_alone
     assert float(fused[0].abs().max()) > 0
     for a, b in zip(whole[:3] + tuple(whole[3]), fused):
         assert torch.equal(a, b)
+
+
+def test_tall_projection_gives_the_gradients_of_a_linear_map_in_float64():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 9, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(12, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(4, 9, 12, generator=g, dtype=torch.float64)
+    assert torch.autograd.gradcheck(nlm_autograd.TallProjection.apply, (x, w), eps=1e-6, atol=1e-8)
+    got = torch.autograd.grad(nlm_autograd.tall_projection(x, w), (x, w), upstream)
+    expected = torch.autograd.grad(torch.einsum("bmc,oc->bmo", x, w), (x, w), upstream)
+    for a, b in zip(got, expected):
+        assert a.shape == b.shape and torch.allclose(a, b, rtol=0, atol=1e-12)

@@ -128,7 +128,8 @@ class NLMLayer(nn.Module):
             small: list[torch.Tensor | None] = [None] * r
             if c_expand:
                 # unbind (not indexing) so the backward stacks once instead of scattering into zeros r! times
-                projected = F.linear(xs[r - 1], stacked(0, c_expand)).unflatten(-1, (len(perms), self.width))
+                projected = nlm_autograd.tall_projection(xs[r - 1], stacked(0, c_expand))
+                projected = projected.unflatten(-1, (len(perms), self.width))
                 for term, perm in zip(projected.unbind(-2), perms):
                     d = perm.index(r - 1)
                     rest = [perm[a] for a in range(r) if a != d]  # their source axes, in output order
