@@ -569,3 +569,25 @@ def test_tall_projection_gives_the_gradients_of_a_linear_map_in_float64():
     expected = torch.autograd.grad(torch.einsum("bmc,oc->bmo", x, w), (x, w), upstream)
     for a, b in zip(got, expected):
         assert a.shape == b.shape and torch.allclose(a, b, rtol=0, atol=1e-12)
+
+
+def test_broadcast_sum_extrema_backward_zeroes_the_expand_gradients_it_sums_into(monkeypatch):
+    # the expand terms' gradients come from the caller unfilled (the kernel zeroes each state's before its sums):
+    # handed NaNs, the backward gives what it gives on fresh memory, padded pairs' zeros included
+    g = torch.Generator().manual_seed(7)
+    n, width = 6, 4
+    leaves = [t.requires_grad_(True) for t in [torch.randn(width, generator=g)] +
+              [torch.randn((3, n, n, width), generator=g) for _ in range(3)]]
+    mask = torch.arange(n)[None, :] < torch.tensor([n, 4, 5])[:, None]
+
+    def gradients():
+        y, extrema = nlm_autograd.BroadcastSumExtrema.apply(mask, False, *leaves)
+        upstream = (torch.randn(y.shape, generator=torch.Generator().manual_seed(8)),
+                    torch.randn(extrema.shape, generator=torch.Generator().manual_seed(9)))
+        return torch.autograd.grad((y, extrema), leaves, upstream)
+
+    fresh = gradients()
+    monkeypatch.setattr(torch.Tensor, "new_empty",
+                        lambda self, size, **kwargs: torch.full(tuple(size), float("nan"), dtype=self.dtype))
+    for expected, got in zip(fresh, gradients()):
+        assert float(expected.abs().max()) > 0 and torch.equal(expected, got)

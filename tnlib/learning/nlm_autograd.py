@@ -44,6 +44,7 @@ from tnlib.learning.nlm_kernels import (
     extrema_kernel,
     extrema_permuted_backward_kernel,
     projected_extrema_kernel,
+    reduced_pair_rows,
     run_each,
     run_split,
     sparse_permuted_backward_kernel,
@@ -366,7 +367,7 @@ def sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: tor
     strides = np.array([[n ** (r - 1 - axis) for axis in perm] for perm in perms], dtype=np.int64)
     flat = lambda t: t.detach().contiguous().view(batch, math.prod(t.shape[1:-1]), t.shape[-1]).numpy()  # noqa
     grad_x = x.new_empty(x.shape)  # zeroed by the kernel, a state at a time
-    small = y.new_zeros((r, batch, n ** (r - 1), width))
+    small = y.new_empty((r, batch, n ** (r - 1), width))  # zeroed by the kernel, a state at a time
     threads = min(torch.get_num_threads(), batch)
     if grad.numel() < nlm_kernels.SPLIT_WORK:
         threads = 1
@@ -379,19 +380,21 @@ def sparse_permuted_backward(n: int, grad: torch.Tensor, y: torch.Tensor, x: tor
     kernel, reading, outputs = sparse_permuted_backward_kernel, (n,), (flat(y),)
     if reduced_by is not None:
         kernel, reading = extrema_permuted_backward_kernel, (reduced_by[0].numpy(), bool(reduced_by[1]))
-        pairs = grad.reshape(-1, grad.shape[-1])
-        reduced = pairs.ne(0).any(1).nonzero().squeeze(1)
+        grad = grad.detach().contiguous()
+        pairs = grad.view(-1, grad.shape[-1])
+        rows = torch.empty(pairs.shape[0], dtype=torch.int64)
+        reduced = torch.empty(pairs.shape[0], dtype=torch.int64)
+        reduced = reduced[:reduced_pair_rows(pairs.numpy(), rows.numpy(), reduced.numpy())]
         # torch's sigmoid takes the elements past a tensor's last whole block of vectors through a scalar exp, which
         # rounds otherwise: the rows are gathered into a buffer of whole blocks, so that every one of them is
         # rounded as in the whole output (a training batch's output is whole blocks)
         count = len(reduced) * n * width
-        buffer = y.new_zeros(-(-count // SIGMOID_BLOCK) * SIGMOID_BLOCK)
+        buffer = y.new_empty((-(-count // SIGMOID_BLOCK) * SIGMOID_BLOCK,))
+        buffer[count:] = 0.0  # the rows fill the rest
         y_rows = buffer[:count].view(len(reduced), n, width)
         torch.index_select(y.detach().reshape(-1, n, width), 0, reduced, out=y_rows)
         if sums:
             buffer.sigmoid_()
-        rows = torch.full((pairs.shape[0],), -1, dtype=torch.int64)
-        rows[reduced] = torch.arange(len(reduced))
         outputs = y_rows.numpy(), rows.numpy()
     args = (flat(grad), *outputs, flat(x), w.detach().contiguous().numpy(), strides, *reading, one,
             np.array(needs_small), flat(grad_x))
@@ -518,7 +521,7 @@ class BroadcastSumExtrema(torch.autograd.Function):
         bounds = [batch * t // threads for t in range(threads + 1)]
         # the bias's gradient sums B N^3 terms: in float64, so that their order moves nothing at float32's precision
         partial_bias = np.zeros((threads, width), dtype=np.float64)
-        small = y.new_zeros((3, batch, n, n, width))
+        small = y.new_empty((3, batch, n, n, width))  # zeroed by the kernel, a state at a time
         args = (grad_y.numpy(), grad_extrema.numpy(), y.view(-1).numpy(), object_mask.numpy(),
                 bool(ctx.exclude_self), y.numpy().dtype.type(1))
         run_each(broadcast_sum_backward_kernel, [(*args, partial_bias[t], *small.view(3, -1).numpy(), bounds[t],

@@ -383,8 +383,8 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
     and of its exists / forall in one pass: per position, y's gradient (``grad_y``, empty when y has none) plus the
     share of its pair's extrema's gradient (``grad_extrema`` [B, N^2, 2 out], empty when they have none; the ties
     found from y as in ``extrema_backward_kernel``), through the sigmoid (as torch's sigmoid_backward), summed into
-    the expand terms' gradients g0, g1, g2 ([B, N, N, out], constant along output axis 0, 1, 2; g0 and g1 zeroed by
-    the caller) and the bias's (float64, this thread's own). The gradient of every position is the one the stored
+    the expand terms' gradients g0, g1, g2 ([B, N, N, out], constant along output axis 0, 1, 2; each state's zeroed
+    here) and the bias's (float64, this thread's own). The gradient of every position is the one the stored
     route adds up (y's own plus its extrema's share), so only the order of the sums differs. y, grad_y, g0, g1 and
     g2 come flat: a pair's n positions are one run of n out values, each pass over them a plain loop."""
     width = grad_bias.shape[0]
@@ -403,6 +403,10 @@ def broadcast_sum_backward_kernel(grad_y, grad_extrema, y, real, exclude, one, g
     across = np.empty(width, y.dtype)
     scratch = np.empty((6, width), y.dtype)
     for b in range(start, stop):
+        # this state's expand-term gradients zeroed here, just before its sums, rather than by the caller for all
+        g0[b * pairs * width:(b + 1) * pairs * width] = 0.0
+        g1[b * pairs * width:(b + 1) * pairs * width] = 0.0
+        g2[b * pairs * width:(b + 1) * pairs * width] = 0.0
         limit = visited_objects(real, b)
         # the excluded entries after the visited ones (0 for the max, 1 for the min), counted in y's dtype
         padded = zero
@@ -571,10 +575,12 @@ def run_each(kernel, calls: list[tuple]) -> None:
 # and its rows of x are read once in order, so that the scattered accesses find both in the caches (the
 # extrema-permuted backward kernel 1.2x faster on a captured visitall step, the zero fill included; the same numbers).
 @njit(nogil=True, cache=True, inline="always")
-def warm_state(x, grad_x, b, scratch):  # pragma: no cover - compiled
-    """Zero state b's rows of ``grad_x`` and read its rows of ``x`` into the caches (into ``scratch[0]``, which
-    the caller overwrites)."""
+def warm_state(x, grad_x, small, b, scratch):  # pragma: no cover - compiled
+    """Zero state b's rows of ``grad_x`` and of the expand terms' gradients ``small``, and read its rows of ``x``
+    into the caches (into ``scratch[0]``, which the caller overwrites)."""
     grad_x[b] = 0.0
+    for d in range(small.shape[0]):
+        small[d, b] = 0.0
     if x.shape[2] > 0:
         for m in range(x.shape[1]):
             scratch[0] += x[b, m, 0]
@@ -647,7 +653,7 @@ def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, g
     channels = np.empty(width, np.int64)
     wide_x = np.empty(max(x.shape[2], 1), np.float64)
     for b in range(start, stop):
-        warm_state(x, grad_x, b, wide_x)
+        warm_state(x, grad_x, small, b, wide_x)
         for m in range(positions):
             nonzero = False
             for c in range(width):
@@ -660,6 +666,25 @@ def sparse_permuted_backward_kernel(grad, y, x, w, strides, n, one, has_small, g
             kept_objects(m, r, n, digits)
             scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w, grad_bias, small, channels,
                              wide_x)
+
+
+@njit(nogil=True, cache=True)
+def reduced_pair_rows(grad, rows, reduced):  # pragma: no cover - compiled
+    """For the extrema's gradient ``grad`` [P, 2 out] (a row a kept pair): ``reduced`` receives, in order, the pairs
+    with a nonzero gradient and ``rows[pair]`` that pair's place among them (-1 for a pair without one); returns
+    how many there are."""
+    count = 0
+    for pair in range(grad.shape[0]):
+        nonzero = False
+        for c in range(grad.shape[1]):
+            nonzero = nonzero or grad[pair, c] != 0.0
+        if nonzero:
+            rows[pair] = count
+            reduced[count] = pair
+            count += 1
+        else:
+            rows[pair] = -1
+    return count
 
 
 # Training, backward of an arity-3 output that the next layer only reduces, formed with its exists / forall by
@@ -688,7 +713,7 @@ def extrema_permuted_backward_kernel(grad, y, rows, x, w, strides, real, exclude
     channels = np.empty(width, np.int64)
     wide_x = np.empty(max(x.shape[2], 1), np.float64)
     for b in range(start, stop):
-        warm_state(x, grad_x, b, wide_x)
+        warm_state(x, grad_x, small, b, wide_x)
         limit = visited_objects(real, b)
         padded = n - limit  # excluded entries after the visited ones: 0 for the max, 1 for the min
         for pair in range(n * n):
