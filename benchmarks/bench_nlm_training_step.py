@@ -13,12 +13,19 @@ timed steps (after ``--warmup`` untimed ones) and their ratio are printed, in wa
 time (on a machine whose cores other processes share, the CPU time is the steadier figure; with one thread on idle
 cores the two agree). Collation is left out of the timing: it is the same for both.
 
-The floor per step: the multiply-adds the layers' Linears cannot avoid, forward and the two products of the
-backward (the gradients of the inputs and of the weights), at this machine's float32 matrix-product rate measured in
-the same run; and the bytes of three passes over every stored arity-3 tensor (written forward, read by the next
-layer, read again backward), at the memory bandwidth of a 256 MB copy measured in the same run. The floor is the
-larger of the two times; the table prints its flops (Gflop) and bytes (MB) per step beside it. Run it with one
-thread (``OMP_NUM_THREADS=1``, as the campaign's processes run) and the allocator settings of the Makefile.
+The floor per step: what this formulation of the step cannot avoid, over each state's real objects (a position with
+a padded object never reaches the output, and the kernels skip it), at this machine's float32 matrix-product rate and
+the bandwidth of a 256 MB copy, both measured in the same run; the larger of the two times. Its flops: forward, the
+layers' Linears (each arity's inputs, and the expand part projected while small) and the comparisons of the
+reductions; backward, the same products again for the weights' gradients and, past the first layer (whose inputs
+take none), for the inputs' -- except the local part of an arity-3 output that the next layer only reduces, whose
+gradient is nonzero at its extrema's ties alone (a few entries in a hundred), counted as none. Its bytes: each
+arity-3 output that the next layer reads position by position written once and read once; an arity-3 output that
+the next layer only reduces need never be stored (inference never stores it), counted as none. So the floor is a
+lower bound on any implementation of this formulation, not a target: the matrix-product rate is that of a large
+square product, which the step's narrow products (8-48 outputs) do not reach. The table prints the floor's flops
+(Gflop) and bytes (MB) per step beside it, medians over the timed batches. Run it with one thread
+(``OMP_NUM_THREADS=1``, as the campaign's processes run) and the allocator settings of the Makefile.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench_nlm_paper_sizes import best_seconds, matmul_rate, nlm_floor
+from bench_nlm_paper_sizes import best_seconds, matmul_rate
 from tnlib.learning.models import make_encoder
 from tnlib.learning.heads import DistributionHead, HeadConfig
 from tnlib.learning.models import build_model, model_arguments
@@ -98,14 +105,24 @@ def memory_bandwidth() -> float:
     return 2 * source.nbytes / best_seconds(lambda: np.copyto(target, source))
 
 
-def training_floor(model: nn.Module, objects: int, batch: int, rate: float,
-                   bandwidth: float) -> tuple[float, float, float]:
-    """(floor seconds per step, floor flops per step, floor bytes per step) for ``batch`` states of ``objects``
-    objects."""
-    operations, _ = nlm_floor(model, objects)
-    stored = sum(objects ** 3 * layer.width * 4 for layer in model.layers if 3 in layer.out_arities)
-    moved = 3 * stored * batch
-    flops = 3 * operations * batch
+def training_floor(model: nn.Module, counts: list[int], rate: float, bandwidth: float) -> tuple[float, float, float]:
+    """(floor seconds, flops, bytes) of a training step on a batch of states of ``counts`` real objects each (see
+    the module's docstring for what it counts)."""
+    stages = list(model.layers) + ([model.output_layer] if model.output_layer is not None else [])
+    flops = moved = 0.0
+    for k, layer in enumerate(stages):
+        following = stages[k + 1].out_arities if k + 1 < len(stages) else [0]
+        for r in layer.out_arities:
+            c_expand, c_same, c_reduce = layer.part_sizes(r)
+            perms = math.factorial(r)
+            only_reduced = r == 3 and r not in following and r + 1 not in following
+            for n in counts:
+                local = 2 * n ** r * perms * (c_same + c_reduce) * layer.width
+                expand = 2 * n ** max(r - 1, 0) * perms * c_expand * layer.width
+                backward = expand + (0 if only_reduced else local)
+                flops += local + expand + n ** (r + 1) * c_reduce + backward * (2 if k > 0 else 1)
+                if r == 3 and r in following:
+                    moved += 2 * n ** 3 * layer.width * 4
     return max(flops / rate, moved / bandwidth), flops, moved
 
 
@@ -135,10 +152,13 @@ def timed_steps(domain: str, before_module, steps: int, warmup: int, batch_size:
     times = {name: [] for name in routes}
     cpu = {name: [] for name in routes}
     objects = 0
+    counts = []  # each timed batch's real object counts
     for step in range(warmup + steps):
         rows = torch.randint(len(data), (batch_size,), generator=sampler).tolist()
         batch = encoder.collate([data[i] for i in rows])
         objects = max(objects, batch.inputs.object_mask.shape[1])
+        if step >= warmup:
+            counts.append(batch.inputs.object_mask.sum(1).tolist())
         for name, (model, optimizer) in routes.items():
             started, started_cpu = time.perf_counter(), time.process_time()
             prediction = head(model(batch.inputs), batch.residual, batch.lower, batch.upper)
@@ -152,7 +172,7 @@ def timed_steps(domain: str, before_module, steps: int, warmup: int, batch_size:
                 cpu[name].append(time.process_time() - started_cpu)
     return {"before": statistics.median(times["before"]), "after": statistics.median(times["after"]),
             "before_cpu": statistics.median(cpu["before"]), "after_cpu": statistics.median(cpu["after"]),
-            "objects": objects, "model": after, "before_model": before,
+            "objects": objects, "counts": counts, "model": after, "before_model": before,
             "nudged_model": routes["nudged"][0] if nudged else None}
 
 
@@ -193,14 +213,19 @@ def main() -> None:
           f"{bandwidth / 1e9:.1f} GB/s; batch {args.batch_size}, {args.steps} timed steps per route, alternating")
     print("seconds per step: wall time (medians), then CPU time of the process (medians; on a loaded machine the "
           "steadier of the two)")
+    print("floor: a lower bound on this formulation's step over each state's real objects, not a target -- the "
+          "Linears' products forward and backward (the weights' gradients, and the inputs' past the first layer), "
+          "none for the sparse backward of an arity 3 the next layer only reduces, the reductions' comparisons, at "
+          "a large product's rate; each arity-3 output the next layer reads position by position written and read "
+          "once, at the copy's bandwidth")
     print(f"{'domain':12} {'objects':>7} {'before s':>9} {'after s':>8} {'speed-up':>8} {'before cpu':>10} "
           f"{'after cpu':>9} {'speed-up':>8} {'Gflop':>6} {'MB':>5} {'floor s':>8} {'after/floor':>11}")
     with tempfile.TemporaryDirectory() as folder:
         before_module = module_at(args.before, Path(folder))
         for domain in args.domains:
             result = timed_steps(domain, before_module, args.steps, args.warmup, args.batch_size, data=args.data)
-            floor, flops, moved = training_floor(result["model"], result["objects"], args.batch_size, rate,
-                                                 bandwidth)
+            floor, flops, moved = (statistics.median(values) for values in zip(
+                *(training_floor(result["model"], counts, rate, bandwidth) for counts in result["counts"])))
             print(f"{domain:12} {result['objects']:>7} {result['before']:>9.3f} {result['after']:>8.3f} "
                   f"{result['before'] / result['after']:>7.2f}x {result['before_cpu']:>10.3f} "
                   f"{result['after_cpu']:>9.3f} {result['before_cpu'] / result['after_cpu']:>7.2f}x "
