@@ -561,11 +561,14 @@ def test_projected_extrema_backward_takes_the_sigmoid_of_the_reduced_pairs_alone
 
 def test_tall_projection_gives_the_gradients_of_a_linear_map_in_float64():
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 9, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(4, nlm_autograd.TALL_ROWS // 4, 3, generator=g, dtype=torch.float64, requires_grad=True)
     w = torch.randn(12, 3, generator=g, dtype=torch.float64, requires_grad=True)
-    upstream = torch.randn(4, 9, 12, generator=g, dtype=torch.float64)
-    assert torch.autograd.gradcheck(nlm_autograd.TallProjection.apply, (x, w), eps=1e-6, atol=1e-8)
-    got = torch.autograd.grad(nlm_autograd.tall_projection(x, w), (x, w), upstream)
+    upstream = torch.randn(4, nlm_autograd.TALL_ROWS // 4, 12, generator=g, dtype=torch.float64)
+    small = x[:2, :5].detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(nlm_autograd.TallProjection.apply, (small, w), eps=1e-6, atol=1e-8)
+    projected = nlm_autograd.tall_projection(x, w)
+    assert projected.grad_fn.name() == "TallProjectionBackward"
+    got = torch.autograd.grad(projected, (x, w), upstream)
     expected = torch.autograd.grad(torch.einsum("bmc,oc->bmo", x, w), (x, w), upstream)
     for a, b in zip(got, expected):
         assert a.shape == b.shape and torch.allclose(a, b, rtol=0, atol=1e-12)

@@ -129,9 +129,18 @@ class TallProjection(torch.autograd.Function):
         return grad_x, grad_w
 
 
+# The rows from which ``TallProjection`` pays: below, autograd's own backward of ``F.linear`` is as fast and cheaper
+# to call (64 rows: 36 against 64 us forward and backward; 896 rows: 84 against 80 us; 40,000 rows: 7.4 against
+# 3.8 ms).
+TALL_ROWS = 1024
+
+
 def tall_projection(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``F.linear(x, w)`` (no bias), differentiated by ``TallProjection`` when a gradient is needed."""
-    return TallProjection.apply(x, w) if needs_grad(x, w) else F.linear(x, w)
+    """``F.linear(x, w)`` (no bias), differentiated by ``TallProjection`` when a gradient is needed and ``x`` has
+    at least ``TALL_ROWS`` rows."""
+    if needs_grad(x, w) and x.numel() >= TALL_ROWS * x.shape[-1]:
+        return TallProjection.apply(x, w)
+    return F.linear(x, w)
 
 
 # The big NLM tensors ([B, N^3, C]: 32 MB at batch 256, 16 objects and 8 channels in float32) do not fit in the
