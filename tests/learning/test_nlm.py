@@ -594,3 +594,24 @@ def test_broadcast_sum_extrema_backward_zeroes_the_expand_gradients_it_sums_into
                         lambda self, size, **kwargs: torch.full(tuple(size), float("nan"), dtype=self.dtype))
     for expected, got in zip(fresh, gradients()):
         assert float(expected.abs().max()) > 0 and torch.equal(expected, got)
+
+
+def test_nlm_gradients_through_the_tall_projections_equal_the_reference_in_float64(monkeypatch):
+    # every expand projection through TallProjection (at the tests' sizes they have fewer rows than TALL_ROWS)
+    monkeypatch.setattr(nlm_autograd, "TALL_ROWS", 1)
+    calls = []
+    apply = nlm_autograd.TallProjection.apply
+    monkeypatch.setattr(nlm_autograd.TallProjection, "apply", lambda *args: calls.append(1) or apply(*args))
+    channels = [2, 6, 4, 2]
+    model = randomized(NLM(channels).double())
+    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1])
+    for t in inputs.tensors:
+        t.requires_grad_(True)
+    fast = model(inputs)
+    grads_fast = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
+    slow = nlm_reference_forward(model, inputs)
+    grads_slow = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
+    assert calls and fast.abs().max() > 0.1
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+    for a, b in zip(grads_fast, grads_slow):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
