@@ -166,8 +166,26 @@ def _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_m0, d_mean, node
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _straddle_loc_slope(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log_z):
+    """F_t + F_a + F_b = phi(t)/Z - p_a (1 - F) - p_b F of a straddling element (minus s times dF/dloc), which is
+    F (E[t] - E_head) up to the mean and (1 - F) (E_tail - E[t]) past it, E_head and E_tail the means of the parts
+    below and above the value: as (p_a - p_b) F - (p_a - phi(t)/Z), or (p_b - p_a) (1 - F) + phi(t)/Z - p_b, with
+    each difference of densities as p expm1 of the difference of their exponents where those are close (phi(t)
+    and p_a both near phi(0) beside a bound just under loc would cancel)."""
+    f_t = math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_z)
+    if t <= mean_t:
+        exponent = -0.5 * d * (t + a)  # log phi(t) - log phi(a)
+        drop = -p_a * math.expm1(exponent) if abs(exponent) < 1.0 else p_a - f_t
+        return mean_t * cdf - drop
+    exponent = 0.5 * rest * (b + t)  # log phi(t) - log phi(b)
+    rise = p_b * math.expm1(exponent) if abs(exponent) < 1.0 else f_t - p_b
+    return rise - mean_t * sf
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
-    """dF / d(value, loc, scale, low, high) of one element, 0 outside the support (_cdf_grads)."""
+    """dF / d(value, loc, scale, low, high) of one element, 0 outside the support (_cdf_grads). F_low = -p_a (1 - F)
+    and F_high = -p_b F in either regime, 1 - F formed as the mass above the value where F passes 1/2."""
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
         loc, scale, low, high, table, nodes, weights)
     c_value = -value if flip else value
@@ -175,22 +193,27 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
         return 0.0, 0.0, 0.0, 0.0, 0.0
     cdf = _canonical_cdf(c_value, False, c_loc, c_low, c_high, scale, a, b, frame, log_norm, first, p_a, p_b,
                          table, nodes, weights)
+    sf = 1.0 - cdf
+    if cdf > 0.5:
+        sf = _canonical_cdf(c_value, True, c_loc, c_low, c_high, scale, a, b, frame, log_norm, first, p_a, p_b,
+                            table, nodes, weights)
     x = c_value
     d = (x - c_low) / scale
     t = (x - c_loc) / scale
     no_a, no_b = p_a == 0.0, p_b == 0.0
-    f_a = 0.0 if no_a else -p_a * (1.0 - cdf)
+    f_a = 0.0 if no_a else -p_a * sf
     f_b = 0.0 if no_b else -p_b * cdf
     if frame:
         fr_a = _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_norm, first, nodes, weights)
         fr_d = math.exp(-d * (a + 0.5 * d) - log_norm)
         spread = a * fr_a + d * fr_d + (0.0 if no_b else w * f_b)
-        g_value, g_loc, g_low = fr_d, -fr_a, fr_a - fr_d - f_b
+        g_value, g_loc = fr_d, -fr_a
     else:
         f_t = math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_norm)
         spread = t * f_t + (0.0 if no_a else a * f_a) + (0.0 if no_b else b * f_b)
-        g_value, g_loc, g_low = f_t, -(f_t + f_a + f_b), f_a
-    g_value, g_loc, g_scale, g_low, g_high = (g_value / scale, g_loc / scale, -spread / scale, g_low / scale,
+        g_value = f_t
+        g_loc = -_straddle_loc_slope(t, d, (c_high - x) / scale, a, b, cdf, sf, first, p_a, p_b, log_norm)
+    g_value, g_loc, g_scale, g_low, g_high = (g_value / scale, g_loc / scale, -spread / scale, f_a / scale,
                                               f_b / scale)
     if flip:  # odd under the mirror
         return g_value, g_loc, -g_scale, g_high, g_low

@@ -15,9 +15,11 @@ and the caller takes the per-element kernel for it.
 cdf_element forms the value and the five derivatives, both the frame's (a >= 0) and the straddling element's (a < 0)
 formulas in each lane, and keeps one: a select costs less than the branch that would stop the loop vectorizing.
 The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one regime each (a chunk's
-elements are gathered by regime first), which drops the derivatives and the other regime's formulas; a straddling
-element's masses there are sums of erf's where cdf_element's are differences, so it holds the elements whose two
-tails pass 1/2 too.
+elements are gathered by regime first), which drops the derivatives and the other regime's formulas. Both form a
+straddling element's normalizing mass and its mass on the far side of loc from the bound as sums of erf's, never
+as 1 less the other masses (which cancels where the two tails pass 1/2, or beside a bound just under loc), and
+cdf_element forms each derivative as a product of such masses or, for loc's, as the frame does: F times the
+distance from the mean of the part below the value to the mean (past the mean, 1 - F times the other part's).
 """
 from __future__ import annotations
 
@@ -296,39 +298,48 @@ def cdf_element(value, loc, s, low, high, straddling):
     frame_pb = 0.0 if no_b else delta_w / m0
     frame_fb = -frame_pb * frame_cdf
     frame_spread = a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
-    # straddling (a < 0 < b): differences of Phi, each of a non-positive argument, over Z = 1 - the two tails;
-    # within a short stretch of a bound its mass relative to phi at the bound
-    tail_a = _ndtr_lower(a)
-    tail_b = _ndtr_lower(-b)
-    tails = tail_a + tail_b
-    z = 1.0 - tails
-    log_z = _vector_math.log(z)
+    # straddling (a < 0 < b): masses over Z = (erf(-a/sqrt 2) + erf(b/sqrt 2))/2, the masses on either side of
+    # loc: past loc the mass below the value is a sum of erf's (and short of it the mass above it), its other side
+    # a difference of Phi's of non-positive arguments; within a short stretch of a bound its mass relative to phi
+    # at the bound
+    erf_a, erfc_a = _erf_and_erfc(-a * _SQRT_HALF)
+    erf_b, erfc_b = _erf_and_erfc(b * _SQRT_HALF)
+    erf_t, erfc_t = _erf_and_erfc(abs(t) * _SQRT_HALF)
+    twice_z = erf_a + erf_b
+    log_z = _vector_math.log(twice_z) - _LOG_2
     f_t = _vector_math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_z)
     p_a = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
     p_b = 0.0 if no_b else _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
-    tail_t = _ndtr_lower(-abs(t))
     below = t <= 0.0
-    lower = p_a * head_mass if narrow_head else (tail_t - tail_a) / z
-    upper = p_b * tail_mass if narrow_tail else (tail_t - tail_b) / z
-    straddle_cdf = lower if below else 1.0 - upper
-    straddle_sf = 1.0 - lower if below else upper
-    straddle_fa = -p_a * (1.0 - straddle_cdf)
+    # 0.5 erfc is Phi of a non-positive argument: the difference of two lower tails
+    lower = p_a * head_mass if narrow_head else ((erfc_t - erfc_a) / twice_z if below else (erf_a + erf_t) / twice_z)
+    upper = p_b * tail_mass if narrow_tail else ((erf_t + erf_b) / twice_z if below else (erfc_t - erfc_b) / twice_z)
+    straddle_cdf = lower
+    straddle_sf = upper
+    straddle_fa = -p_a * straddle_sf
     straddle_fb = -p_b * straddle_cdf
     straddle_spread = t * f_t + (0.0 if no_a else a * straddle_fa) + (0.0 if no_b else b * straddle_fb)
+    # minus s dF/dloc = phi(t)/Z - p_a (1 - F) - p_b F: F (E[t] - E_head) up to the mean, (1 - F) (E_tail - E[t])
+    # past it, with phi(a) - phi(t) = phi(a) J(a, d) (a + D_head) on a short stretch (phi(t) and phi(a), both near
+    # phi(0) beside a bound just under loc, would cancel) and phi(t) - phi(b) likewise
+    straddle_mean = p_a - p_b
+    drop = p_a * head_mass * (a + head_mean) if narrow_head else p_a - f_t
+    rise = p_b * tail_mass * (b - tail_mean) if narrow_tail else f_t - p_b
+    straddle_slope = straddle_mean * straddle_cdf - drop if t <= straddle_mean else rise - straddle_mean * straddle_sf
     # the element's own regime
     canonical = frame_cdf if frame else straddle_cdf
     result = (frame_sf if frame else straddle_sf) if flip else canonical
     result = min(max(result, 0.0), 1.0)
     f_b = frame_fb if frame else straddle_fb
     g_value = (density if frame else f_t) / s
-    g_loc = (-frame_fa if frame else -(f_t + straddle_fa + f_b)) / s
+    g_loc = -(frame_fa if frame else straddle_slope) / s
     g_scale = -(frame_spread if frame else straddle_spread) / s
-    g_low = (frame_fa - density - f_b if frame else straddle_fa) / s
+    g_low = -(frame_sf / m0 if frame else p_a * straddle_sf) / s
     g_high = f_b / s
     # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
     held_frame = (((a >= 0.0) | (narrow_head & narrow_tail)) & (narrow_head | (not up_to_mean))
                   & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
-    held_straddle = (t > -_STRADDLE_END) & (t < _STRADDLE_END) & (tails < 0.5)
+    held_straddle = (t > -_STRADDLE_END) & (t < _STRADDLE_END)
     held = ((x > c_low) & (x < c_high) & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b)
             & (held_frame if frame else held_straddle))
     # at or beyond a bound the CDF is exactly 0 or 1 (the per-element kernel's frame integral over the whole

@@ -360,24 +360,43 @@ def _frame_cdf_slope(core: _Core, x, d, t, cdf, mask) -> torch.Tensor:
     return f_a
 
 
+def _straddle_loc_slope(core: _Core, t, d, rest, f_t, cdf, sf) -> torch.Tensor:
+    """F_t + F_a + F_b = phi(t)/Z - p_a (1 - F) - p_b F of straddling elements (minus s times dF/dloc): F (E[t] -
+    E_head) up to the mean and (1 - F) (E_tail - E[t]) past it, E_head and E_tail the means of the parts below and
+    above the value, as (p_a - p_b) F - (p_a - phi(t)/Z) or (p_b - p_a) (1 - F) + phi(t)/Z - p_b, each difference
+    of densities as p expm1 of the difference of their exponents where those are close (phi(t) and p_a both near
+    phi(0) beside a bound just under loc would cancel)."""
+    a, b, p_a, p_b, mean_t = core.a, core.b, core.p_a, core.p_b, core.mean_t
+    below = -0.5 * d * (t + a)  # log phi(t) - log phi(a)
+    drop = torch.where(below.abs() < 1.0, -p_a * torch.expm1(below.clamp(-1.0, 1.0)), p_a - f_t)
+    above = 0.5 * rest * (b + t)  # log phi(t) - log phi(b)
+    rise = torch.where(above.abs() < 1.0, p_b * torch.expm1(above.clamp(-1.0, 1.0)), f_t - p_b)
+    return torch.where(t <= mean_t, mean_t * cdf - drop, rise - mean_t * sf)
+
+
 def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """dF / d(value, loc, scale, low, high) in canonical coordinates, 0 outside the support.
 
     Straddling: F = (Phi(t) - Phi(a)) / Z with F_t = phi(t)/Z, F_a = -p_a (1 - F), F_b = -p_b F. Frame:
     F = J(a, d) / J(a, w) with d = (x - low)/s, J(a, d) = int_0^d exp(-a r - r^2/2) dr, so F_d is the frame
     density at d, F_w = -F p_b and F_a comes from _frame_cdf_slope. Moving loc moves a alone (d and w stay),
-    which is why the frame's loc-derivative is a single term there.
+    which is why the frame's loc-derivative is a single term there. In either regime dF/dlow is -p_a (1 - F) over
+    the scale, 1 - F formed as the mass above the value where F passes 1/2.
     """
     s = core.scale
     inside = (c_value >= core.c_low) & (c_value <= core.c_high)
     x = torch.minimum(torch.maximum(c_value, core.c_low), core.c_high)
     d = (x - core.c_low) / s
     t = (x - core.c_loc) / s
+    rest = (core.c_high - x) / s
     no_a = core.p_a == 0
     no_b = core.p_b == 0
+    sf = 1.0 - cdf
+    if bool((cdf > 0.5).any()):
+        sf = torch.where(cdf > 0.5, _sf_canonical(core, c_value), sf)
     # straddling, in (t, a, b): F_t, F_a, F_b
     f_t = torch.exp(-0.5 * t.square() - _LOG_SQRT_2PI - core.log_z)
-    f_a = -_zero_where(no_a, core.p_a * (1.0 - cdf))
+    f_a = -_zero_where(no_a, core.p_a * sf)
     f_b = -_zero_where(no_b, core.p_b * cdf)
     s_spread = t * f_t + _zero_where(no_a, core.a * f_a) + _zero_where(no_b, core.b * f_b)
     # frame, in (a, d, w) with d = t - a and w = b - a: F_a, F_d, F_w
@@ -387,9 +406,9 @@ def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[t
     fr_spread = core.a * fr_a + d * fr_d + _zero_where(no_b, core.w * fr_w)
     frame = core.frame
     g_value = torch.where(frame, fr_d, f_t) / s
-    g_loc = -torch.where(frame, fr_a, f_t + f_a + f_b) / s
+    g_loc = -torch.where(frame, fr_a, _straddle_loc_slope(core, t, d, rest, f_t, cdf, sf)) / s
     g_scale = -torch.where(frame, fr_spread, s_spread) / s
-    g_low = torch.where(frame, fr_a - fr_d - fr_w, f_a) / s
+    g_low = f_a / s
     g_high = f_b / s
     grads = (g_value,) + _unflip_grads(core, g_loc, g_scale, g_low, g_high, odd=True)
     return tuple(_zero_where(~inside, g) for g in grads)
