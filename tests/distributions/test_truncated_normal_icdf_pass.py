@@ -110,20 +110,22 @@ def test_icdf_vectorized_pass_holds_every_element_of_the_common_regimes():
 
 
 @numba.njit(error_model="numpy")
-def _halley_loop(prob, loc, scale, low, high, narrow, out, held):
+def _halley_loop(prob, loc, scale, low, high, narrow, quick, out, held):
     for i in range(out.shape[0]):
-        out[i], held[i] = icdf_by_halley(prob[i], loc[i], scale[i], low[i], high[i], narrow[i])
+        out[i], held[i] = icdf_by_halley(prob[i], loc[i], scale[i], low[i], high[i], narrow[i], quick[i])
 
 
 def test_icdf_halley_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps_of_the_per_element_kernel():
-    # the elements the closed forms leave: narrow intervals away from loc, one-sided tails from 37 scales out, at
-    # probabilities across (0, 1) from 1e-12 to 1 - 1e-12, either side of loc (mirrored); closer to 0 or 1 the
-    # value may round to a bound, which the per-element kernel takes
+    # narrow intervals (about loc and away from it; by the quick steps and by all four) and one-sided tails from 37
+    # scales out, at probabilities across (0, 1) from 1e-12 to 1 - 1e-12, either side of loc (mirrored); closer to
+    # 0 or 1 the value may round to a bound, which the per-element kernel takes
     prob = np.concatenate([np.linspace(1e-6, 1.0 - 1e-6, 41), [1e-12, 1e-9, 1.0 - 1e-9, 1.0 - 1e-12]])
-    narrow = [(low, low + width) for low in (0.7, 3.0, -40.0, 300.0) for width in (1e-9, 1e-4, 1e-3 / 300)]
+    narrow = [(low, low + width) for low in (-0.3, -1e-3, 0.7, 3.0, -40.0, 300.0)
+              for width in (1e-9, 1e-4, 1e-3 / 300, 1e-3)]
     far = [(low, math.inf) for low in (37.5, 50.0, 1e3, 1e4)] + [(-math.inf, -low) for low in (40.0, 1e3)]
-    rows = [(p, 0.25, 2.0, 0.25 + 2.0 * low, 0.25 + 2.0 * high, kind)
-            for kind, bounds in ((True, narrow), (False, far)) for low, high in bounds for p in prob]
+    kinds = ((True, True, narrow), (True, False, narrow), (False, False, far))
+    rows = [(p, 0.25, 2.0, 0.25 + 2.0 * low, 0.25 + 2.0 * high, kind, quick)
+            for kind, quick, bounds in kinds for low, high in bounds for p in prob]
     arrays = [np.array(column) for column in zip(*rows)]
     got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)
     _halley_loop(*arrays, got, held)
@@ -133,6 +135,24 @@ def test_icdf_halley_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps
     size = np.maximum(np.abs(expected), np.abs(np.where(np.isinf(arrays[3]), arrays[4], arrays[3])))
     error = np.abs(got - expected) / size
     worst = int(error.argmax())
+    assert error[worst] <= 1e-14, (rows[worst], got[worst], expected[worst])
+
+
+def test_icdf_quick_halley_steps_are_exact_where_they_hold_and_all_four_hold_intervals_about_a_scale_wide():
+    # the quick steps' start is off by (w max(1, |a + w/2|))^2: about a scale wide, most are not held (the pass then
+    # takes all four steps for them), and those held must be as exact as the four steps
+    prob = np.linspace(0.05, 0.95, 19)
+    rows = [(p, 0.0, 1.0, low, low + width, True, quick) for low in (-0.45, 0.1, 0.6) for width in (0.3, 0.9)
+            for p in prob for quick in (True, False)]
+    arrays = [np.array(column) for column in zip(*rows)]
+    got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)
+    _halley_loop(*arrays, got, held)
+    quick = arrays[6].astype(bool)
+    assert held[~quick].all(), [rows[i] for i in np.flatnonzero(~held & ~quick)[:5]]
+    expected = np.empty(len(rows))
+    _cdf_serial(True, *arrays[:5], expected, *_CONSTANTS)
+    error = np.abs(got - expected) / np.maximum(np.abs(expected), np.abs(arrays[3]))
+    worst = int(np.argmax(np.where(held, error, 0.0)))
     assert error[worst] <= 1e-14, (rows[worst], got[worst], expected[worst])
 
 

@@ -272,33 +272,38 @@ _CLOSED_FORMS_END = 40.0
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def needs_iteration(loc, s, low, high):
-    """Whether icdf_element's closed forms hold for none of the element's probabilities: a narrow interval not
-    within half a scale of loc, or a one-sided tail from 40 scales out."""
+    """Whether the element is inverted by Halley's steps alone, icdf_element's closed forms skipped: a narrow
+    interval (about loc the closed forms' erf^-1 would hold, at 2.5x the quick steps' time), or a one-sided tail
+    from 40 scales out (where the closed forms hold for none of its probabilities)."""
     _, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
-    return (narrow & ((abs(a) > 0.5) | (abs(b) > 0.5))) | ((c_high == math.inf) & (a >= _CLOSED_FORMS_END))
+    return narrow | ((c_high == math.inf) & (a >= _CLOSED_FORMS_END))
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def icdf_by_halley(prob, loc, s, low, high, narrow_known):
-    """(icdf, held) of an element the closed forms leave -- a narrow interval away from loc (``narrow_known``
-    true: canonical_frame's narrow) or a one-sided tail from about 37 scales out (false) -- by four Halley steps:
-    on a narrow interval on the mass below the value (above it past the median), each by the stretch's series,
-    from the uniform; far in a one-sided tail on the mass below the value (past the median, the log of the mass
-    above it), from the exponential. Held where the last step moved d by no more than a few ulps of d or of the
-    bound, and the element is of the kind said; the rest are the per-element kernel's."""
+def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick):
+    """(icdf, held) of a narrow interval (``narrow_known`` true: canonical_frame's narrow) or a one-sided tail from
+    about 37 scales out (false) by Halley's steps: on a narrow interval on the mass below the value (above it past
+    the median), each by the stretch's series, from the truncated exponential to first order, two steps with
+    ``quick`` (enough where w max(1, |a + w/2|) is below about 1e-3) and four without; far in a one-sided tail
+    four on the mass below the value (past the median, the log of the mass above it), from the exponential. Held
+    where the last step moved d by no more than a few ulps of d or of the bound, and the element is of the kind
+    said; the rest are the caller's to take further (all four steps, the per-element kernel)."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     no_b = c_high == math.inf
     upper = c_p > 0.5
     if narrow_known:
-        # from the uniform, on whichever side of the median keeps the smaller mass
+        # on whichever side of the median keeps the smaller mass, from the truncated exponential's d to first order
+        # in the log-density's slope at the interval's middle, p w (1 - (a + w/2) w (1 - p) / 2): off by the square
+        # of that slope's and the curvature's terms, (w max(1, |a + w/2|))^2, which one Halley step cubes
         whole_mass, _ = _stretch(a, w)
         target = (c_q if upper else c_p) * whole_mass
-        d = c_p * w
+        d = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
         d = _narrow_step(a, w, d, upper, target)
-        d = _narrow_step(a, w, d, upper, target)
-        d = _narrow_step(a, w, d, upper, target)
+        if not quick:
+            d = _narrow_step(a, w, d, upper, target)
+            d = _narrow_step(a, w, d, upper, target)
         new_d = _narrow_step(a, w, d, upper, target)
         kind = narrow & (whole_mass > 1e-290)
     else:

@@ -1,0 +1,160 @@
+"""Where one call of the Truncated Normal's cdf, icdf and sample goes, on the peer benchmark's inputs, ns an element.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_call_parts.py [--points 100000] [--repeats 15]
+        [--regimes moderate,narrow,"one-sided far"] [--clock cpu]
+
+Per regime of benchmarks/bench_truncated_normal_peers.py (float32, each element its own distribution), the medians
+of ``--repeats`` interleaved timings, one thread, of:
+
+* ``call``: the public call, the distribution built inside it, as the peer benchmark times it;
+* ``construct``: ``TruncatedNormal(...)`` alone (the argument checks; validate_args=False, as the peers run);
+* ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
+* ``kernel``: the compiled pass alone on the same float32 arrays (cdf and icdf: the vectorized pass, its regime
+  gathering included; sample: the serial draw loop);
+* ``classify``: the cdf's and icdf's gathering of each chunk's straddling elements apart (gather_straddling), alone;
+* ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
+  in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
+  Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: the uniforms,
+  log and square root one accepted Normal pair costs (two uniforms, a log, a square root, a division);
+* ``widen``: a numba loop that reads the five float32 arrays as float64 and writes one float32 result: the memory
+  and conversion floor.
+
+``call`` less ``kernel`` is the wrapper (construction, checks, views, allocation, output); ``kernel`` less the floor
+is what the pass spends beyond the special functions a float64 computation needs.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_truncated_normal_peers import regime_inputs  # noqa: E402
+
+from tnlib import TruncatedNormal  # noqa: E402
+from tnlib.distributions import _cdf_kernels, _sample_kernels, _vector_math  # noqa: E402
+from tnlib.distributions._cdf_vector import gather_straddling  # noqa: E402
+from tnlib.distributions._icdf_vector import ndtri_lower  # noqa: E402
+from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
+
+_SQRT_HALF = math.sqrt(0.5)
+
+
+@numba.njit(error_model="numpy")
+def _widen(value, loc, scale, low, high, out):
+    for i in range(out.shape[0]):
+        out[i] = np.float32(np.float64(value[i]) + np.float64(loc[i]) * np.float64(scale[i])
+                            + np.float64(low[i]) - np.float64(high[i]))
+
+
+@numba.njit(error_model="numpy")
+def _two_erfcs(value, loc, scale, low, high, out):
+    for i in range(out.shape[0]):
+        s = np.float64(scale[i])
+        t = (np.float64(value[i]) - np.float64(loc[i])) / s
+        a = (np.float64(low[i]) - np.float64(loc[i])) / s
+        out[i] = np.float32(_vector_math.erfc(abs(t) * _SQRT_HALF) - _vector_math.erfc(abs(a) * _SQRT_HALF))
+
+
+@numba.njit(error_model="numpy")
+def _one_ndtri(prob, loc, scale, low, high, out):
+    for i in range(out.shape[0]):
+        p = np.float64(prob[i])
+        out[i] = np.float32(np.float64(loc[i]) + np.float64(scale[i]) * ndtri_lower(min(p, 1.0 - p)))
+
+
+@numba.njit(error_model="numpy")
+def _normal_pairs(loc, scale, low, high, key, out):
+    for i in range(out.shape[0]):
+        counter = np.uint64(i) << np.uint64(24)
+        p = 2.0 * _sample_kernels._uniform(key, counter) - 1.0
+        q = 2.0 * _sample_kernels._uniform(key, counter + np.uint64(1)) - 1.0
+        r = p * p + q * q + 1e-300
+        out[i] = np.float32(np.float64(loc[i]) + np.float64(scale[i]) * p * math.sqrt(-2.0 * math.log(r) / r))
+
+
+@numba.njit(error_model="numpy")
+def _classify(value, loc, scale, low, high):
+    arrays = (value, loc, scale, low, high)
+    columns = np.empty((6, _CHUNK))
+    count = 0
+    n = value.shape[0]
+    for first in range(0, n, _CHUNK):
+        count += gather_straddling(first, min(first + _CHUNK, n), arrays, columns)
+    return count
+
+
+def _parts(method: str, v: dict, t: dict) -> dict:
+    """The timed parts of one method on one regime's inputs, each a function of no arguments."""
+    n = v["loc"].shape[0]
+    out = np.empty(n, dtype=np.float32)
+    first = {"cdf": "x", "icdf": "p", "sample": "x"}[method]
+    arrays = [v[k] for k in (first, "loc", "scale", "low", "high")]
+    tensors = [t[k] for k in (first, "loc", "scale", "low", "high")]
+    key = np.uint64(12345)
+
+    def make():
+        return TruncatedNormal(t["loc"], t["scale"], t["low"], t["high"], validate_args=False)
+
+    def views():
+        flats = [_flat(x) for x in tensors]
+        return torch.from_numpy(np.empty(flats[1].shape[0], dtype=np.float32))
+
+    parts = {"construct": make, "views": views, "widen": lambda: _widen(*arrays, out)}
+    if method == "cdf":
+        parts |= {"call": lambda: make().cdf(t["x"]),
+                  "kernel": lambda: _cdf_kernels._cdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
+                  "classify": lambda: _classify(*arrays), "float64 floor": lambda: _two_erfcs(*arrays, out)}
+    elif method == "icdf":
+        parts |= {"call": lambda: make().icdf(t["p"]),
+                  "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
+                  "classify": lambda: _classify(*arrays), "float64 floor": lambda: _one_ndtri(*arrays, out)}
+    else:
+        parts |= {"call": lambda: make().sample(),
+                  "kernel": lambda: _sample_kernels._draws_serial(*arrays[1:], 1, key, out),
+                  "float64 floor": lambda: _normal_pairs(*arrays[1:], key, out)}
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--regimes", default="moderate,one-sided far,narrow")
+    parser.add_argument("--methods", default="cdf,icdf,sample")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="cpu")
+    args = parser.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    torch.set_num_threads(1)
+    order = ("call", "construct", "views", "kernel", "classify", "float64 floor", "widen")
+    print(f"{args.points:,} float32 elements, 1 thread, medians of {args.repeats} interleaved timings, "
+          f"{args.clock} time, ns an element")
+    print(f"{'regime':<15s}{'method':<8s}" + "".join(f"{name:>15s}" for name in order))
+    rng = np.random.default_rng(0)
+    for regime in ("moderate", "one-sided far", "narrow"):
+        v = regime_inputs(regime, args.points, rng)  # (every regime drawn, so each one's inputs are the peers')
+        if regime not in args.regimes.split(","):
+            continue
+        t = {k: torch.from_numpy(a) for k, a in v.items()}
+        for method in args.methods.split(","):
+            parts = _parts(method, v, t)
+            times = {name: [] for name in parts}
+            for _ in range(args.repeats + 1):  # (the first round warms up and compiles)
+                for name, function in parts.items():
+                    started = clock()
+                    function()
+                    times[name].append(clock() - started)
+            medians = {name: float(np.median(times[name][1:])) / args.points * 1e9 for name in parts}
+            print(f"{regime:<15s}{method:<8s}"
+                  + "".join(f"{medians[name]:15.1f}" if name in medians else f"{'-':>15s}" for name in order),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
