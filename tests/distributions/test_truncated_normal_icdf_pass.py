@@ -110,9 +110,9 @@ def test_icdf_vectorized_pass_holds_every_element_of_the_common_regimes():
 
 
 @numba.njit(error_model="numpy")
-def _halley_loop(prob, loc, scale, low, high, narrow, quick, out, held):
+def _halley_loop(prob, loc, scale, low, high, narrow, quick, side, out, held):
     for i in range(out.shape[0]):
-        out[i], held[i] = icdf_by_halley(prob[i], loc[i], scale[i], low[i], high[i], narrow[i], quick[i])
+        out[i], held[i] = icdf_by_halley(prob[i], loc[i], scale[i], low[i], high[i], narrow[i], quick[i], side[i])
 
 
 def test_icdf_halley_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps_of_the_per_element_kernel():
@@ -123,9 +123,12 @@ def test_icdf_halley_steps_hold_narrow_intervals_and_far_tails_within_a_few_ulps
     narrow = [(low, low + width) for low in (-0.3, -1e-3, 0.7, 3.0, -40.0, 300.0)
               for width in (1e-9, 1e-4, 1e-3 / 300, 1e-3)]
     far = [(low, math.inf) for low in (37.5, 50.0, 1e3, 1e4)] + [(-math.inf, -low) for low in (40.0, 1e3)]
-    kinds = ((True, True, narrow), (True, False, narrow), (False, False, far))
-    rows = [(p, 0.25, 2.0, 0.25 + 2.0 * low, 0.25 + 2.0 * high, kind, quick)
-            for kind, quick, bounds in kinds for low, high in bounds for p in prob]
+    # a far tail's steps on either side of the median (side 0), or on the one its canonical probability is on
+    kinds = ((True, True, narrow, False), (True, False, narrow, False), (False, False, far, False),
+             (False, False, far, True))
+    rows = [(p, 0.25, 2.0, 0.25 + 2.0 * low, 0.25 + 2.0 * high, kind, quick,
+             (1 if (1.0 - p if high < 0 else p) > 0.5 else -1) if sided else 0)
+            for kind, quick, bounds, sided in kinds for low, high in bounds for p in prob]
     arrays = [np.array(column) for column in zip(*rows)]
     got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)
     _halley_loop(*arrays, got, held)
@@ -142,7 +145,7 @@ def test_icdf_quick_halley_steps_are_exact_where_they_hold_and_all_four_hold_int
     # the quick steps' start is off by (w max(1, |a + w/2|))^2: about a scale wide, most are not held (the pass then
     # takes all four steps for them), and those held must be as exact as the four steps
     prob = np.linspace(0.05, 0.95, 19)
-    rows = [(p, 0.0, 1.0, low, low + width, True, quick) for low in (-0.45, 0.1, 0.6) for width in (0.3, 0.9)
+    rows = [(p, 0.0, 1.0, low, low + width, True, quick, 0) for low in (-0.45, 0.1, 0.6) for width in (0.3, 0.9)
             for p in prob for quick in (True, False)]
     arrays = [np.array(column) for column in zip(*rows)]
     got, held = np.empty(len(rows)), np.empty(len(rows), dtype=np.bool_)

@@ -431,6 +431,30 @@ def _partition(iterated, start, stop, columns):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _partition_past_median(start, stop, columns):
+    """Moves the elements of columns [start, stop) (probability, loc, scale, low, high, index) whose canonical
+    probability is above 1/2 after the others, whose end it returns."""
+    first, end = start, stop
+    while True:
+        while first < end and not _past_median(first, columns):
+            first += 1
+        while first < end and _past_median(end - 1, columns):
+            end -= 1
+        if first >= end:
+            return first
+        end -= 1
+        for row in range(6):
+            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
+        first += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _past_median(j, columns):
+    prob = columns[0, j]
+    return (1.0 - prob if columns[4, j] <= columns[1, j] else prob) > 0.5  # (mirrored where high <= loc)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _cdf_chunk(count, stop, columns, out):
     """The cdf of a gathered chunk's elements [0, stop) of ``columns`` (gather_straddling's), its straddling elements
     first ([0, count)), NaN where not held: loops the compiler vectorizes form the value alone, each of one regime
@@ -483,7 +507,7 @@ def _icdf_chunk(count, stop, columns, out, spare, solved):
                 spare[k, row] = columns[k, j]
             spare[5, row] = j
     for k in range(narrow_count):
-        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True, True)
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True, True, 0)
         solved[k] = x if held else np.nan
     # those the quick steps leave (intervals about a scale wide) moved to the front, for all four steps in a loop
     # that vectorizes too
@@ -496,10 +520,15 @@ def _icdf_chunk(count, stop, columns, out, spare, solved):
         else:
             out[np.int64(spare[5, k])] = solved[k]
     for k in range(again):
-        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True, False)
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True, False, 0)
         solved[k] = x if held else np.nan
-    for k in range(rest, stop):
-        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False, False)
+    # the far tails apart by the side of the median they invert on, so that each loop forms one side's steps
+    upper = _partition_past_median(rest, stop, spare)
+    for k in range(rest, upper):
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False, False, -1)
+        solved[k] = x if held else np.nan
+    for k in range(upper, stop):
+        x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False, False, 1)
         solved[k] = x if held else np.nan
     for k in range(again):
         out[np.int64(spare[5, k])] = solved[k]

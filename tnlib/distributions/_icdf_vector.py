@@ -280,12 +280,14 @@ def needs_iteration(loc, s, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick):
+def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
     """(icdf, held) of a narrow interval (``narrow_known`` true: canonical_frame's narrow) or a one-sided tail from
     about 37 scales out (false) by Halley's steps: on a narrow interval on the mass below the value (above it past
     the median), each by the stretch's series, from the truncated exponential to first order, two steps with
     ``quick`` (enough where w max(1, |a + w/2|) is below about 1e-3) and four without; far in a one-sided tail
-    four on the mass below the value (past the median, the log of the mass above it), from the exponential. Held
+    on the mass below the value (past the median, the log of the mass above it), from the exponential, each side's
+    steps formed only where ``side`` allows it (-1: the canonical probability is known to be at most 1/2, 1: above
+    it; three steps, enough from 37 scales out, where the start is off by 1e-2 at most; 0: either, four). Held
     where the last step moved d by no more than a few ulps of d or of the bound, and the element is of the kind
     said; the rest are the caller's to take further (all four steps, the per-element kernel)."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
@@ -312,19 +314,23 @@ def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick):
         # (both formed, one kept: a branch would stop the loop vectorizing)
         m_a = _vector_mills(a)
         start = -_vector_math.log(c_q) / a
-        log_target = _vector_math.log(c_q) + _vector_math.log(m_a)
-        d = _tail_step(a, start, log_target)
-        d = _tail_step(a, d, log_target)
-        d = _tail_step(a, d, log_target)
-        upper_d = _tail_step(a, d, log_target)
-        upper_before = d
-        target = c_p * m_a
-        d = _tail_lower_step(a, start, m_a, target)
-        d = _tail_lower_step(a, d, m_a, target)
-        d = _tail_lower_step(a, d, m_a, target)
-        lower_d = _tail_lower_step(a, d, m_a, target)
+        upper_before, upper_d, lower_before, lower_d = np.nan, np.nan, np.nan, np.nan
+        if side >= 0:
+            log_target = _vector_math.log(c_q) + _vector_math.log(m_a)
+            d = _tail_step(a, start, log_target)
+            if side == 0:
+                d = _tail_step(a, d, log_target)
+            upper_before = _tail_step(a, d, log_target)
+            upper_d = _tail_step(a, upper_before, log_target)
+        if side <= 0:
+            target = c_p * m_a
+            d = _tail_lower_step(a, start, m_a, target)
+            if side == 0:
+                d = _tail_lower_step(a, d, m_a, target)
+            lower_before = _tail_lower_step(a, d, m_a, target)
+            lower_d = _tail_lower_step(a, lower_before, m_a, target)
         new_d = upper_d if upper else lower_d
-        d = upper_before if upper else d
+        d = upper_before if upper else lower_before
         kind = (not narrow) & (a >= 1.0) & no_b
     x = min(max(c_low + s * new_d, c_low), c_high)
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
