@@ -1,7 +1,8 @@
 """The moment kernels' shortcuts (tnlib.distributions._moment_kernels) against the routes they stand in for: a
 narrow interval's variance and third cumulant from the state's own one-panel sums, bit for bit; the tail's variance
-from the one-sided fraction's (_mixture_variance), within 4e-15 of the eight panels' and 1e-15 of mpmath; and the
-vectorized pass over elements whose bounds straddle loc, within a few ulps of the per-element branches."""
+from the one-sided fraction's (_mixture_variance), within 4e-15 of the eight panels' and 1e-15 of mpmath; the
+vectorized pass over elements whose bounds straddle loc, and the narrow intervals' mean by the stretch's series,
+within a few ulps of the per-element branches."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from tnlib.distributions._cdf_vector import canonical_frame
 from tnlib.distributions._moment_kernels import (
     _CONSTANTS,
     _WIDE_PANELS,
@@ -21,6 +23,7 @@ from tnlib.distributions._moment_kernels import (
     _gradients_block,
     _is_narrow,
     _moment_state,
+    _narrow_mean_pass,
     _slopes,
     _statistic_block,
     _straddles_loc,
@@ -109,6 +112,34 @@ def _block(which: int, columns: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def _narrow(columns: list[np.ndarray]) -> np.ndarray:
+    """Whether each element (loc, scale, low, high) is a narrow interval."""
+    return np.array([canonical_frame(*row)[7] for row in zip(*columns)])
+
+
+def test_narrow_mean_pass_holds_every_narrow_interval_within_a_few_ulps_of_the_per_element_branches():
+    # a from -1e4 to 1e5 scales, widths from 1e-12 scales to the widest narrow one, either side of loc (mirrored)
+    rows = [(loc, scale, loc + scale * side * a, loc + scale * side * (a + w))
+            for a in (-1e4, -30.0, -1.0, -0.3, -1e-3, 0.0, 0.2, 1.0, 7.0, 300.0, 1e5)
+            for w in (1e-12, 1e-6, 1e-3, 0.1, 1.0) for loc, scale in ((0.0, 1.0), (-3.0, 1e-3), (40.0, 50.0))
+            for side in (1.0, -1.0) if w * max(1.0, abs(a + 0.5 * w)) <= 1.0]
+    rows = [(loc, scale, min(low, high), max(low, high)) for loc, scale, low, high in rows]
+    # (those the rounding of the bounds leaves narrow and of a positive width)
+    kept = _narrow([np.array(column) for column in zip(*rows)])
+    rows = [row for row, narrow in zip(rows, kept) if narrow and row[3] > row[2]]
+    assert len(rows) >= 0.8 * len(kept)
+    columns = [np.array(column) for column in zip(*rows)]
+    got = np.full(len(rows), np.nan)
+    _narrow_mean_pass(*columns, got)
+    expected = _per_element(MEAN, columns)
+    # relative to the bound the mean is formed from (the ulps of low + scale D)
+    size = np.maximum(np.abs(expected), np.maximum(np.abs(columns[2]), np.abs(columns[3])))
+    error = np.abs(got - expected) / size
+    worst = int(np.argmax(error))  # (a NaN, an element not held, would be the worst)
+    assert error[worst] <= 1e-15, (rows[worst], got[worst], expected[worst])
+    assert np.array_equal(_block(MEAN, columns), got)  # a block of them takes the pass
+
+
 def _straddling_columns() -> list[np.ndarray]:
     """Bounds a < 0 < b, from 1e-3 to 40 scales on either side of loc, at scales 1e-3 to 1e3 and locs -1e3 to 1e3."""
     rng = np.random.default_rng(0)
@@ -133,7 +164,9 @@ def test_straddling_pass_is_within_a_few_ulps_of_the_per_element_branches(which)
     # either route: each is 1e-15 to 4e-15 from mpmath there
     tolerance = 6e-15 if which == VARIANCE else 1.2e-15
     assert float((np.abs(got - expected) / size).max()) <= tolerance
-    assert np.array_equal(got[~straddling], expected[~straddling])  # the others take the branches themselves
+    # the others take the branches themselves, but for the narrow intervals' mean (its own pass)
+    branches = ~straddling & ~(_narrow(columns) & (which == MEAN))
+    assert np.array_equal(got[branches], expected[branches])
 
 
 @pytest.mark.parametrize("loc, scale, low, high", [(0.0, 1.0, -1.0, 2.0), (0.3, 2.0, -0.7, 1.5),
@@ -158,9 +191,11 @@ def test_a_block_of_every_regime_takes_each_elements_own_route(which):
     columns = [np.array(column) for column in zip(*rows)]
     got, expected = _block(which, columns), _per_element(which, columns)
     assert np.allclose(got, expected, rtol=6e-15, atol=0.0)
-    # the straddling element and, for the mean, those without an upper bound (its own loop) take another route; the
-    # others take the branches, with a straddling element in the block and without one
-    branches = np.array([i > 0 and not (which == MEAN and row[3] == math.inf) for i, row in enumerate(rows)])
+    # the straddling element and, for the mean, those without an upper bound and the narrow one (their own loops)
+    # take another route; the others take the branches, with a straddling element in the block and without one
+    narrow = _narrow(columns)
+    branches = np.array([i > 0 and not (which == MEAN and (row[3] == math.inf or narrow[i]))
+                         for i, row in enumerate(rows)])
     assert np.array_equal(got[branches], expected[branches])
     assert np.array_equal(_block(which, [c[1:] for c in columns])[branches[1:]], expected[branches])
     slopes, expected_slopes = _gradients(which, columns, True), _gradients(which, columns, False)
