@@ -1,7 +1,7 @@
 """Where one call of the Truncated Normal's cdf, icdf and sample goes, on the peer benchmark's inputs, ns an element.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_call_parts.py [--points 100000] [--repeats 15]
-        [--regimes moderate,narrow,"one-sided far"] [--clock cpu]
+        [--regimes moderate,narrow,"one-sided far"] [--methods cdf,icdf,sample,cdf+grad] [--clock cpu]
 
 Per regime of benchmarks/bench_truncated_normal_peers.py (float32, each element its own distribution), the medians
 of ``--repeats`` interleaved timings, one thread, of:
@@ -19,6 +19,7 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``widen``: a numba loop that reads the five float32 arrays as float64 and writes one float32 result: the memory
   and conversion floor.
 
+``--methods cdf+grad`` times the cdf's call forward and backward (gradients to the value, loc and scale) alone.
 ``call`` less ``kernel`` is the wrapper (construction, checks, views, allocation, output); ``kernel`` less the floor
 is what the pass spends beyond the special functions a float64 computation needs.
 """
@@ -94,7 +95,7 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     """The timed parts of one method on one regime's inputs, each a function of no arguments."""
     n = v["loc"].shape[0]
     out = np.empty(n, dtype=np.float32)
-    first = {"cdf": "x", "icdf": "p", "sample": "x"}[method]
+    first = "p" if method == "icdf" else "x"
     arrays = [v[k] for k in (first, "loc", "scale", "low", "high")]
     tensors = [t[k] for k in (first, "loc", "scale", "low", "high")]
     key = np.uint64(12345)
@@ -115,6 +116,12 @@ def _parts(method: str, v: dict, t: dict) -> dict:
         parts |= {"call": lambda: make().icdf(t["p"]),
                   "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
                   "classify": lambda: _classify(*arrays), "float64 floor": lambda: _one_ndtri(*arrays, out)}
+    elif method == "cdf+grad":  # forward and backward, gradients to the value, loc and scale: the call alone
+        def forward_backward():
+            value, loc, scale = (t[k].clone().requires_grad_() for k in ("x", "loc", "scale"))
+            TruncatedNormal(loc, scale, t["low"], t["high"], validate_args=False).cdf(value).sum().backward()
+
+        return {"call": forward_backward}
     else:
         parts |= {"call": lambda: make().sample(),
                   "kernel": lambda: _sample_kernels._draws_serial(*arrays[1:], 1, key, out),

@@ -547,7 +547,7 @@ def _mixed_regime_cdf_inputs(n: int, seed: int) -> list[np.ndarray]:
 @numba.njit(error_model="numpy")
 def _cdf_held(value, loc, scale, low, high, held):
     for i in range(held.shape[0]):
-        held[i] = cdf_element(value[i], loc[i], scale[i], low[i], high[i], False)[7]  # (derivatives held)
+        held[i] = cdf_element(value[i], loc[i], scale[i], low[i], high[i], False, False)[7]  # (derivatives held)
 
 
 def test_cdf_vectorized_pass_and_its_gradients_equal_the_per_element_kernel_on_mixed_regimes():

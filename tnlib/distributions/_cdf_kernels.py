@@ -108,13 +108,14 @@ def _frame_integral_element(a, d, table, nodes, weights):
 @numba.njit(cache=True, error_model="numpy")
 def _straddle_mass_element(x, above, t, a, b, c_low, c_high, scale, log_z, p_a, p_b, nodes, weights):
     """The mass below x (with ``above``, above it) of a straddling element, relatively exact (_straddle_mass)."""
+    twice_z = math.erf(-a * _SQRT_HALF) + math.erf(b * _SQRT_HALF)  # (the vectorized pass's, to its rounding)
     if above:  # the mass above x is the mass below -t of the element mirrored about loc
         t, a, length, p_a = -t, -b, (c_high - x) / scale, p_b
     else:
         length = (x - c_low) / scale
     z = math.exp(log_z)
     if t > 0:  # the masses on either side of loc, a sum: 1 less the mass beyond x would cancel as a and t near 0
-        return 0.5 * (math.erf(-a * _SQRT_HALF) + math.erf(t * _SQRT_HALF)) / z
+        return (math.erf(-a * _SQRT_HALF) + math.erf(t * _SQRT_HALF)) / twice_z
     if not math.isinf(a) and _is_narrow(a, length):
         return p_a * _frame_mass_element(a, length, nodes, weights)
     return (_ndtr_element(t) - _ndtr_element(a)) / z
@@ -167,7 +168,7 @@ def _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_m0, d_mean, node
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _straddle_loc_slope(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log_z):
+def _straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log_z):
     """F_t + F_a + F_b = phi(t)/Z - p_a (1 - F) - p_b F of a straddling element (minus s times dF/dloc), which is
     F (E[t] - E_head) up to the mean and (1 - F) (E_tail - E[t]) past it, E_head and E_tail the means of the parts
     below and above the value: as (p_a - p_b) F - (p_a - phi(t)/Z), or (p_b - p_a) (1 - F) + phi(t)/Z - p_b, with
@@ -213,7 +214,7 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
         f_t = math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_norm)
         spread = t * f_t + (0.0 if no_a else a * f_a) + (0.0 if no_b else b * f_b)
         g_value = f_t
-        g_loc = -_straddle_loc_slope(t, d, (c_high - x) / scale, a, b, cdf, sf, first, p_a, p_b, log_norm)
+        g_loc = -_straddle_loc_slope_element(t, d, (c_high - x) / scale, a, b, cdf, sf, first, p_a, p_b, log_norm)
     g_value, g_loc, g_scale, g_low, g_high = (g_value / scale, g_loc / scale, -spread / scale, f_a / scale,
                                               f_b / scale)
     if flip:  # odd under the mirror
@@ -473,7 +474,7 @@ def _cdf_chunk(count, stop, columns, out):
         out[j] = x if held else np.nan
     for j in range(stop):
         if math.isnan(out[j]):
-            x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < count)
+            x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < count, False)
             out[j] = x if held else np.nan
 
 
@@ -566,27 +567,42 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
 
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
-    """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: every
-    element as one of the common regimes vectorized (both regimes formed and one kept), the others (marked by a
-    NaN) by the per-element kernel after."""
-    for i in range(start, stop):
-        _, dx, dl, ds, da, db, _, held = cdf_element(np.float64(value[i]), np.float64(loc[i]),
-                                                     np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
-                                                     False)
-        gr = np.float64(grad[i])
-        slopes[0, i] = gr * dx if held else np.nan
-        slopes[1, i] = gr * dl
-        slopes[2, i] = gr * ds
-        slopes[3, i] = gr * da
-        slopes[4, i] = gr * db
+    """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: chunk by
+    chunk, the straddling elements gathered apart from the others (gather_straddling), each kind in a loop that
+    vectorizes and forms its own regime's formulas alone (cdf_element's ``straddling`` and ``frame_known``), the
+    others (marked by a NaN) by the per-element kernel after."""
+    arrays = (value, loc, scale, low, high)
+    columns = np.empty((6, _CHUNK))
+    derivatives = np.empty((6, _CHUNK))
+    for first in range(start, stop, _CHUNK):
+        last = min(first + _CHUNK, stop)
+        count = gather_straddling(first, last, arrays, columns)
+        for j in range(count):
+            _, dx, dl, ds, da, db, _, held = cdf_element(columns[0, j], columns[1, j], columns[2, j], columns[3, j],
+                                                         columns[4, j], True, False)
+            derivatives[0, j] = dx if held else np.nan
+            derivatives[1, j], derivatives[2, j], derivatives[3, j], derivatives[4, j] = dl, ds, da, db
+        # (the others through views from their first: an index the compiler cannot prove non-negative takes numpy's
+        # wraparound, which keeps a loop from vectorizing, 3x slower)
+        others, its_derivatives = columns[:, count:last - first], derivatives[:, count:last - first]
+        for j in range(others.shape[1]):
+            _, dx, dl, ds, da, db, _, held = cdf_element(others[0, j], others[1, j], others[2, j], others[3, j],
+                                                         others[4, j], False, True)
+            its_derivatives[0, j] = dx if held else np.nan
+            its_derivatives[1, j], its_derivatives[2, j], its_derivatives[3, j], its_derivatives[4, j] = dl, ds, da, db
+        for j in range(last - first):
+            i = np.int64(columns[5, j])
+            gr = np.float64(grad[i])
+            for k in range(5):
+                slopes[k, i] = gr * derivatives[k, j]
     for i in range(start, stop):
         if not math.isnan(slopes[0, i]):
             continue
-        derivatives = _cdf_gradient_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                            np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
+        element = _cdf_gradient_element(np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                        np.float64(low[i]), np.float64(high[i]), table, nodes, weights)
         gr = np.float64(grad[i])
         for k in range(5):
-            slopes[k, i] = gr * derivatives[k]
+            slopes[k, i] = gr * element[k]
 
 
 @numba.njit(cache=True, error_model="numpy")

@@ -251,13 +251,14 @@ def frame_cdf(value, loc, s, low, high, narrow_known):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def cdf_element(value, loc, s, low, high, straddling):
+def cdf_element(value, loc, s, low, high, straddling, frame_known):
     """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are
     the caller's to compute again (they are meaningless here). ``straddling`` true says that the element is known
-    to straddle (split_straddling's first part): the frame's formulas are then not formed."""
+    to straddle (gather_straddling's first part): the frame's formulas are then not formed; ``frame_known`` true
+    that it is known not to (the other part): the straddling element's are not."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
-    frame = frame & (not straddling)
+    frame = (frame & (not straddling)) | frame_known
     x = -value if flip else value
     d = (x - c_low) / s
     t = (x - c_loc) / s

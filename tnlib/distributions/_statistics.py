@@ -258,11 +258,13 @@ def _straddle_mass(core: _Core, c_value: torch.Tensor, t: torch.Tensor, index=sl
     both close to 0. The mass above the value is the mass below -t of the element mirrored about loc.
     """
     s, z = core.scale[index], torch.exp(core.log_z[index])
+    # twice Z as the same sum of erf's: a mass that reaches an erf of 1 is then 1 exactly, as the CPU pass's
+    twice_z = torch.erf(-core.a[index] * _SQRT_HALF) + torch.erf(core.b[index] * _SQRT_HALF)
     if above:
         t, start, bound, p_bound, sign = -t, -core.b[index], core.c_high[index], core.p_b[index], -1.0
     else:
         start, bound, p_bound, sign = core.a[index], core.c_low[index], core.p_a[index], 1.0
-    across = 0.5 * (torch.erf(-start * _SQRT_HALF) + torch.erf(t * _SQRT_HALF)) / z
+    across = (torch.erf(-start * _SQRT_HALF) + torch.erf(t * _SQRT_HALF)) / twice_z
     mass = torch.where(t > 0, across, (_ndtr(t) - _ndtr(start)) / z)
     length = sign * (c_value[index] - bound) / s  # distance from the bound into the support, in scales
     near = (t <= 0) & torch.isfinite(start) & (length * torch.clamp((start + 0.5 * length).abs(), min=1.0) <= _NARROW)
