@@ -10,14 +10,14 @@ stretch of the bound the frame integral from it), below one past loc the masses 
 erf's (the mass above the value likewise, mirrored). The frame mass takes 16 Gauss-Legendre nodes on every element
 (the torch route takes fewer where the batch's widest exponent range allows: the same value to rounding).
 
-A CPU call of ``cdf`` runs first the vectorized pass of tnlib.distributions._cdf_vector over every element (the
-same masses in closed form and, on a narrow stretch, by a Hermite series: straight-line code, four elements at once
-under AVX2; forward, one loop per regime that forms the value alone), forward or backward, and then this module's
-per-element kernel on the elements that pass does not hold for: a value outside the support, the far tails (a
-straddling element's value 36 scales or more from loc, a frame element's density below exp(-700) of phi at its
-bound), a stretch too wide for the series with a negative slope (next to a narrow interval) and a NaN: none of the
-common regimes, and forward 0.3% of the tests' batch spread over every regime from 1e-6 to 1e3 scales wide and 40
-scales either side. The gradients' pass runs on one thread (the forward's splits among torch's threads).
+A CPU call of ``cdf`` runs first the vectorized pass of tnlib.distributions._cdf_vector over every element (the same
+masses in closed form and, on a narrow stretch, by a Hermite series: straight-line code, four elements at once under
+AVX2, eight under AVX-512; forward, one loop per regime that forms the value alone), forward or backward, and then this
+module's per-element kernel on the elements that pass does not hold for: a value outside the support, the far tails (a
+straddling element's value 36 scales or more from loc, a frame element's density below exp(-700) of phi at its bound), a
+stretch too wide for the series with a negative slope (next to a narrow interval) and a NaN: none of the common regimes,
+and forward 0.3% of the tests' batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side.
+The gradients' pass runs on one thread (the forward's splits among torch's threads).
 
 A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
 the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of

@@ -1,5 +1,5 @@
 """The CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba: four
-float64 lanes at once under AVX2), for the elements of the common regimes.
+float64 lanes under AVX2, eight under AVX-512), for the elements of the common regimes.
 
 The formulas are the per-element kernel's (tnlib.distributions._cdf_kernels) where each is exact, in closed form:
 Phi of a non-positive argument as erfc(y)/2 = exp(-y^2) erfcx(y)/2 with y^2 kept as a double-double (so a far

@@ -1,5 +1,5 @@
 """The inverse CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba:
-four float64 lanes at once under AVX2), for the elements the per-element kernel inverts in closed form.
+four float64 lanes under AVX2, eight under AVX-512), for the elements the per-element kernel inverts in closed form.
 
 The per-element kernel (tnlib.distributions._cdf_kernels: _icdf_element, _icdf_gradient_element) inverts in
 closed form wherever that keeps the digits: a straddling element by Phi^-1 on whichever tail keeps its argument

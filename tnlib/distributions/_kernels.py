@@ -11,15 +11,14 @@ Mills' ratio needs erfcx, which numba lacks: a table of 100 degree-6 polynomials
 (interpolated at Chebyshev nodes from scipy's erfcx, exact to 7 ulps against it) and its asymptotic series beyond,
 where six terms are below rounding. Compiled code is cached on disk (cache=True), so a fresh process loads it.
 
-The training loss is log_prob with no upper bound, forward and backward, on batches up to millions: its kernel
-computes the value and every derivative in one pass (the backward of KernelLogProb only scales them), in
-straight-line code the compiler vectorizes (four elements at once under AVX2, both regimes formed and one kept, by
-the branch-free log, exp and erfcx of tnlib.distributions._vector_math), and sends the elements it does not hold for
-(a finite upper bound, an infinite lower one) on: those whose bounds straddle loc more than a scale apart, and
-narrow intervals, to two more vectorized passes (gathered into columns a chunk at a time: the straddling ones by
-erf, log and exp, the narrow ones by the Gauss-Legendre sums of the per-element branch), the rest to the
-per-element branches. On one thread it costs about what torch's Normal NLL does
-(benchmarks/bench_truncated_normal_loss.py).
+The training loss is log_prob with no upper bound, forward and backward, on batches up to millions: its kernel computes
+the value and every derivative in one pass (the backward of KernelLogProb only scales them), in straight-line code the
+compiler vectorizes (four elements at once under AVX2, eight under AVX-512, both regimes formed and one kept, by the
+branch-free log, exp and erfcx of tnlib.distributions._vector_math), and sends the elements it does not hold for (a
+finite upper bound, an infinite lower one) on: those whose bounds straddle loc more than a scale apart, and narrow
+intervals, to two more vectorized passes (gathered into columns a chunk at a time: the straddling ones by erf, log and
+exp, the narrow ones by the Gauss-Legendre sums of the per-element branch), the rest to the per-element branches. On one
+thread it costs about what torch's Normal NLL does (benchmarks/bench_truncated_normal_loss.py).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """log, exp, erfcx, erfc, erf and the one-sided mean's excess for numba kernels whose loops the compiler turns into SIMD
-code (AVX2: four float64 at once).
+code (four float64 at once under AVX2, eight under AVX-512).
 
 A loop calling libm's log or exp (numba has no vector math library here) runs one element at a time, at 15-30 ns an
 element on a shared core, and numba has no erfcx at all. These are branch-free float64 versions the loop vectorizer
