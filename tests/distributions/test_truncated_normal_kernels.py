@@ -560,8 +560,8 @@ def test_cdf_vectorized_pass_and_its_gradients_equal_the_per_element_kernel_on_m
     vector, per_element = np.empty(n), np.empty(n)
     _cdf_vector_serial(*arrays, vector, *_CDF_CONSTANTS)
     _cdf_serial(False, *arrays, per_element, *_CDF_CONSTANTS)
-    # relative to the CDF, or where both form it as 1 less the mass above the value (straddling elements above
-    # loc) to that mass, which the subtraction's rounding is relative to
+    # relative to the CDF, or to max(F, 1 - F) for straddling elements above loc, whose masses on the two sides of
+    # loc each route sums in its own order
     value, loc, _, low, _ = arrays
     size = np.where((low < loc) & (value > loc), np.maximum(per_element, 1.0 - per_element), per_element)
     error = np.where(vector == per_element, 0.0, np.abs(vector - per_element) / size)
