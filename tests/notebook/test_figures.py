@@ -232,25 +232,31 @@ def test_regression_figures():
     assert all(len(trace.x) == 20 for trace in scatter.data[:-1])
 
 
-def test_trained_distributions_figure_draws_each_density_from_its_support_with_bound_and_h_star():
+def test_trained_distributions_figure_draws_each_density_from_its_support_with_bound_clip_and_h_star():
     runs = {d: trained_distributions.paper_scale_run("ferry", "fixed/none", d) for d in ("N", "TN")}
     states = trained_distributions.state_distributions(runs, count=4)
     figure = figures.trained_distributions_figure(states, "ferry fixed/none")
-    assert len(figure.data) == 4 * 6  # per panel: two densities, two heuristics, the bound, h*
+    # per panel: two densities, two heuristics, N's clipped heuristic, the bound, h*
+    assert len(figure.data) == 4 * 7
     assert [t.name for t in figure.data if t.showlegend] == [
-        "N: predicted density", "N: the heuristic GBFS plans with", "TN: predicted density",
+        "N: predicted density", "N: the heuristic GBFS plans with", "N+clip: max(mu, l)", "TN: predicted density",
         "TN: the heuristic GBFS plans with", "open bound l - 0.1", "h*"]
     assert figure.layout.yaxis.type == "log" and figure.layout.yaxis.range[0] == -3
+    clipped_up = 0
     for k, state in enumerate(states):
-        panel = figure.data[6 * k:6 * (k + 1)]
-        truncated = panel[2]
+        panel = figure.data[7 * k:7 * (k + 1)]
+        truncated = panel[3]
         x, y = np.array(truncated.x, dtype=float), np.array(truncated.y, dtype=float)
         bound = state.lower - OPEN_BOUND_EPSILON
         assert np.all(np.isnan(y[x < bound]))  # no TN density below its support
         assert np.nanmax(y) == pytest.approx(state.density["TN"].max())  # its spike is drawn
-        assert list(panel[4].x) == [bound, bound] and list(panel[5].x) == [state.h_star, state.h_star]
-        assert list(panel[1].x) == [state.estimate["N"]] * 2 and list(panel[3].x) == [state.estimate["TN"]] * 2
+        assert list(panel[5].x) == [bound, bound] and list(panel[6].x) == [state.h_star, state.h_star]
+        assert list(panel[1].x) == [state.estimate["N"]] * 2 and list(panel[4].x) == [state.estimate["TN"]] * 2
+        # N+clip: N's mu where it reaches l, l itself where it falls below
+        assert panel[2].x[0] == (state.lower if state.mu["N"] < state.lower else state.mu["N"])
+        clipped_up += state.mu["N"] < state.lower
         assert f"h* = {state.h_star:.0f}, l = {state.lower:.0f}" == figure.layout.annotations[k].text
+    assert clipped_up  # the states beyond the training sizes, where N's mu falls below the bound
 
 
 def test_inline_renderer_uses_no_cdn_and_no_bundle_per_figure(monkeypatch):

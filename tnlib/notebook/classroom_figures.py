@@ -194,7 +194,8 @@ def trained_distributions_figure(states: Sequence[trained_distributions.StateDis
                                  columns: int = 3) -> go.Figure:
     """One panel per state: each run's predicted density of h* (a log axis: a TN whose mu lies far below l puts
     its mass in a spike just above the open bound, tens of times a Gaussian's peak), the open bound l - 0.1
-    (dashed), h* (black) and each run's heuristic (dotted, its colour)."""
+    (dashed), h* (black), each run's heuristic (dotted, its colour) and, for a Gaussian run (its support unbounded),
+    the clipping trick's heuristic max(mu, l) (dash-dot, its colour): the paper's N, N+clip and TN side by side."""
     from plotly.subplots import make_subplots
 
     rows = max(1, math.ceil(len(states) / columns))
@@ -216,6 +217,11 @@ def trained_distributions_figure(states: Sequence[trained_distributions.StateDis
                                         name=f"{label}: the heuristic GBFS plans with",
                                         legendgroup=f"{label} estimate", showlegend=index == 0,
                                         line=dict(color=COLORS[k], dash="dot", width=2)), row=row, col=column)
+            if state.support_low[label] == -math.inf:
+                figure.add_trace(go.Scatter(x=[max(state.mu[label], state.lower)] * 2, y=span, mode="lines",
+                                            name=f"{label}+clip: max(mu, l)", legendgroup=f"{label} clipped",
+                                            showlegend=index == 0, line=dict(color=COLORS[k], dash="dashdot", width=2)),
+                                 row=row, col=column)
         figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name="open bound l - 0.1", legendgroup="l",
                                     showlegend=index == 0, line=dict(color="gray", dash="dash")), row=row, col=column)
         figure.add_trace(go.Scatter(x=[state.h_star] * 2, y=span, mode="lines", name="h*", legendgroup="h*",
