@@ -12,5 +12,7 @@
 * ``label_gaps``: how far the admissible bounds lie below h* in a tnlib dataset;
 * ``synthetic_regression``: Gaussian and Truncated Gaussian heuristic models on synthetic states, over seeds;
 * ``seed_comparison``: how many seeds a claim needs, on the committed five-seed reports' per-seed values;
+* ``exercise_checks``: the classroom exercises' answer checks, which say right or not yet without the answer;
+* ``handout``: the students' copy of the classroom notebook, without the folded solutions;
 * ``demo_tensors``: the float64 scalars and the single thread they all run on.
 """
