@@ -102,6 +102,9 @@ def with_jumps(x: np.ndarray, density: np.ndarray, low: float, high: float) -> t
     return x, density
 
 
+# plotly.js sets a title of several lines about 12 px higher than a one-line title under the same top anchor: with
+# the one-line title's padding, the first line's capitals were cut off at the figure's top edge.
+MULTILINE_TITLE_AT_THE_TOP = {**TITLE_AT_THE_TOP, "pad": dict(t=TITLE_AT_THE_TOP["pad"]["t"] + 12)}
 # Legend in rows between the title and the plot: below the plot it covered the x-axis title once it wrapped
 # (windows <= 1400 px), and a vertical legend beside the plot scrolled and hid entries in JupyterLab's shorter
 # output. The title is pinned to the figure's top and the top margin holds the title's three lines and up to
@@ -212,7 +215,7 @@ def truncated_normal_figure(
     figure.update_layout(
         title=dict(
             text=f"TN(mu={mu_text}, sigma={scale:.4g}, l={low_text}, u={high_text})<br><sup>{statistics}</sup>",
-            **TITLE_AT_THE_TOP,
+            **MULTILINE_TITLE_AT_THE_TOP,
         ),
         xaxis_title="x (cost-to-go h*)",
         yaxis_title="density p(x)",
