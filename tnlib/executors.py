@@ -51,14 +51,16 @@ class SerialRunner:
         job = self.queue.pop(0)
         return job, self.function(job)
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
+        """Drop the jobs not yet run; ``interrupted`` (Ctrl-C) also stops those running, where another process
+        runs them."""
         self.queue.clear()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *exc) -> None:
+        self.close(interrupted=kind is not None and issubclass(kind, KeyboardInterrupt))
 
 
 class PoolRunner(SerialRunner):
@@ -93,9 +95,15 @@ class PoolRunner(SerialRunner):
         _number, job = self.futures.pop(future)
         return job, future.result()
 
-    def close(self) -> None:
-        """Cancel the jobs not yet started and wait for the running ones."""
+    def close(self, interrupted: bool = False) -> None:
+        """Cancel the jobs not yet started and wait for the running ones -- or, ``interrupted``, stop them: a worker
+        catches the KeyboardInterrupt of a Ctrl-C as its job's result and goes on to the job queued behind it
+        (which would train to its end before the pool let go), and a SIGINT sent to this process alone never
+        reaches the workers. Every job tnlib runs here resumes from what it wrote, so stopping loses little."""
         self.futures.clear()
+        if interrupted:
+            for process in list((self.pool._processes or {}).values()):  # (ProcessPoolExecutor has no public way)
+                process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -129,7 +137,7 @@ class DaskRunner(SerialRunner):
         job, _ = self.jobs.pop(future.key)
         return job, future.result()
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         with contextlib.suppress(Exception):
             self.client.cancel([future for _job, future in self.jobs.values()])
         self.jobs.clear()
@@ -154,7 +162,9 @@ def run_jobs(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int =
     (``keys`` names the tasks there), else on ``workers`` local processes, else (``workers <= 1``) here, in order.
 
     Raises :class:`tnlib.errors.SchedulerUnreachable` when the scheduler does not answer. When the consumer stops
-    early or a job raises, the jobs not yet started are cancelled.
+    early or a job raises, the jobs not yet started are cancelled; on a Ctrl-C the running ones are stopped too. A
+    consumer that can be interrupted between two results closes the generator itself (``contextlib.closing``):
+    otherwise the pool lives on, unclosed, until the generator is collected.
     """
     with open_runner(function, workers, scheduler) as runner:
         for i, job in enumerate(jobs):

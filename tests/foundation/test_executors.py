@@ -2,6 +2,8 @@
 (the Dask runner is exercised by tests/data/test_generation.py's runner-independence test)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tnlib.executors import PoolRunner, SerialRunner, open_runner, run_jobs
@@ -39,3 +41,17 @@ def test_pool_runner_returns_each_job_with_its_result():
 def test_run_jobs_passes_a_jobs_exception_on():
     with pytest.raises(TypeError):
         list(run_jobs(abs, [1, "not a number", 2]))
+
+
+def test_an_interrupted_pool_runner_stops_its_running_jobs_instead_of_waiting_for_them():
+    # a SIGINT to this process alone (kill -INT, timeout -s INT) never reaches the workers: closing on it must
+    # not wait for their jobs, which would run to their end (a paper-scale training run: hours)
+    job_s = 90.0
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with open_runner(time.sleep, workers=2) as runner:
+            for _ in range(3):  # two running, one queued behind them
+                runner.submit(job_s)
+            time.sleep(3.0)  # the workers start and take their jobs
+            raise KeyboardInterrupt
+    assert time.monotonic() - started < job_s / 2

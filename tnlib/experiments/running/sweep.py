@@ -10,6 +10,7 @@ a cluster). The results folder's ``sweep.json`` records the sweep (:func:`write_
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -172,20 +173,24 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
             if folders[name].metrics_file("test").is_file():
                 count(name)
 
-    for summary in run_jobs(functools.partial(run_cell, settings=settings, wait_if_busy=False), configs, workers,
-                            scheduler):
-        if summary.get("busy"):
-            busy.append(summary["run"])
-        else:
-            results.append(summary)
-            count(summary["run"])
-        count_tested_elsewhere()
+    # closing: a Ctrl-C that lands between two results, outside the generator, still closes its pool at once
+    with contextlib.closing(run_jobs(functools.partial(run_cell, settings=settings, wait_if_busy=False), configs,
+                                     workers, scheduler)) as summaries:
+        for summary in summaries:
+            if summary.get("busy"):
+                busy.append(summary["run"])
+            else:
+                results.append(summary)
+                count(summary["run"])
+            count_tested_elsewhere()
     busy_configs = [config for config in configs if sweep.run_folder(config).path.name in busy]
     if busy_configs:  # (a runner starts its worker processes even for no jobs)
-        for summary in run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers, scheduler):
-            results.append(summary)
-            count(summary["run"])
-            count_tested_elsewhere()
+        with contextlib.closing(run_jobs(functools.partial(run_cell, settings=settings), busy_configs, workers,
+                                         scheduler)) as summaries:
+            for summary in summaries:
+                results.append(summary)
+                count(summary["run"])
+                count_tested_elsewhere()
     bar.close()
     if sweep.plan:
         run_baselines(sweep)
