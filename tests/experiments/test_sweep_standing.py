@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tnlib.experiments.sweep_settings import Sweep
-from tnlib.experiments.running.sweep_standing import finished_runs, sweep_standing
+from tnlib.experiments.running.sweep_standing import finished_runs, hours_phrase, sweep_standing
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import chosen_instances, planning_instances
 from tnlib.learning.training import TrainConfig
@@ -91,3 +91,9 @@ def test_standing_says_under_a_minute_rather_than_zero_minutes(tmp_path):
     for config in sweep.train_configs():
         _write_run(config, [3.0, 2.0, 1.0], steps=200)  # 50 steps left each: seconds
     assert sweep_standing(sweep)[-1].startswith("  left      training at least about under a minute with 1 process")
+
+
+def test_hours_phrase_says_one_minute_in_the_singular():
+    assert [hours_phrase(minutes / 60) for minutes in (0.2, 0.6, 1.4, 1.6, 40)] == [
+        "under a minute", "1 minute", "1 minute", "2 minutes", "40 minutes"]
+    assert hours_phrase(2.5) == "2.5 hours"

@@ -38,10 +38,13 @@ def count_phrase(items: Sequence, noun: str, plural: str | None = None) -> str:
 
 
 def hours_phrase(hours: float) -> str:
-    """``2.5 hours``, ``40 minutes``, ``under a minute``."""
+    """``2.5 hours``, ``40 minutes``, ``1 minute``, ``under a minute``."""
     if hours * 60 < 0.5:
         return "under a minute"
-    return f"{hours:.1f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
+    if hours >= 1:
+        return f"{hours:.1f} hours"
+    minutes = f"{hours * 60:.0f}"
+    return "1 minute" if minutes == "1" else f"{minutes} minutes"
 
 
 def estimated_hours(sweep) -> tuple[float, float]:
