@@ -1,5 +1,5 @@
-"""The main job's exported notebooks (tnlib.experiments.running.reproduce): HTML that wraps, scrolls its tables and
-names no folder of the machine that rendered it."""
+"""The main job's notebooks (tnlib.experiments.running.reproduce): kernels that start without a warning about TCP,
+HTML that wraps, scrolls its tables and names no folder of the machine that rendered it."""
 from __future__ import annotations
 
 
@@ -19,3 +19,22 @@ def test_exported_notebooks_wrap_at_spaces_scroll_tables_and_hide_this_machines_
     ours = styles[-1]  # after JupyterLab's own styles, which break words anywhere
     assert "word-break: break-all" in "".join(styles[:-1])
     assert "word-break: normal" in ours and "overflow-x: auto" in ours and "display: block" in ours
+
+
+def test_the_main_jobs_notebook_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd):
+    import nbformat
+    import papermill
+
+    from tnlib.experiments.running.reproduce import kernel_transport_config
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "tiny.ipynb")
+    printed = {}
+    for name, config in (("tcp", None), ("main job", kernel_transport_config())):
+        papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                                   cwd=str(tmp_path), progress_bar=False, **({"config": config} if config else {}))
+        assert nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"] == "42\n"
+        printed[name] = capfd.readouterr().err
+    assert "without encryption" in printed["tcp"]  # what the kernels of the main job no longer print
+    assert "without encryption" not in printed["main job"]

@@ -97,9 +97,21 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
         papermill.execute_notebook(str(NOTEBOOKS / name), str(executed), parameters=parameters,
                                    kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False,
                                    execution_timeout=timeout_s, stdout_file=_Indented(sys.stdout),
-                                   stderr_file=_Indented(sys.stderr))
+                                   stderr_file=_Indented(sys.stderr), config=kernel_transport_config())
         notebook = nbformat.read(executed, as_version=4)
     atomic_write_text(html_out, notebook_html(notebook, html_out.parent))
+
+
+def kernel_transport_config():
+    """The kernel manager's settings for the notebooks the main job runs: where the system has them, local
+    sockets (IPC) instead of TCP on the loopback address, on which ipykernel warns at every start that its
+    traffic is not encrypted -- a warning about nothing here, printed once per notebook into the job's output."""
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "posix":
+        config.KernelManager.transport = "ipc"
+    return config
 
 
 def notebook_html(notebook, folder: Path) -> str:
