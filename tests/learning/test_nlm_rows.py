@@ -6,7 +6,7 @@ import pytest
 from numba import njit
 
 from tnlib.learning.nlm_rows import (ROW, add_scaled_row, add_tied_shares_row, copy_row, count_ties_row, extrema_row,
-                                     sum_rows)
+                                     scatter_source_row, sum_rows, sum_rows_with_extrema)
 
 
 @njit
@@ -104,6 +104,48 @@ def test_extrema_row_keeps_what_numbas_max_and_min_keep_signed_zeros_and_nans_in
 
 
 @njit
+def _sum_rows_with_extrema_by_rows(target, at, first, second, third, fourth, count, extrema, extrema_at):
+    for t in range(count):
+        sum_rows(target, at + t * ROW, first, t * ROW, second, 0, third, ROW + t * ROW, fourth, 2 * ROW + t * ROW)
+        extrema_row(extrema, extrema_at, extrema, extrema_at + ROW, target, at + t * ROW)
+
+
+@njit
+def _sum_rows_with_extrema(target, at, first, second, third, fourth, count, extrema, extrema_at):
+    sum_rows_with_extrema(target, at, first, 0, second, third, ROW, fourth, 2 * ROW, count, extrema, extrema_at)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("count", [0, 1, 8])
+def test_sum_rows_with_extrema_equals_sum_rows_then_extrema_row_bit_for_bit(dtype, count):
+    rng = np.random.default_rng(7)
+    first = (rng.standard_normal((8, ROW)) * 1e8).astype(dtype)  # magnitudes far apart: order shows in rounding
+    second = rng.standard_normal(ROW).astype(dtype)
+    third = rng.standard_normal((10, ROW)).astype(dtype)
+    fourth = (rng.standard_normal((11, ROW)) * 1e-8).astype(dtype)
+    first[1, :3], third[2, :3], fourth[3, :3] = [0.0, -0.0, np.nan], [-0.0, 0.0, 1.0], [-0.0, -0.0, 0.0]
+    second[:3] = [-0.0, 0.0, -0.0]
+    first[5] = -first[4]  # sums equal in some channels: ties between rows
+    third[6], fourth[7], second[4] = third[5], fourth[6], 0.0
+    start = rng.standard_normal((3, 2 * ROW)).astype(dtype)
+    start[1, :ROW], start[1, ROW:] = -np.inf, np.inf
+    start[1, 4] = np.nan
+    outcomes = []
+    for kernel in (_sum_rows_with_extrema_by_rows, _sum_rows_with_extrema):
+        target, extrema = np.full((10, ROW), 5.0, dtype), start.copy()
+        kernel(target, ROW, first, second, third, fourth, count, extrema, 2 * ROW)
+        outcomes.append((target, extrema))
+    (target, extrema), (fused_target, fused_extrema) = outcomes
+    assert np.array_equal(fused_target, target, equal_nan=True)
+    assert np.array_equal(np.signbit(fused_target), np.signbit(target))
+    assert np.array_equal(fused_extrema, extrema, equal_nan=True)
+    assert np.array_equal(np.signbit(fused_extrema), np.signbit(extrema))
+    assert np.array_equal(target[1 + count:], np.full((9 - count, ROW), 5.0, dtype))
+    if count:
+        assert np.array_equal(extrema[1, :ROW][5:], target[1:1 + count, 5:].max(0))
+
+
+@njit
 def _count_ties(ties_most, ties_least, values, most, least):
     for k in range(values.shape[0]):
         count_ties_row(ties_most, ties_least, values, k * ROW, most, least)
@@ -147,3 +189,43 @@ def test_add_tied_shares_row_adds_the_scalar_loops_shares_bit_for_bit(dtype):
     _add_tied_shares_by_loop(expected, values, most, least, shares[0], shares[1])
     assert np.array_equal(target, expected)
     assert not np.array_equal(target, expected - np.where(values == most, shares[0], 0))
+
+
+@njit
+def _scatter_by_rows(grad_x, x_at, x, w, grad_w, pre, channels, count, first_row):
+    wide_x = np.empty(ROW, grad_w.dtype)
+    copy_row(wide_x, 0, x, x_at)
+    for e in range(count):
+        c = channels[e]
+        row = first_row + c
+        add_scaled_row(grad_x, x_at, w, row * ROW, pre[c])
+        add_scaled_row(grad_w, row * ROW, wide_x, 0, grad_w.dtype.type(pre[c]))
+
+
+@njit
+def _scatter_source_row(grad_x, x_at, x, w, grad_w, pre, channels, count, first_row):
+    scatter_source_row(grad_x, x_at, x, w, grad_w, pre, channels, count, first_row)
+
+
+@pytest.mark.parametrize("dtype, wide", [(np.float32, np.float64), (np.float64, np.float64)])
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_scatter_source_row_updates_both_gradients_as_add_scaled_row_does_bit_for_bit(dtype, wide, count):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, ROW)).astype(dtype)
+    w = (rng.standard_normal((3 * ROW, ROW)) * np.logspace(-6, 6, ROW)).astype(dtype)  # rounding shows any reorder
+    pre = rng.standard_normal(ROW).astype(dtype)
+    channels = np.array([6, 1, 6, 3], np.int64)  # a channel twice: its weight row updated twice in order
+    start_x = (rng.standard_normal((4, ROW)) * 1e3).astype(dtype)
+    start_w = (rng.standard_normal((3 * ROW, ROW)) * 1e3).astype(wide)
+    results = []
+    for kernel in (_scatter_by_rows, _scatter_source_row):
+        grad_x, grad_w = start_x.copy(), start_w.copy()
+        kernel(grad_x, 2 * ROW, x, w, grad_w, pre, channels, count, ROW)
+        results.append((grad_x, grad_w))
+    (grad_x, grad_w), (fused_x, fused_w) = results
+    assert np.array_equal(fused_x, grad_x) and np.array_equal(fused_w, grad_w)
+    changed_rows = {ROW + c for c in channels[:count]}
+    assert {r for r in range(3 * ROW) if not np.array_equal(grad_w[r], start_w[r])} == changed_rows
+    assert np.array_equal(np.delete(grad_x, 2, 0), np.delete(start_x, 2, 0))
+    assert np.array_equal(grad_x[2], start_x[2]) == (count == 0)
+

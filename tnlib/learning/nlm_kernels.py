@@ -12,8 +12,8 @@ import torch
 from numba import njit
 
 from tnlib.kernel_cache import cache_by_folder_sources
-from tnlib.learning.nlm_rows import (ROW, add_scaled_row, add_tied_shares_row, copy_row, count_ties_row, extrema_row,
-                                     sum_rows)
+from tnlib.learning.nlm_rows import (ROW, add_tied_shares_row, copy_row, count_ties_row, extrema_row,
+                                     scatter_source_row, sum_rows, sum_rows_with_extrema)
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
@@ -267,18 +267,18 @@ def projected_extrema_kernel(x, words, w, strides, bias, s0, s1, s2, real, exclu
                                 high = out[b, i, j, :width]
                                 low = out[b, i, j, width:]
                                 if width == ROW and every_object:  # a row at a time as vector instructions
-                                    at = (b * n ** 3 + (i * n + j) * n + k0) * ROW
                                     extrema_at = ((b * n + i) * n + j) * 2 * ROW
+                                    if store:  # the run of tk rows in one call, its extrema in registers
+                                        at = (b * n ** 3 + (i * n + j) * n + k0) * ROW
+                                        sum_rows_with_extrema(stored, at, pre, first * ROW, base, s0,
+                                                              ((b * n + j) * n + k0) * ROW, s1,
+                                                              ((b * n + i) * n + k0) * ROW, tk, out, extrema_at)
+                                        continue
                                     for kk in range(tk):
                                         k = k0 + kk
                                         row0, row1 = ((b * n + j) * n + k) * ROW, ((b * n + i) * n + k) * ROW
-                                        if store:
-                                            sum_rows(stored, at, pre, (first + kk) * ROW, base, 0, s0, row0, s1, row1)
-                                            extrema_row(out, extrema_at, out, extrema_at + ROW, stored, at)
-                                        else:
-                                            sum_rows(row_sum, 0, pre, (first + kk) * ROW, base, 0, s0, row0, s1, row1)
-                                            extrema_row(out, extrema_at, out, extrema_at + ROW, row_sum, 0)
-                                        at += ROW
+                                        sum_rows(row_sum, 0, pre, (first + kk) * ROW, base, 0, s0, row0, s1, row1)
+                                        extrema_row(out, extrema_at, out, extrema_at + ROW, row_sum, 0)
                                     continue
                                 for kk in range(tk):
                                     k = k0 + kk
@@ -617,13 +617,8 @@ def scatter_position(b, digits, pre, x, w, strides, n, has_small, grad_x, grad_w
         for t in range(r):
             source += digits[t] * strides[p, t]
         if inputs == ROW:  # the rows' updates as vector instructions (nlm_rows), the same numbers
-            at = (b * x.shape[1] + source) * ROW
-            copy_row(wide_x, 0, x, at)
-            for e in range(count):
-                c = channels[e]
-                row = p * width + c
-                add_scaled_row(grad_x, at, w, row * ROW, pre[c])
-                add_scaled_row(grad_w, row * ROW, wide_x, 0, np.float64(pre[c]))
+            scatter_source_row(grad_x, (b * x.shape[1] + source) * ROW, x, w, grad_w, pre, channels, count,
+                               p * width)
             continue
         row_x = x[b, source]
         row_grad_x = grad_x[b, source]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 ROW = 8
@@ -181,3 +182,99 @@ def add_tied_shares_row(typingctx, target, at, source, source_at, most, least, s
         return context.get_dummy_value()
 
     return types.void(target, at, source, source_at, most, least, share_most, share_least), codegen
+
+
+@intrinsic
+def sum_rows_with_extrema(typingctx, target, at, first, first_at, second, third, third_at, fourth, fourth_at, count,
+                          extrema, extrema_at):
+    """For t < count: ``sum_rows`` of row t (``target``, ``first``, ``third`` and ``fourth`` read ``t * ROW`` past
+    their indices, ``second`` the same row each time), and ``extrema_row`` of the sum into the rows at
+    ``extrema_at`` (max) and ``extrema_at + ROW`` (min) -- the same operations in the same order, the running max
+    and min kept in registers between rows instead of stored and loaded back each row (a store then a load of the
+    same row: one forwarding delay a row)."""
+    arrays = (target, first, second, third, fourth, extrema)
+    if not all(_is_float_array(array) and array.dtype == target.dtype for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, args):
+        kinds = signature.args
+        indices = [context.cast(builder, args[i], kinds[i], types.intp) for i in (1, 3, 6, 8, 11)]
+        at, first_at, third_at, fourth_at, extrema_at = indices
+        row = context.get_constant(types.intp, ROW)
+        most_at = extrema_at
+        least_at = builder.add(extrema_at, row)
+        most = _load_row(context, builder, kinds[10], args[10], types.intp, most_at)
+        least = _load_row(context, builder, kinds[10], args[10], types.intp, least_at)
+        carried_most = cgutils.alloca_once_value(builder, most)
+        carried_least = cgutils.alloca_once_value(builder, least)
+        base = _load_row(context, builder, kinds[4], args[4])
+        count = context.cast(builder, args[9], kinds[9], types.intp)
+        with cgutils.for_range(builder, count) as loop:
+            offset = builder.mul(loop.index, row)
+            rows = [_load_row(context, builder, kinds[i], args[i], types.intp, builder.add(index, offset))
+                    for i, index in ((2, first_at), (5, third_at), (7, fourth_at))]
+            total = builder.fadd(builder.fadd(builder.fadd(rows[0], base), rows[1]), rows[2])
+            _store_row(context, builder, kinds[0], args[0], total, types.intp, builder.add(at, offset))
+            for carried, operator in ((carried_most, ">"), (carried_least, "<")):
+                kept = builder.load(carried)
+                builder.store(builder.select(builder.fcmp_ordered(operator, total, kept), total, kept), carried)
+        _store_row(context, builder, kinds[10], args[10], builder.load(carried_most), types.intp, most_at)
+        _store_row(context, builder, kinds[10], args[10], builder.load(carried_least), types.intp, least_at)
+        return context.get_dummy_value()
+
+    return types.void(target, at, first, first_at, second, third, third_at, fourth, fourth_at, count, extrema,
+                      extrema_at), codegen
+
+
+def _element(context, builder, array_type, array, index):
+    """The element at flat index ``index`` (intp) of a C-contiguous array."""
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.load(builder.gep(data, [index]))
+
+
+def _splat(builder, value, vector_type):
+    """``value`` in every lane of a vector of ``ROW`` elements."""
+    lanes = builder.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(lanes, ir.Constant(vector_type, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), ROW), [0] * ROW))
+
+
+@intrinsic
+def scatter_source_row(typingctx, grad_x, x_at, x, w, grad_w, pre, channels, count, first_row):
+    """A source row's part of a sparse backward's scatter: for e < count, c = ``channels[e]``, s = ``pre[c]`` and
+    weight row ``first_row + c``: ``add_scaled_row(grad_x, x_at, w, row * ROW, s)`` and ``add_scaled_row(grad_w,
+    row * ROW, x's row at x_at widened to grad_w's dtype, s widened)`` -- the same operations in the same order,
+    with x's widened row and grad_x's row kept in registers across the channels instead of stored and loaded back
+    for each (``x``, ``w``, ``grad_x`` and ``pre`` of one dtype, ``grad_w`` of the same or a wider one)."""
+    floats = (grad_x, x, w, grad_w, pre)
+    if not (all(_is_float_array(array) for array in floats) and grad_x.dtype == x.dtype == w.dtype == pre.dtype
+            and grad_w.dtype.bitwidth >= x.dtype.bitwidth and isinstance(channels, types.Array)
+            and channels.layout == "C" and isinstance(channels.dtype, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        kinds = signature.args
+        x_at, count, first_row = (context.cast(builder, args[i], kinds[i], types.intp) for i in (1, 7, 8))
+        narrow, wide = (context.get_data_type(kinds[i].dtype) for i in (0, 4))
+        narrow_row, wide_row = ir.VectorType(narrow, ROW), ir.VectorType(wide, ROW)
+        x_row = _load_row(context, builder, kinds[2], args[2], types.intp, x_at)
+        wide_x = builder.fpext(x_row, wide_row) if wide != narrow else x_row
+        grad_x_row = cgutils.alloca_once_value(builder, _load_row(context, builder, kinds[0], args[0], types.intp,
+                                                                  x_at))
+        row_size = context.get_constant(types.intp, ROW)
+        with cgutils.for_range(builder, count) as loop:
+            channel = context.cast(builder, _element(context, builder, kinds[6], args[6], loop.index),
+                                   kinds[6].dtype, types.intp)
+            share = _element(context, builder, kinds[5], args[5], channel)
+            at = builder.mul(builder.add(first_row, channel), row_size)
+            weighted = builder.fmul(_splat(builder, share, narrow_row),
+                                    _load_row(context, builder, kinds[3], args[3], types.intp, at))
+            builder.store(builder.fadd(builder.load(grad_x_row), weighted), grad_x_row)
+            wide_share = builder.fpext(share, wide) if wide != narrow else share
+            updated = builder.fadd(_load_row(context, builder, kinds[4], args[4], types.intp, at),
+                                   builder.fmul(_splat(builder, wide_share, wide_row), wide_x))
+            _store_row(context, builder, kinds[4], args[4], updated, types.intp, at)
+        _store_row(context, builder, kinds[0], args[0], builder.load(grad_x_row), types.intp, x_at)
+        return context.get_dummy_value()
+
+    return types.void(grad_x, x_at, x, w, grad_w, pre, channels, count, first_row), codegen
