@@ -7,6 +7,8 @@ two arrays apart. These intrinsics load, compute and store the whole row at once
 the same operations lane by lane as the scalar loop they replace (a multiply, then an add; no fused multiply-add),
 so the same numbers bit for bit. A row is named by its array (C-contiguous, any number of dimensions) and the flat
 index of its first element, not by a view (a kernel handing views to these calls ran slower than its scalar loops).
+Two take a run of rows, so that a row the run keeps updating (a running max, a gradient row) stays in registers
+between its steps instead of being stored and loaded straight back.
 """
 from __future__ import annotations
 
