@@ -4,7 +4,9 @@ The proposals are those of the torch route (tnlib.distributions._sampling): the 
 lies at or above loc), the exponential with the log-density's slope at the bound, or the uniform on the interval,
 whichever accepts the most candidates. The torch route draws every element's candidate in a full-size pass, then
 again for the rejected ones; here each draw loops on its own element's proposal until a candidate is accepted, so no
-pass draws for elements already done and no mask is formed.
+pass draws for elements already done and no mask is formed (a batch drawn once per element, on one thread, takes
+every first candidate in one pass and loops only for the rejected ones, from their second candidate: the same
+values).
 
 The choice compares the rates divided by the element's mass (M0 in the frame, Z straddling), which all three share:
 it needs no special function, and the torch route's fallback to inversion for a best rate below
@@ -144,10 +146,11 @@ def _uniform_draw(a, w, frame, d_peak, key, counter):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _draw_element(loc, scale, low, high, key, draw):
-    """One exact draw of TN(loc, scale, low, high), from the uniforms of the call's draw ``draw``: a batch drawn once
-    per element takes this, with nothing formed that a single draw does not use."""
-    counter = np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS
+def _draw_element(loc, scale, low, high, key, draw, skipped):
+    """One exact draw of TN(loc, scale, low, high), from the uniforms of the call's draw ``draw`` after its first
+    ``skipped`` (those of candidates already rejected): a batch drawn once per element takes this, with nothing
+    formed that a single draw does not use."""
+    counter = (np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(skipped)
     flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
     kind = _kind_element(a, w)
     if kind == _NORMAL:
@@ -189,11 +192,67 @@ def _draw_range(i, start, stop, loc, scale, low, high, key, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _first_candidates(loc, scale, low, high, key, out, pending):
+    """Every element's first candidate into ``out`` (the uniforms, arithmetic and test of the first iteration of its
+    proposal's loop, so each accepted value is the loop's), the indices of the rejected ones into ``pending``, their
+    number returned. The loop stays scalar: log, log1p, expm1 and exp are libm's, as in the proposals' loops, since
+    the vectorizable ones of tnlib.distributions._vector_math round differently and would change the draws. Against
+    each element's loop run whole, it takes 0.86x the time on one-sided far tails and the same on moderate and narrow
+    intervals (reports/speed.md, section 9)."""
+    m = 0
+    one = np.uint64(1)
+    for i in range(loc.shape[0]):
+        flip, c_loc, c_low, c_high, a, b, w = _canonical(np.float64(loc[i]), np.float64(scale[i]),
+                                                         np.float64(low[i]), np.float64(high[i]))
+        s = np.float64(scale[i])
+        counter = np.uint64(i) << _UNIFORMS_PER_DRAW_BITS
+        u = _uniform(key, counter)
+        v = _uniform(key, counter + one)
+        kind = _kind_element(a, w)
+        if kind == _NORMAL:
+            p, q = 2.0 * u - 1.0, 2.0 * v - 1.0
+            r = p * p + q * q
+            f = math.sqrt(-2.0 * math.log(r) / r) if 0.0 < r < 1.0 else math.nan
+            t = p * f
+            t = abs(t) if a >= 0 else t
+            if not a <= t <= b:
+                t = abs(q * f) if a >= 0 else q * f
+            keep = a <= t <= b
+            x = c_loc + s * t
+        elif kind == _EXPONENTIAL:
+            d = min(-math.log1p(u * math.expm1(-a * w)) / a, w)
+            keep = v <= 1.0 - 0.5 * d * d or v <= math.exp(-0.5 * d * d)
+            x = c_low + s * d
+        else:
+            frame = a >= 0 or _is_narrow(a, w)
+            d_peak = min(max(-a, 0.0), w) if frame else -a  # straddling: the peak is at t = 0
+            d = u * w
+            log_ratio = -(d - d_peak) * (a + 0.5 * (d + d_peak)) if frame else -0.5 * (a + d) * (a + d)
+            keep = v <= 1.0 + log_ratio or v <= math.exp(log_ratio)
+            x = c_low + s * d
+        x = min(max(x, c_low), c_high)
+        out[i] = -x if flip else x
+        pending[m] = i
+        m += 0 if keep else 1
+    return m
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draws_once_serial(loc, scale, low, high, key, out):
+    """One draw of each element: every first candidate in one pass, then the rejected draws' loops from their
+    second candidate on."""
+    pending = np.empty(loc.shape[0], dtype=np.int64)
+    m = _first_candidates(loc, scale, low, high, key, out, pending)
+    for j in range(m):
+        i = pending[j]
+        out[i] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
+                               key, i, 2)  # (past the first candidate's two uniforms)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _draws_serial(loc, scale, low, high, count, key, out):
     if count == 1:
-        for i in range(loc.shape[0]):
-            out[i] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                                   np.float64(high[i]), key, i)
+        _draws_once_serial(loc, scale, low, high, key, out)
         return
     for i in range(loc.shape[0]):
         _draw_range(i, 0, count, loc, scale, low, high, key, out)
@@ -204,7 +263,7 @@ def _draws_parallel(loc, scale, low, high, count, key, out):
     if count == 1:
         for i in numba.prange(loc.shape[0]):
             out[i] = _draw_element(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                                   np.float64(high[i]), key, i)
+                                   np.float64(high[i]), key, i, 0)
         return
     # tasks of up to _TASK_DRAWS draws of one element, so that one distribution drawn many times splits too
     chunks = (count + _TASK_DRAWS - 1) // _TASK_DRAWS
