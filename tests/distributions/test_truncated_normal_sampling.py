@@ -14,6 +14,7 @@ from tnlib.distributions import _sample_kernels, _sampling, truncated_normal
 from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _UNIFORM, _acceptance_rates, _propose, _proposals
 
 INF = math.inf
+NAN = math.nan
 ROUTES = ["kernels", "torch"]
 
 # (loc, scale, low, high) and the proposal each should draw from
@@ -205,3 +206,27 @@ def test_both_ways_of_redrawing_rejected_values_follow_the_distribution(monkeypa
     x = d.sample()
     assert ((x >= params[2]) & (x <= params[3])).all()
     assert _ks_pvalue(_distribution(params), x) > 1e-3
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("count", [1, 3])
+def test_elements_that_define_no_distribution_draw_nan_and_the_others_draw_as_alone(monkeypatch, route, count):
+    """Unchecked parameters (validate_args=False) that are no distribution -- a NaN anywhere, an infinite loc, a
+    scale not positive and finite, crossed bounds -- would keep a rejection loop drawing for ever; low == high draws
+    the point."""
+    _take_route(monkeypatch, route)
+    lawless = [(NAN, 1.0, 0.0, INF), (0.0, 1.0, NAN, INF), (0.0, 1.0, -INF, NAN), (0.0, NAN, 0.0, 1.0),
+               (INF, 1.0, 0.0, INF), (0.0, 0.0, 0.0, 1.0), (0.0, -1.0, 0.0, 1.0), (0.0, INF, 0.0, 1.0),
+               (0.0, 1.0, 2.0, 1.0)]
+    lawful = [p for p, _ in CASES] + [(0.0, 1.0, 1.0, 1.0)]
+    params = torch.tensor(lawful + lawless, dtype=torch.float64)
+    torch.manual_seed(3)
+    x = TruncatedNormal(*params.T, validate_args=False).sample((count,))
+    assert x.shape == (count, len(params))
+    assert torch.isnan(x[:, len(lawful):]).all()
+    low, high = params[:len(lawful), 2], params[:len(lawful), 3]
+    assert ((x[:, :len(lawful)] >= low) & (x[:, :len(lawful)] <= high)).all()
+    if route == "kernels" and count == 1:  # counter-based draws: the i-th element's one draw is draw i
+        torch.manual_seed(3)
+        alone = TruncatedNormal(*params[:len(lawful)].T, validate_args=False).sample((count,))
+        assert torch.equal(x[:, :len(lawful)], alone)

@@ -73,6 +73,13 @@ def _canonical(loc, scale, low, high):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _defines_a_law(loc, scale, low, high):
+    """Whether a rejection loop ends for (loc, scale, low, high): a finite loc, a positive finite scale and low <= high
+    (low == high draws the point). For any other element -- a NaN bound accepts no candidate -- the draws are NaN."""
+    return math.isfinite(loc) and 0.0 < scale < math.inf and low <= high
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _kind_element(a, w):
     """The proposal with the highest acceptance rate (the first of equal ones) of the canonical element (a, w):
     _sampling._acceptance_rates divided by the mass they share."""
@@ -150,6 +157,8 @@ def _draw_element(loc, scale, low, high, key, draw, skipped):
     """One exact draw of TN(loc, scale, low, high), from the uniforms of the call's draw ``draw`` after its first
     ``skipped`` (those of candidates already rejected): a batch drawn once per element takes this, with nothing
     formed that a single draw does not use."""
+    if not _defines_a_law(loc, scale, low, high):
+        return math.nan
     counter = (np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(skipped)
     flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
     kind = _kind_element(a, w)
@@ -171,6 +180,10 @@ def _draw_range(i, start, stop, loc, scale, low, high, key, out):
     the call's draw j n + i, whose uniforms it takes), the element's state and proposal formed once: the values of
     :func:`_draw_element`, for a distribution drawn many times."""
     n = loc.shape[0]
+    if not _defines_a_law(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i])):
+        for j in range(start, stop):
+            out[j * n + i] = math.nan
+        return
     flip, c_loc, c_low, c_high, a, b, w = _canonical(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                                                      np.float64(high[i]))
     s = np.float64(scale[i])
@@ -202,6 +215,9 @@ def _first_candidates(loc, scale, low, high, key, out, pending):
     m = 0
     one = np.uint64(1)
     for i in range(loc.shape[0]):
+        if not _defines_a_law(np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i])):
+            out[i] = math.nan
+            continue
         flip, c_loc, c_low, c_high, a, b, w = _canonical(np.float64(loc[i]), np.float64(scale[i]),
                                                          np.float64(low[i]), np.float64(high[i]))
         s = np.float64(scale[i])

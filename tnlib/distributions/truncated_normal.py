@@ -398,6 +398,17 @@ class TruncatedNormal(Distribution):
 
     def _sample_by_torch(self, shape: torch.Size) -> torch.Tensor:
         """``sample`` by the torch route (tnlib.distributions._sampling), which other devices than the CPU take."""
+        if not self._validate_args:
+            # no rejection loop ends for an element whose loc or scale is not finite, whose scale is not positive or
+            # whose bounds are NaN or crossed (a NaN bound accepts nothing): such elements are drawn as a standard
+            # Normal's, then given NaN, as the CPU kernels give them
+            loc, scale, low, high = self.loc, self.scale, self.low, self.high
+            lawless = ~(torch.isfinite(loc) & (scale > 0) & torch.isfinite(scale) & (low <= high))
+            if bool(lawless.any()):
+                standard = [torch.where(lawless, fill, t) for fill, t in zip((0.0, 1.0, -math.inf, math.inf),
+                                                                            (loc, scale, low, high))]
+                x = TruncatedNormal(*standard, validate_args=False)._sample_by_torch(shape)
+                return x.masked_fill(lawless.expand(shape), math.nan)
         with torch.no_grad():
             core = self._core
             if self._proposals_cache is None:
