@@ -34,6 +34,22 @@ def randomized(model, seed=0):
     return model
 
 
+def assert_forward_and_gradients_equal_the_reference(model, inputs, *also):
+    """The model's output and its gradients to parameters and inputs equal nlm_reference_forward's to 1e-12 (float64);
+    ``also``: more conditions that must hold (checked after the forward and backward ran)."""
+    for t in inputs.tensors:
+        t.requires_grad_(True)
+    fast = model(inputs)
+    grads_fast = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
+    slow = nlm_reference_forward(model, inputs)
+    grads_slow = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
+    assert all(condition() for condition in also)
+    assert fast.abs().max() > 0.1  # not trivially zero
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
+    for a, b in zip(grads_fast, grads_slow):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
 def test_nlm_layer_arities_skip_what_cannot_reach_the_output():
     assert nlm_output_arities(5, 3) == [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2], [0, 1], [0]]
     assert nlm_output_arities(5, 3, prune=False) == [[0, 1, 2, 3]] * 4 + [[0]]
@@ -65,17 +81,7 @@ def test_nlm_default_is_the_authors_layout():
 def test_nlm_optimised_forward_and_gradients_equal_the_reference_in_float64(layout, exclude_self):
     channels = [2, 6, 4, 2]
     model = randomized(NLM(channels, layout=layout, exclude_self=exclude_self).double())
-    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1])
-    for t in inputs.tensors:
-        t.requires_grad_(True)
-    fast = model(inputs)
-    grads_fast = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
-    slow = nlm_reference_forward(model, inputs)
-    grads_slow = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
-    assert fast.abs().max() > 0.1  # not trivially zero
-    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
-    for a, b in zip(grads_fast, grads_slow):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    assert_forward_and_gradients_equal_the_reference(model, random_nlm_inputs(channels, counts=[5, 3, 4, 1]))
 
 
 def test_nlm_reference_is_sensitive_to_permutation_order():
@@ -604,14 +610,5 @@ def test_nlm_gradients_through_the_tall_projections_equal_the_reference_in_float
     monkeypatch.setattr(nlm_autograd.TallProjection, "apply", lambda *args: calls.append(1) or apply(*args))
     channels = [2, 6, 4, 2]
     model = randomized(NLM(channels).double())
-    inputs = random_nlm_inputs(channels, counts=[5, 3, 4, 1])
-    for t in inputs.tensors:
-        t.requires_grad_(True)
-    fast = model(inputs)
-    grads_fast = torch.autograd.grad(fast.sum(), list(model.parameters()) + inputs.tensors)
-    slow = nlm_reference_forward(model, inputs)
-    grads_slow = torch.autograd.grad(slow.sum(), list(model.parameters()) + inputs.tensors)
-    assert calls and fast.abs().max() > 0.1
-    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-12)
-    for a, b in zip(grads_fast, grads_slow):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    assert_forward_and_gradients_equal_the_reference(model, random_nlm_inputs(channels, counts=[5, 3, 4, 1]),
+                                                     lambda: bool(calls))
