@@ -405,30 +405,23 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
     return dx_dp, dx_dloc, dx_ds, dx_dl, dx_du
 
 
-# What _partition moves after the others: elements on narrow intervals (canonical_frame's narrow), elements only
-# iterations invert (needs_iteration), elements whose canonical probability is above 1/2.
-_NARROW, _ITERATED, _PAST_MEDIAN = 0, 1, 2
-
-
 @numba.njit(cache=True, error_model="numpy")
-def _moves_last(kind, j, columns):
-    """Whether element j of ``columns`` (value or probability, loc, scale, low, high, index) is of ``kind``."""
-    if kind == _PAST_MEDIAN:
-        prob = columns[0, j]
-        return (1.0 - prob if columns[4, j] <= columns[1, j] else prob) > 0.5  # (mirrored where high <= loc)
+def _moves_last(iterated, j, columns):
+    """Whether element j of ``columns`` goes after the others: with ``iterated``, one that only iterations invert
+    (needs_iteration), else one whose interval is narrow (canonical_frame's narrow)."""
     element = (columns[1, j], columns[2, j], columns[3, j], columns[4, j])
-    return needs_iteration(*element) if kind == _ITERATED else canonical_frame(*element)[7]
+    return needs_iteration(*element) if iterated else canonical_frame(*element)[7]
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _partition(kind, start, stop, columns):
-    """Moves the elements of columns [start, stop) that _moves_last says are of ``kind`` after the others, whose
-    end it returns; each end moves past what is in place, so a chunk of one kind swaps nothing."""
+def _partition(iterated, start, stop, columns):
+    """Moves the elements of columns [start, stop) that _moves_last says after the others, whose end it returns;
+    each end moves past what is in place, so a chunk of one kind swaps nothing."""
     first, end = start, stop
     while True:
-        while first < end and not _moves_last(kind, first, columns):
+        while first < end and not _moves_last(iterated, first, columns):
             first += 1
-        while first < end and _moves_last(kind, end - 1, columns):
+        while first < end and _moves_last(iterated, end - 1, columns):
             end -= 1
         if first >= end:
             return first
@@ -436,6 +429,30 @@ def _partition(kind, start, stop, columns):
         for row in range(6):
             columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
         first += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _partition_past_median(start, stop, columns):
+    """Moves the elements of columns [start, stop) (probability, loc, scale, low, high, index) whose canonical
+    probability is above 1/2 after the others, whose end it returns."""
+    first, end = start, stop
+    while True:
+        while first < end and not _past_median(first, columns):
+            first += 1
+        while first < end and _past_median(end - 1, columns):
+            end -= 1
+        if first >= end:
+            return first
+        end -= 1
+        for row in range(6):
+            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
+        first += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _past_median(j, columns):
+    prob = columns[0, j]
+    return (1.0 - prob if columns[4, j] <= columns[1, j] else prob) > 0.5  # (mirrored where high <= loc)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -448,7 +465,7 @@ def _cdf_chunk(count, stop, columns, out):
     for j in range(count):
         x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j])
         out[j] = x if held else np.nan
-    wide = _partition(_NARROW, count, stop, columns)
+    wide = _partition(False, count, stop, columns)
     for j in range(count, wide):
         x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], False)
         out[j] = x if held else np.nan
@@ -472,7 +489,7 @@ def _icdf_chunk(count, stop, columns, out, spare, solved):
     for j in range(count):
         x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], True)
         out[j] = x if held else np.nan
-    closed = _partition(_ITERATED, count, stop, columns)
+    closed = _partition(True, count, stop, columns)
     for j in range(count, closed):
         x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], False)
         out[j] = x if held else np.nan
@@ -507,7 +524,7 @@ def _icdf_chunk(count, stop, columns, out, spare, solved):
         x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], True, False, 0)
         solved[k] = x if held else np.nan
     # the far tails apart by the side of the median they invert on, so that each loop forms one side's steps
-    upper = _partition(_PAST_MEDIAN, rest, stop, spare)
+    upper = _partition_past_median(rest, stop, spare)
     for k in range(rest, upper):
         x, held = icdf_by_halley(spare[0, k], spare[1, k], spare[2, k], spare[3, k], spare[4, k], False, False, -1)
         solved[k] = x if held else np.nan
