@@ -434,7 +434,8 @@ def _partition(iterated, start, stop, columns):
 @numba.njit(cache=True, error_model="numpy")
 def _partition_past_median(start, stop, columns):
     """Moves the elements of columns [start, stop) (probability, loc, scale, low, high, index) whose canonical
-    probability is above 1/2 after the others, whose end it returns."""
+    probability is above 1/2 after the others, whose end it returns. _partition's loop with its own test: one loop
+    choosing among the kinds measured the icdf 1.08-1.13x slower at 1e5 elements."""
     first, end = start, stop
     while True:
         while first < end and not _past_median(first, columns):
