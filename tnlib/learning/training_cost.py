@@ -22,7 +22,13 @@ CPU_TIMED_OBJECTS = 16
 # run (`tnlib train --data-root data/paper --steps 400 --batch-size 64 --eval-every 100`), two domains side by side
 # (visitall with blocksworld, ferry with gripper) and nothing else running, AMD EPYC (AVX2), with the NLM kernels
 # that skip each state's padded objects (reports/speed.md part 2): visitall's 5x5 training instances (25 objects)
-# make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. On top, per run
+# make its arity-3 tensors 3.8x those of blocksworld's 16 blocks. The NLM's data/paper values are those runs'
+# (0.072 / 0.043 / 0.068 / 0.172 s, the NLM code of ec873ff5) divided by the speed-up of the step since, measured
+# in one process on AMD EPYC (AVX-512), one thread, beside the paper-scale campaign (load 7.5-9 on 2 cores): both
+# codes alternating step by step on the same batches, `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+# MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 OMP_NUM_THREADS=1 .venv/bin/python
+# benchmarks/bench_nlm_training_step.py --steps 12 --before ec873ff5`, CPU-time ratios, the median of three runs:
+# blocksworld 1.40x, ferry 1.33x, gripper 1.51x, visitall 1.61x (reports/speed.md part 2). On top, per run
 # (MEASURED_RUN_OVERHEAD_SECONDS): the test evaluation, and on data/small planning every plan instance at 10,000
 # evaluations (twice for N: default and clip; NLM: an 8-run sweep took 1,118 s, its training 1,089 s; STRIPS-HGN:
 # 16 runs took 2,015 s, their training 1,831 s); on data/paper the two test evaluations (best and best-NLL
@@ -39,7 +45,7 @@ MEASURED_STEP_SECONDS = {
               "linear": {"blocksworld": 0.0008, "ferry": 0.0008, "gripper": 0.0008, "visitall": 0.0008},
               # WL: 1,000-step runs, one at a time beside two NLM trainings, Intel Xeon (AVX-512)
               "wl": {"blocksworld": 0.0042, "ferry": 0.0038, "gripper": 0.0023, "visitall": 0.0028}},
-    "paper": {"nlm": {"blocksworld": 0.072, "ferry": 0.043, "gripper": 0.068, "visitall": 0.172},
+    "paper": {"nlm": {"blocksworld": 0.051, "ferry": 0.032, "gripper": 0.045, "visitall": 0.107},
               # WL: medians over the 80 runs of reports/paper-scale-wl (6,000-40,000 steps each, two sweep
               # processes side by side, a third niced one beside them for 7 of their 62 minutes; AMD EPYC with
               # AVX-512)
