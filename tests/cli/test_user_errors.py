@@ -495,6 +495,8 @@ def test_notebook_folders_are_relative_to_the_notebooks_folder_from_any_working_
 
 @pytest.mark.parametrize("params, error, message", [
     (dict(run="maybe"), ValueError, "run must be True or False, got 'maybe'"),
+    # papermill's -p passes "false" on as text: the message says how to write the boolean
+    (dict(run="false"), ValueError, "run must be True or False, got 'false' (papermill: -p run False, capitalised)"),
     (dict(scheduler=3), ValueError, "scheduler must be None or a Dask scheduler address"),
     (dict(results_dir=3), ValueError, "results_dir must be a folder path, got 3"),
     (dict(device="tpu"), ValueError, "device must be one of"),

@@ -68,6 +68,7 @@ def test_the_classroom_check_takes_the_dataclass_fields_in_order_or_by_name():
         ({"num_points": 10**8}, r"num_points must be between 11 and 20001, got 100000000"),
         ({"num_points": 20_002}, r"num_points must be between 11 and 20001"),
         ({"interactive": "yes"}, "interactive"),
+        ({"interactive": "false"}, r"got 'false' \(papermill: -p interactive False, capitalised\)"),
     ],
 )
 def test_check_explorer_parameters_names_the_bad_parameter(overrides, message):

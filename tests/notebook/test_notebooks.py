@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import typing
 from pathlib import Path
 
 import nbformat
@@ -99,6 +100,44 @@ def test_papermill_knows_every_parameter_of_the_parameters_cell(path):
     assigned = [target.id for node in ast.parse(cell.source).body
                 for target in ([node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", []))]
     assert assigned and sorted(papermill.inspect_notebook(str(path))) == sorted(assigned)
+
+
+def conforms(value: object, annotation: object) -> bool:
+    """Whether ``value`` is of the type ``annotation`` (typing's Optional, Union and list[...] or a plain class)."""
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union:
+        return any(conforms(value, argument) for argument in arguments)
+    if origin is list:
+        return isinstance(value, list) and all(conforms(item, arguments[0]) for item in value)
+    if annotation is type(None):
+        return value is None
+    if annotation in (int, float) and isinstance(value, bool):
+        return False
+    return isinstance(value, annotation) or (annotation is float and isinstance(value, int))
+
+
+@pytest.mark.parametrize("value, annotation, expected", [
+    (None, "Optional[list[str]]", True), (["a"], "Optional[list[str]]", True), ([1], "Optional[list[str]]", False),
+    ("all", "Union[int, str, None]", True), (2.5, "Union[int, str, None]", False), (True, "int", False),
+    (1, "float", True), ("x", "bool", False),
+])
+def test_conforms_tells_a_value_of_the_annotated_type_from_another(value, annotation, expected):
+    assert conforms(value, eval(annotation, vars(typing))) is expected
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_papermill_shows_each_parameter_with_its_type_default_and_whole_help(path):
+    # `papermill --help-notebook` prints "name: type (default value)  help"; without an annotation the type reads
+    # "Unknown type", and a comment continued on the next line is left out of the help
+    notebook = nbformat.read(path, as_version=4)
+    cell = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
+    assert not [line for line in cell.source.splitlines() if re.match(r"^\s+#", line)], "a help comment goes on"
+    for name, parameter in papermill.inspect_notebook(str(path)).items():
+        assert parameter["inferred_type_name"] != "None", f"{path.name}: {name} has no annotation papermill reads"
+        annotation = eval(parameter["inferred_type_name"], vars(typing))
+        default = ast.literal_eval(parameter["default"])
+        assert conforms(default, annotation), f"{path.name}: {name} = {default!r} is no {annotation}"
+        assert parameter["help"], f"{path.name}: {name} has no help"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)

@@ -92,7 +92,9 @@ def check_explorer_parameters(
         raise ValueError(f"observed must be finite, got {observed_value}")
     points = checked_int("num_points", num_points, minimum=MIN_NUM_POINTS, maximum=MAX_NUM_POINTS)
     if not isinstance(interactive, bool):
-        raise ValueError(f"interactive must be True or False, got {interactive!r}")
+        # papermill's -p makes booleans of True and False only; "true" or "no" arrive as text
+        raise ValueError(f"interactive must be True or False, got {interactive!r} "
+                         "(papermill: -p interactive False, capitalised)")
     return ExplorerParameters(loc_value, scale_value, low_value, high_value, observed_value, points, interactive)
 
 

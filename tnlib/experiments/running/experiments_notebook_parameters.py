@@ -25,7 +25,8 @@ def check_notebook_parameters(preset: str | None = "small", results_dir: str | o
     MissingRuns saying how to make them), so a notebook that only reads shows no empty tables.
     """
     if not isinstance(run, bool):
-        raise ValueError(f"run must be True or False, got {run!r}")
+        # papermill's -p makes booleans of True and False only; "true" or "no" arrive as text
+        raise ValueError(f"run must be True or False, got {run!r} (papermill: -p run False, capitalised)")
     if scheduler is not None and not isinstance(scheduler, str):
         raise ValueError(f"scheduler must be None or a Dask scheduler address such as 'tcp://HOST:8786', "
                          f"got {scheduler!r}")
