@@ -154,6 +154,17 @@ def progress(total: int, desc: str, unit: str = "", initial: int = 0, disable: b
     return tqdm(total=total, desc=desc, unit=unit or "it", initial=initial, leave=leave)
 
 
+def say_done(total: int, desc: str, unit: str = "", detail: str = "") -> None:
+    """One line for work found all done before it began (``sweep: 32/32 runs done already (DETAIL)``), where a
+    display would show it (:func:`progress_mode`; nothing where that is ``off``): a bar would sit at its end with no
+    rate to show ("?runs/s") and a text display would time nothing."""
+    if progress_mode() == "off":
+        return
+    unit = f" {unit}" if unit else ""
+    line = f"{desc}: {total:,}/{total:,}{unit} done already" + (f" ({detail})" if detail else "")
+    print(line, file=sys.stdout if _in_kernel() else sys.stderr, flush=True)
+
+
 class LateProgress:
     """A display for work that most often ends in seconds but can take minutes (a search at the paper's sizes):
     nothing until it has run ``after_s`` seconds, then :func:`progress` from where it stands, so that short work
@@ -183,4 +194,5 @@ class LateProgress:
             self.display.close()
 
 
-__all__ = ["ENV_VAR", "LATE_AFTER_S", "LateProgress", "MODES", "TextProgress", "duration", "progress", "progress_mode"]
+__all__ = ["ENV_VAR", "LATE_AFTER_S", "LateProgress", "MODES", "TextProgress", "duration", "progress", "progress_mode",
+           "say_done"]

@@ -396,8 +396,9 @@ def test_a_one_process_sweep_shows_each_runs_training_steps_and_planned_instance
     for estimate in ("default", "clip"):
         assert any(line.startswith(f"{run} {estimate}: 1/1 instances done") for line in lines), lines
     assert lines[-1].startswith("sweep: 1/1 runs done")
-    run_sweep(shown, progress=True, run_progress=True)  # trained, tested and planned: done from the first line
-    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == ["sweep: 1/1 runs done"]
+    run_sweep(shown, progress=True, run_progress=True)  # trained, tested and planned: one line says so
+    assert capsys.readouterr().err.splitlines() == [
+        f"sweep: 1/1 runs done already (trained, tested and planned in {tmp_path / 'shown-runs'})"]
 
 
 def test_a_sweep_prints_a_line_per_run_only_where_its_runs_take_longer_than_the_line_interval(tmp_path, monkeypatch,
@@ -464,3 +465,75 @@ def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path)
     assert authors["seeds"] == [2] and authors["train"]["fixed_sigma"] == "authors"  # another setting: another sweep
 
 
+
+
+@pytest.mark.parametrize("display", ["text", "bar"])
+def test_a_finished_sweep_says_so_at_once_and_hands_no_run_to_a_worker(tmp_path, capsys, monkeypatch, display):
+    """Rerun over its finished folder, a sweep reads its runs' records instead of handing each to a worker that
+    loads its data and builds its model to find nothing to do, and says in one line that all is done -- no bar
+    sitting at its end with no rate ("?runs/s")."""
+    import tnlib.experiments.running.cells as cells
+    import tnlib.experiments.running.sweep as sweep_module
+
+    first = run_sweep(small_linear_sweep(tmp_path), progress=False)
+    capsys.readouterr()
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a finished run went to a worker")
+
+    monkeypatch.setattr(cells, "run_cell", no_worker)
+    monkeypatch.setattr(sweep_module, "run_jobs", no_worker)
+    monkeypatch.setenv("TNLIB_PROGRESS", display)
+    again = run_sweep(small_linear_sweep(tmp_path))
+    assert again == first
+    assert capsys.readouterr().err.splitlines() == [
+        f"sweep: 2/2 runs done already (trained, tested and planned in {tmp_path})"]
+
+
+def test_a_sweep_hands_a_worker_only_the_runs_with_work_left(tmp_path, capsys, monkeypatch):
+    import tnlib.experiments.running.cells as cells
+    import tnlib.experiments.running.sweep as sweep_module
+
+    run_sweep(small_linear_sweep(tmp_path, plan=False), progress=False)
+    worked, real_run_cell = [], cells.run_cell
+
+    def run_cell(config, settings, wait_if_busy=True):
+        worked.append(config.name)
+        return real_run_cell(config, settings, wait_if_busy)
+
+    monkeypatch.setattr(cells, "run_cell", run_cell)
+    monkeypatch.setenv("TNLIB_PROGRESS", "text")
+    monkeypatch.setattr(sweep_module, "SWEEP_LINE_INTERVAL_S", 0.0)
+    rows = run_sweep(small_linear_sweep(tmp_path, plan=False, seeds=(0, 1), workers=1))
+    assert sorted(worked) == ["gripper-linear-N-learn-ff-llmcut-s1", "gripper-linear-TN-learn-ff-llmcut-s1"]
+    assert len(rows) == 4 and all("mse" in row for row in rows)
+    counts = [line.split()[1] for line in capsys.readouterr().err.splitlines() if line.startswith("sweep: ")]
+    assert counts == ["2/4", "3/4", "4/4"]
+
+
+def test_a_runs_records_leave_it_to_its_cell_where_any_work_is_left(tmp_path):
+    from tnlib.experiments.running.cells import recorded_cell_summary
+    from tnlib.experiments.running.sweep import cell_settings
+    from tnlib.learning.run_files import RunDir
+    from tnlib.planning.search_settings import SearchSettings
+
+    sweep = small_linear_sweep(tmp_path)
+    rows = {row["run"]: row for row in run_sweep(sweep, progress=False)}
+    config, settings = sweep.train_configs()[1], cell_settings(sweep)
+    run = RunDir(tmp_path / config.name)
+    assert recorded_cell_summary(config, settings) == rows[config.name]  # TN: both estimates planned
+    assert recorded_cell_summary(replace(config, steps=18), settings) is None  # more steps asked
+    assert recorded_cell_summary(replace(config, learning_rate=config.lr / 2), settings) is None  # trained otherwise
+    assert recorded_cell_summary(config, replace(settings, plan_instances=2)) is None  # an instance to plan
+    assert recorded_cell_summary(config, replace(settings, search=SearchSettings(
+        settings.search.protocol, settings.search.max_evaluations + 1))) is None  # planned under another limit
+    # until flat: a curve of two validations is too short to call flat, so the run trains on
+    assert recorded_cell_summary(config, replace(settings, max_steps=24, extend_steps=6)) is None
+    metrics = json.loads(run.metrics_file("test").read_text())
+    run.metrics_file("test").write_text(json.dumps({**metrics, "checkpoint_step": 6}))  # tested at another step
+    assert recorded_cell_summary(config, settings) is None
+    run.metrics_file("test").write_text(json.dumps(metrics))
+    run.last.rename(run.path / "elsewhere.pt")  # no resume checkpoint, not pruned: train() decides
+    assert recorded_cell_summary(config, settings) is None
+    (run.path / "elsewhere.pt").rename(run.last)
+    assert recorded_cell_summary(config, settings) == rows[config.name]

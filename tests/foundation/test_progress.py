@@ -166,3 +166,16 @@ def test_text_progress_prints_once_both_ten_seconds_and_a_tenth_of_the_work_have
         bar.update()
     assert [line.split(" done")[0] for line in out.getvalue().splitlines()] == [
         "train: 0/40,000 steps", "train: 600/40,000 steps"]
+
+
+def test_work_found_done_is_one_line_where_the_display_goes_and_none_where_it_is_off(plain_environment, capsys):
+    monkeypatch = plain_environment
+    monkeypatch.setattr(sys, "stderr", _Terminal())  # where a bar would sit at 32/32 with no rate ("?runs/s")
+    progress_module.say_done(32, "sweep", unit="runs", detail="in runs/small")
+    assert sys.stderr.getvalue() == "sweep: 32/32 runs done already (in runs/small)\n"
+    monkeypatch.setattr(progress_module, "_in_kernel", lambda: True)  # papermill: the saved notebook keeps it
+    progress_module.say_done(1_200, "plans")
+    assert capsys.readouterr().out == "plans: 1,200/1,200 done already\n"
+    monkeypatch.setenv("TNLIB_PROGRESS", "off")
+    progress_module.say_done(2, "sweep", unit="runs")
+    assert capsys.readouterr().out == "" and sys.stderr.getvalue().count("\n") == 1

@@ -86,6 +86,13 @@ def chosen_instances(table, instances: int | None = None, per_cell: int | None =
     return table.first_per_cell(per_cell)[:instances]
 
 
+def _planning_setting(settings: SearchSettings, extra: dict) -> dict:
+    """What a planning record must hold to count as planned now: the protocol, the evaluation limit, the grounding
+    and what ``extra`` names (a learned heuristic's checkpoint digest)."""
+    return {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
+            **extra}
+
+
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, settings: SearchSettings,
                     instances: int | None, progress: bool = False, desc: str = "",
                     per_cell: int | None = None) -> list[dict]:
@@ -97,8 +104,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
     are kept (resuming an interrupted split plans only what is missing)."""
     domain_file = resolve_domain(domain)
     chosen = chosen_instances(table, instances, per_cell)
-    setting = {"protocol": settings.protocol, "max_evaluations": settings.max_evaluations, "grounding": GROUNDING,
-               **extra}
+    setting = _planning_setting(settings, extra)
     found = read_json_lines(out)
     lines = found.records
     if found.unreadable:  # the file is written again below without them: a cut line never stays mid-file
@@ -159,6 +165,28 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
         lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
         {"estimate": estimate, "checkpoint": checkpoint}, settings, instances, progress,
         desc=f"{run_dir.name} {estimate}", per_cell=per_cell)
+
+
+def recorded_plans(run_dir, estimate: str = "default", split: str = "plan", settings: SearchSettings = PAPER_SEARCH,
+                   instances: int | None = None, per_cell: int | None = None, table=None) -> list[dict] | None:
+    """What :func:`plan_split` would return for a run planned on every instance it plans already, read from its
+    records without loading its model or writing anything; None where an instance is left to plan, or a line is
+    damaged or of another setting (:func:`plan_split` then plans, mends or drops it). ``table``: the split's
+    :func:`planning_instances`, where the caller has it already (a sweep reads it once per domain)."""
+    from tnlib.learning.training import read_run_config
+
+    run = RunDir(run_dir)
+    config = read_run_config(run.path)
+    table = planning_instances(config.data_root, config.domain, split) if table is None else table
+    found = read_json_lines(run.planning_file(estimate, split))
+    setting = _planning_setting(settings, {"estimate": estimate, "checkpoint": sha256_file(run.best)[:16]})
+    if found.unreadable or not all(has_shape(r, "a planning record") for r in found.records):
+        return None
+    done = {r["problem"]: r for r in found.records if all(r.get(key) == value for key, value in setting.items())}
+    names = [table.problem_path(instance).name for instance in chosen_instances(table, instances, per_cell)]
+    if len(done) != len(found.records) or not all(name in done for name in names):
+        return None
+    return [done[name] for name in names]
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",

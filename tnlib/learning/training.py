@@ -359,6 +359,32 @@ def _check_same_configuration(run_dir: Path, checkpoint: dict, config: TrainConf
                          "choose another run_name or pass resume=False to start it afresh")
 
 
+def trained_steps(config: TrainConfig) -> int | None:
+    """The steps ``config``'s run folder holds it trained to, told from the run's files alone (no data, no model,
+    a fraction of a second where :func:`train` takes seconds to find a trained run trained): the step of its resume
+    checkpoint (or of a pruned run, ``pruned.json``) and of its last validation record, where the two agree, the
+    checkpoint was trained by ``config``'s settings (the steps, and the model's arguments, which need the data to
+    tell, aside) and ``config.json`` and ``data.json`` read back. None where any of that is missing, damaged or
+    otherwise: :func:`train` is the one to find out what, and to mend or say it."""
+    run = RunDir(Path(config.out_dir) / config.name)
+    try:
+        if run.last.is_file():
+            checkpoint = read_checkpoint_file(run.last, written_here=True)
+            step = checkpoint["step"]
+        elif run.pruned_file.is_file():
+            checkpoint, step = read_checkpoint_file(run.best, written_here=True), read_json(run.pruned_file)["step"]
+        else:
+            return None
+        _check_same_configuration(run.path, checkpoint, config, {})
+        run.read_config()
+    except (DamagedFile, ValueError, KeyError, TypeError, OSError):
+        return None
+    validated = [record["step"] for record in read_jsonl(run.curves_file) if isinstance(record.get("step"), int)]
+    if not run.data_file.is_file() or not validated or max(validated) != step:
+        return None
+    return step
+
+
 def _finished_pruned_run(run: RunDir, config: TrainConfig, model_kwargs: dict) -> Path:
     """A finished run whose resume checkpoints were pruned (``pruned.json``): its folder, untouched, when ``config``
     asks for no more steps than it trained; a ValueError when it asks for more (there is no optimizer state to

@@ -17,9 +17,9 @@ from tnlib.files import damaged_message, locked, locked_if_free, read_json, read
 from tnlib.learning.checkpoints import read_checkpoint_file
 from tnlib.learning.evaluation import evaluate_run
 from tnlib.learning.heads import point_estimates
-from tnlib.learning.split_planning import plan_split, planning_summary
+from tnlib.learning.split_planning import plan_split, planning_summary, recorded_plans
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import TrainConfig, train
+from tnlib.learning.training import TrainConfig, train, trained_steps
 from tnlib.learning.until_flat import still_improving, until_flat_end
 from tnlib.experiments.running.cell_settings import CellSettings
 
@@ -97,5 +97,43 @@ def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
             records = plan_split(run_dir, estimate, split=settings.plan_on, settings=settings.search,
                                  instances=settings.plan_instances, per_cell=settings.plan_per_cell,
                                  progress=settings.progress)
+            summary[f"coverage_{estimate}"] = planning_summary(records, settings.search.max_evaluations)["coverage"]
+    return summary
+
+
+def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSettings(),
+                          tables: dict | None = None) -> dict | None:
+    """The summary :func:`run_cell` would return for a run with nothing left to do, read from its records: trained
+    as far as the cell would train it (:func:`tnlib.learning.training.trained_steps`; until flat, the end of a flat
+    chunk or ``max_steps``), tested at both best checkpoints and, where the cell plans, planned on every instance
+    with every point estimate. None where anything may be left or the records cannot tell: the cell works that
+    out. A second of a worker's set-up per finished run, spent to find nothing to do, is what this saves.
+    ``tables``: the plan instances by domain (:func:`tnlib.learning.split_planning.planning_instances`), where read
+    already."""
+    step = trained_steps(config)
+    if step is None or step < config.steps:
+        return None
+    if settings.max_steps is not None:
+        curve = [row["val_mse"] for row in read_jsonl(RunDir(Path(config.out_dir) / config.name).curves_file)]
+        flat = step >= settings.max_steps or still_improving(curve) is False
+        if not flat or until_flat_end(step, config.steps, settings.max_steps, settings.extend_steps) != step:
+            return None
+    run = RunDir(Path(config.out_dir) / config.name)
+    try:
+        tested = [(read_json(run.metrics_file("test", checkpoint), shape="a run's test metrics"),
+                   read_checkpoint_file(run.path / checkpoint, written_here=True)["step"])
+                  for checkpoint in (RunDir.BEST, RunDir.BEST_NLL)]
+    except (DamagedFile, ValueError, KeyError, OSError):
+        return None
+    if any(metrics.get("checkpoint_step") != best_step for metrics, best_step in tested):
+        return None
+    summary = {"run": config.name, "mse": tested[0][0]["mse"], "nll": tested[0][0]["nll"]}
+    if settings.plan:
+        for estimate in point_estimates(config.head.distribution):
+            records = recorded_plans(run.path, estimate, split=settings.plan_on, settings=settings.search,
+                                     instances=settings.plan_instances, per_cell=settings.plan_per_cell,
+                                     table=(tables or {}).get(config.domain))
+            if records is None:
+                return None
             summary[f"coverage_{estimate}"] = planning_summary(records, settings.search.max_evaluations)["coverage"]
     return summary

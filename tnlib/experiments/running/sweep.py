@@ -17,16 +17,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from tnlib.errors import DamagedFile, MissingRuns
+from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.running.cell_settings import CellSettings
 from tnlib.experiments.running.sweep_standing import count_phrase, finished_runs
 from tnlib.experiments.sweep_settings import GRID_AXES, Sweep
-from tnlib.files import atomic_write_text, locked, locked_if_free
+from tnlib.files import atomic_write_text, locked, locked_if_free, shown_path
 from tnlib.learning.run_files import baseline_file
 from tnlib.paper import DISTRIBUTIONS, DOMAINS
-from tnlib.progress import progress as progress_display
+from tnlib.progress import progress as progress_display, say_done
 
 
 def cell_settings(sweep: Sweep) -> CellSettings:
@@ -124,6 +124,23 @@ def write_sweep_file(sweep: Sweep) -> dict:
 SWEEP_LINE_INTERVAL_S = 10.0
 
 
+def recorded_summaries(sweep: Sweep, configs: list, settings: CellSettings) -> dict[str, dict]:
+    """``{run: summary}`` of the ``configs`` whose records say there is nothing left to do
+    (:func:`tnlib.experiments.running.cells.recorded_cell_summary`), each domain's plan instances read once."""
+    from tnlib.experiments.running.cells import recorded_cell_summary
+    from tnlib.learning.split_planning import planning_instances
+
+    tables = {}
+    if settings.plan:
+        try:
+            tables = {domain: planning_instances(sweep.dataset_path(), domain, sweep.plan_on)
+                      for domain in sorted({config.domain for config in configs})}
+        except DatasetError:
+            return {}
+    summaries = {config.name: recorded_cell_summary(config, settings, tables) for config in configs}
+    return {name: summary for name, summary in summaries.items() if summary is not None}
+
+
 def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = None,
               progress: bool = True, accept_out_of_reach: bool = False, trained_only: bool = False,
               run_progress: bool = False) -> list[dict]:
@@ -148,20 +165,31 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
     settings = replace(cell_settings(sweep), progress=run_progress and workers <= 1 and scheduler is None)
+    # Runs whose records say they are done are read, not handed to a worker, which would load their data and build
+    # their model (seconds each, a minute for the small preset's 32) to find nothing to do
+    recorded = recorded_summaries(sweep, configs, settings)
+    if configs and len(recorded) == len(configs):
+        if progress:
+            work = "trained, tested and planned" if sweep.plan else "trained and tested"
+            say_done(len(configs), "sweep", unit="runs", detail=f"{work} in {shown_path(sweep.out_dir)}")
+        if sweep.plan:
+            run_baselines(sweep)
+        return sorted(recorded.values(), key=lambda r: r["run"])
+    configs = [config for config in configs if config.name not in recorded]
     # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S
     # (however small a share of the sweep the run is): runs that train take minutes each, runs resumed finished take
     # a fraction of a second (a line each would bury a notebook's output). Runs finished before the sweep began count
     # as done from the start, not as progress: counted as they return at once, they would make the time left look
     # like seconds.
     folders = {folder.path.name: folder for folder in map(sweep.run_folder, configs)}
-    counted = finished_runs(sweep) & set(folders)
-    bar = progress_display(len(configs), "sweep", unit="runs", initial=len(counted), disable=not progress,
-                           interval_s=SWEEP_LINE_INTERVAL_S, fraction=0)
+    counted = (finished_runs(sweep) & set(folders)) | set(recorded)
+    bar = progress_display(len(configs) + len(recorded), "sweep", unit="runs", initial=len(counted),
+                           disable=not progress, interval_s=SWEEP_LINE_INTERVAL_S, fraction=0)
     # Runs another process is working on (a second sweep over the folder) are left for a second pass, so that two
     # sweeps over one grid share its runs instead of the second waiting behind the first run by run; in the second
     # pass each waits for its run, then finds it done. The display counts them as the other process tests them:
     # otherwise each of two sweeps side by side counts half the runs and projects the time left about twice too long.
-    results, busy = [], []
+    results, busy = list(recorded.values()), []
 
     def count(name: str) -> None:
         if name not in counted:
