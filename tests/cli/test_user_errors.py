@@ -133,7 +133,8 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch
 
 
 @pytest.mark.parametrize("model, flags, message", [
-    ("{tmp}/missing", [], "--model {tmp}/missing: no such run folder or checkpoint file"),
+    ("{tmp}/missing", [], "--model {tmp}/missing: no such run folder or checkpoint file (run folders are not in git, "
+     "so a fresh clone has none: `tnlib sweep --preset small` or `make reproduce` trains runs/small/"),
     ("{tmp}", [], "--model {tmp}: a folder without best.pt"),
     ("{problem}", [], "{problem}: not a tnlib checkpoint (not a complete zip archive"),
     ("{tmp}", ["--heuristic", "ff"], "--model and --heuristic exclude each other"),
@@ -331,6 +332,21 @@ def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys
     (run / "best.pt").write_bytes(b"PK\x03\x04 cut short")
     assert main(["evaluate", str(run / "best.pt")]) == 2
     assert "delete the run folder and train it again" in one_line_error(capsys, "evaluate")
+
+
+def test_a_run_folder_a_fresh_clone_lacks_is_named_with_how_to_make_one(tmp_path, capsys):
+    how = ("run folders are not in git, so a fresh clone has none: `tnlib sweep --preset small` or `make reproduce` "
+           "trains runs/small/, `tnlib train` one run into runs/")
+    missing = tmp_path / "runs" / "ferry-nlm-TN-learn-ff-llmcut-s0"
+    assert main(["evaluate", str(missing)]) == 2
+    error = one_line_error(capsys, "evaluate")
+    assert error == f"tnlib evaluate: error: no run folder or checkpoint at {missing} ({how})\n"
+    report = ["report", str(tmp_path / "runs"), "--out", str(tmp_path / "reports")]
+    assert main(report) == 2
+    assert one_line_error(capsys, "report").endswith(f"nothing to render (no such folder; {how})\n")
+    (tmp_path / "runs").mkdir()  # a folder that is there but holds no run: no word of clones
+    assert main(report) == 2
+    assert one_line_error(capsys, "report").endswith("(a folder with a config.json): nothing to render\n")
 
 
 def test_evaluate_table_without_metrics_is_an_error_not_an_empty_table(tmp_path, capsys):

@@ -41,6 +41,11 @@ CONFIG_REMEDY = ("restore it from a copy, or run the sweep or `tnlib train` that
                  "file again)")
 
 
+#: What a command sent to a run folder that is not there adds: the README's examples name folders a fresh clone lacks.
+NO_RUNS_YET = ("run folders are not in git, so a fresh clone has none: `tnlib sweep --preset small` or `make "
+               "reproduce` trains runs/small/, `tnlib train` one run into runs/")
+
+
 def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:
     """Where :func:`tnlib.learning.split_planning.plan_baseline` writes ``domain``'s ``heuristic`` baseline."""
     return Path(folder) / BASELINE.format(domain=domain, heuristic=heuristic)

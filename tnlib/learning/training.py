@@ -74,7 +74,7 @@ from tnlib.learning.models import (
     model_arguments,
     recorded_model_arguments,
 )
-from tnlib.learning.run_files import RunDir
+from tnlib.learning.run_files import NO_RUNS_YET, RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
 from tnlib.provenance import code_commit
 
@@ -423,6 +423,8 @@ def model_constructor_arguments(config: TrainConfig, encoder: Encoder) -> dict:
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
     """Rebuild ``(model, head, config, checkpoint)`` from a ``.pt`` file or a run folder (its ``best.pt``)."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no run folder or checkpoint at {path} ({NO_RUNS_YET})")
     if path.is_dir():
         path = RunDir(path).best
     if not path.is_file():

@@ -35,7 +35,7 @@ from tnlib.experiments.reporting.tables import (
     table2_seed_values,
 )
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
-from tnlib.learning.run_files import RunDir
+from tnlib.learning.run_files import NO_RUNS_YET, RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.experiments.reporting.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
@@ -499,7 +499,8 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
     configs = [read_run_config(run) for run in ResultsDir(results_dir).runs()]
     if not configs:
-        raise ValueError(f"{results_dir} holds no run folder (a folder with a config.json): nothing to render")
+        missing = "" if results_dir.is_dir() else f" (no such folder; {NO_RUNS_YET})"
+        raise ValueError(f"{results_dir} holds no run folder (a folder with a config.json): nothing to render{missing}")
     if against is not None and not ResultsDir(against).runs():
         raise ValueError(f"--against {against} holds no run folder (a folder with a config.json): nothing to compare "
                          "with")
