@@ -34,7 +34,7 @@ from tnlib.distributions._cdf_kernels import (
     _cdf_vector_parallel,
     _cdf_vector_serial,
 )
-from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, cdf_element
+from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _stretch_moments, cdf_element
 from tnlib.distributions._regimes import _SQRT_HALF
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -607,9 +607,11 @@ def test_cdf_pass_of_straddling_elements_is_within_a_few_ulps_of_mpmath_where_th
 
 
 @numba.njit(error_model="numpy")
-def _stretch_loop(a, length, mass, mean):
+def _stretch_loop(a, length, mass, mean, variance):
     for i in range(a.shape[0]):
-        mass[i], mean[i] = _stretch(a[i], length[i])
+        mass[i], mean[i], variance[i] = _stretch_moments(a[i], length[i])
+        if _stretch(a[i], length[i]) != (mass[i], mean[i]):  # the same sums, whether the variance is read or not
+            mass[i] = np.nan
 
 
 def test_narrow_stretch_series_is_within_a_few_ulps_of_mpmath():
@@ -617,15 +619,17 @@ def test_narrow_stretch_series_is_within_a_few_ulps_of_mpmath():
     rows = [(a, length) for a in (-1e4, -30.0, -2.0, -0.5, 0.0, 0.3, 1.0, 5.0, 1e3, 1e5)
             for length in (1e-9, 1e-4, 0.1, 0.5, 1.0) if length * max(1.0, abs(a + 0.5 * length)) <= 1.0]
     a, length = (np.array(column) for column in zip(*rows))
-    mass, mean = np.empty(len(rows)), np.empty(len(rows))
-    _stretch_loop(a, length, mass, mean)
+    mass, mean, variance = np.empty(len(rows)), np.empty(len(rows)), np.empty(len(rows))
+    _stretch_loop(a, length, mass, mean, variance)
     with mp.workdps(40):
-        for (x, w), got_mass, got_mean in zip(rows, mass, mean):
+        for (x, w), got_mass, got_mean, got_variance in zip(rows, mass, mean, variance):
             integrand = lambda r: mp.exp(-x * r - r * r / 2)  # noqa: E731
             exact_mass = mp.quad(integrand, [0, w])
             exact_mean = mp.quad(lambda r: r * integrand(r), [0, w]) / exact_mass
+            exact_variance = mp.quad(lambda r: (r - exact_mean) ** 2 * integrand(r), [0, w]) / exact_mass
             assert abs(got_mass / exact_mass - 1) <= 4e-16, (x, w, got_mass, exact_mass)
             assert abs(got_mean / exact_mean - 1) <= 8e-16, (x, w, got_mean, exact_mean)
+            assert abs(got_variance / exact_variance - 1) <= 8e-16, (x, w, got_variance, exact_variance)
 
 
 @numba.njit(error_model="numpy")

@@ -256,10 +256,43 @@ def test_cdf_gradients_near_loc_with_a_bound_just_beside_it_match_mpmath(cdf_gra
         assert error[worst] <= 2e-14, (_GRADIENT_NAMES[worst[1]], rows[narrow][worst[0]], error[worst])
 
 
-@pytest.mark.xfail(strict=True, reason="a narrow interval's d/dscale adds two nearly opposite terms, the density's "
-                   "and the width's; exact would take the stretches' second moments")
 @pytest.mark.parametrize("route", ["kernels", "per-element", "torch"])
 def test_cdf_scale_gradient_of_a_narrow_interval_near_its_upper_bound_matches_mpmath(cdf_gradient_references,
                                                                                       route):
+    # next to the upper bound the density's term d f(d) and the width's w f(w) F are equal to first order: the
+    # derivative is formed from the two parts' second moments instead
     error = _cdf_gradient_errors(_beside_loc(True), cdf_gradient_references[True], route)
     assert error[:, _GRADIENT_NAMES.index("scale")].max() <= 2e-14
+
+
+def _reference_icdf_scale_gradient(row: tuple[float, ...]) -> tuple[float, float]:
+    """(p, dx/dscale at p): p the exact cdf at the row's value rounded to float64, the derivative of the exact icdf
+    at that p by the implicit function theorem, -dF/dscale over dF/dx at x = icdf(p), each by mpmath.diff."""
+    from tnlib.distributions.mpmath_reference import mpf_bound, reference_cdf, reference_icdf
+    loc, scale, low, high, value = (mpf_bound(v) for v in row)
+    with mp.workdps(DIGITS):
+        p = float(reference_cdf(loc, scale, low, high, value))
+        x = reference_icdf(loc, scale, low, high, mp.mpf(p))
+        d_scale = mp.diff(lambda v: reference_cdf(loc, v, low, high, x), scale)
+        d_value = mp.diff(lambda v: reference_cdf(loc, scale, low, high, v), x)
+        return p, float(-d_scale / d_value)
+
+
+@pytest.fixture(scope="module")
+def icdf_scale_gradient_references() -> np.ndarray:
+    return np.array([_reference_icdf_scale_gradient(row) for row in _beside_loc(True)])
+
+
+@pytest.mark.parametrize("route", ["vectorized", "per-element", "torch"])
+def test_icdf_scale_gradient_of_a_narrow_interval_near_its_bounds_matches_mpmath(icdf_scale_gradient_references,
+                                                                                 route):
+    # the icdf's d/dscale is the cdf's over the density: the same two terms, a dx/dloc + d and w dx/dhigh, are
+    # equal to first order next to the upper bound
+    rows = _beside_loc(True)
+    p, expected = icdf_scale_gradient_references[:, 0], icdf_scale_gradient_references[:, 1]
+    columns = [torch.tensor(column, dtype=torch.float64, requires_grad=True) for column in list(zip(*rows))[:4]]
+    with truncated_normal.cpu_route(route):
+        TruncatedNormal(*columns).icdf(torch.tensor(p)).sum().backward()
+    error = np.abs(columns[1].grad.numpy() - expected) / np.abs(expected)
+    worst = int(np.argmax(error))
+    assert error[worst] <= 2e-14, (rows[worst], p[worst], error[worst])

@@ -23,6 +23,7 @@ from tnlib.distributions._statistics import (
     _log_prob_grads,
     _log_prob_values,
     _mean_grads,
+    _narrow_spread,
     _sf_canonical,
     _standardized_variance,
     _unflip_grads,
@@ -214,6 +215,10 @@ class _ICDF(torch.autograd.Function):
         dx_dloc = torch.where(frame, f_a * dx_dp / s, 1.0 - dx_dl - dx_du)
         # dx/dscale = t - a dx/dlow - b dx/dhigh, with t - a = d in the frame
         frame_ds = core.a * dx_dloc + d - _zero_where(dx_du == 0, core.w * dx_du)
+        # on a narrow interval those terms cancel next to a bound: minus s dF/ds over s pdf(x)
+        narrow, narrow_spread = _narrow_spread(core, d, t_frame, (core.c_high - x_c) / s, c_p, c_q, frame)
+        if narrow_spread.numel():
+            frame_ds = frame_ds.index_put((narrow,), narrow_spread * dx_dp[narrow] / s[narrow])
         straddle_ds = t - _zero_where(dx_dl == 0, core.a * dx_dl) - _zero_where(dx_du == 0, core.b * dx_du)
         dx_ds = torch.where(core.frame, frame_ds, straddle_ds)
         g_loc, g_scale, g_low, g_high = _unflip_grads(core, dx_dloc, dx_ds, dx_dl, dx_du, odd=True)

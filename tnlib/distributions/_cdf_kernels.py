@@ -185,6 +185,18 @@ def _straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _narrow_spread_element(d, t, rest, a, cdf, sf, nodes, weights):
+    """Minus s dF/ds of a frame element on a narrow interval: F (1 - F) (E_tail[t^2] - E_head[t^2]), the parts'
+    second moments from their means and variances by one panel of Gauss-Legendre each (the state's quadrature on
+    the interval), where d f(d) - w f(w) F would cancel (next to the upper bound the two are equal); 0 at a bound."""
+    if d <= 0.0 or rest <= 0.0:
+        return 0.0
+    _, head_mean, head_var, _ = _frame_moments_element(a, d, 1, nodes, weights)
+    _, tail_mean, tail_var, _ = _frame_moments_element(t, rest, 1, nodes, weights)
+    return cdf * sf * ((d - head_mean + tail_mean) * (a + head_mean + t + tail_mean) + tail_var - head_var)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     """dF / d(value, loc, scale, low, high) of one element, 0 outside the support (_cdf_grads). F_low = -p_a (1 - F)
     and F_high = -p_b F in either regime, 1 - F formed as the mass above the value where F passes 1/2."""
@@ -208,7 +220,10 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     if frame:
         fr_a = _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_norm, first, nodes, weights)
         fr_d = math.exp(-d * (a + 0.5 * d) - log_norm)
-        spread = a * fr_a + d * fr_d + (0.0 if no_b else w * f_b)
+        if _is_narrow(a, w):
+            spread = _narrow_spread_element(d, t, (c_high - x) / scale, a, cdf, sf, nodes, weights)
+        else:
+            spread = a * fr_a + d * fr_d + (0.0 if no_b else w * f_b)
         g_value, g_loc = fr_d, -fr_a
     else:
         f_t = math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_norm)
@@ -396,7 +411,10 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
         dx_dloc = f_a * dx_dp / scale
     else:
         dx_dloc = 1.0 - dx_dl - dx_du
-    if frame:
+    # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: minus s dF/ds over s pdf(x)
+    if frame and _is_narrow(a, w) and 0.0 < d and x < c_high:
+        dx_ds = _narrow_spread_element(d, t, (c_high - x) / scale, a, c_p, c_q, nodes, weights) * dx_dp / scale
+    elif frame:
         dx_ds = a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
     else:
         dx_ds = t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)

@@ -19,7 +19,8 @@ elements are gathered by regime first), which drops the derivatives and the othe
 straddling element's normalizing mass and its mass on the far side of loc from the bound as sums of erf's, never
 as 1 less the other masses (which cancels where the two tails pass 1/2, or beside a bound just under loc), and
 cdf_element forms each derivative as a product of such masses or, for loc's, as the frame does: F times the
-distance from the mean of the part below the value to the mean (past the mean, 1 - F times the other part's).
+distance from the mean of the part below the value to the mean (past the mean, 1 - F times the other part's); on a
+narrow interval scale's as F (1 - F) times the difference of the two parts' second moments (_stretch_moments).
 """
 from __future__ import annotations
 
@@ -62,18 +63,30 @@ def _wide(a, w):
 
 
 # the narrow stretch's Hermite series to He_24: the first term dropped is below 3e-19 of the sum where |c| m and m
-# are at most 1/2; its coefficients 1/(n+1)! (even n) and 1/(n! (n+2)) (odd n)
+# are at most 1/2; its coefficients 1/(n+1)! (even n), 1/(n! (n+2)) (odd n) and, for the second moment,
+# 1/(n! (n+3)) (even n)
 _STRETCH_EVEN = tuple(1.0 / math.factorial(n + 1) for n in range(0, 25, 2))
 _STRETCH_ODD = tuple(1.0 / (math.factorial(n) * (n + 2)) for n in range(1, 25, 2))
+_STRETCH_SECOND = tuple(1.0 / (math.factorial(n) * (n + 3)) for n in range(0, 25, 2))
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _stretch(a, length):
-    """(J, D): the mass J(a, length) = int_0^length exp(-a r - r^2/2) dr of a narrow stretch and its mean D, by
-    the integrand's Hermite series about the stretch's middle m: exp(-c s - s^2/2) = sum He_n(c) (-s)^n / n! with
-    c = a + m, so J = exp(-m (a + m/2)) 2m S0 and D = m - m^2 S1/S0, S0 = sum He_2k(c) m^2k / (2k+1)!,
-    S1 = sum He_2k+1(c) m^2k / ((2k+1)! (2k+3)). Exact to rounding where the per-element kernel takes 16
-    Gauss-Legendre nodes; written out term by term (a loop here would stop the caller's loop vectorizing)."""
+    """(J, D) of _stretch_moments: the mass and mean of a narrow stretch (a caller that drops the variance does
+    not pay its series: the compiler removes what nothing reads)."""
+    mass, mean, _ = _stretch_moments(a, length)
+    return mass, mean
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _stretch_moments(a, length):
+    """(J, D, V): the mass J(a, length) = int_0^length exp(-a r - r^2/2) dr of a narrow stretch, its mean D and
+    its variance V, by the integrand's Hermite series about the stretch's middle m: exp(-c s - s^2/2) = sum He_n(c)
+    (-s)^n / n! with c = a + m, so J = exp(-m (a + m/2)) 2m S0, D = m - m^2 S1/S0 and V = m^2 (S2/S0 -
+    m^2 (S1/S0)^2), S0 = sum He_2k(c) m^2k / (2k+1)!, S1 = sum He_2k+1(c) m^2k / ((2k+1)! (2k+3)), S2 = sum
+    He_2k(c) m^2k / ((2k)! (2k+3)) (to leading order 1/3 - (c m)^2/9: the difference keeps 11/12 of S2/S0).
+    Exact to rounding where the per-element kernel takes 16 Gauss-Legendre nodes; written out term by term (a loop
+    here would stop the caller's loop vectorizing)."""
     m = 0.5 * length
     c = a + m
     m2 = m * m
@@ -115,7 +128,16 @@ def _stretch(a, length):
     s1 = h7 * _STRETCH_ODD[3] + m2 * (h9 * _STRETCH_ODD[4] + m2 * s1)
     s1 = h3 * _STRETCH_ODD[1] + m2 * (h5 * _STRETCH_ODD[2] + m2 * s1)
     s1 = h1 * _STRETCH_ODD[0] + m2 * s1
-    return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0, m - m2 * s1 / s0
+    s2 = h24 * _STRETCH_SECOND[12]
+    s2 = h20 * _STRETCH_SECOND[10] + m2 * (h22 * _STRETCH_SECOND[11] + m2 * s2)
+    s2 = h16 * _STRETCH_SECOND[8] + m2 * (h18 * _STRETCH_SECOND[9] + m2 * s2)
+    s2 = h12 * _STRETCH_SECOND[6] + m2 * (h14 * _STRETCH_SECOND[7] + m2 * s2)
+    s2 = h8 * _STRETCH_SECOND[4] + m2 * (h10 * _STRETCH_SECOND[5] + m2 * s2)
+    s2 = h4 * _STRETCH_SECOND[2] + m2 * (h6 * _STRETCH_SECOND[3] + m2 * s2)
+    s2 = h0 * _STRETCH_SECOND[0] + m2 * (h2 * _STRETCH_SECOND[1] + m2 * s2)
+    q1 = s1 / s0
+    variance = m2 * (s2 / s0 - m2 * q1 * q1)
+    return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0, m - m2 * s1 / s0, variance
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -269,8 +291,8 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
     narrow_head = (not no_a) & (not _wide(a, d))
     narrow_tail = (not no_b) & (not _wide(ad if frame else -b, rest))
     # the stretches from the lower bound to the value and from the value to the upper bound, where narrow
-    head_mass, head_mean = _stretch(a, d)
-    tail_mass, tail_mean = _stretch(ad if frame else -b, rest)
+    head_mass, head_mean, head_var = _stretch_moments(a, d)
+    tail_mass, tail_mean, tail_var = _stretch_moments(ad if frame else -b, rest)
     # the frame (a >= 0): masses relative to phi(a), from Mills' ratios at a, at the value and at b where wide
     m_a = _vector_mills(a)
     m_ad = _vector_mills(ad)
@@ -298,7 +320,12 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
                 else frame_sf * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
     frame_pb = 0.0 if no_b else delta_w / m0
     frame_fb = -frame_pb * frame_cdf
-    frame_spread = a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
+    # minus s dF/ds = F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's second moment from its mean and variance:
+    # on a narrow interval the density's term d f(d) and the width's w f(w) F nearly cancel (they are equal next to
+    # the upper bound), and its stretches' moments are the series' (_stretch_moments)
+    narrow_spread = frame_cdf * frame_sf * ((d - head_mean + tail_mean) * (a + head_mean + ad + tail_mean)
+                                            + tail_var - head_var)
+    frame_spread = narrow_spread if narrow else a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
     # straddling (a < 0 < b): masses over Z = (erf(-a/sqrt 2) + erf(b/sqrt 2))/2, the masses on either side of
     # loc: past loc the mass below the value is a sum of erf's (and short of it the mass above it), its other side
     # a difference of Phi's of non-positive arguments; within a short stretch of a bound its mass relative to phi

@@ -36,6 +36,7 @@ from tnlib.distributions._cdf_vector import (
     _erf_and_erfc,
     _ndtr_lower,
     _stretch,
+    _stretch_moments,
     _vector_mills,
     _wide,
     canonical_frame,
@@ -198,8 +199,8 @@ def icdf_element(prob, loc, s, low, high, straddling):
     rest = (c_high - x) / s
     narrow_head = (not no_a) & (not _wide(a, d))
     narrow_tail = (not no_b) & (not _wide(t, rest))
-    _, head_mean = _stretch(a, d)
-    tail_mass, tail_mean = _stretch(t, rest)
+    _, head_mean, head_var = _stretch_moments(a, d)
+    tail_mass, tail_mean, tail_var = _stretch_moments(t, rest)
     m_t = _vector_mills(t)
     excess_t = _vector_math.mean_excess(t)
     delta_rest = _vector_math.exp(-rest * (t + 0.5 * rest))
@@ -212,8 +213,12 @@ def icdf_element(prob, loc, s, low, high, straddling):
            else (tail_mass if narrow_tail else wide_tail_mass) * density
            * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
     dx_dloc = f_a * dx_dp / s if frame else 1.0 - dx_dl - dx_du
-    dx_ds = (a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du) if frame
-             else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du))
+    # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: minus s dF/ds = F (1 - F)
+    # (E_tail[t^2] - E_head[t^2]) (tnlib.distributions._cdf_vector.cdf_element's) over s pdf(x)
+    narrow_ds = (c_p * c_q * ((d - head_mean + tail_mean) * (a + head_mean + t + tail_mean) + tail_var - head_var)
+                 * dx_dp / s)
+    frame_ds = narrow_ds if narrow else a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
+    dx_ds = frame_ds if frame else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
     # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
     held_slope = (narrow_head if up_to_mean else (narrow_tail | (t >= 0.0))) & (d > 0.0) & (x < c_high)
     held_derivatives = (held & (abs(log_pdf) < _LOG_DERIVATIVE_END) & (log_low < _LOG_DERIVATIVE_END)
