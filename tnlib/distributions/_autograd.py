@@ -23,7 +23,7 @@ from tnlib.distributions._statistics import (
     _log_prob_grads,
     _log_prob_values,
     _mean_grads,
-    _narrow_spread,
+    _narrow_slopes,
     _sf_canonical,
     _standardized_variance,
     _unflip_grads,
@@ -215,10 +215,13 @@ class _ICDF(torch.autograd.Function):
         dx_dloc = torch.where(frame, f_a * dx_dp / s, 1.0 - dx_dl - dx_du)
         # dx/dscale = t - a dx/dlow - b dx/dhigh, with t - a = d in the frame
         frame_ds = core.a * dx_dloc + d - _zero_where(dx_du == 0, core.w * dx_du)
-        # on a narrow interval those terms cancel next to a bound: minus s dF/ds over s pdf(x)
-        narrow, narrow_spread = _narrow_spread(core, d, t_frame, (core.c_high - x_c) / s, c_p, c_q, frame)
+        # on a narrow interval those terms cancel next to a bound: F_a and minus s dF/ds from the parts' moments
+        # at p itself (1 - F at the rounded x would carry its rounding), each over s pdf(x)
+        narrow, narrow_fa, narrow_spread = _narrow_slopes(core, d, t_frame, (core.c_high - x_c) / s, c_p, c_q, frame)
         if narrow_spread.numel():
-            frame_ds = frame_ds.index_put((narrow,), narrow_spread * dx_dp[narrow] / s[narrow])
+            over = dx_dp[narrow] / s[narrow]
+            dx_dloc = dx_dloc.index_put((narrow,), narrow_fa * over)
+            frame_ds = frame_ds.index_put((narrow,), narrow_spread * over)
         straddle_ds = t - _zero_where(dx_dl == 0, core.a * dx_dl) - _zero_where(dx_du == 0, core.b * dx_du)
         dx_ds = torch.where(core.frame, frame_ds, straddle_ds)
         g_loc, g_scale, g_low, g_high = _unflip_grads(core, dx_dloc, dx_ds, dx_dl, dx_du, odd=True)

@@ -185,15 +185,17 @@ def _straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _narrow_spread_element(d, t, rest, a, cdf, sf, nodes, weights):
-    """Minus s dF/ds of a frame element on a narrow interval: F (1 - F) (E_tail[t^2] - E_head[t^2]), the parts'
-    second moments from their means and variances by one panel of Gauss-Legendre each (the state's quadrature on
-    the interval), where d f(d) - w f(w) F would cancel (next to the upper bound the two are equal); 0 at a bound."""
-    if d <= 0.0 or rest <= 0.0:
-        return 0.0
+def _narrow_slopes_element(d, t, rest, a, cdf, sf, nodes, weights):
+    """(F_a, minus s dF/ds) of a frame element on a narrow interval, the value inside it: F (1 - F) times the distance
+    between the means of the parts below and above the value, and F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's
+    second moment from its mean and variance, by one panel of Gauss-Legendre each (the state's quadrature on the
+    interval; the wide intervals' F_a takes eight on one part). a F_a + d f(d) - w f(w) F would cancel: next to the
+    upper bound its last two terms are equal."""
     _, head_mean, head_var, _ = _frame_moments_element(a, d, 1, nodes, weights)
     _, tail_mean, tail_var, _ = _frame_moments_element(t, rest, 1, nodes, weights)
-    return cdf * sf * ((d - head_mean + tail_mean) * (a + head_mean + t + tail_mean) + tail_var - head_var)
+    apart = d - head_mean + tail_mean
+    both = cdf * sf
+    return both * apart, both * (apart * (a + head_mean + t + tail_mean) + tail_var - head_var)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -218,11 +220,11 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     f_a = 0.0 if no_a else -p_a * sf
     f_b = 0.0 if no_b else -p_b * cdf
     if frame:
-        fr_a = _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_norm, first, nodes, weights)
         fr_d = math.exp(-d * (a + 0.5 * d) - log_norm)
-        if _is_narrow(a, w):
-            spread = _narrow_spread_element(d, t, (c_high - x) / scale, a, cdf, sf, nodes, weights)
+        if _is_narrow(a, w) and d > 0.0 and x < c_high:
+            fr_a, spread = _narrow_slopes_element(d, t, (c_high - x) / scale, a, cdf, sf, nodes, weights)
         else:
+            fr_a = _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_norm, first, nodes, weights)
             spread = a * fr_a + d * fr_d + (0.0 if no_b else w * f_b)
         g_value, g_loc = fr_d, -fr_a
     else:
@@ -406,18 +408,20 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
     dx_du = math.exp((math.log(c_p) if c_p > 0 else -math.inf) + log_pb - log_pdf)
     dx_dl = 0.0 if math.isnan(dx_dl) else dx_dl
     dx_du = 0.0 if math.isnan(dx_du) else dx_du
-    if frame and dx_dp > 0 and math.isfinite(dx_dp):  # dx/dloc = F_a / (s pdf(x)), not 1 - dx/dlow - dx/dhigh
-        f_a = _frame_slope_element(x, d, t, c_p, a, w, c_high, scale, log_norm, first, nodes, weights)
-        dx_dloc = f_a * dx_dp / scale
+    narrow = frame and _is_narrow(a, w) and 0.0 < d and x < c_high
+    if narrow and dx_dp > 0 and math.isfinite(dx_dp):  # on a narrow interval both from the parts' moments
+        f_a, spread = _narrow_slopes_element(d, t, (c_high - x) / scale, a, c_p, c_q, nodes, weights)
+        dx_dloc, dx_ds = f_a * dx_dp / scale, spread * dx_dp / scale
     else:
-        dx_dloc = 1.0 - dx_dl - dx_du
-    # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: minus s dF/ds over s pdf(x)
-    if frame and _is_narrow(a, w) and 0.0 < d and x < c_high:
-        dx_ds = _narrow_spread_element(d, t, (c_high - x) / scale, a, c_p, c_q, nodes, weights) * dx_dp / scale
-    elif frame:
-        dx_ds = a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
-    else:
-        dx_ds = t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
+        if frame and dx_dp > 0 and math.isfinite(dx_dp):  # dx/dloc = F_a / (s pdf(x)), not 1 - dx/dlow - dx/dhigh
+            f_a = _frame_slope_element(x, d, t, c_p, a, w, c_high, scale, log_norm, first, nodes, weights)
+            dx_dloc = f_a * dx_dp / scale
+        else:
+            dx_dloc = 1.0 - dx_dl - dx_du
+        if frame:
+            dx_ds = a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
+        else:
+            dx_ds = t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
     if flip:  # odd under the mirror
         return dx_dp, dx_dloc, -dx_ds, dx_du, dx_dl
     return dx_dp, dx_dloc, dx_ds, dx_dl, dx_du

@@ -320,12 +320,14 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
                 else frame_sf * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
     frame_pb = 0.0 if no_b else delta_w / m0
     frame_fb = -frame_pb * frame_cdf
-    # minus s dF/ds = F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's second moment from its mean and variance:
     # on a narrow interval the density's term d f(d) and the width's w f(w) F nearly cancel (they are equal next to
-    # the upper bound), and its stretches' moments are the series' (_stretch_moments)
-    narrow_spread = frame_cdf * frame_sf * ((d - head_mean + tail_mean) * (a + head_mean + ad + tail_mean)
-                                            + tail_var - head_var)
+    # the upper bound): there F_a = F (1 - F) (d - D_head + D_tail) and minus s dF/ds = F (1 - F) (E_tail[t^2] -
+    # E_head[t^2]), each part's second moment from its mean and variance by the stretches' series (_stretch_moments)
+    apart = d - head_mean + tail_mean
+    both = frame_cdf * frame_sf
+    narrow_spread = both * (apart * (a + head_mean + ad + tail_mean) + tail_var - head_var)
     frame_spread = narrow_spread if narrow else a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
+    frame_fa = both * apart if narrow else frame_fa
     # straddling (a < 0 < b): masses over Z = (erf(-a/sqrt 2) + erf(b/sqrt 2))/2, the masses on either side of
     # loc: past loc the mass below the value is a sum of erf's (and short of it the mass above it), its other side
     # a difference of Phi's of non-positive arguments; within a short stretch of a bound its mass relative to phi

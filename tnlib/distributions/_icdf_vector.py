@@ -212,12 +212,14 @@ def icdf_element(prob, loc, s, low, high, straddling):
     f_a = (c_p * (mean_d - head_mean) if up_to_mean
            else (tail_mass if narrow_tail else wide_tail_mass) * density
            * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
-    dx_dloc = f_a * dx_dp / s if frame else 1.0 - dx_dl - dx_du
-    # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: minus s dF/ds = F (1 - F)
-    # (E_tail[t^2] - E_head[t^2]) (tnlib.distributions._cdf_vector.cdf_element's) over s pdf(x)
-    narrow_ds = (c_p * c_q * ((d - head_mean + tail_mean) * (a + head_mean + t + tail_mean) + tail_var - head_var)
-                 * dx_dp / s)
-    frame_ds = narrow_ds if narrow else a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
+    # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: there F_a = F (1 - F) (d - D_head +
+    # D_tail) and minus s dF/ds = F (1 - F) (E_tail[t^2] - E_head[t^2]) (tnlib.distributions._cdf_vector.cdf_element's)
+    # at p itself (1 - F at the rounded x would carry its rounding), each over s pdf(x)
+    apart = d - head_mean + tail_mean
+    narrow_fa = c_p * c_q * apart
+    narrow_spread = c_p * c_q * (apart * (a + head_mean + t + tail_mean) + tail_var - head_var)
+    dx_dloc = (narrow_fa if narrow else f_a) * dx_dp / s if frame else 1.0 - dx_dl - dx_du
+    frame_ds = narrow_spread * dx_dp / s if narrow else a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
     dx_ds = frame_ds if frame else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
     # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
     held_slope = (narrow_head if up_to_mean else (narrow_tail | (t >= 0.0))) & (d > 0.0) & (x < c_high)

@@ -376,20 +376,22 @@ def _straddle_loc_slope(core: _Core, t, d, rest, f_t, cdf, sf) -> torch.Tensor:
     return torch.where(t <= mean_t, mean_t * cdf - drop, rise - mean_t * sf)
 
 
-def _narrow_spread(core: _Core, d, t, rest, cdf, sf, mask) -> tuple[torch.Tensor, torch.Tensor]:
-    """(narrow, spread): the frame elements in ``mask`` whose interval is narrow and whose value is inside it, and
-    on those minus s dF/ds as F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's second moment from its mean and
-    variance by one panel of Gauss-Legendre (the state's quadrature on the interval). There the density's term
-    d f(d) and the width's w f(w) F nearly cancel (next to the upper bound the two are equal)."""
+def _narrow_slopes(core: _Core, d, t, rest, cdf, sf, mask) -> tuple[torch.Tensor, ...]:
+    """(narrow, F_a, spread): the frame elements in ``mask`` whose interval is narrow and whose value is inside it,
+    and on those F_a = F (1 - F) (d - D_head + D_tail), the distance between the means of the parts below and above
+    the value, and minus s dF/ds as F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's second moment from its mean
+    and variance, by one panel of Gauss-Legendre each (the state's quadrature on the interval). There a F_a +
+    d f(d) - w f(w) F would cancel (next to the upper bound its last two terms are equal)."""
     a, w = core.a, core.w
     narrow = mask & (w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW) & (d > 0) & (rest > 0)
     if not bool(narrow.any()):
-        return narrow, d.new_empty(0)
+        return narrow, d.new_empty(0), d.new_empty(0)
     a_n, d_n, t_n = a[narrow], d[narrow], t[narrow]
     _, head_mean, head_var, _ = _frame_moments(a_n, d_n)
     _, tail_mean, tail_var, _ = _frame_moments(t_n, rest[narrow])
-    second = (d_n - head_mean + tail_mean) * (a_n + head_mean + t_n + tail_mean) + tail_var - head_var
-    return narrow, cdf[narrow] * sf[narrow] * second
+    apart = d_n - head_mean + tail_mean
+    both = cdf[narrow] * sf[narrow]
+    return narrow, both * apart, both * (apart * (a_n + head_mean + t_n + tail_mean) + tail_var - head_var)
 
 
 def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -422,8 +424,9 @@ def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[t
     fr_d = torch.exp(-d * (core.a + 0.5 * d) - core.log_m0)
     fr_w = f_b  # -p_b F in both coordinate systems
     fr_spread = core.a * fr_a + d * fr_d + _zero_where(no_b, core.w * fr_w)
-    narrow, narrow_spread = _narrow_spread(core, d, t, rest, cdf, sf, core.frame & inside)
+    narrow, narrow_fa, narrow_spread = _narrow_slopes(core, d, t, rest, cdf, sf, core.frame & inside)
     if narrow_spread.numel():
+        fr_a = fr_a.index_put((narrow,), narrow_fa)
         fr_spread = fr_spread.index_put((narrow,), narrow_spread)
     frame = core.frame
     g_value = torch.where(frame, fr_d, f_t) / s
