@@ -11,7 +11,8 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
 * ``kernel``: the compiled pass alone on the same float32 arrays (cdf and icdf: the vectorized pass, its regime
   gathering included; sample: the serial draw loop);
-* ``classify``: the cdf's and icdf's gathering of each chunk's straddling elements apart (gather_straddling), alone;
+* ``classify``: the gathering of each chunk's elements by kind, alone (cdf: classify_cdf and gather_by_kind; icdf:
+  gather_straddling, its straddling elements apart);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
   Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: the uniforms,
@@ -40,7 +41,12 @@ from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
 from tnlib.distributions import _cdf_kernels, _sample_kernels, _vector_math  # noqa: E402
-from tnlib.distributions._cdf_vector import gather_straddling  # noqa: E402
+from tnlib.distributions._cdf_vector import (  # noqa: E402
+    CDF_KINDS,
+    classify_cdf,
+    gather_by_kind,
+    gather_straddling,
+)
 from tnlib.distributions._icdf_vector import ndtri_lower  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
@@ -91,6 +97,22 @@ def _classify(value, loc, scale, low, high):
     return count
 
 
+@numba.njit(error_model="numpy")
+def _classify_cdf(value, loc, scale, low, high):
+    arrays = (value, loc, scale, low, high)
+    columns = np.empty((6, _CHUNK))
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
+    ends = np.empty(CDF_KINDS, dtype=np.int64)
+    in_order = 0
+    n = value.shape[0]
+    for first in range(0, n, _CHUNK):
+        last = min(first + _CHUNK, n)
+        classify_cdf(first, last, arrays, kinds, starts)
+        in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, ends)
+    return in_order
+
+
 def _parts(method: str, v: dict, t: dict) -> dict:
     """The timed parts of one method on one regime's inputs, each a function of no arguments."""
     n = v["loc"].shape[0]
@@ -111,7 +133,7 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     if method == "cdf":
         parts |= {"call": lambda: make().cdf(t["x"]),
                   "kernel": lambda: _cdf_kernels._cdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify(*arrays), "float64 floor": lambda: _two_erfcs(*arrays, out)}
+                  "classify": lambda: _classify_cdf(*arrays), "float64 floor": lambda: _two_erfcs(*arrays, out)}
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),
                   "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),

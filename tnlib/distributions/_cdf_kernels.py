@@ -38,9 +38,17 @@ import numpy as np
 import torch
 
 from tnlib.distributions._cdf_vector import (
+    CDF_KINDS,
+    FRAME_NARROW,
+    FRAME_WIDE,
+    NARROW_HEAD,
+    PAST_LOC,
+    WIDE_HEAD,
     canonical_frame,
     cdf_element,
+    classify_cdf,
     frame_cdf,
+    gather_by_kind,
     gather_straddling,
     straddling_cdf,
 )
@@ -478,26 +486,48 @@ def _past_median(j, columns):
     return (1.0 - prob if columns[4, j] <= columns[1, j] else prob) > 0.5  # (mirrored where high <= loc)
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _kind_views(kind, starts, columns, out):
+    """The rows of ``columns`` (value, loc, scale, low, high) and ``out`` over one kind's elements, as views from its
+    first (gather_by_kind's ``starts``): a loop indexing them from a count the compiler cannot prove non-negative
+    takes numpy's wraparound there, and reads through gathers."""
+    first, last = starts[kind], starts[kind + 1]
+    return (columns[0][first:last], columns[1][first:last], columns[2][first:last], columns[3][first:last],
+            columns[4][first:last], out[first:last])
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_chunk(count, stop, columns, out):
-    """The cdf of a gathered chunk's elements [0, stop) of ``columns`` (gather_straddling's), its straddling elements
-    first ([0, count)), NaN where not held: loops the compiler vectorizes form the value alone, each of one regime
-    (straddling_cdf; frame_cdf on wide and on narrow intervals, these moved after the others); the few elements
-    they leave (a value within a short stretch of a bound) take cdf_element's formulas, one at a time."""
-    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
-    for j in range(count):
-        x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j])
-        out[j] = x if held else np.nan
-    wide = _partition(False, count, stop, columns)
-    for j in range(count, wide):
+def _cdf_chunk(starts, columns, out):
+    """The cdf of a chunk's elements gathered by kind (gather_by_kind, cdf_kind's kinds from the rows ``starts``
+    says, the straddling ones first), NaN where not held: for each kind a loop the compiler vectorizes forms the
+    value alone by that kind's formula (straddling_cdf, frame_cdf); the few elements they leave (a value within a
+    short stretch of a bound) take cdf_element's formulas, one at a time."""
+    value, loc, scale, low, high, o = _kind_views(PAST_LOC, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j], PAST_LOC)
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(NARROW_HEAD, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j], NARROW_HEAD)
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(WIDE_HEAD, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j], WIDE_HEAD)
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(FRAME_WIDE, starts, columns, out)
+    for j in range(o.shape[0]):
         x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], False)
-        out[j] = x if held else np.nan
-    for j in range(wide, stop):
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(FRAME_NARROW, starts, columns, out)
+    for j in range(o.shape[0]):
         x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], True)
-        out[j] = x if held else np.nan
-    for j in range(stop):
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
+    straddling = starts[FRAME_WIDE]
+    for j in range(starts[CDF_KINDS]):
         if math.isnan(out[j]):
-            x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < count, False)
+            x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < straddling,
+                                                    False)
             out[j] = x if held else np.nan
 
 
@@ -564,23 +594,32 @@ def _icdf_chunk(count, stop, columns, out, spare, solved):
 def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
-    _icdf_vector: _cdf_chunk, _icdf_chunk), a chunk's straddling elements in one loop and the others in others
-    (gathered apart into float64 columns, even where a chunk holds one kind only: the same loops over the arguments
-    themselves took 34-44 ms instead of 10-15 ms on 1e5 narrow intervals in some calls, for a cause not found), and
-    mark those they do not hold for by a NaN; a last loop computes those again by the per-element kernel, each in
-    its own regime."""
+    _icdf_vector: _cdf_chunk, _icdf_chunk), each kind of element in a loop of its own over float64 columns they are
+    gathered into (the cdf's kinds found by a vectorized loop first, classify_cdf; a chunk of one kind copied in
+    order, by a loop that vectorizes, and its results likewise), and mark those they do not hold for by a NaN; a
+    last loop computes those again by the per-element kernel, each in its own regime."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     spare = np.empty((6, _CHUNK))
     solved = np.empty(_CHUNK)
     results = np.empty(_CHUNK)
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
+    ends = np.empty(CDF_KINDS, dtype=np.int64)
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
-        count = gather_straddling(first, last, arrays, columns)
         if inverse:
+            count = gather_straddling(first, last, arrays, columns)
             _icdf_chunk(count, last - first, columns, results, spare, solved)
         else:
-            _cdf_chunk(count, last - first, columns, results)
+            classify_cdf(first, last, arrays, kinds, starts)
+            if gather_by_kind(first, last, arrays, kinds, starts, columns, ends):
+                _cdf_chunk(starts, columns, results)
+                its_out = out[first:last]
+                for j in range(last - first):
+                    its_out[j] = results[j]
+                continue
+            _cdf_chunk(starts, columns, results)
         for j in range(last - first):
             out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):

@@ -14,8 +14,10 @@ and the caller takes the per-element kernel for it.
 
 cdf_element forms the value and the five derivatives, both the frame's (a >= 0) and the straddling element's (a < 0)
 formulas in each lane, and keeps one: a select costs less than the branch that would stop the loop vectorizing.
-The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one regime each (a chunk's
-elements are gathered by regime first), which drops the derivatives and the other regime's formulas. Both form a
+The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one kind of element each (a
+chunk's elements are gathered by cdf_kind first: a straddling element's value past loc, under it near the lower
+bound or beyond; a frame element on a wide or a narrow interval), which drops the derivatives and the other kinds'
+formulas. Both form a
 straddling element's normalizing mass and its mass on the far side of loc from the bound as sums of erf's, never
 as 1 less the other masses (which cancels where the two tails pass 1/2, or beside a bound just under loc), and
 cdf_element forms each derivative as a product of such masses or, for loc's, as the frame does: F times the
@@ -199,34 +201,127 @@ def _erf_and_erfc(y):
 _STRADDLE_CANCELLATION = 8.0
 
 
+# the kinds a chunk's elements are gathered by for the cdf's forward loops (cdf_kind), in the order gathered, the
+# straddling ones first: a straddling element's value past loc, under loc within a short stretch of the lower bound,
+# under loc beyond it; a frame element on a wide interval, on a narrow one
+PAST_LOC, NARROW_HEAD, WIDE_HEAD, FRAME_WIDE, FRAME_NARROW = 0, 1, 2, 3, 4
+CDF_KINDS = 5
+
+
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def straddling_cdf(value, loc, s, low, high):
-    """(cdf, held) of an element whose bounds straddle loc (canonical_frame's frame false), the value alone, from
+def cdf_kind(value, loc, s, low, high):
+    """The kind of one element (PAST_LOC ... FRAME_NARROW) by the tests straddling_cdf and frame_cdf choose their
+    formulas by, so that a loop over one kind forms that kind's formula alone."""
+    _, _, _, _, _, _, _, narrow, frame = canonical_frame(loc, s, low, high)
+    a = (low - loc) / s
+    t = (value - loc) / s
+    d = (value - low) / s
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    narrow_head = (low > -math.inf) & (not _wide(a, d))
+    straddling_kind = (NARROW_HEAD if narrow_head else WIDE_HEAD) if t <= 0.0 else PAST_LOC
+    return (FRAME_NARROW if narrow else FRAME_WIDE) if frame else straddling_kind
+
+
+@numba.njit(cache=True, error_model="numpy")
+def classify_cdf(start, stop, arrays, kinds, starts):
+    """cdf_kind of each of the five ``arrays``' (value, loc, scale, low, high) elements [start, stop) into
+    ``kinds``, and into ``starts`` (CDF_KINDS + 1 rows) the row each kind's elements start from once gathered by
+    kind (gather_by_kind), the last the count. A loop the compiler vectorizes, whose divisions are the costly part
+    of finding the kinds."""
+    value, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
+                                    arrays[3][start:stop], arrays[4][start:stop])
+    past_loc = narrow_head = wide_head = frame_wide = 0
+    for j in range(stop - start):
+        kind = cdf_kind(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]),
+                        np.float64(high[j]))
+        kinds[j] = kind
+        past_loc += kind == PAST_LOC
+        narrow_head += kind == NARROW_HEAD
+        wide_head += kind == WIDE_HEAD
+        frame_wide += kind == FRAME_WIDE
+    starts[0] = 0
+    starts[1] = past_loc
+    starts[2] = starts[1] + narrow_head
+    starts[3] = starts[2] + wide_head
+    starts[4] = starts[3] + frame_wide
+    starts[5] = stop - start
+
+
+@numba.njit(cache=True, error_model="numpy")
+def gather_by_kind(start, stop, arrays, kinds, starts, columns, ends):
+    """The five ``arrays`` (value, loc, scale, low, high) of elements [start, stop) in float64 in the first columns
+    of the rows of ``columns`` (6 x at least stop - start), each kind's elements (``kinds``, from 0) together from
+    its row in ``starts``, in order, row 5 holding each one's index; ``ends`` is scratch (a row per kind). Returns
+    whether the rows are the elements' own order (one kind holds them all: then a loop that vectorizes copies
+    them). A contiguous loop over one kind then forms that kind's formulas alone (a loop that reads the elements
+    through their indices would not vectorize); the kinds are found by a vectorized loop before, so that this one,
+    which does not, only moves the elements."""
+    count = stop - start
+    value, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
+                                    arrays[3][start:stop], arrays[4][start:stop])
+    in_order = False
+    for kind in range(ends.shape[0]):
+        in_order |= starts[kind + 1] - starts[kind] == count
+    if in_order:
+        for j in range(count):
+            columns[0, j] = np.float64(value[j])
+            columns[1, j] = np.float64(loc[j])
+            columns[2, j] = np.float64(scale[j])
+            columns[3, j] = np.float64(low[j])
+            columns[4, j] = np.float64(high[j])
+            columns[5, j] = start + j
+        return True
+    ends[:] = starts[:ends.shape[0]]
+    for j in range(count):
+        kind = kinds[j]
+        row = ends[kind]
+        ends[kind] = row + 1
+        columns[0, row] = np.float64(value[j])
+        columns[1, row] = np.float64(loc[j])
+        columns[2, row] = np.float64(scale[j])
+        columns[3, row] = np.float64(low[j])
+        columns[4, row] = np.float64(high[j])
+        columns[5, row] = start + j
+    return False
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def straddling_cdf(value, loc, s, low, high, kind):
+    """(cdf, held) of an element whose bounds straddle loc (canonical_frame's frame false) of the ``kind`` said
+    (PAST_LOC, NARROW_HEAD or WIDE_HEAD: a constant, so that only its formula is formed), the value alone, from
     erf(-a/sqrt 2)/2 and erf(b/sqrt 2)/2, the masses below and above loc (Z their sum): the mass below a value
     above loc is erf(-a/sqrt 2)/2 + erf(t/sqrt 2)/2, a sum; below one under loc, within a short stretch of the
     lower bound, the stretch's series (cdf_element's head: a difference of Phi's there would carry the rounding
     of t, amplified), and beyond it whichever difference has the smaller terms: of the lower tails,
-    Phi(t) - Phi(a), or of the erf's. A value outside the support or 36 scales or more from loc is not held."""
+    Phi(t) - Phi(a), or of the erf's. A value outside the support or 36 scales or more from loc, or an element not
+    of the kind said, is not held."""
     a = (low - loc) / s
     b = (high - loc) / s
     t = (value - loc) / s
     d = (value - low) / s
     erf_a, erfc_a = _erf_and_erfc(-a * _SQRT_HALF)
     erf_b, _ = _erf_and_erfc(b * _SQRT_HALF)
-    erf_t, erfc_t = _erf_and_erfc(abs(t) * _SQRT_HALF)
     z = erf_a + erf_b  # (twice Z, as each mass below is twice its own)
     below = t <= 0.0
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
     narrow_head = (low > -math.inf) & (not _wide(a, d))
-    head_mass, _ = _stretch(a, d)
-    by_tails = erfc_t < erf_a
-    lower = (erfc_t - erfc_a) if by_tails else (erf_a - erf_t)
-    wide_lower = lower / z
-    # phi(a) J(a, d) / Z, the log of twice Z less log 2
-    narrow_lower = head_mass * _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - _vector_math.log(z) + _LOG_2)
-    result = (narrow_lower if narrow_head else wide_lower) if below else (erf_a + erf_t) / z
-    kept = (not below) | narrow_head | (min(erfc_t, erf_a) <= _STRADDLE_CANCELLATION * lower)
-    held = (value > low) & (value < high) & (t > -_STRADDLE_END) & (t < _STRADDLE_END) & kept
+    if kind == NARROW_HEAD:
+        head_mass, _ = _stretch(a, d)
+        # phi(a) J(a, d) / Z, the log of twice Z less log 2
+        result = head_mass * _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - _vector_math.log(z) + _LOG_2)
+        kept = True
+    else:
+        erf_t, erfc_t = _erf_and_erfc(abs(t) * _SQRT_HALF)
+        if kind == PAST_LOC:
+            result = (erf_a + erf_t) / z
+            kept = True
+        else:
+            by_tails = erfc_t < erf_a
+            lower = (erfc_t - erfc_a) if by_tails else (erf_a - erf_t)
+            result = lower / z
+            kept = min(erfc_t, erf_a) <= _STRADDLE_CANCELLATION * lower
+    of_kind = (not below) if kind == PAST_LOC else below & (narrow_head if kind == NARROW_HEAD else not narrow_head)
+    held = (value > low) & (value < high) & (t > -_STRADDLE_END) & (t < _STRADDLE_END) & kept & of_kind
     return min(max(result, 0.0), 1.0), held
 
 
