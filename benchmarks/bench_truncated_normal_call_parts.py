@@ -104,12 +104,13 @@ def _classify_cdf(value, loc, scale, low, high):
     kinds = np.empty(_CHUNK, dtype=np.uint8)
     starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
     ends = np.empty(CDF_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)
     in_order = 0
     n = value.shape[0]
     for first in range(0, n, _CHUNK):
         last = min(first + _CHUNK, n)
         classify_cdf(first, last, arrays, kinds, starts)
-        in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, ends)
+        in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
     return in_order
 
 

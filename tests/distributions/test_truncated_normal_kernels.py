@@ -34,10 +34,20 @@ from tnlib.distributions._cdf_kernels import (
     _cdf_vector_parallel,
     _cdf_vector_serial,
 )
-from tnlib.distributions._cdf_vector import _ndtr_lower, _stretch, _stretch_moments, cdf_element
+from tnlib.distributions._cdf_vector import (
+    CDF_KINDS,
+    _ndtr_lower,
+    _short_stretch,
+    _short_stretch_mass,
+    _stretch,
+    _stretch_moments,
+    cdf_element,
+    classify_cdf,
+)
 from tnlib.distributions._regimes import _SQRT_HALF
 from tnlib.distributions._kernels import (
     _BLOCK,
+    _CHUNK,
     _CONSTANTS,
     _PARALLEL_FROM,
     KernelLogProb,
@@ -630,6 +640,61 @@ def test_narrow_stretch_series_is_within_a_few_ulps_of_mpmath():
             assert abs(got_mass / exact_mass - 1) <= 4e-16, (x, w, got_mass, exact_mass)
             assert abs(got_mean / exact_mean - 1) <= 8e-16, (x, w, got_mean, exact_mean)
             assert abs(got_variance / exact_variance - 1) <= 8e-16, (x, w, got_variance, exact_variance)
+
+
+@numba.njit(error_model="numpy")
+def _short_stretch_loop(a, length, short, mass, full_mass):
+    for i in range(a.shape[0]):
+        short[i] = _short_stretch(a[i], length[i])
+        mass[i] = _short_stretch_mass(a[i], length[i])
+        full_mass[i] = _stretch(a[i], length[i])[0]
+
+
+def test_short_stretch_series_is_the_full_series_to_an_ulp_and_within_a_few_ulps_of_mpmath_where_it_is_short():
+    # up to its bound, max(1, |a + length/2|) length/2 = 1e-2, and just past it (where it must say not short)
+    rows = [(a, length) for a in (-2e3, -40.0, -2.0, -0.5, 0.0, 0.3, 1.0, 5.0, 40.0, 1e3)
+            for length in (1e-9, 1e-6, 1e-4, 2e-3, 2e-2, 0.02 / max(1.0, abs(a)), 0.0201 / max(1.0, abs(a)))]
+    a, length = (np.array(column) for column in zip(*rows))
+    short, mass, full_mass = np.empty(len(rows), dtype=np.bool_), np.empty(len(rows)), np.empty(len(rows))
+    _short_stretch_loop(a, length, short, mass, full_mass)
+    bound = np.maximum(1.0, np.abs(a + 0.5 * length)) * 0.5 * length
+    assert np.array_equal(short, bound <= 1e-2)
+    assert short.sum() >= 40 and (~short).sum() >= 10
+    assert np.all(np.abs(mass - full_mass)[short] <= np.spacing(full_mass[short]))
+    with mp.workdps(40):
+        for (x, w), got, is_short in zip(rows, mass, short):
+            if is_short:
+                exact = mp.quad(lambda r: mp.exp(-x * r - r * r / 2), [0, w])
+                assert abs(got / exact - 1) <= 4e-16, (x, w, got, exact)
+
+
+@numba.njit(error_model="numpy")
+def _short_chunks(value, loc, scale, low, high):
+    arrays = (value, loc, scale, low, high)
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
+    short = 0
+    for first in range(0, value.shape[0], _CHUNK):
+        short += classify_cdf(first, min(first + _CHUNK, value.shape[0]), arrays, kinds, starts) == 0
+    return short
+
+
+def test_cdf_pass_on_narrow_intervals_by_their_short_series_equals_the_per_element_kernel():
+    # intervals narrow enough that every chunk takes the short series, on either side of loc and far from it
+    rng = np.random.default_rng(61)
+    n = 4 * _CHUNK
+    loc, scale = rng.uniform(-3.0, 3.0, n), rng.uniform(0.3, 3.0, n)
+    low = loc + scale * rng.uniform(-40.0, 40.0, n)
+    high = low + scale * 10.0 ** rng.uniform(-8.0, -3.7, n)
+    value = low + rng.uniform(0.0, 1.0, n) * (high - low)
+    arrays = [value, loc, scale, low, high]
+    assert _short_chunks(*arrays) == 4
+    vector, per_element = np.empty(n), np.empty(n)
+    _cdf_vector_serial(*arrays, vector, *_CDF_CONSTANTS)
+    _cdf_serial(False, *arrays, per_element, *_CDF_CONSTANTS)
+    error = np.where(vector == per_element, 0.0, np.abs(vector - per_element) / per_element)
+    worst = int(error.argmax())
+    assert error[worst] <= 1e-14, ([float(t[worst]) for t in arrays], vector[worst], per_element[worst])
 
 
 @numba.njit(error_model="numpy")

@@ -39,11 +39,15 @@ import torch
 
 from tnlib.distributions._cdf_vector import (
     CDF_KINDS,
-    FRAME_NARROW,
-    FRAME_WIDE,
+    MIRRORED_NARROW_INTERVAL,
+    MIRRORED_NARROW_SIDE,
+    MIRRORED_WIDE_SIDE,
     NARROW_HEAD,
+    NARROW_INTERVAL,
+    NARROW_SIDE,
     PAST_LOC,
     WIDE_HEAD,
+    WIDE_SIDE,
     canonical_frame,
     cdf_element,
     classify_cdf,
@@ -497,11 +501,12 @@ def _kind_views(kind, starts, columns, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cdf_chunk(starts, columns, out):
+def _cdf_chunk(starts, columns, out, short):
     """The cdf of a chunk's elements gathered by kind (gather_by_kind, cdf_kind's kinds from the rows ``starts``
     says, the straddling ones first), NaN where not held: for each kind a loop the compiler vectorizes forms the
-    value alone by that kind's formula (straddling_cdf, frame_cdf); the few elements they leave (a value within a
-    short stretch of a bound) take cdf_element's formulas, one at a time."""
+    value alone by that kind's formula (straddling_cdf, frame_cdf; with ``short``, every narrow interval's stretches
+    by their short series); the few elements they leave (a value within a short stretch of a bound) take
+    cdf_element's formulas, one at a time."""
     value, loc, scale, low, high, o = _kind_views(PAST_LOC, starts, columns, out)
     for j in range(o.shape[0]):
         x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j], PAST_LOC)
@@ -514,16 +519,43 @@ def _cdf_chunk(starts, columns, out):
     for j in range(o.shape[0]):
         x, held = straddling_cdf(value[j], loc[j], scale[j], low[j], high[j], WIDE_HEAD)
         o[j] = x if held else np.nan
-    value, loc, scale, low, high, o = _kind_views(FRAME_WIDE, starts, columns, out)
+    value, loc, scale, low, high, o = _kind_views(NARROW_SIDE, starts, columns, out)
     for j in range(o.shape[0]):
-        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], False)
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], NARROW_SIDE, False)
         o[j] = x if held else np.nan
-    value, loc, scale, low, high, o = _kind_views(FRAME_NARROW, starts, columns, out)
+    value, loc, scale, low, high, o = _kind_views(WIDE_SIDE, starts, columns, out)
     for j in range(o.shape[0]):
-        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], True)
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], WIDE_SIDE, False)
         o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(MIRRORED_NARROW_SIDE, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], MIRRORED_NARROW_SIDE, False)
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(MIRRORED_WIDE_SIDE, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], MIRRORED_WIDE_SIDE, False)
+        o[j] = x if held else np.nan
+    # (each loop twice: a constant ``short`` keeps the other series out of the loop)
+    value, loc, scale, low, high, o = _kind_views(NARROW_INTERVAL, starts, columns, out)
+    if short:
+        for j in range(o.shape[0]):
+            x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], NARROW_INTERVAL, True)
+            o[j] = x if held else np.nan
+    else:
+        for j in range(o.shape[0]):
+            x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], NARROW_INTERVAL, False)
+            o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(MIRRORED_NARROW_INTERVAL, starts, columns, out)
+    if short:
+        for j in range(o.shape[0]):
+            x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], MIRRORED_NARROW_INTERVAL, True)
+            o[j] = x if held else np.nan
+    else:
+        for j in range(o.shape[0]):
+            x, held = frame_cdf(value[j], loc[j], scale[j], low[j], high[j], MIRRORED_NARROW_INTERVAL, False)
+            o[j] = x if held else np.nan
     value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
-    straddling = starts[FRAME_WIDE]
+    straddling = starts[NARROW_SIDE]
     for j in range(starts[CDF_KINDS]):
         if math.isnan(out[j]):
             x, _, _, _, _, _, held, _ = cdf_element(value[j], loc[j], scale[j], low[j], high[j], j < straddling,
@@ -606,20 +638,21 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
     kinds = np.empty(_CHUNK, dtype=np.uint8)
     starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
     ends = np.empty(CDF_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)  # (rows within a chunk: _CHUNK is below 2^16)
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
         if inverse:
             count = gather_straddling(first, last, arrays, columns)
             _icdf_chunk(count, last - first, columns, results, spare, solved)
         else:
-            classify_cdf(first, last, arrays, kinds, starts)
-            if gather_by_kind(first, last, arrays, kinds, starts, columns, ends):
-                _cdf_chunk(starts, columns, results)
+            short = classify_cdf(first, last, arrays, kinds, starts) == 0
+            if gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends):
+                _cdf_chunk(starts, columns, results, short)
                 its_out = out[first:last]
                 for j in range(last - first):
                     its_out[j] = results[j]
                 continue
-            _cdf_chunk(starts, columns, results)
+            _cdf_chunk(starts, columns, results, short)
         for j in range(last - first):
             out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):

@@ -142,6 +142,41 @@ def _stretch_moments(a, length):
     return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0, m - m2 * s1 / s0, variance
 
 
+# a stretch whose max(1, |c|) m is at most this (c and m as _stretch's) takes its mass's series to He_8 alone
+# (_short_stretch_mass): the first term dropped, He_10(c) m^10 / 11!, is at most T(10) (max(1, |c|) m)^10 / 11!
+# (T(10) = 9496, the sum of He_10's coefficients' sizes), 2.4e-24 of the sum at 1e-2, and the rest less
+_SHORT_STRETCH_END = 1e-2
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _short_stretch(a, length):
+    """Whether the stretch from a of this length is short enough for _short_stretch_mass."""
+    m = 0.5 * length
+    return max(1.0, abs(a + m)) * m <= _SHORT_STRETCH_END
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _short_stretch_mass(a, length):
+    """_stretch's mass J(a, length) of a stretch _short_stretch holds for, its series to He_8: the same terms
+    summed the same way, less those that are below 1e-23 of the sum there (a narrow interval's loop takes it in
+    place of the 24 terms where every element's stretches are this short)."""
+    m = 0.5 * length
+    c = a + m
+    m2 = m * m
+    h0, h1 = 1.0, c
+    h2 = c * h1 - 1.0 * h0
+    h3 = c * h2 - 2.0 * h1
+    h4 = c * h3 - 3.0 * h2
+    h5 = c * h4 - 4.0 * h3
+    h6 = c * h5 - 5.0 * h4
+    h7 = c * h6 - 6.0 * h5
+    h8 = c * h7 - 7.0 * h6
+    s0 = h8 * _STRETCH_EVEN[4]
+    s0 = h4 * _STRETCH_EVEN[2] + m2 * (h6 * _STRETCH_EVEN[3] + m2 * s0)
+    s0 = h0 * _STRETCH_EVEN[0] + m2 * (h2 * _STRETCH_EVEN[1] + m2 * s0)
+    return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0
+
+
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def canonical_frame(loc, s, low, high):
     """(flip, c_loc, c_low, c_high, a, b, w, narrow, frame) of one element: mirrored where high <= loc, its bounds
@@ -203,59 +238,101 @@ _STRADDLE_CANCELLATION = 8.0
 
 # the kinds a chunk's elements are gathered by for the cdf's forward loops (cdf_kind), in the order gathered, the
 # straddling ones first: a straddling element's value past loc, under loc within a short stretch of the lower bound,
-# under loc beyond it; a frame element on a wide interval, on a narrow one
-PAST_LOC, NARROW_HEAD, WIDE_HEAD, FRAME_WIDE, FRAME_NARROW = 0, 1, 2, 3, 4
-CDF_KINDS = 5
+# under loc beyond it; a frame element on a wide interval whose side of the value the result is formed from (below
+# it, or above it where mirrored) is a narrow stretch or a wide one, not mirrored and mirrored; a frame element on a
+# narrow interval, not mirrored and mirrored
+PAST_LOC, NARROW_HEAD, WIDE_HEAD = 0, 1, 2
+NARROW_SIDE, WIDE_SIDE, MIRRORED_NARROW_SIDE, MIRRORED_WIDE_SIDE = 3, 4, 5, 6
+NARROW_INTERVAL, MIRRORED_NARROW_INTERVAL = 7, 8
+CDF_KINDS = 9
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _side(x, c_low, c_high, s, a, flip):
+    """(d, rest, side_start, side_length, no_b) of a frame element at its canonical value ``x``: the distances in
+    scales from the lower bound and to the upper one, and the stretch the cdf is formed from (frame_cdf)."""
+    d = (x - c_low) / s
+    rest = (c_high - x) / s
+    no_b = c_high == math.inf
+    return d, rest, (a + d) if flip else a, rest if flip else d, no_b
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def cdf_kind(value, loc, s, low, high):
-    """The kind of one element (PAST_LOC ... FRAME_NARROW) by the tests straddling_cdf and frame_cdf choose their
-    formulas by, so that a loop over one kind forms that kind's formula alone."""
-    _, _, _, _, _, _, _, narrow, frame = canonical_frame(loc, s, low, high)
-    a = (low - loc) / s
+    """The kind of one element (PAST_LOC ... MIRRORED_NARROW_INTERVAL) by the tests straddling_cdf and frame_cdf
+    choose their formulas by, so that a loop over one kind forms that kind's formula alone, and whether it is a
+    narrow interval whose stretches are too long for _short_stretch_mass."""
+    flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
+    # (straddling_cdf's own a, t and d: unmirrored, which canonical_frame's differ from only where the scale is
+    # not positive)
+    raw_a = (low - loc) / s
     t = (value - loc) / s
-    d = (value - low) / s
+    raw_d = (value - low) / s
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    narrow_head = (low > -math.inf) & (not _wide(a, d))
+    narrow_head = (low > -math.inf) & (not _wide(raw_a, raw_d))
     straddling_kind = (NARROW_HEAD if narrow_head else WIDE_HEAD) if t <= 0.0 else PAST_LOC
-    return (FRAME_NARROW if narrow else FRAME_WIDE) if frame else straddling_kind
+    _, _, side_start, side_length, no_b = _side(-value if flip else value, c_low, c_high, s, a, flip)
+    narrow_side = (not (flip & no_b)) & (not _wide(side_start, side_length))
+    wide_kind = ((MIRRORED_NARROW_SIDE if narrow_side else MIRRORED_WIDE_SIDE) if flip
+                 else (NARROW_SIDE if narrow_side else WIDE_SIDE))
+    frame_kind = (MIRRORED_NARROW_INTERVAL if flip else NARROW_INTERVAL) if narrow else wide_kind
+    short = _short_stretch(a, w) & _short_stretch(side_start, side_length)
+    return (frame_kind if frame else straddling_kind), narrow & frame & (not short)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def classify_cdf(start, stop, arrays, kinds, starts):
     """cdf_kind of each of the five ``arrays``' (value, loc, scale, low, high) elements [start, stop) into
     ``kinds``, and into ``starts`` (CDF_KINDS + 1 rows) the row each kind's elements start from once gathered by
-    kind (gather_by_kind), the last the count. A loop the compiler vectorizes, whose divisions are the costly part
-    of finding the kinds."""
+    kind (gather_by_kind), the last the count; returns the count of narrow intervals too long for
+    _short_stretch_mass. A loop the compiler vectorizes, whose divisions are the costly part of finding the
+    kinds."""
     value, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
                                     arrays[3][start:stop], arrays[4][start:stop])
-    past_loc = narrow_head = wide_head = frame_wide = 0
+    n0 = n1 = n2 = n3 = n4 = n5 = n6 = n7 = long_narrow = 0
     for j in range(stop - start):
-        kind = cdf_kind(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]),
-                        np.float64(high[j]))
+        kind, long = cdf_kind(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]),
+                              np.float64(high[j]))
         kinds[j] = kind
-        past_loc += kind == PAST_LOC
-        narrow_head += kind == NARROW_HEAD
-        wide_head += kind == WIDE_HEAD
-        frame_wide += kind == FRAME_WIDE
+        long_narrow += long
+        # (a count a kind, each a reduction the loop keeps in vector registers)
+        n0 += kind == 0
+        n1 += kind == 1
+        n2 += kind == 2
+        n3 += kind == 3
+        n4 += kind == 4
+        n5 += kind == 5
+        n6 += kind == 6
+        n7 += kind == 7
     starts[0] = 0
-    starts[1] = past_loc
-    starts[2] = starts[1] + narrow_head
-    starts[3] = starts[2] + wide_head
-    starts[4] = starts[3] + frame_wide
-    starts[5] = stop - start
+    starts[1] = n0
+    starts[2] = starts[1] + n1
+    starts[3] = starts[2] + n2
+    starts[4] = starts[3] + n3
+    starts[5] = starts[4] + n4
+    starts[6] = starts[5] + n5
+    starts[7] = starts[6] + n6
+    starts[8] = starts[7] + n7
+    starts[9] = stop - start
+    return long_narrow
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _copy_by_order(array, order, count, column):
+    for row in range(count):
+        column[row] = np.float64(array[order[row]])
 
 
 @numba.njit(cache=True, error_model="numpy")
-def gather_by_kind(start, stop, arrays, kinds, starts, columns, ends):
+def gather_by_kind(start, stop, arrays, kinds, starts, columns, order, ends):
     """The five ``arrays`` (value, loc, scale, low, high) of elements [start, stop) in float64 in the first columns
     of the rows of ``columns`` (6 x at least stop - start), each kind's elements (``kinds``, from 0) together from
-    its row in ``starts``, in order, row 5 holding each one's index; ``ends`` is scratch (a row per kind). Returns
-    whether the rows are the elements' own order (one kind holds them all: then a loop that vectorizes copies
-    them). A contiguous loop over one kind then forms that kind's formulas alone (a loop that reads the elements
-    through their indices would not vectorize); the kinds are found by a vectorized loop before, so that this one,
-    which does not, only moves the elements."""
+    its row in ``starts``, in order, row 5 holding each one's index; ``order`` (a row an element) and ``ends`` (a
+    row a kind) are scratch. Returns whether the rows are the elements' own order (one kind holds them all: then a
+    loop that vectorizes copies them). A contiguous loop over one kind then forms that kind's formulas alone (a
+    loop that reads the elements through their indices would not vectorize). The kinds are found by a vectorized
+    loop before; here each element's row is found first, in a loop that moves one small integer an element, and
+    the columns are copied after, a column at a time (moving the five at once took 1.2-1.5x longer)."""
     count = stop - start
     value, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
                                     arrays[3][start:stop], arrays[4][start:stop])
@@ -276,12 +353,14 @@ def gather_by_kind(start, stop, arrays, kinds, starts, columns, ends):
         kind = kinds[j]
         row = ends[kind]
         ends[kind] = row + 1
-        columns[0, row] = np.float64(value[j])
-        columns[1, row] = np.float64(loc[j])
-        columns[2, row] = np.float64(scale[j])
-        columns[3, row] = np.float64(low[j])
-        columns[4, row] = np.float64(high[j])
-        columns[5, row] = start + j
+        order[row] = j
+    _copy_by_order(value, order, count, columns[0])
+    _copy_by_order(loc, order, count, columns[1])
+    _copy_by_order(scale, order, count, columns[2])
+    _copy_by_order(low, order, count, columns[3])
+    _copy_by_order(high, order, count, columns[4])
+    for row in range(count):
+        columns[5, row] = start + order[row]
     return False
 
 
@@ -326,40 +405,59 @@ def straddling_cdf(value, loc, s, low, high, kind):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def frame_cdf(value, loc, s, low, high, narrow_known):
-    """(cdf, held) of a frame element (canonical_frame's frame true) whose interval is narrow or not as
-    ``narrow_known`` says, the value alone: cdf_element's frame formulas with only the side of the value the
-    result is formed from -- the mass below it over M0, or for a mirrored element the mass above it times the
-    density -- by its closed form or narrow stretch's series; on a narrow interval M0 and that side by the series
-    alone, elsewhere M0 in closed form. An element not of the kind said is not held."""
-    flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+def frame_cdf(value, loc, s, low, high, kind, short):
+    """(cdf, held) of a frame element (canonical_frame's frame true) of the ``kind`` said (NARROW_SIDE ...
+    MIRRORED_NARROW_INTERVAL: a constant, so that only its formula is formed), the value alone: cdf_element's frame
+    formulas with only the side of the value the result is formed from -- the mass below it over M0, or for a
+    mirrored element the mass above it times the density -- by its narrow stretch's series or its closed form; on
+    a narrow interval M0 by the series too (with ``short``, _short_stretch_mass's), elsewhere in closed form. An
+    element not of the kind said (or whose stretches are not short) is not held."""
+    flip = (kind == MIRRORED_NARROW_SIDE) | (kind == MIRRORED_WIDE_SIDE) | (kind == MIRRORED_NARROW_INTERVAL)
+    narrow_known = (kind == NARROW_INTERVAL) | (kind == MIRRORED_NARROW_INTERVAL)
+    narrow_side_known = (kind == NARROW_SIDE) | (kind == MIRRORED_NARROW_SIDE)
+    # canonical_frame's, mirrored as the kind says
+    c_loc = -loc if flip else loc
+    c_low = -high if flip else low
+    c_high = -low if flip else high
+    a = (c_low - c_loc) / s
+    b = (c_high - c_loc) / s
+    w = (high - low) / s
+    narrow = (w < math.inf) & (not _wide(a, w))
     x = -value if flip else value
-    d = (x - c_low) / s
-    rest = (c_high - x) / s
-    no_b = c_high == math.inf
-    ad = a + d
-    side_start = ad if flip else a
-    side_length = rest if flip else d
+    d, rest, side_start, side_length, no_b = _side(x, c_low, c_high, s, a, flip)
     narrow_side = (not (flip & no_b)) & (not _wide(side_start, side_length))
-    side_mass, _ = _stretch(side_start, side_length)
-    if narrow_known:
+    if narrow_known & short:
+        m0 = _short_stretch_mass(a, w)
+        side = _short_stretch_mass(side_start, side_length)
+        of_kind = narrow & narrow_side & _short_stretch(a, w) & _short_stretch(side_start, side_length)
+    elif narrow_known:
         m0, _ = _stretch(a, w)
-        side = side_mass
-        kind = narrow & narrow_side
+        side, _ = _stretch(side_start, side_length)
+        of_kind = narrow & narrow_side
     else:
         m_a = _vector_mills(a)
-        m_ad = _vector_mills(ad)
         m_b = _vector_mills(b)
         m0 = m_a - _vector_math.exp(-w * (a + 0.5 * w)) * m_b
-        closed = (m_ad - _vector_math.exp(-rest * (ad + 0.5 * rest)) * m_b if flip
-                  else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad)
-        side = side_mass if narrow_side else closed
-        # a wide stretch's closed form needs a non-negative slope
-        kind = (not narrow) & ((a >= 0.0) | narrow_side)
-    log_density = -d * (a + 0.5 * d) - _vector_math.log(m0)
-    result = side * _vector_math.exp(log_density) if flip else side / m0
-    held = ((x > c_low) & (x < c_high) & (abs(a) < 1e300) & ((abs(b) < 1e300) | no_b) & kind
-            & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
+        if narrow_side_known:
+            side, _ = _stretch(side_start, side_length)
+            of_kind = (not narrow) & narrow_side
+        else:
+            ad = a + d
+            m_ad = _vector_mills(ad)
+            side = (m_ad - _vector_math.exp(-rest * (ad + 0.5 * rest)) * m_b if flip
+                    else m_a - _vector_math.exp(-d * (a + 0.5 * d)) * m_ad)
+            # a wide stretch's closed form needs a non-negative slope
+            of_kind = (not narrow) & (not narrow_side) & (a >= 0.0)
+    of_kind = of_kind & ((high <= loc) == flip)
+    if flip:
+        log_density = -d * (a + 0.5 * d) - _vector_math.log(m0)
+        result = side * _vector_math.exp(log_density)
+        kept = log_density > _LOG_RESULT_FLOOR
+    else:
+        result = side / m0
+        kept = True
+    held = ((x > c_low) & (x < c_high) & (abs(a) < 1e300) & ((abs(b) < 1e300) | no_b) & of_kind & kept
+            & (m0 > 1e-290))
     at_low = x <= c_low
     at_high = x >= c_high
     bound_value = (1.0 if at_low else 0.0) if flip else (0.0 if at_low else 1.0)
