@@ -62,11 +62,16 @@ from tnlib.distributions._icdf_vector import (
     ACKLAM_C,
     ACKLAM_D,
     ACKLAM_TAIL_END,
+    CLOSED,
+    FAR_ITERATED,
+    ICDF_KINDS,
+    NARROW_ITERATED,
     SQRT_2PI,
+    STRADDLING,
     TINY_LOG,
+    classify_icdf,
     icdf_by_halley,
     icdf_element,
-    needs_iteration,
 )
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -440,36 +445,10 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _moves_last(iterated, j, columns):
-    """Whether element j of ``columns`` goes after the others: with ``iterated``, one that only iterations invert
-    (needs_iteration), else one whose interval is narrow (canonical_frame's narrow)."""
-    element = (columns[1, j], columns[2, j], columns[3, j], columns[4, j])
-    return needs_iteration(*element) if iterated else canonical_frame(*element)[7]
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _partition(iterated, start, stop, columns):
-    """Moves the elements of columns [start, stop) that _moves_last says after the others, whose end it returns;
-    each end moves past what is in place, so a chunk of one kind swaps nothing."""
-    first, end = start, stop
-    while True:
-        while first < end and not _moves_last(iterated, first, columns):
-            first += 1
-        while first < end and _moves_last(iterated, end - 1, columns):
-            end -= 1
-        if first >= end:
-            return first
-        end -= 1
-        for row in range(6):
-            columns[row, first], columns[row, end] = columns[row, end], columns[row, first]
-        first += 1
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _partition_past_median(start, stop, columns):
     """Moves the elements of columns [start, stop) (probability, loc, scale, low, high, index) whose canonical
-    probability is above 1/2 after the others, whose end it returns. _partition's loop with its own test: one loop
-    choosing among the kinds measured the icdf 1.08-1.13x slower at 1e5 elements."""
+    probability is above 1/2 after the others, whose end it returns; each end moves past what is in place, so a
+    chunk of one side swaps nothing."""
     first, end = start, stop
     while True:
         while first < end and not _past_median(first, columns):
@@ -564,26 +543,30 @@ def _cdf_chunk(starts, columns, out, short):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _icdf_chunk(count, stop, columns, out, spare, solved):
-    """The icdf of a gathered chunk's elements [0, stop) of ``columns`` (gather_straddling's), its straddling
-    elements first ([0, count)), NaN where not held: icdf_element's closed forms in a loop the compiler vectorizes
-    for the straddling elements (the frame's formulas not formed) and another for the rest but those only
-    iterations invert (moved after them); then icdf_by_halley's steps for the elements left, gathered again into
-    ``spare`` with the narrow intervals first, a vectorized loop over each kind into ``solved``."""
-    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
-    for j in range(count):
+def _icdf_chunk(starts, columns, out, spare, solved):
+    """The icdf of a chunk's elements gathered by kind (gather_by_kind, classify_icdf's kinds from the rows
+    ``starts`` says), NaN where not held: icdf_element's closed forms in a loop the compiler vectorizes for the
+    straddling elements (the frame's formulas not formed) and another for the frame elements they invert; then
+    icdf_by_halley's steps for the elements left, those only iterations invert (on narrow intervals and in far
+    tails) and those the closed forms do not hold for, gathered again into ``spare`` with the narrow intervals
+    first, a vectorized loop over each kind into ``solved``."""
+    value, loc, scale, low, high, o = _kind_views(STRADDLING, starts, columns, out)
+    for j in range(o.shape[0]):
         x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], True)
-        out[j] = x if held else np.nan
-    closed = _partition(True, count, stop, columns)
-    for j in range(count, closed):
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high, o = _kind_views(CLOSED, starts, columns, out)
+    for j in range(o.shape[0]):
         x, _, _, _, _, _, held, _ = icdf_element(value[j], loc[j], scale[j], low[j], high[j], False)
-        out[j] = x if held else np.nan
+        o[j] = x if held else np.nan
+    value, loc, scale, low, high = columns[0], columns[1], columns[2], columns[3], columns[4]
+    closed, far, stop = starts[NARROW_ITERATED], starts[FAR_ITERATED], starts[ICDF_KINDS]
     out[closed:stop] = np.nan
     narrow_count = 0
     rest = stop
     for j in range(stop):
         if math.isnan(out[j]):
-            if canonical_frame(loc[j], scale[j], low[j], high[j])[7]:
+            # (the kind says it past the closed forms' elements)
+            if canonical_frame(loc[j], scale[j], low[j], high[j])[7] if j < closed else j < far:
                 row = narrow_count
                 narrow_count += 1
             else:
@@ -642,19 +625,20 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
         if inverse:
-            count = gather_straddling(first, last, arrays, columns)
-            _icdf_chunk(count, last - first, columns, results, spare, solved)
+            classify_icdf(first, last, arrays, kinds, starts)
+            in_order = gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends[:ICDF_KINDS])
+            _icdf_chunk(starts, columns, results, spare, solved)
         else:
             short = classify_cdf(first, last, arrays, kinds, starts) == 0
-            if gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends):
-                _cdf_chunk(starts, columns, results, short)
-                its_out = out[first:last]
-                for j in range(last - first):
-                    its_out[j] = results[j]
-                continue
+            in_order = gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
             _cdf_chunk(starts, columns, results, short)
-        for j in range(last - first):
-            out[np.int64(columns[5, j])] = results[j]
+        if in_order:
+            its_out = out[first:last]
+            for j in range(last - first):
+                its_out[j] = results[j]
+        else:
+            for j in range(last - first):
+                out[np.int64(columns[5, j])] = results[j]
     for i in range(start, stop):
         if math.isnan(out[i]):
             out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)

@@ -117,7 +117,7 @@ def icdf_element(prob, loc, s, low, high, straddling):
     """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are
     the caller's to compute again (they are meaningless here). ``straddling`` true says that the element is known
-    to straddle (tnlib.distributions._cdf_vector's gather_straddling): the frame's formulas are then not formed."""
+    to straddle (classify_icdf's STRADDLING): the frame's formulas are then not formed."""
     # mirrored where high <= loc: its canonical probability is 1 - p, and its complement p itself, each exact
     flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
     frame = frame & (not straddling)
@@ -284,6 +284,37 @@ def needs_iteration(loc, s, low, high):
     from 40 scales out (where the closed forms hold for none of its probabilities)."""
     _, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
     return narrow | ((c_high == math.inf) & (a >= _CLOSED_FORMS_END))
+
+
+# the kinds a chunk's elements are gathered by for the icdf's forward loops (classify_icdf), in the order gathered:
+# a straddling element, a frame element the closed forms invert, one Halley's steps alone invert (needs_iteration)
+# on a narrow interval and far in a one-sided tail
+STRADDLING, CLOSED, NARROW_ITERATED, FAR_ITERATED = 0, 1, 2, 3
+ICDF_KINDS = 4
+
+
+@numba.njit(cache=True, error_model="numpy")
+def classify_icdf(start, stop, arrays, kinds, starts):
+    """The kind (STRADDLING ... FAR_ITERATED) of each of the five ``arrays``' (probability, loc, scale, low, high)
+    elements [start, stop) into ``kinds``, and into ``starts`` (ICDF_KINDS + 1 rows) the row each kind's elements
+    start from once gathered by kind (tnlib.distributions._cdf_vector's gather_by_kind), the last the count: a loop
+    the compiler vectorizes, with canonical_frame's divisions in its lanes."""
+    loc, scale, low, high = arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop], arrays[4][start:stop]
+    straddling = closed = narrow_iterated = 0
+    for j in range(stop - start):
+        element = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
+        _, _, _, _, _, _, _, narrow, frame = canonical_frame(*element)
+        iterated_kind = NARROW_ITERATED if narrow else FAR_ITERATED
+        kind = (iterated_kind if needs_iteration(*element) else CLOSED) if frame else STRADDLING
+        kinds[j] = kind
+        straddling += kind == STRADDLING
+        closed += kind == CLOSED
+        narrow_iterated += kind == NARROW_ITERATED
+    starts[0] = 0
+    starts[1] = straddling
+    starts[2] = starts[1] + closed
+    starts[3] = starts[2] + narrow_iterated
+    starts[4] = stop - start
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
