@@ -11,8 +11,8 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
 * ``kernel``: the compiled pass alone on the same float32 arrays (cdf and icdf: the vectorized pass, its regime
   gathering included; sample: the serial draw loop);
-* ``classify``: the gathering of each chunk's elements by kind, alone (cdf: classify_cdf and gather_by_kind; icdf:
-  gather_straddling, its straddling elements apart);
+* ``classify``: the gathering of each chunk's elements by kind, alone (classify_cdf or classify_icdf, then
+  gather_by_kind);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
   Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: the uniforms,
@@ -41,13 +41,8 @@ from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
 from tnlib.distributions import _cdf_kernels, _sample_kernels, _vector_math  # noqa: E402
-from tnlib.distributions._cdf_vector import (  # noqa: E402
-    CDF_KINDS,
-    classify_cdf,
-    gather_by_kind,
-    gather_straddling,
-)
-from tnlib.distributions._icdf_vector import ndtri_lower  # noqa: E402
+from tnlib.distributions._cdf_vector import CDF_KINDS, classify_cdf, gather_by_kind  # noqa: E402
+from tnlib.distributions._icdf_vector import ICDF_KINDS, classify_icdf, ndtri_lower  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -87,14 +82,20 @@ def _normal_pairs(loc, scale, low, high, key, out):
 
 
 @numba.njit(error_model="numpy")
-def _classify(value, loc, scale, low, high):
-    arrays = (value, loc, scale, low, high)
+def _classify_icdf(prob, loc, scale, low, high):
+    arrays = (prob, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
-    count = 0
-    n = value.shape[0]
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(ICDF_KINDS + 1, dtype=np.int64)
+    ends = np.empty(ICDF_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)
+    in_order = 0
+    n = prob.shape[0]
     for first in range(0, n, _CHUNK):
-        count += gather_straddling(first, min(first + _CHUNK, n), arrays, columns)
-    return count
+        last = min(first + _CHUNK, n)
+        classify_icdf(first, last, arrays, kinds, starts)
+        in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
+    return in_order
 
 
 @numba.njit(error_model="numpy")
@@ -138,7 +139,7 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),
                   "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify(*arrays), "float64 floor": lambda: _one_ndtri(*arrays, out)}
+                  "classify": lambda: _classify_icdf(*arrays), "float64 floor": lambda: _one_ndtri(*arrays, out)}
     elif method == "cdf+grad":  # forward and backward, gradients to the value, loc and scale: the call alone
         def forward_backward():
             value, loc, scale = (t[k].clone().requires_grad_() for k in ("x", "loc", "scale"))

@@ -16,13 +16,15 @@ cdf_element forms the value and the five derivatives, both the frame's (a >= 0) 
 formulas in each lane, and keeps one: a select costs less than the branch that would stop the loop vectorizing.
 The forward pass takes straddling_cdf and frame_cdf instead, the value alone and one kind of element each (a
 chunk's elements are gathered by cdf_kind first: a straddling element's value past loc, under it near the lower
-bound or beyond; a frame element on a wide or a narrow interval), which drops the derivatives and the other kinds'
-formulas. Both form a
-straddling element's normalizing mass and its mass on the far side of loc from the bound as sums of erf's, never
-as 1 less the other masses (which cancels where the two tails pass 1/2, or beside a bound just under loc), and
-cdf_element forms each derivative as a product of such masses or, for loc's, as the frame does: F times the
-distance from the mean of the part below the value to the mean (past the mean, 1 - F times the other part's); on a
-narrow interval scale's as F (1 - F) times the difference of the two parts' second moments (_stretch_moments).
+bound or beyond; a frame element on a wide interval, mirrored or not, whose side of the value is a narrow stretch
+or a wide one; a narrow interval, mirrored or not), which drops the derivatives and the other kinds' formulas;
+where every narrow interval of a chunk is short enough, their masses take the series to He_8 alone
+(_short_stretch_mass). Both form a straddling element's normalizing mass and its mass on the far side of loc from
+the bound as sums of erf's, never as 1 less the other masses (which cancels where the two tails pass 1/2, or
+beside a bound just under loc), and cdf_element forms each derivative as a product of such masses or, for loc's,
+as the frame does: F times the distance from the mean of the part below the value to the mean (past the mean,
+1 - F times the other part's); on a narrow interval scale's as F (1 - F) times the difference of the two parts'
+second moments (_stretch_moments).
 """
 from __future__ import annotations
 
