@@ -10,13 +10,13 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``construct``: ``TruncatedNormal(...)`` alone (the argument checks; validate_args=False, as the peers run);
 * ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
 * ``kernel``: the compiled pass alone on the same float32 arrays (cdf and icdf: the vectorized pass, its regime
-  gathering included; sample: the serial draw loop);
+  gathering included; sample: the serial blocks' passes);
 * ``classify``: the gathering of each chunk's elements by kind, alone (classify_cdf or classify_icdf, then
   gather_by_kind);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
-  Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: the uniforms,
-  log and square root one accepted Normal pair costs (two uniforms, a log, a square root, a division);
+  Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: what one Box and
+  Muller pair costs (two uniforms, the vectorizable log, square root, cos and sin);
 * ``widen``: a numba loop that reads the five float32 arrays as float64 and writes one float32 result: the memory
   and conversion floor.
 
@@ -75,10 +75,10 @@ def _one_ndtri(prob, loc, scale, low, high, out):
 def _normal_pairs(loc, scale, low, high, key, out):
     for i in range(out.shape[0]):
         counter = np.uint64(i) << np.uint64(24)
-        p = 2.0 * _sample_kernels._uniform(key, counter) - 1.0
-        q = 2.0 * _sample_kernels._uniform(key, counter + np.uint64(1)) - 1.0
-        r = p * p + q * q + 1e-300
-        out[i] = np.float32(np.float64(loc[i]) + np.float64(scale[i]) * p * math.sqrt(-2.0 * math.log(r) / r))
+        u = _sample_kernels._uniform(key, counter)
+        cos_v, sin_v = _vector_math.cos_sin_turns(_sample_kernels._uniform(key, counter + np.uint64(1)))
+        out[i] = np.float32(np.float64(loc[i]) + np.float64(scale[i]) * (cos_v + sin_v)
+                            * math.sqrt(-2.0 * _vector_math.log(1.0 - u)))
 
 
 @numba.njit(error_model="numpy")
@@ -148,7 +148,7 @@ def _parts(method: str, v: dict, t: dict) -> dict:
         return {"call": forward_backward}
     else:
         parts |= {"call": lambda: make().sample(),
-                  "kernel": lambda: _sample_kernels._draws_serial(*arrays[1:], 1, key, out),
+                  "kernel": lambda: _sample_kernels._draws_serial(*arrays[1:], 1, key, out, _sample_kernels._BLOCK),
                   "float64 floor": lambda: _normal_pairs(*arrays[1:], key, out)}
     return parts
 

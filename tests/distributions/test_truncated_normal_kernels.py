@@ -312,6 +312,18 @@ def _vector_exp(x, out):
 
 
 @numba.njit
+def _vector_expm1(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _vector_math.expm1(x[i])
+
+
+@numba.njit
+def _vector_cos_sin_turns(v, cos_out, sin_out):
+    for i in range(v.shape[0]):
+        cos_out[i], sin_out[i] = _vector_math.cos_sin_turns(v[i])
+
+
+@numba.njit
 def _vector_erfcx(x, out):
     for i in range(x.shape[0]):
         out[i] = _vector_math.erfcx(x[i])
@@ -338,6 +350,39 @@ def test_vector_log_and_exp_are_within_an_ulp_of_mpmath():
     below = np.array([-708.5, -745.2, -1e5])
     _vector_exp(below, exps[:3])
     assert np.all(exps[:3] == 0.0)  # (under 2^-1021: 0, which the callers add to numbers of order 1)
+
+
+def test_vector_expm1_is_within_two_ulps_of_mpmath():
+    # the sampler's exponential proposal draws through expm1(-a w), from a narrow interval's -1e-16 to a far tail's
+    # -1e5; either side of the series' end 1/2 and beyond
+    rng = np.random.default_rng(1)
+    magnitudes = np.exp(rng.uniform(-40.0, 6.5, 3000))
+    x = np.concatenate([-magnitudes, magnitudes[:1000], rng.uniform(-0.6, 0.6, 1000),
+                        [-0.5, 0.5, np.nextafter(-0.5, 0.0), np.nextafter(0.5, 0.0), -1e-300, 0.0, -700.0, 709.0]])
+    got = np.empty_like(x)
+    _vector_expm1(x, got)
+    with mp.workdps(40):
+        assert float(_ulps(got, [mp.expm1(mp.mpf(v)) for v in x]).max()) <= 2.0
+    far = np.array([-708.5, -1e5, -np.inf])
+    _vector_expm1(far, got[:3])
+    assert np.all(got[:3] == -1.0)
+
+
+def test_vector_cos_and_sin_of_a_turns_fraction_are_within_two_ulps_of_mpmath():
+    # the sampler's Normal pairs turn by 2 pi v, v a uniform in [0, 1): about each quarter turn, where the series
+    # meet, and next to the values 0, which the quarter turns give exactly
+    rng = np.random.default_rng(2)
+    quarters = np.array([0.0, 0.25, 0.5, 0.75])
+    near = (quarters[:, None] + rng.uniform(-1e-6, 1e-6, (4, 50))).ravel() % 1.0
+    v = np.concatenate([rng.uniform(0.0, 1.0, 3000), near, [0.125, 0.375, 0.625, 0.875, 1.0 - 2.0 ** -53, 2.0 ** -53],
+                        np.nextafter(quarters[1:] + 0.125, 0.0), np.nextafter(quarters + 0.125, 1.0)])
+    cos_got, sin_got = np.empty_like(v), np.empty_like(v)
+    _vector_cos_sin_turns(v, cos_got, sin_got)
+    with mp.workdps(40):
+        assert float(_ulps(cos_got, [mp.cos(2 * mp.pi * mp.mpf(x)) for x in v]).max()) <= 2.0
+        assert float(_ulps(sin_got, [mp.sin(2 * mp.pi * mp.mpf(x)) for x in v]).max()) <= 2.0
+    _vector_cos_sin_turns(quarters, cos_got[:4], sin_got[:4])
+    assert np.array_equal(cos_got[:4], [1.0, 0.0, -1.0, 0.0]) and np.array_equal(sin_got[:4], [0.0, 1.0, 0.0, -1.0])
 
 
 def _erfcx_polynomial_at_50_digits() -> list:

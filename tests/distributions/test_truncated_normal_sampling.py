@@ -3,7 +3,11 @@ draws (Kolmogorov-Smirnov against the distribution's own cdf, which the mpmath t
 kernels (tnlib.distributions._sample_kernels) and by the torch route other devices take."""
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import scipy.stats
@@ -12,6 +16,7 @@ import torch
 from tnlib import TruncatedNormal
 from tnlib.distributions import _sample_kernels, _sampling, truncated_normal
 from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _UNIFORM, _acceptance_rates, _propose, _proposals
+from tnlib.files import REPO_ROOT
 
 INF = math.inf
 NAN = math.nan
@@ -47,6 +52,11 @@ def _take_route(monkeypatch, route: str) -> None:
     """Makes ``sample`` take the CPU kernels (as a CPU call does) or the torch route (as other devices do)."""
     if route == "torch":
         monkeypatch.setattr(truncated_normal, "_kernels_serve", lambda tensor: False)
+
+
+def _equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether x and y hold the same values, NaN where the other has NaN."""
+    return torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(), y.nan_to_num())
 
 
 def _ks_pvalue(d: TruncatedNormal, x: torch.Tensor) -> float:
@@ -159,18 +169,52 @@ def test_the_kernels_choose_the_proposal_the_torch_route_chooses():
 
 
 @pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (-1e5, 1.0, 0.0, INF), (0.0, 1.0, -1e-3, 1e-3),
-                                    (50.0, 2.0, -INF, 0.0)])
-def test_the_kernels_draw_the_same_values_however_the_threads_split_them(params):
-    # each draw's uniforms are a function of the key and the draw's index only
-    d = _distribution(params, shape=(3000,))
-    draws = [_sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size((3, 3000)), 12345, parallel)
-             for parallel in (False, True)]
-    assert torch.equal(*draws)
-    # a batch drawn once per element takes a loop of its own, with the values of the first draws above
-    once = _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size((3000,)), 12345)
-    assert torch.equal(once, draws[0][0])
-    assert not torch.equal(draws[0], _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high,
-                                                                      torch.Size((3, 3000)), 12346))
+                                    (50.0, 2.0, -INF, 0.0), "mixed"])
+def test_the_kernels_draw_the_same_values_however_the_threads_and_blocks_split_them(params):
+    # each draw's uniforms are a function of the key, the draw's index and its attempt only; a block whose draws
+    # all take one proposal runs a loop of its own ("mixed": every proposal, a point and NaN, so that blocks of one
+    # draw take those loops and larger ones the loop of every proposal)
+    if params == "mixed":
+        rows = [p for p, _ in CASES] + [(0.0, 1.0, 1.0, 1.0), (NAN, 1.0, 0.0, INF)]
+        d = TruncatedNormal(*torch.tensor(rows * 215, dtype=torch.float64)[:3000].T, validate_args=False)
+    else:
+        d = _distribution(params, shape=(3000,))
+
+    def draws(shape, key=12345, parallel=False, block_size=_sample_kernels._BLOCK):
+        return _sample_kernels.sample_with_key(d.loc, d.scale, d.low, d.high, torch.Size(shape), key, parallel,
+                                               block_size)
+
+    three = draws((3, 3000))
+    for parallel, block_size in [(True, _sample_kernels._BLOCK), (False, 1), (False, 7), (True, 100), (False, 9000)]:
+        assert _equal(three, draws((3, 3000), parallel=parallel, block_size=block_size)), (parallel, block_size)
+    # a batch drawn once per element forms its states block by block, with the values of the first draws above
+    for parallel, block_size in [(False, _sample_kernels._BLOCK), (True, 100), (False, 1), (False, 5000)]:
+        assert _equal(three[0], draws((3000,), parallel=parallel, block_size=block_size)), (parallel, block_size)
+    assert not _equal(three, draws((3, 3000), key=12346))
+
+
+_DRAW_IN_A_FRESH_PROCESS = """
+import json, sys
+import torch
+from tnlib import TruncatedNormal
+params = torch.tensor(json.loads(sys.argv[1]), dtype=torch.float64)
+torch.manual_seed(11)
+x = TruncatedNormal(*params.T, validate_args=False).sample((int(sys.argv[2]),))
+print(json.dumps(x.flatten().tolist()))
+"""
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_the_same_seed_draws_the_same_samples_in_another_process(count):
+    # the kernels' draws are a function of torch's seed and the parameters, not of anything a process holds
+    params = [list(p) for p, _ in CASES] + [[0.0, 1.0, 1.0, 1.0], [NAN, 1.0, 0.0, INF]]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run([sys.executable, "-c", _DRAW_IN_A_FRESH_PROCESS, json.dumps(params), str(count)],
+                         capture_output=True, text=True, check=True, env=env)
+    there = torch.tensor(json.loads(out.stdout), dtype=torch.float64)
+    torch.manual_seed(11)
+    here = TruncatedNormal(*torch.tensor(params, dtype=torch.float64).T, validate_args=False).sample((count,))
+    assert bool(there.isnan().any()) and _equal(there, here.flatten())
 
 
 def test_the_kernels_draw_float32_as_the_float64_draws_rounded():
@@ -183,15 +227,29 @@ def test_the_kernels_draw_float32_as_the_float64_draws_rounded():
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("params", [(-1e5, 1.0, 0.0, INF), (-30.0, 2.0, 0.0, INF), (0.0, 1.0, 1e-3, 1.001e-3),
-                                    (-3.0, 1.0, 0.0, 0.1), (0.0, 1.0, -2.0, 3.0), (1.0, 0.5, 0.0, INF)])
+                                    (-3.0, 1.0, 0.0, 0.1), (0.0, 1.0, -2.0, 3.0), (1.0, 0.5, 0.0, INF),
+                                    (-12.0, 1.0, 0.0, 0.5), (20.0, 1.0, -1.0, 0.0), (0.0, 1.0, -0.5, 1e-4)])
 def test_kernel_draws_follow_the_law_of_each_regime_in_one_batch(dtype, params):
-    # one-sided far tail, narrow, moderate: a batch of 20,000 distinct elements of one law, one draw each
+    # one-sided far tails, narrow, moderate, two-sided far (both sides), a narrow interval across loc: a batch of
+    # 20,000 distinct elements of one law, one draw each
     d = _distribution(params, dtype, shape=(20_000,))
     torch.manual_seed(3)
     x = d.sample()
     assert x.dtype == dtype and ((x >= d.low) & (x <= d.high)).all()
     # against the law of the parameters as given (float32: rounded), in float64
     assert _ks_pvalue(_distribution([float(torch.tensor(p, dtype=dtype)) for p in params]), x) > 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_kernel_draws_of_a_batch_mixing_every_proposal_follow_each_elements_law(dtype):
+    # neighbouring elements take different proposals in one candidate loop, and their rejected draws are gathered
+    # among the others': each case's 3,000 elements, interleaved with the other cases', drawn once each
+    params = torch.tensor([p for p, _ in CASES] * 3000, dtype=dtype)
+    d = TruncatedNormal(*params.T)
+    torch.manual_seed(4)
+    x = d.sample().view(3000, len(CASES))
+    for j, (p, _) in enumerate(CASES):
+        assert _ks_pvalue(_distribution([float(torch.tensor(v, dtype=dtype)) for v in p]), x[:, j]) > 1e-3, p
 
 
 @pytest.mark.parametrize("few_pending", [0, 10**9], ids=["one-candidate-passes", "many-candidate-passes"])

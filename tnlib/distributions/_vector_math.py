@@ -1,14 +1,15 @@
-"""log, exp, erfcx, erfc, erf and the one-sided mean's excess for numba kernels whose loops the compiler turns into SIMD
-code (four float64 at once under AVX2, eight under AVX-512).
+"""log, exp, expm1, cos and sin of a turn's fraction, erfcx, erfc, erf and the one-sided mean's excess for numba
+kernels whose loops the compiler turns into SIMD code (four float64 at once under AVX2, eight under AVX-512).
 
 A loop calling libm's log or exp (numba has no vector math library here) runs one element at a time, at 15-30 ns an
 element on a shared core, and numba has no erfcx at all. These are branch-free float64 versions the loop vectorizer
 inlines: log and exp are fdlibm's algorithms (e_log.c, e_exp.c: under 1 ulp) with their special cases left to the
-caller, the exponent read and written through the float's bits; erfcx is a single Chebyshev expansion on
-[0, inf) (Shepherd and Laframboise's form, (1 + 2x) erfcx(x) in t = (x - K)/(x + K)), evaluated as a degree-26
-polynomial in t by Estrin's scheme (short dependency chains); erfc is exp(-x^2) erfcx(x) and erf its Taylor series
-near 0 and 1 - erfc beyond. The mean's excess over a lower bound, D(a) = E[t] - a
-for t standard normal on [a, inf), is two Chebyshev expansions, on [0, 4] and in 1/a^2 beyond, where the closed form
+caller, the exponent read and written through the float's bits; expm1 is its Taylor series near 0 and exp(x) - 1
+beyond; cos and sin of 2 pi v are their Taylor series about the quarter turn nearest to v; erfcx is a single
+Chebyshev expansion on [0, inf) (Shepherd and Laframboise's form, (1 + 2x) erfcx(x) in t = (x - K)/(x + K)),
+evaluated as a degree-26 polynomial in t by Estrin's scheme (short dependency chains); erfc is exp(-x^2) erfcx(x)
+and erf its Taylor series near 0 and 1 - erfc beyond. The mean's excess over a lower bound, D(a) = E[t] - a for t
+standard normal on [a, inf), is two Chebyshev expansions, on [0, 4] and in 1/a^2 beyond, where the closed form
 1/M(a) - a loses a^2 ulps. tests/distributions/test_truncated_normal_kernels.py checks each against mpmath.
 
 These, and the cdf's and icdf's element functions built on them (tnlib.distributions._cdf_vector, _icdf_vector),
@@ -103,6 +104,49 @@ def exp(x):
     below = k < -1022  # 2^k is subnormal: scale by 2^(k+1), then halve
     y = y * _from_bits((k + (1024 if below else 1023)) << 52) * (0.5 if below else 1.0)
     return y if x >= _EXP_FLOOR else 0.0
+
+
+# expm1's Taylor series x + x^2/2! + ... + x^15/15! below |x| = 1/2 (the first term dropped is under 2e-18 of the
+# sum); beyond, exp(x) - 1, whose subtraction loses under two bits there
+EXPM1_SERIES = tuple(1.0 / math.factorial(n) for n in range(1, 16))
+EXPM1_SERIES_END = 0.5
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def expm1(x):
+    """exp(x) - 1 for x <= 709 (-inf gives -1; -1 below -708), within a few ulps; both forms are computed and one
+    kept, so a loop of it vectorizes."""
+    c = EXPM1_SERIES
+    inner = c[7] + x * (c[8] + x * (c[9] + x * (c[10] + x * (c[11] + x * (c[12] + x * (c[13] + x * c[14]))))))
+    series = x * (c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * inner)))))))
+    return series if abs(x) < EXPM1_SERIES_END else exp(x) - 1.0
+
+
+# cos and sin of a quarter turn's fraction f in [-1/2, 1/2], i.e. of f pi/2 in [-pi/4, pi/4], by their Taylor series
+# in f to degrees 18 and 17 (the first terms dropped are under 1e-18 of the value)
+QUARTER_TURN_COS = tuple((-1.0) ** n * (math.pi / 2) ** (2 * n) / math.factorial(2 * n) for n in range(10))
+QUARTER_TURN_SIN = tuple((-1.0) ** n * (math.pi / 2) ** (2 * n + 1) / math.factorial(2 * n + 1) for n in range(9))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def cos_sin_turns(v):
+    """(cos 2 pi v, sin 2 pi v) for v in [0, 1), within a few ulps of each (relative): 4 v less its nearest
+    integer q, exact, is the fraction f of a quarter turn, whose cos and sin the quadrant q rotates."""
+    shifted = 4.0 * v + _ROUNDING_SHIFT
+    q = shifted - _ROUNDING_SHIFT
+    quadrant = (_bits(shifted) - _bits(_ROUNDING_SHIFT)) & 3
+    f = 4.0 * v - q
+    z = f * f
+    c, s = QUARTER_TURN_COS, QUARTER_TURN_SIN
+    cos_f = c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * (c[6] + z * (c[7] + z * (
+        c[8] + z * c[9]))))))))
+    sin_f = f * (s[0] + z * (s[1] + z * (s[2] + z * (s[3] + z * (s[4] + z * (s[5] + z * (s[6] + z * (s[7] + z * s[8]
+                                                                                                         ))))))))
+    # (a chain of four-way selects is left scalar by the vectorizer; these two-way ones are not)
+    odd = (quadrant & 1) == 1
+    cos_turn = sin_f if odd else cos_f
+    sin_turn = cos_f if odd else sin_f
+    return (-cos_turn if quadrant == 1 or quadrant == 2 else cos_turn), (-sin_turn if quadrant >= 2 else sin_turn)
 
 
 # erfcx(x) = P(t) / (1 + 2x), t = (x - K)/(x + K) = 1 - 2K/(x + K) in [-1, 1): P's monomial coefficients, from its

@@ -14,7 +14,8 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``, ``_sample_kernels``: the same formulas compiled per element
   (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes; the
   modules above are the torch route, for other devices and the methods without a kernel;
-* ``_vector_math``: log, exp, erfcx, erfc and erf in branch-free code the compiler vectorizes, for the kernels;
+* ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
+  vectorizes, for the kernels;
 * ``_cdf_vector``, ``_icdf_vector``: the cdf and the icdf and their derivatives in straight-line code the compiler
   vectorizes, for their kernels.
 """
