@@ -113,12 +113,12 @@ def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSett
     step = trained_steps(config)
     if step is None or step < config.steps:
         return None
+    run = RunDir(Path(config.out_dir) / config.name)
     if settings.max_steps is not None:
-        curve = [row["val_mse"] for row in read_jsonl(RunDir(Path(config.out_dir) / config.name).curves_file)]
+        curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
         flat = step >= settings.max_steps or still_improving(curve) is False
         if not flat or until_flat_end(step, config.steps, settings.max_steps, settings.extend_steps) != step:
             return None
-    run = RunDir(Path(config.out_dir) / config.name)
     try:
         tested = [(read_json(run.metrics_file("test", checkpoint), shape="a run's test metrics"),
                    read_checkpoint_file(run.path / checkpoint, written_here=True)["step"])
