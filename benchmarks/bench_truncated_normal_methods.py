@@ -94,7 +94,7 @@ from scipy.stats import truncnorm
 from bench_truncated_normal_sampling import REGIMES, rate
 
 from tnlib import TruncatedNormal
-from tnlib.distributions import cpu_route, icdf_pass_from
+from tnlib.distributions import cdf_pass_from, cpu_route, icdf_pass_from
 
 METHODS = ("log_prob", "cdf", "icdf", "rsample", "sample", "sample-one", "mean", "variance", "entropy")
 
@@ -215,7 +215,8 @@ def first_calls(sizes: list[int], method: str = "icdf") -> None:
     of each size: with numba's cache empty (everything compiled), then again in a second process that loads what
     the first cached."""
     print(f"torch {torch.__version__}, 1 thread, a fresh process's first {method} of n elements on [-1, 2], seconds"
-          + (f"; the pass from {icdf_pass_from():,} elements" if method == "icdf" else ""))
+          + (f"; the pass from {icdf_pass_from():,} elements" if method == "icdf" else "")
+          + (f"; the pass from {cdf_pass_from():,} elements" if method == "cdf" else ""))
     root = Path(__file__).resolve().parents[1]
     for n in sizes:
         with tempfile.TemporaryDirectory() as cache:

@@ -1,5 +1,5 @@
 """The icdf's vectorized pass (tnlib.distributions._icdf_vector) against the per-element kernel it stands in for, which
-of the two a batch takes (by its size), and the pass's erf, erfc and Phi^-1 against mpmath."""
+of the two a batch of the icdf or of the cdf takes (by its size), and the pass's erf, erfc and Phi^-1 against mpmath."""
 from __future__ import annotations
 
 import math
@@ -15,13 +15,16 @@ import torch
 
 from test_truncated_normal_kernels import _mixed_regime_cdf_inputs, _ulps
 from tnlib import TruncatedNormal
-from tnlib.distributions import CPU_ROUTES, _vector_math, cpu_route, icdf_pass_from
+from tnlib.distributions import CPU_ROUTES, _vector_math, cdf_pass_from, cpu_route, icdf_pass_from
 from tnlib.distributions._cdf_kernels import (
     _CONSTANTS,
     _BLOCK,
+    _CDF_PASS_FROM,
     _ICDF_PASS_FROM,
     _cdf_gradients_serial,
+    _cdf_gradients_vector_serial,
     _cdf_serial,
+    _cdf_vector_serial,
     _icdf_gradients_vector_serial,
     _icdf_vector_parallel,
     _icdf_vector_serial,
@@ -269,10 +272,34 @@ def test_cpu_route_per_element_takes_the_per_element_cdf_kernel_forward_and_back
         x = TruncatedNormal(*leaves[1:], validate_args=False).cdf(leaves[0])
     x.backward(torch.tensor(grad))
     assert np.array_equal(x.detach().numpy(), per_element, equal_nan=True)
-    by_pass = TruncatedNormal(*(torch.tensor(a) for a in arrays[1:]), validate_args=False).cdf(torch.tensor(value))
+    with cpu_route("vectorized"):
+        by_pass = TruncatedNormal(*(torch.tensor(a) for a in arrays[1:]), validate_args=False).cdf(torch.tensor(value))
     assert not np.array_equal(by_pass.numpy(), per_element, equal_nan=True)  # (so equality says which ran)
     for name, leaf, g_ref in zip(("value", "loc", "scale", "low", "high"), leaves, reference):
         assert np.array_equal(leaf.grad.numpy(), g_ref, equal_nan=True), name
+
+
+def test_cdf_takes_the_per_element_kernel_below_the_pass_threshold_and_the_pass_from_it():
+    # (the two routes agree within 1e-14 on these inputs:
+    # test_cdf_vectorized_pass_and_its_gradients_equal_the_per_element_kernel_on_mixed_regimes)
+    assert cdf_pass_from() == _CDF_PASS_FROM
+    for n, route in ((_CDF_PASS_FROM - 1, "per-element kernel"), (_CDF_PASS_FROM, "pass")):
+        arrays = _mixed_regime_cdf_inputs(n, seed=n)
+        grad = np.random.default_rng(n).normal(size=n)
+        routes = {"pass": (np.empty(n), np.empty((5, n))), "per-element kernel": (np.empty(n), np.empty((5, n)))}
+        _cdf_vector_serial(*arrays, routes["pass"][0], *_CONSTANTS)
+        _cdf_gradients_vector_serial(grad, *arrays, routes["pass"][1], *_CONSTANTS)
+        _cdf_serial(False, *arrays, routes["per-element kernel"][0], *_CONSTANTS)
+        _cdf_gradients_serial(False, grad, *arrays, tuple(routes["per-element kernel"][1]), *_CONSTANTS)
+        # (the routes differ in the last bits of some elements, so equality tells which one ran)
+        assert not np.array_equal(routes["pass"][0], routes["per-element kernel"][0], equal_nan=True)
+        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+        x = cdf(*leaves)
+        x.backward(torch.tensor(grad))
+        x_ref, grads_ref = routes[route]
+        assert np.array_equal(x.detach().numpy(), x_ref, equal_nan=True), route
+        for name, leaf, g_ref in zip(("value", "loc", "scale", "low", "high"), leaves, grads_ref):
+            assert np.array_equal(leaf.grad.numpy(), g_ref, equal_nan=True), (route, name)
 
 
 def test_cpu_route_refuses_an_unknown_route_and_restores_the_route_after_its_block():
@@ -300,6 +327,24 @@ def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
             "v.icdf_element)\n"
             "    print(sum(len(f.signatures) for f in passes))\n"
             "icdf(1000); icdf(k._ICDF_PASS_FROM)")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    small, large = out.stdout.split()
+    assert small == "0"
+    assert int(large) > 0
+
+
+def test_a_small_batchs_cdf_and_gradients_do_not_compile_the_pass():
+    # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
+    code = ("import torch; from tnlib.distributions import _cdf_kernels as k\n"
+            "torch.set_default_dtype(torch.float64)\n"
+            "def cdf(n):\n"
+            "    leaves = [3.0 * torch.rand(n) - 1.0, torch.zeros(n, requires_grad=True), torch.ones(n), "
+            "torch.full((n,), -1.0), torch.full((n,), 2.0)]\n"
+            "    k.cdf(*leaves).sum().backward()\n"
+            "    passes = (k._cdf_vector_serial, k._cdf_vector_parallel, k._cdf_gradients_vector_serial)\n"
+            "    print(sum(len(f.signatures) for f in passes))\n"
+            "cdf(1000); cdf(k._CDF_PASS_FROM)")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     small, large = out.stdout.split()

@@ -10,14 +10,16 @@ stretch of the bound the frame integral from it), below one past loc the masses 
 erf's (the mass above the value likewise, mirrored). The frame mass takes 16 Gauss-Legendre nodes on every element
 (the torch route takes fewer where the batch's widest exponent range allows: the same value to rounding).
 
-A CPU call of ``cdf`` runs first the vectorized pass of tnlib.distributions._cdf_vector over every element (the same
-masses in closed form and, on a narrow stretch, by a Hermite series: straight-line code, four elements at once under
-AVX2, eight under AVX-512; forward, one loop per regime that forms the value alone), forward or backward, and then this
+A CPU call of ``cdf`` on a batch of _CDF_PASS_FROM elements or more runs first the vectorized pass of
+tnlib.distributions._cdf_vector over every element (the same masses in closed form and, on a narrow stretch, by a
+Hermite series: straight-line code, four elements at once under AVX2, eight under AVX-512; forward, one loop per
+regime that forms the value alone), forward or backward, and then this
 module's per-element kernel on the elements that pass does not hold for: a value outside the support, the far tails (a
 straddling element's value 36 scales or more from loc, a frame element's density below exp(-700) of phi at its bound), a
 stretch too wide for the series with a negative slope (next to a narrow interval) and a NaN: none of the common regimes,
 and forward 0.3% of the tests' batch spread over every regime from 1e-6 to 1e3 scales wide and 40 scales either side.
-The gradients' pass runs on one thread (the forward's splits among torch's threads).
+The gradients' pass runs on one thread (the forward's splits among torch's threads). A smaller batch takes the
+per-element kernel alone, whose compile is a small part of the pass's nine kinds of loops.
 
 A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
 the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of
@@ -801,12 +803,15 @@ _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 # repays its own compile within about 50 forward + backward calls (benchmarks/bench_truncated_normal_methods.py
 # --icdf-passes and --first-calls measure both)
 _ICDF_PASS_FROM = 32768
+# the same for the cdf and its gradients: its pass's nine kinds of loops compile for far longer than the per-element
+# kernel (reports/speed.md section 9, "The first call of a fresh process")
+_CDF_PASS_FROM = 32768
 
 
 def _per_element(inverse: bool, route: str, n: int) -> bool:
     """Whether a call of ``n`` elements on ``route`` (tnlib.distributions.cpu_route's) takes the per-element kernel
     alone rather than the vectorized pass."""
-    return route == "per-element" or (inverse and route == "kernels" and n < _ICDF_PASS_FROM)
+    return route == "per-element" or (route == "kernels" and n < (_ICDF_PASS_FROM if inverse else _CDF_PASS_FROM))
 
 
 def _cdf_values(inverse: bool, route: str, value, loc, scale, low, high) -> torch.Tensor:
@@ -853,9 +858,9 @@ def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.
     """The CDF at ``value`` (with ``inverse``, the icdf of ``value``) of TN(loc, scale, low, high), all five CPU
     tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
     from the kernel. On the "kernels" ``route`` (tnlib.distributions.cpu_route's) the CDF and its gradients take the
-    vectorized pass, and the per-element kernel only on the elements that pass leaves to it (the far tails, values
-    outside the support: the module's docstring says which); so do the icdf and its gradients, with their own pass,
-    from _ICDF_PASS_FROM elements on. The "per-element" route takes the per-element kernel alone, the "vectorized"
+    vectorized pass from _CDF_PASS_FROM elements on, and the per-element kernel only on the elements that pass leaves
+    to it (the far tails, values outside the support: the module's docstring says which); so do the icdf and its
+    gradients, with their own pass, from _ICDF_PASS_FROM elements on; a smaller batch takes the per-element kernel. The "per-element" route takes the per-element kernel alone, the "vectorized"
     one the passes at every size."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):

@@ -44,7 +44,7 @@ from tnlib.distributions._regimes import _LOG_SQRT_2PI, _Core, _FastCore, _core,
 from tnlib.distributions._sampling import _proposals, _sample_canonical
 from tnlib.distributions._statistics import _standardized_variance
 
-__all__ = ["CPU_ROUTES", "TruncatedNormal", "cpu_route", "icdf_pass_from", "torch_route"]
+__all__ = ["CPU_ROUTES", "TruncatedNormal", "cdf_pass_from", "cpu_route", "icdf_pass_from", "torch_route"]
 
 
 def _is_vmapped(tensor: torch.Tensor) -> bool:
@@ -93,11 +93,13 @@ def cpu_route(route: str):
 
     * ``"kernels"``: the compiled kernels, each method's vectorized pass where it has one and the per-element kernel
       for the elements the pass leaves; the icdf (and so rsample) and its gradients take the per-element kernel
-      alone below :func:`icdf_pass_from` elements, where the pass's compile would dominate a process's first call;
+      alone below :func:`icdf_pass_from` elements, and the cdf and its gradients below :func:`cdf_pass_from`,
+      where the pass's compile would dominate a process's first call;
     * ``"torch"``: the torch route, the autograd functions other devices than the CPU take;
     * ``"per-element"``: the kernels, with the cdf, the icdf and their gradients by the per-element kernel alone
       (the reference the vectorized passes are tested against);
-    * ``"vectorized"``: the kernels, with the icdf and its gradients by the vectorized pass at every batch size.
+    * ``"vectorized"``: the kernels, with the cdf, the icdf and their gradients by the vectorized passes at every
+      batch size.
 
     Every route gives the same values to rounding; what the benchmarks time against each other, through the public
     class. Not thread-safe: the route is the process's, not a thread's."""
@@ -115,6 +117,11 @@ def torch_route():
     """``cpu_route("torch")``: within it, a CPU call of every statistic takes the torch route (the autograd functions
     other devices take) instead of the compiled kernels."""
     return cpu_route("torch")
+
+
+def cdf_pass_from() -> int:
+    """The batch size from which a CPU cdf on the "kernels" route takes the vectorized pass."""
+    return _cdf_kernels()._CDF_PASS_FROM
 
 
 def icdf_pass_from() -> int:
