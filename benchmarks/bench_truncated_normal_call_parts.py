@@ -82,35 +82,20 @@ def _normal_pairs(loc, scale, low, high, key, out):
 
 
 @numba.njit(error_model="numpy")
-def _classify_icdf(prob, loc, scale, low, high):
-    arrays = (prob, loc, scale, low, high)
-    columns = np.empty((6, _CHUNK))
-    kinds = np.empty(_CHUNK, dtype=np.uint8)
-    starts = np.empty(ICDF_KINDS + 1, dtype=np.int64)
-    ends = np.empty(ICDF_KINDS, dtype=np.int64)
-    order = np.empty(_CHUNK, dtype=np.uint16)
-    in_order = 0
-    n = prob.shape[0]
-    for first in range(0, n, _CHUNK):
-        last = min(first + _CHUNK, n)
-        classify_icdf(first, last, arrays, kinds, starts)
-        in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
-    return in_order
-
-
-@numba.njit(error_model="numpy")
-def _classify_cdf(value, loc, scale, low, high):
+def _classify(classify, kind_count, value, loc, scale, low, high):
+    """Each chunk's elements gathered by kind as the pass does it (classify_cdf or classify_icdf, then
+    gather_by_kind), alone; the chunks a single kind copied in order."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     kinds = np.empty(_CHUNK, dtype=np.uint8)
-    starts = np.empty(CDF_KINDS + 1, dtype=np.int64)
-    ends = np.empty(CDF_KINDS, dtype=np.int64)
+    starts = np.empty(kind_count + 1, dtype=np.int64)
+    ends = np.empty(kind_count, dtype=np.int64)
     order = np.empty(_CHUNK, dtype=np.uint16)
     in_order = 0
     n = value.shape[0]
     for first in range(0, n, _CHUNK):
         last = min(first + _CHUNK, n)
-        classify_cdf(first, last, arrays, kinds, starts)
+        classify(first, last, arrays, kinds, starts)
         in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
     return in_order
 
@@ -135,11 +120,13 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     if method == "cdf":
         parts |= {"call": lambda: make().cdf(t["x"]),
                   "kernel": lambda: _cdf_kernels._cdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify_cdf(*arrays), "float64 floor": lambda: _two_erfcs(*arrays, out)}
+                  "classify": lambda: _classify(classify_cdf, CDF_KINDS, *arrays),
+                  "float64 floor": lambda: _two_erfcs(*arrays, out)}
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),
                   "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify_icdf(*arrays), "float64 floor": lambda: _one_ndtri(*arrays, out)}
+                  "classify": lambda: _classify(classify_icdf, ICDF_KINDS, *arrays),
+                  "float64 floor": lambda: _one_ndtri(*arrays, out)}
     elif method == "cdf+grad":  # forward and backward, gradients to the value, loc and scale: the call alone
         def forward_backward():
             value, loc, scale = (t[k].clone().requires_grad_() for k in ("x", "loc", "scale"))
