@@ -1,6 +1,6 @@
 """tnlib.notebook.exercise_checks: the expected answers against scipy and mpmath, what a check cell says to right,
-approximate, wrong and missing answers, and the classroom notebook's check cells (one per checked exercise, kept in
-the students' copy)."""
+approximate, wrong and missing answers (numbers, and exercise 8's samplers), and the classroom notebook's check cells
+(one per checked exercise, kept in the students' copy)."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,13 @@ import re
 from pathlib import Path
 
 import mpmath
+import numpy as np
 import pytest
 from scipy import optimize, stats
 
 from tnlib.notebook import exercise_checks
-from tnlib.notebook.exercise_checks import check_answer, expected_answers
+from tnlib.notebook.distribution_properties import naive_inverse_cdf_samples
+from tnlib.notebook.exercise_checks import TAIL_SAMPLER, check_answer, checked_exercises, expected_answers
 from tnlib.notebook.handout import student_copy
 
 CLASSROOM = Path(__file__).resolve().parents[2] / "notebooks" / "statistics_of_heuristic_learning.ipynb"
@@ -54,6 +56,19 @@ def test_expected_answers_agree_with_scipy_and_mpmath():
         assert answers[10].value == pytest.approx(float(far), abs=1e-9)
 
 
+def test_the_seeds_exercise_counts_the_first_seed_number_whose_t_interval_leaves_zero_out():
+    d = exercise_checks.section_8d_differences()
+    assert len(d) == 5
+    needed = int(expected_answers()[11].value)
+    half_width = lambda n: stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n)
+    assert half_width(needed) < abs(d.mean()) <= half_width(needed - 1)
+    # five seeds leave 0 in: the exercise's point
+    five = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert five.low < 0 < five.high
+    with_normal, z = expected_answers()[11].near, stats.norm.ppf(0.975)
+    assert z * d.std(ddof=1) / math.sqrt(with_normal) < abs(d.mean()) <= z * d.std(ddof=1) / math.sqrt(with_normal - 1)
+
+
 @pytest.mark.parametrize("exercise", sorted(expected_answers()))
 def test_a_check_says_correct_or_not_yet_and_never_gives_the_answer_away(exercise):
     expected = expected_answers()[exercise]
@@ -77,9 +92,52 @@ def test_the_open_bound_approximation_is_called_close_with_what_to_do_next():
     assert "correct" not in check_answer(4, approximation)
 
 
-def test_an_exercise_without_a_number_to_check_is_refused_naming_those_with_one():
-    with pytest.raises(ValueError, match=r"exercise 7 has no number to check; exercises with a check: 1, 2, 3, 4, 10"):
+def test_an_exercise_without_a_check_is_refused_naming_those_with_one():
+    with pytest.raises(ValueError, match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11"):
         check_answer(7, 1.0)
+
+
+def _robert_tail_sampler(a, b, count, seed, accept=True, reject_above_b=True):
+    """Exercise 8's solution (and, with a step left out, two wrong ones): exponential proposals from a, kept
+    with probability exp(-(z - lambda)^2 / 2) and below b."""
+    rng, lam, kept = np.random.default_rng(seed), (a + math.sqrt(a * a + 4)) / 2, []
+    while len(kept) < count:
+        z = a + rng.exponential(1 / lam, count)
+        keep = rng.random(count) < (np.exp(-(z - lam) ** 2 / 2) if accept else 1.0)
+        kept.extend(z[keep & (z <= b) if reject_above_b else keep])
+    return np.array(kept[:count])
+
+
+def test_the_tail_sampler_check_reference_is_the_exact_tail_cdf():
+    for low, high in TAIL_SAMPLER.tails:
+        x = np.linspace(low, high, 7)[1:-1]
+        p_value, _ = exercise_checks._kolmogorov_smirnov(x, low, high)
+        with mpmath.workdps(40):
+            tail = lambda t: mpmath.erfc(mpmath.mpf(t) / mpmath.sqrt(2))
+            exact = [float((tail(low) - tail(v)) / (tail(low) - tail(high))) for v in x]
+        statistic = max(max(r - f for r, f in zip(np.arange(1, 6) / 5, exact)),
+                        max(f - r + 0.2 for r, f in zip(np.arange(1, 6) / 5, exact)))
+        assert p_value == pytest.approx(stats.kstwo.sf(statistic, 5), rel=1e-9)
+
+
+def test_a_right_tail_sampler_is_called_correct_on_both_tails():
+    message = check_answer(8, _robert_tail_sampler)
+    assert message.startswith("Exercise 8: correct") and "[9, 10]" in message and "[0, 2.5]" in message
+
+
+@pytest.mark.parametrize("sampler, says", [
+    (None, "no answer yet"),
+    (3.0, "is not a function"),
+    (lambda a, b, count, seed: 1 / 0, "raised ZeroDivisionError"),
+    (lambda a, b, count, seed: np.full(3, a), "should return count = 4000 draws"),
+    (lambda a, b, count, seed: naive_inverse_cdf_samples(0.0, 1.0, a, b, count, seed), "not finite"),
+    (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, reject_above_b=False), "outside [0, 2.5]"),
+    (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, accept=False), "too far from a"),
+    (lambda a, b, count, seed: np.random.default_rng(seed).uniform(a, b, count), "on [9, 10] the draws fail"),
+], ids=["missing", "not-callable", "raises", "wrong-count", "inverse-cdf", "ignores-b", "no-acceptance", "uniform"])
+def test_a_wrong_tail_sampler_is_told_what_is_wrong_without_passing(sampler, says):
+    message = check_answer(8, sampler)
+    assert says in message and "correct" not in message, message
 
 
 def test_the_classroom_notebook_has_a_check_cell_under_each_checked_exercise_and_the_handout_keeps_them():
@@ -97,7 +155,7 @@ def test_the_classroom_notebook_has_a_check_cell_under_each_checked_exercise_and
             # the answer starts empty: the cell asks for one instead of checking the teacher's
             assert re.search(rf"^exercise_{exercise} = None\b", source, re.M), source
             checked[exercise] = source
-    assert sorted(checked) == sorted(expected_answers())
+    assert sorted(checked) == checked_exercises()
     student, _ = student_copy(notebook)
     kept = {"".join(cell["source"]) for cell in student["cells"] if cell["cell_type"] == "code"}
     assert set(checked.values()) <= kept

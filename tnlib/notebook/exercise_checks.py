@@ -1,6 +1,6 @@
-"""The classroom notebook's answer checks: a student writes a number into the cell under an exercise and runs it;
-:func:`check_answer` says whether it is right, how far off it is and what to look at again, without giving the
-answer away. The check cells are code, so ``tnlib handout`` keeps them in the students' copy (the folded solutions
+"""The classroom notebook's answer checks: a student writes a number (or, for exercise 8, a sampler) into the cell
+under an exercise and runs it; :func:`check_answer` says whether it is right, on which side it is off and what to
+look at again, without giving the answer away. The check cells are code, so ``tnlib handout`` keeps them in the students' copy (the folded solutions
 it leaves out are Markdown).
 
 Each expected answer is computed here by tnlib (the Truncated Gaussian's statistics, the notebook's own
@@ -14,11 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy import stats
 from scipy.optimize import brentq
 from torch.distributions import Laplace
 
+from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE
 from tnlib.notebook.classroom_demos import nll_versus_scale
 from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_normal
+from tnlib.notebook.notebook_parameters import ClassroomParameters
+from tnlib.notebook.seed_comparison import committed_seed_values
 from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
 
 
@@ -75,6 +79,29 @@ def _far_tail_mean(low: float, loc: float, scale: float) -> float:
         return float(truncated_normal(loc, scale, low, math.inf).mean)
 
 
+def section_8d_differences() -> np.ndarray:
+    """Exercise 11: the per-seed differences TN - N (test MSE) of section 8d's default report and cell."""
+    defaults = ClassroomParameters()
+    values = committed_seed_values(defaults.seed_report, defaults.seed_cell)
+    return np.array([values["TN"][seed] - values["N"][seed] for seed in sorted(set(values["TN"]) & set(values["N"]))])
+
+
+def seeds_to_exclude_zero(differences: np.ndarray, quantile) -> int:
+    """Exercise 11 (b): the fewest seeds n whose interval mean +- quantile(n) * sd / sqrt(n) leaves 0 out, were
+    the mean and the sample standard deviation of ``differences`` to stay as they are (``quantile(n)``: the t
+    quantile with n - 1 degrees of freedom, or the normal's, which every n shares)."""
+    mean, spread = abs(float(differences.mean())), float(differences.std(ddof=1))
+    return next(n for n in range(2, 100_000) if quantile(n) * spread / math.sqrt(n) < mean)
+
+
+def _t_quantile(n: int) -> float:
+    return float(stats.t.ppf(0.5 + PAIRED_CONFIDENCE / 2, n - 1))
+
+
+def _normal_quantile(n: int) -> float:
+    return float(stats.norm.ppf(0.5 + PAIRED_CONFIDENCE / 2))
+
+
 # Exercise 10's state: section 8c's largest test state (l = 36, the open bound l - 0.1, the network's mu).
 EXERCISE_10_BOUND, EXERCISE_10_LOC = 36.0 - OPEN_BOUND_EPSILON, 12.43
 # Exercise 4's example: section 6's demonstration (h* = l = 5, sigma = 1, the paper's epsilon).
@@ -108,8 +135,99 @@ def expected_answers() -> dict[int, ExpectedAnswer]:
         ExpectedAnswer(10, f"the mean of TN({EXERCISE_10_LOC:g}, 1/sqrt(2), {EXERCISE_10_BOUND:g}, inf)",
                        _far_tail_mean(EXERCISE_10_BOUND, EXERCISE_10_LOC, FIXED_SIGMA), 1e-3,
                        "the mean lies a little above a: by about sigma^2 / (a - mu)"),
+        _seeds_answer(),
     ]
     return {answer.exercise: answer for answer in answers}
+
+
+def _seeds_answer() -> ExpectedAnswer:
+    """Exercise 11 (b), with the normal quantile's count as the near miss (the t quantile's is larger)."""
+    differences = section_8d_differences()
+    with_normal = seeds_to_exclude_zero(differences, _normal_quantile)
+    return ExpectedAnswer(11, "the number of seeds the paired interval needs to leave 0 out (part b)",
+                          float(seeds_to_exclude_zero(differences, _t_quantile)), 0.5,
+                          "try n = 6, 7, ...: the half-width t(0.975, n - 1) s_d / sqrt(n) must fall below |mean d|",
+                          near=float(with_normal),
+                          near_note=f"{with_normal} is what the normal's {_normal_quantile(2):.2f} gives; with n seeds the interval "
+                                    "takes the t quantile with n - 1 degrees of freedom, which is larger")
+
+
+@dataclass(frozen=True)
+class TailSamplerExercise:
+    """Exercise 8: the student's ``sampler(a, b, count, seed)`` must return ``count`` draws of the standard
+    normal's tail [a, b] that pass a Kolmogorov-Smirnov test against the exact (tnlib's) CDF at ``p_floor``, on
+    each of ``tails``: far out, where the textbook inverse CDF returns inf and the tail is nearly exponential, and
+    near the mode, where an exponential without the acceptance step is visibly wrong."""
+
+    exercise: int = 8
+    tails: tuple[tuple[float, float], ...] = ((9.0, 10.0), (0.0, 2.5))
+    count: int = 4_000
+    seed: int = 1
+    p_floor: float = 5e-4  # a right sampler fails one seed in a thousand (two tails)
+
+
+TAIL_SAMPLER = TailSamplerExercise()
+
+
+def checked_exercises() -> list[int]:
+    """Every exercise whose check cell :func:`check_answer` answers."""
+    return sorted([*expected_answers(), TAIL_SAMPLER.exercise])
+
+
+def _tail_draws(sampler: object, low: float, high: float) -> tuple[np.ndarray | None, str]:
+    """The sampler's draws of the tail [low, high] as floats, or None and what is wrong with them."""
+    count, seed = TAIL_SAMPLER.count, TAIL_SAMPLER.seed
+    try:
+        draws = np.asarray(sampler(low, high, count, seed), dtype=np.float64)  # type: ignore[operator]
+    except Exception as error:  # the student's code: report whatever it raised
+        return None, f"sampler({low:g}, {high:g}, {count}, {seed}) raised {error!r}"
+    if draws.shape != (count,):
+        return None, f"sampler(a, b, count, seed) should return count = {count} draws, got shape {draws.shape}"
+    if not np.isfinite(draws).all():
+        return None, (f"on [{low:g}, {high:g}] {int((~np.isfinite(draws)).sum())} draws are not finite. Hint: this "
+                      "is the textbook inverse CDF's failure (section 5b); propose z = a + E / lambda instead")
+    outside = int(((draws < low) | (draws > high)).sum())
+    if outside:
+        return None, f"{outside} draws lie outside [{low:g}, {high:g}]. Hint: reject proposals z > b"
+    return draws, ""
+
+
+def _kolmogorov_smirnov(draws: np.ndarray, low: float, high: float) -> tuple[float, bool]:
+    """The p-value of the one-sample KS test of ``draws`` against TN(0, 1, low, high)'s exact CDF, and whether the
+    draws sit farther from ``low`` on average than the distribution's mean."""
+    with single_thread():
+        tail = truncated_normal(0.0, 1.0, low, high)
+        exact_cdf = tail.cdf(torch.from_numpy(np.sort(draws))).numpy()
+        too_far = bool(draws.mean() > float(tail.mean))
+    count = len(draws)
+    ranks = np.arange(1, count + 1) / count
+    statistic = float(max((ranks - exact_cdf).max(), (exact_cdf - ranks + 1 / count).max()))
+    return float(stats.kstwo.sf(statistic, count)), too_far
+
+
+def _check_tail_sampler(sampler: object) -> str:
+    """What exercise 8's check cell prints for ``sampler`` (None: not answered yet)."""
+    check, name = TAIL_SAMPLER, f"Exercise {TAIL_SAMPLER.exercise}"
+    if sampler is None:
+        return (f"{name}: no answer yet. Set the variable above to your sampler, a function sampler(a, b, count, seed) "
+                "returning count draws of the standard normal's tail [a, b], and run this cell again.")
+    if not callable(sampler):
+        return f"{name}: not yet -- {sampler!r} is not a function; the cell wants the sampler itself."
+    p_values = []
+    for low, high in check.tails:
+        draws, problem = _tail_draws(sampler, low, high)
+        if draws is None:
+            return f"{name}: not yet -- {problem}."
+        p_value, too_far = _kolmogorov_smirnov(draws, low, high)
+        if p_value < check.p_floor:
+            side = "too far from a" if too_far else "too close to a"
+            return (f"{name}: not yet -- on [{low:g}, {high:g}] the draws fail a Kolmogorov-Smirnov test against the "
+                    f"exact CDF (p = {p_value:.1e}); they sit {side} on average. Hint: E is exponential with mean 1, "
+                    "lambda = (a + sqrt(a^2 + 4)) / 2, and z is kept with probability exp(-(z - lambda)^2 / 2). "
+                    "(A right sampler fails one seed in a thousand: try seed + 1 inside your function to see.)")
+        p_values.append(p_value)
+    tails = " and ".join(f"[{low:g}, {high:g}] (p = {p:.2g})" for (low, high), p in zip(check.tails, p_values))
+    return f"{name}: correct -- {check.count} draws on {tails} pass a Kolmogorov-Smirnov test against the exact CDF."
 
 
 def _as_number(answer: object) -> float | None:
@@ -126,11 +244,14 @@ def _as_number(answer: object) -> float | None:
 def check_answer(exercise: int, answer: object) -> str:
     """What the check cell of ``exercise`` prints for ``answer`` (a number; None: not answered yet): "correct",
     "close" (an approximation the exercise derives) or "not yet", with on which side and a hint -- never the
-    answer, nor how far off (which would give it away). A ValueError for an exercise that has no check."""
+    answer, nor how far off (which would give it away). Exercise 8 takes the student's sampler instead of a number.
+    A ValueError for an exercise that has no check."""
+    if exercise == TAIL_SAMPLER.exercise:
+        return _check_tail_sampler(answer)
     expected = expected_answers().get(exercise)
     if expected is None:
-        raise ValueError(f"exercise {exercise} has no number to check; exercises with a check: "
-                         f"{', '.join(map(str, sorted(expected_answers())))}")
+        raise ValueError(f"exercise {exercise} has nothing to check; exercises with a check: "
+                         f"{', '.join(map(str, checked_exercises()))}")
     name = f"Exercise {exercise}"
     number = _as_number(answer)
     if answer is None:
