@@ -1,7 +1,8 @@
-"""Where one call of the Truncated Normal's cdf, icdf and sample goes, on the peer benchmark's inputs, ns an element.
+"""Where one call of the Truncated Normal's cdf, icdf, sample and log_prob goes, on the peer benchmark's inputs, ns
+an element.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_call_parts.py [--points 100000] [--repeats 15]
-        [--regimes moderate,narrow,"one-sided far"] [--methods cdf,icdf,sample,cdf+grad] [--clock cpu]
+        [--regimes moderate,narrow,"one-sided far"] [--methods cdf,icdf,sample,cdf+grad,log_prob+grad] [--clock cpu]
 
 Per regime of benchmarks/bench_truncated_normal_peers.py (float32, each element its own distribution), the medians
 of ``--repeats`` interleaved timings, one thread, of:
@@ -21,6 +22,10 @@ of ``--repeats`` interleaved timings, one thread, of:
   and conversion floor.
 
 ``--methods cdf+grad`` times the cdf's call forward and backward (gradients to the value, loc and scale) alone.
+``--methods log_prob+grad`` times log_prob as the peer benchmark does (forward and backward, gradients to loc and
+scale; ``call``), its forward alone (``forward``), and as ``kernel`` the compiled pass with the derivatives on the
+same float32 arrays; ``classify`` is its chunks' classification and gathering by kind (tnlib.distributions._kernels,
+_classify_log_prob and gather_by_kind).
 ``call`` less ``kernel`` is the wrapper (construction, checks, views, allocation, output); ``kernel`` less the floor
 is what the pass spends beyond the special functions a float64 computation needs.
 """
@@ -40,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions import _cdf_kernels, _sample_kernels, _vector_math  # noqa: E402
+from tnlib.distributions import _cdf_kernels, _kernels, _sample_kernels, _vector_math  # noqa: E402
 from tnlib.distributions._cdf_vector import CDF_KINDS, classify_cdf, gather_by_kind  # noqa: E402
 from tnlib.distributions._icdf_vector import ICDF_KINDS, classify_icdf, ndtri_lower  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
@@ -83,8 +88,8 @@ def _normal_pairs(loc, scale, low, high, key, out):
 
 @numba.njit(error_model="numpy")
 def _classify(classify, kind_count, value, loc, scale, low, high):
-    """Each chunk's elements gathered by kind as the pass does it (classify_cdf or classify_icdf, then
-    gather_by_kind), alone; the chunks a single kind copied in order."""
+    """Each chunk's elements gathered by kind as the pass does it (classify_cdf, classify_icdf or log_prob's
+    _classify_log_prob, then gather_by_kind), alone; the chunks a single kind copied in order."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     kinds = np.empty(_CHUNK, dtype=np.uint8)
@@ -127,6 +132,18 @@ def _parts(method: str, v: dict, t: dict) -> dict:
                   "kernel": lambda: _cdf_kernels._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
                   "classify": lambda: _classify(classify_icdf, ICDF_KINDS, *arrays),
                   "float64 floor": lambda: _one_ndtri(*arrays, out)}
+    elif method == "log_prob+grad":  # forward and backward, gradients to loc and scale, as the peer benchmark's
+        slopes = np.empty((5, n), dtype=np.float32)
+
+        def log_prob(backward):
+            loc, scale = t["loc"].clone().requires_grad_(), t["scale"].clone().requires_grad_()
+            lp = TruncatedNormal(loc, scale, t["low"], t["high"], validate_args=False).log_prob(t["x"])
+            if backward:
+                lp.sum().backward()
+
+        parts |= {"call": lambda: log_prob(True), "forward": lambda: log_prob(False),
+                  "kernel": lambda: _kernels._log_prob_serial(*arrays, out, slopes, *_kernels._CONSTANTS),
+                  "classify": lambda: _classify(_kernels._classify_log_prob, _kernels.LOG_PROB_KINDS, *arrays)}
     elif method == "cdf+grad":  # forward and backward, gradients to the value, loc and scale: the call alone
         def forward_backward():
             value, loc, scale = (t[k].clone().requires_grad_() for k in ("x", "loc", "scale"))
@@ -150,10 +167,10 @@ def main() -> None:
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
-    order = ("call", "construct", "views", "kernel", "classify", "float64 floor", "widen")
+    order = ("call", "forward", "construct", "views", "kernel", "classify", "float64 floor", "widen")
     print(f"{args.points:,} float32 elements, 1 thread, medians of {args.repeats} interleaved timings, "
           f"{args.clock} time, ns an element")
-    print(f"{'regime':<15s}{'method':<8s}" + "".join(f"{name:>15s}" for name in order))
+    print(f"{'regime':<15s}{'method':<14s}" + "".join(f"{name:>15s}" for name in order))
     rng = np.random.default_rng(0)
     for regime in ("moderate", "one-sided far", "narrow"):
         v = regime_inputs(regime, args.points, rng)  # (every regime drawn, so each one's inputs are the peers')
@@ -169,7 +186,7 @@ def main() -> None:
                     function()
                     times[name].append(clock() - started)
             medians = {name: float(np.median(times[name][1:])) / args.points * 1e9 for name in parts}
-            print(f"{regime:<15s}{method:<8s}"
+            print(f"{regime:<15s}{method:<14s}"
                   + "".join(f"{medians[name]:15.1f}" if name in medians else f"{'-':>15s}" for name in order),
                   flush=True)
 

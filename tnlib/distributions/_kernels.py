@@ -14,11 +14,14 @@ where six terms are below rounding. Compiled code is cached on disk (cache=True)
 The training loss is log_prob with no upper bound, forward and backward, on batches up to millions: its kernel computes
 the value and every derivative in one pass (the backward of KernelLogProb only scales them), in straight-line code the
 compiler vectorizes (four elements at once under AVX2, eight under AVX-512, both regimes formed and one kept, by the
-branch-free log, exp and erfcx of tnlib.distributions._vector_math), and sends the elements it does not hold for (a
-finite upper bound, an infinite lower one) on: those whose bounds straddle loc more than a scale apart, and narrow
-intervals, to two more vectorized passes (gathered into columns a chunk at a time: the straddling ones by erf, log and
-exp, the narrow ones by the Gauss-Legendre sums of the per-element branch), the rest to the per-element branches. On one
-thread it costs about what torch's Normal NLL does (benchmarks/bench_truncated_normal_loss.py).
+branch-free log, exp and erfcx of tnlib.distributions._vector_math), over each chunk of elements whose upper bounds
+are all infinite. A chunk with a finite upper bound has its elements classified by kind in a vectorized loop and
+gathered by kind into float64 columns, and each kind runs a straight-line loop of its own that forms the value and
+its derivatives together: bounds straddling loc more than a scale apart (two erfcx's and their Gaussian factors),
+narrow intervals (the stretch's Hermite series of tnlib.distributions._cdf_vector), no upper bound (the loop above);
+the rest (a wide interval on one side of loc, an infinite lower bound) and what those loops do not hold for go to
+the per-element branches. On one thread it costs about what torch's Normal NLL does
+(benchmarks/bench_truncated_normal_loss.py).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import torch
 from numpy.polynomial import chebyshev
 
 from tnlib.distributions import _vector_math
+from tnlib.distributions._cdf_vector import _stretch_moments, gather_by_kind
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2, _gauss_legendre
 from tnlib.kernel_cache import cache_by_folder_sources
 
@@ -280,146 +284,104 @@ def _straddles_loc(loc, s, low, high):
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _straddling_log_prob_element(x, loc, s, low, high):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that _straddles_loc, as
-    _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector
-    erf (Z >= 0.34 there: the interval holds loc and is over a scale wide), log Z by the vector log, E[t] = p_a -
-    p_b (within an ulp of p_a of the per-element branch's, as the derivative's size wants). log_prob is NaN where
-    it does not hold (a value outside [low, high] or not a number), for the caller to compute again. (The moment
-    kernels' _straddle_state forms the same Z, p_a and p_b: a forceinline function shared by the two passes would
-    be compiled for whichever comes first in a process, which moved the other's rounding by an ulp.)"""
+    _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: Z as 1 less the
+    two tails, each phi erfcx, the vector exp's Gaussian factors reused for p_a and p_b (Z >= 0.34 there: the
+    interval holds loc and is over a scale wide, so 1 less the tails cancels less than a bit), log(scale Z) by
+    the vector log, E[t] = p_a - p_b (within an ulp of p_a of the per-element branch's, as the derivative's size
+    wants). log_prob is NaN where it does not hold (a value outside [low, high] or not a number), for the caller
+    to compute again. (The moment kernels' _straddle_state forms Z, p_a and p_b by the vector erf: a forceinline
+    function shared by the two passes would be compiled for whichever comes first in a process, which moved the
+    other's rounding by an ulp.)"""
     a = (low - loc) / s
     b = (high - loc) / s
     t = (x - loc) / s
-    z = 0.5 * (_vector_math.erf(b * _SQRT_HALF) - _vector_math.erf(a * _SQRT_HALF))
-    log_z = _vector_math.log(max(z, 0.25))
-    p_a = _vector_math.exp(-0.5 * a * a - _LOG_SQRT_2PI - log_z)
-    p_b = _vector_math.exp(-0.5 * b * b - _LOG_SQRT_2PI - log_z)
-    lp = -_vector_math.log(s) - _LOG_SQRT_2PI - 0.5 * t * t - log_z
+    gauss_a = _vector_math.exp(-0.5 * a * a)  # sqrt(2 pi) phi(a)
+    gauss_b = _vector_math.exp(-0.5 * b * b)
+    tails = 0.5 * (gauss_a * _vector_math.erfcx(-a * _SQRT_HALF) + gauss_b * _vector_math.erfcx(b * _SQRT_HALF))
+    z = max(1.0 - tails, 0.25)
+    per_mass = 1.0 / (_SQRT_2PI * z)
+    p_a = gauss_a * per_mass
+    p_b = gauss_b * per_mass
+    lp = -_vector_math.log(s * z) - _LOG_SQRT_2PI - 0.5 * t * t
     held = (x >= low) & (x <= high)
-    return (lp if held else np.nan, -t / s, (t - p_a + p_b) / s, (-1.0 + t * t - a * p_a + b * p_b) / s, p_a / s,
-            -p_b / s)
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _straddling_log_prob_columns(count, columns, results):
-    """_straddling_log_prob_element of the first ``count`` elements of ``columns`` (rows value, loc, scale, low,
-    high) into the rows of ``results``; a contiguous loop the compiler vectorizes."""
-    for j in range(count):
-        element = _straddling_log_prob_element(columns[0, j], columns[1, j], columns[2, j], columns[3, j],
-                                               columns[4, j])
-        for k in range(6):
-            results[k, j] = element[k]
+    per_scale = 1.0 / s
+    return (lp if held else np.nan, -t * per_scale, (t - p_a + p_b) * per_scale,
+            (-1.0 + t * t - a * p_a + b * p_b) * per_scale, p_a * per_scale, -p_b * per_scale)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _narrow(loc, s, low, high):
     """Whether an element's interval is narrow (both bounds finite, w max(1, |a + w/2|) <= 1 in its canonical
-    frame, as _state decides): the elements _narrow_log_prob_columns holds for."""
+    frame, as _state decides): the elements _narrow_log_prob_element holds for."""
     flip = high <= loc
     a = ((-high if flip else low) - (-loc if flip else loc)) / s
     w = (high - low) / s
     return (w * max(1.0, abs(a + 0.5 * w)) <= 1.0) & (abs(low) < np.inf) & (abs(high) < np.inf)
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _narrow_log_prob_columns(count, columns, results, nodes, weights):
-    """log_prob and its derivatives, as _log_prob_element computes them, of the first ``count`` elements of
-    ``columns`` (rows value, loc, scale, low, high), all _narrow, into the rows of ``results``: the frame density's
-    mass, mean and variance by _state's Gauss-Legendre sums, with the nodes in the outer loops and the elements in
-    the inner ones, which the compiler vectorizes (_vector_math's exp and log in place of libm's). log_prob is NaN
-    where it does not hold (a value outside [low, high] or not a number), for the caller to compute again."""
-    a = np.empty(count)
-    top = np.empty(count)
-    mass = np.zeros(count)
-    moment = np.zeros(count)
-    var = np.zeros(count)
-    for e in range(count):
-        loc, s, low, high = columns[1, e], columns[2, e], columns[3, e], columns[4, e]
-        flip = high <= loc
-        a[e] = ((-high if flip else low) - (-loc if flip else loc)) / s
-        w = (high - low) / s
-        d_max = 90.0 / (math.sqrt(a[e] * a[e] + 90.0) + a[e])
-        top[e] = min(w, d_max) if a[e] >= 0 else w
-    terms = np.empty((nodes.shape[0], count))  # each node's weighted density, kept for the variance's sum
-    for j in range(nodes.shape[0]):
-        node, weight = nodes[j], weights[j]
-        for e in range(count):
-            r = top[e] * node
-            fw = _vector_math.exp(-r * (a[e] + 0.5 * r)) * weight
-            terms[j, e] = fw
-            mass[e] += fw
-            moment[e] += fw * r
-    for e in range(count):
-        moment[e] /= mass[e]  # (now the mean D)
-    for j in range(nodes.shape[0]):
-        node = nodes[j]
-        for e in range(count):
-            r = top[e] * node
-            var[e] += terms[j, e] * (r - moment[e]) ** 2
-    for e in range(count):
-        value, loc, s, low, high = columns[0, e], columns[1, e], columns[2, e], columns[3, e], columns[4, e]
-        flip = high <= loc
-        sign = -1.0 if flip else 1.0
-        x, c_loc, c_low, c_high = sign * value, sign * loc, -high if flip else low, -low if flip else high
-        w = (high - low) / s
-        m0 = mass[e] * top[e]
-        d_mean = moment[e]
-        p_a = 1.0 / m0
-        p_b = _vector_math.exp(-w * (a[e] + 0.5 * w)) / m0
-        d = (x - c_low) / s
-        xi = (x - c_loc) / s
-        lp = -_vector_math.log(s) - _vector_math.log(m0) - 0.5 * d * (d + 2.0 * a[e])
-        dl = d - d_mean
-        ds = dl * (2.0 * a[e] + d + d_mean) - var[e] / mass[e]
-        held = (x >= c_low) & (x <= c_high) & (m0 > 1e-290)
-        results[0, e] = lp if held else np.nan
-        results[1, e] = -xi * sign / s
-        results[2, e] = dl * sign / s
-        results[3, e] = ds / s
-        results[4, e] = (p_b if flip else p_a) / s
-        results[5, e] = -(p_a if flip else p_b) / s
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _narrow_log_prob_element(value, loc, s, low, high):
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element whose interval is _narrow, as
+    _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: the frame
+    density's mass, mean and variance by the stretch's Hermite series (tnlib.distributions._cdf_vector.
+    _stretch_moments, exact to rounding where the per-element branch takes 16 Gauss-Legendre nodes), log and exp
+    the vector ones. log_prob is NaN where it does not hold (a value outside [low, high] or not a number), for the
+    caller to compute again."""
+    flip = high <= loc
+    sign = -1.0 if flip else 1.0
+    x, c_loc, c_low, c_high = sign * value, sign * loc, -high if flip else low, -low if flip else high
+    a = (c_low - c_loc) / s
+    w = (high - low) / s
+    m0, d_mean, var = _stretch_moments(a, w)
+    p_a = 1.0 / m0
+    p_b = _vector_math.exp(-w * (a + 0.5 * w)) * p_a
+    d = (x - c_low) / s
+    xi = (x - c_loc) / s
+    norm = s * m0
+    lp = -_vector_math.log(norm) - 0.5 * d * (d + 2.0 * a)
+    dl = d - d_mean
+    ds = dl * (2.0 * a + d + d_mean) - var
+    held = (x >= c_low) & (x <= c_high) & (1e-290 < norm) & (norm < 1e290)
+    per_scale = 1.0 / s
+    signed = sign * per_scale
+    return (lp if held else np.nan, -xi * signed, dl * signed, ds * per_scale, (p_b if flip else p_a) * per_scale,
+            -(p_a if flip else p_b) * per_scale)
 
 
 _CHUNK = 1024  # elements gathered at a time for a vectorized loop (their columns stay in the first-level cache)
 
+# the kinds a chunk's elements are gathered by for log_prob's loops (_log_prob_kind), in the order gathered:
+# bounds straddling loc more than a scale apart, a narrow interval, no upper bound, and the rest (a wide interval
+# on one side of loc, an infinite lower bound), which the per-element branches take
+STRADDLING_LOG_PROB, NARROW_LOG_PROB, ONE_SIDED_LOG_PROB, OTHER_LOG_PROB = 0, 1, 2, 3
+LOG_PROB_KINDS = 4
+
 
 @numba.njit(cache=True, error_model="numpy")
-def _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights):
-    """log_prob (and where ``slopes`` has columns its derivatives) of the elements of [start, stop) that ``out``
-    marks by a NaN and that straddle loc (_straddles_loc) or are _narrow, gathered apart a chunk at a time into
-    float64 columns for their vectorized loops (_straddling_log_prob_columns, _narrow_log_prob_columns); those they
-    do not hold for stay NaN."""
-    left = 0
-    for i in range(start, stop):
-        left += math.isnan(out[i])
-    if left == 0:  # (every element had no upper bound, as in training: nothing to gather)
-        return
-    columns = np.empty((6, _CHUNK))
-    results = np.empty((6, _CHUNK))
-    want = slopes.shape[1] > 0
-    for narrow in (False, True):
-        i = start
-        while i < stop:
-            count = 0
-            while i < stop and count < _CHUNK:
-                if math.isnan(out[i]):
-                    element = (np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]))
-                    if _narrow(*element) if narrow else _straddles_loc(*element):
-                        columns[0, count] = value[i]
-                        for k in range(4):
-                            columns[k + 1, count] = element[k]
-                        columns[5, count] = i
-                        count += 1
-                i += 1
-            if narrow:
-                _narrow_log_prob_columns(count, columns, results, nodes, weights)
-            else:
-                _straddling_log_prob_columns(count, columns, results)
-            for j in range(count):
-                k = np.int64(columns[5, j])
-                out[k] = results[0, j]
-                if want:
-                    for row in range(5):
-                        slopes[row, k] = results[row + 1, j]
+def _classify_log_prob(start, stop, arrays, kinds, starts):
+    """The kind of each element of [start, stop) of the five ``arrays`` (value, loc, scale, low, high) into
+    ``kinds`` (STRADDLING_LOG_PROB ... OTHER_LOG_PROB), and into ``starts`` (LOG_PROB_KINDS + 1 rows) the row each
+    kind's elements start from once gathered by kind (_cdf_vector.gather_by_kind), the last the count. A loop the
+    compiler vectorizes (its divisions are the costly part)."""
+    loc, scale, low, high = arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop], arrays[4][start:stop]
+    n0 = n1 = n2 = 0
+    for j in range(stop - start):
+        element = (np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j]))
+        one_sided = element[3] == np.inf
+        narrow = _narrow(*element)
+        straddling = _straddles_loc(*element)
+        kind = (ONE_SIDED_LOG_PROB if one_sided else NARROW_LOG_PROB if narrow else
+                STRADDLING_LOG_PROB if straddling else OTHER_LOG_PROB)
+        kinds[j] = kind
+        # (a count a kind, each a reduction the loop keeps in vector registers)
+        n0 += kind == STRADDLING_LOG_PROB
+        n1 += kind == NARROW_LOG_PROB
+        n2 += kind == ONE_SIDED_LOG_PROB
+    starts[0] = 0
+    starts[1] = n0
+    starts[2] = n0 + n1
+    starts[3] = n0 + n1 + n2
+    starts[4] = stop - start
 
 
 # fastmath's "contract" only: a * b + c may be one fused multiply-add (rounded once instead of twice)
@@ -430,22 +392,71 @@ _FMA = {"contract"}
 def _one_sided_pass(start, stop, value, loc, scale, low, high, out, slopes):
     """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives into its
     five rows, every element taken as one without an upper bound, by a straight-line loop the compiler vectorizes;
-    NaN where that does not hold."""
+    NaN where that does not hold. (The loop indexes views from ``start``: an index from a start the compiler
+    cannot prove non-negative takes numpy's wraparound, which keeps the loop from vectorizing, 5x slower.)"""
+    value, loc, scale, low = value[start:stop], loc[start:stop], scale[start:stop], low[start:stop]
+    high, its_out = high[start:stop], out[start:stop]
     if slopes.shape[1] > 0:
-        for i in range(start, stop):
+        dx_row, dl_row, ds_row, da_row, db_row = (slopes[0][start:stop], slopes[1][start:stop],
+                                                  slopes[2][start:stop], slopes[3][start:stop],
+                                                  slopes[4][start:stop])
+        for i in range(stop - start):
             lp, dx, dl, ds, da, held = _one_sided_element(
                 np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
-            out[i] = lp if held and high[i] == np.inf else np.nan
-            slopes[0, i] = dx
-            slopes[1, i] = dl
-            slopes[2, i] = ds
-            slopes[3, i] = da
-            slopes[4, i] = 0.0
+            its_out[i] = lp if held and high[i] == np.inf else np.nan
+            dx_row[i] = dx
+            dl_row[i] = dl
+            ds_row[i] = ds
+            da_row[i] = da
+            db_row[i] = 0.0
     else:
-        for i in range(start, stop):
+        for i in range(stop - start):
             lp, _, _, _, _, held = _one_sided_element(
                 np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]))
-            out[i] = lp if held and high[i] == np.inf else np.nan
+            its_out[i] = lp if held and high[i] == np.inf else np.nan
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _kind_rows(matrix, starts, kind):
+    """The six rows of ``matrix`` over one kind's elements (gather_by_kind's ``starts``), as views from its first: a
+    loop indexing them from a count the compiler cannot prove non-negative takes numpy's wraparound there."""
+    first, last = starts[kind], starts[kind + 1]
+    return (matrix[0][first:last], matrix[1][first:last], matrix[2][first:last], matrix[3][first:last],
+            matrix[4][first:last], matrix[5][first:last])
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+def _log_prob_kinds(starts, columns, results, want):
+    """log_prob (and with ``want`` its five derivatives) of a chunk's elements gathered by kind (gather_by_kind,
+    _classify_log_prob's kinds from the rows ``starts`` says) into the rows of ``results``, NaN where not held: a
+    loop the compiler vectorizes a kind, each forming its own kind's formulas alone (_straddling_log_prob_element,
+    _narrow_log_prob_element, _one_sided_element); the rest (OTHER_LOG_PROB) left NaN."""
+    value, loc, scale, low, high, _ = _kind_rows(columns, starts, STRADDLING_LOG_PROB)
+    r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, STRADDLING_LOG_PROB)
+    if want:
+        for j in range(r0.shape[0]):
+            r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _straddling_log_prob_element(value[j], loc[j], scale[j],
+                                                                                    low[j], high[j])
+    else:
+        for j in range(r0.shape[0]):
+            r0[j] = _straddling_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])[0]
+    value, loc, scale, low, high, _ = _kind_rows(columns, starts, NARROW_LOG_PROB)
+    r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, NARROW_LOG_PROB)
+    if want:
+        for j in range(r0.shape[0]):
+            r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _narrow_log_prob_element(value[j], loc[j], scale[j], low[j],
+                                                                                high[j])
+    else:
+        for j in range(r0.shape[0]):
+            r0[j] = _narrow_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])[0]
+    value, loc, scale, low, high, _ = _kind_rows(columns, starts, ONE_SIDED_LOG_PROB)
+    r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, ONE_SIDED_LOG_PROB)
+    for j in range(r0.shape[0]):
+        lp, dx, dl, ds, da, held = _one_sided_element(value[j], loc[j], scale[j], low[j])
+        r0[j] = lp if held else np.nan
+        r1[j], r2[j], r3[j], r4[j], r5[j] = dx, dl, ds, da, 0.0
+    r0 = _kind_rows(results, starts, OTHER_LOG_PROB)[0]
+    r0[:] = np.nan
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
@@ -454,13 +465,46 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, slopes, tabl
     """log_prob of elements [start, stop) into ``out``, and where ``slopes`` has columns its derivatives w.r.t.
     (value, loc, scale, low, high) into its five rows.
 
-    A first loop, straight-line and vectorized, computes every element as one without an upper bound
-    (_one_sided_pass); the elements that are not (none in the paper's training), which it marks by a NaN, go to the
-    two-sided vectorized passes where they straddle loc (_straddles_loc) or are _narrow (_two_sided_log_prob_pass),
-    and those left to a last loop, each in its own regime."""
-    _one_sided_pass(start, stop, value, loc, scale, low, high, out, slopes)
-    _two_sided_log_prob_pass(start, stop, value, loc, scale, low, high, out, slopes, nodes, weights)
+    Chunk by chunk: a chunk whose upper bounds are all infinite (the paper's training) takes _one_sided_pass, a
+    straight-line loop the compiler vectorizes, in place; any other has its elements' kinds found by a vectorized
+    loop (_classify_log_prob), gathered by kind into float64 columns (a chunk of one kind copied in order, by a
+    loop that vectorizes) and each kind computed by a loop of its own (_log_prob_kinds). The elements these mark by
+    a NaN (a wide interval on one side of loc, an infinite lower bound, a value outside the support) go to a last
+    loop, each in its own regime."""
+    arrays = (value, loc, scale, low, high)
     want = slopes.shape[1] > 0
+    columns = np.empty((6, _CHUNK))
+    results = np.empty((6, _CHUNK))
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(LOG_PROB_KINDS + 1, dtype=np.int64)
+    ends = np.empty(LOG_PROB_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)  # (rows within a chunk: _CHUNK is below 2^16)
+    for first in range(start, stop, _CHUNK):
+        last = min(first + _CHUNK, stop)
+        bounded = 0
+        its_high = high[first:last]  # (a view: see _one_sided_pass)
+        for j in range(last - first):
+            bounded += its_high[j] != np.inf
+        if bounded == 0:
+            _one_sided_pass(first, last, value, loc, scale, low, high, out, slopes)
+            continue
+        _classify_log_prob(first, last, arrays, kinds, starts)
+        in_order = gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
+        _log_prob_kinds(starts, columns, results, want)
+        rows = 6 if want else 1
+        if in_order:
+            for k in range(rows):
+                its_out = out[first:last] if k == 0 else slopes[k - 1][first:last]
+                its_results = results[k]
+                for j in range(last - first):
+                    its_out[j] = its_results[j]
+        else:
+            for j in range(last - first):
+                i = np.int64(columns[5, j])
+                out[i] = results[0, j]
+                if want:
+                    for k in range(5):
+                        slopes[k, i] = results[k + 1, j]
     for i in range(start, stop):
         if not math.isnan(out[i]):
             continue
