@@ -772,6 +772,30 @@ def _two_sided_columns(regime: str, n: int, rng) -> tuple[np.ndarray, ...]:
     return a, b, rng.uniform(-1e3, 1e3, n), np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_one_sided_elements_log_prob_does_not_depend_on_its_neighbours(dtype):
+    # a chunk of one-sided elements takes the one-sided loop in place; beside two-sided elements they are gathered
+    # by kind into columns: the same values and derivatives, bit for bit
+    rng = np.random.default_rng(61)
+    n = 5000
+    loc, scale, a = rng.uniform(-5.0, 5.0, n), np.exp(rng.uniform(-3.0, 3.0, n)), rng.uniform(-3.0, 60.0, n)
+    low = loc + a * scale
+    value = low + scale * rng.exponential(1.0, n) / np.maximum(1.0, a)
+    alone = [column.astype(dtype) for column in (value, loc, scale, low, np.full(n, np.inf))]
+    out, slopes = np.empty(n, dtype), np.empty((5, n), dtype)
+    _log_prob_serial(*alone, out, slopes, *_CONSTANTS)
+    # every other element a straddling one, TN(0, 1, -1, 2) at 0
+    mixed = []
+    for column, neighbour in zip(alone, (0.0, 0.0, 1.0, -1.0, 2.0)):
+        both = np.full(2 * n, neighbour, dtype)
+        both[0::2] = column
+        mixed.append(both)
+    mixed_out, mixed_slopes = np.empty(2 * n, dtype), np.empty((5, 2 * n), dtype)
+    _log_prob_serial(*mixed, mixed_out, mixed_slopes, *_CONSTANTS)
+    assert np.isfinite(out).all()
+    assert np.array_equal(mixed_out[0::2], out) and np.array_equal(mixed_slopes[:, 0::2], slopes)
+
+
 @pytest.mark.parametrize("regime", ["straddling", "narrow"])
 def test_two_sided_log_prob_passes_are_within_a_few_ulps_of_the_per_element_branches(regime):
     # values across the interval, a few outside it and a NaN
