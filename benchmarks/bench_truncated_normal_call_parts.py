@@ -10,10 +10,11 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``call``: the public call, the distribution built inside it, as the peer benchmark times it;
 * ``construct``: ``TruncatedNormal(...)`` alone (the argument checks; validate_args=False, as the peers run);
 * ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
-* ``kernel``: the compiled pass alone on the same float32 arrays (cdf and icdf: the vectorized pass, its regime
-  gathering included; sample: the serial blocks' passes);
-* ``classify``: the gathering of each chunk's elements by kind, alone (classify_cdf or classify_icdf, then
-  gather_by_kind);
+* ``kernel``: the compiled pass alone on the same float32 arrays (cdf: the float32 pass the call takes,
+  tnlib.distributions._cdf_float32's loops for a chunk of one kind and the vectorized pass for the others; icdf:
+  the vectorized pass, its regime gathering included; sample: the serial blocks' passes);
+* ``classify``: cdf: each chunk's kind looked at, alone (coarse_chunk_kind: one kind, or mixed); icdf: the
+  gathering of each chunk's elements by kind, alone (classify_icdf, then gather_by_kind);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
   Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: what one Box and
@@ -46,7 +47,8 @@ from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
 from tnlib.distributions import _cdf_kernels, _kernels, _sample_kernels, _vector_math  # noqa: E402
-from tnlib.distributions._cdf_vector import CDF_KINDS, classify_cdf, gather_by_kind  # noqa: E402
+from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
+from tnlib.distributions._cdf_vector import gather_by_kind  # noqa: E402
 from tnlib.distributions._icdf_vector import ICDF_KINDS, classify_icdf, ndtri_lower  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
@@ -88,8 +90,8 @@ def _normal_pairs(loc, scale, low, high, key, out):
 
 @numba.njit(error_model="numpy")
 def _classify(classify, kind_count, value, loc, scale, low, high):
-    """Each chunk's elements gathered by kind as the pass does it (classify_cdf, classify_icdf or log_prob's
-    _classify_log_prob, then gather_by_kind), alone; the chunks a single kind copied in order."""
+    """Each chunk's elements gathered by kind as the pass does it (classify_icdf or log_prob's _classify_log_prob,
+    then gather_by_kind), alone; the chunks a single kind copied in order."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     kinds = np.empty(_CHUNK, dtype=np.uint8)
@@ -103,6 +105,17 @@ def _classify(classify, kind_count, value, loc, scale, low, high):
         classify(first, last, arrays, kinds, starts)
         in_order += gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
     return in_order
+
+
+@numba.njit(error_model="numpy")
+def _chunk_kinds(value, loc, scale, low, high):
+    """Each chunk's kind as the float32 cdf looks at it first (coarse_chunk_kind), alone."""
+    arrays = (value, loc, scale, low, high)
+    kinds = 0
+    n = value.shape[0]
+    for first in range(0, n, _CHUNK):
+        kinds += coarse_chunk_kind(first, min(first + _CHUNK, n), arrays)
+    return kinds
 
 
 def _parts(method: str, v: dict, t: dict) -> dict:
@@ -124,8 +137,8 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     parts = {"construct": make, "views": views, "widen": lambda: _widen(*arrays, out)}
     if method == "cdf":
         parts |= {"call": lambda: make().cdf(t["x"]),
-                  "kernel": lambda: _cdf_kernels._cdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify(classify_cdf, CDF_KINDS, *arrays),
+                  "kernel": lambda: _cdf_kernels._cdf_float32_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
+                  "classify": lambda: _chunk_kinds(*arrays),
                   "float64 floor": lambda: _two_erfcs(*arrays, out)}
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),

@@ -21,6 +21,11 @@ and forward 0.3% of the tests' batch spread over every regime from 1e-6 to 1e3 s
 The gradients' pass runs on one thread (the forward's splits among torch's threads). A smaller batch takes the
 per-element kernel alone, whose compile is a small part of the pass's nine kinds of loops.
 
+A float32 batch's cdf takes the float32 pass instead (tnlib.distributions._cdf_float32): a chunk whose elements all
+straddle loc, or are all narrow intervals, by one loop over the arguments with special functions exact to about
+1e-12 (no gathering, a few divisions an element), the other chunks by the pass above; the result is the float64
+route's rounded to float32 but for an ulp on a few elements in 10^5 (that module says why).
+
 A CPU call of ``icdf`` (and so of ``rsample``) on a batch of _ICDF_PASS_FROM elements or more likewise runs first
 the vectorized pass of tnlib.distributions._icdf_vector, the per-element kernel's closed-form inversions (Phi^-1 of
 a straddling element, erf^-1 near a frame element's mode, Phi^-1 of a frame tail's mass); forward, the elements
@@ -39,6 +44,13 @@ import numba
 import numpy as np
 import torch
 
+from tnlib.distributions._cdf_float32 import (
+    NARROW_CHUNK,
+    STRADDLING_CHUNK,
+    coarse_chunk_kind,
+    narrow_chunk_coarse,
+    straddling_chunk_coarse,
+)
 from tnlib.distributions._cdf_vector import (
     CDF_KINDS,
     MIRRORED_NARROW_INTERVAL,
@@ -700,6 +712,40 @@ def _cdf_vector_parallel(value, loc, scale, low, high, out, table, nodes, weight
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _cdf_float32_block(start, stop, value, loc, scale, low, high, out, table, nodes, weights):
+    """The cdf of float32 elements [start, stop) into ``out``: a chunk of straddling elements alone or of narrow
+    intervals alone by its loop over the arguments (tnlib.distributions._cdf_float32), any other by the float64
+    route's pass (_pass_block); the elements those loops leave (NaN) by the per-element kernel."""
+    arrays = (value, loc, scale, low, high)
+    for first in range(start, stop, _CHUNK):
+        last = min(first + _CHUNK, stop)
+        kind = coarse_chunk_kind(first, last, arrays)
+        if kind == STRADDLING_CHUNK:
+            left = straddling_chunk_coarse(first, last, arrays, out)
+        elif kind == NARROW_CHUNK:
+            left = narrow_chunk_coarse(first, last, arrays, out)
+        else:
+            _pass_block(False, first, last, value, loc, scale, low, high, out, table, nodes, weights)
+            continue
+        for i in range(first, last if left > 0 else first):
+            if math.isnan(out[i]):
+                out[i] = _cdf_or_icdf(False, i, value, loc, scale, low, high, table, nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdf_float32_serial(value, loc, scale, low, high, out, table, nodes, weights):
+    _cdf_float32_block(0, out.shape[0], value, loc, scale, low, high, out, table, nodes, weights)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _cdf_float32_parallel(value, loc, scale, low, high, out, table, nodes, weights):
+    n = out.shape[0]
+    for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
+        _cdf_float32_block(block * _BLOCK, min(n, (block + 1) * _BLOCK), value, loc, scale, low, high, out, table,
+                           nodes, weights)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_vector_serial(grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     _cdf_gradients_block(0, grad.shape[0], grad, value, loc, scale, low, high, slopes, table, nodes, weights)
 
@@ -803,8 +849,11 @@ _CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 # repays its own compile within about 50 forward + backward calls (benchmarks/bench_truncated_normal_methods.py
 # --icdf-passes and --first-calls measure both)
 _ICDF_PASS_FROM = 32768
-# the same for the cdf and its gradients: its pass's nine kinds of loops compile for far longer than the per-element
-# kernel (reports/speed.md section 9, "The first call of a fresh process")
+# the same for the cdf and its gradients, above the notebooks' batches (at most 20,001 elements, opened by a class on
+# fresh installs): with numba's cache empty the pass's forward compiles for 1.3-3 minutes on the loaded 2-core
+# machine (the per-element kernel's, 12 s), and warm it saves about 25 ms a call at 20,001 elements, so a batch
+# below here would repay that compile only after thousands of calls (reports/speed.md section 9, "The float32 cdf
+# in one loop a chunk; the cdf's threshold")
 _CDF_PASS_FROM = 32768
 
 
@@ -824,6 +873,8 @@ def _cdf_values(inverse: bool, route: str, value, loc, scale, low, high) -> torc
         (_cdf_parallel if parallel else _cdf_serial)(inverse, *arrays, flat, *_CONSTANTS)
     elif inverse:
         (_icdf_vector_parallel if parallel else _icdf_vector_serial)(*arrays, flat, *_CONSTANTS)
+    elif flat.dtype == np.float32:
+        (_cdf_float32_parallel if parallel else _cdf_float32_serial)(*arrays, flat, *_CONSTANTS)
     else:
         (_cdf_vector_parallel if parallel else _cdf_vector_serial)(*arrays, flat, *_CONSTANTS)
     return torch.from_numpy(out)
@@ -859,9 +910,10 @@ def cdf(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: torch.
     tensors of one shape and dtype; through :class:`KernelCDF` where a gradient may be asked for, else straight
     from the kernel. On the "kernels" ``route`` (tnlib.distributions.cpu_route's) the CDF and its gradients take the
     vectorized pass from _CDF_PASS_FROM elements on, and the per-element kernel only on the elements that pass leaves
-    to it (the far tails, values outside the support: the module's docstring says which); so do the icdf and its
-    gradients, with their own pass, from _ICDF_PASS_FROM elements on; a smaller batch takes the per-element kernel. The "per-element" route takes the per-element kernel alone, the "vectorized"
-    one the passes at every size."""
+    to it (the far tails, values outside the support: the module's docstring says which), a float32 CDF the float32
+    pass (_cdf_float32_block); so do the icdf and its gradients, with their own pass, from _ICDF_PASS_FROM elements
+    on; a smaller batch takes the per-element kernel. The "per-element" route takes the per-element kernel alone,
+    the "vectorized" one the passes at every size."""
     tensors = (value, loc, scale, low, high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return KernelCDF.apply(*tensors, inverse, route)

@@ -1,0 +1,196 @@
+"""The cdf of a float32 batch (tnlib.distributions._cdf_float32): its special functions and its two loops against
+mpmath, and its results against the float64 route's rounded to float32."""
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numba
+import numpy as np
+import pytest
+
+from tnlib.distributions._cdf_float32 import (
+    COARSE_NARROW_END,
+    MIXED_CHUNK,
+    NARROW_CHUNK,
+    STRADDLING_CHUNK,
+    coarse_chunk_kind,
+    erf_and_erfc_coarse,
+    exp_coarse,
+)
+from tnlib.distributions._cdf_kernels import (
+    _CONSTANTS,
+    _cdf_float32_parallel,
+    _cdf_float32_serial,
+    _cdf_serial,
+    _cdf_vector_serial,
+)
+from tnlib.distributions._kernels import _BLOCK, _CHUNK
+
+
+@numba.njit(error_model="numpy")
+def _coarse_functions(x, y, exps, erfs, erfcs):
+    for i in range(x.shape[0]):
+        exps[i] = exp_coarse(x[i])
+    for i in range(y.shape[0]):
+        erfs[i], erfcs[i] = erf_and_erfc_coarse(y[i])
+
+
+def _relative(got: np.ndarray, exact: list) -> np.ndarray:
+    return np.array([float(abs(mp.mpf(g) - e) / abs(e)) if e != 0 else abs(g) for g, e in zip(got, exact)])
+
+
+def test_coarse_exp_erf_and_erfc_are_within_2e_12_of_mpmath():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-708.0, 709.0, 1500), rng.uniform(-1.0, 1.0, 500), [0.0, -707.9, 708.9]])
+    y = np.concatenate([rng.uniform(0.0, 0.6, 800), rng.uniform(0.4, 6.0, 800), rng.uniform(6.0, 26.5, 400),
+                        [0.0, 1e-300, 1e-8, 0.5, np.nextafter(0.5, 0.0)]])
+    exps, erfs, erfcs = np.empty_like(x), np.empty_like(y), np.empty_like(y)
+    _coarse_functions(x, y, exps, erfs, erfcs)
+    with mp.workdps(40):
+        assert float(_relative(exps, [mp.exp(mp.mpf(v)) for v in x]).max()) <= 3e-13
+        assert float(_relative(erfs, [mp.erf(mp.mpf(v)) for v in y]).max()) <= 2e-12
+        assert float(_relative(erfcs, [mp.erfc(mp.mpf(v)) for v in y]).max()) <= 2e-12
+    beyond = np.array([-708.5, -1e5, -np.inf])
+    infinite = np.array([27.5, 1e300, np.inf])
+    exps, erfs, erfcs = np.empty(3), np.empty(3), np.empty(3)
+    _coarse_functions(beyond, infinite, exps, erfs, erfcs)
+    assert np.all(exps == 0.0) and np.all(erfs == 1.0) and np.all(erfcs < 1e-300)
+
+
+def _straddling_inputs(n: int, rng) -> list[np.ndarray]:
+    """float32 (value, loc, scale, low, high) with low < loc < high: bounds 1e-4 to 40 scales from loc or
+    infinite, values anywhere inside (a tenth within 1e-3 of a width from the lower bound)."""
+    loc = rng.uniform(-3.0, 3.0, n)
+    scale = np.exp(rng.uniform(-2.0, 2.0, n))
+    low = loc - scale * np.exp(rng.uniform(np.log(1e-4), np.log(40.0), n))
+    high = loc + scale * np.exp(rng.uniform(np.log(1e-4), np.log(40.0), n))
+    low = np.where(rng.random(n) < 0.1, -np.inf, low)
+    high = np.where(rng.random(n) < 0.1, np.inf, high)
+    near, far = np.maximum(low, loc - 8.0 * scale), np.minimum(high, loc + 8.0 * scale)
+    value = near + rng.random(n) * (far - near)
+    close = rng.random(n) < 0.1
+    value[close] = near[close] + (far - near)[close] * 10.0 ** rng.uniform(-3.0, -1.0, close.sum())
+    return _float32_inside([value, loc, scale, low, high])
+
+
+def _narrow_inputs(n: int, rng) -> list[np.ndarray]:
+    """float32 narrow intervals, 1e-6 to 1e-3 scales wide, -50 to 50 scales from loc (both sides, so half are
+    mirrored, and a few straddle loc), values anywhere inside."""
+    loc = rng.uniform(-3.0, 3.0, n)
+    scale = np.exp(rng.uniform(-2.0, 2.0, n))
+    low = loc + scale * np.concatenate([rng.uniform(-50.0, 50.0, n - n // 10), rng.uniform(-1e-2, 0.0, n // 10)])
+    high = low + scale * 10.0 ** rng.uniform(-6.0, -3.0, n)
+    value = low + rng.random(n) * (high - low)
+    return _float32_inside([value, loc, scale, low, high])
+
+
+def _float32_inside(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    value, loc, scale, low, high = (a.astype(np.float32) for a in arrays)
+    proper = low < high
+    return [np.clip(value, low, high)[proper], loc[proper], scale[proper], low[proper], high[proper]]
+
+
+def _float32_cdf(arrays: list[np.ndarray]) -> np.ndarray:
+    out = np.empty(arrays[0].shape[0], dtype=np.float32)
+    _cdf_float32_serial(*arrays, out, *_CONSTANTS)
+    return out
+
+
+def _float64_cdf(arrays: list[np.ndarray]) -> np.ndarray:
+    out = np.empty(arrays[0].shape[0])
+    _cdf_vector_serial(*(a.astype(np.float64) for a in arrays), out, *_CONSTANTS)
+    return out
+
+
+def _exact_cdf(value, loc, scale, low, high):
+    with mp.workdps(40):
+        t, a, b = ((mp.mpf(float(v)) - mp.mpf(float(loc))) / mp.mpf(float(scale)) for v in (value, low, high))
+        below = lambda u: mp.ncdf(u) if mp.isfinite(u) else (0 if u < 0 else 1)  # noqa: E731
+        if a > 0:  # the upper tail, where 1 - Phi would cancel
+            return (mp.ncdf(-a) - mp.ncdf(-t)) / (mp.ncdf(-a) - (mp.ncdf(-b) if mp.isfinite(b) else 0))
+        return (below(t) - below(a)) / (below(b) - below(a))
+
+
+@pytest.mark.parametrize("regime", ["straddling", "narrow"])
+def test_float32_cdf_of_one_kind_chunks_is_the_exact_value_correctly_rounded_to_within_2_percent_of_an_ulp(regime):
+    rng = np.random.default_rng(7)
+    arrays = (_straddling_inputs if regime == "straddling" else _narrow_inputs)(2 * _CHUNK + 300, rng)
+    kind = STRADDLING_CHUNK if regime == "straddling" else NARROW_CHUNK
+    assert coarse_chunk_kind(0, _CHUNK, tuple(arrays)) == kind  # (the loop under test is the one taken)
+    got = _float32_cdf(arrays)
+    exact = [_exact_cdf(*row) for row in zip(*arrays)]
+    size = np.spacing(np.array([float(e) for e in exact], dtype=np.float32)).astype(np.float64)
+    ulps = np.array([float(abs(mp.mpf(float(g)) - e)) for g, e in zip(got, exact)]) / size
+    worst = int(ulps.argmax())
+    # correctly rounded is within half an ulp; the coarse functions' 1e-12 (2.6e-10 where a difference cancels)
+    # adds at most 0.005 of one
+    assert ulps[worst] <= 0.52, ([float(a[worst]) for a in arrays], float(got[worst]), float(exact[worst]))
+
+
+@pytest.mark.parametrize("regime", ["straddling", "narrow"])
+def test_float32_cdf_is_the_float64_route_rounded_but_for_an_ulp_on_a_few_elements(regime):
+    rng = np.random.default_rng(11)
+    arrays = (_straddling_inputs if regime == "straddling" else _narrow_inputs)(40 * _CHUNK, rng)
+    got, rounded = _float32_cdf(arrays), _float64_cdf(arrays).astype(np.float32)
+    moved = got != rounded
+    assert np.all(np.abs(got[moved] - rounded[moved]) <= np.spacing(np.abs(rounded[moved])))
+    assert moved.sum() <= 4, moved.sum()  # (1e-4 of the batch; none moved when written)
+
+
+def test_float32_cdf_of_a_mixed_chunk_is_the_float64_route_rounded():
+    rng = np.random.default_rng(3)
+    parts = [_straddling_inputs(_CHUNK // 2, rng), _narrow_inputs(_CHUNK // 2, rng)]
+    arrays = [np.concatenate(columns) for columns in zip(*parts)]
+    # a one-sided far tail in the chunk: neither loop's kind
+    arrays[1][0], arrays[3][0], arrays[4][0] = -30.0, 0.0, np.inf
+    arrays[0][0] = 0.01
+    assert coarse_chunk_kind(0, arrays[0].shape[0], tuple(arrays)) == MIXED_CHUNK
+    assert np.array_equal(_float32_cdf(arrays), _float64_cdf(arrays).astype(np.float32))
+
+
+def test_float32_cdf_leaves_what_its_loops_do_not_hold_to_the_per_element_kernel():
+    # in a straddling chunk: values outside the support, at the bounds, 36 scales and more from loc, a NaN, and a
+    # value a hair above its lower bound (a difference that cancels); in a narrow one: a NaN and the bounds
+    straddling = _straddling_inputs(_CHUNK, np.random.default_rng(5))
+    narrow = _narrow_inputs(_CHUNK, np.random.default_rng(6))
+    for arrays, rows in ((straddling, [(-5.0, 0.0, 1.0, -2.0, 3.0), (4.0, 0.0, 1.0, -2.0, 3.0),
+                                       (-2.0, 0.0, 1.0, -2.0, 3.0), (3.0, 0.0, 1.0, -2.0, 3.0),
+                                       (-37.0, 0.0, 1.0, -np.inf, 3.0), (38.0, 0.0, 1.0, -2.0, np.inf),
+                                       (np.nan, 0.0, 1.0, -2.0, 3.0), (np.nextafter(np.float32(-2.0), 0), 0.0,
+                                                                       1.0, -2.0, 3.0)]),
+                         (narrow, [(np.nan, 0.0, 1.0, 5.0, 5.001), (5.0, 0.0, 1.0, 5.0, 5.001),
+                                   (5.001, 0.0, 1.0, 5.0, 5.001), (-5.0, 0.0, 1.0, -5.001, -5.0)])):
+        for j, row in enumerate(rows):
+            for column, v in zip(arrays, row):
+                column[j] = v
+        got = _float32_cdf(arrays)
+        reference = np.empty(arrays[0].shape[0])
+        _cdf_serial(False, *(a.astype(np.float64) for a in arrays), reference, *_CONSTANTS)
+        head = len(rows)
+        assert np.array_equal(got[:head], reference[:head].astype(np.float32), equal_nan=True), (got[:head],
+                                                                                                 reference[:head])
+
+
+def test_coarse_chunk_kind_says_narrow_up_to_its_bound_and_not_past_it():
+    # intervals of canonical middle c and half-width m (loc 0, scale 1; mirrored: below loc), max(1, |c|) m just
+    # under COARSE_NARROW_END and just over it
+    for c in (0.5, 3.0, 40.0):
+        for factor, kind in ((0.999, NARROW_CHUNK), (1.001, MIXED_CHUNK)):
+            m = factor * COARSE_NARROW_END / max(1.0, c)
+            for mirrored in (False, True):
+                low, high = (-(c + m), -(c - m)) if mirrored else (c - m, c + m)
+                arrays = [np.full(4, 0.5 * (low + high)), np.zeros(4), np.ones(4), np.full(4, low), np.full(4, high)]
+                assert coarse_chunk_kind(0, 4, tuple(arrays)) == kind, (c, factor, mirrored)
+    arrays = [np.zeros(4), np.zeros(4), np.ones(4), np.full(4, -1e-3), np.full(4, 1e-3)]
+    assert coarse_chunk_kind(0, 4, tuple(arrays)) == STRADDLING_CHUNK  # (narrow too: the straddling loop takes it)
+
+
+def test_float32_cdf_of_a_batch_split_among_threads_equals_the_serial_pass():
+    rng = np.random.default_rng(9)
+    parts = [_straddling_inputs(_BLOCK + 100, rng), _narrow_inputs(_BLOCK, rng)]
+    arrays = [np.concatenate(columns) for columns in zip(*parts)]
+    serial, parallel = _float32_cdf(arrays), np.empty(arrays[0].shape[0], dtype=np.float32)
+    _cdf_float32_parallel(*arrays, parallel, *_CONSTANTS)
+    assert np.array_equal(serial, parallel, equal_nan=True)
+    assert not math.isnan(float(serial.max()))
