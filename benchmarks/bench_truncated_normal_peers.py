@@ -1,6 +1,7 @@
 """tnlib's TruncatedNormal beside the truncated Gaussians a user would choose from: speed and accuracy in one run.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_peers.py [--points 100000] [--repeats 5]
+        [--peers numpyro,...] [--methods cdf,...]
     OMP_NUM_THREADS=1 python benchmarks/bench_truncated_normal_peers.py --call-parts --repeats 15 --clock cpu
 
 ``--call-parts`` times instead tnlib's cdf and icdf calls against their compiled passes alone on the same inputs
@@ -367,6 +368,8 @@ def main() -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: the process's CPU time, which a machine shared with other jobs inflates less")
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated names of the peers to run")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated methods to time (default: all of " + ", ".join(METHODS) + ")")
     parser.add_argument("--markdown", action="store_true",
                         help="after the rows, the table of reports/truncated_normal_peers.md: per peer and method, "
                              "tnlib's time over the peer's in each regime, and how the peer fails where it does")
@@ -397,7 +400,7 @@ def main() -> None:
         v = regime_inputs(regime, args.points, rng)
         refs = references(v, args.checked)
         impls = implementations(v, available)
-        for method in METHODS:
+        for method in (m for m in METHODS if m in args.methods.split(",")):
             timed = {name: methods.get(f"timed {method}", methods[method])
                      for name, methods in impls.items() if method in methods}
             results = {name: impls[name][method]() for name in timed}  # (also the warm-up: JAX compiles here)

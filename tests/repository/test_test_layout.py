@@ -19,6 +19,7 @@ ASPECT_FILES = {
     "cli/test_newcomer_path.py": "the commands a newcomer runs first, end to end",
     "cli/test_user_errors.py": "a new user's mistakes answered in one line, across commands",
     "data/test_out_of_reach.py": "the out-of-reach rule, through generation, its resumption and the sweep's dry run",
+    "distributions/test_truncated_normal_cdf_float32.py": "a float32 batch's cdf against mpmath and the float64 route",
     "distributions/test_truncated_normal_icdf_pass.py": "the icdf's vectorized pass against its per-element kernel",
     "distributions/test_truncated_normal_kernels.py": "the compiled CPU kernels against the torch route",
     "distributions/test_truncated_normal_moment_routes.py": "the moment kernels' shortcuts against the routes "

@@ -15,7 +15,7 @@ gathered by kind first. A float32 result needs about 1e-9 of its value, so here:
   1/256 of them (what is lost there, 2.6e-10 of the value at most, is still 0.004 float32 ulps); one loop takes
   the value past and short of loc, as the same three erf's give both;
 * a narrow interval (max(1, |c|) m <= 0.1, c and m its middle slope and half-width in scales) takes the ratio of
-  its two stretches' Hermite series to He_8 (the first term dropped: 2e-13 of the sum), times one exp of the
+  its two stretches' Hermite series to He_8 (the first term dropped: below 1e-13 of the sum), times one exp of the
   difference of their exponents: for the mirrored element, the mass above the value, the same form;
 * each chunk is looked at first (coarse_chunk_kind, a loop that vectorizes): one of straddling elements alone or
   of narrow intervals alone runs its loop over the arguments themselves, in place, with no gathering. Any other
@@ -33,6 +33,7 @@ import math
 
 import numba
 import numpy as np
+from numpy.polynomial import chebyshev
 
 from tnlib.distributions._vector_math import ERF_SERIES, ERFCX_K, ERFCX_POLYNOMIAL, _bits, _from_bits
 from tnlib.kernel_cache import cache_by_folder_sources
@@ -52,8 +53,6 @@ COARSE_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(11))
 
 def _truncated_erfcx_polynomial(degree: int) -> tuple:
     """The monomial coefficients of _vector_math's erfcx expansion cut at ``degree`` in Chebyshev's basis."""
-    from numpy.polynomial import chebyshev
-
     return tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.poly2cheb(ERFCX_POLYNOMIAL)[:degree + 1]))
 
 
