@@ -30,7 +30,16 @@ from tnlib.distributions._cdf_kernels import (
     _icdf_vector_serial,
     cdf,
 )
-from tnlib.distributions._icdf_vector import icdf_by_halley, icdf_element, ndtri_lower
+from tnlib.distributions._icdf_vector import (
+    SINGLE_TOLERANCE,
+    WICHURA_ERROR,
+    icdf_by_halley,
+    icdf_element,
+    narrow_icdf_single,
+    ndtri_lower,
+    ndtri_wichura,
+    straddling_icdf_single,
+)
 from tnlib.files import REPO_ROOT
 
 
@@ -196,6 +205,108 @@ def test_vector_erf_erfc_and_ndtri_are_within_a_few_ulps_of_mpmath():
     assert float(_ulps(erf, exact_erf).max()) <= 3
     assert float(_ulps(erfc, exact_erfc).max()) <= 6
     assert float(_ulps(ndtri, exact_ndtri).max()) <= 4
+
+
+@numba.njit(error_model="numpy")
+def _wichura_loop(p, out):
+    for i in range(p.shape[0]):
+        out[i] = ndtri_wichura(p[i])
+
+
+def test_wichura_phi_inverse_is_within_its_stated_bound_of_mpmath():
+    # the regions' ends (p = 0.075, r = sqrt(-log p) = 5 at p = 1.389e-11) and either side, down to 1e-300
+    p = np.concatenate([np.geomspace(1e-300, 0.5, 300)[:-1], np.linspace(0.05, 0.5, 120)[:-1],
+                        [0.075, np.nextafter(0.075, 0.0), 0.0751, 1.3887943864964021e-11, 1.38e-11, 1.4e-11]])
+    got = np.empty_like(p)
+    _wichura_loop(p, got)
+    with mp.workdps(40):
+        exact = [-mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(float(v))) if v > 1e-10
+                 else mp.findroot(lambda z, v=v: mp.log(mp.ncdf(z)) - mp.log(mp.mpf(float(v))), mp.mpf(float(g)))
+                 for v, g in zip(p, got)]
+        error = np.array([float(abs((g - e) / e)) for g, e in zip(got, exact)])
+    worst = int(error.argmax())
+    assert error[worst] <= WICHURA_ERROR, (p[worst], got[worst], error[worst])
+    half = np.empty(1)
+    _wichura_loop(np.array([0.5]), half)
+    assert half[0] == 0.0
+
+
+@numba.njit(error_model="numpy")
+def _single_loops(prob, loc, scale, low, high, narrow, out, held):
+    for i in range(out.shape[0]):
+        if narrow:
+            out[i], held[i] = narrow_icdf_single(prob[i], loc[i], scale[i], low[i], high[i], False)
+        else:
+            out[i], held[i] = straddling_icdf_single(prob[i], loc[i], scale[i], low[i], high[i])
+
+
+def _float32_regimes(n: int, seed: int) -> dict[str, list[np.ndarray]]:
+    """(p, loc, scale, low, high) in float32: straddling (bounds within 2.5 scales of loc, or one of them
+    infinite), narrow intervals (1e-9 to a scale wide, 40 scales either side of loc) and the mixed regimes, with
+    probabilities down to 1e-12 of 0 and of 1."""
+    rng = np.random.default_rng(seed)
+    loc = rng.uniform(-1.0, 1.0, n)
+    scale = rng.uniform(0.5, 2.0, n)
+    prob = np.where(rng.random(n) < 0.1, np.exp(rng.uniform(-27.6, -1.0, n)), rng.uniform(0.0, 1.0, n))
+    prob = np.where(rng.random(n) < 0.5, prob, 1.0 - prob)
+    low = loc + scale * rng.uniform(-2.5, 0.0, n)
+    high = loc + scale * rng.uniform(0.5, 2.5, n)
+    low = np.where(rng.random(n) < 0.1, -np.inf, low)
+    high = np.where(rng.random(n) < 0.1, np.inf, high)
+    narrow_low = loc + scale * rng.uniform(-40.0, 40.0, n)
+    narrow_high = narrow_low + scale * np.exp(rng.uniform(np.log(1e-9), 0.0, n))
+    regimes = {"straddling": [prob, loc, scale, low, high], "narrow": [prob, loc, scale, narrow_low, narrow_high],
+               "mixed": _mixed_regime_icdf_inputs(n, seed)}
+    return {name: [a.astype(np.float32) for a in arrays] for name, arrays in regimes.items()}
+
+
+def test_float32_loops_hold_most_common_elements_within_their_tolerance_of_the_float64_kernel():
+    for name, arrays in _float32_regimes(20_000, seed=5).items():
+        if name == "mixed":
+            continue
+        wide = [a.astype(np.float64) for a in arrays]
+        n = wide[0].shape[0]
+        got, held, exact = np.empty(n), np.empty(n, dtype=np.bool_), np.empty(n)
+        _single_loops(*wide, name == "narrow", got, held)
+        _cdf_serial(True, *wide, exact, *_CONSTANTS)
+        # (what they are for: the benchmark's narrow intervals are 1e-3 scales wide, its straddling ones these; a
+        # probability of 0 or 1, and an interval float32 rounds to a point, are the per-element kernel's)
+        width = wide[4] - wide[3]
+        common = (wide[0] > 0.0) & (wide[0] < 1.0) & ((width > 0.0) & (width <= 1e-3 * wide[2]) if name == "narrow"
+                                                      else True)
+        assert held[common].mean() >= 0.9, (name, held[common].mean())
+        error = np.abs(got - exact) / np.abs(exact)
+        worst = int(np.argmax(np.where(held, error, 0.0)))
+        assert error[worst] <= SINGLE_TOLERANCE, (name, [float(t[worst]) for t in wide], got[worst], exact[worst])
+
+
+def test_float32_pass_is_the_float64_pass_rounded_within_a_sixteenth_of_an_ulp_of_a_half():
+    for name, arrays in _float32_regimes(20_000, seed=6).items():
+        n = arrays[0].shape[0]
+        single, double = np.empty(n, dtype=np.float32), np.empty(n)
+        _icdf_vector_serial(*arrays, single, *_CONSTANTS)
+        _icdf_vector_serial(*(a.astype(np.float64) for a in arrays), double, *_CONSTANTS)
+        assert np.array_equal(np.isnan(single), np.isnan(double)), name
+        finite = np.isfinite(double)
+        assert np.array_equal(single[~finite], double[~finite].astype(np.float32), equal_nan=True), name
+        ulp = np.spacing(np.abs(double[finite]).astype(np.float32)).astype(np.float64)
+        error = np.abs(single[finite].astype(np.float64) - double[finite]) / ulp
+        worst = int(error.argmax())
+        assert error[worst] <= 0.5 + 1.0 / 16.0, (name, [float(t[finite][worst]) for t in arrays], error[worst])
+
+
+def test_float32_icdf_of_a_batch_split_among_threads_equals_the_serial_pass():
+    # (a chunk runs a kind's loop in place or gathers its elements by what the chunks before it held: an element's
+    # value must not depend on it, nor so on where the threads' blocks start)
+    arrays = _float32_regimes(3 * _BLOCK + 17, seed=8)
+    mixed = [np.concatenate([arrays[name][k] for name in ("straddling", "mixed", "narrow", "straddling")])
+             for k in range(5)]
+    for batch in (*arrays.values(), mixed):
+        n = batch[0].shape[0]
+        serial, parallel = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
+        _icdf_vector_serial(*batch, serial, *_CONSTANTS)
+        _icdf_vector_parallel(*batch, parallel, *_CONSTANTS)
+        assert np.array_equal(serial, parallel, equal_nan=True)
 
 
 def _public_icdf_and_gradients(arrays: list[np.ndarray], grad: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:

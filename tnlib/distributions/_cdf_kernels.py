@@ -35,7 +35,10 @@ those two leave); the per-element kernel takes what is still left (a value whose
 cancel, a value that rounds to a bound, probabilities of 0 or 1 and NaNs: none of the common regimes) and,
 backward, every element the closed forms leave, 39% of a batch spread over every regime from 1e-6 to 1e3 scales
 wide and 40 scales either side. A smaller batch, forward and backward, takes the per-element kernel alone, so that
-its first call does not wait for the pass's compile."""
+its first call does not wait for the pass's compile. A float32 batch's pass (_icdf_single_block) first takes the
+float32 loops of _icdf_vector, which stop where the value is within a sixty-fourth of a float32 ulp (Phi^-1
+unrefined, one Halley step on a narrow interval), over a chunk's elements in place where most are of one kind;
+what they do not hold takes the float64 loops above."""
 from __future__ import annotations
 
 import math
@@ -43,6 +46,8 @@ import math
 import numba
 import numpy as np
 import torch
+from numba.core import types
+from numba.extending import overload
 
 from tnlib.distributions._cdf_float32 import (
     NARROW_CHUNK,
@@ -62,6 +67,7 @@ from tnlib.distributions._cdf_vector import (
     PAST_LOC,
     WIDE_HEAD,
     WIDE_SIDE,
+    _copy_by_order,
     canonical_frame,
     cdf_element,
     classify_cdf,
@@ -86,6 +92,9 @@ from tnlib.distributions._icdf_vector import (
     classify_icdf,
     icdf_by_halley,
     icdf_element,
+    icdf_kind,
+    narrow_icdf_single,
+    straddling_icdf_single,
 )
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -658,6 +667,141 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
             out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
+# a chunk of the float32 pass takes its commonest kind's loop over all its elements in place (the others' results
+# discarded) where that kind holds at least this share of it: a gather costs 3-4 ns an element, a straddling
+# element's loop about 12
+_IN_PLACE_SHARE = 0.75
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gather_left(first, last, arrays, kinds, known, results, columns, starts, ends, order):
+    """gather_by_kind of the elements of [first, last) whose ``results`` are NaN alone, ``starts`` rewritten for
+    them, their kinds from ``kinds`` where ``known`` (classify_icdf's) or else found here; returns their count."""
+    count = last - first
+    loc, scale, low, high = arrays[1][first:last], arrays[2][first:last], arrays[3][first:last], arrays[4][first:last]
+    ends[:] = 0
+    for j in range(count):
+        if math.isnan(results[j]):
+            if not known:
+                kinds[j] = icdf_kind(np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]),
+                                     np.float64(high[j]))[0]
+            ends[kinds[j]] += 1
+    starts[0] = 0
+    for kind in range(ICDF_KINDS):
+        starts[kind + 1] = starts[kind] + ends[kind]
+        ends[kind] = starts[kind]
+    for j in range(count):
+        if math.isnan(results[j]):
+            kind = kinds[j]
+            order[ends[kind]] = j
+            ends[kind] += 1
+    left = starts[ICDF_KINDS]
+    for k in range(5):
+        _copy_by_order(arrays[k][first:last], order, left, columns[k])
+    for row in range(left):
+        columns[5, row] = first + order[row]
+    return left
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _single_where_held(starts, columns, out):
+    """The float32 loops' values (straddling_icdf_single, narrow_icdf_single by the full series) in place of the
+    float64 ones in ``out`` over the gathered straddling and narrow rows where they hold: so an element's value is
+    the same whether its chunk ran a loop in place or was gathered (whatever the threads' blocks)."""
+    value, loc, scale, low, high, o = _kind_views(STRADDLING, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = straddling_icdf_single(value[j], loc[j], scale[j], low[j], high[j])
+        o[j] = x if held else o[j]
+    value, loc, scale, low, high, o = _kind_views(NARROW_ITERATED, starts, columns, out)
+    for j in range(o.shape[0]):
+        x, held = narrow_icdf_single(value[j], loc[j], scale[j], low[j], high[j], False)
+        o[j] = x if held else o[j]
+
+
+# how a chunk of the float32 pass starts: every element gathered by kind (classify_icdf first), or its commonest
+# kind's float32 loop over all its elements in place (straddling; narrow, by the short series or the full one)
+_BY_KIND, _STRADDLING_IN_PLACE, _SHORT_NARROW_IN_PLACE, _NARROW_IN_PLACE = 0, 1, 2, 3
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
+    """The icdf of float32 elements [start, stop) into ``out``, chunk by chunk. A chunk most of whose elements are
+    of one kind (_IN_PLACE_SHARE; straddling or narrow) runs that kind's float32 loop (tnlib.distributions.
+    _icdf_vector: straddling_icdf_single, narrow_icdf_single) over all its elements where they lie, no gather and,
+    while the chunks before held that share, no classification either; the elements it does not hold, and every
+    element of a chunk of mixed kinds, are gathered by kind and take the float64 pass's loops (_icdf_chunk), and
+    what those leave the per-element kernel."""
+    arrays = (prob, loc, scale, low, high)
+    columns = np.empty((6, _CHUNK))
+    spare = np.empty((6, _CHUNK))
+    solved = np.empty(_CHUNK)
+    results = np.empty(_CHUNK)
+    left = np.empty(_CHUNK)
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(ICDF_KINDS + 1, dtype=np.int64)
+    ends = np.empty(ICDF_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)  # (rows within a chunk: _CHUNK is below 2^16)
+    mode = _BY_KIND
+    for first in range(start, stop, _CHUNK):
+        last = min(first + _CHUNK, stop)
+        count = last - first
+        known = mode == _BY_KIND
+        if known:
+            short = classify_icdf(first, last, arrays, kinds, starts) == 0
+            if starts[STRADDLING + 1] - starts[STRADDLING] >= _IN_PLACE_SHARE * count:
+                mode = _STRADDLING_IN_PLACE
+            elif starts[NARROW_ITERATED + 1] - starts[NARROW_ITERATED] >= _IN_PLACE_SHARE * count:
+                mode = _SHORT_NARROW_IN_PLACE if short else _NARROW_IN_PLACE
+        p, lc, sc, lo, hi = prob[first:last], loc[first:last], scale[first:last], low[first:last], high[first:last]
+        if mode == _STRADDLING_IN_PLACE:
+            for j in range(count):
+                x, held = straddling_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                                 np.float64(lo[j]), np.float64(hi[j]))
+                results[j] = x if held else np.nan
+        # (twice: a constant ``short`` keeps the other series out of the loop)
+        elif mode == _SHORT_NARROW_IN_PLACE:
+            for j in range(count):
+                x, held = narrow_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                             np.float64(lo[j]), np.float64(hi[j]), True)
+                results[j] = x if held else np.nan
+        elif mode == _NARROW_IN_PLACE:
+            for j in range(count):
+                x, held = narrow_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                             np.float64(lo[j]), np.float64(hi[j]), False)
+                results[j] = x if held else np.nan
+        else:
+            results[:count] = np.nan
+        gathered = _gather_left(first, last, arrays, kinds, known, results, columns, starts, ends, order)
+        if count - gathered < _IN_PLACE_SHARE * count:
+            mode = _BY_KIND  # (the next chunk classified again)
+        if gathered > 0:
+            _icdf_chunk(starts, columns, left, spare, solved)
+            _single_where_held(starts, columns, left)
+            for j in range(gathered):
+                results[np.int64(columns[5, j]) - first] = left[j]
+        its_out = out[first:last]
+        for j in range(count):
+            its_out[j] = results[j]
+    for i in range(start, stop):
+        if math.isnan(out[i]):
+            out[i] = _cdf_or_icdf(True, i, prob, loc, scale, low, high, table, nodes, weights)
+
+
+def _icdf_pass(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
+    """The icdf's vectorized pass over elements [start, stop), by ``out``'s dtype: _icdf_single_block for float32,
+    _pass_block's for float64 (numba's overload below picks one as it compiles; no Python body)."""
+    raise NotImplementedError("_icdf_pass is called from numba kernels only")
+
+
+@overload(_icdf_pass)
+def _icdf_pass_by_dtype(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
+    if out.dtype == types.float32:
+        return lambda start, stop, prob, loc, scale, low, high, out, table, nodes, weights: _icdf_single_block(
+            start, stop, prob, loc, scale, low, high, out, table, nodes, weights)
+    return lambda start, stop, prob, loc, scale, low, high, out, table, nodes, weights: _pass_block(
+        True, start, stop, prob, loc, scale, low, high, out, table, nodes, weights)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: chunk by
@@ -776,15 +920,15 @@ def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes
 
 @numba.njit(cache=True, error_model="numpy")
 def _icdf_vector_serial(prob, loc, scale, low, high, out, table, nodes, weights):
-    _pass_block(True, 0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
+    _icdf_pass(0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _icdf_vector_parallel(prob, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
-        _pass_block(True, block * _BLOCK, min(n, (block + 1) * _BLOCK), prob, loc, scale, low, high, out, table,
-                    nodes, weights)
+        _icdf_pass(block * _BLOCK, min(n, (block + 1) * _BLOCK), prob, loc, scale, low, high, out, table, nodes,
+                   weights)
 
 
 @numba.njit(cache=True, error_model="numpy")

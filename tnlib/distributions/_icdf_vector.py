@@ -20,6 +20,10 @@ per-element kernel.
 Each lane forms both the frame's and the straddling element's formulas and keeps one, and one Phi^-1 serves
 every path (its argument selected first): a select costs less than the branch that would stop the loop vectorizing.
 
+A float32 result needs less: straddling_icdf_single and narrow_icdf_single (the float32 pass's) skip the
+refinements the float64 loops take to reach float64's rounding, and hold an element only where a bound on what is
+left is within SINGLE_TOLERANCE of the value.
+
 Like tnlib.distributions._vector_math's functions, these are compiled once each and inlined into the caller's loop
 by LLVM (``forceinline``, which that module's docstring explains): the forward and the gradients' loops of either
 dtype share one compiled icdf_element.
@@ -35,6 +39,8 @@ from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import (
     _erf_and_erfc,
     _ndtr_lower,
+    _short_stretch,
+    _short_stretch_mass,
     _stretch,
     _stretch_moments,
     _vector_mills,
@@ -66,6 +72,37 @@ _ERF_SLOPE = 1.1283791670955126
 # a derivative's logarithm beyond which the vector exp no longer holds it (it clamps at 709)
 _LOG_DERIVATIVE_END = 700.0
 
+# Phi^-1 without a refinement step, for the float32 pass: Wichura's rational approximations (Algorithm AS 241,
+# PPND16, Applied Statistics 37(3), 1988), degree 7 over 7 in 0.180625 - (p - 1/2)^2 for |p - 1/2| <= 0.425, else
+# in r = sqrt(-log p) less 1.6 up to r = 5 and less 5 beyond; within 7.5e-16 relatively of mpmath's in float64
+# (tests/distributions/test_truncated_normal_icdf_pass.py), where Acklam's is 1.2e-9 and wants its Halley step
+WICHURA_CENTRAL_END = 0.425
+WICHURA_CENTRAL_NUMERATOR = (
+    3.3871328727963666080e0, 1.3314166789178437745e+2, 1.9715909503065514427e+3, 1.3731693765509461125e+4,
+    4.5921953931549871457e+4, 6.7265770927008700853e+4, 3.3430575583588128105e+4, 2.5090809287301226727e+3)
+WICHURA_CENTRAL_DENOMINATOR = (
+    1.0, 4.2313330701600911252e+1, 6.8718700749205790830e+2, 5.3941960214247511077e+3, 2.1213794301586595867e+4,
+    3.9307895800092710610e+4, 2.8729085735721942674e+4, 5.2264952788528545610e+3)
+WICHURA_NEAR_NUMERATOR = (
+    1.42343711074968357734e0, 4.63033784615654529590e0, 5.76949722146069140550e0, 3.64784832476320460504e0,
+    1.27045825245236838258e0, 2.41780725177450611770e-1, 2.27238449892691845833e-2, 7.74545014278341407640e-4)
+WICHURA_NEAR_DENOMINATOR = (
+    1.0, 2.05319162663775882187e0, 1.67638483018380384940e0, 6.89767334985100004550e-1, 1.48103976427480074590e-1,
+    1.51986665636164571966e-2, 5.47593808499534494600e-4, 1.05075007164441684324e-9)
+WICHURA_FAR_NUMERATOR = (
+    6.65790464350110377720e0, 5.46378491116411436990e0, 1.78482653991729133580e0, 2.96560571828504891230e-1,
+    2.65321895265761230930e-2, 1.24266094738807843860e-3, 2.71155556874348757815e-5, 2.01033439929228813265e-7)
+WICHURA_FAR_DENOMINATOR = (
+    1.0, 5.99832206555887937690e-1, 1.36929880922735805310e-1, 1.48753612908506148525e-2, 7.86869131145613259100e-4,
+    1.84631831751005468180e-5, 1.42151175831644588870e-7, 2.04426310338993978564e-15)
+WICHURA_NEAR_END = 5.0
+# the float32 pass's loops hold an element where their float64 value is within this of the exact one, relatively
+# (a sixty-fourth of a float32 ulp at least: the float32 it rounds to is the exact value's rounding, or its
+# neighbour where that sits within the margin of a half-way point); the rest take the float64 pass's loops
+SINGLE_TOLERANCE = 2.0 ** -30
+# the float32 pass's Phi^-1 error bound the test above holds it to (relatively; a few ulps of float64)
+WICHURA_ERROR = 1e-15
+
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def ndtri_lower(p):
@@ -94,6 +131,34 @@ def _ndtri(p):
     lower = p <= 0.5
     x = ndtri_lower(p if lower else 1.0 - p)
     return x if lower else -x
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _degree_7(c, x):
+    return c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * c[7]))))))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def ndtri_wichura(p):
+    """Phi^-1(p) for 0 < p <= 1/2, p a normal float, by Wichura's approximations alone (no refinement): the
+    regions' coefficients selected first, so one division serves all three."""
+    q = p - 0.5
+    central = abs(q) <= WICHURA_CENTRAL_END
+    r = math.sqrt(-_vector_math.log(p))
+    near = r <= WICHURA_NEAR_END
+    r = r - (1.6 if near else WICHURA_NEAR_END)
+    s = 0.180625 - q * q
+    n, m = WICHURA_NEAR_NUMERATOR, WICHURA_FAR_NUMERATOR
+    tail_numerator = (n[0] if near else m[0]) + r * ((n[1] if near else m[1]) + r * ((n[2] if near else m[2]) + r * (
+        (n[3] if near else m[3]) + r * ((n[4] if near else m[4]) + r * ((n[5] if near else m[5]) + r * (
+            (n[6] if near else m[6]) + r * (n[7] if near else m[7])))))))
+    n, m = WICHURA_NEAR_DENOMINATOR, WICHURA_FAR_DENOMINATOR
+    tail_denominator = (n[0] if near else m[0]) + r * ((n[1] if near else m[1]) + r * ((n[2] if near else m[2]) + r * (
+        (n[3] if near else m[3]) + r * ((n[4] if near else m[4]) + r * ((n[5] if near else m[5]) + r * (
+            (n[6] if near else m[6]) + r * (n[7] if near else m[7])))))))
+    numerator = q * _degree_7(WICHURA_CENTRAL_NUMERATOR, s) if central else -tail_numerator
+    denominator = _degree_7(WICHURA_CENTRAL_DENOMINATOR, s) if central else tail_denominator
+    return numerator / denominator
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -237,13 +302,14 @@ _STEP_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _narrow_step(a, w, d, upper, target):
+def _narrow_step(a, w, d, upper, target, short):
     """One Halley step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
-    masses by the stretch's series; the new d, within [0, w]. Either mass's second derivative over its first is
-    the log-density's slope, -(a + d)."""
+    masses by the stretch's series (with ``short``, to He_8: _short_stretch_mass, where the whole interval is
+    short enough for it); the new d, within [0, w]. Either mass's second derivative over its first is the
+    log-density's slope, -(a + d)."""
     start = a + d if upper else a
-    length = w - d if upper else d
-    mass, _ = _stretch(start, max(length, 0.0))
+    length = max(w - d if upper else d, 0.0)
+    mass = _short_stretch_mass(start, length) if short else _stretch(start, length)[0]
     density = _vector_math.exp(-d * (a + 0.5 * d))
     # the mass above d is J(a + d, w - d) times the density at d, relative to phi(a); r is Newton's step
     r = (target / density - mass) if upper else (mass - target) / density
@@ -293,28 +359,38 @@ STRADDLING, CLOSED, NARROW_ITERATED, FAR_ITERATED = 0, 1, 2, 3
 ICDF_KINDS = 4
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def icdf_kind(loc, s, low, high):
+    """(kind, long) of one element: its kind (STRADDLING ... FAR_ITERATED), and whether it is a narrow interval too
+    long for _short_stretch_mass."""
+    _, _, _, _, a, _, w, narrow, frame = canonical_frame(loc, s, low, high)
+    iterated_kind = NARROW_ITERATED if narrow else FAR_ITERATED
+    kind = (iterated_kind if needs_iteration(loc, s, low, high) else CLOSED) if frame else STRADDLING
+    return kind, narrow & (not _short_stretch(a, w))
+
+
 @numba.njit(cache=True, error_model="numpy")
 def classify_icdf(start, stop, arrays, kinds, starts):
     """The kind (STRADDLING ... FAR_ITERATED) of each of the five ``arrays``' (probability, loc, scale, low, high)
     elements [start, stop) into ``kinds``, and into ``starts`` (ICDF_KINDS + 1 rows) the row each kind's elements
     start from once gathered by kind (tnlib.distributions._cdf_vector's gather_by_kind), the last the count: a loop
-    the compiler vectorizes, with canonical_frame's divisions in its lanes."""
+    the compiler vectorizes, with canonical_frame's divisions in its lanes. Returns the count of narrow intervals
+    too long for _short_stretch_mass (tnlib.distributions._cdf_vector's short series)."""
     loc, scale, low, high = arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop], arrays[4][start:stop]
-    straddling = closed = narrow_iterated = 0
+    straddling = closed = narrow_iterated = long_narrow = 0
     for j in range(stop - start):
-        element = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
-        _, _, _, _, _, _, _, narrow, frame = canonical_frame(*element)
-        iterated_kind = NARROW_ITERATED if narrow else FAR_ITERATED
-        kind = (iterated_kind if needs_iteration(*element) else CLOSED) if frame else STRADDLING
+        kind, long = icdf_kind(np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j]))
         kinds[j] = kind
         straddling += kind == STRADDLING
         closed += kind == CLOSED
         narrow_iterated += kind == NARROW_ITERATED
+        long_narrow += long
     starts[0] = 0
     starts[1] = straddling
     starts[2] = starts[1] + closed
     starts[3] = starts[2] + narrow_iterated
     starts[4] = stop - start
+    return long_narrow
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -340,11 +416,11 @@ def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
         whole_mass, _ = _stretch(a, w)
         target = (c_q if upper else c_p) * whole_mass
         d = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
-        d = _narrow_step(a, w, d, upper, target)
+        d = _narrow_step(a, w, d, upper, target, False)
         if not quick:
-            d = _narrow_step(a, w, d, upper, target)
-            d = _narrow_step(a, w, d, upper, target)
-        new_d = _narrow_step(a, w, d, upper, target)
+            d = _narrow_step(a, w, d, upper, target, False)
+            d = _narrow_step(a, w, d, upper, target, False)
+        new_d = _narrow_step(a, w, d, upper, target, False)
         kind = narrow & (whole_mass > 1e-290)
     else:
         # past the median on the log of the mass above the value, q M(a) (q = 1 - p is exact there), below it on
@@ -375,4 +451,79 @@ def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
     held = (kind & (abs(new_d - d) <= _STEP_TOLERANCE * max(new_d, abs(c_low) / s)) & (new_d > 0.0)
             & (new_d < w) & (c_p > TINY) & (c_q > TINY) & (s > 0.0) & (s < math.inf) & (abs(a) < 1e300)
             & ((abs(b) < 1e300) | no_b))
+    return -x if flip else x, held
+
+
+# -- the float32 pass: the value to the dtype's need, the rest left to the float64 pass's loops --------------------
+# A float32 result needs its float64 value within a small part of a float32 ulp, not exact to float64 rounding:
+# these loops skip the refinements the float64 loops take for that (Phi^-1's Halley step, a narrow interval's
+# further steps and their convergence test) and hold an element only where a bound on what is left says that it is
+# within SINGLE_TOLERANCE of the exact value, relatively; an element they do not hold (a value whose offset from
+# loc or from a bound cancels, an interval too wide for one step) the float64 pass's loops take again.
+
+
+# what the masses' rounding moves t by at most, beside WICHURA_ERROR |t|: their relative error over the density,
+# d t = d m / phi(t), a few eps near t = 0
+_MASS_ERROR = 1e-15
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _erfc_rounded(y):
+    """erfc(y) for y >= 0 as exp(-y^2) erfcx(y), y^2 rounded (relatively 1.1e-16 y^2 off: the float32 pass's)."""
+    y = min(y, 38.0)
+    return _vector_math.exp(-y * y) * _vector_math.erfcx(y)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def straddling_icdf_single(prob, loc, s, low, high):
+    """(icdf, held) of an element whose bounds straddle loc, as icdf_element's straddling path with Phi^-1 by
+    Wichura's approximations unrefined: held where their error, WICHURA_ERROR of t = (x - loc) / scale, and the
+    masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself."""
+    flip, c_loc, c_low, c_high, a, b, w, _, frame = canonical_frame(loc, s, low, high)
+    c_p = 1.0 - prob if flip else prob
+    c_q = prob if flip else 1.0 - prob
+    no_a = c_low == -math.inf
+    no_b = c_high == math.inf
+    # the tails beyond the bounds, erfc's with y^2 rounded (relatively 1e-16 y^2 off, 7e-14 at most where a tail is
+    # held), and Z as what the two leave, the masses on either side of loc: each is at least a third of Z on an
+    # interval that is not narrow, so neither difference cancels
+    tail_a = 0.5 * _erfc_rounded(-a * _SQRT_HALF)
+    tail_b = 0.5 * _erfc_rounded(b * _SQRT_HALF)
+    z_straddle = (0.5 - tail_a) + (0.5 - tail_b)
+    lower_mass = tail_a + c_p * z_straddle
+    below = lower_mass <= 0.5
+    mass = lower_mass if below else tail_b + c_q * z_straddle
+    lower = mass <= 0.5
+    root = ndtri_wichura(mass if lower else 1.0 - mass)
+    root = root if lower else -root
+    t = root if below else -root
+    x = min(max(c_loc + s * min(max(t, a), b), c_low), c_high)
+    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
+    held = ((mass >= TINY) & (mass < 1.0) & (c_p > 0.0) & (c_q > 0.0) & (s > 0.0) & (s < math.inf)
+            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (not frame)
+            & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(c_loc + s * t)))
+    return -x if flip else x, held
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def narrow_icdf_single(prob, loc, s, low, high, short):
+    """(icdf, held) of a narrow interval (canonical_frame's narrow) by one Halley step from icdf_by_halley's start,
+    the masses by the short series with ``short`` (an interval too long for it not held). Halley's step leaves
+    about |C| e^3 of its start's error e, C = -(u^2/12 + 1/6) at the log-density's slope u = a + d, |u| <= |a| + w;
+    the step itself is -e to first order: held where k^2 step^3, k = max(1, |a| + w), is within SINGLE_TOLERANCE
+    of x over the scale and k step <= 1e-2 (the terms past e^3 a hundredth of it)."""
+    flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+    c_p = 1.0 - prob if flip else prob
+    c_q = prob if flip else 1.0 - prob
+    upper = c_p > 0.5
+    whole_mass = _short_stretch_mass(a, w) if short else _stretch(a, w)[0]
+    target = (c_q if upper else c_p) * whole_mass
+    start = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
+    d = _narrow_step(a, w, start, upper, target, short)
+    step = abs(d - start)
+    k = max(1.0, abs(a) + w)
+    x = min(max(c_low + s * d, c_low), c_high)
+    held = (narrow & ((not short) | _short_stretch(a, w)) & (whole_mass > 1e-290) & (k * step <= 1e-2)
+            & (s * k * k * step * step * step <= SINGLE_TOLERANCE * abs(c_low + s * d)) & (d > 0.0) & (d < w)
+            & (c_p > TINY) & (c_q > TINY) & (s > 0.0) & (s < math.inf) & (abs(a) < 1e300))
     return -x if flip else x, held
