@@ -40,7 +40,6 @@ from tnlib.distributions._cdf_vector import (
     _erf_and_erfc,
     _ndtr_lower,
     _short_stretch,
-    _short_stretch_mass,
     _stretch,
     _stretch_moments,
     _vector_mills,
@@ -301,16 +300,50 @@ def icdf_element(prob, loc, s, low, high, straddling):
 _STEP_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
 
 
+# exp(x) for |x| <= 1/32 by its Taylor series to x^8/8! (the first term dropped is below 1e-19 of it): on a
+# stretch _short_stretch holds for, |x| = |m (a + m/2)| <= max(1, |c|) m + m^2 / 2 and the density's
+# |d (a + d/2)| <= 2 (max(1, |c|) m + m^2), at most 0.021
+_SMALL_EXP = tuple(1.0 / math.factorial(n) for n in range(9))
+# the short series' coefficients 1/(n+1)! of its even terms He_n(c) m^n
+_SHORT_EVEN = tuple(1.0 / math.factorial(n + 1) for n in range(0, 9, 2))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _exp_small(x):
+    c = _SMALL_EXP
+    return c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * (c[7] + x * c[8])))))))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _short_mass(a, length):
+    """_short_stretch_mass (tnlib.distributions._cdf_vector's: the series to He_8) with its exponential by
+    _exp_small: J(a, length) of a stretch _short_stretch holds for."""
+    m = 0.5 * length
+    c = a + m
+    m2 = m * m
+    h2 = c * c - 1.0
+    h3 = c * h2 - 2.0 * c
+    h4 = c * h3 - 3.0 * h2
+    h5 = c * h4 - 4.0 * h3
+    h6 = c * h5 - 5.0 * h4
+    h7 = c * h6 - 6.0 * h5
+    h8 = c * h7 - 7.0 * h6
+    e = _SHORT_EVEN
+    s0 = h4 * e[2] + m2 * (h6 * e[3] + m2 * (h8 * e[4]))
+    s0 = 1.0 + m2 * (h2 * e[1] + m2 * s0)
+    return _exp_small(-m * (a + 0.5 * m)) * 2.0 * m * s0
+
+
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _narrow_step(a, w, d, upper, target, short):
     """One Halley step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
-    masses by the stretch's series (with ``short``, to He_8: _short_stretch_mass, where the whole interval is
-    short enough for it); the new d, within [0, w]. Either mass's second derivative over its first is the
-    log-density's slope, -(a + d)."""
+    masses by the stretch's series (with ``short``, _short_mass, where the whole interval is short enough for
+    _short_stretch_mass: then the density's exponent is small too); the new d, within [0, w]. Either mass's second
+    derivative over its first is the log-density's slope, -(a + d)."""
     start = a + d if upper else a
     length = max(w - d if upper else d, 0.0)
-    mass = _short_stretch_mass(start, length) if short else _stretch(start, length)[0]
-    density = _vector_math.exp(-d * (a + 0.5 * d))
+    mass = _short_mass(start, length) if short else _stretch(start, length)[0]
+    density = _exp_small(-d * (a + 0.5 * d)) if short else _vector_math.exp(-d * (a + 0.5 * d))
     # the mass above d is J(a + d, w - d) times the density at d, relative to phi(a); r is Newton's step
     r = (target / density - mass) if upper else (mass - target) / density
     return min(max(d - r / (1.0 + 0.5 * (a + d) * r), 0.0), w)
@@ -516,7 +549,7 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     upper = c_p > 0.5
-    whole_mass = _short_stretch_mass(a, w) if short else _stretch(a, w)[0]
+    whole_mass = _short_mass(a, w) if short else _stretch(a, w)[0]
     target = (c_q if upper else c_p) * whole_mass
     start = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
     d = _narrow_step(a, w, start, upper, target, short)
