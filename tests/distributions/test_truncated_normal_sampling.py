@@ -33,7 +33,8 @@ CASES = [
     ((-1e5, 1.0, 0.0, INF), _EXPONENTIAL),
     ((0.0, 1.0, 0.2, 1.7), _NORMAL),
     ((0.0, 1.0, -1e-3, 1e-3), _UNIFORM),  # narrow, around loc
-    ((0.0, 1.0, 5.0, 5.001), _EXPONENTIAL),  # narrow, in the tail: the exponential is nearly flat there too
+    ((0.0, 1.0, 5.0, 5.001), _UNIFORM),  # narrow, in the tail: nearly flat, where the exponential keeps a little more
+    ((0.0, 1.0, 5.0, 5.1), _EXPONENTIAL),  # short, in the tail: the density falls by e^-0.5 across it
     ((0.0, 1.0, -0.5, 0.5), _UNIFORM),
     ((0.1, 1.0, 0.0, 0.3), _UNIFORM),
 ]
@@ -65,7 +66,7 @@ def _ks_pvalue(d: TruncatedNormal, x: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize("params, kind", CASES)
-def test_each_regime_takes_the_proposal_with_the_highest_acceptance(params, kind):
+def test_each_regime_takes_the_proposal_with_the_highest_acceptance_or_the_uniform_where_nearly_flat(params, kind):
     assert _kind(_distribution(params)) == kind
 
 
@@ -155,17 +156,26 @@ def test_some_proposal_accepts_nearly_half_the_candidates_in_every_regime():
 
 
 def test_the_kernels_choose_the_proposal_the_torch_route_chooses():
-    # the kernels compare the rates divided by the mass they share; the torch route, the rates themselves
+    # the kernels compare the rates divided by the mass they share; the torch route, the rates themselves; both take
+    # the uniform where the interval, at or above loc, is nearly flat
     d = _regime_grid()
     core = d._core
     rates = _acceptance_rates(core)
-    expected = rates.max(0).indices
+    expected = torch.empty(core.a.numel(), dtype=torch.long)
+    for kind, elements, _ in _proposals(core):
+        expected[elements] = kind
     chosen = torch.tensor([_sample_kernels._kind_element(float(a), float(w)) for a, w in zip(core.a, core.w)])
     top_two = rates.topk(2, dim=0).values
-    clear = top_two[0] > top_two[1] * (1 + 1e-12)  # (a tie may go either way by rounding)
+    nearly_flat = (core.a >= 0) & ((core.a + 0.5 * core.w) * core.w <= _sampling._NEARLY_FLAT)
+    clear = (top_two[0] > top_two[1] * (1 + 1e-12)) | nearly_flat  # (a tie may go either way by rounding)
     assert int(clear.sum()) > 0.9 * clear.numel()
     assert torch.equal(chosen[clear], expected[clear])
     assert set(chosen.tolist()) == {_NORMAL, _EXPONENTIAL, _UNIFORM}
+    # where nearly flat the uniform is taken over a better exponential, and keeps at least exp(-1/16) of its
+    # candidates
+    assert bool((nearly_flat & (rates.max(0).indices == _EXPONENTIAL)).any())
+    assert bool((rates[_UNIFORM][nearly_flat] >= math.exp(-_sampling._NEARLY_FLAT)).all())
+    assert bool((chosen[nearly_flat] == _UNIFORM).all())
 
 
 @pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (-1e5, 1.0, 0.0, INF), (0.0, 1.0, -1e-3, 1e-3),

@@ -2,24 +2,36 @@
 
 The proposals are those of the torch route (tnlib.distributions._sampling): the Normal (folded where the interval
 lies at or above loc), the exponential with the log-density's slope at the bound, or the uniform on the interval,
-whichever accepts the most candidates. The draws go in blocks of ``_BLOCK``: one loop forms each draw's element's
-state (its canonical frame, its proposal and the proposal's constant), then one loop forms and tests every pending
-draw's candidate, each element's proposal taken by selects rather than branches (one log, one exp and one cos and
-sin a candidate, the vectorizable ones of tnlib.distributions._vector_math), so that the compiler runs both loops
-eight draws at a time under AVX-512; a block whose draws all take one proposal runs a copy of the loop with that
-proposal's formulas alone. The rejected draws are gathered to the front of the block's columns and the candidate
-loop runs again over them, from their next uniforms, until none is left. libm's log and exp, which a loop cannot
-vectorize, round differently from _vector_math's, so these draws are not those of a scalar loop at the same
-uniforms; each is an exact draw all the same, to the rounding of the functions it calls.
+whichever accepts the most candidates, but the uniform wherever the interval is nearly flat (``_NEARLY_FLAT``). The
+draws go in blocks of ``_BLOCK``. One loop codes each element of a block (:func:`_code`: its proposal, and whether
+that proposal's test needs its exp), one byte an element; then the block's first candidates are formed in one loop
+over its elements in order, each candidate from its element's four parameters (no state columns between the
+loops): with one proposal's formulas alone where the block holds one code (a far or a narrow batch), with the
+Normal's and the uniform's both, one kept by selects, where it holds those two (a moderate batch); any other block
+runs a loop for each code over a list of its draws. The rejected draws are listed by code and wait, across a
+thread's blocks, until ``_PENDING`` of a code are, then its loop runs again over them (their parameters gathered
+first), from their next uniforms, until none is left: the later attempts' loops run over full vectors rather than
+a block's few draws. Every loop calls only the vectorizable functions of tnlib.distributions._vector_math, so the
+compiler runs them eight draws at a time under AVX-512; libm's log and exp, which a loop cannot vectorize, round
+differently, so these draws are not those of a scalar loop at the same uniforms; each is an exact draw all the
+same, to the rounding of the functions it calls.
+
+The test of the exponential's and the uniform's candidates, v <= exp(-x) with x >= 0, is decided by the bounds
+1 - x <= exp(-x) <= 1 - x + x^2/2 where the element's x is small (at most ``_SQUEEZE_WITHIN``, or the exponential
+at least ``_SQUEEZED_EXPONENTIAL_FROM`` scales out, where x = d^2/2 is about 1/a^2): a candidate between the bounds,
+one in about x^2/2, is decided by its exp in the scalar loop that lists the rejected draws. Elsewhere the loop forms
+the exp. The decision is made the same way whichever loop forms the candidate, so a draw's value does not depend
+on the block it falls in.
 
 The choice compares the rates divided by the element's mass (M0 in the frame, Z straddling), which all three share,
-and only the pairs of rates that can decide it (:func:`_kind_of`): one exp and one expm1 an element, none in a block
-whose elements all straddle loc or are one-sided tails from 0.8 scales out (the peer benchmark's moderate and far
-batches). The torch route's fallback to inversion for a best rate below ``_sampling._MIN_ACCEPTANCE`` (0.05) is
-never needed, as the best rate is at least 0.05 everywhere: straddling (and not narrow) the interval is wider than 1
-and the Normal keeps Z >= 0.19; on a narrow interval the density varies by at most e^1.5 and the uniform keeps more
-than 0.22; in the frame with a >= 0.25 the exponential keeps at least its rate with no upper bound, a m(a) >= a^2 /
-(1 + a^2) > 0.058; with 0 <= a < 0.25 (not narrow: w > 1) the folded Normal keeps 2 (Phi(a + w) - Phi(a)) > 0.59.
+and only the pairs of rates that can decide it (:func:`_kind_of`): the exps it needs only above loc, below a = 0.8
+and at least 1 / (2 phi(0)) = 1.25 scales wide (one exp and one expm1 an element there, in a second loop that runs
+only for a block holding such an element). The torch route's fallback to inversion for a best rate below
+``_sampling._MIN_ACCEPTANCE`` (0.05) is never needed, as the best rate is at least 0.05 everywhere: straddling (and
+not narrow) the interval is wider than 1 and the Normal keeps Z >= 0.19; on a narrow interval the density varies by
+at most e^1.5 and the uniform keeps more than 0.22; in the frame with a >= 0.25 the exponential keeps at least its
+rate with no upper bound, a m(a) >= a^2 / (1 + a^2) > 0.058; with 0 <= a < 0.25 (not narrow: w > 1) the folded
+Normal keeps 2 (Phi(a + w) - Phi(a)) > 0.59; the nearly flat uniform keeps at least exp(-1/16) > 0.93.
 
 Random numbers: one 64-bit key is drawn from torch's generator per call, so ``torch.manual_seed`` fixes the draws.
 The kernels' uniforms are SplitMix64's outputs (its Weyl sequence, counter * golden gamma + key, through its
@@ -41,7 +53,7 @@ import torch
 from tnlib.distributions import _vector_math
 from tnlib.distributions._kernels import _flat, _threads
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM
-from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _SQRT_2PI, _UNIFORM
+from tnlib.distributions._sampling import _EXPONENTIAL, _NEARLY_FLAT, _NORMAL, _SQRT_2PI, _UNIFORM
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -54,18 +66,29 @@ _TO_UNIT = 2.0 ** -53
 # from a = 0.8 the exponential's rate, at least a M0 (and at least the uniform's, M0 / w, as a w >= 1 - exp(-a w)),
 # beats the folded Normal's, 2 phi(a) M0 <= 0.58 M0
 _EXPONENTIAL_FROM = 0.8
-# the kinds beside the proposals': an interval of one point (its draw is the point) and an element that defines no
-# distribution (its draw is NaN); both accept their first candidate
-_POINT, _LAWLESS = 3.0, -1.0
-# a block's columns, one row each of a (_COLUMNS, _BLOCK) array: the kind (as a float, so that the candidate loop
-# holds one type of lane), the canonical bounds in scales, the width in scales, the proposal's constant (the
-# exponential's expm1(-a w), the uniform's peak, -1 for the Normal), the value the canonical draw is measured from
-# (c_loc for the Normal, c_low else), the scale, the canonical bounds the draw is clamped to, and -1 where the element
-# is mirrored (else 1)
-_KIND, _A, _B, _W, _SHAPE, _BASE, _SCALE, _LOW, _HIGH, _SIGN = range(10)
-_COLUMNS = 10
-# draws a block holds: its columns (80 KiB) stay in the core's cache through the passes
+_FOLDED_AT_LOC = 2.0 / _SQRT_2PI  # 2 phi(0), the folded Normal's rate over M0 at a = 0 (the largest)
+# an element's code, one byte: its proposal (_NORMAL, _EXPONENTIAL, _UNIFORM), an interval of one point (its draw is
+# the point), an element that defines no distribution (its draw is NaN), or a choice the rates' exps must decide
+# (:func:`_classify` replaces it); plus _EXACT_TEST where the exponential's or the uniform's test forms its exp, and
+# _UNBOUNDED where the exponential's tail expm1(-a w) is -1 in float64 (a w >= 40: exp(-40) is under half an ulp)
+_POINT, _LAWLESS, _CHOICE_READS_EXPS = 3, 4, 5
+_KIND_BITS, _EXACT_TEST, _UNBOUNDED = 7, 8, 16
+_CODES = 32
+# a block's first candidates' flags share the codes' bytes, above the code (a loop that writes one array fewer
+# keeps under the compiler's limit on the overlaps it checks before it vectorizes)
+_CODE_BITS, _FLAG_SHIFT = _CODES - 1, 5
+_UNBOUNDED_FROM = 40.0
+# the test's bounds decide a candidate unless v falls in a window of x^2/2: where x <= 1/16 at most 0.2% of them
+_SQUEEZE_WITHIN = 1.0 / 16.0
+# the exponential's x = d^2/2 with d ~ Exp(a): the window holds E[d^4]/8 = 3/a^4 of the candidates, 1.2% at a = 4
+_SQUEEZED_EXPONENTIAL_FROM = 4.0
+# a candidate's flag: rejected, accepted, or between the test's bounds (its exp decides)
+_REJECTED, _ACCEPTED, _UNDECIDED = 0, 1, 2
+# draws a block holds
 _BLOCK = 1024
+# the rejected draws of each code wait, across a thread's blocks, until this many are pending, then are drawn again
+# together, so that the loops of the later attempts run over full vectors rather than a block's few
+_PENDING = 4096
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -101,10 +124,18 @@ def _folded_normal_rate(a):
     return 2.0 / _SQRT_2PI * _vector_math.exp(-0.5 * a * a)
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _nearly_flat(a, w):
+    """Whether the canonical element (a, w) lies at or above loc with a log-density that falls by at most
+    ``_NEARLY_FLAT`` across it: the uniform's (tnlib.distributions._sampling._NEARLY_FLAT)."""
+    return a >= 0.0 and (a + 0.5 * w) * w <= _NEARLY_FLAT
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _kind_element(a, w):
-    """:func:`_kind_of` of the canonical element (a, w)."""
-    return _kind_of(a, w, _vector_math.expm1(-a * w), _folded_normal_rate(a))
+    """The proposal of the canonical element (a, w): :func:`_kind_of`, but the uniform where it is nearly flat."""
+    kind = _kind_of(a, w, _vector_math.expm1(-a * w), _folded_normal_rate(a))
+    return _UNIFORM if _nearly_flat(a, w) else kind
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -126,232 +157,432 @@ def _canonical(loc, scale, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _state_loop(loc, scale, low, high, count, columns, choice_reads_exps):
-    """The loop of :func:`_states`; ``choice_reads_exps`` (a constant the compiler folds): False where every element
-    lies below loc or is a one-sided tail from a = 0.8, whose choice reads neither exp (and whose tail is -1)."""
-    kinds, lows_a, highs_b, widths, shapes = columns[_KIND], columns[_A], columns[_B], columns[_W], columns[_SHAPE]
-    bases, scales, lows, highs, signs = columns[_BASE], columns[_SCALE], columns[_LOW], columns[_HIGH], columns[_SIGN]
-    for k in range(count):
-        x_loc, s = np.float64(loc[k]), np.float64(scale[k])
-        x_low, x_high = np.float64(low[k]), np.float64(high[k])
-        flip, c_loc, c_low, c_high, a, b, w = _canonical(x_loc, s, x_low, x_high)
-        tail = _vector_math.expm1(-a * w) if choice_reads_exps else -1.0
-        folded = _folded_normal_rate(a) if choice_reads_exps else 0.0
-        kind = np.float64(_kind_of(a, w, tail, folded))
-        peak = max(-a, 0.0)  # (the uniform's: at t = 0 where the interval straddles loc, else at its lower end)
-        kind = _POINT if x_low == x_high else kind
-        kind = kind if _defines_a_law(x_loc, s, x_low, x_high) else _LAWLESS
-        kinds[k] = kind
-        lows_a[k] = a
-        highs_b[k] = b
-        widths[k] = w
-        shapes[k] = tail if kind == _EXPONENTIAL else (peak if kind == _UNIFORM else -1.0)
-        bases[k] = c_loc if kind == _NORMAL else c_low
-        scales[k] = s
-        lows[k] = c_low
-        highs[k] = c_high
-        signs[k] = -1.0 if flip else 1.0
+def _code(loc, scale, low, high, choice_reads_exps):
+    """The code of the element (loc, scale, low, high), float64: its proposal (:func:`_kind_element`) and whether
+    that proposal's test needs its exp. ``choice_reads_exps`` (a constant the compiler folds): False gives
+    _CHOICE_READS_EXPS where the rates' exps decide the proposal (above loc, below a = 0.8, from 1.25 scales wide:
+    narrower, 1 / w beats 2 phi(a)), without forming them."""
+    _, _, _, _, a, _, w = _canonical(loc, scale, low, high)
+    if choice_reads_exps:
+        kind = _kind_of(a, w, _vector_math.expm1(-a * w), _folded_normal_rate(a))
+    else:
+        above = _EXPONENTIAL if w * _FOLDED_AT_LOC < 1.0 else _CHOICE_READS_EXPS
+        at_loc = _UNIFORM if w * _FOLDED_AT_LOC < 1.0 else _NORMAL
+        below = _UNIFORM if w < _SQRT_2PI else _NORMAL
+        kind = _EXPONENTIAL if a >= _EXPONENTIAL_FROM else (above if a > 0.0 else (at_loc if a == 0.0 else below))
+    kind = _UNIFORM if _nearly_flat(a, w) else kind
+    # the largest x of the test: the uniform's log-density below its peak, (a + w/2) w in the frame (peak at the
+    # lower end), max(a^2, b^2)/2 straddling (peak at loc; b as a + w, which spares the loop a division and moves
+    # only which test decides); the exponential's d^2/2 <= w^2/2
+    uniform_x = (a + 0.5 * w) * w if a >= 0.0 else 0.5 * max(a * a, (a + w) * (a + w))
+    squeezed = (uniform_x <= _SQUEEZE_WITHIN if kind == _UNIFORM
+                else a >= _SQUEEZED_EXPONENTIAL_FROM or 0.5 * w * w <= _SQUEEZE_WITHIN)
+    code = kind if squeezed or kind == _NORMAL or kind == _CHOICE_READS_EXPS else kind + _EXACT_TEST
+    code = code + _UNBOUNDED if kind == _EXPONENTIAL and a * w >= _UNBOUNDED_FROM else code
+    code = _POINT if low == high else code
+    return code if _defines_a_law(loc, scale, low, high) else _LAWLESS
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _states(loc, scale, low, high, first, count, columns):
-    """The states of elements ``first`` to ``first + count`` into the first ``count`` places of ``columns``' rows (as
-    ``_KIND`` to ``_SIGN`` name them): the element in its canonical frame, its proposal and the proposal's constant,
-    in one loop of selects; where no element's choice reads an exp (a batch straddling loc, or of one-sided far
-    tails), a loop without them."""
+def _classify(loc, scale, low, high, first, count, codes):
+    """The codes of elements ``first`` to ``first + count`` into the first ``count`` places of ``codes`` (uint8), in
+    one loop without exps, then :func:`_settle_choices`; returns the codes found, as bits (1 << code)."""
     # views from ``first``: an index first + k, which the compiler cannot prove non-negative, would take numpy's
     # wraparound in the loop
     loc, scale, low, high = loc[first:], scale[first:], low[first:], high[first:]
-    reads_exps = False
+    held = np.int64(0)
     for k in range(count):
-        _, _, _, _, a, _, w = _canonical(np.float64(loc[k]), np.float64(scale[k]), np.float64(low[k]),
-                                         np.float64(high[k]))
-        reads_exps |= not (a < 0.0 or (a >= _EXPONENTIAL_FROM and math.isinf(w)))
-    if reads_exps:
-        _state_loop(loc, scale, low, high, count, columns, True)
-    else:
-        _state_loop(loc, scale, low, high, count, columns, False)
+        code = _code(np.float64(loc[k]), np.float64(scale[k]), np.float64(low[k]), np.float64(high[k]), False)
+        codes[k] = code
+        held |= np.int64(1) << np.int64(code)
+    return _settle_choices(loc, scale, low, high, count, codes, held)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _settle_choices(loc, scale, low, high, count, codes, held):
+    """Where some of the first ``count`` codes (``held``: those found, as bits) is _CHOICE_READS_EXPS, a loop that
+    forms the rates' exps and replaces it; returns the codes found then."""
+    if held & (np.int64(1) << _CHOICE_READS_EXPS) == 0:
+        return held
+    held = np.int64(0)
+    for k in range(count):
+        code = codes[k] & _CODE_BITS
+        exact = _code(np.float64(loc[k]), np.float64(scale[k]), np.float64(low[k]), np.float64(high[k]), True)
+        code = exact if code == _CHOICE_READS_EXPS else code
+        codes[k] = code
+        held |= np.int64(1) << np.int64(code)
+    return held
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _candidate(kind, a, b, w, shape, key, counter):
-    """(t, accepted): the canonical candidate of attempt ``counter`` (its uniforms u, v at ``counter`` and
-    ``counter`` + 1) by the element's proposal, and whether the proposal keeps it, every proposal's formulas written
-    as selects.
-
-    * Normal (``shape`` = -1): Box and Muller's pair sqrt(-2 log(1 - u)) (cos 2 pi v, sin 2 pi v), two Normal
-      draws, folded (|t|) where a >= 0; the first inside [a, b] is taken, so the value kept has the Normal's law on
-      [a, b] (1 - u is exact, as u is a multiple of 2^-53, and at least 2^-53: the draws reach 8.57 scales from
-      loc, beyond which the Normal's mass is 1e-17);
-    * exponential: d = -log1p(u tail) / a (``shape`` = tail = expm1(-a w)), d ~ Exp(a) on [0, w], kept where
-      v <= exp(-d^2 / 2);
-    * uniform: d = u w, kept where v <= the density over its peak at d = ``shape``, exp(-(d - peak)(a + (d + peak)/2))
-      (a product of the distance to the peak, so that nothing near-equal is subtracted; straddling, peak = -a);
-    * a point: t = 0 from its bound; no distribution: NaN, both accepted.
-
-    The Normal's log(1 - u) and the exponential's log1p(u tail) are one log1p(u shape), and the uniform's and the
-    exponential's tests one exp."""
-    one = np.uint64(1)
-    u = _uniform(key, counter)
-    v = _uniform(key, counter + one)
-    normal = kind == _NORMAL
-    exponential = kind == _EXPONENTIAL
-    # log1p(u shape) as Kahan's quotient x log(y) / (y - 1), y = 1 + x rounded, whose rounding errors cancel
-    # (within 2 ulps)
-    u_shape = u * shape
-    y = 1.0 + u_shape
-    log1p = u_shape if y == 1.0 else u_shape * _vector_math.log(y) / (y - 1.0)
-    # the Normal's
-    radius = math.sqrt(-2.0 * log1p)
+def _normal_pair(u, v, a, b):
+    """(t, accepted): Box and Muller's pair sqrt(-2 log(1 - u)) (cos 2 pi v, sin 2 pi v), two Normal draws, folded
+    (|t|) where a >= 0; the first inside [a, b] is taken, so the value kept has the Normal's law on [a, b] (1 - u
+    is exact, as u is a multiple of 2^-53, and at least 2^-53: the draws reach 8.57 scales from loc, beyond which
+    the Normal's mass is 1e-17)."""
+    radius = math.sqrt(-2.0 * _vector_math.log(1.0 - u))
     cos_v, sin_v = _vector_math.cos_sin_turns(v)
     t_p, t_q = radius * cos_v, radius * sin_v
     t_p = abs(t_p) if a >= 0.0 else t_p
     t_q = abs(t_q) if a >= 0.0 else t_q
     p_inside = a <= t_p and t_p <= b
-    t_normal = t_p if p_inside else t_q
-    normal_kept = p_inside or (a <= t_q and t_q <= b)
-    # the exponential's and the uniform's
-    d = min(-log1p / a, w) if exponential else u * w
-    log_ratio = -0.5 * d * d if exponential else -(d - shape) * (a + 0.5 * (d + shape))
-    other_kept = v <= _vector_math.exp(log_ratio)
-    t = t_normal if normal else (d if kind != _POINT else 0.0)
-    accepted = normal_kept if normal else (other_kept or kind == _POINT or kind == _LAWLESS)
-    return t, accepted
+    return (t_p if p_inside else t_q), p_inside or (a <= t_q and t_q <= b)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _candidate_loop(columns, draws, count, attempt, key, values, accepted, one_kind):
-    """The loop of :func:`_candidates`; ``one_kind``: the kind every draw takes, a constant the compiler folds into
-    :func:`_candidate` so that only that proposal's formulas are left, or NaN to read each draw's."""
-    kinds, lows_a, highs_b, widths, shapes = columns[_KIND], columns[_A], columns[_B], columns[_W], columns[_SHAPE]
-    bases, scales, lows, highs, signs = columns[_BASE], columns[_SCALE], columns[_LOW], columns[_HIGH], columns[_SIGN]
-    offset = np.uint64(2 * attempt)
-    for k in range(count):
-        kind = kinds[k] if math.isnan(one_kind) else one_kind
-        counter = (np.uint64(draws[k]) << _UNIFORMS_PER_DRAW_BITS) + offset
-        t, kept = _candidate(kind, lows_a[k], highs_b[k], widths[k], shapes[k], key, counter)
-        x = min(max(bases[k] + scales[k] * t, lows[k]), highs[k])
-        values[k] = math.nan if kind == _LAWLESS else signs[k] * x
-        accepted[k] = kept
+def _test(v, fall, exact):
+    """Whether v <= exp(-fall), fall >= 0: by the exp where ``exact``, else by the bounds 1 - x <= exp(-x) <=
+    1 - x + x^2/2 (_UNDECIDED between them)."""
+    if exact:
+        return _ACCEPTED if v <= _vector_math.exp(-fall) else _REJECTED
+    below = 1.0 - fall
+    return _ACCEPTED if v <= below else (_UNDECIDED if v <= below + 0.5 * fall * fall else _REJECTED)
 
 
-@numba.njit(cache=True, error_model="numpy")
-def _candidates(columns, draws, count, attempt, key, values, accepted):
-    """The ``attempt``-th candidate of the first ``count`` pending draws of a block (``draws``: their indices in the
-    output; ``columns``: their elements' states) into ``values`` (the draw, mirrored back and clamped to its bounds)
-    and ``accepted``, in one loop: where every draw takes one proposal (a block of one regime, the usual), a loop
-    with that proposal's formulas alone."""
-    kinds = columns[_KIND]
-    first_kind, same = kinds[0], True
-    for k in range(count):
-        same &= kinds[k] == first_kind
-    if same and first_kind == _NORMAL:
-        _candidate_loop(columns, draws, count, attempt, key, values, accepted, np.float64(_NORMAL))
-    elif same and first_kind == _EXPONENTIAL:
-        _candidate_loop(columns, draws, count, attempt, key, values, accepted, np.float64(_EXPONENTIAL))
-    elif same and first_kind == _UNIFORM:
-        _candidate_loop(columns, draws, count, attempt, key, values, accepted, np.float64(_UNIFORM))
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _candidate(code, loc, scale, low, high, key, counter):
+    """(x, flag): the candidate of attempt ``counter`` (its uniforms u, v at ``counter`` and ``counter`` + 1) for the
+    element (loc, scale, low, high) by the proposal and test of ``code``, mirrored back and clamped to the bounds,
+    and whether the proposal keeps it (_ACCEPTED, _REJECTED, or _UNDECIDED where the test's bounds do not decide).
+    ``code`` is a constant in the loops, which the compiler folds.
+
+    * Normal: :func:`_normal_pair`;
+    * exponential: d = -log1p(u tail) / a, tail = expm1(-a w) (-1 where _UNBOUNDED: d = -log(1 - u) / a, at most
+      36.8 / a <= w), d ~ Exp(a) on [0, w], kept where v <= exp(-x), x = d^2 / 2;
+    * uniform: d = u w, kept where v <= exp(-x), x the log-density's fall from its peak at d = max(-a, 0),
+      (d - peak)(a + (d + peak)/2) (a product of the distance to the peak, so that nothing near-equal is
+      subtracted)."""
+    u = _uniform(key, counter)
+    v = _uniform(key, counter + np.uint64(1))
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    kind = code & _KIND_BITS
+    if kind == _NORMAL:
+        t, kept = _normal_pair(u, v, a, b)
+        flag = _ACCEPTED if kept else _REJECTED
+        x = min(max(c_loc + scale * t, c_low), c_high)
     else:
-        _candidate_loop(columns, draws, count, attempt, key, values, accepted, math.nan)
+        if kind == _EXPONENTIAL and code & _UNBOUNDED:
+            d = -_vector_math.log(1.0 - u) / a
+            fall = 0.5 * d * d
+        elif kind == _EXPONENTIAL:
+            # log1p(u tail) as Kahan's quotient z log(y) / (y - 1), y = 1 + z rounded, whose rounding errors
+            # cancel (within 2 ulps)
+            z = u * _vector_math.expm1(-a * w)
+            y = 1.0 + z
+            log1p = z if y == 1.0 else z * _vector_math.log(y) / (y - 1.0)
+            d = min(-log1p / a, w)
+            fall = 0.5 * d * d
+        else:
+            peak = max(-a, 0.0)
+            d = u * w
+            fall = (d - peak) * (a + 0.5 * (d + peak))
+        flag = _test(v, fall, code & _EXACT_TEST != 0)
+        x = min(max(c_low + scale * d, c_low), c_high)
+    return (-x if flip else x), flag
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _normal_or_uniform(code, loc, scale, low, high, key, counter):
+    """:func:`_candidate` of an element whose ``code`` (read from the element, not a constant) is the Normal's or the
+    uniform's, both proposals' formulas formed and one kept by selects, so that a loop over a block mixing them
+    (a moderate batch's) vectorizes: the same x and flag as :func:`_candidate`'s."""
+    u = _uniform(key, counter)
+    v = _uniform(key, counter + np.uint64(1))
+    flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
+    t, kept = _normal_pair(u, v, a, b)
+    peak = max(-a, 0.0)
+    d = u * w
+    fall = (d - peak) * (a + 0.5 * (d + peak))
+    exact = _test(v, fall, True)
+    squeezed = _test(v, fall, False)
+    normal = code == _NORMAL
+    uniform_flag = exact if code & _EXACT_TEST else squeezed
+    flag = (_ACCEPTED if kept else _REJECTED) if normal else uniform_flag
+    x = min(max(c_loc + scale * t, c_low), c_high) if normal else min(max(c_low + scale * d, c_low), c_high)
+    return (-x if flip else x), flag
+
+
+# a block whose draws are the Normal's and the uniform's alone, one an element, runs one loop of both
+_NORMAL_OR_UNIFORM = -1
+_NORMAL_OR_UNIFORM_CODES = ((1 << _NORMAL) | (1 << _UNIFORM) | (1 << (_UNIFORM + _EXACT_TEST)))
+# a block's listed draws: the rows of their elements' parameters (float64) in a (_PARAMETERS, size) array
+_LOC, _SCALE, _LOW, _HIGH = range(4)
+_PARAMETERS = 4
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _in_order_loop(code, loc, scale, low, high, codes, first, count, key, out):
+    """The first candidates of draws ``first`` to ``first + count``, one an element (draw i is element i's), into
+    ``out``, and their flags into ``codes`` (the block's: its first ``count`` places), above each code; ``code``: a
+    constant the compiler folds into :func:`_candidate`, or _NORMAL_OR_UNIFORM (each element's own code)."""
+    # views from ``first`` (see _classify)
+    loc, scale, low, high, out = loc[first:], scale[first:], low[first:], high[first:], out[first:]
+    for j in range(count):
+        counter = np.uint64(first + j) << _UNIFORMS_PER_DRAW_BITS
+        x_loc, s, x_low, x_high = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
+        own = np.int64(codes[j])
+        if code == _NORMAL_OR_UNIFORM:
+            x, flag = _normal_or_uniform(own, x_loc, s, x_low, x_high, key, counter)
+        else:
+            x, flag = _candidate(code, x_loc, s, x_low, x_high, key, counter)
+        out[j] = x
+        codes[j] = own | (flag << _FLAG_SHIFT)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _listed_loop(code, draws, params, count, attempt, key, values, flags):
+    """The ``attempt``-th candidates of the listed ``draws``, their elements' parameters in ``params``' rows, into
+    ``values`` and ``flags``; ``code``: a constant the compiler folds into :func:`_candidate`."""
+    offset = np.uint64(2 * attempt)
+    locs, scales, lows, highs = params[_LOC], params[_SCALE], params[_LOW], params[_HIGH]
+    for j in range(count):
+        counter = (np.uint64(draws[j]) << _UNIFORMS_PER_DRAW_BITS) + offset
+        values[j], flags[j] = _candidate(code, locs[j], scales[j], lows[j], highs[j], key, counter)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _settle(columns, draws, count, values, accepted, out, pending):
-    """Writes the candidates of the first ``count`` pending draws into ``out`` (a rejected one is written over when its
-    draw is accepted) and gathers the rejected draws' states and indices to the front, in order; returns their
-    number."""
+def _first_attempts(code, loc, scale, low, high, codes, first, count, key, out):
+    """:func:`_in_order_loop` with ``code`` made a constant of the loop."""
+    arguments = (loc, scale, low, high, codes, first, count, key, out)
+    if code == _NORMAL_OR_UNIFORM:
+        _in_order_loop(_NORMAL_OR_UNIFORM, *arguments)
+    elif code == _NORMAL:
+        _in_order_loop(_NORMAL, *arguments)
+    elif code == _EXPONENTIAL:
+        _in_order_loop(_EXPONENTIAL, *arguments)
+    elif code == _EXPONENTIAL + _EXACT_TEST:
+        _in_order_loop(_EXPONENTIAL + _EXACT_TEST, *arguments)
+    elif code == _EXPONENTIAL + _UNBOUNDED:
+        _in_order_loop(_EXPONENTIAL + _UNBOUNDED, *arguments)
+    elif code == _EXPONENTIAL + _EXACT_TEST + _UNBOUNDED:
+        _in_order_loop(_EXPONENTIAL + _EXACT_TEST + _UNBOUNDED, *arguments)
+    elif code == _UNIFORM:
+        _in_order_loop(_UNIFORM, *arguments)
+    else:
+        _in_order_loop(_UNIFORM + _EXACT_TEST, *arguments)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _listed_attempts(code, draws, params, count, attempt, key, values, flags):
+    """:func:`_listed_loop` with ``code`` made a constant of the loop."""
+    arguments = (draws, params, count, attempt, key, values, flags)
+    if code == _NORMAL:
+        _listed_loop(_NORMAL, *arguments)
+    elif code == _EXPONENTIAL:
+        _listed_loop(_EXPONENTIAL, *arguments)
+    elif code == _EXPONENTIAL + _EXACT_TEST:
+        _listed_loop(_EXPONENTIAL + _EXACT_TEST, *arguments)
+    elif code == _EXPONENTIAL + _UNBOUNDED:
+        _listed_loop(_EXPONENTIAL + _UNBOUNDED, *arguments)
+    elif code == _EXPONENTIAL + _EXACT_TEST + _UNBOUNDED:
+        _listed_loop(_EXPONENTIAL + _EXACT_TEST + _UNBOUNDED, *arguments)
+    elif code == _UNIFORM:
+        _listed_loop(_UNIFORM, *arguments)
+    else:
+        _listed_loop(_UNIFORM + _EXACT_TEST, *arguments)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _decide(code, loc, scale, low, high, key, draw, attempt):
+    """Whether the ``attempt``-th candidate of ``draw`` is kept, by the exp of the test (a candidate its bounds left
+    undecided)."""
+    counter = (np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(2 * attempt)
+    exact = code | _EXACT_TEST
+    if exact == _EXPONENTIAL + _EXACT_TEST:
+        _, flag = _candidate(_EXPONENTIAL + _EXACT_TEST, loc, scale, low, high, key, counter)
+    elif exact == _EXPONENTIAL + _EXACT_TEST + _UNBOUNDED:
+        _, flag = _candidate(_EXPONENTIAL + _EXACT_TEST + _UNBOUNDED, loc, scale, low, high, key, counter)
+    else:
+        _, flag = _candidate(_UNIFORM + _EXACT_TEST, loc, scale, low, high, key, counter)
+    return flag
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _settle_in_order(loc, scale, low, high, codes, first, count, key, pending):
+    """Lists the rejected first candidates of draws ``first`` to ``first + count`` (one an element; their flags
+    above their codes in the block's ``codes``) with their code's pending draws, an undecided one decided by its exp
+    first."""
+    listed = pending[2][0]
     m = 0
-    for k in range(count):
-        out[draws[k]] = values[k]
-        pending[m] = k
-        m += 0 if accepted[k] else 1
-    for row in range(_COLUMNS):
-        column = columns[row]
-        for j in range(m):
-            column[j] = column[pending[j]]  # (pending[j] >= j: each place is read before it is written)
-    for j in range(m):
-        draws[j] = draws[pending[j]]
+    accepted = _ACCEPTED << _FLAG_SHIFT
+    for j in range(count):  # (without branches: a tenth of a moderate batch's candidates are rejected at random)
+        listed[m] = j
+        m += 0 if codes[j] & ~_CODE_BITS == accepted else 1
+    draws, elements, counts = pending[0], pending[1], pending[3]
+    for k in range(m):
+        j = listed[k]
+        i = first + j
+        code = np.int64(codes[j] & _CODE_BITS)
+        flag = np.int64(codes[j] >> _FLAG_SHIFT)
+        if flag == _UNDECIDED:
+            flag = _decide(code, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
+                           key, i, 0)
+        if flag == _REJECTED:
+            draws[code, counts[code]] = i
+            elements[code, counts[code]] = i
+            counts[code] += 1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gather(loc, scale, low, high, elements, count, params):
+    """The parameters of the listed ``elements`` into ``params``' rows, as float64."""
+    locs, scales, lows, highs = params[_LOC], params[_SCALE], params[_LOW], params[_HIGH]
+    for j in range(count):
+        i = elements[j]
+        locs[j], scales[j], lows[j], highs[j] = loc[i], scale[i], low[i], high[i]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _settle_listed(code, draws, elements, params, count, attempt, key, values, flags, out):
+    """Writes the listed draws' candidates into ``out`` (a rejected one is written over when its draw is accepted) and
+    keeps the rejected ones listed, in order, at the front of ``draws`` and ``elements``, an undecided one decided
+    by its exp first; returns their number."""
+    m = 0
+    for j in range(count):
+        d = draws[j]
+        out[d] = values[j]
+        flag = flags[j]
+        if flag == _UNDECIDED:
+            flag = _decide(code, params[_LOC, j], params[_SCALE, j], params[_LOW, j], params[_HIGH, j], key, d,
+                           attempt)
+        draws[m] = d  # (m <= j: each place is read before it is written)
+        elements[m] = elements[j]
+        m += 1 if flag == _REJECTED else 0
     return m
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _finish_block(columns, draws, count, key, out, values, accepted, pending):
-    """Candidates for the block's ``count`` draws, attempt after attempt, until every draw is accepted."""
-    attempt = 0
+def _draw_listed(code, loc, scale, low, high, draws, elements, count, attempt, key, out, scratch):
+    """The listed draws of one code from their ``attempt``-th candidates on, attempt after attempt, until every
+    one is accepted."""
+    params, values, flags = scratch
     while count:
-        _candidates(columns, draws, count, attempt, key, values, accepted)
-        count = _settle(columns, draws, count, values, accepted, out, pending)
+        _gather(loc, scale, low, high, elements, count, params)
+        _listed_attempts(code, draws, params, count, attempt, key, values, flags)
+        count = _settle_listed(code, draws, elements, params, count, attempt, key, values, flags, out)
         attempt += 1
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _block_of_elements(loc, scale, low, high, first, count, key, out, block):
-    """One draw each of elements ``first`` to ``first + count`` (draws ``first`` to ``first + count``)."""
-    columns, draws, values, accepted, pending = block
-    _states(loc, scale, low, high, first, count, columns)
-    for k in range(count):
-        draws[k] = first + k
-    _finish_block(columns, draws, count, key, out, values, accepted, pending)
+def _draw_pending(loc, scale, low, high, key, out, pending, scratch, more_than):
+    """Draws again (from their second candidates) the pending draws of each code of which more than ``more_than``
+    are pending."""
+    draws, elements, counts = pending[0], pending[1], pending[3]
+    for code in range(_CODES):
+        if counts[code] > more_than:
+            _draw_listed(code, loc, scale, low, high, draws[code], elements[code], counts[code], 1, key, out,
+                         scratch)
+            counts[code] = 0
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _block_of_draws(table, first, count, key, out, block):
-    """Draws ``first`` to ``first + count`` of an output ordered draw-major (draw j n + i is element i's j-th), their
-    elements' states copied from ``table`` (the states of all n elements)."""
-    columns, draws, values, accepted, elements = block
-    n = table.shape[1]
-    i = first % n
-    for k in range(count):
-        elements[k] = i
-        draws[k] = first + k
-        i = i + 1 if i + 1 < n else 0
-    for row in range(_COLUMNS):
-        source, column = table[row], columns[row]
+def _one_loop_code(held):
+    """The code of the one loop that draws a block holding the codes ``held`` (bits), one draw an element: its one
+    code, _NORMAL_OR_UNIFORM for the Normal's and the uniform's, or -2 where it takes a loop for each code (a point,
+    an element that defines no distribution, an exponential beside other codes)."""
+    special = (np.int64(1) << _POINT) | (np.int64(1) << _LAWLESS) | (np.int64(1) << _CHOICE_READS_EXPS)
+    if held == 0 or held & special:
+        return -2
+    for code in range(_CODES):
+        if held == np.int64(1) << code:
+            return code
+    return _NORMAL_OR_UNIFORM if held & ~np.int64(_NORMAL_OR_UNIFORM_CODES) == 0 else -2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draw_block(loc, scale, low, high, codes, first, count, one_each, key, out, pending, scratch):
+    """Draws ``first`` to ``first + count`` of an output ordered draw-major, their rejected first candidates added to
+    ``pending``. ``one_each``: one draw an element (draw i is element i's), the block's codes formed into ``codes``
+    (its first ``count`` places); else ``codes`` holds every element's. A block of one code, or of the Normal's and
+    the uniform's, drawn once each runs one loop over its elements in order; any other, a loop for each code over a
+    list of its draws."""
+    n = loc.shape[0]
+    if one_each:
+        held = _classify(loc, scale, low, high, first, count, codes)
+        one = _one_loop_code(held)
+        if one != -2:
+            _first_attempts(one, loc, scale, low, high, codes, first, count, key, out)
+            _settle_in_order(loc, scale, low, high, codes, first, count, key, pending)
+            return
+    else:
+        held = np.int64(0)
+        i = first % n
         for k in range(count):
-            column[k] = source[elements[k]]
-    _finish_block(columns, draws, count, key, out, values, accepted, elements)
+            held |= np.int64(1) << np.int64(codes[i])
+            i = i + 1 if i + 1 < n else 0
+    draws, elements = pending[2][0], pending[2][1]
+    for code in range(_CODES):
+        if held & (np.int64(1) << code) == 0:
+            continue
+        m = 0
+        i = first % n
+        for k in range(count):
+            draws[m] = first + k
+            elements[m] = i
+            m += 1 if codes[k if one_each else i] == code else 0
+            i = i + 1 if i + 1 < n else 0
+        if code == _POINT or code == _LAWLESS:
+            for j in range(m):
+                out[draws[j]] = low[elements[j]] if code == _POINT else math.nan
+        else:
+            _draw_listed(code, loc, scale, low, high, draws, elements, m, 0, key, out, scratch)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _new_block(size):
-    """A block's scratch: its columns, the pending draws' indices, the candidates, whether accepted, the gather's
-    indices."""
-    return (np.empty((_COLUMNS, size)), np.empty(size, dtype=np.int64), np.empty(size),
-            np.empty(size, dtype=np.bool_), np.empty(size, dtype=np.int64))
+def _new_scratch(block_size):
+    """A thread's scratch: its pending draws (their indices and elements, a row for each code; a block's listed
+    draws and elements; the count of each code's) and the lists' parameters, candidates and flags."""
+    size = max(_PENDING, block_size) + block_size
+    pending = (np.empty((_CODES, size), dtype=np.int64), np.empty((_CODES, size), dtype=np.int64),
+               np.empty((2, block_size), dtype=np.int64), np.zeros(_CODES, dtype=np.int64))
+    return pending, (np.empty((_PARAMETERS, size)), np.empty(size), np.empty(size, dtype=np.uint8))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size, blocks):
+    """Draws of the blocks ``blocks`` (a range) of ``block_size`` draws, one thread's: each block's first
+    candidates, then the rejected ones drawn again together whenever more than ``_PENDING`` of a code are
+    pending, and at the end."""
+    n = loc.shape[0]
+    total = n * count
+    pending, scratch = _new_scratch(block_size)
+    block_codes = np.empty(block_size, dtype=np.uint8)
+    for b in blocks:
+        first = b * block_size
+        _draw_block(loc, scale, low, high, block_codes if count == 1 else codes, first,
+                    min(block_size, total - first), count == 1, key, out, pending, scratch)
+        _draw_pending(loc, scale, low, high, key, out, pending, scratch, max(_PENDING, block_size))
+    _draw_pending(loc, scale, low, high, key, out, pending, scratch, 0)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _draws_serial(loc, scale, low, high, count, key, out, block_size):
     """``count`` draws of each element into ``out`` (ordered draw-major), block after block of ``block_size``."""
     n = loc.shape[0]
-    block = _new_block(block_size)
-    if count == 1:
-        for first in range(0, n, block_size):
-            _block_of_elements(loc, scale, low, high, first, min(block_size, n - first), key, out, block)
-        return
-    table = np.empty((_COLUMNS, n))
-    _states(loc, scale, low, high, 0, n, table)
-    total = n * count
-    for first in range(0, total, block_size):
-        _block_of_draws(table, first, min(block_size, total - first), key, out, block)
+    codes = np.empty(n if count != 1 else 0, dtype=np.uint8)  # (one draw an element: each block forms its own)
+    if count != 1:
+        _classify(loc, scale, low, high, 0, n, codes)
+    _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size,
+                 range((n * count + block_size - 1) // block_size))
+
+
+# blocks a thread takes at a time: its rejected draws are drawn again together within them
+_BLOCKS_A_TASK = 16
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _draws_parallel(loc, scale, low, high, count, key, out, block_size):
-    """:func:`_draws_serial`'s draws, the threads splitting the blocks."""
+    """:func:`_draws_serial`'s draws, the threads splitting the blocks, ``_BLOCKS_A_TASK`` at a time."""
     n = loc.shape[0]
-    if count == 1:
+    codes = np.empty(n if count != 1 else 0, dtype=np.uint8)
+    if count != 1:
         for b in numba.prange((n + block_size - 1) // block_size):
             first = b * block_size
-            _block_of_elements(loc, scale, low, high, first, min(block_size, n - first), key, out,
-                               _new_block(block_size))
-        return
-    table = np.empty((_COLUMNS, n))
-    _states(loc, scale, low, high, 0, n, table)
-    total = n * count
-    for b in numba.prange((total + block_size - 1) // block_size):
-        first = b * block_size
-        _block_of_draws(table, first, min(block_size, total - first), key, out, _new_block(block_size))
+            _classify(loc, scale, low, high, first, min(block_size, n - first), codes[first:])
+    blocks = (n * count + block_size - 1) // block_size
+    for task in numba.prange((blocks + _BLOCKS_A_TASK - 1) // _BLOCKS_A_TASK):
+        _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size,
+                     range(task * _BLOCKS_A_TASK, min((task + 1) * _BLOCKS_A_TASK, blocks)))
 
 
 def sample_with_key(loc: torch.Tensor, scale: torch.Tensor, low: torch.Tensor, high: torch.Tensor, shape: torch.Size,

@@ -2,7 +2,8 @@
 
 ``rsample`` inverts the CDF, because its gradients are those of x(u; theta) with the uniform u held fixed; a plain
 ``sample`` needs only the distribution, and three rejection samplers give it for a few cheap operations per value
-instead of the icdf's iterations. Each element takes the proposal with the highest acceptance rate:
+instead of the icdf's iterations. Each element takes the proposal with the highest acceptance rate (but for a
+nearly flat interval at or above loc, which takes the uniform: ``_NEARLY_FLAT``):
 
 * the Normal itself, t ~ N(0, 1) kept where a <= t <= b: acceptance Z (an interval that holds much of the mass);
   where the interval lies at or above loc (a >= 0) the folded Normal |t|, which has twice the density there:
@@ -31,6 +32,10 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _MIN_ACCEPTANCE = 0.05
 _FEW_PENDING, _RETRIES = 4096, 8
 _NORMAL, _EXPONENTIAL, _UNIFORM = 0, 1, 2
+# an interval at or above loc whose log-density falls by at most this much across it, (a + w/2) w, takes the uniform
+# even where the exponential keeps a little more (at most 1 - exp(-1/16), 6%, more): the uniform's candidate is a
+# product and its test mostly decided by bounds on the exp, the exponential's a log1p, an expm1 and an exp
+_NEARLY_FLAT = 1.0 / 16.0
 
 
 def _acceptance_rates(core: _Core) -> torch.Tensor:
@@ -92,6 +97,8 @@ def _proposals(core: _Core) -> list[tuple[int, torch.Tensor, bool | None]]:
     from once would otherwise pay for it each call."""
     rates = _acceptance_rates(core)
     best, kind = rates.max(0)
+    nearly_flat = (core.a >= 0) & ((core.a + 0.5 * core.w) * core.w <= _NEARLY_FLAT)
+    kind = torch.where(nearly_flat, torch.full_like(kind, _UNIFORM), kind)
     kind = torch.where(best >= _MIN_ACCEPTANCE, kind, torch.full_like(kind, -1))
     groups = []
     for k in (_NORMAL, _EXPONENTIAL, _UNIFORM, -1):
