@@ -311,12 +311,13 @@ _PARAMETERS = 4
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _in_order_loop(code, loc, scale, low, high, codes, first, count, key, out):
-    """The first candidates of draws ``first`` to ``first + count``, one an element (draw i is element i's), into
-    ``out``, and their flags into ``codes`` (the block's: its first ``count`` places), above each code; ``code``: a
-    constant the compiler folds into :func:`_candidate`, or _NORMAL_OR_UNIFORM (each element's own code)."""
-    # views from ``first`` (see _classify)
-    loc, scale, low, high, out = loc[first:], scale[first:], low[first:], high[first:], out[first:]
+def _in_order_loop(code, loc, scale, low, high, codes, first, at, count, key, out):
+    """The first candidates of draws ``first`` to ``first + count``, one an element (draw first + j is element
+    at + j's), into ``out``, and their flags into ``codes`` (the block's: its first ``count`` places), above each
+    code; ``code``: a constant the compiler folds into :func:`_candidate`, or _NORMAL_OR_UNIFORM (each element's own
+    code)."""
+    # views from ``at`` and ``first`` (see _classify)
+    loc, scale, low, high, out = loc[at:], scale[at:], low[at:], high[at:], out[first:]
     for j in range(count):
         counter = np.uint64(first + j) << _UNIFORMS_PER_DRAW_BITS
         x_loc, s, x_low, x_high = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
@@ -341,9 +342,9 @@ def _listed_loop(code, draws, params, count, attempt, key, values, flags):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _first_attempts(code, loc, scale, low, high, codes, first, count, key, out):
+def _first_attempts(code, loc, scale, low, high, codes, first, at, count, key, out):
     """:func:`_in_order_loop` with ``code`` made a constant of the loop."""
-    arguments = (loc, scale, low, high, codes, first, count, key, out)
+    arguments = (loc, scale, low, high, codes, first, at, count, key, out)
     if code == _NORMAL_OR_UNIFORM:
         _in_order_loop(_NORMAL_OR_UNIFORM, *arguments)
     elif code == _NORMAL:
@@ -398,8 +399,9 @@ def _decide(code, loc, scale, low, high, key, draw, attempt):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _settle_in_order(loc, scale, low, high, codes, first, count, key, pending):
-    """Lists the rejected first candidates of draws ``first`` to ``first + count`` (one an element; their flags
+def _settle_in_order(loc, scale, low, high, codes, first, at, count, key, pending):
+    """Lists the rejected first candidates of draws ``first`` to ``first + count`` (of elements ``at`` to ``at +
+    count``; their flags
     above their codes in the block's ``codes``) with their code's pending draws, an undecided one decided by its exp
     first."""
     listed = pending[2][0]
@@ -411,14 +413,14 @@ def _settle_in_order(loc, scale, low, high, codes, first, count, key, pending):
     draws, elements, counts = pending[0], pending[1], pending[3]
     for k in range(m):
         j = listed[k]
-        i = first + j
+        i = at + j
         code = np.int64(codes[j] & _CODE_BITS)
         flag = np.int64(codes[j] >> _FLAG_SHIFT)
         if flag == _UNDECIDED:
             flag = _decide(code, np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]), np.float64(high[i]),
-                           key, i, 0)
+                           key, first + j, 0)
         if flag == _REJECTED:
-            draws[code, counts[code]] = i
+            draws[code, counts[code]] = first + j
             elements[code, counts[code]] = i
             counts[code] += 1
 
@@ -492,17 +494,19 @@ def _one_loop_code(held):
 @numba.njit(cache=True, error_model="numpy")
 def _draw_block(loc, scale, low, high, codes, first, count, one_each, key, out, pending, scratch):
     """Draws ``first`` to ``first + count`` of an output ordered draw-major, their rejected first candidates added to
-    ``pending``. ``one_each``: one draw an element (draw i is element i's), the block's codes formed into ``codes``
+    ``pending``. ``one_each``: one draw an element (draw first + j is element first % n + j's, n the elements: one
+    draw of each, or a block's worth of copies of one distribution), the block's codes formed into ``codes``
     (its first ``count`` places); else ``codes`` holds every element's. A block of one code, or of the Normal's and
     the uniform's, drawn once each runs one loop over its elements in order; any other, a loop for each code over a
     list of its draws."""
     n = loc.shape[0]
+    at = first % n  # (the block's first element)
     if one_each:
-        held = _classify(loc, scale, low, high, first, count, codes)
+        held = _classify(loc, scale, low, high, at, count, codes)
         one = _one_loop_code(held)
         if one != -2:
-            _first_attempts(one, loc, scale, low, high, codes, first, count, key, out)
-            _settle_in_order(loc, scale, low, high, codes, first, count, key, pending)
+            _first_attempts(one, loc, scale, low, high, codes, first, at, count, key, out)
+            _settle_in_order(loc, scale, low, high, codes, first, at, count, key, pending)
             return
     else:
         held = np.int64(0)
@@ -543,14 +547,18 @@ def _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size, bloc
     """Draws of the blocks ``blocks`` (a range) of ``block_size`` draws, one thread's: each block's first
     candidates, then the rejected ones drawn again together whenever more than ``_PENDING`` of a code are
     pending, and at the end."""
-    n = loc.shape[0]
-    total = n * count
+    total = loc.shape[0] * count
+    one_each = count == 1 or loc.shape[0] == 1
+    if loc.shape[0] == 1 and count != 1:
+        # one distribution drawn many times: a block's worth of copies of it, whose element j draw first + j is
+        loc, scale = np.full(block_size, loc[0]), np.full(block_size, scale[0])
+        low, high = np.full(block_size, low[0]), np.full(block_size, high[0])
     pending, scratch = _new_scratch(block_size)
     block_codes = np.empty(block_size, dtype=np.uint8)
     for b in blocks:
         first = b * block_size
-        _draw_block(loc, scale, low, high, block_codes if count == 1 else codes, first,
-                    min(block_size, total - first), count == 1, key, out, pending, scratch)
+        _draw_block(loc, scale, low, high, block_codes if one_each else codes, first, min(block_size, total - first),
+                    one_each, key, out, pending, scratch)
         _draw_pending(loc, scale, low, high, key, out, pending, scratch, max(_PENDING, block_size))
     _draw_pending(loc, scale, low, high, key, out, pending, scratch, 0)
 
