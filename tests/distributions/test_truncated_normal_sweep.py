@@ -298,3 +298,81 @@ def test_icdf_scale_gradient_of_a_narrow_interval_near_its_bounds_matches_mpmath
     error = np.abs(columns[1].grad.numpy() - expected) / np.abs(expected)
     worst = int(np.argmax(error))
     assert error[worst] <= 2e-14, (rows[worst], p[worst], error[worst])
+
+
+# wide intervals in scales from loc, straddling it or not, one-sided too, and the fractions of each at which the
+# value lies (from the lower bound, or for a one-sided interval its distance from it in scales)
+_WIDE_INTERVALS = ((0.0, 3.0), (2.0, 5.0), (10.0, 12.0), (30.0, 30.5), (-1.0, 3.0), (-3.0, 2.0), (-0.6, 0.55),
+                   (2.0, math.inf), (-1.0, math.inf))
+_WIDE_FRACTIONS = (1e-8, 1e-3, 0.5, 1.0 - 1e-3, 1.0 - 1e-8)
+
+
+def _wide_rows() -> list[tuple[float, ...]]:
+    """(loc, scale, low, high, value) on the wide intervals, the value next to either bound and between, each row
+    beside its mirror about loc."""
+    rows = []
+    for loc, scale in ((0.0, 1.0), (0.5, 2.0)):
+        for a, b in _WIDE_INTERVALS:
+            low, high = loc + a * scale, loc + b * scale
+            for f in _WIDE_FRACTIONS:
+                value = low + (f * scale if math.isinf(b) else f * (high - low))
+                rows.append((loc, scale, low, high, value))
+    return rows + [_mirrored(row) for row in rows]
+
+
+@pytest.fixture(scope="module")
+def wide_references() -> dict[str, np.ndarray]:
+    """mpmath's dF/dscale at each of _wide_rows, and (p, dx/dloc, dx/dscale) of the icdf at p, the exact cdf
+    there rounded to float64."""
+    from tnlib.distributions.mpmath_reference import mpf_bound, reference_cdf, reference_icdf
+    cdf, icdf = [], []
+    for row in _wide_rows():
+        loc, scale, low, high, value = (mpf_bound(v) for v in row)
+        with mp.workdps(DIGITS):
+            cdf.append(float(mp.diff(lambda v: reference_cdf(loc, v, low, high, value), scale)))
+            p = float(reference_cdf(loc, scale, low, high, value))
+            x = reference_icdf(loc, scale, low, high, mp.mpf(p))
+            density = mp.diff(lambda v: reference_cdf(loc, scale, low, high, v), x)
+            icdf.append((p, float(-mp.diff(lambda v: reference_cdf(v, scale, low, high, x), loc) / density),
+                         float(-mp.diff(lambda v: reference_cdf(loc, v, low, high, x), scale) / density)))
+    return {"cdf": np.array(cdf), "icdf": np.array(icdf)}
+
+
+def _relative(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    return np.abs(got - expected) / np.where(expected == 0.0, 1.0, np.abs(expected))
+
+
+@pytest.mark.parametrize("route", ["vectorized", "per-element", "torch"])
+def test_cdf_scale_gradient_of_a_wide_interval_near_its_bounds_matches_mpmath(wide_references, route):
+    # next to the upper bound the density's term d f(d) and the width's w f(w) F (t f_t and b p_b F straddling) are
+    # equal to first order, and next to a straddling element's lower bound t f_t and a p_a (1 - F): the derivative
+    # is formed from the moments of the short part beside the bound instead
+    rows = _wide_rows()
+    columns = [torch.tensor(column, dtype=torch.float64, requires_grad=True) for column in zip(*rows)]
+    with truncated_normal.cpu_route(route):
+        TruncatedNormal(*columns[:4]).cdf(columns[4]).sum().backward()
+    error = _relative(columns[1].grad.numpy(), wide_references["cdf"])
+    worst = int(np.argmax(error))
+    assert error[worst] <= 2e-14, (rows[worst], error[worst])
+
+
+@pytest.mark.parametrize("route", ["vectorized", "per-element", "torch"])
+def test_icdf_loc_and_scale_gradients_of_a_wide_interval_near_its_bounds_match_mpmath(wide_references, route):
+    # the icdf's at p itself: next to a bound the short part's mass at the rounded x, and the distance d or t - b
+    # from it, carry x's rounding, relatively as large as that part is short; dx/dloc is checked on the intervals
+    # whose lower bound is not under loc (the frame's F_a over the density; a straddling element's 1 - dx/dlow -
+    # dx/dhigh still cancels beside its bounds)
+    rows = _wide_rows()
+    p, loc_expected, scale_expected = wide_references["icdf"].T
+    columns = [torch.tensor(column, dtype=torch.float64, requires_grad=True) for column in list(zip(*rows))[:4]]
+    with truncated_normal.cpu_route(route):
+        TruncatedNormal(*columns).icdf(torch.tensor(p)).sum().backward()
+    frame = np.array([max(row[2] - row[0], row[0] - row[3]) >= 0.0 for row in rows])
+    errors = {"scale": _relative(columns[1].grad.numpy(), scale_expected),
+              "loc": np.where(frame, _relative(columns[0].grad.numpy(), loc_expected), 0.0)}
+    # beyond 2e-14, what the density at x rounded to 2 ulps leaves: its logarithm moves by |t| / scale per unit x
+    loc, scale, _, _, x = (np.array(column) for column in zip(*rows))
+    tolerance = 2e-14 + 2.0 * np.spacing(np.abs(x)) * np.abs(x - loc) / scale ** 2
+    for name, error in errors.items():
+        worst = int(np.argmax(error / tolerance))
+        assert error[worst] <= tolerance[worst], (name, rows[worst], p[worst], error[worst], tolerance[worst])

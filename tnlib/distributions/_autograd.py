@@ -19,6 +19,7 @@ from tnlib.distributions._statistics import (
     _core_mean,
     _entropy_values,
     _frame_cdf_slope,
+    _head_spread,
     _icdf_canonical,
     _log_prob_grads,
     _log_prob_values,
@@ -26,6 +27,8 @@ from tnlib.distributions._statistics import (
     _narrow_slopes,
     _sf_canonical,
     _standardized_variance,
+    _tail_moments_above,
+    _tail_spread,
     _unflip_grads,
     _variance_and_entropy_slopes,
 )
@@ -212,17 +215,38 @@ class _ICDF(torch.autograd.Function):
         frame = core.frame & (dx_dp > 0) & torch.isfinite(dx_dp)
         t_frame = torch.where(frame, t, torch.ones_like(t))
         f_a = _frame_cdf_slope(core, x_c, d, t_frame, c_p, frame)
+        # past the median with a narrow tail, the frame's F_a (past the mean) and minus s dF/ds from the tail's
+        # moments at p itself: the tail's mass at the rounded x carries x's rounding, relatively as large as the
+        # tail is short, and d - w dx/dhigh (t - b dx/dhigh) cancels next to the upper bound
+        rest = (core.c_high - x_c) / s
+        usable = (c_p > 0.5) & (dx_dp > 0) & torch.isfinite(dx_dp)
+        tail, tail_mean, tail_var = _tail_moments_above(core, t, rest, usable)
+        if tail_mean.numel():
+            past = frame[tail] & (d[tail] > core.d_mean[tail])
+            at_p = c_q[tail] * (d[tail] - core.d_mean[tail] + tail_mean)
+            f_a = f_a.index_put((tail,), torch.where(past, at_p, f_a[tail]))
         dx_dloc = torch.where(frame, f_a * dx_dp / s, 1.0 - dx_dl - dx_du)
         # dx/dscale = t - a dx/dlow - b dx/dhigh, with t - a = d in the frame
         frame_ds = core.a * dx_dloc + d - _zero_where(dx_du == 0, core.w * dx_du)
         # on a narrow interval those terms cancel next to a bound: F_a and minus s dF/ds from the parts' moments
         # at p itself (1 - F at the rounded x would carry its rounding), each over s pdf(x)
-        narrow, narrow_fa, narrow_spread = _narrow_slopes(core, d, t_frame, (core.c_high - x_c) / s, c_p, c_q, frame)
+        narrow, narrow_fa, narrow_spread = _narrow_slopes(core, d, t_frame, rest, c_p, c_q, frame)
         if narrow_spread.numel():
             over = dx_dp[narrow] / s[narrow]
             dx_dloc = dx_dloc.index_put((narrow,), narrow_fa * over)
             frame_ds = frame_ds.index_put((narrow,), narrow_spread * over)
         straddle_ds = t - _zero_where(dx_dl == 0, core.a * dx_dl) - _zero_where(dx_du == 0, core.b * dx_du)
+        if tail_mean.numel():
+            spread = _tail_spread(core, tail, d, t, f_a, c_q, tail_mean, tail_var) * dx_dp[tail] / s[tail]
+            frame_ds = frame_ds.index_put((tail,), spread)
+            straddle_ds = straddle_ds.index_put((tail,), spread)
+        # and short of the median next to the lower bound, where d (t - a dx/dlow) carries x's rounding: from the
+        # head's moments at p itself
+        head, head_spread = _head_spread(core, d, c_p, (c_p <= 0.5) & (dx_dp > 0) & torch.isfinite(dx_dp))
+        if head_spread.numel():
+            head_ds = head_spread * dx_dp[head] / s[head]
+            frame_ds = frame_ds.index_put((head,), head_ds)
+            straddle_ds = straddle_ds.index_put((head,), head_ds)
         dx_ds = torch.where(core.frame, frame_ds, straddle_ds)
         g_loc, g_scale, g_low, g_high = _unflip_grads(core, dx_dloc, dx_ds, dx_dl, dx_du, odd=True)
         grads = (dx_dp, g_loc, g_scale, g_low, g_high)

@@ -67,13 +67,14 @@ from tnlib.distributions._cdf_vector import (
     PAST_LOC,
     WIDE_HEAD,
     WIDE_SIDE,
+    WIDTH_NARROW,
+    WIDTH_WIDE,
     _copy_by_order,
     canonical_frame,
     cdf_element,
     classify_cdf,
     frame_cdf,
     gather_by_kind,
-    gather_straddling,
     straddling_cdf,
 )
 from tnlib.distributions._icdf_vector import (
@@ -89,6 +90,7 @@ from tnlib.distributions._icdf_vector import (
     SQRT_2PI,
     STRADDLING,
     TINY_LOG,
+    _frame_head_spread,
     classify_icdf,
     icdf_by_halley,
     icdf_element,
@@ -239,6 +241,48 @@ def _narrow_slopes_element(d, t, rest, a, cdf, sf, nodes, weights):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _narrow_tail(a, w, t, rest, no_b):
+    """Whether an element on a wide interval has a narrow stretch from its value at t, ``rest`` scales long, to its
+    upper bound (where _tail_spread_element takes minus s dF/ds)."""
+    return (not no_b) and rest > 0.0 and not _is_narrow(a, w) and _is_narrow(t, rest)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _tail_spread_element(frame, a, b, w, d, t, rest, f_a, sf, p_a, p_b, nodes, weights):
+    """Minus s dF/ds of an element _narrow_tail holds for, past the median, from its tail's moments (one panel of
+    Gauss-Legendre) and 1 - F, in the frame a F_a + (1 - F) (E_tail[r t] - 1 + w p_b) with r = t - a, straddling
+    (1 - F) (E_tail[t^2] - E[t^2]): the terms in d and w (t and b straddling) of the other form are equal next to
+    the upper bound (tnlib.distributions._statistics._tail_spread derives both)."""
+    _, tail_mean, tail_var, _ = _frame_moments_element(t, rest, 1, nodes, weights)
+    if frame:
+        return a * f_a + sf * ((d + tail_mean) * (t + tail_mean) + tail_var - 1.0 + w * p_b)
+    above = t + tail_mean
+    return sf * (above * above + tail_var - _second_moment_element(a, b, p_a, p_b))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _second_moment_element(a, b, p_a, p_b):
+    """E[t^2] = 1 + a p_a - b p_b of a straddling element (terms that add), p_a and p_b 0 without the bound."""
+    return 1.0 + (0.0 if p_a == 0.0 else a * p_a) - (0.0 if p_b == 0.0 else b * p_b)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _narrow_head(a, d, no_a):
+    """Whether a straddling element's stretch from its lower bound at a to its value, d scales, is narrow (where
+    _head_spread_element takes minus s dF/ds)."""
+    return (not no_a) and d > 0.0 and _is_narrow(a, d)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _head_spread_element(a, b, d, cdf, p_a, p_b, nodes, weights):
+    """Minus s dF/ds of a straddling element _narrow_head holds for, short of the median: F (E[t^2] - E_head[t^2])
+    from the head's moments (one panel), where t f_t and a p_a (1 - F) would cancel next to the lower bound."""
+    _, head_mean, head_var, _ = _frame_moments_element(a, d, 1, nodes, weights)
+    above = a + head_mean
+    return cdf * (_second_moment_element(a, b, p_a, p_b) - above * above - head_var)
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     """dF / d(value, loc, scale, low, high) of one element, 0 outside the support (_cdf_grads). F_low = -p_a (1 - F)
     and F_high = -p_b F in either regime, 1 - F formed as the mass above the value where F passes 1/2."""
@@ -259,19 +303,25 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     no_a, no_b = p_a == 0.0, p_b == 0.0
     f_a = 0.0 if no_a else -p_a * sf
     f_b = 0.0 if no_b else -p_b * cdf
+    rest = (c_high - x) / scale
     if frame:
         fr_d = math.exp(-d * (a + 0.5 * d) - log_norm)
         if _is_narrow(a, w) and d > 0.0 and x < c_high:
-            fr_a, spread = _narrow_slopes_element(d, t, (c_high - x) / scale, a, cdf, sf, nodes, weights)
+            fr_a, spread = _narrow_slopes_element(d, t, rest, a, cdf, sf, nodes, weights)
         else:
             fr_a = _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_norm, first, nodes, weights)
             spread = a * fr_a + d * fr_d + (0.0 if no_b else w * f_b)
         g_value, g_loc = fr_d, -fr_a
     else:
         f_t = math.exp(-0.5 * t * t - _LOG_SQRT_2PI - log_norm)
+        fr_a = 0.0
         spread = t * f_t + (0.0 if no_a else a * f_a) + (0.0 if no_b else b * f_b)
         g_value = f_t
-        g_loc = -_straddle_loc_slope_element(t, d, (c_high - x) / scale, a, b, cdf, sf, first, p_a, p_b, log_norm)
+        g_loc = -_straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, first, p_a, p_b, log_norm)
+    if cdf > 0.5 and _narrow_tail(a, w, t, rest, no_b):
+        spread = _tail_spread_element(frame, a, b, w, d, t, rest, fr_a, sf, p_a, p_b, nodes, weights)
+    elif not frame and cdf <= 0.5 and _narrow_head(a, d, no_a):
+        spread = _head_spread_element(a, b, d, cdf, p_a, p_b, nodes, weights)
     g_value, g_loc, g_scale, g_low, g_high = (g_value / scale, g_loc / scale, -spread / scale, f_a / scale,
                                               f_b / scale)
     if flip:  # odd under the mirror
@@ -453,12 +503,34 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
         f_a, spread = _narrow_slopes_element(d, t, (c_high - x) / scale, a, c_p, c_q, nodes, weights)
         dx_dloc, dx_ds = f_a * dx_dp / scale, spread * dx_dp / scale
     else:
-        if frame and dx_dp > 0 and math.isfinite(dx_dp):  # dx/dloc = F_a / (s pdf(x)), not 1 - dx/dlow - dx/dhigh
-            f_a = _frame_slope_element(x, d, t, c_p, a, w, c_high, scale, log_norm, first, nodes, weights)
+        usable = dx_dp > 0 and math.isfinite(dx_dp)
+        # past the median with a narrow tail, the frame's F_a past the mean and minus s dF/ds from the tail's
+        # moments at p itself (the tail's mass at the rounded x carries x's rounding, relatively as large as the
+        # tail is short; d - w dx/dhigh and t - b dx/dhigh cancel next to the upper bound)
+        rest = (c_high - x) / scale
+        tail = usable and c_p > 0.5 and _narrow_tail(a, w, t, rest, p_b == 0.0)
+        f_a = 0.0
+        if frame and usable:  # dx/dloc = F_a / (s pdf(x)), not 1 - dx/dlow - dx/dhigh
+            if tail and d > first:
+                _, tail_mean, _, _ = _frame_moments_element(t, rest, 1, nodes, weights)
+                f_a = c_q * (d - first + tail_mean)
+            else:
+                f_a = _frame_slope_element(x, d, t, c_p, a, w, c_high, scale, log_norm, first, nodes, weights)
             dx_dloc = f_a * dx_dp / scale
         else:
             dx_dloc = 1.0 - dx_dl - dx_du
-        if frame:
+        if tail:
+            dx_ds = _tail_spread_element(frame, a, b, w, d, t, rest, f_a, c_q, p_a, p_b, nodes, weights) * dx_dp / scale
+        elif usable and c_p <= 0.5 and _narrow_head(a, d, p_a == 0.0):
+            # short of the median next to the lower bound d (t - a dx/dlow) carries x's rounding: from the head's
+            # moments at p itself
+            if frame:
+                _, head_mean, head_var, _ = _frame_moments_element(a, d, 1, nodes, weights)
+                spread = c_p * _frame_head_spread(a, first, head_mean, head_var, 0.0 if p_b == 0.0 else w * p_b)
+            else:
+                spread = _head_spread_element(a, b, d, c_p, p_a, p_b, nodes, weights)
+            dx_ds = spread * dx_dp / scale
+        elif frame:
             dx_ds = a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
         else:
             dx_ds = t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
@@ -802,36 +874,88 @@ def _icdf_pass_by_dtype(start, stop, prob, loc, scale, low, high, out, table, no
         True, start, stop, prob, loc, scale, low, high, out, table, nodes, weights)
 
 
+# the kinds the cdf's gradient pass gathers a chunk's elements by (classify_cdf_gradient), each a loop forming its
+# own formulas alone (cdf_element's ``straddling``, ``frame_known`` and ``width``): a straddling element, a frame
+# element on a wide interval, one on a narrow interval
+GRADIENT_STRADDLING, GRADIENT_WIDE, GRADIENT_NARROW = 0, 1, 2
+GRADIENT_KINDS = 3
+
+
+@numba.njit(cache=True, error_model="numpy")
+def classify_cdf_gradient(start, stop, arrays, kinds, starts):
+    """The gradient kind (GRADIENT_STRADDLING ...) of each of the five ``arrays``' elements [start, stop) into
+    ``kinds``, by canonical_frame, and into ``starts`` (GRADIENT_KINDS + 1 rows) the row each kind's elements start
+    from once gathered by kind (gather_by_kind), the last the count: a loop the compiler vectorizes."""
+    loc, scale, low, high = arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop], arrays[4][start:stop]
+    straddling = wide = 0
+    for j in range(stop - start):
+        _, _, _, _, _, _, _, narrow, frame = canonical_frame(np.float64(loc[j]), np.float64(scale[j]),
+                                                             np.float64(low[j]), np.float64(high[j]))
+        kind = (GRADIENT_NARROW if narrow else GRADIENT_WIDE) if frame else GRADIENT_STRADDLING
+        kinds[j] = kind
+        straddling += kind == GRADIENT_STRADDLING
+        wide += kind == GRADIENT_WIDE
+    starts[0] = 0
+    starts[1] = straddling
+    starts[2] = straddling + wide
+    starts[3] = stop - start
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _cdf_gradients_chunk(starts, columns, derivatives):
+    """The five derivatives of the cdf of a chunk's elements gathered by gradient kind (classify_cdf_gradient) into
+    the rows of ``derivatives``, the value's NaN where not held: a loop a kind, the compiler vectorizing each."""
+    value, loc, scale, low, high, o = _kind_views(GRADIENT_STRADDLING, starts, columns, derivatives[0])
+    slopes = derivatives[:, starts[GRADIENT_STRADDLING]:starts[GRADIENT_STRADDLING + 1]]
+    for j in range(o.shape[0]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], True, False)
+        o[j] = dx if held else np.nan
+        slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
+    value, loc, scale, low, high, o = _kind_views(GRADIENT_WIDE, starts, columns, derivatives[0])
+    slopes = derivatives[:, starts[GRADIENT_WIDE]:starts[GRADIENT_WIDE + 1]]
+    for j in range(o.shape[0]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], False, True,
+                                                     WIDTH_WIDE)
+        o[j] = dx if held else np.nan
+        slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
+    value, loc, scale, low, high, o = _kind_views(GRADIENT_NARROW, starts, columns, derivatives[0])
+    slopes = derivatives[:, starts[GRADIENT_NARROW]:starts[GRADIENT_NARROW + 1]]
+    for j in range(o.shape[0]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], False, True,
+                                                     WIDTH_NARROW)
+        o[j] = dx if held else np.nan
+        slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: chunk by
-    chunk, the straddling elements gathered apart from the others (gather_straddling), each kind in a loop that
-    vectorizes and forms its own regime's formulas alone (cdf_element's ``straddling`` and ``frame_known``), the
-    others (marked by a NaN) by the per-element kernel after."""
+    chunk, the elements gathered by kind as the forward pass gathers them (classify_cdf_gradient's kinds: straddling,
+    a wide or a narrow frame interval; a chunk of one kind copied in order), each kind in a loop that vectorizes and
+    forms its own formulas alone, the others (marked by a NaN) by the per-element kernel after."""
     arrays = (value, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
-    derivatives = np.empty((6, _CHUNK))
+    derivatives = np.empty((5, _CHUNK))
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(GRADIENT_KINDS + 1, dtype=np.int64)
+    ends = np.empty(GRADIENT_KINDS, dtype=np.int64)
+    order = np.empty(_CHUNK, dtype=np.uint16)  # (rows within a chunk: _CHUNK is below 2^16)
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
-        count = gather_straddling(first, last, arrays, columns)
-        for j in range(count):
-            _, dx, dl, ds, da, db, _, held = cdf_element(columns[0, j], columns[1, j], columns[2, j], columns[3, j],
-                                                         columns[4, j], True, False)
-            derivatives[0, j] = dx if held else np.nan
-            derivatives[1, j], derivatives[2, j], derivatives[3, j], derivatives[4, j] = dl, ds, da, db
-        # (the others through views from their first: an index the compiler cannot prove non-negative takes numpy's
-        # wraparound, which keeps a loop from vectorizing, 3x slower)
-        others, its_derivatives = columns[:, count:last - first], derivatives[:, count:last - first]
-        for j in range(others.shape[1]):
-            _, dx, dl, ds, da, db, _, held = cdf_element(others[0, j], others[1, j], others[2, j], others[3, j],
-                                                         others[4, j], False, True)
-            its_derivatives[0, j] = dx if held else np.nan
-            its_derivatives[1, j], its_derivatives[2, j], its_derivatives[3, j], its_derivatives[4, j] = dl, ds, da, db
-        for j in range(last - first):
-            i = np.int64(columns[5, j])
-            gr = np.float64(grad[i])
+        classify_cdf_gradient(first, last, arrays, kinds, starts)
+        in_order = gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
+        _cdf_gradients_chunk(starts, columns, derivatives)
+        if in_order:
             for k in range(5):
-                slopes[k, i] = gr * derivatives[k, j]
+                row, its_slopes, its_grad = derivatives[k], slopes[k, first:last], grad[first:last]
+                for j in range(last - first):
+                    its_slopes[j] = np.float64(its_grad[j]) * row[j]
+        else:
+            for j in range(last - first):
+                i = np.int64(columns[5, j])
+                gr = np.float64(grad[i])
+                for k in range(5):
+                    slopes[k, i] = gr * derivatives[k, j]
     for i in range(start, stop):
         if not math.isnan(slopes[0, i]):
             continue

@@ -197,35 +197,6 @@ def canonical_frame(loc, s, low, high):
     return flip, c_loc, c_low, c_high, a, b, w, narrow, frame
 
 
-@numba.njit(cache=True, error_model="numpy")
-def gather_straddling(start, stop, arrays, columns):
-    """The five ``arrays`` (value, loc, scale, low, high) of elements [start, stop) in float64 in the first columns
-    of the rows of ``columns`` (6 x at least stop - start), the straddling elements (canonical_frame's frame
-    false) first, in order, and the others after them, row 5 holding each one's index; returns the count of the
-    first. A contiguous loop over one part then passes the element functions their ``straddling`` argument as a
-    constant, and the compiler drops the other regime's formulas from it (a loop that reads the elements through
-    their indices would not vectorize)."""
-    count = 0
-    rest = stop - start
-    value, loc, scale, low, high = arrays
-    for i in range(start, stop):
-        element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
-                   np.float64(high[i]))
-        if canonical_frame(element[1], element[2], element[3], element[4])[8]:
-            rest -= 1
-            row = rest
-        else:
-            row = count
-            count += 1
-        columns[0, row] = element[0]
-        columns[1, row] = element[1]
-        columns[2, row] = element[2]
-        columns[3, row] = element[3]
-        columns[4, row] = element[4]
-        columns[5, row] = i
-    return count
-
-
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _erf_and_erfc(y):
     """(erf(y), erfc(y)) for y >= 0 from one erfc: erf by its series below 1/2, 1 - erfc beyond."""
@@ -468,14 +439,41 @@ def frame_cdf(value, loc, s, low, high, kind, short):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def cdf_element(value, loc, s, low, high, straddling, frame_known):
+def _tail_product(d, t, tail_mean, tail_var):
+    """E_tail[r t] of the part of a frame element above its value (r = t - a, the distance from the lower bound),
+    from the tail's mean distance from the value and its variance. Minus s dF/ds = a F_a + d f(d) - w f(w) F,
+    whose last two terms are equal next to the upper bound; since (r f(r))' = (1 - r t) f(r), d f(d) - w f(w) =
+    -(1 - F) (1 - E_tail[r t]), so minus s dF/ds = a F_a + (1 - F) (E_tail[r t] - 1 + w p_b), which cancels no
+    more than the derivative itself where F is past 1/2 (below, 1 - F against a result of order F would)."""
+    return (d + tail_mean) * (t + tail_mean) + tail_var
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _second_moment(a, b, p_a, p_b, no_a, no_b):
+    """E[t^2] = 1 + a p_a - b p_b of a straddling element (a < 0 < b: the terms add without cancelling), p_a and
+    p_b the densities at the bounds over Z."""
+    return 1.0 + (0.0 if no_a else a * p_a) - (0.0 if no_b else b * p_b)
+
+
+# what a caller of cdf_element knows of a frame element's interval (its ``width``, a constant): nothing, that it is
+# wide, that it is narrow
+WIDTH_UNKNOWN, WIDTH_WIDE, WIDTH_NARROW = 0, 1, 2
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def cdf_element(value, loc, s, low, high, straddling, frame_known, width=WIDTH_UNKNOWN):
     """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are
     the caller's to compute again (they are meaningless here). ``straddling`` true says that the element is known
-    to straddle (gather_straddling's first part): the frame's formulas are then not formed; ``frame_known`` true
-    that it is known not to (the other part): the straddling element's are not."""
+    to straddle (canonical_frame's frame false): the frame's formulas are then not formed; ``frame_known`` true
+    that it is known not to: the straddling element's are not; and ``width`` (WIDTH_WIDE, WIDTH_NARROW) that a
+    frame element's interval is known to be wide or narrow: the other's formulas are then not formed either (on a
+    narrow interval the stretches either side of the value are narrow too, and their series are taken for them: an
+    element where rounding says otherwise is not held)."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, frame = canonical_frame(loc, s, low, high)
     frame = (frame & (not straddling)) | frame_known
+    narrow_known = width == WIDTH_NARROW
+    narrow = narrow_known | ((width != WIDTH_WIDE) & narrow)
     x = -value if flip else value
     d = (x - c_low) / s
     t = (x - c_loc) / s
@@ -483,8 +481,10 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
     no_a = c_low == -math.inf
     no_b = c_high == math.inf
     ad = a + d
-    narrow_head = (not no_a) & (not _wide(a, d))
-    narrow_tail = (not no_b) & (not _wide(ad if frame else -b, rest))
+    head_found = (not no_a) & (not _wide(a, d))
+    tail_found = (not no_b) & (not _wide(ad if frame else -b, rest))
+    narrow_head = head_found | narrow_known
+    narrow_tail = tail_found | narrow_known
     # the stretches from the lower bound to the value and from the value to the upper bound, where narrow
     head_mass, head_mean, head_var = _stretch_moments(a, d)
     tail_mass, tail_mean, tail_var = _stretch_moments(ad if frame else -b, rest)
@@ -521,7 +521,13 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
     apart = d - head_mean + tail_mean
     both = frame_cdf * frame_sf
     narrow_spread = both * (apart * (a + head_mean + ad + tail_mean) + tail_var - head_var)
-    frame_spread = narrow_spread if narrow else a * frame_fa + density * d + (0.0 if no_b else w * frame_fb)
+    # on a wide interval past the median with a narrow tail, d f(d) and w f(w) F cancel alike: there minus s dF/ds
+    # from the tail's moments (_tail_product)
+    tail_form = narrow_tail & (frame_cdf > 0.5)
+    frame_tail_spread = a * frame_fa + frame_sf * (_tail_product(d, ad, tail_mean, tail_var) - 1.0 + w * frame_pb)
+    frame_spread = (narrow_spread if narrow
+                    else frame_tail_spread if tail_form
+                    else a * frame_fa + density * d + (0.0 if no_b else w * frame_fb))
     frame_fa = both * apart if narrow else frame_fa
     # straddling (a < 0 < b): masses over Z = (erf(-a/sqrt 2) + erf(b/sqrt 2))/2, the masses on either side of
     # loc: past loc the mass below the value is a sum of erf's (and short of it the mass above it), its other side
@@ -544,6 +550,18 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
     straddle_fa = -p_a * straddle_sf
     straddle_fb = -p_b * straddle_cdf
     straddle_spread = t * f_t + (0.0 if no_a else a * straddle_fa) + (0.0 if no_b else b * straddle_fb)
+    # next to a bound t f_t and the bound's term cancel (b p_b F past the median, a p_a (1 - F) short of it):
+    # there minus s dF/ds = (1 - F) (E_tail[t^2] - E[t^2]), or F (E[t^2] - E_head[t^2]) (the narrow interval's
+    # F (1 - F) (E_tail[t^2] - E_head[t^2]), as E_tail[t^2] - E[t^2] = F (E_tail[t^2] - E_head[t^2]) and E[t^2] -
+    # E_head[t^2] = (1 - F) (E_tail[t^2] - E_head[t^2])), where that part is a narrow stretch: its second moment
+    # from its mean distance from the bound and its variance
+    second = _second_moment(a, b, p_a, p_b, no_a, no_b)
+    below_b = b - tail_mean
+    above_a = a + head_mean
+    past_median = straddle_cdf > 0.5
+    straddle_spread = (straddle_sf * (below_b * below_b + tail_var - second) if narrow_tail & past_median
+                       else straddle_cdf * (second - above_a * above_a - head_var) if narrow_head & (not past_median)
+                       else straddle_spread)
     # minus s dF/dloc = phi(t)/Z - p_a (1 - F) - p_b F: F (E[t] - E_head) up to the mean, (1 - F) (E_tail - E[t])
     # past it, with phi(a) - phi(t) = phi(a) J(a, d) (a + D_head) on a short stretch (phi(t) and phi(a), both near
     # phi(0) beside a bound just under loc, would cancel) and phi(t) - phi(b) likewise
@@ -566,7 +584,7 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known):
                   & ((log_density > _LOG_RESULT_FLOOR) | (not flip)) & (m0 > 1e-290))
     held_straddle = (t > -_STRADDLE_END) & (t < _STRADDLE_END)
     held = ((x > c_low) & (x < c_high) & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b)
-            & (held_frame if frame else held_straddle))
+            & (held_frame if frame else held_straddle) & ((not narrow_known) | (head_found & tail_found)))
     # at or beyond a bound the CDF is exactly 0 or 1 (the per-element kernel's frame integral over the whole
     # interval may round a bound's to 1 - 1 ulp, below the vectorized value just inside it); its derivatives there
     # are the per-element kernel's

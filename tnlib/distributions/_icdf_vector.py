@@ -39,9 +39,11 @@ from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import (
     _erf_and_erfc,
     _ndtr_lower,
+    _second_moment,
     _short_stretch,
     _stretch,
     _stretch_moments,
+    _tail_product,
     _vector_mills,
     _wide,
     canonical_frame,
@@ -177,6 +179,14 @@ def _log_or_minus_inf(x):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _frame_head_spread(a, mean_d, head_mean, head_var, w_p_b):
+    """Minus s dF/ds over F of a frame element on a wide interval from the moments of its part below the value (r
+    its distance from the lower bound, t = a + r): a F_a + d f(d) - w p_b F with F_a = F (D - D_head) and, as
+    (r f(r))' = (1 - r t) f(r), d f(d) = F (1 - E_head[r t]) = F (1 - a D_head - D_head^2 - V_head)."""
+    return a * (mean_d - 2.0 * head_mean) - head_mean * head_mean - head_var + 1.0 - w_p_b
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def icdf_element(prob, loc, s, low, high, straddling):
     """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are
@@ -273,8 +283,11 @@ def icdf_element(prob, loc, s, low, high, straddling):
                       else (m_t * excess_t - delta_rest * (m_b * _vector_math.mean_excess(b) + rest * m_b))
                       / wide_tail_mass)
     density = _vector_math.exp(-d * (a + 0.5 * d) - log_m0)
+    # (past the median with a narrow tail, 1 - F at p itself: the tail's mass at the rounded x carries x's
+    # rounding, relatively as large as the tail is short)
+    tail_form = narrow_tail & (c_p > 0.5)
     f_a = (c_p * (mean_d - head_mean) if up_to_mean
-           else (tail_mass if narrow_tail else wide_tail_mass) * density
+           else (c_q if tail_form else (tail_mass if narrow_tail else wide_tail_mass) * density)
            * (d - mean_d + (tail_mean if narrow_tail else wide_tail_mean)))
     # on a narrow interval a dx/dloc + d - w dx/dhigh cancels next to a bound: there F_a = F (1 - F) (d - D_head +
     # D_tail) and minus s dF/ds = F (1 - F) (E_tail[t^2] - E_head[t^2]) (tnlib.distributions._cdf_vector.cdf_element's)
@@ -283,8 +296,27 @@ def icdf_element(prob, loc, s, low, high, straddling):
     narrow_fa = c_p * c_q * apart
     narrow_spread = c_p * c_q * (apart * (a + head_mean + t + tail_mean) + tail_var - head_var)
     dx_dloc = (narrow_fa if narrow else f_a) * dx_dp / s if frame else 1.0 - dx_dl - dx_du
-    frame_ds = narrow_spread * dx_dp / s if narrow else a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du)
-    dx_ds = frame_ds if frame else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du)
+    # past the median with a narrow tail, d - w dx/dhigh (t - b dx/dhigh straddling) cancels likewise: minus s
+    # dF/ds from the tail's moments as the cdf's (_cdf_vector.cdf_element's), at p itself
+    frame_tail_spread = a * f_a + c_q * (_tail_product(d, t, tail_mean, tail_var) - 1.0 + w * p_b_frame)
+    # and short of the median next to the lower bound, where d (t - a dx/dlow straddling) carries x's rounding,
+    # relatively as large as the head is short: F (E[t^2] - E_head[t^2]) at p, in the frame a F_a + d f(d) - w p_b F
+    # with d f(d) = F (1 - E_head[r t]) (_frame_head_spread)
+    head_form = narrow_head & (c_p <= 0.5)
+    frame_head_spread = c_p * _frame_head_spread(a, mean_d, head_mean, head_var, 0.0 if no_b else w * p_b_frame)
+    second = _second_moment(a, b, p_a, p_b, no_a, no_b)
+    above_t = t + tail_mean
+    above_a = a + head_mean
+    straddle_tail_spread = c_q * (above_t * above_t + tail_var - second)
+    straddle_head_spread = c_p * (second - above_a * above_a - head_var)
+    frame_ds = (narrow_spread * dx_dp / s if narrow
+                else frame_tail_spread * dx_dp / s if tail_form
+                else frame_head_spread * dx_dp / s if head_form
+                else a * dx_dloc + d - (0.0 if dx_du == 0.0 else w * dx_du))
+    straddle_ds = (straddle_tail_spread * dx_dp / s if tail_form
+                   else straddle_head_spread * dx_dp / s if head_form
+                   else t - (0.0 if dx_dl == 0.0 else a * dx_dl) - (0.0 if dx_du == 0.0 else b * dx_du))
+    dx_ds = frame_ds if frame else straddle_ds
     # a wide stretch's closed form needs a non-negative slope, and a head up to the mean is narrow
     held_slope = (narrow_head if up_to_mean else (narrow_tail | (t >= 0.0))) & (d > 0.0) & (x < c_high)
     held_derivatives = (held & (abs(log_pdf) < _LOG_DERIVATIVE_END) & (log_low < _LOG_DERIVATIVE_END)

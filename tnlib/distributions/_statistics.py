@@ -394,6 +394,60 @@ def _narrow_slopes(core: _Core, d, t, rest, cdf, sf, mask) -> tuple[torch.Tensor
     return narrow, both * apart, both * (apart * (a_n + head_mean + t_n + tail_mean) + tail_var - head_var)
 
 
+def _tail_moments_above(core: _Core, t, rest, mask) -> tuple[torch.Tensor, ...]:
+    """(tail, D_tail, V_tail): the elements in ``mask`` on a wide interval whose part above the value, from t for
+    ``rest`` scales to the upper bound, is a narrow stretch, and on those that part's mean distance from the value
+    and its variance, by one panel of Gauss-Legendre."""
+    a, w = core.a, core.w
+    wide = ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)  # (NaN without a lower bound: wide)
+    short = rest * torch.clamp((t + 0.5 * rest).abs(), min=1.0) <= _NARROW
+    tail = mask & wide & short & (rest > 0) & (core.p_b > 0)
+    if not bool(tail.any()):
+        return tail, t.new_empty(0), t.new_empty(0)
+    _, tail_mean, tail_var, _ = _frame_moments(t[tail], rest[tail])
+    return tail, tail_mean, tail_var
+
+
+def _tail_spread(core: _Core, tail, d, t, f_a, sf, tail_mean, tail_var) -> torch.Tensor:
+    """Minus s dF/ds on the elements ``tail`` (_tail_moments_above's, past the median) from their tail's moments,
+    1 - F ``sf`` and, in the frame, F_a: a F_a + d f(d) - w f(w) F (frame) and t f_t + a F_a + b F_b (straddling)
+    cancel there, their terms in d and w (in t and b) equal next to the upper bound. As (r f(r))' = (1 - r t) f(r)
+    with r = t - a, minus s dF/ds = a F_a + (1 - F) (E_tail[r t] - 1 + w p_b) in the frame, and in either regime
+    (1 - F) (E_tail[t^2] - E[t^2]) with E[t^2] = 1 + a p_a - b p_b (straddling: terms that add; the frame's a p_a
+    would cancel against E_tail[t^2] far out)."""
+    a, b, w, p_a, p_b = (x[tail] for x in (core.a, core.b, core.w, core.p_a, core.p_b))
+    d, t, sf = d[tail], t[tail], sf[tail]
+    above = d + tail_mean
+    frame = a * f_a[tail] + sf * (above * (t + tail_mean) + tail_var - 1.0 + w * p_b)
+    straddle = sf * ((t + tail_mean).square() + tail_var - _straddling_second_moment(a, b, p_a, p_b))
+    return torch.where(core.frame[tail], frame, straddle)
+
+
+def _straddling_second_moment(a, b, p_a, p_b) -> torch.Tensor:
+    """E[t^2] = 1 + a p_a - b p_b of straddling elements (terms that add), p_a and p_b 0 without the bound."""
+    return 1.0 + _zero_where(p_a == 0, a * p_a) - _zero_where(p_b == 0, b * p_b)
+
+
+def _head_spread(core: _Core, d, cdf, mask) -> tuple[torch.Tensor, torch.Tensor]:
+    """(head, spread): the elements in ``mask`` (short of the median) on a wide interval whose part below the
+    value, d scales from the lower bound, is a narrow stretch, and on those minus s dF/ds as F (E[t^2] -
+    E_head[t^2]) from that part's moments (one panel): straddling, t f_t and a p_a (1 - F) cancel next to the lower
+    bound; in the frame a F_a + d f(d) - w p_b F with d f(d) = F (1 - E_head[r t]), which the icdf takes at p
+    (its d carries x's rounding there, relatively as large as d is short)."""
+    a, w = core.a, core.w
+    wide = ~(w * torch.clamp((a + 0.5 * w).abs(), min=1.0) <= _NARROW)  # (NaN without a lower bound: wide)
+    short = d * torch.clamp((a + 0.5 * d).abs(), min=1.0) <= _NARROW
+    head = mask & wide & short & torch.isfinite(a) & (d > 0)
+    if not bool(head.any()):
+        return head, d.new_empty(0)
+    a, b, w, p_a, p_b, d_mean = (x[head] for x in (a, core.b, w, core.p_a, core.p_b, core.d_mean))
+    _, head_mean, head_var, _ = _frame_moments(a, d[head])
+    straddle = _straddling_second_moment(a, b, p_a, p_b) - (a + head_mean).square() - head_var
+    frame = (a * (d_mean - 2.0 * head_mean) - head_mean.square() - head_var + 1.0
+             - _zero_where(p_b == 0, w * p_b))
+    return head, cdf[head] * torch.where(core.frame[head], frame, straddle)
+
+
 def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """dF / d(value, loc, scale, low, high) in canonical coordinates, 0 outside the support.
 
@@ -424,6 +478,14 @@ def _cdf_grads(core: _Core, c_value: torch.Tensor, cdf: torch.Tensor) -> tuple[t
     fr_d = torch.exp(-d * (core.a + 0.5 * d) - core.log_m0)
     fr_w = f_b  # -p_b F in both coordinate systems
     fr_spread = core.a * fr_a + d * fr_d + _zero_where(no_b, core.w * fr_w)
+    tail, tail_mean, tail_var = _tail_moments_above(core, t, rest, inside & (cdf > 0.5))
+    if tail_mean.numel():
+        spread = _tail_spread(core, tail, d, t, fr_a, sf, tail_mean, tail_var)
+        fr_spread = fr_spread.index_put((tail,), spread)
+        s_spread = s_spread.index_put((tail,), spread)
+    head, head_spread = _head_spread(core, d, cdf, inside & (cdf <= 0.5) & ~core.frame)
+    if head_spread.numel():
+        s_spread = s_spread.index_put((head,), head_spread)
     narrow, narrow_fa, narrow_spread = _narrow_slopes(core, d, t, rest, cdf, sf, core.frame & inside)
     if narrow_spread.numel():
         fr_a = fr_a.index_put((narrow,), narrow_fa)
