@@ -901,29 +901,32 @@ def classify_cdf_gradient(start, stop, arrays, kinds, starts):
     starts[3] = stop - start
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def _cdf_gradients_chunk(starts, columns, derivatives):
     """The five derivatives of the cdf of a chunk's elements gathered by gradient kind (classify_cdf_gradient) into
-    the rows of ``derivatives``, the value's NaN where not held: a loop a kind, the compiler vectorizing each."""
-    value, loc, scale, low, high, o = _kind_views(GRADIENT_STRADDLING, starts, columns, derivatives[0])
-    slopes = derivatives[:, starts[GRADIENT_STRADDLING]:starts[GRADIENT_STRADDLING + 1]]
-    for j in range(o.shape[0]):
-        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], True, False)
-        o[j] = dx if held else np.nan
+    the rows of ``derivatives``, the value's NaN where not held: a loop a kind over 2-D views of the columns and the
+    derivatives from the kind's first row, each vectorized where inlined into the caller that allocates both arrays
+    (compiled apart, the compiler cannot tell that the ten rows do not overlap, and leaves the loops scalar)."""
+    kind = GRADIENT_STRADDLING
+    elements, slopes = columns[:, starts[kind]:starts[kind + 1]], derivatives[:, starts[kind]:starts[kind + 1]]
+    for j in range(elements.shape[1]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(elements[0, j], elements[1, j], elements[2, j], elements[3, j],
+                                                     elements[4, j], True, False)
+        slopes[0, j] = dx if held else np.nan
         slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
-    value, loc, scale, low, high, o = _kind_views(GRADIENT_WIDE, starts, columns, derivatives[0])
-    slopes = derivatives[:, starts[GRADIENT_WIDE]:starts[GRADIENT_WIDE + 1]]
-    for j in range(o.shape[0]):
-        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], False, True,
-                                                     WIDTH_WIDE)
-        o[j] = dx if held else np.nan
+    kind = GRADIENT_WIDE
+    elements, slopes = columns[:, starts[kind]:starts[kind + 1]], derivatives[:, starts[kind]:starts[kind + 1]]
+    for j in range(elements.shape[1]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(elements[0, j], elements[1, j], elements[2, j], elements[3, j],
+                                                     elements[4, j], False, True, WIDTH_WIDE)
+        slopes[0, j] = dx if held else np.nan
         slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
-    value, loc, scale, low, high, o = _kind_views(GRADIENT_NARROW, starts, columns, derivatives[0])
-    slopes = derivatives[:, starts[GRADIENT_NARROW]:starts[GRADIENT_NARROW + 1]]
-    for j in range(o.shape[0]):
-        _, dx, dl, ds, da, db, _, held = cdf_element(value[j], loc[j], scale[j], low[j], high[j], False, True,
-                                                     WIDTH_NARROW)
-        o[j] = dx if held else np.nan
+    kind = GRADIENT_NARROW
+    elements, slopes = columns[:, starts[kind]:starts[kind + 1]], derivatives[:, starts[kind]:starts[kind + 1]]
+    for j in range(elements.shape[1]):
+        _, dx, dl, ds, da, db, _, held = cdf_element(elements[0, j], elements[1, j], elements[2, j], elements[3, j],
+                                                     elements[4, j], False, True, WIDTH_NARROW)
+        slopes[0, j] = dx if held else np.nan
         slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
 
 

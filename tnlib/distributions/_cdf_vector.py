@@ -525,9 +525,10 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known, width=WIDTH_U
     # from the tail's moments (_tail_product)
     tail_form = narrow_tail & (frame_cdf > 0.5)
     frame_tail_spread = a * frame_fa + frame_sf * (_tail_product(d, ad, tail_mean, tail_var) - 1.0 + w * frame_pb)
-    frame_spread = (narrow_spread if narrow
-                    else frame_tail_spread if tail_form
-                    else a * frame_fa + density * d + (0.0 if no_b else w * frame_fb))
+    frame_width_term = 0.0 if no_b else w * frame_fb
+    frame_terms_spread = a * frame_fa + density * d + frame_width_term
+    frame_spread = frame_tail_spread if tail_form else frame_terms_spread
+    frame_spread = narrow_spread if narrow else frame_spread
     frame_fa = both * apart if narrow else frame_fa
     # straddling (a < 0 < b): masses over Z = (erf(-a/sqrt 2) + erf(b/sqrt 2))/2, the masses on either side of
     # loc: past loc the mass below the value is a sum of erf's (and short of it the mass above it), its other side
@@ -559,9 +560,10 @@ def cdf_element(value, loc, s, low, high, straddling, frame_known, width=WIDTH_U
     below_b = b - tail_mean
     above_a = a + head_mean
     past_median = straddle_cdf > 0.5
-    straddle_spread = (straddle_sf * (below_b * below_b + tail_var - second) if narrow_tail & past_median
-                       else straddle_cdf * (second - above_a * above_a - head_var) if narrow_head & (not past_median)
-                       else straddle_spread)
+    straddle_tail_spread = straddle_sf * (below_b * below_b + tail_var - second)
+    straddle_head_spread = straddle_cdf * (second - above_a * above_a - head_var)
+    straddle_spread = straddle_head_spread if narrow_head & (not past_median) else straddle_spread
+    straddle_spread = straddle_tail_spread if narrow_tail & past_median else straddle_spread
     # minus s dF/dloc = phi(t)/Z - p_a (1 - F) - p_b F: F (E[t] - E_head) up to the mean, (1 - F) (E_tail - E[t])
     # past it, with phi(a) - phi(t) = phi(a) J(a, d) (a + D_head) on a short stretch (phi(t) and phi(a), both near
     # phi(0) beside a bound just under loc, would cancel) and phi(t) - phi(b) likewise
