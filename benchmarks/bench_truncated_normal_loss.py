@@ -11,7 +11,7 @@ learned (loc and scale carry gradients) or fixed (loc only), each timing ``--cal
 installed (this script installs nothing).
 
     python benchmarks/bench_truncated_normal_loss.py [--points 1000000] [--threads 1] [--repeats 15]
-        [--batches 256 1024 4096] [--calls 50]
+        [--batches 256 1024 4096] [--calls 50] [--clock wall|cpu] [--no-first-call]
 """
 from __future__ import annotations
 
@@ -103,16 +103,17 @@ def _print_ratios(times: dict, calls: int = 1) -> None:
         print(f"  {name:22s} {figure}   {seconds / normal:6.2f}x Normal")
 
 
-def best_times(fns: dict, repeats: int) -> dict[str, float]:
-    """Best of ``repeats`` seconds per call of each function, interleaved so machine noise hits all alike."""
+def best_times(fns: dict, repeats: int, clock=time.perf_counter) -> dict[str, float]:
+    """Best of ``repeats`` seconds per call of each function by ``clock``, interleaved so machine noise hits all
+    alike."""
     for fn in fns.values():
         fn()
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], clock() - start)
     return best
 
 
@@ -134,6 +135,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batches", type=int, nargs="*", default=[256, 1024, 4096])
     parser.add_argument("--calls", type=int, default=50, help="calls per timing at the training batches")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time by the wall clock, or by the process's CPU time (what a machine shared with other "
+                             "jobs inflates less)")
+    parser.add_argument("--no-first-call", action="store_true", help="skip the fresh process's first call")
     parser.add_argument("--first-call-parts", action="store_true",
                         help="only a fresh process's first log_prob + backward, in parts (after a run that fills "
                              "numba's cache)")
@@ -145,16 +150,17 @@ def main() -> None:
         print("a fresh process, torch imported before, numba's cache filled by a run before:\n" + out.stdout)
         return
     torch.set_num_threads(args.threads)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     print(f"torch {torch.__version__}, {args.threads} thread(s), -log_prob forward + backward, best of "
-          f"{args.repeats}, interleaved, the distribution built in each call")
+          f"{args.repeats}, interleaved, the distribution built in each call, {args.clock} clock")
     for dtype in (torch.float32, torch.float64):
-        times = best_times(_steps(*_inputs(args.points, dtype)), args.repeats)
+        times = best_times(_steps(*_inputs(args.points, dtype)), args.repeats, clock)
         print(f"{args.points:,} mixed-regime {str(dtype).removeprefix('torch.')} elements, sigma learned:")
         _print_ratios(times)
     for learned in (True, False):
         for batch in args.batches:
             steps = _steps(*_inputs(batch, torch.float32), learned_scale=learned, calls=args.calls)
-            times = best_times(steps, args.repeats)
+            times = best_times(steps, args.repeats, clock)
             print(f"training batch of {batch:,} float32 elements, sigma {'learned' if learned else 'fixed'} "
                   f"(per call, {args.calls} calls a timing):")
             _print_ratios(times, args.calls)
@@ -162,6 +168,8 @@ def main() -> None:
     missing = [name for name, module in peers.items() if importlib.util.find_spec(module) is None]
     if missing:
         print("not installed (not timed): " + ", ".join(missing))
+    if args.no_first_call:
+        return
     wall, cpu = first_call_seconds()
     print(f"first call in a fresh process (import tnlib, log_prob + backward): {wall:.2f} s ({cpu:.2f} s of CPU)")
 

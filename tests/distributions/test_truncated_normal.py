@@ -399,6 +399,19 @@ def test_broadcasting_expand_and_shapes():
     assert isinstance(d.support.check(torch.ones(3, 4)), torch.Tensor)
 
 
+
+def test_float_tensors_of_one_shape_are_kept_as_given_and_others_broadcast():
+    loc, scale = torch.zeros(3), torch.ones(3, dtype=torch.float64)
+    low, high = torch.full((3,), -1.0), torch.full((3,), INF)
+    d = TruncatedNormal(loc, scale, low, high)
+    assert d.loc is loc and d.scale is scale and d.low is low and d.high is high
+    assert d.batch_shape == (3,)
+    widened = TruncatedNormal(torch.zeros(1), scale, low, high)
+    assert widened.loc.shape == (3,) and widened.batch_shape == (3,)
+    with pytest.raises(TypeError, match="loc is float16"):
+        TruncatedNormal(loc.half(), scale, low, high)
+
+
 def test_log_prob_outside_support():
     d = TruncatedNormal(torch.tensor(0.0), torch.tensor(1.0), torch.tensor(0.0), torch.tensor(1.0),
                         validate_args=False)

@@ -468,6 +468,26 @@ def test_log_prob_of_a_batch_split_among_threads_equals_the_serial_loop():
     assert np.array_equal(threaded_slopes, np.tile(serial_slopes, copies))
 
 
+
+def test_log_prob_through_the_class_is_the_same_on_one_torch_thread_as_on_two():
+    # the class's call takes the threaded loop from _PARALLEL_FROM elements where torch uses more than one thread
+    tensors = _grid_batch(torch.float64)
+    copies = -(-_PARALLEL_FROM // tensors[0].shape[0]) + 1
+    results = []
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            leaves = [t.repeat(copies).requires_grad_() for t in tensors]
+            lp = TruncatedNormal(*leaves[1:], validate_args=False).log_prob(leaves[0])
+            lp.sum().backward()
+            results.append([lp.detach()] + [leaf.grad for leaf in leaves])
+    finally:
+        torch.set_num_threads(threads)
+    for one, two in zip(*results):
+        assert torch.equal(one, two)
+
+
 @numba.njit
 def _per_element(value, loc, scale, low, high, out, slopes, table, nodes, weights, g_series, v_series):
     for i in range(out.shape[0]):

@@ -591,10 +591,10 @@ def log_prob(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, low: t
     """log_prob(value) of TN(loc, scale, low, high), all five of one shape, by the kernels: through KernelLogProb
     where a gradient is wanted, else straight from the kernel (a torch.autograd.Function costs microseconds that
     count on a search's batches of tens)."""
-    tensors = (value, loc, scale, low, high)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return KernelLogProb.apply(*tensors)
-    out, _ = log_prob_arrays([_flat(t) for t in tensors], False)
+    if torch.is_grad_enabled() and (value.requires_grad or loc.requires_grad or scale.requires_grad
+                                    or low.requires_grad or high.requires_grad):
+        return KernelLogProb.apply(value, loc, scale, low, high)
+    out, _ = log_prob_arrays([_flat(t) for t in (value, loc, scale, low, high)], False)
     return torch.from_numpy(out).reshape(value.shape)
 
 
@@ -602,10 +602,13 @@ def log_prob_arrays(arrays: list[np.ndarray], slopes: bool) -> tuple[np.ndarray,
     """log_prob of the flat (value, loc, scale, low, high) ``arrays``, and (with ``slopes``) its derivatives w.r.t.
     each, as the rows of a (5, n) array (else (5, 0)), in the arrays' dtype; threads split a batch from
     _PARALLEL_FROM elements where torch uses more than one."""
-    _threads()
     out = np.empty_like(arrays[0])
     n = out.shape[0]
     derivatives = np.empty((5, n if slopes else 0), dtype=out.dtype)
-    kernel = _log_prob_parallel if n >= _PARALLEL_FROM and numba.get_num_threads() > 1 else _log_prob_serial
+    # (numba's thread count is read and set only where its threads run: both cost microseconds a call)
+    parallel = n >= _PARALLEL_FROM and torch.get_num_threads() > 1
+    if parallel:
+        _threads()
+    kernel = _log_prob_parallel if parallel else _log_prob_serial
     kernel(*arrays, out, derivatives, *_CONSTANTS)
     return out, derivatives

@@ -54,12 +54,18 @@ def _is_vmapped(tensor: torch.Tensor) -> bool:
     return bool(check(tensor)) if check is not None else False
 
 
+# tnlib.distributions._kernels once imported, held (an import statement costs about a microsecond a call)
+_LOG_PROB_KERNELS = []
+
+
 def _kernels():
     """tnlib.distributions._kernels, imported on first use (numba's import is the cost of a CPU call, not of
     importing tnlib)."""
-    from tnlib.distributions import _kernels as kernels
+    if not _LOG_PROB_KERNELS:
+        from tnlib.distributions import _kernels as kernels
 
-    return kernels
+        _LOG_PROB_KERNELS.append(kernels)
+    return _LOG_PROB_KERNELS[0]
 
 
 def _moment_kernels():
@@ -199,6 +205,17 @@ def _check_arguments(arguments: dict) -> None:
                              f"before it ({before}); loc, scale, low and high broadcast together") from None
 
 
+_COMPUTED_DTYPES = (torch.float32, torch.float64)
+
+
+def _float_tensors_of_one_shape(params: tuple) -> bool:
+    """Whether ``params`` are all float32 or float64 tensors of one shape: arguments _check_arguments passes and
+    broadcast_all leaves as they are."""
+    shape = params[0].shape if isinstance(params[0], torch.Tensor) else None
+    return shape is not None and all(isinstance(t, torch.Tensor) and t.shape == shape and t.dtype in _COMPUTED_DTYPES
+                                     for t in params)
+
+
 class TruncatedNormal(Distribution):
     r"""Normal(loc, scale) conditioned on low <= X <= high.
 
@@ -233,13 +250,13 @@ class TruncatedNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, low, high, validate_args=None):
-        _check_arguments({"loc": loc, "scale": scale, "low": low, "high": high})
         params = (loc, scale, low, high)
-        if all(isinstance(t, torch.Tensor) and t.shape == loc.shape for t in params):
-            # already broadcast (the usual call): broadcast_all would only make views of them, at a cost beside
-            # that of a small batch's statistics
+        if _float_tensors_of_one_shape(params):
+            # already broadcast and of a computed dtype (the usual call): _check_arguments could refuse nothing and
+            # broadcast_all would leave them as they are, each at a cost beside that of a small batch's statistics
             self.loc, self.scale, self.low, self.high = params
         else:
+            _check_arguments({"loc": loc, "scale": scale, "low": low, "high": high})
             self.loc, self.scale, self.low, self.high = broadcast_all(*params)
         if any(_is_vmapped(t) for t in (self.loc, self.scale, self.low, self.high)):
             # torch.vmap would fail later with a generic message about data-dependent control flow
@@ -359,7 +376,10 @@ class TruncatedNormal(Distribution):
         if shape != self.batch_shape:
             return self.expand(shape).log_prob(value.expand(shape))
         if _kernels_serve(self.loc):
-            return _kernels().log_prob(value.expand(shape), self.loc, self.scale, self.low, self.high)
+            # (a value of the batch's shape goes as it is: an expanded view costs microseconds that count on a
+            # training batch of hundreds)
+            return _kernels().log_prob(value if value.shape == shape else value.expand(shape), self.loc, self.scale,
+                                       self.low, self.high)
         if self._one_sided:
             return _FastLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._fast)
         return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
