@@ -72,12 +72,13 @@ def test_the_seeds_exercise_counts_the_first_seed_number_whose_t_interval_leaves
 @pytest.mark.parametrize("exercise", sorted(expected_answers()))
 def test_a_check_says_correct_or_not_yet_and_never_gives_the_answer_away(exercise):
     expected = expected_answers()[exercise]
-    right = check_answer(exercise, expected.value + expected.tolerance / 2)
+    right = check_answer(exercise, expected.value if expected.whole else expected.value + expected.tolerance / 2)
     assert right.startswith(f"Exercise {exercise}: correct")
     for wrong, side in ((expected.value + 10 * expected.tolerance + 1.0, "too large"),
                         (expected.value - 10 * expected.tolerance - 1.0, "too small")):
         message = check_answer(exercise, wrong)
         assert message.startswith(f"Exercise {exercise}: not yet") and side in message and "Hint:" in message
+        assert not re.search(r"[?.]\.$", message), message
         shown = {f"{expected.value:.{digits}f}" for digits in (2, 3, 4, 6)} | {f"{expected.value:g}"}
         assert not [text for text in shown if text in message], message
     assert "no answer yet" in check_answer(exercise, None)
@@ -90,6 +91,15 @@ def test_the_open_bound_approximation_is_called_close_with_what_to_do_next():
     message = check_answer(4, approximation)
     assert message.startswith("Exercise 4: close") and "lambda(a) - a = epsilon / sigma" in message
     assert "correct" not in check_answer(4, approximation)
+
+
+def test_a_count_is_right_only_as_a_whole_number_and_a_string_that_spells_it_counts():
+    seeds = expected_answers()[11].value
+    assert check_answer(11, seeds).startswith("Exercise 11: correct")
+    assert check_answer(11, str(int(seeds))).startswith("Exercise 11: correct")
+    for fraction in (seeds - 0.4, seeds + 0.25):
+        message = check_answer(11, fraction)
+        assert message.startswith("Exercise 11: not yet") and "not a whole number" in message, message
 
 
 def test_an_exercise_without_a_check_is_refused_naming_those_with_one():
@@ -129,15 +139,28 @@ def test_a_right_tail_sampler_is_called_correct_on_both_tails():
     (None, "no answer yet"),
     (3.0, "is not a function"),
     (lambda a, b, count, seed: 1 / 0, "raised ZeroDivisionError"),
+    (lambda a, b, count, seed: undefined_name, "raised NameError: name 'undefined_name' is not defined"),
+    (np.linspace(9.0, 10.0, 4_000), "the ndarray array([ 9."),
     (lambda a, b, count, seed: np.full(3, a), "should return count = 4000 draws"),
     (lambda a, b, count, seed: naive_inverse_cdf_samples(0.0, 1.0, a, b, count, seed), "not finite"),
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, reject_above_b=False), "outside [0, 2.5]"),
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, accept=False), "too far from a"),
     (lambda a, b, count, seed: np.random.default_rng(seed).uniform(a, b, count), "on [9, 10] the draws fail"),
-], ids=["missing", "not-callable", "raises", "wrong-count", "inverse-cdf", "ignores-b", "no-acceptance", "uniform"])
+], ids=["missing", "not-callable", "raises", "name-error", "draws-not-sampler", "wrong-count", "inverse-cdf", "ignores-b", "no-acceptance", "uniform"])
 def test_a_wrong_tail_sampler_is_told_what_is_wrong_without_passing(sampler, says):
     message = check_answer(8, sampler)
     assert says in message and "correct" not in message, message
+    # one paragraph the cell shows whole, whatever the student's code printed or raised
+    assert "\n" not in message and len(message) < 420, message
+
+
+def test_a_long_error_of_the_students_sampler_is_cut_to_one_line():
+    def sampler(a, b, count, seed):
+        raise ValueError("operands could not be broadcast\n" + "x" * 5_000)
+
+    message = check_answer(8, sampler)
+    assert "raised ValueError: operands could not be broadcast x" in message and message.endswith("....")
+    assert "\n" not in message and len(message) < 250, message
 
 
 def test_the_classroom_notebook_has_a_check_cell_under_each_checked_exercise_and_the_handout_keeps_them():

@@ -30,7 +30,8 @@ from tnlib.paper import FIXED_SIGMA, OPEN_BOUND_EPSILON
 class ExpectedAnswer:
     """What an exercise's check cell asks for (``asks``, the quantity its variable holds), the value it expects
     and how close an answer must come (``tolerance``, absolute). ``near`` is an easier value a student may give
-    instead (an approximation the exercise derives), with ``near_note`` saying what it is and how to do better."""
+    instead (an approximation the exercise derives), with ``near_note`` saying what it is and how to do better.
+    ``whole``: the answer counts something, so only a whole number can be right."""
 
     exercise: int
     asks: str
@@ -39,6 +40,7 @@ class ExpectedAnswer:
     hint: str
     near: float | None = None
     near_note: str = ""
+    whole: bool = False
 
 
 def _laplace_constant() -> float:
@@ -149,7 +151,8 @@ def _seeds_answer() -> ExpectedAnswer:
                           "try n = 6, 7, ...: the half-width t(0.975, n - 1) s_d / sqrt(n) must fall below |mean d|",
                           near=float(with_normal),
                           near_note=f"{with_normal} is what the normal's {_normal_quantile(2):.2f} gives; with n seeds the interval "
-                                    "takes the t quantile with n - 1 degrees of freedom, which is larger")
+                                    "takes the t quantile with n - 1 degrees of freedom, which is larger",
+                          whole=True)
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def _tail_draws(sampler: object, low: float, high: float) -> tuple[np.ndarray | 
     try:
         draws = np.asarray(sampler(low, high, count, seed), dtype=np.float64)  # type: ignore[operator]
     except Exception as error:  # the student's code: report whatever it raised
-        return None, f"sampler({low:g}, {high:g}, {count}, {seed}) raised {error!r}"
+        return None, f"sampler({low:g}, {high:g}, {count}, {seed}) raised {_brief(error)}"
     if draws.shape != (count,):
         return None, f"sampler(a, b, count, seed) should return count = {count} draws, got shape {draws.shape}"
     if not np.isfinite(draws).all():
@@ -212,7 +215,8 @@ def _check_tail_sampler(sampler: object) -> str:
         return (f"{name}: no answer yet. Set the variable above to your sampler, a function sampler(a, b, count, seed) "
                 "returning count draws of the standard normal's tail [a, b], and run this cell again.")
     if not callable(sampler):
-        return f"{name}: not yet -- {sampler!r} is not a function; the cell wants the sampler itself."
+        return (f"{name}: not yet -- the {type(sampler).__name__} {_brief(sampler)} is not a function; the cell "
+                "wants the sampler itself (exercise_8 = sampler, without calling it).")
     p_values = []
     for low, high in check.tails:
         draws, problem = _tail_draws(sampler, low, high)
@@ -228,6 +232,14 @@ def _check_tail_sampler(sampler: object) -> str:
         p_values.append(p_value)
     tails = " and ".join(f"[{low:g}, {high:g}] (p = {p:.2g})" for (low, high), p in zip(check.tails, p_values))
     return f"{name}: correct -- {check.count} draws on {tails} pass a Kolmogorov-Smirnov test against the exact CDF."
+
+
+def _brief(value: object, width: int = 100) -> str:
+    """``value`` on one line, cut to ``width`` characters: an exception as its type and message, anything else
+    as its repr (a student's array or a long error message must not fill the cell)."""
+    text = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _as_number(answer: object) -> float | None:
@@ -259,11 +271,14 @@ def check_answer(exercise: int, answer: object) -> str:
                    "cell again.")
     elif number is None:
         message = f"{name}: {answer!r} is not a finite number; the cell wants {expected.asks}."
+    elif expected.whole and not number.is_integer():
+        message = f"{name}: not yet -- {number:g} is not a whole number; the cell wants {expected.asks}."
     elif abs(number - expected.value) <= expected.tolerance:
         message = f"{name}: correct ({number:.6g} is within {expected.tolerance:g} of {expected.asks})."
     elif expected.near is not None and abs(number - expected.near) <= expected.tolerance:
         message = f"{name}: close -- {expected.near_note}."
     else:
         side = "too large" if number > expected.value else "too small"
-        message = f"{name}: not yet -- {number:.6g} is {side}. Hint: {expected.hint}."
+        ending = "" if expected.hint.endswith("?") else "."
+        message = f"{name}: not yet -- {number:.6g} is {side}. Hint: {expected.hint}{ending}"
     return message
