@@ -146,7 +146,7 @@ def _seeds_answer() -> ExpectedAnswer:
     """Exercise 11 (b), with the normal quantile's count as the near miss (the t quantile's is larger)."""
     differences = section_8d_differences()
     with_normal = seeds_to_exclude_zero(differences, _normal_quantile)
-    return ExpectedAnswer(11, "the number of seeds the paired interval needs to leave 0 out (part b)",
+    return ExpectedAnswer(11, "the number of seeds the paired interval needs to leave 0 out",
                           float(seeds_to_exclude_zero(differences, _t_quantile)), 0.5,
                           "try n = 6, 7, ...: the half-width t(0.975, n - 1) s_d / sqrt(n) must fall below |mean d|",
                           near=float(with_normal),
@@ -228,7 +228,7 @@ def _check_tail_sampler(sampler: object) -> str:
             return (f"{name}: not yet -- on [{low:g}, {high:g}] the draws fail a Kolmogorov-Smirnov test against the "
                     f"exact CDF (p = {p_value:.1e}); they sit {side} on average. Hint: E is exponential with mean 1, "
                     "lambda = (a + sqrt(a^2 + 4)) / 2, and z is kept with probability exp(-(z - lambda)^2 / 2). "
-                    "(A right sampler fails one seed in a thousand: try seed + 1 inside your function to see.)")
+                    "(A right sampler fails this test for about one seed in a thousand.)")
         p_values.append(p_value)
     tails = " and ".join(f"[{low:g}, {high:g}] (p = {p:.2g})" for (low, high), p in zip(check.tails, p_values))
     return f"{name}: correct -- {check.count} draws on {tails} pass a Kolmogorov-Smirnov test against the exact CDF."
