@@ -320,7 +320,7 @@ def best_times(functions: dict, repeats: int, clock=time.perf_counter) -> dict[s
 def call_parts(points: int, repeats: int, clock) -> None:
     """tnlib's cdf and icdf on each regime's inputs: the public call (the distribution built inside it) against
     its compiled pass alone on the same arrays, the medians of ``repeats`` interleaved calls, ms and ns an element."""
-    from tnlib.distributions import _cdf_kernels
+    from tnlib.distributions import _cdf_kernels, _cdf_passes
 
     rng = np.random.default_rng(0)
     print(f"{'regime':<15s}{'method':<8s}{'call ms':>9s}{'kernel ms':>11s}{'call ns/el':>12s}{'kernel ns/el':>14s}")
@@ -332,8 +332,8 @@ def call_parts(points: int, repeats: int, clock) -> None:
         def make():
             return TruncatedNormal(t["loc"], t["scale"], t["low"], t["high"], validate_args=False)
 
-        for method, kernel, first in (("cdf", _cdf_kernels._cdf_vector_serial, "x"),
-                                      ("icdf", _cdf_kernels._icdf_vector_serial, "p")):
+        for method, kernel, first in (("cdf", _cdf_passes._cdf_vector_serial, "x"),
+                                      ("icdf", _cdf_passes._icdf_vector_serial, "p")):
             arrays = [v[k] for k in (first, "loc", "scale", "low", "high")]
             calls = {"call": (lambda: make().icdf(t["p"])) if method == "icdf" else (lambda: make().cdf(t["x"])),
                      "kernel": lambda: kernel(*arrays, out, *_cdf_kernels._CONSTANTS)}

@@ -4,7 +4,7 @@ Learned GBFS takes the TN head's mean of each expansion's successors (typically 
 batches of 1,024; both calls are dominated by per-call overhead, not arithmetic. Per batch size: microseconds per
 call, float32, one thread, the distribution built inside each call and no gradients (``torch.inference_mode``, as
 the search runs), best of ``--repeats`` interleaved rounds of ``--calls`` calls, for tnlib as a CPU call takes it
-(the compiled kernels, tnlib.distributions._moment_kernels and _cdf_kernels), tnlib's torch route (what other
+(the compiled kernels, tnlib.distributions._moment_kernels and _cdf_elements), tnlib's torch route (what other
 devices take; on the CPU within tnlib.distributions.torch_route) and, as the floor, torch's ``Normal(loc,
 scale).mean`` (no truncation); each ratio is to the torch route's time. Inputs are
 bench_truncated_normal.make_mixed_inputs' regimes, no upper bound (the paper's configuration); the cdf is taken at

@@ -18,13 +18,9 @@ from tnlib.distributions._cdf_float32 import (
     erf_and_erfc_coarse,
     exp_coarse,
 )
-from tnlib.distributions._cdf_kernels import (
-    _CONSTANTS,
-    _cdf_float32_parallel,
-    _cdf_float32_serial,
-    _cdf_serial,
-    _cdf_vector_serial,
-)
+from tnlib.distributions._cdf_elements import _cdf_serial
+from tnlib.distributions._cdf_kernels import _CONSTANTS
+from tnlib.distributions._cdf_passes import _cdf_float32_parallel, _cdf_float32_serial, _cdf_vector_serial
 from tnlib.distributions._kernels import _BLOCK, _CHUNK
 
 

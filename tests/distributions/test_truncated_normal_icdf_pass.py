@@ -16,19 +16,14 @@ import torch
 from test_truncated_normal_kernels import _mixed_regime_cdf_inputs, _ulps
 from tnlib import TruncatedNormal
 from tnlib.distributions import CPU_ROUTES, _vector_math, cdf_pass_from, cpu_route, icdf_pass_from
-from tnlib.distributions._cdf_kernels import (
-    _CONSTANTS,
-    _BLOCK,
-    _CDF_PASS_FROM,
-    _ICDF_PASS_FROM,
-    _cdf_gradients_serial,
+from tnlib.distributions._cdf_elements import _cdf_gradients_serial, _cdf_serial
+from tnlib.distributions._cdf_kernels import _CDF_PASS_FROM, _CONSTANTS, _ICDF_PASS_FROM, cdf
+from tnlib.distributions._cdf_passes import (
     _cdf_gradients_vector_serial,
-    _cdf_serial,
     _cdf_vector_serial,
     _icdf_gradients_vector_serial,
     _icdf_vector_parallel,
     _icdf_vector_serial,
-    cdf,
 )
 from tnlib.distributions._icdf_vector import (
     SINGLE_TOLERANCE,
@@ -40,6 +35,7 @@ from tnlib.distributions._icdf_vector import (
     ndtri_wichura,
     straddling_icdf_single,
 )
+from tnlib.distributions._kernels import _BLOCK
 from tnlib.files import REPO_ROOT
 
 
@@ -429,15 +425,16 @@ def test_cpu_route_refuses_an_unknown_route_and_restores_the_route_after_its_blo
 
 def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
     # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
-    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _icdf_vector as v\n"
+    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _cdf_passes as passes, "
+            "_icdf_vector as v\n"
             "torch.set_default_dtype(torch.float64)\n"
             "def icdf(n):\n"
             "    leaves = [torch.rand(n).requires_grad_(), torch.zeros(n, requires_grad=True), torch.ones(n), "
             "torch.full((n,), -1.0), torch.full((n,), 2.0)]\n"
             "    k.cdf(*leaves, inverse=True).sum().backward()\n"
-            "    passes = (k._icdf_vector_serial, k._icdf_vector_parallel, k._icdf_gradients_vector_serial, "
-            "v.icdf_element)\n"
-            "    print(sum(len(f.signatures) for f in passes))\n"
+            "    kernels = (passes._icdf_vector_serial, passes._icdf_vector_parallel, "
+            "passes._icdf_gradients_vector_serial, v.icdf_element)\n"
+            "    print(sum(len(f.signatures) for f in kernels))\n"
             "icdf(1000); icdf(k._ICDF_PASS_FROM)")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
@@ -448,14 +445,15 @@ def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
 
 def test_a_small_batchs_cdf_and_gradients_do_not_compile_the_pass():
     # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
-    code = ("import torch; from tnlib.distributions import _cdf_kernels as k\n"
+    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _cdf_passes as passes\n"
             "torch.set_default_dtype(torch.float64)\n"
             "def cdf(n):\n"
             "    leaves = [3.0 * torch.rand(n) - 1.0, torch.zeros(n, requires_grad=True), torch.ones(n), "
             "torch.full((n,), -1.0), torch.full((n,), 2.0)]\n"
             "    k.cdf(*leaves).sum().backward()\n"
-            "    passes = (k._cdf_vector_serial, k._cdf_vector_parallel, k._cdf_gradients_vector_serial)\n"
-            "    print(sum(len(f.signatures) for f in passes))\n"
+            "    kernels = (passes._cdf_vector_serial, passes._cdf_vector_parallel, "
+            "passes._cdf_gradients_vector_serial)\n"
+            "    print(sum(len(f.signatures) for f in kernels))\n"
             "cdf(1000); cdf(k._CDF_PASS_FROM)")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

@@ -25,15 +25,10 @@ from tnlib.distributions._autograd import (
     _Mean,
     _Variance,
 )
-from tnlib.distributions._cdf_kernels import (
-    _CONSTANTS as _CDF_CONSTANTS,
-    KernelCDF,
-    _cdf_gradients_serial,
-    _cdf_gradients_vector_serial,
-    _cdf_serial,
-    _cdf_vector_parallel,
-    _cdf_vector_serial,
-)
+from tnlib.distributions._cdf_elements import _cdf_gradients_serial, _cdf_serial
+from tnlib.distributions._cdf_kernels import _CONSTANTS as _CDF_CONSTANTS
+from tnlib.distributions._cdf_kernels import KernelCDF
+from tnlib.distributions._cdf_passes import _cdf_gradients_vector_serial, _cdf_vector_parallel, _cdf_vector_serial
 from tnlib.distributions._cdf_vector import (
     CDF_KINDS,
     _ndtr_lower,

@@ -19,7 +19,7 @@ gathered by kind first. A float32 result needs about 1e-9 of its value, so here:
   difference of their exponents: for the mirrored element, the mass above the value, the same form;
 * each chunk is looked at first (coarse_chunk_kind, a loop that vectorizes): one of straddling elements alone or
   of narrow intervals alone runs its loop over the arguments themselves, in place, with no gathering. Any other
-  chunk takes the float64 route's pass (tnlib.distributions._cdf_kernels._pass_block), and an element the loops
+  chunk takes the float64 route's pass (tnlib.distributions._cdf_passes._pass_block), and an element the loops
   do not hold (a value outside the support, |t| from 36 on, a difference that cancels more) is left NaN for the
   per-element kernel.
 

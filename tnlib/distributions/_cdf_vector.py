@@ -1,7 +1,7 @@
 """The CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba: four
 float64 lanes under AVX2, eight under AVX-512), for the elements of the common regimes.
 
-The formulas are the per-element kernel's (tnlib.distributions._cdf_kernels) where each is exact, in closed form:
+The formulas are the per-element kernel's (tnlib.distributions._cdf_elements) where each is exact, in closed form:
 Phi of a non-positive argument as erfc(y)/2 = exp(-y^2) erfcx(y)/2 with y^2 kept as a double-double (so a far
 argument loses no more than libm's erfc does), Mills' ratio M = sqrt(pi/2) erfcx(x / sqrt 2) and the frame's
 g(x) = 1 - x M(x) = M(x) D(x) with D the one-sided mean's excess (tnlib.distributions._vector_math), where the

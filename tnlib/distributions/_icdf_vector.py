@@ -1,7 +1,7 @@
 """The inverse CDF of the Truncated Normal and its derivatives in straight-line code the compiler vectorizes (numba:
 four float64 lanes under AVX2, eight under AVX-512), for the elements the per-element kernel inverts in closed form.
 
-The per-element kernel (tnlib.distributions._cdf_kernels: _icdf_element, _icdf_gradient_element) inverts in
+The per-element kernel (tnlib.distributions._cdf_elements: _icdf_element, _icdf_gradient_element) inverts in
 closed form wherever that keeps the digits: a straddling element by Phi^-1 on whichever tail keeps its argument
 small, a frame element near its mode (and a narrow interval within half a scale of loc) by erf^-1, a frame element
 past the mode by Phi^-1 of the mass above the value; it takes safeguarded Newton steps on the frame integral only

@@ -11,9 +11,10 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_statistics``: values and first derivatives of each statistic, from that state;
 * ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
 * ``_sampling``: exact draws by rejection for ``sample``;
-* ``_kernels``, ``_moment_kernels``, ``_cdf_kernels``, ``_sample_kernels``: the same formulas compiled per element
-  (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes; the
-  modules above are the torch route, for other devices and the methods without a kernel;
+* ``_kernels``, ``_moment_kernels``, ``_cdf_elements``, ``_sample_kernels``: the same formulas compiled per
+  element (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes;
+  the modules above are the torch route, for other devices and the methods without a kernel; ``_cdf_kernels``
+  chooses a CPU call's cdf or icdf kernel (the per-element kernel or the vectorized passes of ``_cdf_passes``);
 * ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
   vectorizes, for the kernels;
 * ``_cdf_vector``, ``_icdf_vector``: the cdf and the icdf and their derivatives in straight-line code the compiler
