@@ -103,7 +103,8 @@ def test_a_count_is_right_only_as_a_whole_number_and_a_string_that_spells_it_cou
 
 
 def test_an_exercise_without_a_check_is_refused_naming_those_with_one():
-    with pytest.raises(ValueError, match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11"):
+    with pytest.raises(ValueError,
+                       match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11"):
         check_answer(7, 1.0)
 
 
@@ -146,7 +147,8 @@ def test_a_right_tail_sampler_is_called_correct_on_both_tails():
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, reject_above_b=False), "outside [0, 2.5]"),
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, accept=False), "too far from a"),
     (lambda a, b, count, seed: np.random.default_rng(seed).uniform(a, b, count), "on [9, 10] the draws fail"),
-], ids=["missing", "not-callable", "raises", "name-error", "draws-not-sampler", "wrong-count", "inverse-cdf", "ignores-b", "no-acceptance", "uniform"])
+], ids=["missing", "not-callable", "raises", "name-error", "draws-not-sampler", "wrong-count", "inverse-cdf",
+        "ignores-b", "no-acceptance", "uniform"])
 def test_a_wrong_tail_sampler_is_told_what_is_wrong_without_passing(sampler, says):
     message = check_answer(8, sampler)
     assert says in message and "correct" not in message, message

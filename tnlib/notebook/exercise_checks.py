@@ -1,7 +1,7 @@
 """The classroom notebook's answer checks: a student writes a number (or, for exercise 8, a sampler) into the cell
 under an exercise and runs it; :func:`check_answer` says whether it is right, on which side it is off and what to
-look at again, without giving the answer away. The check cells are code, so ``tnlib handout`` keeps them in the students' copy (the folded solutions
-it leaves out are Markdown).
+look at again, without giving the answer away. The check cells are code, so ``tnlib handout`` keeps them in the
+students' copy (the folded solutions it leaves out are Markdown).
 
 Each expected answer is computed here by tnlib (the Truncated Gaussian's statistics, the notebook's own
 demonstrations), not typed in: ``tests/notebook/test_exercise_checks.py`` checks them against scipy and mpmath.
@@ -150,8 +150,8 @@ def _seeds_answer() -> ExpectedAnswer:
                           float(seeds_to_exclude_zero(differences, _t_quantile)), 0.5,
                           "try n = 6, 7, ...: the half-width t(0.975, n - 1) s_d / sqrt(n) must fall below |mean d|",
                           near=float(with_normal),
-                          near_note=f"{with_normal} is what the normal's {_normal_quantile(2):.2f} gives; with n seeds the interval "
-                                    "takes the t quantile with n - 1 degrees of freedom, which is larger",
+                          near_note=f"{with_normal} is what the normal's {_normal_quantile(2):.2f} gives; with n seeds "
+                                    "the interval takes the t quantile with n - 1 degrees of freedom, which is larger",
                           whole=True)
 
 
