@@ -35,6 +35,7 @@ import numba
 import numpy as np
 from numpy.polynomial import chebyshev
 
+from tnlib.distributions._cdf_vector import _STRETCH_EVEN
 from tnlib.distributions._vector_math import ERF_SERIES, ERFCX_K, ERFCX_POLYNOMIAL, _bits, _from_bits
 from tnlib.kernel_cache import cache_by_folder_sources
 
@@ -67,7 +68,6 @@ _COARSE_CANCELLATION = 256.0
 # sizes), and a part of the interval has at most max(1, |c|) m + m^2 <= 0.11 (6e-14)
 COARSE_NARROW_END = 0.1
 _STRADDLE_END = 36.0
-_STRETCH_TERMS = tuple(1.0 / math.factorial(n + 1) for n in range(0, 9, 2))  # He_n's coefficient 1/(n+1)!
 
 # a chunk's kinds for coarse_chunk_kind
 STRADDLING_CHUNK, NARROW_CHUNK, MIXED_CHUNK = 0, 1, 2
@@ -152,7 +152,7 @@ def _stretch_sum_coarse(c, m):
     h6 = c * h5 - 5.0 * h4
     h7 = c * h6 - 6.0 * h5
     h8 = c * h7 - 7.0 * h6
-    e = _STRETCH_TERMS
+    e = _STRETCH_EVEN  # He_n's coefficient 1/(n+1)!, the first five
     return 1.0 + m2 * (h2 * e[1] + m2 * (h4 * e[2] + m2 * (h6 * e[3] + m2 * (h8 * e[4]))))
 
 

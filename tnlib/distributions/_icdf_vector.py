@@ -37,6 +37,7 @@ import numpy as np
 
 from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import (
+    _STRETCH_EVEN,
     _erf_and_erfc,
     _ndtr_lower,
     _second_moment,
@@ -336,8 +337,6 @@ _STEP_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
 # stretch _short_stretch holds for, |x| = |m (a + m/2)| <= max(1, |c|) m + m^2 / 2 and the density's
 # |d (a + d/2)| <= 2 (max(1, |c|) m + m^2), at most 0.021
 _SMALL_EXP = tuple(1.0 / math.factorial(n) for n in range(9))
-# the short series' coefficients 1/(n+1)! of its even terms He_n(c) m^n
-_SHORT_EVEN = tuple(1.0 / math.factorial(n + 1) for n in range(0, 9, 2))
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -360,7 +359,7 @@ def _short_mass(a, length):
     h6 = c * h5 - 5.0 * h4
     h7 = c * h6 - 6.0 * h5
     h8 = c * h7 - 7.0 * h6
-    e = _SHORT_EVEN
+    e = _STRETCH_EVEN  # the series' coefficients 1/(n+1)! of He_n(c) m^n, its first five here
     s0 = h4 * e[2] + m2 * (h6 * e[3] + m2 * (h8 * e[4]))
     s0 = 1.0 + m2 * (h2 * e[1] + m2 * s0)
     return _exp_small(-m * (a + 0.5 * m)) * 2.0 * m * s0
