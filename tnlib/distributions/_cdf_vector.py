@@ -158,10 +158,10 @@ def _short_stretch(a, length):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _short_stretch_mass(a, length):
-    """_stretch's mass J(a, length) of a stretch _short_stretch holds for, its series to He_8: the same terms
-    summed the same way, less those that are below 1e-23 of the sum there (a narrow interval's loop takes it in
-    place of the 24 terms where every element's stretches are this short)."""
+def short_stretch_sum(a, length):
+    """(m, S0) of a stretch _short_stretch holds for: half its length and _stretch_moments' S0 to He_8 (the
+    same terms summed the same way, less those below 1e-23 of the sum there), J(a, length) being
+    exp(-m (a + m/2)) 2m S0 by whichever exponential the caller's loop takes."""
     m = 0.5 * length
     c = a + m
     m2 = m * m
@@ -176,6 +176,14 @@ def _short_stretch_mass(a, length):
     s0 = h8 * _STRETCH_EVEN[4]
     s0 = h4 * _STRETCH_EVEN[2] + m2 * (h6 * _STRETCH_EVEN[3] + m2 * s0)
     s0 = h0 * _STRETCH_EVEN[0] + m2 * (h2 * _STRETCH_EVEN[1] + m2 * s0)
+    return m, s0
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _short_stretch_mass(a, length):
+    """_stretch's mass J(a, length) of a stretch _short_stretch holds for, its series to He_8 (a narrow interval's
+    loop takes it in place of the 24 terms where every element's stretches are this short)."""
+    m, s0 = short_stretch_sum(a, length)
     return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0
 
 

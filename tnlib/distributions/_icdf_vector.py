@@ -37,7 +37,6 @@ import numpy as np
 
 from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import (
-    _STRETCH_EVEN,
     _erf_and_erfc,
     _ndtr_lower,
     _second_moment,
@@ -48,6 +47,7 @@ from tnlib.distributions._cdf_vector import (
     _vector_mills,
     _wide,
     canonical_frame,
+    short_stretch_sum,
 )
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
 from tnlib.kernel_cache import cache_by_folder_sources
@@ -349,19 +349,7 @@ def _exp_small(x):
 def _short_mass(a, length):
     """_short_stretch_mass (tnlib.distributions._cdf_vector's: the series to He_8) with its exponential by
     _exp_small: J(a, length) of a stretch _short_stretch holds for."""
-    m = 0.5 * length
-    c = a + m
-    m2 = m * m
-    h2 = c * c - 1.0
-    h3 = c * h2 - 2.0 * c
-    h4 = c * h3 - 3.0 * h2
-    h5 = c * h4 - 4.0 * h3
-    h6 = c * h5 - 5.0 * h4
-    h7 = c * h6 - 6.0 * h5
-    h8 = c * h7 - 7.0 * h6
-    e = _STRETCH_EVEN  # the series' coefficients 1/(n+1)! of He_n(c) m^n, its first five here
-    s0 = h4 * e[2] + m2 * (h6 * e[3] + m2 * (h8 * e[4]))
-    s0 = 1.0 + m2 * (h2 * e[1] + m2 * s0)
+    m, s0 = short_stretch_sum(a, length)
     return _exp_small(-m * (a + 0.5 * m)) * 2.0 * m * s0
 
 
