@@ -3,6 +3,7 @@ mpmath, and its results against the float64 route's rounded to float32."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import mpmath as mp
 import numba
@@ -11,12 +12,19 @@ import pytest
 
 from tnlib.distributions._cdf_float32 import (
     COARSE_NARROW_END,
+    ERF_ONE_FROM,
+    ERF_RATIONAL_BOUND,
+    ERF_RATIONAL_END,
+    ERF_RATIONAL_P,
+    ERF_RATIONAL_Q,
     MIXED_CHUNK,
     NARROW_CHUNK,
     STRADDLING_CHUNK,
     coarse_chunk_kind,
-    erf_and_erfc_coarse,
+    erf_rational,
     exp_coarse,
+    float32_rounding_certain,
+    straddling_cdf_rational,
 )
 from tnlib.distributions._cdf_elements import _cdf_serial
 from tnlib.distributions._cdf_kernels import _CONSTANTS
@@ -25,33 +33,68 @@ from tnlib.distributions._kernels import _BLOCK, _CHUNK
 
 
 @numba.njit(error_model="numpy")
-def _coarse_functions(x, y, exps, erfs, erfcs):
+def _coarse_functions(x, y, exps, erfs, held):
     for i in range(x.shape[0]):
         exps[i] = exp_coarse(x[i])
     for i in range(y.shape[0]):
-        erfs[i], erfcs[i] = erf_and_erfc_coarse(y[i])
+        numerator, denominator, held[i] = erf_rational(y[i])
+        erfs[i] = numerator / denominator
 
 
 def _relative(got: np.ndarray, exact: list) -> np.ndarray:
     return np.array([float(abs(mp.mpf(g) - e) / abs(e)) if e != 0 else abs(g) for g, e in zip(got, exact)])
 
 
-def test_coarse_exp_erf_and_erfc_are_within_2e_12_of_mpmath():
+def test_coarse_exp_and_the_rational_erf_are_within_their_bounds_of_mpmath():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.uniform(-708.0, 709.0, 1500), rng.uniform(-1.0, 1.0, 500), [0.0, -707.9, 708.9]])
-    y = np.concatenate([rng.uniform(0.0, 0.6, 800), rng.uniform(0.4, 6.0, 800), rng.uniform(6.0, 26.5, 400),
-                        [0.0, 1e-300, 1e-8, 0.5, np.nextafter(0.5, 0.0)]])
-    exps, erfs, erfcs = np.empty_like(x), np.empty_like(y), np.empty_like(y)
-    _coarse_functions(x, y, exps, erfs, erfcs)
+    y = np.concatenate([rng.uniform(0.0, 0.6, 800), rng.uniform(0.4, ERF_RATIONAL_END, 1200),
+                        rng.uniform(ERF_ONE_FROM, 30.0, 200), [0.0, 1e-300, 1e-8, ERF_RATIONAL_END, ERF_ONE_FROM]])
+    exps, erfs, held = np.empty_like(x), np.empty_like(y), np.empty(y.shape[0], dtype=np.bool_)
+    _coarse_functions(x, y, exps, erfs, held)
+    assert held.all()
     with mp.workdps(40):
         assert float(_relative(exps, [mp.exp(mp.mpf(v)) for v in x]).max()) <= 3e-13
-        assert float(_relative(erfs, [mp.erf(mp.mpf(v)) for v in y]).max()) <= 2e-12
-        assert float(_relative(erfcs, [mp.erfc(mp.mpf(v)) for v in y]).max()) <= 2e-12
+        # (the fit's own bound is half the loop's: benchmarks/fit_float32_cdf_erf.py)
+        assert float(_relative(erfs, [mp.erf(mp.mpf(v)) for v in y]).max()) <= ERF_RATIONAL_BOUND / 2
     beyond = np.array([-708.5, -1e5, -np.inf])
-    infinite = np.array([27.5, 1e300, np.inf])
-    exps, erfs, erfcs = np.empty(3), np.empty(3), np.empty(3)
-    _coarse_functions(beyond, infinite, exps, erfs, erfcs)
-    assert np.all(exps == 0.0) and np.all(erfs == 1.0) and np.all(erfcs < 1e-300)
+    between = np.array([np.nextafter(ERF_RATIONAL_END, 4.0), 0.5 * (ERF_RATIONAL_END + ERF_ONE_FROM), np.nan])
+    exps, erfs, held = np.empty(3), np.empty(3), np.empty(3, dtype=np.bool_)
+    _coarse_functions(beyond, between, exps, erfs, held)
+    assert np.all(exps == 0.0) and not held.any()
+    _coarse_functions(beyond, np.array([27.5, 1e300, np.inf]), exps, erfs, held)
+    assert np.all(erfs == 1.0) and held.all()
+
+
+def test_the_rational_erf_is_the_fit_its_script_makes(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from fit_float32_cdf_erf import FIT_END, lawson_fit, monomials
+
+    p, q = monomials(*lawson_fit(8000, 400))
+    assert FIT_END == ERF_RATIONAL_END
+    np.testing.assert_allclose(p, ERF_RATIONAL_P, rtol=1e-9)
+    np.testing.assert_allclose(q, ERF_RATIONAL_Q, rtol=1e-9)
+
+
+@numba.njit(error_model="numpy")
+def _certain(r, bound, out):
+    for i in range(r.shape[0]):
+        out[i] = float32_rounding_certain(r[i], bound[i])
+
+
+def test_float32_rounding_is_certain_only_where_the_bound_stays_inside_the_rounding_interval():
+    f = np.array([0.75, 1.0, 0.125, 3e-5, 0.999], dtype=np.float32)
+    up = np.spacing(f).astype(np.float64)
+    down = (f - np.nextafter(f, np.float32(0))).astype(np.float64)  # (half of up below a power of two)
+    f64 = f.astype(np.float64)
+    r = np.concatenate([f64, f64 + 0.49 * up, f64 - 0.49 * down, f64 + 0.4 * up, f64 - 0.4 * down, [0.0]])
+    bound = np.concatenate([0.49 * down, np.full(2 * f.shape[0], 1e-3 * down.min()), 0.11 * up, 0.11 * down,
+                            [0.0]])
+    certain = np.empty(r.shape[0], dtype=np.bool_)
+    _certain(r, bound, certain)
+    n = f.shape[0]
+    assert certain[:3 * n].all()
+    assert not certain[3 * n:].any()  # (past the half-way point within the bound; 0, never)
 
 
 def _straddling_inputs(n: int, rng) -> list[np.ndarray]:
@@ -119,9 +162,40 @@ def test_float32_cdf_of_one_kind_chunks_is_the_exact_value_correctly_rounded_to_
     size = np.spacing(np.array([float(e) for e in exact], dtype=np.float32)).astype(np.float64)
     ulps = np.array([float(abs(mp.mpf(float(g)) - e)) for g, e in zip(got, exact)]) / size
     worst = int(ulps.argmax())
-    # correctly rounded is within half an ulp; the coarse functions' 1e-12 (2.6e-10 where a difference cancels)
-    # adds at most 0.005 of one
+    # correctly rounded is within half an ulp (the straddling loop's results are: the next test); the narrow
+    # loop's series and exp, within 1e-12, add at most 0.005 of one
     assert ulps[worst] <= 0.52, ([float(a[worst]) for a in arrays], float(got[worst]), float(exact[worst]))
+
+
+def test_float32_cdf_of_straddling_chunks_is_the_exact_value_correctly_rounded():
+    # the rational erf's loop where its rounding is certain, the per-element kernel (float64) elsewhere
+    arrays = _straddling_inputs(2 * _CHUNK + 300, np.random.default_rng(13))
+    assert coarse_chunk_kind(0, _CHUNK, tuple(arrays)) == STRADDLING_CHUNK
+    got = _float32_cdf(arrays)
+    exact = np.array([float(_exact_cdf(*row)) for row in zip(*arrays)]).astype(np.float32)
+    wrong = np.nonzero(got != exact)[0]
+    assert wrong.shape[0] == 0, [([float(a[i]) for a in arrays], float(got[i]), float(exact[i])) for i in wrong[:3]]
+
+
+@numba.njit(error_model="numpy")
+def _held_by_the_rational_loop(arrays, held):
+    for j in range(held.shape[0]):
+        _, held[j] = straddling_cdf_rational(np.float64(arrays[0][j]), np.float64(arrays[1][j]),
+                                             np.float64(arrays[2][j]), np.float64(arrays[3][j]),
+                                             np.float64(arrays[4][j]))
+
+
+def test_the_rational_loop_holds_all_but_a_few_in_ten_thousand_moderate_elements():
+    # bounds within 2.5 scales of loc, values between them (the peer benchmark's moderate regime): the elements
+    # left to the per-element kernel are those within the bound of a rounding boundary or of the lower bound
+    rng = np.random.default_rng(17)
+    n = 40 * _CHUNK
+    loc, scale, u = rng.uniform(-1.0, 1.0, n), rng.uniform(0.5, 2.0, n), rng.uniform(0.05, 0.95, n)
+    low, high = loc + scale * rng.uniform(-2.5, 0.0, n), loc + scale * rng.uniform(0.5, 2.5, n)
+    arrays = _float32_inside([low + u * (high - low), loc, scale, low, high])
+    held = np.empty(arrays[0].shape[0], dtype=np.bool_)
+    _held_by_the_rational_loop(tuple(arrays), held)
+    assert (~held).sum() <= 20, (~held).sum()  # (7 when written)
 
 
 @pytest.mark.parametrize("regime", ["straddling", "narrow"])

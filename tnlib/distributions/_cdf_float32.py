@@ -1,31 +1,33 @@
 """The cdf of a float32 batch: a chunk of straddling elements or of narrow intervals in one loop over the arguments,
 by special functions exact to about 1e-12 of the value, which a float32 result (an ulp: 6e-8 of it) cannot tell from
-the float64 route's.
+the float64 route's but where the value lies that close to a rounding boundary.
 
 The float64 route's formulas (tnlib.distributions._cdf_vector) are exact to a few float64 ulps, and that costs:
 erfc by a double-double square, a degree-26 erfcx and fdlibm's exp, three divisions each, and a chunk's elements
 gathered by kind first. A float32 result needs about 1e-9 of its value, so here:
 
-* exp is its Taylor polynomial to degree 10 on [-ln2/2, ln2/2] (the first term dropped: 2e-13 of the value),
-  erfcx the degree-16 truncation of _vector_math's Chebyshev expansion (1.2e-12 relative; tested against mpmath),
-  both divisions of erfcx's one, and erf's series below 1/2 to its ninth term (6e-13); mul and add fused where the
-  compiler likes (``fastmath={"contract"}``, FMA: the one rounding less moves nothing a float32 keeps);
-* a straddling element (low < loc < high) takes the masses on either side of loc as erf's, as straddling_cdf does:
-  past loc a sum, short of it the difference with the smaller terms, held where the difference keeps at least
-  1/256 of them (what is lost there, 2.6e-10 of the value at most, is still 0.004 float32 ulps); one loop takes
-  the value past and short of loc, as the same three erf's give both;
+* a straddling element (low < loc < high) takes the masses on either side of loc as erf's, as straddling_cdf does,
+  each erf a rational function of degree 7 over 7 in y^2 (erf_rational: within 7.9e-13 relatively on [0, 3.5],
+  1 from 5.14; its fit and bound by benchmarks/fit_float32_cdf_erf.py), the three erf's (of the bounds and the
+  value) and the quotient of the masses as one division. An element is held only where that bound, times how much
+  the mass short of loc cancels, cannot move its float32 rounding (float32_rounding_certain); the others (a few
+  in 10^4 of the peer benchmark's moderate elements: values near a rounding boundary, near the lower bound, or
+  arguments between 3.5 and 5.14) are left NaN for the per-element kernel, exact in float64;
 * a narrow interval (max(1, |c|) m <= 0.1, c and m its middle slope and half-width in scales) takes the ratio of
   its two stretches' Hermite series to He_8 (the first term dropped: below 1e-13 of the sum), times one exp of the
-  difference of their exponents: for the mirrored element, the mass above the value, the same form;
+  difference of their exponents, exp its Taylor polynomial to degree 10 on [-ln2/2, ln2/2] (the first term
+  dropped: 2e-13 of the value): for the mirrored element, the mass above the value, the same form;
+* mul and add are fused where the compiler likes (``fastmath={"contract"}``, FMA: the one rounding less moves
+  nothing a float32 keeps);
 * each chunk is looked at first (coarse_chunk_kind, a loop that vectorizes): one of straddling elements alone or
   of narrow intervals alone runs its loop over the arguments themselves, in place, with no gathering. Any other
   chunk takes the float64 route's pass (tnlib.distributions._cdf_passes._pass_block), and an element the loops
-  do not hold (a value outside the support, |t| from 36 on, a difference that cancels more) is left NaN for the
+  do not hold (a value outside the support, a NaN; for the straddling loop, above) is left NaN for the
   per-element kernel.
 
-The float32 result is therefore the float64 route's rounded to float32 except where the two straddle a rounding
-boundary: by an ulp, on 1 of the peer benchmark's 1e5 moderate elements and none of its narrow ones (the tests
-bound the share).
+A straddling element's float32 result is therefore the exact value correctly rounded; a narrow interval's, the
+float64 route's rounded except where the two straddle a rounding boundary (none of the peer benchmark's 1e5 narrow
+elements; the tests bound the share).
 """
 from __future__ import annotations
 
@@ -33,10 +35,9 @@ import math
 
 import numba
 import numpy as np
-from numpy.polynomial import chebyshev
 
 from tnlib.distributions._cdf_vector import _STRETCH_EVEN
-from tnlib.distributions._vector_math import ERF_SERIES, ERFCX_K, ERFCX_POLYNOMIAL, _bits, _from_bits
+from tnlib.distributions._vector_math import _bits, _from_bits
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -51,26 +52,30 @@ _ROUNDING_SHIFT = 6755399441055744.0  # 1.5 * 2^52: adding it rounds a double be
 _EXP_FLOOR = -708.0
 COARSE_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(11))
 
-
-def _truncated_erfcx_polynomial(degree: int) -> tuple:
-    """The monomial coefficients of _vector_math's erfcx expansion cut at ``degree`` in Chebyshev's basis."""
-    return tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.poly2cheb(ERFCX_POLYNOMIAL)[:degree + 1]))
-
-
-COARSE_ERFCX_POLYNOMIAL = _truncated_erfcx_polynomial(16)
-COARSE_ERF_SERIES = ERF_SERIES[:9]
-# erfc below 1e-300 past here: the float32 result of any formula using it is 0 or unchanged
-_COARSE_ERFC_END = 27.0
-# a straddling element's difference of masses is held while it keeps 1/this of the larger of its terms
-_COARSE_CANCELLATION = 256.0
 # max(1, |c|) m of a narrow interval the He_8 series holds for: the first term dropped, He_10(c) m^10 / 11!, is
 # at most T(10) (max(1, |c|) m)^10 / 11! = 2.4e-14 of the sum there (T(10) = 9496, the sum of He_10's coefficients'
 # sizes), and a part of the interval has at most max(1, |c|) m + m^2 <= 0.11 (6e-14)
 COARSE_NARROW_END = 0.1
-_STRADDLE_END = 36.0
 
 # a chunk's kinds for coarse_chunk_kind
 STRADDLING_CHUNK, NARROW_CHUNK, MIXED_CHUNK = 0, 1, 2
+
+# erf(y) = y P(u) / Q(u), u = (y / ERF_RATIONAL_END)^2, on [0, ERF_RATIONAL_END]: a near-minimax fit in relative
+# error, its coefficients, and its error bound printed by benchmarks/fit_float32_cdf_erf.py (3.95e-13 with the
+# evaluation's rounding; twice that here); from ERF_ONE_FROM, where erfc is below the bound, erf is 1
+ERF_RATIONAL_END = 3.5
+ERF_RATIONAL_P = (1.128379167095071, 2.289020293299376, 8.438914035331294, 8.033965492297362, 10.87043702943374,
+                  5.081921072789446, 2.641921961043362, 0.1553929970865702)
+ERF_RATIONAL_Q = (1.0, 6.11192474989401, 17.4295689331947, 30.341813291060234, 35.23161050133435,
+                  27.701535327286198, 13.928122228493022, 3.495357634577705)
+ERF_RATIONAL_BOUND = 7.9e-13
+ERF_ONE_FROM = 5.14
+_INVERSE_END_SQUARED = 1.0 / (ERF_RATIONAL_END * ERF_RATIONAL_END)
+# the straddling cdf's own roundings past the erf's (a, b, t; three products, a sum, a quotient: a few float64
+# ulps), relative
+_STRADDLING_ROUNDING = 1e-15
+_EXPONENT_BITS, _MANTISSA_BITS = 0x7FF0000000000000, 0x000FFFFFFFFFFFFF
+_HALF_FLOAT32_ULP = 2.0 ** -24  # half a float32 ulp of a number in [1, 2)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
@@ -85,60 +90,6 @@ def exp_coarse(x):
     p = e[0] + r * (e[1] + r * (e[2] + r * (e[3] + r * (e[4] + r * (e[5] + r * (e[6] + r * (e[7] + r * (
         e[8] + r * (e[9] + r * e[10])))))))))
     return p * _from_bits((k + 1023) << 52) if x >= _EXP_FLOOR else 0.0
-
-
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
-def _estrin_16(t, p):
-    t2 = t * t
-    t4 = t2 * t2
-    t8 = t4 * t4
-    r0 = (p[0] + p[1] * t) + (p[2] + p[3] * t) * t2
-    r1 = (p[4] + p[5] * t) + (p[6] + p[7] * t) * t2
-    r2 = (p[8] + p[9] * t) + (p[10] + p[11] * t) * t2
-    r3 = (p[12] + p[13] * t) + (p[14] + p[15] * t) * t2
-    return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + p[16] * (t8 * t8)
-
-
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
-def erf_and_erfc_coarse(y):
-    """(erf(y), erfc(y)) for y >= 0 (+inf gives 1, 0), each within 2e-12 relatively: erfc as exp(-y^2) erfcx(y)
-    (erfcx's t and its 1/(1 + 2y) from one division), erf by its series below 1/2 and 1 - erfc beyond."""
-    y = min(y, _COARSE_ERFC_END)
-    shifted = y + ERFCX_K
-    widened = 1.0 + 2.0 * y
-    inverse = 1.0 / (shifted * widened)
-    t = 1.0 - 2.0 * ERFCX_K * widened * inverse
-    erfc = exp_coarse(-y * y) * _estrin_16(t, COARSE_ERFCX_POLYNOMIAL) * (shifted * inverse)
-    c = COARSE_ERF_SERIES
-    z = y * y
-    series = y * (c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * (c[6] + z * (
-        c[7] + z * c[8]))))))))
-    return (series if y < 0.5 else 1.0 - erfc), erfc
-
-
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
-def straddling_cdf_coarse(value, loc, s, low, high):
-    """(cdf, held) of an element with low < loc < high: the masses below and above loc, erf(-a/sqrt 2)/2 and
-    erf(b/sqrt 2)/2, Z their sum; below a value past loc their sum with erf(t/sqrt 2)/2, below one short of it the
-    difference of the lower tails or of the erf's, whichever has the smaller terms. Not held: an element not
-    straddling, a value outside the support or 36 scales or more from loc, a difference that keeps less than
-    1/256 of its terms."""
-    inverse = 1.0 / s
-    a = (low - loc) * inverse
-    b = (high - loc) * inverse
-    t = (value - loc) * inverse
-    erf_a, erfc_a = erf_and_erfc_coarse(-a * _SQRT_HALF)
-    erf_b, _ = erf_and_erfc_coarse(b * _SQRT_HALF)
-    erf_t, erfc_t = erf_and_erfc_coarse(abs(t) * _SQRT_HALF)
-    below = t <= 0.0
-    by_tails = erfc_t < erf_a
-    lower = (erfc_t - erfc_a) if by_tails else (erf_a - erf_t)
-    mass = lower if below else erf_a + erf_t
-    # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    kept = (not below) | (min(erfc_t, erf_a) <= _COARSE_CANCELLATION * lower)
-    held = ((value > low) & (value < high) & (low < loc) & (loc < high) & (t > -_STRADDLE_END)
-            & (t < _STRADDLE_END) & kept)
-    return min(max(mass / (erf_a + erf_b), 0.0), 1.0), held
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
@@ -186,37 +137,115 @@ def narrow_cdf_coarse(value, loc, s, low, high):
     return result, narrow & ((x > c_low) & (x < c_high) | at_low | at_high)
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling_count(loc, low, high):
+    """How many elements have low < loc < high: compared in float32, as given (a loop that vectorizes)."""
+    straddling = 0
+    for j in range(loc.shape[0]):
+        straddling += (low[j] < loc[j]) & (loc[j] < high[j])
+    return straddling
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def _narrow_count(loc, scale, low, high):
+    """How many elements are narrow intervals narrow_cdf_coarse takes, by the arguments' own dtype (a loop that
+    vectorizes): a float32 test's rounding or overflow only sends a chunk to the other route or an element to the
+    per-element kernel, as narrow_cdf_coarse tests each element again in float64."""
+    narrow = 0
+    end = loc.dtype.type(COARSE_NARROW_END)
+    half_factor = loc.dtype.type(0.5)
+    for j in range(loc.shape[0]):
+        mu, s, lo, hi = loc[j], scale[j], low[j], high[j]
+        # max(1, |c|) m <= end in scales, as max(s, |c s|) (m s) <= end s^2 (no division), c s the canonical
+        # middle's offset from loc (mirrored where high <= loc)
+        half = half_factor * (hi - lo)
+        middle = ((mu - hi) if hi <= mu else (lo - mu)) + half
+        narrow += max(s, abs(middle)) * half <= end * (s * s)
+    return narrow
+
+
 @numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
 def coarse_chunk_kind(start, stop, arrays):
     """STRADDLING_CHUNK where every element of [start, stop) has low < loc < high, NARROW_CHUNK where every one is
-    a narrow interval narrow_cdf_coarse takes, MIXED_CHUNK otherwise: a loop that vectorizes (counts, no exits)."""
-    _, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
-                                arrays[3][start:stop], arrays[4][start:stop])
-    straddling = narrow = 0
-    for j in range(stop - start):
-        mu, s, lo, hi = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
-        # max(1, |c|) m <= end in scales, as max(s, |c s|) (m s) <= end s^2 (no division), c s the canonical
-        # middle's offset from loc (mirrored where high <= loc)
-        half = 0.5 * (hi - lo)
-        middle = ((mu - hi) if hi <= mu else (lo - mu)) + half
-        straddling += (lo < mu) & (mu < hi)
-        narrow += max(s, abs(middle)) * half <= COARSE_NARROW_END * (s * s)
+    a narrow interval narrow_cdf_coarse takes, MIXED_CHUNK otherwise. The first element's kind says which count
+    is taken first (the straddling one is the cheaper: no widening, no arithmetic), the other only if needed."""
+    loc, scale, low, high = (arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop],
+                             arrays[4][start:stop])
     count = stop - start
-    return STRADDLING_CHUNK if straddling == count else NARROW_CHUNK if narrow == count else MIXED_CHUNK
+    if (low[0] < loc[0]) & (loc[0] < high[0]) and _straddling_count(loc, low, high) == count:
+        return STRADDLING_CHUNK
+    return NARROW_CHUNK if _narrow_count(loc, scale, low, high) == count else MIXED_CHUNK
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def erf_rational(y):
+    """erf(y) for y >= 0 as (numerator, denominator, held): y P(u) and Q(u), within ERF_RATIONAL_BOUND relatively
+    below ERF_RATIONAL_END; 1 and 1 from ERF_ONE_FROM (+inf included); not held between the two or at a NaN."""
+    clamped = min(y, ERF_RATIONAL_END)
+    u = clamped * clamped * _INVERSE_END_SQUARED
+    p, q = ERF_RATIONAL_P, ERF_RATIONAL_Q
+    numerator = p[0] + u * (p[1] + u * (p[2] + u * (p[3] + u * (p[4] + u * (p[5] + u * (p[6] + u * p[7]))))))
+    denominator = q[0] + u * (q[1] + u * (q[2] + u * (q[3] + u * (q[4] + u * (q[5] + u * (q[6] + u * q[7]))))))
+    one = y >= ERF_ONE_FROM
+    return (1.0 if one else clamped * numerator), (1.0 if one else denominator), (y <= ERF_RATIONAL_END) | one
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def float32_rounding_certain(r, bound):
+    """Whether every number within ``bound`` of r >= 0 rounds to float32 as r does: r's offset from its float32
+    rounding f plus the bound is short of half the float32 spacing on that side of f, both ways (the spacing taken
+    from f's exponent, so below float32's normal range it is smaller than float32's: stricter there, never wrong;
+    0 is never certain). r - f is exact (Sterbenz)."""
+    f = np.float64(np.float32(r))
+    bits = _bits(f)
+    half_up = _from_bits(bits & _EXPONENT_BITS) * _HALF_FLOAT32_ULP
+    half_down = 0.5 * half_up if (bits & _MANTISSA_BITS) == 0 else half_up  # (below a power of two it halves)
+    offset = r - f
+    return (offset + bound < half_up) & (bound - offset < half_down)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def straddling_cdf_rational(value, loc, s, low, high):
+    """(cdf, held) of an element with low < loc < high by erf_rational: erf_a, erf_b, erf_t of -a, b, |t| over
+    sqrt 2, the cdf (erf_a +- erf_t)/(erf_a + erf_b) as one quotient of their numerators and denominators. Held
+    where its float32 rounding is certain: the erf's error bound, times how much the difference erf_a - erf_t
+    (below loc) cancels, puts every number within it on the same side of the float32 rounding boundaries
+    (float32_rounding_certain); not held elsewhere, nor for a value outside the support or an argument between
+    ERF_RATIONAL_END and ERF_ONE_FROM."""
+    inverse = 1.0 / s
+    a = (low - loc) * inverse
+    b = (high - loc) * inverse
+    t = (value - loc) * inverse
+    numerator_a, denominator_a, held_a = erf_rational(-a * _SQRT_HALF)
+    numerator_b, denominator_b, held_b = erf_rational(b * _SQRT_HALF)
+    numerator_t, denominator_t, held_t = erf_rational(abs(t) * _SQRT_HALF)
+    # over denominator_a denominator_t: erf_a, erf_t
+    part_a = numerator_a * denominator_t
+    part_t = numerator_t * denominator_a
+    mass = (part_a - part_t) if t <= 0.0 else (part_a + part_t)
+    inverse_whole = 1.0 / ((numerator_a * denominator_b + numerator_b * denominator_a) * denominator_t)
+    cdf = mass * denominator_b * inverse_whole
+    # relative error: the whole's sum and the mass's, the latter times (erf_a + erf_t) / |mass| below loc
+    bound = cdf * (ERF_RATIONAL_BOUND + _STRADDLING_ROUNDING) + (
+        ERF_RATIONAL_BOUND * (part_a + part_t) * denominator_b * inverse_whole)
+    cdf = min(max(cdf, 0.0), 1.0)
+    held = ((value > low) & (value < high) & (low < loc) & (loc < high) & held_a & held_b & held_t
+            & float32_rounding_certain(cdf, bound))
+    return cdf, held
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
 def straddling_chunk_coarse(start, stop, arrays, out):
-    """straddling_cdf_coarse of elements [start, stop) into ``out`` (NaN where not held), over the arguments;
-    returns the count not held (a reduction the loop keeps in vector registers: no scalar loop looks for them where
-    none is)."""
+    """straddling_cdf_rational of elements [start, stop) into ``out`` (NaN where not held, for the per-element
+    kernel, float64-exact), over the arguments; returns the count not held (a reduction the loop keeps in vector
+    registers: no scalar loop looks for them where none is)."""
     value, loc, scale, low, high = (arrays[0][start:stop], arrays[1][start:stop], arrays[2][start:stop],
                                     arrays[3][start:stop], arrays[4][start:stop])
     its_out = out[start:stop]
     left = 0
     for j in range(stop - start):
-        cdf, held = straddling_cdf_coarse(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
-                                          np.float64(low[j]), np.float64(high[j]))
+        cdf, held = straddling_cdf_rational(np.float64(value[j]), np.float64(loc[j]), np.float64(scale[j]),
+                                            np.float64(low[j]), np.float64(high[j]))
         its_out[j] = cdf if held else np.nan
         left += not held
     return left

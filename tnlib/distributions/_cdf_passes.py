@@ -509,6 +509,25 @@ def _cdf_vector_parallel(value, loc, scale, low, high, out, table, nodes, weight
                     nodes, weights)
 
 
+# the float32 cdf's loops leave a few elements NaN in a chunk: they are looked for a group at a time (the NaN test
+# of a group vectorizes; one element at a time, the look cost 0.5 ns an element, more than the loop left)
+_LEFT_GROUP = 32
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _float32_cdf_left(first, last, value, loc, scale, low, high, out, table, nodes, weights):
+    """The per-element kernel's cdf of the elements of [first, last) the float32 loops left NaN in ``out``."""
+    for group in range(first, last, _LEFT_GROUP):
+        end = min(group + _LEFT_GROUP, last)
+        its_out = out[group:end]
+        nans = 0
+        for j in range(end - group):
+            nans += math.isnan(its_out[j])
+        for i in range(group, end if nans > 0 else group):
+            if math.isnan(out[i]):
+                out[i] = _cdf_or_icdf(False, i, value, loc, scale, low, high, table, nodes, weights)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _cdf_float32_block(start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf of float32 elements [start, stop) into ``out``: a chunk of straddling elements alone or of narrow
@@ -525,9 +544,8 @@ def _cdf_float32_block(start, stop, value, loc, scale, low, high, out, table, no
         else:
             _pass_block(False, first, last, value, loc, scale, low, high, out, table, nodes, weights)
             continue
-        for i in range(first, last if left > 0 else first):
-            if math.isnan(out[i]):
-                out[i] = _cdf_or_icdf(False, i, value, loc, scale, low, high, table, nodes, weights)
+        if left > 0:
+            _float32_cdf_left(first, last, value, loc, scale, low, high, out, table, nodes, weights)
 
 
 @numba.njit(cache=True, error_model="numpy")
