@@ -3,20 +3,22 @@ its coefficients and the bound on its error, printed.
 
     python benchmarks/fit_float32_cdf_erf.py [--points 20000] [--iterations 400]
 
-erf(y) = y P(u) / Q(u) for 0 <= y <= FIT_END, u = (y / FIT_END)^2 in [0, 1], P and Q of degree 7 (Q's constant
-1). erf(y)/y is an entire function of y^2, so the ratio is fitted in y^2: the relative error of erf is that
-of P/Q against erf(y)/y. The fit is Lawson's iteration (reweighted linearised least squares, the weights multiplied
-by each point's error) on Chebyshev nodes in x = 2u - 1, in numpy with scipy's erf; it ends near the minimax rational.
+erf(y) = y P(z) / Q(z) for 0 <= y <= FIT_END, z = y^2, P and Q of degree 7 (Q's constant 1). erf(y)/y is an
+entire function of y^2, so the ratio is fitted in y^2: the relative error of erf is that of P/Q against erf(y)/y.
+The fit is Lawson's iteration (reweighted linearised least squares, the weights multiplied by each point's error)
+on Chebyshev nodes in x = 2 z / FIT_END^2 - 1, in numpy with scipy's erf; it ends near the minimax rational. Its
+coefficients are then taken to powers of z and rounded to float64.
 
 The bound: the coefficients rounded to float64 and evaluated exactly (mpmath, 40 digits) against mpmath's erf on
-``--points`` evenly spaced points in u; the relative error e(u) is analytic there (Q has no zero on [0, 1]: its
-smallest value is printed), and between points spaced h it is at most the points' largest plus h^2/8 max|e''|,
+``--points`` evenly spaced points in z; the relative error e(z) is analytic there (Q has no zero on
+[0, FIT_END^2]: its smallest value is printed), and between points spaced h it is at most the points' largest plus
+h^2/8 max|e''|,
 e'' taken from the points' second differences (a term of 2e-17 at 20,000 points, so an estimate of e'' off by
 orders of magnitude moves nothing). The evaluation's rounding in float64 (Horner with fused multiply-adds, degree
-7: at most 2 * 7 * 2^-53 times the sum of |coefficient| u^k over |P|, and likewise Q -- both 1 here, every
+7: at most 2 * 7 * 2^-53 times the sum of |coefficient| z^k over |P|, and likewise Q -- both 1 here, every
 coefficient being positive -- plus the product and quotient's 3 roundings) is added. ERF_ONE_FROM is where erfc(y)
 drops below that bound: from there erf is taken as 1. The straddling loop uses twice the printed bound, which also
-covers the rounding of u itself.
+covers the rounding of z itself.
 """
 from __future__ import annotations
 
@@ -60,30 +62,31 @@ def lawson_fit(points: int, iterations: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def monomials(p_cheb: np.ndarray, q_cheb: np.ndarray) -> tuple[tuple, tuple]:
-    """P and Q in powers of u = (x + 1)/2 = (y / FIT_END)^2, normalised so that Q(0) = 1, as float64 (Chebyshev's
-    basis on [0, 1] in u is the fit's in x on [-1, 1])."""
-    p, q = (chebyshev.Chebyshev(c, domain=[0.0, 1.0]).convert(kind=polynomial.Polynomial).coef
+    """P and Q in powers of z = y^2, normalised so that Q(0) = 1, as float64 (Chebyshev's basis on
+    [0, FIT_END^2] in z is the fit's in x on [-1, 1])."""
+    p, q = (chebyshev.Chebyshev(c, domain=[0.0, FIT_END ** 2]).convert(kind=polynomial.Polynomial).coef
             for c in (p_cheb, q_cheb))
     return tuple(float(c) for c in p / q[0]), tuple(float(c) for c in q / q[0])
 
 
 def relative_error_bound(p: tuple, q: tuple, points: int) -> dict:
-    """The largest relative error of y P(u)/Q(u) against erf(y) on [0, FIT_END] (module docstring), its parts."""
+    """The largest relative error of y P(z)/Q(z) against erf(y) on [0, FIT_END] (module docstring), its parts."""
     mpmath.mp.dps = 40
-    us = [mpmath.mpf(k) / (points - 1) for k in range(points)]
+    end = mpmath.mpf(FIT_END) ** 2
+    zs = [end * k / (points - 1) for k in range(points)]
     errors, conditions, q_smallest = [], [], mpmath.inf
-    for u in us:
-        pv = mpmath.polyval([mpmath.mpf(c) for c in reversed(p)], u)
-        qv = mpmath.polyval([mpmath.mpf(c) for c in reversed(q)], u)
-        y = mpmath.sqrt(u) * FIT_END
+    for z in zs:
+        pv = mpmath.polyval([mpmath.mpf(c) for c in reversed(p)], z)
+        qv = mpmath.polyval([mpmath.mpf(c) for c in reversed(q)], z)
+        y = mpmath.sqrt(z)
         ratio = mpmath.mpf(2) / mpmath.sqrt(mpmath.pi) if y == 0 else mpmath.erf(y) / y
         errors.append(pv / qv / ratio - 1)
         q_smallest = min(q_smallest, qv)
-        size_p = sum(abs(c) * u ** k for k, c in enumerate(p))
-        size_q = sum(abs(c) * u ** k for k, c in enumerate(q))
+        size_p = sum(abs(c) * z ** k for k, c in enumerate(p))
+        size_q = sum(abs(c) * z ** k for k, c in enumerate(q))
         conditions.append(float(size_p / abs(pv) + size_q / abs(qv)))
     e = np.array([float(v) for v in errors])
-    h = 1.0 / (points - 1)
+    h = FIT_END ** 2 / (points - 1)
     second = max(abs(float(errors[k - 1] - 2 * errors[k] + errors[k + 1])) for k in range(1, points - 1)) / h ** 2
     between = h * h / 8.0 * second
     rounding = 2 * DEGREE * 2.0 ** -53 * max(conditions) + 3 * 2.0 ** -53

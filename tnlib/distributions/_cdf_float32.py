@@ -60,17 +60,16 @@ COARSE_NARROW_END = 0.1
 # a chunk's kinds for coarse_chunk_kind
 STRADDLING_CHUNK, NARROW_CHUNK, MIXED_CHUNK = 0, 1, 2
 
-# erf(y) = y P(u) / Q(u), u = (y / ERF_RATIONAL_END)^2, on [0, ERF_RATIONAL_END]: a near-minimax fit in relative
-# error, its coefficients, and its error bound printed by benchmarks/fit_float32_cdf_erf.py (3.95e-13 with the
-# evaluation's rounding; twice that here); from ERF_ONE_FROM, where erfc is below the bound, erf is 1
+# erf(y) = y P(y^2) / Q(y^2) on [0, ERF_RATIONAL_END]: a near-minimax fit in relative error, its coefficients, and
+# its error bound printed by benchmarks/fit_float32_cdf_erf.py (3.95e-13 with the evaluation's rounding; twice that
+# here); from ERF_ONE_FROM, where erfc is below the bound, erf is 1
 ERF_RATIONAL_END = 3.5
-ERF_RATIONAL_P = (1.128379167095071, 2.289020293299376, 8.438914035331294, 8.033965492297362, 10.87043702943374,
-                  5.081921072789446, 2.641921961043362, 0.1553929970865702)
-ERF_RATIONAL_Q = (1.0, 6.11192474989401, 17.4295689331947, 30.341813291060234, 35.23161050133435,
-                  27.701535327286198, 13.928122228493022, 3.495357634577705)
+ERF_RATIONAL_P = (1.128379167095071, 0.1868587994530104, 0.05623599523752627, 0.0043704051161253515,
+                  0.0004827281773533965, 1.8422453637827885e-05, 7.818140173879059e-07, 3.75386648757259e-09)
+ERF_RATIONAL_Q = (1.0, 0.4989326326444095, 0.11614873091674918, 0.01650567408671436, 0.0015645452962455401,
+                  0.00010042073518144261, 4.121696762696006e-06, 8.443820592000303e-08)
 ERF_RATIONAL_BOUND = 7.9e-13
 ERF_ONE_FROM = 5.14
-_INVERSE_END_SQUARED = 1.0 / (ERF_RATIONAL_END * ERF_RATIONAL_END)
 # the straddling cdf's own roundings past the erf's (a, b, t; three products, a sum, a quotient: a few float64
 # ulps), relative
 _STRADDLING_ROUNDING = 1e-15
@@ -179,10 +178,11 @@ def coarse_chunk_kind(start, stop, arrays):
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def erf_rational(y):
-    """erf(y) for y >= 0 as (numerator, denominator, held): y P(u) and Q(u), within ERF_RATIONAL_BOUND relatively
-    below ERF_RATIONAL_END; 1 and 1 from ERF_ONE_FROM (+inf included); not held between the two or at a NaN."""
+    """erf(y) for y >= 0 as (numerator, denominator, held): y P(y^2) and Q(y^2), within ERF_RATIONAL_BOUND
+    relatively below ERF_RATIONAL_END; 1 and 1 from ERF_ONE_FROM (+inf included); not held between the two or at
+    a NaN."""
     clamped = min(y, ERF_RATIONAL_END)
-    u = clamped * clamped * _INVERSE_END_SQUARED
+    u = clamped * clamped
     p, q = ERF_RATIONAL_P, ERF_RATIONAL_Q
     numerator = p[0] + u * (p[1] + u * (p[2] + u * (p[3] + u * (p[4] + u * (p[5] + u * (p[6] + u * p[7]))))))
     denominator = q[0] + u * (q[1] + u * (q[2] + u * (q[3] + u * (q[4] + u * (q[5] + u * (q[6] + u * q[7]))))))
@@ -212,17 +212,14 @@ def straddling_cdf_rational(value, loc, s, low, high):
     (below loc) cancels, puts every number within it on the same side of the float32 rounding boundaries
     (float32_rounding_certain); not held elsewhere, nor for a value outside the support or an argument between
     ERF_RATIONAL_END and ERF_ONE_FROM."""
-    inverse = 1.0 / s
-    a = (low - loc) * inverse
-    b = (high - loc) * inverse
-    t = (value - loc) * inverse
-    numerator_a, denominator_a, held_a = erf_rational(-a * _SQRT_HALF)
-    numerator_b, denominator_b, held_b = erf_rational(b * _SQRT_HALF)
-    numerator_t, denominator_t, held_t = erf_rational(abs(t) * _SQRT_HALF)
+    inverse = _SQRT_HALF / s  # (a, b and t over sqrt 2 at once)
+    numerator_a, denominator_a, held_a = erf_rational((loc - low) * inverse)
+    numerator_b, denominator_b, held_b = erf_rational((high - loc) * inverse)
+    numerator_t, denominator_t, held_t = erf_rational(abs(value - loc) * inverse)
     # over denominator_a denominator_t: erf_a, erf_t
     part_a = numerator_a * denominator_t
     part_t = numerator_t * denominator_a
-    mass = (part_a - part_t) if t <= 0.0 else (part_a + part_t)
+    mass = (part_a - part_t) if value <= loc else (part_a + part_t)
     inverse_whole = 1.0 / ((numerator_a * denominator_b + numerator_b * denominator_a) * denominator_t)
     cdf = mass * denominator_b * inverse_whole
     # relative error: the whole's sum and the mass's, the latter times (erf_a + erf_t) / |mass| below loc
