@@ -182,10 +182,10 @@ def erf_rational(y):
     relatively below ERF_RATIONAL_END; 1 and 1 from ERF_ONE_FROM (+inf included); not held between the two or at
     a NaN."""
     clamped = min(y, ERF_RATIONAL_END)
-    u = clamped * clamped
+    z = clamped * clamped
     p, q = ERF_RATIONAL_P, ERF_RATIONAL_Q
-    numerator = p[0] + u * (p[1] + u * (p[2] + u * (p[3] + u * (p[4] + u * (p[5] + u * (p[6] + u * p[7]))))))
-    denominator = q[0] + u * (q[1] + u * (q[2] + u * (q[3] + u * (q[4] + u * (q[5] + u * (q[6] + u * q[7]))))))
+    numerator = p[0] + z * (p[1] + z * (p[2] + z * (p[3] + z * (p[4] + z * (p[5] + z * (p[6] + z * p[7]))))))
+    denominator = q[0] + z * (q[1] + z * (q[2] + z * (q[3] + z * (q[4] + z * (q[5] + z * (q[6] + z * q[7]))))))
     one = y >= ERF_ONE_FROM
     return (1.0 if one else clamped * numerator), (1.0 if one else denominator), (y <= ERF_RATIONAL_END) | one
 
