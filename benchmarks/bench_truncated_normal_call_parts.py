@@ -146,7 +146,9 @@ def _parts(method: str, v: dict, t: dict) -> dict:
                   "classify": lambda: _classify(classify_icdf, ICDF_KINDS, *arrays),
                   "float64 floor": lambda: _one_ndtri(*arrays, out)}
     elif method == "log_prob+grad":  # forward and backward, gradients to loc and scale, as the peer benchmark's
-        slopes = np.empty((5, n), dtype=np.float32)
+        # the derivatives the call forms with loc and scale learned (_kernels._derivatives_formed)
+        slopes = tuple(np.empty(n, dtype=np.float32) if formed else None
+                       for formed in _kernels._derivatives_formed((False, True, True, False, False)))
 
         def log_prob(backward):
             loc, scale = t["loc"].clone().requires_grad_(), t["scale"].clone().requires_grad_()

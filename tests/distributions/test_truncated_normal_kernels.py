@@ -450,15 +450,33 @@ def test_log_prob_without_gradients_equals_the_value_with_them():
     assert torch.equal(plain, KernelLogProb.apply(*leaves).detach())
 
 
+@pytest.mark.parametrize("wanted", [(1, 0, 0, 0, 0), (0, 1, 0, 0, 0), (0, 1, 1, 0, 0), (0, 0, 1, 0, 1)])
+def test_log_prob_forms_the_derivatives_wanted_as_it_forms_all_five(wanted):
+    # each set of derivatives is a compilation of its own that forms only what it needs: the value bit for bit,
+    # each derivative to rounding (the compiler fuses a product into a sum by the product's other uses)
+    tensors = _grid_batch(torch.float64)
+    everything = [t.clone().requires_grad_() for t in tensors]
+    lp_all = KernelLogProb.apply(*everything)
+    grads_all = torch.autograd.grad(lp_all.sum(), everything)
+    some = [t.clone().requires_grad_(bool(w)) for t, w in zip(tensors, wanted)]
+    lp = KernelLogProb.apply(*some)
+    assert torch.equal(lp.detach(), lp_all.detach())
+    grads = torch.autograd.grad(lp.sum(), [t for t, w in zip(some, wanted) if w])
+    scale = tensors[2]
+    for got, want in zip(grads, [g for g, w in zip(grads_all, wanted) if w]):
+        error = (got - want).abs() * scale / (want.abs() * scale).clamp_min(1.0)
+        assert float(error.max()) <= 4e-15
+
+
 def test_log_prob_of_a_batch_split_among_threads_equals_the_serial_loop():
     tensors = _grid_batch(torch.float64)
     copies = -(-_PARALLEL_FROM // tensors[0].shape[0]) + 1
     arrays = [t.numpy() for t in tensors]
     serial, serial_slopes = np.empty_like(arrays[0]), np.empty((5, arrays[0].shape[0]))
-    _log_prob_serial(*arrays, serial, serial_slopes, *_CONSTANTS)
+    _log_prob_serial(*arrays, serial, tuple(serial_slopes), *_CONSTANTS)
     long = [np.tile(a, copies) for a in arrays]
     threaded, threaded_slopes = np.empty_like(long[0]), np.empty((5, long[0].shape[0]))
-    _log_prob_parallel(*long, threaded, threaded_slopes, *_CONSTANTS)
+    _log_prob_parallel(*long, threaded, tuple(threaded_slopes), *_CONSTANTS)
     assert np.array_equal(threaded, np.tile(serial, copies))
     assert np.array_equal(threaded_slopes, np.tile(serial_slopes, copies))
 
@@ -499,7 +517,7 @@ def test_one_sided_loop_equals_the_per_element_branches_it_leaves_other_elements
     arrays = [np.array(column) for column in zip(*rows)]
     n = arrays[0].shape[0]
     loop, loop_slopes = np.empty(n), np.empty((5, n))
-    _log_prob_serial(*arrays, loop, loop_slopes, *_CONSTANTS)
+    _log_prob_serial(*arrays, loop, tuple(loop_slopes), *_CONSTANTS)
     branches, branch_slopes = np.empty(n), np.empty((5, n))
     _per_element(*arrays, branches, branch_slopes, *_CONSTANTS)
     assert np.array_equal(np.isinf(loop), np.isinf(branches))
@@ -798,7 +816,7 @@ def test_a_one_sided_elements_log_prob_does_not_depend_on_its_neighbours(dtype):
     value = low + scale * rng.exponential(1.0, n) / np.maximum(1.0, a)
     alone = [column.astype(dtype) for column in (value, loc, scale, low, np.full(n, np.inf))]
     out, slopes = np.empty(n, dtype), np.empty((5, n), dtype)
-    _log_prob_serial(*alone, out, slopes, *_CONSTANTS)
+    _log_prob_serial(*alone, out, tuple(slopes), *_CONSTANTS)
     # every other element a straddling one, TN(0, 1, -1, 2) at 0
     mixed = []
     for column, neighbour in zip(alone, (0.0, 0.0, 1.0, -1.0, 2.0)):
@@ -806,7 +824,7 @@ def test_a_one_sided_elements_log_prob_does_not_depend_on_its_neighbours(dtype):
         both[0::2] = column
         mixed.append(both)
     mixed_out, mixed_slopes = np.empty(2 * n, dtype), np.empty((5, 2 * n), dtype)
-    _log_prob_serial(*mixed, mixed_out, mixed_slopes, *_CONSTANTS)
+    _log_prob_serial(*mixed, mixed_out, tuple(mixed_slopes), *_CONSTANTS)
     assert np.isfinite(out).all()
     assert np.array_equal(mixed_out[0::2], out) and np.array_equal(mixed_slopes[:, 0::2], slopes)
 
@@ -822,7 +840,7 @@ def test_two_sided_log_prob_passes_are_within_a_few_ulps_of_the_per_element_bran
     value[:40] = high[:40] + scale[:40]
     value[40] = np.nan
     out, slopes = np.empty(n), np.empty((5, n))
-    _log_prob_serial(value, loc, scale, low, high, out, slopes, *_CONSTANTS)
+    _log_prob_serial(value, loc, scale, low, high, out, tuple(slopes), *_CONSTANTS)
     expected = np.array([_log_prob_element(*row, *_CONSTANTS, True) for row in zip(value, loc, scale, low, high)]).T
     inside = np.isfinite(expected[0])
     assert inside.sum() > 0.9 * n and np.array_equal(np.isnan(out), np.isnan(expected[0]))
@@ -840,3 +858,65 @@ def test_two_sided_log_prob_passes_are_within_a_few_ulps_of_the_per_element_bran
                                      sizes):
         error = np.abs(got[inside] - want[inside]) / size[inside]
         assert float(error.max()) <= 2e-15, name
+
+
+def _log_prob_and_derivatives_by_mpmath(value, loc, scale, low, high) -> list[float]:
+    """log_prob and its derivatives w.r.t. (value, loc, scale, low, high) at 40 digits, in the canonical frame (an
+    interval at or below loc mirrored), Z as a difference of upper tails there (no cancellation to 1 - tiny)."""
+    with mp.workdps(40):
+        x, mu, s = mp.mpf(value), mp.mpf(loc), mp.mpf(scale)
+        lo, hi = (mp.mpf(low) if low > -math.inf else -mp.inf), mp.mpf(high)
+        flip = hi <= mu
+        if flip:
+            x, mu, lo, hi = -x, -mu, -hi, -lo
+        t, a, b = (x - mu) / s, (lo - mu) / s, (hi - mu) / s
+
+        def upper_tail(v):
+            return mp.erfc(v / mp.sqrt(2)) / 2
+
+        def density(v):
+            return mp.npdf(v) if mp.isfinite(v) else mp.mpf(0)
+
+        z = upper_tail(a) - upper_tail(b)
+        a_pa = a * density(a) if mp.isfinite(a) else 0
+        b_pb = b * density(b) if mp.isfinite(b) else 0
+        lp = -mp.log(s) - t ** 2 / 2 - mp.log(z) - mp.log(mp.sqrt(2 * mp.pi))
+        g = [-t / s, t / s + (density(b) - density(a)) / (z * s), (-1 + t ** 2 + (b_pb - a_pa) / z) / s,
+             density(a) / (z * s), -density(b) / (z * s)]
+        if flip:  # back through the mirror: log_prob is even under it
+            g = [-g[0], -g[1], g[2], -g[4], -g[3]]
+        return [float(lp)] + [float(v) for v in g]
+
+
+@pytest.mark.parametrize("kind", ["wide on one side", "no lower bound"])
+def test_log_prob_passes_of_one_sided_wide_and_lower_open_intervals_match_mpmath(kind):
+    # a wide interval 0 to 50 scales from loc on either side of it, or no lower bound and the upper one 50 scales
+    # under loc to 5 above it: batches of one kind, which the kind's vectorized loop takes
+    rng = np.random.default_rng(58)
+    n = 120
+    loc, scale = rng.uniform(-1e3, 1e3, n), np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n))
+    if kind == "wide on one side":
+        a = rng.uniform(0.0, 50.0, n)
+        w = np.maximum(np.exp(rng.uniform(np.log(1.2), np.log(50.0), n)), 1.1 / np.maximum(1.0, a))
+        below = rng.uniform(size=n) < 0.5
+        low = np.where(below, loc - (a + w) * scale, loc + a * scale)
+        high = np.where(below, loc - a * scale, loc + (a + w) * scale)
+        value = low + rng.uniform(0.0, 1.0, n) * (high - low)
+    else:
+        a = rng.uniform(-5.0, 50.0, n)  # the mirrored lower bound: the upper one 5 scales above loc to 50 under it
+        low, high = np.full(n, -np.inf), loc - a * scale
+        value = high - scale * rng.exponential(1.0, n) / np.maximum(1.0, a)
+    out, slopes = np.empty(n), np.empty((5, n))
+    _log_prob_serial(value, loc, scale, low, high, out, tuple(slopes), *_CONSTANTS)
+    branches = np.array([_log_prob_element(*row, *_CONSTANTS, True)[0] for row in zip(value, loc, scale, low, high)])
+    assert not np.array_equal(out, branches)  # (the loop's erfcx, exp and log are not the branches')
+    exact = np.array([_log_prob_and_derivatives_by_mpmath(*row) for row in zip(value, loc, scale, low, high)]).T
+    # g(a) = 1 - a M(a) cancels to 1/a^2 (a^2 ulps of M(a)), d/dscale multiplies it by about a: each derivative
+    # relative to max(1, |derivative| scale) / scale, allowed that cancellation
+    far = np.maximum(a, 0.0)
+    cancellation = 1.0 + far ** 2
+    assert float((np.abs(out - exact[0]) / np.maximum(np.abs(exact[0]), 1.0)).max()) <= 4e-15
+    for name, got, want, allowed in zip(("value", "loc", "scale", "low", "high"), slopes, exact[1:],
+                                        (1.0, cancellation, cancellation * (1.0 + far), cancellation, cancellation)):
+        error = np.abs(got - want) * scale / np.maximum(np.abs(want) * scale, 1.0)
+        assert float((error / allowed).max()) <= 2e-15, name
