@@ -292,6 +292,55 @@ def test_float32_pass_is_the_float64_pass_rounded_within_a_sixteenth_of_an_ulp_o
         assert error[worst] <= 0.5 + 1.0 / 16.0, (name, [float(t[finite][worst]) for t in arrays], error[worst])
 
 
+def _narrow_straddling(n: int, seed: int) -> list[np.ndarray]:
+    """(p, loc, scale, low, high) in float32 of intervals 1e-8 to 1 scale wide that straddle loc."""
+    rng = np.random.default_rng(seed)
+    loc = rng.uniform(-1.0, 1.0, n)
+    scale = rng.uniform(0.5, 2.0, n)
+    width = scale * np.exp(rng.uniform(np.log(1e-8), 0.0, n))
+    low = loc - width * rng.uniform(0.01, 0.99, n)
+    arrays = [a.astype(np.float32) for a in (rng.uniform(0.0, 1.0, n), loc, scale, low, low + width)]
+    keep = (arrays[3] < arrays[1]) & (arrays[4] > arrays[1])  # (still straddling once rounded)
+    return [a[keep] for a in arrays]
+
+
+def test_narrow_interval_straddling_loc_is_held_by_the_straddling_loop_alone_within_its_tolerance():
+    wide = [a.astype(np.float64) for a in _narrow_straddling(20_000, seed=12)]
+    n = wide[0].shape[0]
+    got, held, exact = np.empty(n), np.empty(n, dtype=np.bool_), np.empty(n)
+    _cdf_serial(True, *wide, exact, *_CONSTANTS)
+    _single_loops(*wide, True, got, held)
+    assert not held.any()  # (narrow_icdf_single leaves them to straddling_icdf_single)
+    _single_loops(*wide, False, got, held)
+    assert held.mean() >= 0.9, held.mean()
+    error = np.where(got == exact, 0.0, np.abs(got - exact) / np.abs(exact))
+    worst = int(np.argmax(np.where(held, error, 0.0)))
+    assert error[worst] <= SINGLE_TOLERANCE, ([float(t[worst]) for t in wide], got[worst], exact[worst])
+
+
+def test_float32_icdf_of_an_element_is_the_same_among_straddling_narrow_or_mixed_neighbours():
+    # (a chunk of straddling elements runs their loop in place, one of narrow intervals theirs, a mixed one gathers
+    # by kind: the elements each of those loops leaves take the other's, so none of them depends on its chunk)
+    others = _float32_regimes(2048, seed=13)
+    probe = [np.concatenate(parts) for parts in zip(_narrow_straddling(2048, seed=14), others["narrow"],
+                                                    others["straddling"])]
+    count = probe[0].shape[0]
+    regimes = _float32_regimes(4 * count, seed=15)
+    values = []
+    for neighbours in ("straddling", "narrow", "mixed"):
+        # each probe element alone among three of its chunk's four quarters
+        batch = [np.empty(4 * count, dtype=np.float32) for _ in range(5)]
+        for k in range(5):
+            spread = regimes[neighbours][k].copy()
+            spread[3::4] = probe[k]
+            batch[k][:] = spread
+        out = np.empty(4 * count, dtype=np.float32)
+        _icdf_vector_serial(*batch, out, *_CONSTANTS)
+        values.append(out[3::4])
+    assert np.array_equal(values[0], values[1], equal_nan=True)
+    assert np.array_equal(values[0], values[2], equal_nan=True)
+
+
 def test_float32_icdf_of_a_batch_split_among_threads_equals_the_serial_pass():
     # (a chunk runs a kind's loop in place or gathers its elements by what the chunks before it held: an element's
     # value must not depend on it, nor so on where the threads' blocks start)

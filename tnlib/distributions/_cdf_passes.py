@@ -306,7 +306,9 @@ def _gather_left(first, last, arrays, kinds, known, results, columns, starts, en
 def _single_where_held(starts, columns, out):
     """The float32 loops' values (straddling_icdf_single, narrow_icdf_single by the full series) in place of the
     float64 ones in ``out`` over the gathered straddling and narrow rows where they hold: so an element's value is
-    the same whether its chunk ran a loop in place or was gathered (whatever the threads' blocks)."""
+    the same whether its chunk ran a loop in place or was gathered (whatever the threads' blocks). A narrow
+    interval that straddles loc is straddling_icdf_single's (narrow_icdf_single does not hold it): taken by a
+    scalar loop, as few are."""
     value, loc, scale, low, high, o = _kind_views(STRADDLING, starts, columns, out)
     for j in range(o.shape[0]):
         x, held = straddling_icdf_single(value[j], loc[j], scale[j], low[j], high[j])
@@ -315,6 +317,22 @@ def _single_where_held(starts, columns, out):
     for j in range(o.shape[0]):
         x, held = narrow_icdf_single(value[j], loc[j], scale[j], low[j], high[j], False)
         o[j] = x if held else o[j]
+    for j in range(o.shape[0]):
+        if (high[j] > loc[j]) & (low[j] < loc[j]):
+            x, held = _single_either(value[j], loc[j], scale[j], low[j], high[j])
+            o[j] = x if held else o[j]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _single_either(prob, loc, scale, low, high):
+    """(icdf, held) of one element by straddling_icdf_single, or where that does not hold it narrow_icdf_single by
+    the full series: for the few elements a chunk's loop in place leaves (a narrow interval among straddling ones,
+    one that straddles loc among narrow ones), so that they take no float64 loop. Called, not inlined: the two
+    loops compiled once more here, for all its callers."""
+    x, held = straddling_icdf_single(prob, loc, scale, low, high)
+    if held:
+        return x, True
+    return narrow_icdf_single(prob, loc, scale, low, high, False)
 
 
 # how a chunk of the float32 pass starts: every element gathered by kind (classify_icdf first), or its commonest
@@ -327,14 +345,15 @@ def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nod
     """The icdf of float32 elements [start, stop) into ``out``, chunk by chunk. A chunk most of whose elements are
     of one kind (_IN_PLACE_SHARE; straddling or narrow) runs that kind's float32 loop (tnlib.distributions.
     _icdf_vector: straddling_icdf_single, narrow_icdf_single) over all its elements where they lie, no gather and,
-    while the chunks before held that share, no classification either; the elements it does not hold, and every
-    element of a chunk of mixed kinds, are gathered by kind and take the float64 pass's loops (_icdf_chunk), and
-    what those leave the per-element kernel."""
+    while the chunks before held that share, no classification either; the elements it does not hold take the
+    other kind's loop one at a time (_single_either: a narrow interval among straddling elements, one straddling
+    loc among narrow ones), and those it does not hold either, with every element of a chunk of mixed kinds, are
+    gathered by kind and take the float64 pass's loops (_icdf_chunk), and what those leave the per-element
+    kernel."""
     arrays = (prob, loc, scale, low, high)
     columns = np.empty((6, _CHUNK))
     spare = np.empty((6, _CHUNK))
     solved = np.empty(_CHUNK)
-    results = np.empty(_CHUNK)
     left = np.empty(_CHUNK)
     kinds = np.empty(_CHUNK, dtype=np.uint8)
     starts = np.empty(ICDF_KINDS + 1, dtype=np.int64)
@@ -352,35 +371,46 @@ def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nod
             elif starts[NARROW_ITERATED + 1] - starts[NARROW_ITERATED] >= _IN_PLACE_SHARE * count:
                 mode = _SHORT_NARROW_IN_PLACE if short else _NARROW_IN_PLACE
         p, lc, sc, lo, hi = prob[first:last], loc[first:last], scale[first:last], low[first:last], high[first:last]
+        # (each loop writes the float32 result where it lies and NaN where it does not hold; the count held is a
+        # loop of its own: summed in the loop above, or a float64 row copied after, it cost 3-4 ns an element)
+        its_out = out[first:last]
         if mode == _STRADDLING_IN_PLACE:
             for j in range(count):
                 x, held = straddling_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
                                                  np.float64(lo[j]), np.float64(hi[j]))
-                results[j] = x if held else np.nan
+                its_out[j] = x if held else np.nan
         # (twice: a constant ``short`` keeps the other series out of the loop)
         elif mode == _SHORT_NARROW_IN_PLACE:
             for j in range(count):
                 x, held = narrow_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
                                              np.float64(lo[j]), np.float64(hi[j]), True)
-                results[j] = x if held else np.nan
+                its_out[j] = x if held else np.nan
         elif mode == _NARROW_IN_PLACE:
             for j in range(count):
                 x, held = narrow_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
                                              np.float64(lo[j]), np.float64(hi[j]), False)
-                results[j] = x if held else np.nan
+                its_out[j] = x if held else np.nan
         else:
-            results[:count] = np.nan
-        gathered = _gather_left(first, last, arrays, kinds, known, results, columns, starts, ends, order)
+            its_out[:] = np.nan
+        left_out = 0
+        for j in range(count):
+            left_out += math.isnan(its_out[j])
+        if mode != _BY_KIND and left_out > 0:
+            for j in range(count):
+                if math.isnan(its_out[j]):
+                    x, held = _single_either(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                             np.float64(lo[j]), np.float64(hi[j]))
+                    its_out[j] = x if held else np.nan
+        gathered = 0
+        if left_out > 0:
+            gathered = _gather_left(first, last, arrays, kinds, known, its_out, columns, starts, ends, order)
         if count - gathered < _IN_PLACE_SHARE * count:
             mode = _BY_KIND  # (the next chunk classified again)
         if gathered > 0:
             _icdf_chunk(starts, columns, left, spare, solved)
             _single_where_held(starts, columns, left)
             for j in range(gathered):
-                results[np.int64(columns[5, j]) - first] = left[j]
-        its_out = out[first:last]
-        for j in range(count):
-            its_out[j] = results[j]
+                its_out[np.int64(columns[5, j]) - first] = left[j]
     for i in range(start, stop):
         if math.isnan(out[i]):
             out[i] = _cdf_or_icdf(True, i, prob, loc, scale, low, high, table, nodes, weights)

@@ -530,8 +530,10 @@ def _erfc_rounded(y):
 def straddling_icdf_single(prob, loc, s, low, high):
     """(icdf, held) of an element whose bounds straddle loc, as icdf_element's straddling path with Phi^-1 by
     Wichura's approximations unrefined: held where their error, WICHURA_ERROR of t = (x - loc) / scale, and the
-    masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself."""
-    flip, c_loc, c_low, c_high, a, b, w, _, frame = canonical_frame(loc, s, low, high)
+    masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself. A narrow interval that straddles loc is
+    held too (the float64 loops take it as a frame element): the masses' errors are absolute, a few ulps of 1/2,
+    whatever the interval's width, so the same bound holds for it."""
+    flip, c_loc, c_low, c_high, a, b, _, _, _ = canonical_frame(loc, s, low, high)
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     no_a = c_low == -math.inf
@@ -552,7 +554,7 @@ def straddling_icdf_single(prob, loc, s, low, high):
     x = min(max(c_loc + s * min(max(t, a), b), c_low), c_high)
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
     held = ((mass >= TINY) & (mass < 1.0) & (c_p > 0.0) & (c_q > 0.0) & (s > 0.0) & (s < math.inf)
-            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (not frame)
+            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (a < 0.0)
             & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(c_loc + s * t)))
     return -x if flip else x, held
 
@@ -563,7 +565,8 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     the masses by the short series with ``short`` (an interval too long for it not held). Halley's step leaves
     about |C| e^3 of its start's error e, C = -(u^2/12 + 1/6) at the log-density's slope u = a + d, |u| <= |a| + w;
     the step itself is -e to first order: held where k^2 step^3, k = max(1, |a| + w), is within SINGLE_TOLERANCE
-    of x over the scale and k step <= 1e-2 (the terms past e^3 a hundredth of it)."""
+    of x over the scale and k step <= 1e-2 (the terms past e^3 a hundredth of it), and the interval does not
+    straddle loc (straddling_icdf_single's: so an element's float32 value is one loop's whatever its chunk ran)."""
     flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
@@ -575,7 +578,7 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     step = abs(d - start)
     k = max(1.0, abs(a) + w)
     x = min(max(c_low + s * d, c_low), c_high)
-    held = (narrow & ((not short) | _short_stretch(a, w)) & (whole_mass > 1e-290) & (k * step <= 1e-2)
+    held = (narrow & (a >= 0.0) & ((not short) | _short_stretch(a, w)) & (whole_mass > 1e-290) & (k * step <= 1e-2)
             & (s * k * k * step * step * step <= SINGLE_TOLERANCE * abs(c_low + s * d)) & (d > 0.0) & (d < w)
             & (c_p > TINY) & (c_q > TINY) & (s > 0.0) & (s < math.inf) & (abs(a) < 1e300))
     return -x if flip else x, held
