@@ -28,12 +28,15 @@ from tnlib.distributions._cdf_passes import (
 from tnlib.distributions._icdf_vector import (
     SINGLE_TOLERANCE,
     WICHURA_ERROR,
+    WICHURA_NEAR_FLOOR,
+    exp_taylor,
     icdf_by_halley,
     icdf_element,
     narrow_icdf_single,
     ndtri_lower,
     ndtri_wichura,
     straddling_icdf_single,
+    straddling_tails,
 )
 from tnlib.distributions._kernels import _BLOCK
 from tnlib.files import REPO_ROOT
@@ -210,9 +213,9 @@ def _wichura_loop(p, out):
 
 
 def test_wichura_phi_inverse_is_within_its_stated_bound_of_mpmath():
-    # the regions' ends (p = 0.075, r = sqrt(-log p) = 5 at p = 1.389e-11) and either side, down to 1e-300
-    p = np.concatenate([np.geomspace(1e-300, 0.5, 300)[:-1], np.linspace(0.05, 0.5, 120)[:-1],
-                        [0.075, np.nextafter(0.075, 0.0), 0.0751, 1.3887943864964021e-11, 1.38e-11, 1.4e-11]])
+    # the regions' end (p = 0.075) and either side, down to the float32 pass's floor (r = sqrt(-log p) = 5)
+    p = np.concatenate([np.geomspace(WICHURA_NEAR_FLOOR, 0.5, 300)[:-1], np.linspace(0.05, 0.5, 120)[:-1],
+                        [0.075, np.nextafter(0.075, 0.0), 0.0751, WICHURA_NEAR_FLOOR, 1.4e-11]])
     got = np.empty_like(p)
     _wichura_loop(p, got)
     with mp.workdps(40):
@@ -225,6 +228,34 @@ def test_wichura_phi_inverse_is_within_its_stated_bound_of_mpmath():
     half = np.empty(1)
     _wichura_loop(np.array([0.5]), half)
     assert half[0] == 0.0
+
+
+@numba.njit(error_model="numpy")
+def _tails_and_exp_loop(a, b, x, tail_a, tail_b, exp_x):
+    for i in range(a.shape[0]):
+        tail_a[i], tail_b[i] = straddling_tails(a[i], b[i])
+        exp_x[i] = exp_taylor(x[i])
+
+
+def test_float32_pass_tails_and_exp_are_within_their_stated_bounds_of_mpmath():
+    # the tails from 1e-12 to 53 scales (erfc's argument clamped at 38, the tail 0 beyond 1e-308), each within a
+    # few ulps and the rounding of y^2 (1.1e-16 y^2 relatively, y = |a| / sqrt 2); exp down to -708
+    a = -np.concatenate([np.geomspace(1e-12, 53.0, 300), np.linspace(0.0, 10.0, 101), [np.inf]])
+    b = np.concatenate([np.linspace(0.0, 12.0, 101), np.geomspace(1e-12, 53.0, 300), [np.inf]])
+    x = np.concatenate([-np.geomspace(1e-12, 708.0, 300), np.linspace(-708.0, 0.0, 102)])
+    tail_a, tail_b, exp_x = np.empty_like(a), np.empty_like(b), np.empty_like(x)
+    _tails_and_exp_loop(a, b, x, tail_a, tail_b, exp_x)
+    eps = float(np.finfo(np.float64).eps)
+    with mp.workdps(40):
+        for bound, got in ((a, tail_a), (-b, tail_b)):
+            exact = [mp.ncdf(mp.mpf(float(v))) for v in bound]
+            for v, g, e in zip(bound, got, exact):
+                if e < 1e-300:
+                    assert g <= 1e-300, (v, g)
+                    continue
+                assert float(abs((g - e) / e)) <= (8.0 + v * v) * eps, (v, g, e)
+        error = [float(abs((g - mp.exp(mp.mpf(float(v)))) / mp.exp(mp.mpf(float(v))))) for v, g in zip(x, exp_x)]
+    assert max(error) <= 3 * eps, x[int(np.argmax(error))]
 
 
 @numba.njit(error_model="numpy")

@@ -34,6 +34,7 @@ import math
 
 import numba
 import numpy as np
+from numpy.polynomial import chebyshev
 
 from tnlib.distributions import _vector_math
 from tnlib.distributions._cdf_vector import (
@@ -50,6 +51,17 @@ from tnlib.distributions._cdf_vector import (
     short_stretch_sum,
 )
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.distributions._vector_math import (
+    _EXP_FLOOR,
+    _INV_LN2,
+    _LN2_HI,
+    _LN2_LO,
+    _ROUNDING_SHIFT,
+    ERFCX_K,
+    ERFCX_POLYNOMIAL,
+    _bits,
+    _from_bits,
+)
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -67,6 +79,9 @@ ACKLAM_TAIL_END = 0.02425
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 TINY = float(np.finfo(np.float64).tiny)
 TINY_LOG = math.log(TINY)
+# fastmath's flag for fused multiply-adds alone (no reassociation, no finite-math shortcut): the float32 pass's
+# functions, whose results need not be the float64 loops' to the bit
+_FUSED = {"contract"}
 # Phi^-1's root from which Phi(x) - p is formed by erf's series (x / sqrt 2 within its half-width; 1/2 - p is exact)
 _NEAR_ZERO = 0.5
 # erf'(0) = 2/sqrt(pi), the Newton steps' slope
@@ -76,8 +91,10 @@ _LOG_DERIVATIVE_END = 700.0
 
 # Phi^-1 without a refinement step, for the float32 pass: Wichura's rational approximations (Algorithm AS 241,
 # PPND16, Applied Statistics 37(3), 1988), degree 7 over 7 in 0.180625 - (p - 1/2)^2 for |p - 1/2| <= 0.425, else
-# in r = sqrt(-log p) less 1.6 up to r = 5 and less 5 beyond; within 7.5e-16 relatively of mpmath's in float64
-# (tests/distributions/test_truncated_normal_icdf_pass.py), where Acklam's is 1.2e-9 and wants its Halley step
+# in r = sqrt(-log p) less 1.6 up to r = 5; within 7.5e-16 relatively of mpmath's in float64
+# (tests/distributions/test_truncated_normal_icdf_pass.py), where Acklam's is 1.2e-9 and wants its Halley step.
+# Below p = exp(-25) (Wichura's third region, r beyond 5) the float32 pass does not hold an element: its masses come
+# there only with a probability or a tail below 1.4e-11, which the float64 loops take
 WICHURA_CENTRAL_END = 0.425
 WICHURA_CENTRAL_NUMERATOR = (
     3.3871328727963666080e0, 1.3314166789178437745e+2, 1.9715909503065514427e+3, 1.3731693765509461125e+4,
@@ -91,13 +108,7 @@ WICHURA_NEAR_NUMERATOR = (
 WICHURA_NEAR_DENOMINATOR = (
     1.0, 2.05319162663775882187e0, 1.67638483018380384940e0, 6.89767334985100004550e-1, 1.48103976427480074590e-1,
     1.51986665636164571966e-2, 5.47593808499534494600e-4, 1.05075007164441684324e-9)
-WICHURA_FAR_NUMERATOR = (
-    6.65790464350110377720e0, 5.46378491116411436990e0, 1.78482653991729133580e0, 2.96560571828504891230e-1,
-    2.65321895265761230930e-2, 1.24266094738807843860e-3, 2.71155556874348757815e-5, 2.01033439929228813265e-7)
-WICHURA_FAR_DENOMINATOR = (
-    1.0, 5.99832206555887937690e-1, 1.36929880922735805310e-1, 1.48753612908506148525e-2, 7.86869131145613259100e-4,
-    1.84631831751005468180e-5, 1.42151175831644588870e-7, 2.04426310338993978564e-15)
-WICHURA_NEAR_END = 5.0
+WICHURA_NEAR_FLOOR = math.exp(-25.0)
 # the float32 pass's loops hold an element where their float64 value is within this of the exact one, relatively
 # (a sixty-fourth of a float32 ulp at least: the float32 it rounds to is the exact value's rounding, or its
 # neighbour where that sits within the margin of a half-way point); the rest take the float64 pass's loops
@@ -135,32 +146,23 @@ def _ndtri(p):
     return x if lower else -x
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _degree_7(c, x):
-    return c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * c[7]))))))
-
-
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def ndtri_wichura(p):
-    """Phi^-1(p) for 0 < p <= 1/2, p a normal float, by Wichura's approximations alone (no refinement): the
-    regions' coefficients selected first, so one division serves all three."""
+    """Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone (no refinement): the two
+    regions' coefficients and arguments selected first, so that one pair of polynomials and one division serve
+    both."""
     q = p - 0.5
     central = abs(q) <= WICHURA_CENTRAL_END
-    r = math.sqrt(-_vector_math.log(p))
-    near = r <= WICHURA_NEAR_END
-    r = r - (1.6 if near else WICHURA_NEAR_END)
-    s = 0.180625 - q * q
-    n, m = WICHURA_NEAR_NUMERATOR, WICHURA_FAR_NUMERATOR
-    tail_numerator = (n[0] if near else m[0]) + r * ((n[1] if near else m[1]) + r * ((n[2] if near else m[2]) + r * (
-        (n[3] if near else m[3]) + r * ((n[4] if near else m[4]) + r * ((n[5] if near else m[5]) + r * (
-            (n[6] if near else m[6]) + r * (n[7] if near else m[7])))))))
-    n, m = WICHURA_NEAR_DENOMINATOR, WICHURA_FAR_DENOMINATOR
-    tail_denominator = (n[0] if near else m[0]) + r * ((n[1] if near else m[1]) + r * ((n[2] if near else m[2]) + r * (
-        (n[3] if near else m[3]) + r * ((n[4] if near else m[4]) + r * ((n[5] if near else m[5]) + r * (
-            (n[6] if near else m[6]) + r * (n[7] if near else m[7])))))))
-    numerator = q * _degree_7(WICHURA_CENTRAL_NUMERATOR, s) if central else -tail_numerator
-    denominator = _degree_7(WICHURA_CENTRAL_DENOMINATOR, s) if central else tail_denominator
-    return numerator / denominator
+    u = 0.180625 - q * q if central else math.sqrt(-_vector_math.log(p)) - 1.6
+    n, m = WICHURA_CENTRAL_NUMERATOR, WICHURA_NEAR_NUMERATOR
+    numerator = (n[0] if central else m[0]) + u * ((n[1] if central else m[1]) + u * (
+        (n[2] if central else m[2]) + u * ((n[3] if central else m[3]) + u * ((n[4] if central else m[4]) + u * (
+            (n[5] if central else m[5]) + u * ((n[6] if central else m[6]) + u * (n[7] if central else m[7])))))))
+    n, m = WICHURA_CENTRAL_DENOMINATOR, WICHURA_NEAR_DENOMINATOR
+    denominator = (n[0] if central else m[0]) + u * ((n[1] if central else m[1]) + u * (
+        (n[2] if central else m[2]) + u * ((n[3] if central else m[3]) + u * ((n[4] if central else m[4]) + u * (
+            (n[5] if central else m[5]) + u * ((n[6] if central else m[6]) + u * (n[7] if central else m[7])))))))
+    return (q if central else -1.0) * numerator / denominator
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -519,30 +521,85 @@ def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
 _MASS_ERROR = 1e-15
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _erfc_rounded(y):
-    """erfc(y) for y >= 0 as exp(-y^2) erfcx(y), y^2 rounded (relatively 1.1e-16 y^2 off: the float32 pass's)."""
-    y = min(y, 38.0)
-    return _vector_math.exp(-y * y) * _vector_math.erfcx(y)
+# exp(r) for |r| <= ln 2 / 2 by its Taylor series to r^12/12! (the remainder is below 2.4e-16 of it), and erfcx's
+# expansion (tnlib.distributions._vector_math's) cut at degree 22 in Chebyshev's basis (the terms dropped sum to
+# 1.3e-16 against P >= 1): the straddling element's tails with no division but one for both
+_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(13))
+_TAILS_ERFCX = tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.poly2cheb(ERFCX_POLYNOMIAL)[:23]))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def exp_taylor(x):
+    """exp(x) for x <= 0 within a few ulps (0 below -708): fdlibm's reduction to r = x - k ln 2, then _EXP_TAYLOR
+    (tnlib.distributions._vector_math's exp divides once)."""
+    clamped = max(x, _EXP_FLOOR)
+    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
+    k_float = shifted - _ROUNDING_SHIFT  # the nearest integer to x / ln 2
+    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
+    r = (clamped - k_float * _LN2_HI) - k_float * _LN2_LO
+    e = _EXP_TAYLOR
+    p = e[0] + r * (e[1] + r * (e[2] + r * (e[3] + r * (e[4] + r * (e[5] + r * (e[6] + r * (e[7] + r * (
+        e[8] + r * (e[9] + r * (e[10] + r * (e[11] + r * e[12])))))))))))
+    return p * _from_bits((k + 1023) << 52) if x >= _EXP_FLOOR else 0.0
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def _estrin_22(t, p):
+    """p[0] + p[1] t + ... + p[22] t^22 by Estrin's scheme."""
+    t2 = t * t
+    t4 = t2 * t2
+    t8 = t4 * t4
+    r0 = (p[0] + p[1] * t) + (p[2] + p[3] * t) * t2
+    r1 = (p[4] + p[5] * t) + (p[6] + p[7] * t) * t2
+    r2 = (p[8] + p[9] * t) + (p[10] + p[11] * t) * t2
+    r3 = (p[12] + p[13] * t) + (p[14] + p[15] * t) * t2
+    r4 = (p[16] + p[17] * t) + (p[18] + p[19] * t) * t2
+    r5 = (p[20] + p[21] * t) + p[22] * t2
+    return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + (r4 + r5 * t4) * (t8 * t8)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def straddling_tails(a, b):
+    """(Phi(a), Phi(-b)) for a <= 0 <= b (infinite bounds give 0), each relatively within a few ulps and
+    1.1e-16 y^2 (y^2 rounded): exp(-y^2) erfcx(y) / 2 at y = -a / sqrt 2 and b / sqrt 2, erfcx's t = 1 - 2K/(y + K)
+    and 1/(1 + 2y) of both from one division."""
+    ya = min(-a * _SQRT_HALF, 38.0)
+    yb = min(b * _SQRT_HALF, 38.0)
+    shifted_a, widened_a = ya + ERFCX_K, 1.0 + 2.0 * ya
+    shifted_b, widened_b = yb + ERFCX_K, 1.0 + 2.0 * yb
+    product_a, product_b = shifted_a * widened_a, shifted_b * widened_b
+    inverse = 1.0 / (product_a * product_b)
+    inverse_a, inverse_b = inverse * product_b, inverse * product_a
+    t_a = 1.0 - 2.0 * ERFCX_K * widened_a * inverse_a
+    t_b = 1.0 - 2.0 * ERFCX_K * widened_b * inverse_b
+    tail_a = 0.5 * exp_taylor(-ya * ya) * (_estrin_22(t_a, _TAILS_ERFCX) * (shifted_a * inverse_a))
+    tail_b = 0.5 * exp_taylor(-yb * yb) * (_estrin_22(t_b, _TAILS_ERFCX) * (shifted_b * inverse_b))
+    return tail_a, tail_b
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def straddling_icdf_single(prob, loc, s, low, high):
     """(icdf, held) of an element whose bounds straddle loc, as icdf_element's straddling path with Phi^-1 by
     Wichura's approximations unrefined: held where their error, WICHURA_ERROR of t = (x - loc) / scale, and the
     masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself. A narrow interval that straddles loc is
     held too (the float64 loops take it as a frame element): the masses' errors are absolute, a few ulps of 1/2,
     whatever the interval's width, so the same bound holds for it."""
-    flip, c_loc, c_low, c_high, a, b, _, _, _ = canonical_frame(loc, s, low, high)
+    # canonical_frame's bounds in scales from loc by one division (a and b an ulp from its quotients)
+    flip = high <= loc
+    c_loc = -loc if flip else loc
+    c_low = -high if flip else low
+    c_high = -low if flip else high
+    inverse = 1.0 / s
+    a = (c_low - c_loc) * inverse
+    b = (c_high - c_loc) * inverse
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     no_a = c_low == -math.inf
     no_b = c_high == math.inf
-    # the tails beyond the bounds, erfc's with y^2 rounded (relatively 1e-16 y^2 off, 7e-14 at most where a tail is
-    # held), and Z as what the two leave, the masses on either side of loc: each is at least a third of Z on an
-    # interval that is not narrow, so neither difference cancels
-    tail_a = 0.5 * _erfc_rounded(-a * _SQRT_HALF)
-    tail_b = 0.5 * _erfc_rounded(b * _SQRT_HALF)
+    # the tails beyond the bounds (straddling_tails, y^2 rounded: relatively 1e-16 y^2 off, 7e-14 at most where a
+    # tail is held), and Z as what the two leave, the masses on either side of loc, whose differences lose nothing
+    # but their absolute rounding
+    tail_a, tail_b = straddling_tails(a, b)
     z_straddle = (0.5 - tail_a) + (0.5 - tail_b)
     lower_mass = tail_a + c_p * z_straddle
     below = lower_mass <= 0.5
@@ -553,8 +610,8 @@ def straddling_icdf_single(prob, loc, s, low, high):
     t = root if below else -root
     x = min(max(c_loc + s * min(max(t, a), b), c_low), c_high)
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    held = ((mass >= TINY) & (mass < 1.0) & (c_p > 0.0) & (c_q > 0.0) & (s > 0.0) & (s < math.inf)
-            & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (a < 0.0)
+    held = ((mass >= WICHURA_NEAR_FLOOR) & (mass <= 1.0 - WICHURA_NEAR_FLOOR) & (c_p > 0.0) & (c_q > 0.0)
+            & (s > 0.0) & (s < math.inf) & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (a < 0.0)
             & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(c_loc + s * t)))
     return -x if flip else x, held
 
