@@ -147,22 +147,21 @@ def _ndtri(p):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def _degree_7(c, x):
+    return c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * c[7]))))))
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def ndtri_wichura(p):
-    """Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone (no refinement): the two
-    regions' coefficients and arguments selected first, so that one pair of polynomials and one division serve
-    both."""
+    """Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone (no refinement): both regions'
+    polynomials formed, one kept, and one division (selecting their coefficients instead measured 4% slower)."""
     q = p - 0.5
     central = abs(q) <= WICHURA_CENTRAL_END
-    u = 0.180625 - q * q if central else math.sqrt(-_vector_math.log(p)) - 1.6
-    n, m = WICHURA_CENTRAL_NUMERATOR, WICHURA_NEAR_NUMERATOR
-    numerator = (n[0] if central else m[0]) + u * ((n[1] if central else m[1]) + u * (
-        (n[2] if central else m[2]) + u * ((n[3] if central else m[3]) + u * ((n[4] if central else m[4]) + u * (
-            (n[5] if central else m[5]) + u * ((n[6] if central else m[6]) + u * (n[7] if central else m[7])))))))
-    n, m = WICHURA_CENTRAL_DENOMINATOR, WICHURA_NEAR_DENOMINATOR
-    denominator = (n[0] if central else m[0]) + u * ((n[1] if central else m[1]) + u * (
-        (n[2] if central else m[2]) + u * ((n[3] if central else m[3]) + u * ((n[4] if central else m[4]) + u * (
-            (n[5] if central else m[5]) + u * ((n[6] if central else m[6]) + u * (n[7] if central else m[7])))))))
-    return (q if central else -1.0) * numerator / denominator
+    s = 0.180625 - q * q
+    r = math.sqrt(-_vector_math.log(p)) - 1.6
+    numerator = q * _degree_7(WICHURA_CENTRAL_NUMERATOR, s) if central else -_degree_7(WICHURA_NEAR_NUMERATOR, r)
+    denominator = _degree_7(WICHURA_CENTRAL_DENOMINATOR, s) if central else _degree_7(WICHURA_NEAR_DENOMINATOR, r)
+    return numerator / denominator
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
