@@ -583,36 +583,32 @@ def straddling_icdf_single(prob, loc, s, low, high):
     masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself. A narrow interval that straddles loc is
     held too (the float64 loops take it as a frame element): the masses' errors are absolute, a few ulps of 1/2,
     whatever the interval's width, so the same bound holds for it."""
-    # canonical_frame's bounds in scales from loc by one division (a and b an ulp from its quotients)
-    flip = high <= loc
-    c_loc = -loc if flip else loc
-    c_low = -high if flip else low
-    c_high = -low if flip else high
+    # the bounds in scales from loc by one division (a and b an ulp from canonical_frame's quotients); not mirrored
+    # (canonical_frame mirrors only an element with high <= loc, which does not straddle)
     inverse = 1.0 / s
-    a = (c_low - c_loc) * inverse
-    b = (c_high - c_loc) * inverse
-    c_p = 1.0 - prob if flip else prob
-    c_q = prob if flip else 1.0 - prob
-    no_a = c_low == -math.inf
-    no_b = c_high == math.inf
+    a = (low - loc) * inverse
+    b = (high - loc) * inverse
+    no_a = low == -math.inf
+    no_b = high == math.inf
     # the tails beyond the bounds (straddling_tails, y^2 rounded: relatively 1e-16 y^2 off, 7e-14 at most where a
     # tail is held), and Z as what the two leave, the masses on either side of loc, whose differences lose nothing
     # but their absolute rounding
     tail_a, tail_b = straddling_tails(a, b)
     z_straddle = (0.5 - tail_a) + (0.5 - tail_b)
-    lower_mass = tail_a + c_p * z_straddle
+    q = 1.0 - prob
+    lower_mass = tail_a + prob * z_straddle
     below = lower_mass <= 0.5
-    mass = lower_mass if below else tail_b + c_q * z_straddle
+    mass = lower_mass if below else tail_b + q * z_straddle
     lower = mass <= 0.5
     root = ndtri_wichura(mass if lower else 1.0 - mass)
     root = root if lower else -root
     t = root if below else -root
-    x = min(max(c_loc + s * min(max(t, a), b), c_low), c_high)
+    x = min(max(loc + s * min(max(t, a), b), low), high)
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing)
-    held = ((mass >= WICHURA_NEAR_FLOOR) & (mass <= 1.0 - WICHURA_NEAR_FLOOR) & (c_p > 0.0) & (c_q > 0.0)
+    held = ((mass >= WICHURA_NEAR_FLOOR) & (mass <= 1.0 - WICHURA_NEAR_FLOOR) & (prob > 0.0) & (q > 0.0)
             & (s > 0.0) & (s < math.inf) & ((abs(a) < 1e300) | no_a) & ((abs(b) < 1e300) | no_b) & (a < 0.0)
-            & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(c_loc + s * t)))
-    return -x if flip else x, held
+            & (b > 0.0) & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(loc + s * t)))
+    return x, held
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
