@@ -12,13 +12,16 @@ of ``--repeats`` interleaved timings, one thread, of:
 * ``views``: the four parameters and the value handed to numpy (``_flat``) and the output allocated and wrapped;
 * ``kernel``: the compiled pass alone on the same float32 arrays (cdf: the float32 pass the call takes,
   tnlib.distributions._cdf_float32's loops for a chunk of one kind and the vectorized pass for the others; icdf:
-  the vectorized pass, its regime gathering included; sample: the serial blocks' passes);
-* ``classify``: cdf: each chunk's kind looked at, alone (coarse_chunk_kind: one kind, or mixed); icdf: the
-  gathering of each chunk's elements by kind, alone (classify_icdf, then gather_by_kind);
+  the float32 pass the call takes, _cdf_passes._icdf_single_block; sample: the serial blocks' passes);
+* ``classify``: cdf: each chunk's kind looked at, alone (coarse_chunk_kind: one kind, or mixed); log_prob: below;
+* ``loop``: icdf: the float32 pass's loop of the first chunk's commonest kind (tnlib.distributions._icdf_vector's
+  straddling_icdf_single, or narrow_icdf_single by the short or the full series) over every element, alone, as the
+  pass runs it over a chunk in place: ``kernel`` less ``loop`` is what the pass spends outside it (the elements
+  the loop leaves, the chunks' bookkeeping); "-" where the pass runs no loop in place (chunks of mixed kinds);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
-  Phi^-1 (Acklam's approximation with its Halley step through erfc, as the pass forms it); sample: what one Box and
-  Muller pair costs (two uniforms, the vectorizable log, square root, cos and sin);
+  Phi^-1 (Acklam's approximation with its Halley step through erfc, as the float64 pass forms it); sample: what
+  one Box and Muller pair costs (two uniforms, the vectorizable log, square root, cos and sin);
 * ``widen``: a numba loop that reads the five float32 arrays as float64 and writes one float32 result: the memory
   and conversion floor.
 
@@ -49,7 +52,14 @@ from tnlib import TruncatedNormal  # noqa: E402
 from tnlib.distributions import _cdf_kernels, _cdf_passes, _kernels, _sample_kernels, _vector_math  # noqa: E402
 from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
 from tnlib.distributions._cdf_vector import gather_by_kind  # noqa: E402
-from tnlib.distributions._icdf_vector import ICDF_KINDS, classify_icdf, ndtri_lower  # noqa: E402
+from tnlib.distributions._icdf_vector import (  # noqa: E402
+    NARROW_ITERATED,
+    STRADDLING,
+    classify_icdf,
+    narrow_icdf_single,
+    ndtri_lower,
+    straddling_icdf_single,
+)
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -107,6 +117,44 @@ def _classify(classify, kind_count, value, loc, scale, low, high):
     return in_order
 
 
+# the float32 icdf's loops the ``loop`` column times, by the kind of chunk
+_NO_LOOP, _STRADDLING_LOOP, _SHORT_NARROW_LOOP, _NARROW_LOOP = 0, 1, 2, 3
+
+
+def _icdf_loop_kind(arrays: list[np.ndarray]) -> int:
+    """The loop the float32 icdf pass runs in place over a batch whose first chunk is like ``arrays``' (its kinds'
+    share, as _cdf_passes._IN_PLACE_SHARE decides)."""
+    count = min(_CHUNK, arrays[0].shape[0])
+    kinds = np.empty(_CHUNK, dtype=np.uint8)
+    starts = np.empty(5, dtype=np.int64)
+    long_narrow = classify_icdf(0, count, tuple(arrays), kinds, starts)
+    if starts[STRADDLING + 1] - starts[STRADDLING] >= _cdf_passes._IN_PLACE_SHARE * count:
+        return _STRADDLING_LOOP
+    if starts[NARROW_ITERATED + 1] - starts[NARROW_ITERATED] >= _cdf_passes._IN_PLACE_SHARE * count:
+        return _SHORT_NARROW_LOOP if long_narrow == 0 else _NARROW_LOOP
+    return _NO_LOOP
+
+
+@numba.njit(error_model="numpy")
+def _icdf_loop(kind, prob, loc, scale, low, high, out):
+    """One float32 icdf loop over every element into ``out`` (NaN where it does not hold), as the pass runs it."""
+    if kind == _STRADDLING_LOOP:
+        for i in range(out.shape[0]):
+            x, held = straddling_icdf_single(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                             np.float64(low[i]), np.float64(high[i]))
+            out[i] = x if held else np.nan
+    elif kind == _SHORT_NARROW_LOOP:
+        for i in range(out.shape[0]):
+            x, held = narrow_icdf_single(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                         np.float64(low[i]), np.float64(high[i]), True)
+            out[i] = x if held else np.nan
+    else:
+        for i in range(out.shape[0]):
+            x, held = narrow_icdf_single(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                         np.float64(low[i]), np.float64(high[i]), False)
+            out[i] = x if held else np.nan
+
+
 @numba.njit(error_model="numpy")
 def _chunk_kinds(value, loc, scale, low, high):
     """Each chunk's kind as the float32 cdf looks at it first (coarse_chunk_kind), alone."""
@@ -143,8 +191,10 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),
                   "kernel": lambda: _cdf_passes._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
-                  "classify": lambda: _classify(classify_icdf, ICDF_KINDS, *arrays),
                   "float64 floor": lambda: _one_ndtri(*arrays, out)}
+        kind = _icdf_loop_kind(arrays)
+        if kind != _NO_LOOP:
+            parts["loop"] = lambda: _icdf_loop(kind, *arrays, out)
     elif method == "log_prob+grad":  # forward and backward, gradients to loc and scale, as the peer benchmark's
         # the derivatives the call forms with loc and scale learned (_kernels._derivatives_formed)
         slopes = tuple(np.empty(n, dtype=np.float32) if formed else None
@@ -182,7 +232,7 @@ def main() -> None:
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
-    order = ("call", "forward", "construct", "views", "kernel", "classify", "float64 floor", "widen")
+    order = ("call", "forward", "construct", "views", "kernel", "loop", "classify", "float64 floor", "widen")
     print(f"{args.points:,} float32 elements, 1 thread, medians of {args.repeats} interleaved timings, "
           f"{args.clock} time, ns an element")
     print(f"{'regime':<15s}{'method':<14s}" + "".join(f"{name:>15s}" for name in order))
