@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions import _cdf_kernels, _cdf_passes, _kernels, _sample_kernels, _vector_math  # noqa: E402
+from tnlib.distributions import _cdf_dispatch, _cdf_passes, _kernels, _sample_kernels, _vector_math  # noqa: E402
 from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
 from tnlib.distributions._cdf_vector import gather_by_kind  # noqa: E402
 from tnlib.distributions._icdf_vector import (  # noqa: E402
@@ -185,12 +185,12 @@ def _parts(method: str, v: dict, t: dict) -> dict:
     parts = {"construct": make, "views": views, "widen": lambda: _widen(*arrays, out)}
     if method == "cdf":
         parts |= {"call": lambda: make().cdf(t["x"]),
-                  "kernel": lambda: _cdf_passes._cdf_float32_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
+                  "kernel": lambda: _cdf_passes._cdf_float32_serial(*arrays, out, *_cdf_dispatch._CONSTANTS),
                   "classify": lambda: _chunk_kinds(*arrays),
                   "float64 floor": lambda: _two_erfcs(*arrays, out)}
     elif method == "icdf":
         parts |= {"call": lambda: make().icdf(t["p"]),
-                  "kernel": lambda: _cdf_passes._icdf_vector_serial(*arrays, out, *_cdf_kernels._CONSTANTS),
+                  "kernel": lambda: _cdf_passes._icdf_vector_serial(*arrays, out, *_cdf_dispatch._CONSTANTS),
                   "float64 floor": lambda: _one_ndtri(*arrays, out)}
         kind = _icdf_loop_kind(arrays)
         if kind != _NO_LOOP:

@@ -320,7 +320,7 @@ def best_times(functions: dict, repeats: int, clock=time.perf_counter) -> dict[s
 def call_parts(points: int, repeats: int, clock) -> None:
     """tnlib's cdf and icdf on each regime's inputs: the public call (the distribution built inside it) against
     its compiled pass alone on the same arrays, the medians of ``repeats`` interleaved calls, ms and ns an element."""
-    from tnlib.distributions import _cdf_kernels, _cdf_passes
+    from tnlib.distributions import _cdf_dispatch, _cdf_passes
 
     rng = np.random.default_rng(0)
     print(f"{'regime':<15s}{'method':<8s}{'call ms':>9s}{'kernel ms':>11s}{'call ns/el':>12s}{'kernel ns/el':>14s}")
@@ -336,7 +336,7 @@ def call_parts(points: int, repeats: int, clock) -> None:
                                       ("icdf", _cdf_passes._icdf_vector_serial, "p")):
             arrays = [v[k] for k in (first, "loc", "scale", "low", "high")]
             calls = {"call": (lambda: make().icdf(t["p"])) if method == "icdf" else (lambda: make().cdf(t["x"])),
-                     "kernel": lambda: kernel(*arrays, out, *_cdf_kernels._CONSTANTS)}
+                     "kernel": lambda: kernel(*arrays, out, *_cdf_dispatch._CONSTANTS)}
             times = {name: [] for name in calls}
             for _ in range(repeats + 1):  # (the first round warms up)
                 for name, function in calls.items():

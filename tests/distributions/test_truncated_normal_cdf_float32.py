@@ -27,7 +27,7 @@ from tnlib.distributions._cdf_float32 import (
     straddling_cdf_rational,
 )
 from tnlib.distributions._cdf_elements import _cdf_serial
-from tnlib.distributions._cdf_kernels import _CONSTANTS
+from tnlib.distributions._cdf_dispatch import _CONSTANTS
 from tnlib.distributions._cdf_passes import _cdf_float32_parallel, _cdf_float32_serial, _cdf_vector_serial
 from tnlib.distributions._kernels import _BLOCK, _CHUNK
 

@@ -17,7 +17,7 @@ from test_truncated_normal_kernels import _mixed_regime_cdf_inputs, _ulps
 from tnlib import TruncatedNormal
 from tnlib.distributions import CPU_ROUTES, _vector_math, cdf_pass_from, cpu_route, icdf_pass_from
 from tnlib.distributions._cdf_elements import _cdf_gradients_serial, _cdf_serial
-from tnlib.distributions._cdf_kernels import _CDF_PASS_FROM, _CONSTANTS, _ICDF_PASS_FROM, cdf
+from tnlib.distributions._cdf_dispatch import _CDF_PASS_FROM, _CONSTANTS, _ICDF_PASS_FROM, cdf
 from tnlib.distributions._cdf_passes import (
     _cdf_gradients_vector_serial,
     _cdf_vector_serial,
@@ -387,7 +387,7 @@ def test_float32_icdf_of_a_batch_split_among_threads_equals_the_serial_pass():
 
 
 def _public_icdf_and_gradients(arrays: list[np.ndarray], grad: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """icdf and grad times its derivatives through _cdf_kernels.cdf, the dispatch TruncatedNormal.icdf calls."""
+    """icdf and grad times its derivatives through _cdf_dispatch.cdf, the dispatch TruncatedNormal.icdf calls."""
     leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
     x = cdf(*leaves, inverse=True)
     x.backward(torch.tensor(grad))
@@ -505,7 +505,7 @@ def test_cpu_route_refuses_an_unknown_route_and_restores_the_route_after_its_blo
 
 def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
     # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
-    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _cdf_passes as passes, "
+    code = ("import torch; from tnlib.distributions import _cdf_dispatch as k, _cdf_passes as passes, "
             "_icdf_vector as v\n"
             "torch.set_default_dtype(torch.float64)\n"
             "def icdf(n):\n"
@@ -525,7 +525,7 @@ def test_a_small_batchs_icdf_and_gradients_do_not_compile_the_pass():
 
 def test_a_small_batchs_cdf_and_gradients_do_not_compile_the_pass():
     # a fresh process: the pass's dispatchers hold a signature once it is compiled or loaded from numba's cache
-    code = ("import torch; from tnlib.distributions import _cdf_kernels as k, _cdf_passes as passes\n"
+    code = ("import torch; from tnlib.distributions import _cdf_dispatch as k, _cdf_passes as passes\n"
             "torch.set_default_dtype(torch.float64)\n"
             "def cdf(n):\n"
             "    leaves = [3.0 * torch.rand(n) - 1.0, torch.zeros(n, requires_grad=True), torch.ones(n), "

@@ -26,8 +26,8 @@ from tnlib.distributions._autograd import (
     _Variance,
 )
 from tnlib.distributions._cdf_elements import _cdf_gradients_serial, _cdf_serial
-from tnlib.distributions._cdf_kernels import _CONSTANTS as _CDF_CONSTANTS
-from tnlib.distributions._cdf_kernels import KernelCDF
+from tnlib.distributions._cdf_dispatch import _CONSTANTS as _CDF_CONSTANTS
+from tnlib.distributions._cdf_dispatch import KernelCDF
 from tnlib.distributions._cdf_passes import _cdf_gradients_vector_serial, _cdf_vector_parallel, _cdf_vector_serial
 from tnlib.distributions._cdf_vector import (
     CDF_KINDS,

@@ -1,7 +1,7 @@
 """Compiled per-element kernels (numba) for the CDF and the inverse CDF of the Truncated Normal on the CPU, forward
 and backward, and their loops over a batch (serial and parallel): what a batch below the vectorized passes'
 thresholds takes alone, what those passes (tnlib.distributions._cdf_passes) leave to it, and the reference the
-passes are tested against; tnlib.distributions._cdf_kernels chooses between them.
+passes are tested against; tnlib.distributions._cdf_dispatch chooses between them.
 
 The torch route's formulas (tnlib.distributions._statistics: _cdf_canonical, _sf_canonical, _cdf_grads and
 _frame_cdf_slope), one pass per element in its own regime, float64 inside: in the frame the mass below the value is

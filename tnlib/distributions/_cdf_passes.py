@@ -5,7 +5,7 @@ elements those loops do not hold marked by a NaN and taken after by the per-elem
 (tnlib.distributions._cdf_elements); with their serial and parallel loops over blocks of a batch.
 
 Kept apart from the per-element kernel because they are another way of running the same formulas, compiled apart:
-a batch below tnlib.distributions._cdf_kernels' thresholds never compiles them. The float32 passes are here too: the
+a batch below tnlib.distributions._cdf_dispatch' thresholds never compiles them. The float32 passes are here too: the
 cdf's, whose chunks of straddling elements alone or of narrow intervals alone take the loops of
 tnlib.distributions._cdf_float32 (_cdf_float32_block), and the icdf's, whose chunks mostly of one kind take the
 float32 loops of _icdf_vector over their elements in place (_icdf_single_block)."""

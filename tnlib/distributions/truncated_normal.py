@@ -13,7 +13,7 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_sampling``: exact draws by rejection for ``sample``;
 * ``_kernels``, ``_moment_kernels``, ``_cdf_elements``, ``_sample_kernels``: the same formulas compiled per
   element (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes;
-  the modules above are the torch route, for other devices and the methods without a kernel; ``_cdf_kernels``
+  the modules above are the torch route, for other devices and the methods without a kernel; ``_cdf_dispatch``
   chooses a CPU call's cdf or icdf kernel (the per-element kernel or the vectorized passes of ``_cdf_passes``);
 * ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
   vectorizes, for the kernels;
@@ -76,9 +76,9 @@ def _moment_kernels():
     return kernels
 
 
-def _cdf_kernels():
-    """tnlib.distributions._cdf_kernels, imported on first use."""
-    from tnlib.distributions import _cdf_kernels as kernels
+def _cdf_dispatch():
+    """tnlib.distributions._cdf_dispatch, imported on first use."""
+    from tnlib.distributions import _cdf_dispatch as kernels
 
     return kernels
 
@@ -129,12 +129,12 @@ def torch_route():
 
 def cdf_pass_from() -> int:
     """The batch size from which a CPU cdf on the "kernels" route takes the vectorized pass."""
-    return _cdf_kernels()._CDF_PASS_FROM
+    return _cdf_dispatch()._CDF_PASS_FROM
 
 
 def icdf_pass_from() -> int:
     """The batch size from which a CPU icdf (and rsample) on the "kernels" route takes the vectorized pass."""
-    return _cdf_kernels()._ICDF_PASS_FROM
+    return _cdf_dispatch()._ICDF_PASS_FROM
 
 
 def _kernels_serve(tensor: torch.Tensor) -> bool:
@@ -393,7 +393,7 @@ class TruncatedNormal(Distribution):
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
         if _kernels_serve(self.loc):
-            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high,
+            return _cdf_dispatch().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high,
                                       route=_CPU_ROUTE)
         return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
@@ -405,7 +405,7 @@ class TruncatedNormal(Distribution):
         if self._validate_args and not ((value >= 0) & (value <= 1)).all():
             raise ValueError("TruncatedNormal.icdf: probabilities must lie in [0, 1]")
         if _kernels_serve(self.loc):
-            return _cdf_kernels().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True,
+            return _cdf_dispatch().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True,
                                       route=_CPU_ROUTE)
         return _ICDF.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
