@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import scipy.stats
 import torch
@@ -238,16 +239,37 @@ def test_the_kernels_draw_float32_as_the_float64_draws_rounded():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("params", [(-1e5, 1.0, 0.0, INF), (-30.0, 2.0, 0.0, INF), (0.0, 1.0, 1e-3, 1.001e-3),
                                     (-3.0, 1.0, 0.0, 0.1), (0.0, 1.0, -2.0, 3.0), (1.0, 0.5, 0.0, INF),
-                                    (-12.0, 1.0, 0.0, 0.5), (20.0, 1.0, -1.0, 0.0), (0.0, 1.0, -0.5, 1e-4)])
+                                    (-12.0, 1.0, 0.0, 0.5), (20.0, 1.0, -1.0, 0.0), (0.0, 1.0, -0.5, 1e-4),
+                                    (0.0, 1.0, -0.2, 0.3), (0.0, 1.0, -3.0, 0.3)])
 def test_kernel_draws_follow_the_law_of_each_regime_in_one_batch(dtype, params):
-    # one-sided far tails, narrow, moderate, two-sided far (both sides), a narrow interval across loc: a batch of
-    # 20,000 distinct elements of one law, one draw each
+    # one-sided far tails, narrow, moderate, two-sided far (both sides), a narrow interval across loc, and across loc
+    # where most draws come from the uniform after the Normal's pair missed ([-0.2, 0.3]) or the Normal's alone
+    # ([-3, 0.3]): a batch of 20,000 distinct elements of one law, one draw each
     d = _distribution(params, dtype, shape=(20_000,))
     torch.manual_seed(3)
     x = d.sample()
     assert x.dtype == dtype and ((x >= d.low) & (x <= d.high)).all()
     # against the law of the parameters as given (float32: rounded), in float64
     assert _ks_pvalue(_distribution([float(torch.tensor(p, dtype=dtype)) for p in params]), x) > 1e-3
+
+
+@pytest.mark.parametrize("low, high", [(-0.2, 0.3), (-1.0, 1.2), (-3.0, 0.3), (-2.5, 2.5), (-0.1, INF)])
+def test_an_attempt_across_loc_is_rejected_only_where_both_its_proposals_are(low, high):
+    # an interval across loc takes the Normal's pair, then the uniform: an attempt is rejected where neither of the
+    # pair falls in [low, high] (each with probability 1 - Z) and the uniform's test rejects (1 - Z sqrt(2 pi) / w;
+    # never accepted on an infinite interval)
+    count = 40_000
+    loc, scale, lows, highs = (np.full(count, x) for x in (0.0, 1.0, low, high))
+    codes, out = np.zeros(count, dtype=np.uint8), np.empty(count)
+    _sample_kernels._first_attempts(_sample_kernels._STRADDLING, loc, scale, lows, highs, codes, 0, 0, count,
+                                    np.uint64(99), out)
+    rejected = float(((codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._REJECTED).mean())
+    mass = scipy.stats.norm.cdf(high) - scipy.stats.norm.cdf(low)
+    uniform_keeps = mass * math.sqrt(2 * math.pi) / (high - low)
+    expected = (1 - mass) ** 2 * (1 - uniform_keeps)
+    assert abs(rejected - expected) <= 5 * math.sqrt(expected * (1 - expected) / count) + 1e-4, (rejected, expected)
+    accepted = (codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._ACCEPTED
+    assert bool(((out[accepted] >= low) & (out[accepted] <= high)).all())
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
