@@ -272,6 +272,34 @@ def test_an_attempt_across_loc_is_rejected_only_where_both_its_proposals_are(low
     assert bool(((out[accepted] >= low) & (out[accepted] <= high)).all())
 
 
+def test_an_attempt_across_loc_leaves_to_the_exp_a_uniform_within_its_short_exps_error():
+    # on [-1, 1]: u = 0.9 and v = 1/8 put both of the Normal's pair at 1.52 scales, outside; the uniform's candidate
+    # (u_next = 3/4) is 0.5, kept where v_next <= exp(-1/8); v_next within 1e-8 of it is left undecided by the short
+    # exp and decided by the exp
+    kept_below = math.exp(-0.125)
+    flags = []
+    for v_next in (kept_below * (1 - 1e-8), kept_below, kept_below * (1 + 1e-8), 0.5, 0.95):
+        arguments = (0.0, 1.0, -1.0, 1.0, 0.9, 0.125, 0.75, v_next)
+        x, short = _sample_kernels._straddling_candidate(*arguments, False)
+        _, exact = _sample_kernels._straddling_candidate(*arguments, True)
+        assert x == 0.5
+        flags.append((short, exact))
+    accepted, rejected, undecided = _sample_kernels._ACCEPTED, _sample_kernels._REJECTED, _sample_kernels._UNDECIDED
+    assert flags == [(undecided, accepted), (undecided, accepted), (undecided, rejected), (accepted, accepted),
+                     (rejected, rejected)]
+    # the exp's decision reads the attempt's own four uniforms, at draw * 2^24 + 4 attempt (on these intervals a
+    # fifth and a thirteenth of the attempts are rejected)
+    key = np.uint64(5)
+    for params in [(0.0, 1.0, -0.05, INF), (0.0, 1.0, -3.0, 0.3)]:
+        expected, decided = [], []
+        for draw, attempt in [(d, a) for d in range(100) for a in (1, 3)]:
+            counter = (draw << 24) + 4 * attempt
+            uniforms = [_sample_kernels._uniform(key, np.uint64(counter + k)) for k in range(4)]
+            expected.append(_sample_kernels._straddling_candidate(*params, *uniforms, True)[1])
+            decided.append(_sample_kernels._decide(_sample_kernels._STRADDLING, *params, key, draw, attempt))
+        assert decided == expected and rejected in expected
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_kernel_draws_of_a_batch_mixing_every_proposal_follow_each_elements_law(dtype):
     # neighbouring elements take different proposals in one candidate loop, and their rejected draws are gathered

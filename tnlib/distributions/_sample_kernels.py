@@ -272,12 +272,14 @@ def _test(v, fall, exact):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next):
+def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next, exact):
     """(x, flag): a _STRADDLING element's candidate: the first of Box and Muller's pair from (u, v) that falls in
     [low, high], else the uniform's x from (u_next, v_next), kept where v_next <= exp(-z^2/2), z = (x - loc) / scale
     (the first accepted of two independent attempts, each of its proposal's law given that it is accepted, has the
     element's law); the uniform's never where the interval is infinite. The tests read x itself, not its distance
-    in scales, which spares two of the three divisions of :func:`_canonical`."""
+    in scales, which spares two of the three divisions of :func:`_canonical`. The uniform's test compares v_next
+    with _vector_math.short_exp (no division), _UNDECIDED where they are within twice its error, one candidate in
+    about 10^8 (decided by the exp where ``exact``, a constant the compiler folds: :func:`_decide`)."""
     radius = math.sqrt(-2.0 * _vector_math.log(1.0 - u))  # (as in _normal_pair)
     cos_v, sin_v = _vector_math.cos_sin_turns(v)
     x_p, x_q = loc + scale * (radius * cos_v), loc + scale * (radius * sin_v)
@@ -286,9 +288,16 @@ def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next):
     width = high - low
     x_u = min(low + u_next * width, high)
     z = (x_u - loc) / scale
-    uniform_kept = v_next <= _vector_math.exp(-0.5 * z * z) and width < math.inf
+    if exact:
+        uniform_flag = _ACCEPTED if v_next <= _vector_math.exp(-0.5 * z * z) else _REJECTED
+    else:
+        kept_below = _vector_math.short_exp(-0.5 * z * z)
+        band = 2.0 * _vector_math.SHORT_EXP_ERROR * kept_below
+        uniform_flag = (_ACCEPTED if v_next <= kept_below - band else
+                        (_REJECTED if v_next > kept_below + band else _UNDECIDED))
+    uniform_flag = uniform_flag if width < math.inf else _REJECTED
     x = x_p if p_inside else (x_q if q_inside else x_u)
-    return x, (_ACCEPTED if p_inside or q_inside or uniform_kept else _REJECTED)
+    return x, (_ACCEPTED if p_inside or q_inside else uniform_flag)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -309,7 +318,7 @@ def _candidate(code, loc, scale, low, high, key, counter):
     v = _uniform(key, counter + np.uint64(1))
     if code == _STRADDLING:
         return _straddling_candidate(loc, scale, low, high, u, v, _uniform(key, counter + np.uint64(2)),
-                                     _uniform(key, counter + np.uint64(3)))
+                                     _uniform(key, counter + np.uint64(3)), False)
     flip, c_loc, c_low, c_high, a, b, w = _canonical(loc, scale, low, high)
     kind = code & _KIND_BITS
     if kind == _NORMAL:
@@ -361,7 +370,7 @@ def _normal_or_uniform(code, loc, scale, low, high, key, counter):
     # uniforms)
     x_straddling, flag_straddling = _straddling_candidate(loc, scale, low, high, u, v,
                                                           _uniform(key, counter + np.uint64(2)),
-                                                          _uniform(key, counter + np.uint64(3)))
+                                                          _uniform(key, counter + np.uint64(3)), False)
     straddling = code == _STRADDLING
     return (x_straddling if straddling else (-x if flip else x)), (flag_straddling if straddling else flag)
 
@@ -455,6 +464,12 @@ def _listed_attempts(code, draws, params, count, attempt, key, values, flags):
 def _decide(code, loc, scale, low, high, key, draw, attempt):
     """Whether the ``attempt``-th candidate of ``draw`` is kept, by the exp of the test (a candidate its bounds left
     undecided)."""
+    if code == _STRADDLING:
+        counter = (np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(4 * attempt)
+        _, flag = _straddling_candidate(loc, scale, low, high, _uniform(key, counter),
+                                        _uniform(key, counter + np.uint64(1)), _uniform(key, counter + np.uint64(2)),
+                                        _uniform(key, counter + np.uint64(3)), True)
+        return flag
     counter = (np.uint64(draw) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(2 * attempt)
     exact = code | _EXACT_TEST
     if exact == _EXPONENTIAL + _EXACT_TEST:

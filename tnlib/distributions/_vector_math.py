@@ -122,6 +122,27 @@ def expm1(x):
     return series if abs(x) < EXPM1_SERIES_END else exp(x) - 1.0
 
 
+# exp's Taylor series 1 + r + ... + r^7/7! on the reduced |r| <= ln(2)/2: the first term dropped is under 5.3e-9 of
+# the sum
+SHORT_EXP_SERIES = tuple(1.0 / math.factorial(n) for n in range(8))
+SHORT_EXP_ERROR = 2.0 ** -27  # a bound on short_exp's relative error (5.3e-9 and the roundings'), tested
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def short_exp(x):
+    """exp(x) for -708 <= x <= 0 within ``SHORT_EXP_ERROR`` relative (exp's range reduction, then a series without its
+    division), for a test that compares a uniform with it and lets :func:`exp` decide the rare ones within that
+    error (x below -708 is taken as -708)."""
+    clamped = max(x, _EXP_FLOOR)
+    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
+    k_float = shifted - _ROUNDING_SHIFT
+    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
+    r = (clamped - k_float * _LN2_HI) - k_float * _LN2_LO
+    c = SHORT_EXP_SERIES
+    series = c[0] + r * (c[1] + r * (c[2] + r * (c[3] + r * (c[4] + r * (c[5] + r * (c[6] + r * c[7]))))))
+    return series * _from_bits((k + 1023) << 52)
+
+
 # cos and sin of a quarter turn's fraction f in [-1/2, 1/2], i.e. of f pi/2 in [-pi/4, pi/4], by their Taylor series
 # in f to degrees 18 and 17 (the first terms dropped are under 1e-18 of the value)
 QUARTER_TURN_COS = tuple((-1.0) ** n * (math.pi / 2) ** (2 * n) / math.factorial(2 * n) for n in range(10))
