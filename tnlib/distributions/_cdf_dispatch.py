@@ -38,6 +38,7 @@ import numba
 import numpy as np
 import torch
 
+from tnlib.distributions._autograd import _first_order
 from tnlib.distributions._cdf_elements import (
     _cdf_gradients_parallel,
     _cdf_gradients_serial,
@@ -146,11 +147,8 @@ class KernelCDF(torch.autograd.Function):
         return _cdf_values(inverse, route, value, loc, scale, low, high)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
-        if torch.is_grad_enabled():
-            raise RuntimeError(
-                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
-                "(second derivatives, Hessians, gradient penalties) is not supported")
         arrays = [_flat(t) for t in ctx.saved_tensors]
         needs = ctx.needs_input_grad[:5]
         return _cdf_gradients(ctx.inverse, ctx.route, _flat(grad), arrays, tuple(grad.shape), needs) + (None, None)

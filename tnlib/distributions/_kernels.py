@@ -35,6 +35,7 @@ import torch
 from numpy.polynomial import chebyshev
 
 from tnlib.distributions import _vector_math
+from tnlib.distributions._autograd import _first_order
 from tnlib.distributions._cdf_vector import _stretch_moments, gather_by_kind
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2, _gauss_legendre
 from tnlib.kernel_cache import cache_by_folder_sources
@@ -708,11 +709,8 @@ class KernelLogProb(torch.autograd.Function):
         return torch.from_numpy(out) if flat else torch.from_numpy(out).reshape(value.shape)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
-        if torch.is_grad_enabled():
-            raise RuntimeError(
-                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
-                "(second derivatives, Hessians, gradient penalties) is not supported")
         return tuple(None if slope is None else slope * grad for slope in ctx.slopes)
 
 

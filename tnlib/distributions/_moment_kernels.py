@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from tnlib.distributions import _vector_math
+from tnlib.distributions._autograd import _first_order
 from tnlib.distributions._cdf_vector import _stretch, canonical_frame
 from tnlib.distributions._kernels import (
     _BLOCK,
@@ -663,11 +664,8 @@ class KernelStatistic(torch.autograd.Function):
         return _statistic_values(which, loc, scale, low, high)
 
     @staticmethod
+    @_first_order
     def backward(ctx, grad):
-        if torch.is_grad_enabled():
-            raise RuntimeError(
-                "TruncatedNormal: only first derivatives are implemented; backward with create_graph=True "
-                "(second derivatives, Hessians, gradient penalties) is not supported")
         tensors = ctx.saved_tensors
         arrays = [_flat(t) for t in tensors]
         n = arrays[0].shape[0]
