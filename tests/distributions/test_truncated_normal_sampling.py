@@ -180,14 +180,18 @@ def test_the_kernels_choose_the_proposal_the_torch_route_chooses():
 
 
 @pytest.mark.parametrize("params", [(0.0, 1.0, -1.0, 2.0), (-1e5, 1.0, 0.0, INF), (0.0, 1.0, -1e-3, 1e-3),
-                                    (50.0, 2.0, -INF, 0.0), "mixed"])
+                                    (50.0, 2.0, -INF, 0.0), "mixed", "mostly across loc"])
 def test_the_kernels_draw_the_same_values_however_the_threads_and_blocks_split_them(params):
     # each draw's uniforms are a function of the key, the draw's index and its attempt only; a block whose draws
     # all take one proposal runs a loop of its own ("mixed": every proposal, a point and NaN, so that blocks of one
-    # draw take those loops and larger ones the loop of every proposal)
+    # draw take those loops and larger ones the loop of every proposal; "mostly across loc": one element in 97 a
+    # tail's, so that a block that starts across loc begins the loop across loc and takes the others' loops)
     if params == "mixed":
         rows = [p for p, _ in CASES] + [(0.0, 1.0, 1.0, 1.0), (NAN, 1.0, 0.0, INF)]
         d = TruncatedNormal(*torch.tensor(rows * 215, dtype=torch.float64)[:3000].T, validate_args=False)
+    elif params == "mostly across loc":
+        rows = [(0.0, 1.0, -1.0, 2.0)] * 40 + [(0.0, 1.0, 3.0, 5.0)] + [(0.5, 2.0, -1.0, INF)] * 56
+        d = TruncatedNormal(*torch.tensor(rows * 31, dtype=torch.float64)[:3000].T, validate_args=False)
     else:
         d = _distribution(params, shape=(3000,))
 
@@ -261,15 +265,64 @@ def test_an_attempt_across_loc_is_rejected_only_where_both_its_proposals_are(low
     count = 40_000
     loc, scale, lows, highs = (np.full(count, x) for x in (0.0, 1.0, low, high))
     codes, out = np.zeros(count, dtype=np.uint8), np.empty(count)
-    _sample_kernels._first_attempts(_sample_kernels._STRADDLING, loc, scale, lows, highs, codes, 0, 0, count,
-                                    np.uint64(99), out)
+    pending, scratch = _sample_kernels._new_scratch(count)
+    assert _sample_kernels._straddling_in_order(loc, scale, lows, highs, codes, 0, 0, count, np.uint64(99), out,
+                                                pending, scratch)
     rejected = float(((codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._REJECTED).mean())
+    assert pending[3][_sample_kernels._STRADDLING] == round(rejected * count)
     mass = scipy.stats.norm.cdf(high) - scipy.stats.norm.cdf(low)
     uniform_keeps = mass * math.sqrt(2 * math.pi) / (high - low)
     expected = (1 - mass) ** 2 * (1 - uniform_keeps)
     assert abs(rejected - expected) <= 5 * math.sqrt(expected * (1 - expected) / count) + 1e-4, (rejected, expected)
     accepted = (codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._ACCEPTED
     assert bool(((out[accepted] >= low) & (out[accepted] <= high)).all())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_block_across_loc_forms_in_two_loops_the_candidates_of_each_attempt_alone(dtype):
+    # the block's loop forms every draw's pair, a second loop the uniform of the draws whose pair missed: each draw's
+    # candidate and flag are those of its attempt formed alone (_candidate), at its own counters
+    count, first, at = 3000, 5000, 7
+    rng = np.random.default_rng(8)
+    loc = rng.uniform(-1.0, 1.0, count + at)
+    scale = rng.uniform(0.5, 2.0, count + at)
+    low = loc - scale * rng.uniform(0.15, 3.0, count + at)
+    high = loc + scale * np.where(rng.uniform(size=count + at) < 0.3, INF, rng.uniform(0.15, 3.0, count + at))
+    loc, scale, low, high = (x.astype(dtype) for x in (loc, scale, low, high))
+    codes, out = np.zeros(count, dtype=np.uint8), np.zeros(first + count, dtype=dtype)
+    pending, scratch = _sample_kernels._new_scratch(count)
+    key = np.uint64(31)
+    assert _sample_kernels._straddling_in_order(loc, scale, low, high, codes, first, at, count, key, out, pending,
+                                                scratch)
+    params = [(float(loc[i]), float(scale[i]), float(low[i]), float(high[i])) for i in range(at, at + count)]
+    alone = [_sample_kernels._candidate(_sample_kernels._STRADDLING, *params[j], key, np.uint64((first + j) << 24))
+             for j in range(count)]
+    assert np.array_equal(out[first:], np.array([x for x, _ in alone], dtype=dtype))
+    expected = [flag if flag != _sample_kernels._UNDECIDED else
+                _sample_kernels._decide(_sample_kernels._STRADDLING, *params[j], key, first + j, 0)
+                for j, (_, flag) in enumerate(alone)]
+    flags = codes >> _sample_kernels._FLAG_SHIFT
+    assert np.array_equal(flags, np.array(expected))
+    assert np.array_equal(codes & _sample_kernels._CODE_BITS, np.full(count, _sample_kernels._STRADDLING))
+    # the rejected draws wait, with their elements, to be drawn again
+    rejected = np.flatnonzero(flags == _sample_kernels._REJECTED)
+    listed = pending[3][_sample_kernels._STRADDLING]
+    assert np.array_equal(pending[0][_sample_kernels._STRADDLING][:listed], first + rejected)
+    assert np.array_equal(pending[1][_sample_kernels._STRADDLING][:listed], at + rejected)
+    # the second loop decided some draws each way (the uniform kept and rejected, never kept on an infinite interval)
+    missed = np.array([not _sample_kernels._straddling_pair(
+        float(loc[at + j]), float(scale[at + j]), float(low[at + j]), float(high[at + j]),
+        _sample_kernels._uniform(key, np.uint64((first + j) << 24)),
+        _sample_kernels._uniform(key, np.uint64(((first + j) << 24) + 1)))[1] for j in range(count)])
+    assert 50 < int((missed & (flags == _sample_kernels._ACCEPTED)).sum()) < int(missed.sum())
+    assert bool((flags[missed & np.isinf(high[at:])] == _sample_kernels._REJECTED).all())
+    assert int((missed & np.isinf(high[at:])).sum()) > 10
+    # with an element that is not across loc among them (a point), the block is left to the codes: nothing listed
+    high[at + count // 2] = low[at + count // 2]
+    pending[3][:] = 0
+    assert not _sample_kernels._straddling_in_order(loc, scale, low, high, codes, first, at, count, key, out,
+                                                    pending, scratch)
+    assert int(pending[3].sum()) == 0
 
 
 def test_an_attempt_across_loc_leaves_to_the_exp_a_uniform_within_its_short_exps_error():

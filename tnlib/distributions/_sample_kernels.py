@@ -5,9 +5,10 @@ lies at or above loc), the exponential with the log-density's slope at the bound
 whichever accepts the most candidates, but the uniform wherever the interval is nearly flat (``_NEARLY_FLAT``); an
 interval across loc at least ``_STRADDLING_FROM`` scales wide (a moderate batch's) takes two of them in each attempt
 instead, Box and Muller's Normal pair and, where neither of the pair falls in the interval, the uniform
-(:func:`_straddling_candidate`): both formulas in one loop without selects between elements (a block of such
-elements alone skips the codes), and fewer rejected attempts to draw again (on the peer benchmark's moderate batch,
-1.9% of the first against 9.5% with the better proposal alone). The draws go in blocks of ``_BLOCK``. One loop codes
+(:func:`_straddling_candidate`): fewer rejected attempts to draw again (on the peer benchmark's moderate batch,
+1.9% of the first against 9.5% with the better proposal alone). A block of such elements alone skips the codes and
+forms its first attempts in two loops (:func:`_straddling_in_order`): every draw's pair, then the uniform of the
+draws whose pair missed (9.5% of the moderate batch's), listed. The draws go in blocks of ``_BLOCK``. One loop codes
 each element of a block (:func:`_code`: its proposal, and whether that proposal's test needs its exp), one byte an
 element; then the block's first candidates are formed in one loop over its elements in order, each candidate from
 its element's four parameters (no state columns between the loops): with one proposal's formulas alone where the
@@ -232,10 +233,16 @@ def _settle_choices(loc, scale, low, high, count, codes, held):
     return held
 
 
+# the elements a block's first test reads: where all are _STRADDLING's (a moderate batch's blocks), the block's pairs
+# are formed, and its codes only where another element is found among them (a mixed block rarely starts with this
+# many, so rarely forms pairs in vain)
+_STRADDLING_PROBE = 16
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _all_straddle(loc, scale, low, high, first, count):
-    """Whether elements ``first`` to ``first + count`` are all _STRADDLING's (:func:`_straddles`): a block that is
-    draws them without forming their codes."""
+    """Whether elements ``first`` to ``first + count`` are all _STRADDLING's (:func:`_straddles`): a block whose
+    first ``_STRADDLING_PROBE`` are tries :func:`_straddling_in_order`, which tests the others as it draws them."""
     loc, scale, low, high = loc[first:], scale[first:], low[first:], high[first:]  # (see _classify)
     if not _straddles(np.float64(loc[0]), np.float64(scale[0]), np.float64(low[0]), np.float64(high[0])):
         return False  # (most blocks that are not, at the cost of one element)
@@ -272,32 +279,45 @@ def _test(v, fall, exact):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next, exact):
-    """(x, flag): a _STRADDLING element's candidate: the first of Box and Muller's pair from (u, v) that falls in
-    [low, high], else the uniform's x from (u_next, v_next), kept where v_next <= exp(-z^2/2), z = (x - loc) / scale
-    (the first accepted of two independent attempts, each of its proposal's law given that it is accepted, has the
-    element's law); the uniform's never where the interval is infinite. The tests read x itself, not its distance
-    in scales, which spares two of the three divisions of :func:`_canonical`. The uniform's test compares v_next
-    with _vector_math.short_exp (no division), _UNDECIDED where they are within twice its error, one candidate in
-    about 10^8 (decided by the exp where ``exact``, a constant the compiler folds: :func:`_decide`)."""
+def _straddling_pair(loc, scale, low, high, u, v):
+    """(x, inside): the first of Box and Muller's pair from (u, v), as x = loc + scale t, that falls in [low, high]
+    (the second where neither does), and whether one does: a _STRADDLING attempt's first proposal."""
     radius = math.sqrt(-2.0 * _vector_math.log(1.0 - u))  # (as in _normal_pair)
     cos_v, sin_v = _vector_math.cos_sin_turns(v)
     x_p, x_q = loc + scale * (radius * cos_v), loc + scale * (radius * sin_v)
     p_inside = low <= x_p and x_p <= high
     q_inside = low <= x_q and x_q <= high
+    return (x_p if p_inside else x_q), p_inside or q_inside
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling_uniform(loc, scale, low, high, u_next, v_next, exact):
+    """(x, flag): a _STRADDLING attempt's second proposal, the uniform's x from u_next, kept where v_next <=
+    exp(-z^2/2), z = (x - loc) / scale; never where the interval is infinite. The test compares v_next with
+    _vector_math.short_exp (no division), _UNDECIDED where they are within twice its error, one candidate in about
+    10^8 (decided by the exp where ``exact``, a constant the compiler folds: :func:`_decide`)."""
     width = high - low
     x_u = min(low + u_next * width, high)
     z = (x_u - loc) / scale
     if exact:
-        uniform_flag = _ACCEPTED if v_next <= _vector_math.exp(-0.5 * z * z) else _REJECTED
+        flag = _ACCEPTED if v_next <= _vector_math.exp(-0.5 * z * z) else _REJECTED
     else:
         kept_below = _vector_math.short_exp(-0.5 * z * z)
         band = 2.0 * _vector_math.SHORT_EXP_ERROR * kept_below
-        uniform_flag = (_ACCEPTED if v_next <= kept_below - band else
-                        (_REJECTED if v_next > kept_below + band else _UNDECIDED))
-    uniform_flag = uniform_flag if width < math.inf else _REJECTED
-    x = x_p if p_inside else (x_q if q_inside else x_u)
-    return x, (_ACCEPTED if p_inside or q_inside else uniform_flag)
+        flag = _ACCEPTED if v_next <= kept_below - band else (_REJECTED if v_next > kept_below + band else _UNDECIDED)
+    return x_u, (flag if width < math.inf else _REJECTED)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next, exact):
+    """(x, flag): a _STRADDLING element's candidate: the first of Box and Muller's pair from (u, v) that falls in
+    [low, high] (:func:`_straddling_pair`), else the uniform's x from (u_next, v_next) with its test
+    (:func:`_straddling_uniform`): the first accepted of two independent attempts, each of its proposal's law given
+    that it is accepted, has the element's law. The tests read x itself, not its distance in scales, which spares
+    two of the three divisions of :func:`_canonical`."""
+    x_pair, inside = _straddling_pair(loc, scale, low, high, u, v)
+    x_u, uniform_flag = _straddling_uniform(loc, scale, low, high, u_next, v_next, exact)
+    return (x_pair if inside else x_u), (_ACCEPTED if inside else uniform_flag)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -415,12 +435,63 @@ def _listed_loop(code, draws, params, count, attempt, key, values, flags):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _straddling_in_order(loc, scale, low, high, codes, first, at, count, key, out, pending, scratch):
+    """The first attempts of a block of _STRADDLING elements alone (draw first + j is element at + j's), their
+    rejected draws added to ``pending``, in two loops: the pair of every draw, then the uniform of the draws whose
+    pair missed, listed and their parameters gathered into ``scratch`` (a tenth of the moderate batch's draws: one
+    loop of both proposals formed the uniform's for every draw); then the list's undecided candidates decided by
+    the exp. The candidates and flags (above the codes in the block's ``codes``) are :func:`_candidate`'s. Returns
+    whether every element was _STRADDLING's (:func:`_straddles`, tested in the first loop, which spares a block a
+    pass to test them first); where one was not, the block's candidates and codes are left to be formed again, and
+    nothing is listed."""
+    loc, scale, low, high, out = loc[at:], scale[at:], low[at:], high[at:], out[first:]  # (see _classify)
+    outside = 0
+    for j in range(count):
+        counter = np.uint64(first + j) << _UNIFORMS_PER_DRAW_BITS
+        x_loc, s, x_low, x_high = np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j])
+        x, inside = _straddling_pair(x_loc, s, x_low, x_high, _uniform(key, counter),
+                                     _uniform(key, counter + np.uint64(1)))
+        out[j] = x
+        codes[j] = _STRADDLING | ((_ACCEPTED if inside else _REJECTED) << _FLAG_SHIFT)
+        outside += 0 if _straddles(x_loc, s, x_low, x_high) else 1
+    if outside:
+        return False
+    listed = pending[2][0]
+    missed = 0
+    for j in range(count):  # (without branches, as in _settle_in_order)
+        listed[missed] = j
+        missed += 1 if codes[j] == _STRADDLING | (_REJECTED << _FLAG_SHIFT) else 0
+    params, values, flags = scratch
+    locs, scales, lows, highs = params[_LOC], params[_SCALE], params[_LOW], params[_HIGH]
+    for k in range(missed):
+        j = listed[k]
+        locs[k], scales[k], lows[k], highs[k] = loc[j], scale[j], low[j], high[j]
+    for k in range(missed):
+        counter = (np.uint64(first + listed[k]) << _UNIFORMS_PER_DRAW_BITS) + np.uint64(2)
+        values[k], flags[k] = _straddling_uniform(locs[k], scales[k], lows[k], highs[k], _uniform(key, counter),
+                                                  _uniform(key, counter + np.uint64(1)), False)
+    draws, elements, counts = pending[0][_STRADDLING], pending[1][_STRADDLING], pending[3]
+    for k in range(missed):
+        j = listed[k]
+        out[j] = values[k]
+        flag = np.int64(flags[k])
+        if flag == _UNDECIDED:
+            flag = _decide(_STRADDLING, locs[k], scales[k], lows[k], highs[k], key, first + j, 0)
+        codes[j] = _STRADDLING | (flag << _FLAG_SHIFT)
+        if flag == _REJECTED:
+            draws[counts[_STRADDLING]] = first + j
+            elements[counts[_STRADDLING]] = at + j
+            counts[_STRADDLING] += 1
+    return True
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _first_attempts(code, loc, scale, low, high, codes, first, at, count, key, out):
     """:func:`_in_order_loop` with ``code`` made a constant of the loop."""
     arguments = (loc, scale, low, high, codes, first, at, count, key, out)
     if code == _NORMAL_OR_UNIFORM:
         _in_order_loop(_NORMAL_OR_UNIFORM, *arguments)
-    elif code == _STRADDLING:
+    elif code == _STRADDLING:  # (a block :func:`_straddling_in_order` did not draw)
         _in_order_loop(_STRADDLING, *arguments)
     elif code == _NORMAL:
         _in_order_loop(_NORMAL, *arguments)
@@ -585,8 +656,10 @@ def _draw_block(loc, scale, low, high, codes, first, count, one_each, key, out, 
     n = loc.shape[0]
     at = first % n  # (the block's first element)
     if one_each:
-        straddling = _all_straddle(loc, scale, low, high, at, count)
-        held = np.int64(1) << _STRADDLING if straddling else _classify(loc, scale, low, high, at, count, codes)
+        if _all_straddle(loc, scale, low, high, at, min(count, _STRADDLING_PROBE)) and _straddling_in_order(
+                loc, scale, low, high, codes, first, at, count, key, out, pending, scratch):
+            return
+        held = _classify(loc, scale, low, high, at, count, codes)
         one = _one_loop_code(held)
         if one != -2:
             _first_attempts(one, loc, scale, low, high, codes, first, at, count, key, out)
@@ -621,8 +694,9 @@ def _new_scratch(block_size):
     """A thread's scratch: its pending draws (their indices and elements, a row for each code; a block's listed
     draws and elements; the count of each code's) and the lists' parameters, candidates and flags."""
     size = max(_PENDING, block_size) + block_size
-    pending = (np.empty((_CODES, size), dtype=np.int64), np.empty((_CODES, size), dtype=np.int64),
-               np.empty((2, block_size), dtype=np.int64), np.zeros(_CODES, dtype=np.int64))
+    # (one allocation for both tables: a second of their size took glibc's mmap each call, 13 us)
+    tables = np.empty((2, _CODES, size), dtype=np.int64)
+    pending = (tables[0], tables[1], np.empty((2, block_size), dtype=np.int64), np.zeros(_CODES, dtype=np.int64))
     return pending, (np.empty((_PARAMETERS, size)), np.empty(size), np.empty(size, dtype=np.uint8))
 
 
