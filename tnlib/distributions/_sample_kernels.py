@@ -439,7 +439,7 @@ def _straddling_in_order(loc, scale, low, high, codes, first, at, count, key, ou
     """The first attempts of a block of _STRADDLING elements alone (draw first + j is element at + j's), their
     rejected draws added to ``pending``, in two loops: the pair of every draw, then the uniform of the draws whose
     pair missed, listed and their parameters gathered into ``scratch`` (a tenth of the moderate batch's draws: one
-    loop of both proposals formed the uniform's for every draw); then the list's undecided candidates decided by
+    loop of both proposals would form the uniform's for every draw); then the list's undecided candidates decided by
     the exp. The candidates and flags (above the codes in the block's ``codes``) are :func:`_candidate`'s. Returns
     whether every element was _STRADDLING's (:func:`_straddles`, tested in the first loop, which spares a block a
     pass to test them first); where one was not, the block's candidates and codes are left to be formed again, and
@@ -694,7 +694,7 @@ def _new_scratch(block_size):
     """A thread's scratch: its pending draws (their indices and elements, a row for each code; a block's listed
     draws and elements; the count of each code's) and the lists' parameters, candidates and flags."""
     size = max(_PENDING, block_size) + block_size
-    # (one allocation for both tables: a second of their size took glibc's mmap each call, 13 us)
+    # (one allocation for both tables: glibc maps a second one of their size afresh at each call, 13 us)
     tables = np.empty((2, _CODES, size), dtype=np.int64)
     pending = (tables[0], tables[1], np.empty((2, block_size), dtype=np.int64), np.zeros(_CODES, dtype=np.int64))
     return pending, (np.empty((_PARAMETERS, size)), np.empty(size), np.empty(size, dtype=np.uint8))
