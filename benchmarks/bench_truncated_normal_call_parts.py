@@ -28,8 +28,8 @@ of ``--repeats`` interleaved timings, one thread, of:
 ``--methods cdf+grad`` times the cdf's call forward and backward (gradients to the value, loc and scale) alone.
 ``--methods log_prob+grad`` times log_prob as the peer benchmark does (forward and backward, gradients to loc and
 scale; ``call``), its forward alone (``forward``), and as ``kernel`` the compiled pass with the derivatives on the
-same float32 arrays; ``classify`` is its chunks' classification and gathering by kind (tnlib.distributions._kernels,
-_classify_log_prob and gather_by_kind).
+same float32 arrays; ``classify`` is its chunks' classification and gathering by kind
+(tnlib.distributions._log_prob_kernels, _classify_log_prob and gather_by_kind).
 ``call`` less ``kernel`` is the wrapper (construction, checks, views, allocation, output); ``kernel`` less the floor
 is what the pass spends beyond the special functions a float64 computation needs.
 """
@@ -49,7 +49,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_truncated_normal_peers import regime_inputs  # noqa: E402
 
 from tnlib import TruncatedNormal  # noqa: E402
-from tnlib.distributions import _cdf_dispatch, _cdf_passes, _kernels, _sample_kernels, _vector_math  # noqa: E402
+from tnlib.distributions import (  # noqa: E402
+    _cdf_dispatch,
+    _cdf_passes,
+    _log_prob_kernels,
+    _sample_kernels,
+    _vector_math,
+)
 from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
 from tnlib.distributions._cdf_vector import gather_by_kind  # noqa: E402
 from tnlib.distributions._icdf_vector import (  # noqa: E402
@@ -196,9 +202,9 @@ def _parts(method: str, v: dict, t: dict) -> dict:
         if kind != _NO_LOOP:
             parts["loop"] = lambda: _icdf_loop(kind, *arrays, out)
     elif method == "log_prob+grad":  # forward and backward, gradients to loc and scale, as the peer benchmark's
-        # the derivatives the call forms with loc and scale learned (_kernels._derivatives_formed)
+        # the derivatives the call forms with loc and scale learned (_log_prob_kernels._derivatives_formed)
         slopes = tuple(np.empty(n, dtype=np.float32) if formed else None
-                       for formed in _kernels._derivatives_formed((False, True, True, False, False)))
+                       for formed in _log_prob_kernels._derivatives_formed((False, True, True, False, False)))
 
         def log_prob(backward):
             loc, scale = t["loc"].clone().requires_grad_(), t["scale"].clone().requires_grad_()
@@ -207,8 +213,10 @@ def _parts(method: str, v: dict, t: dict) -> dict:
                 lp.sum().backward()
 
         parts |= {"call": lambda: log_prob(True), "forward": lambda: log_prob(False),
-                  "kernel": lambda: _kernels._log_prob_serial(*arrays, out, slopes, *_kernels._CONSTANTS),
-                  "classify": lambda: _classify(_kernels._classify_log_prob, _kernels.LOG_PROB_KINDS, *arrays)}
+                  "kernel": lambda: _log_prob_kernels._log_prob_serial(*arrays, out, slopes,
+                                                                       *_log_prob_kernels._CONSTANTS),
+                  "classify": lambda: _classify(_log_prob_kernels._classify_log_prob,
+                                                _log_prob_kernels.LOG_PROB_KINDS, *arrays)}
     elif method == "cdf+grad":  # forward and backward, gradients to the value, loc and scale: the call alone
         def forward_backward():
             value, loc, scale = (t[k].clone().requires_grad_() for k in ("x", "loc", "scale"))

@@ -3,9 +3,9 @@
 On 1e6 elements of every regime training meets (bench_truncated_normal.make_mixed_inputs: sigma 0.1, 1 or 10, mu
 20 sigma below the bound, within a sigma of it, or 20 sigma above it; no upper bound), float32 and float64, best of
 ``--repeats`` interleaved calls, the distribution built inside each call. Routes: tnlib as a CPU call takes it (the
-compiled kernels, tnlib.distributions._kernels), tnlib's torch route (what other devices take; on the CPU within
-tnlib.distributions.torch_route), and torch's ``Normal``; each ratio is to Normal's time in the same run. Then the
-paper's training case: batches of a few hundred to a few thousand (``--batches``), float32, the same regimes, sigma
+compiled kernels, tnlib.distributions._log_prob_kernels), tnlib's torch route (what other devices take; on the CPU
+within tnlib.distributions.torch_route), and torch's ``Normal``; each ratio is to Normal's time in the same run. Then
+the paper's training case: batches of a few hundred to a few thousand (``--batches``), float32, the same regimes, sigma
 learned (loc and scale carry gradients) or fixed (loc only), each timing ``--calls`` calls. Also the first log_prob
 + backward of a fresh process (numba's compiled code loaded from its cache), and numpyro / TFP / torchrl where
 installed (this script installs nothing).
@@ -51,7 +51,7 @@ def part(name, function):
 part("from tnlib import TruncatedNormal", lambda: __import__("tnlib").TruncatedNormal)
 part("import numba", lambda: __import__("numba"))
 part("import scipy.special", lambda: __import__("scipy.special"))
-part("import the kernels (their erfcx table)", lambda: __import__("tnlib.distributions._kernels"))
+part("import the kernels (their erfcx table)", lambda: __import__("tnlib.distributions._log_prob_kernels"))
 from tnlib import TruncatedNormal
 def distribution():
     loc = torch.tensor([-20.0, 0.0, 3.0], requires_grad=True)

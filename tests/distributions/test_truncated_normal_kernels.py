@@ -1,4 +1,5 @@
-"""The compiled CPU kernels (tnlib.distributions._kernels) against the torch route they stand in for."""
+"""The compiled CPU kernels (tnlib.distributions._log_prob_kernels, _moment_kernels, _cdf_elements, _cdf_passes)
+against the torch route they stand in for."""
 from __future__ import annotations
 
 import math
@@ -40,11 +41,9 @@ from tnlib.distributions._cdf_vector import (
     classify_cdf,
 )
 from tnlib.distributions._regimes import _SQRT_HALF
-from tnlib.distributions._kernels import (
-    _BLOCK,
-    _CHUNK,
+from tnlib.distributions._kernels import _BLOCK, _CHUNK, _PARALLEL_FROM
+from tnlib.distributions._log_prob_kernels import (
     _CONSTANTS,
-    _PARALLEL_FROM,
     KernelLogProb,
     _log_prob_element,
     _log_prob_parallel,

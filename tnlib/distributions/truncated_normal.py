@@ -11,10 +11,11 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_statistics``: values and first derivatives of each statistic, from that state;
 * ``_autograd``: the torch.autograd.Function classes that pair each value with its derivatives;
 * ``_sampling``: exact draws by rejection for ``sample``;
-* ``_kernels``, ``_moment_kernels``, ``_cdf_elements``, ``_sample_kernels``: the same formulas compiled per
-  element (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample takes;
-  the modules above are the torch route, for other devices and the methods without a kernel; ``_cdf_dispatch``
-  chooses a CPU call's cdf or icdf kernel (the per-element kernel or the vectorized passes of ``_cdf_passes``);
+* ``_log_prob_kernels``, ``_moment_kernels``, ``_cdf_elements``, ``_sample_kernels``: the same formulas compiled
+  per element (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample
+  takes, from the elements ``_kernels`` holds for them all; the modules above are the torch route, for other
+  devices and the methods without a kernel; ``_cdf_dispatch`` chooses a CPU call's cdf or icdf kernel (the
+  per-element kernel or the vectorized passes of ``_cdf_passes``);
 * ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
   vectorizes, for the kernels;
 * ``_cdf_vector``, ``_icdf_vector``: the cdf and the icdf and their derivatives in straight-line code the compiler
@@ -55,15 +56,26 @@ def _is_vmapped(tensor: torch.Tensor) -> bool:
     return bool(check(tensor)) if check is not None else False
 
 
-# tnlib.distributions._kernels once imported, held (an import statement costs about a microsecond a call)
+# tnlib.distributions._kernels and _log_prob_kernels once imported, held (an import statement costs about a
+# microsecond a call)
+_SHARED_KERNELS = []
 _LOG_PROB_KERNELS = []
 
 
 def _kernels():
-    """tnlib.distributions._kernels, imported on first use (numba's import is the cost of a CPU call, not of
-    importing tnlib)."""
-    if not _LOG_PROB_KERNELS:
+    """tnlib.distributions._kernels (what every kernel shares: whether the kernels serve a tensor), imported on first
+    use (numba's import is the cost of a CPU call, not of importing tnlib)."""
+    if not _SHARED_KERNELS:
         from tnlib.distributions import _kernels as kernels
+
+        _SHARED_KERNELS.append(kernels)
+    return _SHARED_KERNELS[0]
+
+
+def _log_prob_kernels():
+    """tnlib.distributions._log_prob_kernels, imported on first use."""
+    if not _LOG_PROB_KERNELS:
+        from tnlib.distributions import _log_prob_kernels as kernels
 
         _LOG_PROB_KERNELS.append(kernels)
     return _LOG_PROB_KERNELS[0]
@@ -379,8 +391,8 @@ class TruncatedNormal(Distribution):
         if _kernels_serve(self.loc):
             # (a value of the batch's shape goes as it is: an expanded view costs microseconds that count on a
             # training batch of hundreds)
-            return _kernels().log_prob(value if value.shape == shape else value.expand(shape), self.loc, self.scale,
-                                       self.low, self.high)
+            return _log_prob_kernels().log_prob(value if value.shape == shape else value.expand(shape), self.loc,
+                                                self.scale, self.low, self.high)
         if self._one_sided:
             return _FastLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._fast)
         return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
