@@ -306,10 +306,10 @@ _FMA = {"contract"}
 
 # The derivatives log_prob's kernels form are a tuple of five rows, w.r.t. (value, loc, scale, low, high), each an
 # array or None where it is not wanted. Numba compiles the kernels once for each pattern of arrays and Nones it is
-# called with, and in each compilation a None row's store is gone (_put): in the loop of a chunk without upper
-# bounds (training's) with it whatever only that row needed (d/dscale's Var[t], the bounds' derivatives), so a loss
-# that learns loc alone pays for d/dloc alone; a chunk gathered by kind forms all five in the first-level cache
-# (_log_prob_kinds) and copies out the wanted rows.
+# called with, and in each compilation a None row's store is gone (_put, _put_wanted) and with it whatever only
+# that row needed (d/dscale's Var[t], the bounds' derivatives): in the loop of a chunk without upper bounds
+# (training's) and in each kind's loop of a chunk gathered by kind (_log_prob_kinds, whose columns in the
+# first-level cache are copied out after), so a loss that learns loc alone pays for d/dloc alone.
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -367,52 +367,75 @@ def _kind_rows(matrix, starts, kind):
             matrix[4][first:last], matrix[5][first:last])
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _put_wanted(wanted, row, j, x):
+    """row[j] = x, or nothing where ``wanted`` (the call's row of that derivative) is None: ``row`` is a chunk's
+    column in the first-level cache, which a loop the compiler vectorizes stores into; the test is of an argument's
+    type, so a set that does not want the derivative compiles neither the store nor what only it needed."""
+    if wanted is not None:
+        row[j] = x
+
+
 @numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
-def _log_prob_kinds(starts, columns, results, want):
-    """log_prob (and with ``want`` its five derivatives) of a chunk's elements gathered by kind (gather_by_kind,
-    _classify_log_prob's kinds from the rows ``starts`` says) into the rows of ``results``, NaN where not held: a
-    loop the compiler vectorizes a kind, each forming its own kind's formulas alone (_straddling_log_prob_element,
-    _narrow_log_prob_element, _one_sided_element, _wide_log_prob_element, _lower_open_log_prob_element); the rest
-    (OTHER_LOG_PROB) left NaN. (All five derivatives or none: the loops here store into the first-level cache, and
-    those storing only the wanted rows, each an array or None, did not vectorize, 5-8x slower.)"""
+def _log_prob_kinds(starts, columns, results, derivatives):
+    """log_prob and the wanted ``derivatives`` (log_prob_arrays' rows: only their pattern of arrays and Nones is
+    read) of a chunk's elements gathered by kind (gather_by_kind, _classify_log_prob's kinds from the rows
+    ``starts`` says) into the rows of ``results``, NaN where not held: a loop the compiler vectorizes a kind, each
+    forming its own kind's formulas alone (_straddling_log_prob_element, _narrow_log_prob_element,
+    _one_sided_element, _wide_log_prob_element, _lower_open_log_prob_element); the rest (OTHER_LOG_PROB) left NaN.
+    (The loops store into the chunk's ``results``, never into the call's rows: loops storing there, each an array or
+    None, did not vectorize, 5-8x slower.)"""
+    d_value, d_loc, d_scale, d_low, d_high = derivatives
     value, loc, scale, low, high, _ = _kind_rows(columns, starts, STRADDLING_LOG_PROB)
     r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, STRADDLING_LOG_PROB)
-    if want:
-        for j in range(r0.shape[0]):
-            r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _straddling_log_prob_element(value[j], loc[j], scale[j],
-                                                                                    low[j], high[j])
-    else:
-        for j in range(r0.shape[0]):
-            r0[j] = _straddling_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])[0]
+    for j in range(r0.shape[0]):
+        lp, dx, dl, ds, da, db = _straddling_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])
+        r0[j] = lp
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, db)
     value, loc, scale, low, high, _ = _kind_rows(columns, starts, NARROW_LOG_PROB)
     r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, NARROW_LOG_PROB)
-    if want:
-        for j in range(r0.shape[0]):
-            r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _narrow_log_prob_element(value[j], loc[j], scale[j], low[j],
-                                                                                high[j])
-    else:
-        for j in range(r0.shape[0]):
-            r0[j] = _narrow_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])[0]
+    for j in range(r0.shape[0]):
+        lp, dx, dl, ds, da, db = _narrow_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])
+        r0[j] = lp
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, db)
     value, loc, scale, low, high, _ = _kind_rows(columns, starts, ONE_SIDED_LOG_PROB)
     r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, ONE_SIDED_LOG_PROB)
     for j in range(r0.shape[0]):
         lp, dx, dl, ds, da, held = _one_sided_element(value[j], loc[j], scale[j], low[j])
         r0[j] = lp if held else np.nan
-        r1[j], r2[j], r3[j], r4[j], r5[j] = dx, dl, ds, da, 0.0
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, 0.0)
     value, loc, scale, low, high, _ = _kind_rows(columns, starts, WIDE_LOG_PROB)
     r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, WIDE_LOG_PROB)
-    if want:
-        for j in range(r0.shape[0]):
-            r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _wide_log_prob_element(value[j], loc[j], scale[j], low[j],
-                                                                              high[j])
-    else:
-        for j in range(r0.shape[0]):
-            r0[j] = _wide_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])[0]
+    for j in range(r0.shape[0]):
+        lp, dx, dl, ds, da, db = _wide_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])
+        r0[j] = lp
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, db)
     value, loc, scale, low, high, _ = _kind_rows(columns, starts, LOWER_OPEN_LOG_PROB)
     r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, LOWER_OPEN_LOG_PROB)
     for j in range(r0.shape[0]):
-        r0[j], r1[j], r2[j], r3[j], r4[j], r5[j] = _lower_open_log_prob_element(value[j], loc[j], scale[j], low[j],
-                                                                                high[j])
+        lp, dx, dl, ds, da, db = _lower_open_log_prob_element(value[j], loc[j], scale[j], low[j], high[j])
+        r0[j] = lp
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, db)
     r0 = _kind_rows(results, starts, OTHER_LOG_PROB)[0]
     r0[:] = np.nan
 
@@ -450,7 +473,7 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives,
             continue
         _classify_log_prob(first, last, arrays, kinds, starts)
         in_order = gather_by_kind(first, last, arrays, kinds, starts, columns, order, ends)
-        _log_prob_kinds(starts, columns, results, want)
+        _log_prob_kinds(starts, columns, results, derivatives)
         if in_order:
             _copy_into(out[first:last], results[0])
             _copy_into(_rows_from(d_value, first, last), results[1])
