@@ -89,14 +89,20 @@ def log(x):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _exp_reduction(x):
+    """(k, hi, lo) with x = k ln 2 + (hi - lo), k the nearest integer to x / ln 2 (fdlibm's reduction, for
+    |x| <= 709: ln 2 in two parts, the first with k's product exact), for :func:`exp` and :func:`short_exp`."""
+    shifted = x * _INV_LN2 + _ROUNDING_SHIFT
+    k_float = shifted - _ROUNDING_SHIFT
+    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
+    return k, x - k_float * _LN2_HI, k_float * _LN2_LO
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def exp(x):
     """exp(x) for x <= 709, under 1 ulp (fdlibm's e_exp.c); 0 below -708."""
     clamped = min(max(x, _EXP_FLOOR), 709.0)
-    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
-    k_float = shifted - _ROUNDING_SHIFT  # the nearest integer to x / ln 2
-    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
-    hi = clamped - k_float * _LN2_HI
-    lo = k_float * _LN2_LO
+    k, hi, lo = _exp_reduction(clamped)
     r = hi - lo
     r2 = r * r
     c = r - r2 * (_P1 + r2 * (_P2 + r2 * (_P3 + r2 * (_P4 + r2 * _P5))))
@@ -133,11 +139,8 @@ def short_exp(x):
     """exp(x) for -708 <= x <= 0 within ``SHORT_EXP_ERROR`` relative (exp's range reduction, then a series without its
     division), for a test that compares a uniform with it and lets :func:`exp` decide the rare ones within that
     error (x below -708 is taken as -708)."""
-    clamped = max(x, _EXP_FLOOR)
-    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
-    k_float = shifted - _ROUNDING_SHIFT
-    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
-    r = (clamped - k_float * _LN2_HI) - k_float * _LN2_LO
+    k, hi, lo = _exp_reduction(max(x, _EXP_FLOOR))
+    r = hi - lo
     c = SHORT_EXP_SERIES
     series = c[0] + r * (c[1] + r * (c[2] + r * (c[3] + r * (c[4] + r * (c[5] + r * (c[6] + r * c[7]))))))
     return series * _from_bits((k + 1023) << 52)
