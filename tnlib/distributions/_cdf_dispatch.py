@@ -82,8 +82,11 @@ def _cdf_values(inverse: bool, route: str, value, loc, scale, low, high) -> torc
     arrays = [_flat(t) for t in (value, loc, scale, low, high)]
     out = np.empty(tuple(loc.shape), dtype=arrays[1].dtype)  # in its shape: cheaper than a torch reshape
     flat = out.reshape(-1)
-    _threads()
-    parallel = flat.shape[0] >= _PARALLEL_FROM and numba.get_num_threads() > 1
+    # (one torch thread: the serial kernels, with no look at numba's threads, which costs 2-4 us a call)
+    parallel = flat.shape[0] >= _PARALLEL_FROM and torch.get_num_threads() > 1
+    if parallel:
+        _threads()
+        parallel = numba.get_num_threads() > 1
     if _per_element(inverse, route, flat.shape[0]):
         (_cdf_parallel if parallel else _cdf_serial)(inverse, *arrays, flat, *_CONSTANTS)
     elif inverse:

@@ -405,8 +405,9 @@ class TruncatedNormal(Distribution):
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
         if _kernels_serve(self.loc):
-            return _cdf_dispatch().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high,
-                                      route=_CPU_ROUTE)
+            # (value as it is where it has the batch's shape: expand costs about 5 us, more on cold caches)
+            return _cdf_dispatch().cdf(value if value.shape == shape else value.expand(shape), self.loc, self.scale,
+                                      self.low, self.high, route=_CPU_ROUTE)
         return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
