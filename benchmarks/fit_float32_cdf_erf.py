@@ -14,10 +14,10 @@ ends near the minimax rational. Its coefficients are then taken to powers of z a
 The bound: the coefficients rounded to float64 and evaluated exactly (mpmath, 40 digits) against mpmath's erf on
 ``--points`` evenly spaced points in z; the relative error e(z) is analytic there (Q has no zero on
 [0, end^2]: its smallest value is printed), and between points spaced h it is at most the points' largest plus
-h^2/8 max|e''|, e'' taken from the points' second differences (a term of 2e-17 at 20,000 points, so an estimate of e'' off by
-orders of magnitude moves nothing). The evaluation's rounding in float64 (Horner with fused multiply-adds, degree
-d: at most 2 d 2^-53 times the sum of |coefficient| z^k over |P|, and likewise Q -- both 1 here, every
-coefficient being positive -- plus the product and quotient's 3 roundings) is added. ERF_ONE_FROM is where
+h^2/8 max|e''|, e'' taken from the points' second differences (a term of 2e-17 at 20,000 points, so an estimate
+of e'' off by orders of magnitude moves nothing). The evaluation's rounding in float64 (Horner with fused
+multiply-adds, degree d: at most 2 d 2^-53 times the sum of |coefficient| z^k over |P|, and likewise Q -- both 1
+here, every coefficient being positive -- plus the product and quotient's 3 roundings) is added. ERF_ONE_FROM is where
 erfc(y) drops below that bound: from there erf_rational takes erf as 1 (erf_near holds nothing past its end). The
 straddling loops use twice the printed bound, which also covers the rounding of z itself.
 """
