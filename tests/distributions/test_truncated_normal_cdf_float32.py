@@ -302,6 +302,27 @@ def test_float32_cdf_of_a_mixed_chunk_is_the_float64_route_rounded():
     assert np.array_equal(_float32_cdf(arrays), _float64_cdf(arrays).astype(np.float32))
 
 
+def test_a_chunk_after_a_short_loops_chunk_is_taken_as_if_looked_at_first():
+    # the chunk after a near straddling or short narrow one runs that loop before any look: kept where the loop
+    # leaves little of it (a few one-sided far elements: those by the per-element kernel), else looked at and
+    # taken by its own kind (a mixed chunk, a narrow one of wider intervals): as the chunk taken alone
+    rng = np.random.default_rng(21)
+    mixed = [np.concatenate(columns) for columns in zip(_straddling_inputs(_CHUNK // 2, rng),
+                                                        _narrow_inputs(_CHUNK // 2, rng))]
+    mixed[1][0], mixed[3][0], mixed[4][0], mixed[0][0] = -30.0, 0.0, np.inf, 0.01
+    few_far = [a[:_CHUNK].copy() for a in _near_straddling_inputs(_CHUNK + 200, rng)]
+    for j in range(0, 5 * 100, 100):
+        few_far[1][j], few_far[2][j], few_far[3][j], few_far[4][j], few_far[0][j] = -30.0, 1.0, 0.0, np.inf, 0.01
+    wider = [a[:_CHUNK] for a in _narrow_inputs(_CHUNK + 200, rng)]
+    near = [a[:_CHUNK] for a in _near_straddling_inputs(_CHUNK + 200, rng)]
+    short = [a[:_CHUNK] for a in _short_narrow_inputs(_CHUNK + 200, rng)]
+    for before, after in ((near, mixed), (near, few_far), (short, wider), (short, mixed)):
+        arrays = [np.concatenate(columns) for columns in zip(before, after)]
+        assert coarse_chunk_kind(0, _CHUNK, tuple(arrays)) in (NEAR_STRADDLING_CHUNK, SHORT_NARROW_CHUNK)
+        assert np.array_equal(_float32_cdf(arrays)[_CHUNK:], _float32_cdf(after), equal_nan=True)
+    assert coarse_chunk_kind(0, _CHUNK, tuple(few_far)) == MIXED_CHUNK  # (alone, the float64 route's pass)
+
+
 def test_float32_cdf_leaves_what_its_loops_do_not_hold_to_the_per_element_kernel():
     # in a straddling chunk: values outside the support, at the bounds, 36 scales and more from loc, a NaN, and a
     # value a hair above its lower bound (a difference that cancels); in a narrow one: a NaN and the bounds
