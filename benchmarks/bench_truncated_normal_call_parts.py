@@ -14,10 +14,11 @@ of ``--repeats`` interleaved timings, one thread, of:
   tnlib.distributions._cdf_float32's loops for a chunk of one kind and the vectorized pass for the others; icdf:
   the float32 pass the call takes, _cdf_passes._icdf_single_block; sample: the serial blocks' passes);
 * ``classify``: cdf: each chunk's kind looked at, alone (coarse_chunk_kind: one kind, or mixed); log_prob: below;
-* ``loop``: icdf: the float32 pass's loop of the first chunk's commonest kind (tnlib.distributions._icdf_vector's
-  straddling_icdf_single, or narrow_icdf_single by the short or the full series) over every element, alone, as the
-  pass runs it over a chunk in place: ``kernel`` less ``loop`` is what the pass spends outside it (the elements
-  the loop leaves, the chunks' bookkeeping); "-" where the pass runs no loop in place (chunks of mixed kinds);
+* ``loop``: icdf: the float32 pass's loop of the first chunk's commonest kind (tnlib.distributions._icdf_float32's
+  straddling_icdf_rational, or _icdf_vector's narrow_icdf_single by the short or the full series) over every
+  element, alone, as the pass runs it over a chunk in place: ``kernel`` less ``loop`` is what the pass spends
+  outside it (the elements the loop leaves, the chunks' bookkeeping); "-" where the pass runs no loop in place
+  (chunks of mixed kinds);
 * ``float64 floor``: a bare numba loop over the same arrays of the special functions the method cannot do without
   in float64 -- cdf: two erfc's (the vectorized ones, tnlib.distributions._vector_math) an element; icdf: one
   Phi^-1 (Acklam's approximation with its Halley step through erfc, as the float64 pass forms it); sample: what
@@ -64,8 +65,8 @@ from tnlib.distributions._icdf_vector import (  # noqa: E402
     classify_icdf,
     narrow_icdf_single,
     ndtri_lower,
-    straddling_icdf_single,
 )
+from tnlib.distributions._icdf_float32 import straddling_icdf_rational  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -146,8 +147,8 @@ def _icdf_loop(kind, prob, loc, scale, low, high, out):
     """One float32 icdf loop over every element into ``out`` (NaN where it does not hold), as the pass runs it."""
     if kind == _STRADDLING_LOOP:
         for i in range(out.shape[0]):
-            x, held = straddling_icdf_single(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
-                                             np.float64(low[i]), np.float64(high[i]))
+            x, held = straddling_icdf_rational(np.float64(prob[i]), np.float64(loc[i]), np.float64(scale[i]),
+                                               np.float64(low[i]), np.float64(high[i]))
             out[i] = x if held else np.nan
     elif kind == _SHORT_NARROW_LOOP:
         for i in range(out.shape[0]):

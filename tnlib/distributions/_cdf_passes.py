@@ -8,7 +8,7 @@ Kept apart from the per-element kernel because they are another way of running t
 a batch below tnlib.distributions._cdf_dispatch' thresholds never compiles them. The float32 passes are here too: the
 cdf's, whose chunks of straddling elements alone or of narrow intervals alone take the loops of
 tnlib.distributions._cdf_float32 (_cdf_float32_block), and the icdf's, whose chunks mostly of one kind take the
-float32 loops of _icdf_vector over their elements in place (_icdf_single_block)."""
+float32 loops of _icdf_float32 and _icdf_vector over their elements in place (_icdf_single_block)."""
 from __future__ import annotations
 
 import math
@@ -54,6 +54,7 @@ from tnlib.distributions._cdf_vector import (
     gather_by_kind,
     straddling_cdf,
 )
+from tnlib.distributions._icdf_float32 import straddling_icdf_rational
 from tnlib.distributions._icdf_vector import (
     CLOSED,
     FAR_ITERATED,
@@ -311,14 +312,17 @@ def _gather_left(first, last, arrays, kinds, known, results, columns, starts, en
 
 @numba.njit(cache=True, error_model="numpy")
 def _single_where_held(starts, columns, out):
-    """The float32 loops' values (straddling_icdf_single, narrow_icdf_single by the full series) in place of the
-    float64 ones in ``out`` over the gathered straddling and narrow rows where they hold: so an element's value is
-    the same whether its chunk ran a loop in place or was gathered (whatever the threads' blocks). A narrow
-    interval that straddles loc is straddling_icdf_single's (narrow_icdf_single does not hold it): taken by a
-    scalar loop, as few are."""
+    """The float32 loops' values (straddling_icdf_rational, else straddling_icdf_single; narrow_icdf_single by the
+    full series) in place of the float64 ones in ``out`` over the gathered straddling and narrow rows where they
+    hold: so an element's value is the same whether its chunk ran a loop in place or was gathered (whatever the
+    threads' blocks). A narrow interval that straddles loc is the straddling loops' (narrow_icdf_single does not
+    hold it): taken by a scalar loop, as few are."""
     value, loc, scale, low, high, o = _kind_views(STRADDLING, starts, columns, out)
     for j in range(o.shape[0]):
         x, held = straddling_icdf_single(value[j], loc[j], scale[j], low[j], high[j])
+        o[j] = x if held else o[j]
+    for j in range(o.shape[0]):  # (the rational loop's first where it holds, as a chunk in place takes them)
+        x, held = straddling_icdf_rational(value[j], loc[j], scale[j], low[j], high[j])
         o[j] = x if held else o[j]
     value, loc, scale, low, high, o = _kind_views(NARROW_ITERATED, starts, columns, out)
     for j in range(o.shape[0]):
@@ -332,10 +336,13 @@ def _single_where_held(starts, columns, out):
 
 @numba.njit(cache=True, error_model="numpy")
 def _single_either(prob, loc, scale, low, high):
-    """(icdf, held) of one element by straddling_icdf_single, or where that does not hold it narrow_icdf_single by
-    the full series: for the few elements a chunk's loop in place leaves (a narrow interval among straddling ones,
-    one that straddles loc among narrow ones), so that they take no float64 loop. Called, not inlined: the two
-    loops compiled once more here, for all its callers."""
+    """(icdf, held) of one element by straddling_icdf_rational, else straddling_icdf_single, else
+    narrow_icdf_single by the full series: for the few elements a chunk's loop in place leaves (a narrow interval
+    among straddling ones, one that straddles loc among narrow ones), so that they take no float64 loop. Called,
+    not inlined: the three loops compiled once more here, for all its callers."""
+    x, held = straddling_icdf_rational(prob, loc, scale, low, high)
+    if held:
+        return x, True
     x, held = straddling_icdf_single(prob, loc, scale, low, high)
     if held:
         return x, True
@@ -345,13 +352,17 @@ def _single_either(prob, loc, scale, low, high):
 # how a chunk of the float32 pass starts: every element gathered by kind (classify_icdf first), or its commonest
 # kind's float32 loop over all its elements in place (straddling; narrow, by the short series or the full one)
 _BY_KIND, _STRADDLING_IN_PLACE, _SHORT_NARROW_IN_PLACE, _NARROW_IN_PLACE = 0, 1, 2, 3
+# the share of a straddling chunk the rational loop may leave before the erfc route's loop takes the chunk again
+# (what it leaves is else taken one at a time, at several times a loop's cost an element)
+_ERFC_LOOP_SHARE = 0.125
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
     """The icdf of float32 elements [start, stop) into ``out``, chunk by chunk. A chunk most of whose elements are
     of one kind (_IN_PLACE_SHARE; straddling or narrow) runs that kind's float32 loop (tnlib.distributions.
-    _icdf_vector: straddling_icdf_single, narrow_icdf_single) over all its elements where they lie, no gather and,
+    _icdf_float32.straddling_icdf_rational, _icdf_vector.narrow_icdf_single; what the straddling one leaves, if
+    many, _icdf_vector.straddling_icdf_single) over all its elements where they lie, no gather and,
     while the chunks before held that share, no classification either; the elements it does not hold take the
     other kind's loop one at a time (_single_either: a narrow interval among straddling elements, one straddling
     loc among narrow ones), and those it does not hold either, with every element of a chunk of mixed kinds, are
@@ -384,8 +395,8 @@ def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nod
         its_out = out[first:last]
         if mode == _STRADDLING_IN_PLACE:
             for j in range(count):
-                x, held = straddling_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
-                                                 np.float64(lo[j]), np.float64(hi[j]))
+                x, held = straddling_icdf_rational(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                                   np.float64(lo[j]), np.float64(hi[j]))
                 its_out[j] = x if held else np.nan
         # (twice: a constant ``short`` keeps the other series out of the loop)
         elif mode == _SHORT_NARROW_IN_PLACE:
@@ -403,6 +414,16 @@ def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nod
         left_out = 0
         for j in range(count):
             left_out += math.isnan(its_out[j])
+        if mode == _STRADDLING_IN_PLACE and left_out > _ERFC_LOOP_SHARE * count:
+            # many bounds where the rational erf does not hold (3.5 to 5.14 scales times sqrt 2 from loc): the
+            # erfc route's loop over the chunk, in place, rather than each of them alone
+            for j in range(count):
+                x, held = straddling_icdf_single(np.float64(p[j]), np.float64(lc[j]), np.float64(sc[j]),
+                                                 np.float64(lo[j]), np.float64(hi[j]))
+                its_out[j] = x if held & math.isnan(its_out[j]) else its_out[j]
+            left_out = 0
+            for j in range(count):
+                left_out += math.isnan(its_out[j])
         if mode != _BY_KIND and left_out > 0:
             for j in range(count):
                 if math.isnan(its_out[j]):

@@ -22,7 +22,9 @@ every path (its argument selected first): a select costs less than the branch th
 
 A float32 result needs less: straddling_icdf_single and narrow_icdf_single (the float32 pass's) skip the
 refinements the float64 loops take to reach float64's rounding, and hold an element only where a bound on what is
-left is within SINGLE_TOLERANCE of the value.
+left cannot move its float32 rounding (straddling: rounding_certain_from_mass) or is within SINGLE_TOLERANCE of the
+value (narrow). The float32 pass's first straddling loop is tnlib.distributions._icdf_float32's, by erf's
+rational fit; straddling_icdf_single takes what that leaves.
 
 Like tnlib.distributions._vector_math's functions, these are compiled once each and inlined into the caller's loop
 by LLVM (``forceinline``, which that module's docstring explains): the forward and the gradients' loops of either
@@ -50,6 +52,7 @@ from tnlib.distributions._cdf_vector import (
     canonical_frame,
     short_stretch_sum,
 )
+from tnlib.distributions._cdf_float32 import float32_rounding_certain
 from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
 from tnlib.distributions._vector_math import (
     _EXP_FLOOR,
@@ -109,12 +112,13 @@ WICHURA_NEAR_DENOMINATOR = (
     1.0, 2.05319162663775882187e0, 1.67638483018380384940e0, 6.89767334985100004550e-1, 1.48103976427480074590e-1,
     1.51986665636164571966e-2, 5.47593808499534494600e-4, 1.05075007164441684324e-9)
 WICHURA_NEAR_FLOOR = math.exp(-25.0)
-# the float32 pass's loops hold an element where their float64 value is within this of the exact one, relatively
-# (a sixty-fourth of a float32 ulp at least: the float32 it rounds to is the exact value's rounding, or its
-# neighbour where that sits within the margin of a half-way point); the rest take the float64 pass's loops
+# the float32 pass's narrow loop holds an element where its float64 value is within this of the exact one,
+# relatively (a sixty-fourth of a float32 ulp at least: the float32 it rounds to is the exact value's rounding, or
+# its neighbour where that sits within the margin of a half-way point); the rest take the float64 pass's loops
 SINGLE_TOLERANCE = 2.0 ** -30
-# the float32 pass's Phi^-1 error bound the test above holds it to (relatively; a few ulps of float64)
-WICHURA_ERROR = 1e-15
+# the float32 straddling loops' bound on Wichura's Phi^-1 unrefined, relatively: the approximation's error and its
+# evaluation's rounding, at most 3.8e-15 (benchmarks/check_float32_icdf_bounds.py prints the parts)
+WICHURA_ERROR = 4e-15
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -152,15 +156,24 @@ def _degree_7(c, x):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
-def ndtri_wichura(p):
-    """Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone (no refinement): both regions'
-    polynomials formed, one kept, and one division (selecting their coefficients instead measured 4% slower)."""
+def ndtri_wichura_parts(p):
+    """(numerator, denominator) of Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone
+    (no refinement): both regions' polynomials formed, one kept (selecting their coefficients instead measured 4%
+    slower); the caller divides, so that it may fold another quotient into the one division."""
     q = p - 0.5
     central = abs(q) <= WICHURA_CENTRAL_END
     s = 0.180625 - q * q
     r = math.sqrt(-_vector_math.log(p)) - 1.6
     numerator = q * _degree_7(WICHURA_CENTRAL_NUMERATOR, s) if central else -_degree_7(WICHURA_NEAR_NUMERATOR, r)
     denominator = _degree_7(WICHURA_CENTRAL_DENOMINATOR, s) if central else _degree_7(WICHURA_NEAR_DENOMINATOR, r)
+    return numerator, denominator
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def ndtri_wichura(p):
+    """Phi^-1(p) for WICHURA_NEAR_FLOOR <= p <= 1/2 by Wichura's approximations alone: ndtri_wichura_parts'
+    quotient."""
+    numerator, denominator = ndtri_wichura_parts(p)
     return numerator / denominator
 
 
@@ -510,14 +523,34 @@ def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
 # -- the float32 pass: the value to the dtype's need, the rest left to the float64 pass's loops --------------------
 # A float32 result needs its float64 value within a small part of a float32 ulp, not exact to float64 rounding:
 # these loops skip the refinements the float64 loops take for that (Phi^-1's Halley step, a narrow interval's
-# further steps and their convergence test) and hold an element only where a bound on what is left says that it is
-# within SINGLE_TOLERANCE of the exact value, relatively; an element they do not hold (a value whose offset from
-# loc or from a bound cancels, an interval too wide for one step) the float64 pass's loops take again.
+# further steps and their convergence test) and hold an element only where a bound on what is left says that its
+# float32 rounding is the exact value's (the straddling loops) or that it is within SINGLE_TOLERANCE of the exact
+# value, relatively (the narrow one); an element they do not hold (a value whose offset from loc or from a bound
+# cancels, an interval too wide for one step) the float64 pass's loops take again.
+
+_UNIT_ROUNDOFF = 2.0 ** -53
+# straddling_tails' relative error: TAILS_ERROR (the series' remainders and their evaluation's rounding) and
+# TAILS_ERROR_PER_Y2 y^2 (y's roundings from the arguments, and y^2's, move exp(-y^2) so); each part printed by
+# benchmarks/check_float32_icdf_bounds.py
+TAILS_ERROR = 4e-14
+TAILS_ERROR_PER_Y2 = 16.0 * _UNIT_ROUNDOFF
+# 1/phi(Phi^-1(m)) <= sqrt(pi/2) / m for 0 < m <= 1/2 (Mills' ratio is at most sqrt(pi/2) on [0, inf)), at any
+# point within a thousandth of m of the computed mass (which the held tests ask of the mass's error)
+MILLS_BOUND = math.sqrt(math.pi / 2.0) * 1000.0 / 999.0
+# a root clamped to a bound in scales that is itself a few roundings off
+_CLAMP_ROUNDING = 8.0 * _UNIT_ROUNDOFF
 
 
-# what the masses' rounding moves t by at most, beside WICHURA_ERROR |t|: their relative error over the density,
-# d t = d m / phi(t), a few eps near t = 0
-_MASS_ERROR = 1e-15
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def rounding_certain_from_mass(x, t, loc, s, relative_mass_error, root_error):
+    """Whether x = loc + s t (then clamped to the bounds, which moves it only towards the exact value) rounds to
+    float32 as the exact value does, t being Phi^-1 of a mass (of 1 less it past 1/2) within
+    ``relative_mass_error`` of min(m, 1 - m), at most a thousandth, and relatively within ``root_error`` of Phi^-1
+    at the computed mass: t moves by MILLS_BOUND times the former and the latter |t|, x by s times that and
+    its own two roundings (tnlib.distributions._cdf_float32.float32_rounding_certain decides)."""
+    x_error = (s * (MILLS_BOUND * relative_mass_error + (root_error + _CLAMP_ROUNDING) * abs(t))
+               + 2.0 * _UNIT_ROUNDOFF * (abs(loc) + s * abs(t)))
+    return float32_rounding_certain(abs(x), x_error)
 
 
 # exp(r) for |r| <= ln 2 / 2 by its Taylor series to r^12/12! (the remainder is below 2.4e-16 of it), and erfcx's
@@ -578,11 +611,14 @@ def straddling_tails(a, b):
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def straddling_icdf_single(prob, loc, s, low, high):
-    """(icdf, held) of an element whose bounds straddle loc, its arguments float32 values, as icdf_element's straddling path with Phi^-1 by
-    Wichura's approximations unrefined: held where their error, WICHURA_ERROR of t = (x - loc) / scale, and the
-    masses', _MASS_ERROR, move x by at most SINGLE_TOLERANCE of itself. A narrow interval that straddles loc is
-    held too (the float64 loops take it as a frame element): the masses' errors are absolute, a few ulps of 1/2,
-    whatever the interval's width, so the same bound holds for it."""
+    """(icdf, held) of an element whose bounds straddle loc, its arguments float32 values, as icdf_element's
+    straddling path with Phi^-1 by Wichura's approximations unrefined: held where its float32 rounding is certain
+    (rounding_certain_from_mass), the mass's error being the tails' (TAILS_ERROR and TAILS_ERROR_PER_Y2 y^2 of
+    each, counted twice: once in the tail, once in Z) and four roundings of the mass, and Phi^-1's WICHURA_ERROR.
+    A narrow interval that straddles loc is held too (the float64 loops take it as a frame element): the masses'
+    errors are absolute, a few ulps of 1/2, whatever the interval's width, so the same bound holds for it. Taken
+    by the float32 pass where straddling_icdf_rational (tnlib.distributions._icdf_float32) does not hold an
+    element: a bound between 3.5 and 5.14 scales times sqrt 2 from loc, a value near a rounding boundary."""
     # the bounds in scales from loc by one division (a and b an ulp from canonical_frame's quotients); not mirrored
     # (canonical_frame mirrors only an element with high <= loc, which does not straddle)
     inverse = 1.0 / s
@@ -602,13 +638,29 @@ def straddling_icdf_single(prob, loc, s, low, high):
     root = root if lower else -root
     t = root if below else -root
     x = min(max(loc + s * min(max(t, a), b), low), high)
+    error_a = (TAILS_ERROR + TAILS_ERROR_PER_Y2 * 0.5 * min(a * a, 1e4)) * tail_a
+    error_b = (TAILS_ERROR + TAILS_ERROR_PER_Y2 * 0.5 * min(b * b, 1e4)) * tail_b
+    least = min(mass, 1.0 - mass)
+    relative_mass_error = (2.0 * (error_a + error_b) + 4.0 * _UNIT_ROUNDOFF * least) / least
     # (& and | rather than and/or here: a short circuit is a branch, which would stop the loop vectorizing; a NaN
     # bound fails a < 0 or b > 0, and from float32 arguments a finite a or b is below 1e84 in size, so no test of
     # their size is needed)
-    held = ((mass >= WICHURA_NEAR_FLOOR) & (mass <= 1.0 - WICHURA_NEAR_FLOOR) & (prob > 0.0) & (q > 0.0)
+    held = ((least >= WICHURA_NEAR_FLOOR) & (relative_mass_error <= 1e-3) & (prob > 0.0) & (q > 0.0)
             & (s > 0.0) & (s < math.inf) & (a < 0.0) & (b > 0.0)
-            & ((WICHURA_ERROR * abs(t) + _MASS_ERROR) * s <= SINGLE_TOLERANCE * abs(loc + s * t)))
+            & rounding_certain_from_mass(x, t, loc, s, relative_mass_error, WICHURA_ERROR))
     return x, held
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _narrow_step_single(a, w, d, upper, target, short):
+    """_narrow_step with one division: its Newton step r = n / density (n the mass's difference from the target,
+    relative to the density at d) folded into Halley's r / (1 + (a + d) r / 2) = n / (density + (a + d) n / 2)."""
+    start = a + d if upper else a
+    length = max(w - d if upper else d, 0.0)
+    mass = _short_mass(start, length) if short else _stretch(start, length)[0]
+    density = _exp_small(-d * (a + 0.5 * d)) if short else _vector_math.exp(-d * (a + 0.5 * d))
+    difference = (target - mass * density) if upper else (mass - target)
+    return min(max(d - difference / (density + 0.5 * (a + d) * difference), 0.0), w)
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -618,15 +670,24 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     about |C| e^3 of its start's error e, C = -(u^2/12 + 1/6) at the log-density's slope u = a + d, |u| <= |a| + w;
     the step itself is -e to first order: held where k^2 step^3, k = max(1, |a| + w), is within SINGLE_TOLERANCE
     of x over the scale and k step <= 1e-2 (the terms past e^3 a hundredth of it), and the interval does not
-    straddle loc (straddling_icdf_single's: so an element's float32 value is one loop's whatever its chunk ran)."""
-    flip, c_loc, c_low, c_high, a, b, w, narrow, _ = canonical_frame(loc, s, low, high)
+    straddle loc (straddling_icdf_single's: so an element's float32 value is one loop's whatever its chunk ran).
+    canonical_frame's a and w by one reciprocal of the scale, and the step by one division (_narrow_step_single):
+    two divisions an element, where the float64 loops' forms take four."""
+    flip = high <= loc
+    c_loc = -loc if flip else loc
+    c_low = -high if flip else low
+    c_high = -low if flip else high
+    inverse = 1.0 / s
+    a = (c_low - c_loc) * inverse
+    w = (high - low) * inverse
+    narrow = (w < math.inf) & (not _wide(a, w))
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     upper = c_p > 0.5
     whole_mass = _short_mass(a, w) if short else _stretch(a, w)[0]
     target = (c_q if upper else c_p) * whole_mass
     start = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
-    d = _narrow_step(a, w, start, upper, target, short)
+    d = _narrow_step_single(a, w, start, upper, target, short)
     step = abs(d - start)
     k = max(1.0, abs(a) + w)
     x = min(max(c_low + s * d, c_low), c_high)
