@@ -652,15 +652,37 @@ def straddling_icdf_single(prob, loc, s, low, high):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
-def _narrow_step_single(a, w, d, upper, target, short):
-    """_narrow_step with one division: its Newton step r = n / density (n the mass's difference from the target,
-    relative to the density at d) folded into Halley's r / (1 + (a + d) r / 2) = n / (density + (a + d) n / 2)."""
+def _narrow_step_single(a, w, d, upper, target):
+    """_narrow_step (the full series) with one division: its Newton step r = n / density (n the mass's difference
+    from the target, relative to the density at d) folded into Halley's r / (1 + (a + d) r / 2) =
+    n / (density + (a + d) n / 2)."""
     start = a + d if upper else a
     length = max(w - d if upper else d, 0.0)
-    mass = _short_mass(start, length) if short else _stretch(start, length)[0]
-    density = _exp_small(-d * (a + 0.5 * d)) if short else _vector_math.exp(-d * (a + 0.5 * d))
+    mass = _stretch(start, length)[0]
+    density = _vector_math.exp(-d * (a + 0.5 * d))
     difference = (target - mass * density) if upper else (mass - target)
     return min(max(d - difference / (density + 0.5 * (a + d) * difference), 0.0), w)
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
+def _short_step_single(a, w, d, upper, c_p, c_q):
+    """(d, the whole interval's mass over exp(-m (a + m/2))) after _narrow_step_single's step on a short interval
+    (_short_stretch), the masses by the series to He_8 and every exponential relative to the whole interval's (n
+    and the density both over it leave the step as it is): two _exp_small where the step with the whole mass takes
+    three. Their arguments are differences of exponents of at most 0.021 each, so at most 0.063, where the
+    Taylor series' first term dropped is below 5e-17 of the sum."""
+    m, s0 = short_stretch_sum(a, w)
+    exponent = -m * (a + 0.5 * m)
+    whole = 2.0 * m * s0
+    start = a + d if upper else a
+    length = max(w - d if upper else d, 0.0)
+    part_m, part_s0 = short_stretch_sum(start, length)
+    part_exponent = -part_m * (start + 0.5 * part_m)
+    density_exponent = -d * (a + 0.5 * d)
+    density = _exp_small(density_exponent - exponent)
+    part = _exp_small(part_exponent - exponent + (density_exponent if upper else 0.0)) * 2.0 * part_m * part_s0
+    difference = (c_q * whole - part) if upper else (part - c_p * whole)
+    return min(max(d - difference / (density + 0.5 * (a + d) * difference), 0.0), w), whole
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy")
@@ -671,8 +693,8 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     the step itself is -e to first order: held where k^2 step^3, k = max(1, |a| + w), is within SINGLE_TOLERANCE
     of x over the scale and k step <= 1e-2 (the terms past e^3 a hundredth of it), and the interval does not
     straddle loc (straddling_icdf_single's: so an element's float32 value is one loop's whatever its chunk ran).
-    canonical_frame's a and w by one reciprocal of the scale, and the step by one division (_narrow_step_single):
-    two divisions an element, where the float64 loops' forms take four."""
+    canonical_frame's a and w by one reciprocal of the scale, and the step by one division (_narrow_step_single,
+    _short_step_single): two divisions an element, where the float64 loops' forms take four."""
     flip = high <= loc
     c_loc = -loc if flip else loc
     c_low = -high if flip else low
@@ -684,10 +706,13 @@ def narrow_icdf_single(prob, loc, s, low, high, short):
     c_p = 1.0 - prob if flip else prob
     c_q = prob if flip else 1.0 - prob
     upper = c_p > 0.5
-    whole_mass = _short_mass(a, w) if short else _stretch(a, w)[0]
-    target = (c_q if upper else c_p) * whole_mass
     start = min(max(c_p * w * (1.0 - 0.5 * (a + 0.5 * w) * w * c_q), 0.0), w)
-    d = _narrow_step_single(a, w, start, upper, target, short)
+    # (a constant ``short`` keeps the other series out of the caller's loop)
+    if short:
+        d, whole_mass = _short_step_single(a, w, start, upper, c_p, c_q)
+    else:
+        whole_mass = _stretch(a, w)[0]
+        d = _narrow_step_single(a, w, start, upper, (c_q if upper else c_p) * whole_mass)
     step = abs(d - start)
     k = max(1.0, abs(a) + w)
     x = min(max(c_low + s * d, c_low), c_high)
