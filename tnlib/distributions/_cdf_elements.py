@@ -45,7 +45,7 @@ from tnlib.kernel_cache import cache_by_folder_sources
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _frame_mass_element(a, d, nodes, weights):
     """J(a, d) by one panel of Gauss-Legendre, cut where the integrand is below exp(-45) of its peak (a >= 0)."""
     top = min(d, 90.0 / (math.sqrt(a * a + 90.0) + a)) if a >= 0 else d
@@ -56,7 +56,7 @@ def _frame_mass_element(a, d, nodes, weights):
     return mass * top
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _frame_integral_element(a, d, table, nodes, weights):
     """J(a, d) = int_0^d exp(-a r - r^2/2) dr for a >= 0 or narrow (a, d), d possibly infinite (_frame_integral)."""
     if _is_narrow(a, d):
@@ -69,7 +69,7 @@ def _frame_integral_element(a, d, table, nodes, weights):
     return closed
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _straddle_mass_element(x, above, t, a, b, c_low, c_high, scale, log_z, p_a, p_b, nodes, weights):
     """The mass below x (with ``above``, above it) of a straddling element, relatively exact (_straddle_mass)."""
     twice_z = math.erf(-a * _SQRT_HALF) + math.erf(b * _SQRT_HALF)  # (the vectorized pass's, to its rounding)
@@ -85,7 +85,7 @@ def _straddle_mass_element(x, above, t, a, b, c_low, c_high, scale, log_z, p_a, 
     return (_ndtr_element(t) - _ndtr_element(a)) / z
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _canonical_cdf(x, survival, c_loc, c_low, c_high, scale, a, b, frame, log_norm, first, p_a, p_b, table, nodes,
                    weights):
     """The canonical CDF (or, with ``survival``, 1 - CDF) at x, clamped into the support."""
@@ -108,7 +108,7 @@ def _canonical_cdf(x, survival, c_loc, c_low, c_high, scale, a, b, frame, log_no
     return min(max(value, 0.0), 1.0)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_element(value, loc, scale, low, high, table, nodes, weights):
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
         loc, scale, low, high, table, nodes, weights)
@@ -118,7 +118,7 @@ def _cdf_element(value, loc, scale, low, high, table, nodes, weights):
                           nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_m0, d_mean, nodes, weights):
     """dF/da at fixed d and w of a frame element (_frame_cdf_slope): F (D - D_head) at or below the mean, else
     (1 - F) (d - D + D_tail) with 1 - F from the tail's own mass."""
@@ -131,7 +131,7 @@ def _frame_slope_element(x, d, t, cdf, a, w, c_high, scale, log_m0, d_mean, node
     return 0.0
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log_z):
     """F_t + F_a + F_b = phi(t)/Z - p_a (1 - F) - p_b F of a straddling element (minus s times dF/dloc), which is
     F (E[t] - E_head) up to the mean and (1 - F) (E_tail - E[t]) past it, E_head and E_tail the means of the parts
@@ -148,7 +148,7 @@ def _straddle_loc_slope_element(t, d, rest, a, b, cdf, sf, mean_t, p_a, p_b, log
     return rise - mean_t * sf
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _narrow_slopes_element(d, t, rest, a, cdf, sf, nodes, weights):
     """(F_a, minus s dF/ds) of a frame element on a narrow interval, the value inside it: F (1 - F) times the distance
     between the means of the parts below and above the value, and F (1 - F) (E_tail[t^2] - E_head[t^2]), each part's
@@ -162,14 +162,14 @@ def _narrow_slopes_element(d, t, rest, a, cdf, sf, nodes, weights):
     return both * apart, both * (apart * (a + head_mean + t + tail_mean) + tail_var - head_var)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _narrow_tail(a, w, t, rest, no_b):
     """Whether an element on a wide interval has a narrow stretch from its value at t, ``rest`` scales long, to its
     upper bound (where _tail_spread_element takes minus s dF/ds)."""
     return (not no_b) and rest > 0.0 and not _is_narrow(a, w) and _is_narrow(t, rest)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _tail_spread_element(frame, a, b, w, d, t, rest, f_a, sf, p_a, p_b, nodes, weights):
     """Minus s dF/ds of an element _narrow_tail holds for, past the median, from its tail's moments (one panel of
     Gauss-Legendre) and 1 - F, in the frame a F_a + (1 - F) (E_tail[r t] - 1 + w p_b) with r = t - a, straddling
@@ -182,20 +182,20 @@ def _tail_spread_element(frame, a, b, w, d, t, rest, f_a, sf, p_a, p_b, nodes, w
     return sf * (above * above + tail_var - _second_moment_element(a, b, p_a, p_b))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _second_moment_element(a, b, p_a, p_b):
     """E[t^2] = 1 + a p_a - b p_b of a straddling element (terms that add), p_a and p_b 0 without the bound."""
     return 1.0 + (0.0 if p_a == 0.0 else a * p_a) - (0.0 if p_b == 0.0 else b * p_b)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _narrow_head(a, d, no_a):
     """Whether a straddling element's stretch from its lower bound at a to its value, d scales, is narrow (where
     _head_spread_element takes minus s dF/ds)."""
     return (not no_a) and d > 0.0 and _is_narrow(a, d)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _head_spread_element(a, b, d, cdf, p_a, p_b, nodes, weights):
     """Minus s dF/ds of a straddling element _narrow_head holds for, short of the median: F (E[t^2] - E_head[t^2])
     from the head's moments (one panel), where t f_t and a p_a (1 - F) would cancel next to the lower bound."""
@@ -204,7 +204,7 @@ def _head_spread_element(a, b, d, cdf, p_a, p_b, nodes, weights):
     return cdf * (_second_moment_element(a, b, p_a, p_b) - above * above - head_var)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
     """dF / d(value, loc, scale, low, high) of one element, 0 outside the support (_cdf_grads). F_low = -p_a (1 - F)
     and F_high = -p_b F in either regime, 1 - F formed as the mass above the value where F passes 1/2."""
@@ -258,7 +258,7 @@ def _cdf_gradient_element(value, loc, scale, low, high, table, nodes, weights):
 # constants) and one Halley step on Phi(x) - p through erfc, which is relatively exact in the lower tail; p above 1/2
 # is inverted as -Phi^-1(1 - p) (1 - p is exact there). erf^-1 takes Newton steps on erf from the same start.
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _ndtri_lower(p):
     """Phi^-1(p) for 0 < p <= 1/2."""
     a, b, c, d = ACKLAM_A, ACKLAM_B, ACKLAM_C, ACKLAM_D
@@ -275,7 +275,7 @@ def _ndtri_lower(p):
     return x - u / (1.0 + 0.5 * x * u)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _ndtri_element(p):
     if p <= 0.0:
         return -math.inf
@@ -284,7 +284,7 @@ def _ndtri_element(p):
     return _ndtri_lower(p) if p <= 0.5 else -_ndtri_lower(1.0 - p)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _erfinv_element(v):
     if v <= -1.0:
         return -math.inf
@@ -296,7 +296,7 @@ def _erfinv_element(v):
     return x
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _frame_icdf_start_element(a, b, w, c_low, scale, p, q, m0, p_b, log_z, table):
     """(d, solved) as _frame_icdf_start: a starting d of a frame element, and whether it is already the answer."""
     use_upper = p > 0.5
@@ -346,7 +346,7 @@ def _frame_icdf_start_element(a, b, w, c_low, scale, p, q, m0, p_b, log_z, table
     return d, representable and within and 0.0 < d < w
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _canonical_icdf(p, q, c_loc, c_low, c_high, scale, a, b, w, frame, log_norm, p_b, table, nodes, weights):
     """The canonical value with canonical CDF p and survival q (each exact), as _icdf_canonical."""
     if not frame:  # invert Phi on whichever tail keeps the argument small
@@ -388,7 +388,7 @@ def _canonical_icdf(p, q, c_loc, c_low, c_high, scale, a, b, w, frame, log_norm,
     return min(max(c_low + scale * d, c_low), c_high)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_element(prob, loc, scale, low, high, table, nodes, weights):
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
         loc, scale, low, high, table, nodes, weights)
@@ -398,7 +398,7 @@ def _icdf_element(prob, loc, scale, low, high, table, nodes, weights):
     return -x if flip else x
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
     """dx / d(p, loc, scale, low, high) of one element, by the implicit function theorem (_ICDF.backward)."""
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b) = _exact_state(
@@ -461,7 +461,7 @@ def _icdf_gradient_element(prob, loc, scale, low, high, table, nodes, weights):
     return dx_dp, dx_dloc, dx_ds, dx_dl, dx_du
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf at ``value`` or, with ``inverse``, the icdf of ``value`` of each element by the per-element kernel
     alone (the reference the vectorized passes are tested against)."""
@@ -469,13 +469,13 @@ def _cdf_serial(inverse, value, loc, scale, low, high, out, table, nodes, weight
         out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_parallel(inverse, value, loc, scale, low, high, out, table, nodes, weights):
     for i in numba.prange(out.shape[0]):
         out[i] = _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights):
     element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                np.float64(high[i]))
@@ -484,7 +484,7 @@ def _cdf_or_icdf(inverse, i, value, loc, scale, low, high, table, nodes, weights
     return _cdf_element(*element, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights):
     element = (np.float64(value[i]), np.float64(loc[i]), np.float64(scale[i]), np.float64(low[i]),
                np.float64(high[i]))
@@ -498,7 +498,7 @@ def _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, t
             outs[k][i] = gr * derivatives[k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_gradients_serial(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
     """grad times each derivative of the cdf or, with ``inverse``, the icdf; an output of length 0 is not wanted
     and not written."""
@@ -506,7 +506,7 @@ def _cdf_gradients_serial(inverse, grad, value, loc, scale, low, high, outs, tab
         _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_gradients_parallel(inverse, grad, value, loc, scale, low, high, outs, table, nodes, weights):
     for i in numba.prange(grad.shape[0]):
         _write_cdf_gradients(inverse, i, grad, value, loc, scale, low, high, outs, table, nodes, weights)

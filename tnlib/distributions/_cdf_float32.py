@@ -247,7 +247,7 @@ def _narrow_counts(loc, scale, low, high):
     return narrow, short
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def coarse_chunk_kind(start, stop, arrays):
     """NEAR_STRADDLING_CHUNK where every element of [start, stop) has low < loc < high, both within _NEAR_SCALES
     scales of loc, STRADDLING_CHUNK where every one has low < loc < high, SHORT_NARROW_CHUNK where every one is a
@@ -358,7 +358,7 @@ def straddling_cdf_near(value, loc, s, low, high):
     return cdf, held
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def near_straddling_chunk(start, stop, arrays, out):
     """straddling_cdf_near of elements [start, stop) into ``out`` (NaN where not held), over the arguments; returns
     the count not held (as straddling_chunk_coarse)."""
@@ -374,7 +374,7 @@ def near_straddling_chunk(start, stop, arrays, out):
     return left
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def straddling_chunk_coarse(start, stop, arrays, out):
     """straddling_cdf_rational of elements [start, stop) into ``out`` (NaN where not held, for the per-element
     kernel, float64-exact), over the arguments; returns the count not held (a reduction the loop keeps in vector
@@ -391,7 +391,7 @@ def straddling_chunk_coarse(start, stop, arrays, out):
     return left
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def narrow_chunk_coarse(start, stop, arrays, out):
     """narrow_cdf_coarse of elements [start, stop) into ``out`` (NaN where not held), over the arguments; returns the
     count not held (a reduction the loop keeps in vector registers: no scalar loop looks for them where none is)."""
@@ -407,7 +407,7 @@ def narrow_chunk_coarse(start, stop, arrays, out):
     return left
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def short_narrow_chunk(start, stop, arrays, out):
     """narrow_cdf_short of elements [start, stop) into ``out`` (NaN where not held), over the arguments; returns the
     count not held."""

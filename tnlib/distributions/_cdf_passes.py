@@ -74,7 +74,7 @@ from tnlib.kernel_cache import cache_by_folder_sources
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _partition_past_median(start, stop, columns):
     """Moves the elements of columns [start, stop) (probability, loc, scale, low, high, index) whose canonical
     probability is above 1/2 after the others, whose end it returns; each end moves past what is in place, so a
@@ -93,13 +93,13 @@ def _partition_past_median(start, stop, columns):
         first += 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _past_median(j, columns):
     prob = columns[0, j]
     return (1.0 - prob if columns[4, j] <= columns[1, j] else prob) > 0.5  # (mirrored where high <= loc)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _kind_views(kind, starts, columns, out):
     """The rows of ``columns`` (value, loc, scale, low, high) and ``out`` over one kind's elements, as views from its
     first (gather_by_kind's ``starts``): a loop indexing them from a count the compiler cannot prove non-negative
@@ -109,7 +109,7 @@ def _kind_views(kind, starts, columns, out):
             columns[4][first:last], out[first:last])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_chunk(starts, columns, out, short):
     """The cdf of a chunk's elements gathered by kind (gather_by_kind, cdf_kind's kinds from the rows ``starts``
     says, the straddling ones first), NaN where not held: for each kind a loop the compiler vectorizes forms the
@@ -172,7 +172,7 @@ def _cdf_chunk(starts, columns, out, short):
             out[j] = x if held else np.nan
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_chunk(starts, columns, out, spare, solved):
     """The icdf of a chunk's elements gathered by kind (gather_by_kind, classify_icdf's kinds from the rows
     ``starts`` says), NaN where not held: icdf_element's closed forms in a loop the compiler vectorizes for the
@@ -235,7 +235,7 @@ def _icdf_chunk(starts, columns, out, spare, solved):
         out[np.int64(spare[5, k])] = solved[k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf (with ``inverse``, icdf) of elements [start, stop) into ``out``: chunk by chunk, straight-line loops
     the compiler vectorizes take every element as one of the common regimes (tnlib.distributions._cdf_vector,
@@ -280,7 +280,7 @@ def _pass_block(inverse, start, stop, value, loc, scale, low, high, out, table, 
 _IN_PLACE_SHARE = 0.75
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gather_left(first, last, arrays, kinds, known, results, columns, starts, ends, order):
     """gather_by_kind of the elements of [first, last) whose ``results`` are NaN alone, ``starts`` rewritten for
     them, their kinds from ``kinds`` where ``known`` (classify_icdf's) or else found here; returns their count."""
@@ -310,7 +310,7 @@ def _gather_left(first, last, arrays, kinds, known, results, columns, starts, en
     return left
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _single_where_held(starts, columns, out):
     """The float32 loops' values (straddling_icdf_rational, else straddling_icdf_single; narrow_icdf_single by the
     full series) in place of the float64 ones in ``out`` over the gathered straddling and narrow rows where they
@@ -334,7 +334,7 @@ def _single_where_held(starts, columns, out):
             o[j] = x if held else o[j]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _single_either(prob, loc, scale, low, high):
     """(icdf, held) of one element by straddling_icdf_rational, else straddling_icdf_single, else
     narrow_icdf_single by the full series: for the few elements a chunk's loop in place leaves (a narrow interval
@@ -357,7 +357,7 @@ _BY_KIND, _STRADDLING_IN_PLACE, _SHORT_NARROW_IN_PLACE, _NARROW_IN_PLACE = 0, 1,
 _ERFC_LOOP_SHARE = 0.125
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
     """The icdf of float32 elements [start, stop) into ``out``, chunk by chunk. A chunk most of whose elements are
     of one kind (_IN_PLACE_SHARE; straddling or narrow) runs that kind's float32 loop (tnlib.distributions.
@@ -468,7 +468,7 @@ GRADIENT_STRADDLING, GRADIENT_WIDE, GRADIENT_NARROW = 0, 1, 2
 GRADIENT_KINDS = 3
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def classify_cdf_gradient(start, stop, arrays, kinds, starts):
     """The gradient kind (GRADIENT_STRADDLING ...) of each of the five ``arrays``' elements [start, stop) into
     ``kinds``, by canonical_frame, and into ``starts`` (GRADIENT_KINDS + 1 rows) the row each kind's elements start
@@ -488,7 +488,7 @@ def classify_cdf_gradient(start, stop, arrays, kinds, starts):
     starts[3] = stop - start
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _cdf_gradients_chunk(starts, columns, derivatives):
     """The five derivatives of the cdf of a chunk's elements gathered by gradient kind (classify_cdf_gradient) into
     the rows of ``derivatives``, the value's NaN where not held: a loop a kind over 2-D views of the columns and the
@@ -517,7 +517,7 @@ def _cdf_gradients_chunk(starts, columns, derivatives):
         slopes[1, j], slopes[2, j], slopes[3, j], slopes[4, j] = dl, ds, da, db
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     """grad times each derivative of the cdf of elements [start, stop) into the five rows of ``slopes``: chunk by
     chunk, the elements gathered by kind as the forward pass gathers them (classify_cdf_gradient's kinds: straddling,
@@ -556,12 +556,12 @@ def _cdf_gradients_block(start, stop, grad, value, loc, scale, low, high, slopes
             slopes[k, i] = gr * element[k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_vector_serial(value, loc, scale, low, high, out, table, nodes, weights):
     _pass_block(False, 0, out.shape[0], value, loc, scale, low, high, out, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_vector_parallel(value, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
@@ -579,7 +579,7 @@ _TRIED_SHARE = 32
 _LEFT_GROUP = 32
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _float32_cdf_left(first, last, kind, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf of the elements of [first, last) the float32 loop of a chunk of ``kind`` left NaN in ``out``: after
     the short loops (NEAR_STRADDLING_CHUNK, SHORT_NARROW_CHUNK), their kind's wider loop's formula where it holds
@@ -605,7 +605,7 @@ def _float32_cdf_left(first, last, kind, value, loc, scale, low, high, out, tabl
                 out[i] = _cdf_or_icdf(False, i, value, loc, scale, low, high, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_float32_block(start, stop, value, loc, scale, low, high, out, table, nodes, weights):
     """The cdf of float32 elements [start, stop) into ``out``: a chunk of straddling elements alone or of narrow
     intervals alone by its loop over the arguments (tnlib.distributions._cdf_float32), any other by the float64
@@ -648,12 +648,12 @@ def _cdf_float32_block(start, stop, value, loc, scale, low, high, out, table, no
             _float32_cdf_left(first, last, kind, value, loc, scale, low, high, out, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_float32_serial(value, loc, scale, low, high, out, table, nodes, weights):
     _cdf_float32_block(0, out.shape[0], value, loc, scale, low, high, out, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_float32_parallel(value, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
@@ -661,12 +661,12 @@ def _cdf_float32_parallel(value, loc, scale, low, high, out, table, nodes, weigh
                            nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _cdf_gradients_vector_serial(grad, value, loc, scale, low, high, slopes, table, nodes, weights):
     _cdf_gradients_block(0, grad.shape[0], grad, value, loc, scale, low, high, slopes, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes, table, nodes, weights):
     """grad times each derivative of the icdf of elements [start, stop) into the five rows of ``slopes``, as
     _cdf_gradients_block."""
@@ -690,12 +690,12 @@ def _icdf_gradients_block(start, stop, grad, prob, loc, scale, low, high, slopes
             slopes[k, i] = gr * derivatives[k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_vector_serial(prob, loc, scale, low, high, out, table, nodes, weights):
     _icdf_pass(0, out.shape[0], prob, loc, scale, low, high, out, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_vector_parallel(prob, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
@@ -703,7 +703,7 @@ def _icdf_vector_parallel(prob, loc, scale, low, high, out, table, nodes, weight
                    weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _icdf_gradients_vector_serial(grad, prob, loc, scale, low, high, slopes, table, nodes, weights):
     _icdf_gradients_block(0, grad.shape[0], grad, prob, loc, scale, low, high, slopes, table, nodes, weights)
 

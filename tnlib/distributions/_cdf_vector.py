@@ -47,19 +47,19 @@ _LOG_2 = math.log(2.0)
 _LOG_RESULT_FLOOR = -700.0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _ndtr_lower(x):
     """Phi(x) for x <= 0 (the caller's), relatively within a few ulps: erfc(-x/sqrt 2)/2."""
     return 0.5 * _vector_math.erfc(-x * _SQRT_HALF)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _vector_mills(x):
     """Mills' ratio M(x) = Phi(-x)/phi(x) for x >= 0 (+inf gives 0)."""
     return _SQRT_PI_OVER_2 * _vector_math.erfcx(x * _SQRT_HALF)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _wide(a, w):
     """Whether the frame integral J(a, w) is not narrow (tnlib.distributions._moment_kernels._is_narrow), where its
     closed form M(a) - exp(-w (a + w/2)) M(a + w) keeps at least a third of M(a)."""
@@ -74,7 +74,7 @@ _STRETCH_ODD = tuple(1.0 / (math.factorial(n) * (n + 2)) for n in range(1, 25, 2
 _STRETCH_SECOND = tuple(1.0 / (math.factorial(n) * (n + 3)) for n in range(0, 25, 2))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _stretch(a, length):
     """(J, D) of _stretch_moments: the mass and mean of a narrow stretch (a caller that drops the variance does
     not pay its series: the compiler removes what nothing reads)."""
@@ -82,7 +82,7 @@ def _stretch(a, length):
     return mass, mean
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _stretch_moments(a, length):
     """(J, D, V): the mass J(a, length) = int_0^length exp(-a r - r^2/2) dr of a narrow stretch, its mean D and
     its variance V, by the integrand's Hermite series about the stretch's middle m: exp(-c s - s^2/2) = sum He_n(c)
@@ -150,14 +150,14 @@ def _stretch_moments(a, length):
 _SHORT_STRETCH_END = 1e-2
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _short_stretch(a, length):
     """Whether the stretch from a of this length is short enough for _short_stretch_mass."""
     m = 0.5 * length
     return max(1.0, abs(a + m)) * m <= _SHORT_STRETCH_END
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def short_stretch_sum(a, length):
     """(m, S0) of a stretch _short_stretch holds for: half its length and _stretch_moments' S0 to He_8 (the
     same terms summed the same way, less those below 1e-23 of the sum there), J(a, length) being
@@ -179,7 +179,7 @@ def short_stretch_sum(a, length):
     return m, s0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _short_stretch_mass(a, length):
     """_stretch's mass J(a, length) of a stretch _short_stretch holds for, its series to He_8 (a narrow interval's
     loop takes it in place of the 24 terms where every element's stretches are this short)."""
@@ -187,7 +187,7 @@ def _short_stretch_mass(a, length):
     return _vector_math.exp(-m * (a + 0.5 * m)) * 2.0 * m * s0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def canonical_frame(loc, s, low, high):
     """(flip, c_loc, c_low, c_high, a, b, w, narrow, frame) of one element: mirrored where high <= loc, its bounds
     in scales from loc in that frame, its width, whether the interval is narrow, and whether the element takes the
@@ -205,7 +205,7 @@ def canonical_frame(loc, s, low, high):
     return flip, c_loc, c_low, c_high, a, b, w, narrow, frame
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _erf_and_erfc(y):
     """(erf(y), erfc(y)) for y >= 0 from one erfc: erf by its series below 1/2, 1 - erfc beyond."""
     complement = _vector_math.erfc(y)
@@ -228,7 +228,7 @@ NARROW_INTERVAL, MIRRORED_NARROW_INTERVAL = 7, 8
 CDF_KINDS = 9
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _side(x, c_low, c_high, s, a, flip):
     """(d, rest, side_start, side_length, no_b) of a frame element at its canonical value ``x``: the distances in
     scales from the lower bound and to the upper one, and the stretch the cdf is formed from (frame_cdf)."""
@@ -238,7 +238,7 @@ def _side(x, c_low, c_high, s, a, flip):
     return d, rest, (a + d) if flip else a, rest if flip else d, no_b
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def cdf_kind(value, loc, s, low, high):
     """The kind of one element (PAST_LOC ... MIRRORED_NARROW_INTERVAL) by the tests straddling_cdf and frame_cdf
     choose their formulas by, so that a loop over one kind forms that kind's formula alone, and whether it is a
@@ -261,7 +261,7 @@ def cdf_kind(value, loc, s, low, high):
     return (frame_kind if frame else straddling_kind), narrow & frame & (not short)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def classify_cdf(start, stop, arrays, kinds, starts):
     """cdf_kind of each of the five ``arrays``' (value, loc, scale, low, high) elements [start, stop) into
     ``kinds``, and into ``starts`` (CDF_KINDS + 1 rows) the row each kind's elements start from once gathered by
@@ -298,13 +298,13 @@ def classify_cdf(start, stop, arrays, kinds, starts):
     return long_narrow
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _copy_by_order(array, order, count, column):
     for row in range(count):
         column[row] = np.float64(array[order[row]])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def gather_by_kind(start, stop, arrays, kinds, starts, columns, order, ends):
     """The five ``arrays`` (value, loc, scale, low, high) of elements [start, stop) in float64 in the first columns
     of the rows of ``columns`` (6 x at least stop - start), each kind's elements (``kinds``, from 0) together from
@@ -345,7 +345,7 @@ def gather_by_kind(start, stop, arrays, kinds, starts, columns, order, ends):
     return False
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def straddling_cdf(value, loc, s, low, high, kind):
     """(cdf, held) of an element whose bounds straddle loc (canonical_frame's frame false) of the ``kind`` said
     (PAST_LOC, NARROW_HEAD or WIDE_HEAD: a constant, so that only its formula is formed), the value alone, from
@@ -385,7 +385,7 @@ def straddling_cdf(value, loc, s, low, high, kind):
     return min(max(result, 0.0), 1.0), held
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def frame_cdf(value, loc, s, low, high, kind, short):
     """(cdf, held) of a frame element (canonical_frame's frame true) of the ``kind`` said (NARROW_SIDE ...
     MIRRORED_NARROW_INTERVAL: a constant, so that only its formula is formed), the value alone: cdf_element's frame
@@ -446,7 +446,7 @@ def frame_cdf(value, loc, s, low, high, kind, short):
     return result, held | ((at_low | at_high) & (c_low < c_high))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _tail_product(d, t, tail_mean, tail_var):
     """E_tail[r t] of the part of a frame element above its value (r = t - a, the distance from the lower bound),
     from the tail's mean distance from the value and its variance. Minus s dF/ds = a F_a + d f(d) - w f(w) F,
@@ -456,7 +456,7 @@ def _tail_product(d, t, tail_mean, tail_var):
     return (d + tail_mean) * (t + tail_mean) + tail_var
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _second_moment(a, b, p_a, p_b, no_a, no_b):
     """E[t^2] = 1 + a p_a - b p_b of a straddling element (a < 0 < b: the terms add without cancelling), p_a and
     p_b the densities at the bounds over Z."""
@@ -468,7 +468,7 @@ def _second_moment(a, b, p_a, p_b, no_a, no_b):
 WIDTH_UNKNOWN, WIDTH_WIDE, WIDTH_NARROW = 0, 1, 2
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def cdf_element(value, loc, s, low, high, straddling, frame_known, width=WIDTH_UNKNOWN):
     """(cdf, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _cdf_element and _cdf_gradient_element compute them; a value or derivatives not held are

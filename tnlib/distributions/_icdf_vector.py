@@ -121,7 +121,7 @@ SINGLE_TOLERANCE = 2.0 ** -30
 WICHURA_ERROR = 4e-15
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def ndtri_lower(p):
     """Phi^-1(p) for 0 < p <= 1/2, p a normal float: Acklam's approximation, both of its forms, one kept, then one
     Halley step through Phi, which is relatively exact in the lower tail and near 0."""
@@ -142,7 +142,7 @@ def ndtri_lower(p):
     return x - u / (1.0 + 0.5 * x * u)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _ndtri(p):
     """Phi^-1(p) for 0 < p < 1 (min(p, 1 - p) a normal float), as -Phi^-1(1 - p) above 1/2 (1 - p is exact there)."""
     lower = p <= 0.5
@@ -177,7 +177,7 @@ def ndtri_wichura(p):
     return numerator / denominator
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _erfinv_steps(x, v):
     """erf^-1(v) for |v| <= erf(1/2) by three Newton steps on erf from x (written out: a loop here would stop the
     caller's loop vectorizing); the root is within erf's series."""
@@ -187,13 +187,13 @@ def _erfinv_steps(x, v):
     return x
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _log_or_minus_inf(x):
     """log(x) for x >= 0 normal or 0 (-inf)."""
     return _vector_math.log(max(x, TINY)) if x > 0.0 else -math.inf
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _frame_head_spread(a, mean_d, head_mean, head_var, w_p_b):
     """Minus s dF/ds over F of a frame element on a wide interval from the moments of its part below the value (r
     its distance from the lower bound, t = a + r): a F_a + d f(d) - w p_b F with F_a = F (D - D_head) and, as
@@ -201,7 +201,7 @@ def _frame_head_spread(a, mean_d, head_mean, head_var, w_p_b):
     return a * (mean_d - 2.0 * head_mean) - head_mean * head_mean - head_var + 1.0 - w_p_b
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def icdf_element(prob, loc, s, low, high, straddling):
     """(icdf, dx/dp, dx/dloc, dx/dscale, dx/dlow, dx/dhigh, value held, derivatives held) of one element, as the
     per-element kernel's _icdf_element and _icdf_gradient_element compute them; a value or derivatives not held are
@@ -353,13 +353,13 @@ _STEP_TOLERANCE = 8.0 * float(np.finfo(np.float64).eps)
 _SMALL_EXP = tuple(1.0 / math.factorial(n) for n in range(9))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _exp_small(x):
     c = _SMALL_EXP
     return c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * (c[4] + x * (c[5] + x * (c[6] + x * (c[7] + x * c[8])))))))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _short_mass(a, length):
     """_short_stretch_mass (tnlib.distributions._cdf_vector's: the series to He_8) with its exponential by
     _exp_small: J(a, length) of a stretch _short_stretch holds for."""
@@ -367,7 +367,7 @@ def _short_mass(a, length):
     return _exp_small(-m * (a + 0.5 * m)) * 2.0 * m * s0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _narrow_step(a, w, d, upper, target, short):
     """One Halley step on a narrow interval's mass below d (with ``upper``, above it) towards ``target``, the
     masses by the stretch's series (with ``short``, _short_mass, where the whole interval is short enough for
@@ -382,7 +382,7 @@ def _narrow_step(a, w, d, upper, target, short):
     return min(max(d - r / (1.0 + 0.5 * (a + d) * r), 0.0), w)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _tail_lower_step(a, d, m_a, target):
     """One Halley step, far out in a one-sided tail, on the mass below d relative to phi(a) towards ``target``:
     M(a) - exp(-d (a + d/2)) M(a + d), or within a short stretch of the bound the stretch's series (the difference
@@ -394,7 +394,7 @@ def _tail_lower_step(a, d, m_a, target):
     return max(d - r / (1.0 + 0.5 * (a + d) * r), 0.0)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _tail_step(a, d, log_target):
     """One Halley step, far out in a one-sided tail, on the log of the mass above d relative to phi(a),
     f = log M(a + d) - d (a + d/2), towards ``log_target``: f' = -1/M(u) and f''/f' = (1 - u M(u))/M(u) at
@@ -409,7 +409,7 @@ def _tail_step(a, d, log_target):
 _CLOSED_FORMS_END = 40.0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def needs_iteration(loc, s, low, high):
     """Whether the element is inverted by Halley's steps alone, icdf_element's closed forms skipped: a narrow
     interval (about loc the closed forms' erf^-1 would hold, at 2.5x the quick steps' time), or a one-sided tail
@@ -425,7 +425,7 @@ STRADDLING, CLOSED, NARROW_ITERATED, FAR_ITERATED = 0, 1, 2, 3
 ICDF_KINDS = 4
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def icdf_kind(loc, s, low, high):
     """(kind, long) of one element: its kind (STRADDLING ... FAR_ITERATED), and whether it is a narrow interval too
     long for _short_stretch_mass."""
@@ -435,7 +435,7 @@ def icdf_kind(loc, s, low, high):
     return kind, narrow & (not _short_stretch(a, w))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def classify_icdf(start, stop, arrays, kinds, starts):
     """The kind (STRADDLING ... FAR_ITERATED) of each of the five ``arrays``' (probability, loc, scale, low, high)
     elements [start, stop) into ``kinds``, and into ``starts`` (ICDF_KINDS + 1 rows) the row each kind's elements
@@ -459,7 +459,7 @@ def classify_icdf(start, stop, arrays, kinds, starts):
     return long_narrow
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def icdf_by_halley(prob, loc, s, low, high, narrow_known, quick, side):
     """(icdf, held) of a narrow interval (``narrow_known`` true: canonical_frame's narrow) or a one-sided tail from
     about 37 scales out (false) by Halley's steps: on a narrow interval on the mass below the value (above it past
@@ -651,7 +651,7 @@ def straddling_icdf_single(prob, loc, s, low, high):
     return x, held
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _narrow_step_single(a, w, d, upper, target):
     """_narrow_step (the full series) with one division: its Newton step r = n / density (n the mass's difference
     from the target, relative to the density at d) folded into Halley's r / (1 + (a + d) r / 2) =
@@ -664,7 +664,7 @@ def _narrow_step_single(a, w, d, upper, target):
     return min(max(d - difference / (density + 0.5 * (a + d) * difference), 0.0), w)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _short_step_single(a, w, d, upper, c_p, c_q):
     """(d, the whole interval's mass over exp(-m (a + m/2))) after _narrow_step_single's step on a short interval
     (_short_stretch), the masses by the series to He_8 and every exponential relative to the whole interval's (n
@@ -685,7 +685,7 @@ def _short_step_single(a, w, d, upper, c_p, c_q):
     return min(max(d - difference / (density + 0.5 * (a + d) * difference), 0.0), w), whole
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def narrow_icdf_single(prob, loc, s, low, high, short):
     """(icdf, held) of a narrow interval (canonical_frame's narrow) by one Halley step from icdf_by_halley's start,
     the masses by the short series with ``short`` (an interval too long for it not held). Halley's step leaves

@@ -56,7 +56,7 @@ _ERFCX = _erfcx_table()
 _NODES, _WEIGHTS = _gauss_legendre(16)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _erfcx_kernel(x, table):
     """erfcx(x) for x >= 0."""
     if x >= 50.0:
@@ -71,14 +71,14 @@ def _erfcx_kernel(x, table):
     return result
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _mills_element(x, table):
     if math.isinf(x):
         return 0.0
     return _SQRT_PI_OVER_2 * _erfcx_kernel(x * _SQRT_HALF, table)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _g_element(x, m, g_series):
     if math.isinf(x):
         return 0.0
@@ -91,12 +91,12 @@ def _g_element(x, m, g_series):
     return s * inv2
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _ndtr_element(x):
     return 0.5 * math.erfc(-x * _SQRT_HALF)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _state(loc, scale, low, high, table, nodes, weights, g_series, v_series, moments):
     """The canonical state of one element, as tnlib.distributions._regimes._core computes it.
 
@@ -176,7 +176,7 @@ def _state(loc, scale, low, high, table, nodes, weights, g_series, v_series, mom
     return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, 0.0)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _straddles_loc(loc, s, low, high):
     """Whether an element's bounds straddle loc more than a scale apart (a < 0 < b, both finite, not narrow): the
     elements log_prob's _straddling_log_prob_element holds for (tnlib.distributions._log_prob_kernels), and those

@@ -48,7 +48,7 @@ from tnlib.kernel_cache import cache_by_folder_sources
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _log_prob_element(value, loc, s, low, high, table, nodes, weights, g_series, v_series, slopes):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of one element in its own regime (the torch route's
     formulas), the derivatives 0 outside the support and left 0 without ``slopes``."""
@@ -131,7 +131,7 @@ def _one_sided_element(x, loc, s, low):
 
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _straddling_log_prob_element(x, loc, s, low, high):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that _straddles_loc, as
     _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: Z as 1 less the
@@ -159,7 +159,7 @@ def _straddling_log_prob_element(x, loc, s, low, high):
             (-1.0 + t * t - a * p_a + b * p_b) * per_scale, p_a * per_scale, -p_b * per_scale)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _narrow(loc, s, low, high):
     """Whether an element's interval is narrow (both bounds finite, w max(1, |a + w/2|) <= 1 in its canonical
     frame, as _state decides): the elements _narrow_log_prob_element holds for."""
@@ -169,7 +169,7 @@ def _narrow(loc, s, low, high):
     return (w * max(1.0, abs(a + 0.5 * w)) <= 1.0) & (abs(low) < np.inf) & (abs(high) < np.inf)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _narrow_log_prob_element(value, loc, s, low, high):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element whose interval is _narrow, as
     _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: the frame
@@ -206,7 +206,7 @@ STRADDLING_LOG_PROB, NARROW_LOG_PROB, ONE_SIDED_LOG_PROB, WIDE_LOG_PROB, LOWER_O
 LOG_PROB_KINDS = 6
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _wide_on_one_side(loc, s, low, high):
     """Whether an element's interval lies on one side of loc (a >= 0 in its canonical frame), both bounds finite,
     and is not _narrow: the elements _wide_log_prob_element holds for."""
@@ -214,7 +214,7 @@ def _wide_on_one_side(loc, s, low, high):
             & (not _narrow(loc, s, low, high)))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _wide_log_prob_element(value, loc, s, low, high):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element that is _wide_on_one_side, as
     _log_prob_element computes it, in straight-line code the loop vectorizer turns into SIMD code: the frame's mass
@@ -257,7 +257,7 @@ def _wide_log_prob_element(value, loc, s, low, high):
             -(p_a if flip else p_b) * per_scale)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _lower_open_log_prob_element(value, loc, s, low, high):
     """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element with no lower bound and a finite upper
     one: the mirror image of one without an upper bound (value, loc and the bounds negated and swapped), by
@@ -267,7 +267,7 @@ def _lower_open_log_prob_element(value, loc, s, low, high):
     return lp if held else np.nan, -dx, -dl, ds, 0.0, -dh
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _classify_log_prob(start, stop, arrays, kinds, starts):
     """The kind of each element of [start, stop) of the five ``arrays`` (value, loc, scale, low, high) into
     ``kinds`` (STRADDLING_LOG_PROB ... OTHER_LOG_PROB), and into ``starts`` (LOG_PROB_KINDS + 1 rows) the row each
@@ -312,7 +312,7 @@ _FMA = {"contract"}
 # first-level cache are copied out after), so a loss that learns loc alone pays for d/dloc alone.
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
 def _rows_from(row, start, stop):
     """row[start:stop], or None where ``row`` is None (a test of an argument's type: no branch is compiled)."""
     if row is None:
@@ -320,14 +320,14 @@ def _rows_from(row, start, stop):
     return row[start:stop]
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
 def _put(row, i, x):
     """row[i] = x, or nothing where ``row`` is None."""
     if row is not None:
         row[i] = x
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
 def _copy_into(row, source):
     """row[:] = source[:row's length], or nothing where ``row`` is None."""
     if row is not None:
@@ -335,7 +335,7 @@ def _copy_into(row, source):
             row[j] = source[j]
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
 def _one_sided_pass(start, stop, value, loc, scale, low, high, out, derivatives):
     """log_prob of elements [start, stop) into ``out``, and the wanted ``derivatives`` into their rows, every element
     taken as one without an upper bound, by a straight-line loop the compiler vectorizes; NaN where that does not
@@ -358,7 +358,7 @@ def _one_sided_pass(start, stop, value, loc, scale, low, high, out, derivatives)
         _put(d_high, i, 0.0)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
 def _kind_rows(matrix, starts, kind):
     """The six rows of ``matrix`` over one kind's elements (gather_by_kind's ``starts``), as views from its first: a
     loop indexing them from a count the compiler cannot prove non-negative takes numpy's wraparound there."""
@@ -367,7 +367,7 @@ def _kind_rows(matrix, starts, kind):
             matrix[4][first:last], matrix[5][first:last])
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
 def _put_wanted(wanted, row, j, x):
     """row[j] = x, or nothing where ``wanted`` (the call's row of that derivative) is None: ``row`` is a chunk's
     column in the first-level cache, which a loop the compiler vectorizes stores into; the test is of an argument's
@@ -376,7 +376,7 @@ def _put_wanted(wanted, row, j, x):
         row[j] = x
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
 def _log_prob_kinds(starts, columns, results, derivatives):
     """log_prob and the wanted ``derivatives`` (log_prob_arrays' rows: only their pattern of arrays and Nones is
     read) of a chunk's elements gathered by kind (gather_by_kind, _classify_log_prob's kinds from the rows
@@ -440,7 +440,7 @@ def _log_prob_kinds(starts, columns, results, derivatives):
     r0[:] = np.nan
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
 def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives, table, nodes, weights, g_series,
                     v_series):
     """log_prob of elements [start, stop) into ``out``, and the wanted ``derivatives`` (five rows, w.r.t. value,
@@ -505,13 +505,13 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives,
 
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _log_prob_serial(value, loc, scale, low, high, out, derivatives, table, nodes, weights, g_series, v_series):
     _log_prob_block(0, out.shape[0], value, loc, scale, low, high, out, derivatives, table, nodes, weights,
                     g_series, v_series)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _log_prob_parallel(value, loc, scale, low, high, out, derivatives, table, nodes, weights, g_series, v_series):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):

@@ -66,7 +66,7 @@ _VARIANCE_TOLERANCE, _KAPPA3_TOLERANCE = 4e-15, 1e-10
 _WIDE_PANELS = 8  # composite Gauss-Legendre panels that are exact to double rounding for any a >= 0, w
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _tail_fraction_element(x):
     """R_1 and R_2 of Laplace's continued fraction at x >= 3, at the torch route's depth for x."""
     depth = int(10 + 150.0 / max(x, _FRACTION_START))
@@ -76,7 +76,7 @@ def _tail_fraction_element(x):
     return 1.0 / (x + r), r
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _one_sided_moments(x, m):
     """(g(x) = 1 - x m(x), D = E[s], Var[s]) of the frame density exp(-x s - s^2/2) on [0, inf), x >= 0, given m(x):
     from x = 3 all three by the fraction, exact there (D = R_1, Var = R_1 (R_2 - R_1)); below, g's closed form and
@@ -87,7 +87,7 @@ def _one_sided_moments(x, m):
     return 1.0 - x * m, np.nan, np.nan
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _frame_moments_element(a, w, panels, nodes, weights):
     """(M0, mean, variance, third central moment) of the frame density exp(-a d - d^2/2) on [0, w] by ``panels``
     panels of Gauss-Legendre, cut where the integrand is below exp(-45) of its peak (a >= 0), as _frame_moments.
@@ -117,12 +117,12 @@ def _frame_moments_element(a, w, panels, nodes, weights):
     return mass * top, mean, second / mass, third / mass
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _is_narrow(a, w):
     return w * max(1.0, abs(a + 0.5 * w)) <= 1.0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _canonical_frame(loc, scale, low, high):
     """(flip, c_loc, c_low, c_high, a, b, w): the element mirrored so its mass is not below loc, and its bounds in
     scales from loc."""
@@ -134,7 +134,7 @@ def _canonical_frame(loc, scale, low, high):
     return flip, c_loc, c_low, c_high, (c_low - c_loc) / scale, (c_high - c_loc) / scale, (high - low) / scale
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddling(a, b, w):
     """(log Z, E[t], p_a, p_b) of an element whose bounds straddle loc (a < 0 < b): Z adds two non-negative terms,
     or is 1 less the two tails where they are small."""
@@ -151,7 +151,7 @@ def _straddling(a, b, w):
     return log_z, mean_t, p_a, p_b
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _exact_state(loc, scale, low, high, table, nodes, weights):
     """The canonical state of one element as tnlib.distributions._regimes._core computes it.
 
@@ -179,7 +179,7 @@ def _exact_state(loc, scale, low, high, table, nodes, weights):
     return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _moment_state(loc, scale, low, high, table, nodes, weights):
     """_exact_state and two more: Var[t] and kappa_3 of t where forming the state gave them exactly (a narrow
     interval's quadrature; the fraction's one-sided moments from a = 3, and with a finite upper bound
@@ -207,7 +207,7 @@ def _moment_state(loc, scale, low, high, table, nodes, weights):
     return (flip, c_loc, c_low, c_high, a, b, w, False, log_z, mean_t, p_a, p_b, np.nan, np.nan)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _mixture_variance(w, first, q, kept, v_a, d_b, v_b):
     """Var of the frame density on [0, w] from the one-sided ones at a and b = a + w (a >= 3, their fraction's
     moments; NaN below, which it returns): the density on [0, inf) is the mixture of the one on [0, w], weight
@@ -224,7 +224,7 @@ def _mixture_variance(w, first, q, kept, v_a, d_b, v_b):
     return v
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _bound_slopes(a, b, w, frame, first, p_a, p_b):
     """d mean / d low and d mean / d high in canonical coordinates (_mean_bound_derivatives)."""
     if frame:
@@ -234,7 +234,7 @@ def _bound_slopes(a, b, w, frame, first, p_a, p_b):
     return dedl, dedu
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _variance_t(a, b, w, frame, first, p_a, p_b, known_v, nodes, weights):
     """(Var[t], kappa_3 of t or NaN), exact in every regime (_standardized_variance): the closed form where its
     cancellation is within the tolerance, else the state's own (``known_v``: the fraction, the mixture, a narrow
@@ -257,7 +257,7 @@ def _variance_t(a, b, w, frame, first, p_a, p_b, known_v, nodes, weights):
     return min(max(v, 0.0), 1.0), third
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _slopes(a, b, w, frame, first, p_a, p_b, v, known_third, nodes, weights):
     """(V_a, V_b, V_a + V_b, a V_a + b V_b) and the same four of H_t (_variance_and_entropy_slopes), with the
     third cumulant's closed form replaced by the frame's quadrature where it cancels (_third_cumulant): the one
@@ -295,7 +295,7 @@ def _slopes(a, b, w, frame, first, p_a, p_b, v, known_third, nodes, weights):
     return (v_a, v_b, v_a + v_b, a_v_a + b_v_b, h_a_s, h_b, h_a_s + h_b, a_h_a + b_h_b)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _value_element(which, loc, scale, low, high, table, nodes, weights):
     """The mean, variance or entropy of one element."""
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, known_v, _) = _moment_state(
@@ -313,7 +313,7 @@ def _value_element(which, loc, scale, low, high, table, nodes, weights):
     return math.log(scale) + _LOG_SQRT_2PI + log_norm + 0.5 * (v + first * first)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gradient_element(which, loc, scale, low, high, table, nodes, weights):
     """d statistic / d (loc, scale, low, high) of one element."""
     (flip, c_loc, c_low, c_high, a, b, w, frame, log_norm, first, p_a, p_b, known_v, known_third) = _moment_state(
@@ -379,7 +379,7 @@ _EXPM1_SERIES = tuple(1.0 / math.factorial(n) for n in range(1, 18))
 _EXPM1_SERIES_END = 0.5
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _expm1(x):
     """expm1(x) for x <= 709, within a few ulps; both forms are computed and one kept, so a loop of it vectorizes."""
     c = _EXPM1_SERIES
@@ -390,7 +390,7 @@ def _expm1(x):
     return series if abs(x) < _EXPM1_SERIES_END else _vector_math.exp(x) - 1.0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddle_state(loc, s, low, high):
     """(a, b, log Z, p_a, p_b, E[t], Var[t]) of an element that _straddles_loc, as _moment_state's straddling branch and
     _variance_t form them. (Elements that do not straddle are formed too, and discarded: the floor on Z keeps log's
@@ -408,7 +408,7 @@ def _straddle_state(loc, s, low, high):
     return a, b, log_z, p_a, p_b, mean_t, v
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddle_gradient_element(which, loc, s, low, high):
     """d statistic / d (loc, scale, low, high) of an element that _straddles_loc, as _gradient_element and _slopes form
     them for a straddling element, in straight-line code."""
@@ -432,7 +432,7 @@ def _straddle_gradient_element(which, loc, s, low, high):
     return g_loc, g_scale + 1.0 / s, g_low, g_high  # H = log s + H_t
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddle_element(which, loc, s, low, high):
     """The mean, variance or entropy of an element that _straddles_loc, as _moment_state's straddling branch and
     _value_element compute it, in straight-line code the loop vectorizer turns into SIMD code: Z by the vector erf,
@@ -446,7 +446,7 @@ def _straddle_element(which, loc, s, low, high):
     return _vector_math.log(s) + _LOG_SQRT_2PI + log_z + 0.5 * (v + mean_t * mean_t)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _regime_counts(loc, scale, low, high):
     """(elements with a finite upper bound, elements that _straddles_loc, narrow intervals); the last two counts
     are skipped (0) where no upper bound is finite, as in the batches a training or a search reads the mean of."""
@@ -463,7 +463,7 @@ def _regime_counts(loc, scale, low, high):
     return finite, straddling, narrow
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _narrow_mean_element(loc, s, low, high):
     """(mean, held) of a narrow interval: the bound plus the scale times the stretch's mean D by its Hermite series
     (tnlib.distributions._cdf_vector._stretch: within 1e-15 of the quadrature's); held for the narrow
@@ -475,7 +475,7 @@ def _narrow_mean_element(loc, s, low, high):
     return -mean if flip else mean, held
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _narrow_mean_pass(loc, scale, low, high, out):
     """The vectorized loop of _narrow_mean_element: each narrow interval gets its mean, each other element keeps
     what it has."""
@@ -485,7 +485,7 @@ def _narrow_mean_pass(loc, scale, low, high, out):
         out[i] = mean if held else out[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _straddle_pass(which, loc, scale, low, high, out):
     """The vectorized loop of _straddle_element: each element that _straddles_loc gets its value; each other keeps what
     it has where it has no upper bound (the one-sided mean's loop) and is NaN else."""
@@ -496,7 +496,7 @@ def _straddle_pass(which, loc, scale, low, high, out):
         out[i] = value if _straddles_loc(np.float64(loc[i]), np.float64(scale[i]), lo, hi) else kept
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _statistic_block(which, start, stop, loc, scale, low, high, out, table, nodes, weights):
     """The mean, variance or entropy of elements [start, stop): vectorized loops first -- the mean's over elements
     without an upper bound (_one_sided_mean_element), _straddle_pass's where some element straddles loc -- each run
@@ -531,7 +531,7 @@ def _statistic_block(which, start, stop, loc, scale, low, high, out, table, node
                                     np.float64(high[i]), table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gradients_block(which, start, stop, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                      weights):
     """grad times the mean's, variance's or entropy's derivatives for elements [start, stop), as _statistic_block:
@@ -580,12 +580,12 @@ def _gradients_block(which, start, stop, grad, loc, scale, low, high, g_loc, g_s
             g_high[i] = gr * d_high[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _values_serial(which, loc, scale, low, high, out, table, nodes, weights):
     _statistic_block(which, 0, out.shape[0], loc, scale, low, high, out, table, nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _values_parallel(which, loc, scale, low, high, out, table, nodes, weights):
     n = out.shape[0]
     for block in numba.prange((n + _BLOCK - 1) // _BLOCK):
@@ -593,14 +593,14 @@ def _values_parallel(which, loc, scale, low, high, out, table, nodes, weights):
                          nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gradients_serial(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes, weights):
     """grad times each derivative; an output of length 0 is not wanted and not written."""
     _gradients_block(which, 0, grad.shape[0], grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table,
                      nodes, weights)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gradients_parallel(which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                         weights):
     n = grad.shape[0]
@@ -609,7 +609,7 @@ def _gradients_parallel(which, grad, loc, scale, low, high, g_loc, g_scale, g_lo
                          g_scale, g_low, g_high, table, nodes, weights)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_low, g_high, table, nodes,
                      weights):
     d_loc, d_scale, d_low, d_high = _gradient_element(

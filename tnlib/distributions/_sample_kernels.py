@@ -101,7 +101,7 @@ _BLOCK = 1024
 _PENDING = 4096
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _uniform(key, counter):
     """SplitMix64's output at ``counter`` of the stream ``key`` as a float64 in [0, 1)."""
     z = counter * _GAMMA + key
@@ -111,7 +111,7 @@ def _uniform(key, counter):
     return np.float64(np.int64(z >> _SHIFT_11)) * _TO_UNIT  # (a signed conversion is one instruction)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _kind_of(a, w, tail, folded):
     """The proposal with the highest acceptance rate (the first of equal ones) of the canonical element (a, w), given
     ``tail`` = expm1(-a w) and ``folded`` = 2 phi(a), the folded Normal's rate over M0: _sampling._acceptance_rates
@@ -128,34 +128,34 @@ def _kind_of(a, w, tail, folded):
     return _EXPONENTIAL if a >= _EXPONENTIAL_FROM else kind
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _folded_normal_rate(a):
     """2 phi(a): the folded Normal's acceptance rate over M0."""
     return 2.0 / _SQRT_2PI * _vector_math.exp(-0.5 * a * a)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _nearly_flat(a, w):
     """Whether the canonical element (a, w) lies at or above loc with a log-density that falls by at most
     ``_NEARLY_FLAT`` across it: the uniform's (tnlib.distributions._sampling._NEARLY_FLAT)."""
     return a >= 0.0 and (a + 0.5 * w) * w <= _NEARLY_FLAT
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _kind_element(a, w):
     """The proposal of the canonical element (a, w): :func:`_kind_of`, but the uniform where it is nearly flat."""
     kind = _kind_of(a, w, _vector_math.expm1(-a * w), _folded_normal_rate(a))
     return _UNIFORM if _nearly_flat(a, w) else kind
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _defines_a_law(loc, scale, low, high):
     """Whether a rejection loop ends for (loc, scale, low, high): a finite loc, a positive finite scale and low <= high
     (low == high draws the point). For any other element -- a NaN bound accepts no candidate -- the draws are NaN."""
     return math.isfinite(loc) and 0.0 < scale < math.inf and low <= high
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddles(loc, scale, low, high):
     """Whether the element (loc, scale, low, high), float64, is _STRADDLING's: it defines a law, loc lies strictly
     inside its interval and the interval is at least ``_STRADDLING_FROM`` scales wide (multiplied, not divided, so
@@ -163,7 +163,7 @@ def _straddles(loc, scale, low, high):
     return low < loc and loc < high and 0.0 < scale < math.inf and high - low >= _STRADDLING_FROM * scale
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _canonical(loc, scale, low, high):
     """(flip, c_loc, c_low, c_high, a, b, w): the element mirrored so that its mass is not below loc, as
     tnlib.distributions._regimes._core forms it, and its bounds and width in scales."""
@@ -174,7 +174,7 @@ def _canonical(loc, scale, low, high):
     return flip, c_loc, c_low, c_high, (c_low - c_loc) / scale, (c_high - c_loc) / scale, (high - low) / scale
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _code(loc, scale, low, high, choice_reads_exps):
     """The code of the element (loc, scale, low, high), float64: its proposal (:func:`_kind_element`) and whether
     that proposal's test needs its exp. ``choice_reads_exps`` (a constant the compiler folds): False gives
@@ -202,7 +202,7 @@ def _code(loc, scale, low, high, choice_reads_exps):
     return code if _defines_a_law(loc, scale, low, high) else _LAWLESS
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _classify(loc, scale, low, high, first, count, codes):
     """The codes of elements ``first`` to ``first + count`` into the first ``count`` places of ``codes`` (uint8), in
     one loop without exps, then :func:`_settle_choices`; returns the codes found, as bits (1 << code)."""
@@ -217,7 +217,7 @@ def _classify(loc, scale, low, high, first, count, codes):
     return _settle_choices(loc, scale, low, high, count, codes, held)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _settle_choices(loc, scale, low, high, count, codes, held):
     """Where some of the first ``count`` codes (``held``: those found, as bits) is _CHOICE_READS_EXPS, a loop that
     forms the rates' exps and replaces it; returns the codes found then."""
@@ -239,7 +239,7 @@ def _settle_choices(loc, scale, low, high, count, codes, held):
 _STRADDLING_PROBE = 16
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _all_straddle(loc, scale, low, high, first, count):
     """Whether elements ``first`` to ``first + count`` are all _STRADDLING's (:func:`_straddles`): a block whose
     first ``_STRADDLING_PROBE`` are tries :func:`_straddling_in_order`, which tests the others as it draws them."""
@@ -253,7 +253,7 @@ def _all_straddle(loc, scale, low, high, first, count):
     return straddling == count
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _normal_pair(u, v, a, b):
     """(t, accepted): Box and Muller's pair sqrt(-2 log(1 - u)) (cos 2 pi v, sin 2 pi v), two Normal draws, folded
     (|t|) where a >= 0; the first inside [a, b] is taken, so the value kept has the Normal's law on [a, b] (1 - u
@@ -268,7 +268,7 @@ def _normal_pair(u, v, a, b):
     return (t_p if p_inside else t_q), p_inside or (a <= t_q and t_q <= b)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _test(v, fall, exact):
     """Whether v <= exp(-fall), fall >= 0: by the exp where ``exact``, else by the bounds 1 - x <= exp(-x) <=
     1 - x + x^2/2 (_UNDECIDED between them)."""
@@ -278,7 +278,7 @@ def _test(v, fall, exact):
     return _ACCEPTED if v <= below else (_UNDECIDED if v <= below + 0.5 * fall * fall else _REJECTED)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddling_pair(loc, scale, low, high, u, v):
     """(x, inside): the first of Box and Muller's pair from (u, v), as x = loc + scale t, that falls in [low, high]
     (the second where neither does), and whether one does: a _STRADDLING attempt's first proposal."""
@@ -290,7 +290,7 @@ def _straddling_pair(loc, scale, low, high, u, v):
     return (x_p if p_inside else x_q), p_inside or q_inside
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddling_uniform(loc, scale, low, high, u_next, v_next, exact):
     """(x, flag): a _STRADDLING attempt's second proposal, the uniform's x from u_next, kept where v_next <=
     exp(-z^2/2), z = (x - loc) / scale; never where the interval is infinite. The test compares v_next with
@@ -308,7 +308,7 @@ def _straddling_uniform(loc, scale, low, high, u_next, v_next, exact):
     return x_u, (flag if width < math.inf else _REJECTED)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next, exact):
     """(x, flag): a _STRADDLING element's candidate: the first of Box and Muller's pair from (u, v) that falls in
     [low, high] (:func:`_straddling_pair`), else the uniform's x from (u_next, v_next) with its test
@@ -320,7 +320,7 @@ def _straddling_candidate(loc, scale, low, high, u, v, u_next, v_next, exact):
     return (x_pair if inside else x_u), (_ACCEPTED if inside else uniform_flag)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _candidate(code, loc, scale, low, high, key, counter):
     """(x, flag): the candidate of attempt ``counter`` (its uniforms u, v at ``counter`` and ``counter`` + 1) for the
     element (loc, scale, low, high) by the proposal and test of ``code``, mirrored back and clamped to the bounds,
@@ -368,7 +368,7 @@ def _candidate(code, loc, scale, low, high, key, counter):
     return (-x if flip else x), flag
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _normal_or_uniform(code, loc, scale, low, high, key, counter):
     """:func:`_candidate` of an element whose ``code`` (read from the element, not a constant) is the Normal's, the
     uniform's or _STRADDLING's, both proposals' formulas formed and one kept by selects, so that a loop over a block
@@ -403,7 +403,7 @@ _LOC, _SCALE, _LOW, _HIGH = range(4)
 _PARAMETERS = 4
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _in_order_loop(code, loc, scale, low, high, codes, first, at, count, key, out):
     """The first candidates of draws ``first`` to ``first + count``, one an element (draw first + j is element
     at + j's), into ``out``, and their flags into ``codes`` (the block's: its first ``count`` places), above each
@@ -423,7 +423,7 @@ def _in_order_loop(code, loc, scale, low, high, codes, first, at, count, key, ou
         codes[j] = own | (flag << _FLAG_SHIFT)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _listed_loop(code, draws, params, count, attempt, key, values, flags):
     """The ``attempt``-th candidates of the listed ``draws``, their elements' parameters in ``params``' rows, into
     ``values`` and ``flags``; ``code``: a constant the compiler folds into :func:`_candidate`."""
@@ -434,7 +434,7 @@ def _listed_loop(code, draws, params, count, attempt, key, values, flags):
         values[j], flags[j] = _candidate(code, locs[j], scales[j], lows[j], highs[j], key, counter)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _straddling_in_order(loc, scale, low, high, codes, first, at, count, key, out, pending, scratch):
     """The first attempts of a block of _STRADDLING elements alone (draw first + j is element at + j's), their
     rejected draws added to ``pending``, in two loops: the pair of every draw, then the uniform of the draws whose
@@ -485,7 +485,7 @@ def _straddling_in_order(loc, scale, low, high, codes, first, at, count, key, ou
     return True
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _first_attempts(code, loc, scale, low, high, codes, first, at, count, key, out):
     """:func:`_in_order_loop` with ``code`` made a constant of the loop."""
     arguments = (loc, scale, low, high, codes, first, at, count, key, out)
@@ -509,7 +509,7 @@ def _first_attempts(code, loc, scale, low, high, codes, first, at, count, key, o
         _in_order_loop(_UNIFORM + _EXACT_TEST, *arguments)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _listed_attempts(code, draws, params, count, attempt, key, values, flags):
     """:func:`_listed_loop` with ``code`` made a constant of the loop."""
     arguments = (draws, params, count, attempt, key, values, flags)
@@ -531,7 +531,7 @@ def _listed_attempts(code, draws, params, count, attempt, key, values, flags):
         _listed_loop(_UNIFORM + _EXACT_TEST, *arguments)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _decide(code, loc, scale, low, high, key, draw, attempt):
     """Whether the ``attempt``-th candidate of ``draw`` is kept, by the exp of the test (a candidate its bounds left
     undecided)."""
@@ -552,7 +552,7 @@ def _decide(code, loc, scale, low, high, key, draw, attempt):
     return flag
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _settle_in_order(loc, scale, low, high, codes, first, at, count, key, pending):
     """Lists the rejected first candidates of draws ``first`` to ``first + count`` (of elements ``at`` to ``at +
     count``; their flags
@@ -579,7 +579,7 @@ def _settle_in_order(loc, scale, low, high, codes, first, at, count, key, pendin
             counts[code] += 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _gather(loc, scale, low, high, elements, count, params):
     """The parameters of the listed ``elements`` into ``params``' rows, as float64."""
     locs, scales, lows, highs = params[_LOC], params[_SCALE], params[_LOW], params[_HIGH]
@@ -588,7 +588,7 @@ def _gather(loc, scale, low, high, elements, count, params):
         locs[j], scales[j], lows[j], highs[j] = loc[i], scale[i], low[i], high[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _settle_listed(code, draws, elements, params, count, attempt, key, values, flags, out):
     """Writes the listed draws' candidates into ``out`` (a rejected one is written over when its draw is accepted) and
     keeps the rejected ones listed, in order, at the front of ``draws`` and ``elements``, an undecided one decided
@@ -607,7 +607,7 @@ def _settle_listed(code, draws, elements, params, count, attempt, key, values, f
     return m
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draw_listed(code, loc, scale, low, high, draws, elements, count, attempt, key, out, scratch):
     """The listed draws of one code from their ``attempt``-th candidates on, attempt after attempt, until every
     one is accepted."""
@@ -619,7 +619,7 @@ def _draw_listed(code, loc, scale, low, high, draws, elements, count, attempt, k
         attempt += 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draw_pending(loc, scale, low, high, key, out, pending, scratch, more_than):
     """Draws again (from their second candidates) the pending draws of each code of which more than ``more_than``
     are pending."""
@@ -631,7 +631,7 @@ def _draw_pending(loc, scale, low, high, key, out, pending, scratch, more_than):
             counts[code] = 0
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _one_loop_code(held):
     """The code of the one loop that draws a block holding the codes ``held`` (bits), one draw an element: its one
     code, _NORMAL_OR_UNIFORM for the Normal's, the uniform's and _STRADDLING's, or -2 where it takes a loop for each
@@ -645,7 +645,7 @@ def _one_loop_code(held):
     return _NORMAL_OR_UNIFORM if held & ~np.int64(_NORMAL_OR_UNIFORM_CODES) == 0 else -2
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draw_block(loc, scale, low, high, codes, first, count, one_each, key, out, pending, scratch):
     """Draws ``first`` to ``first + count`` of an output ordered draw-major, their rejected first candidates added to
     ``pending``. ``one_each``: one draw an element (draw first + j is element first % n + j's, n the elements: one
@@ -689,7 +689,7 @@ def _draw_block(loc, scale, low, high, codes, first, count, one_each, key, out, 
             _draw_listed(code, loc, scale, low, high, draws, elements, m, 0, key, out, scratch)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _new_scratch(block_size):
     """A thread's scratch: its pending draws (their indices and elements, a row for each code; a block's listed
     draws and elements; the count of each code's) and the lists' parameters, candidates and flags."""
@@ -700,7 +700,7 @@ def _new_scratch(block_size):
     return pending, (np.empty((_PARAMETERS, size)), np.empty(size), np.empty(size, dtype=np.uint8))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size, blocks):
     """Draws of the blocks ``blocks`` (a range) of ``block_size`` draws, one thread's: each block's first
     candidates, then the rejected ones drawn again together whenever more than ``_PENDING`` of a code are
@@ -721,7 +721,7 @@ def _draw_blocks(loc, scale, low, high, codes, count, key, out, block_size, bloc
     _draw_pending(loc, scale, low, high, key, out, pending, scratch, 0)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draws_serial(loc, scale, low, high, count, key, out, block_size):
     """``count`` draws of each element into ``out`` (ordered draw-major), block after block of ``block_size``."""
     n = loc.shape[0]
@@ -736,7 +736,7 @@ def _draws_serial(loc, scale, low, high, count, key, out, block_size):
 _BLOCKS_A_TASK = 16
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath=False, forceinline=False)
 def _draws_parallel(loc, scale, low, high, count, key, out, block_size):
     """:func:`_draws_serial`'s draws, the threads splitting the blocks, ``_BLOCKS_A_TASK`` at a time."""
     n = loc.shape[0]

@@ -16,7 +16,11 @@ These, and the cdf's and icdf's element functions built on them (tnlib.distribut
 are compiled once each, for float64 scalars, and inlined by LLVM into the loops that call them (``forceinline``),
 which is what lets those loops vectorize. numba's own inlining (``inline="always"``) copies a function's IR, its
 callees already inlined, into every call site and types it again there: the icdf's element function took 2-3
-minutes to compile that way on the loaded 2-core machine, most of it numba copying IR.
+minutes to compile that way on the loaded 2-core machine, most of it numba copying IR. Each states its compile flags:
+numba compiles a function that leaves a flag unset under the flags of its first caller, so the values of every
+method would depend on which method a process compiled first (tests/repository/test_compile_flags.py,
+benchmarks/check_compile_order.py). The helpers the log_prob loops share with the other methods fuse multiply-adds
+(``fastmath={"contract"}``), as they did when log_prob compiled first, which is the faster choice for every method.
 """
 from __future__ import annotations
 
@@ -72,7 +76,7 @@ _ONE_BITS, _HALF_BITS = 0x3FF0000000000000, 0x3FE0000000000000
 _EXP_FLOOR = -708.0  # exp below it is under 2^-1021; 0 is returned (the callers add it to numbers of order 1)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def log(x):
     """log(x) for a positive normal finite x, under 1 ulp (fdlibm's e_log.c); other x are the caller's."""
     bits = _bits(x)
@@ -88,7 +92,7 @@ def log(x):
     return k * _LN2_HI - ((half_f2 - (s * (half_f2 + r) + k * _LN2_LO)) - f)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _exp_reduction(x):
     """(k, hi, lo) with x = k ln 2 + (hi - lo), k the nearest integer to x / ln 2 (fdlibm's reduction, for
     |x| <= 709: ln 2 in two parts, the first with k's product exact), for :func:`exp` and :func:`short_exp`."""
@@ -98,7 +102,7 @@ def _exp_reduction(x):
     return k, x - k_float * _LN2_HI, k_float * _LN2_LO
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def exp(x):
     """exp(x) for x <= 709, under 1 ulp (fdlibm's e_exp.c); 0 below -708."""
     clamped = min(max(x, _EXP_FLOOR), 709.0)
@@ -118,7 +122,7 @@ EXPM1_SERIES = tuple(1.0 / math.factorial(n) for n in range(1, 16))
 EXPM1_SERIES_END = 0.5
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def expm1(x):
     """exp(x) - 1 for x <= 709 (-inf gives -1; -1 below -708), within a few ulps; both forms are computed and one
     kept, so a loop of it vectorizes."""
@@ -134,7 +138,7 @@ SHORT_EXP_SERIES = tuple(1.0 / math.factorial(n) for n in range(8))
 SHORT_EXP_ERROR = 2.0 ** -27  # a bound on short_exp's relative error (5.3e-9 and the roundings'), tested
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def short_exp(x):
     """exp(x) for -708 <= x <= 0 within ``SHORT_EXP_ERROR`` relative (exp's range reduction, then a series without its
     division), for a test that compares a uniform with it and lets :func:`exp` decide the rare ones within that
@@ -152,7 +156,7 @@ QUARTER_TURN_COS = tuple((-1.0) ** n * (math.pi / 2) ** (2 * n) / math.factorial
 QUARTER_TURN_SIN = tuple((-1.0) ** n * (math.pi / 2) ** (2 * n + 1) / math.factorial(2 * n + 1) for n in range(9))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def cos_sin_turns(v):
     """(cos 2 pi v, sin 2 pi v) for v in [0, 1), within a few ulps of each (relative): 4 v less its nearest
     integer q, exact, is the fraction f of a quarter turn, whose cos and sin the quadrant q rotates."""
@@ -188,7 +192,7 @@ ERFCX_POLYNOMIAL = np.array((
     -7.33950500852954e-11))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _estrin_26(t, p):
     """p[0] + p[1] t + ... + p[26] t^26 by Estrin's scheme."""
     t2 = t * t
@@ -204,7 +208,7 @@ def _estrin_26(t, p):
     return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + ((r4 + r5 * t4) + r6 * t8) * (t8 * t8)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def erfcx(x):
     """erfcx(x) = exp(x^2) erfc(x) for x >= 0 (+inf gives 0), within 8 ulps."""
     t = 1.0 - 2.0 * ERFCX_K / (x + ERFCX_K)
@@ -217,7 +221,7 @@ _SPLITTER = 134217729.0
 _ERFC_ARGUMENT_END = 38.0
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def erfc(y):
     """erfc(y) for y >= 0 (+inf gives 0), relatively within a few ulps: exp(-y^2) erfcx(y) with y^2 = hi + lo
     exactly (a rounded y^2 of 700 would cost 1e-13)."""
@@ -236,7 +240,7 @@ ERF_SERIES = tuple(2.0 / math.sqrt(math.pi) * (-1.0) ** n / (math.factorial(n) *
 ERF_SERIES_END = 0.5
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def erf_series(x):
     """erf(x) for |x| <= 1/2 by its Taylor series, within a few ulps."""
     c = ERF_SERIES
@@ -245,7 +249,7 @@ def erf_series(x):
     return x * (c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * (c[6] + z * inner)))))))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def erf(x):
     """erf(x), within a few ulps; both forms are computed and one kept, so a loop of it vectorizes."""
     far = 1.0 - erfc(abs(x))
@@ -274,7 +278,7 @@ MEAN_EXCESS_FAR = np.array((
     2.5832524574209496e-12, -1.6337007372955747e-12, -1.544173803014433e-12, 7.868536025474648e-13))
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def _estrin_24(t, p):
     """p[0] + p[1] t + ... + p[24] t^24 by Estrin's scheme."""
     t2 = t * t
@@ -289,7 +293,7 @@ def _estrin_24(t, p):
     return (r0 + r1 * t4) + (r2 + r3 * t4) * t8 + ((r4 + r5 * t4) + p[24] * t8) * (t8 * t8)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=False)
 def mean_excess(a):
     """D(a) = E[t] - a for t standard normal on [a, inf), a >= 0 (+inf gives 0); both expansions are formed and one
     kept, so a loop of it vectorizes."""
