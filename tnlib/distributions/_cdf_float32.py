@@ -151,9 +151,10 @@ def _stretch_sum_he4(c, m):
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
-def narrow_cdf_short(value, loc, s, low, high):
-    """narrow_cdf_coarse of an interval with max(1, |c|) m <= SHORT_NARROW_END, by the series to He_4 and exp's
-    Taylor polynomial near 0 (SHORT_NARROW_END's comment says why they suffice); not held: a wider interval, a NaN."""
+def _narrow_frame(value, loc, s, low, high):
+    """The narrow loops' canonical frame (mirrored where high <= loc): (flip, c_low, c_high, x, m, c, start, half,
+    exponent) -- the interval's half width m and centre c in scales, the part the result is formed from (start, half
+    width half) and the difference of the two parts' exponents."""
     inverse = 1.0 / s
     flip = high <= loc
     c_loc = -loc if flip else loc
@@ -169,6 +170,14 @@ def narrow_cdf_short(value, loc, s, low, high):
     start = (a + d) if flip else a
     half = 0.5 * (rest if flip else d)
     exponent = m * (a + 0.5 * m) - half * (start + 0.5 * half) - (d * (a + 0.5 * d) if flip else 0.0)
+    return flip, c_low, c_high, x, m, c, start, half, exponent
+
+
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
+def narrow_cdf_short(value, loc, s, low, high):
+    """narrow_cdf_coarse of an interval with max(1, |c|) m <= SHORT_NARROW_END, by the series to He_4 and exp's
+    Taylor polynomial near 0 (SHORT_NARROW_END's comment says why they suffice); not held: a wider interval, a NaN."""
+    flip, c_low, c_high, x, m, c, start, half, exponent = _narrow_frame(value, loc, s, low, high)
     ratio = (half * _stretch_sum_he4(start + half, half)) / (m * _stretch_sum_he4(c, m))
     short = (max(1.0, abs(c)) * m <= SHORT_NARROW_END) & (c_low < c_high)
     at_low = x <= c_low
@@ -184,21 +193,7 @@ def narrow_cdf_coarse(value, loc, s, low, high):
     high <= loc): the mass of the part of the interval the result is formed from -- below the value, or above it
     where mirrored -- over the whole's, each by its stretch's series, their exponents' difference in one exp; 0 or
     1 at and beyond a bound. Not held: a wider interval, a NaN."""
-    inverse = 1.0 / s
-    flip = high <= loc
-    c_loc = -loc if flip else loc
-    c_low = -high if flip else low
-    c_high = -low if flip else high
-    x = -value if flip else value
-    a = (c_low - c_loc) * inverse
-    w = (high - low) * inverse
-    d = (x - c_low) * inverse
-    rest = (c_high - x) * inverse
-    m = 0.5 * w
-    c = a + m
-    start = (a + d) if flip else a
-    half = 0.5 * (rest if flip else d)
-    exponent = m * (a + 0.5 * m) - half * (start + 0.5 * half) - (d * (a + 0.5 * d) if flip else 0.0)
+    flip, c_low, c_high, x, m, c, start, half, exponent = _narrow_frame(value, loc, s, low, high)
     ratio = (half * _stretch_sum_coarse(start + half, half)) / (m * _stretch_sum_coarse(c, m))
     narrow = (max(1.0, abs(c)) * m <= COARSE_NARROW_END) & (c_low < c_high)
     at_low = x <= c_low
