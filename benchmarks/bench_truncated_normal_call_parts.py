@@ -55,6 +55,7 @@ from tnlib.distributions import (  # noqa: E402
     _cdf_passes,
     _log_prob_kernels,
     _sample_kernels,
+    _sample_proposals,
     _vector_math,
 )
 from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
@@ -99,8 +100,8 @@ def _one_ndtri(prob, loc, scale, low, high, out):
 def _normal_pairs(loc, scale, low, high, key, out):
     for i in range(out.shape[0]):
         counter = np.uint64(i) << np.uint64(24)
-        u = _sample_kernels._uniform(key, counter)
-        cos_v, sin_v = _vector_math.cos_sin_turns(_sample_kernels._uniform(key, counter + np.uint64(1)))
+        u = _sample_proposals._uniform(key, counter)
+        cos_v, sin_v = _vector_math.cos_sin_turns(_sample_proposals._uniform(key, counter + np.uint64(1)))
         out[i] = np.float32(np.float64(loc[i]) + np.float64(scale[i]) * (cos_v + sin_v)
                             * math.sqrt(-2.0 * _vector_math.log(1.0 - u)))
 

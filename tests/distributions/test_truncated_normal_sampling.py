@@ -15,7 +15,7 @@ import scipy.stats
 import torch
 
 from tnlib import TruncatedNormal
-from tnlib.distributions import _sample_kernels, _sampling, truncated_normal
+from tnlib.distributions import _sample_kernels, _sample_proposals, _sampling, truncated_normal
 from tnlib.distributions._sampling import _EXPONENTIAL, _NORMAL, _UNIFORM, _acceptance_rates, _propose, _proposals
 from tnlib.files import REPO_ROOT
 
@@ -165,7 +165,7 @@ def test_the_kernels_choose_the_proposal_the_torch_route_chooses():
     expected = torch.empty(core.a.numel(), dtype=torch.long)
     for kind, elements, _ in _proposals(core):
         expected[elements] = kind
-    chosen = torch.tensor([_sample_kernels._kind_element(float(a), float(w)) for a, w in zip(core.a, core.w)])
+    chosen = torch.tensor([_sample_proposals._kind_element(float(a), float(w)) for a, w in zip(core.a, core.w)])
     top_two = rates.topk(2, dim=0).values
     nearly_flat = (core.a >= 0) & ((core.a + 0.5 * core.w) * core.w <= _sampling._NEARLY_FLAT)
     clear = (top_two[0] > top_two[1] * (1 + 1e-12)) | nearly_flat  # (a tie may go either way by rounding)
@@ -268,13 +268,13 @@ def test_an_attempt_across_loc_is_rejected_only_where_both_its_proposals_are(low
     pending, scratch = _sample_kernels._new_scratch(count)
     assert _sample_kernels._straddling_in_order(loc, scale, lows, highs, codes, 0, 0, count, np.uint64(99), out,
                                                 pending, scratch)
-    rejected = float(((codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._REJECTED).mean())
-    assert pending[3][_sample_kernels._STRADDLING] == round(rejected * count)
+    rejected = float(((codes >> _sample_kernels._FLAG_SHIFT) == _sample_proposals._REJECTED).mean())
+    assert pending[3][_sample_proposals._STRADDLING] == round(rejected * count)
     mass = scipy.stats.norm.cdf(high) - scipy.stats.norm.cdf(low)
     uniform_keeps = mass * math.sqrt(2 * math.pi) / (high - low)
     expected = (1 - mass) ** 2 * (1 - uniform_keeps)
     assert abs(rejected - expected) <= 5 * math.sqrt(expected * (1 - expected) / count) + 1e-4, (rejected, expected)
-    accepted = (codes >> _sample_kernels._FLAG_SHIFT) == _sample_kernels._ACCEPTED
+    accepted = (codes >> _sample_kernels._FLAG_SHIFT) == _sample_proposals._ACCEPTED
     assert bool(((out[accepted] >= low) & (out[accepted] <= high)).all())
 
 
@@ -295,27 +295,27 @@ def test_a_block_across_loc_forms_in_two_loops_the_candidates_of_each_attempt_al
     assert _sample_kernels._straddling_in_order(loc, scale, low, high, codes, first, at, count, key, out, pending,
                                                 scratch)
     params = [(float(loc[i]), float(scale[i]), float(low[i]), float(high[i])) for i in range(at, at + count)]
-    alone = [_sample_kernels._candidate(_sample_kernels._STRADDLING, *params[j], key, np.uint64((first + j) << 24))
+    alone = [_sample_proposals._candidate(_sample_proposals._STRADDLING, *params[j], key, np.uint64((first + j) << 24))
              for j in range(count)]
     assert np.array_equal(out[first:], np.array([x for x, _ in alone], dtype=dtype))
-    expected = [flag if flag != _sample_kernels._UNDECIDED else
-                _sample_kernels._decide(_sample_kernels._STRADDLING, *params[j], key, first + j, 0)
+    expected = [flag if flag != _sample_proposals._UNDECIDED else
+                _sample_kernels._decide(_sample_proposals._STRADDLING, *params[j], key, first + j, 0)
                 for j, (_, flag) in enumerate(alone)]
     flags = codes >> _sample_kernels._FLAG_SHIFT
     assert np.array_equal(flags, np.array(expected))
-    assert np.array_equal(codes & _sample_kernels._CODE_BITS, np.full(count, _sample_kernels._STRADDLING))
+    assert np.array_equal(codes & _sample_kernels._CODE_BITS, np.full(count, _sample_proposals._STRADDLING))
     # the rejected draws wait, with their elements, to be drawn again
-    rejected = np.flatnonzero(flags == _sample_kernels._REJECTED)
-    listed = pending[3][_sample_kernels._STRADDLING]
-    assert np.array_equal(pending[0][_sample_kernels._STRADDLING][:listed], first + rejected)
-    assert np.array_equal(pending[1][_sample_kernels._STRADDLING][:listed], at + rejected)
+    rejected = np.flatnonzero(flags == _sample_proposals._REJECTED)
+    listed = pending[3][_sample_proposals._STRADDLING]
+    assert np.array_equal(pending[0][_sample_proposals._STRADDLING][:listed], first + rejected)
+    assert np.array_equal(pending[1][_sample_proposals._STRADDLING][:listed], at + rejected)
     # the second loop decided some draws each way (the uniform kept and rejected, never kept on an infinite interval)
-    missed = np.array([not _sample_kernels._straddling_pair(
+    missed = np.array([not _sample_proposals._straddling_pair(
         float(loc[at + j]), float(scale[at + j]), float(low[at + j]), float(high[at + j]),
-        _sample_kernels._uniform(key, np.uint64((first + j) << 24)),
-        _sample_kernels._uniform(key, np.uint64(((first + j) << 24) + 1)))[1] for j in range(count)])
-    assert 50 < int((missed & (flags == _sample_kernels._ACCEPTED)).sum()) < int(missed.sum())
-    assert bool((flags[missed & np.isinf(high[at:])] == _sample_kernels._REJECTED).all())
+        _sample_proposals._uniform(key, np.uint64((first + j) << 24)),
+        _sample_proposals._uniform(key, np.uint64(((first + j) << 24) + 1)))[1] for j in range(count)])
+    assert 50 < int((missed & (flags == _sample_proposals._ACCEPTED)).sum()) < int(missed.sum())
+    assert bool((flags[missed & np.isinf(high[at:])] == _sample_proposals._REJECTED).all())
     assert int((missed & np.isinf(high[at:])).sum()) > 10
     # with an element that is not across loc among them (a point), the block is left to the codes: nothing listed
     high[at + count // 2] = low[at + count // 2]
@@ -333,11 +333,12 @@ def test_an_attempt_across_loc_leaves_to_the_exp_a_uniform_within_its_short_exps
     flags = []
     for v_next in (kept_below * (1 - 1e-8), kept_below, kept_below * (1 + 1e-8), 0.5, 0.95):
         arguments = (0.0, 1.0, -1.0, 1.0, 0.9, 0.125, 0.75, v_next)
-        x, short = _sample_kernels._straddling_candidate(*arguments, False)
-        _, exact = _sample_kernels._straddling_candidate(*arguments, True)
+        x, short = _sample_proposals._straddling_candidate(*arguments, False)
+        _, exact = _sample_proposals._straddling_candidate(*arguments, True)
         assert x == 0.5
         flags.append((short, exact))
-    accepted, rejected, undecided = _sample_kernels._ACCEPTED, _sample_kernels._REJECTED, _sample_kernels._UNDECIDED
+    proposals = _sample_proposals
+    accepted, rejected, undecided = proposals._ACCEPTED, proposals._REJECTED, proposals._UNDECIDED
     assert flags == [(undecided, accepted), (undecided, accepted), (undecided, rejected), (accepted, accepted),
                      (rejected, rejected)]
     # the exp's decision reads the attempt's own four uniforms, at draw * 2^24 + 4 attempt (on these intervals a
@@ -347,9 +348,9 @@ def test_an_attempt_across_loc_leaves_to_the_exp_a_uniform_within_its_short_exps
         expected, decided = [], []
         for draw, attempt in [(d, a) for d in range(100) for a in (1, 3)]:
             counter = (draw << 24) + 4 * attempt
-            uniforms = [_sample_kernels._uniform(key, np.uint64(counter + k)) for k in range(4)]
-            expected.append(_sample_kernels._straddling_candidate(*params, *uniforms, True)[1])
-            decided.append(_sample_kernels._decide(_sample_kernels._STRADDLING, *params, key, draw, attempt))
+            uniforms = [_sample_proposals._uniform(key, np.uint64(counter + k)) for k in range(4)]
+            expected.append(_sample_proposals._straddling_candidate(*params, *uniforms, True)[1])
+            decided.append(_sample_kernels._decide(_sample_proposals._STRADDLING, *params, key, draw, attempt))
         assert decided == expected and rejected in expected
 
 

@@ -1,7 +1,8 @@
 """The elements the Truncated Normal's compiled per-element kernels on the CPU (numba) share: erfcx and Mills' ratio,
 Phi, an element's canonical state, the test of bounds straddling loc, the chunk and block sizes, and the threads and
 arrays the kernels take. The kernels themselves are tnlib.distributions._log_prob_kernels (log_prob and the training
-loss), _moment_kernels (mean, variance, entropy), _cdf_elements and _cdf_passes (cdf, icdf) and _sample_kernels.
+loss), _moment_kernels (mean, variance, entropy), _cdf_elements and _cdf_passes (cdf, icdf) and _sample_kernels
+(sample, its per-element proposals in _sample_proposals).
 
 The torch route (tnlib.distributions._regimes, _statistics) computes each regime on a whole batch and picks
 elements with masks: about a hundred full-size passes per call. In the kernels each element takes its own regime's

@@ -15,7 +15,8 @@ interval is narrow. This module is the public class; the numerics live in privat
   per element (numba), which a CPU call of log_prob, cdf, icdf (and rsample), mean, variance, entropy and sample
   takes, from the elements ``_kernels`` holds for them all; the modules above are the torch route, for other
   devices and the methods without a kernel; ``_cdf_dispatch`` chooses a CPU call's cdf or icdf kernel (the
-  per-element kernel or the vectorized passes of ``_cdf_passes``);
+  per-element kernel or the vectorized passes of ``_cdf_passes``); ``_sample_proposals`` holds the sampler's
+  per-element proposals, candidates and tests, which ``_sample_kernels`` runs over blocks of draws;
 * ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
   vectorizes, for the kernels;
 * ``_cdf_vector``, ``_icdf_vector``: the cdf and the icdf and their derivatives in straight-line code the compiler
