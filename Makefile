@@ -5,6 +5,7 @@
 #   make paper-scale the paper-scale campaign (reports/paper-scale-nlm5/README.md): resumes it, one lane per core
 #   make paper-scale-snapshot     stage its runs for a commit (the last step of a stretch of work)
 #   make paper-scale-rerun-check  does its pinned code still make the committed curves here
+#   make prune-kernel-cache       remove the numba cache files edits of tnlib's kernels left behind
 # Both create .venv/ and install what they need from PyPI when it is missing or stale.
 
 PYTHON ?= python3
@@ -19,7 +20,7 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot
+.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot
 
 env: $(STAMP)
 
@@ -56,6 +57,10 @@ bench: $(STAMP)
 
 clean-env:
 	rm -rf $(VENV)
+
+# numba keeps every compilation of a kernel whose line moved (tnlib.kernel_cache): these go, those in use stay
+prune-kernel-cache: $(STAMP)
+	@$(PY) -c "from tnlib.kernel_cache import prune_stale_caches as p; n, size = p(); print(f'removed {n} stale numba cache files ({size / 1e6:.1f} MB)')"
 
 # The paper-scale campaign: every run resumes from its committed checkpoint, so the same command continues it
 # wherever it stands. One code trains every run: tnlib as of CAMPAIGN_CODE, exported by git archive into

@@ -1,5 +1,6 @@
 """Numba's on-disk cache under tnlib.kernel_cache: a kernel compiled against a helper of another module of its
-folder is compiled afresh when only that helper changes, and loaded from the cache when nothing changed."""
+folder is compiled afresh when only that helper changes, and loaded from the cache when nothing changed; the prune
+removes the files numba would no longer load and keeps the ones it loads."""
 from __future__ import annotations
 
 import json
@@ -65,6 +66,45 @@ def test_a_kernel_is_compiled_again_when_only_a_helper_in_another_module_of_its_
     assert (edited["value"], edited["hits"]) == (4.5, 0)  # the caller's own file is unchanged, its helper not
 
 
+@pytest.mark.slow
+def test_the_prune_removes_the_compilations_of_a_moved_kernel_and_keeps_those_in_use(tmp_path):
+    from tnlib.kernel_cache import prune_stale_caches, stale_cache_files
+
+    (tmp_path / "caller.py").write_text(textwrap.dedent(_CALLER))
+    (tmp_path / "helper.py").write_text(_HELPER.format(factor="2.0"))
+    _call_in_fresh_process(tmp_path)
+    cache = tmp_path / "__pycache__"
+    first = {path.name for path in cache.glob("*.nb[ic]")}
+    assert stale_cache_files(tmp_path) == []
+    # two lines above the kernel: numba names its new compilation by the new line and leaves the old files
+    (tmp_path / "caller.py").write_text(textwrap.dedent(_CALLER).replace("@njit", "# moved\n# down\n@njit"))
+    moved = _call_in_fresh_process(tmp_path)
+    assert moved["misses"] == 1
+    old_caller = {name for name in first if name.startswith("caller.")}
+    assert len(old_caller) == 2 and {path.name for path in stale_cache_files(tmp_path)} == old_caller
+    files_before = {path.name for path in cache.glob("*.nb[ic]")}
+    count, size = prune_stale_caches([tmp_path])
+    assert count == 2 and size > 0
+    assert {path.name for path in cache.glob("*.nb[ic]")} == files_before - old_caller
+    after = _call_in_fresh_process(tmp_path)
+    assert (after["value"], after["hits"], after["misses"]) == (3.0, 1, 0)  # what was in use still loads
+    assert stale_cache_files(tmp_path) == [] and prune_stale_caches([tmp_path]) == (0, 0)
+
+
+def test_a_damaged_or_foreign_cache_index_is_stale_and_a_kernel_beside_a_missing_module_too(tmp_path):
+    from tnlib.kernel_cache import stale_cache_files
+
+    (tmp_path / "module.py").write_text("x = 1\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    (cache / "module.kernel-3.py311.nbi").write_bytes(b"not a pickle")
+    (cache / "gone.kernel-3.py311.nbi").write_bytes(b"")
+    (cache / "module.kernel-3.py311.1.nbc").write_bytes(b"")
+    (cache / "module.cpython-311.pyc").write_bytes(b"")  # (not numba's: left)
+    assert [path.name for path in stale_cache_files(tmp_path)] == [
+        "gone.kernel-3.py311.nbi", "module.kernel-3.py311.nbi", "module.kernel-3.py311.1.nbc"]
+
+
 def test_the_stamp_of_a_folder_changes_with_any_of_its_sources_and_only_with_them(tmp_path):
     from tnlib.kernel_cache import folder_sources_digest
 
@@ -84,7 +124,9 @@ def test_the_stamp_of_a_folder_changes_with_any_of_its_sources_and_only_with_the
 def test_every_module_of_tnlib_that_caches_kernels_registers_its_folder_first():
     """A module that compiles with cache=True registers its folder before its first kernel, so no kernel of tnlib
     is cached under its own file's stamp alone."""
-    unregistered = []
+    from tnlib.kernel_cache import kernel_folders
+
+    unregistered, folders = [], set()
     for path in sorted((ROOT / "tnlib").rglob("*.py")):
         lines = path.read_text().splitlines()
         kernels = [i for i, line in enumerate(lines) if line.startswith("@") and "cache=True" in line]
@@ -93,4 +135,7 @@ def test_every_module_of_tnlib_that_caches_kernels_registers_its_folder_first():
         registered = [i for i, line in enumerate(lines) if line.startswith("cache_by_folder_sources(__file__)")]
         if not registered or registered[0] > kernels[0]:
             unregistered.append(str(path.relative_to(ROOT)))
+        else:
+            folders.add(path.parent)
     assert unregistered == []
+    assert kernel_folders() == sorted(folders)  # the folders the prune looks in
