@@ -15,7 +15,7 @@ of ``--repeats`` interleaved timings, one thread, of:
   the float32 pass the call takes, _cdf_passes._icdf_single_block; sample: the serial blocks' passes);
 * ``classify``: cdf: each chunk's kind looked at, alone (coarse_chunk_kind: one kind, or mixed); log_prob: below;
 * ``loop``: icdf: the float32 pass's loop of the first chunk's commonest kind (tnlib.distributions._icdf_float32's
-  straddling_icdf_rational, or _icdf_vector's narrow_icdf_single by the short or the full series) over every
+  straddling_icdf_rational, or its narrow_icdf_single by the short or the full series) over every
   element, alone, as the pass runs it over a chunk in place: ``kernel`` less ``loop`` is what the pass spends
   outside it (the elements the loop leaves, the chunks' bookkeeping); "-" where the pass runs no loop in place
   (chunks of mixed kinds);
@@ -60,14 +60,16 @@ from tnlib.distributions import (  # noqa: E402
 )
 from tnlib.distributions._cdf_float32 import coarse_chunk_kind  # noqa: E402
 from tnlib.distributions._cdf_vector import gather_by_kind  # noqa: E402
+from tnlib.distributions._icdf_float32 import (  # noqa: E402
+    narrow_icdf_single,
+    straddling_icdf_rational,
+)
 from tnlib.distributions._icdf_vector import (  # noqa: E402
     NARROW_ITERATED,
     STRADDLING,
     classify_icdf,
-    narrow_icdf_single,
     ndtri_lower,
 )
-from tnlib.distributions._icdf_float32 import straddling_icdf_rational  # noqa: E402
 from tnlib.distributions._kernels import _CHUNK, _flat  # noqa: E402
 
 _SQRT_HALF = math.sqrt(0.5)

@@ -1,9 +1,9 @@
 """The error bounds the float32 icdf's straddling loops hold an element by (tnlib.distributions._icdf_float32's
-straddling_icdf_rational, _icdf_vector's straddling_icdf_single), each part checked against mpmath and printed.
+straddling_icdf_rational and straddling_icdf_single), each part checked against mpmath and printed.
 
     python benchmarks/check_float32_icdf_bounds.py [--points 20000]
 
-1. **Wichura's Phi^-1** (tnlib.distributions._icdf_vector.ndtri_wichura_parts, Algorithm AS 241's PPND16) on
+1. **Wichura's Phi^-1** (tnlib.distributions._icdf_float32.ndtri_wichura_parts, Algorithm AS 241's PPND16) on
    [WICHURA_NEAR_FLOOR, 1/2], relatively: in each region the approximation itself (its float64 coefficients and
    constants, 0.180625 and 1.6, taken exactly) against mpmath's Phi^-1 at 50 digits on ``--points`` evenly spaced
    points of the region's variable (s = 0.180625 - q^2, q = p - 1/2, centrally; r = sqrt(-log p) - 1.6 beyond),
@@ -15,7 +15,7 @@ straddling_icdf_rational, _icdf_vector's straddling_icdf_single), each part chec
    Sterbenz; else 2^-53 relatively, which moves the result as much) and s's (2^-53 of 0.180625 and of q^2), times
    |d log(P/Q)/ds|; beyond, r's (log under 1 ulp, relatively 2^-52 of log p; the square root and the difference,
    an ulp each), times |d log(P/Q)/dr|. The least upper bound over both regions is WICHURA_ERROR's floor.
-2. **The straddling tails** (tnlib.distributions._icdf_vector.straddling_tails: exp(-y^2) by exp_taylor,
+2. **The straddling tails** (tnlib.distributions._icdf_float32.straddling_tails: exp(-y^2) by exp_taylor,
    erfcx(y) by its expansion cut at degree 22), relatively: the series' remainders (exp's Taylor remainder
    r^13/13! e^|r| at |r| <= ln 2 / 2, the Chebyshev terms dropped and the float64 rounding of the expansion's
    monomial coefficients, sum |c_k|) and the evaluation's rounding (exp: its range reduction, 3 ulps of r, and
@@ -35,8 +35,7 @@ import numba
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from tnlib.distributions._icdf_vector import (
-    _EXP_TAYLOR,
+from tnlib.distributions._icdf_float32 import (
     _TAILS_ERFCX,
     TAILS_ERROR,
     TAILS_ERROR_PER_Y2,
@@ -49,7 +48,7 @@ from tnlib.distributions._icdf_vector import (
     WICHURA_NEAR_NUMERATOR,
     straddling_tails,
 )
-from tnlib.distributions._vector_math import ERFCX_K, ERFCX_POLYNOMIAL
+from tnlib.distributions._vector_math import ERFCX_POLYNOMIAL
 
 U = 2.0 ** -53
 DEGREE = 7

@@ -25,21 +25,23 @@ from tnlib.distributions._cdf_passes import (
     _icdf_vector_parallel,
     _icdf_vector_serial,
 )
-from tnlib.distributions._icdf_float32 import straddling_icdf_rational
-from tnlib.distributions._icdf_vector import (
+from tnlib.distributions._icdf_float32 import (
     SINGLE_TOLERANCE,
     TAILS_ERROR,
     TAILS_ERROR_PER_Y2,
     WICHURA_ERROR,
     WICHURA_NEAR_FLOOR,
     exp_taylor,
-    icdf_by_halley,
-    icdf_element,
     narrow_icdf_single,
-    ndtri_lower,
     ndtri_wichura,
+    straddling_icdf_rational,
     straddling_icdf_single,
     straddling_tails,
+)
+from tnlib.distributions._icdf_vector import (
+    icdf_by_halley,
+    icdf_element,
+    ndtri_lower,
 )
 from tnlib.distributions._kernels import _BLOCK, _CHUNK
 from tnlib.files import REPO_ROOT

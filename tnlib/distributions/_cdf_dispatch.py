@@ -30,7 +30,7 @@ backward, every element the closed forms leave, 39% of a batch spread over every
 wide and 40 scales either side. A smaller batch, forward and backward, takes the per-element kernel alone, so that
 its first call does not wait for the pass's compile. A float32 batch's pass (_icdf_single_block) first takes the
 float32 loops, which stop where the value's float32 rounding is certain (a straddling element: by erf's rational
-fit, tnlib.distributions._icdf_float32, then by the erfc route of _icdf_vector; Phi^-1 unrefined) or where it is
+fit, then by the erfc route, both tnlib.distributions._icdf_float32's; Phi^-1 unrefined) or where it is
 within a sixty-fourth of a float32 ulp (a narrow interval: one Halley step), over a chunk's elements in place where
 most are of one kind; what they do not hold takes the float64 loops above."""
 from __future__ import annotations

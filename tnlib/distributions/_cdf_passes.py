@@ -8,7 +8,7 @@ Kept apart from the per-element kernel because they are another way of running t
 a batch below tnlib.distributions._cdf_dispatch' thresholds never compiles them. The float32 passes are here too: the
 cdf's, whose chunks of straddling elements alone or of narrow intervals alone take the loops of
 tnlib.distributions._cdf_float32 (_cdf_float32_block), and the icdf's, whose chunks mostly of one kind take the
-float32 loops of _icdf_float32 and _icdf_vector over their elements in place (_icdf_single_block)."""
+float32 loops of _icdf_float32 over their elements in place (_icdf_single_block)."""
 from __future__ import annotations
 
 import math
@@ -54,7 +54,11 @@ from tnlib.distributions._cdf_vector import (
     gather_by_kind,
     straddling_cdf,
 )
-from tnlib.distributions._icdf_float32 import straddling_icdf_rational
+from tnlib.distributions._icdf_float32 import (
+    narrow_icdf_single,
+    straddling_icdf_rational,
+    straddling_icdf_single,
+)
 from tnlib.distributions._icdf_vector import (
     CLOSED,
     FAR_ITERATED,
@@ -65,8 +69,6 @@ from tnlib.distributions._icdf_vector import (
     icdf_by_halley,
     icdf_element,
     icdf_kind,
-    narrow_icdf_single,
-    straddling_icdf_single,
 )
 from tnlib.distributions._kernels import _BLOCK, _CHUNK
 from tnlib.kernel_cache import cache_by_folder_sources
@@ -361,8 +363,8 @@ _ERFC_LOOP_SHARE = 0.125
 def _icdf_single_block(start, stop, prob, loc, scale, low, high, out, table, nodes, weights):
     """The icdf of float32 elements [start, stop) into ``out``, chunk by chunk. A chunk most of whose elements are
     of one kind (_IN_PLACE_SHARE; straddling or narrow) runs that kind's float32 loop (tnlib.distributions.
-    _icdf_float32.straddling_icdf_rational, _icdf_vector.narrow_icdf_single; what the straddling one leaves, if
-    many, _icdf_vector.straddling_icdf_single) over all its elements where they lie, no gather and,
+    _icdf_float32.straddling_icdf_rational, narrow_icdf_single; what the straddling one leaves, if many,
+    straddling_icdf_single) over all its elements where they lie, no gather and,
     while the chunks before held that share, no classification either; the elements it does not hold take the
     other kind's loop one at a time (_single_either: a narrow interval among straddling elements, one straddling
     loc among narrow ones), and those it does not hold either, with every element of a chunk of mixed kinds, are

@@ -20,8 +20,8 @@ interval is narrow. This module is the public class; the numerics live in privat
 * ``_vector_math``: log, exp, expm1, cos and sin, erfcx, erfc and erf in branch-free code the compiler
   vectorizes, for the kernels;
 * ``_cdf_vector``, ``_icdf_vector``: the cdf and the icdf and their derivatives in straight-line code the compiler
-  vectorizes, for their kernels; ``_cdf_float32``: a float32 batch's cdf, by special functions as exact as a
-  float32 result needs.
+  vectorizes, for their kernels; ``_cdf_float32``, ``_icdf_float32``: a float32 batch's cdf and icdf, by special
+  functions as exact as a float32 result needs.
 """
 from __future__ import annotations
 
