@@ -78,7 +78,6 @@ from tnlib.learning.run_files import NO_RUNS_YET, RunDir
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
 from tnlib.provenance import code_commit
 
-CHECKPOINT_FORMAT = "tnlib-checkpoint-1"
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
 _RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a moved folder still resumes
 
