@@ -56,10 +56,9 @@ from tnlib.distributions._cdf_passes import (
     _icdf_vector_parallel,
     _icdf_vector_serial,
 )
-from tnlib.distributions._kernels import _ERFCX, _NODES, _WEIGHTS, _flat, _threads
+from tnlib.distributions._kernels import _CONSTANTS, _flat, _threads
 from tnlib.distributions._moment_kernels import _PARALLEL_FROM
 
-_CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 # elements from which the icdf and its gradients take the vectorized pass, the per-element kernel below: warm, the
 # pass is faster at any size, but a process's first call compiles the route it takes, and from here the pass's saving
 # repays its own compile within about 50 forward + backward calls (benchmarks/bench_truncated_normal_methods.py

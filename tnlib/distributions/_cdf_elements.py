@@ -27,7 +27,6 @@ from tnlib.distributions._icdf_vector import (
     ACKLAM_C,
     ACKLAM_D,
     ACKLAM_TAIL_END,
-    SQRT_2PI,
     TINY_LOG,
     _frame_head_spread,
 )
@@ -39,7 +38,7 @@ from tnlib.distributions._moment_kernels import (
     _frame_moments_element,
     _is_narrow,
 )
-from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_2PI, _SQRT_HALF
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -271,7 +270,7 @@ def _ndtri_lower(p):
         r = q * q
         x = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
              / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0))
-    u = (_ndtr_element(x) - p) * SQRT_2PI * math.exp(0.5 * x * x)
+    u = (_ndtr_element(x) - p) * _SQRT_2PI * math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
 
 

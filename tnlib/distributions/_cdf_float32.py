@@ -44,19 +44,21 @@ import numba
 import numpy as np
 
 from tnlib.distributions._cdf_vector import _STRETCH_EVEN
-from tnlib.distributions._vector_math import _bits, _from_bits
+from tnlib.distributions._regimes import _SQRT_HALF
+from tnlib.distributions._vector_math import (
+    _EXP_FLOOR,
+    _FUSED,
+    _INV_LN2,
+    _LN2_HI,
+    _LN2_LO,
+    _ROUNDING_SHIFT,
+    _bits,
+    _from_bits,
+)
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
-_FUSED = {"contract"}  # fastmath's flag for fused multiply-adds alone (no reassociation, no finite-math shortcut)
-
-_SQRT_HALF = math.sqrt(0.5)
-_INV_LN2 = 1.44269504088896338700e+00
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
-_ROUNDING_SHIFT = 6755399441055744.0  # 1.5 * 2^52: adding it rounds a double below 2^51 in size to an integer
-_EXP_FLOOR = -708.0
 COARSE_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(11))
 
 # max(1, |c|) m of a narrow interval the He_8 series holds for: the first term dropped, He_10(c) m^10 / 11!, is

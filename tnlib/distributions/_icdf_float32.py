@@ -45,12 +45,13 @@ import numba
 from numpy.polynomial import chebyshev
 
 from tnlib.distributions import _vector_math
-from tnlib.distributions._cdf_float32 import _FUSED, ERF_RATIONAL_BOUND, erf_rational, float32_rounding_certain
+from tnlib.distributions._cdf_float32 import ERF_RATIONAL_BOUND, erf_rational, float32_rounding_certain
 from tnlib.distributions._cdf_vector import _short_stretch, _stretch, _wide, short_stretch_sum
 from tnlib.distributions._icdf_vector import TINY, _exp_small
 from tnlib.distributions._regimes import _SQRT_HALF
 from tnlib.distributions._vector_math import (
     _EXP_FLOOR,
+    _FUSED,
     _INV_LN2,
     _LN2_HI,
     _LN2_LO,

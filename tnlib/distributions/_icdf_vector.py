@@ -47,7 +47,7 @@ from tnlib.distributions._cdf_vector import (
     canonical_frame,
     short_stretch_sum,
 )
-from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_2PI, _SQRT_HALF
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -62,7 +62,6 @@ ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+
             4.374664141464968e+00, 2.938163982698783e+00)
 ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
 ACKLAM_TAIL_END = 0.02425
-SQRT_2PI = math.sqrt(2.0 * math.pi)
 TINY = float(np.finfo(np.float64).tiny)
 TINY_LOG = math.log(TINY)
 # Phi^-1's root from which Phi(x) - p is formed by erf's series (x / sqrt 2 within its half-width; 1/2 - p is exact)
@@ -91,7 +90,7 @@ def ndtri_lower(p):
     # per-element kernel's erfc there is off by an ulp of 1/2: Phi^-1(1/2) exactly 0 either way)
     near_zero = x > -_NEAR_ZERO
     residual = (0.5 - p) + 0.5 * _vector_math.erf_series(x * _SQRT_HALF) if near_zero else _ndtr_lower(x) - p
-    u = residual * SQRT_2PI * _vector_math.exp(0.5 * x * x)
+    u = residual * _SQRT_2PI * _vector_math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
 
 

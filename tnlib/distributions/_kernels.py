@@ -30,7 +30,6 @@ from tnlib.kernel_cache import cache_by_folder_sources
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 _SQRT_PI = math.sqrt(math.pi)
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _ERFCX_INTERVALS, _ERFCX_DEGREE, _ERFCX_TABLE_END = 100, 6, 50.0
 _Y_START = 4.0 / (4.0 + _ERFCX_TABLE_END)
 _Y_WIDTH = (1.0 - _Y_START) / _ERFCX_INTERVALS
@@ -55,6 +54,8 @@ def _erfcx_table() -> np.ndarray:
 
 _ERFCX = _erfcx_table()
 _NODES, _WEIGHTS = _gauss_legendre(16)
+# the tables the cdf's, icdf's and moments' kernels take, in the order they take them
+_CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)

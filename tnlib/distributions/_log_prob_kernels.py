@@ -34,7 +34,6 @@ from tnlib.distributions._kernels import (
     _G_SERIES,
     _NODES,
     _PARALLEL_FROM,
-    _SQRT_2PI,
     _V_SERIES,
     _WEIGHTS,
     _flat,
@@ -42,7 +41,8 @@ from tnlib.distributions._kernels import (
     _straddles_loc,
     _threads,
 )
-from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_2PI, _SQRT_HALF, _SQRT_PI_OVER_2
+from tnlib.distributions._vector_math import _FUSED
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -301,9 +301,6 @@ def _classify_log_prob(start, stop, arrays, kinds, starts):
     starts[6] = stop - start
 
 
-# fastmath's "contract" only: a * b + c may be one fused multiply-add (rounded once instead of twice)
-_FMA = {"contract"}
-
 # The derivatives log_prob's kernels form are a tuple of five rows, w.r.t. (value, loc, scale, low, high), each an
 # array or None where it is not wanted. Numba compiles the kernels once for each pattern of arrays and Nones it is
 # called with, and in each compilation a None row's store is gone (_put, _put_wanted) and with it whatever only
@@ -312,7 +309,7 @@ _FMA = {"contract"}
 # first-level cache are copied out after), so a loss that learns loc alone pays for d/dloc alone.
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def _rows_from(row, start, stop):
     """row[start:stop], or None where ``row`` is None (a test of an argument's type: no branch is compiled)."""
     if row is None:
@@ -320,14 +317,14 @@ def _rows_from(row, start, stop):
     return row[start:stop]
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def _put(row, i, x):
     """row[i] = x, or nothing where ``row`` is None."""
     if row is not None:
         row[i] = x
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def _copy_into(row, source):
     """row[:] = source[:row's length], or nothing where ``row`` is None."""
     if row is not None:
@@ -335,7 +332,7 @@ def _copy_into(row, source):
             row[j] = source[j]
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def _one_sided_pass(start, stop, value, loc, scale, low, high, out, derivatives):
     """log_prob of elements [start, stop) into ``out``, and the wanted ``derivatives`` into their rows, every element
     taken as one without an upper bound, by a straight-line loop the compiler vectorizes; NaN where that does not
@@ -358,7 +355,7 @@ def _one_sided_pass(start, stop, value, loc, scale, low, high, out, derivatives)
         _put(d_high, i, 0.0)
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def _kind_rows(matrix, starts, kind):
     """The six rows of ``matrix`` over one kind's elements (gather_by_kind's ``starts``), as views from its first: a
     loop indexing them from a count the compiler cannot prove non-negative takes numpy's wraparound there."""
@@ -367,7 +364,7 @@ def _kind_rows(matrix, starts, kind):
             matrix[4][first:last], matrix[5][first:last])
 
 
-@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FMA)
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def _put_wanted(wanted, row, j, x):
     """row[j] = x, or nothing where ``wanted`` (the call's row of that derivative) is None: ``row`` is a chunk's
     column in the first-level cache, which a loop the compiler vectorizes stores into; the test is of an argument's
@@ -376,7 +373,7 @@ def _put_wanted(wanted, row, j, x):
         row[j] = x
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def _log_prob_kinds(starts, columns, results, derivatives):
     """log_prob and the wanted ``derivatives`` (log_prob_arrays' rows: only their pattern of arrays and Nones is
     read) of a chunk's elements gathered by kind (gather_by_kind, _classify_log_prob's kinds from the rows
@@ -440,7 +437,7 @@ def _log_prob_kinds(starts, columns, results, derivatives):
     r0[:] = np.nan
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath=_FMA, forceinline=False)
+@numba.njit(cache=True, error_model="numpy", fastmath=_FUSED, forceinline=False)
 def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives, table, nodes, weights, g_series,
                     v_series):
     """log_prob of elements [start, stop) into ``out``, and the wanted ``derivatives`` (five rows, w.r.t. value,

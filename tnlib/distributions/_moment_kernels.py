@@ -40,19 +40,16 @@ from tnlib.distributions._autograd import _first_order
 from tnlib.distributions._cdf_vector import _stretch, canonical_frame
 from tnlib.distributions._kernels import (
     _BLOCK,
-    _ERFCX,
+    _CONSTANTS,
     _PARALLEL_FROM,
-    _NODES,
-    _SQRT_2PI,
     _V_SERIES,
-    _WEIGHTS,
     _flat,
     _mills_element,
     _ndtr_element,
     _straddles_loc,
     _threads,
 )
-from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_HALF
+from tnlib.distributions._regimes import _LOG_SQRT_2PI, _SQRT_2PI, _SQRT_HALF
 from tnlib.distributions._series import _FRACTION_START
 from tnlib.kernel_cache import cache_by_folder_sources
 
@@ -626,8 +623,6 @@ def _write_gradients(i, which, grad, loc, scale, low, high, g_loc, g_scale, g_lo
     if g_high.shape[0] > 0:
         g_high[i] = 0.0 if math.isinf(high[i]) else gr * d_high
 
-
-_CONSTANTS = (_ERFCX, _NODES, _WEIGHTS)
 
 
 def _statistic_values(which: int, loc, scale, low, high) -> torch.Tensor:

@@ -31,6 +31,7 @@ from tnlib.distributions._series import _g, _tail_moments
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi / 2)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _NARROW = 1.0  # w * max(1, |c|) at or below this uses quadrature (see module docstring)
 

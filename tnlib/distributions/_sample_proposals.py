@@ -48,7 +48,8 @@ import numba
 import numpy as np
 
 from tnlib.distributions import _vector_math
-from tnlib.distributions._sampling import _EXPONENTIAL, _NEARLY_FLAT, _NORMAL, _SQRT_2PI, _UNIFORM
+from tnlib.distributions._regimes import _SQRT_2PI
+from tnlib.distributions._sampling import _EXPONENTIAL, _NEARLY_FLAT, _NORMAL, _UNIFORM
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why

@@ -22,13 +22,10 @@ follow the distribution as the icdf's do; they are not the icdf's values at the 
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
-from tnlib.distributions._regimes import _Core
+from tnlib.distributions._regimes import _SQRT_2PI, _Core
 
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _MIN_ACCEPTANCE = 0.05
 _FEW_PENDING, _RETRIES = 4096, 8
 _NORMAL, _EXPONENTIAL, _UNIFORM = 0, 1, 2

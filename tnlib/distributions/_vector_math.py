@@ -36,6 +36,10 @@ from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
+# fastmath's flag for fused multiply-adds alone (a * b + c rounded once instead of twice; no reassociation, no
+# finite-math shortcut): the kernels whose results need not be the unfused loops' to the bit
+_FUSED = {"contract"}
+
 
 @intrinsic
 def _bits(typingctx, x):
