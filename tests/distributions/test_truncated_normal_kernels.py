@@ -51,7 +51,7 @@ from tnlib.distributions._log_prob_kernels import (
 )
 from tnlib.distributions._moment_kernels import (
     MEAN,
-    STATISTICS,
+    STATISTIC_CODES,
     KernelStatistic,
     _gradient_element,
     _gradients_block,
@@ -144,7 +144,7 @@ TORCH_ROUTE = {"mean": _Mean, "variance": _Variance, "entropy": _Entropy}
 def _statistic_and_gradients(name: str, route, columns: list[torch.Tensor]):
     leaves = [c.clone().requires_grad_() for c in columns]
     if route is KernelStatistic:
-        value = KernelStatistic.apply(*leaves, STATISTICS[name])
+        value = KernelStatistic.apply(*leaves, STATISTIC_CODES[name])
     else:
         d = TruncatedNormal(*leaves, validate_args=False)
         value = route.apply(*leaves, d._fast if route is _FastMean else d._core)
@@ -191,8 +191,8 @@ def test_float32_statistics_are_the_float64_values_rounded_once(name):
     # (a few-ulp float64 interval collapses to a point in float32: not a distribution)
     rows = [params for params in GRID if np.float32(params[2]) < np.float32(params[3])]
     columns = [torch.tensor(c, dtype=torch.float32) for c in zip(*rows)]
-    value32 = KernelStatistic.apply(*columns, STATISTICS[name])
-    value64 = KernelStatistic.apply(*(c.double() for c in columns), STATISTICS[name])
+    value32 = KernelStatistic.apply(*columns, STATISTIC_CODES[name])
+    value64 = KernelStatistic.apply(*(c.double() for c in columns), STATISTIC_CODES[name])
     assert value32.dtype == torch.float32 and torch.equal(value32, value64.float())
 
 

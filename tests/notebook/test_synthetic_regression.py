@@ -35,8 +35,8 @@ def test_synthetic_regression_is_deterministic_for_a_seed():
 def test_each_synthetic_model_is_a_learning_head_whose_open_bound_follows_the_margin():
     """The models are heads as the learning stage describes them (N or TN, learned or fixed sigma), in display
     order; the open-bound margin moves the Truncated Gaussian's support and nothing else."""
-    assert list(synthetic_regression.MODELS) == list(synthetic_regression.MODEL_LABELS)
-    assert [k for k, m in synthetic_regression.MODELS.items() if m.head.distribution == "TN"] == ["truncated"]
+    assert list(synthetic_regression.SYNTHETIC_MODELS) == list(synthetic_regression.MODEL_LABELS)
+    assert [k for k, m in synthetic_regression.SYNTHETIC_MODELS.items() if m.head.distribution == "TN"] == ["truncated"]
     settings = dict(seed=4, num_train=80, num_test=60, steps=5)
     narrow = synthetic_regression.run_synthetic_regression(open_bound_margin=0.1, **settings)
     wide = synthetic_regression.run_synthetic_regression(open_bound_margin=2.0, **settings)

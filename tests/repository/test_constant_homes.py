@@ -1,7 +1,8 @@
 """A constant of tnlib has one home: no two modules assign the same constant name the same value, which is one
-constant written twice (the copies would drift apart at the first edit of one); the others import it. The same
-name holding different values in two modules (a block size of two kernels) is two constants, and left to their
-modules."""
+constant written twice (the copies would drift apart at the first edit of one); the others import it. A private
+name holding different values in two modules (a block size of two kernels) is two constants, each its module's; a
+public one is named for what it is, uniquely across the package (but the command modules' REGISTER, which
+tnlib.cli looks up by that name in each)."""
 from __future__ import annotations
 
 import ast
@@ -40,6 +41,24 @@ def repeated_constants(root: Path) -> list[str]:
             if len(paths) > 1]
 
 
+# names every module of a kind defines, by convention
+CONVENTIONAL = {"REGISTER"}
+
+
+def public_names_in_two_modules(root: Path) -> list[str]:
+    """A line for each public constant name that more than one module of ``root`` assigns, whatever the values."""
+    homes = defaultdict(set)
+    for path in sorted(root.rglob("*.py")):
+        for name, _ in module_constants(path):
+            if not name.startswith("_") and name not in CONVENTIONAL:
+                homes[name].add(str(path.relative_to(root.parent)))
+    return [f"{name} in {', '.join(sorted(paths))}" for name, paths in sorted(homes.items()) if len(paths) > 1]
+
+
+def test_no_public_constant_name_of_tnlib_is_used_by_two_modules():
+    assert public_names_in_two_modules(TNLIB) == []
+
+
 def test_no_constant_of_tnlib_is_written_in_two_modules():
     assert repeated_constants(TNLIB) == []
 
@@ -50,3 +69,4 @@ def test_the_check_finds_a_constant_written_twice_and_leaves_one_name_with_two_v
     (package / "a.py").write_text("import math\n_SQRT_HALF = math.sqrt(0.5)\nBLOCK = 16\nlower = 1\n")
     (package / "b.py").write_text("import math\n_SQRT_HALF = math.sqrt(0.5)\nBLOCK, lower = 1024, 1\n")
     assert repeated_constants(package) == ["_SQRT_HALF = math.sqrt(0.5) in package/a.py, package/b.py"]
+    assert public_names_in_two_modules(package) == ["BLOCK in package/a.py, package/b.py"]

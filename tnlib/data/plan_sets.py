@@ -30,7 +30,7 @@ from tnlib.paper import DOMAINS
 
 # The splits a plan set must not repeat an instance of (it stands in for the labelled plan split, so that one is not
 # among them).
-DISJOINT_FROM = tuple(s for s in SPLITS if s != "plan")
+PLAN_SET_DISJOINT_FROM = tuple(s for s in SPLITS if s != "plan")
 
 
 def plan_set_folder(root: str | os.PathLike, domain: str, name: str) -> Path:
@@ -149,11 +149,11 @@ def taken_instance_keys(root: Path, domain: str) -> dict[str, str]:
         raise DatasetError(f"{path} missing: a plan set is drawn disjoint from the domain's train, val and test "
                            "splits, so generate them first")
     splits = read_json(path).get("splits", {})
-    missing = [s for s in DISJOINT_FROM if s not in splits]
+    missing = [s for s in PLAN_SET_DISJOINT_FROM if s not in splits]
     if missing:
         raise DatasetError(f"{root}/{domain} has no {', '.join(missing)} split: a plan set is drawn disjoint from "
                            "train, val and test, so generate them first")
-    return {inst["instance_key"]: f"{s}/{inst['instance']}" for s in DISJOINT_FROM
+    return {inst["instance_key"]: f"{s}/{inst['instance']}" for s in PLAN_SET_DISJOINT_FROM
             for inst in splits[s]["instances"]}
 
 

@@ -56,7 +56,7 @@ from tnlib.kernel_cache import cache_by_folder_sources
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
 
 MEAN, VARIANCE, ENTROPY = 0, 1, 2
-STATISTICS = {"mean": MEAN, "variance": VARIANCE, "entropy": ENTROPY}
+STATISTIC_CODES = {"mean": MEAN, "variance": VARIANCE, "entropy": ENTROPY}
 _EPS = float(np.finfo(np.float64).eps)
 # the torch route's tolerances (tnlib.distributions._statistics), for its working precision, float64
 _VARIANCE_TOLERANCE, _KAPPA3_TOLERANCE = 4e-15, 1e-10
@@ -642,7 +642,7 @@ def statistic(name: str, loc: torch.Tensor, scale: torch.Tensor, low: torch.Tens
               high: torch.Tensor) -> torch.Tensor:
     """The mean, variance or entropy (``name``) of TN(loc, scale, low, high), all four CPU tensors of one shape and
     dtype; through :class:`KernelStatistic` where a gradient may be asked for, else straight from the kernel."""
-    which = STATISTICS[name]
+    which = STATISTIC_CODES[name]
     if torch.is_grad_enabled() and (loc.requires_grad or scale.requires_grad or low.requires_grad
                                     or high.requires_grad):
         return KernelStatistic.apply(loc, scale, low, high, which)

@@ -99,7 +99,7 @@ class SyntheticModel:
 
 
 #: The models of :func:`run_synthetic_regression`, by their keys in :data:`MODEL_LABELS`.
-MODELS: dict[str, SyntheticModel] = {
+SYNTHETIC_MODELS: dict[str, SyntheticModel] = {
     "gaussian_mse": SyntheticModel(HeadConfig("N", "fixed", residual="none")),
     "gaussian": SyntheticModel(HeadConfig("N", "learn", residual="none")),
     "gaussian_mse_bound": SyntheticModel(HeadConfig("N", "fixed", residual="none"), reads_bound=True),
@@ -108,7 +108,7 @@ MODELS: dict[str, SyntheticModel] = {
 }
 
 #: The models whose network reads the bound l beside the features (the others see the features only).
-MODELS_READING_THE_BOUND = tuple(kind for kind, model in MODELS.items() if model.reads_bound)
+MODELS_READING_THE_BOUND = tuple(kind for kind, model in SYNTHETIC_MODELS.items() if model.reads_bound)
 
 
 #: The point estimates compared on the test states, with their labels.
@@ -221,11 +221,11 @@ def _run_synthetic_regression(
     calibrations: dict[str, Calibration] = {}
     truncated_margin = math.inf
     for kind in MODEL_LABELS:
-        head = MODELS[kind].head
+        head = SYNTHETIC_MODELS[kind].head
         # Same initial weights for every model (seeded per run, isolated from the global RNG).
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed * 1000 + 17)
-            network = _HeuristicNetwork(hidden_units, MODELS[kind].reads_bound).to(DTYPE)
+            network = _HeuristicNetwork(hidden_units, SYNTHETIC_MODELS[kind].reads_bound).to(DTYPE)
         optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
 
         test_mse_curve[kind], train_nll[kind] = [], []

@@ -15,13 +15,13 @@ from tnlib.learning.training import read_run_config
 __all__ = ["runs_argument", "untested_note", "untested_notes", "unplanned_note"]
 
 # Run folders named one by one in a command; more are named by a pattern.
-NAMED_RUNS = 4
+RUNS_NAMED_IN_A_COMMAND = 4
 
 
 def runs_argument(results_dir: Path, runs: list[Path], model: str | None = None) -> str:
     """The run folders as a command's arguments: each by name, or a shell pattern matching the model's runs (run
     folder names are DOMAIN-MODEL-...; no model: every run folder)."""
-    if len(runs) <= NAMED_RUNS:
+    if len(runs) <= RUNS_NAMED_IN_A_COMMAND:
         return " ".join(shlex.quote(shown_path(run)) for run in runs)
     return f"{shlex.quote(shown_path(results_dir))}/*" + (f"-{model}-*" if model else "")
 

@@ -29,7 +29,7 @@ from tnlib.learning.training_cost import (
 from tnlib.learning.until_flat import still_improving
 
 # How many runs a line names before it says "and N more".
-NAMED_RUNS = 3
+RUNS_NAMED_IN_A_LINE = 3
 
 
 def count_phrase(items: Sequence, noun: str, plural: str | None = None) -> str:
@@ -123,8 +123,8 @@ def measured_gpu_hours(sweep, steps: int | None = None) -> float | None:
 
 
 def _named(items: list[str]) -> str:
-    shown = "; ".join(items[:NAMED_RUNS])
-    return shown + (f"; and {len(items) - NAMED_RUNS} more" if len(items) > NAMED_RUNS else "")
+    shown = "; ".join(items[:RUNS_NAMED_IN_A_LINE])
+    return shown + (f"; and {len(items) - RUNS_NAMED_IN_A_LINE} more" if len(items) > RUNS_NAMED_IN_A_LINE else "")
 
 
 def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
