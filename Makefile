@@ -81,6 +81,11 @@ CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
 DEVICE ?=
+# Table 2: beside the training lanes, one more niced process plans every run of its configurations already trained
+# and tested on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
+# stopped), domain by domain, once per start of the campaign
+PLAN_PER_CELL ?= 2
+CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
 $(CAMPAIGN_TREE)/tnlib/__init__.py:
 	rm -rf $(CAMPAIGN_TREE).partial && mkdir -p $(CAMPAIGN_TREE).partial
@@ -96,7 +101,9 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
 		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
 		sleep 20; \
-	done; wait
+	done; \
+	( for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done ) & \
+	wait
 
 # Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
 # tnlib.experiments.rerun_check, from before experiments/ had wings.) Per domain, the first run whose first 300
@@ -141,3 +148,4 @@ paper-scale-snapshot: $(STAMP)
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run
+	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run
