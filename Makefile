@@ -73,28 +73,36 @@ prune-kernel-cache: $(STAMP)
 # kernels OpenBLAS would pick there round NLM's training otherwise (reports/paper-scale-nlm5/README.md, One code).
 CAMPAIGN_CODE := 38b9e834
 CAMPAIGN_TREE := .campaign/$(CAMPAIGN_CODE)
-CAMPAIGN_PY := nice -n 19 env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
-	TNLIB_DATA=$(CURDIR)/data PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
+CAMPAIGN_ENV := nice -n 19 env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
+	TNLIB_DATA=$(CURDIR)/data
+CAMPAIGN_PY := $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
+# Table 1 on the whole test grid (`tnlib evaluate RUN --split test-grid`, metrics-test-grid.json) by one code too:
+# the pinned training code predates that split, so the first commit whose data holds every cell of the paper's four
+# test grids evaluates every run, each once it is tested
+CAMPAIGN_GRID_CODE := 1358cc06
+CAMPAIGN_GRID_TREE := .campaign/$(CAMPAIGN_GRID_CODE)
+CAMPAIGN_RUNS := reports/paper-scale-nlm5/runs
 CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs \
 	$(if $(DEVICE),--device $(DEVICE))
 # LANES processes side by side; DEVICE=cuda trains them on the machine's GPU (an H200 took 14 gripper runs at once,
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
 DEVICE ?=
-# Table 2: beside the training lanes, one more niced process plans every run of its configurations already trained
-# and tested on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
-# stopped), domain by domain, once per start of the campaign
+# Beside the training lanes, one more niced process, once per start of the campaign: every tested run not yet
+# evaluated on the whole test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations
+# already trained and tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part
+# resumes where it stopped), domain by domain
 PLAN_PER_CELL ?= 2
 CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
-$(CAMPAIGN_TREE)/tnlib/__init__.py:
-	rm -rf $(CAMPAIGN_TREE).partial && mkdir -p $(CAMPAIGN_TREE).partial
-	git archive $(CAMPAIGN_CODE) tnlib | tar -x -C $(CAMPAIGN_TREE).partial
-	rm -rf $(CAMPAIGN_TREE) && mv $(CAMPAIGN_TREE).partial $(CAMPAIGN_TREE)
+.campaign/%/tnlib/__init__.py:
+	rm -rf .campaign/$*.partial && mkdir -p .campaign/$*.partial
+	git archive $* tnlib | tar -x -C .campaign/$*.partial
+	rm -rf .campaign/$* && mv .campaign/$*.partial .campaign/$*
 
 # A checkout that lacks the runs' weights (they live in git's history, not its tree: see paper-scale-snapshot) gets
 # them back first; a tested run whose weights history never held stops it, named.
-paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
 	$(PY) -m tnlib restore-weights reports/paper-scale-nlm5/runs
 	for lane in $$(seq $(LANES)); do \
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
@@ -102,7 +110,11 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
 		sleep 20; \
 	done; \
-	( for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done ) & \
+	( untested=$$(for run in $(CAMPAIGN_RUNS)/*/; do [ -f $$run/metrics-test.json ] && \
+		[ ! -f $$run/metrics-test-grid.json ] && echo $$run; done); \
+	  [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
+		$$untested --split test-grid --device cpu; \
+	  for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done ) & \
 	wait
 
 # Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
