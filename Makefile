@@ -73,6 +73,7 @@ prune-kernel-cache: $(STAMP)
 # kernels OpenBLAS would pick there round NLM's training otherwise (reports/paper-scale-nlm5/README.md, One code).
 CAMPAIGN_CODE := 38b9e834
 CAMPAIGN_TREE := .campaign/$(CAMPAIGN_CODE)
+CAMPAIGN_RUNS := reports/paper-scale-nlm5/runs
 CAMPAIGN_ENV := nice -n 19 env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=1 TNLIB_PROGRESS=text \
 	TNLIB_DATA=$(CURDIR)/data
 CAMPAIGN_PY := $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
@@ -81,8 +82,7 @@ CAMPAIGN_PY := $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
 # test grids evaluates every run, each once it is tested
 CAMPAIGN_GRID_CODE := 1358cc06
 CAMPAIGN_GRID_TREE := .campaign/$(CAMPAIGN_GRID_CODE)
-CAMPAIGN_RUNS := reports/paper-scale-nlm5/runs
-CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out reports/paper-scale-nlm5/runs \
+CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS) \
 	$(if $(DEVICE),--device $(DEVICE))
 # LANES processes side by side; DEVICE=cuda trains them on the machine's GPU (an H200 took 14 gripper runs at once,
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
@@ -103,7 +103,7 @@ CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --p
 # A checkout that lacks the runs' weights (they live in git's history, not its tree: see paper-scale-snapshot) gets
 # them back first; a tested run whose weights history never held stops it, named.
 paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
-	$(PY) -m tnlib restore-weights reports/paper-scale-nlm5/runs
+	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
 	for lane in $$(seq $(LANES)); do \
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
@@ -127,7 +127,7 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN_PY) -c 'import sys; from pathlib import Path; \
 	from tnlib.device import machine_kind; from tnlib.files import read_jsonl; \
 	from tnlib.experiments.rerun_check import curve_differences; \
-	runs = sorted(p for p in Path("reports/paper-scale-nlm5/runs").iterdir() if (p / "machines.jsonl").is_file()); \
+	runs = sorted(p for p in Path("$(CAMPAIGN_RUNS)").iterdir() if (p / "machines.jsonl").is_file()); \
 	first = lambda p: read_jsonl(p / "machines.jsonl")[0]; \
 	kind = "$(RERUN_KIND)" or machine_kind(); \
 	ok = [p for p in runs if first(p)["step"] == 0 and first(p)["machine"] == kind \
@@ -139,24 +139,25 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	sys.exit(1 if any(found.values()) else 0 if found else 2)'
 
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
-# the lanes paused while git takes every run's curve and checkpoint from one moment and the report is rendered from
-# them (as tnlib.experiments.reporting.render_check renders it), then resumed. Commit after it. The runs' weights
-# (best.pt, best-nll.pt: 160 runs' would not fit the tracked tree's limit) go into a commit of their own, made here,
-# and then out of the tree (.gitignore keeps them out): `tnlib restore-weights` brings them back from history.
+# the lanes and the grid evaluation paused while git takes every run's curve, metrics and checkpoint from one moment
+# and the report is rendered from them (as tnlib.experiments.reporting.render_check renders it), then resumed.
+# Commit after it. The runs' weights (best.pt, best-nll.pt: 160 runs' would not fit the tracked tree's limit) go
+# into a commit of their own, made here, and then out of the tree (.gitignore keeps them out): `tnlib
+# restore-weights` brings them back from history.
 # ("[t]nlib": the pattern must not match the command line of the shell that runs pkill.)
-CAMPAIGN_WEIGHTS := 'reports/paper-scale-nlm5/runs/*/best*.pt'
+CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 
-CAMPAIGN_REPORT := $(PY) -m tnlib report reports/paper-scale-nlm5/runs --out reports/paper-scale-nlm5 --paper-tables \
+CAMPAIGN_REPORT := $(PY) -m tnlib report $(CAMPAIGN_RUNS) --out reports/paper-scale-nlm5 --paper-tables \
 	--against reports/converged/nlm5/runs
 paper-scale-snapshot: $(STAMP)
-	timeout 600 $(PY) -m tnlib prune reports/paper-scale-nlm5/runs
-	pkill -STOP -f "[t]nlib sweep" || true
+	timeout 600 $(PY) -m tnlib prune $(CAMPAIGN_RUNS)
+	pkill -STOP -f "[t]nlib (sweep|evaluate)" || true
 	git add -f $(CAMPAIGN_WEIGHTS) && { git diff --cached --quiet -- $(CAMPAIGN_WEIGHTS) || git commit -q -m \
-		"reports/paper-scale-nlm5/runs: the runs' weights at this snapshot, kept in history" -- $(CAMPAIGN_WEIGHTS); } && \
+		"$(CAMPAIGN_RUNS): the runs' weights at this snapshot, kept in history" -- $(CAMPAIGN_WEIGHTS); } && \
 		git rm -r -q --cached --ignore-unmatch $(CAMPAIGN_WEIGHTS) && \
-		git add reports/paper-scale-nlm5/runs && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
-		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib sweep" || true; exit $$status
-	@echo "staged: commit with  git commit -m 'reports/paper-scale-nlm5/runs: campaign snapshot'"
+		git add $(CAMPAIGN_RUNS) && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
+		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib (sweep|evaluate)" || true; exit $$status
+	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run

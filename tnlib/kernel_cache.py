@@ -26,7 +26,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numba
-
 from numba.core import caching
 
 _FOLDERS: set[Path] = set()
