@@ -117,12 +117,13 @@ def _loadable_data(index: Path, folder: Path) -> set[str] | None:
             if pickle.load(handle) != numba.__version__:
                 return None
             stamp, overloads = pickle.loads(handle.read())
+        data = {str(name) for name in overloads.values()}
     except Exception:  # a damaged or foreign index is one numba cannot load either
         return None
     own = _SOURCE_STAMP(SimpleNamespace(_py_file=str(source)))
     if stamp != own and stamp != (own, folder_sources_digest(folder)):
         return None
-    return set(overloads.values())
+    return data
 
 
 def stale_cache_files(folder: str | Path) -> list[Path]:

@@ -4,11 +4,14 @@ removes the files numba would no longer load and keeps the ones it loads."""
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
+import numba
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,17 +95,23 @@ def test_the_prune_removes_the_compilations_of_a_moved_kernel_and_keeps_those_in
 
 
 def test_a_damaged_or_foreign_cache_index_is_stale_and_a_kernel_beside_a_missing_module_too(tmp_path):
-    from tnlib.kernel_cache import stale_cache_files
+    from tnlib.kernel_cache import _SOURCE_STAMP, stale_cache_files
 
     (tmp_path / "module.py").write_text("x = 1\n")
     cache = tmp_path / "__pycache__"
     cache.mkdir()
     (cache / "module.kernel-3.py311.nbi").write_bytes(b"not a pickle")
+    # numba's version and the module's own stamp, but its overloads no mapping
+    stamp = _SOURCE_STAMP(SimpleNamespace(_py_file=str(tmp_path / "module.py")))
+    with open(cache / "module.other-5.py311.nbi", "wb") as index:
+        pickle.dump(numba.__version__, index)
+        index.write(pickle.dumps((stamp, ["not", "a", "mapping"])))
     (cache / "gone.kernel-3.py311.nbi").write_bytes(b"")
     (cache / "module.kernel-3.py311.1.nbc").write_bytes(b"")
     (cache / "module.cpython-311.pyc").write_bytes(b"")  # (not numba's: left)
     assert [path.name for path in stale_cache_files(tmp_path)] == [
-        "gone.kernel-3.py311.nbi", "module.kernel-3.py311.nbi", "module.kernel-3.py311.1.nbc"]
+        "gone.kernel-3.py311.nbi", "module.kernel-3.py311.nbi", "module.other-5.py311.nbi",
+        "module.kernel-3.py311.1.nbc"]
 
 
 def test_the_stamp_of_a_folder_changes_with_any_of_its_sources_and_only_with_them(tmp_path):
