@@ -45,16 +45,7 @@ import numpy as np
 
 from tnlib.distributions._cdf_vector import _STRETCH_EVEN
 from tnlib.distributions._regimes import _SQRT_HALF
-from tnlib.distributions._vector_math import (
-    _EXP_FLOOR,
-    _FUSED,
-    _INV_LN2,
-    _LN2_HI,
-    _LN2_LO,
-    _ROUNDING_SHIFT,
-    _bits,
-    _from_bits,
-)
+from tnlib.distributions._vector_math import _EXP_FLOOR, _FUSED, _bits, _exp_reduction, _from_bits
 from tnlib.kernel_cache import cache_by_folder_sources
 
 cache_by_folder_sources(__file__)  # before the first njit(cache=True): tnlib.kernel_cache says why
@@ -109,11 +100,8 @@ _HALF_FLOAT32_ULP = 2.0 ** -24  # half a float32 ulp of a number in [1, 2)
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath=_FUSED)
 def exp_coarse(x):
     """exp(x) for x <= 709 within 3e-13 relatively (0 below -708)."""
-    clamped = min(max(x, _EXP_FLOOR), 709.0)
-    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
-    k_float = shifted - _ROUNDING_SHIFT
-    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
-    r = (clamped - k_float * _LN2_HI) - k_float * _LN2_LO
+    k, hi, lo = _exp_reduction(min(max(x, _EXP_FLOOR), 709.0))
+    r = hi - lo
     e = COARSE_EXP_TAYLOR
     p = e[0] + r * (e[1] + r * (e[2] + r * (e[3] + r * (e[4] + r * (e[5] + r * (e[6] + r * (e[7] + r * (
         e[8] + r * (e[9] + r * e[10])))))))))

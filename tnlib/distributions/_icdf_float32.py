@@ -52,13 +52,9 @@ from tnlib.distributions._regimes import _SQRT_HALF
 from tnlib.distributions._vector_math import (
     _EXP_FLOOR,
     _FUSED,
-    _INV_LN2,
-    _LN2_HI,
-    _LN2_LO,
-    _ROUNDING_SHIFT,
     ERFCX_K,
     ERFCX_POLYNOMIAL,
-    _bits,
+    _exp_reduction,
     _from_bits,
 )
 from tnlib.kernel_cache import cache_by_folder_sources
@@ -197,11 +193,8 @@ _TAILS_ERFCX = tuple(float(c) for c in chebyshev.cheb2poly(chebyshev.poly2cheb(E
 def exp_taylor(x):
     """exp(x) for x <= 0 within a few ulps (0 below -708): fdlibm's reduction to r = x - k ln 2, then _EXP_TAYLOR
     (tnlib.distributions._vector_math's exp divides once)."""
-    clamped = max(x, _EXP_FLOOR)
-    shifted = clamped * _INV_LN2 + _ROUNDING_SHIFT
-    k_float = shifted - _ROUNDING_SHIFT  # the nearest integer to x / ln 2
-    k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
-    r = (clamped - k_float * _LN2_HI) - k_float * _LN2_LO
+    k, hi, lo = _exp_reduction(max(x, _EXP_FLOOR))
+    r = hi - lo
     e = _EXP_TAYLOR
     p = e[0] + r * (e[1] + r * (e[2] + r * (e[3] + r * (e[4] + r * (e[5] + r * (e[6] + r * (e[7] + r * (
         e[8] + r * (e[9] + r * (e[10] + r * (e[11] + r * e[12])))))))))))

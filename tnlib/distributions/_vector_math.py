@@ -99,7 +99,8 @@ def log(x):
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
 def _exp_reduction(x):
     """(k, hi, lo) with x = k ln 2 + (hi - lo), k the nearest integer to x / ln 2 (fdlibm's reduction, for
-    |x| <= 709: ln 2 in two parts, the first with k's product exact), for :func:`exp` and :func:`short_exp`."""
+    |x| <= 709: ln 2 in two parts, the first with k's product exact), for :func:`exp`, :func:`short_exp` and the
+    float32 passes' Taylor exps (_cdf_float32.exp_coarse, _icdf_float32.exp_taylor)."""
     shifted = x * _INV_LN2 + _ROUNDING_SHIFT
     k_float = shifted - _ROUNDING_SHIFT
     k = _bits(shifted) - _bits(_ROUNDING_SHIFT)
