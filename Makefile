@@ -5,6 +5,7 @@
 #   make paper-scale the paper-scale campaign (reports/paper-scale-nlm5/README.md): resumes it, one lane per core
 #   make paper-scale-snapshot     stage its runs for a commit (the last step of a stretch of work)
 #   make paper-scale-rerun-check  does its pinned code still make the committed curves here
+#   make paper-scale-lent         ready a lent GPU machine's call that trains whole runs of it, and print the call
 #   make prune-kernel-cache       remove the numba cache files edits of tnlib's kernels left behind
 # Both create .venv/ and install what they need from PyPI when it is missing or stale.
 
@@ -20,7 +21,8 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot
+.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
+	paper-scale-lent
 
 env: $(STAMP)
 
@@ -158,6 +160,32 @@ paper-scale-snapshot: $(STAMP)
 		git add $(CAMPAIGN_RUNS) && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
 		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib (sweep|evaluate)" || true; exit $$status
 	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
+
+# A lent GPU machine trains whole runs of the campaign, by the same pinned code (reports/paper-scale-nlm5/README.md,
+# On a GPU): this writes what the call carries into .device-code/ (git-ignored through .git/info/exclude) -- the
+# pinned tnlib with pyperplan beside it (the lent machine reaches no package index), the runs' weights (git-ignored,
+# so the tree sent lacks them, and the sweep stops at a tested run without its best.pt) and LENT_PROCESSES lines of
+# sweep arguments for reports/speed-cuda/lent_machine.sh -- and prints the call and what takes its runs back. The
+# lanes here take learn/none and fixed/ff in the sweep's domain order, blocksworld first, so the lent machine
+# starts at the other end, on runs a few minutes of the card finish (a run part-way there is lost with it).
+LENT_PROCESSES ?= 15
+LENT_SWEEP ?= --configs learn/none fixed/ff --domains gripper ferry
+LENT_SECONDS ?= 515
+LENT_PART := --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS) $(LENT_SWEEP) --device cuda
+LENT_CALL := mkdir -p /tmp/code && tar -xzf .device-code/tnlib-$(CAMPAIGN_CODE).tgz -C /tmp/code && \
+	tar -xzf .device-code/weights.tgz -C $(CAMPAIGN_RUNS) && TNLIB_CODE=/tmp/code \
+	TNLIB_DATA=$$PWD/data TRAIN_SECONDS=$(LENT_SECONDS) OUT=$$OUT bash reports/speed-cuda/lent_machine.sh .device-code/parts.txt
+paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+	grep -qxF /.device-code/ .git/info/exclude 2>/dev/null || echo /.device-code/ >> .git/info/exclude
+	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
+	rm -rf .device-code && mkdir -p .device-code
+	cd $(CAMPAIGN_RUNS) && tar -czf $(CURDIR)/.device-code/weights.tgz */best*.pt
+	tar -czf .device-code/tnlib-$(CAMPAIGN_CODE).tgz --exclude=__pycache__ -C $(CAMPAIGN_TREE) tnlib \
+		-C "$$($(PY) -c 'import os, pyperplan; print(os.path.dirname(os.path.dirname(pyperplan.__file__)))')" pyperplan
+	for part in $$(seq $(LENT_PROCESSES)); do echo '$(LENT_PART)'; done > .device-code/parts.txt
+	@echo 'the device call, with carry [".device-code"] and timeout_s $(shell echo $$(( $(LENT_SECONDS) + 75 ))):'
+	@echo '  $(LENT_CALL)'
+	@echo 'then, here: $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS)'
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run

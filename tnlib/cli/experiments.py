@@ -480,7 +480,38 @@ def _run_restore_weights(args) -> int:
     return 0
 
 
+def register_adopt_runs(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "adopt-runs", help=COMMANDS["adopt-runs"][1],
+        description="Unpack the runs a lent machine trained and sent back (reports/speed-cuda/lent_machine.sh's "
+                    "runs-K.tgz.NN pieces, joined in order) and move into the results folder each it can take "
+                    "whole: tested, its records whole, trained on one kind of machine, and of a name the folder "
+                    "does not hold (a run started here stays the folder's). Nothing there is overwritten; each run "
+                    "left out is named with the reason.")
+    parser.add_argument("pieces", nargs="+", help="the archive's pieces, e.g. /work/.device/1/runs-1.tgz.*")
+    parser.add_argument("--into", required=True, help="the results folder, e.g. reports/paper-scale-nlm5/runs")
+    parser.add_argument("--dry-run", action="store_true", help="only say which runs it would take")
+    parser.set_defaults(func=_run_adopt_runs)
+
+
+def _run_adopt_runs(args) -> int:
+    from tnlib.experiments.running.adopted_runs import adopt_runs
+    from tnlib.files import shown_path
+
+    try:
+        done = adopt_runs(args.pieces, args.into, dry_run=args.dry_run)
+    except (FileNotFoundError, ValueError) as err:
+        raise CommandError(str(err)) from None
+    for name in done.adopted:
+        print(f"{'would take' if args.dry_run else 'took'} {name}")
+    for name, reason in done.left_out:
+        print(f"left out {name}: {reason}")
+    print(f"{shown_path(args.into)}: {len(done.adopted)} run{'' if len(done.adopted) == 1 else 's'} "
+          f"{'to take' if args.dry_run else 'taken'}, {len(done.left_out)} left out")
+    return 0
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
             "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines, "rerun-check": register_rerun_check,
             "handout": register_handout, "prune": register_prune, "export-records": register_export_records,
-            "restore-weights": register_restore_weights}
+            "restore-weights": register_restore_weights, "adopt-runs": register_adopt_runs}
