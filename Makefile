@@ -149,8 +149,10 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 # ("[t]nlib": the pattern must not match the command line of the shell that runs pkill.)
 CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 
-CAMPAIGN_REPORT := $(PY) -m tnlib report $(CAMPAIGN_RUNS) --out reports/paper-scale-nlm5 --paper-tables \
-	--against reports/converged/nlm5/runs
+# the report's command is the committed-render check's (tnlib.experiments.reporting.render_check), so that the
+# two cannot part
+CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
+	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
 paper-scale-snapshot: $(STAMP)
 	timeout 600 $(PY) -m tnlib prune $(CAMPAIGN_RUNS)
 	pkill -STOP -f "[t]nlib (sweep|evaluate)" || true

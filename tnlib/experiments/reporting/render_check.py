@@ -56,7 +56,7 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
                                               against="reports/paper-scale-wl/records", selection_seconds=30),
     # the campaign in progress: rendered from each snapshot of its runs (make paper-scale-snapshot)
     "paper-scale-nlm5": CommittedRender("reports/paper-scale-nlm5/runs", against="reports/converged/nlm5/runs",
-                                        paper_tables=True),
+                                        selection_seconds=30, paper_tables=True),
 }
 # what is compared: the tables and per-seed values (the HTML figures carry the same numbers, and paths relative to
 # where they were written)
