@@ -187,7 +187,7 @@ paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	for part in $$(seq $(LENT_PROCESSES)); do echo '$(LENT_PART)'; done > .device-code/parts.txt
 	@echo 'the device call, with carry [".device-code"] and timeout_s $(shell echo $$(( $(LENT_SECONDS) + 75 ))):'
 	@echo '  $(LENT_CALL)'
-	@echo 'then, here: $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS)'
+	@echo 'then, here: $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS) --code $(CAMPAIGN_CODE)'
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run

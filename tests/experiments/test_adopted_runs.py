@@ -143,3 +143,20 @@ def test_the_command_names_what_it_took_and_what_it_left_out(trained_run, tmp_pa
     assert "1 run taken, 1 left out" in out
     assert main(["adopt-runs", str(tmp_path / "none.tgz.00"), "--into", str(folder)]) != 0
     assert "no such archive piece" in capsys.readouterr().err
+
+
+def test_with_a_commit_asked_for_only_runs_that_code_trained_are_taken(trained_run, tmp_path):
+    sent, folder = tmp_path / "sent", tmp_path / "runs"
+    folder.mkdir()
+    for name, code in (("pinned", "38b9e834"), ("other", "1358cc06"), ("unrecorded", None)):
+        run = _copy(trained_run, sent, name)
+        rows = [json.loads(line) for line in (run / "machines.jsonl").read_text().splitlines()]
+        rows = [{key: value for key, value in row.items() if key != "code"} | ({"code": code} if code else {})
+                for row in rows]
+        (run / "machines.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pieces = _pieces(sent, ["pinned", "other", "unrecorded"], tmp_path / "out")
+    done = adopt_runs(pieces, folder, code="38b9e834f00d")  # a longer hash of the same commit
+    assert done.adopted == ["pinned"]
+    reasons = dict(done.left_out)
+    assert reasons["other"] == "trained by code 1358cc06, not 38b9e834f00d"
+    assert "not recorded" in reasons["unrecorded"]

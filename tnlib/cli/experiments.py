@@ -490,6 +490,9 @@ def register_adopt_runs(subparsers) -> None:
                     "left out is named with the reason.")
     parser.add_argument("pieces", nargs="+", help="the archive's pieces, e.g. /work/.device/1/runs-1.tgz.*")
     parser.add_argument("--into", required=True, help="the results folder, e.g. reports/paper-scale-nlm5/runs")
+    parser.add_argument("--code", metavar="COMMIT",
+                        help="take only runs trained by this commit's code at every start (machines.jsonl), as a "
+                             "campaign pinned to one code asks")
     parser.add_argument("--dry-run", action="store_true", help="only say which runs it would take")
     parser.set_defaults(func=_run_adopt_runs)
 
@@ -499,7 +502,7 @@ def _run_adopt_runs(args) -> int:
     from tnlib.files import shown_path
 
     try:
-        done = adopt_runs(args.pieces, args.into, dry_run=args.dry_run)
+        done = adopt_runs(args.pieces, args.into, code=args.code, dry_run=args.dry_run)
     except (FileNotFoundError, ValueError) as err:
         raise CommandError(str(err)) from None
     for name in done.adopted:

@@ -8,7 +8,7 @@ them beside the results folder and moves in each run the folder can take whole. 
   machine (float32 training rounds differently on another, so a run resumed elsewhere would be neither machine's);
 - it was tested (``metrics-test.json``): a run part-way stays on the machine that trained it;
 - its records read whole (:func:`tnlib.experiments.damaged_records.damaged_records`) and its ``machines.jsonl``
-  names one kind of machine.
+  names one kind of machine (and, where a commit is asked for, that commit's code at every start).
 
 Nothing in the folder is overwritten, and a run left out is named with the reason, so the call can be repeated.
 """
@@ -66,22 +66,34 @@ def _unpack(pieces: Sequence[str | os.PathLike], into: Path) -> list[Path]:
     return sorted(path for path in into.iterdir() if path.is_dir())
 
 
-def _reason_to_leave_out(run: Path, folder: Path) -> str | None:
+def _same_commit(recorded: object, code: str) -> bool:
+    """Whether two abbreviations of commit hashes name the same commit (as far as both go, at least 7 digits)."""
+    if not isinstance(recorded, str) or min(len(recorded), len(code)) < 7:
+        return False
+    return recorded.startswith(code) or code.startswith(recorded)
+
+
+def _reason_to_leave_out(run: RunDir, folder: Path, code: str | None) -> str | None:
     if (folder / run.name).exists():
         return ("the folder already holds a run of this name: taken before, or started here (a run trains on "
                 "one kind of machine)")
-    if not (run / "metrics-test.json").is_file():
+    if not run.metrics_file("test").is_file():
         return "not tested (a run part-way stays on the machine that trained it)"
-    machines = {row.get("machine") for row in read_jsonl(run / RunDir.MACHINES)}
+    starts = read_jsonl(run.machines_file)
+    machines = {row.get("machine") for row in starts}
     if len(machines) != 1 or None in machines:
         return f"its machines.jsonl names {len(machines - {None})} kinds of machine, not one"
+    if code is not None and not all(_same_commit(row.get("code"), code) for row in starts):
+        recorded = sorted({str(row.get("code", "not recorded")) for row in starts})
+        return f"trained by code {', '.join(recorded)}, not {code}"
     return None
 
 
-def adopt_runs(pieces: Sequence[str | os.PathLike], folder: str | os.PathLike,
+def adopt_runs(pieces: Sequence[str | os.PathLike], folder: str | os.PathLike, code: str | None = None,
                dry_run: bool = False) -> RunsAdopted:
     """Move each run of the archive ``pieces`` into the results folder ``folder`` that it can take whole (see the
-    module docstring); with ``dry_run``, only say which."""
+    module docstring); with ``code`` (a commit hash), only runs whose every start of training that commit's code
+    made (``machines.jsonl``'s ``code``); with ``dry_run``, only say which."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no results folder {folder}")
@@ -91,7 +103,7 @@ def adopt_runs(pieces: Sequence[str | os.PathLike], folder: str | os.PathLike,
         runs = _unpack(pieces, staging)
         damaged = {Path(path).relative_to(staging).parts[0]: what for path, what in damaged_records(staging)}
         for run in runs:
-            reason = _reason_to_leave_out(run, folder) or (
+            reason = _reason_to_leave_out(RunDir(run), folder, code) or (
                 f"a damaged record: {damaged[run.name]}" if run.name in damaged else None)
             if reason:
                 done.left_out.append((run.name, reason))
