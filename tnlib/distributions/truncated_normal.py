@@ -161,6 +161,12 @@ def _broadcast_shape(value: torch.Tensor, batch_shape: torch.Size) -> torch.Size
     return batch_shape if value.shape == batch_shape else torch.broadcast_shapes(value.shape, batch_shape)
 
 
+def _batch_value(value: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """``value`` over the batch ``shape`` it broadcasts to: as it is where it has that shape already (an expanded
+    view costs about 5 us, more on cold caches, which counts on a training batch of hundreds)."""
+    return value if value.shape == shape else value.expand(shape)
+
+
 def _real_value(value, like: torch.Tensor, method: str) -> torch.Tensor:
     """``value`` as a tensor of ``like``'s dtype and device; a complex one is refused (the conversion would drop its
     imaginary part with no more than a warning)."""
@@ -389,14 +395,12 @@ class TruncatedNormal(Distribution):
         shape = _broadcast_shape(value, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).log_prob(value.expand(shape))
+        value = _batch_value(value, shape)
         if _kernels_serve(self.loc):
-            # (a value of the batch's shape goes as it is: an expanded view costs microseconds that count on a
-            # training batch of hundreds)
-            return _log_prob_kernels().log_prob(value if value.shape == shape else value.expand(shape), self.loc,
-                                                self.scale, self.low, self.high)
+            return _log_prob_kernels().log_prob(value, self.loc, self.scale, self.low, self.high)
         if self._one_sided:
-            return _FastLogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._fast)
-        return _LogProb.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
+            return _FastLogProb.apply(value, self.loc, self.scale, self.low, self.high, self._fast)
+        return _LogProb.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
     def cdf(self, value) -> torch.Tensor:
         value = _real_value(value, self.loc, "cdf")
@@ -405,11 +409,10 @@ class TruncatedNormal(Distribution):
         shape = _broadcast_shape(value, self.batch_shape)
         if shape != self.batch_shape:
             return self.expand(shape).cdf(value.expand(shape))
+        value = _batch_value(value, shape)
         if _kernels_serve(self.loc):
-            # (value as it is where it has the batch's shape: expand costs about 5 us, more on cold caches)
-            return _cdf_dispatch().cdf(value if value.shape == shape else value.expand(shape), self.loc, self.scale,
-                                      self.low, self.high, route=_CPU_ROUTE)
-        return _CDF.apply(value.expand(shape), self.loc, self.scale, self.low, self.high, self._core)
+            return _cdf_dispatch().cdf(value, self.loc, self.scale, self.low, self.high, route=_CPU_ROUTE)
+        return _CDF.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
     def icdf(self, value) -> torch.Tensor:
         value = _real_value(value, self.loc, "icdf")
@@ -419,8 +422,8 @@ class TruncatedNormal(Distribution):
         if self._validate_args and not ((value >= 0) & (value <= 1)).all():
             raise ValueError("TruncatedNormal.icdf: probabilities must lie in [0, 1]")
         if _kernels_serve(self.loc):
-            return _cdf_dispatch().cdf(value.expand(shape), self.loc, self.scale, self.low, self.high, inverse=True,
-                                      route=_CPU_ROUTE)
+            return _cdf_dispatch().cdf(_batch_value(value, shape), self.loc, self.scale, self.low, self.high,
+                                      inverse=True, route=_CPU_ROUTE)
         return _ICDF.apply(value, self.loc, self.scale, self.low, self.high, self._core)
 
     def rsample(self, sample_shape=torch.Size()) -> torch.Tensor:
