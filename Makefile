@@ -153,13 +153,19 @@ CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 # two cannot part
 CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
 	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
-paper-scale-snapshot: $(STAMP)
+# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it
+CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run; \
+	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; } 2>&1
+# with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
+# left out)
+paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	timeout 600 $(PY) -m tnlib prune $(CAMPAIGN_RUNS)
 	pkill -STOP -f "[t]nlib (sweep|evaluate)" || true
 	git add -f $(CAMPAIGN_WEIGHTS) && { git diff --cached --quiet -- $(CAMPAIGN_WEIGHTS) || git commit -q -m \
 		"$(CAMPAIGN_RUNS): the runs' weights at this snapshot, kept in history" -- $(CAMPAIGN_WEIGHTS); } && \
 		git rm -r -q --cached --ignore-unmatch $(CAMPAIGN_WEIGHTS) && \
 		git add $(CAMPAIGN_RUNS) && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
+		$(CAMPAIGN_STANDING) | sed 's|$(CURDIR)/||g' > reports/paper-scale-nlm5/standing.txt && \
 		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib (sweep|evaluate)" || true; exit $$status
 	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
 
@@ -190,5 +196,4 @@ paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	@echo 'then, here: $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS) --code $(CAMPAIGN_CODE)'
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
-	$(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run
-	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run
+	@$(CAMPAIGN_STANDING)
