@@ -308,8 +308,8 @@ def register_rerun_check(subparsers) -> None:
                     f"for digit; then train the first {CURVE_STEPS} steps of a committed NLM five-seed run trained on "
                     "this kind of machine again and compare its validation curve (about 10 s), on kinds where "
                     "that once agreed; then train a fixed short STRIPS-HGN, WL and NLM run and compare their curves "
-                    "with those recorded for this kind (about 30 s). Exit 0 when all agree, 1 when one differs (a change "
-                    "moved rounding: rerun the reports it touches), 2 when nothing was made or confirmed on this "
+                    "with those recorded for this kind (about 30 s). Exit 0 when all agree, 1 when one differs (a "
+                    "change moved rounding: rerun the reports it touches), 2 when nothing was made or confirmed on this "
                     "kind of machine.")
     parser.add_argument("--record", action="store_true",
                         help="where the linear report holds nothing made on this kind of machine, record the rerun "
@@ -515,6 +515,7 @@ def _run_adopt_runs(args) -> int:
 
 
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
-            "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines, "rerun-check": register_rerun_check,
-            "handout": register_handout, "prune": register_prune, "export-records": register_export_records,
-            "restore-weights": register_restore_weights, "adopt-runs": register_adopt_runs}
+            "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines,
+            "rerun-check": register_rerun_check, "handout": register_handout, "prune": register_prune,
+            "export-records": register_export_records, "restore-weights": register_restore_weights,
+            "adopt-runs": register_adopt_runs}

@@ -513,7 +513,8 @@ def _kl_truncated_normals(p: TruncatedNormal, q: TruncatedNormal) -> torch.Tenso
     # E_p[log p] = -log s_p - K_p - E[y^2]/2 - u_p E[y];  E_p[log q] likewise with y_q = r y + delta
     kl = (torch.log(s_q / s_p) + (k_q - k_p) - 0.5 * e2 * (1.0 - r.square()) - u_p * e1 + r * e1 * delta
           + 0.5 * delta.square() + u_q * (r * e1 + delta))
-    kl = kl.reshape(shape).clamp_min(0.0).to(p.loc.dtype)  # KL >= 0; rounding of a near-zero value must not make it negative
+    # KL >= 0: the rounding of a value near zero must not make it negative
+    kl = kl.reshape(shape).clamp_min(0.0).to(p.loc.dtype)
     params = (p.loc, p.scale, p.low, p.high, q.loc, q.scale, q.low, q.high)
     if torch.is_grad_enabled() and any(t.requires_grad for t in params):
         # gradients through the textbook form, whose pieces (entropy, log Z, variance, mean) carry exact
