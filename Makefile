@@ -90,11 +90,14 @@ CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
 DEVICE ?=
-# Beside the training lanes, one more niced process, once per start of the campaign: every tested run not yet
-# evaluated on the whole test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations
-# already trained and tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part
-# resumes where it stopped), domain by domain
+# Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
+# test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations already trained and
+# tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
+# stopped), domain by domain. A pass over what is done already reads records and ends in seconds; the next starts
+# PASS_SECONDS later while a lane trains, so that runs tested during a stretch of work are evaluated and planned in
+# it (and a core a lane leaves waiting at a stage's end has work), and one last pass follows the lanes' end.
 PLAN_PER_CELL ?= 2
+PASS_SECONDS ?= 600
 CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
 .campaign/%/tnlib/__init__.py:
@@ -106,17 +109,21 @@ CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --p
 # them back first; a tested run whose weights history never held stops it, named.
 paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
-	for lane in $$(seq $(LANES)); do \
+	lanes=""; for lane in $$(seq $(LANES)); do \
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
 		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
-		sleep 20; \
+		lanes="$$lanes $$!"; sleep 20; \
 	done; \
-	( untested=$$(for run in $(CAMPAIGN_RUNS)/*/; do [ -f $$run/metrics-test.json ] && \
+	( while :; do \
+	    training=; for lane in $$lanes; do kill -0 $$lane 2>/dev/null && training=yes; done; \
+	    untested=$$(for run in $(CAMPAIGN_RUNS)/*/; do [ -f $$run/metrics-test.json ] && \
 		[ ! -f $$run/metrics-test-grid.json ] && echo $$run; done); \
-	  [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
+	    [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
 		$$untested --split test-grid --device cpu; \
-	  for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done ) & \
+	    for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done; \
+	    [ -n "$$training" ] || break; sleep $(PASS_SECONDS); \
+	  done ) & \
 	wait
 
 # Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
