@@ -188,9 +188,14 @@ LENT_SWEEP ?= --configs learn/none fixed/ff --domains gripper ferry
 # the tool runs a command for at most 600 s; the script's archiving took 9 s after its deadline (call10)
 LENT_SECONDS ?= 570
 LENT_PART := --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS) $(LENT_SWEEP) --device cuda
+# beside the training, the runs an H200 trained first (call9) are trained again for 300 steps and compared with their
+# committed curves (reports/speed-cuda/lent_rerun_check.py): the kind names the card and CUDA, not torch
+LENT_RERUN_RUNS := $(CAMPAIGN_RUNS)/gripper-nlm-N-fixed-none-llmcut-s0 $(CAMPAIGN_RUNS)/gripper-nlm-TN-learn-ff-llmcut-s0
 LENT_CALL := mkdir -p /tmp/code && tar -xzf .device-code/tnlib-$(CAMPAIGN_CODE).tgz -C /tmp/code && \
-	tar -xzf .device-code/weights.tgz -C $(CAMPAIGN_RUNS) && TNLIB_CODE=/tmp/code \
-	TNLIB_DATA=$$PWD/data TRAIN_SECONDS=$(LENT_SECONDS) OUT=$$OUT bash reports/speed-cuda/lent_machine.sh .device-code/parts.txt
+	tar -xzf .device-code/weights.tgz -C $(CAMPAIGN_RUNS) && export TNLIB_DATA=$$PWD/data OMP_NUM_THREADS=1 && \
+	{ PYTHONPATH=/tmp/code python3 -P reports/speed-cuda/lent_rerun_check.py $(LENT_RERUN_RUNS) > $$OUT/rerun.txt 2>&1 & } && \
+	TNLIB_CODE=/tmp/code TRAIN_SECONDS=$(LENT_SECONDS) OUT=$$OUT bash reports/speed-cuda/lent_machine.sh .device-code/parts.txt; \
+	wait; cat $$OUT/rerun.txt
 paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	grep -qxF /.device-code/ .git/info/exclude 2>/dev/null || echo /.device-code/ >> .git/info/exclude
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
@@ -201,7 +206,8 @@ paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	for part in $$(seq $(LENT_PROCESSES)); do echo '$(LENT_PART)'; done > .device-code/parts.txt
 	@echo 'the device call, with carry [".device-code"] and timeout_s $(shell echo $$(( $(LENT_SECONDS) + 25 > 600 ? 600 : $(LENT_SECONDS) + 25 ))):'
 	@echo '  $(LENT_CALL)'
-	@echo 'then, here: $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS) --code $(CAMPAIGN_CODE)'
+	@echo 'then, here, where rerun.txt says "identical" for both runs:'
+	@echo '  $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS) --code $(CAMPAIGN_CODE)'
 
 paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	@$(CAMPAIGN_STANDING)
