@@ -191,18 +191,23 @@ LENT_PART := --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out 
 # beside the training, the runs an H200 trained first (call9) are trained again for 300 steps and compared with their
 # committed curves (reports/speed-cuda/lent_rerun_check.py): the kind names the card and CUDA, not torch
 LENT_RERUN_RUNS := $(CAMPAIGN_RUNS)/gripper-nlm-N-fixed-none-llmcut-s0 $(CAMPAIGN_RUNS)/gripper-nlm-TN-learn-ff-llmcut-s0
-LENT_CALL := mkdir -p /tmp/code && tar -xzf .device-code/tnlib-$(CAMPAIGN_CODE).tgz -C /tmp/code && \
+# and each run tested there is evaluated on the whole test grid there, on the card, by the grid code (ON_TESTED), so
+# that it comes back with its metrics-test-grid.json
+LENT_CALL := mkdir -p /tmp/code /tmp/grid && tar -xzf .device-code/tnlib-$(CAMPAIGN_CODE).tgz -C /tmp/code && \
+	tar -xzf .device-code/tnlib-$(CAMPAIGN_GRID_CODE).tgz -C /tmp/grid && \
 	tar -xzf .device-code/weights.tgz -C $(CAMPAIGN_RUNS) && export TNLIB_DATA=$$PWD/data OMP_NUM_THREADS=1 && \
 	{ PYTHONPATH=/tmp/code python3 -P reports/speed-cuda/lent_rerun_check.py $(LENT_RERUN_RUNS) > $$OUT/rerun.txt 2>&1 & } && \
-	TNLIB_CODE=/tmp/code TRAIN_SECONDS=$(LENT_SECONDS) OUT=$$OUT bash reports/speed-cuda/lent_machine.sh .device-code/parts.txt; \
-	wait; cat $$OUT/rerun.txt
-paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+	TNLIB_CODE=/tmp/code TRAIN_SECONDS=$(LENT_SECONDS) OUT=$$OUT \
+	ON_TESTED="env PYTHONPATH=/tmp/grid python3 -P -m tnlib evaluate --split test-grid --device cuda" \
+	bash reports/speed-cuda/lent_machine.sh .device-code/parts.txt; wait; cat $$OUT/rerun.txt
+paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
 	grep -qxF /.device-code/ .git/info/exclude 2>/dev/null || echo /.device-code/ >> .git/info/exclude
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
 	rm -rf .device-code && mkdir -p .device-code
 	cd $(CAMPAIGN_RUNS) && tar -czf $(CURDIR)/.device-code/weights.tgz */best*.pt
-	tar -czf .device-code/tnlib-$(CAMPAIGN_CODE).tgz --exclude=__pycache__ -C $(CAMPAIGN_TREE) tnlib \
-		-C "$$($(PY) -c 'import os, pyperplan; print(os.path.dirname(os.path.dirname(pyperplan.__file__)))')" pyperplan
+	for code in $(CAMPAIGN_CODE) $(CAMPAIGN_GRID_CODE); do tar -czf .device-code/tnlib-$$code.tgz --exclude=__pycache__ \
+		-C .campaign/$$code tnlib \
+		-C "$$($(PY) -c 'import os, pyperplan; print(os.path.dirname(os.path.dirname(pyperplan.__file__)))')" pyperplan; done
 	for part in $$(seq $(LENT_PROCESSES)); do echo '$(LENT_PART)'; done > .device-code/parts.txt
 	@echo 'the device call, with carry [".device-code"] and timeout_s $(shell echo $$(( $(LENT_SECONDS) + 25 > 600 ? 600 : $(LENT_SECONDS) + 25 ))):'
 	@echo '  $(LENT_CALL)'

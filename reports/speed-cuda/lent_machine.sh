@@ -16,6 +16,11 @@
 #
 # STOP_FILE=PATH ends the training early once that file exists (what a test uses instead of a wall-clock guess).
 #
+# ON_TESTED="COMMAND ..." runs, while the sweeps train, COMMAND with the folders of the runs tested since the start
+# appended, each run once, a few seconds after its test (the campaign evaluates them on the whole test grid there,
+# so that what the run's machine measures comes back with it). It is stopped with the sweeps at the deadline; where
+# they all end before it, what they tested last is measured in the time left. Its output goes into the logs.
+#
 # TNLIB_CODE=DIR trains with the tnlib in DIR (a campaign's pinned export, carried) instead of the checkout's: it
 # goes first on the path and Python's safe-path mode keeps the working directory off it.
 set -u -m
@@ -59,6 +64,26 @@ while IFS= read -r line || [ -n "$line" ]; do
     fi
     groups+=("$!")  # with job control (set -m) each background job leads a process group of its own
 done < "$PARTS"
+tested_not_measured() {  # the run folders the sweeps tested since the start that ON_TESTED has not yet measured
+    local out run
+    for out in $(printf '%s\n' "${outs[@]}" | sort -u); do
+        for run in "$out"/*/; do
+            run=${run%/}
+            [ "$run/metrics-test.json" -nt "$marker" ] && [ ! -e "$LOGS/measured-${run##*/}" ] && echo "$run"
+        done
+    done
+    return 0
+}
+measure() {  # ON_TESTED on the run folders given (word splitting of ON_TESTED is meant: a command line)
+    [ $# -gt 0 ] || return 0
+    $ON_TESTED "$@" >> "$LOGS/on-tested.txt" 2>&1
+    for run in "$@"; do touch "$LOGS/measured-${run##*/}"; done
+}
+hook=""
+if [ -n "${ON_TESTED:-}" ]; then
+    ( while true; do measure $(tested_not_measured); sleep 5; done ) &
+    hook=$!
+fi
 monitor=""
 if command -v nvidia-smi > /dev/null; then
     ( while true; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; sleep 30
@@ -76,6 +101,16 @@ while [ "$(date +%s)" -lt "$deadline" ] && running && ! stopped; do sleep 1; don
 for group in "${groups[@]}"; do kill -TERM -- "-$group" 2> /dev/null; done
 for _ in 1 2 3 4 5 6 7 8 9 10; do running || break; sleep 1; done
 for group in "${groups[@]}"; do kill -KILL -- "-$group" 2> /dev/null; done
+if [ -n "$hook" ]; then
+    kill -- "-$hook" 2> /dev/null
+    # sweeps that ended before the deadline leave time to measure what they tested last (a measurement the stop
+    # cut is made again)
+    left=$((deadline - $(date +%s)))
+    if [ "$left" -gt 0 ] && ! stopped; then
+        runs=$(tested_not_measured)
+        [ -z "$runs" ] || timeout "$left" $ON_TESTED $runs >> "$LOGS/on-tested.txt" 2>&1
+    fi
+fi
 [ -n "$monitor" ] && kill -- "-$monitor" 2> /dev/null
 echo "trained for $(( $(date +%s) - start )) s, $n processes" >> "$OUTD/machine.txt"
 tar -C "$LOGS" --exclude=site -czf "$OUTD/logs.tgz" .

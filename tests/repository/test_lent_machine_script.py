@@ -33,14 +33,18 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
     finished = runs / "gripper-linear-TN-learn-ff-llmcut-s0" / "metrics-test.json"
     resumable = runs / "gripper-linear-N-learn-ff-llmcut-s0" / "last.pt"
     stop = tmp_path / "stop"
+    # what ON_TESTED runs on each run tested since the start (the campaign: its whole test grid's evaluation)
+    hook = tmp_path / "hook.sh"
+    hook.write_text('for run in "$@"; do echo measured > "$run/measured-there.txt"; echo "$run" >> "$0.calls"; done\n')
+    hooked = finished.parent / "measured-there.txt"
     # another job's sweep on the same machine: a process whose command line says "tnlib sweep"
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "tnlib sweep bystander"])
     try:
         env = {**os.environ, "TRAIN_SECONDS": "500", "STOP_FILE": str(stop), "OUT": str(tmp_path / "out"),
-               "PYTHON": sys.executable}
+               "PYTHON": sys.executable, "ON_TESTED": f"bash {hook}"}
         script = subprocess.Popen(["bash", str(SCRIPT), str(parts)], cwd=tmp_path, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        while not (finished.is_file() and resumable.is_file()) and script.poll() is None:
+        while not (hooked.is_file() and resumable.is_file()) and script.poll() is None:
             time.sleep(0.5)
         stop.touch()
         _, stderr = script.communicate(timeout=240)
@@ -57,6 +61,9 @@ def test_the_lent_machine_script_stops_only_its_own_sweeps_and_brings_back_their
     with tarfile.open(fileobj=io.BytesIO(b"".join(piece.read_bytes() for piece in pieces))) as archive:
         names = archive.getnames()
     assert "gripper-linear-TN-learn-ff-llmcut-s0/metrics-test.json" in names
+    # the hook's measurement comes back with the run, which it was given once, and only it
+    assert "gripper-linear-TN-learn-ff-llmcut-s0/measured-there.txt" in names
+    assert Path(f"{hook}.calls").read_text().splitlines() == [str(finished.parent)]
     # a part-way run stays on the machine that trained it, where a later call resumes it
     assert not any(name.startswith("gripper-linear-N-learn-ff-llmcut-s0") for name in names)
     assert (runs / "gripper-linear-N-learn-ff-llmcut-s0" / "last.pt").is_file()
