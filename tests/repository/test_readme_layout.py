@@ -16,10 +16,17 @@ def layout_rows() -> dict[str, str]:
 
 
 def test_every_folder_of_the_package_has_a_row():
-    # (the top level's modules, paper.py and errors.py, have rows of their own, named by file)
+    # (the top level's modules have rows of their own, named by file)
     folders = {f"{init.parent.relative_to(REPO_ROOT).as_posix()}/" for init in (REPO_ROOT / "tnlib").rglob("__init__.py")
                if init.parent != REPO_ROOT / "tnlib"}
     assert sorted(folders - set(layout_rows())) == []
+
+
+def test_every_top_level_module_is_named():
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    modules = sorted(path.name for path in (REPO_ROOT / "tnlib").glob("*.py")
+                     if path.stem not in ("__init__", "__main__"))
+    assert [module for module in modules if f"`tnlib/{module}`" not in text] == []
 
 
 @pytest.mark.parametrize("folder", sorted(layout_rows()))
