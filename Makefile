@@ -28,11 +28,11 @@ env: $(STAMP)
 
 # pip runs --quiet (its log is pages long), so each step says first what it does and about how long it takes.
 $(STAMP): pyproject.toml
+	@echo "make env: setting up $(VENV)/ (tnlib and what its notebooks and tests need, from PyPI; a few minutes the first time)"
 	@# a link to another checkout's environment: installing would point its tnlib and its notebooks' kernel here
 	@if [ -L $(VENV) ]; then printf '%s\n' "make env: $(VENV) links to $$(readlink $(VENV)), another checkout's" \
 		"environment; installing would point that checkout's tnlib and notebook kernel at this one. Run make there," \
 		"or remove the link here and let make create $(VENV)/" >&2; exit 1; fi
-	@echo "make env: setting up $(VENV)/ (tnlib and what its notebooks and tests need, from PyPI; a few minutes the first time)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "make env: [1/4] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
