@@ -164,9 +164,12 @@ CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 # two cannot part
 CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
 	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
-# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it
+# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, and
+# how many tested runs have their whole test grid's metrics
 CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run; \
-	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; } 2>&1
+	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
+	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
+	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; } 2>&1
 # with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
 # left out)
 paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
