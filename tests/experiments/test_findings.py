@@ -93,3 +93,32 @@ def test_a_committed_report_answers_the_learned_sigma_question_from_its_seed_csv
     assert "TN: learning sigma gives a lower test MSE in 3 and a higher one in 0 of 8 testable cells" in summary
     assert "N: learning sigma gives a lower test MSE in 0 and a higher one in 3 of 8 testable cells" in summary
     assert "A learned sigma against a fixed one" in render_findings(rows, "From nlm5.")
+
+
+def test_the_whole_test_grid_is_a_finding_of_its_own_against_the_papers_table_1(tmp_path):
+    """A report's whole-grid rows (accuracy-by-size-seeds.csv) are read back as the grid's test MSE, N+clip too, and
+    set against the paper's Table 1 (its test set); the per-size rows and the NLL are not taken for it."""
+    fields = ["domain", "size", "labelled_by", "instances", "states", "model", "sigma", "residual", "lower_bound",
+              "column", "seed", "mse", "nll"]
+    rows = []
+    for key, by_seed in cells(-0.5).items():
+        domain, sigma, residual, column = key
+        for seed, value in by_seed.items():
+            base = {"domain": domain, "labelled_by": "test-grid", "instances": "40", "states": "1310",
+                    "model": "nlm", "sigma": sigma, "residual": residual, "lower_bound": "lmcut", "column": column,
+                    "seed": str(seed), "nll": ""}
+            rows.append({**base, "size": "whole test grid", "mse": repr(10 * value)})
+            rows.append({**base, "size": "locations 10, cars 10", "mse": repr(99.0)})
+    with (tmp_path / "accuracy-by-size-seeds.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    values = seed_values_of_report(tmp_path)
+    assert set(values["nlm"]) == {"grid_mse"}
+    assert values["nlm"]["grid_mse"][("ferry", "learn", "ff", "TN")][0] == pytest.approx(10 * (3.0 + 0.3 - 0.5))
+    found = findings(values)
+    row = next(r for r in found if r["second"] == "learn/ff N+clip")
+    assert row["metric"] == "grid_mse" and row["verdict"] == "lower"
+    # the paper's ferry learn/ff: TN 3.45±.8 against N+clip 3.72±.6, TN bold
+    assert row["paper"] == "lower" and row["against_paper"] == "agrees"
+    assert "**test MSE on the whole test grid** (lower is better)" in render_findings(found, "From a grid.")

@@ -548,6 +548,9 @@ def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) ->
     rows = findings(seed_values_of_results(results_dir, lower_bound))
     source = (f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the values of accuracy-seeds.csv and "
               "planning-seeds.csv (planning of the runs that finished planning).")
+    if any(r["metric"] == "grid_mse" for r in rows):
+        source += (" The test MSE on the whole test grid: the whole grid's rows of accuracy-by-size-seeds.csv (the "
+                   "paper's column beside it is its Table 1, on its test set).")
     if against is None:
         return write_findings(reports_dir, rows, source)
     names = folder_names(results_dir, against)
