@@ -134,13 +134,15 @@ def test_a_missing_piece_or_folder_is_named(trained_run, tmp_path):
 def test_the_command_names_what_it_took_and_what_it_left_out(trained_run, tmp_path, capsys):
     sent, folder = tmp_path / "sent", tmp_path / "runs"
     _copy(trained_run, sent, "a")
+    (_copy(trained_run, sent, "graded") / "metrics-test-grid.json").write_text("{}")
     _copy(trained_run, sent, "b")
     _copy(trained_run, folder, "b")
-    pieces = _pieces(sent, ["a", "b"], tmp_path / "out")
+    pieces = _pieces(sent, ["a", "b", "graded"], tmp_path / "out")
     assert main(["adopt-runs", *map(str, pieces), "--into", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "took a" in out and "left out b: the folder already holds" in out
-    assert "1 run taken, 1 left out" in out
+    assert "took a\n" in out and "left out b: the folder already holds" in out
+    assert "took graded (with its metrics on the whole test grid)" in out
+    assert "2 runs taken, 1 left out" in out
     assert main(["adopt-runs", str(tmp_path / "none.tgz.00"), "--into", str(folder)]) != 0
     assert "no such archive piece" in capsys.readouterr().err
 

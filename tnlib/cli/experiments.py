@@ -498,15 +498,19 @@ def register_adopt_runs(subparsers) -> None:
 
 
 def _run_adopt_runs(args) -> int:
+    from tnlib.data.schema import TEST_GRID
     from tnlib.experiments.running.adopted_runs import adopt_runs
     from tnlib.files import shown_path
+    from tnlib.learning.run_files import RunDir
 
     try:
         done = adopt_runs(args.pieces, args.into, code=args.code, dry_run=args.dry_run)
     except (FileNotFoundError, ValueError) as err:
         raise CommandError(str(err)) from None
     for name in done.adopted:
-        print(f"{'would take' if args.dry_run else 'took'} {name}")
+        graded = not args.dry_run and RunDir(Path(args.into) / name).metrics_file(TEST_GRID).is_file()
+        print(f"{'would take' if args.dry_run else 'took'} {name}"
+              + (" (with its metrics on the whole test grid)" if graded else ""))
     for name, reason in done.left_out:
         print(f"left out {name}: {reason}")
     print(f"{shown_path(args.into)}: {len(done.adopted)} run{'' if len(done.adopted) == 1 else 's'} "
