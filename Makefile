@@ -93,6 +93,8 @@ CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4
 # LANES processes side by side; DEVICE=cuda trains them on the machine's GPU (an H200 took 14 gripper runs at once,
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
+# seconds between the lanes' starts (so that the second finds the first's runs held)
+LANE_STAGGER ?= 20
 DEVICE ?=
 # Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
 # test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations already trained and
@@ -117,7 +119,7 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
 		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
 		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
-		lanes="$$lanes $$!"; sleep 20; \
+		lanes="$$lanes $$!"; sleep $(LANE_STAGGER); \
 	done; \
 	( while :; do \
 	    training=; for lane in $$lanes; do kill -0 $$lane 2>/dev/null && training=yes; done; \
