@@ -51,10 +51,14 @@ from tnlib.distributions._statistics import _standardized_variance
 __all__ = ["CPU_ROUTES", "TruncatedNormal", "cdf_pass_from", "cpu_route", "icdf_pass_from", "torch_route"]
 
 
+# torch's check for a torch.vmap batched tensor (private to torch; absent, none is), looked up once: the constructor
+# asks it of each parameter
+_IS_BATCHED = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
+
+
 def _is_vmapped(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` is a torch.vmap batched tensor (the check is private to torch; absent, assume not)."""
-    check = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
-    return bool(check(tensor)) if check is not None else False
+    """Whether ``tensor`` is a torch.vmap batched tensor."""
+    return _IS_BATCHED is not None and bool(_IS_BATCHED(tensor))
 
 
 # tnlib.distributions._kernels and _log_prob_kernels once imported, held (an import statement costs about a
