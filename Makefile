@@ -214,9 +214,9 @@ paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TR
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
 	rm -rf .device-code && mkdir -p .device-code
 	cd $(CAMPAIGN_RUNS) && tar -czf $(CURDIR)/.device-code/weights.tgz */best*.pt
+	site=$$($(PY) -c 'import os, pyperplan; print(os.path.dirname(os.path.dirname(pyperplan.__file__)))') && \
 	for code in $(CAMPAIGN_CODE) $(CAMPAIGN_GRID_CODE); do tar -czf .device-code/tnlib-$$code.tgz --exclude=__pycache__ \
-		-C .campaign/$$code tnlib \
-		-C "$$($(PY) -c 'import os, pyperplan; print(os.path.dirname(os.path.dirname(pyperplan.__file__)))')" pyperplan; done
+		-C .campaign/$$code tnlib -C "$$site" pyperplan; done
 	for part in $$(seq $(LENT_PROCESSES)); do echo '$(LENT_PART)'; done > .device-code/parts.txt
 	@echo 'the device call, with carry [".device-code"] and timeout_s $(shell echo $$(( $(LENT_SECONDS) + 25 > 600 ? 600 : $(LENT_SECONDS) + 25 ))):'
 	@echo '  $(LENT_CALL)'

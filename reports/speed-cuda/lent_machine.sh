@@ -74,9 +74,10 @@ tested_not_measured() {  # the run folders the sweeps tested since the start tha
     done
     return 0
 }
-measure() {  # ON_TESTED on the run folders given (word splitting of ON_TESTED is meant: a command line)
+measure() {  # ON_TESTED on the run folders given (word splitting of ON_TESTED is meant: a command line), under
+    # LIMIT where set (`timeout S`)
     [ $# -gt 0 ] || return 0
-    $ON_TESTED "$@" >> "$LOGS/on-tested.txt" 2>&1
+    ${LIMIT:-} $ON_TESTED "$@" >> "$LOGS/on-tested.txt" 2>&1
     for run in "$@"; do touch "$LOGS/measured-${run##*/}"; done
 }
 hook=""
@@ -106,10 +107,7 @@ if [ -n "$hook" ]; then
     # sweeps that ended before the deadline leave time to measure what they tested last (a measurement the stop
     # cut is made again)
     left=$((deadline - $(date +%s)))
-    if [ "$left" -gt 0 ] && ! stopped; then
-        runs=$(tested_not_measured)
-        [ -z "$runs" ] || timeout "$left" $ON_TESTED $runs >> "$LOGS/on-tested.txt" 2>&1
-    fi
+    if [ "$left" -gt 0 ] && ! stopped; then LIMIT="timeout $left" measure $(tested_not_measured); fi
 fi
 [ -n "$monitor" ] && kill -- "-$monitor" 2> /dev/null
 echo "trained for $(( $(date +%s) - start )) s, $n processes" >> "$OUTD/machine.txt"

@@ -62,7 +62,8 @@ def seed_values_of_results(results_dir, lower_bound: str) -> dict:
     finished planning)."""
     results = collect_results(results_dir)
     by_nll = collect_results(results_dir, checkpoint=RunDir.BEST_NLL)
-    grid = collect_results(results_dir, TEST_GRID)
+    # (the grid files accuracy-by-size.md lays out: those with their per-size metrics)
+    grid = [r for r in collect_results(results_dir, TEST_GRID) if "sizes" in r]
     plans = _finished([r for r in collect_planning(results_dir) if r["lower_bound"] == lower_bound])
     values: dict = {}
     for model in sorted({r["model"] for r in results}, key=_model_rank):
@@ -80,20 +81,19 @@ def seed_values_of_report(report_dir) -> dict:
     ``planning-seeds.csv``, the whole test grid's rows of ``accuracy-by-size-seeds.csv``), for a report whose run
     folders are not on this machine."""
     report_dir = Path(report_dir)
-    columns = {"mse": "mse", "nll": "nll_best_nll"}
+    # (rows, {metric: the CSV column holding it}) of each file
+    sources = ((_csv_rows(report_dir / "accuracy-seeds.csv"), {"mse": "mse", "nll": "nll_best_nll"}),
+               (_finished(_csv_rows(report_dir / "planning-seeds.csv")),
+                {"coverage": "coverage", "evaluations": "evaluations"}),
+               ([r for r in _csv_rows(report_dir / "accuracy-by-size-seeds.csv") if r["size"] == WHOLE_ROW],
+                {"grid_mse": "mse"}))
     values: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    for name, rows in (("accuracy", _csv_rows(report_dir / "accuracy-seeds.csv")),
-                       ("planning", _finished(_csv_rows(report_dir / "planning-seeds.csv")))):
+    for rows, columns in sources:
         for row in rows:
             key = (row["domain"], row["sigma"], row["residual"], row["column"])
-            for metric in (("mse", "nll") if name == "accuracy" else ("coverage", "evaluations")):
-                text = row[columns.get(metric, metric)]
-                if text:
-                    values[row["model"]][metric][key][int(row["seed"])] = float(text)
-    for row in _csv_rows(report_dir / "accuracy-by-size-seeds.csv"):
-        if row["size"] == WHOLE_ROW and row["mse"]:
-            key = (row["domain"], row["sigma"], row["residual"], row["column"])
-            values[row["model"]]["grid_mse"][key][int(row["seed"])] = float(row["mse"])
+            for metric, column in columns.items():
+                if row[column]:
+                    values[row["model"]][metric][key][int(row["seed"])] = float(row[column])
     return {model: {metric: dict(by_key) for metric, by_key in values[model].items()}
             for model in sorted(values, key=_model_rank)}
 
