@@ -21,7 +21,7 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
+.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-worker paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
 	paper-scale-lent
 
 env: $(STAMP)
@@ -96,6 +96,16 @@ LANES ?= 2
 # seconds between the lanes' starts (so that the second finds the first's runs held)
 LANE_STAGGER ?= 20
 DEVICE ?=
+# The stages, in order: Table 2's configurations on ferry, gripper and visitall, then on blocksworld, then Table 1's
+# other two everywhere (reports/paper-scale-nlm5/README.md says why this order)
+CAMPAIGN_STAGES := "--configs learn/ff fixed/none --domains ferry gripper visitall" \
+	"--configs learn/ff fixed/none --domains blocksworld" "--configs learn/none fixed/ff"
+# SCHEDULER=tcp://HOST:8786 trains on that Dask cluster's workers instead of local lanes: the workers are asked
+# first (`tnlib cluster-check`: the pinned code, one thread, this results folder and dataset, by their absolute
+# paths, so a shared filesystem at the same path), and each stage is one sweep sent there, all three at once, the
+# earlier stage's runs queued first. Start the workers with paper-scale-worker, on each machine, from a checkout at
+# this checkout's path.
+SCHEDULER ?=
 # Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
 # test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations already trained and
 # tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
@@ -115,12 +125,15 @@ CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --p
 # them back first; a tested run whose weights history never held stops it, named.
 paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
-	lanes=""; for lane in $$(seq $(LANES)); do \
-		( $(CAMPAIGN) --configs learn/ff fixed/none --domains ferry gripper visitall && \
-		  $(CAMPAIGN) --configs learn/ff fixed/none --domains blocksworld && \
-		  $(CAMPAIGN) --configs learn/none fixed/ff ) & \
+	$(if $(SCHEDULER),$(PY) -m tnlib cluster-check $(SCHEDULER) --results $(CAMPAIGN_RUNS) --data $(CURDIR)/data/paper \
+		--code $(CAMPAIGN_CODE))
+	lanes=""; $(if $(SCHEDULER),for stage in $(CAMPAIGN_STAGES); do \
+		( $(CAMPAIGN) --scheduler $(SCHEDULER) $$stage ) & \
 		lanes="$$lanes $$!"; sleep $(LANE_STAGGER); \
-	done; \
+	done,for lane in $$(seq $(LANES)); do \
+		( for stage in $(CAMPAIGN_STAGES); do $(CAMPAIGN) $$stage || exit; done ) & \
+		lanes="$$lanes $$!"; sleep $(LANE_STAGGER); \
+	done); \
 	( while :; do \
 	    training=; for lane in $$lanes; do kill -0 $$lane 2>/dev/null && training=yes; done; \
 	    untested=$$(for run in $(CAMPAIGN_RUNS)/*/; do [ -f $$run/metrics-test.json ] && \
@@ -131,6 +144,15 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 	    [ -n "$$training" ] || break; sleep $(PASS_SECONDS); \
 	  done ) & \
 	wait
+
+# A Dask worker for the campaign, on this machine: WORKERS one-thread processes in the campaign's environment,
+# importing the pinned code (python -P: not the checkout's tnlib), for `make paper-scale SCHEDULER=...` (its
+# scheduler: `.venv/bin/dask scheduler`, anywhere the workers and make reach). Runs until stopped.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+paper-scale-worker: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+	@test -n "$(SCHEDULER)" || { echo "make paper-scale-worker SCHEDULER=tcp://HOST:8786 [WORKERS=N]"; exit 2; }
+	$(CAMPAIGN_PY) -m distributed.cli.dask_worker $(SCHEDULER) --nworkers $(WORKERS) --nthreads 1 \
+		--local-directory $(CURDIR)/.campaign/dask-worker
 
 # Does the pinned code still make the committed curves on this machine? (Its modules by their names in that code:
 # tnlib.experiments.rerun_check, from before experiments/ had wings.) Per domain, the first run whose first 300

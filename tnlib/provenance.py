@@ -29,3 +29,11 @@ def code_commit(package: str | os.PathLike | None = None) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return f"{commit} with uncommitted changes to {package.name}/" if changed else commit
+
+
+def same_commit(recorded: object, code: str) -> bool:
+    """Whether ``recorded`` (a :func:`code_commit` as a record keeps it) is the commit ``code``, either abbreviated
+    (as far as both go, at least 7 digits): not a code "with uncommitted changes", nor "unknown"."""
+    if not isinstance(recorded, str) or " " in recorded or min(len(recorded), len(code)) < 7:
+        return False
+    return recorded.startswith(code) or code.startswith(recorded)

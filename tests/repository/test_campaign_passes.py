@@ -12,15 +12,17 @@ from tnlib.files import REPO_ROOT
 
 STUB = """#!/bin/sh
 case "$*" in
+  *cluster-check*) echo "$*" >> "$LOG"; exit "${CHECK_STATUS:-0}" ;;
   evaluate-or-restore*) echo "$*" >> "$LOG" ;;
   *--plan*) echo "plan $*" >> "$LOG"; sleep 0.1 ;;
-  *) echo "lane-start" >> "$LOG"; sleep 1.5; echo "lane-end" >> "$LOG" ;;
+  *) echo "lane-start $*" >> "$LOG"; sleep 1.5; echo "lane-end" >> "$LOG" ;;
 esac
 """
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path):
+def _campaign_with_stubs(tmp_path, check_status: int = 0, **more: str) -> list[str]:
+    """`make paper-scale` with the stubs, its variables and ``more``: the lines the stubs logged (``check_status``:
+    the cluster check's exit status; make must fail where it is not 0)."""
     log = tmp_path / "log"
     stub = tmp_path / "stub.sh"
     stub.write_text(STUB)
@@ -37,14 +39,22 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     variables = {"CAMPAIGN": str(stub), "CAMPAIGN_ENV": f"LOG={log}", "PY": f"{stub} evaluate-or-restore",
                  "CAMPAIGN_RUNS": str(tmp_path / "runs"), "PASS_SECONDS": "1", "LANES": "2", "LANE_STAGGER": "0",
                  "STAMP": str(tmp_path / "stamp"), "CAMPAIGN_TREE": str(tmp_path / "tree"),
-                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree")}
+                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree"), **more}
     done = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "paper-scale",
                            *(f"{k}={v}" for k, v in variables.items())],
-                          env={"LOG": str(log), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = log.read_text().splitlines()
-    # each of the 2 lanes runs its 3 stages, one after another
-    assert lines.count("lane-start") == lines.count("lane-end") == 6
+                          env={"LOG": str(log), "PATH": "/usr/bin:/bin", "CHECK_STATUS": str(check_status)},
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode == 0) == (check_status == 0), done.stderr
+    return log.read_text().splitlines()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path):
+    lines = _campaign_with_stubs(tmp_path)
+    starts = [line for line in lines if line.startswith("lane-start")]
+    # each of the 2 lanes runs its 3 stages, one after another, on this machine
+    assert len(starts) == lines.count("lane-end") == 6
+    assert not any("--scheduler" in line for line in starts) and not any("cluster-check" in line for line in lines)
     last_lane_end = max(i for i, line in enumerate(lines) if line == "lane-end")
     plans = [i for i, line in enumerate(lines) if line.startswith("plan ")]
     # a pass plans the four domains in turn; passes came while the lanes trained, and one after they ended
@@ -53,3 +63,26 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     # the evaluation took the tested run without grid metrics, and only it
     evaluations = [line for line in lines if "evaluate" in line and "--split test-grid" in line]
     assert evaluations and all("tested-here" in line and "/evaluated" not in line for line in evaluations)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_the_campaign_on_a_cluster_asks_its_workers_first_then_sends_each_stage_once(tmp_path):
+    # (the stages start LANE_STAGGER apart, so that their order in the log is the order they were sent in)
+    lines = _campaign_with_stubs(tmp_path, SCHEDULER="tcp://cluster:8786", LANE_STAGGER="0.5")
+    checks = [i for i, line in enumerate(lines) if "cluster-check tcp://cluster:8786" in line]
+    starts = [i for i, line in enumerate(lines) if line.startswith("lane-start")]
+    assert len(checks) == 1 and checks[0] < min(starts)
+    assert "--code" in lines[checks[0]] and f"--results {tmp_path / 'runs'}" in lines[checks[0]]
+    # one sweep a stage, each sent to the scheduler, in the stages' order; the passes still run here
+    assert len(starts) == lines.count("lane-end") == 3
+    assert all("--scheduler tcp://cluster:8786" in lines[i] for i in starts)
+    assert ["blocksworld" in lines[i] for i in starts] == [False, True, False]
+    assert "learn/none fixed/ff" in lines[starts[2]]
+    assert any(line.startswith("plan ") and "--scheduler" not in line for line in lines)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_the_campaign_sends_nothing_to_a_cluster_whose_workers_the_check_refuses(tmp_path):
+    lines = _campaign_with_stubs(tmp_path, check_status=1, SCHEDULER="tcp://cluster:8786")
+    assert any("cluster-check" in line for line in lines)
+    assert not any(line.startswith(("lane-start", "plan ")) for line in lines)

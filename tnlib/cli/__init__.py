@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-records": ("tnlib.cli.experiments", "copy a results folder's records without its weights, to commit"),
     "restore-weights": ("tnlib.cli.experiments", "write back from git's history the run weights a checkout lacks"),
     "adopt-runs": ("tnlib.cli.experiments", "take into a results folder the tested runs a lent machine sent back"),
+    "cluster-check": ("tnlib.cli.experiments", "ask a Dask cluster's workers what a sweep sent there would train with"),
 }
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

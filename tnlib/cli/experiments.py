@@ -518,8 +518,56 @@ def _run_adopt_runs(args) -> int:
     return 0
 
 
+def register_cluster_check(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cluster-check", help=COMMANDS["cluster-check"][1],
+        description="Ask every worker of a Dask cluster what a sweep sent there would train with: the commit of "
+                    "its tnlib, its machine kind, torch's threads, whether it sees the results folder the client "
+                    "sees and the same dataset. Exit 1 where a worker would train otherwise than the others or "
+                    "than --code (a campaign pinned to one code: `make paper-scale SCHEDULER=...` asks first).")
+    parser.add_argument("scheduler", help="the Dask scheduler's address, e.g. tcp://HOST:8786")
+    parser.add_argument("--results", required=True, help="the results folder the sweep writes, e.g. "
+                                                          "reports/paper-scale-nlm5/runs")
+    parser.add_argument("--data", default=None,
+                        help="the dataset folder the sweep reads (default: $TNLIB_DATA/paper or <repo>/data/paper)")
+    parser.add_argument("--code", metavar="COMMIT", help="the commit every worker's tnlib must be")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for the scheduler to answer (default 30)")
+    parser.set_defaults(func=_run_cluster_check)
+
+
+def _run_cluster_check(args) -> int:
+    from tnlib.data.schema import MANIFEST
+    from tnlib.experiments.running.cluster_workers import ask_cluster_workers, judge_cluster_workers
+    from tnlib.experiments.sweep_settings import Sweep
+    from tnlib.errors import SchedulerUnreachable
+
+    data = Path(args.data) if args.data else Sweep().dataset_path()
+    manifest = data / MANIFEST
+    if not manifest.is_file():
+        raise CommandError(f"no dataset manifest at {manifest}: name the dataset folder the sweep reads (--data)")
+    try:
+        workers = ask_cluster_workers(args.scheduler, args.results, manifest, timeout=args.timeout)
+    except SchedulerUnreachable as err:
+        raise CommandError(str(err)) from None
+    verdict = judge_cluster_workers(workers, manifest, code=args.code, results=args.results)
+    for worker in verdict.workers:
+        print(f"{worker.address}: tnlib {worker.code} ({worker.package}), {worker.machine}, "
+              f"{worker.threads} thread{'' if worker.threads == 1 else 's'}")
+        for reason in verdict.refusals.get(worker.address, []):
+            print(f"  refused: {reason}")
+    for kind in verdict.new_kinds:
+        print(f"new to {args.results}: {kind} -- no run there was trained on it yet; once one has trained 300 steps "
+              "there, `make paper-scale-rerun-check` on such a machine checks that it repeats")
+    if not verdict.workers:
+        print(f"no workers at {args.scheduler}: start them first (make paper-scale-worker SCHEDULER=...)")
+    print(f"{len(verdict.workers)} worker{'' if len(verdict.workers) == 1 else 's'}, "
+          f"{len(verdict.refusals)} refused" + ("" if verdict.ready else ": nothing sent"))
+    return 0 if verdict.ready else 1
+
+
 REGISTER = {"sweep": register_sweep, "reproduce": register_reproduce, "report": register_report,
             "intervals": register_intervals, "findings": register_findings, "baselines": register_baselines,
             "rerun-check": register_rerun_check, "handout": register_handout, "prune": register_prune,
             "export-records": register_export_records, "restore-weights": register_restore_weights,
-            "adopt-runs": register_adopt_runs}
+            "adopt-runs": register_adopt_runs, "cluster-check": register_cluster_check}

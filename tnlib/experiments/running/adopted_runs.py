@@ -27,6 +27,7 @@ from typing import Sequence
 from tnlib.experiments.damaged_records import damaged_records
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
+from tnlib.provenance import same_commit
 
 __all__ = ["RunsAdopted", "adopt_runs"]
 
@@ -66,13 +67,6 @@ def _unpack(pieces: Sequence[str | os.PathLike], into: Path) -> list[Path]:
     return sorted(path for path in into.iterdir() if path.is_dir())
 
 
-def _same_commit(recorded: object, code: str) -> bool:
-    """Whether two abbreviations of commit hashes name the same commit (as far as both go, at least 7 digits)."""
-    if not isinstance(recorded, str) or min(len(recorded), len(code)) < 7:
-        return False
-    return recorded.startswith(code) or code.startswith(recorded)
-
-
 def _reason_to_leave_out(run: RunDir, folder: Path, code: str | None) -> str | None:
     if (folder / run.name).exists():
         return ("the folder already holds a run of this name: taken before, or started here (a run trains on "
@@ -83,7 +77,7 @@ def _reason_to_leave_out(run: RunDir, folder: Path, code: str | None) -> str | N
     machines = {row.get("machine") for row in starts}
     if len(machines) != 1 or None in machines:
         return f"its machines.jsonl names {len(machines - {None})} kinds of machine, not one"
-    if code is not None and not all(_same_commit(row.get("code"), code) for row in starts):
+    if code is not None and not all(same_commit(row.get("code"), code) for row in starts):
         recorded = sorted({str(row.get("code", "not recorded")) for row in starts})
         return f"trained by code {', '.join(recorded)}, not {code}"
     return None

@@ -1,0 +1,148 @@
+"""A Dask cluster's workers are asked what a pinned sweep would train with there, and refused where a run would be
+trained by another code, in several threads, into a folder the client does not see, or on other data."""
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+
+import pytest
+
+from tnlib.cli import main
+from tnlib.experiments.running.cluster_workers import (
+    TOKEN_PREFIX,
+    ClusterWorker,
+    _probe_by_value,
+    ask_cluster_workers,
+    judge_cluster_workers,
+    probe_this_worker,
+)
+from tnlib.provenance import code_commit
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    path = tmp_path / "data" / "manifest.json"
+    path.parent.mkdir()
+    path.write_text('{"domains": {}}')
+    return path
+
+
+def _worker(manifest, **changes) -> ClusterWorker:
+    import hashlib
+
+    good = ClusterWorker(address="tcp://10.0.0.1:4000", code="38b9e834", package="/shared/.campaign/38b9e834/tnlib",
+                         machine="AMD EPYC, AVX512, OpenBLAS Haswell", threads=1, sees_results=True,
+                         manifest_sha256=hashlib.sha256(manifest.read_bytes()).hexdigest())
+    return replace(good, **changes)
+
+
+def test_workers_that_would_train_as_the_campaign_does_are_ready(manifest):
+    workers = [_worker(manifest), _worker(manifest, address="tcp://10.0.0.2:4000")]
+    verdict = judge_cluster_workers(workers, manifest, code="38b9e834")
+    assert verdict.ready and verdict.refusals == {}
+    # a longer or shorter spelling of the same commit is the same code
+    assert judge_cluster_workers(workers, manifest, code="38b9e8341f").ready
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"code": "ba5f6667"}, "commit ba5f6667, not 38b9e834"),
+    ({"code": "38b9e834 with uncommitted changes to tnlib/"}, "with uncommitted changes"),
+    ({"threads": 4}, "4 threads"),
+    ({"sees_results": False}, "does not see the results folder"),
+    ({"manifest_sha256": None}, "no dataset manifest"),
+    ({"manifest_sha256": "0" * 64}, "manifest differs"),
+])
+def test_a_worker_that_would_train_otherwise_is_refused_with_the_reason(manifest, changes, reason):
+    workers = [_worker(manifest), _worker(manifest, address="tcp://10.0.0.2:4000", **changes)]
+    verdict = judge_cluster_workers(workers, manifest, code="38b9e834")
+    assert not verdict.ready
+    assert list(verdict.refusals) == ["tcp://10.0.0.2:4000"]
+    assert any(reason in line for line in verdict.refusals["tcp://10.0.0.2:4000"]), verdict.refusals
+
+
+def test_without_a_commit_the_workers_must_agree_on_one_code(manifest):
+    agreeing = [_worker(manifest, code="aaaa1111"), _worker(manifest, address="tcp://b:1", code="aaaa1111")]
+    assert judge_cluster_workers(agreeing, manifest).ready
+    split = [agreeing[0], replace(agreeing[1], code="bbbb2222")]
+    assert set(judge_cluster_workers(split, manifest).refusals) == {"tcp://10.0.0.1:4000", "tcp://b:1"}
+
+
+def test_no_workers_is_not_ready(manifest):
+    assert not judge_cluster_workers([], manifest).ready
+
+
+def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path):
+    results = tmp_path / "runs"
+    (results / "run-a").mkdir(parents=True)
+    (results / "run-a" / "machines.jsonl").write_text(
+        json.dumps({"step": 0, "machine": "AMD EPYC, AVX512, OpenBLAS Haswell"}) + "\n")
+    workers = [_worker(manifest), _worker(manifest, address="tcp://b:1", machine="Intel Xeon, AVX2")]
+    verdict = judge_cluster_workers(workers, manifest, results=results)
+    assert verdict.new_kinds == ["Intel Xeon, AVX2"] and verdict.ready
+
+
+def test_the_probe_reads_the_token_and_the_manifest_and_names_this_code(manifest, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("secret")
+    answer = probe_this_worker(str(token_file), "secret", str(manifest))
+    assert answer["sees_results"] and answer["code"] == code_commit()
+    assert answer["manifest_sha256"] == _worker(manifest).manifest_sha256
+    elsewhere = probe_this_worker(str(tmp_path / "absent"), "secret", str(tmp_path / "no-manifest.json"))
+    assert not elsewhere["sees_results"] and elsewhere["manifest_sha256"] is None
+    assert not probe_this_worker(str(token_file), "another", str(manifest))["sees_results"]
+
+
+def test_the_probe_travels_by_value_and_answers_with_the_workers_own_tnlib(manifest, tmp_path):
+    """A worker whose tnlib lacks this module (the campaign's pinned code) still runs the probe, and names its own
+    code: a stand-in tnlib with only the two functions the probe asks for."""
+    import cloudpickle
+
+    fake = tmp_path / "worker-site" / "tnlib"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "provenance.py").write_text("def code_commit():\n    return 'c0ffee00'\n")
+    (fake / "device.py").write_text("def machine_kind():\n    return 'a worker machine'\n")
+    token_file = tmp_path / "token"
+    token_file.write_text("t")
+    payload = cloudpickle.dumps((_probe_by_value(), (str(token_file), "t", str(manifest))))
+    script = textwrap.dedent("""
+        import json, pickle, sys
+        probe, arguments = pickle.loads(sys.stdin.buffer.read())
+        print(json.dumps(probe(*arguments)))
+    """)
+    done = subprocess.run([sys.executable, "-P", "-c", script], input=payload, capture_output=True,
+                          env={"PYTHONPATH": str(fake.parent), "OMP_NUM_THREADS": "1"}, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    answer = json.loads(done.stdout)
+    assert answer["code"] == "c0ffee00" and answer["machine"] == "a worker machine"
+    assert answer["package"] == str(fake.resolve()) and answer["sees_results"]
+    assert pickle.loads(payload)  # (and the client can read its own payload)
+
+
+def test_the_workers_of_a_local_cluster_answer_and_the_token_is_removed(manifest, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    results = tmp_path / "runs"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  env={"OMP_NUM_THREADS": "1"}) as cluster:
+        (worker,) = ask_cluster_workers(cluster.scheduler_address, results, manifest)
+    assert worker.sees_results and worker.threads == 1 and worker.code == code_commit()
+    assert worker.manifest_sha256 == _worker(manifest).manifest_sha256
+    assert not list(results.glob(f"{TOKEN_PREFIX}*"))
+
+
+def test_the_command_says_in_one_line_that_the_scheduler_does_not_answer(manifest, tmp_path, capsys):
+    pytest.importorskip("distributed")
+    status = main(["cluster-check", "tcp://127.0.0.1:9", "--results", str(tmp_path / "runs"),
+                   "--data", str(manifest.parent), "--timeout", "1"])
+    assert status == 2
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+
+
+def test_the_command_needs_a_dataset_manifest(tmp_path, capsys):
+    status = main(["cluster-check", "tcp://127.0.0.1:9", "--results", str(tmp_path / "runs"),
+                   "--data", str(tmp_path)])
+    assert status == 2 and "no dataset manifest" in capsys.readouterr().err

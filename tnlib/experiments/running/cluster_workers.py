@@ -1,0 +1,163 @@
+"""A Dask cluster's workers, asked what they would train with before a sweep pinned to one code sends them its runs.
+
+A sweep on a cluster (`tnlib sweep --scheduler`) pickles its cell function by reference: each worker imports it
+from whatever tnlib that worker imports, writes into the results folder as the sweep resolved it on the client, and
+reads the dataset there too. A campaign whose runs must all be trained by one code, one thread a process, into one
+folder (reports/paper-scale-nlm5/README.md) asks every worker first (:func:`ask_cluster_workers`):
+
+- the commit of its tnlib (:func:`tnlib.provenance.code_commit`, there) and where that package lies;
+- its machine kind (:func:`tnlib.device.machine_kind`, there) and torch's thread count: several threads sum a
+  product in another order, so a run trained so would round as no one-thread run does;
+- whether it reads the results folder the client sees -- a token the client writes there -- and the dataset's
+  manifest byte for byte: a worker on another filesystem would train runs no one collects, or on other data.
+
+:func:`judge_cluster_workers` turns the answers into what a campaign may go on with; the probe itself
+(:func:`probe_this_worker`) is sent to the workers by value, so that a worker importing another tnlib, or one
+without this module, still answers.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tnlib.errors import SchedulerUnreachable
+from tnlib.provenance import same_commit
+
+__all__ = ["ClusterWorker", "ClusterVerdict", "ask_cluster_workers", "judge_cluster_workers", "probe_this_worker"]
+
+# the token's file name in the results folder; the leading dot keeps it out of the run folders' listing
+TOKEN_PREFIX = ".cluster-check-"
+
+
+@dataclass(frozen=True)
+class ClusterWorker:
+    """One worker's answers (:func:`probe_this_worker`)."""
+
+    address: str
+    code: str
+    package: str
+    machine: str
+    threads: int
+    sees_results: bool
+    manifest_sha256: str | None
+
+
+@dataclass
+class ClusterVerdict:
+    """The workers and what keeps each from the campaign (``refusals``: worker address -> reasons; none: go on),
+    and the machine kinds among them that the results folder's runs were not yet trained on."""
+
+    workers: list[ClusterWorker]
+    refusals: dict[str, list[str]] = field(default_factory=dict)
+    new_kinds: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.workers) and not self.refusals
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def probe_this_worker(token_file: str, token: str, manifest: str) -> dict:
+    """This process's answers, as :class:`ClusterWorker`'s fields (the address aside): run on each worker."""
+    import torch
+
+    import tnlib
+    from tnlib.device import machine_kind
+    from tnlib.provenance import code_commit
+
+    try:
+        seen = Path(token_file).read_text() == token
+    except OSError:
+        seen = False
+    try:
+        manifest_sha256 = hashlib.sha256(Path(manifest).read_bytes()).hexdigest()
+    except OSError:
+        manifest_sha256 = None
+    return {"code": code_commit(), "package": str(Path(tnlib.__file__).resolve().parent), "machine": machine_kind(),
+            "threads": torch.get_num_threads(), "sees_results": seen, "manifest_sha256": manifest_sha256}
+
+
+def _probe_by_value():
+    """:func:`probe_this_worker` as a function pickled by value: a worker whose tnlib lacks this module (the
+    campaign's pinned code does) could not import it by name."""
+    import types
+
+    function = probe_this_worker
+    copy = types.FunctionType(function.__code__, {"__builtins__": __builtins__, "Path": Path, "hashlib": hashlib},
+                              function.__name__)
+    copy.__qualname__ = f"ask_cluster_workers.<locals>.{function.__name__}"
+    return copy
+
+
+def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike,
+                        timeout: float = 30.0) -> list[ClusterWorker]:
+    """Every worker of the cluster at ``scheduler``, asked (:func:`probe_this_worker`) about the results folder
+    ``results`` and the dataset manifest ``manifest``, both by the absolute paths the client resolves (as a sweep
+    passes them). Raises :class:`tnlib.errors.SchedulerUnreachable` where the scheduler does not answer within
+    ``timeout`` seconds."""
+    from distributed import Client
+
+    results = Path(results).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_hex(16)
+    token_file = results / f"{TOKEN_PREFIX}{token[:8]}"
+    token_file.write_text(token)
+    try:
+        try:
+            client = Client(scheduler, set_as_default=False, timeout=f"{timeout}s")
+        except (OSError, TimeoutError) as err:
+            raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+        with client:
+            answers = client.run(_probe_by_value(), str(token_file), token, str(Path(manifest).resolve()))
+    finally:
+        token_file.unlink(missing_ok=True)
+    return [ClusterWorker(address=address, **answer) for address, answer in sorted(answers.items())]
+
+
+def _kinds_trained(results: Path) -> set[str]:
+    """The machine kinds the results folder's runs name at any start of training (``machines.jsonl``)."""
+    from tnlib.files import read_jsonl
+
+    kinds: set[str] = set()
+    for record in results.glob("*/machines.jsonl"):
+        kinds.update(str(line.get("machine")) for line in read_jsonl(record))
+    return kinds
+
+
+def judge_cluster_workers(workers: list[ClusterWorker], manifest: str | os.PathLike, code: str | None = None,
+                          results: str | os.PathLike | None = None) -> ClusterVerdict:
+    """What keeps each worker from a campaign trained by ``code`` (a commit; None: any one code, so long as the
+    workers agree) in one thread a process, into the results folder they must all see, on the dataset whose
+    manifest is ``manifest``; with ``results``, the kinds its runs were not yet trained on."""
+    verdict = ClusterVerdict(workers=list(workers))
+    expected_manifest = _sha256(Path(manifest))
+    codes = {worker.code for worker in workers}
+    for worker in workers:
+        reasons = []
+        if code is not None and not same_commit(worker.code, code):
+            reasons.append(f"its tnlib ({worker.package}) is commit {worker.code}, not {code}")
+        elif code is None and len(codes) > 1:
+            reasons.append(f"its tnlib is commit {worker.code}, where the workers run {len(codes)} codes")
+        if worker.threads != 1:
+            reasons.append(f"torch runs {worker.threads} threads there, not 1 (start it with OMP_NUM_THREADS=1)")
+        if not worker.sees_results:
+            reasons.append("it does not see the results folder the client sees (not the same filesystem there)")
+        if worker.manifest_sha256 is None:
+            reasons.append("it finds no dataset manifest at the client's path")
+        elif worker.manifest_sha256 != expected_manifest:
+            reasons.append("its dataset manifest differs from the client's")
+        if reasons:
+            verdict.refusals[worker.address] = reasons
+    if results is not None:
+        trained = _kinds_trained(Path(results))
+        verdict.new_kinds = sorted({worker.machine for worker in workers} - trained)
+    return verdict
