@@ -21,7 +21,7 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-worker paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
+.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-scheduler paper-scale-worker paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
 	paper-scale-lent
 
 env: $(STAMP)
@@ -103,8 +103,8 @@ CAMPAIGN_STAGES := "--configs learn/ff fixed/none --domains ferry gripper visita
 # SCHEDULER=tcp://HOST:8786 trains on that Dask cluster's workers instead of local lanes: the workers are asked
 # first (`tnlib cluster-check`: the pinned code, one thread, this results folder and dataset, by their absolute
 # paths, so a shared filesystem at the same path), and each stage is one sweep sent there, all three at once, the
-# earlier stage's runs queued first. Start the workers with paper-scale-worker, on each machine, from a checkout at
-# this checkout's path.
+# earlier stage's runs queued first. Start the scheduler with paper-scale-scheduler and the workers with
+# paper-scale-worker, on each machine, from a checkout at this checkout's path.
 SCHEDULER ?=
 # Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
 # test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations already trained and
@@ -145,9 +145,14 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 	  done ) & \
 	wait
 
-# A Dask worker for the campaign, on this machine: WORKERS one-thread processes in the campaign's environment,
-# importing the pinned code (python -P: not the checkout's tnlib), for `make paper-scale SCHEDULER=...` (its
-# scheduler: `.venv/bin/dask scheduler`, anywhere the workers and make reach). Runs until stopped.
+# A Dask cluster for the campaign, each process on the pinned code (python -P: not the checkout's tnlib), for
+# `make paper-scale SCHEDULER=...`: its scheduler (it unpickles the sweeps' tasks, which name the pinned code's
+# modules) on one machine, and on each machine WORKERS one-thread workers in the campaign's environment. Each runs
+# until stopped.
+SCHEDULER_PORT ?= 8786
+paper-scale-scheduler: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+	$(CAMPAIGN_PY) -m distributed.cli.dask_scheduler --port $(SCHEDULER_PORT)
+
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 paper-scale-worker: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	@test -n "$(SCHEDULER)" || { echo "make paper-scale-worker SCHEDULER=tcp://HOST:8786 [WORKERS=N]"; exit 2; }

@@ -73,6 +73,18 @@ def test_without_a_commit_the_workers_must_agree_on_one_code(manifest):
 
 def test_no_workers_is_not_ready(manifest):
     assert not judge_cluster_workers([], manifest).ready
+    assert not judge_cluster_workers([_worker(manifest, role="scheduler")], manifest).ready
+
+
+def test_a_scheduler_on_another_code_is_refused_as_it_could_not_read_the_tasks(manifest):
+    # the scheduler runs no task: its threads, folder and data do not matter, its code does
+    scheduler = _worker(manifest, address="tcp://head:8786", role="scheduler", threads=8, sees_results=False,
+                        manifest_sha256=None)
+    assert judge_cluster_workers([scheduler, _worker(manifest)], manifest, code="38b9e834").ready
+    other = replace(scheduler, code="ba5f6667")
+    verdict = judge_cluster_workers([other, _worker(manifest)], manifest, code="38b9e834")
+    assert list(verdict.refusals) == ["tcp://head:8786"] and "could not read" in verdict.refusals["tcp://head:8786"][0]
+    assert not judge_cluster_workers([other, _worker(manifest)], manifest).ready  # no commit asked: one code
 
 
 def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path):
@@ -80,7 +92,8 @@ def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path)
     (results / "run-a").mkdir(parents=True)
     (results / "run-a" / "machines.jsonl").write_text(
         json.dumps({"step": 0, "machine": "AMD EPYC, AVX512, OpenBLAS Haswell"}) + "\n")
-    workers = [_worker(manifest), _worker(manifest, address="tcp://b:1", machine="Intel Xeon, AVX2")]
+    workers = [_worker(manifest, address="tcp://head:8786", role="scheduler", machine="the head node"),
+               _worker(manifest), _worker(manifest, address="tcp://b:1", machine="Intel Xeon, AVX2")]
     verdict = judge_cluster_workers(workers, manifest, results=results)
     assert verdict.new_kinds == ["Intel Xeon, AVX2"] and verdict.ready
 
@@ -123,13 +136,14 @@ def test_the_probe_travels_by_value_and_answers_with_the_workers_own_tnlib(manif
     assert pickle.loads(payload)  # (and the client can read its own payload)
 
 
-def test_the_workers_of_a_local_cluster_answer_and_the_token_is_removed(manifest, tmp_path):
+def test_the_scheduler_and_workers_of_a_local_cluster_answer_and_the_token_is_removed(manifest, tmp_path):
     distributed = pytest.importorskip("distributed")
     results = tmp_path / "runs"
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                   env={"OMP_NUM_THREADS": "1"}) as cluster:
-        (worker,) = ask_cluster_workers(cluster.scheduler_address, results, manifest)
-    assert worker.sees_results and worker.threads == 1 and worker.code == code_commit()
+        scheduler, worker = ask_cluster_workers(cluster.scheduler_address, results, manifest)
+    assert scheduler.role == "scheduler" and scheduler.code == code_commit()
+    assert worker.role == "worker" and worker.sees_results and worker.threads == 1 and worker.code == code_commit()
     assert worker.manifest_sha256 == _worker(manifest).manifest_sha256
     assert not list(results.glob(f"{TOKEN_PREFIX}*"))
 

@@ -521,9 +521,10 @@ def _run_adopt_runs(args) -> int:
 def register_cluster_check(subparsers) -> None:
     parser = subparsers.add_parser(
         "cluster-check", help=COMMANDS["cluster-check"][1],
-        description="Ask every worker of a Dask cluster what a sweep sent there would train with: the commit of "
-                    "its tnlib, its machine kind, torch's threads, whether it sees the results folder the client "
-                    "sees and the same dataset. Exit 1 where a worker would train otherwise than the others or "
+        description="Ask the scheduler and every worker of a Dask cluster what a sweep sent there would train "
+                    "with: the commit of their tnlib (the scheduler unpickles the tasks), each worker's machine kind, "
+                    "torch's threads, whether it sees the results folder the client sees and the same dataset. "
+                    "Exit 1 where a worker would train otherwise than the others or "
                     "than --code (a campaign pinned to one code: `make paper-scale SCHEDULER=...` asks first).")
     parser.add_argument("scheduler", help="the Dask scheduler's address, e.g. tcp://HOST:8786")
     parser.add_argument("--results", required=True, help="the results folder the sweep writes, e.g. "
@@ -552,17 +553,21 @@ def _run_cluster_check(args) -> int:
         raise CommandError(str(err)) from None
     verdict = judge_cluster_workers(workers, manifest, code=args.code, results=args.results)
     for worker in verdict.workers:
-        print(f"{worker.address}: tnlib {worker.code} ({worker.package}), {worker.machine}, "
-              f"{worker.threads} thread{'' if worker.threads == 1 else 's'}")
+        if worker.role == "scheduler":
+            print(f"scheduler {worker.address}: tnlib {worker.code} ({worker.package})")
+        else:
+            print(f"{worker.address}: tnlib {worker.code} ({worker.package}), {worker.machine}, "
+                  f"{worker.threads} thread{'' if worker.threads == 1 else 's'}")
         for reason in verdict.refusals.get(worker.address, []):
             print(f"  refused: {reason}")
     for kind in verdict.new_kinds:
         print(f"new to {args.results}: {kind} -- no run there was trained on it yet; once one has trained 300 steps "
               "there, `make paper-scale-rerun-check` on such a machine checks that it repeats")
-    if not verdict.workers:
+    count = sum(worker.role == "worker" for worker in verdict.workers)
+    if not count:
         print(f"no workers at {args.scheduler}: start them first (make paper-scale-worker SCHEDULER=...)")
-    print(f"{len(verdict.workers)} worker{'' if len(verdict.workers) == 1 else 's'}, "
-          f"{len(verdict.refusals)} refused" + ("" if verdict.ready else ": nothing sent"))
+    print(f"{count} worker{'' if count == 1 else 's'}, {len(verdict.refusals)} refused"
+          + ("" if verdict.ready else ": nothing sent"))
     return 0 if verdict.ready else 1
 
 

@@ -1,11 +1,14 @@
 """A Dask cluster's workers, asked what they would train with before a sweep pinned to one code sends them its runs.
 
-A sweep on a cluster (`tnlib sweep --scheduler`) pickles its cell function by reference: each worker imports it
-from whatever tnlib that worker imports, writes into the results folder as the sweep resolved it on the client, and
-reads the dataset there too. A campaign whose runs must all be trained by one code, one thread a process, into one
-folder (reports/paper-scale-nlm5/README.md) asks every worker first (:func:`ask_cluster_workers`):
+A sweep on a cluster (`tnlib sweep --scheduler`) pickles its cell function by reference: the scheduler, which
+unpickles the task graph, and each worker import it from whatever tnlib they import (a scheduler on another code
+than the client's fails the sweep's every task: seen, with a scheduler on the checkout's code and the campaign's
+pinned client), and each worker writes into the results folder as the sweep resolved it on the client, and reads
+the dataset there too. A campaign whose runs must all be trained by one code, one thread a process, into one folder
+(reports/paper-scale-nlm5/README.md) asks the scheduler and every worker first (:func:`ask_cluster_workers`):
 
-- the commit of its tnlib (:func:`tnlib.provenance.code_commit`, there) and where that package lies;
+- the commit of its tnlib (:func:`tnlib.provenance.code_commit`, there) and where that package lies (of the
+  scheduler, only this);
 - its machine kind (:func:`tnlib.device.machine_kind`, there) and torch's thread count: several threads sum a
   product in another order, so a run trained so would round as no one-thread run does;
 - whether it reads the results folder the client sees -- a token the client writes there -- and the dataset's
@@ -34,7 +37,7 @@ TOKEN_PREFIX = ".cluster-check-"
 
 @dataclass(frozen=True)
 class ClusterWorker:
-    """One worker's answers (:func:`probe_this_worker`)."""
+    """One worker's answers (:func:`probe_this_worker`), or the scheduler's (``role``)."""
 
     address: str
     code: str
@@ -43,12 +46,14 @@ class ClusterWorker:
     threads: int
     sees_results: bool
     manifest_sha256: str | None
+    role: str = "worker"
 
 
 @dataclass
 class ClusterVerdict:
-    """The workers and what keeps each from the campaign (``refusals``: worker address -> reasons; none: go on),
-    and the machine kinds among them that the results folder's runs were not yet trained on."""
+    """The scheduler and the workers, and what keeps each from the campaign (``refusals``: address -> reasons;
+    none: go on), and the machine kinds among the workers that the results folder's runs were not yet trained
+    on."""
 
     workers: list[ClusterWorker]
     refusals: dict[str, list[str]] = field(default_factory=dict)
@@ -56,7 +61,7 @@ class ClusterVerdict:
 
     @property
     def ready(self) -> bool:
-        return bool(self.workers) and not self.refusals
+        return any(worker.role == "worker" for worker in self.workers) and not self.refusals
 
 
 def _sha256(path: Path) -> str | None:
@@ -100,9 +105,9 @@ def _probe_by_value():
 
 def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike,
                         timeout: float = 30.0) -> list[ClusterWorker]:
-    """Every worker of the cluster at ``scheduler``, asked (:func:`probe_this_worker`) about the results folder
-    ``results`` and the dataset manifest ``manifest``, both by the absolute paths the client resolves (as a sweep
-    passes them). Raises :class:`tnlib.errors.SchedulerUnreachable` where the scheduler does not answer within
+    """The scheduler at ``scheduler`` (first, its role "scheduler") and every worker of its cluster, asked
+    (:func:`probe_this_worker`) about the results folder ``results`` and the dataset manifest ``manifest``, both by
+    the absolute paths the client resolves (as a sweep passes them). Raises :class:`tnlib.errors.SchedulerUnreachable` where the scheduler does not answer within
     ``timeout`` seconds."""
     from distributed import Client
 
@@ -116,11 +121,14 @@ def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: st
             client = Client(scheduler, set_as_default=False, timeout=f"{timeout}s")
         except (OSError, TimeoutError) as err:
             raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+        arguments = (str(token_file), token, str(Path(manifest).resolve()))
         with client:
-            answers = client.run(_probe_by_value(), str(token_file), token, str(Path(manifest).resolve()))
+            own = client.run_on_scheduler(_probe_by_value(), *arguments)
+            answers = client.run(_probe_by_value(), *arguments)
     finally:
         token_file.unlink(missing_ok=True)
-    return [ClusterWorker(address=address, **answer) for address, answer in sorted(answers.items())]
+    return [ClusterWorker(address=scheduler, role="scheduler", **own),
+            *(ClusterWorker(address=address, **answer) for address, answer in sorted(answers.items()))]
 
 
 def _kinds_trained(results: Path) -> set[str]:
@@ -143,6 +151,13 @@ def judge_cluster_workers(workers: list[ClusterWorker], manifest: str | os.PathL
     codes = {worker.code for worker in workers}
     for worker in workers:
         reasons = []
+        if worker.role != "worker":  # (the scheduler unpickles the tasks, and runs none)
+            if code is not None and not same_commit(worker.code, code) or code is None and len(codes) > 1:
+                reasons.append(f"its tnlib ({worker.package}) is commit {worker.code}, not the workers' "
+                               f"{code or 'code'}: it could not read their tasks")
+            if reasons:
+                verdict.refusals[worker.address] = reasons
+            continue
         if code is not None and not same_commit(worker.code, code):
             reasons.append(f"its tnlib ({worker.package}) is commit {worker.code}, not {code}")
         elif code is None and len(codes) > 1:
@@ -159,5 +174,5 @@ def judge_cluster_workers(workers: list[ClusterWorker], manifest: str | os.PathL
             verdict.refusals[worker.address] = reasons
     if results is not None:
         trained = _kinds_trained(Path(results))
-        verdict.new_kinds = sorted({worker.machine for worker in workers} - trained)
+        verdict.new_kinds = sorted({worker.machine for worker in workers if worker.role == "worker"} - trained)
     return verdict
