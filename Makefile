@@ -186,7 +186,12 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 # Commit after it. The runs' weights (best.pt, best-nll.pt: 160 runs' would not fit the tracked tree's limit) go
 # into a commit of their own, made here, and then out of the tree (.gitignore keeps them out): `tnlib
 # restore-weights` brings them back from history.
-# ("[t]nlib": the pattern must not match the command line of the shell that runs pkill.)
+# ("[t]nlib": the pattern must not match the command line of the shell that runs pkill.) Paused and resumed: the
+# lanes and the planning process, and the tasks of this machine's campaign Dask workers (the processes their
+# nannies started: a worker on another machine goes on writing, so on a cluster take the snapshot once the workers
+# elsewhere are stopped).
+CAMPAIGN_SIGNAL = pkill -$(1) -f "[t]nlib (sweep|evaluate)"; \
+	for nanny in $$(pgrep -f "[d]istributed.cli.dask_worker"); do pkill -$(1) -P $$nanny; done; true
 CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 
 # the report's command is the committed-render check's (tnlib.experiments.reporting.render_check), so that the
@@ -203,13 +208,13 @@ CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed
 # left out)
 paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 	timeout 600 $(PY) -m tnlib prune $(CAMPAIGN_RUNS)
-	pkill -STOP -f "[t]nlib (sweep|evaluate)" || true
+	$(call CAMPAIGN_SIGNAL,STOP)
 	git add -f $(CAMPAIGN_WEIGHTS) && { git diff --cached --quiet -- $(CAMPAIGN_WEIGHTS) || git commit -q -m \
 		"$(CAMPAIGN_RUNS): the runs' weights at this snapshot, kept in history" -- $(CAMPAIGN_WEIGHTS); } && \
 		git rm -r -q --cached --ignore-unmatch $(CAMPAIGN_WEIGHTS) && \
 		git add $(CAMPAIGN_RUNS) && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
 		$(CAMPAIGN_STANDING) | sed 's|$(CURDIR)/||g' > reports/paper-scale-nlm5/standing.txt && \
-		git add reports/paper-scale-nlm5; status=$$?; pkill -CONT -f "[t]nlib (sweep|evaluate)" || true; exit $$status
+		git add reports/paper-scale-nlm5; status=$$?; $(call CAMPAIGN_SIGNAL,CONT); exit $$status
 	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
 
 # A lent GPU machine trains whole runs of the campaign, by the same pinned code (reports/paper-scale-nlm5/README.md,
