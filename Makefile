@@ -21,8 +21,8 @@ export OMP_NUM_THREADS ?= 2
 export MALLOC_MMAP_MAX_ ?= 0
 export MALLOC_TRIM_THRESHOLD_ ?= 17179869184
 
-.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-scheduler paper-scale-worker paper-scale-standing paper-scale-rerun-check paper-scale-snapshot \
-	paper-scale-lent
+.PHONY: reproduce test env bench clean-env prune-kernel-cache paper-scale paper-scale-standing paper-scale-rerun-check \
+	paper-scale-snapshot paper-scale-lent paper-scale-scheduler paper-scale-worker
 
 env: $(STAMP)
 

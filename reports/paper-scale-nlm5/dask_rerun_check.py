@@ -38,7 +38,7 @@ def main(domains: list[str]) -> int:
         print(f"no run of {', '.join(missing) or 'any domain named'} started on {machine_kind()}; "
               f"these have one: {', '.join(sorted(chosen))}")
         return 2
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as client:
         start = time.time()
         differ = False

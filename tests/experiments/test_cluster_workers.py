@@ -18,7 +18,7 @@ from tnlib.experiments.running.cluster_workers import (
     _probe_by_value,
     ask_cluster_workers,
     judge_cluster_workers,
-    probe_this_worker,
+    probe_this_process,
 )
 from tnlib.provenance import code_commit
 
@@ -101,12 +101,12 @@ def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path)
 def test_the_probe_reads_the_token_and_the_manifest_and_names_this_code(manifest, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("secret")
-    answer = probe_this_worker(str(token_file), "secret", str(manifest))
+    answer = probe_this_process(str(token_file), "secret", str(manifest))
     assert answer["sees_results"] and answer["code"] == code_commit()
     assert answer["manifest_sha256"] == _worker(manifest).manifest_sha256
-    elsewhere = probe_this_worker(str(tmp_path / "absent"), "secret", str(tmp_path / "no-manifest.json"))
+    elsewhere = probe_this_process(str(tmp_path / "absent"), "secret", str(tmp_path / "no-manifest.json"))
     assert not elsewhere["sees_results"] and elsewhere["manifest_sha256"] is None
-    assert not probe_this_worker(str(token_file), "another", str(manifest))["sees_results"]
+    assert not probe_this_process(str(token_file), "another", str(manifest))["sees_results"]
 
 
 def test_the_probe_travels_by_value_and_answers_with_the_workers_own_tnlib(manifest, tmp_path):
@@ -139,7 +139,7 @@ def test_the_probe_travels_by_value_and_answers_with_the_workers_own_tnlib(manif
 def test_the_scheduler_and_workers_of_a_local_cluster_answer_and_the_token_is_removed(manifest, tmp_path):
     distributed = pytest.importorskip("distributed")
     results = tmp_path / "runs"
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   env={"OMP_NUM_THREADS": "1"}) as cluster:
         scheduler, worker = ask_cluster_workers(cluster.scheduler_address, results, manifest)
     assert scheduler.role == "scheduler" and scheduler.code == code_commit()

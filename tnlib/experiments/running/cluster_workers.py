@@ -15,7 +15,7 @@ the dataset there too. A campaign whose runs must all be trained by one code, on
   manifest byte for byte: a worker on another filesystem would train runs no one collects, or on other data.
 
 :func:`judge_cluster_workers` turns the answers into what a campaign may go on with; the probe itself
-(:func:`probe_this_worker`) is sent to the workers by value, so that a worker importing another tnlib, or one
+(:func:`probe_this_process`) is sent to the workers by value, so that a worker importing another tnlib, or one
 without this module, still answers.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from tnlib.errors import SchedulerUnreachable
 from tnlib.provenance import same_commit
 
-__all__ = ["ClusterWorker", "ClusterVerdict", "ask_cluster_workers", "judge_cluster_workers", "probe_this_worker"]
+__all__ = ["ClusterWorker", "ClusterVerdict", "ask_cluster_workers", "judge_cluster_workers", "probe_this_process"]
 
 # the token's file name in the results folder; the leading dot keeps it out of the run folders' listing
 TOKEN_PREFIX = ".cluster-check-"
@@ -37,7 +37,7 @@ TOKEN_PREFIX = ".cluster-check-"
 
 @dataclass(frozen=True)
 class ClusterWorker:
-    """One worker's answers (:func:`probe_this_worker`), or the scheduler's (``role``)."""
+    """One worker's answers (:func:`probe_this_process`), or the scheduler's (``role``)."""
 
     address: str
     code: str
@@ -71,8 +71,9 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def probe_this_worker(token_file: str, token: str, manifest: str) -> dict:
-    """This process's answers, as :class:`ClusterWorker`'s fields (the address aside): run on each worker."""
+def probe_this_process(token_file: str, token: str, manifest: str) -> dict:
+    """This process's answers, as :class:`ClusterWorker`'s fields (the address and role aside): run on the
+    scheduler and on each worker."""
     import torch
 
     import tnlib
@@ -92,11 +93,11 @@ def probe_this_worker(token_file: str, token: str, manifest: str) -> dict:
 
 
 def _probe_by_value():
-    """:func:`probe_this_worker` as a function pickled by value: a worker whose tnlib lacks this module (the
+    """:func:`probe_this_process` as a function pickled by value: a worker whose tnlib lacks this module (the
     campaign's pinned code does) could not import it by name."""
     import types
 
-    function = probe_this_worker
+    function = probe_this_process
     copy = types.FunctionType(function.__code__, {"__builtins__": __builtins__, "Path": Path, "hashlib": hashlib},
                               function.__name__)
     copy.__qualname__ = f"ask_cluster_workers.<locals>.{function.__name__}"
@@ -106,9 +107,9 @@ def _probe_by_value():
 def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike,
                         timeout: float = 30.0) -> list[ClusterWorker]:
     """The scheduler at ``scheduler`` (first, its role "scheduler") and every worker of its cluster, asked
-    (:func:`probe_this_worker`) about the results folder ``results`` and the dataset manifest ``manifest``, both by
-    the absolute paths the client resolves (as a sweep passes them). Raises :class:`tnlib.errors.SchedulerUnreachable` where the scheduler does not answer within
-    ``timeout`` seconds."""
+    (:func:`probe_this_process`) about the results folder ``results`` and the dataset manifest ``manifest``, both by
+    the absolute paths the client resolves (as a sweep passes them). Raises
+    :class:`tnlib.errors.SchedulerUnreachable` where the scheduler does not answer within ``timeout`` seconds."""
     from distributed import Client
 
     results = Path(results).resolve()
