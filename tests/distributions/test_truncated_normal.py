@@ -658,6 +658,29 @@ def test_icdf_of_a_narrow_interval_around_loc_is_exact_to_ulps_of_its_bounds():
         assert abs(x - expected) <= 8 * eps * max(abs(expected), 1e-3), (pi, x, expected)
 
 
+
+@pytest.mark.parametrize("route", ["per-element", "vectorized"])
+def test_float32_icdf_of_a_narrow_interval_crossing_zero_far_from_loc_is_exact_to_an_ulp_of_its_bounds(route):
+    """A narrow interval 1,000 scales above loc whose values cross zero: the float32 value is formed as low + scale d
+    too, so where it nears zero it is exact to an ulp of the bounds, not of itself, on either route (the vectorized
+    pass's float32 narrow loop holds such elements); elsewhere to an ulp of itself."""
+    from tnlib.distributions import truncated_normal
+    from tnlib.distributions.mpmath_reference import DIGITS, mpf_bound, reference_cdf, reference_icdf
+    params = tuple(float(np.float32(v)) for v in (-35.63276, 0.035204653, -2.5357121e-09, 5.3044985e-08))
+    mpf_params = [mpf_bound(v) for v in params]
+    with mp.workdps(DIGITS):
+        at_zero = float(reference_cdf(*mpf_params, mp.mpf(0)))
+    rng = np.random.default_rng(4)
+    p = np.concatenate([at_zero * (1 + rng.uniform(-1e-5, 1e-5, 24)), rng.uniform(0, 1, 8)]).astype(np.float32)
+    d = TruncatedNormal(*(torch.full((len(p),), v, dtype=torch.float32) for v in params), validate_args=False)
+    with truncated_normal.cpu_route(route):
+        got = d.icdf(torch.from_numpy(p)).double().tolist()
+    eps = float(np.finfo(np.float32).eps)
+    for pi, x in zip(p.tolist(), got):
+        with mp.workdps(DIGITS):
+            expected = float(reference_icdf(*mpf_params, mp.mpf(pi)))
+        assert abs(x - expected) <= eps * max(abs(expected), abs(params[2])), (pi, x, expected)
+
 @pytest.mark.parametrize("params", [(0.0, 1.0, 3.0, 5.0), (0.0, 1.0, 7.38, 10.31), (0.0, 1.0, 4.0, 6.0),
                                     (-3.0, 0.7, 0.0, 1.5), (0.0, 1.0, 2.0, 4.0)])
 def test_float32_variance_and_entropy_match_mpmath_where_the_closed_form_cancels(params):
