@@ -38,6 +38,11 @@ class SchedulerUnreachable(ConnectionError):
     """The Dask scheduler at the given address did not answer."""
 
 
+class ClusterMismatch(RuntimeError):
+    """A Dask cluster whose scheduler or workers would not run a sweep's tasks as the process sending them would
+    (another code, another filesystem or dataset, or no workers): the message names each and why."""
+
+
 class MissingRuns(FileNotFoundError):
     """A results folder that holds none of the runs it was asked to read; the message says how to make them."""
 

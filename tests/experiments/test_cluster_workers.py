@@ -49,7 +49,7 @@ def test_workers_that_would_train_as_the_campaign_does_are_ready(manifest):
 
 
 @pytest.mark.parametrize("changes, reason", [
-    ({"code": "ba5f6667"}, "commit ba5f6667, not 38b9e834"),
+    ({"code": "ba5f6667"}, "at ba5f6667, not 38b9e834"),
     ({"code": "38b9e834 with uncommitted changes to tnlib/"}, "with uncommitted changes"),
     ({"threads": 4}, "4 threads"),
     ({"sees_results": False}, "does not see the results folder"),

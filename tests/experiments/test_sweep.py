@@ -34,6 +34,35 @@ def test_sweep_runs_resumes_and_matches_dask(tmp_path):
     assert on_dask == local  # same seeds, same data: the same numbers wherever the cells run
 
 
+def test_a_sweep_sends_nothing_to_a_cluster_that_would_not_run_its_tasks_as_here(tmp_path, monkeypatch, capsys):
+    """A scheduler on another code (it could not unpickle the tasks), or a worker on another filesystem: the sweep
+    stops before it sends a task, naming each and why."""
+    from tnlib.errors import ClusterMismatch
+    from tnlib.experiments.running import cluster_workers
+
+    sweep = small_linear_sweep(tmp_path / "runs")
+    manifest = sweep.dataset_path() / "manifest.json"
+    here = cluster_workers.probe_this_process("/nonexistent", "t", str(manifest))
+    scheduler = cluster_workers.ClusterWorker(address="tcp://head:8786", role="scheduler",
+                                              **{**here, "code": "0123abcd"})
+    worker = cluster_workers.ClusterWorker(address="tcp://node:4000", **here)  # its token unread: sees_results False
+    asked = []
+    monkeypatch.setattr(cluster_workers, "ask_cluster_workers",
+                        lambda *arguments, **options: asked.append(arguments) or [scheduler, worker])
+    with pytest.raises(ClusterMismatch) as refused:
+        run_sweep(sweep, scheduler="tcp://head:8786", progress=False)
+    message = str(refused.value)
+    assert "tcp://head:8786: its tnlib" in message and "could not read the tasks" in message
+    assert "tcp://node:4000: it does not see the results folder" in message
+    assert asked and not [path for path in (tmp_path / "runs").iterdir() if path.is_dir()]  # nothing trained
+
+    # the command says so in one line, exit 2
+    status = main(["sweep", "--domains", "gripper", "--models", "linear", "--configs", "learn/ff", "--seeds", "0",
+                   "--steps", "12", "--batch-size", "16", "--data-profile", "small", "--out", str(tmp_path / "cli"),
+                   "--scheduler", "tcp://head:8786"])
+    assert status == 2 and "nothing sent to the Dask cluster" in capsys.readouterr().err
+
+
 def test_cli_refuses_bad_grids(capsys):
     assert main(["sweep", "--configs", "learn-ff"]) == 2
     assert "sigma/residual" in capsys.readouterr().err

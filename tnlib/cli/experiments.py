@@ -91,7 +91,7 @@ def _run_sweep(args) -> int:
     from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.running.sweep_standing import sweep_standing
 
-    from tnlib.errors import DatasetError
+    from tnlib.errors import ClusterMismatch, DatasetError, SchedulerUnreachable
 
     try:
         sweep = Sweep.from_parameters(preset=args.preset, **sweep_parameters(args))
@@ -107,7 +107,7 @@ def _run_sweep(args) -> int:
     try:
         rows = run_sweep(sweep, scheduler=args.scheduler, accept_out_of_reach=args.accept_out_of_reach,
                          trained_only=args.trained_only, run_progress=True)
-    except DatasetError as err:
+    except (DatasetError, SchedulerUnreachable, ClusterMismatch) as err:
         raise CommandError(str(err)) from err
     for row in rows:
         print(json.dumps(row))

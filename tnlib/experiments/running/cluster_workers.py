@@ -26,10 +26,11 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tnlib.errors import SchedulerUnreachable
+from tnlib.errors import ClusterMismatch, SchedulerUnreachable
 from tnlib.provenance import same_commit
 
-__all__ = ["ClusterWorker", "ClusterVerdict", "ask_cluster_workers", "judge_cluster_workers", "probe_this_process"]
+__all__ = ["ClusterVerdict", "ClusterWorker", "ask_cluster_workers", "check_cluster_for_sweep", "judge_cluster_workers",
+           "probe_this_process"]
 
 # the token's file name in the results folder; the leading dot keeps it out of the run folders' listing
 TOKEN_PREFIX = ".cluster-check-"
@@ -142,38 +143,68 @@ def _kinds_trained(results: Path) -> set[str]:
     return kinds
 
 
+def _same_code(found: str, asked: str) -> bool:
+    """Whether ``found`` is the code ``asked``: the same commit however abbreviated, or the same edited checkout
+    (its record word for word: processes reading one checkout on a shared filesystem)."""
+    return found == asked or same_commit(found, asked)
+
+
+def _code_reason(worker: ClusterWorker, code: str | None, codes: set[str]) -> str | None:
+    if code is not None and not _same_code(worker.code, code):
+        return f"its tnlib ({worker.package}) is at {worker.code}, not {code}"
+    if code is None and len(codes) > 1:
+        return f"its tnlib ({worker.package}) is at {worker.code}, where the cluster runs {len(codes)} codes"
+    return None
+
+
 def judge_cluster_workers(workers: list[ClusterWorker], manifest: str | os.PathLike, code: str | None = None,
-                          results: str | os.PathLike | None = None) -> ClusterVerdict:
-    """What keeps each worker from a campaign trained by ``code`` (a commit; None: any one code, so long as the
-    workers agree) in one thread a process, into the results folder they must all see, on the dataset whose
-    manifest is ``manifest``; with ``results``, the kinds its runs were not yet trained on."""
+                          results: str | os.PathLike | None = None, one_thread: bool = True) -> ClusterVerdict:
+    """What keeps each process from a sweep trained by ``code`` (a commit, or a checkout's code_commit(); None: any
+    one code, so long as they all agree), into the results folder every worker must see, on the dataset whose
+    manifest is ``manifest``, and (``one_thread``) in one thread a worker, as a campaign of one-thread runs asks;
+    with ``results``, the kinds its runs were not yet trained on. The scheduler is judged by its code alone: it
+    unpickles the tasks and runs none."""
     verdict = ClusterVerdict(workers=list(workers))
     expected_manifest = _sha256(Path(manifest))
     codes = {worker.code for worker in workers}
     for worker in workers:
-        reasons = []
-        if worker.role != "worker":  # (the scheduler unpickles the tasks, and runs none)
-            if code is not None and not same_commit(worker.code, code) or code is None and len(codes) > 1:
-                reasons.append(f"its tnlib ({worker.package}) is commit {worker.code}, not the workers' "
-                               f"{code or 'code'}: it could not read their tasks")
-            if reasons:
-                verdict.refusals[worker.address] = reasons
-            continue
-        if code is not None and not same_commit(worker.code, code):
-            reasons.append(f"its tnlib ({worker.package}) is commit {worker.code}, not {code}")
-        elif code is None and len(codes) > 1:
-            reasons.append(f"its tnlib is commit {worker.code}, where the workers run {len(codes)} codes")
-        if worker.threads != 1:
-            reasons.append(f"torch runs {worker.threads} threads there, not 1 (start it with OMP_NUM_THREADS=1)")
-        if not worker.sees_results:
-            reasons.append("it does not see the results folder the client sees (not the same filesystem there)")
-        if worker.manifest_sha256 is None:
-            reasons.append("it finds no dataset manifest at the client's path")
-        elif worker.manifest_sha256 != expected_manifest:
-            reasons.append("its dataset manifest differs from the client's")
+        reasons = [reason for reason in [_code_reason(worker, code, codes)] if reason]
+        if worker.role == "worker":
+            if one_thread and worker.threads != 1:
+                reasons.append(f"torch runs {worker.threads} threads there, not 1 (start it with "
+                               "OMP_NUM_THREADS=1)")
+            if not worker.sees_results:
+                reasons.append("it does not see the results folder the client sees (not the same filesystem "
+                               "there)")
+            if worker.manifest_sha256 is None:
+                reasons.append("it finds no dataset manifest at the client's path")
+            elif worker.manifest_sha256 != expected_manifest:
+                reasons.append("its dataset manifest differs from the client's")
+        elif reasons:
+            reasons[-1] += ": it could not read the tasks"
         if reasons:
             verdict.refusals[worker.address] = reasons
     if results is not None:
         trained = _kinds_trained(Path(results))
         verdict.new_kinds = sorted({worker.machine for worker in workers if worker.role == "worker"} - trained)
     return verdict
+
+
+def check_cluster_for_sweep(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike) -> None:
+    """Raise :class:`tnlib.errors.ClusterMismatch` where a sweep sent to ``scheduler`` would not run as this
+    process's code into ``results`` on the dataset of ``manifest``: a scheduler or worker on another code (the
+    scheduler could not read the tasks; a worker would train by other code), a worker that does not see the folder
+    or the dataset. Several threads a worker are the cluster's choice here, not refused."""
+    from tnlib.provenance import code_commit
+
+    verdict = judge_cluster_workers(ask_cluster_workers(scheduler, results, manifest), manifest, code=code_commit(),
+                                    one_thread=False)
+    if not verdict.workers or all(worker.role != "worker" for worker in verdict.workers):
+        raise ClusterMismatch(f"the Dask scheduler at {scheduler} has no workers: start them first "
+                              f"(dask worker {scheduler})")
+    if verdict.refusals:
+        lines = [f"{address}: {'; '.join(reasons)}" for address, reasons in verdict.refusals.items()]
+        raise ClusterMismatch(f"nothing sent to the Dask cluster at {scheduler}, where a task would not run as "
+                              f"here ({code_commit()}): " + " | ".join(lines)
+                              + " -- start the scheduler and workers from this checkout's environment, on a "
+                                "filesystem that holds the results folder and dataset at the same paths")

@@ -17,10 +17,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tnlib.data.schema import MANIFEST
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
 from tnlib.executors import run_jobs
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.running.cell_settings import CellSettings
+from tnlib.experiments.running.cluster_workers import check_cluster_for_sweep
 from tnlib.experiments.running.sweep_standing import count_phrase, finished_runs
 from tnlib.experiments.sweep_settings import GRID_AXES, Sweep
 from tnlib.files import atomic_write_text, locked, locked_if_free, shown_path
@@ -177,6 +179,10 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
             run_baselines(sweep)
         return sorted(recorded.values(), key=lambda r: r["run"])
     configs = [config for config in configs if config.name not in recorded]
+    if scheduler is not None and configs:
+        # asked before anything is sent: a scheduler on another code fails every task at once with a pickling
+        # error, and a worker on another filesystem would train runs into a folder this process never reads
+        check_cluster_for_sweep(scheduler, sweep.out_dir, sweep.dataset_path() / MANIFEST)
     # Where the display is text (papermill, a log), a line per finished run, at most one per SWEEP_LINE_INTERVAL_S
     # (however small a share of the sweep the run is): runs that train take minutes each, runs resumed finished take
     # a fraction of a second (a line each would bury a notebook's output). Runs finished before the sweep began count
