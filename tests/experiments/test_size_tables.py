@@ -144,6 +144,19 @@ def test_the_size_page_gives_table_1_per_size_beside_the_reduced_split(runs, tmp
     # three seeds: a paired interval per size and comparison
     paired = next(line for line in page.splitlines() if line.startswith("| balls 5 | learn/ff |"))
     assert paired.count(", n 3") == 3
+    # under the table, each comparison's verdicts over the two sizes, as their cells say
+    for column, comparison in enumerate(("TN - N (MSE)", "TN - N+clip (MSE)", "TN - N (NLL)")):
+        cells = {label: next(line for line in page.splitlines() if line.startswith(f"| {label} | learn/ff |"))
+                 .strip("|").split("|")[2 + column] for label in ("balls 4", "balls 5")}
+        said = {label: "better" if "**better**" in cell else "worse" if " worse" in cell else "within noise"
+                for label, cell in cells.items()}
+        tally = next(line for line in page.splitlines() if line.startswith(f"- learn/ff, {comparison}:"))
+        assert tally.startswith(f"- learn/ff, {comparison}: of 2 sizes with a paired interval, ")
+        for verdict in ("better", "within noise", "worse"):
+            labels = [label for label in ("balls 4", "balls 5") if said[label] == verdict]
+            named = (f"{verdict} at {len(labels)} ({' / '.join(labels)})" in tally
+                     or f"{verdict} at the other {len(labels)}" in tally or f"{verdict} at all {len(labels)}" in tally)
+            assert named == bool(labels), (tally, said)
     rows = list(csv.DictReader((tmp_path / "report" / SIZES_SEEDS).open()))
     # per seed: N, N+clip and TN on the whole grid and each of its two sizes
     assert len(rows) == 3 * len(SEEDS) * 3
@@ -164,3 +177,19 @@ def test_runs_evaluated_on_different_test_grids_are_not_pooled(runs, tmp_path):
     stale.write_text(json.dumps(metrics))
     with pytest.raises(ValueError, match="different test grids"):
         render_results(results, tmp_path / "report")
+
+
+def test_the_verdicts_over_the_sizes_name_each_size_under_its_verdict():
+    from tnlib.experiments.reporting.size_tables import _verdicts_over_sizes
+
+    text = _verdicts_over_sizes({("fixed/none", "TN - N+clip (MSE)"): {"balls 20": "better", "balls 40": "worse",
+                                                                      "balls 60": "worse"}})
+    assert ("- fixed/none, TN - N+clip (MSE): of 3 sizes with a paired interval, better at 1 (balls 20); worse at the "
+            "other 2.") in text
+    one = _verdicts_over_sizes({("learn/ff", "TN - N (MSE)"): {"locations 10, cars 10": "within noise",
+                                                               "locations 10, cars 15": "within noise"}})
+    assert "of 2 sizes with a paired interval, within noise at all 2." in one
+    mixed = _verdicts_over_sizes({("learn/ff", "TN - N (MSE)"): {"a": "worse", "b": "better", "c": "within noise",
+                                                                 "d": "within noise"}})
+    assert "better at 1 (b); worse at 1 (a); within noise at the other 2." in mixed
+    assert _verdicts_over_sizes({}) == ""

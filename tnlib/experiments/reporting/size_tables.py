@@ -108,13 +108,39 @@ def _paired_text(interval: dict | None) -> str:
     return "" if interval is None else paired_cell(interval, with_p=False)
 
 
+def _size_verdict(interval: dict) -> str:
+    return "better" if interval["high"] < 0 else "worse" if interval["low"] > 0 else "within noise"
+
+
+def _verdicts_over_sizes(verdicts: dict) -> str:
+    """Per configuration and comparison, at how many sizes (the grid's cells, not the rows above them) TN is better,
+    within noise and worse, and which (the largest group as "the other N"): where a difference lives along the grid
+    (near the training sizes, or far from them) shows here, where the whole grid's row pools it."""
+    lines = []
+    for (config, comparison), by_label in verdicts.items():
+        groups = {verdict: [label for label, found in by_label.items() if found == verdict]
+                  for verdict in ("better", "within noise", "worse")}
+        groups = {verdict: labels for verdict, labels in groups.items() if labels}
+        largest = max(groups, key=lambda verdict: len(groups[verdict]))
+        if len(groups) == 1:
+            parts = [f"{largest} at all {len(groups[largest])}"]
+        else:
+            parts = [f"{verdict} at {len(labels)} ({' / '.join(labels)})" for verdict, labels in groups.items()
+                     if verdict != largest] + [f"{largest} at the other {len(groups[largest])}"]
+        lines.append(f"- {config}, {comparison}: of {len(by_label)} sizes with a paired interval, "
+                     + "; ".join(parts) + ".")
+    return ("\nOver the sizes alone (each its own interval, not corrected for their number):\n\n"
+            + "\n".join(lines) + "\n") if lines else ""
+
+
 def _paired_lines(rows: Sequence[dict], labels: Sequence[str], configs: Sequence[tuple[str, str]]) -> tuple[str, int]:
-    """Per size and configuration, TN - N and TN - N+clip in test MSE and TN - N in test NLL, paired by seed; with
-    how many intervals it holds."""
+    """Per size and configuration, TN - N and TN - N+clip in test MSE and TN - N in test NLL, paired by seed, and
+    the verdicts over the sizes (:func:`_verdicts_over_sizes`); with how many intervals it holds."""
     comparisons = [(a, b, "mse") for a, b in COMPARISONS] + [("TN", "N", "nll")]
     lines = ["| size | configuration | " + " | ".join(f"{a} - {b} ({metric.upper()})" for a, b, metric in comparisons)
              + " |", "|" + "---|" * (2 + len(comparisons))]
     count = 0
+    verdicts: dict = defaultdict(dict)  # (configuration, comparison) -> {size: verdict}
     for label in labels:
         for sigma, residual in configs:
             cells = []
@@ -124,8 +150,10 @@ def _paired_lines(rows: Sequence[dict], labels: Sequence[str], configs: Sequence
                 interval = paired_interval([first[s] - second[s] for s in sorted(set(first) & set(second))])
                 count += interval is not None
                 cells.append(_paired_text(interval))
+                if interval is not None and label not in (REDUCED_ROW, WHOLE_ROW):
+                    verdicts[(f"{sigma}/{residual}", f"{a} - {b} ({metric.upper()})")][label] = _size_verdict(interval)
             lines.append(f"| {label} | {sigma}/{residual} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n", count
+    return "\n".join(lines) + "\n" + _verdicts_over_sizes(verdicts), count
 
 
 def _seed_rows(rows: Sequence[dict], cells: Sequence[dict]) -> list[dict]:
