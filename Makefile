@@ -114,6 +114,12 @@ SCHEDULER ?=
 # it (and a core a lane leaves waiting at a stage's end has work), and one last pass follows the lanes' end.
 PLAN_PER_CELL ?= 2
 PASS_SECONDS ?= 600
+# A pass that finds the records the report reads changed (a run tested, evaluated on the grid, or planned further)
+# renders the report again into the working tree, so that it shows the runs as they finish; the snapshot renders it
+# once more, paused, for the commit.
+CAMPAIGN_RECORDS = ls -l --time-style=+%s $(CAMPAIGN_RUNS)/*/metrics-test*.json $(CAMPAIGN_RUNS)/*/planning-*.jsonl \
+	2>/dev/null | cksum
+CAMPAIGN_RENDER = OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null 2>&1 || echo "the report did not render"
 CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
 .campaign/%/tnlib/__init__.py:
@@ -141,6 +147,7 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 	    [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
 		$$untested --split test-grid --device cpu; \
 	    for domain in ferry gripper visitall blocksworld; do $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain; done; \
+	    records=$$($(CAMPAIGN_RECORDS)); [ "$$records" = "$$rendered" ] || { $(CAMPAIGN_RENDER); rendered=$$records; }; \
 	    [ -n "$$training" ] || break; sleep $(PASS_SECONDS); \
 	  done ) & \
 	wait

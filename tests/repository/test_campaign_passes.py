@@ -14,8 +14,10 @@ STUB = """#!/bin/sh
 case "$*" in
   *cluster-check*) echo "$*" >> "$LOG"; exit "${CHECK_STATUS:-0}" ;;
   evaluate-or-restore*) echo "$*" >> "$LOG" ;;
+  render*) echo "render" >> "$LOG" ;;
   *--plan*) echo "plan $*" >> "$LOG"; sleep 0.1 ;;
-  *) echo "lane-start $*" >> "$LOG"; sleep 1.5; echo "lane-end" >> "$LOG" ;;
+  *) echo "lane-start $*" >> "$LOG"; sleep 1.5; mkdir -p "$RUNS/trained-$$"; echo "{}" > "$RUNS/trained-$$/metrics-test.json"
+     echo "lane-end" >> "$LOG" ;;
 esac
 """
 
@@ -39,10 +41,11 @@ def _campaign_with_stubs(tmp_path, check_status: int = 0, **more: str) -> list[s
     variables = {"CAMPAIGN": str(stub), "CAMPAIGN_ENV": f"LOG={log}", "PY": f"{stub} evaluate-or-restore",
                  "CAMPAIGN_RUNS": str(tmp_path / "runs"), "PASS_SECONDS": "1", "LANES": "2", "LANE_STAGGER": "0",
                  "STAMP": str(tmp_path / "stamp"), "CAMPAIGN_TREE": str(tmp_path / "tree"),
-                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree"), **more}
+                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree"), "CAMPAIGN_RENDER": f"{stub} render", **more}
     done = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "paper-scale",
                            *(f"{k}={v}" for k, v in variables.items())],
-                          env={"LOG": str(log), "PATH": "/usr/bin:/bin", "CHECK_STATUS": str(check_status)},
+                          env={"LOG": str(log), "PATH": "/usr/bin:/bin", "CHECK_STATUS": str(check_status),
+                               "RUNS": str(tmp_path / "runs")},
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode == 0) == (check_status == 0), done.stderr
     return log.read_text().splitlines()
@@ -50,7 +53,8 @@ def _campaign_with_stubs(tmp_path, check_status: int = 0, **more: str) -> list[s
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path):
-    lines = _campaign_with_stubs(tmp_path)
+    # (passes every 0.2 s: many more than the times the lanes' records change)
+    lines = _campaign_with_stubs(tmp_path, PASS_SECONDS="0.2")
     starts = [line for line in lines if line.startswith("lane-start")]
     # each of the 2 lanes runs its 3 stages, one after another, on this machine
     assert len(starts) == lines.count("lane-end") == 6
@@ -60,9 +64,14 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     # a pass plans the four domains in turn; passes came while the lanes trained, and one after they ended
     assert len(plans) % 4 == 0 and len(plans) >= 8
     assert any(i < last_lane_end for i in plans) and any(i > last_lane_end for i in plans)
-    # the evaluation took the tested run without grid metrics, and only it
+    # the report rendered after the first pass's planning, again once lanes had tested runs since (each lane's stage
+    # leaves one), and not in a pass that found the records it reads as they were
+    renders = [i for i, line in enumerate(lines) if line == "render"]
+    assert renders[0] > plans[3] and renders[-1] > last_lane_end
+    assert 2 <= len(renders) <= 1 + lines.count("lane-end") and len(renders) < len(plans) // 4, (renders, plans)
+    # the evaluation took the tested runs without grid metrics, and only them
     evaluations = [line for line in lines if "evaluate" in line and "--split test-grid" in line]
-    assert evaluations and all("tested-here" in line and "/evaluated" not in line for line in evaluations)
+    assert evaluations and "tested-here" in evaluations[0] and all("/evaluated" not in line for line in evaluations)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
