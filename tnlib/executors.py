@@ -16,7 +16,7 @@ import contextlib
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
-from tnlib.errors import SchedulerUnreachable
+from tnlib.errors import ClusterMismatch, SchedulerUnreachable
 
 
 def die_with_parent() -> None:
@@ -107,8 +107,39 @@ class PoolRunner(SerialRunner):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def pickled_by_value(function: Callable) -> Callable:
+    """A copy of ``function`` that Dask pickles by value, not by name: a process whose tnlib lacks the function
+    (another version's) can still run it. Its globals are only the builtins: it imports what it needs itself."""
+    import types
+
+    copy = types.FunctionType(function.__code__, {"__builtins__": __builtins__}, function.__name__,
+                              function.__defaults__)
+    copy.__qualname__ = f"pickled_by_value.<locals>.{function.__name__}"
+    return copy
+
+
+def code_of_this_process() -> tuple[str, str]:
+    """(the commit of this process's tnlib, as :func:`tnlib.provenance.code_commit` says it; its package folder)."""
+    from pathlib import Path
+
+    from tnlib import provenance
+
+    return provenance.code_commit(), str(Path(provenance.__file__).resolve().parent)
+
+
+def cluster_code_mismatches(client) -> list[str]:
+    """One line for the scheduler and each worker of ``client``'s cluster whose tnlib is not this process's code:
+    the scheduler unpickles the tasks, which name this code's modules, and a worker runs them by its own."""
+    here = code_of_this_process()[0]
+    probe = pickled_by_value(code_of_this_process)
+    answers = {f"the scheduler {client.scheduler.address}": client.run_on_scheduler(probe), **client.run(probe)}
+    return [f"{address}: tnlib {code} ({package})" for address, (code, package) in sorted(answers.items())
+            if code != here]
+
+
 class DaskRunner(SerialRunner):
-    """Jobs on the Dask cluster whose scheduler is at ``scheduler``; ``key`` names a task there."""
+    """Jobs on the Dask cluster whose scheduler is at ``scheduler``; ``key`` names a task there. Its scheduler and
+    workers must run this process's code (:func:`cluster_code_mismatches`), or nothing is sent."""
 
     def __init__(self, function: Callable[[Any], Any], scheduler: str) -> None:
         from distributed import Client, as_completed
@@ -118,6 +149,12 @@ class DaskRunner(SerialRunner):
             self.client = Client(scheduler, set_as_default=False, timeout="30s")
         except (OSError, TimeoutError) as err:
             raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+        mismatched = cluster_code_mismatches(self.client)
+        if mismatched:
+            self.client.close()
+            raise ClusterMismatch(f"nothing sent to the Dask cluster at {scheduler}: it runs another code than this "
+                                  f"process ({code_of_this_process()[0]}) -- {'; '.join(mismatched)}; start its "
+                                  "scheduler and workers from this checkout's environment")
         self.completed = as_completed(loop=self.client.loop)
         self.jobs: dict = {}  # task key -> (job, future)
 
@@ -173,4 +210,5 @@ def run_jobs(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int =
             yield runner.next()[1]
 
 
-__all__ = ["DaskRunner", "PoolRunner", "SerialRunner", "open_runner", "run_jobs"]
+__all__ = ["DaskRunner", "PoolRunner", "SerialRunner", "cluster_code_mismatches", "code_of_this_process",
+           "open_runner", "pickled_by_value", "run_jobs"]

@@ -15,11 +15,11 @@ from tnlib.cli import main
 from tnlib.experiments.running.cluster_workers import (
     TOKEN_PREFIX,
     ClusterWorker,
-    _probe_by_value,
     ask_cluster_workers,
     judge_cluster_workers,
     probe_this_process,
 )
+from tnlib.executors import pickled_by_value
 from tnlib.provenance import code_commit
 
 
@@ -121,7 +121,7 @@ def test_the_probe_travels_by_value_and_answers_with_the_workers_own_tnlib(manif
     (fake / "device.py").write_text("def machine_kind():\n    return 'a worker machine'\n")
     token_file = tmp_path / "token"
     token_file.write_text("t")
-    payload = cloudpickle.dumps((_probe_by_value(), (str(token_file), "t", str(manifest))))
+    payload = cloudpickle.dumps((pickled_by_value(probe_this_process), (str(token_file), "t", str(manifest))))
     script = textwrap.dedent("""
         import json, pickle, sys
         probe, arguments = pickle.loads(sys.stdin.buffer.read())

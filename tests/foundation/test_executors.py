@@ -55,3 +55,24 @@ def test_an_interrupted_pool_runner_stops_its_running_jobs_instead_of_waiting_fo
             time.sleep(3.0)  # the workers start and take their jobs
             raise KeyboardInterrupt
     assert time.monotonic() - started < job_s / 2
+
+
+def test_a_dask_runner_sends_nothing_to_a_cluster_on_another_code(monkeypatch):
+    """The cluster's worker (a process of its own) runs the checkout's code; this process -- and the local
+    cluster's scheduler, which lives in it -- are made to say another: the runner refuses before a job is sent,
+    naming the worker. On the same code it runs jobs."""
+    distributed = pytest.importorskip("distributed")
+    from tnlib import provenance
+    from tnlib.errors import ClusterMismatch
+    from tnlib.executors import DaskRunner
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
+        with DaskRunner(abs, c.scheduler_address) as runner:
+            runner.submit(-3)
+            assert runner.next() == (-3, 3)
+        monkeypatch.setattr(provenance, "code_commit", lambda package=None: "0000000 another code")
+        with pytest.raises(ClusterMismatch) as refused:
+            DaskRunner(abs, c.scheduler_address)
+    message = str(refused.value)
+    assert "this process (0000000 another code)" in message and "the scheduler" not in message
+    assert message.count(": tnlib ") == 1 and "tcp://127.0.0.1:" in message.split("--")[1]

@@ -107,7 +107,7 @@ from tnlib.data.split_work import (
     split_lock,
 )
 from tnlib.data.train_pairs import record_train_pairs, stale_records
-from tnlib.errors import DatasetError, SchedulerUnreachable
+from tnlib.errors import ClusterMismatch, DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
 from tnlib.files import locked, read_json
 from tnlib.paper import DOMAINS
@@ -284,7 +284,7 @@ class _GenerationRun:
         """Make every split: select, solve and consolidate until each is done (or left to another run)."""
         try:
             self.runner = open_runner(run_attempt, options.workers, options.scheduler)
-        except SchedulerUnreachable as err:
+        except (SchedulerUnreachable, ClusterMismatch) as err:
             raise DatasetError(str(err)) from None
         # tnlib.progress picks the display: a bar on a terminal, plain lines in a log or a notebook run headless
         bar = progress_display(sum(len(sp.slots) for sp in self.plans), f"tnlib data ({profile.name})", unit="inst",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tnlib.errors import ClusterMismatch, SchedulerUnreachable
+from tnlib.executors import pickled_by_value
 from tnlib.provenance import same_commit
 
 __all__ = ["ClusterVerdict", "ClusterWorker", "ask_cluster_workers", "check_cluster_for_sweep", "judge_cluster_workers",
@@ -74,7 +75,12 @@ def _sha256(path: Path) -> str | None:
 
 def probe_this_process(token_file: str, token: str, manifest: str) -> dict:
     """This process's answers, as :class:`ClusterWorker`'s fields (the address and role aside): run on the
-    scheduler and on each worker."""
+    scheduler and on each worker, by value (:func:`tnlib.executors.pickled_by_value`: a process whose tnlib lacks
+    this module, as the campaign's pinned code does, still runs it), so it imports what it needs itself, and only
+    what every tnlib the campaign has met holds."""
+    import hashlib
+    from pathlib import Path
+
     import torch
 
     import tnlib
@@ -91,18 +97,6 @@ def probe_this_process(token_file: str, token: str, manifest: str) -> dict:
         manifest_sha256 = None
     return {"code": code_commit(), "package": str(Path(tnlib.__file__).resolve().parent), "machine": machine_kind(),
             "threads": torch.get_num_threads(), "sees_results": seen, "manifest_sha256": manifest_sha256}
-
-
-def _probe_by_value():
-    """:func:`probe_this_process` as a function pickled by value: a worker whose tnlib lacks this module (the
-    campaign's pinned code does) could not import it by name."""
-    import types
-
-    function = probe_this_process
-    copy = types.FunctionType(function.__code__, {"__builtins__": __builtins__, "Path": Path, "hashlib": hashlib},
-                              function.__name__)
-    copy.__qualname__ = f"ask_cluster_workers.<locals>.{function.__name__}"
-    return copy
 
 
 def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike,
@@ -124,9 +118,10 @@ def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: st
         except (OSError, TimeoutError) as err:
             raise SchedulerUnreachable(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
         arguments = (str(token_file), token, str(Path(manifest).resolve()))
+        probe = pickled_by_value(probe_this_process)
         with client:
-            own = client.run_on_scheduler(_probe_by_value(), *arguments)
-            answers = client.run(_probe_by_value(), *arguments)
+            own = client.run_on_scheduler(probe, *arguments)
+            answers = client.run(probe, *arguments)
     finally:
         token_file.unlink(missing_ok=True)
     return [ClusterWorker(address=scheduler, role="scheduler", **own),
