@@ -52,8 +52,8 @@ def test_a_sweep_sends_nothing_to_a_cluster_that_would_not_run_its_tasks_as_here
     with pytest.raises(ClusterMismatch) as refused:
         run_sweep(sweep, scheduler="tcp://head:8786", progress=False)
     message = str(refused.value)
-    assert "tcp://head:8786: its tnlib" in message and "could not read the tasks" in message
-    assert "tcp://node:4000: it does not see the results folder" in message
+    assert "the scheduler tcp://head:8786: its tnlib" in message and "could not read the tasks" in message
+    assert "the worker tcp://node:4000: it does not see the results folder" in message
     assert asked and not [path for path in (tmp_path / "runs").iterdir() if path.is_dir()]  # nothing trained
 
     # the command says so in one line, exit 2

@@ -198,7 +198,9 @@ def check_cluster_for_sweep(scheduler: str, results: str | os.PathLike, manifest
         raise ClusterMismatch(f"the Dask scheduler at {scheduler} has no workers: start them first "
                               f"(dask worker {scheduler})")
     if verdict.refusals:
-        lines = [f"{address}: {'; '.join(reasons)}" for address, reasons in verdict.refusals.items()]
+        roles = {worker.address: worker.role for worker in verdict.workers}
+        lines = [f"the {roles[address]} {address}: {'; '.join(reasons)}"
+                 for address, reasons in verdict.refusals.items()]
         raise ClusterMismatch(f"nothing sent to the Dask cluster at {scheduler}, where a task would not run as "
                               f"here ({code_commit()}): " + " | ".join(lines)
                               + " -- start the scheduler and workers from this checkout's environment, on a "
