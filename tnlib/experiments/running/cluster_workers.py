@@ -1,22 +1,23 @@
-"""A Dask cluster's workers, asked what they would train with before a sweep pinned to one code sends them its runs.
+"""A Dask cluster's scheduler and workers, asked what a sweep sent there would train with, before it is sent.
 
 A sweep on a cluster (`tnlib sweep --scheduler`) pickles its cell function by reference: the scheduler, which
 unpickles the task graph, and each worker import it from whatever tnlib they import (a scheduler on another code
-than the client's fails the sweep's every task: seen, with a scheduler on the checkout's code and the campaign's
-pinned client), and each worker writes into the results folder as the sweep resolved it on the client, and reads
-the dataset there too. A campaign whose runs must all be trained by one code, one thread a process, into one folder
-(reports/paper-scale-nlm5/README.md) asks the scheduler and every worker first (:func:`ask_cluster_workers`):
+fails every task at once; a worker on another code trains by it), and each worker writes into the results folder
+as the sweep resolved it on the client, and reads the dataset there too (a worker on another filesystem trains runs
+no one collects, or on other data). So the scheduler and every worker are asked first
+(:func:`ask_cluster_workers`):
 
-- the commit of its tnlib (:func:`tnlib.provenance.code_commit`, there) and where that package lies (of the
-  scheduler, only this);
-- its machine kind (:func:`tnlib.device.machine_kind`, there) and torch's thread count: several threads sum a
-  product in another order, so a run trained so would round as no one-thread run does;
-- whether it reads the results folder the client sees -- a token the client writes there -- and the dataset's
-  manifest byte for byte: a worker on another filesystem would train runs no one collects, or on other data.
+- the commit of its tnlib (:func:`tnlib.provenance.code_commit`, there) and where that package lies;
+- each worker's machine kind (:func:`tnlib.device.machine_kind`, there) and torch's thread count: several threads
+  sum a product in another order, so a run trained so rounds as no one-thread run does;
+- whether a worker reads the results folder the client sees -- a token the client writes there -- and the
+  dataset's manifest byte for byte.
 
-:func:`judge_cluster_workers` turns the answers into what a campaign may go on with; the probe itself
-(:func:`probe_this_process`) is sent to the workers by value, so that a worker importing another tnlib, or one
-without this module, still answers.
+:func:`judge_cluster_workers` turns the answers into refusals: a sweep (:func:`check_cluster_for_sweep`) refuses
+other code, another folder or dataset; the paper-scale campaign (`tnlib cluster-check --code`) also a worker of
+several threads, and names the machine kinds its runs were not yet trained on. The probe
+(:func:`probe_this_process`) travels by value, so that a process importing another tnlib, or one without this
+module (the campaign's pinned code), still answers.
 """
 from __future__ import annotations
 
