@@ -141,12 +141,18 @@ def render_paired(differences: dict, what: str, lower_is_better: bool = True) ->
     return "\n".join(lines) + "\n"
 
 
+def interval_side(interval: dict, lower_is_better: bool = True) -> str:
+    """``better`` or ``worse`` where a paired interval excludes 0, ``within noise`` where it holds it."""
+    if interval["high"] < 0 or interval["low"] > 0:
+        return "better" if (interval["high"] < 0) == lower_is_better else "worse"
+    return "within noise"
+
+
 def paired_cell(interval: dict, lower_is_better: bool = True, with_p: bool = True) -> str:
     """A paired interval as a table cell: mean [low, high], p (``with_p``), n and the verdict where the interval
     excludes 0 (``**better**`` or ``worse``)."""
-    verdict = ""
-    if interval["high"] < 0 or interval["low"] > 0:
-        verdict = " **better**" if (interval["high"] < 0) == lower_is_better else " worse"
+    side = interval_side(interval, lower_is_better)
+    verdict = {"better": " **better**", "worse": " worse"}.get(side, "")
     p_value = f"p {interval['p']:.2g}, " if with_p else ""
     return (f"{significant_number(interval['mean'])} [{significant_number(interval['low'])}, "
             f"{significant_number(interval['high'])}], {p_value}n {interval['n']}{verdict}")

@@ -30,6 +30,7 @@ from tnlib.experiments.reporting.seed_statistics import (
     PAIRED_BOLD_RULE,
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
+    interval_side,
     multiplicity_note,
     paired_cell,
     paired_interval,
@@ -108,10 +109,6 @@ def _paired_text(interval: dict | None) -> str:
     return "" if interval is None else paired_cell(interval, with_p=False)
 
 
-def _size_verdict(interval: dict) -> str:
-    return "better" if interval["high"] < 0 else "worse" if interval["low"] > 0 else "within noise"
-
-
 def _verdicts_over_sizes(verdicts: dict) -> str:
     """Per configuration and comparison, at how many sizes (the grid's cells, not the rows above them) TN is better,
     within noise and worse, and which (the largest group as "the other N"): where a difference lives along the grid
@@ -151,7 +148,7 @@ def _paired_lines(rows: Sequence[dict], labels: Sequence[str], configs: Sequence
                 count += interval is not None
                 cells.append(_paired_text(interval))
                 if interval is not None and label not in (REDUCED_ROW, WHOLE_ROW):
-                    verdicts[(f"{sigma}/{residual}", f"{a} - {b} ({metric.upper()})")][label] = _size_verdict(interval)
+                    verdicts[(f"{sigma}/{residual}", f"{a} - {b} ({metric.upper()})")][label] = interval_side(interval)
             lines.append(f"| {label} | {sigma}/{residual} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + _verdicts_over_sizes(verdicts), count
 
