@@ -96,6 +96,8 @@ def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path)
                _worker(manifest), _worker(manifest, address="tcp://b:1", machine="Intel Xeon, AVX2")]
     verdict = judge_cluster_workers(workers, manifest, results=results)
     assert verdict.new_kinds == ["Intel Xeon, AVX2"] and verdict.ready
+    # (the scheduler's machine is no worker's kind)
+    assert verdict.worker_kinds == ["AMD EPYC, AVX512, OpenBLAS Haswell", "Intel Xeon, AVX2"]
 
 
 def test_the_probe_reads_the_token_and_the_manifest_and_names_this_code(manifest, tmp_path):
@@ -160,3 +162,21 @@ def test_the_command_needs_a_dataset_manifest(tmp_path, capsys):
     status = main(["cluster-check", "tcp://127.0.0.1:9", "--results", str(tmp_path / "runs"),
                    "--data", str(tmp_path)])
     assert status == 2 and "no dataset manifest" in capsys.readouterr().err
+
+
+def test_the_command_prints_each_process_and_warns_of_workers_of_several_kinds(manifest, tmp_path, monkeypatch,
+                                                                                 capsys):
+    from tnlib.experiments.running import cluster_workers
+
+    answers = [_worker(manifest, address="tcp://head:8786", role="scheduler"), _worker(manifest),
+               _worker(manifest, address="tcp://b:1", machine="Intel Xeon, AVX2")]
+    monkeypatch.setattr(cluster_workers, "ask_cluster_workers", lambda *arguments, **options: answers)
+    status = main(["cluster-check", "tcp://head:8786", "--results", str(tmp_path / "runs"),
+                   "--data", str(manifest.parent), "--code", "38b9e834"])
+    out = capsys.readouterr().out
+    assert status == 0 and "scheduler tcp://head:8786: tnlib 38b9e834" in out
+    assert "the workers are of 2 machine kinds" in out and "2 workers, 0 refused" in out
+    answers[2] = replace(answers[2], threads=2)
+    assert main(["cluster-check", "tcp://head:8786", "--results", str(tmp_path / "runs"),
+                 "--data", str(manifest.parent), "--code", "38b9e834"]) == 1
+    assert "refused: torch runs 2 threads there" in capsys.readouterr().out

@@ -563,6 +563,9 @@ def _run_cluster_check(args) -> int:
     for kind in verdict.new_kinds:
         print(f"new to {args.results}: {kind} -- no run there was trained on it yet; once one has trained 300 steps "
               "there, `make paper-scale-rerun-check` on such a machine checks that it repeats")
+    if len(verdict.worker_kinds) > 1:
+        print(f"the workers are of {len(verdict.worker_kinds)} machine kinds: a run stopped part-way may resume on "
+              "another kind (its machines.jsonl then names both); stop the cluster between runs, or keep it to one")
     count = sum(worker.role == "worker" for worker in verdict.workers)
     if not count:
         print(f"no workers at {args.scheduler}: start them first (make paper-scale-worker SCHEDULER=...)")

@@ -66,6 +66,12 @@ class ClusterVerdict:
     def ready(self) -> bool:
         return any(worker.role == "worker" for worker in self.workers) and not self.refusals
 
+    @property
+    def worker_kinds(self) -> list[str]:
+        """The machine kinds among the workers: a run stopped part-way resumes on whichever worker is free, so on
+        more than one kind it may go on on another."""
+        return sorted({worker.machine for worker in self.workers if worker.role == "worker"})
+
 
 def _sha256(path: Path) -> str | None:
     try:
