@@ -177,6 +177,11 @@ def test_the_command_prints_each_process_and_warns_of_workers_of_several_kinds(m
     assert status == 0 and "scheduler tcp://head:8786: tnlib 38b9e834" in out
     assert "the workers are of 2 machine kinds" in out and "2 workers, 0 refused" in out
     answers[2] = replace(answers[2], threads=2)
-    assert main(["cluster-check", "tcp://head:8786", "--results", str(tmp_path / "runs"),
-                 "--data", str(manifest.parent), "--code", "38b9e834"]) == 1
+    asked = []
+    monkeypatch.setattr(cluster_workers, "ask_cluster_workers",
+                        lambda *arguments, **options: asked.append(arguments) or answers)
+    # without --results, the folder a sweep writes by default
+    assert main(["cluster-check", "tcp://head:8786", "--data", str(manifest.parent), "--code", "38b9e834"]) == 1
     assert "refused: torch runs 2 threads there" in capsys.readouterr().out
+    from tnlib.experiments.sweep_settings import Sweep
+    assert asked[0][1] == Sweep().out_dir

@@ -527,8 +527,9 @@ def register_cluster_check(subparsers) -> None:
                     "Exit 1 where a worker would train otherwise than the others or "
                     "than --code (a campaign pinned to one code: `make paper-scale SCHEDULER=...` asks first).")
     parser.add_argument("scheduler", help="the Dask scheduler's address, e.g. tcp://HOST:8786")
-    parser.add_argument("--results", required=True, help="the results folder the sweep writes, e.g. "
-                                                          "reports/paper-scale-nlm5/runs")
+    parser.add_argument("--results", default=None,
+                        help="the results folder the sweep writes (default: the sweep's, runs/paper; the campaign's: "
+                             "reports/paper-scale-nlm5/runs)")
     parser.add_argument("--data", default=None,
                         help="the dataset folder the sweep reads (default: $TNLIB_DATA/paper or <repo>/data/paper)")
     parser.add_argument("--code", metavar="COMMIT", help="the commit every worker's tnlib must be")
@@ -542,16 +543,18 @@ def _run_cluster_check(args) -> int:
     from tnlib.experiments.running.cluster_workers import ask_cluster_workers, judge_cluster_workers
     from tnlib.experiments.sweep_settings import Sweep
     from tnlib.errors import SchedulerUnreachable
+    from tnlib.files import shown_path
 
     data = Path(args.data) if args.data else Sweep().dataset_path()
+    results = args.results or Sweep().out_dir
     manifest = data / MANIFEST
     if not manifest.is_file():
         raise CommandError(f"no dataset manifest at {manifest}: name the dataset folder the sweep reads (--data)")
     try:
-        workers = ask_cluster_workers(args.scheduler, args.results, manifest, timeout=args.timeout)
+        workers = ask_cluster_workers(args.scheduler, results, manifest, timeout=args.timeout)
     except SchedulerUnreachable as err:
         raise CommandError(str(err)) from None
-    verdict = judge_cluster_workers(workers, manifest, code=args.code, results=args.results)
+    verdict = judge_cluster_workers(workers, manifest, code=args.code, results=results)
     for worker in verdict.workers:
         if worker.role == "scheduler":
             print(f"scheduler {worker.address}: tnlib {worker.code} ({worker.package})")
@@ -561,8 +564,8 @@ def _run_cluster_check(args) -> int:
         for reason in verdict.refusals.get(worker.address, []):
             print(f"  refused: {reason}")
     for kind in verdict.new_kinds:
-        print(f"new to {args.results}: {kind} -- no run there was trained on it yet; once one has trained 300 steps "
-              "there, `make paper-scale-rerun-check` on such a machine checks that it repeats")
+        print(f"new to {shown_path(results)}: {kind} -- no run there was trained on it yet; once one has trained 300 "
+              "steps there, `make paper-scale-rerun-check` on such a machine checks that it repeats")
     if len(verdict.worker_kinds) > 1:
         print(f"the workers are of {len(verdict.worker_kinds)} machine kinds: a run stopped part-way may resume on "
               "another kind (its machines.jsonl then names both); stop the cluster between runs, or keep it to one")
