@@ -34,6 +34,7 @@ def code_commit(package: str | os.PathLike | None = None) -> str:
 def same_commit(recorded: object, code: str) -> bool:
     """Whether ``recorded`` (a :func:`code_commit` as a record keeps it) is the commit ``code``, either abbreviated
     (as far as both go, at least 7 digits): not a code "with uncommitted changes", nor "unknown"."""
-    if not isinstance(recorded, str) or " " in recorded or min(len(recorded), len(code)) < 7:
+    hexadecimal = set("0123456789abcdef")
+    if not isinstance(recorded, str) or min(len(recorded), len(code)) < 7 or not set(recorded) <= hexadecimal:
         return False
     return recorded.startswith(code) or code.startswith(recorded)

@@ -14,6 +14,7 @@ from tnlib.provenance import code_commit, same_commit
     ("38b9e834", "38b9e835", False),
     ("38b9e834 with uncommitted changes to tnlib/", "38b9e834", False),
     ("unknown", "38b9e834", False),
+    ("unknown", "unknown", False),  # no commit at all, however it is spelt
     (None, "38b9e834", False),
     ("38b9e", "38b9e834", False),  # too short to name one commit
 ])
