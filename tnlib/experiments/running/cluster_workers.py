@@ -136,13 +136,12 @@ def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: st
 
 
 def _kinds_trained(results: Path) -> set[str]:
-    """The machine kinds the results folder's runs name at any start of training (``machines.jsonl``)."""
-    from tnlib.files import read_jsonl
+    """The machine kinds the results folder's runs name at any start of training (``machines.jsonl``, as
+    :meth:`tnlib.learning.run_files.RunDir.training_starts` reads it: a damaged line names none)."""
+    from tnlib.learning.run_files import RunDir
 
-    kinds: set[str] = set()
-    for record in results.glob("*/machines.jsonl"):
-        kinds.update(str(line.get("machine")) for line in read_jsonl(record))
-    return kinds
+    return {start["machine"] for record in results.glob("*/machines.jsonl")
+            for start in RunDir(record.parent).training_starts()}
 
 
 def _same_code(found: str, asked: str) -> bool:
