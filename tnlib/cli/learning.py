@@ -15,8 +15,8 @@ from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
 
 # TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts. The dataset root and the model's
-# arguments are --data-root and --model-args, as in `tnlib sweep` (whose fields share the names); the spellings
-# `train` once had are taken too, unlisted.
+# arguments are --data-root and --model-args, as in `tnlib sweep` (whose fields share the names); TRAIN_ALIASES'
+# spellings are accepted too, unlisted, so that scripts written with them run.
 TRAIN_FLAGS = {"learning_rate": "--lr", "out_dir": "--out", "run_name": "--name"}
 TRAIN_ALIASES = {"data_root": "--data", "model_args": "--model-arg"}
 TRAIN_HELP = {

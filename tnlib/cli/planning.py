@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.errors import CommandError, PlanError, TaskError
-from tnlib.paper import DOMAINS
+from tnlib.paper import DOMAINS, LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS
 
 
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
@@ -78,8 +78,10 @@ def register_solve(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("domain", help=f"domain file, or a shipped domain: {', '.join(DOMAINS)}")
     parser.add_argument("problem", type=Path, help="problem file")
-    parser.add_argument("--time-limit", type=float, default=300, metavar="S", help="seconds (default 300)")
-    parser.add_argument("--memory-limit", type=int, default=8000, metavar="MB", help="MiB (default 8000)")
+    parser.add_argument("--time-limit", type=float, default=LABEL_TIME_LIMITS["train"], metavar="S",
+                        help="seconds (default %(default)g: the paper's limit for a training instance's label)")
+    parser.add_argument("--memory-limit", type=int, default=LABEL_MEMORY_LIMIT_MB, metavar="MB",
+                        help="MiB (default %(default)s, the paper's)")
     parser.add_argument("--plan-file", type=Path, metavar="F", help="write the plan here when solved")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=_run_solve)

@@ -39,14 +39,13 @@ from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK, 
 from tnlib.errors import DatasetError, SearchNodeLimit
 from tnlib.executors import run_jobs
 from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file
-from tnlib.paper import AUTHORS_PLAN_GRID, DOMAINS, MAX_ATTEMPTS, PLAN_INSTANCES
+from tnlib.paper import AUTHORS_PLAN_GRID, DOMAINS, LABEL_MEMORY_LIMIT_MB, MAX_ATTEMPTS, PLAN_INSTANCES
 from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name
 from tnlib.planning.optimal_costs import OPTIMAL_PLANS
 
 # A satisficing plan is cheap in these domains (Fast Downward's lazy greedy h_FF: well under a second at the paper's
 # largest test sizes); the limit only stops a pathological case.
 CHECK_TIME_LIMIT = 120.0
-MEMORY_LIMIT_MB = 8000
 EXACT_RECORD = ("h* of the initial state by tnlib.planning.optimal_costs, its optimal plan validated (per instance: "
                 "the search-node budget it had, null for none, and status node_limit where that ran out)")
 
@@ -284,7 +283,7 @@ def generate_plan_set(
     max_attempts: int = MAX_ATTEMPTS,
     check_time_limit: float = CHECK_TIME_LIMIT,
     optimal_time_limit: float | None = None,
-    memory_limit_mb: int = MEMORY_LIMIT_MB,
+    memory_limit_mb: int = LABEL_MEMORY_LIMIT_MB,
     workers: int = 1,
     progress: bool = True,
     exact: bool = False,

@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from tnlib.data.schema import ALL_SPLITS, TEST_GRID
 from tnlib.errors import DatasetError
 from tnlib.files import COMPRESSED_SUFFIX
-from tnlib.paper import MAX_ATTEMPTS
+from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS, MAX_ATTEMPTS
 from tnlib.planning.generators import DOMAIN_PARAMETERS, problem_name
 from tnlib.planning.search_settings import PAPER_SEARCH
 
@@ -114,7 +114,7 @@ class Profile:
     name: str
     grids: dict[str, dict[str, SplitGrid]]
     time_limits: dict[str, float]  # seconds, per split
-    memory_limit_mb: int = 8000
+    memory_limit_mb: int = LABEL_MEMORY_LIMIT_MB
     max_attempts: int = MAX_ATTEMPTS
     sat_max_evaluations: int = PAPER_SEARCH.max_evaluations  # h_sat's GBFS, under the search's default limit
 
@@ -195,8 +195,8 @@ def _paper_profile() -> Profile:
     return Profile(
         name="paper",
         grids=grids,
-        time_limits={"train": 300, "val": 300, "test": 1800, "plan": 1800, TEST_GRID: 1800},
-        memory_limit_mb=8000,
+        time_limits={**LABEL_TIME_LIMITS, "plan": LABEL_TIME_LIMITS["test"], TEST_GRID: LABEL_TIME_LIMITS["test"]},
+        memory_limit_mb=LABEL_MEMORY_LIMIT_MB,
     )
 
 

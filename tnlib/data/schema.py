@@ -110,8 +110,8 @@ FEATURE_COLUMNS = tuple(f"ff_{name}" if name.startswith("ignored_deletes") else 
 # training campaign reads, byte for byte. The test grid's tables are the large ones (up to 15,000 states, each
 # listing its problem's static atoms again: a ferry state of 20 locations holds 380 (connected ...) atoms): with
 # no dictionary, zstd level 19 and pages of up to 16 MiB (a column a page, so zstd sees the whole column) they
-# take half the bytes -- data/paper's four 0.91 MiB archived then, 0.45 MiB now -- which the repository's size
-# limit needs; level 22 saves 1.5% more at three times the writing time. Readers read either form.
+# take half the bytes -- data/paper's four: 0.91 MiB under the splits' options, 0.45 MiB under these -- which the
+# repository's size limit needs; level 22 saves 1.5% more at three times the writing time. Readers read either form.
 SPLIT_TABLE_OPTIONS = dict(compression="zstd")
 TEST_GRID_TABLE_OPTIONS = dict(compression="zstd", compression_level=19, use_dictionary=False, data_page_size=2**24)
 

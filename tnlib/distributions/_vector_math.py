@@ -20,7 +20,7 @@ minutes to compile that way on the loaded 2-core machine, most of it numba copyi
 numba compiles a function that leaves a flag unset under the flags of its first caller, so the values of every
 method would depend on which method a process compiled first (tests/repository/test_compile_flags.py,
 benchmarks/check_compile_order.py). The helpers the log_prob loops share with the other methods fuse multiply-adds
-(``fastmath={"contract"}``), as they did when log_prob compiled first, which is the faster choice for every method.
+(``fastmath={"contract"}``), log_prob's own flags and the faster choice for every method.
 """
 from __future__ import annotations
 

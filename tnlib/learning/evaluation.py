@@ -29,7 +29,8 @@ from tnlib.data.schema import TEST_GRID
 from tnlib.files import atomic_write_json
 from tnlib.learning.heads import Prediction
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import checkpoint_encoder, encode_all, load_checkpoint, load_items, predict
+from tnlib.learning.training import (PREDICTION_BATCH_SIZE, checkpoint_encoder, encode_all, load_checkpoint,
+                                    load_items, predict)
 
 
 def _mse(a, b) -> float:
@@ -62,7 +63,8 @@ def _accuracy(p: dict, rows=None) -> dict:
 
 
 def split_predictions(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
-                      data_root: str | None = None, batch_size: int = 1024, device: str | None = None):
+                      data_root: str | None = None, batch_size: int = PREDICTION_BATCH_SIZE,
+                      device: str | None = None):
     """``(config, checkpoint dict, predict's columns)`` of a checkpoint (a ``.pt`` file, or a run folder: its
     ``best.pt``) on a split's labelled states; ``items`` overrides loading the split from the dataset
     (``data_root``, default: the run's)."""
@@ -86,7 +88,8 @@ def split_distributions(checkpoint: str | os.PathLike, split: str = "test", item
 
 
 def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence[dict] | None = None,
-             data_root: str | None = None, batch_size: int = 1024, device: str | None = None) -> dict:
+             data_root: str | None = None, batch_size: int = PREDICTION_BATCH_SIZE,
+             device: str | None = None) -> dict:
     """Test metrics of a checkpoint (a ``.pt`` file, or a run folder: its ``best.pt``) on a split; on
     ``test-grid`` (unless ``items`` are given), :func:`evaluate_test_grid`'s.
 
@@ -98,7 +101,8 @@ def evaluate(checkpoint: str | os.PathLike, split: str = "test", items: Sequence
     return {**_run_fields(config, saved, split), **_accuracy(p)}
 
 
-def evaluate_test_grid(checkpoint: str | os.PathLike, data_root: str | None = None, batch_size: int = 1024,
+def evaluate_test_grid(checkpoint: str | os.PathLike, data_root: str | None = None,
+                       batch_size: int = PREDICTION_BATCH_SIZE,
                        device: str | None = None) -> dict:
     """Test metrics of a checkpoint on its domain's whole test grid (:func:`tnlib.data.full_test_grid.full_test_grid`):
     :func:`evaluate`'s over every labelled cell's states, and under ``sizes`` one record per cell of the grid, in

@@ -18,7 +18,7 @@ from tnlib.learning.encodings import Encoder, HGNEncoder, LinearEncoder, NLMEnco
 from tnlib.learning.nlm import NLM
 from tnlib.learning.strips_hgn import STRIPSHGN
 from tnlib.learning.wl_features import WLEncoder
-from tnlib.paper import WEIGHT_DECAY
+from tnlib.paper import LEARNING_RATES, WEIGHT_DECAY
 
 
 class LinearRegression(nn.Module):
@@ -45,7 +45,7 @@ MODEL_CLASSES = {"nlm": NLM, "hgn": STRIPSHGN, "linear": LinearRegression, "wl":
 # The paper's for its three models. WL (not in the paper): tnlib's choice, 1e-3 -- at 1e-2 ferry's validation MSE
 # jumps between 1.5 and 3.3 over 3,000 steps, at 1e-3 it falls steadily to 0.63 (at 1e-4 to 1.17): thousands of
 # weights on counts, against linear regression's four on features of similar size.
-DEFAULT_LEARNING_RATES = {"nlm": 1e-2, "hgn": 1e-3, "linear": 1e-2, "wl": 1e-3}
+DEFAULT_LEARNING_RATES = {**LEARNING_RATES, "wl": 1e-3}
 DEFAULT_WEIGHT_DECAY = {**WEIGHT_DECAY, "wl": WEIGHT_DECAY["linear"]}
 
 
@@ -94,8 +94,8 @@ def model_arguments(name: str, given: dict) -> dict:
 
 def recorded_model_arguments(name: str, recorded: dict) -> dict:
     """The constructor arguments of the model a checkpoint holds, from the ones it ``recorded``: an argument it
-    does not record takes the value the model was built with then (the class's ``RECORDED_BEFORE``: STRIPS-HGN's
-    layout, whose default changed when the argument came), any other its default."""
+    does not record takes the value such a checkpoint's model was built with (the class's ``RECORDED_BEFORE``:
+    STRIPS-HGN's "means" layout, not its default), any other its default."""
     return model_arguments(name, {**getattr(MODEL_CLASSES[name], "RECORDED_BEFORE", {}), **recorded})
 
 

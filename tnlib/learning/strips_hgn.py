@@ -130,7 +130,7 @@ class STRIPSHGN(nn.Module):
     module docstring."""
 
     ARG_CHOICES = {"layout": HGN_LAYOUTS}
-    # what a checkpoint that records no layout was trained with: the argument came with the "authors" layout
+    # a checkpoint that records no layout holds a "means" model, whatever the default
     RECORDED_BEFORE = {"layout": "means"}
 
     def __init__(self, hidden: int = 32, steps: int = 4, node_features: int = 2, edge_features: int = 3,

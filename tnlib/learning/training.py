@@ -75,11 +75,14 @@ from tnlib.learning.models import (
     recorded_model_arguments,
 )
 from tnlib.learning.run_files import NO_RUNS_YET, RunDir
-from tnlib.paper import BATCH_SIZE, EVAL_EVERY, TRAIN_STEPS
+from tnlib.paper import BATCH_SIZE, EVAL_EVERY, GRADIENT_CLIP, TRAIN_STEPS
 from tnlib.provenance import code_commit
 
 # Changing these between an interruption and the resume does not change the computation of the steps already done.
 _RESUMABLE_CHANGES = {"steps", "device", "progress", "out_dir"}  # out_dir: a moved folder still resumes
+# States per batch when predicting (validation, testing), before the cost budget splits a batch further: no
+# gradients are kept, so a batch can be far larger than a training one.
+PREDICTION_BATCH_SIZE = 1024
 
 
 @dataclass
@@ -102,10 +105,10 @@ class TrainConfig:
     batch_size: int = BATCH_SIZE
     learning_rate: float | None = None  # None: 1e-2 (nlm, linear) or 1e-3 (hgn, wl)
     weight_decay: float | None = None  # None: per model (models.DEFAULT_WEIGHT_DECAY): 1e-2 (nlm), else 0
-    grad_clip: float = 0.1
+    grad_clip: float = GRADIENT_CLIP
     eval_every: int = EVAL_EVERY
     checkpoint_every: int = 500
-    eval_batch_size: int = 1024
+    eval_batch_size: int = PREDICTION_BATCH_SIZE
     seed: int = 0
     # e.g. {"depth": 3} for a smaller NLM, {"layout": "paper-text"} for the paper-text layout (tnlib.learning.models)
     model_args: dict = field(default_factory=dict)
@@ -298,7 +301,7 @@ def batches(encoder: Encoder, encoded: Sequence[Encoded], batch_size: int, cost_
 
 @torch.no_grad()
 def predict(model: nn.Module, head: DistributionHead, encoder: Encoder, encoded: Sequence[Encoded],
-            device: torch.device, batch_size: int = 1024) -> dict[str, torch.Tensor]:
+            device: torch.device, batch_size: int = PREDICTION_BATCH_SIZE) -> dict[str, torch.Tensor]:
     """Per-state float64 CPU tensors, in the order of ``encoded``: h_star, lower, upper, ff, lmcut, mu, sigma,
     estimate (the point estimate), clipped (N only: max(mu, l)) and nll."""
     was_training = model.training

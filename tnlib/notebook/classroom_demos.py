@@ -12,7 +12,7 @@ import torch
 from torch.distributions import Laplace, Normal, Uniform
 
 from tnlib.distributions import TruncatedNormal
-from tnlib.paper import FIXED_SIGMA, FIXED_SIGMAS
+from tnlib.paper import DISTRIBUTIONS, FIXED_SIGMA, FIXED_SIGMAS
 from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_nll
 from tnlib.notebook.explorer import describe_truncated_normal
 
@@ -188,7 +188,7 @@ def fit_fixed_scale(distribution: str, scale: float, shared: bool, margin: float
     """Fit mu by maximum likelihood with sigma fixed at ``scale``: N(mu, scale), or TN(mu, scale, l - margin, inf)
     (the paper's open bound). ``shared``: one line mu = a + b z for every group, as a network shares its weights;
     else a mu of its own per group. L-BFGS in float64 from the least-squares fit, to a gradient of 1e-12."""
-    if distribution not in ("N", "TN"):
+    if distribution not in DISTRIBUTIONS:
         raise ValueError(f"distribution must be N or TN, got {distribution!r}")
     z = torch.tensor([g[0] for g in groups for _ in g[2]], dtype=DTYPE)
     low = torch.tensor([g[1] - margin for g in groups for _ in g[2]], dtype=DTYPE)
@@ -228,7 +228,7 @@ def fixed_scale_fits(margin: float) -> list[FixedScaleFit]:
     """Section 6b's eight fits: N and TN, the paper's and the authors' fixed sigma (1/sqrt 2 and sqrt 2), a mu
     per group and one line for all."""
     return [fit_fixed_scale(distribution, scale, shared, margin) for shared in (False, True)
-            for distribution in ("N", "TN") for scale in FIXED_SIGMAS.values()]
+            for distribution in DISTRIBUTIONS for scale in FIXED_SIGMAS.values()]
 
 
 def format_fixed_scale_fits(fits: list[FixedScaleFit], groups=FIXED_SCALE_GROUPS) -> str:

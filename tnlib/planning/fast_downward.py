@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.executors import die_with_parent
+from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS
 from tnlib.planning.pddl import is_compressed, read_pddl_text
 
 SEARCH = "astar(lmcut())"
@@ -330,8 +331,8 @@ def run_fast_downward(
 def solve(
     domain_file: str | os.PathLike,
     problem_file: str | os.PathLike,
-    time_limit: float = 300,
-    memory_limit_mb: int | None = 8000,
+    time_limit: float = LABEL_TIME_LIMITS["train"],
+    memory_limit_mb: int | None = LABEL_MEMORY_LIMIT_MB,
 ) -> SolveResult:
     """An optimal plan by Fast Downward's A* with LM-cut, within ``time_limit`` seconds and ``memory_limit_mb``.
 

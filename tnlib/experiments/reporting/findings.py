@@ -34,7 +34,7 @@ from tnlib.experiments.reporting.table_rows import collect_planning, collect_res
 from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import DOMAINS, MODELS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
+from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
 # metric -> (what the report calls it, whether lower is better). grid_mse is Table 1's MSE on the whole test grid
 # (metrics-test-grid.json), the paper's test set where the test split holds only the cells its labelling reached.
@@ -208,7 +208,7 @@ def findings(values: dict) -> list[dict]:
                                          cells))
             for domain in domains:
                 for residual in ("ff", "none"):
-                    for column in ("N", "TN"):
+                    for column in DISTRIBUTIONS:
                         rows.append(_row(model, metric, domain, ("learn", residual, column),
                                          ("fixed", residual, column), cells))
     return [r for r in rows if r is not None]

@@ -36,6 +36,7 @@ from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planning_summary
 from tnlib.planning.search_settings import PAPER
 from tnlib.paper import (
+    DISTRIBUTIONS,
     DOMAINS,
     FF_COVERAGE,
     FF_EVALUATIONS,
@@ -200,14 +201,14 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
     def baseline(stats) -> str:
         return "" if stats is None else paper_number(stats[0])
 
-    header = [row_name, "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
+    header = [row_name, "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in DISTRIBUTIONS]
     lines = []
     for domain, row in cells.items():
         bold = _paired_bold_keys(per_seed, domain, configs) if paired else set()
         first = [domain, metric.upper(), baseline(row["ff"]) if metric == "mse" else "",
                  baseline(row["lmcut"]) if metric == "mse" else ""]
         for sigma, residual in configs:
-            for d in ("N", "TN"):
+            for d in DISTRIBUTIONS:
                 key = (sigma, residual, d)
                 first.append(show(row[key], key in bold))
         lines.append(first)
@@ -233,7 +234,7 @@ def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm"
 def render_paper_table1(configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS) -> str:
     """The paper's own Table 1 for NLM (:data:`tnlib.paper.PAPER_TABLE1_NLM`) in :func:`render_table`'s Markdown
     layout, for the configurations ``configs``, bold by the paper's rule: to set beside a results folder's table."""
-    header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in ("N", "TN")]
+    header = ["domain", "metric", "h_FF", "LM-cut"] + [f"{s}/{r} {d}" for s, r in configs for d in DISTRIBUTIONS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for domain, row in PAPER_TABLE1_NLM.items():
         bold = paper_bold_keys(row, configs)
@@ -243,7 +244,7 @@ def render_paper_table1(configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS) -> 
             return f"**{text}**" if key in bold else text
 
         lines.append("| " + " | ".join([domain, "MSE", paper_number(row["ff"]), paper_number(row["lmcut"])]
-                                       + [show((s, r, d)) for s, r in configs for d in ("N", "TN")]) + " |")
+                                       + [show((s, r, d)) for s, r in configs for d in DISTRIBUTIONS]) + " |")
         lines.append("| " + " | ".join(["", "+clip", "", ""]
                                        + [part for s, r in configs for part in (show((s, r, "N+clip")), "")]) + " |")
     return "\n".join(lines) + "\n"

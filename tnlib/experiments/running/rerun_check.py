@@ -230,7 +230,7 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
         if exported.returncode or not (Path(code) / "tnlib" / "__init__.py").is_file():
             raise LookupError(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
                               f"this checkout's git history: {exported.stderr.decode().strip() or 'nothing exported'}")
-        # the module by its name in that commit's code: experiments/ had no wings before
+        # the module by its name in that commit's code, whose experiments/ may have no running/ wing
         script = ("import json, sys\n"
                   "try:\n    from tnlib.experiments.running.rerun_check import curve_differences\n"
                   "except ModuleNotFoundError:\n    from tnlib.experiments.rerun_check import curve_differences\n"
