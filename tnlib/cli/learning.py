@@ -13,6 +13,7 @@ from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
+from tnlib.paper import MAIN_LOWER_BOUND, MAIN_TABLES_MODEL
 
 # TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts. The dataset root and the model's
 # arguments are --data-root and --model-args, as in `tnlib sweep` (whose fields share the names); TRAIN_ALIASES'
@@ -195,8 +196,10 @@ def register_evaluate(subparsers) -> None:
                    help=f"which checkpoint of each run folder: {RunDir.BEST} (best validation MSE; the default) or "
                         f"{RunDir.BEST_NLL}")
     p.add_argument("--table", action="store_true", help="render Table 1 from the metrics under RUNS[0]")
-    p.add_argument("--model", default="nlm", help="with --table: which model's results (default: nlm)")
-    p.add_argument("--lower-bound", default="lmcut", help="with --table: which lower bound's results (default: lmcut)")
+    p.add_argument("--model", default=MAIN_TABLES_MODEL,
+                   help="with --table: which model's results (default: %(default)s)")
+    p.add_argument("--lower-bound", default=MAIN_LOWER_BOUND,
+                   help="with --table: which lower bound's results (default: %(default)s)")
     p.add_argument("--metric", default="mse", help="with --table: mse (Table 1; the default) or nll")
     p.add_argument("--latex", action="store_true", help="with --table: LaTeX instead of Markdown")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON lines")

@@ -20,7 +20,7 @@ import torch
 from tnlib.data.manifest import generate_hint, check_dataset, dataset_root
 from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, FEATURE_COLUMNS, arrow_schema
 from tnlib.errors import DatasetError
-from tnlib.paper import DOMAINS, LOWER_BOUNDS, RESIDUALS, UPPER_BOUNDS
+from tnlib.paper import DOMAINS, LOWER_BOUNDS, MAIN_LOWER_BOUND, MAIN_RESIDUAL, RESIDUALS, UPPER_BOUNDS
 
 __all__ = ["HeuristicDataset", "StateTable", "collate", "load_split"]
 
@@ -164,8 +164,8 @@ class HeuristicDataset(torch.utils.data.Dataset):
     def __init__(
         self,
         table: StateTable,
-        lower_bound: str = "lmcut",
-        residual: str = "ff",
+        lower_bound: str = MAIN_LOWER_BOUND,
+        residual: str = MAIN_RESIDUAL,
         upper_bound: str = "none",
         instances: int | Sequence[str] | None = None,
         seed: int = 0,

@@ -34,6 +34,8 @@ from tnlib.paper import (
     DISTRIBUTIONS,
     FIXED_SIGMAS,
     LOWER_BOUNDS,
+    MAIN_LOWER_BOUND,
+    MAIN_RESIDUAL,
     OPEN_BOUND_EPSILON,
     RESIDUALS,
     SIGMA_LINKS,
@@ -68,8 +70,8 @@ class HeadConfig:
 
     distribution: str = "TN"
     sigma: str = "learn"
-    residual: str = "ff"
-    lower_bound: str = "lmcut"
+    residual: str = MAIN_RESIDUAL
+    lower_bound: str = MAIN_LOWER_BOUND
     upper_bound: str = "none"
     sigma_link: str = "softplus"
     fixed_sigma: str = "paper"

@@ -25,7 +25,7 @@ from tnlib.experiments.reporting.tables import table1_seed_values, table2_seed_v
 from tnlib.files import read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
-from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS
+from tnlib.paper import DOMAINS, MAIN_LOWER_BOUND, MAIN_RESIDUAL, MAIN_TABLES_MODEL, MODELS, TABLE1_CONFIGS
 
 # Ticks per axis of the training-curve figures (plotly's automatic choice crowds a 380-pixel log axis).
 CURVE_TICKS = 6
@@ -128,8 +128,9 @@ _DISTRIBUTION_COLOURS = {"N": "#ff7f0e", "TN": "#1f77b4"}  # the paper's orange 
 _BAND_COLOURS = {"N": "rgba(255, 127, 14, 0.2)", "TN": "rgba(31, 119, 180, 0.2)"}
 
 
-def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
-                           residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse") :
+def training_curves_figure(results_dir, domain: str, model: str = MAIN_TABLES_MODEL, sigma: str = "learn",
+                           residual: str = MAIN_RESIDUAL, lower_bound: str = MAIN_LOWER_BOUND,
+                           metric: str = "val_mse"):
     """Validation curves of N and TN runs (one line per seed) for one domain and configuration, log scale."""
     import plotly.graph_objects as go
 
@@ -150,8 +151,9 @@ def training_curves_figure(results_dir, domain: str, model: str = "nlm", sigma: 
                          f"l = {lower_bound})", metric)
 
 
-def validation_spread_figure(results_dir, domain: str, model: str = "nlm", sigma: str = "learn",
-                             residual: str = "ff", lower_bound: str = "lmcut", metric: str = "val_mse"):
+def validation_spread_figure(results_dir, domain: str, model: str = MAIN_TABLES_MODEL, sigma: str = "learn",
+                             residual: str = MAIN_RESIDUAL, lower_bound: str = MAIN_LOWER_BOUND,
+                             metric: str = "val_mse"):
     """The paper's Figure 2 for one domain and configuration: validation MSE (log scale) of N and TN over training,
     per distribution the mean over seeds as a line and the seeds' range (min to max) as a band around it.
 
@@ -243,7 +245,8 @@ def _curve_layout(figure, title: str, metric: str):
 # The paired intervals of the seeds
 
 
-def paired_intervals_figures(results_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut") -> list:
+def paired_intervals_figures(results_dir, models: Sequence[str] = (MAIN_TABLES_MODEL,),
+                             lower_bound: str = MAIN_LOWER_BOUND) -> list:
     """``(model, figure)`` per model whose cells have the seeds for paired intervals: TN against N and N+clip in
     test MSE, test NLL at the best-NLL checkpoint and planning evaluations
     (:func:`paired_intervals_figure`); [] where no cell has

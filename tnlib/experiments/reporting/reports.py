@@ -51,7 +51,16 @@ import tnlib.files
 from tnlib.device import machine_kind
 from tnlib.files import atomic_write_text, shown_folder
 from tnlib.provenance import code_commit
-from tnlib.paper import ABLATIONS, DOMAINS, MODELS, PAPER_CONFIGS, PAPER_TABLE1, TABLE1_CONFIGS
+from tnlib.paper import (
+    ABLATIONS,
+    DOMAINS,
+    MAIN_LOWER_BOUND,
+    MAIN_TABLES_MODEL,
+    MODELS,
+    PAPER_CONFIGS,
+    PAPER_TABLE1,
+    TABLE1_CONFIGS,
+)
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
 # styles it overrides): words wrap at spaces only -- JupyterLab's output style breaks anywhere
@@ -92,7 +101,8 @@ code { font-family: Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 9
 PLOTLY_SRC = "notebooks/plotly.min.js"
 
 
-def write_reports(results_dir, reports_dir, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
+def write_reports(results_dir, reports_dir, models: Sequence[str] = (MAIN_TABLES_MODEL,),
+                  lower_bound: str = MAIN_LOWER_BOUND,
                   plotly_src: str = PLOTLY_SRC, selection_seconds: float | None = None,
                   paper_tables: bool = False) -> list[Path]:
     """Render a sweep's results: ``accuracy.md`` (Table 1 layout), ``planning.md`` (Table 2) and training curves,
@@ -326,7 +336,7 @@ def rendered_by() -> str:
 ABLATION_BOLD_RULE = f"{PAIRED_BOLD_RULE} Where some cell has fewer seeds, nothing is bold."
 
 
-def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = "nlm") -> list[Path]:
+def write_ablation(results_dirs: Sequence, reports_dir, ablation: str, model: str = MAIN_TABLES_MODEL) -> list[Path]:
     """One of the appendix's ablations (``tnlib.paper.ABLATIONS``: ``residual`` or ``lower-bound``) from the runs
     of one or more results folders: ``accuracy.md`` (Table 1's layout) and ``planning.md`` (Table 2's), one column
     group per (sigma, residual, lower bound), each opening with the header of the runs they show."""
@@ -378,7 +388,7 @@ def summaries_table(rows: Sequence[dict]) -> str:
 # Experiments: training curves (the paper's Figure 2)
 
 
-def write_figure2(results_dir, path, model: str = "nlm", lower_bound: str = "lmcut",
+def write_figure2(results_dir, path, model: str = MAIN_TABLES_MODEL, lower_bound: str = MAIN_LOWER_BOUND,
                   plotly_src: str = PLOTLY_SRC) -> Path:
     """``path`` (HTML): :func:`validation_spread_figure` for every domain and configuration of ``model`` in
     ``results_dir``, under the scope header; plotly.js from ``plotly_src`` (relative to the file's folder)."""
@@ -411,7 +421,8 @@ INTERVALS_CAPTION = (
     "under the figure.")
 
 
-def write_intervals(results_dir, path, models: Sequence[str] = ("nlm",), lower_bound: str = "lmcut",
+def write_intervals(results_dir, path, models: Sequence[str] = (MAIN_TABLES_MODEL,),
+                    lower_bound: str = MAIN_LOWER_BOUND,
                     plotly_src: str = PLOTLY_SRC) -> Path | None:
     """``path`` (HTML): :func:`paired_intervals_figures` under a caption, the scope header below them. None, and no
     file, where no cell has the seeds."""

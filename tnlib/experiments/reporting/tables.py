@@ -40,6 +40,8 @@ from tnlib.paper import (
     DOMAINS,
     FF_COVERAGE,
     FF_EVALUATIONS,
+    MAIN_LOWER_BOUND,
+    MAIN_TABLES_MODEL,
     PAPER_CONFIGS,
     PAPER_TABLE1_NLM,
     PAPER_TABLE2_NLM,
@@ -69,7 +71,7 @@ def _estimate_values(run: dict, metric: str) -> list[tuple[str, float]]:
              run[metric if estimate == POINT_ESTIMATES[0] else f"{metric}_{estimate}"]) for estimate in estimates]
 
 
-def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+def table1_cells(results: Sequence[dict], model: str = MAIN_TABLES_MODEL, lower_bound: str = MAIN_LOWER_BOUND,
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, metric: str = "mse") -> dict:
     """The table's numbers: ``{domain: {"ff": x, "lmcut": x, (sigma, residual, column): (mean, std)}}``.
 
@@ -100,7 +102,7 @@ def table1_cells(results: Sequence[dict], model: str = "nlm", lower_bound: str =
     return table
 
 
-def table1_seed_values(results: Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+def table1_seed_values(results: Sequence[dict], model: str = MAIN_TABLES_MODEL, lower_bound: str = MAIN_LOWER_BOUND,
                        metric: str = "mse") -> dict:
     """Table 1's values per seed: ``{(domain, sigma, residual, column): {seed: value}}`` (column N, N+clip with
     ``mse``, TN)."""
@@ -118,8 +120,8 @@ def uses_paired_bold(values: dict) -> bool:
     return bool(values) and seed_count(values) >= PAIRED_MIN_SEEDS
 
 
-def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
-                     lower_bound: str = "lmcut") -> str:
+def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = MAIN_TABLES_MODEL,
+                     lower_bound: str = MAIN_LOWER_BOUND) -> str:
     """The rule :func:`render_table` bolds these results by: :data:`PAIRED_BOLD_RULE` where every cell has the
     seeds for paired intervals, else :data:`FEW_SEEDS_BOLD_RULE` (nothing bold, and why)."""
     if isinstance(results, (str, os.PathLike)):
@@ -128,8 +130,8 @@ def table1_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "
     return PAIRED_BOLD_RULE if paired else FEW_SEEDS_BOLD_RULE
 
 
-def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = "nlm",
-                     lower_bound: str = "lmcut") -> str:
+def table2_bold_rule(results: str | os.PathLike | Sequence[dict], model: str = MAIN_TABLES_MODEL,
+                     lower_bound: str = MAIN_LOWER_BOUND) -> str:
     """The rule :func:`render_table2` bolds these plans by (a results folder, or rows of :func:`collect_planning`):
     :data:`PAIRED_BOLD_RULE` where every cell has the seeds, else :data:`FEW_SEEDS_BOLD_RULE`."""
     rows = collect_planning(results) if isinstance(results, (str, os.PathLike)) else results
@@ -163,7 +165,8 @@ def paper_bold_keys(row: dict, configs) -> set:
     return bold
 
 
-def render_table(results: str | os.PathLike | Sequence[dict], model: str = "nlm", lower_bound: str = "lmcut",
+def render_table(results: str | os.PathLike | Sequence[dict], model: str = MAIN_TABLES_MODEL,
+                 lower_bound: str = MAIN_LOWER_BOUND,
                  configs: Sequence[tuple[str, str]] = TABLE1_CONFIGS, fmt: str = "markdown",
                  metric: str = "mse", split: str = "test", checkpoint: str = RunDir.BEST,
                  row_name: str = "domain") -> str:
@@ -261,7 +264,7 @@ def _configs_with_values(configs: Sequence[tuple[str, str]], ran: Sequence[set])
     return [c for c in configs if c in found] or list(configs)
 
 
-def render_table2(results_dir, model: str = "nlm", lower_bound: str = "lmcut",
+def render_table2(results_dir, model: str = MAIN_TABLES_MODEL, lower_bound: str = MAIN_LOWER_BOUND,
                   configs: Sequence[tuple[str, str]] = PAPER_CONFIGS,
                   baseline_dir=None, split: str | None = None, problems: dict[str, set[str]] | None = None) -> str:
     """The paper's Table 2 as Markdown: coverage, then average evaluations, mean ± std over seeds (one seed: the
@@ -390,7 +393,7 @@ def ablation_rows(rows: Sequence[dict], columns: Sequence[tuple[str, str, str]])
 
 
 def render_ablation(results_dirs: Sequence[str | os.PathLike], columns: Sequence[tuple[str, str, str]],
-                    model: str = "nlm") -> tuple[str, str]:
+                    model: str = MAIN_TABLES_MODEL) -> tuple[str, str]:
     """An appendix ablation (``tnlib.paper.ABLATIONS``) from the runs of one or more results folders: the test
     accuracy in Table 1's layout and the planning results in Table 2's, one column group per (sigma, residual,
     lower bound) of ``columns``. h_FF's planning column comes from the first folder. A ValueError when no run
