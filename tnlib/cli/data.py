@@ -19,7 +19,7 @@ from tnlib.data.manifest import (
 from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
 from tnlib.data.profiles import PROFILES
-from tnlib.data.schema import ALL_SPLITS, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS
@@ -110,7 +110,8 @@ def _register_generate(commands: argparse._SubParsersAction) -> None:
     )
     gen.add_argument("--domain", action="append", required=True, metavar="D",
                      help=f"domain ({', '.join(DOMAINS)}) or 'all'; repeatable")
-    gen.add_argument("--profile", default="small", choices=sorted(PROFILES), help="grid and limits (default small)")
+    gen.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
+                     help="grid and limits (default %(default)s)")
     gen.add_argument("--splits", default=",".join(SPLITS), metavar="S,S",
                      help=f"comma-separated splits (default {','.join(SPLITS)}; {TEST_GRID}: the test grid "
                      "again, every slot, for the domains with an exact solver)")

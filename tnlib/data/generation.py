@@ -96,7 +96,7 @@ from tnlib.data.attempt_selection import Draw, SlotChoice, select_attempts
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.exact_solves import check_solver
 from tnlib.data.profiles import Profile, get_profile
-from tnlib.data.schema import ALL_SPLITS, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS
 from tnlib.data.solution_cache import SolutionCache
 from tnlib.data.split_consolidation import consolidate_split
 from tnlib.data.split_work import (
@@ -211,7 +211,7 @@ def _check_split_order(root: Path, profile: Profile, domains: Sequence[str], spl
                     )
 
 
-def generate_dataset(out: str | os.PathLike, domains: Sequence[str], profile: str | Profile = "small",
+def generate_dataset(out: str | os.PathLike, domains: Sequence[str], profile: str | Profile = DEFAULT_PROFILE,
                      splits: Sequence[str] = SPLITS, options: GenerateOptions = GenerateOptions()) -> GenerateReport:
     """Generate (or resume) the given domains and splits of ``profile`` into the dataset root ``out``, as
     ``options`` says (:class:`GenerateOptions`)."""

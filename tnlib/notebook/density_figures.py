@@ -63,7 +63,7 @@ def density_view(loc: float, scale: float, low: float, high: float) -> tuple[flo
     return view_low - margin, view_high + margin
 
 
-def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = 801) -> np.ndarray:
+def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = notebook_parameters.DEFAULT_NUM_POINTS) -> np.ndarray:
     """Sorted x values covering :func:`density_view`, the finite bounds and the truncated bulk.
 
     A uniform grid over the view is joined with a dense one over the truncated distribution's own bulk (mean
@@ -133,7 +133,7 @@ def truncated_normal_figure(
     low: float,
     high: float,
     observed: float | None = None,
-    num_points: int = 801,
+    num_points: int = notebook_parameters.DEFAULT_NUM_POINTS,
 ) -> go.Figure:
     """Normal and Truncated Normal PDFs with mu, the truncated mean and mode, and an observed ``x = h*``.
 
@@ -232,7 +232,7 @@ def preset_bounds_figure(
     loc: float = 0.0,
     scale: float = 1.0,
     presets: Sequence[tuple[str, float, float]] = explorer.PRESET_BOUNDS,
-    num_points: int = 801,
+    num_points: int = notebook_parameters.DEFAULT_NUM_POINTS,
 ) -> go.Figure:
     """The paper's Figure 1: ``TN(loc, scale, l, u)`` PDFs for several bounds, each with its mean marked.
 

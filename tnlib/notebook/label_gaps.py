@@ -10,6 +10,7 @@ import torch
 from torch.distributions import Normal
 
 from tnlib.data.loading import load_split
+from tnlib.data.schema import DEFAULT_PROFILE
 from tnlib.notebook.demo_tensors import DTYPE, truncated_normal
 from tnlib.notebook.distribution_properties import TruncatedFit, fit_truncated_normal
 from tnlib.paper import DOMAINS, LOWER_BOUNDS, OPEN_BOUND_EPSILON
@@ -41,7 +42,7 @@ class LabelGaps:
         return float(np.mean(self.lower_gaps[bound] == 0))
 
 
-def label_gaps(data_root: str | None = None, profile: str = "small", split: str = "train",
+def label_gaps(data_root: str | None = None, profile: str = DEFAULT_PROFILE, split: str = "train",
                domains: tuple[str, ...] | None = None) -> list[LabelGaps]:
     """:class:`LabelGaps` of every domain of a dataset (``data_root``: a dataset root or a data root, None or ""
     for the default; checked like every load, :func:`tnlib.data.load_split`). Raises ``DatasetError`` naming

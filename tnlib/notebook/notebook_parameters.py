@@ -44,6 +44,7 @@ def checked_int(name: str, value: object, minimum: int, maximum: int | None = No
 #: truncated bulk already resolves every density at the default 801; above the maximum the nine figures of
 #: the notebook would hold millions of points (1e8 exhausted the kernel's memory).
 MIN_NUM_POINTS, MAX_NUM_POINTS = 11, 20_001
+DEFAULT_NUM_POINTS = 801
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def check_explorer_parameters(
     low: object,
     high: object,
     observed: object,
-    num_points: object = 801,
+    num_points: object = DEFAULT_NUM_POINTS,
     interactive: object = True,
 ) -> ExplorerParameters:
     """Validate the explorer's parameters; raise ``ValueError`` naming the first bad one.
