@@ -30,7 +30,8 @@ FIXED_SIGMAS = {"paper": FIXED_SIGMA, "authors": AUTHORS_FIXED_SIGMA}
 # The head's choices (tnlib.learning.heads) and the dataset columns they read (tnlib.data.loading).
 DISTRIBUTIONS = ("N", "TN")
 SIGMA_MODES = ("learn", "fixed")
-# How a learned sigma is made positive. The paper does not say. "softplus" (tnlib's default): softplus(x) + 0.01.
+# How a learned sigma is made positive. The paper does not say. "softplus" (tnlib's default): softplus(x) plus a
+# floor (tnlib.learning.heads.SIGMA_FLOOR).
 # "bounded" (the authors' code): BOUNDED_SIGMA_SCALE * sigmoid(x) + BOUNDED_SIGMA_FLOOR, so sigma lies in (0.1, 10.1).
 SIGMA_LINKS = ("softplus", "bounded")
 BOUNDED_SIGMA_SCALE = 10.0

@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from tnlib.data.schema import ALL_SPLITS, TEST_GRID
 from tnlib.errors import DatasetError
 from tnlib.files import COMPRESSED_SUFFIX
-from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS, MAX_ATTEMPTS
+from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS, MAX_ATTEMPTS, PLAN_INSTANCES
 from tnlib.planning.generators import DOMAIN_PARAMETERS, problem_name
 from tnlib.planning.search_settings import PAPER_SEARCH
 
@@ -170,7 +170,7 @@ def _paper_profile() -> Profile:
     }
     for splits in grids.values():
         test = splits["test"]
-        splits["plan"] = SplitGrid(test.combos, _seed_range(1, 100), count=100)
+        splits["plan"] = SplitGrid(test.combos, _seed_range(1, PLAN_INSTANCES), count=PLAN_INSTANCES)
     # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
     # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
     # and what is left out); cells added later are filled into the split by `tnlib data fill` (its other instances
