@@ -128,8 +128,12 @@ CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --p
 	rm -rf .campaign/$* && mv .campaign/$*.partial .campaign/$*
 
 # A checkout that lacks the runs' weights (they live in git's history, not its tree: see paper-scale-snapshot) gets
-# them back first; a tested run whose weights history never held stops it, named.
+# them back first; a tested run whose weights history never held stops it, named. The lanes say first which kind of
+# machine trains them, and whether the campaign's runs met it before (another kind rounds otherwise).
 paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
+	$(if $(SCHEDULER),,@$(CAMPAIGN_ENV) $(PY) -c 'from tnlib.device import machine_kind; \
+		from tnlib.experiments.running.cluster_workers import this_machine_for_results; \
+		print(this_machine_for_results("$(CAMPAIGN_RUNS)", machine_kind()))')
 	$(PY) -m tnlib restore-weights $(CAMPAIGN_RUNS)
 	$(if $(SCHEDULER),$(PY) -m tnlib cluster-check $(SCHEDULER) --results $(CAMPAIGN_RUNS) --data $(CURDIR)/data/paper \
 		--code $(CAMPAIGN_CODE))

@@ -18,6 +18,7 @@ from tnlib.experiments.running.cluster_workers import (
     ask_cluster_workers,
     judge_cluster_workers,
     probe_this_process,
+    this_machine_for_results,
 )
 from tnlib.executors import pickled_by_value
 from tnlib.provenance import code_commit
@@ -98,6 +99,19 @@ def test_kinds_no_run_of_the_folder_was_trained_on_are_named(manifest, tmp_path)
     assert verdict.new_kinds == ["Intel Xeon, AVX2"] and verdict.ready
     # (the scheduler's machine is no worker's kind)
     assert verdict.worker_kinds == ["AMD EPYC, AVX512, OpenBLAS Haswell", "Intel Xeon, AVX2"]
+
+
+def test_a_campaign_names_a_machine_kind_its_runs_were_not_trained_on(tmp_path):
+    results = tmp_path / "runs"
+    assert this_machine_for_results(results, "Intel Xeon, AVX512") == "this machine: Intel Xeon, AVX512"
+    (results / "run-a").mkdir(parents=True)
+    (results / "run-a" / "machines.jsonl").write_text(
+        json.dumps({"step": 0, "machine": "AMD EPYC, AVX512, OpenBLAS Haswell"}) + "\n" + "{torn\n")
+    assert this_machine_for_results(results, "AMD EPYC, AVX512, OpenBLAS Haswell") == (
+        "this machine: AMD EPYC, AVX512, OpenBLAS Haswell")
+    note = this_machine_for_results(results, "Intel Xeon, AVX512, OpenBLAS Haswell")
+    assert note.startswith(f"this machine: Intel Xeon, AVX512, OpenBLAS Haswell -- no run in {results} was trained")
+    assert 'RERUN_KIND="AMD EPYC, AVX512, OpenBLAS Haswell"' in note
 
 
 def test_the_probe_reads_the_token_and_the_manifest_and_names_this_code(manifest, tmp_path):

@@ -32,7 +32,7 @@ from tnlib.executors import pickled_by_value
 from tnlib.provenance import same_commit
 
 __all__ = ["ClusterVerdict", "ClusterWorker", "ask_cluster_workers", "check_cluster_for_sweep", "judge_cluster_workers",
-           "probe_this_process"]
+           "kinds_trained", "probe_this_process", "this_machine_for_results"]
 
 # the token's file name in the results folder; the leading dot keeps it out of the run folders' listing
 TOKEN_PREFIX = ".cluster-check-"
@@ -135,7 +135,7 @@ def ask_cluster_workers(scheduler: str, results: str | os.PathLike, manifest: st
             *(ClusterWorker(address=address, **answer) for address, answer in sorted(answers.items()))]
 
 
-def _kinds_trained(results: Path) -> set[str]:
+def kinds_trained(results: Path) -> set[str]:
     """The machine kinds the results folder's runs name at any start of training (``machines.jsonl``, as
     :meth:`tnlib.learning.run_files.RunDir.training_starts` reads it: a damaged line names none)."""
     from tnlib.learning.run_files import RunDir
@@ -186,9 +186,22 @@ def judge_cluster_workers(workers: list[ClusterWorker], manifest: str | os.PathL
         if reasons:
             verdict.refusals[worker.address] = reasons
     if results is not None:
-        trained = _kinds_trained(Path(results))
+        trained = kinds_trained(Path(results))
         verdict.new_kinds = sorted({worker.machine for worker in workers if worker.role == "worker"} - trained)
     return verdict
+
+
+def this_machine_for_results(results: str | os.PathLike, kind: str) -> str:
+    """One line for the start of a campaign on this machine (``kind``: :func:`tnlib.device.machine_kind` in the
+    campaign's environment): the kind, and where no run of ``results`` was trained on it yet, what follows -- float32
+    training rounds otherwise on another kind, so the runs started here are this kind's own and a run resumed here
+    names two kinds -- and how to compare it with a kind already there."""
+    trained = sorted(kinds_trained(Path(results)))
+    if kind in trained or not trained:
+        return f"this machine: {kind}"
+    return (f"this machine: {kind} -- no run in {results} was trained on this kind yet (there: "
+            f"{'; '.join(trained)}); its runs will round as this kind alone unless `make paper-scale-rerun-check "
+            f"RERUN_KIND=\"{trained[0]}\"` gives that kind's curves here")
 
 
 def check_cluster_for_sweep(scheduler: str, results: str | os.PathLike, manifest: str | os.PathLike) -> None:
