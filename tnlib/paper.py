@@ -38,10 +38,10 @@ BOUNDED_SIGMA_SCALE = 10.0
 BOUNDED_SIGMA_FLOOR = 0.1
 RESIDUALS = ("ff", "lmcut", "none")
 LOWER_BOUNDS = ("lmcut", "hmax", "blind", "none")
+UPPER_BOUNDS = ("none", "h_sat")
 # The paper's main setting, the default wherever one of these is left open: l = LM-cut, mu a residual over h_FF.
 MAIN_LOWER_BOUND = "lmcut"
 MAIN_RESIDUAL = "ff"
-UPPER_BOUNDS = ("none", "h_sat")
 
 # The linear model's four features (Gomoluch et al. 2017), as tnlib.planning.heuristics names them: goal count,
 # h_FF, and the total and mean number of delete effects its relaxed plan ignores. Dataset columns spell the last two

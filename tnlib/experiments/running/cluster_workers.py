@@ -17,7 +17,8 @@ no one collects, or on other data). So the scheduler and every worker are asked 
 other code, another folder or dataset; the paper-scale campaign (`tnlib cluster-check --code`) also a worker of
 several threads, and names the machine kinds its runs were not yet trained on. The probe
 (:func:`probe_this_process`) travels by value, so that a process importing another tnlib, or one without this
-module (the campaign's pinned code), still answers.
+module (the campaign's pinned code), still answers. A campaign on local lanes asks only its own machine
+(:func:`this_machine_for_results`: its kind, and whether the folder's runs met that kind before).
 """
 from __future__ import annotations
 
