@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.errors import CommandError, PlanError, TaskError
-from tnlib.paper import DOMAINS, LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS
+from tnlib.paper import BASELINE_HEURISTIC, DOMAINS, LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS
 
 
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
@@ -137,7 +137,7 @@ def register_plan(subparsers) -> None:
     )
     parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
     parser.add_argument("problem", help="problem file")
-    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, help="a symbolic heuristic (default: ff)")
+    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, help=f"a symbolic heuristic (default: {BASELINE_HEURISTIC})")
     parser.add_argument(
         "--model", type=Path, metavar="RUN_OR_CHECKPOINT",
         help="plan with a trained model instead: a run folder (its best.pt) or a checkpoint file (.pt)",
@@ -193,7 +193,7 @@ def _run_plan(args) -> int:
         finally:
             searching.close()
     else:
-        heuristic = args.heuristic or "ff"
+        heuristic = args.heuristic or BASELINE_HEURISTIC
         try:
             task = load_search_task(args.domain, args.problem)
         except TaskError as err:

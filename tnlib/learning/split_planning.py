@@ -28,6 +28,7 @@ from tnlib.files import (append_jsonl, atomic_write_text, damaged_message, has_s
                          sha256_file)
 from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
 from tnlib.learning.run_files import RunDir, baseline_file
+from tnlib.paper import BASELINE_HEURISTIC
 from tnlib.planning.pddl import resolve_domain
 from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 
@@ -189,7 +190,7 @@ def recorded_plans(run_dir, estimate: str = "default", split: str = "plan", sett
     return [done[name] for name in names]
 
 
-def plan_baseline(data_root, domain: str, heuristic: str = "ff", out_dir=None, split: str = "plan",
+def plan_baseline(data_root, domain: str, heuristic: str = BASELINE_HEURISTIC, out_dir=None, split: str = "plan",
                   settings: SearchSettings = PAPER_SEARCH, instances: int | None = None,
                   per_cell: int | None = None) -> list[dict]:
     """GBFS with a symbolic heuristic over a split or plan set (the paper's h_FF column); resumable like

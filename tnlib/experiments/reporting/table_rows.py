@@ -16,6 +16,7 @@ from tnlib.learning.heads import estimate_column
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import planned, planning_summary
 from tnlib.learning.training import read_run_config
+from tnlib.paper import BASELINE_HEURISTIC
 
 
 def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpoint: str = RunDir.BEST) -> list[dict]:
@@ -83,7 +84,7 @@ def plan_lengths(records) -> dict[str, int | None]:
 
 
 def baseline_records(results_dir, split: str, problems: dict[str, set[str]] | None = None,
-                     heuristic: str = "ff") -> dict[str, list[dict]]:
+                     heuristic: str = BASELINE_HEURISTIC) -> dict[str, list[dict]]:
     """``{domain: records}`` of a symbolic heuristic's planning files over ``split`` in a results folder (the h_FF
     column), only those of ``problems`` where given; a domain none of whose records are kept is left out."""
     found = {}
