@@ -59,6 +59,9 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     # each of the 2 lanes runs its 3 stages, one after another, on this machine
     assert len(starts) == lines.count("lane-end") == 6
     assert not any("--scheduler" in line for line in starts) and not any("cluster-check" in line for line in lines)
+    # the machine that trains the lanes is named before they start
+    kind = [i for i, line in enumerate(lines) if "this_machine_for_results" in line]
+    assert len(kind) == 1 and kind[0] < lines.index(starts[0])
     last_lane_end = max(i for i, line in enumerate(lines) if line == "lane-end")
     plans = [i for i, line in enumerate(lines) if line.startswith("plan ")]
     # a pass plans the four domains in turn; passes came while the lanes trained, and one after they ended
@@ -81,6 +84,7 @@ def test_the_campaign_on_a_cluster_asks_its_workers_first_then_sends_each_stage_
     checks = [i for i, line in enumerate(lines) if "cluster-check tcp://cluster:8786" in line]
     starts = [i for i, line in enumerate(lines) if line.startswith("lane-start")]
     assert len(checks) == 1 and checks[0] < min(starts)
+    assert not any("this_machine_for_results" in line for line in lines)  # the check names the workers' kinds
     assert "--code" in lines[checks[0]] and f"--results {tmp_path / 'runs'}" in lines[checks[0]]
     # one sweep a stage, each sent to the scheduler, in the stages' order; the passes still run here
     assert len(starts) == lines.count("lane-end") == 3
