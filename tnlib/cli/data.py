@@ -19,7 +19,8 @@ from tnlib.data.manifest import (
 from tnlib.data.plan_set_generation import CHECK_TIME_LIMIT, generate_plan_set
 from tnlib.data.plan_sets import find_plan_sets, load_plan_set, verify_plan_set
 from tnlib.data.profiles import PROFILES
-from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS, TEST_GRID
+from tnlib.data.schema import (ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS,
+                               TEST_GRID)
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.errors import CommandError, DatasetError
 from tnlib.paper import DOMAINS

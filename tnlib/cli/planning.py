@@ -137,7 +137,8 @@ def register_plan(subparsers) -> None:
     )
     parser.add_argument("domain", help="domain file, or a shipped domain: blocksworld, ferry, gripper, visitall")
     parser.add_argument("problem", help="problem file")
-    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES, help=f"a symbolic heuristic (default: {BASELINE_HEURISTIC})")
+    parser.add_argument("--heuristic", choices=HEURISTIC_NAMES,
+                        help=f"a symbolic heuristic (default: {BASELINE_HEURISTIC})")
     parser.add_argument(
         "--model", type=Path, metavar="RUN_OR_CHECKPOINT",
         help="plan with a trained model instead: a run folder (its best.pt) or a checkpoint file (.pt)",

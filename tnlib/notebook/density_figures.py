@@ -63,7 +63,8 @@ def density_view(loc: float, scale: float, low: float, high: float) -> tuple[flo
     return view_low - margin, view_high + margin
 
 
-def density_grid(loc: float, scale: float, low: float, high: float, num_points: int = notebook_parameters.DEFAULT_NUM_POINTS) -> np.ndarray:
+def density_grid(loc: float, scale: float, low: float, high: float,
+                 num_points: int = notebook_parameters.DEFAULT_NUM_POINTS) -> np.ndarray:
     """Sorted x values covering :func:`density_view`, the finite bounds and the truncated bulk.
 
     A uniform grid over the view is joined with a dense one over the truncated distribution's own bulk (mean
