@@ -102,8 +102,8 @@ CAMPAIGN_STAGES := "--configs learn/ff fixed/none --domains ferry gripper visita
 	"--configs learn/ff fixed/none --domains blocksworld" "--configs learn/none fixed/ff"
 # SCHEDULER=tcp://HOST:8786 trains on that Dask cluster's workers instead of local lanes: its scheduler and workers
 # are asked first (`tnlib cluster-check`: the pinned code, one thread, this results folder and dataset, by their
-# absolute paths, so a shared filesystem at the same path), and each stage is one sweep sent there, all three at once, the
-# earlier stage's runs queued first. Start the scheduler with paper-scale-scheduler and the workers with
+# absolute paths, so a shared filesystem at the same path), and each stage is one sweep sent there, all three at
+# once, the earlier stage's runs queued first. Start the scheduler with paper-scale-scheduler and the workers with
 # paper-scale-worker, on each machine, from a checkout at this checkout's path.
 SCHEDULER ?=
 # Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
