@@ -15,16 +15,16 @@ case "$*" in
   *cluster-check*) echo "$*" >> "$LOG"; exit "${CHECK_STATUS:-0}" ;;
   evaluate-or-restore*) echo "$*" >> "$LOG" ;;
   render*) echo "render" >> "$LOG" ;;
-  *--plan*) echo "plan $*" >> "$LOG"; sleep 0.1 ;;
+  *--plan*) echo "plan $*" >> "$LOG"; sleep 0.1; exit "${PLAN_STATUS:-0}" ;;
   *) echo "lane-start $*" >> "$LOG"; sleep 1.5; mkdir -p "$RUNS/trained-$$"; echo "{}" > "$RUNS/trained-$$/metrics-test.json"
      echo "lane-end" >> "$LOG" ;;
 esac
 """
 
 
-def _campaign_with_stubs(tmp_path, check_status: int = 0, **more: str) -> list[str]:
+def _campaign_with_stubs(tmp_path, check_status: int = 0, plan_status: int = 0, **more: str) -> list[str]:
     """`make paper-scale` with the stubs, its variables and ``more``: the lines the stubs logged (``check_status``:
-    the cluster check's exit status; make must fail where it is not 0)."""
+    the cluster check's exit status, make must fail where it is not 0; ``plan_status``: each planning sweep's)."""
     log = tmp_path / "log"
     stub = tmp_path / "stub.sh"
     stub.write_text(STUB)
@@ -45,7 +45,7 @@ def _campaign_with_stubs(tmp_path, check_status: int = 0, **more: str) -> list[s
     done = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "paper-scale",
                            *(f"{k}={v}" for k, v in variables.items())],
                           env={"LOG": str(log), "PATH": "/usr/bin:/bin", "CHECK_STATUS": str(check_status),
-                               "RUNS": str(tmp_path / "runs")},
+                               "PLAN_STATUS": str(plan_status), "RUNS": str(tmp_path / "runs")},
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode == 0) == (check_status == 0), done.stderr
     return log.read_text().splitlines()
@@ -64,17 +64,28 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     assert len(kind) == 1 and kind[0] < lines.index(starts[0])
     last_lane_end = max(i for i, line in enumerate(lines) if line == "lane-end")
     plans = [i for i, line in enumerate(lines) if line.startswith("plan ")]
-    # a pass plans the four domains in turn; passes came while the lanes trained, and one after they ended
+    # every pass evaluates here (the stub writes no grid metrics, so the run tested before stays unevaluated)
+    evaluations = [line for line in lines if "evaluate" in line and "--split test-grid" in line]
+    # the evaluation took the tested runs without grid metrics, and only them
+    assert evaluations and "tested-here" in evaluations[0] and all("/evaluated" not in line for line in evaluations)
+    # a pass that plans plans the four domains in turn; passes came while the lanes trained, and one after they ended
     assert len(plans) % 4 == 0 and len(plans) >= 8
     assert any(i < last_lane_end for i in plans) and any(i > last_lane_end for i in plans)
-    # the report rendered after the first pass's planning, again once lanes had tested runs since (each lane's stage
-    # leaves one), and not in a pass that found the records it reads as they were
+    # the first pass planned and rendered; later ones only once lanes had tested runs since (each lane's stage
+    # leaves one), not in a pass that found the records it reads as they were
     renders = [i for i, line in enumerate(lines) if line == "render"]
     assert renders[0] > plans[3] and renders[-1] > last_lane_end
-    assert 2 <= len(renders) <= 1 + lines.count("lane-end") and len(renders) < len(plans) // 4, (renders, plans)
-    # the evaluation took the tested runs without grid metrics, and only them
+    assert 2 <= len(renders) <= 1 + lines.count("lane-end") and len(renders) < len(evaluations), (renders, evaluations)
+    assert len(plans) == 4 * len(renders), (plans, renders)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_a_pass_whose_planning_failed_plans_again_at_the_next_pass(tmp_path):
+    lines = _campaign_with_stubs(tmp_path, plan_status=1, PASS_SECONDS="0.2")
     evaluations = [line for line in lines if "evaluate" in line and "--split test-grid" in line]
-    assert evaluations and "tested-here" in evaluations[0] and all("/evaluated" not in line for line in evaluations)
+    plans = [line for line in lines if line.startswith("plan ")]
+    # records unchanged between most passes, yet each pass plans all four domains again
+    assert len(evaluations) > 1 + lines.count("lane-end") and len(plans) == 4 * len(evaluations)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
