@@ -38,7 +38,7 @@ def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
     traces = {trace.name: trace for trace in figure.data}
     assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (1 seed): mean",
                                              None, "TN: seeds' range", "TN (2 seeds): mean",
-                                             "TN: seed 1, trained on"]
+                                             "TN: seeds trained on"]
     assert list(traces["TN (2 seeds): mean"].x) == [50, 100, 150]
     assert list(traces["TN (2 seeds): mean"].y) == [7, 3, 1.5]
     assert list(figure.data[3].y) == [8, 4, 2] and list(traces["TN: seeds' range"].y) == [6, 2, 1]
@@ -49,7 +49,8 @@ def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
 
 def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path):
     """Runs trained until flat end at different steps: the band covers the common steps, each seed past them
-    goes on from the last common step as its own dotted line (none for the seed that stopped there)."""
+    goes on from the last common step as its own dotted line (none for the seed that stopped there), the lines one
+    legend entry."""
     from tnlib.experiments.reporting.report_figures import validation_spread_figure
 
     data, results = tmp_path / "data", tmp_path / "results"
@@ -60,12 +61,15 @@ def test_figure2_continues_seeds_that_trained_on_as_lines_of_their_own(tmp_path)
     write_run(results, data, [7, 5, 3, 2.5], distribution="N", seed=2)
     figure = validation_spread_figure(results, "blocksworld")
     assert [t.name for t in figure.data] == [None, "N: seeds' range", "N (3 seeds): mean",
-                                             "N: seed 1, trained on", "N: seed 2, trained on"]
+                                             "N: seeds trained on", "N: seeds trained on"]
     assert list(figure.data[2].x) == [50, 100, 150] and list(figure.data[2].y) == [7, 4, 7 / 3]
     one, two = figure.data[3], figure.data[4]
     assert (list(one.x), list(one.y)) == ([150, 200, 250], [2, 1.5, 1])
     assert (list(two.x), list(two.y)) == ([150, 200], [3, 2.5])
     assert one.line.dash == "dot" and one.legendgroup == "N"
+    # one legend entry for both, each line's seed in its hover text
+    assert (one.showlegend, two.showlegend) == (True, False)
+    assert "seed 1," in one.hovertemplate and "seed 2," in two.hovertemplate
 
 
 def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_its_runs(tmp_path, capsys):

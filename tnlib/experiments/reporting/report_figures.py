@@ -159,7 +159,8 @@ def validation_spread_figure(results_dir, domain: str, model: str = MAIN_TABLES_
 
     The mean and band cover the steps every seed of a distribution evaluated (runs stopped early would otherwise
     make the band jump); a seed that trained on past them (trained until flat, or interrupted twins) goes on as a
-    dotted line of its own from the last common step. The legend names the number of seeds."""
+    dotted line of its own from the last common step, one legend entry for them all and the seed in its hover text.
+    The legend names the number of seeds."""
     import plotly.graph_objects as go
 
     curves: dict[str, list[tuple[int, dict[int, float]]]] = {}  # distribution -> (seed, step -> value) per run
@@ -187,12 +188,17 @@ def validation_spread_figure(results_dir, domain: str, model: str = MAIN_TABLES_
                                     line=dict(color=colour, width=2), legendgroup=distribution,
                                     name=f"{group}: mean"))
         last = steps[-1] if steps else None
+        # one legend entry for all of a distribution's seeds trained on: an entry per seed would make the legend scroll
+        named = False
         for seed, curve in runs:
             beyond = sorted(step for step in curve if last is None or step >= last)
             if len(beyond) > 1:
                 figure.add_trace(go.Scatter(x=beyond, y=[curve[step] for step in beyond], mode="lines",
                                             line=dict(color=colour, width=1, dash="dot"), legendgroup=distribution,
-                                            name=f"{distribution}: seed {seed}, trained on"))
+                                            name=f"{distribution}: seeds trained on", showlegend=not named,
+                                            hovertemplate=f"seed {seed}, step %{{x}}: %{{y}}"
+                                                          f"<extra>{distribution}</extra>"))
+                named = True
     return _curve_layout(figure, f"{domain}: {metric.replace('_', ' ')}, N vs TN ({model}, {sigma}/{residual}, "
                          f"l = {lower_bound})", metric)
 
