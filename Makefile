@@ -215,12 +215,16 @@ CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 # two cannot part
 CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
 	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
-# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, and
-# how many tested runs have their whole test grid's metrics
+# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, how
+# many tested runs have their whole test grid's metrics, and the hours to finish expected from the tested runs'
+# lengths (the dry-run's are a floor: each run to the end of the chunk it is in)
 CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run; \
 	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
 	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
-	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; } 2>&1
+	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
+	echo "expected: about $$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | \
+	awk '$$1 == "all" {print $$2}') hours of one process to finish, each run not yet tested as long as the tested \
+	runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
 # with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
 # left out)
 paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
