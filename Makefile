@@ -111,10 +111,10 @@ SCHEDULER ?=
 # tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
 # stopped), domain by domain. The next pass starts PASS_SECONDS later while a lane trains, so that runs tested during
 # a stretch of work are evaluated and planned in it (and a core a lane leaves waiting at a stage's end has work), and
-# one last pass follows the lanes' end. A pass plans only where the records it reads changed since the last planning
-# that ended well (a run tested or planned further since): the pinned code's sweep loads every run's training data
-# to find nothing to do, 8-22 s of a core a domain, 55 s a pass, which every ten minutes took about a twentieth of
-# the two cores from the lanes.
+# one last pass follows the lanes' end. A pass plans only when a run was tested since the last planning that ended
+# well (its test metrics as they were read before that planning began, so that a run tested while it ran is planned
+# by the next pass): the pinned code's sweep loads every run's training data to find nothing to do, 8-22 s of a core
+# a domain, 55 s a pass, which every ten minutes takes about a twentieth of the two cores from the lanes.
 PLAN_PER_CELL ?= 2
 PASS_SECONDS ?= 600
 # A pass that finds the records the report reads changed (a run tested, evaluated on the grid, or planned further)
@@ -122,6 +122,7 @@ PASS_SECONDS ?= 600
 # once more, paused, for the commit.
 CAMPAIGN_RECORDS = ls -l --time-style=+%s $(CAMPAIGN_RUNS)/*/metrics-test*.json $(CAMPAIGN_RUNS)/*/planning-*.jsonl \
 	2>/dev/null | cksum
+CAMPAIGN_TESTED = ls -l --time-style=+%s $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | cksum
 CAMPAIGN_RENDER = OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null 2>&1 || echo "the report did not render"
 CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
@@ -153,11 +154,11 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 		[ ! -f $$run/metrics-test-grid.json ] && echo $$run; done); \
 	    [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
 		$$untested --split test-grid --device cpu; \
-	    records=$$($(CAMPAIGN_RECORDS)); [ "$$records" = "$$planned" ] || { \
+	    tested=$$($(CAMPAIGN_TESTED)); [ "$$tested" = "$$planned" ] || { \
 		planning=done; for domain in ferry gripper visitall blocksworld; do \
 		    $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain || planning=; done; \
-		records=$$($(CAMPAIGN_RECORDS)); [ -z "$$planning" ] || planned=$$records; }; \
-	    [ "$$records" = "$$rendered" ] || { $(CAMPAIGN_RENDER); rendered=$$records; }; \
+		[ -z "$$planning" ] || planned=$$tested; }; \
+	    records=$$($(CAMPAIGN_RECORDS)); [ "$$records" = "$$rendered" ] || { $(CAMPAIGN_RENDER); rendered=$$records; }; \
 	    [ -n "$$training" ] || break; sleep $(PASS_SECONDS); \
 	  done ) & \
 	wait
@@ -222,9 +223,9 @@ CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed
 	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
 	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
 	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
-	echo "expected: about $$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | \
-	awk '$$1 == "all" {print $$2}') hours of one process to finish, each run not yet tested as long as the tested \
-	runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
+	expected=$$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | awk '$$1 == "all" {print $$2}'); \
+	echo "expected: about $${expected:-? (benchmarks/campaign_cost.py failed)} hours of one process to finish, each \
+	run not yet tested as long as the tested runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
 # with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
 # left out)
 paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py

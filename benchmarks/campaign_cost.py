@@ -5,7 +5,8 @@
 
 The grid is the preset's with ``--seeds`` and ``--configs`` (by default the campaign's 160 runs). Per domain, the
 runs already tested give the mean number of steps a run of that domain trained to (6,000, then on while still
-improving); every run not yet tested is expected to end there, or at the step it has reached where that is further.
+improving; the domain's configurations pooled); every run not yet tested is expected to end there, or at the end of
+the chunk it is training in where that is further (in a domain with no tested run, there: a floor).
 Hours are steps times ``--step-seconds`` (one process; the defaults are the paper-scale campaign's pinned code's
 `--dry-run` figures, validation included, in blocksworld / ferry / gripper / visitall order). ``--speed-up`` (the
 same order; measured paired by ``benchmarks/bench_nlm_training_step.py --before CODE``) prices starting every run of
@@ -34,15 +35,22 @@ def reached_step(run: RunDir) -> int:
     return max((int(row["step"]) for row in read_jsonl(run.curves_file) if "step" in row), default=0)
 
 
+def positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="?", type=Path, default=Path("reports/paper-scale-nlm5/runs"))
     parser.add_argument("--preset", default="paper-scale", help="the sweep's preset (%(default)s)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--configs", nargs="+", default=["learn/ff", "fixed/none", "learn/none", "fixed/ff"])
-    parser.add_argument("--step-seconds", nargs=len(DOMAINS), type=float, default=CAMPAIGN_STEP_SECONDS,
+    parser.add_argument("--step-seconds", nargs=len(DOMAINS), type=positive, default=CAMPAIGN_STEP_SECONDS,
                         metavar="S", help="seconds a step, one process, per domain (%(default)s)")
-    parser.add_argument("--speed-up", nargs=len(DOMAINS), type=float, metavar="X",
+    parser.add_argument("--speed-up", nargs=len(DOMAINS), type=positive, metavar="X",
                         help="a faster step's speed-up per domain: also price starting the grid again with it")
     args = parser.parse_args(argv)
     if not args.results.is_dir():
@@ -50,28 +58,34 @@ def main(argv: list[str] | None = None) -> int:
     sweep = Sweep.from_parameters(args.preset, seeds=args.seeds, configs=args.configs, out_dir=str(args.results))
     step_seconds = dict(zip(DOMAINS, args.step_seconds))
     speed_up = dict(zip(DOMAINS, args.speed_up or [1.0] * len(DOMAINS)))
+    # per domain: the steps each tested run ended at; (step reached, end of the chunk it is in) of each run left
     finished, left = defaultdict(list), defaultdict(list)
     for config in sweep.train_configs():
         run = RunDir(args.results / config.name)
         if run.metrics_file("test").is_file():
             finished[config.domain].append(run.read_config()["steps"])
         else:
-            left[config.domain].append(reached_step(run))
+            chunk_end = run.read_config()["steps"] if run.config_file.is_file() else config.steps
+            left[config.domain].append((reached_step(run), chunk_end))
     print(f"{args.results}: {sum(map(len, finished.values()))} runs tested, {sum(map(len, left.values()))} left")
     print("domain       tested  mean steps  left  s/step  finish h" + ("  restart h" if args.speed_up else ""))
-    totals = [0.0, 0.0]
+    totals, floors = [0.0, 0.0], []
     for domain in sweep.domains:
-        if not finished[domain]:
-            print(f"{domain:<12} no run tested: nothing to expect its runs' length from")
-            continue
-        mean = statistics.mean(finished[domain])
-        finish = sum(max(mean, step) - step for step in left[domain]) * step_seconds[domain] / 3600
-        restart = (len(finished[domain]) + len(left[domain])) * mean * step_seconds[domain] / speed_up[domain] / 3600
+        # no tested run to expect a length from: each run to the end of its chunk, a floor
+        mean = statistics.mean(finished[domain]) if finished[domain] else None
+        if mean is None:
+            floors.append(domain)
+        finish = sum(max(mean or 0, end) - step for step, end in left[domain]) * step_seconds[domain] / 3600
+        restart = sum(mean or end for _, end in left[domain]) + sum(finished[domain])
+        restart *= step_seconds[domain] / speed_up[domain] / 3600
         totals = [totals[0] + finish, totals[1] + restart]
-        print(f"{domain:<12} {len(finished[domain]):>6} {mean:>11,.0f} {len(left[domain]):>5} "
-              f"{step_seconds[domain]:>7.3f} {finish:>9.1f}" + (f" {restart:>10.1f}" if args.speed_up else ""))
+        print(f"{domain:<12} {len(finished[domain]):>6} {'-' if mean is None else f'{mean:,.0f}':>11} "
+              f"{len(left[domain]):>5} {step_seconds[domain]:>7.3f} {finish:>9.1f}"
+              + (f" {restart:>10.1f}" if args.speed_up else ""))
     print(f"{'all':<12} {'':>6} {'':>11} {'':>5} {'':>7} {totals[0]:>9.1f}"
           + (f" {totals[1]:>10.1f}" if args.speed_up else ""))
+    if floors:
+        print(f"at least: no run of {', '.join(floors)} tested yet, so those runs count to the end of their chunk")
     return 0
 
 
