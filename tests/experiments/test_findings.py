@@ -47,6 +47,25 @@ def test_verdicts_say_within_noise_equal_and_not_testable():
     assert paired_verdict(None, 1) == "not testable at 1 seed"
 
 
+def test_a_direction_stands_after_holm_only_where_the_whole_familys_correction_keeps_it():
+    """TN 0.02-0.3 below N on each of five seeds: p = 0.027 on its own. Alone in its family (the NLL, set against N
+    only) it stays `lower` after Holm; beside a twin comparison (N+clip equal to N here) each is adjusted to
+    2 x 0.027 > 0.05, so `within noise` after Holm, while each interval on its own still says `lower`."""
+    shift = [-0.2, -0.3, -0.1, -0.25, -0.02]
+    values = cells(0.0)
+    values[("ferry", "learn", "ff", "TN")] = {s: v + shift[s] for s, v in values[("ferry", "learn", "ff", "N")].items()}
+    p = stats.ttest_1samp(shift, 0.0).pvalue
+    alone = findings({"nlm": {"nll": values}})
+    assert [(r["second"], r["verdict"], r["verdict_holm"]) for r in alone] == [("learn/ff N", "lower", "lower")]
+    assert alone[0]["p_holm"] == pytest.approx(p, rel=1e-12)
+    twins = findings({"nlm": {"mse": values}})
+    assert [(r["verdict"], r["verdict_holm"]) for r in twins] == [("lower", "within noise")] * 2
+    assert [r["p_holm"] for r in twins] == pytest.approx([2 * p, 2 * p], rel=1e-12)
+    text = render_findings(twins, "From here.")
+    assert "| after Holm |" in text and "| lower | within noise |" in text
+    assert "In all: lower 2; after Holm: within noise 2;" in text and "Holm's step-down correction over all 2" in text
+
+
 def test_the_papers_direction_by_its_bold_and_by_its_spread():
     # Table 1 nlm blocksworld learn/ff: TN .65±.1 bold against N .76±.1 (the gap rule), within their summed sd
     assert paper_direction("nlm", "mse", "blocksworld", ("learn", "ff", "TN"), ("learn", "ff", "N"))[0] == "lower"
@@ -80,6 +99,7 @@ def test_findings_files_hold_every_comparison_and_the_other_folders_verdicts(tmp
     text = md.read_text()
     assert text.startswith("# Findings\n\nFrom here.") and "not corrected for multiplicity" in text
     assert "| ferry | learn/ff TN | learn/ff N | 5 | -0.48 [" in text and "| higher | reversed |" in text
+    assert "| lower | lower | lower (" in text  # the verdict, the same after Holm, the paper's direction
     with table.open(newline="") as handle:
         written = list(csv.DictReader(handle))
     assert len(written) == len(rows) and float(written[0]["low"]) == rows[0]["low"]

@@ -196,3 +196,35 @@ def test_the_papers_directions_for_one_set_of_runs_say_where_they_hold_and_where
     assert verdicts[("blocksworld", "fixed/ff", "TN vs N")] == "not run"
     with pytest.raises(ValueError, match="not transcribed"):
         render_paper_directions([values], ["x"], "wl")  # beyond the paper: no table to set it against
+
+
+def test_holms_adjusted_p_values_by_hand():
+    from tnlib.experiments.reporting.seed_statistics import holm_adjusted
+
+    # sorted 0.005, 0.01, 0.03, 0.04 of four: 4 x 0.005, 3 x 0.01, max(0.03, 2 x 0.03), max(0.06, 1 x 0.04)
+    assert holm_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_adjusted([0.6, 0.9]) == [1.0, 1.0] and holm_adjusted([]) == []
+
+
+def test_holms_adjusted_p_values_reject_as_the_step_down_rule_does():
+    """Below alpha exactly where the step-down rule rejects: the i-th smallest p (from 0) of m, and every smaller
+    one, under alpha / (m - j); never below the p-value itself, and in the p-values' order."""
+    import random
+
+    from tnlib.experiments.reporting.seed_statistics import holm_adjusted
+
+    generator = random.Random(7)
+    for _ in range(200):
+        m = generator.randint(1, 12)
+        p = [generator.choice([generator.random() * 0.02, generator.random()]) for _ in range(m)]
+        alpha = generator.choice([0.05, 0.01])
+        order = sorted(range(m), key=lambda i: p[i])
+        rejected, passing = set(), True
+        for j, index in enumerate(order):
+            passing = passing and p[index] < alpha / (m - j)
+            if passing:
+                rejected.add(index)
+        adjusted = holm_adjusted(p)
+        assert {i for i in range(m) if adjusted[i] < alpha} == rejected
+        assert all(a >= q for a, q in zip(adjusted, p))
+        assert [adjusted[i] for i in order] == sorted(adjusted[i] for i in order)

@@ -24,6 +24,7 @@ from tnlib.data.schema import TEST_GRID
 from tnlib.experiments.reporting.seed_statistics import (
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
+    holm_adjusted,
     multiplicity_note,
     paired_interval,
     significant_number,
@@ -53,7 +54,7 @@ VERDICT_RULE = (f"Verdict: the {PAIRED_CONFIDENCE:.0%} t-interval of the per-see
                 "the other, or else where the means differ by more than their summed sd; `agrees` / `reversed` where "
                 "the runs' verdict has its direction / the opposite one.")
 CSV_FIELDS = ("model", "metric", "comparison", "domain", "first", "second", "seeds", "mean", "low", "high", "p", "verdict",
-              "paper", "paper_means", "against_paper")
+              "p_holm", "verdict_holm", "paper", "paper_means", "against_paper")
 
 
 def seed_values_of_results(results_dir, lower_bound: str) -> dict:
@@ -188,14 +189,15 @@ def _row(model: str, metric: str, domain: str, first: tuple, second: tuple, valu
             "second": " ".join(("/".join(second[:2]), second[2])), "seeds": len(seeds),
             "mean": float(np.mean([a[s] - b[s] for s in seeds])) if seeds else None,
             "low": interval and interval["low"], "high": interval and interval["high"],
-            "p": interval and interval["p"], "verdict": runs, "paper": paper or "", "paper_means": means,
-            "against_paper": _agreement(runs, paper)}
+            "p": interval and interval["p"], "verdict": runs, "p_holm": None, "verdict_holm": "",
+            "paper": paper or "", "paper_means": means, "against_paper": _agreement(runs, paper)}
 
 
 def findings(values: dict) -> list[dict]:
     """One row per comparison (:data:`CSV_FIELDS`) of ``values`` (:func:`seed_values_of_results`): per model and
     metric, TN against N and N+clip in each (domain, configuration), then per domain, residual and column the
-    learned sigma against the fixed one -- where both cells ran."""
+    learned sigma against the fixed one -- where both cells ran. The testable rows are one family for Holm's
+    correction (:func:`with_holm_verdicts`)."""
     rows = []
     for model, by_metric in values.items():
         for metric in METRICS:
@@ -211,7 +213,18 @@ def findings(values: dict) -> list[dict]:
                     for column in DISTRIBUTIONS:
                         rows.append(_row(model, metric, domain, ("learn", residual, column),
                                          ("fixed", residual, column), cells))
-    return [r for r in rows if r is not None]
+    return with_holm_verdicts([r for r in rows if r is not None])
+
+
+def with_holm_verdicts(rows: list[dict]) -> list[dict]:
+    """``rows`` with ``p_holm`` (:func:`holm_adjusted` over every row with a paired interval) and ``verdict_holm``:
+    the verdict where it is no direction or Holm's adjusted p-value still rejects a zero difference at
+    ``1 - PAIRED_CONFIDENCE``, ``within noise`` where the direction does not survive the correction."""
+    tested = [r for r in rows if r["p"] is not None]
+    for row, adjusted in zip(tested, holm_adjusted([r["p"] for r in tested])):
+        survives = row["verdict"] not in ("lower", "higher") or adjusted < 1 - PAIRED_CONFIDENCE
+        row.update(p_holm=adjusted, verdict_holm=row["verdict"] if survives else "within noise")
+    return rows
 
 
 def _number(x: float) -> str:
@@ -268,8 +281,8 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
     table of its comparisons with the tallies under it; with ``other`` (the findings of the folder a report is set
     against) a column with its verdict and whether a direction holds in both."""
     tested = sum(r["low"] is not None for r in rows)
-    lines = [f"# Findings\n\n{source} {VERDICT_RULE} {multiplicity_note(tested, 'The findings')} Every number at full precision: "
-             "findings.csv.\n"]
+    lines = [f"# Findings\n\n{source} {VERDICT_RULE} {multiplicity_note(tested, 'The findings')} {holm_note(tested)} "
+             "Every number at full precision: findings.csv.\n"]
     theirs = {(r["model"], r["metric"], r["domain"], r["first"], r["second"]): r for r in other or ()}
     for model in sorted({r["model"] for r in rows}, key=_model_rank):
         lines.append(f"## {model}\n")
@@ -281,21 +294,22 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
                 if not mine:
                     continue
                 header = (f"| domain | first | second | seeds | first - second: mean [{PAIRED_CONFIDENCE:.0%}] | "
-                          f"verdict | the paper | against the paper |")
+                          f"verdict | after Holm | the paper | against the paper |")
                 if other is not None:
                     header += f" {names[1]} | in both |"
                 section += [f"**{what}** ({'lower' if lower_is_better else 'higher'} is better)\n", header,
                             "|" + "---|" * (header.count("|") - 1)]
                 for r in mine:
                     cells = [r["domain"], r["first"], r["second"], str(r["seeds"]), _finding_interval(r), r["verdict"],
-                             f"{r['paper']} ({r['paper_means']})" if r["paper"] else "", r["against_paper"]]
+                             r["verdict_holm"], f"{r['paper']} ({r['paper_means']})" if r["paper"] else "",
+                             r["against_paper"]]
                     if other is not None:
                         there = theirs.get((r["model"], r["metric"], r["domain"], r["first"], r["second"]))
                         cells += ["" if there is None else there["verdict"],
                                   _both(r["verdict"], None if there is None else there["verdict"])]
                     section.append("| " + " | ".join(cells) + " |")
-                section.append(f"\nIn all: {_tally(mine, 'verdict')}; against the paper: "
-                               f"{_tally(mine, 'against_paper')}.\n")
+                section.append(f"\nIn all: {_tally(mine, 'verdict')}; after Holm: {_tally(mine, 'verdict_holm')}; "
+                               f"against the paper: {_tally(mine, 'against_paper')}.\n")
                 if learned:
                     summary = learned_sigma_summary(rows, model, metric)
                     if summary:
@@ -303,6 +317,15 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
             if len(section) > 1:
                 lines += section
     return "\n".join(lines)
+
+
+def holm_note(count: int) -> str:
+    """What the findings' ``after Holm`` column is, for ``count`` intervals."""
+    if count == 0:
+        return ""
+    return (f"`after Holm` corrects for that: a direction stands there only where Holm's step-down correction over "
+            f"all {count} comparisons (family-wise error {1 - PAIRED_CONFIDENCE:.0%}, whatever their dependence) "
+            "still rejects a zero difference; `p_holm` in findings.csv is its adjusted p-value.")
 
 
 def _both(mine: str, theirs: str | None) -> str:

@@ -7,8 +7,8 @@ difference with its 95% t-interval (and the paired t-test's p-value). :func:`pai
 accounts for noise: the best column of a configuration is bold only where its interval against every other column
 excludes 0, which needs at least :data:`PAIRED_MIN_SEEDS` seeds; columns equal on every seed are no finding and
 bold nothing. The intervals are each at :data:`PAIRED_CONFIDENCE` on their own, not corrected for the number a
-report makes (:func:`multiplicity_note` says how many). :func:`write_seed_csv` writes the values per seed
-beside a table, so any other test can be run on them.
+report makes (:func:`multiplicity_note` says how many); :func:`holm_adjusted` corrects a family of them (a report's
+findings). :func:`write_seed_csv` writes the values per seed beside a table, so any other test can be run on them.
 """
 from __future__ import annotations
 
@@ -112,6 +112,21 @@ def multiplicity_note(count: int, what: str = "The paired tables") -> str:
     return (f"{what} make {count} comparison{'' if count == 1 else 's'} (intervals), each at "
             f"{PAIRED_CONFIDENCE:.0%} on its own: they are not corrected for multiplicity, so where no difference "
             f"is real about {expected:.1f} of them would still exclude 0 by chance.")
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: sorted ascending, the i-th smallest (from 0) of m
+    becomes the largest of ``(m - j) * p`` over the j-th smallest up to it, at most 1. A comparison whose adjusted
+    value is below ``1 - PAIRED_CONFIDENCE`` is rejected with the family's chance of any false rejection held at
+    that level, whatever the dependence between the comparisons (Holm, 1979): the same verdicts as the step-down
+    rule that rejects the i-th smallest where it and each smaller one, the j-th, pass ``p < alpha / (m - j)``."""
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def significant_number(x: float) -> str:
