@@ -189,7 +189,7 @@ def _row(model: str, metric: str, domain: str, first: tuple, second: tuple, valu
             "second": " ".join(("/".join(second[:2]), second[2])), "seeds": len(seeds),
             "mean": float(np.mean([a[s] - b[s] for s in seeds])) if seeds else None,
             "low": interval and interval["low"], "high": interval and interval["high"],
-            "p": interval and interval["p"], "verdict": runs, "p_holm": None, "verdict_holm": "",
+            "p": interval and interval["p"], "verdict": runs, "p_holm": None, "verdict_holm": runs,
             "paper": paper or "", "paper_means": means, "against_paper": _agreement(runs, paper)}
 
 
