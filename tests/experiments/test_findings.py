@@ -64,6 +64,8 @@ def test_a_direction_stands_after_holm_only_where_the_whole_familys_correction_k
     text = render_findings(twins, "From here.")
     assert "| after Holm |" in text and "| lower | within noise |" in text
     assert "In all: lower 2; after Holm: within noise 2;" in text and "Holm's step-down correction over all 2" in text
+    # ferry learn/ff in the paper: TN bold against N and N+clip -- the runs agree on their own, not after Holm
+    assert "against the paper: agrees 2; after Holm: within noise 2." in text
 
 
 def test_the_papers_direction_by_its_bold_and_by_its_spread():

@@ -308,8 +308,10 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
                         cells += ["" if there is None else there["verdict"],
                                   _both(r["verdict"], None if there is None else there["verdict"])]
                     section.append("| " + " | ".join(cells) + " |")
+                holm_against = [{"against": _agreement(r["verdict_holm"], r["paper"] or None)} for r in mine]
                 section.append(f"\nIn all: {_tally(mine, 'verdict')}; after Holm: {_tally(mine, 'verdict_holm')}; "
-                               f"against the paper: {_tally(mine, 'against_paper')}.\n")
+                               f"against the paper: {_tally(mine, 'against_paper')}; after Holm: "
+                               f"{_tally(holm_against, 'against')}.\n")
                 if learned:
                     summary = learned_sigma_summary(rows, model, metric)
                     if summary:
