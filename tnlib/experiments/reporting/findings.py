@@ -281,8 +281,9 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
     table of its comparisons with the tallies under it; with ``other`` (the findings of the folder a report is set
     against) a column with its verdict and whether a direction holds in both."""
     tested = sum(r["low"] is not None for r in rows)
-    lines = [f"# Findings\n\n{source} {VERDICT_RULE} {multiplicity_note(tested, 'The findings')} {holm_note(tested)} "
-             "Every number at full precision: findings.csv.\n"]
+    intro = [source, VERDICT_RULE, multiplicity_note(tested, "The findings"), holm_note(tested),
+             "Every number at full precision: findings.csv."]
+    lines = ["# Findings\n\n" + " ".join(part for part in intro if part) + "\n"]
     theirs = {(r["model"], r["metric"], r["domain"], r["first"], r["second"]): r for r in other or ()}
     for model in sorted({r["model"] for r in rows}, key=_model_rank):
         lines.append(f"## {model}\n")
