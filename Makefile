@@ -201,7 +201,8 @@ paper-scale-rerun-check: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 # The last step of a stretch of work: finished runs pruned (lanes running: a run being tested finishes first), then
 # the lanes and the grid evaluation paused while git takes every run's curve, metrics and checkpoint from one moment
 # and the report is rendered from them (as tnlib.experiments.reporting.render_check renders it), then resumed; last,
-# the READMEs' quoted intervals are checked against the findings rendered (Holm's verdicts move as runs land).
+# the READMEs' quoted intervals are checked against the findings rendered (a cell or its Holm verdict moves as runs
+# land).
 # Commit after it. The runs' weights (best.pt, best-nll.pt: 160 runs' would not fit the tracked tree's limit) go
 # into a commit of their own, made here, and then out of the tree (.gitignore keeps them out): `tnlib
 # restore-weights` brings them back from history.
@@ -239,9 +240,9 @@ paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 		$(CAMPAIGN_STANDING) | sed 's|$(CURDIR)/||g' > reports/paper-scale-nlm5/standing.txt && \
 		git add reports/paper-scale-nlm5; status=$$?; $(call CAMPAIGN_SIGNAL,CONT); exit $$status
 	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
-	@$(PY) -m pytest -q -p no:cacheprovider tests/repository/test_claims.py >/dev/null 2>&1 || echo "and first mend \
-	the READMEs' quotes: tests/repository/test_claims.py fails (a snapshot's findings move Holm's verdicts: its \
-	family grows with every run tested)"
+	@out=$$($(PY) -m pytest -q -p no:cacheprovider tests/repository/test_claims.py 2>&1) || { echo "and first mend \
+	the READMEs' quotes that tests/repository/test_claims.py fails on (a quoted cell moved, or Holm's verdict on it: \
+	the findings' family grows with every run tested):"; echo "$$out" | grep '^FAILED'; }
 
 # A lent GPU machine trains whole runs of the campaign, by the same pinned code (reports/paper-scale-nlm5/README.md,
 # On a GPU): this writes what the call carries into .device-code/ (git-ignored through .git/info/exclude) -- the

@@ -68,6 +68,21 @@ def test_a_direction_stands_after_holm_only_where_the_whole_familys_correction_k
     assert "against the paper: agrees 2; after Holm: within noise 2." in text
 
 
+def test_holms_family_is_every_comparison_with_an_interval_whatever_it_says():
+    """A difference the same on every seed (p 0) keeps its direction; columns equal on every seed (p 1) count in the
+    family and stay equal; a two-seed comparison is outside it and stays not testable."""
+    exact = cells(0.0)
+    exact[("ferry", "learn", "ff", "TN")] = {s: v - 0.5 for s, v in exact[("ferry", "learn", "ff", "N")].items()}
+    tied = {key: {s: 1.0 for s in range(5)} for key in cells(0.0)}
+    rows = findings({"nlm": {"mse": exact, "coverage": tied, "nll": cells(-0.5, seeds=range(2))}})
+    got = [(r["metric"], r["second"], r["verdict_holm"], r["p_holm"]) for r in rows]
+    assert got == [("mse", "learn/ff N", "lower", 0.0), ("mse", "learn/ff N+clip", "lower", 0.0),
+                   ("nll", "learn/ff N", "not testable at 2 seeds", None),
+                   ("coverage", "learn/ff N", "equal on every seed", 1.0),
+                   ("coverage", "learn/ff N+clip", "equal on every seed", 1.0)]
+    assert "Holm's step-down correction over all 4 comparisons" in render_findings(rows, "From here.")
+
+
 def test_the_papers_direction_by_its_bold_and_by_its_spread():
     # Table 1 nlm blocksworld learn/ff: TN .65±.1 bold against N .76±.1 (the gap rule), within their summed sd
     assert paper_direction("nlm", "mse", "blocksworld", ("learn", "ff", "TN"), ("learn", "ff", "N"))[0] == "lower"

@@ -104,7 +104,8 @@ def interval_count(differences: dict) -> int:
 
 def multiplicity_note(count: int, what: str = "The paired tables") -> str:
     """What a report says of the ``count`` paired intervals its tables make: each holds on its own, and they are
-    not corrected for their number (a reader corrects, e.g. by Holm, from the per-seed CSVs)."""
+    not corrected for their number (its findings correct theirs by Holm, :func:`holm_adjusted`; a reader can
+    correct any other family from the per-seed CSVs)."""
     if count == 0:
         return (f"No cell has the {PAIRED_MIN_SEEDS} seeds a paired interval needs: {what[0].lower()}{what[1:]} "
                 "make no paired comparison.")
