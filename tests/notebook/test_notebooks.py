@@ -203,6 +203,10 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
     assert re.search(r"^\s+2\s+[\d.]+\s+[\d.]+", text, re.M) and "at step 5, TN mean minus" in text
     # section 8d reads the committed five-seed NLM report's ferry learn/ff cell: its table, 2 to 5 seeds
     assert re.search(r"^0,1,2,3,4 +1\.386 +1\.606 +within spread .*\[-0\.70, \+0\.26\] holds 0 +-0\.84$", text, re.M)
+    # section 8e: families with no real difference, then which of that report's directions Holm keeps
+    after_holm = re.search(r"^ +176 +([\d.]+) +1\.000 +1\.000 +([\d.]+)$", text, re.M)
+    assert after_holm and abs(float(after_holm.group(1)) - 0.05) < 0.01 and float(after_holm.group(2)) < 0.06
+    assert "converged/nlm5: 176 comparisons with an interval, 60 show a direction on their own" in text
 
 
 @pytest.mark.parametrize(

@@ -68,3 +68,39 @@ def test_section_8d_default_cell_is_a_two_seed_claim_that_five_seeds_do_not_carr
     assert five.paired[1] - five.paired[0] > five.welch[1] - five.welch[0]
     table = seed_comparison.format_seeds_as_they_arrive(rows)
     assert table.splitlines()[1].startswith("0,1") and "[-0.70, +0.26] holds 0" in table.splitlines()[-1]
+
+
+def test_a_family_of_null_comparisons_claims_one_as_often_as_independence_says_and_holm_holds_it_at_5_percent():
+    """Differences drawn with no real one: a comparison alone excludes 0 5% of the time, a family of ten at least
+    once 1 - 0.95**10 = 40% of the time, and after Holm at most 5%; a family of one is Holm's alone."""
+    families = 4000
+    error = 4 * (0.05 * 0.95 / families) ** 0.5  # four binomial standard errors at 5%
+    ten = seed_comparison.null_family_errors(10, families=families)
+    assert ten.independent == pytest.approx(1 - 0.95 ** 10)
+    assert abs(ten.per_comparison - 0.05) < error / 3  # 40,000 comparisons
+    assert abs(ten.uncorrected - ten.independent) < 4 * (0.4 * 0.6 / families) ** 0.5
+    assert ten.holm < 0.05 + error
+    one = seed_comparison.null_family_errors(1, families=families, seed=1)
+    assert one.holm == one.uncorrected == one.per_comparison and abs(one.per_comparison - 0.05) < error
+    with pytest.raises(ValueError, match="at least 1 comparison, 2 seeds"):
+        seed_comparison.null_family_errors(10, seeds=1)
+
+
+def test_a_committed_reports_directions_split_as_holm_over_its_p_values_splits_them():
+    import csv
+
+    from tnlib.experiments.reporting.seed_statistics import holm_adjusted
+    from tnlib.files import REPO_ROOT
+
+    found = seed_comparison.committed_findings_after_holm("converged/nlm5")
+    with (REPO_ROOT / "reports" / "converged" / "nlm5" / "findings.csv").open(newline="") as handle:
+        tested = [r for r in csv.DictReader(handle) if r["p"]]
+    adjusted = holm_adjusted([float(r["p"]) for r in tested])
+    mse = [(r, a) for r, a in zip(tested, adjusted) if r["metric"] == "mse" and r["verdict"] in ("lower", "higher")]
+    assert found.comparisons == len(tested) and len(found.kept) == sum(a < 0.05 for _, a in mse)
+    assert len(found.kept) + len(found.lost) == len(mse) and found.kept and found.lost
+    assert found.lost[0].startswith("blocksworld learn/none TN - learn/none N: -1.31 (p 0.0045 on its own")
+    text = seed_comparison.format_holm([seed_comparison.null_family_errors(3, families=50)], found)
+    assert f"{len(found.kept)} and leaves {len(found.lost)} within noise" in text
+    with pytest.raises(ValueError, match="no findings"):
+        seed_comparison.committed_findings_after_holm("converged/nope")

@@ -1,13 +1,18 @@
-"""The classroom notebook's section 8d: how many seeds a claim needs, on the kit's own committed five-seed reports.
+"""The classroom notebook's sections 8d and 8e: how many seeds a claim needs, and what many claims at once need, on
+the kit's own committed five-seed reports.
 
 A report's ``accuracy-seeds.csv`` holds every run's test MSE. For one cell (domain and configuration) this module
 reads TN's and N's values per seed and asks, as the seeds arrive (the first 2, 3, ... of them), what three rules
 say about TN against N: the paper's gap rule (the means differ by more than the two std summed -- not a test), an
 unpaired Welch t-interval, and the paired t-interval the reports use (runs with the same seed share their data
-order and initial weights, :func:`tnlib.experiments.reporting.seed_statistics.paired_interval`).
+order and initial weights, :func:`tnlib.experiments.reporting.seed_statistics.paired_interval`). A report makes
+dozens of such comparisons: :func:`null_family_errors` simulates how often a family of them with no real
+difference claims one anyway, each at 95% and after Holm's correction, and :func:`committed_findings_after_holm`
+reads which of a committed report's directions survive that correction (its ``findings.csv``).
 """
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +20,8 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, paired_interval, read_seed_values
+from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, holm_adjusted, paired_interval,
+                                                        read_seed_values)
 from tnlib.files import REPO_ROOT
 
 # The committed reports with five seeds per cell and their per-seed CSV (reports/<name>/accuracy-seeds.csv).
@@ -108,4 +114,83 @@ def format_seeds_as_they_arrive(rows: list[SeedsSoFar], a: str = "TN", b: str = 
         r = "" if row.correlation is None or math.isnan(row.correlation) else f"{row.correlation:+.2f}"
         lines.append(f"{','.join(map(str, row.seeds)):<12} {row.mean_a:>9.3f} {row.mean_b:>9.3f} {gap:<18} "
                      f"{_verdict(row.welch, a, b):<28} {_verdict(row.paired, a, b):<28} {r:>6}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class NullFamilyErrors:
+    """How often ``families`` simulated families of ``comparisons`` paired comparisons over ``seeds`` seeds, none of
+    them with a real difference, claim one anyway: the share of single comparisons whose 95% interval excludes 0,
+    the share of families where at least one does, and where at least one survives Holm's correction; beside them
+    what independent comparisons would give, ``1 - 0.95 ** comparisons``."""
+
+    comparisons: int
+    seeds: int
+    families: int
+    per_comparison: float
+    uncorrected: float
+    holm: float
+    independent: float
+
+
+def null_family_errors(comparisons: int, seeds: int = 5, families: int = 4000, seed: int = 0) -> NullFamilyErrors:
+    """Per-seed differences drawn from N(0, 1) -- no difference is real -- tested as the reports test them (the
+    paired t-test, p below ``1 - PAIRED_CONFIDENCE``), each family corrected by
+    :func:`tnlib.experiments.reporting.seed_statistics.holm_adjusted`."""
+    if comparisons < 1 or seeds < 2 or families < 1:
+        raise ValueError(f"need at least 1 comparison, 2 seeds and 1 family, got {comparisons}, {seeds}, {families}")
+    alpha = 1 - PAIRED_CONFIDENCE
+    differences = np.random.default_rng(seed).standard_normal((families, comparisons, seeds))
+    t = differences.mean(axis=2) / (differences.std(axis=2, ddof=1) / math.sqrt(seeds))
+    p = 2 * stats.t.sf(np.abs(t), seeds - 1)
+    holm = np.mean([min(holm_adjusted(list(family))) < alpha for family in p])
+    return NullFamilyErrors(comparisons, seeds, families, float(np.mean(p < alpha)),
+                            float(np.mean((p < alpha).any(axis=1))), float(holm), 1 - (1 - alpha) ** comparisons)
+
+
+@dataclass(frozen=True)
+class FindingsAfterHolm:
+    """A committed report's findings: how many comparisons have a paired interval, how many of them show a
+    direction on their own, and those of the directions that Holm's correction over all of them keeps or not
+    (a line each: what is compared, the mean difference, p on its own and after Holm)."""
+
+    report: str
+    comparisons: int
+    directions: int
+    kept: list[str]
+    lost: list[str]
+
+
+def committed_findings_after_holm(report: str, metric: str = "mse") -> FindingsAfterHolm:
+    """:class:`FindingsAfterHolm` of ``reports/<report>/findings.csv``, its lines for ``metric``'s comparisons
+    (the counts over all of them: Holm's family is the whole file)."""
+    path = REPO_ROOT / "reports" / report / "findings.csv"
+    if not path.is_file():
+        raise ValueError(f"{report}: no findings at {path} (reports with them: {', '.join(SEED_REPORTS)})")
+    with path.open(newline="") as handle:
+        tested = [row for row in csv.DictReader(handle) if row["p"]]
+    directed = [row for row in tested if row["verdict"] in ("lower", "higher")]
+    def line(row: dict) -> str:
+        return (f"{row['domain']} {row['first']} - {row['second']}: {float(row['mean']):+.3g} "
+                f"(p {float(row['p']):.2g} on its own, {float(row['p_holm']):.2g} after Holm)")
+    mine = [row for row in directed if row["metric"] == metric]
+    return FindingsAfterHolm(report, len(tested), len(directed),
+                             [line(r) for r in mine if r["verdict_holm"] == r["verdict"]],
+                             [line(r) for r in mine if r["verdict_holm"] != r["verdict"]])
+
+
+def format_holm(family_errors: list[NullFamilyErrors], findings: FindingsAfterHolm) -> str:
+    """Section 8e's printout: the simulated error rates of each family size, then the report's directions kept and
+    left within noise by Holm."""
+    lines = [f"families of comparisons at {family_errors[0].seeds} seeds, no difference real: the share that claims "
+             "at least one",
+             f"{'comparisons':>11} {'one alone':>10} {'uncorrected':>12} {'independent':>12} {'after Holm':>11}"]
+    for e in family_errors:
+        lines.append(f"{e.comparisons:>11} {e.per_comparison:>10.3f} {e.uncorrected:>12.3f} {e.independent:>12.3f} "
+                     f"{e.holm:>11.3f}")
+    lines += ["", f"{findings.report}: {findings.comparisons} comparisons with an interval, {findings.directions} show "
+              f"a direction on their own; of the test MSE's, Holm keeps {len(findings.kept)} and leaves "
+              f"{len(findings.lost)} within noise.",
+              "kept:", *(f"  {line}" for line in findings.kept), "within noise after Holm:",
+              *(f"  {line}" for line in findings.lost)]
     return "\n".join(lines)
