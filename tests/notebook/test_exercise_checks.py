@@ -69,6 +69,17 @@ def test_the_seeds_exercise_counts_the_first_seed_number_whose_t_interval_leaves
     assert z * d.std(ddof=1) / math.sqrt(with_normal) < abs(d.mean()) <= z * d.std(ddof=1) / math.sqrt(with_normal - 1)
 
 
+def test_the_holm_exercise_counts_as_the_step_down_rule_does_and_bonferroni_is_the_near_miss():
+    p = sorted(exercise_checks.EXERCISE_13_P_VALUES)
+    m, kept = len(p), 0
+    while kept < m and p[kept] < 0.05 / (m - kept):  # Holm, 1979: step down from the smallest p
+        kept += 1
+    answer = expected_answers()[13]
+    assert answer.value == kept == 2 and answer.whole
+    assert answer.near == sum(x < 0.05 / m for x in p) == 1 and sum(x < 0.05 for x in p) == 4
+    assert check_answer(13, 1).startswith("Exercise 13: close -- that is Bonferroni's count")
+
+
 @pytest.mark.parametrize("exercise", sorted(expected_answers()))
 def test_a_check_says_correct_or_not_yet_and_never_gives_the_answer_away(exercise):
     expected = expected_answers()[exercise]
@@ -104,7 +115,7 @@ def test_a_count_is_right_only_as_a_whole_number_and_a_string_that_spells_it_cou
 
 def test_an_exercise_without_a_check_is_refused_naming_those_with_one():
     with pytest.raises(ValueError,
-                       match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11"):
+                       match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11, 13"):
         check_answer(7, 1.0)
 
 

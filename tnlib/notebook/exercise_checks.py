@@ -18,7 +18,7 @@ from scipy import stats
 from scipy.optimize import brentq
 from torch.distributions import Laplace
 
-from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE
+from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, holm_adjusted
 from tnlib.notebook.classroom_demos import nll_versus_scale
 from tnlib.notebook.demo_tensors import DTYPE, single_thread, truncated_normal
 from tnlib.notebook.notebook_parameters import ClassroomParameters
@@ -104,6 +104,20 @@ def _normal_quantile(n: int) -> float:
     return float(stats.norm.ppf(0.5 + PAIRED_CONFIDENCE / 2))
 
 
+# Exercise 13's family: five comparisons' p-values, each on its own (a 95% interval excluding 0 is p < 0.05).
+EXERCISE_13_P_VALUES = (0.004, 0.011, 0.019, 0.03, 0.2)
+
+
+def holm_rejections(p_values) -> int:
+    """Exercise 13: how many of the family's comparisons Holm's correction keeps at 1 - PAIRED_CONFIDENCE."""
+    return sum(adjusted < 1 - PAIRED_CONFIDENCE for adjusted in holm_adjusted(list(p_values)))
+
+
+def bonferroni_rejections(p_values) -> int:
+    """Exercise 13's near miss: every p below alpha / m."""
+    return sum(p < (1 - PAIRED_CONFIDENCE) / len(p_values) for p in p_values)
+
+
 # Exercise 10's state: section 8c's largest test state (l = 36, the open bound l - 0.1, the network's mu).
 EXERCISE_10_BOUND, EXERCISE_10_LOC = 36.0 - OPEN_BOUND_EPSILON, 12.43
 # Exercise 4's example: section 6's demonstration (h* = l = 5, sigma = 1, the paper's epsilon).
@@ -138,6 +152,14 @@ def expected_answers() -> dict[int, ExpectedAnswer]:
                        _far_tail_mean(EXERCISE_10_BOUND, EXERCISE_10_LOC, FIXED_SIGMA), 1e-3,
                        "the mean lies a little above a: by about sigma^2 / (a - mu)"),
         _seeds_answer(),
+        ExpectedAnswer(13, "the number of the five comparisons Holm's correction keeps at 0.05",
+                       float(holm_rejections(EXERCISE_13_P_VALUES)), 0.5,
+                       "sort the p-values and compare the j-th smallest with 0.05 / (5 - j + 1), stopping at the "
+                       "first that fails",
+                       near=float(bonferroni_rejections(EXERCISE_13_P_VALUES)),
+                       near_note="that is Bonferroni's count (every p below 0.05 / 5); Holm's threshold loosens "
+                                 "after each rejection: 0.05 / 5, then 0.05 / 4, and so on",
+                       whole=True),
     ]
     return {answer.exercise: answer for answer in answers}
 
