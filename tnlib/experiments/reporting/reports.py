@@ -417,8 +417,9 @@ INTERVALS_CAPTION = (
     "estimate), of the test NLL at the best-NLL checkpoint and of the average plan evaluations (an unsolved "
     "instance counting as the limit): its mean as a dot, its 95% t-interval as a bar. Lower is better in all "
     "three: left of the line at 0, TN is better. Filled blue: the interval says TN is better; filled orange: "
-    "worse; hollow grey: the interval holds 0. The numbers are in accuracy.md and planning.md; what the runs are, "
-    "under the figure.")
+    "worse; hollow grey: the interval holds 0. Each interval holds at 95% on its own: findings.md's `after Holm` "
+    "column says which directions survive a correction over all of the report's comparisons. The numbers are in "
+    "accuracy.md and planning.md; what the runs are, under the figure.")
 
 
 def write_intervals(results_dir, path, models: Sequence[str] = (MAIN_TABLES_MODEL,),
