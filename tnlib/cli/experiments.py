@@ -232,7 +232,8 @@ def register_findings(subparsers) -> None:
     parser = subparsers.add_parser(
         "findings", help=COMMANDS["findings"][1],
         description="Write findings.md and findings.csv -- every TN-vs-N, TN-vs-N+clip and learned-vs-fixed-sigma "
-                    "comparison with its paired interval, verdict and the paper's direction, as `tnlib report` "
+                    "comparison with its paired interval, verdict (on its own and after Holm's correction over "
+                    "all of them) and the paper's direction, as `tnlib report` "
                     "writes them -- from a rendered report's accuracy-seeds.csv and planning-seeds.csv, for a "
                     "report whose run folders are not on this machine.")
     parser.add_argument("report", help="a rendered report's folder, e.g. reports/converged/linear")
