@@ -170,13 +170,15 @@ def committed_findings_after_holm(report: str, metric: str = "mse") -> FindingsA
     with path.open(newline="") as handle:
         tested = [row for row in csv.DictReader(handle) if row["p"]]
     directed = [row for row in tested if row["verdict"] in ("lower", "higher")]
-    def line(row: dict) -> str:
-        return (f"{row['domain']} {row['first']} - {row['second']}: {float(row['mean']):+.3g} "
-                f"(p {float(row['p']):.2g} on its own, {float(row['p_holm']):.2g} after Holm)")
     mine = [row for row in directed if row["metric"] == metric]
     return FindingsAfterHolm(report, len(tested), len(directed),
-                             [line(r) for r in mine if r["verdict_holm"] == r["verdict"]],
-                             [line(r) for r in mine if r["verdict_holm"] != r["verdict"]])
+                             [_finding_line(r) for r in mine if r["verdict_holm"] == r["verdict"]],
+                             [_finding_line(r) for r in mine if r["verdict_holm"] != r["verdict"]])
+
+
+def _finding_line(row: dict) -> str:
+    return (f"{row['domain']} {row['first']} - {row['second']}: {float(row['mean']):+.3g} "
+            f"(p {float(row['p']):.2g} on its own, {float(row['p_holm']):.2g} after Holm)")
 
 
 def format_holm(family_errors: list[NullFamilyErrors], findings: FindingsAfterHolm) -> str:
