@@ -476,3 +476,17 @@ def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
     assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
     assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
     assert lines[1].name == "seed 1: TN - N = +0.20"
+
+
+def test_holms_step_down_figure_fills_the_ranks_holm_rejects_under_its_staircase():
+    from tnlib.experiments.reporting.seed_statistics import holm_adjusted
+
+    p_values = [0.2, 0.004, 0.03, 0.011, 0.019, 1e-7]
+    figure = figures.holm_step_down_figure(p_values, "six p-values")
+    rejected, kept, alone, holm, bonferroni = figure.data
+    assert list(rejected.y) == [1e-7, 0.004, 0.011] and list(rejected.x) == [1, 2, 3]
+    assert sum(a < 0.05 for a in holm_adjusted(p_values)) == len(rejected.x)
+    assert list(kept.y) == [0.019, 0.03, 0.2] and kept.marker.symbol == "circle-open"
+    assert list(holm.y) == pytest.approx([0.05 / 6, 0.05 / 5, 0.05 / 4, 0.05 / 3, 0.05 / 2, 0.05])
+    assert list(bonferroni.y) == pytest.approx([0.05 / 6] * 6) and list(alone.y) == pytest.approx([0.05] * 6)
+    assert figure.layout.yaxis.type == "log"

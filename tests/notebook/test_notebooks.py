@@ -186,9 +186,9 @@ def test_explorer_non_interactive_with_infinite_bounds(tmp_path):
 def test_classroom_runs_headless_with_small_parameters(tmp_path):
     notebook = execute(CLASSROOM, tmp_path, **SMALL_CLASSROOM)
     # NLL vs mu, NLL vs sigma, entropies, Figure 1, tail samples, bound NLL, descent, label gaps, loss curves,
-    # estimates, scatter.
-    check_figures_and_bundle(notebook, minimum_figures=11)
-    check_offline_html(notebook, minimum_figures=11)
+    # estimates, scatter, Holm's step-down.
+    check_figures_and_bundle(notebook, minimum_figures=12)
+    check_offline_html(notebook, minimum_figures=12)
     text = printed_text(notebook)
     # Section 7 reads data/small's training labels: one row per domain.
     assert all(re.search(rf"^{domain}\s+\d+\s+\d+\.\d%", text, re.M) for domain in ("blocksworld", "visitall"))

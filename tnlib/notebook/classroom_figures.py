@@ -14,6 +14,7 @@ from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS
 from tnlib.notebook import classroom_demos, demo_tensors, label_gaps, synthetic_regression, trained_distributions
 from tnlib.notebook.density_figures import with_jumps
 from tnlib.notebook.notebook_plotting import COLORS, TITLE_AT_THE_TOP, slider_figure
+from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 def _finite_or_none(values: np.ndarray) -> list[float | None]:
@@ -306,4 +307,32 @@ def fixed_scale_figure(fits: Sequence[classroom_demos.FixedScaleFit],
     figure.update_layout(title="One line mu = a + b z for three groups: the heuristic each fixed sigma gives",
                          xaxis_title="feature z", yaxis_title="cost", template="plotly_white",
                          legend=dict(orientation="h", yanchor="top", y=-0.2))
+    return figure
+
+
+def holm_step_down_figure(p_values: Sequence[float], title: str) -> go.Figure:
+    """Section 8e: a family's p-values sorted (log scale) against their rank, with the three thresholds -- alpha
+    for each on its own, Bonferroni's alpha / m, Holm's alpha / (m - j + 1) at rank j -- and the ranks Holm
+    rejects filled (every rank up to the first p at or above its threshold)."""
+    alpha = 1 - PAIRED_CONFIDENCE
+    ordered = sorted(p_values)
+    m = len(ordered)
+    ranks = list(range(1, m + 1))
+    holm = [alpha / (m - j + 1) for j in ranks]
+    rejected = next((j - 1 for j, p, t in zip(ranks, ordered, holm) if p >= t), m)
+    figure = go.Figure()
+    for name, picked, style in (("Holm rejects: a difference stands", range(rejected), dict(color=COLORS[0], size=8)),
+                                ("Holm does not reject: within noise", range(rejected, m),
+                                 dict(color=COLORS[0], size=8, symbol="circle-open"))):
+        figure.add_trace(go.Scatter(x=[ranks[i] for i in picked], y=[max(ordered[i], 1e-12) for i in picked],
+                                    mode="markers", marker=style, name=name))
+    for name, values, dash in ((f"alpha = {alpha:g}, each on its own", [alpha] * m, "dot"),
+                               ("Holm: alpha / (m - j + 1)", holm, "solid"),
+                               (f"Bonferroni: alpha / m = {alpha / m:.2g}", [alpha / m] * m, "dash")):
+        figure.add_trace(go.Scatter(x=ranks, y=values, mode="lines", line=dict(color="black", dash=dash, width=1.5),
+                                    name=name, line_shape="hv" if dash == "solid" else "linear"))
+    figure.update_layout(title=title, xaxis_title=f"rank j of the p-value (m = {m})", yaxis_title="p-value",
+                         yaxis_type="log", template="plotly_white", height=500,
+                         legend=dict(orientation="h", yanchor="top", y=-0.22))
+    figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure

@@ -29,6 +29,7 @@ from tnlib.notebook.classroom_figures import (
     curves_figure, bar_figure, sample_histogram_figure, bound_nll_figure, open_bound_slider_figure,
     REFERENCE_LABELS, regression_loss_figure, point_estimate_figure, prediction_scatter_figure,
     TRAINED_DENSITY_FLOOR, trained_distributions_figure, label_gap_figure, seed_pairs_figure, fixed_scale_figure,
+    holm_step_down_figure,
 )
 from tnlib.notebook.calibration_figures import (
     PIT_BINS, PIT_LABELS, pit_histograms_figure, calibration_figure, sweep_calibration_figures,
@@ -43,6 +44,7 @@ __all__ = [
     "SIGMA_SLIDER_DECADES", "CUSTOM_PRESET", "explorer_controls", "curves_figure", "bar_figure",
     "sample_histogram_figure", "bound_nll_figure", "open_bound_slider_figure", "REFERENCE_LABELS",
     "regression_loss_figure", "point_estimate_figure", "prediction_scatter_figure", "TRAINED_DENSITY_FLOOR",
-    "trained_distributions_figure", "label_gap_figure", "seed_pairs_figure", "fixed_scale_figure", "PIT_BINS",
+    "trained_distributions_figure", "label_gap_figure", "seed_pairs_figure", "fixed_scale_figure",
+    "holm_step_down_figure", "PIT_BINS",
     "PIT_LABELS", "pit_histograms_figure", "calibration_figure", "sweep_calibration_figures",
 ]

@@ -159,6 +159,7 @@ class FindingsAfterHolm:
     directions: int
     kept: list[str]
     lost: list[str]
+    p_values: tuple[float, ...] = ()  # every comparison's p on its own, the family Holm corrects
 
 
 def committed_findings_after_holm(report: str, metric: str = "mse") -> FindingsAfterHolm:
@@ -173,7 +174,8 @@ def committed_findings_after_holm(report: str, metric: str = "mse") -> FindingsA
     mine = [row for row in directed if row["metric"] == metric]
     return FindingsAfterHolm(report, len(tested), len(directed),
                              [_finding_line(r) for r in mine if r["verdict_holm"] == r["verdict"]],
-                             [_finding_line(r) for r in mine if r["verdict_holm"] != r["verdict"]])
+                             [_finding_line(r) for r in mine if r["verdict_holm"] != r["verdict"]],
+                             tuple(float(r["p"]) for r in tested))
 
 
 def _finding_line(row: dict) -> str:
