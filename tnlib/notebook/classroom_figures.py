@@ -14,7 +14,7 @@ from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS
 from tnlib.notebook import classroom_demos, demo_tensors, label_gaps, synthetic_regression, trained_distributions
 from tnlib.notebook.density_figures import with_jumps
 from tnlib.notebook.notebook_plotting import COLORS, TITLE_AT_THE_TOP, slider_figure
-from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE
+from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, holm_adjusted
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 def _finite_or_none(values: np.ndarray) -> list[float | None]:
@@ -313,13 +313,14 @@ def fixed_scale_figure(fits: Sequence[classroom_demos.FixedScaleFit],
 def holm_step_down_figure(p_values: Sequence[float], title: str) -> go.Figure:
     """Section 8e: a family's p-values sorted (log scale) against their rank, with the three thresholds -- alpha
     for each on its own, Bonferroni's alpha / m, Holm's alpha / (m - j + 1) at rank j -- and the ranks Holm
-    rejects filled (every rank up to the first p at or above its threshold)."""
+    rejects filled (:func:`~tnlib.experiments.reporting.seed_statistics.holm_adjusted` below alpha: every rank up to
+    the first p at or above its threshold)."""
     alpha = 1 - PAIRED_CONFIDENCE
     ordered = sorted(p_values)
     m = len(ordered)
     ranks = list(range(1, m + 1))
     holm = [alpha / (m - j + 1) for j in ranks]
-    rejected = next((j - 1 for j, p, t in zip(ranks, ordered, holm) if p >= t), m)
+    rejected = sum(adjusted < alpha for adjusted in holm_adjusted(ordered))  # the first ones, in sorted order
     figure = go.Figure()
     for name, picked, style in (("Holm rejects: a difference stands", range(rejected), dict(color=COLORS[0], size=8)),
                                 ("Holm does not reject: within noise", range(rejected, m),
