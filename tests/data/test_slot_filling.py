@@ -132,6 +132,7 @@ def test_solution_cache_leaves_out_the_exactly_filled_plans(emptied):
     cache = SolutionCache.from_datasets([root], [DOMAIN])
     manifest = read_json(root / DOMAIN / MANIFEST)
     filled = [i for i in manifest["splits"]["train"]["instances"] if i.get("solver") == "exact"]
+    assert filled
     for record in filled:
         found = cache.lookup(text_sha256((root / record["problem"]).read_text()), manifest["fast_downward"],
                              60.0, manifest["splits"]["train"]["settings"]["memory_limit_mb"])

@@ -36,5 +36,5 @@ def test_the_main_jobs_notebook_kernels_start_without_the_unencrypted_tcp_warnin
                                    cwd=str(tmp_path), progress_bar=False, **({"config": config} if config else {}))
         assert nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"] == "42\n"
         printed[name] = capfd.readouterr().err
-    assert "without encryption" in printed["tcp"]  # what the kernels of the main job no longer print
+    assert "without encryption" in printed["tcp"]  # what the main job's transport setting keeps its kernels from printing
     assert "without encryption" not in printed["main job"]

@@ -482,10 +482,10 @@ def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
     assert record["plan"] is True and record["distributions"] == ["N", "TN"]
 
 
-def test_a_sweep_file_older_than_a_setting_still_unites_with_the_sweep(tmp_path):
+def test_a_sweep_file_without_a_setting_unites_with_the_sweep_at_its_default(tmp_path):
     from tnlib.experiments.running.sweep import write_sweep_file
 
-    # the flat record of an older sweep, written before the setting existed: it held the default
+    # a flat sweep record without the setting: a sweep that names none ran at its default
     record = json.loads(json.dumps(small_linear_sweep(tmp_path, seeds=(0,)).parameters()))
     del record["fixed_sigma"]
     (tmp_path / "sweep.json").write_text(json.dumps(record))

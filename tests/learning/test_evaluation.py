@@ -91,13 +91,13 @@ def test_a_cell_pools_seeds_only():
         table1_cells(results)
 
 
-def test_a_run_folder_older_than_a_head_setting_pools_as_that_settings_default(tmp_path):
+def test_a_run_folder_without_a_head_setting_pools_as_that_settings_default(tmp_path):
     configs = []
     for seed, fixed_sigma in ((0, None), (1, "paper"), (2, "authors")):
         head = HeadConfig(sigma="fixed", residual="none", fixed_sigma=fixed_sigma or "paper")
         record = TrainConfig(domain="ferry", model="linear", head=head, seed=seed).to_dict()
         if fixed_sigma is None:
-            del record["fixed_sigma"]  # a run written before fixed_sigma existed
+            del record["fixed_sigma"]  # a run whose record names no fixed_sigma
         folder = tmp_path / f"run-s{seed}"
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(record))

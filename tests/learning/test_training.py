@@ -315,7 +315,7 @@ def test_resume_compares_the_effective_weight_decay(tmp_path, items):
         train(config(tmp_path, run_name="other", steps=12), data, data)
 
 
-def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_path, items):
+def test_checkpoints_record_the_sigma_link_and_ones_without_it_load_with_softplus(tmp_path, items):
     from tnlib.learning.encodings import LinearEncoder
     from tnlib.learning.heads import SIGMA_FLOOR
 
@@ -330,7 +330,7 @@ def test_checkpoints_record_the_sigma_link_and_old_ones_load_with_softplus(tmp_p
     raw = model(batch.inputs).detach()
     sigma = head(raw, batch.residual, batch.lower, batch.upper).sigma
     torch.testing.assert_close(sigma, 10 * torch.sigmoid(raw[:, 1]) + 0.1)
-    # a checkpoint written before the option existed (no sigma_link in its config) loads with softplus
+    # a checkpoint whose config names no sigma_link loads with softplus, the link it was trained with
     old = torch.load(run / "best.pt", weights_only=False)
     del old["config"]["sigma_link"]
     torch.save(old, tmp_path / "old.pt")

@@ -87,14 +87,17 @@ def test_cost_equals_every_astar_label_of_the_datasets(domain, profile):
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_plan_from_each_small_dataset_instance_start_validates_at_the_label_length(domain):
+    starts = 0
     for split in SPLITS:
         table = load_split(DATA, domain, split, verify=False, profile="small")
         for row in table.table.filter(table.table.column("step").to_numpy() == 0).to_pylist():
+            starts += 1
             task = load_task(domain, table.root / row["problem"], remove_irrelevant_operators=False)
             plan = optimal_plan(domain, row["state"], row["goal"])
             verdict = validate_plan(task, plan)
             assert verdict.valid, f"{row['instance']}: {verdict.message}"
             assert len(plan) == row["h_star"], row["instance"]
+    assert starts > 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
