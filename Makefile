@@ -98,8 +98,10 @@ LANE_STAGGER ?= 20
 DEVICE ?=
 # The stages, in order: Table 2's configurations on ferry, gripper and visitall, then on blocksworld, then Table 1's
 # other two everywhere (reports/paper-scale-nlm5/README.md says why this order)
-CAMPAIGN_STAGES := "--configs learn/ff fixed/none --domains ferry gripper visitall" \
-	"--configs learn/ff fixed/none --domains blocksworld" "--configs learn/none fixed/ff"
+TABLE2_CONFIGS := learn/ff fixed/none
+TABLE1_OTHER_CONFIGS := learn/none fixed/ff
+CAMPAIGN_STAGES := "--configs $(TABLE2_CONFIGS) --domains ferry gripper visitall" \
+	"--configs $(TABLE2_CONFIGS) --domains blocksworld" "--configs $(TABLE1_OTHER_CONFIGS)"
 # SCHEDULER=tcp://HOST:8786 trains on that Dask cluster's workers instead of local lanes: its scheduler and workers
 # are asked first (`tnlib cluster-check`: the pinned code, one thread, this results folder and dataset, by their
 # absolute paths, so a shared filesystem at the same path), and each stage is one sweep sent there, all three at
@@ -111,10 +113,11 @@ SCHEDULER ?=
 # tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
 # stopped), domain by domain. The next pass starts PASS_SECONDS later while a lane trains, so that runs tested during
 # a stretch of work are evaluated and planned in it (and a core a lane leaves waiting at a stage's end has work), and
-# one last pass follows the lanes' end. A pass plans only when a run was tested since the last planning that ended
-# well (its test metrics as they were read before that planning began, so that a run tested while it ran is planned
-# by the next pass): the pinned code's sweep loads every run's training data to find nothing to do, 8-22 s of a core
-# a domain, 55 s a pass, which every ten minutes takes about a twentieth of the two cores from the lanes.
+# one last pass follows the lanes' end. A pass plans only when a run of Table 2's configurations was tested since the
+# last planning that ended well (its test metrics as they were read before that planning began, so that a run tested
+# while it ran is planned by the next pass; a run of Table 1's other two has nothing to plan): the pinned code's
+# sweep loads every run's training data to find nothing to do, 8-22 s of a core a domain, 55 s a pass, which every
+# ten minutes takes about a twentieth of the two cores from the lanes.
 PLAN_PER_CELL ?= 2
 PASS_SECONDS ?= 600
 # A pass that finds the records the report reads changed (a run tested, evaluated on the grid, or planned further)
@@ -122,9 +125,10 @@ PASS_SECONDS ?= 600
 # once more, paused, for the commit.
 CAMPAIGN_RECORDS = ls -l --time-style=+%s $(CAMPAIGN_RUNS)/*/metrics-test*.json $(CAMPAIGN_RUNS)/*/planning-*.jsonl \
 	2>/dev/null | cksum
-CAMPAIGN_TESTED = ls -l --time-style=+%s $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | cksum
+CAMPAIGN_TESTED = ls -l --time-style=+%s \
+	$(foreach config,$(TABLE2_CONFIGS),$(CAMPAIGN_RUNS)/*-$(subst /,-,$(config))-*/metrics-test.json) 2>/dev/null | cksum
 CAMPAIGN_RENDER = OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null 2>&1 || echo "the report did not render"
-CAMPAIGN_PLANNING := --configs learn/ff fixed/none --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
+CAMPAIGN_PLANNING := --configs $(TABLE2_CONFIGS) --plan --plan-on plan-set --plan-per-cell $(PLAN_PER_CELL) --trained-only
 
 .campaign/%/tnlib/__init__.py:
 	rm -rf .campaign/$*.partial && mkdir -p .campaign/$*.partial
@@ -221,7 +225,7 @@ CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_
 # The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, how
 # many tested runs have their whole test grid's metrics, and the hours to finish expected from the tested runs'
 # lengths (the dry-run's are a floor: each run to the end of the chunk it is in)
-CAMPAIGN_STANDING = { $(CAMPAIGN) --configs learn/ff fixed/none learn/none fixed/ff --dry-run; \
+CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CONFIGS) --dry-run; \
 	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
 	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
 	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
@@ -252,7 +256,7 @@ paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 # lanes here take learn/none and fixed/ff in the sweep's domain order, blocksworld first, so the lent machine
 # starts at the other end, on runs a few minutes of the card finish (a run part-way there is lost with it).
 LENT_PROCESSES ?= 15
-LENT_SWEEP ?= --configs learn/none fixed/ff --domains gripper ferry
+LENT_SWEEP ?= --configs $(TABLE1_OTHER_CONFIGS) --domains gripper ferry
 # the tool runs a command for at most 600 s; the script's archiving took 9 s after its deadline (call10)
 LENT_SECONDS ?= 570
 LENT_PART := --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS) $(LENT_SWEEP) --device cuda

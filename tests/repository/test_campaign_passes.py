@@ -16,8 +16,10 @@ case "$*" in
   evaluate-or-restore*) echo "$*" >> "$LOG" ;;
   render*) echo "render" >> "$LOG" ;;
   *--plan*) echo "plan $*" >> "$LOG"; [ "${PLAN_STATUS:-0}" = 0 ] || exit "$PLAN_STATUS"; sleep 0.1 ;;
-  *) echo "lane-start $*" >> "$LOG"; sleep 1.5; mkdir -p "$RUNS/trained-$$"; echo "{}" > "$RUNS/trained-$$/metrics-test.json"
-     echo "lane-end" >> "$LOG" ;;
+  *) echo "lane-start $*" >> "$LOG"; sleep 1.5
+     case "$*" in *"--configs learn/none fixed/ff"*) run="trained-learn-none-$$"; table=other ;;
+                  *) run="trained-learn-ff-$$"; table=table2 ;; esac
+     mkdir -p "$RUNS/$run"; echo "{}" > "$RUNS/$run/metrics-test.json"; echo "lane-end $table" >> "$LOG" ;;
 esac
 """
 
@@ -57,26 +59,35 @@ def test_the_campaign_evaluates_and_plans_in_passes_until_the_lanes_end(tmp_path
     lines = _campaign_with_stubs(tmp_path, PASS_SECONDS="0.2")
     starts = [line for line in lines if line.startswith("lane-start")]
     # each of the 2 lanes runs its 3 stages, one after another, on this machine
-    assert len(starts) == lines.count("lane-end") == 6
+    assert len(starts) == sum(line.startswith("lane-end") for line in lines) == 6
     assert not any("--scheduler" in line for line in starts) and not any("cluster-check" in line for line in lines)
     # the machine that trains the lanes is named before they start
     kind = [i for i, line in enumerate(lines) if "this_machine_for_results" in line]
     assert len(kind) == 1 and kind[0] < lines.index(starts[0])
-    last_lane_end = max(i for i, line in enumerate(lines) if line == "lane-end")
+    last_lane_end = max(i for i, line in enumerate(lines) if line.startswith("lane-end"))
     plans = [i for i, line in enumerate(lines) if line.startswith("plan ")]
     # every pass evaluates here (the stub writes no grid metrics, so the run tested before stays unevaluated)
     evaluations = [line for line in lines if "evaluate" in line and "--split test-grid" in line]
     # the evaluation took the tested runs without grid metrics, and only them
     assert evaluations and "tested-here" in evaluations[0] and all("/evaluated" not in line for line in evaluations)
-    # a pass that plans plans the four domains in turn; passes came while the lanes trained, and one after they ended
+    # a pass that plans plans the four domains in turn; passes came while the lanes trained, one planned after the
+    # last run of Table 2's configurations was tested, and one evaluated after the lanes ended
     assert len(plans) % 4 == 0 and len(plans) >= 8
-    assert any(i < last_lane_end for i in plans) and any(i > last_lane_end for i in plans)
-    # the first pass planned and rendered; later ones only once lanes had tested runs since (each lane's stage
-    # leaves one), not in a pass that found the runs tested and the records the report reads as they were
+    last_table2_test = max(i for i, line in enumerate(lines) if line == "lane-end table2")
+    assert any(i > last_table2_test for i in plans) and last_table2_test < last_lane_end
+    assert any("--split test-grid" in line for line in lines[last_lane_end:])
+    # the first pass planned and rendered; later ones rendered only once lanes had tested runs since (each lane's
+    # stage leaves one), not in a pass that found the records the report reads as they were
     renders = [i for i, line in enumerate(lines) if line == "render"]
     assert renders[0] > plans[3] and renders[-1] > last_lane_end
-    assert 2 <= len(renders) <= 1 + lines.count("lane-end") and len(renders) < len(evaluations), (renders, evaluations)
-    assert len(plans) == 4 * len(renders), (plans, renders)
+    lane_ends = sum(line.startswith("lane-end") for line in lines)
+    assert 2 <= len(renders) <= 1 + lane_ends and len(renders) < len(evaluations), (renders, evaluations)
+    # and planned again only once a run of Table 2's configurations was tested since: a run of Table 1's other two
+    # (the third stage's) is rendered, with nothing to plan
+    planning_passes = plans[::4]
+    for before, after in zip(planning_passes, planning_passes[1:]):
+        assert "lane-end table2" in lines[before:after], lines
+    assert len(planning_passes) < len(renders), (plans, renders)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -86,7 +97,7 @@ def test_a_pass_whose_planning_failed_plans_again_at_the_next_pass(tmp_path):
     plans = [line for line in lines if line.startswith("plan ")]
     # no run tested between most passes (a failing planning takes no time here: many passes), yet each pass plans
     # all four domains again
-    assert len(evaluations) > 1 + lines.count("lane-end") and len(plans) == 4 * len(evaluations)
+    assert len(evaluations) > 1 + sum(line.startswith("lane-end") for line in lines) and len(plans) == 4 * len(evaluations)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -99,7 +110,7 @@ def test_the_campaign_on_a_cluster_asks_its_workers_first_then_sends_each_stage_
     assert not any("this_machine_for_results" in line for line in lines)  # the check names the workers' kinds
     assert "--code" in lines[checks[0]] and f"--results {tmp_path / 'runs'}" in lines[checks[0]]
     # one sweep a stage, each sent to the scheduler, in the stages' order; the passes still run here
-    assert len(starts) == lines.count("lane-end") == 3
+    assert len(starts) == sum(line.startswith("lane-end") for line in lines) == 3
     assert all("--scheduler tcp://cluster:8786" in lines[i] for i in starts)
     assert ["blocksworld" in lines[i] for i in starts] == [False, True, False]
     assert "learn/none fixed/ff" in lines[starts[2]]
