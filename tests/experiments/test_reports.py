@@ -74,7 +74,7 @@ def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monk
     assert main(["report", str(results), "--out", str(out)]) == 0
     names = [line.rsplit("/", 1)[-1] for line in capsys.readouterr().out.splitlines()]
     assert names == ["accuracy.md", "planning.md", "training_curves.html", "accuracy-seeds.csv", "planning-seeds.csv",
-                     "figure2.html", "findings.md", "findings.csv"]
+                     "figure2.html", "findings.md", "findings.csv", "convergence.md", "convergence.csv"]
     figure2 = (out / "figure2.html").read_text()
     # outside reports/: plotly.js is written beside the files, which load it from there
     assert "<script src='plotly.min.js'>" in figure2 and (out / "plotly.min.js").stat().st_size > 1_000_000

@@ -15,6 +15,7 @@ from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.reporting.size_tables import write_size_report
+from tnlib.experiments.reporting.convergence import write_convergence
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
 from tnlib.experiments.reporting.paper_directions import DIRECTIONS_RULE, render_directions, render_paper_directions
 from tnlib.experiments.reporting.plan_quality import (COST_OVER_H_STAR, plan_quality, quality_seed_values,
@@ -497,7 +498,8 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                    paper_tables: bool = False, calibration: bool = False) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
     models its runs trained, :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model,
-    and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals -- and, with
+    and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals, the findings
+    and ``convergence.md`` (Figure 2 counted: :mod:`tnlib.experiments.reporting.convergence`) -- and, with
     ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
     (:func:`tnlib.experiments.reporting.folder_comparison.render_comparison`). ``selection_seconds``,
     ``paper_tables``: see :func:`write_reports`; ``calibration`` adds ``calibration.md``
@@ -532,6 +534,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if intervals is not None:
         written.append(intervals)
     written += _write_findings(results_dir, reports_dir, bounds[0], against)
+    written += write_convergence(results_dir, reports_dir, bounds[0])
     written += write_size_report(results_dir, reports_dir, models, bounds[0], rendered_by())
     if against is not None:
         names = folder_names(results_dir, against)
