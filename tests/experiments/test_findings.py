@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from tnlib.experiments.reporting.findings import (findings, learned_sigma_summary, paper_direction, render_findings,
-                                        seed_values_of_report, paired_verdict, write_findings)
+                                        seed_values_of_report, write_findings)
+from tnlib.experiments.reporting.seed_statistics import paired_verdict
 from tnlib.files import REPO_ROOT
 
 

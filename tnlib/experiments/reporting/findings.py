@@ -24,10 +24,15 @@ from tnlib.data.schema import TEST_GRID
 from tnlib.experiments.reporting.seed_statistics import (
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
-    holm_adjusted,
+    csv_values,
+    domain_rank,
+    holm_note,
+    model_rank,
     multiplicity_note,
     paired_interval,
+    paired_verdict,
     significant_number,
+    with_holm_verdicts,
     write_seed_csv,
 )
 from tnlib.experiments.reporting.size_tables import WHOLE_ROW
@@ -35,7 +40,7 @@ from tnlib.experiments.reporting.table_rows import collect_planning, collect_res
 from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import DISTRIBUTIONS, DOMAINS, MODELS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
+from tnlib.paper import DISTRIBUTIONS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
 # metric -> (what the report calls it, whether lower is better). grid_mse is Table 1's MSE on the whole test grid
 # (metrics-test-grid.json), the paper's test set where the test split holds only the cells its labelling reached.
@@ -67,7 +72,7 @@ def seed_values_of_results(results_dir, lower_bound: str) -> dict:
     grid = [r for r in collect_results(results_dir, TEST_GRID) if "sizes" in r]
     plans = _finished([r for r in collect_planning(results_dir) if r["lower_bound"] == lower_bound])
     values: dict = {}
-    for model in sorted({r["model"] for r in results}, key=_model_rank):
+    for model in sorted({r["model"] for r in results}, key=model_rank):
         mine = [r for r in plans if r["model"] == model]
         values[model] = {"mse": table1_seed_values(results, model, lower_bound),
                          "grid_mse": table1_seed_values(grid, model, lower_bound),
@@ -96,7 +101,7 @@ def seed_values_of_report(report_dir) -> dict:
                 if row[column]:
                     values[row["model"]][metric][key][int(row["seed"])] = float(row[column])
     return {model: {metric: dict(by_key) for metric, by_key in values[model].items()}
-            for model in sorted(values, key=_model_rank)}
+            for model in sorted(values, key=model_rank)}
 
 
 def _csv_rows(path: Path) -> list[dict]:
@@ -112,22 +117,8 @@ def _finished(rows: Sequence[dict]) -> list[dict]:
     return split_unfinished(list(rows))[0]
 
 
-def _model_rank(model: str) -> tuple:
-    return (MODELS.index(model) if model in MODELS else len(MODELS), model)
 
 
-def _domain_rank(domain: str) -> tuple:
-    return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain)
-
-
-def paired_verdict(interval: dict | None, seeds: int) -> str:
-    """``lower`` / ``higher`` / ``within noise`` for a paired interval (``equal on every seed`` where every
-    difference is 0: no finding either way); ``not testable at N seeds`` without one."""
-    if interval is None:
-        return f"not testable at {seeds} seed{'' if seeds == 1 else 's'}"
-    if interval["low"] == interval["high"] == 0:
-        return "equal on every seed"
-    return "lower" if interval["high"] < 0 else "higher" if interval["low"] > 0 else "within noise"
 
 
 def _paper_cells(model: str, metric: str) -> dict:
@@ -202,7 +193,7 @@ def findings(values: dict) -> list[dict]:
     for model, by_metric in values.items():
         for metric in METRICS:
             cells = by_metric.get(metric, {})
-            domains = sorted({key[0] for key in cells}, key=_domain_rank)
+            domains = sorted({key[0] for key in cells}, key=domain_rank)
             for domain in domains:
                 for sigma, residual in TABLE1_CONFIGS:
                     for other in AGAINST[metric]:
@@ -216,15 +207,6 @@ def findings(values: dict) -> list[dict]:
     return with_holm_verdicts([r for r in rows if r is not None])
 
 
-def with_holm_verdicts(rows: list[dict]) -> list[dict]:
-    """``rows`` with ``p_holm`` (:func:`holm_adjusted` over every row with a paired interval) and ``verdict_holm``:
-    the verdict where it is no direction or Holm's adjusted p-value still rejects a zero difference at
-    ``1 - PAIRED_CONFIDENCE``, ``within noise`` where the direction does not survive the correction."""
-    tested = [r for r in rows if r["p"] is not None]
-    for row, adjusted in zip(tested, holm_adjusted([r["p"] for r in tested])):
-        survives = row["verdict"] not in ("lower", "higher") or adjusted < 1 - PAIRED_CONFIDENCE
-        row.update(p_holm=adjusted, verdict_holm=row["verdict"] if survives else "within noise")
-    return rows
 
 
 def _number(x: float) -> str:
@@ -285,7 +267,7 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
              "Every number at full precision: findings.csv."]
     lines = ["# Findings\n\n" + " ".join(part for part in intro if part) + "\n"]
     theirs = {(r["model"], r["metric"], r["domain"], r["first"], r["second"]): r for r in other or ()}
-    for model in sorted({r["model"] for r in rows}, key=_model_rank):
+    for model in sorted({r["model"] for r in rows}, key=model_rank):
         lines.append(f"## {model}\n")
         for title, learned in (("TN against N and N+clip", False), ("A learned sigma against a fixed one", True)):
             section = [f"### {title}\n"]
@@ -322,13 +304,6 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
     return "\n".join(lines)
 
 
-def holm_note(count: int) -> str:
-    """What the findings' ``after Holm`` column is, for ``count`` intervals."""
-    if count == 0:
-        return ""
-    return (f"`after Holm` corrects for that: a direction stands there only where Holm's step-down correction over "
-            f"all {count} comparisons (family-wise error {1 - PAIRED_CONFIDENCE:.0%}, whatever their dependence) "
-            "still rejects a zero difference; `p_holm` in findings.csv is its adjusted p-value.")
 
 
 def _both(mine: str, theirs: str | None) -> str:
@@ -345,9 +320,7 @@ def write_findings(reports_dir, rows: Sequence[dict], source: str, other: Sequen
     ``reports_dir``, each written atomically."""
     reports_dir = Path(reports_dir)
     atomic_write_text(reports_dir / "findings.md", render_findings(rows, source, other, names))
-    table = [{k: ("" if r[k] is None else repr(r[k]) if isinstance(r[k], float) else r[k]) for k in CSV_FIELDS}
-             for r in rows]
-    return [reports_dir / "findings.md", write_seed_csv(table, reports_dir / "findings.csv")]
+    return [reports_dir / "findings.md", write_seed_csv(csv_values(rows, CSV_FIELDS), reports_dir / "findings.csv")]
 
 
 def write_report_findings(report_dir: str | os.PathLike) -> list[Path]:

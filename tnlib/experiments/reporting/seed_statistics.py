@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from tnlib.files import atomic_write_text
-from tnlib.paper import DOMAINS, TABLE1_CONFIGS
+from tnlib.paper import DOMAINS, MODELS, TABLE1_CONFIGS
 
 PAIRED_CONFIDENCE = 0.95
 # Below this many paired seeds an interval is too wide to say anything (at 2 seeds the t quantile is 12.7).
@@ -87,14 +87,25 @@ def paired_differences(values: dict, comparisons: Iterable[tuple[str, str]] = CO
     groups: dict = defaultdict(dict)
     for (domain, sigma, residual, column), by_seed in values.items():
         groups[(domain, sigma, residual)][column] = by_seed
-    def order(group: tuple) -> tuple:  # the tables' order: domains as the paper lists them, then configurations
-        domain, sigma, residual = group
-        return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain,
-                TABLE1_CONFIGS.index((sigma, residual)) if (sigma, residual) in TABLE1_CONFIGS else 99, sigma, residual)
-
     return {group: {(a, b): paired_interval(_differences(groups[group].get(a, {}), groups[group].get(b, {})))
                     for a, b in comparisons if a in groups[group] and b in groups[group]}
-            for group in sorted(groups, key=order)}
+            for group in sorted(groups, key=lambda group: cell_rank(*group))}
+
+
+def model_rank(model: str) -> tuple:
+    """The tables' order of models: as :data:`tnlib.paper.MODELS` lists them, then any other by name."""
+    return (MODELS.index(model) if model in MODELS else len(MODELS), model)
+
+
+def domain_rank(domain: str) -> tuple:
+    """The tables' order of domains: as the paper lists them, then any other by name."""
+    return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain)
+
+
+def cell_rank(domain: str, sigma: str, residual: str) -> tuple:
+    """The tables' order of cells: by domain, then configuration as Table 1 lists them, then any other by name."""
+    return (*domain_rank(domain),
+            TABLE1_CONFIGS.index((sigma, residual)) if (sigma, residual) in TABLE1_CONFIGS else 99, sigma, residual)
 
 
 def interval_count(differences: dict) -> int:
@@ -128,6 +139,44 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def paired_verdict(interval: dict | None, seeds: int) -> str:
+    """``lower`` / ``higher`` / ``within noise`` for a paired interval (``equal on every seed`` where every
+    difference is 0: no finding either way); ``not testable at N seeds`` without one."""
+    if interval is None:
+        return f"not testable at {seeds} seed{'' if seeds == 1 else 's'}"
+    if interval["low"] == interval["high"] == 0:
+        return "equal on every seed"
+    return "lower" if interval["high"] < 0 else "higher" if interval["low"] > 0 else "within noise"
+
+
+def with_holm_verdicts(rows: list[dict]) -> list[dict]:
+    """``rows`` with ``p_holm`` (:func:`holm_adjusted` over every row with a paired interval) and ``verdict_holm``:
+    the verdict where it is no direction or Holm's adjusted p-value still rejects a zero difference at
+    ``1 - PAIRED_CONFIDENCE``, ``within noise`` where the direction does not survive the correction."""
+    tested = [r for r in rows if r["p"] is not None]
+    for row, adjusted in zip(tested, holm_adjusted([r["p"] for r in tested])):
+        survives = row["verdict"] not in ("lower", "higher") or adjusted < 1 - PAIRED_CONFIDENCE
+        row.update(p_holm=adjusted, verdict_holm=row["verdict"] if survives else "within noise")
+    return rows
+
+
+def holm_note(count: int, family: str = "comparisons", csv_name: str = "findings.csv",
+              null: str = "a zero difference") -> str:
+    """What an ``after Holm`` column is, for a family of ``count`` intervals (``family`` names them, ``null`` what
+    a rejection rejects; ``csv_name`` holds the adjusted p-values); "" for none."""
+    if count == 0:
+        return ""
+    return (f"`after Holm` corrects for that: a direction stands there only where Holm's step-down correction over "
+            f"all {count} {family} (family-wise error {1 - PAIRED_CONFIDENCE:.0%}, whatever their dependence) "
+            f"still rejects {null}; `p_holm` in {csv_name} is its adjusted p-value.")
+
+
+def csv_values(rows: Sequence[dict], fields: Sequence[str]) -> list[dict]:
+    """``rows`` cut to ``fields`` as CSV cells: a float at full precision (its repr), None empty."""
+    return [{k: ("" if r[k] is None else repr(r[k]) if isinstance(r[k], float) else r[k]) for k in fields}
+            for r in rows]
 
 
 def significant_number(x: float) -> str:
