@@ -139,7 +139,11 @@ def register_report(subparsers) -> None:
         "report", help=COMMANDS["report"][1],
         description="Render the reports of one results folder (a sweep's --out): accuracy.md (Table 1), "
                     "planning.md (Table 2), training_curves.html and figure2.html (validation curves, N vs TN, "
-                    "with the seeds' range), each opening with what the runs can and cannot show.")
+                    "with the seeds' range), each opening with what the runs can and cannot show; beside them the "
+                    "per-seed CSVs, findings.md (every comparison the tables rest on, with its paired interval, on its own and "
+                    "after Holm), convergence.md (figure2 counted: TN's best validation MSE so far over N's, paired "
+                    "by seed, part-way and at the end), intervals.html, and accuracy-by-size.md where runs were "
+                    "evaluated on the whole test grid.")
     parser.add_argument("results", nargs="+",
                         help="results folder (run folders, planning files), e.g. runs/small; with --ablation, "
                              "one or more")
