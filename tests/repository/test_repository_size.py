@@ -63,3 +63,13 @@ def test_the_size_check_adds_tracked_files_and_names_the_largest_folders(tmp_pat
     sizes = tracked_sizes(tmp_path)
     assert sizes == {"reports/a/runs/last.pt": 512 + 3072, "README.md": 512 + 512}
     assert largest_folders(sizes, depth=2) == ["reports/a 0.0 MiB", "README.md 0.0 MiB"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_no_tracked_file_is_one_the_ignore_rules_keep_out():
+    # the campaign's weights live in history, not the tree (make paper-scale-snapshot commits them apart and untracks
+    # them): staged files unstaged and added back by hand bring them into the tree again, 5 MiB of the limit above
+    ignored = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-i", "-c", "--exclude-standard"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert not ignored, (f"{len(ignored)} tracked files match .gitignore, e.g. {ignored[:3]}: untrack them with git rm "
+                         "--cached (weights are restored from history by tnlib restore-weights)")
