@@ -191,7 +191,7 @@ def render_convergence(rows: Sequence[dict], source: str) -> str:
              f"apart), with TN / N: the geometric mean of the per-seed ratios (paired by seed: same data and initial "
              f"weights) and its {PAIRED_CONFIDENCE:.0%} t-interval, taken over the log ratios. N and TN are geometric "
              f"means over the seeds (figure2.html draws arithmetic means of each validation). Below 1 TN's error is "
-             f"lower: it reached N's error in fewer steps; verdict `lower` / `higher` where the interval excludes 1 "
+             f"lower at that point: as many steps of training gave a better model; verdict `lower` / `higher` where the interval excludes 1 "
              f"(0 in logs), `not testable` below {PAIRED_MIN_SEEDS} seeds; a seed whose value at a point is 0 or not "
              f"finite is left out of that point. Lower part-way and not at the end is the paper's picture (TN got "
              f"there first); lower at the end too, a better final model as well. N's validation MSE is that of its "
@@ -200,8 +200,9 @@ def render_convergence(rows: Sequence[dict], source: str) -> str:
              f"separate that on the test split). Only runs that finished count, and only cells with N and TN runs of "
              f"a seed in common.")
     notes = [intro, multiplicity_note(tested, "These points"),
-             holm_note(tested, "points (their own family, apart from the findings')", "convergence.csv",
-                       "a ratio of 1"), "Every number at full precision: convergence.csv."]
+             holm_note(tested, "points of this file", "convergence.csv", "a ratio of 1"),
+             "Its family is these points alone, apart from the findings' comparisons (another question)." if tested
+             else "", "Every number at full precision: convergence.csv."]
     lines = ["# Convergence: the paper's Figure 2, counted\n", " ".join(part for part in notes if part) + "\n"]
     if not rows:
         return "\n".join(lines + ["No cell holds finished N and TN runs of a seed in common: nothing to compare.\n"])
