@@ -13,7 +13,7 @@ The points part-way are fractions (:data:`CONVERGENCE_FRACTIONS`) of the last st
 at, each the latest such step at or before its fraction, so that every seed of both distributions is read at the
 same step; runs trained until flat stop at different steps, so the end is a point of its own: each run's best at
 the step it stopped (its best.pt). TN below N part-way and not at the end is the picture the paper describes -- TN
-got there first, N caught up; below at the end too is a better final model as well. Only runs that finished (their
+ahead early, N catching up; below at the end too is a better final model as well. Only runs that finished (their
 test metrics written) count: a run a campaign is still training has a curve that grows. The comparisons form a
 family of their own, apart from the findings' (another question), with Holm's correction over it.
 """
@@ -176,8 +176,8 @@ def _summary(rows: Sequence[dict]) -> str:
 
     return (f"Of {own['cells']} cell{'' if own['cells'] == 1 else 's'}, TN's best validation MSE so far is below N's at some point before the end in "
             f"{both('lower_before')} and above it in {both('higher_before')}; at the end below in {both('lower_end')} "
-            f"and above in {both('higher_end')}. Below before the end and not shown below at it -- TN got there "
-            f"first, and at the end the seeds show no gap -- in {both('caught_up')}.")
+            f"and above in {both('higher_end')}. Below before the end and not shown below at it -- TN ahead part-way, "
+            f"and at the end the seeds show no gap -- in {both('caught_up')}.")
 
 
 def render_convergence(rows: Sequence[dict], source: str) -> str:
@@ -193,8 +193,8 @@ def render_convergence(rows: Sequence[dict], source: str) -> str:
              f"means over the seeds (figure2.html draws arithmetic means of each validation). Below 1 TN's error is "
              f"lower at that point: as many steps of training gave a better model; verdict `lower` / `higher` where the interval excludes 1 "
              f"(0 in logs), `not testable` below {PAIRED_MIN_SEEDS} seeds; a seed whose value at a point is 0 or not "
-             f"finite is left out of that point. Lower part-way and not at the end is the paper's picture (TN got "
-             f"there first); lower at the end too, a better final model as well. N's validation MSE is that of its "
+             f"finite is left out of that point. Lower part-way and not at the end is the paper's picture (TN ahead "
+             f"early, N catching up); lower at the end too, a better final model as well. N's validation MSE is that of its "
              f"mean mu, not clipped at l (the curves hold no N+clip), while TN's truncated mean lies within its "
              f"bounds: part of a gap here may be what clipping N would close (findings.md's TN - N+clip rows "
              f"separate that on the test split). Only runs that finished count, and only cells with N and TN runs of "
