@@ -490,3 +490,20 @@ def test_holms_step_down_figure_fills_the_ranks_holm_rejects_under_its_staircase
     assert list(holm.y) == pytest.approx([0.05 / 6, 0.05 / 5, 0.05 / 4, 0.05 / 3, 0.05 / 2, 0.05])
     assert list(bonferroni.y) == pytest.approx([0.05 / 6] * 6) and list(alone.y) == pytest.approx([0.05] * 6)
     assert figure.layout.yaxis.type == "log"
+
+
+def test_the_convergence_figure_draws_each_configurations_ratios_with_their_intervals_filled_below_one():
+    from tnlib.notebook.seed_comparison import ConvergencePoint
+
+    by_config = {"learn/ff": [ConvergencePoint("1/2", 300, 0.5, 0.4, 0.7, "lower", "lower"),
+                              ConvergencePoint("end", 900, 0.9, 0.7, 1.2, "within noise", "within noise")],
+                 "fixed/none": [ConvergencePoint("1/2", 300, 1.1, None, None, "not testable at 2 seeds",
+                                                 "not testable at 2 seeds")]}
+    figure = figures.convergence_ratio_figure(by_config, "two cells")
+    learned, fixed = figure.data
+    assert (learned.name, list(learned.x), list(learned.y)) == ("learn/ff", ["1/2", "end"], [0.5, 0.9])
+    assert list(learned.error_y.array) == pytest.approx([0.2, 0.3])
+    assert list(learned.error_y.arrayminus) == pytest.approx([0.1, 0.2])
+    assert list(learned.marker.symbol) == ["circle", "circle-open"]
+    assert fixed.error_y.array is None and list(fixed.marker.symbol) == ["circle-open"]
+    assert figure.layout.yaxis.type == "log" and figure.layout.shapes[0].y0 == 1

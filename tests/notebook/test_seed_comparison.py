@@ -104,3 +104,37 @@ def test_a_committed_reports_directions_split_as_holm_over_its_p_values_splits_t
     assert f"{len(found.kept)} and leaves {len(found.lost)} within noise" in text
     with pytest.raises(ValueError, match="no findings"):
         seed_comparison.committed_findings_after_holm("converged/nope")
+
+
+def test_section_8f_reads_the_committed_convergence_table_as_its_prose_quotes_it():
+    ferry = seed_comparison.committed_convergence("converged/nlm5", "ferry")
+    assert list(ferry) == ["learn/ff", "learn/none", "fixed/ff", "fixed/none"]
+    assert [p.point for p in ferry["learn/none"]] == ["1/16", "1/8", "1/4", "1/2", "1", "end"]
+    first, end = ferry["learn/none"][0], ferry["learn/none"][-1]
+    assert (first.step, round(first.ratio, 3)) == (300, 0.195)
+    assert tuple(round(v, 3) for v in (end.ratio, end.low, end.high)) == (0.258, 0.221, 0.301)
+    fixed_ff = ferry["fixed/ff"]
+    assert all(0.9 < p.ratio < 0.95 for p in fixed_ff)
+    assert [p.low < 1 < p.high for p in fixed_ff] == [True, False, False, True, True, True]
+    blocksworld = seed_comparison.committed_convergence("converged/nlm5", "blocksworld")["learn/ff"]
+    common_end, end = blocksworld[-2], blocksworld[-1]
+    assert (common_end.point, tuple(round(v, 3) for v in (common_end.ratio, common_end.low, common_end.high))) == (
+        "1", (0.409, 0.301, 0.555))
+    assert end.verdict == "within noise" and tuple(round(v, 3) for v in (end.ratio, end.low, end.high)) == (
+        0.715, 0.363, 1.41)
+    printed = seed_comparison.format_convergence(ferry)
+    assert len(printed.splitlines()) == 1 + 24 and "learn/none       end  24,000   0.258" in printed
+    with pytest.raises(ValueError, match="no domain 'logistics'; its domains: blocksworld, ferry, gripper, visitall"):
+        seed_comparison.committed_convergence("converged/nlm5", "logistics")
+
+
+def test_section_8f_linear_cells_below_part_way_stay_below_at_the_end():
+    from tnlib.experiments.reporting.convergence import cell_readings
+
+    rows = []
+    for domain in ("blocksworld", "ferry", "gripper", "visitall"):
+        for config, points in seed_comparison.committed_convergence("converged/linear", domain).items():
+            rows += [{"model": "linear", "domain": domain, "sigma": config, "residual": "", "verdict": p.verdict,
+                      "verdict_holm": p.verdict_holm} for p in points]
+    readings = cell_readings(rows)
+    assert (readings["cells"], readings["lower_before"], readings["lower_end"], readings["caught_up"]) == (16, 12, 12, 0)

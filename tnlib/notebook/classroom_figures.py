@@ -337,3 +337,28 @@ def holm_step_down_figure(p_values: Sequence[float], title: str) -> go.Figure:
                          legend=dict(orientation="h", yanchor="top", y=-0.22))
     figure.update_yaxes(**LOG_AXIS_TICKS)
     return figure
+
+
+def convergence_ratio_figure(by_config: Mapping[str, Sequence], title: str) -> go.Figure:
+    """Section 8f: per configuration, TN's best validation MSE so far over N's (the geometric mean of the per-seed
+    ratios, log scale) at each compared point of training and at its end, with its 95% interval as error bars; the
+    line at 1 is no difference. A point whose interval lies below 1 is filled."""
+    figure = go.Figure()
+    for k, (config, points) in enumerate(by_config.items()):
+        colour = COLORS[k % len(COLORS)]
+        tested = [p for p in points if p.low is not None]
+        figure.add_trace(go.Scatter(
+            x=[p.point for p in points], y=[p.ratio for p in points], mode="lines+markers", name=config,
+            line=dict(color=colour, width=1.5),
+            marker=dict(color=colour, size=9, symbol=["circle" if p.high is not None and p.high < 1 else "circle-open"
+                                                      for p in points]),
+            error_y=dict(type="data", symmetric=False, array=[(p.high - p.ratio) if p.high else 0 for p in points],
+                         arrayminus=[(p.ratio - p.low) if p.low else 0 for p in points]) if tested else None,
+            hovertemplate=[f"{config}, {p.point} (step {p.step:,}): %{{y:.3g}}<extra>{p.verdict}</extra>"
+                           for p in points]))
+    figure.add_hline(y=1, line=dict(color="black", width=1, dash="dot"))
+    figure.update_layout(title=title, xaxis_title="point of training: a fraction of the steps every run reached, "
+                         "then each run's end", yaxis_title="TN / N, best validation MSE so far", yaxis_type="log",
+                         template="plotly_white", height=460, legend=dict(x=1.02, y=1))
+    figure.update_yaxes(**LOG_AXIS_TICKS)
+    return figure

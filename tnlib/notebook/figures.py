@@ -29,7 +29,7 @@ from tnlib.notebook.classroom_figures import (
     curves_figure, bar_figure, sample_histogram_figure, bound_nll_figure, open_bound_slider_figure,
     REFERENCE_LABELS, regression_loss_figure, point_estimate_figure, prediction_scatter_figure,
     TRAINED_DENSITY_FLOOR, trained_distributions_figure, label_gap_figure, seed_pairs_figure, fixed_scale_figure,
-    holm_step_down_figure,
+    holm_step_down_figure, convergence_ratio_figure,
 )
 from tnlib.notebook.calibration_figures import (
     PIT_BINS, PIT_LABELS, pit_histograms_figure, calibration_figure, sweep_calibration_figures,
@@ -45,6 +45,6 @@ __all__ = [
     "sample_histogram_figure", "bound_nll_figure", "open_bound_slider_figure", "REFERENCE_LABELS",
     "regression_loss_figure", "point_estimate_figure", "prediction_scatter_figure", "TRAINED_DENSITY_FLOOR",
     "trained_distributions_figure", "label_gap_figure", "seed_pairs_figure", "fixed_scale_figure",
-    "holm_step_down_figure", "PIT_BINS",
+    "holm_step_down_figure", "convergence_ratio_figure", "PIT_BINS",
     "PIT_LABELS", "pit_histograms_figure", "calibration_figure", "sweep_calibration_figures",
 ]

@@ -198,3 +198,49 @@ def format_holm(family_errors: list[NullFamilyErrors], findings: FindingsAfterHo
               "kept:", *(f"  {line}" for line in findings.kept), "within noise after Holm:",
               *(f"  {line}" for line in findings.lost)]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ConvergencePoint:
+    """One point of a report's convergence.csv (:mod:`tnlib.experiments.reporting.convergence`): TN's best
+    validation MSE so far over N's, paired by seed, at ``point`` (a fraction of the common steps, or ``end``)."""
+
+    point: str
+    step: int
+    ratio: float
+    low: float | None
+    high: float | None
+    verdict: str
+    verdict_holm: str
+
+
+def committed_convergence(report: str, domain: str) -> dict[str, list[ConvergencePoint]]:
+    """``{"SIGMA/RESIDUAL": [ConvergencePoint, ...]}`` of one domain of ``reports/<report>/convergence.csv``, the
+    configurations in the file's order. A ValueError names the domains it has when it lacks this one."""
+    path = REPO_ROOT / "reports" / report / "convergence.csv"
+    if not path.is_file():
+        raise ValueError(f"{report}: no convergence table at {path} (reports with one: {', '.join(SEED_REPORTS)})")
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    by_config: dict[str, list[ConvergencePoint]] = {}
+    for row in rows:
+        if row["domain"] == domain and row["ratio"]:
+            by_config.setdefault(f"{row['sigma']}/{row['residual']}", []).append(ConvergencePoint(
+                row["point"], int(row["step"]), float(row["ratio"]), float(row["low"]) if row["low"] else None,
+                float(row["high"]) if row["high"] else None, row["verdict"], row["verdict_holm"]))
+    if not by_config:
+        domains = sorted({row["domain"] for row in rows})
+        raise ValueError(f"{report}'s convergence.csv has no domain {domain!r}; its domains: {', '.join(domains)}")
+    return by_config
+
+
+def format_convergence(by_config: dict[str, list[ConvergencePoint]]) -> str:
+    """Section 8f's printout: per configuration, TN / N at each point with its interval and verdicts (on its own,
+    after Holm)."""
+    lines = [f"{'configuration':<14} {'point':>5} {'step':>7} {'TN / N':>7} {'95% interval':>16}  verdict (after Holm)"]
+    for config, points in by_config.items():
+        for p in points:
+            interval = "" if p.low is None else f"[{p.low:.3g}, {p.high:.3g}]"
+            lines.append(f"{config:<14} {p.point:>5} {p.step:>7,} {p.ratio:>7.3g} {interval:>16}  {p.verdict} "
+                         f"({p.verdict_holm})")
+    return "\n".join(lines)
