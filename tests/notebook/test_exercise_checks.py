@@ -80,6 +80,18 @@ def test_the_holm_exercise_counts_as_the_step_down_rule_does_and_bonferroni_is_t
     assert check_answer(13, 1).startswith("Exercise 13: close -- that is Bonferroni's count")
 
 
+def test_the_ratio_exercise_is_the_geometric_mean_of_the_seeds_ratios_and_the_ratio_of_means_the_near_miss():
+    n, tn = np.array(exercise_checks.EXERCISE_14_N), np.array(exercise_checks.EXERCISE_14_TN)
+    answer = expected_answers()[14]
+    assert answer.value == pytest.approx(stats.gmean(tn / n), rel=1e-12)
+    assert answer.near == pytest.approx(tn.mean() / n.mean(), rel=1e-12)
+    assert abs(answer.near - answer.value) > 10 * answer.tolerance  # the near miss is told apart
+    # the exercise's point (c): the paired interval of the log ratios holds 1
+    interval = np.exp(stats.ttest_1samp(np.log(tn / n), 0.0).confidence_interval(0.95))
+    assert interval[0] < 1 < interval[1]
+    assert check_answer(14, answer.near).startswith("Exercise 14: close -- that is the ratio of the two means")
+
+
 @pytest.mark.parametrize("exercise", sorted(expected_answers()))
 def test_a_check_says_correct_or_not_yet_and_never_gives_the_answer_away(exercise):
     expected = expected_answers()[exercise]
@@ -115,7 +127,7 @@ def test_a_count_is_right_only_as_a_whole_number_and_a_string_that_spells_it_cou
 
 def test_an_exercise_without_a_check_is_refused_naming_those_with_one():
     with pytest.raises(ValueError,
-                       match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11, 13"):
+                       match=r"exercise 7 has nothing to check; exercises with a check: 1, 2, 3, 4, 8, 10, 11, 13, 14"):
         check_answer(7, 1.0)
 
 

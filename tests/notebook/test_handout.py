@@ -38,7 +38,7 @@ def test_the_student_copy_leaves_out_every_solution_and_output_and_keeps_the_res
                 [line for line in original.splitlines() if line.startswith("**Exercise")]
         else:
             assert text == original
-    assert folded == 13  # every exercise of the classroom notebook has its solution folded under it
+    assert folded == 14  # every exercise of the classroom notebook has its solution folded under it
 
 
 def test_handout_refuses_the_notebook_itself_and_notebooks_without_solutions(tmp_path, capsys):

@@ -118,6 +118,16 @@ def bonferroni_rejections(p_values) -> int:
     return sum(p < (1 - PAIRED_CONFIDENCE) / len(p_values) for p in p_values)
 
 
+# Exercise 14's cell: five seeds' best validation MSE at the end of training, N's and TN's (seed by seed).
+EXERCISE_14_N = (8.0, 1.0, 2.0, 1.0, 1.5)
+EXERCISE_14_TN = (2.0, 0.9, 1.8, 0.8, 1.2)
+
+
+def geometric_mean_ratio(first, second) -> float:
+    """Exercise 14: the geometric mean of the per-seed ratios first / second, exp(mean(log(first / second)))."""
+    return math.exp(float(np.mean(np.log(np.asarray(first, dtype=float) / np.asarray(second, dtype=float)))))
+
+
 # Exercise 10's state: section 8c's largest test state (l = 36, the open bound l - 0.1, the network's mu).
 EXERCISE_10_BOUND, EXERCISE_10_LOC = 36.0 - OPEN_BOUND_EPSILON, 12.43
 # Exercise 4's example: section 6's demonstration (h* = l = 5, sigma = 1, the paper's epsilon).
@@ -160,6 +170,12 @@ def expected_answers() -> dict[int, ExpectedAnswer]:
                        near_note="that is Bonferroni's count (every p below 0.05 / 5); Holm's threshold loosens "
                                  "after each rejection: 0.05 / 5, then 0.05 / 4, and so on",
                        whole=True),
+        ExpectedAnswer(14, "the geometric mean of the five seeds' ratios TN / N",
+                       geometric_mean_ratio(EXERCISE_14_TN, EXERCISE_14_N), 5e-3,
+                       "take log(TN / N) seed by seed, average the five logs, and exponentiate the average",
+                       near=sum(EXERCISE_14_TN) / sum(EXERCISE_14_N),
+                       near_note="that is the ratio of the two means, which the seed with the largest errors "
+                                 "drives; pair first: one ratio per seed, averaged in logs"),
     ]
     return {answer.exercise: answer for answer in answers}
 
