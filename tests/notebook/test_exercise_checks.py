@@ -89,7 +89,7 @@ def test_the_ratio_exercise_is_the_geometric_mean_of_the_seeds_ratios_and_the_ra
     # the exercise's point (c): the paired interval of the log ratios holds 1
     interval = np.exp(stats.ttest_1samp(np.log(tn / n), 0.0).confidence_interval(0.95))
     assert interval[0] < 1 < interval[1]
-    assert check_answer(14, answer.near).startswith("Exercise 14: close -- that is the ratio of the two means")
+    assert check_answer(14, answer.near).startswith("Exercise 14: close -- that is (b)'s answer, the ratio of the two means")
 
 
 @pytest.mark.parametrize("exercise", sorted(expected_answers()))

@@ -492,18 +492,21 @@ def test_holms_step_down_figure_fills_the_ranks_holm_rejects_under_its_staircase
     assert figure.layout.yaxis.type == "log"
 
 
-def test_the_convergence_figure_draws_each_configurations_ratios_with_their_intervals_filled_below_one():
+def test_the_convergence_figure_draws_each_configurations_ratios_with_their_intervals_filled_below_one_after_holm():
     from tnlib.notebook.seed_comparison import ConvergencePoint
 
     by_config = {"learn/ff": [ConvergencePoint("1/2", 300, 0.5, 0.4, 0.7, "lower", "lower"),
                               ConvergencePoint("end", 900, 0.9, 0.7, 1.2, "within noise", "within noise")],
-                 "fixed/none": [ConvergencePoint("1/2", 300, 1.1, None, None, "not testable at 2 seeds",
+                 "fixed/none": [ConvergencePoint("1/4", 150, 0.8, 0.7, 0.9, "lower", "within noise"),
+                                ConvergencePoint("1/2", 300, 1.1, None, None, "not testable at 2 seeds",
                                                  "not testable at 2 seeds")]}
     figure = figures.convergence_ratio_figure(by_config, "two cells")
     learned, fixed = figure.data
     assert (learned.name, list(learned.x), list(learned.y)) == ("learn/ff", ["1/2", "end"], [0.5, 0.9])
     assert list(learned.error_y.array) == pytest.approx([0.2, 0.3])
     assert list(learned.error_y.arrayminus) == pytest.approx([0.1, 0.2])
-    assert list(learned.marker.symbol) == ["circle", "circle-open"]
-    assert fixed.error_y.array is None and list(fixed.marker.symbol) == ["circle-open"]
+    assert list(learned.marker.symbol) == ["circle", "circle-open"]  # below 1 after Holm: filled
+    assert list(fixed.marker.symbol) == ["circle-dot", "circle-open"]  # below 1 on its own only: dotted
+    assert list(fixed.error_y.array) == pytest.approx([0.1, 0.0])  # no interval at 2 seeds: no bar
+    assert list(figure.layout.xaxis.categoryarray) == ["1/4", "1/2", "end"]  # the points in training's order
     assert figure.layout.yaxis.type == "log" and figure.layout.shapes[0].y0 == 1

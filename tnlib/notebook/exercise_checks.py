@@ -174,8 +174,9 @@ def expected_answers() -> dict[int, ExpectedAnswer]:
                        geometric_mean_ratio(EXERCISE_14_TN, EXERCISE_14_N), 5e-3,
                        "take log(TN / N) seed by seed, average the five logs, and exponentiate the average",
                        near=sum(EXERCISE_14_TN) / sum(EXERCISE_14_N),
-                       near_note="that is the ratio of the two means, which the seed with the largest errors "
-                                 "drives; pair first: one ratio per seed, averaged in logs"),
+                       near_note="that is (b)'s answer, the ratio of the two means: a mean of the seeds' ratios "
+                                 "weighted by N's errors, which the seed with the largest errors drives; (a) gives "
+                                 "each seed's ratio one vote: one ratio per seed, averaged in logs"),
     ]
     return {answer.exercise: answer for answer in answers}
 

@@ -219,9 +219,13 @@ def committed_convergence(report: str, domain: str) -> dict[str, list[Convergenc
     configurations in the file's order. A ValueError names the domains it has when it lacks this one."""
     path = REPO_ROOT / "reports" / report / "convergence.csv"
     if not path.is_file():
-        raise ValueError(f"{report}: no convergence table at {path} (reports with one: {', '.join(SEED_REPORTS)})")
+        raise ValueError(f"{report}: no convergence table at {path} (the five-seed reports of this section: "
+                         f"{', '.join(SEED_REPORTS)})")
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
+    if domain not in {row["domain"] for row in rows}:
+        domains = sorted({row["domain"] for row in rows})
+        raise ValueError(f"{report}'s convergence.csv has no domain {domain!r}; its domains: {', '.join(domains)}")
     by_config: dict[str, list[ConvergencePoint]] = {}
     for row in rows:
         if row["domain"] == domain and row["ratio"]:
@@ -229,15 +233,16 @@ def committed_convergence(report: str, domain: str) -> dict[str, list[Convergenc
                 row["point"], int(row["step"]), float(row["ratio"]), float(row["low"]) if row["low"] else None,
                 float(row["high"]) if row["high"] else None, row["verdict"], row["verdict_holm"]))
     if not by_config:
-        domains = sorted({row["domain"] for row in rows})
-        raise ValueError(f"{report}'s convergence.csv has no domain {domain!r}; its domains: {', '.join(domains)}")
+        raise ValueError(f"{report}'s convergence.csv holds no ratio for {domain}: no seed of it has a positive, "
+                         "finite validation MSE for both N and TN")
     return by_config
 
 
 def format_convergence(by_config: dict[str, list[ConvergencePoint]]) -> str:
     """Section 8f's printout: per configuration, TN / N at each point with its interval and verdicts (on its own,
     after Holm)."""
-    lines = [f"{'configuration':<14} {'point':>5} {'step':>7} {'TN / N':>7} {'95% interval':>16}  verdict (after Holm)"]
+    lines = [f"{'configuration':<14} {'point':>5} {'step':>7} {'TN / N':>7} {'95% interval':>16}  verdict on its own "
+             "(after Holm's correction)"]
     for config, points in by_config.items():
         for p in points:
             interval = "" if p.low is None else f"[{p.low:.3g}, {p.high:.3g}]"
