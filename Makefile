@@ -243,7 +243,9 @@ paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
 		git add $(CAMPAIGN_RUNS) && OMP_NUM_THREADS=1 $(CAMPAIGN_REPORT) >/dev/null && \
 		$(CAMPAIGN_STANDING) | sed 's|$(CURDIR)/||g' > reports/paper-scale-nlm5/standing.txt && \
 		git add reports/paper-scale-nlm5; status=$$?; $(call CAMPAIGN_SIGNAL,CONT); exit $$status
-	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'"
+	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'  (the index as staged: the \
+	weights are untracked there; unstaging and adding back would track them again, and commit other work first, with \
+	git commit -- PATHS)"
 	@out=$$($(PY) -m pytest -q -p no:cacheprovider tests/repository/test_claims.py 2>&1) || { echo "and first mend \
 	the READMEs' quotes that tests/repository/test_claims.py fails on (a quoted cell moved, or Holm's verdict on it: \
 	the findings' family grows with every run tested):"; echo "$$out" | grep '^FAILED'; }
