@@ -32,7 +32,8 @@ from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import atomic_write_text, read_jsonl, shown_folder
 from tnlib.learning.training import read_run_config
 
-__all__ = ["CONVERGENCE_FRACTIONS", "compared_steps", "convergence_rows", "render_convergence", "write_convergence"]
+__all__ = ["CONVERGENCE_FRACTIONS", "END", "cell_readings", "compared_steps", "convergence_rows", "render_convergence",
+           "write_convergence"]
 
 # Where part-way the curves are compared: from early (a sixteenth of the steps every run reached) to the last of them.
 CONVERGENCE_FRACTIONS = (Fraction(1, 16), Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(1))
