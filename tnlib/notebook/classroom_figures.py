@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 
 import numpy as np
 import plotly.graph_objects as go
@@ -15,6 +14,7 @@ from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS
 from tnlib.notebook import classroom_demos, demo_tensors, label_gaps, synthetic_regression, trained_distributions
 from tnlib.notebook.density_figures import with_jumps
 from tnlib.notebook.notebook_plotting import COLORS, TITLE_AT_THE_TOP, slider_figure
+from tnlib.experiments.reporting.convergence import CONVERGENCE_FRACTIONS, END
 from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, holm_adjusted
 from tnlib.paper import OPEN_BOUND_EPSILON
 
@@ -360,8 +360,9 @@ def convergence_ratio_figure(by_config: Mapping[str, Sequence], title: str) -> g
                            for p in points]))
         points_in_order += [p.point for p in points if p.point not in points_in_order]
     figure.add_hline(y=1, line=dict(color="black", width=1, dash="dot"))
-    order = sorted(points_in_order, key=lambda point: (point == "end", Fraction(point) if point != "end" else 0))
-    figure.update_xaxes(categoryorder="array", categoryarray=order)
+    training_order = [str(fraction) for fraction in CONVERGENCE_FRACTIONS] + [END]
+    figure.update_xaxes(categoryorder="array",
+                        categoryarray=[point for point in training_order if point in points_in_order])
     figure.update_layout(title=title, xaxis_title="point of training: a fraction of the steps every run reached, "
                          "then each run's end", yaxis_title="TN / N, best validation MSE so far", yaxis_type="log",
                          template="plotly_white", height=460, legend=dict(x=1.02, y=1))

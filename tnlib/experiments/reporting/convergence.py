@@ -101,7 +101,8 @@ def _point_row(cell: tuple, point: str, step: int | None, pairs: dict[int, tuple
            "p": None, "verdict": paired_verdict(interval, len(usable)), "p_holm": None}
     if usable:
         row.update(n_val_mse=_geometric_mean([n for n, _ in usable.values()]),
-                   tn_val_mse=_geometric_mean([tn for _, tn in usable.values()]), ratio=math.exp(sum(logs) / len(logs)))
+                   tn_val_mse=_geometric_mean([tn for _, tn in usable.values()]),
+                   ratio=_geometric_mean([tn / n for n, tn in usable.values()]))
     if interval is not None:
         row.update(low=math.exp(interval["low"]), high=math.exp(interval["high"]), p=interval["p"])
     row["verdict_holm"] = row["verdict"]

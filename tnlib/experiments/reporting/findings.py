@@ -117,10 +117,6 @@ def _finished(rows: Sequence[dict]) -> list[dict]:
     return split_unfinished(list(rows))[0]
 
 
-
-
-
-
 def _paper_cells(model: str, metric: str) -> dict:
     """The paper's table for ``model`` and ``metric``: ``{domain: {(sigma, residual, column): (mean, sd)}}``."""
     if metric in TABLE1_METRICS:
@@ -205,8 +201,6 @@ def findings(values: dict) -> list[dict]:
                         rows.append(_row(model, metric, domain, ("learn", residual, column),
                                          ("fixed", residual, column), cells))
     return with_holm_verdicts([r for r in rows if r is not None])
-
-
 
 
 def _number(x: float) -> str:
@@ -302,8 +296,6 @@ def render_findings(rows: Sequence[dict], source: str, other: Sequence[dict] | N
             if len(section) > 1:
                 lines += section
     return "\n".join(lines)
-
-
 
 
 def _both(mine: str, theirs: str | None) -> str:
