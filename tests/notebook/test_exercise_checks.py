@@ -80,6 +80,20 @@ def test_the_holm_exercise_counts_as_the_step_down_rule_does_and_bonferroni_is_t
     assert check_answer(13, 1).startswith("Exercise 13: close -- that is Bonferroni's count")
 
 
+def test_the_holm_exercise_tells_holm_from_each_misreading_of_it():
+    """Counting on past the first failure, Hochberg's step-up rule, Bonferroni and no correction each give a count
+    of their own, so only Holm's step-down rule with its stop passes."""
+    p = sorted(exercise_checks.EXERCISE_13_P_VALUES)
+    m = len(p)
+    no_stop = sum(x < 0.05 / (m - j) for j, x in enumerate(p))
+    hochberg = max((j + 1 for j, x in enumerate(p) if x <= 0.05 / (m - j)), default=0)
+    alone, bonferroni = sum(x < 0.05 for x in p), sum(x < 0.05 / m for x in p)
+    holm = expected_answers()[13].value
+    assert len({holm, no_stop, hochberg, bonferroni}) == 4 and holm not in (alone, no_stop, hochberg)
+    for misreading in (no_stop, hochberg, alone):
+        assert check_answer(13, misreading).startswith("Exercise 13: not yet")
+
+
 def test_the_ratio_exercise_is_the_geometric_mean_of_the_seeds_ratios_and_the_ratio_of_means_the_near_miss():
     n, tn = np.array(exercise_checks.EXERCISE_14_N), np.array(exercise_checks.EXERCISE_14_TN)
     answer = expected_answers()[14]
@@ -107,6 +121,21 @@ def test_a_check_says_correct_or_not_yet_and_never_gives_the_answer_away(exercis
     assert "no answer yet" in check_answer(exercise, None)
     for not_a_number in ("about 0.8", [1.0], True, math.nan, math.inf):
         assert "is not a finite number" in check_answer(exercise, not_a_number)
+
+
+def test_a_value_the_notebook_prints_to_two_decimals_does_not_pass_for_the_exact_answer():
+    """Section 6 prints exercise 4's grid minimum and section 8c exercise 10's mean to two decimals: copying them
+    is not the derivation the checks ask for, and the hint says how many decimals they want."""
+    for exercise in (4, 10):
+        printed = round(expected_answers()[exercise].value, 2)
+        message = check_answer(exercise, printed)
+        assert message.startswith(f"Exercise {exercise}: not yet") and "three decimals" in message, message
+
+
+def test_the_laplace_exercise_calls_the_scale_close_and_asks_for_the_constant():
+    message = check_answer(1, exercise_checks.EXERCISE_1_SCALE)
+    assert message.startswith("Exercise 1: close -- b = 1 answers the question") and "constant c" in message
+    assert check_answer(1, math.log(2)).startswith("Exercise 1: correct")
 
 
 def test_the_open_bound_approximation_is_called_close_with_what_to_do_next():
@@ -169,9 +198,11 @@ def test_a_right_tail_sampler_is_called_correct_on_both_tails():
     (lambda a, b, count, seed: naive_inverse_cdf_samples(0.0, 1.0, a, b, count, seed), "not finite"),
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, reject_above_b=False), "outside [0, 2.5]"),
     (lambda a, b, count, seed: _robert_tail_sampler(a, b, count, seed, accept=False), "too far from a"),
+    (lambda a, b, count, seed: np.minimum(_robert_tail_sampler(a, b, count, seed, reject_above_b=False), b),
+     "lie exactly on a bound of [0, 2.5]"),
     (lambda a, b, count, seed: np.random.default_rng(seed).uniform(a, b, count), "on [9, 10] the draws fail"),
 ], ids=["missing", "not-callable", "raises", "name-error", "draws-not-sampler", "wrong-count", "inverse-cdf",
-        "ignores-b", "no-acceptance", "uniform"])
+        "ignores-b", "no-acceptance", "clips-to-b", "uniform"])
 def test_a_wrong_tail_sampler_is_told_what_is_wrong_without_passing(sampler, says):
     message = check_answer(8, sampler)
     assert says in message and "correct" not in message, message

@@ -2,6 +2,7 @@
 the three rules against scipy."""
 from __future__ import annotations
 
+import csv
 import re
 
 import numpy as np
@@ -68,6 +69,41 @@ def test_section_8d_default_cell_is_a_two_seed_claim_that_five_seeds_do_not_carr
     assert five.paired[1] - five.paired[0] > five.welch[1] - five.welch[0]
     table = seed_comparison.format_seeds_as_they_arrive(rows)
     assert table.splitlines()[1].startswith("0,1") and "[-0.70, +0.26] holds 0" in table.splitlines()[-1]
+
+
+def _verdict(interval):
+    return "holds 0" if interval[0] <= 0 <= interval[1] else "TN lower" if interval[1] < 0 else "N lower"
+
+
+def test_section_8d_cells_where_welch_and_the_paired_interval_disagree_as_its_prose_says():
+    """converged/linear: in visitall learn/none Welch says TN lower at every count while the paired interval holds 0
+    at three and four seeds; in blocksworld fixed/ff the paired interval says N lower at three and four seeds (the
+    seeds moving together) while Welch holds 0, and at five both hold 0."""
+    visitall = seed_comparison.seeds_as_they_arrive(
+        seed_comparison.committed_seed_values("converged/linear", "visitall learn/none"))
+    assert [_verdict(row.welch) for row in visitall] == ["TN lower"] * 4
+    assert [_verdict(row.paired) for row in visitall[1:3]] == ["holds 0"] * 2
+    assert [round(row.correlation, 2) for row in visitall[1:3]] == [-0.65, -0.27]
+    blocksworld = seed_comparison.seeds_as_they_arrive(
+        seed_comparison.committed_seed_values("converged/linear", "blocksworld fixed/ff"))
+    assert [(_verdict(row.paired), _verdict(row.welch)) for row in blocksworld[1:]] == [
+        ("N lower", "holds 0"), ("N lower", "holds 0"), ("holds 0", "holds 0")]
+    assert [round(row.correlation, 2) for row in blocksworld[1:]] == [0.98, 0.97, 0.06]
+
+
+def test_section_8d_correlation_of_the_paired_runs_is_small_and_mostly_positive_and_near_one_in_a_few_cells():
+    """The medians over each five-seed report's cells that section 8d quotes, and its cell where pairing pays."""
+    medians = {}
+    for report in seed_comparison.SEED_REPORTS:
+        rows = list(csv.DictReader(seed_comparison.seed_values_path(report).open()))
+        cells = sorted({f"{row['domain']} {row['sigma']}/{row['residual']}" for row in rows})
+        correlations = [seed_comparison.seeds_as_they_arrive(seed_comparison.committed_seed_values(report, cell))[-1]
+                        .correlation for cell in cells]
+        medians[report] = round(float(np.median(correlations)), 2)
+    assert medians == {"converged/nlm5": 0.08, "converged/linear": 0.24, "converged/wl": 0.21}
+    wl = seed_comparison.seeds_as_they_arrive(seed_comparison.committed_seed_values("converged/wl", "gripper learn/ff"))[-1]
+    assert round(wl.correlation, 2) == 0.95 and _verdict(wl.paired) == "TN lower" and _verdict(wl.welch) == "holds 0"
+    assert 0.3 < (wl.paired[1] - wl.paired[0]) / (wl.welch[1] - wl.welch[0]) < 0.37  # "a third as wide"
 
 
 def test_a_family_of_null_comparisons_claims_one_as_often_as_independence_says_and_holm_holds_it_at_5_percent():

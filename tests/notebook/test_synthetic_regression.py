@@ -121,11 +121,11 @@ def test_calibration_claims_of_the_classroom_notebook(seed):
     # its naive PIT piles up below 0.2 (the states at their bound); the randomised one does not
     assert np.mean(truncated.naive_pit < 0.2) > 0.35 and np.mean(truncated.pit < 0.2) < 0.25
     # the fair comparison: given l as an input the learned Gaussian is calibrated, about 3 wide, with some mass
-    # below l; the Truncated Gaussian is narrower, but by about a quarter, not a half
+    # below l; the Truncated Gaussian is narrower, but the Gaussian only a quarter to a third wider, not twice
     reads_l = check["gaussian_bound"]
     assert 0.88 < reads_l.coverage[0.9] < 0.96 and 2.6 < reads_l.mean_width[0.9] < 3.4
     assert 0.04 < reads_l.mass_below_bound < 0.12
-    assert truncated.mean_width[0.9] < reads_l.mean_width[0.9] < 1.5 * truncated.mean_width[0.9]
+    assert 1.2 * truncated.mean_width[0.9] < reads_l.mean_width[0.9] < 1.4 * truncated.mean_width[0.9]
 
 
 def test_calibration_table_lists_every_model_and_level():

@@ -3,9 +3,9 @@ the kit's own committed five-seed reports.
 
 A report's ``accuracy-seeds.csv`` holds every run's test MSE. For one cell (domain and configuration) this module
 reads TN's and N's values per seed and asks, as the seeds arrive (the first 2, 3, ... of them), what three rules
-say about TN against N: the paper's gap rule (the means differ by more than the two std summed -- not a test), an
-unpaired Welch t-interval, and the paired t-interval the reports use (runs with the same seed share their data
-order and initial weights, :func:`tnlib.experiments.reporting.seed_statistics.paired_interval`). A report makes
+say about TN against N: the gap rule (the means differ by more than the two std summed: the kit's reading of a
+table of mean +- std such as the paper's, not a test), an unpaired Welch t-interval, and the paired t-interval the
+reports use (runs with the same seed share their data order and initial weights, :func:`tnlib.experiments.reporting.seed_statistics.paired_interval`). A report makes
 dozens of such comparisons: :func:`null_family_errors` simulates how often a family of them with no real
 difference claims one anyway, each at 95% and after Holm's correction, and :func:`committed_findings_after_holm`
 reads which of a committed report's directions survive that correction (its ``findings.csv``).
