@@ -19,7 +19,7 @@ from tnlib.data.profiles import get_profile
 from tnlib.data.schema import MANIFEST
 from tnlib.data.slot_filling import fill_empty_slots
 from tnlib.data.solution_cache import SolutionCache, text_sha256
-from tnlib.data.train_pairs import record_train_pairs
+from tnlib.data.train_pairs_writing import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_json, read_json, sha256_file
 from tnlib.planning.generators import generate

@@ -41,7 +41,7 @@ def test_a_manifest_written_one_record_a_line_reads_back_and_is_smaller_than_ind
     fraction of the indented bytes for records of several values."""
     import json
 
-    from tnlib.data.schema import write_manifest
+    from tnlib.data.manifest_writing import write_manifest
     from tnlib.files import read_json
 
     manifest = {"instances": [{"instance": f"p{i}", "plan": [f"(move b{j} b{j + 1})" for j in range(20)],

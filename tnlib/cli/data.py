@@ -281,7 +281,7 @@ def _pair_counts(records: dict) -> list[str]:
 def _run_train_pairs(args: argparse.Namespace) -> int:
     import time
 
-    from tnlib.data.train_pairs import record_train_pairs
+    from tnlib.data.train_pairs_writing import record_train_pairs
 
     folder = args.folder or default_data_root()
     roots = find_datasets(folder)

@@ -106,7 +106,8 @@ from tnlib.data.split_work import (
     prepare_split,
     split_lock,
 )
-from tnlib.data.train_pairs import record_train_pairs, stale_records
+from tnlib.data.train_pairs import stale_records
+from tnlib.data.train_pairs_writing import record_train_pairs
 from tnlib.errors import ClusterMismatch, DatasetError, SchedulerUnreachable
 from tnlib.executors import open_runner
 from tnlib.files import locked, read_json

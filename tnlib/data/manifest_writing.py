@@ -4,10 +4,17 @@ the dataset root. :mod:`tnlib.data.manifest` reads and verifies them."""
 from __future__ import annotations
 
 from tnlib.data.profiles import SEED_SCHEME
-from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST, write_manifest
+from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST
 from tnlib.data.split_work import SplitPlan
-from tnlib.files import atomic_write_bytes, locked, read_json, sha256_file
+from tnlib.files import atomic_write_bytes, atomic_write_json_records, locked, read_json, sha256_file
 from tnlib.planning.generators import domain_file
+
+
+def write_manifest(path: str | os.PathLike, manifest: dict) -> None:
+    """Write a manifest -- a dataset root's, a domain's or a plan set's -- atomically, one record a line
+    (:func:`tnlib.files.json_one_record_a_line`): an instance record, a file's checksum, a grid cell each on a line of
+    its own, so a diff of a manifest shows whole records; readers take it as any JSON."""
+    atomic_write_json_records(path, manifest)
 
 
 def update_manifests(sp: SplitPlan, entry: dict) -> None:
@@ -58,4 +65,4 @@ def _belongs_to_split(relative: str, sp: SplitPlan) -> bool:
     return relative == f"{sp.domain}/{sp.split}.parquet" or relative.startswith(f"{sp.domain}/problems/{sp.split}/")
 
 
-__all__ = ["update_manifests"]
+__all__ = ["update_manifests", "write_manifest"]

@@ -35,7 +35,8 @@ from tnlib.data.exact_solves import solve_exactly
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
-from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK, write_manifest
+from tnlib.data.manifest_writing import write_manifest
+from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK
 from tnlib.errors import DatasetError, SearchNodeLimit
 from tnlib.executors import run_jobs
 from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file

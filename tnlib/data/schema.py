@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tnlib.files import atomic_write_json_records
 from tnlib.paper import LINEAR_FEATURES
 
 FORMAT = "tnlib-heuristic-dataset"
@@ -146,10 +145,3 @@ def unfinished_plan_sets(root: str | os.PathLike, domain: str) -> list[str]:
     interrupted)."""
     work = Path(root) / domain / WORK
     return [name for name in PLAN_SETS.values() if (work / name).is_dir()]
-
-
-def write_manifest(path: str | os.PathLike, manifest: dict) -> None:
-    """Write a manifest -- a dataset root's, a domain's or a plan set's -- atomically, one record a line
-    (:func:`tnlib.files.json_one_record_a_line`): an instance record, a file's checksum, a grid cell each on a line of
-    its own, so a diff of a manifest shows whole records; readers take it as any JSON."""
-    atomic_write_json_records(path, manifest)

@@ -26,7 +26,7 @@ where the profile's grid says its cell is (:attr:`tnlib.data.profiles.SplitGrid.
 still describe the run that made it -- but for the grid, which becomes the profile's grid once its added cells are
 in (what the split's slots now are, and what a later ``generate`` compares with). The later splits' records of what
 they are disjoint from and the train-pair records are brought up to date
-(:func:`tnlib.data.train_pairs.record_train_pairs`).
+(:func:`tnlib.data.train_pairs_writing.record_train_pairs`).
 """
 from __future__ import annotations
 
@@ -39,9 +39,10 @@ from tnlib.data.exact_solves import split_solver
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
+from tnlib.data.manifest_writing import write_manifest
 from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema,
-                               split_table_bytes, write_manifest)
-from tnlib.data.train_pairs import record_train_pairs
+                               split_table_bytes)
+from tnlib.data.train_pairs_writing import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
 from tnlib.planning.generators import DOMAIN_PARAMETERS, generate, problem_name

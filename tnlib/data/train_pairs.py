@@ -16,7 +16,8 @@ Each non-train split's manifest entry holds it under ``train_pairs``: the key sc
 table and of the split's table it was computed from, ``rows``, ``equal_to_train`` and ``kept`` (rows minus
 equal), and ``steps_equal_to_train`` (instance -> the plan steps of its rows that equal a train pair). Loading the
 subset (:meth:`tnlib.data.loading.StateTable.without_train_pairs`) reads only that; ``tnlib data verify``
-recomputes it; ``tnlib data train-pairs`` (and the end of ``tnlib data generate``) writes it.
+recomputes it; ``tnlib data train-pairs`` (and the end of ``tnlib data generate``) writes it, through
+:mod:`tnlib.data.train_pairs_writing` (this module only computes and reads, so readers may import it).
 
 Keying a row costs about a millisecond, so only rows that could match are keyed: a pair's key determines its
 :func:`~tnlib.data.instance_keys.state_goal_signature` (object types and atoms per predicate, counted), and only
@@ -30,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.data.instance_keys import problem_from_text, state_goal_key, state_goal_signature
-from tnlib.data.schema import ALL_SPLITS, MANIFEST, write_manifest
+from tnlib.data.schema import ALL_SPLITS, MANIFEST
 from tnlib.planning.pddl import read_pddl_text
 from tnlib.errors import DatasetError, InstanceKeyError
-from tnlib.files import locked, read_json, sha256_file
+from tnlib.files import read_json
 
 # Stored verbatim in every record (train_pairs.scheme): a new way of keying gets a new text.
 PAIR_KEY_SCHEME = (
@@ -123,45 +124,6 @@ def compute_train_pairs(root: str | os.PathLike, domain: str, splits: list[str] 
         out[s] = {"rows": len(rows[s]), "equal_to_train": equal, "kept": len(rows[s]) - equal,
                   "steps_equal_to_train": {name: sorted(v) for name, v in sorted(steps.items())}}
     return out
-
-
-def _record(manifest: dict, domain: str, split: str, counts: dict) -> dict:
-    files = manifest.get("files", {})
-    return {
-        "scheme": PAIR_KEY_SCHEME,
-        "train_table_sha256": files.get(f"{domain}/{manifest['splits']['train']['table']}"),
-        "table_sha256": files.get(f"{domain}/{manifest['splits'][split]['table']}"),
-        **counts,
-    }
-
-
-def record_train_pairs(root: str | os.PathLike, domains: list[str] | None = None) -> dict[str, dict[str, dict]]:
-    """Compute the records of a dataset root's domains (all by default) and write them into the domain manifests
-    (and their checksums into the root manifest). Returns ``{domain: {split: record}}``."""
-    root = Path(root)
-    top = read_json(root / MANIFEST)
-    done: dict[str, dict[str, dict]] = {}
-    for domain in domains or list(top["domains"]):
-        if domain not in top["domains"]:
-            raise DatasetError(f"domain {domain!r} is not in {root} (it has {', '.join(top['domains']) or 'none'})")
-        try:
-            computed = compute_train_pairs(root, domain)
-        except (OSError, InstanceKeyError) as err:
-            raise DatasetError(f"{root}/{domain}: cannot key its rows ({err}); run `tnlib data verify {root}`") \
-                from None
-        with locked(root / ".manifest.lock"):
-            path = root / domain / MANIFEST
-            manifest = read_json(path)
-            for split, entry in manifest["splits"].items():
-                entry.pop(RECORD, None)
-                if split in computed:
-                    entry[RECORD] = _record(manifest, domain, split, computed[split])
-            write_manifest(path, manifest)
-            top = read_json(root / MANIFEST)
-            top["domains"][domain]["sha256"] = sha256_file(path)
-            write_manifest(root / MANIFEST, top)
-        done[domain] = {s: manifest["splits"][s][RECORD] for s in computed}
-    return done
 
 
 def stale_records(root: str | os.PathLike, domain: str, manifest: dict, split: str | None = None,
@@ -258,7 +220,6 @@ __all__ = [
     "RECORD",
     "check_train_pairs",
     "compute_train_pairs",
-    "record_train_pairs",
     "stale_records",
     "steps_equal_to_train",
     "train_pair_record",
