@@ -15,7 +15,8 @@ import torch
 
 from tnlib import TruncatedNormal
 from tnlib.cli import main
-from tnlib.errors import DatasetError, MissingRuns
+from tnlib.errors import DamagedFile, DatasetError, MissingRuns
+from tnlib.experiments.reporting.table_rows import collect_planning
 from tnlib.experiments.running.experiments_notebook_parameters import check_notebook_parameters
 from tnlib.experiments.running.sweep_banner import describe_sweep
 from tnlib.experiments.sweep_settings import Sweep
@@ -133,9 +134,9 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(problem, monkeypatch
 
 
 @pytest.mark.parametrize("model, flags, message", [
-    ("{tmp}/missing", [], "--model {tmp}/missing: no such run folder or checkpoint file (run folders are not in git, "
-     "so a fresh clone has none: `tnlib sweep --preset small` or `make reproduce` trains runs/small/"),
-    ("{tmp}", [], "--model {tmp}: a folder without best.pt"),
+    ("{tmp}/missing", [], "--model {tmp}/missing: no run folder or checkpoint at {tmp}/missing (run folders are not "
+     "in git, so a fresh clone has none: `tnlib sweep --preset small` or `make reproduce` trains runs/small/"),
+    ("{tmp}", [], "--model {tmp}: a folder that is not a run folder (no config.json, no best.pt)"),
     ("{problem}", [], "{problem}: not a tnlib checkpoint (not a complete zip archive"),
     ("{tmp}", ["--heuristic", "ff"], "--model and --heuristic exclude each other"),
     ("{tmp}", ["--search", "astar"], "--model plans with GBFS only"),
@@ -331,7 +332,37 @@ def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys
     (run / "config.json").write_text("{}")
     (run / "best.pt").write_bytes(b"PK\x03\x04 cut short")
     assert main(["evaluate", str(run / "best.pt")]) == 2
-    assert "delete the run folder and train it again" in one_line_error(capsys, "evaluate")
+    line = one_line_error(capsys, "evaluate")
+    # git first (a committed run's weights are there), training again only where they are not
+    assert line.index(f"git checkout -- {run / 'best.pt'}") < line.index("tnlib restore-weights")
+    assert line.index("tnlib restore-weights") < line.index("delete the run folder and train it again")
+
+
+def test_a_run_folder_without_its_weights_says_where_they_are_and_how_to_bring_them_back(tmp_path, problem, capsys):
+    run = tmp_path / "results" / "blocksworld-nlm-TN-learn-ff-llmcut-s0"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    restore = f"`tnlib restore-weights {tmp_path / 'results'}` writes them back"
+    assert main(["evaluate", str(run)]) == 2
+    line = one_line_error(capsys, "evaluate")
+    assert f"no checkpoint at {run / 'best.pt'}" in line and restore in line and "not in git" not in line
+    assert main(["plan", "blocksworld", str(problem), "--model", str(run)]) == 2
+    line = one_line_error(capsys, "plan")
+    assert f"--model {run}: no checkpoint at {run / 'best.pt'}" in line and restore in line
+    not_a_run = tmp_path / "somewhere"
+    not_a_run.mkdir()
+    assert main(["plan", "blocksworld", str(problem), "--model", str(not_a_run)]) == 2
+    assert "a folder that is not a run folder (no config.json, no best.pt)" in one_line_error(capsys, "plan")
+
+
+def test_planning_records_without_their_run_config_name_the_missing_file(tmp_path):
+    run = tmp_path / "runs" / "ferry-nlm-TN-learn-ff-llmcut-s0"
+    run.mkdir(parents=True)
+    (run / "planning-TN.jsonl").write_text("")
+    with pytest.raises(DamagedFile) as error:
+        collect_planning(tmp_path / "runs")
+    assert f"{run / 'config.json'} is missing beside the run's planning records" in str(error.value)
+    assert f"git checkout -- {run / 'config.json'}" in str(error.value)
 
 
 def test_a_run_folder_a_fresh_clone_lacks_is_named_with_how_to_make_one(tmp_path, capsys):
@@ -457,6 +488,10 @@ def test_truncated_normal_refuses_a_complex_value_rather_than_drop_its_imaginary
     (dict(domains=3), "domains: expected a name or a list of names, got 3"),
     (dict(domains=[]), "domains: name at least one"),
     (dict(data_root="/no/such/folder"), "data_root: no such folder /no/such/folder"),
+    (dict(seeds=[0, 1, 0]), "seeds: 0 is named twice; name each value once"),
+    (dict(domains=["ferry", "ferry"]), "domains: 'ferry' is named twice"),
+    (dict(configs=["learn/ff", "learn/ff"]), "configs: 'learn/ff' is named twice"),
+    (dict(distributions=["TN", "TN"]), "distributions: 'TN' is named twice"),
 ])
 def test_sweep_parameters_are_checked_up_front(params, message):
     with pytest.raises(ValueError) as error:
@@ -485,6 +520,28 @@ def test_a_missing_dataset_names_the_folder_once(tmp_path):
         sweep.check_data()
     assert f"no dataset at {tmp_path} (no manifest.json there or in {tmp_path / 'small'})" in str(error.value)
     assert "small/small" not in str(error.value)
+
+
+def test_a_missing_dataset_points_at_the_dataset_this_checkout_ships(tmp_path, monkeypatch):
+    """$TNLIB_DATA left set, or a data root given by hand, is the usual cause; generating is the last resort."""
+    shipped = Path(__file__).resolve().parents[2] / "data" / "small"
+    monkeypatch.setenv("TNLIB_DATA", str(tmp_path))
+    with pytest.raises(DatasetError) as error:
+        Sweep.from_parameters(preset="small").check_data()
+    message = str(error.value)
+    assert f"$TNLIB_DATA is set; unset it to read the small dataset this checkout ships in {shipped}" in message
+    assert message.index("$TNLIB_DATA") < message.index("tnlib data generate")
+    monkeypatch.delenv("TNLIB_DATA")
+    with pytest.raises(DatasetError) as error:
+        Sweep.from_parameters(preset="small", data_root=str(tmp_path)).check_data()
+    assert f"this checkout ships the small dataset in {shipped} (leave the data root unset" in str(error.value)
+
+
+def test_report_selection_must_be_a_positive_number_of_seconds(tmp_path, capsys):
+    for value in ("-3", "0", "nan", "soon"):
+        with pytest.raises(SystemExit):
+            main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--selection", value])
+        assert "argument --selection: a number of seconds" in capsys.readouterr().err
 
 
 def test_baselines_without_a_dataset_say_so_in_one_line(tmp_path, capsys):

@@ -305,3 +305,11 @@ def test_an_exact_search_past_its_node_budget_is_recorded_and_tried_again_with_a
     generate_plan_set(root, "visitall", count=2, exact=True, progress=False)
     plan_set = load_plan_set(root, "visitall")
     assert all(plan_set.optimal_cost(name) > 0 for name in plan_set.instances())
+
+
+def test_a_plan_set_larger_than_its_grid_is_refused_naming_the_room(root):
+    grid = plan_set_grid("small", "gripper", "test")
+    room = len(grid.combos) * len(grid.seeds)
+    with pytest.raises(DatasetError, match=f"count {room + 1} is more than the {room} slots of gripper's test "
+                                           f"plan-set grid .*; give at most {room}"):
+        generate_plan_set(root, "gripper", count=room + 1, progress=False)

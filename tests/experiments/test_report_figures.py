@@ -112,3 +112,6 @@ def test_a_reports_paired_intervals_are_drawn_again_from_its_seed_csvs_without_i
     (tmp_path / "out3" / "accuracy-seeds.csv").unlink()
     assert main(["intervals", str(tmp_path / "out3")]) == 2
     assert "holds no accuracy-seeds.csv" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()  # not a report at all: said so, not taken for an old one
+    assert main(["intervals", str(tmp_path / "empty")]) == 2
+    assert "holds no rendered report (no accuracy.md, no accuracy-seeds.csv)" in capsys.readouterr().err

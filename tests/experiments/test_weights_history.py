@@ -80,6 +80,15 @@ def test_tested_runs_whose_weights_history_never_held_are_named(repo, capsys):
     assert "not in history (2)" in capsys.readouterr().out
 
 
+def test_exported_records_are_named_as_keeping_no_weights_not_as_missing_them(repo, capsys):
+    exported = make_run(repo / "runs", "d", weights=None)  # tested, its curve only as export-records writes it
+    (exported / "curves.jsonl.gz").write_bytes(b"")
+    restored = restore_weights(repo / "runs")
+    assert restored.exported == [exported] and restored.not_in_history == []
+    assert main(["restore-weights", str(repo / "runs")]) == 0
+    assert "1 run folder of exported records (`tnlib export-records`), which keep no weights" in capsys.readouterr().out
+
+
 def test_a_folder_outside_git_is_refused_with_the_reason(tmp_path):
     make_run(tmp_path / "runs", "a")
     with pytest.raises(ValueError, match="not inside a git checkout"):

@@ -181,6 +181,18 @@ def test_a_report_from_a_record_cut_mid_line_names_it_and_what_it_lost_until_a_s
     assert timeless[0] == timeless[1]  # the whole record again, as the sweep first wrote it
 
 
+def test_a_tested_run_without_its_curve_is_named_with_git_as_the_first_remedy(results, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(results, out)
+    (out / RUN / "curves.jsonl").unlink()
+    code, lines = run_cli(["report", str(out), "--out", str(tmp_path / "report")])
+    warnings = [line for line in lines if "warning" in line]
+    assert code == 0 and len(warnings) == 1 and "curves.jsonl is damaged: missing from a tested run" in warnings[0]
+    assert warnings[0].index("`git checkout` of the file restores it") < warnings[0].index("run its sweep again")
+    header = (tmp_path / "report" / "planning.md").read_text().split("## Tables")[0]
+    assert f"`{RUN}/curves.jsonl`: missing from a tested run" in header, header
+
+
 def test_the_evaluate_command_a_damaged_metrics_file_names_writes_it_again(results, tmp_path):
     out = tmp_path / "results"
     shutil.copytree(results, out)

@@ -26,12 +26,19 @@ from tnlib.paper import OPEN_BOUND_EPSILON
         ({"trained_domain": "logistics"}, "trained_domain"),
         ({"trained_configuration": "learn/none"}, "trained_configuration.*learn/ff, fixed/none"),
         ({"trained_seed": -1}, "trained_seed"),
+        ({"trained_seed": 7}, r"trained_seed must be a seed of the committed paper-scale runs of ferry fixed/none "
+                              r"\(0, 1\), got 7"),
         ({"trained_states": 13}, "trained_states"),
     ],
 )
 def test_check_parameters_names_the_bad_parameter(overrides, message):
     with pytest.raises(ValueError, match=message):
         notebook_parameters.check_classroom_parameters(**overrides)
+
+
+def test_a_data_root_without_a_dataset_fails_in_the_check_not_in_section_7(tmp_path):
+    with pytest.raises(ValueError, match=f"data_root: no dataset at {tmp_path}.*this checkout ships the small dataset"):
+        notebook_parameters.check_classroom_parameters(data_root=str(tmp_path))
 
 
 def test_check_parameters_accepts_the_notebook_defaults():

@@ -4,7 +4,9 @@ settings; `--preset NAME` starts from a named preset instead, and every flag giv
 command first prints what it will run (settings, number of runs, the compute it needs) on stderr."""
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -13,6 +15,18 @@ from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
 from tnlib.paper import ABLATIONS
+
+
+def selection_seconds(text: str) -> float:
+    """``--selection S``: a time limit of the recorded optimal solves, a finite number of seconds > 0 (a limit of 0
+    or less selects no instance, so a report would come out empty without saying why)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of seconds, got {text!r}") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"a number of seconds > 0, got {text}")
+    return seconds
 
 SWEEP_FLAGS = {"out_dir": "--out"}
 SWEEP_HELP = {
@@ -156,7 +170,7 @@ def register_report(subparsers) -> None:
     parser.add_argument("--against", metavar="RESULTS",
                         help="another results folder: also write comparison.md, the cells both hold side by side "
                              "(e.g. runs trained with --upper-bound h_sat against runs without)")
-    parser.add_argument("--selection", type=float, metavar="S",
+    parser.add_argument("--selection", type=selection_seconds, metavar="S",
                         help="for a sweep that planned on a plan set (--plan-on plan-set): also Table 2 under the "
                              "paper's selection, on the instances whose recorded optimal solve finished within S "
                              "seconds")
@@ -277,7 +291,7 @@ def register_baselines(subparsers) -> None:
                         help=f"(default: {PLAN_SETS['test']})")
     parser.add_argument("--max-evaluations", type=int, default=PAPER_SEARCH.max_evaluations,
                         help=f"GBFS's evaluation limit (default: {PAPER_SEARCH.max_evaluations:,})")
-    parser.add_argument("--selection", type=float, nargs="*", default=[], metavar="S",
+    parser.add_argument("--selection", type=selection_seconds, nargs="*", default=[], metavar="S",
                         help="also show each domain's rows under the paper's selection: the instances solved "
                              "optimally within S seconds by the recorded solves (repeatable values)")
     parser.add_argument("--render-only", action="store_true", help="write baselines.md from what is planned")
@@ -476,6 +490,9 @@ def _run_restore_weights(args) -> int:
     print(f"{shown_path(args.results)}: {len(restored.written)} weight file"
           f"{'' if len(restored.written) == 1 else 's'} {'to restore' if args.dry_run else 'restored'} from git's "
           f"history, {len(restored.present)} already there")
+    if restored.exported:
+        print(f"{len(restored.exported)} run folder{'' if len(restored.exported) == 1 else 's'} of exported records "
+              "(`tnlib export-records`), which keep no weights: they render reports, they do not plan or resume")
     if restored.not_in_history:
         shown = ", ".join(shown_path(path) for path in restored.not_in_history[:5])
         more = len(restored.not_in_history) - 5

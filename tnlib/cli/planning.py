@@ -245,17 +245,18 @@ def _plan_with_model(args, limit: int | None, on_evaluations):
     the search as it is: an evaluation depends on the state alone, and the counts are the search's own."""
     import time
 
-    from tnlib.learning.run_files import NO_RUNS_YET, RunDir
+    from tnlib.learning.run_files import RunDir, missing_checkpoint_message
     from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
     from tnlib.planning.pddl import resolve_domain
     from tnlib.planning.search_settings import SearchSettings
 
     model = args.model
-    if not model.exists():
-        raise CommandError(f"--model {model}: no such run folder or checkpoint file ({NO_RUNS_YET})")
     checkpoint = RunDir(model).best if model.is_dir() else model
     if not checkpoint.is_file():
-        raise CommandError(f"--model {model}: a folder without {RunDir.BEST}; name a run folder or a checkpoint file")
+        if model.is_dir() and not (model / RunDir.CONFIG).is_file():
+            raise CommandError(f"--model {model}: a folder that is not a run folder (no {RunDir.CONFIG}, no "
+                               f"{RunDir.BEST}); name a run folder or a checkpoint file")
+        raise CommandError(f"--model {model}: {missing_checkpoint_message(checkpoint)}")
     started = time.perf_counter()
     try:
         domain_file = resolve_domain(args.domain)

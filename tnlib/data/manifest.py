@@ -64,9 +64,20 @@ def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_P
         if (candidate / MANIFEST).is_file():
             return candidate
     raise DatasetError(
-        f"no dataset at {base} (no {MANIFEST} there or in {base / profile}); generate it with "
-        f"{generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
+        f"no dataset at {base} (no {MANIFEST} there or in {base / profile}); {_shipped_hint(base, profile)}"
+        f"generate it with {generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
     )
+
+
+def _shipped_hint(base: Path, profile: str) -> str:
+    """Where this checkout ships the ``profile`` dataset, when the data root ``base`` is another one: what most
+    often points elsewhere is $TNLIB_DATA left set, or a data root given by hand."""
+    shipped = Path(__file__).resolve().parents[2] / "data" / profile
+    if not (shipped / MANIFEST).is_file():
+        return ""
+    if os.environ.get("TNLIB_DATA") and base == Path(os.environ["TNLIB_DATA"]):
+        return f"$TNLIB_DATA is set; unset it to read the {profile} dataset this checkout ships in {shipped}, or "
+    return f"this checkout ships the {profile} dataset in {shipped} (leave the data root unset to read it); or "
 
 
 def find_datasets(folder: str | os.PathLike) -> list[Path]:
@@ -313,7 +324,7 @@ def data_card(root: str | os.PathLike) -> str:
                 route += (f" (+{filled} filled later)" if entry["settings"].get("solver") == EXACT_SOLVER
                           else f" (+{filled} by the exact solver)")
             h_range = f"{min(lengths)}-{max(lengths)}, {sum(lengths) / len(lengths):.1f}" if lengths else "-"
-            # a format-1 dataset has no duplicate rule, so no count: "-"
+            # a dataset of format 1 has no duplicate rule, so no count: "-"
             duplicates = (f"{counts['duplicates_rejected']} / {counts['unfilled']}"
                           if "duplicates_rejected" in counts else "-")
             pairs = entry.get(PAIRS_RECORD)

@@ -305,6 +305,10 @@ def generate_plan_set(
     profile = read_json(top).get("profile", DEFAULT_PROFILE)
     taken = taken_instance_keys(root, domain)
     slots = plan_set_grid(profile, domain, grid, count)
+    room = len(slots.combos) * len(slots.seeds)
+    if count is not None and count > room:
+        raise DatasetError(f"count {count} is more than the {room} slots of {domain}'s {grid} plan-set grid "
+                           f"({len(slots.combos)} cells x {len(slots.seeds)} seed numbers); give at most {room}")
     folder = plan_set_folder(root, domain, PLAN_SETS[grid])
     work = root / domain / WORK / PLAN_SETS[grid]
     kept, exhausted = _draw_slots(domain, slots, taken, max_attempts)

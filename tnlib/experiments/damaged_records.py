@@ -30,11 +30,14 @@ from tnlib.files import JsonLines, read_json_lines, shown_path
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
 
-# What restores a run's lost validation records: its weights at those steps are gone.
-RETRAIN_REMEDY = ("delete the run folder and run its sweep again to restore them (the same settings and seed "
-                  "train the same weights)")
-# What restores a planning or baseline record's lost lines.
-REPLAN_REMEDY = "run the command that planned it again (the sweep that made the folder): it plans what is missing"
+# Where a committed results folder's records come back from at once: git, before hours of training or planning.
+FROM_GIT = "where the folder is committed, `git checkout` of the file restores it"
+# What restores a run's lost validation records otherwise: its weights at those steps are gone.
+RETRAIN_REMEDY = (f"{FROM_GIT}; else delete the run folder and run its sweep again to restore them (the same settings "
+                  "and seed train the same weights)")
+# What restores a planning or baseline record's lost lines otherwise.
+REPLAN_REMEDY = (f"{FROM_GIT}; else run the command that planned it again (the sweep that made the folder): it plans "
+                 "what is missing")
 
 
 def _checkpoint_step(run: RunDir) -> int:
@@ -76,6 +79,10 @@ def run_curve(run: RunDir, config: TrainConfig) -> tuple[list[dict], int, JsonLi
 
 
 def _curve_line(run: RunDir, config: TrainConfig) -> str | None:
+    if not run.curves_file.is_file() and run.metrics_file("test").is_file():
+        # A tested run validated at least once: its curve cannot be empty, only gone.
+        return (f"missing from a tested run, so the training-curve figures and this header's steps trained and "
+                f"still-improving counts read without it -- {RETRAIN_REMEDY}")
     _, _, found, lost = run_curve(run, config)
     if lost:
         shown = ", ".join(map(str, lost[:8])) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
@@ -86,7 +93,7 @@ def _curve_line(run: RunDir, config: TrainConfig) -> str | None:
         return f"{found.damage()} (records past the last checkpoint: training the run on writes them again)"
     if found.unreadable:
         return (f"{found.damage()}, as training stopped mid-write leaves it; that record is written again "
-                "when the run trains on (run its sweep again)")
+                f"when the run trains on (run its sweep again), and a run that has finished trains no more: {FROM_GIT}")
     return None
 
 

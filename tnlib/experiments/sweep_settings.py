@@ -301,6 +301,17 @@ def _seed_list(value) -> list[int]:
     return list(seeds)
 
 
+def _check_no_repeats(name: str, values: list) -> None:
+    """A ValueError naming a value an axis of the grid repeats: it would count its runs twice (in the run count and
+    the cost), though each run folder is trained once."""
+    seen = set()
+    for value in values:
+        if value in seen:
+            shown = "/".join(value) if isinstance(value, tuple) else value
+            raise ValueError(f"{name}: {shown!r} is named twice; name each value once")
+        seen.add(value)
+
+
 # Where a sweep's results go and how it runs them, not what they are: a preset is the same experiment whatever they are.
 WHERE_AND_HOW = ("out_dir", "data_root", "device", "workers")
 
@@ -333,6 +344,8 @@ def _checked_parameters(values: dict) -> dict:
             raise ValueError(f"configs must be sigma/residual pairs such as 'learn/ff', got {config!r}")
         pairs.append(tuple(parts))
     values["configs"] = pairs
+    for name in ("domains", "models", "configs", "distributions", "seeds"):
+        _check_no_repeats(name, values[name])
     for name in ("steps", "extend_steps", "batch_size", "eval_every", "max_evaluations", "workers"):
         value = values[name]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

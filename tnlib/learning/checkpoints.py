@@ -75,6 +75,14 @@ def _load_checkpoint_file(path: Path) -> tuple[dict | None, str, bool]:
         return None, f"torch cannot load it ({text.splitlines()[0] if text else type(err).__name__})", False
 
 
+# What restores a run's damaged weights: git, where the run was committed (its tree or its history), before the
+# hours of training it again.
+DAMAGED_WEIGHTS_REMEDY = ("restore it from git if the run was committed (`git checkout -- {path}` where git tracks the "
+                          "file; else delete it and run `tnlib restore-weights` on the results folder, which writes "
+                          "back weights kept in git's history), otherwise delete the run folder and train it again "
+                          "(the same settings and seed train the same weights)")
+
+
 def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
     """``torch.load`` of a checkpoint file after checking it. A checkpoint is a zip archive whose parts carry CRC-32s,
     which torch does not check (bytes flipped in a tensor load silently as other weights), so they are checked
@@ -83,13 +91,12 @@ def read_checkpoint_file(path: Path, written_here: bool = False) -> dict:
     that is not one."""
     checkpoint, reason, damaged = _load_checkpoint_file(path)
     if damaged or (checkpoint is None and written_here):
-        remedy = "delete the run folder and train it again (the same settings and seed train the same weights)"
-        raise DamagedFile(damaged_message(path, reason, remedy), path, reason)
+        raise DamagedFile(damaged_message(path, reason, DAMAGED_WEIGHTS_REMEDY.format(path=path)), path, reason)
     if checkpoint is None:
         # a user's path: another kind of file, or a run's checkpoint cut short (a copy, a full disk)
         in_a_run = (path.parent / "config.json").is_file()
-        remedy = ("it sits in a run folder, so it is that run's checkpoint cut short: delete the run folder and train "
-                  "it again (the same settings and seed train the same weights)" if in_a_run else
+        remedy = ("it sits in a run folder, so it is that run's checkpoint cut short: "
+                  + DAMAGED_WEIGHTS_REMEDY.format(path=path) if in_a_run else
                   "give a checkpoint a run folder holds (best.pt, best-nll.pt or last.pt)")
         raise ValueError(f"{shown_path(path)}: not a tnlib checkpoint ({reason}); {remedy}")
     return checkpoint

@@ -44,6 +44,21 @@ CONFIG_REMEDY = ("restore it from a copy, or run the sweep or `tnlib train` that
 #: What a command sent to a run folder that is not there adds: the README's examples name folders a fresh clone lacks.
 NO_RUNS_YET = ("run folders are not in git, so a fresh clone has none: `tnlib sweep --preset small` or `make "
                "reproduce` trains runs/small/, `tnlib train` one run into runs/")
+#: Where a run's weights are when its folder is there and they are not: the committed reports keep their runs'
+#: weights in git's history rather than its tree.
+WEIGHTS_IN_HISTORY = ("a committed run keeps its weights in git's history, not its tree: `tnlib restore-weights "
+                      "{results}` writes them back (a run still training has no best.pt before its first validation)")
+
+
+def missing_checkpoint_message(path: str | os.PathLike) -> str:
+    """Why a checkpoint ``path`` (a file, or a run folder meaning its best.pt) is not there, and what brings it: a run
+    folder whose weights are not in the working tree, or no run folder at all."""
+    path = Path(path)
+    folder = path if path.suffix != ".pt" else path.parent
+    if (folder / RunDir.CONFIG).is_file():
+        where = f"{folder / RunDir.BEST}" if folder == path else f"{path}"
+        return f"no checkpoint at {where}; {WEIGHTS_IN_HISTORY.format(results=folder.parent)}"
+    return f"no run folder or checkpoint at {path} ({NO_RUNS_YET})"
 
 
 def baseline_file(folder: str | os.PathLike, domain: str, heuristic: str) -> Path:

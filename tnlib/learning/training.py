@@ -74,7 +74,7 @@ from tnlib.learning.models import (
     model_arguments,
     recorded_model_arguments,
 )
-from tnlib.learning.run_files import NO_RUNS_YET, RunDir
+from tnlib.learning.run_files import RunDir, missing_checkpoint_message
 from tnlib.paper import BATCH_SIZE, EVAL_EVERY, GRADIENT_CLIP, TRAIN_STEPS
 from tnlib.provenance import code_commit
 
@@ -425,12 +425,10 @@ def model_constructor_arguments(config: TrainConfig, encoder: Encoder) -> dict:
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
     """Rebuild ``(model, head, config, checkpoint)`` from a ``.pt`` file or a run folder (its ``best.pt``)."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no run folder or checkpoint at {path} ({NO_RUNS_YET})")
     if path.is_dir():
         path = RunDir(path).best
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        raise FileNotFoundError(missing_checkpoint_message(path))
     checkpoint = read_checkpoint_file(path)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__

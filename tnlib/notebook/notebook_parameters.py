@@ -8,9 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import SPLITS
+from tnlib.errors import DatasetError
 from tnlib.experiments.presets import PRESETS
 from tnlib.notebook.seed_comparison import SEED_REPORTS, committed_seed_values, seeds_as_they_arrive
+from tnlib.notebook.trained_distributions import trained_seeds
 from tnlib.paper import DOMAINS, OPEN_BOUND_EPSILON
 
 #: The configurations of the committed paper-scale runs (the classroom's section 8c reads them).
@@ -157,6 +160,11 @@ def check_classroom_parameters(*values: object, **named: object) -> ClassroomPar
         raise ValueError(f"data_root must be a folder name (\"\" for the default), got {data_root!r}")
     if data_root and not Path(data_root).is_dir():
         raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
+    if data_root:
+        try:
+            dataset_root(data_root)
+        except DatasetError as error:
+            raise ValueError(f"data_root: {error}") from None
     checked["data_root"] = data_root or None
     if raw["label_split"] not in SPLITS:
         raise ValueError(f"label_split must be one of {', '.join(SPLITS)}, got {raw['label_split']!r}")
@@ -167,6 +175,11 @@ def check_classroom_parameters(*values: object, **named: object) -> ClassroomPar
         raise ValueError(f"trained_configuration must be one of {', '.join(TRAINED_CONFIGURATIONS)} (the paper-scale "
                          f"runs' configurations), got {raw['trained_configuration']!r}")
     checked["trained_seed"] = checked_int("trained_seed", raw["trained_seed"], minimum=0)
+    seeds = trained_seeds(raw["trained_domain"], raw["trained_configuration"])
+    if checked["trained_seed"] not in seeds:
+        raise ValueError(f"trained_seed must be a seed of the committed paper-scale runs of {raw['trained_domain']} "
+                         f"{raw['trained_configuration']} ({', '.join(map(str, seeds)) or 'none'}), got "
+                         f"{checked['trained_seed']}")
     checked["trained_states"] = checked_int("trained_states", raw["trained_states"], minimum=1, maximum=12)
     if raw["seed_report"] not in SEED_REPORTS:
         raise ValueError(f"seed_report must be one of {', '.join(SEED_REPORTS)} (the committed five-seed reports), "

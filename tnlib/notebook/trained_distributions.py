@@ -56,6 +56,21 @@ def paper_scale_run(domain: str, configuration: str, distribution: str, seed: in
     return folder
 
 
+def trained_seeds(domain: str, configuration: str, runs: str | Path = PAPER_SCALE_RUNS) -> list[int]:
+    """The seeds of which both an N and a TN paper-scale run of ``domain`` and ``configuration`` are trained and
+    tested (:func:`paper_scale_run` finds them)."""
+    seeds = []
+    for folder in sorted(Path(runs).glob(f"{domain}-nlm-TN-{configuration.replace('/', '-')}-llmcut-s*")):
+        seed = int(folder.name.rsplit("-s", 1)[1])
+        try:
+            for distribution in ("N", "TN"):
+                paper_scale_run(domain, configuration, distribution, seed, runs)
+        except ValueError:
+            continue
+        seeds.append(seed)
+    return sorted(seeds)
+
+
 def spread_states(h_star: np.ndarray, count: int) -> list[int]:
     """Indices of ``count`` states spread evenly over the sorted h* (the smallest and the largest included), in
     the order of their h*; ties keep the split's order."""

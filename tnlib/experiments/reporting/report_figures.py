@@ -280,6 +280,9 @@ def seed_csv_intervals_figures(report_dir) -> list:
     accuracy, planning = report_dir / "accuracy-seeds.csv", report_dir / "planning-seeds.csv"
     if not report_dir.is_dir():
         raise ValueError(f"no folder {report_dir}: give a rendered report's folder, e.g. reports/converged/linear")
+    if not accuracy.is_file() and not (report_dir / "accuracy.md").is_file():
+        raise ValueError(f"{shown_folder(report_dir)} holds no rendered report (no accuracy.md, no "
+                         "accuracy-seeds.csv): give a folder `tnlib report` wrote, e.g. reports/converged/linear")
     if not accuracy.is_file():
         raise ValueError(f"{shown_folder(report_dir)} holds no accuracy-seeds.csv: its report was rendered before "
                          "reports wrote their values per seed, so there is nothing to draw the intervals from")

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from tnlib.errors import DamagedFile
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import read_json, shown_path
 from tnlib.learning.heads import estimate_column
@@ -66,6 +67,11 @@ def collect_planning(results_dir, split: str | None = None, problems: dict[str, 
     results = ResultsDir(results_dir)
     for path in results.planning_files(results.planned_on() if split is None else split):
         config = run_config(path.parent, sweeps)
+        if not config:  # a metrics file carries its run's settings, a planning record does not
+            missing = RunDir(path.parent).config_file
+            raise DamagedFile(f"{shown_path(missing)} is missing beside the run's planning records: it says what "
+                              f"trained them; restore it from git (`git checkout -- {shown_path(missing)}`) or a copy, "
+                              "or move the folder out of the results folder", missing, "missing")
         estimate = RunDir.estimate_of(path)
         column = estimate_column(config["distribution"], estimate)
         records = kept_records(planned(path).values(), problems, config["domain"])

@@ -26,11 +26,13 @@ WEIGHT_FILES = (RunDir.BEST, RunDir.BEST_NLL)
 @dataclass
 class WeightsRestored:
     """What :func:`restore_weights` did: files written from history, files already there, and files of runs that
-    have a checkpoint nowhere in history (trained after the last snapshot on another machine)."""
+    have a checkpoint nowhere in history (trained after the last snapshot on another machine); ``exported``: the
+    run folders that hold exported records (``tnlib export-records``), which keep no weights by design."""
 
     written: list[Path] = field(default_factory=list)
     present: list[Path] = field(default_factory=list)
     not_in_history: list[Path] = field(default_factory=list)
+    exported: list[Path] = field(default_factory=list)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -67,8 +69,12 @@ def restore_weights(results: str | os.PathLike, dry_run: bool = False) -> Weight
     repo = _repository_root(results)
     restored = WeightsRestored()
     for folder in sorted(p for p in results.iterdir() if p.is_dir()):
-        if not RunDir(folder).config_file.is_file():
+        run = RunDir(folder)
+        if not run.config_file.is_file():
             continue  # not a run folder (a plan set's sub-folder, a baseline's)
+        if run.curves_file != run.training_curves_file:  # its curve only as exported records hold it
+            restored.exported.append(folder)
+            continue
         for name in WEIGHT_FILES:
             path = folder / name
             if path.is_file():
