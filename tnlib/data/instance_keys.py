@@ -410,8 +410,8 @@ def check_domain_instances(
     """The duplicate rule's verdict on one domain of a dataset root: (problems, counts per split).
 
     ``split``: check only that split, against itself and the earlier splits. ``recompute``: key every problem
-    file and compare with the manifest's ``instance_key`` (else the stored keys are used; manifests without them,
-    from before the rule, are keyed from their files). ``hint(split)``: the command that remakes a split, for
+    file and compare with the manifest's ``instance_key`` (else the stored keys are used; manifests without them
+    are keyed from their files). ``hint(split)``: the command that remakes a split, for
     the messages. Missing problem files are left to the checksum check.
     """
     root = Path(root)

@@ -96,7 +96,7 @@ def label_instance(
     ``plan`` is a list of ``(op arg ...)`` strings as :func:`tnlib.planning.fast_downward.solve` returns. Record keys:
     :data:`tnlib.data.schema.RECORD_COLUMNS` (floats for heuristic values, ints for ``step``/``plan_length``/``h_star``, lists of
     atoms for ``state``/``goal``). Raises :class:`LabelError` when the plan is invalid or the labels are
-    inconsistent, and :class:`tnlib.planning.task.TaskError` for unreadable PDDL.
+    inconsistent, and :class:`tnlib.errors.TaskError` for unreadable PDDL.
     """
     started = time.perf_counter()
     problem_file = Path(problem_file)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tnlib.data.instance_keys import InstanceKeyError, instance_key
+from tnlib.data.instance_keys import instance_key
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST, PLAN_SET_FORMAT, PLAN_SETS, SPLITS
-from tnlib.errors import DatasetError
+from tnlib.errors import DatasetError, InstanceKeyError
 from tnlib.files import read_json, sha256_file
 from tnlib.paper import DOMAINS
 

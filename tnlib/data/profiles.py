@@ -50,8 +50,8 @@ SEED_SCHEME = (
     "% 10**6; seed_number < 10**4; attempt < 100 (0-based)"
 )
 
-# The rule every split of format 2 is made under (part of a split's settings, so a dataset made
-# before it exists is not taken for complete).
+# The rule every split of format 2 is made under (part of a split's settings, so a dataset whose
+# settings lack it is not taken for complete).
 DISTINCT_RULE = (
     "instance_key v1: no instance twice in a split; splits made in the order train, val, test, plan, each disjoint "
     "from the earlier ones"
@@ -173,7 +173,7 @@ def _paper_profile() -> Profile:
         splits["plan"] = SplitGrid(test.combos, _seed_range(1, PLAN_INSTANCES), count=PLAN_INSTANCES)
     # The test grid labelled exactly (tnlib.data.exact_solves), at the test split's seeds: the cells data/paper has
     # room for, smallest first (data/README.md, "The test grid, labelled exactly", gives each cell's size and time
-    # and what is left out); cells added later are filled into the split by `tnlib data fill` (its other instances
+    # and what is left out); cells the split lacks are filled into it by `tnlib data fill` (its other instances
     # stay as they are). gripper: the appendix's whole test grid, 20-100 balls. ferry: the appendix's whole test grid,
     # 10-30 locations, the 25 and 30 with their files compressed (below).
     # visitall's test split already holds every distinct instance its grid's slots draw but for four of 7x7 with

@@ -31,7 +31,7 @@ from pathlib import Path
 from tnlib.paper import LINEAR_FEATURES
 
 FORMAT = "tnlib-heuristic-dataset"
-FORMAT_VERSION = 2  # 2: instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
+FORMAT_VERSION = 2  # instance keys; splits distinct and disjoint (tnlib.data.instance_keys)
 # The splits every profile makes, in the order they are made (what `tnlib data generate` makes by default).
 SPLITS = ("train", "val", "test", "plan")
 # The test grid labelled in full: the test split's very slots and generator draws, made where a domain has an exact
@@ -63,7 +63,7 @@ DEFAULT_PROFILE = "small"
 # How a split's instances get their optimal plans (its settings' ``solver``; tnlib.data.exact_solves): Fast
 # Downward's A* with LM-cut, under the split's time and memory limits, or the domain's exact solver
 # (tnlib.planning.optimal_costs) where it has one. A split made by the default route records no ``solver``, so the
-# settings of splits made before the choice existed still match.
+# settings of a split that name no solver match the default route.
 DEFAULT_SOLVER = "fast-downward"
 EXACT_SOLVER = "exact"
 SOLVERS = (DEFAULT_SOLVER, EXACT_SOLVER)

@@ -1,11 +1,11 @@
 """Filling the empty slots of a finished split with a domain's exact solver, leaving its instances as they are.
 
 Two kinds of slot are empty. A split made with Fast Downward's A* under ``out_of_reach_after`` leaves the slots of
-cells A* could not solve within its limits empty (``failures`` with status ``out_of_reach``). And a split made
-before its profile's grid gained cells (the paper profile's ``test-grid``, grown as room allowed) lacks the new
-cells' slots altogether. Where the domain has an exact solver (:mod:`tnlib.planning.optimal_costs`),
+cells A* could not solve within its limits empty (``failures`` with status ``out_of_reach``). And a split whose
+profile's grid holds cells the split was not made with (the paper profile's ``test-grid``) lacks those cells' slots
+altogether. Where the domain has an exact solver (:mod:`tnlib.planning.optimal_costs`),
 :func:`fill_empty_slots` gives each such slot the instance the generator draws for it -- its attempts in order from
-0, the same draws the A* run made or would have made next, or a generation with the grown grid would make --
+0, the same draws the A* run made or would have made next, or a generation with the whole grid would make --
 keeping the first that is not trivial and repeats no instance the split must not share (the split's own, and those
 of the splits it is disjoint from or that are disjoint from it: :data:`tnlib.data.schema.DISJOINT_FROM`; so a
 test-grid slot keeps the test split's draw, as generation does), solved by the exact solver and labelled as
@@ -205,7 +205,7 @@ def _fill_split(root: Path, domain: str, split: str, manifest: dict, progress) -
             counts["rejected_attempts"][rejected["status"]] = counts["rejected_attempts"].get(rejected["status"], 0) + 1
     counts["duplicates_rejected"] = counts["rejected_attempts"].get("duplicate", 0)
     empty_cells = {tuple(f["params"].values()) for f in entry["failures"] if f["status"] == "out_of_reach"}
-    given_up = entry.get("out_of_reach_cells", [])  # (a split made before the rule has no record)
+    given_up = entry.get("out_of_reach_cells", [])  # (a split made without the rule has no record)
     completed = [c for c in given_up if tuple(c["params"].values()) not in empty_cells]
     if out_of_reach:
         entry["out_of_reach_cells"] = [c for c in given_up if c not in completed]

@@ -185,7 +185,7 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
         "distinct_instances": DISTINCT_RULE,
         "format_version": FORMAT_VERSION,
     }
-    if overrides.get("out_of_reach_after"):  # only when on, so splits made before the rule keep their settings
+    if overrides.get("out_of_reach_after"):  # only when on: a split made without it has no such key
         settings["out_of_reach_after"] = overrides["out_of_reach_after"]
     solver = split_solver(domain, overrides.get("solver"))
     if solver != DEFAULT_SOLVER:  # (tnlib.data.schema.DEFAULT_SOLVER: why the default is not recorded)

@@ -43,7 +43,8 @@ from pathlib import Path
 
 from tnlib.executors import die_with_parent
 from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS
-from tnlib.planning.pddl import is_compressed, read_pddl_text
+from tnlib.errors import TaskError
+from tnlib.planning.pddl import is_compressed, read_pddl_text, resolve_domain
 
 SEARCH = "astar(lmcut())"
 
@@ -65,7 +66,6 @@ STATUS_BY_EXIT_CODE = {
     21: "timeout",
     23: "timeout",
 }
-STATUSES = ("solved", "unsolvable", "timeout", "out_of_memory", "error")
 
 
 @dataclass
@@ -145,11 +145,8 @@ def fast_downward_version() -> str:
 
 
 def _resolve_domain(domain: str | os.PathLike) -> Path:
-    """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.planning.task's rules)."""
-    # Imported here: tnlib.planning.task pulls in numba, which every `tnlib` command would otherwise pay for at start-up.
-    from tnlib.errors import TaskError
-    from tnlib.planning.pddl import resolve_domain
-
+    """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.planning.task's rules);
+    a FileNotFoundError for one that names no file, as for a problem file that is not there."""
     try:
         return resolve_domain(domain)
     except TaskError as err:
@@ -381,7 +378,6 @@ def fd_heuristic_value(
 
 __all__ = [
     "SEARCH",
-    "STATUSES",
     "SolveResult",
     "fast_downward_version",
     "fd_heuristic_value",
