@@ -95,7 +95,7 @@ from typing import Sequence
 from tnlib.data.attempt_selection import Draw, SlotChoice, select_attempts
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.exact_solves import check_solver
-from tnlib.data.profiles import Profile, get_profile
+from tnlib.data.profiles import ATTEMPTS_PER_SLOT, Profile, get_profile
 from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS
 from tnlib.data.solution_cache import SolutionCache
 from tnlib.data.split_consolidation import consolidate_split
@@ -161,9 +161,8 @@ class GenerateOptions:
                 raise DatasetError(f"{name} must be positive, got {value}")
         if self.out_of_reach_after is not None and not self.out_of_reach_after >= 1:
             raise DatasetError(f"out_of_reach_after must be at least 1, got {self.out_of_reach_after}")
-        # the seed scheme has two digits for attempts
-        if self.max_attempts is not None and not 1 <= self.max_attempts <= 99:
-            raise DatasetError(f"max_attempts must be in 1..99, got {self.max_attempts}")
+        if self.max_attempts is not None and not 1 <= self.max_attempts < ATTEMPTS_PER_SLOT:
+            raise DatasetError(f"max_attempts must be in 1..{ATTEMPTS_PER_SLOT - 1}, got {self.max_attempts}")
 
     def split_overrides(self, split: str) -> dict:
         """What these options set of ``split``'s settings (None: the profile's value)."""

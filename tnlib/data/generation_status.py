@@ -19,7 +19,8 @@ from tnlib.data.split_work import (
 from tnlib.data.attempt_selection import select_attempts
 from tnlib.data.manifest import format_empty_counts, format_solve_range, out_of_reach_lines
 from tnlib.data.profiles import COMPRESSED_PROBLEMS, SplitGrid, params_label
-from tnlib.data.schema import DISJOINT_FROM, LIMIT_HITS, MANIFEST, WORK, unfinished_plan_sets, unfinished_splits
+from tnlib.data.schema import (DISJOINT_FROM, LIMIT_HITS, MANIFEST, WORK, WORK_SETTINGS, unfinished_plan_sets,
+                               unfinished_splits)
 from tnlib.files import read_json
 from tnlib.paper import DOMAINS
 from tnlib.planning.generators import DOMAIN_PARAMETERS
@@ -50,7 +51,7 @@ def generation_status(root: str | os.PathLike) -> list[dict]:
         work = root / domain / WORK
         running = unfinished_splits(root, domain)
         for split in running:
-            settings = read_json(work / split / "settings.json", DAMAGED_SETTINGS_REMEDY)
+            settings = read_json(work / split / WORK_SETTINGS, DAMAGED_SETTINGS_REMEDY)
             grid = _grid_from_settings(domain, settings["grid"])
             sp = SplitPlan(root, domain, split, grid, settings, slots=grid.slots())
             sp.read_attempts()

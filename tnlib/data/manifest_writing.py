@@ -4,7 +4,7 @@ the dataset root. :mod:`tnlib.data.manifest` reads and verifies them."""
 from __future__ import annotations
 
 from tnlib.data.profiles import SEED_SCHEME
-from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST
+from tnlib.data.schema import ALL_SPLITS, FORMAT, FORMAT_VERSION, MANIFEST, MANIFEST_LOCK
 from tnlib.data.split_work import SplitPlan
 from tnlib.files import atomic_write_bytes, atomic_write_json_records, locked, read_json, sha256_file
 from tnlib.planning.generators import domain_file
@@ -22,7 +22,7 @@ def update_manifests(sp: SplitPlan, entry: dict) -> None:
     from tnlib import __version__
     from tnlib.planning.fast_downward import fast_downward_version
 
-    with locked(sp.root / ".manifest.lock"):
+    with locked(sp.root / MANIFEST_LOCK):
         domain_copy = sp.domain_dir / "domain.pddl"
         source = domain_file(sp.domain).read_bytes()
         if not domain_copy.is_file() or domain_copy.read_bytes() != source:

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnlib.data.exact_solves import solve_exactly
-from tnlib.data.profiles import SplitGrid, generator_seed, get_profile, params_label
+from tnlib.data.profiles import ATTEMPTS_PER_SLOT, SplitGrid, generator_seed, get_profile, params_label
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.plan_sets import PLAN_SETS, plan_set_folder, taken_instance_keys
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK
+from tnlib.data.schema import DEFAULT_PROFILE, MANIFEST, PLAN_SET_FORMAT, WORK, WORK_SETTINGS
 from tnlib.errors import DatasetError, SearchNodeLimit
 from tnlib.executors import run_jobs
 from tnlib.files import atomic_write_json, atomic_write_text, read_json, sha256_file
@@ -221,8 +221,8 @@ def _check_plan_set_arguments(domain: str, grid: str, count: int | None, max_att
                         ("count", count)):
         if value is not None and not value > 0:
             raise DatasetError(f"{name} must be positive, got {value}")
-    if not 1 <= max_attempts <= 99:
-        raise DatasetError(f"max_attempts must be in 1..99, got {max_attempts}")
+    if not 1 <= max_attempts < ATTEMPTS_PER_SLOT:
+        raise DatasetError(f"max_attempts must be in 1..{ATTEMPTS_PER_SLOT - 1}, got {max_attempts}")
     if exact_max_nodes is not None and not exact_max_nodes > 0:
         raise DatasetError(f"exact_max_nodes must be positive, got {exact_max_nodes}")
     if exact and domain not in OPTIMAL_PLANS:
@@ -325,7 +325,7 @@ def generate_plan_set(
             if job.file_name not in recorded or _larger_budget(recorded[job.file_name], exact_max_nodes):
                 jobs.append(job)
     if jobs:
-        atomic_write_json(work / "settings.json", {"grid": grid, "count": len(kept)})
+        atomic_write_json(work / WORK_SETTINGS, {"grid": grid, "count": len(kept)})
         bar = progress_display(len(jobs), f"tnlib plan set {domain}", unit="solve", disable=not progress)
         try:
             for outcome in run_jobs(run_solve, jobs, workers):

@@ -262,15 +262,20 @@ def params_code(domain: str, params: Params | dict) -> int:
     return int.from_bytes(digest[:8], "big") % 10**6
 
 
+# The seed scheme's two digits for an attempt: a slot draws at most this many instances.
+ATTEMPTS_PER_SLOT = 100
+
+
 def generator_seed(split: str, domain: str, params: Params | dict, seed_number: int, attempt: int) -> int:
     """The generator seed of one attempt of one slot (module docstring: disjoint across splits)."""
     if split not in SPLIT_CODES:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(ALL_SPLITS)}")
     if not 0 <= seed_number < 10**4:
         raise ValueError(f"seed number must be in [0, 10000), got {seed_number}")
-    if not 0 <= attempt < 100:
-        raise ValueError(f"attempt must be in [0, 100), got {attempt}")
-    return ((SPLIT_CODES[split] * 10**6 + params_code(domain, params)) * 10**4 + seed_number) * 100 + attempt
+    if not 0 <= attempt < ATTEMPTS_PER_SLOT:
+        raise ValueError(f"attempt must be in [0, {ATTEMPTS_PER_SLOT}), got {attempt}")
+    return (((SPLIT_CODES[split] * 10**6 + params_code(domain, params)) * 10**4 + seed_number) * ATTEMPTS_PER_SLOT
+            + attempt)
 
 
 def split_of_seed(seed: int) -> str:

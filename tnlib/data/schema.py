@@ -52,9 +52,12 @@ DISJOINT_FROM: dict[str, tuple[str, ...]] = {
     TEST_GRID: ("train", "val"),
 }
 MANIFEST = "manifest.json"
+# The lock every writer of a dataset root's manifests holds, beside them.
+MANIFEST_LOCK = ".manifest.lock"
 # Where an unfinished generation keeps its per-attempt work files, under each domain folder (removed when a split
-# is consolidated).
+# is consolidated), and the settings file of a split's or a plan set's work folder there.
 WORK = ".work"
+WORK_SETTINGS = "settings.json"
 # Solve outcomes that mean "not within the split's limits" (tnlib.planning.fast_downward statuses): what the
 # attempt selection's out-of-reach rule counts, and the cell card reports.
 LIMIT_HITS = ("timeout", "out_of_memory")
@@ -137,7 +140,7 @@ def unfinished_splits(root: str | os.PathLike, domain: str) -> list[str]:
     """The splits of ``domain`` under ``root`` with a `generate` work folder (running or interrupted), in the order
     they are made."""
     work = Path(root) / domain / WORK
-    return [split for split in ALL_SPLITS if (work / split / "settings.json").is_file()]
+    return [split for split in ALL_SPLITS if (work / split / WORK_SETTINGS).is_file()]
 
 
 def unfinished_plan_sets(root: str | os.PathLike, domain: str) -> list[str]:

@@ -40,8 +40,8 @@ from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, TABLE_COLUMNS, WORK, arrow_schema,
-                               split_table_bytes)
+from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, MANIFEST_LOCK, TABLE_COLUMNS, WORK,
+                               arrow_schema, split_table_bytes)
 from tnlib.data.train_pairs_writing import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
@@ -248,7 +248,7 @@ def fill_empty_slots(root: str | Path, domain: str, splits: list[str], progress=
     if split_solver(domain, EXACT_SOLVER) != EXACT_SOLVER:
         raise DatasetError(f"{domain!r} has no exact solver to fill slots with")
     path = root / domain / MANIFEST
-    with locked(root / ".manifest.lock"):
+    with locked(root / MANIFEST_LOCK):
         manifest = read_json(path)
         missing = [s for s in splits if s not in manifest["splits"]]
         if missing:

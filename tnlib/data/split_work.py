@@ -20,7 +20,7 @@ from tnlib.data.attempt_selection import Draw, Selection
 from tnlib.data.exact_solves import split_solver
 from tnlib.data.instance_keys import instance_key, problem_from_text, problem_keys
 from tnlib.data.profiles import DISTINCT_RULE, Params, Profile, SplitGrid, generator_seed
-from tnlib.data.schema import DEFAULT_SOLVER, FORMAT_VERSION, MANIFEST, WORK
+from tnlib.data.schema import DEFAULT_SOLVER, FORMAT_VERSION, MANIFEST, WORK, WORK_SETTINGS
 from tnlib.data.solution_cache import text_sha256
 from tnlib.errors import DamagedFile, DatasetError
 from tnlib.files import atomic_write_json, check_shape, damaged_message, read_json, try_lock, unlock
@@ -125,7 +125,7 @@ class SplitPlan:
     def made_elsewhere(self) -> bool:
         """Whether another generate run has made this split meanwhile (consolidated it: its work folder is gone and
         the domain manifest lists it)."""
-        if (self.work_dir / "settings.json").is_file():
+        if (self.work_dir / WORK_SETTINGS).is_file():
             return False
         manifest = self.domain_dir / MANIFEST
         try:
@@ -212,7 +212,7 @@ def prepare_split(root: Path, profile: Profile, domain: str, split: str, overrid
             return None
         shutil.rmtree(sp.work_dir)  # a crash after consolidation, before clean-up
         return None
-    settings_file = sp.work_dir / "settings.json"
+    settings_file = sp.work_dir / WORK_SETTINGS
     # An interrupted run under these very settings is resumed, --force or not: its attempts are what a fresh run
     # would recompute (a forced regeneration of hours must survive an interruption too). --force discards a
     # work folder only when its settings differ.

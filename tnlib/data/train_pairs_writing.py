@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import MANIFEST
+from tnlib.data.schema import MANIFEST, MANIFEST_LOCK
 from tnlib.data.train_pairs import PAIR_KEY_SCHEME, RECORD, compute_train_pairs
 from tnlib.errors import DatasetError, InstanceKeyError
 from tnlib.files import locked, read_json, sha256_file
@@ -37,7 +37,7 @@ def record_train_pairs(root: str | os.PathLike, domains: list[str] | None = None
         except (OSError, InstanceKeyError) as err:
             raise DatasetError(f"{root}/{domain}: cannot key its rows ({err}); run `tnlib data verify {root}`") \
                 from None
-        with locked(root / ".manifest.lock"):
+        with locked(root / MANIFEST_LOCK):
             path = root / domain / MANIFEST
             manifest = read_json(path)
             for split, entry in manifest["splits"].items():
