@@ -499,6 +499,16 @@ def test_sweep_parameters_are_checked_up_front(params, message):
     assert message in str(error.value)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal needs a machine without CUDA")
+def test_a_runs_refusal_inside_a_sweep_is_one_line_as_in_train(tmp_path, capsys):
+    argv = ["sweep", "--preset", "small", "--models", "linear", "--domains", "gripper", "--configs", "learn/ff",
+            "--distributions", "N", "--seeds", "0", "--steps", "10", "--device", "cuda", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err  # the sweep's banner, then the error
+    assert "Traceback" not in err and err.splitlines()[-1] == (
+        "tnlib sweep: error: device 'cuda' was requested but torch.cuda.is_available() is False")
+
+
 def test_cli_sweep_checks_model_args_before_it_starts(capsys):
     assert main(["sweep", "--model-args", "nlm=3", "--dry-run"]) == 2
     assert "model_args['nlm']" in one_line_error(capsys, "sweep")

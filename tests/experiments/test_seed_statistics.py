@@ -228,3 +228,22 @@ def test_holms_adjusted_p_values_reject_as_the_step_down_rule_does():
         assert {i for i in range(m) if adjusted[i] < alpha} == rejected
         assert all(a >= q for a, q in zip(adjusted, p))
         assert [adjusted[i] for i in order] == sorted(adjusted[i] for i in order)
+
+
+def test_a_csv_that_is_no_reports_per_seed_csv_is_named_with_the_columns_it_lacks(tmp_path, capsys):
+    from tnlib.cli import main
+    from tnlib.experiments.reporting.seed_statistics import read_seed_csv, write_seed_csv
+
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "accuracy.md").write_text("# a report\n")
+    (report / "accuracy-seeds.csv").write_text("domain,seed,mse\nferry,0,1.5\n")  # edited by hand
+    with pytest.raises(ValueError, match="not a report's per-seed CSV .*lacks the columns model, sigma, residual, "
+                                         "lower_bound, column"):
+        read_seed_csv(report / "accuracy-seeds.csv")
+    for command in ("findings", "intervals"):
+        assert main([command, str(report)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"tnlib {command}: error: ") and "lacks the columns" in err and "Traceback" not in err
+    assert read_seed_csv(tmp_path / "missing.csv") == []
+    assert read_seed_csv(write_seed_csv([], tmp_path / "empty.csv")) == []  # a report with no such rows

@@ -47,7 +47,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adopt-runs": ("tnlib.cli.experiments", "take into a results folder the tested runs a lent machine sent back"),
     "cluster-check": ("tnlib.cli.experiments", "ask a Dask cluster's workers what a sweep sent there would train with"),
 }
-COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 __all__ = ["COMMANDS", "CommandError", "build_parser", "check_output_path", "declare_outputs", "main"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
 from tnlib.paper import ABLATIONS
 
 
@@ -105,7 +106,7 @@ def _run_sweep(args) -> int:
     from tnlib.experiments.sweep_settings import Sweep
     from tnlib.experiments.running.sweep_standing import sweep_standing
 
-    from tnlib.errors import ClusterMismatch, DatasetError, SchedulerUnreachable
+    from tnlib.errors import ClusterMismatch, DatasetError, SchedulerUnreachable, TrainingDiverged
 
     try:
         sweep = Sweep.from_parameters(preset=args.preset, **sweep_parameters(args))
@@ -123,6 +124,8 @@ def _run_sweep(args) -> int:
                          trained_only=args.trained_only, run_progress=True)
     except (DatasetError, SchedulerUnreachable, ClusterMismatch) as err:
         raise CommandError(str(err)) from err
+    except (ValueError, FileNotFoundError, TrainingDiverged) as err:  # a run's own refusal, as `tnlib train` gives it
+        raise CommandError(str(err)) from None
     for row in rows:
         print(json.dumps(row))
     return 0
@@ -262,9 +265,13 @@ def _run_findings(args) -> int:
     from tnlib.experiments.reporting.findings import write_report_findings
     from tnlib.files import shown_path
 
-    if not (Path(args.report) / "accuracy-seeds.csv").is_file():
+    if not (Path(args.report) / ACCURACY_SEEDS).is_file():
         raise CommandError(f"{args.report} holds no accuracy-seeds.csv: give a rendered report's folder")
-    for path in write_report_findings(args.report):
+    try:
+        written = write_report_findings(args.report)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    for path in written:
         print(f"wrote {shown_path(path)}")
     return 0
 
@@ -344,7 +351,7 @@ def _run_rerun_check(args) -> int:
                                                check_curve, check_model_curves)
     from tnlib.files import shown_path
 
-    if not (CHECKED_REPORT / "accuracy-seeds.csv").is_file():
+    if not (CHECKED_REPORT / ACCURACY_SEEDS).is_file():
         raise CommandError(f"{CHECKED_REPORT} has no accuracy-seeds.csv: the check runs in a checkout of tnlib")
     checks = ((CHECKED_REPORT, lambda: check(CHECKED_REPORT, record=args.record)),
               (CURVE_FOLDER, lambda: check_curve(CURVE_FOLDER, record=args.record)),

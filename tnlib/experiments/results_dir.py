@@ -39,8 +39,8 @@ class ResultsDir:
 
     def read_sweep(self):
         """The sweep the folder's ``sweep.json`` records (a :class:`tnlib.experiments.sweep_settings.Sweep`), None
-        where there is none: the one reader of that file, through :meth:`Sweep.from_record` (which reads the flat
-        record of older sweeps too, and a setting the file predates as the paper's sweep has it). A DamagedFile
+        where there is none: the one reader of that file, through :meth:`Sweep.from_record` (which reads a flat
+        record too, and a setting the file lacks as the paper's sweep has it). A DamagedFile
         naming the file when it holds no sweep."""
         if not self.sweep_file.is_file():
             return None

@@ -58,7 +58,7 @@ from tnlib.paper import (
 from tnlib.planning.generators import DOMAIN_PARAMETERS
 from tnlib.planning.search_settings import PAPER_SEARCH
 
-# What the header says of a run trained, in whole or in its first steps, before run folders recorded the hardware.
+# What the header says of a run whose folder does not record the hardware of its training, or of its first steps.
 NOT_RECORDED = "not recorded"
 
 # GBFS counting protocols (tnlib.planning.search), as the header names them.
@@ -89,7 +89,7 @@ class RunFacts:
     data_root: str | None
     evaluations: int
     improving: bool | None
-    instances_used: int | None = None  # training instances it trained on (data.json; runs before it: unknown)
+    instances_used: int | None = None  # training instances it trained on (data.json; None: the folder has none)
     # (step, kind of hardware) of each start of training (machines.jsonl); None: the folder does not record it
     starts: list[tuple[int, str]] | None = None
     # (step, commit of the code that trained, None where the start did not record it) of each start of training
@@ -98,13 +98,13 @@ class RunFacts:
     @property
     def trained_by(self) -> str:
         """The commits of the code that trained it, in order (``38b9e834``; ``not recorded, then 38b9e834`` for a
-        run whose first starts were made before run folders recorded the code)."""
+        run whose folder records no code for its first starts)."""
         return _in_order(self.code_starts)
 
     @property
     def trained_on(self) -> str:
         """The hardware that trained it, in order: ``AMD EPYC, AVX512``; ``X, then Y`` for a run resumed on
-        another kind; ``not recorded`` where its first steps (or all) were trained before run folders said."""
+        another kind; ``not recorded`` where its folder does not say for its first steps (or all)."""
         return _in_order(self.starts)
 
     @property
@@ -215,7 +215,7 @@ def _run_facts(run: RunDir, config: TrainConfig) -> RunFacts:
 
 def _in_order(starts: list[tuple[int, str | None]] | None) -> str:
     """What each start of training recorded (a machine kind, a commit), in order, repeats merged: ``X, then Y``;
-    ``not recorded`` where the first steps, a start or all were made before run folders said."""
+    ``not recorded`` where the folder does not say for the first steps, a start or all."""
     if not starts:
         return NOT_RECORDED
     values = [] if starts[0][0] == 0 else [NOT_RECORDED]
@@ -336,8 +336,8 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.train_used = sorted({r.instances_used if r.instances_used is not None
                                        else facts.train_instances if r.instances is None
                                        else min(r.instances, facts.train_instances) for r in domain_runs})
-            # runs that asked for the whole split and got fewer trained before the split grew (an exact solver
-            # filling the slots A* left out of reach): they trained on all it held then
+            # runs that asked for the whole split and got fewer trained on a smaller split (an exact solver fills
+            # the slots A* left out of reach): they trained on all it held when they trained
             facts.train_then = sorted({r.instances_used for r in domain_runs if r.instances is None
                                        and r.instances_used is not None and r.instances_used < facts.train_instances})
         if "test" in splits:
@@ -511,7 +511,7 @@ def _setting_rows(scope: Scope) -> list[str]:
         lines.append(f"| fixed sigma | {used} | {_sigma_text(FIXED_SIGMA)} in the text (the "
                      f"authors' code: {_sigma_text(AUTHORS_FIXED_SIGMA)}) |")
     hardware = _hardware_groups(scope.runs)
-    if set(hardware) != {NOT_RECORDED}:  # folders from before runs recorded it keep the header they had
+    if set(hardware) != {NOT_RECORDED}:  # no line where no run folder records it
         lines.append(f"| trained on | {_hardware_text(hardware)} | {PAPER_HARDWARE} |")
     codes = _hardware_groups(scope.runs, by="trained_by")
     if set(codes) != {NOT_RECORDED}:  # only runs whose starts record the commit that trained them say it

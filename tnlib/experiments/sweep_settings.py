@@ -2,7 +2,7 @@
 training configuration its runs share (one :class:`tnlib.learning.training.TrainConfig`, the template each run sets
 its place in the grid on), training until flat, the data, and how its runs are planned; and the record of them a
 results folder keeps (``sweep.json``: :meth:`Sweep.to_record`, read back by :meth:`Sweep.from_record`, which also
-reads the flat record older sweeps wrote).
+reads a flat record, the template's settings beside the sweep's own).
 
 ``Sweep()`` is the paper's setting: NLM, the four (sigma, residual) configurations, N and TN, five seeds, 40,000
 steps at batch 256 on 400 training instances of the ``paper`` data profile, planning every plan instance with the
@@ -35,7 +35,7 @@ from tnlib.paper import DISTRIBUTIONS, DOMAINS, SEEDS, TABLE1_CONFIGS, TRAIN_INS
 from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, SearchSettings
 
 # The template's settings a sweep's parameters name (`tnlib sweep`'s flags, the experiments notebook's parameters,
-# the presets and the flat sweep.json of older sweeps), flat beside the sweep's own: the training configuration's,
+# the presets and a flat sweep.json), flat beside the sweep's own: the training configuration's,
 # and its head's.
 TRAIN_PARAMETERS = ("steps", "batch_size", "eval_every", "instances", "device")
 HEAD_PARAMETERS = ("lower_bound", "upper_bound", "sigma_link", "fixed_sigma")
@@ -143,9 +143,9 @@ class Sweep:
 
     @classmethod
     def from_record(cls, record: dict) -> "Sweep":
-        """The sweep a ``sweep.json`` record holds (:meth:`to_record`'s), or the flat one of older sweeps, where the
+        """The sweep a ``sweep.json`` record holds (:meth:`to_record`'s), or a flat one, where the
         template's settings (:data:`HEAD_PARAMETERS`, :data:`TRAIN_PARAMETERS`) stand beside the sweep's own: the
-        one reader of that record. A setting the record predates reads as the paper's sweep has it (``Sweep()``),
+        one reader of that record. A setting the record lacks reads as the paper's sweep has it (``Sweep()``),
         the value the code of its time had without naming it. A ValueError for a key no setting has, or a value a
         setting refuses."""
         if not isinstance(record, dict):

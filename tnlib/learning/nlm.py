@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tnlib.learning import nlm_autograd

@@ -59,7 +59,7 @@ def planned(path: Path) -> dict[str, dict]:
 
 def planning_summary(records: Sequence[dict], max_evaluations: int | None = PAPER_SEARCH.max_evaluations) -> dict:
     """Coverage and the average evaluations, counting an unsolved instance as the evaluation limit it ran under
-    (as the paper): the record's own ``max_evaluations``, or the argument for records written before they named
+    (as the paper): the record's own ``max_evaluations``, or the argument for records that do not name
     it. Records that ran under different limits are not averaged together (ValueError)."""
     if not records:
         return {"instances": 0, "coverage": math.nan, "evaluations": math.nan, "max_evaluations": None}

@@ -1,10 +1,10 @@
 """Training: one readable loop, in the spirit of nanoGPT's ``train.py``.
 
-``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN or linear regression) with one head
-configuration by the NLL of its distribution, as in the paper: AdamW, batch 256, weight decay 1e-2 (NLM; none for
-HGN, as its authors trained it, and for linear regression, whose weight decay the appendix says was removed),
-gradient norm clip 0.1, learning rate 1e-2
-(NLM, linear) or 1e-3 (HGN), a configurable number of steps (the paper: 4e4).
+``train(config) -> run folder`` trains one model (NLM, STRIPS-HGN, linear regression, or beyond the paper linear
+regression over WL features) with one head configuration by the NLL of its distribution, as in the paper: AdamW,
+batch 256, weight decay 1e-2 (NLM; none for HGN, as its authors trained it, and for the linear models, whose weight
+decay the appendix says was removed), gradient norm clip 0.1, learning rate 1e-2 (NLM, linear) or 1e-3 (HGN, WL),
+a configurable number of steps (the paper: 4e4).
 The run folder holds
 
 * ``config.json`` — the :class:`TrainConfig`;
@@ -189,8 +189,8 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
         """The configuration :meth:`to_dict` wrote (the head's settings flat beside the others): the one reader of
-        that record. A record written before a setting existed lacks it and reads as that setting's default, the
-        value the code of its time had without naming it; a key no setting has is refused."""
+        that record. A record without a setting reads as that setting's default (what training without that
+        setting did); a key no setting has is refused."""
         head_names = {f.name for f in fields(HeadConfig)}
         known = ({f.name for f in fields(cls)} - {"head"}) | head_names
         unknown = sorted(set(values) - known)
@@ -358,7 +358,7 @@ def _check_same_configuration(run_dir: Path, checkpoint: dict, config: TrainConf
                 for key, value in model_kwargs.items() if saved_model.get(key) != value]
     if differs:
         raise ValueError(f"{run_dir} holds a run with a different configuration ({', '.join(differs)}); "
-                         "choose another run_name or pass resume=False to start it afresh")
+                         "choose another run name (`--name`, run_name=) or start it afresh (`--restart`, resume=False)")
 
 
 def trained_steps(config: TrainConfig) -> int | None:
@@ -396,8 +396,8 @@ def _finished_pruned_run(run: RunDir, config: TrainConfig, model_kwargs: dict) -
     _check_same_configuration(run.path, best, config, model_kwargs)
     if config.steps > finished:
         raise ValueError(f"{run.path} finished at step {finished:,} and its resume checkpoint was pruned (`tnlib "
-                         f"prune`), so it cannot train on to step {config.steps:,}: start it afresh (resume=False, "
-                         "or delete the folder) or keep its steps")
+                         f"prune`), so it cannot train on to step {config.steps:,}: start it afresh (`--restart`, "
+                         "resume=False, or delete the folder) or keep its steps")
     if not _readable_config(run):
         atomic_write_json(run.config_file, config.to_dict(), indent=2)
     return run.path

@@ -174,8 +174,8 @@ class WLEncoder(Encoder):
         return {"generator_zlib": zlib.compress(table, 6), "scale": torch.from_numpy(self.scale.copy())}
 
     def load_state(self, state: dict) -> None:
-        """Restore :meth:`state`'s packed form, or the plain form of older checkpoints (the table as a dict, the
-        scales as a list)."""
+        """Restore :meth:`state`'s packed form, or the plain form a checkpoint may hold instead (the table as a
+        dict, the scales as a list)."""
         from wlplan.feature_generator import load_feature_generator
 
         with tempfile.TemporaryDirectory() as folder:

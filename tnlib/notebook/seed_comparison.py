@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
 from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, holm_adjusted, paired_interval,
                                                         read_seed_values)
 from tnlib.files import REPO_ROOT
@@ -30,7 +31,7 @@ SEED_REPORTS = ("converged/nlm5", "converged/linear", "converged/wl")
 
 def seed_values_path(report: str) -> Path:
     """Where a committed report keeps its per-seed test metrics."""
-    return REPO_ROOT / "reports" / report / "accuracy-seeds.csv"
+    return REPO_ROOT / "reports" / report / ACCURACY_SEEDS
 
 
 def committed_seed_values(report: str, cell: str, metric: str = "mse") -> dict[str, dict[int, float]]:

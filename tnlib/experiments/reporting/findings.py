@@ -12,7 +12,6 @@ number at full precision), so a README can quote its numbers from a file the cod
 """
 from __future__ import annotations
 
-import csv
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -31,11 +30,13 @@ from tnlib.experiments.reporting.seed_statistics import (
     multiplicity_note,
     paired_interval,
     paired_verdict,
+    read_seed_csv,
     significant_number,
     with_holm_verdicts,
     write_seed_csv,
 )
-from tnlib.experiments.reporting.size_tables import WHOLE_ROW
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
+from tnlib.experiments.reporting.size_tables import SIZES_SEEDS, WHOLE_ROW
 from tnlib.experiments.reporting.table_rows import collect_planning, collect_results, split_unfinished
 from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
@@ -88,11 +89,12 @@ def seed_values_of_report(report_dir) -> dict:
     folders are not on this machine."""
     report_dir = Path(report_dir)
     # (rows, {metric: the CSV column holding it}) of each file
-    sources = ((_csv_rows(report_dir / "accuracy-seeds.csv"), {"mse": "mse", "nll": "nll_best_nll"}),
-               (_finished(_csv_rows(report_dir / "planning-seeds.csv")),
+    sources = ((read_seed_csv(report_dir / ACCURACY_SEEDS, ("mse", "nll_best_nll")),
+                {"mse": "mse", "nll": "nll_best_nll"}),
+               (_finished(read_seed_csv(report_dir / PLANNING_SEEDS, ("coverage", "evaluations"))),
                 {"coverage": "coverage", "evaluations": "evaluations"}),
-               ([r for r in _csv_rows(report_dir / "accuracy-by-size-seeds.csv") if r["size"] == WHOLE_ROW],
-                {"grid_mse": "mse"}))
+               ([r for r in read_seed_csv(report_dir / SIZES_SEEDS, ("size", "mse"))
+                 if r["size"] == WHOLE_ROW], {"grid_mse": "mse"}))
     values: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     for rows, columns in sources:
         for row in rows:
@@ -102,13 +104,6 @@ def seed_values_of_report(report_dir) -> dict:
                     values[row["model"]][metric][key][int(row["seed"])] = float(row[column])
     return {model: {metric: dict(by_key) for metric, by_key in values[model].items()}
             for model in sorted(values, key=model_rank)}
-
-
-def _csv_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 def _finished(rows: Sequence[dict]) -> list[dict]:

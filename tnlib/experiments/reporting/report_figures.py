@@ -12,14 +12,14 @@ of .02 and of 7 sit in different domains), and a vertical line at 0.
 """
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from tnlib.experiments.results_dir import ResultsDir
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
 from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
-                                               read_seed_values)
+                                               read_seed_csv, read_seed_values)
 from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
 from tnlib.experiments.reporting.tables import table1_seed_values, table2_seed_values
 from tnlib.files import read_jsonl, shown_folder
@@ -275,19 +275,19 @@ def seed_csv_intervals_figures(report_dir) -> list:
     """:func:`paired_intervals_figures` drawn from a rendered report's per-seed CSVs (``accuracy-seeds.csv``,
     ``planning-seeds.csv`` where it planned) instead of its run folders, for reports whose runs are not on this
     machine: the same intervals (the CSVs hold every value the figure reads). A ValueError where the report has
-    no ``accuracy-seeds.csv`` (rendered before reports wrote one) or mixes lower bounds."""
+    no ``accuracy-seeds.csv`` or mixes lower bounds."""
     report_dir = Path(report_dir)
-    accuracy, planning = report_dir / "accuracy-seeds.csv", report_dir / "planning-seeds.csv"
+    accuracy, planning = report_dir / ACCURACY_SEEDS, report_dir / PLANNING_SEEDS
     if not report_dir.is_dir():
         raise ValueError(f"no folder {report_dir}: give a rendered report's folder, e.g. reports/converged/linear")
     if not accuracy.is_file() and not (report_dir / "accuracy.md").is_file():
         raise ValueError(f"{shown_folder(report_dir)} holds no rendered report (no accuracy.md, no "
                          "accuracy-seeds.csv): give a folder `tnlib report` wrote, e.g. reports/converged/linear")
     if not accuracy.is_file():
-        raise ValueError(f"{shown_folder(report_dir)} holds no accuracy-seeds.csv: its report was rendered before "
-                         "reports wrote their values per seed, so there is nothing to draw the intervals from")
-    with accuracy.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
+        raise ValueError(f"{shown_folder(report_dir)} holds no accuracy-seeds.csv beside its accuracy.md, so there is "
+                         "nothing to draw the intervals from: render the report again from its runs (`tnlib report`), "
+                         "which writes the values per seed")
+    rows = read_seed_csv(accuracy, ("mse", "nll_best_nll"))
     bounds = sorted({row["lower_bound"] for row in rows})
     if len(bounds) > 1:
         raise ValueError(f"{accuracy} mixes lower bounds ({', '.join(bounds)}): a figure holds one")

@@ -14,6 +14,7 @@ from tnlib.experiments.reporting.report_figures import (paired_intervals_figures
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
 from tnlib.experiments.reporting.size_tables import write_size_report
 from tnlib.experiments.reporting.convergence import write_convergence
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
@@ -178,9 +179,9 @@ def write_reports(results_dir, reports_dir, models: Sequence[str] = (MAIN_TABLES
     written = [reports_dir / "accuracy.md", reports_dir / "planning.md", reports_dir / "training_curves.html"]
     for path, text in zip(written, ("\n".join(accuracy), "\n".join(planning), "\n".join(html))):
         atomic_write_text(path, text)
-    written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / "accuracy-seeds.csv"))
+    written.append(write_seed_csv(accuracy_seed_rows(results, by_nll), reports_dir / ACCURACY_SEEDS))
     ratios = run_cost_ratios(plans, baseline, costs)
-    written.append(write_seed_csv(planning_seed_rows(plans, ratios), reports_dir / "planning-seeds.csv"))
+    written.append(write_seed_csv(planning_seed_rows(plans, ratios), reports_dir / PLANNING_SEEDS))
     return written
 
 

@@ -236,15 +236,34 @@ def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:
     return Path(path)
 
 
+# The columns every per-seed CSV of a report has (the rows write_seed_csv is given): a run's cell and its seed.
+SEED_CSV_KEYS = ("domain", "model", "sigma", "residual", "lower_bound", "column", "seed")
+
+
+def read_seed_csv(path: str | os.PathLike, columns: Sequence[str] = ()) -> list[dict]:
+    """The rows of a report's per-seed CSV ([] where there is no file); a ValueError naming the file and the
+    columns it lacks (:data:`SEED_CSV_KEYS` and ``columns``) where it is not one -- an edit, another tool's CSV."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None:  # write_seed_csv of no rows: an empty file
+            return []
+        missing = [name for name in (*SEED_CSV_KEYS, *columns) if name not in reader.fieldnames]
+        if missing:
+            raise ValueError(f"{path}: not a report's per-seed CSV (it lacks the column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing)}); render the report again with `tnlib report` to write it")
+        return list(reader)
+
+
 def read_seed_values(path: str | os.PathLike, model: str | None, metric: str = "mse") -> dict:
     """A report's per-seed CSV (``accuracy-seeds.csv``, :func:`write_seed_csv`) read back as the tables' values:
     ``{(domain, sigma, residual, column): {seed: value}}`` for one model (None: a file of one model, whichever) and
     metric (``mse``, ``nll``, ``nll_best_nll``; rows without it are skipped). What a committed report says can be
     recomputed from it without its run folders."""
     values: dict = defaultdict(dict)
-    with Path(path).open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            if model in (None, row["model"]) and row.get(metric):
-                values[(row["domain"], row["sigma"], row["residual"], row["column"])][int(row["seed"])] = \
-                    float(row[metric])
+    for row in read_seed_csv(path):
+        if model in (None, row["model"]) and row.get(metric):
+            values[(row["domain"], row["sigma"], row["residual"], row["column"])][int(row["seed"])] = float(row[metric])
     return dict(values)

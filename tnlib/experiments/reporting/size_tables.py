@@ -66,7 +66,7 @@ def _labelled(result: dict, label: str, values: dict) -> dict:
 
 def _cells(domain: str, results: Sequence[dict]) -> list[dict]:
     """The grid's cells as the domain's runs were evaluated on them; a ValueError where runs saw different cells
-    (evaluated before the test grid gained cells or instances: evaluated again, they agree)."""
+    (evaluated on a test grid with fewer cells or instances: evaluated again, they agree)."""
     seen = {tuple((str(s["params"]), s["split"], s["instances"], s["states"]) for s in r["sizes"]) for r in results}
     if len(seen) > 1:
         raise ValueError(f"{domain}'s runs were evaluated on different test grids (the split changed between their "
@@ -200,8 +200,8 @@ def _domain_section(domain: str, model: str, lower_bound: str, grid: Sequence[di
 
 
 def _has_sizes(path: Path) -> bool:
-    """Whether a metrics file holds the per-cell records (one written by `tnlib evaluate --split test-grid` before
-    they existed has the whole split's metrics only)."""
+    """Whether a metrics file holds the per-cell records (a metrics file of `tnlib evaluate --split test-grid`
+    without them holds the whole split's metrics only)."""
     try:
         return "sizes" in read_json(path)
     except (OSError, ValueError, DamagedFile):

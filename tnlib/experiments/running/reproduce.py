@@ -26,6 +26,7 @@ from typing import Callable, Iterator, TextIO
 
 from tnlib.files import REPO_ROOT, atomic_write_text
 from tnlib.progress import ENV_VAR as PROGRESS_ENV_VAR
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
 
 ROOT = REPO_ROOT  # the repository: notebooks/, reports/, benchmarks/
 NOTEBOOKS = ROOT / "notebooks"
@@ -44,7 +45,7 @@ NOTEBOOK_PARAMETERS: dict[str, dict] = {
 }
 EXTRA_OUTPUTS = {
     "heuristic_learning_experiments.ipynb": ["accuracy.md", "planning.md", "training_curves.html",
-                                             "accuracy-seeds.csv", "planning-seeds.csv"],
+                                             ACCURACY_SEEDS, PLANNING_SEEDS],
 }
 # the Truncated Normal's peer table, beside its report (measured by hand: the peers are not the project's dependencies)
 PEERS_REPORT = "truncated_normal_peers.md"

@@ -40,6 +40,7 @@ from pathlib import Path
 from tnlib.files import REPO_ROOT, atomic_write_text, read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.provenance import code_commit
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
 
 # (The reports, the sweep and torch are imported where a check runs: `tnlib rerun-check --help` reads only the
 # constants below.)
@@ -71,8 +72,8 @@ CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
 MODEL_CURVE_RUNS = ("hgn", "wl", "nlm")
 MODEL_CURVE_REFERENCES = REPO_ROOT / "reports" / "converged" / "curve-references.csv"
 MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
-# The kind of machine of a report whose header names none (headers before they did): this project's 2-core AMD
-# EPYC machines with AVX2 kernels (reports/speed.md).
+# The kind of machine of a report whose header names none: this project's 2-core AMD EPYC machines with AVX2
+# kernels (reports/speed.md).
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
 
 
@@ -144,7 +145,7 @@ def committed_rows(report_dir: str | os.PathLike, machine: str) -> tuple[list[di
     holds none for it."""
     report_dir = Path(report_dir)
     if made_here(report_dir, machine):
-        source = report_dir / "accuracy-seeds.csv"
+        source = report_dir / ACCURACY_SEEDS
         rows = _read_csv_rows(source)
     else:
         source = report_dir / REFERENCES
@@ -246,7 +247,8 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
 
 def _plain_copy(run: Path, folder: Path) -> Path:
     """``run``'s configuration and curve in a run folder of their own under ``folder``, the curve as plain
-    ``curves.jsonl``: older code reads only that name, and exported records hold the curve compressed."""
+    ``curves.jsonl``: the commit retraining it may read only that name, and exported records hold the curve
+    compressed."""
     copy = folder / "runs" / run.name
     copy.mkdir(parents=True)
     (copy / RunDir.CONFIG).write_bytes((run / RunDir.CONFIG).read_bytes())
