@@ -165,6 +165,15 @@ def test_baselines_plan_every_instance_of_a_plan_set(made, tmp_path):
     assert all(r["solved"] and r["protocol"] == "paper" for r in records)
     text = render_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"], selection_seconds=[120]).read_text()
     assert "| **all** | 8 | 1.00 (" in text and "solved optimally within 120 s" in text
+    assert "with at most 10,000 evaluations" in text
+
+
+def test_baselines_say_the_evaluation_limit_their_records_were_planned_under(made, tmp_path):
+    from tnlib.experiments.running.baselines import render_plan_set_baselines, run_plan_set_baselines
+
+    run_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"], max_evaluations=300)
+    text = render_plan_set_baselines(made, tmp_path, ["gripper"], ["ff"]).read_text()
+    assert "with at most 300 evaluations" in text and "10,000 evaluations" not in text
 
 
 def test_a_sweep_plans_on_a_plan_set_and_table2_reads_it_under_the_papers_selection(made, tmp_path):

@@ -27,7 +27,7 @@ from tnlib.experiments.running.sweep_standing import count_phrase, finished_runs
 from tnlib.experiments.sweep_settings import GRID_AXES, Sweep
 from tnlib.files import atomic_write_text, locked, locked_if_free, shown_path
 from tnlib.learning.run_files import baseline_file
-from tnlib.paper import DISTRIBUTIONS, DOMAINS
+from tnlib.paper import BASELINE_HEURISTIC, DISTRIBUTIONS, DOMAINS
 from tnlib.progress import progress as progress_display, say_done
 
 
@@ -63,7 +63,7 @@ def run_baselines(sweep: Sweep) -> None:
     out_dir = ResultsDir(sweep.out_dir).baseline_folder(sweep.plan_on)
 
     def plan(domain: str) -> None:
-        plan_baseline(sweep.dataset_path(), domain, "ff", out_dir=out_dir, split=sweep.plan_on,
+        plan_baseline(sweep.dataset_path(), domain, BASELINE_HEURISTIC, out_dir=out_dir, split=sweep.plan_on,
                       settings=sweep.search_settings, instances=sweep.plan_instances, per_cell=sweep.plan_per_cell)
 
     busy = []
@@ -83,7 +83,7 @@ def run_baselines(sweep: Sweep) -> None:
 
 def baseline_lock(out_dir: Path, domain: str) -> Path:
     """The lock a sweep holds while it plans ``domain``'s h_FF baseline into ``out_dir``."""
-    return out_dir / f".{baseline_file(out_dir, domain, 'ff').name}.lock"
+    return out_dir / f".{baseline_file(out_dir, domain, BASELINE_HEURISTIC).name}.lock"
 
 
 # Settings of one process, not of the results: parts of one sweep may differ in them (two training processes with
