@@ -15,7 +15,7 @@ from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
-from tnlib.paper import ABLATIONS
+from tnlib.paper import ABLATIONS, MAIN_TABLES_MODEL
 
 
 def selection_seconds(text: str) -> float:
@@ -169,7 +169,8 @@ def register_report(subparsers) -> None:
                         help="render one of the appendix's NLM ablations instead (accuracy.md and planning.md): "
                              "residual (learn/ff, learn/lmcut, learn/none) or lower-bound (learn/ff with l = "
                              "lmcut, hmax, blind), from the runs of every RESULTS folder")
-    parser.add_argument("--model", default="nlm", help="with --ablation: which model's runs (default: nlm)")
+    parser.add_argument("--model", default=MAIN_TABLES_MODEL,
+                        help=f"with --ablation: which model's runs (default: {MAIN_TABLES_MODEL})")
     parser.add_argument("--against", metavar="RESULTS",
                         help="another results folder: also write comparison.md, the cells both hold side by side "
                              "(e.g. runs trained with --upper-bound h_sat against runs without)")

@@ -13,7 +13,7 @@ from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.errors import CommandError, DatasetError, TrainingDiverged
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import MAIN_LOWER_BOUND, MAIN_TABLES_MODEL
+from tnlib.paper import BATCH_SIZE, MAIN_LOWER_BOUND, MAIN_TABLES_MODEL
 
 # TrainConfig and HeadConfig fields whose flag is not --field-name, and help texts. The dataset root and the model's
 # arguments are --data-root and --model-args, as in `tnlib sweep` (whose fields share the names); TRAIN_ALIASES'
@@ -155,8 +155,8 @@ def cost_estimate(config, start_step: int = 0) -> str | None:
         where = (f"on 2 CPU cores ({cpu_step:.2g} s per step: the time measured on the {profile} profile's "
                  f"{config.domain} at batch {MEASURED_BATCH_SIZE}{scaled})")
     elif cpu_hours is not None:
-        hours, where = cpu_hours, (f"on 2 CPU cores ({CPU_SECONDS_PER_STEP[config.model]} s per step at batch 256 "
-                                   f"with {CPU_TIMED_OBJECTS} objects; smaller instances train faster)")
+        hours, where = cpu_hours, (f"on 2 CPU cores ({CPU_SECONDS_PER_STEP[config.model]} s per step at batch "
+                                   f"{BATCH_SIZE} with {CPU_TIMED_OBJECTS} objects; smaller instances train faster)")
     else:
         return None
     if hours * 3600 < ESTIMATE_FROM_S:

@@ -617,7 +617,8 @@ def _caveat_rows(scope: Scope) -> list[str]:
                        "is not the same as a better final model).")
     if judged and improving and scope.until_flat is None:
         caveats.append("Trained a fixed number of steps, short of flat: training on while the curves still fall "
-                       "-- with all four configurations, more seeds and the paper's 10,000 evaluations -- is the "
+                       f"-- with all four configurations, more seeds and the paper's {MAX_EVALUATIONS:,} evaluations -- "
+                       "is the "
                        "converged presets' (`tnlib sweep --preset converged`, `converged-linear`; their results in "
                        "reports/converged/).")
     missing = [(what, scope.missing(key)) for what, key in (("configurations", "config"), ("models", "model"),

@@ -41,7 +41,7 @@ from tnlib.experiments.reporting.table_rows import collect_planning, collect_res
 from tnlib.experiments.reporting.tables import paper_bold_keys, table1_seed_values, table2_seed_values
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import RunDir
-from tnlib.paper import DISTRIBUTIONS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
+from tnlib.paper import DISTRIBUTIONS, MAIN_TABLES_MODEL, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
 # metric -> (what the report calls it, whether lower is better). grid_mse is Table 1's MSE on the whole test grid
 # (metrics-test-grid.json), the paper's test set where the test split holds only the cells its labelling reached.
@@ -116,7 +116,7 @@ def _paper_cells(model: str, metric: str) -> dict:
     """The paper's table for ``model`` and ``metric``: ``{domain: {(sigma, residual, column): (mean, sd)}}``."""
     if metric in TABLE1_METRICS:
         return PAPER_TABLE1.get(model, {})
-    if metric in ("coverage", "evaluations") and model == "nlm":
+    if metric in ("coverage", "evaluations") and model == MAIN_TABLES_MODEL:
         return PAPER_TABLE2_NLM[metric]
     return {}
 

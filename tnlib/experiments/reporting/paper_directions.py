@@ -12,7 +12,7 @@ from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, PAIRE
 from tnlib.experiments.reporting.table_cells import mean_and_std, paper_number
 from tnlib.experiments.reporting.table_rows import collect_results
 from tnlib.experiments.reporting.tables import table1_seed_values
-from tnlib.paper import PAPER_CONFIGS, PAPER_TABLE1
+from tnlib.paper import MAIN_TABLES_MODEL, PAPER_CONFIGS, PAPER_TABLE1
 
 DIRECTIONS_RULE = (f"a direction counts, in a folder whose cell has at least {PAIRED_MIN_SEEDS} seeds of both columns, "
                    f"where the {PAIRED_CONFIDENCE:.0%} t-interval of the per-seed differences (paired by seed) "
@@ -47,7 +47,7 @@ def _folder_direction(values: dict, tn_key: tuple, other_key: tuple) -> tuple[st
     return way, f"{means}; {paper_number(interval['mean'])} [{paper_number(interval['low'])}, {paper_number(interval['high'])}]"
 
 
-def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[str, str] = ("these runs", "other"),
+def render_directions(results_dir, other_dir, model: str = MAIN_TABLES_MODEL, names: tuple[str, str] = ("these runs", "other"),
                       configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
     """Where the paper's directions appear in two results folders (:func:`render_paper_directions` of both), and
     whether the folders agree with each other (what an ablation asks: does a setting change a conclusion)."""
@@ -55,7 +55,7 @@ def render_directions(results_dir, other_dir, model: str = "nlm", names: tuple[s
     return render_paper_directions(values, names, model, configs)
 
 
-def render_paper_directions(values: Sequence[dict], names: Sequence[str], model: str = "nlm",
+def render_paper_directions(values: Sequence[dict], names: Sequence[str], model: str = MAIN_TABLES_MODEL,
                             configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
     """Where the paper's directions appear: per domain and configuration, TN against N and against N+clip in test
     MSE as the paper's table for ``model`` has them (:data:`tnlib.paper.PAPER_TABLE1`) and as each of one or two

@@ -55,13 +55,16 @@ from tnlib.files import atomic_write_text, shown_folder
 from tnlib.provenance import code_commit
 from tnlib.paper import (
     ABLATIONS,
+    BATCH_SIZE,
     DOMAINS,
     MAIN_LOWER_BOUND,
     MAIN_TABLES_MODEL,
     MODELS,
     PAPER_CONFIGS,
     PAPER_TABLE1,
+    PLAN_INSTANCES,
     TABLE1_CONFIGS,
+    TRAIN_STEPS,
 )
 
 # Styles of the HTML reports. REPORT_CSS goes into every one (the exported notebooks too, after the JupyterLab
@@ -196,7 +199,7 @@ def _model_accuracy(results_dir, results: list[dict], by_nll: list[dict], model:
     sections.append(f"### {model}\n\n" + (f"{untested}\n\n" if untested else "")
                     + render_table(results, model=model, lower_bound=lower_bound) + "\n"
                     + render_paired(mse_differences, "test MSE") + "\n")
-    if paper_tables and model == "nlm":
+    if paper_tables and model == MAIN_TABLES_MODEL:
         shown = [pair for pair in TABLE1_CONFIGS if pair in ran] or list(TABLE1_CONFIGS)
         sections.append(f"{PAPER_TABLES_NOTE} {TABLE1_BOLD_RULE}\n\n" + render_paper_table1(shown) + "\n")
     if model in PAPER_TABLE1 and lower_bound == "lmcut":
@@ -226,9 +229,9 @@ def _model_planning(results_dir, plans: list[dict], model: str, lower_bound: str
     else:
         sections = [f"### {model}\n\n" + render_table2(plans, model=model, lower_bound=lower_bound,
                                                         configs=planned, baseline_dir=results_dir, split=split)]
-    if paper_tables and model == "nlm":
-        sections.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its 100 plan instances per domain.\n\n"
-                        + render_paper_table2(planned) + "\n")
+    if paper_tables and model == MAIN_TABLES_MODEL:
+        sections.append(f"{PAPER_TABLES_NOTE} {TABLE2_BOLD_RULE} Planned on its {PLAN_INSTANCES} plan instances per "
+                        "domain.\n\n" + render_paper_table2(planned) + "\n")
     mine = [r for r in plans if r["model"] == model and r["lower_bound"] == lower_bound]
     return _with_paired_planning(sections, mine, baseline, costs, planned)
 
@@ -277,7 +280,8 @@ def _model_curves(results_dir, configs_of: list[TrainConfig], model: str, lower_
 
 
 # Above the paper's own tables, where a report sets them beside its own.
-PAPER_TABLES_NOTE = ("The paper's (its NLM: 5 seeds, its training data at batch 256 -- 40,000 steps in its appendix, "
+PAPER_TABLES_NOTE = (f"The paper's (its NLM: 5 seeds, its training data at batch {BATCH_SIZE} -- {TRAIN_STEPS:,} steps in "
+                     "its appendix, "
                      "10^4 in this table's caption --, its own test sets), bold by its own rule, not the paired one.")
 
 SETTING_COLUMNS = ("domain", "model", "sigma", "residual", "lower_bound")
@@ -527,7 +531,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     plotly_src = plotly_source(reports_dir)
     written = write_reports(results_dir, reports_dir, models=models, lower_bound=bounds[0], plotly_src=plotly_src,
                             selection_seconds=selection_seconds, paper_tables=paper_tables)
-    figure_model = "nlm" if "nlm" in models else models[0]
+    figure_model = MAIN_TABLES_MODEL if MAIN_TABLES_MODEL in models else models[0]
     written.append(write_figure2(results_dir, reports_dir / "figure2.html", model=figure_model,
                                  lower_bound=bounds[0], plotly_src=plotly_src))
     intervals = write_intervals(results_dir, reports_dir / "intervals.html", models=models, lower_bound=bounds[0],
@@ -540,7 +544,7 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if against is not None:
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)
-        if figure_model == "nlm":
+        if figure_model == MAIN_TABLES_MODEL:
             table += ("\n## The paper's directions in both folders\n\nTest MSE of TN against N and N+clip: "
                       f"{DIRECTIONS_RULE}.\n\n"
                       + render_directions(results_dir, against, names=tuple(f"`{n}/`" for n in names)))

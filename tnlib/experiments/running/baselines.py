@@ -13,7 +13,7 @@ from typing import Sequence
 
 from tnlib.files import atomic_write_text
 from tnlib.learning.run_files import baseline_file
-from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS
+from tnlib.paper import FF_COVERAGE, FF_EVALUATIONS, MAX_EVALUATIONS, PLAN_INSTANCES
 from tnlib.planning.search_settings import PAPER, PAPER_SEARCH, SearchSettings
 
 # The symbolic heuristics tnlib offers for GBFS, h_FF first (the paper's Table 2 column).
@@ -108,7 +108,7 @@ def render_plan_set_baselines(data_root, out_dir, domains: Sequence[str], heuris
                 kept, unknown = instances.optimal_selection(seconds)
                 lines.append(row(f"**solved optimally within {seconds:g} s** ({len(unknown)} undecided)", kept))
             paper = f"{FF_COVERAGE[domain]:.2f} ({FF_EVALUATIONS[domain]:,})"
-            lines += ["", f"The paper's h_FF on its 100 plan instances: {paper}.", ""]
+            lines += ["", f"The paper's h_FF on its {PLAN_INSTANCES} plan instances: {paper}.", ""]
     # The limit the records were planned under (`tnlib baselines --max-evaluations`), not the default.
     limit = " or ".join(f"{n:,}" for n in sorted(limits)) if limits else f"{MAX_EVALUATIONS:,}"
     header = ["# Table 2's symbolic baselines on the label-free plan sets", "",

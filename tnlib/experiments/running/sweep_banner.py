@@ -129,7 +129,7 @@ def _cost(sweep, profile: str) -> tuple[float, str]:
         steps = " / ".join(f"{CPU_SECONDS_PER_STEP[m]} s" for m in timed)
         untimed = [m for m in sweep.models if m not in CPU_SECONDS_PER_STEP]
         cost += (f"; about {cpu_hours:,.1f} CPU-hours on 2 cores if the instances had {CPU_TIMED_OBJECTS} objects "
-                 f"({' / '.join(timed)} there: {steps} per step at batch 256"
+                 f"({' / '.join(timed)} there: {steps} per step at batch {BATCH_SIZE}"
                  f"{'; ' + ', '.join(untimed) + ' runs: minutes each' if untimed else ''})")
         if profile == "small":
             cost += (" -- an upper bound for data/small, whose training instances have at most 16 objects "
