@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
+from tnlib.cli.learning import TRAIN_HELP
 from tnlib.errors import CommandError
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
 from tnlib.paper import ABLATIONS, MAIN_TABLES_MODEL
@@ -41,14 +42,14 @@ SWEEP_HELP = {
                   "(plan-set: the paper's test grid at its sizes; plan-set-authors)",
     "upper_bound": "none | h_sat: TN bounded above by a satisficing plan's cost in training (beyond the paper)",
     "sigma_link": "a learned sigma: softplus (default) | bounded (the authors' 10 sigmoid(x) + 0.1)",
-    "fixed_sigma": "a fixed sigma: paper (1/sqrt 2, default) | authors (their code's sqrt 2)",
+    "fixed_sigma": TRAIN_HELP["fixed_sigma"],
     "max_steps": "train until flat: runs still improving after --steps train on, in chunks of --extend-steps, "
                  "up to this many steps (default: none, every run trains --steps)",
     "extend_steps": "with --max-steps, the chunk a still-improving run trains on before it is checked again",
     "workers": "local processes running cells side by side (default 1; the small preset: 2)",
     "data_profile": "the dataset profile: the data root's sub-folder to read (default: paper)",
     "data_root": "dataset root, holding the data profile's folder (default: $TNLIB_DATA or <repo>/data)",
-    "device": "cpu | cuda (default: CUDA when present)",
+    "device": TRAIN_HELP["device"],
     "out_dir": "results folder (default: runs/paper; the small preset: runs/small)",
 }
 
