@@ -79,6 +79,8 @@ SOLVERS = (DEFAULT_SOLVER, EXACT_SOLVER)
 PLAN_SET_FORMAT = "tnlib-plan-set"
 PLAN_SETS = {"test": "plan-set", "authors": "plan-set-authors"}
 
+# The heuristic values a labelled state holds, one column each: every heuristic tnlib.planning.heuristics offers.
+HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
 # The table's columns, in order, with their Arrow types (meanings above).
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("domain", "string"),
@@ -90,12 +92,7 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("state", "list<string>"),
     ("goal", "list<string>"),
     ("h_star", "int64"),
-    ("blind", "float64"),
-    ("goalcount", "float64"),
-    ("hmax", "float64"),
-    ("hadd", "float64"),
-    ("ff", "float64"),
-    ("lmcut", "float64"),
+    *((name, "float64") for name in HEURISTIC_COLUMNS),
     ("ff_ignored_deletes_total", "float64"),
     ("ff_ignored_deletes_mean", "float64"),
     ("h_sat", "float64"),
@@ -103,7 +100,6 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
 
 # The columns a labelled state fills (tnlib.data.labels), in table order; the first four name where it comes from.
 RECORD_COLUMNS = tuple(name for name, _ in TABLE_COLUMNS[4:])
-HEURISTIC_COLUMNS = ("blind", "goalcount", "hmax", "hadd", "ff", "lmcut")
 FEATURE_COLUMNS = tuple(f"ff_{name}" if name.startswith("ignored_deletes") else name for name in LINEAR_FEATURES)
 
 
