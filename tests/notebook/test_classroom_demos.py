@@ -38,6 +38,18 @@ def test_gaussian_has_the_largest_entropy_for_a_given_variance():
     entropies = classroom_demos.equal_variance_entropies(1.0)
     assert entropies["Gaussian"] == pytest.approx(0.5 * math.log(2 * math.pi * math.e))
     assert entropies["Gaussian"] > entropies["Laplace"] > entropies["Uniform"]
+    for variance in (1.0, 2.5):
+        entropies = classroom_demos.equal_variance_entropies(variance)
+        assert entropies["Laplace"] == pytest.approx(scipy.stats.laplace(scale=math.sqrt(variance / 2)).entropy())
+        assert entropies["Uniform"] == pytest.approx(scipy.stats.uniform(scale=math.sqrt(12 * variance)).entropy())
+
+
+def test_the_truncated_nll_is_the_gaussian_nll_plus_log_z_against_scipy():
+    terms = classroom_demos.truncated_nll_decomposition(observed=0.5, loc=0.0, scale=1.0, low=0.2, high=1.7)
+    assert terms["normal_nll"] == pytest.approx(-scipy.stats.norm.logpdf(0.5), rel=1e-14)
+    assert terms["truncated_nll"] == pytest.approx(-scipy.stats.truncnorm.logpdf(0.5, 0.2, 1.7), rel=1e-14)
+    assert terms["log_normalizer"] == pytest.approx(
+        math.log(scipy.stats.norm.cdf(1.7) - scipy.stats.norm.cdf(0.2)), rel=1e-14)
 
 
 def test_closed_bound_nll_decreases_without_limit_while_open_bound_has_a_minimum():

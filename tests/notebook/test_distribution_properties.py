@@ -117,3 +117,15 @@ def test_censored_data_need_the_tobit_likelihood_not_the_truncated_one():
     assert result["censored (Tobit) MLE"] == pytest.approx(1.0, abs=0.1)
     # the lump at the bound leaves the truncated model without a maximum
     assert result["sample mean"] > 1.2 and result["truncated model on censored data"].exists is False
+
+
+@pytest.mark.parametrize("x, mu, sigma, low, high", [(0.5, 0.0, 1.0, 0.2, 1.7), (3.0, 1.0, 2.0, -math.inf, 4.0),
+                                                     (2.6, 0.0, 0.5, 2.5, math.inf)])
+def test_the_textbook_nlls_section_5_prints_agree_with_scipy(x, mu, sigma, low, high):
+    from scipy.stats import norm
+
+    a, b = (low - mu) / sigma, (high - mu) / sigma
+    assert distribution_properties.textbook_gaussian_nll(x, mu, sigma) == pytest.approx(-norm.logpdf(x, mu, sigma))
+    assert distribution_properties.textbook_truncated_nll(x, mu, sigma, low, high) == pytest.approx(
+        -truncnorm.logpdf(x, a, b, loc=mu, scale=sigma), rel=1e-8)  # 5 scales out Z's difference loses digits
+    assert distribution_properties.textbook_truncated_nll(low - 1.0, mu, sigma, low, high) == math.inf

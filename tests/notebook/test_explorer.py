@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+import mpmath
 import numpy as np
 import pytest
 import scipy.stats
@@ -93,3 +94,23 @@ def test_the_explorer_prints_small_numbers_and_wide_columns_apart():
     # an NLL past 1e5 keeps a space before it: every row splits into the same number of columns
     rows = explorer.preset_summary_table(loc=-500.0).splitlines()[2:]
     assert {len(row[34:].split()) for row in rows} == {5}
+
+
+def test_the_answers_to_the_things_to_try_show_what_their_prose_says_at_every_slider_step():
+    """(1) the mean's distance from l approaches sigma^2 / (l - mu); (2) the truncated NLL of x = l approaches
+    -log(l - mu), with no minimum; (3) the two NLLs differ by log Z, which reaches 0 only as the window opens."""
+    number = r"[-+]?\d+\.?\d*(?:e[-+]?\d+)?"
+    numbers = [[[float(v) for v in re.findall(number, line.split(":", 1)[1].replace("sigma^2", ""))]
+                for line in explorer.things_to_try_answer(index).splitlines()] for index in range(3)]
+    assert [len(rows) for rows in numbers] == [len(example.settings) for example in explorer.THINGS_TO_TRY]
+    tail = numbers[0]  # mean - l, sigma^2 / (l - mu)
+    assert all(0 < gap < approximation for gap, approximation in tail[:-2])
+    assert tail[-1][0] == pytest.approx(tail[-1][1], rel=1e-3)
+    edge = numbers[1]  # truncated NLL, -log(l - mu)
+    assert all(a[0] > b[0] for a, b in zip(edge, edge[1:]))  # falls at every step: no minimum
+    assert abs(edge[-1][0] - edge[-1][1]) < 1e-3 < abs(edge[0][0] - edge[0][1])
+    for (_, _, _, width), (normal_nll, truncated_nll, log_z) in zip(explorer.THINGS_TO_TRY[2].settings, numbers[2]):
+        with mpmath.workdps(30):
+            exact_log_z = float(mpmath.log(mpmath.erf(mpmath.mpf(width) / mpmath.sqrt(2))))  # Z of (-w, w)
+        assert log_z == pytest.approx(exact_log_z, rel=5e-3)  # printed to three digits
+        assert truncated_nll - normal_nll == pytest.approx(exact_log_z, abs=2e-7)  # both printed to seven decimals

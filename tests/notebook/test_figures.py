@@ -320,6 +320,20 @@ def test_explorer_controls_redraw_once_per_change_and_once_per_preset(monkeypatc
     assert "application/vnd.plotly.v1+json" in data and "Plotly.newPlot" in data["text/html"]
 
 
+def test_the_explorers_interactive_section_shows_its_panel_and_redraws_its_figure_at_every_change(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)  # restored after the test
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    figures.setup_notebook_plotting()
+    shown.clear()  # (the plotting set-up displays plotly.js once)
+    controls = figures.show_explorer_controls(notebook_parameters.check_explorer_parameters(0.0, 1.0, 0.2, "inf", 0.5))
+    assert shown == [controls.panel]
+    first = controls.output.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    controls.values["loc"].value = 1.0
+    assert len(controls.output.outputs) == 1  # replaced, not appended
+    assert controls.output.outputs[0]["data"]["application/vnd.plotly.v1+json"] != first
+
+
 def test_the_bound_nll_figure_fits_the_truncated_curves():
     locs = classroom_demos.bound_loc_grid(5.0, 1.0, 0.1)
     curves = classroom_demos.bound_nll_curves(5.0, 1.0, 0.1, locs)

@@ -88,3 +88,41 @@ def test_check_explorer_parameters_names_the_bad_parameter(overrides, message):
 def test_check_explorer_parameters_accepts_infinite_bounds_as_strings():
     params = notebook_parameters.check_explorer_parameters(0, 1, "-inf", "inf", 0.5)
     assert params.low == -math.inf and params.high == math.inf and isinstance(params.loc, float)
+
+
+def test_the_regression_checks_its_own_parameters_without_the_committed_reports(monkeypatch):
+    """The synthetic regression's parameters are the dataclass's first fields, and checking them reads nothing the
+    notebook's later sections read (the committed runs and reports)."""
+    from dataclasses import fields
+
+    from tnlib.notebook import synthetic_regression
+
+    names = [field.name for field in fields(notebook_parameters.ClassroomParameters)]
+    assert names[:len(notebook_parameters.REGRESSION_PARAMETERS)] == list(notebook_parameters.REGRESSION_PARAMETERS)
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the regression's check read a committed report")
+
+    monkeypatch.setattr(notebook_parameters, "trained_seeds", unread)
+    monkeypatch.setattr(notebook_parameters, "committed_seed_values", unread)
+    result = synthetic_regression.run_synthetic_regression(seed=0, num_train=20, num_test=10, steps=2)
+    assert set(result.test_mse) == set(synthetic_regression.MODEL_LABELS)
+    with pytest.raises(ValueError, match="steps"):
+        synthetic_regression.run_synthetic_regression(steps=0)
+
+
+def test_the_classroom_notebooks_parameters_cell_has_the_dataclass_defaults():
+    """The parameters cell papermill overrides and ClassroomParameters name the same defaults ("" is the default
+    data root, None in the dataclass), so the synthetic regression run alone and in the notebook agree."""
+    import ast
+    import json
+    from dataclasses import fields
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "statistics_of_heuristic_learning.ipynb"
+    cell = next(c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code")
+    in_cell = {node.target.id: ast.literal_eval(node.value) for node in ast.parse("".join(cell["source"])).body
+               if isinstance(node, ast.AnnAssign)}
+    defaults = {field.name: field.default for field in fields(notebook_parameters.ClassroomParameters)}
+    assert in_cell.pop("data_root") == "" and defaults.pop("data_root") is None
+    assert in_cell == defaults

@@ -1,5 +1,6 @@
-"""What the notebooks call, one module per topic; every number they show is computed here, so that it is tested
-(tests/notebook/test_<module>.py, the figures' in tests/notebook/test_figures.py) and reusable:
+"""What the notebooks call, one module per topic; the numbers they show are computed here, so that they are
+tested (tests/notebook/test_<module>.py, the figures' in tests/notebook/test_figures.py) and reusable -- the cells
+add at most a lookup or a difference of two of them:
 
 * ``figures``: every figure only the notebooks show, under one name, from the modules of their topics:
   ``notebook_plotting`` (the offline plotly set-up, the message and slider figures), ``density_figures``,
@@ -11,6 +12,7 @@
 * ``distribution_properties``: the distribution's properties, sampling and estimation in textbook formulas;
 * ``label_gaps``: how far the admissible bounds lie below h* in a tnlib dataset;
 * ``synthetic_regression``: Gaussian and Truncated Gaussian heuristic models on synthetic states, over seeds;
+* ``trained_distributions``: what the committed paper-scale NLM runs predict for real test states;
 * ``seed_comparison``: how many seeds a claim needs, on the committed five-seed reports' per-seed values;
 * ``exercise_checks``: the classroom exercises' answer checks, which say right or not yet without the answer;
 * ``handout``: the students' copy of the classroom notebook, without the folded solutions;

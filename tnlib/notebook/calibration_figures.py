@@ -52,7 +52,7 @@ def pit_histograms_figure(panels: Mapping[str, Calibration], title: str, columns
 
 
 def calibration_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
-    """The classroom's section 8b: :func:`pit_histograms_figure` of the synthetic regression's four models."""
+    """The classroom's section 8b: :func:`pit_histograms_figure` of the synthetic regression's models (:data:`tnlib.notebook.synthetic_regression.MODEL_LABELS`)."""
     return pit_histograms_figure({synthetic_regression.MODEL_LABELS[kind]: check
                                   for kind, check in result.calibration.items()},
                                  "Calibration: histograms of the PIT on the test states")

@@ -147,7 +147,7 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
 
 def point_estimate_figure(result: synthetic_regression.RegressionResult) -> go.Figure:
     """Grouped horizontal bars: test MSE of mu, max(mu, l) and the TN mean for each model (one trace per
-    estimate). Horizontal because the model names are long: on a vertical chart they were tilted and cut off at
+    estimate). Horizontal because the model names are long: on a vertical chart they are tilted and cut off at
     the figure's edge."""
     models = list(synthetic_regression.MODEL_LABELS)
     labels = [synthetic_regression.MODEL_LABELS[kind] for kind in models]
@@ -224,7 +224,7 @@ def trained_distributions_figure(states: Sequence[trained_distributions.StateDis
                                             name=f"{label}+clip: max(mu, l)", legendgroup=f"{label} clipped",
                                             showlegend=index == 0, line=dict(color=COLORS[k], dash="dashdot", width=2)),
                                  row=row, col=column)
-        figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name="open bound l - 0.1", legendgroup="l",
+        figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name=f"open bound l - {OPEN_BOUND_EPSILON:g}", legendgroup="l",
                                     showlegend=index == 0, line=dict(color="gray", dash="dash")), row=row, col=column)
         figure.add_trace(go.Scatter(x=[state.h_star] * 2, y=span, mode="lines", name="h*", legendgroup="h*",
                                     showlegend=index == 0, line=dict(color="black", width=1.5)), row=row, col=column)

@@ -104,10 +104,10 @@ def with_jumps(x: np.ndarray, density: np.ndarray, low: float, high: float) -> t
 
 
 # plotly.js sets a title of several lines about 12 px higher than a one-line title under the same top anchor: with
-# the one-line title's padding, the first line's capitals were cut off at the figure's top edge.
+# the one-line title's padding, the first line's capitals would be cut off at the figure's top edge.
 MULTILINE_TITLE_AT_THE_TOP = {**TITLE_AT_THE_TOP, "pad": dict(t=TITLE_AT_THE_TOP["pad"]["t"] + 12)}
-# Legend in rows between the title and the plot: below the plot it covered the x-axis title once it wrapped
-# (windows <= 1400 px), and a vertical legend beside the plot scrolled and hid entries in JupyterLab's shorter
+# Legend in rows between the title and the plot: below the plot it covers the x-axis title once it wraps
+# (windows <= 1400 px), and a vertical legend beside the plot scrolls and hides entries in JupyterLab's shorter
 # output. The title is pinned to the figure's top and the top margin holds the title's three lines and up to
 # four legend rows (about 560 px of plot width for the presets' long labels), so neither covers the other.
 _LEGEND_ABOVE_THE_PLOT = dict(

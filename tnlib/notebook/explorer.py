@@ -133,3 +133,24 @@ def preset_summary_table(
             f" {row['normal_nll']:>10.4g} {row['truncated_nll']:>10.4g}"
         )
     return "\n".join(lines)
+
+
+def things_to_try_answer(index: int) -> str:
+    """Section 4's answer to thing to try ``index`` (0, 1, 2: :data:`THINGS_TO_TRY`), one line per step of its
+    slider: (1) the mean's distance from l beside the exponential tail's sigma^2 / (l - mu); (2) the truncated NLL of
+    x = l beside -log(l - mu), which it approaches; (3) the Normal's and the Truncated Normal's NLL of x and log Z,
+    their difference."""
+    example = THINGS_TO_TRY[index]
+    lines = []
+    for (loc, scale, low, high), label in zip(example.settings, example.step_labels):
+        row = describe_truncated_normal(loc, scale, low, high, example.observed)
+        if index == 0:
+            lines.append(f"sigma {label:>5s}: mean - l = {row['mean'] - low:.4g}, "
+                         f"sigma^2 / (l - mu) = {scale ** 2 / (low - loc):.4g}")
+        elif index == 1:
+            lines.append(f"mu {label:>5s}: truncated NLL of x = l {row['truncated_nll']:8.4f}, "
+                         f"-log(l - mu) = {-math.log(low - loc):8.4f}")
+        else:
+            lines.append(f"bounds +-{label:<3s}: Normal NLL {row['normal_nll']:.7f}, TN NLL {row['truncated_nll']:.7f}, "
+                         f"log Z {row['log_normalizer']:.3g}")
+    return "\n".join(lines)

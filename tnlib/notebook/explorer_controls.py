@@ -138,3 +138,22 @@ def explorer_controls(params: notebook_parameters.ExplorerParameters, slider_lim
         output,
     ])
     return ExplorerControls(values, preset, output, panel)
+
+
+def show_explorer_controls(params: notebook_parameters.ExplorerParameters,
+                           slider_limit: float = 10.0) -> ExplorerControls:
+    """The explorer's interactive section in one call: display :func:`explorer_controls` and draw
+    :func:`explorer_figure` for their values into their output area, again at every change."""
+    from IPython.display import display
+
+    from tnlib.notebook.notebook_plotting import show_in_output
+
+    controls = explorer_controls(params, slider_limit)
+
+    def redraw() -> None:
+        show_in_output(controls.output, explorer_figure(**controls.current_values()))
+
+    controls.on_change(redraw)
+    redraw()
+    display(controls.panel)
+    return controls

@@ -23,7 +23,7 @@ from tnlib.notebook.density_figures import (
     truncated_normal_figure, preset_bounds_figure, STEPPED_NUM_POINTS, stepped_truncated_normal_figure,
 )
 from tnlib.notebook.explorer_controls import (
-    explorer_figure, ExplorerControls, SIGMA_SLIDER_DECADES, CUSTOM_PRESET, explorer_controls,
+    explorer_figure, ExplorerControls, SIGMA_SLIDER_DECADES, CUSTOM_PRESET, explorer_controls, show_explorer_controls,
 )
 from tnlib.notebook.classroom_figures import (
     curves_figure, bar_figure, sample_histogram_figure, bound_nll_figure, open_bound_slider_figure,
@@ -41,7 +41,7 @@ __all__ = [
     "BULK_TAIL_PROBABILITY", "MAX_VIEW_TO_BULK", "DRAWABLE_RELATIVE_WIDTH", "density_view", "density_grid",
     "truncated_density", "distinct_formats", "truncated_normal_figure", "preset_bounds_figure",
     "STEPPED_NUM_POINTS", "stepped_truncated_normal_figure", "explorer_figure", "ExplorerControls",
-    "SIGMA_SLIDER_DECADES", "CUSTOM_PRESET", "explorer_controls", "curves_figure", "bar_figure",
+    "SIGMA_SLIDER_DECADES", "CUSTOM_PRESET", "explorer_controls", "show_explorer_controls", "curves_figure", "bar_figure",
     "sample_histogram_figure", "bound_nll_figure", "open_bound_slider_figure", "REFERENCE_LABELS",
     "regression_loss_figure", "point_estimate_figure", "prediction_scatter_figure", "TRAINED_DENSITY_FLOOR",
     "trained_distributions_figure", "label_gap_figure", "seed_pairs_figure", "fixed_scale_figure",

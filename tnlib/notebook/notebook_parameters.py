@@ -45,7 +45,7 @@ def checked_int(name: str, value: object, minimum: int, maximum: int | None = No
 
 #: Allowed range of the explorer's ``num_points`` (grid points per density curve). The dense grid over the
 #: truncated bulk already resolves every density at the default 801; above the maximum the nine figures of
-#: the notebook would hold millions of points (1e8 exhausted the kernel's memory).
+#: the notebook would hold millions of points (1e8 exhausts the kernel's memory).
 MIN_NUM_POINTS, MAX_NUM_POINTS = 11, 20_001
 DEFAULT_NUM_POINTS = 801
 
@@ -126,6 +126,30 @@ class ClassroomParameters:
     seed_cell: str = "ferry learn/ff"
 
 
+# The synthetic regression's own parameters, the first of ClassroomParameters' fields.
+REGRESSION_PARAMETERS = ("seed", "num_train", "num_test", "steps", "learning_rate", "hidden_units", "open_bound_margin")
+
+
+def check_regression_parameters(seed: object, num_train: object, num_test: object, steps: object,
+                                learning_rate: object, hidden_units: object, open_bound_margin: object) -> dict:
+    """The synthetic regression's parameters checked (``{name: value}``), a ``ValueError`` naming the first bad one:
+    what the regression needs alone, without the committed reports and dataset the notebook's other sections read."""
+    checked = {
+        "seed": checked_int("seed", seed, minimum=0),
+        "num_train": checked_int("num_train", num_train, minimum=2),
+        "num_test": checked_int("num_test", num_test, minimum=2),
+        "steps": checked_int("steps", steps, minimum=1),
+        "learning_rate": checked_float("learning_rate", learning_rate),
+    }
+    if not (checked["learning_rate"] > 0 and math.isfinite(checked["learning_rate"])):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {checked['learning_rate']}")
+    checked["hidden_units"] = checked_int("hidden_units", hidden_units, minimum=1)
+    checked["open_bound_margin"] = margin = checked_float("open_bound_margin", open_bound_margin)
+    if not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
+    return checked
+
+
 def check_classroom_parameters(*values: object, **named: object) -> ClassroomParameters:
     """Validate the classroom notebook's parameters; raise ``ValueError`` naming the first bad one.
 
@@ -141,19 +165,7 @@ def check_classroom_parameters(*values: object, **named: object) -> ClassroomPar
                         f"check_classroom_parameters: {twice} given by position and by name")
     given.update(named)
     raw = {field.name: given.get(field.name, field.default) for field in fields(ClassroomParameters)}
-    checked = {
-        "seed": checked_int("seed", raw["seed"], minimum=0),
-        "num_train": checked_int("num_train", raw["num_train"], minimum=2),
-        "num_test": checked_int("num_test", raw["num_test"], minimum=2),
-        "steps": checked_int("steps", raw["steps"], minimum=1),
-        "learning_rate": checked_float("learning_rate", raw["learning_rate"]),
-    }
-    if not (checked["learning_rate"] > 0 and math.isfinite(checked["learning_rate"])):
-        raise ValueError(f"learning_rate must be a finite number > 0, got {checked['learning_rate']}")
-    checked["hidden_units"] = checked_int("hidden_units", raw["hidden_units"], minimum=1)
-    checked["open_bound_margin"] = margin = checked_float("open_bound_margin", raw["open_bound_margin"])
-    if not (margin > 0 and math.isfinite(margin)):
-        raise ValueError(f"open_bound_margin must be a finite number > 0 (the paper uses 0.1), got {margin}")
+    checked = check_regression_parameters(*(raw[name] for name in REGRESSION_PARAMETERS))
     checked["demo_steps"] = checked_int("demo_steps", raw["demo_steps"], minimum=1)
     data_root = raw["data_root"]
     if data_root is not None and not isinstance(data_root, str):

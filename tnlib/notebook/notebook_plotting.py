@@ -78,7 +78,7 @@ def show_in_output(output: Any, figure: go.Figure) -> None:
     """Replace what an ``ipywidgets.Output`` shows with ``figure``.
 
     The outputs are set directly instead of capturing ``figure.show()`` inside ``with output:``: capturing a
-    plotly figure into an Output widget made papermill hang after the last cell, and setting them works the
+    plotly figure into an Output widget makes papermill hang after the last cell, and setting them works the
     same in JupyterLab. The bundle comes from ``_repr_mimebundle_``, not ``Output.append_display_data``: in a
     kernel that goes through the figure's ``_ipython_display_``, which shows it in the cell (or nowhere, from a
     slider callback) and leaves the widget empty.

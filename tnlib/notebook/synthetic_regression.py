@@ -14,7 +14,7 @@ from tnlib.learning.calibration import COVERAGE_LEVELS, Calibration, distributio
 from tnlib.learning.heads import HeadConfig, Prediction, learned_sigma
 from tnlib.learning.optimizer_step import optimizer_step
 from tnlib.notebook.demo_tensors import DTYPE, single_thread
-from tnlib.notebook.notebook_parameters import ClassroomParameters, check_classroom_parameters, checked_int
+from tnlib.notebook.notebook_parameters import ClassroomParameters, check_regression_parameters, checked_int
 from tnlib.paper import FIXED_SIGMAS
 
 
@@ -193,7 +193,7 @@ def run_synthetic_regression(
     time. Deterministic for a seed: data and
     initial weights come from seeded generators and full-batch CPU training has no other randomness.
     """
-    check_classroom_parameters(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin)
+    check_regression_parameters(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin)
     with single_thread():
         return _run_synthetic_regression(seed, num_train, num_test, steps, learning_rate, hidden_units, open_bound_margin, record_every)
 
