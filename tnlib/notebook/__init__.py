@@ -1,6 +1,6 @@
 """What the notebooks call, one module per topic; the numbers they show are computed here, so that they are
 tested (tests/notebook/test_<module>.py, the figures' in tests/notebook/test_figures.py) and reusable -- the cells
-add at most a lookup or a difference of two of them:
+add at most a lookup or a line of arithmetic on them:
 
 * ``figures``: every figure only the notebooks show, under one name, from the modules of their topics:
   ``notebook_plotting`` (the offline plotly set-up, the message and slider figures), ``density_figures``,
