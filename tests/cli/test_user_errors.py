@@ -180,9 +180,12 @@ def test_plan_refuses_a_negative_evaluation_limit(problem, capsys):
 @pytest.mark.parametrize("text, message", [
     ("", "the problem file is empty (no PDDL in it)"),
     ("; only a comment\n", "the problem file is empty (no PDDL in it)"),
-    ("(define)", "malformed PDDL problem: it ends before the definition is complete"),
+    ("(define)", "malformed PDDL problem: it ends before the definition is complete (it has no (:init ...) and no "
+     "(:goal ...) section)"),
     ("(define (problem p", "malformed PDDL problem: missing closing parenthesis"),
-], ids=["empty", "comment", "define", "truncated"])
+    ("(define (problem p) (:domain blocksworld) (:objects a) (:init (clear a) (ontable a) (handempty)))",
+     "malformed PDDL problem: it ends before the definition is complete (it has no (:goal ...) section)"),
+], ids=["empty", "comment", "define", "truncated", "no-goal"])
 def test_malformed_problems_are_one_line_errors_in_every_command(command, text, message, tmp_path, capsys):
     path = tmp_path / "bad.pddl"
     path.write_text(text)

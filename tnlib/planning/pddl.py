@@ -128,8 +128,26 @@ def _malformed(path: Path, what: str, err: BaseException) -> str:
     if isinstance(err, StopIteration):
         if not _holds_pddl(path):
             return f"{path}: the {what} file is empty (no PDDL in it)"
-        return f"{path}: malformed PDDL {what}: it ends before the definition is complete"
+        return f"{path}: malformed PDDL {what}: it ends before the definition is complete{_what_is_missing(path, what)}"
     return f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}"
+
+
+# The sections every problem definition needs, which the parser expects in this order.
+REQUIRED_PROBLEM_SECTIONS = (":init", ":goal")
+
+
+def _what_is_missing(path: Path, what: str) -> str:
+    """Why a definition ended early, where the text tells: parentheses left open, or (all closed) a problem without a
+    required section. Empty where it cannot tell (an unreadable file is named elsewhere)."""
+    try:
+        text = "\n".join(line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()).lower()
+    except (OSError, UnicodeDecodeError, DamagedFile):
+        return ""
+    unclosed = text.count("(") - text.count(")")
+    if unclosed > 0:
+        return f" ({unclosed} parenthes{'is' if unclosed == 1 else 'es'} left open)"
+    missing = [section for section in REQUIRED_PROBLEM_SECTIONS if section not in text] if what == "problem" else []
+    return f" (it has no {' and no '.join(f'({s} ...)' for s in missing)} section)" if missing else ""
 
 
 def describe_pyperplan_error(err: BaseException) -> str:
