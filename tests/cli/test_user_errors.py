@@ -193,6 +193,18 @@ def test_malformed_problems_are_one_line_errors_in_every_command(command, text, 
     assert f"{path}: {message}" in one_line_error(capsys, command)
 
 
+def test_a_domain_and_problem_given_the_wrong_way_round_say_so(problem, capsys):
+    from tnlib.planning.pddl import resolve_domain
+
+    domain = resolve_domain("blocksworld")
+    assert main(["plan", str(problem), str(domain)]) == 2
+    line = one_line_error(capsys, "plan")
+    assert f"{problem}: malformed PDDL domain" in line and "it is a problem file: the domain comes first" in line
+    assert main(["solve", "blocksworld", str(domain)]) == 2
+    line = one_line_error(capsys, "solve")
+    assert f"{domain}: malformed PDDL problem" in line and "it is a domain file: the domain comes first" in line
+
+
 def test_an_empty_domain_file_says_it_is_empty(problem, tmp_path, capsys):
     domain = tmp_path / "domain.pddl"
     domain.write_text("\n")

@@ -129,7 +129,20 @@ def _malformed(path: Path, what: str, err: BaseException) -> str:
         if not _holds_pddl(path):
             return f"{path}: the {what} file is empty (no PDDL in it)"
         return f"{path}: malformed PDDL {what}: it ends before the definition is complete{_what_is_missing(path, what)}"
-    return f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}"
+    return f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}{_other_kind_hint(path, what)}"
+
+
+def _other_kind_hint(path: Path, what: str) -> str:
+    """A hint where the file is the other kind of definition -- a problem given as the domain or the other way
+    round, the commands' two arguments swapped."""
+    other = {"domain": "problem", "problem": "domain"}[what]
+    try:
+        text = " ".join(line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()).lower()
+    except (OSError, UnicodeDecodeError, DamagedFile):
+        return ""
+    if re.search(rf"\(\s*define\s*\(\s*{other}\b", text):
+        return f" -- it is a {other} file: the domain comes first, then the problem (DOMAIN PROBLEM)"
+    return ""
 
 
 # The sections every problem definition needs, which the parser expects in this order.
