@@ -193,6 +193,11 @@ def test_malformed_problems_are_one_line_errors_in_every_command(command, text, 
     assert f"{path}: {message}" in one_line_error(capsys, command)
 
 
+def test_solve_names_its_time_limit_flag(problem, capsys):
+    assert main(["solve", "blocksworld", str(problem), "--time-limit", "-1"]) == 2
+    assert "error: --time-limit must be a number of seconds > 0, got -1" in one_line_error(capsys, "solve")
+
+
 def test_a_domain_and_problem_given_the_wrong_way_round_say_so(problem, capsys):
     from tnlib.planning.pddl import resolve_domain
 

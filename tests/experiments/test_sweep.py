@@ -214,7 +214,7 @@ def test_a_sweep_trains_until_flat_by_the_reports_rule(tmp_path):
 
 def test_cli_names_the_until_flat_flags(capsys):
     assert main(["sweep", "--preset", "small", "--max-steps", "100", "--dry-run"]) == 2
-    assert "error: --max-steps must be None or an integer >= steps (120), got 100" in capsys.readouterr().err
+    assert "error: --max-steps must be an integer >= steps (120), or none, got 100" in capsys.readouterr().err
 
 
 def test_a_cell_holds_its_runs_lock_while_it_trains(tmp_path, monkeypatch):

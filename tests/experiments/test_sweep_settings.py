@@ -141,7 +141,7 @@ def test_small_preset_and_overrides():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(steps=400, max_steps=300), "max_steps must be None or an integer >= steps"),
+    (dict(steps=400, max_steps=300), "max_steps must be an integer >= steps"),
     (dict(steps=400, max_steps=800, extend_steps=150), r"extend_steps \(150\) must be a multiple of eval_every"),
     (dict(steps=450, max_steps=800), r"steps \(450\) must be a multiple of eval_every"),
     (dict(max_steps=800, extend_steps=0), "extend_steps must be an integer >= 1"),

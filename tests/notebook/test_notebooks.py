@@ -219,7 +219,7 @@ def test_classroom_runs_headless_with_small_parameters(tmp_path):
         (CLASSROOM, {"label_split": "training"}, "label_split must be one of train, val, test, plan"),
         (CLASSROOM, {"seed_cell": "ferry learn-ff"}, "seed_cell: converged/nlm5 has no cell 'ferry learn-ff'"),
         (EXPERIMENTS, {"run": "maybe"}, "run must be True or False, got 'maybe'"),
-        (EXPERIMENTS, {"max_steps": 100}, "max_steps must be None or an integer >= steps (120), got 100"),
+        (EXPERIMENTS, {"max_steps": 100}, "max_steps must be an integer >= steps (120), or none, got 100"),
     ],
     ids=["explorer-scale", "explorer-bounds", "explorer-num-points", "classroom-steps", "classroom-split",
          "classroom-seed-cell", "experiments-run", "experiments-max-steps"],

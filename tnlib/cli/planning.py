@@ -92,6 +92,8 @@ def _run_solve(args: argparse.Namespace) -> int:
     from tnlib.planning.fast_downward import SEARCH, run_fast_downward
     from tnlib.planning.task import check_pddl
 
+    if not args.time_limit > 0:
+        raise CommandError(f"--time-limit must be a number of seconds > 0, got {args.time_limit:g}")
     try:
         if args.problem.is_file():  # (a missing one: Fast Downward's wrapper names it)
             # tnlib's parser first: one line naming the file for malformed PDDL, not Fast Downward's whole log

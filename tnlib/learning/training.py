@@ -133,9 +133,9 @@ class TrainConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.instances is not None and (not isinstance(self.instances, int) or self.instances < 1):
-            raise ValueError(f"instances must be None or an integer >= 1, got {self.instances!r}")
+            raise ValueError(f"instances must be an integer >= 1, or all, got {self.instances!r}")
         if self.weight_decay is not None and not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be None or >= 0, got {self.weight_decay!r}")
+            raise ValueError(f"weight_decay must be >= 0, or None for the model's default, got {self.weight_decay!r}")
         if not self.grad_clip >= 0:
             raise ValueError(f"grad_clip must be >= 0, got {self.grad_clip!r}")
         if self.learning_rate is not None and not self.learning_rate > 0:

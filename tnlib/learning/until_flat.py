@@ -50,7 +50,7 @@ def still_improving(values: Sequence[float], last_fraction: float = LAST_FRACTIO
 def check_until_flat(steps: int, max_steps, extend_steps: int, eval_every: int) -> None:
     """The train-until-flat settings' checks (a ValueError naming the bad one)."""
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < steps:
-        raise ValueError(f"max_steps must be None or an integer >= steps ({steps}), got {max_steps!r}")
+        raise ValueError(f"max_steps must be an integer >= steps ({steps}), or none, got {max_steps!r}")
     # Chunk ends on the validation grid: a run trained on in chunks then has the same curve, checkpoints and
     # weights as one trained straight to its last step.
     for name, value in (("steps", steps), ("extend_steps", extend_steps)):
