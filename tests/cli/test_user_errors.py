@@ -358,6 +358,16 @@ def test_evaluate_says_when_a_file_is_not_a_checkpoint(problem, tmp_path, capsys
     assert line.index("tnlib restore-weights") < line.index("delete the run folder and train it again")
 
 
+def test_a_torch_file_of_another_kind_is_named_with_what_it_holds(tmp_path, capsys):
+    torch.save({"weights": 1}, tmp_path / "other.pt")
+    torch.save([1, 2], tmp_path / "list.pt")
+    assert main(["evaluate", str(tmp_path / "other.pt")]) == 2
+    line = one_line_error(capsys, "evaluate")
+    assert "not a tnlib checkpoint (a torch file without tnlib's format record; tnlib's are of format" in line
+    assert main(["evaluate", str(tmp_path / "list.pt")]) == 2
+    assert "not a tnlib checkpoint (a saved list; tnlib's are of format" in one_line_error(capsys, "evaluate")
+
+
 def test_a_run_folder_without_its_weights_says_where_they_are_and_how_to_bring_them_back(tmp_path, problem, capsys):
     run = tmp_path / "results" / "blocksworld-nlm-TN-learn-ff-llmcut-s0"
     run.mkdir(parents=True)

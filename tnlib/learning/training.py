@@ -431,8 +431,11 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         raise FileNotFoundError(missing_checkpoint_message(path))
     checkpoint = read_checkpoint_file(path)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-        found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
-        raise ValueError(f"{path}: not a tnlib checkpoint (format {found!r})")
+        found = (f"a torch file of format {checkpoint['format']!r}" if isinstance(checkpoint, dict)
+                 and checkpoint.get("format") is not None else "a torch file without tnlib's format record"
+                 if isinstance(checkpoint, dict) else f"a saved {type(checkpoint).__name__}")
+        raise ValueError(f"{path}: not a tnlib checkpoint ({found}; tnlib's are of format {CHECKPOINT_FORMAT!r}); give "
+                         "a checkpoint a run folder holds (best.pt, best-nll.pt or last.pt) or the run folder itself")
     config = TrainConfig.from_dict(checkpoint["config"])
     model = build_model(config.model, **recorded_model_arguments(config.model, checkpoint["model_kwargs"]))
     model.load_state_dict(checkpoint["model"])
