@@ -36,6 +36,14 @@ def test_check_parameters_names_the_bad_parameter(overrides, message):
         notebook_parameters.check_classroom_parameters(**overrides)
 
 
+def test_a_relative_data_root_is_the_notebooks_folders_from_any_working_folder(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)  # papermill started from elsewhere than notebooks/
+    params = notebook_parameters.check_classroom_parameters(data_root="../data/small")
+    assert Path(params.data_root) == Path(__file__).resolve().parents[2] / "data" / "small"
+
+
 def test_a_data_root_without_a_dataset_fails_in_the_check_not_in_section_7(tmp_path):
     with pytest.raises(ValueError, match=f"data_root: no dataset at {tmp_path}.*this checkout ships the small dataset"):
         notebook_parameters.check_classroom_parameters(data_root=str(tmp_path))

@@ -11,6 +11,7 @@ import numpy as np
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import SPLITS
 from tnlib.errors import DatasetError
+from tnlib.experiments.running.reproduce import NOTEBOOKS
 from tnlib.experiments.presets import PRESETS
 from tnlib.notebook.seed_comparison import SEED_REPORTS, committed_seed_values, seeds_as_they_arrive
 from tnlib.notebook.trained_distributions import trained_seeds
@@ -170,6 +171,8 @@ def check_classroom_parameters(*values: object, **named: object) -> ClassroomPar
     data_root = raw["data_root"]
     if data_root is not None and not isinstance(data_root, str):
         raise ValueError(f"data_root must be a folder name (\"\" for the default), got {data_root!r}")
+    if data_root:  # relative to the notebooks folder, as the experiments notebook's, whatever the working folder
+        data_root = str((NOTEBOOKS / data_root).resolve())
     if data_root and not Path(data_root).is_dir():
         raise ValueError(f"data_root: no such folder {data_root!r} (\"\" for the default data root)")
     if data_root:
