@@ -185,7 +185,10 @@ def test_plan_refuses_a_negative_evaluation_limit(problem, capsys):
     ("(define (problem p", "malformed PDDL problem: missing closing parenthesis"),
     ("(define (problem p) (:domain blocksworld) (:objects a) (:init (clear a) (ontable a) (handempty)))",
      "malformed PDDL problem: it ends before the definition is complete (it has no (:goal ...) section)"),
-], ids=["empty", "comment", "define", "truncated", "no-goal"])
+    ("(define (problem p) (:domain blocksworld) (:objects a)) (:init (clear a)) (:goal (clear a)))",
+     "malformed PDDL problem: Unexpected token: (. (the definition's parentheses close at line 1, column 55, and text "
+     "follows: a ')' too many before it?)"),
+], ids=["empty", "comment", "define", "truncated", "no-goal", "extra-parenthesis"])
 def test_malformed_problems_are_one_line_errors_in_every_command(command, text, message, tmp_path, capsys):
     path = tmp_path / "bad.pddl"
     path.write_text(text)

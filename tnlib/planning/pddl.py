@@ -129,7 +129,27 @@ def _malformed(path: Path, what: str, err: BaseException) -> str:
         if not _holds_pddl(path):
             return f"{path}: the {what} file is empty (no PDDL in it)"
         return f"{path}: malformed PDDL {what}: it ends before the definition is complete{_what_is_missing(path, what)}"
-    return f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}{_other_kind_hint(path, what)}"
+    return (f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}{_early_close_hint(path)}"
+            f"{_other_kind_hint(path, what)}")
+
+
+def _early_close_hint(path: Path) -> str:
+    """Where the definition's parentheses close before the file's text ends -- a ``)`` too many, the usual cause
+    of the parser's "Unexpected token" -- by line; empty where they do not."""
+    try:
+        lines = [line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()]
+    except (OSError, UnicodeDecodeError, DamagedFile):
+        return ""
+    depth, closed_at = 0, None
+    for number, line in enumerate(lines, 1):
+        for column, char in enumerate(line):
+            if closed_at is not None and not char.isspace():
+                return (f" (the definition's parentheses close at line {closed_at[0]}, column {closed_at[1]}, and "
+                        "text follows: a ')' too many before it?)")
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and char == ")":
+                closed_at = (number, column + 1)
+    return ""
 
 
 def _other_kind_hint(path: Path, what: str) -> str:
