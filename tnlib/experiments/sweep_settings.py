@@ -146,7 +146,7 @@ class Sweep:
         """The sweep a ``sweep.json`` record holds (:meth:`to_record`'s), or a flat one, where the
         template's settings (:data:`HEAD_PARAMETERS`, :data:`TRAIN_PARAMETERS`) stand beside the sweep's own: the
         one reader of that record. A setting the record lacks reads as the paper's sweep has it (``Sweep()``),
-        the value the code of its time had without naming it. A ValueError for a key no setting has, or a value a
+        what a sweep without that setting ran. A ValueError for a key no setting has, or a value a
         setting refuses."""
         if not isinstance(record, dict):
             raise ValueError(f"a sweep's record is a JSON object, not {type(record).__name__}")
