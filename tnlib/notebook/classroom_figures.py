@@ -16,7 +16,7 @@ from tnlib.notebook.density_figures import with_jumps
 from tnlib.notebook.notebook_plotting import COLORS, TITLE_AT_THE_TOP, slider_figure
 from tnlib.experiments.reporting.convergence import CONVERGENCE_FRACTIONS, END
 from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, holm_adjusted
-from tnlib.paper import OPEN_BOUND_EPSILON
+from tnlib.paper import MAIN_LOWER_BOUND, OPEN_BOUND_EPSILON
 
 def _finite_or_none(values: np.ndarray) -> list[float | None]:
     """Plotly draws a gap at ``None``; non-finite values would break the JSON or the axis range."""
@@ -224,8 +224,9 @@ def trained_distributions_figure(states: Sequence[trained_distributions.StateDis
                                             name=f"{label}+clip: max(mu, l)", legendgroup=f"{label} clipped",
                                             showlegend=index == 0, line=dict(color=COLORS[k], dash="dashdot", width=2)),
                                  row=row, col=column)
-        figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name=f"open bound l - {OPEN_BOUND_EPSILON:g}", legendgroup="l",
-                                    showlegend=index == 0, line=dict(color="gray", dash="dash")), row=row, col=column)
+        figure.add_trace(go.Scatter(x=[bound] * 2, y=span, mode="lines", name=f"open bound l - {OPEN_BOUND_EPSILON:g}",
+                                    legendgroup="l", showlegend=index == 0, line=dict(color="gray", dash="dash")),
+                         row=row, col=column)
         figure.add_trace(go.Scatter(x=[state.h_star] * 2, y=span, mode="lines", name="h*", legendgroup="h*",
                                     showlegend=index == 0, line=dict(color="black", width=1.5)), row=row, col=column)
     figure.update_yaxes(type="log", range=[math.log10(span[0]), math.log10(span[1])])
@@ -238,7 +239,7 @@ def trained_distributions_figure(states: Sequence[trained_distributions.StateDis
     return figure
 
 
-def label_gap_figure(gaps: Sequence[label_gaps.LabelGaps], bound: str = "lmcut") -> go.Figure:
+def label_gap_figure(gaps: Sequence[label_gaps.LabelGaps], bound: str = MAIN_LOWER_BOUND) -> go.Figure:
     """Per domain, the share of states at each gap h* - l (integers: unit costs), one bar group per gap: the
     bar at 0 is the states whose target lies exactly on the truncation point."""
     figure = go.Figure()

@@ -104,6 +104,8 @@ def _normal_quantile(n: int) -> float:
     return float(stats.norm.ppf(0.5 + PAIRED_CONFIDENCE / 2))
 
 
+# The level each comparison of a report is tested at (a 95% interval excluding 0 is p below it).
+ALPHA = 1 - PAIRED_CONFIDENCE
 # Exercise 13's family: five comparisons' p-values, each on its own (a 95% interval excluding 0 is p < 0.05).
 # Holm keeps 2, Holm without its stopping rule 3, Hochberg's step-up 4, Bonferroni 1, each on its own 4: every
 # misreading of the procedure gives another count.
@@ -112,12 +114,12 @@ EXERCISE_13_P_VALUES = (0.004, 0.011, 0.019, 0.021, 0.2)
 
 def holm_rejections(p_values) -> int:
     """Exercise 13: how many of the family's comparisons Holm's correction keeps at 1 - PAIRED_CONFIDENCE."""
-    return sum(adjusted < 1 - PAIRED_CONFIDENCE for adjusted in holm_adjusted(list(p_values)))
+    return sum(adjusted < ALPHA for adjusted in holm_adjusted(list(p_values)))
 
 
 def bonferroni_rejections(p_values) -> int:
     """Exercise 13's near miss: every p below alpha / m."""
-    return sum(p < (1 - PAIRED_CONFIDENCE) / len(p_values) for p in p_values)
+    return sum(p < ALPHA / len(p_values) for p in p_values)
 
 
 # Exercise 14's cell: five seeds' best validation MSE at the end of training, N's and TN's (seed by seed).
@@ -169,13 +171,13 @@ def expected_answers() -> dict[int, ExpectedAnswer]:
                        _far_tail_mean(EXERCISE_10_BOUND, EXERCISE_10_LOC, FIXED_SIGMA), 1e-3,
                        "the mean lies a little above a, by about sigma^2 / (a - mu); the cell wants three decimals"),
         _seeds_answer(),
-        ExpectedAnswer(13, "the number of the five comparisons Holm's correction keeps at 0.05",
+        ExpectedAnswer(13, f"the number of the five comparisons Holm's correction keeps at {ALPHA:g}",
                        float(holm_rejections(EXERCISE_13_P_VALUES)), 0.5,
-                       "sort the p-values and compare the j-th smallest with 0.05 / (5 - j + 1), stopping at the "
-                       "first that fails",
+                       f"sort the p-values and compare the j-th smallest with {ALPHA:g} / (5 - j + 1), stopping at "
+                       "the first that fails",
                        near=float(bonferroni_rejections(EXERCISE_13_P_VALUES)),
-                       near_note="that is Bonferroni's count (every p below 0.05 / 5); Holm's threshold loosens "
-                                 "after each rejection: 0.05 / 5, then 0.05 / 4, and so on",
+                       near_note=f"that is Bonferroni's count (every p below {ALPHA:g} / 5); Holm's threshold loosens "
+                                 f"after each rejection: {ALPHA:g} / 5, then {ALPHA:g} / 4, and so on",
                        whole=True),
         ExpectedAnswer(14, "the geometric mean of the five seeds' ratios TN / N",
                        geometric_mean_ratio(EXERCISE_14_TN, EXERCISE_14_N), 5e-3,

@@ -13,7 +13,7 @@ from tnlib.data.loading import load_split
 from tnlib.data.schema import DEFAULT_PROFILE
 from tnlib.notebook.demo_tensors import DTYPE, truncated_normal
 from tnlib.notebook.distribution_properties import TruncatedFit, fit_truncated_normal
-from tnlib.paper import DOMAINS, LOWER_BOUNDS, OPEN_BOUND_EPSILON
+from tnlib.paper import DOMAINS, LOWER_BOUNDS, MAIN_LOWER_BOUND, OPEN_BOUND_EPSILON
 
 
 #: The admissible lower bounds of the dataset (the paper's l and its appendix's alternatives), strongest first.
@@ -36,7 +36,7 @@ class LabelGaps:
     def states(self) -> int:
         return int(self.h_star.size)
 
-    def exact_fraction(self, bound: str = "lmcut") -> float:
+    def exact_fraction(self, bound: str = MAIN_LOWER_BOUND) -> float:
         """The fraction of states where the lower bound equals h*: the training targets that sit exactly on
         the truncation point l (why the paper opens the bound to l - 0.1)."""
         return float(np.mean(self.lower_gaps[bound] == 0))
@@ -91,7 +91,7 @@ class GapFit:
     truncated_mse: float
 
 
-def fit_gap_models(train: list[LabelGaps], held_out: list[LabelGaps], bound: str = "lmcut",
+def fit_gap_models(train: list[LabelGaps], held_out: list[LabelGaps], bound: str = MAIN_LOWER_BOUND,
                    margin: float = OPEN_BOUND_EPSILON) -> list[GapFit]:
     """Per domain, fit the gap h* - l of ``train``'s states with a Gaussian (its MLE: the sample mean and standard
     deviation) and with TN(mu, sigma, -margin, inf) (:func:`fit_truncated_normal`, or the exponential limit where

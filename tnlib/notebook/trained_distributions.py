@@ -14,12 +14,13 @@ import numpy as np
 import torch
 
 from tnlib.learning.evaluation import split_distributions
+from tnlib.files import REPO_ROOT
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.training import load_items, read_run_config
 from tnlib.paper import OPEN_BOUND_EPSILON
 
 #: The committed paper-scale run folders (``tnlib sweep --preset paper-scale``).
-PAPER_SCALE_RUNS = Path(__file__).resolve().parents[2] / "reports" / "paper-scale" / "runs"
+PAPER_SCALE_RUNS = REPO_ROOT / "reports" / "paper-scale" / "runs"
 # Points of a density curve over the state's range, and more just above the open bound l - 0.1, where a TN whose
 # mu lies far below l puts nearly all its mass within a fraction of a step.
 GRID_POINTS = 600
