@@ -80,3 +80,14 @@ def test_trained_runs_are_found_or_named():
         trained_distributions.state_distributions(runs)
     assert trained_distributions.spread_states(np.array([3.0, 1.0, 2.0, 1.0]), 3) == [1, 2, 0]
     assert trained_distributions.spread_states(np.array([5.0, 4.0]), 6) == [1, 0]
+
+
+def test_a_paper_scale_runs_name_is_its_training_configurations_and_the_seeds_are_those_tested_in_both_columns(
+        tmp_path):
+    assert trained_distributions.paper_scale_run_name("ferry", "fixed/none", "N", 1) == "ferry-nlm-N-fixed-none-llmcut-s1"
+    for name in ("ferry-nlm-N-learn-ff-llmcut-s0", "ferry-nlm-TN-learn-ff-llmcut-s0", "ferry-nlm-TN-learn-ff-llmcut-s2",
+                 "ferry-nlm-N-learn-ff-llmcut-s3", "ferry-nlm-TN-learn-ff-llmcut-s3"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics-test.json").write_text("{}")
+    (tmp_path / "ferry-nlm-N-learn-ff-llmcut-s2").mkdir()  # still training: no test metrics
+    assert trained_distributions.trained_seeds("ferry", "learn/ff", tmp_path) == [0, 3]

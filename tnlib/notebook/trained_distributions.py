@@ -16,8 +16,9 @@ import torch
 from tnlib.learning.evaluation import split_distributions
 from tnlib.files import REPO_ROOT
 from tnlib.learning.run_files import RunDir
-from tnlib.learning.training import load_items, read_run_config
-from tnlib.paper import OPEN_BOUND_EPSILON
+from tnlib.learning.heads import HeadConfig
+from tnlib.learning.training import TrainConfig, load_items, read_run_config
+from tnlib.paper import MAIN_TABLES_MODEL, OPEN_BOUND_EPSILON
 
 #: The committed paper-scale run folders (``tnlib sweep --preset paper-scale``).
 PAPER_SCALE_RUNS = REPO_ROOT / "reports" / "paper-scale" / "runs"
@@ -44,12 +45,19 @@ class StateDistributions:
     density: dict[str, np.ndarray]
 
 
+def paper_scale_run_name(domain: str, configuration: str, distribution: str, seed: int) -> str:
+    """The name a paper-scale NLM run of this cell and seed has (:attr:`TrainConfig.name`: l = LM-cut, the default
+    sigma link and fixed value)."""
+    sigma, residual = configuration.split("/")
+    head = HeadConfig(distribution=distribution, sigma=sigma, residual=residual)
+    return TrainConfig(domain=domain, model=MAIN_TABLES_MODEL, head=head, seed=seed).name
+
+
 def paper_scale_run(domain: str, configuration: str, distribution: str, seed: int = 0,
                     runs: str | Path = PAPER_SCALE_RUNS) -> Path:
     """The folder of one paper-scale run (``configuration`` as ``"learn/ff"``); a ValueError naming the runs
     there when it holds none of that name trained to its end (and tested)."""
-    sigma, residual = configuration.split("/")
-    name = f"{domain}-nlm-{distribution}-{sigma}-{residual}-llmcut-s{seed}"
+    name = paper_scale_run_name(domain, configuration, distribution, seed)
     folder = Path(runs) / name
     if not RunDir(folder).metrics_file("test").is_file():  # trained to its end and tested, not still training
         trained = sorted(p.name for p in Path(runs).glob("*") if RunDir(p).metrics_file("test").is_file())
@@ -61,7 +69,8 @@ def trained_seeds(domain: str, configuration: str, runs: str | Path = PAPER_SCAL
     """The seeds of which both an N and a TN paper-scale run of ``domain`` and ``configuration`` are trained and
     tested (:func:`paper_scale_run` finds them)."""
     seeds = []
-    for folder in sorted(Path(runs).glob(f"{domain}-nlm-TN-{configuration.replace('/', '-')}-llmcut-s*")):
+    prefix = paper_scale_run_name(domain, configuration, "TN", 0).rsplit("-s", 1)[0]
+    for folder in sorted(Path(runs).glob(f"{prefix}-s*")):
         seed = int(folder.name.rsplit("-s", 1)[1])
         try:
             for distribution in ("N", "TN"):
