@@ -36,8 +36,8 @@ def make_synthetic_heuristic_data(num_states: int, generator: torch.Generator) -
     alone cannot tell the model how far a state is from its bound.
     """
     features = torch.rand(num_states, 2, generator=generator, dtype=DTYPE)
-    trend = 2.0 + 8.0 * features[:, 0] + 4.0 * torch.sin(3.0 * features[:, 1])
-    noise = torch.randn(num_states, generator=generator, dtype=DTYPE) * (0.5 + 2.0 * features[:, 0])
+    trend, spread = _trend_and_spread(features[:, 0], features[:, 1], torch.sin)
+    noise = torch.randn(num_states, generator=generator, dtype=DTYPE) * spread
     optimal_cost = torch.clamp(torch.round(trend + noise), min=0.0)
     uniform = torch.rand(num_states, generator=generator, dtype=DTYPE).clamp_min(1e-12)
     gap = torch.floor(-_GAP_SCALE * torch.log(uniform))  # geometric: P(gap = 0) = 1 - exp(-2/3) ~ 0.49
@@ -48,6 +48,12 @@ def make_synthetic_heuristic_data(num_states: int, generator: torch.Generator) -
 _GAP_SCALE = 1.5
 
 
+def _trend_and_spread(z1, z2, sin):
+    """The generator's mean cost and noise spread of states with features ``z1``, ``z2`` (torch or numpy: ``sin``
+    is the library's): the one place both the generator and :func:`bayes_optimal_cost` read them from."""
+    return 2.0 + 8.0 * z1 + 4.0 * sin(3.0 * z2), 0.5 + 2.0 * z1
+
+
 def bayes_optimal_cost(data: SyntheticHeuristicData) -> np.ndarray:
     """E[h* | z, l] under the generator of :func:`make_synthetic_heuristic_data`: the best any model can predict
     from the features and the bound (its MSE is the floor of section 8's experiment). The posterior over the
@@ -55,8 +61,7 @@ def bayes_optimal_cost(data: SyntheticHeuristicData) -> np.ndarray:
     with the gap's P(g) = exp(-g / 1.5) - exp(-(g + 1) / 1.5), so P(l | v) = P(g = v - l) for l > 0 and P(g >= v)
     for l = 0."""
     z1, z2 = (data.features[:, k].numpy()[:, None] for k in (0, 1))
-    trend = 2.0 + 8.0 * z1 + 4.0 * np.sin(3.0 * z2)
-    spread = 0.5 + 2.0 * z1
+    trend, spread = _trend_and_spread(z1, z2, np.sin)
     values = np.arange(0, int(np.ceil(trend.max() + 12 * spread.max())) + 1)[None, :].astype(np.float64)
     upper = ndtr((values + 0.5 - trend) / spread)
     prior = upper - np.where(values > 0, ndtr((values - 0.5 - trend) / spread), 0.0)
