@@ -103,11 +103,11 @@ def pddl_file_bytes(text: str, compressed: bool) -> bytes:
     return gzip_bytes(data) if compressed else data
 
 
-def _holds_pddl(path: Path) -> bool:
-    """Whether the file has anything but whitespace and ``;`` comments."""
+def _uncommented_lines(path: Path) -> list[str] | None:
+    """The file's lines without their ``;`` comments, None where it cannot be read as text (named elsewhere)."""
     with contextlib.suppress(OSError, UnicodeDecodeError, DamagedFile):
-        return any(line.split(";", 1)[0].strip() for line in read_pddl_text(path).splitlines())
-    return True
+        return [line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()]
+    return None
 
 
 def _read_for_parser(path: Path, what: str):
@@ -123,25 +123,22 @@ def _read_for_parser(path: Path, what: str):
 
 
 def _malformed(path: Path, what: str, err: BaseException) -> str:
-    """The message for a file pyperplan's parser rejects. Its lexer raises a bare StopIteration when the tokens run
-    out: for a file with no PDDL at all, say it is empty."""
+    """The message for a file pyperplan's parser rejects, with what the file's text tells of the cause. Its lexer
+    raises a bare StopIteration when the tokens run out: for a file with no PDDL at all, say it is empty."""
+    lines = _uncommented_lines(path)
     if isinstance(err, StopIteration):
-        if not _holds_pddl(path):
+        if lines is not None and not any(line.strip() for line in lines):
             return f"{path}: the {what} file is empty (no PDDL in it)"
-        return f"{path}: malformed PDDL {what}: it ends before the definition is complete{_what_is_missing(path, what)}"
-    return (f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}{_early_close_hint(path)}"
-            f"{_other_kind_hint(path, what)}")
+        return f"{path}: malformed PDDL {what}: it ends before the definition is complete{_what_is_missing(lines, what)}"
+    return (f"{path}: malformed PDDL {what}: {describe_pyperplan_error(err)}{_early_close_hint(lines)}"
+            f"{_other_kind_hint(lines, what)}")
 
 
-def _early_close_hint(path: Path) -> str:
+def _early_close_hint(lines: list[str] | None) -> str:
     """Where the definition's parentheses close before the file's text ends -- a ``)`` too many, the usual cause
     of the parser's "Unexpected token" -- by line; empty where they do not."""
-    try:
-        lines = [line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()]
-    except (OSError, UnicodeDecodeError, DamagedFile):
-        return ""
     depth, closed_at = 0, None
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines or (), 1):
         for column, char in enumerate(line):
             if closed_at is not None and not char.isspace():
                 return (f" (the definition's parentheses close at line {closed_at[0]}, column {closed_at[1]}, and "
@@ -152,15 +149,11 @@ def _early_close_hint(path: Path) -> str:
     return ""
 
 
-def _other_kind_hint(path: Path, what: str) -> str:
+def _other_kind_hint(lines: list[str] | None, what: str) -> str:
     """A hint where the file is the other kind of definition -- a problem given as the domain or the other way
     round, the commands' two arguments swapped."""
     other = {"domain": "problem", "problem": "domain"}[what]
-    try:
-        text = " ".join(line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()).lower()
-    except (OSError, UnicodeDecodeError, DamagedFile):
-        return ""
-    if re.search(rf"\(\s*define\s*\(\s*{other}\b", text):
+    if lines is not None and re.search(rf"\(\s*define\s*\(\s*{other}\b", " ".join(lines).lower()):
         return f" -- it is a {other} file: the domain comes first, then the problem (DOMAIN PROBLEM)"
     return ""
 
@@ -169,13 +162,12 @@ def _other_kind_hint(path: Path, what: str) -> str:
 REQUIRED_PROBLEM_SECTIONS = (":init", ":goal")
 
 
-def _what_is_missing(path: Path, what: str) -> str:
+def _what_is_missing(lines: list[str] | None, what: str) -> str:
     """Why a definition ended early, where the text tells: parentheses left open, or (all closed) a problem without a
-    required section. Empty where it cannot tell (an unreadable file is named elsewhere)."""
-    try:
-        text = "\n".join(line.split(";", 1)[0] for line in read_pddl_text(path).splitlines()).lower()
-    except (OSError, UnicodeDecodeError, DamagedFile):
+    required section."""
+    if lines is None:
         return ""
+    text = "\n".join(lines).lower()
     unclosed = text.count("(") - text.count(")")
     if unclosed > 0:
         return f" ({unclosed} parenthes{'is' if unclosed == 1 else 'es'} left open)"
