@@ -4,8 +4,8 @@ Each field becomes ``--field-name`` (underscores as dashes; ``flags`` renames so
 ``int`` / ``float`` / ``str`` fields (``None`` allowed) take one value of that type (an ``int | None`` field
 also ``all`` or ``none`` for None), sequences take one or more
 (``nargs="+"``; pairs such as ``("learn", "ff")`` are written ``learn/ff``), a ``bool`` gets both
-``--field-name`` and ``--no-field-name`` (argparse's BooleanOptionalAction), and a ``dict`` field takes repeated ``KEY=VALUE`` (VALUE
-read as JSON when it parses, as a string otherwise). :func:`config_values` reads the parsed arguments back into
+``--field-name`` and ``--no-field-name`` (argparse's BooleanOptionalAction), and a ``dict`` field takes repeated
+``KEY=VALUE`` (VALUE read as JSON when it parses, as a string otherwise). :func:`config_values` reads the parsed arguments back into
 keyword arguments for the dataclass. With ``defaults=False`` a flag that is not given is left out of those keyword
 arguments (``tnlib sweep --preset`` fills them from the preset, not from the dataclass's defaults).
 """
@@ -91,7 +91,8 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, flags: dict[str
     (a bool has ``--NAME`` and ``--no-NAME``), ``help`` to its help text, to which the field's
     default is added (``(default: X)``) unless the text says it. With ``defaults=False`` a flag that is not given
     sets nothing (its field is absent from :func:`config_values`). ``aliases`` maps a field to another spelling
-    its flag is also taken by, not shown in ``--help`` (another command's spelling of the same setting, which scripts may use). ``values``: an
+    its flag is also taken by, not shown in ``--help``
+    (another command's spelling of the same setting, which scripts may use). ``values``: an
     instance of ``cls`` whose values are the defaults, instead of the class's (a template's settings)."""
     flags, help, aliases = flags or {}, help or {}, aliases or {}
     hints = typing.get_type_hints(cls)

@@ -189,7 +189,7 @@ def register_evaluate(subparsers) -> None:
                         "grid, its test-grid split's cells and the cells its test split labels whole, with one "
                         "record per cell (what `tnlib report` lays out as Table 1 per size)")
     p.add_argument("--data-root", default=None, help="dataset root (default: the run's)")
-    p.add_argument("--data", dest="data_root", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # train's spelling, taken too
+    p.add_argument("--data", dest="data_root", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # train's alias
     p.add_argument("--device", default=None,
                    help="cpu | cuda (default: the run's device setting, else CUDA when present)")
     p.add_argument("--checkpoint", default=RunDir.BEST,
