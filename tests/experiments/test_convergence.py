@@ -11,7 +11,7 @@ from scipy import stats
 
 from fixtures.run_folders import write_data_root, write_metrics, write_run
 from tnlib.experiments.reporting.convergence import (END, cell_readings, compared_steps, convergence_rows,
-                                                     write_convergence)
+                                                     convergence_section, write_convergence)
 from tnlib.experiments.reporting.seed_statistics import holm_adjusted
 
 
@@ -133,3 +133,15 @@ def test_the_written_table_and_csv_hold_every_point(tmp_path):
     assert [float(r["ratio"]) for r in written] == [r["ratio"] for r in rows]
     assert [r["verdict_holm"] for r in written] == [r["verdict_holm"] for r in rows]
     assert [r["point"] for r in written] == ["1/8", "1/4", "1/2", "1"]
+
+
+def test_the_notebooks_section_is_the_written_page_below_its_title(tmp_path):
+    rng = np.random.default_rng(2)
+    results = _cell(tmp_path, [list(rng.uniform(8, 12, 8)) for _ in range(3)],
+                    [list(rng.uniform(2, 4, 8)) for _ in range(3)])
+    page = write_convergence(results, tmp_path / "report", "lmcut")[0].read_text()
+    section = convergence_section(results)
+    title, body = page.split("\n", 1)
+    assert title.startswith("# Convergence") and not section.startswith("#")
+    assert section == body.lstrip("\n") and "| blocksworld | learn/ff |" in section
+

@@ -65,6 +65,27 @@ def test_reports_read_right(results, tmp_path):
     assert low <= math.log10(ticks[0]) and math.log10(ticks[-1]) <= high
 
 
+def test_the_notebooks_sections_hold_each_models_table_its_bold_rule_and_every_cells_curves(results):
+    from tnlib.experiments.reporting.report_figures import sweep_training_curves_figures
+    from tnlib.experiments.reporting.tables import (render_table, render_table2, table1_bold_rule, table1_sections,
+                                                    table2_bold_rule, table2_sections)
+
+    write_planning(results / "blocksworld-nlm-N-learn-ff-llmcut-s0" / "planning-default.jsonl", [True, False])
+    configs = [("learn", "ff"), ("fixed", "none")]
+    first, second = table1_sections(results, ["nlm", "linear"]).split("**linear**")
+    assert first.startswith("**nlm**\n\n" + render_table(results, model="nlm"))
+    assert first.rstrip().endswith(table1_bold_rule(results, model="nlm"))
+    assert second.startswith("\n\n" + render_table(results, model="linear"))
+    planning = table2_sections(results, ["nlm"], configs)
+    assert planning == (f"**nlm**\n\n{render_table2(results, model='nlm', configs=configs)}\n"
+                        f"{table2_bold_rule(results, model='nlm')}\n")
+    shown = sweep_training_curves_figures(results, ["nlm"], ["blocksworld", "gripper"], configs)
+    assert [f.layout.title.text.split(" (")[0] for f in shown] == ["blocksworld: val mse during training"] * 2 + [
+        "gripper: val mse during training"] * 2
+    assert ["learn/ff" in shown[0].layout.title.text, "fixed/none" in shown[1].layout.title.text] == [True, True]
+    assert [len(f.data) for f in shown] == [2, 1, 1, 0]  # blocksworld N and TN, its fixed/none TN, gripper's TN
+
+
 def test_report_command_renders_a_results_folder(results, tmp_path, capsys, monkeypatch):
     import tnlib.files
     from tnlib.cli import main

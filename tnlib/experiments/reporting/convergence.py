@@ -31,9 +31,10 @@ from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, PAIR
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.files import atomic_write_text, read_jsonl, shown_folder
 from tnlib.learning.training import read_run_config
+from tnlib.paper import MAIN_LOWER_BOUND
 
-__all__ = ["CONVERGENCE_FRACTIONS", "END", "cell_readings", "compared_steps", "convergence_rows", "render_convergence",
-           "write_convergence"]
+__all__ = ["CONVERGENCE_FRACTIONS", "END", "cell_readings", "compared_steps", "convergence_rows", "convergence_section",
+           "render_convergence", "write_convergence"]
 
 # Where part-way the curves are compared: from early (a sixteenth of the steps every run reached) to the last of them.
 CONVERGENCE_FRACTIONS = (Fraction(1, 16), Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(1))
@@ -182,8 +183,9 @@ def _summary(rows: Sequence[dict]) -> str:
             f"and at the end the seeds show no gap -- in {both('caught_up')}.")
 
 
-def render_convergence(rows: Sequence[dict], source: str) -> str:
-    """``convergence.md``: per model, a table of the compared points, cell by cell, and the cells' readings."""
+def render_convergence(rows: Sequence[dict], source: str, title: bool = True) -> str:
+    """``convergence.md``: per model, a table of the compared points, cell by cell, and the cells' readings.
+    ``title=False`` leaves out the page's title (a notebook section has its own heading)."""
     tested = sum(r["low"] is not None for r in rows)
     fractions = ", ".join(map(str, CONVERGENCE_FRACTIONS[:-1]))
     intro = (f"{source} The paper (Figure 2, five seeds each, read by eye): TN's validation loss converges faster. "
@@ -207,7 +209,8 @@ def render_convergence(rows: Sequence[dict], source: str) -> str:
              holm_note(tested, "points of this file", "convergence.csv", "a ratio of 1"),
              "Its family is these points alone, apart from the findings' comparisons (another question)." if tested
              else "", "Every number at full precision: convergence.csv."]
-    lines = ["# Convergence: the paper's Figure 2, counted\n", " ".join(part for part in notes if part) + "\n"]
+    lines = ["# Convergence: the paper's Figure 2, counted\n"] if title else []
+    lines.append(" ".join(part for part in notes if part) + "\n")
     if not rows:
         return "\n".join(lines + ["No cell holds finished N and TN runs of a seed in common: nothing to compare.\n"])
     for model in dict.fromkeys(r["model"] for r in rows):
@@ -224,12 +227,23 @@ def render_convergence(rows: Sequence[dict], source: str) -> str:
     return "\n".join(lines)
 
 
+def _convergence_source(results_dir, lower_bound: str) -> str:
+    return f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the validation curves of its runs (curves.jsonl)."
+
+
+def convergence_section(results_dir, lower_bound: str = MAIN_LOWER_BOUND) -> str:
+    """``convergence.md``'s text without its title, from the finished runs of ``results_dir``: the experiments
+    notebook's section on Figure 2, counted."""
+    return render_convergence(convergence_rows(results_dir, lower_bound),
+                              _convergence_source(results_dir, lower_bound), title=False)
+
+
 def write_convergence(results_dir, reports_dir, lower_bound: str) -> list[Path]:
     """``convergence.md`` (:func:`render_convergence`) and ``convergence.csv`` (the rows at full precision) in
     ``reports_dir``, from the finished runs of ``results_dir``."""
     reports_dir = Path(reports_dir)
     rows = convergence_rows(results_dir, lower_bound)
-    source = f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the validation curves of its runs (curves.jsonl)."
-    atomic_write_text(reports_dir / "convergence.md", render_convergence(rows, source))
+    atomic_write_text(reports_dir / "convergence.md",
+                      render_convergence(rows, _convergence_source(results_dir, lower_bound)))
     return [reports_dir / "convergence.md", write_seed_csv(csv_values(rows, CONVERGENCE_CSV_FIELDS),
                                                            reports_dir / "convergence.csv")]

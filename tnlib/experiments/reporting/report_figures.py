@@ -151,6 +151,14 @@ def training_curves_figure(results_dir, domain: str, model: str = MAIN_TABLES_MO
                          f"l = {lower_bound})", metric)
 
 
+def sweep_training_curves_figures(results_dir, models: Sequence[str], domains: Sequence[str],
+                                  configs: Sequence[tuple[str, str]], lower_bound: str = MAIN_LOWER_BOUND) -> list:
+    """:func:`training_curves_figure` for every model, domain and configuration of a sweep, in that order (the
+    experiments notebook's Figure 2 section)."""
+    return [training_curves_figure(results_dir, domain, model, sigma, residual, lower_bound)
+            for model in models for domain in domains for sigma, residual in configs]
+
+
 def validation_spread_figure(results_dir, domain: str, model: str = MAIN_TABLES_MODEL, sigma: str = "learn",
                              residual: str = MAIN_RESIDUAL, lower_bound: str = MAIN_LOWER_BOUND,
                              metric: str = "val_mse"):

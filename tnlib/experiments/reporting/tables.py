@@ -332,6 +332,20 @@ def render_table2(results_dir, model: str = MAIN_TABLES_MODEL, lower_bound: str 
     return "\n".join(lines)
 
 
+def table1_sections(results_dir, models: Sequence[str]) -> str:
+    """Table 1 per model, as the experiments notebook shows it: the model's name in bold, :func:`render_table` and
+    the rule its bold follows (:func:`table1_bold_rule`)."""
+    return "\n".join(f"**{model}**\n\n{render_table(results_dir, model=model)}\n"
+                     f"{table1_bold_rule(results_dir, model=model)}\n" for model in models)
+
+
+def table2_sections(results_dir, models: Sequence[str], configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
+    """Table 2 per model, as the experiments notebook shows it: the model's name in bold, :func:`render_table2` over
+    ``configs`` and the rule its bold follows (:func:`table2_bold_rule`)."""
+    return "\n".join(f"**{model}**\n\n{render_table2(results_dir, model=model, configs=configs)}\n"
+                     f"{table2_bold_rule(results_dir, model=model)}\n" for model in models)
+
+
 def render_paper_table2(configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
     """The paper's own Table 2 for NLM (:data:`tnlib.paper.PAPER_TABLE2_NLM`, h_FF from FF_COVERAGE and
     FF_EVALUATIONS) in :func:`render_table2`'s layout, bold by its rule (the best of N, N+clip and TN)."""
