@@ -183,9 +183,10 @@ def _summary(rows: Sequence[dict]) -> str:
             f"and at the end the seeds show no gap -- in {both('caught_up')}.")
 
 
-def render_convergence(rows: Sequence[dict], source: str, title: bool = True) -> str:
+def render_convergence(rows: Sequence[dict], source: str, page: bool = True) -> str:
     """``convergence.md``: per model, a table of the compared points, cell by cell, and the cells' readings.
-    ``title=False`` leaves out the page's title (a notebook section has its own heading)."""
+    ``page=False``: the same as a notebook's section, which has its own heading and no CSV beside it -- no title,
+    and the full-precision CSV named as ``tnlib report`` writes it."""
     tested = sum(r["low"] is not None for r in rows)
     fractions = ", ".join(map(str, CONVERGENCE_FRACTIONS[:-1]))
     intro = (f"{source} The paper (Figure 2, five seeds each, read by eye): TN's validation loss converges faster. "
@@ -205,11 +206,12 @@ def render_convergence(rows: Sequence[dict], source: str, title: bool = True) ->
              f"bounds: part of a gap here may be what clipping N would close (findings.md's TN - N+clip rows "
              f"separate that on the test split). Only runs that finished count, and only cells with N and TN runs of "
              f"a seed in common.")
+    table = "convergence.csv" if page else "the convergence.csv that `tnlib report` writes"
     notes = [intro, multiplicity_note(tested, "These points"),
-             holm_note(tested, "points of this file", "convergence.csv", "a ratio of 1"),
+             holm_note(tested, f"points of this {'file' if page else 'section'}", table, "a ratio of 1"),
              "Its family is these points alone, apart from the findings' comparisons (another question)." if tested
-             else "", "Every number at full precision: convergence.csv."]
-    lines = ["# Convergence: the paper's Figure 2, counted\n"] if title else []
+             else "", f"Every number at full precision: {table}."]
+    lines = ["# Convergence: the paper's Figure 2, counted\n"] if page else []
     lines.append(" ".join(part for part in notes if part) + "\n")
     if not rows:
         return "\n".join(lines + ["No cell holds finished N and TN runs of a seed in common: nothing to compare.\n"])
@@ -235,7 +237,7 @@ def convergence_section(results_dir, lower_bound: str = MAIN_LOWER_BOUND) -> str
     """``convergence.md``'s text without its title, from the finished runs of ``results_dir``: the experiments
     notebook's section on Figure 2, counted."""
     return render_convergence(convergence_rows(results_dir, lower_bound),
-                              _convergence_source(results_dir, lower_bound), title=False)
+                              _convergence_source(results_dir, lower_bound), page=False)
 
 
 def write_convergence(results_dir, reports_dir, lower_bound: str) -> list[Path]:
