@@ -56,6 +56,12 @@ class DamagedFile(Exception):
         self.path, self.reason = path, reason
 
 
+class NothingToCompare(LookupError):
+    """A rerun check (:mod:`tnlib.experiments.running.rerun_check`) that has nothing to compare with here: no
+    figures made on this kind of machine, no kind confirmed, or the code that trained missing from git's history.
+    Its own class, so that a KeyError or IndexError in the check fails it instead of reading as nothing to do."""
+
+
 class OutsideFormulaScope(ValueError):
     """A state or goal that an exact optimal-cost formula of :mod:`tnlib.planning.optimal_costs` does not cover (or
     that is no state of the domain): the message names the condition it fails, so no wrong number is returned."""

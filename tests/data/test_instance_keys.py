@@ -176,7 +176,7 @@ def test_gripper_instance_count_matches_the_closed_form(balls):
     assert len(found) == math.comb(balls + 3, 3)
 
 
-def test_large_instances_are_keyed_quickly_and_consistently():
+def test_large_instances_are_keyed_consistently():
     rng = random.Random(3)
     for domain, params in (("gripper", dict(balls=100)), ("ferry", dict(locations=30, cars=30)),
                            ("ferry", dict(locations=30, cars=10)), ("visitall", dict(x=7, y=7, ratio=1.0)),

@@ -143,7 +143,7 @@ def test_the_command_names_what_it_took_and_what_it_left_out(trained_run, tmp_pa
     assert "took a\n" in out and "left out b: the folder already holds" in out
     assert "took graded (with its metrics on the whole test grid)" in out
     assert "2 runs taken, 1 left out" in out
-    assert main(["adopt-runs", str(tmp_path / "none.tgz.00"), "--into", str(folder)]) != 0
+    assert main(["adopt-runs", str(tmp_path / "none.tgz.00"), "--into", str(folder)]) == 2
     assert "no such archive piece" in capsys.readouterr().err
 
 

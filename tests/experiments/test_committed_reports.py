@@ -17,6 +17,7 @@ from tnlib.experiments.running.rerun_check import (CHECKED_REPORT, COMPARED, CUR
                                            check, check_curve, check_model_curves, committed_rows, confirmed_kinds,
                                            curve_differences, curve_run, differences, made_here, record_reference,
                                            report_machine)
+from tnlib.errors import NothingToCompare
 from tnlib.files import read_jsonl
 from tnlib.learning.run_files import RunDir
 
@@ -25,7 +26,7 @@ from tnlib.learning.run_files import RunDir
 def test_rerunning_committed_linear_runs_gives_the_committed_metrics():
     try:
         against, changed = check(CHECKED_REPORT)
-    except LookupError as err:
+    except NothingToCompare as err:
         pytest.skip(str(err))
     assert changed == [], against
 
@@ -34,7 +35,7 @@ def test_rerunning_committed_linear_runs_gives_the_committed_metrics():
 def test_training_a_committed_nlm_runs_first_steps_again_gives_its_committed_curve():
     try:
         against, changed = check_curve()
-    except LookupError as err:
+    except NothingToCompare as err:
         pytest.skip(str(err))
     assert changed == [], against
 
@@ -43,7 +44,7 @@ def test_training_a_committed_nlm_runs_first_steps_again_gives_its_committed_cur
 def test_training_strips_hgn_wl_and_nlm_again_gives_the_curves_recorded_for_this_kind():
     try:
         against, changed = check_model_curves()
-    except LookupError as err:
+    except NothingToCompare as err:
         pytest.skip(str(err))
     assert changed == [], against
 
@@ -59,7 +60,7 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
               "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}],
               "nlm": [{"step": "100", "train_loss": "0.75", "val_mse": "1.75", "val_nll": "2.25"}]}
     monkeypatch.setattr(rerun_check, "model_curve", lambda model: [dict(row) for row in curves[model]])
-    with pytest.raises(LookupError, match=r"this kind of machine \(CPU X, AVX2\)"):
+    with pytest.raises(NothingToCompare, match=r"this kind of machine \(CPU X, AVX2\)"):
         check_model_curves(path=path)
     against, lines = check_model_curves(record=True, path=path)
     assert lines == [] and against.endswith("hgn, wl, nlm recorded for this kind in curve-references.csv")
@@ -117,7 +118,7 @@ def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monk
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([["step 300: val_mse 1.5 now, 1.0 committed"], [], []])
     monkeypatch.setattr(rerun_check, "curve_differences", lambda path, steps: next(reruns))
-    with pytest.raises(LookupError, match=r"confirmed on this kind of machine \(CPU X, AVX2\)"):
+    with pytest.raises(NothingToCompare, match=r"confirmed on this kind of machine \(CPU X, AVX2\)"):
         check_curve(runs, code=None)
     assert check_curve(runs, record=True, code=None)[1] == ["step 300: val_mse 1.5 now, 1.0 committed"]
     assert confirmed_kinds(runs) == set() and not (tmp_path / CURVE_RERUNS).exists()
@@ -296,7 +297,7 @@ def test_a_source_tree_exported_by_git_archive_names_its_commit(tmp_path):
 def test_a_run_is_retrained_by_the_code_of_a_named_commit_in_a_process_of_its_own(tmp_path):
     """The curve check of a folder trained by older code: the commit's tnlib, exported from git, retrains the run in a
     child process (here HEAD's, on a run this checkout trained, so no value differs); a commit git does not hold is
-    a LookupError that names it."""
+    a NothingToCompare that names it."""
     from tnlib.files import REPO_ROOT
     from tnlib.learning.heads import HeadConfig
     from tnlib.learning.training import TrainConfig, train
@@ -307,5 +308,5 @@ def test_a_run_is_retrained_by_the_code_of_a_named_commit_in_a_process_of_its_ow
                          seed=0, out_dir=str(tmp_path), device="cpu", progress=False)
     run = train(config)
     assert rerun_check.curve_differences_by_code(run, 100, "HEAD") == []
-    with pytest.raises(LookupError, match="commit 0000000"):
+    with pytest.raises(NothingToCompare, match="commit 0000000"):
         rerun_check.curve_differences_by_code(run, 100, "0000000")

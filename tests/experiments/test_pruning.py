@@ -80,5 +80,5 @@ def test_a_pruned_run_refuses_more_steps_and_starts_afresh_when_told(tmp_path):
 
 
 def test_prune_names_a_missing_folder(tmp_path, capsys):
-    assert main(["prune", str(tmp_path / "nowhere")]) != 0
+    assert main(["prune", str(tmp_path / "nowhere")]) == 2
     assert "no results folder" in capsys.readouterr().err

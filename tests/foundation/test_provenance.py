@@ -2,8 +2,12 @@
 changes, or none recorded, is no commit."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
+from tnlib.files import REPO_ROOT
 from tnlib.provenance import code_commit, same_commit
 
 
@@ -26,4 +30,7 @@ def test_this_checkout_names_its_commit_or_says_it_was_edited():
     found = code_commit()
     head = found.split()[0]
     assert found == "unknown" or (len(head) >= 7 and all(c in "0123456789abcdef" for c in head))
+    if (REPO_ROOT / ".git").exists() and shutil.which("git"):  # a checkout names its own HEAD, never "unknown"
+        actual = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert actual.returncode == 0 and actual.stdout.startswith(head), (found, actual.stdout)
     assert same_commit(found, head) == (" " not in found and found != "unknown")

@@ -50,6 +50,7 @@ def test_description_shows_a_tiny_kept_mass_from_log_z():
 def test_paper_figure1_mean_lies_inside_the_bounds_although_mu_does_not():
     described = explorer.describe_truncated_normal(0.0, 1.0, 0.2, 1.7, 0.5)
     assert 0.2 < described["mean"] < 1.7
+    assert described["mean"] == pytest.approx(scipy.stats.truncnorm(0.2, 1.7).mean(), rel=1e-12)
     assert "paper Figure 1" in explorer.preset_summary_table()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from tnlib.cli import COMMANDS, declare_outputs
 from tnlib.cli.config_flags import add_config_flags, config_values, name_flags
 from tnlib.cli.learning import TRAIN_HELP
-from tnlib.errors import CommandError
+from tnlib.errors import CommandError, NothingToCompare
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS
 from tnlib.paper import ABLATIONS, MAIN_TABLES_MODEL
 
@@ -362,7 +362,7 @@ def _run_rerun_check(args) -> int:
     for folder, run_check in checks:
         try:
             against, differences = run_check()
-        except LookupError as err:
+        except NothingToCompare as err:
             nothing.append(str(err))
             continue
         compared += 1

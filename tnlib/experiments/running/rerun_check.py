@@ -37,6 +37,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from tnlib.errors import NothingToCompare
 from tnlib.files import REPO_ROOT, atomic_write_text, read_jsonl, shown_folder
 from tnlib.learning.run_files import RunDir
 from tnlib.provenance import code_commit
@@ -187,11 +188,11 @@ def record_reference(report_dir: str | os.PathLike, rows: list[dict], machine: s
 def check(report_dir: str | os.PathLike = CHECKED_REPORT, record: bool = False) -> tuple[str, list[str]]:
     """Rerun :data:`SUBSET` and compare it with ``report_dir``'s rows for this machine's kind: (what it was
     compared with, the differences). With ``record``, a kind that has no rows gets the rerun as its reference.
-    A :class:`LookupError` where there is nothing to compare with and ``record`` is off."""
+    A :class:`~tnlib.errors.NothingToCompare` where there is nothing to compare with and ``record`` is off."""
     machine = this_machine_kind()
     committed = committed_rows(report_dir, machine)
     if committed is None and not record:
-        raise LookupError(f"{Path(report_dir)} holds no metrics made on this kind of machine ({machine}): float32 "
+        raise NothingToCompare(f"{Path(report_dir)} holds no metrics made on this kind of machine ({machine}): float32 "
                           "training repeats bit for bit on its own kind only; record a reference with --record")
     with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
         rows = rerun_rows(folder)
@@ -219,7 +220,7 @@ def curve_run(folder: str | os.PathLike, machine: str, steps: int = CURVE_STEPS)
 
 def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -> list[str]:
     """:func:`curve_differences` computed by the tnlib of ``commit`` (``git archive`` into a temporary folder, run in
-    a child process that imports only it, on this checkout's datasets). A :class:`LookupError` where git or the
+    a child process that imports only it, on this checkout's datasets). A :class:`~tnlib.errors.NothingToCompare` where git or the
     commit is not there."""
     import subprocess
     import sys
@@ -229,7 +230,7 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
         exported = archive if archive.returncode else subprocess.run(["tar", "-x", "-C", code],
                                                                      input=archive.stdout, capture_output=True)
         if exported.returncode or not (Path(code) / "tnlib" / "__init__.py").is_file():
-            raise LookupError(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
+            raise NothingToCompare(f"the code that trained {Path(run).parent.name}'s runs (commit {commit}) is not in "
                               f"this checkout's git history: {exported.stderr.decode().strip() or 'nothing exported'}")
         # the module by its name in that commit's code, whose experiments/ may have no running/ wing
         script = ("import json, sys\n"
@@ -285,15 +286,15 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     """Train the first ``steps`` steps of a committed run of ``folder`` trained on this machine's kind again
     (:func:`curve_run`) and compare the curves: (which run, the differences). On a kind not yet confirmed
     (:func:`confirmed_kinds`) only with ``record``, which confirms it where the rerun agrees. A
-    :class:`LookupError` where there is nothing to compare on this kind."""
+    :class:`~tnlib.errors.NothingToCompare` where there is nothing to compare on this kind."""
     machine, folder = this_machine_kind(), Path(folder)
     confirmed = machine in confirmed_kinds(folder)
     if not confirmed and not record:
-        raise LookupError(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}): "
+        raise NothingToCompare(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}): "
                           "record one with --record")
     run = curve_run(folder, machine, steps)
     if run is None:
-        raise LookupError(f"no run in {shown_folder(folder)} had its first {steps} steps trained on this kind of "
+        raise NothingToCompare(f"no run in {shown_folder(folder)} had its first {steps} steps trained on this kind of "
                           f"machine ({machine}): float32 training repeats bit for bit on its own kind only")
     lines = curve_differences(run, steps) if code is None else curve_differences_by_code(run, steps, code)
     against = f"{run.name}'s first {steps} steps ({machine}" + (f", retrained by commit {code})" if code else ")")
@@ -324,14 +325,14 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
                        ) -> tuple[str, list[str]]:
     """Train each model of :data:`MODEL_CURVE_RUNS` for :data:`CURVE_STEPS` steps and compare its curve with the
     one recorded for this machine's kind in ``path``: (what was compared, the differences). With ``record``, a
-    model with nothing recorded for this kind gets the rerun as its reference. A :class:`LookupError` where
+    model with nothing recorded for this kind gets the rerun as its reference. A :class:`~tnlib.errors.NothingToCompare` where
     nothing is recorded for this kind and ``record`` is off."""
     machine, path = this_machine_kind(), Path(path)
     saved = _read_csv_rows(path)
     mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
     if not record and not any(mine.values()):
-        raise LookupError(f"no STRIPS-HGN, WL or NLM curve recorded for this kind of machine ({machine}) in "
+        raise NothingToCompare(f"no STRIPS-HGN, WL or NLM curve recorded for this kind of machine ({machine}) in "
                           f"{path.name}: record them with --record")
     lines, compared, recorded, missing = [], [], [], []
     for model in MODEL_CURVE_RUNS:
