@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from planning_corpus import DATA, instance, problem_file, random_walk_states
+from planning_corpus import DATA, instance, problem_file, pyperplan_replays, random_walk_states
 from tnlib.planning.heuristics import HEURISTIC_NAMES, make_heuristic
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.search import (
@@ -40,9 +40,11 @@ def assert_valid(task, result):
 @pytest.mark.parametrize("heuristic", ["ff", "lmcut", "hadd", "hmax", "goalcount"])
 def test_gbfs_solves_and_plans_validate(corpus, domain, heuristic):
     # h_max is too weak a guide for 9-block blocksworld within 10,000 evaluations.
-    task = instance(corpus, domain, 1, "small" if heuristic == "hmax" else "medium")
+    size = "small" if heuristic == "hmax" else "medium"
+    task = instance(corpus, domain, 1, size)
     result = gbfs(task, heuristic, SearchSettings(max_evaluations=None))
     assert_valid(task, result)
+    assert pyperplan_replays(domain, problem_file(corpus, domain, 1, size), result.plan)
     assert result.evaluations >= 1
     assert result.expansions >= len(result.plan)  # the paper's protocol: goal test at generation
     assert result.generated >= result.evaluations
@@ -94,6 +96,8 @@ def test_astar_is_optimal(corpus, domain, heuristic):
     task = instance(corpus, domain, 4, "small")
     result = astar(task, heuristic)
     assert_valid(task, result)
+    assert pyperplan_replays(domain, problem_file(corpus, domain, 4, "small"), result.plan)
+    assert not pyperplan_replays(domain, problem_file(corpus, domain, 4, "small"), result.plan[:-1])  # goal unmet
     assert len(result.plan) == hstar(task)
 
 
