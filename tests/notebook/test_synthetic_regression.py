@@ -173,3 +173,8 @@ def test_regression_table_lists_every_model():
     table = synthetic_regression.format_regression_table(result)
     for label in [*synthetic_regression.MODEL_LABELS.values(), *synthetic_regression.ESTIMATE_LABELS.values()]:
         assert label in table
+    rows = {line[:54].strip(): line[54:].split() for line in table.splitlines()[2:]}
+    for kind, label in synthetic_regression.MODEL_LABELS.items():  # each model's row holds its own test MSEs
+        assert rows[label] == [f"{result.test_mse[kind][name]:.3f}" if name in result.test_mse[kind] else "-"
+                               for name in synthetic_regression.ESTIMATE_LABELS]
+    assert rows["the admissible bound l alone"] == [f"{result.lower_bound_mse:.3f}"]
