@@ -117,8 +117,8 @@ def test_lmcut_between_hmax_and_hstar(corpus, domain):
 @pytest.mark.parametrize("domain, sizes", [("ferry", [dict(locations=3, cars=2), dict(locations=5, cars=4)]),
                                            ("gripper", [dict(balls=3), dict(balls=8)])])
 def test_lmcut_equals_fast_downwards_on_ferry_and_gripper(tmp_path, domain, sizes):
-    """Fast Downward's LM-cut (the one the paper's labels hold) as the reference where no tie between supporters
-    changes the cuts. (In visitall and blocksworld the two keep different tied supporters and differ:
+    """Fast Downward's LM-cut (the one the paper's labels hold) as the reference where the order of breaking ties
+    does not change the cuts. (In visitall and blocksworld the two break ties in other orders and differ:
     benchmarks/compare_lmcut_fast_downward.py measures by how much.)"""
     from tnlib.planning.fast_downward import fd_heuristic_value
     from tnlib.planning.generators import domain_file, generate
