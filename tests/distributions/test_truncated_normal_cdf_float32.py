@@ -76,14 +76,20 @@ def test_coarse_exp_and_the_rational_erf_are_within_their_bounds_of_mpmath():
     assert np.all(erfs == 1.0) and held.all()
 
 
+# How close the script's fit on this machine comes to the committed coefficients (see the first test below).
+FIT_RTOL = 1e-4
+
+
 def test_the_rational_erf_is_the_fit_its_script_makes(monkeypatch):
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from fit_float32_cdf_erf import FIT_END, lawson_fit, monomials
 
     p, q = monomials(*lawson_fit(8000, 400))
     assert FIT_END == ERF_RATIONAL_END
-    np.testing.assert_allclose(p, ERF_RATIONAL_P, rtol=1e-9)
-    np.testing.assert_allclose(q, ERF_RATIONAL_Q, rtol=1e-9)
+    # The reweighted least squares carry LAPACK's rounding, which differs by CPU kind (OpenBLAS's AVX2 kernels against
+    # the AVX-512 ones that made the committed fit: 1e-5 relative); another fit differs in the leading digits.
+    np.testing.assert_allclose(p, ERF_RATIONAL_P, rtol=FIT_RTOL)
+    np.testing.assert_allclose(q, ERF_RATIONAL_Q, rtol=FIT_RTOL)
 
 
 def test_the_near_erf_is_the_fit_its_script_makes(monkeypatch):
@@ -92,8 +98,8 @@ def test_the_near_erf_is_the_fit_its_script_makes(monkeypatch):
 
     p, q = monomials(*lawson_fit(8000, 400, NEAR_FIT_END, NEAR_DEGREE), NEAR_FIT_END)
     assert NEAR_FIT_END == ERF_NEAR_END
-    np.testing.assert_allclose(p, ERF_NEAR_P, rtol=1e-9)
-    np.testing.assert_allclose(q, ERF_NEAR_Q, rtol=1e-9)
+    np.testing.assert_allclose(p, ERF_NEAR_P, rtol=FIT_RTOL)
+    np.testing.assert_allclose(q, ERF_NEAR_Q, rtol=FIT_RTOL)
 
 
 @numba.njit(error_model="numpy")
