@@ -42,17 +42,22 @@ def instance(tmp_root: str, domain: str, seed: int = 1, size: str = "small") -> 
     return load_task(domain, problem_file(tmp_root, domain, seed, size))
 
 
-def pyperplan_replays(domain: str, problem: Path, plan: list[str]) -> bool:
-    """The plan simulated on pyperplan's grounding of the domain and problem (every operator kept: a valid plan may
-    use ones its relevance analysis would drop): each step a ground operator applicable where it stands, the goal
-    reached at the end. A reference for tnlib's own validator, which shares tnlib's grounding."""
+def pyperplan_task(domain: str, problem: Path):
+    """pyperplan's grounding of the domain and problem, every operator kept: a valid plan may use ones its relevance
+    analysis would drop."""
     from pyperplan.grounding import ground
     from pyperplan.pddl.parser import Parser
 
     from tnlib.planning.generators import domain_file
 
     parser = Parser(str(domain_file(domain)), str(problem))
-    task = ground(parser.parse_problem(parser.parse_domain()), remove_irrelevant_operators=False)
+    return ground(parser.parse_problem(parser.parse_domain()), remove_irrelevant_operators=False)
+
+
+def pyperplan_replays(domain: str, problem: Path, plan: list[str]) -> bool:
+    """The plan simulated on :func:`pyperplan_task`: each step a ground operator applicable where it stands, the
+    goal reached at the end. A reference for tnlib's own validator, which shares tnlib's grounding."""
+    task = pyperplan_task(domain, problem)
     operators = {op.name: op for op in task.operators}
     state = task.initial_state
     for step in plan:

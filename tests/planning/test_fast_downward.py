@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pyperplan.grounding import ground
-from pyperplan.pddl.parser import Parser
 from pyperplan.search import breadth_first_search
 
+from planning_corpus import pyperplan_task
 import tnlib.planning.fast_downward as solve_module
 from tnlib import cli
 from tnlib.planning.generators import domain_file, generate
@@ -53,12 +52,6 @@ def write_instance(tmp_path: Path, domain: str, seed: int, **params) -> Path:
     path = tmp_path / f"{domain}-{seed}.pddl"
     path.write_text(generate(domain, seed, **params))
     return path
-
-
-def pyperplan_task(domain: str, problem_file: Path):
-    parser = Parser(str(domain_file(domain)), str(problem_file))
-    # Keep every operator: a valid plan may use ones that relevance analysis would drop.
-    return ground(parser.parse_problem(parser.parse_domain()), remove_irrelevant_operators=False)
 
 
 def assert_valid_plan(domain: str, problem_file: Path, plan: list[str]) -> None:

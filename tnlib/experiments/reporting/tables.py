@@ -334,16 +334,18 @@ def render_table2(results_dir, model: str = MAIN_TABLES_MODEL, lower_bound: str 
 
 def table1_sections(results_dir, models: Sequence[str]) -> str:
     """Table 1 per model, as the experiments notebook shows it: the model's name in bold, :func:`render_table` and
-    the rule its bold follows (:func:`table1_bold_rule`)."""
-    return "\n".join(f"**{model}**\n\n{render_table(results_dir, model=model)}\n"
-                     f"{table1_bold_rule(results_dir, model=model)}\n" for model in models)
+    the rule its bold follows (:func:`table1_bold_rule`), from one reading of the folder's test metrics."""
+    results = collect_results(results_dir)
+    return "\n".join(f"**{model}**\n\n{render_table(results, model=model)}\n"
+                     f"{table1_bold_rule(results, model=model)}\n" for model in models)
 
 
 def table2_sections(results_dir, models: Sequence[str], configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
     """Table 2 per model, as the experiments notebook shows it: the model's name in bold, :func:`render_table2` over
-    ``configs`` and the rule its bold follows (:func:`table2_bold_rule`)."""
+    ``configs`` and the rule its bold follows (:func:`table2_bold_rule`, from one reading of the planning records)."""
+    plans = collect_planning(results_dir)
     return "\n".join(f"**{model}**\n\n{render_table2(results_dir, model=model, configs=configs)}\n"
-                     f"{table2_bold_rule(results_dir, model=model)}\n" for model in models)
+                     f"{table2_bold_rule(plans, model=model)}\n" for model in models)
 
 
 def render_paper_table2(configs: Sequence[tuple[str, str]] = PAPER_CONFIGS) -> str:
