@@ -276,7 +276,7 @@ def test_limits_are_applied_to_each_stage(tmp_path):
     # Memory exhaustion is too slow to provoke in a fast test (LM-cut expands few states per second on big tasks),
     # so check the limits each stage runs under, and its own session, directly.
     probe = "import os, resource; print(resource.getrlimit(resource.RLIMIT_AS), resource.getrlimit(resource.RLIMIT_CPU), os.getsid(0) == os.getpid())"
-    run = solve_module._run_stage([sys.executable, "-c", probe], tmp_path, None, 2.5, 512)
+    run = solve_module.run_stage([sys.executable, "-c", probe], tmp_path, None, 2.5, 512)
     assert run.exit_code == 0
     assert run.output.split() == ["(536870912,", "536870912)", "(3,", "8)", "True"]
 

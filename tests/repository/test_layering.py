@@ -274,7 +274,7 @@ def test_the_figure_check_names_a_figure_drawn_elsewhere_and_a_library_stage_imp
 # Everything else in data/ reads finished datasets and must not import them.
 DATA_WRITING_WING = {"generation", "generation_status", "attempt_selection", "attempt_solving", "split_work",
                      "split_consolidation", "manifest_writing", "plan_set_generation", "labels", "slot_filling",
-                     "solution_cache", "train_pairs_writing"}
+                     "solution_cache", "train_pairs_writing", "lmcut_relabelling"}
 
 
 def data_wing_violations(root: Path = TNLIB) -> list[str]:

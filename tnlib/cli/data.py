@@ -22,7 +22,8 @@ from tnlib.data.profiles import PROFILES
 from tnlib.data.schema import (ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, MANIFEST, PLAN_SETS, SOLVERS, SPLITS,
                                TEST_GRID)
 from tnlib.data.slot_filling import fill_empty_slots
-from tnlib.errors import CommandError, DatasetError
+from tnlib.data.lmcut_relabelling import CHECK_STATES, relabel_lmcut
+from tnlib.errors import CommandError, DatasetError, LabelError
 from tnlib.paper import DOMAINS
 from tnlib.planning.search_settings import PAPER_SEARCH
 
@@ -65,6 +66,25 @@ def register_data(subparsers: argparse._SubParsersAction) -> None:
     pairs.add_argument("folder", nargs="?", type=Path, help="dataset root or data root (default: the data root)")
     pairs.add_argument("--domain", action="append", metavar="D", help="only this domain (repeatable)")
     pairs.set_defaults(func=_run_train_pairs)
+
+    relabel = commands.add_parser(
+        "relabel-lmcut",
+        help="set finished splits' lmcut column (the truncation's lower bound l) to Fast Downward's LM-cut, the "
+        "paper's labels",
+        description="Rewrite the lmcut column of a dataset root's finished splits with Fast Downward's LM-cut, the "
+        "value the paper's labels hold (tnlib's own LM-cut breaks ties in another order and is weaker on "
+        "visitall): each problem translated once and each state written into its translated task; a sample of "
+        "each split's states translated one by one must give the same values, and every value must lie between "
+        "h_max and h*, or nothing is written (tnlib.data.lmcut_relabelling). A split already relabelled by this "
+        "Fast Downward is skipped, so an interrupted run resumes.",
+    )
+    relabel.add_argument("folder", type=Path, help="dataset root")
+    relabel.add_argument("--domain", action="append", metavar="D", help="only this domain (repeatable)")
+    relabel.add_argument("--splits", nargs="+", choices=ALL_SPLITS, help="only these splits (default: all)")
+    relabel.add_argument("--check-states", type=int, default=CHECK_STATES, metavar="N",
+                         help="states per split evaluated again with each state translated as a problem of its own "
+                         "(default: %(default)s)")
+    relabel.set_defaults(func=_run_relabel_lmcut)
 
     card = commands.add_parser("card", help="print the data card table (Markdown) of a dataset root")
     card.add_argument("folder", nargs="?", type=Path, help="dataset root (default: DATA_ROOT/small)")
@@ -297,6 +317,23 @@ def _run_train_pairs(args: argparse.Namespace) -> int:
             print(f"{root}/{domain}: states = a train (state, goal) pair: "
                   + ("; ".join(_pair_counts(by_split)) or "no split besides train"))
         print(f"{root}: recorded in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _run_relabel_lmcut(args: argparse.Namespace) -> int:
+    if args.check_states < 0:
+        raise CommandError(f"--check-states must be 0 or more, got {args.check_states}")
+    try:
+        done = relabel_lmcut(args.folder, args.domain, args.splits, args.check_states)
+    except (DatasetError, LabelError) as err:
+        raise CommandError(str(err)) from None
+    for domain, by_split in done.items():
+        for split, record in by_split.items():
+            print(f"{args.folder}/{domain}/{split}: {record['states']} states, {record['changed']} changed "
+                  f"({record['raised']} raised), {record['checked_one_by_one']} checked one by one, "
+                  f"{record['seconds']:.0f} s")
+    if not done:
+        print(f"{args.folder}: every split asked for holds this Fast Downward's LM-cut already")
     return 0
 
 

@@ -15,7 +15,9 @@ column                        meaning
 ``state``                     atoms true in the state, static ones included, lower case, sorted
 ``goal``                      the goal atoms, sorted
 ``h_star``                    optimal cost-to-go (``plan_length - step``)
-``blind`` ... ``lmcut``       tnlib's blind, goal count, h_max, h_add, h_FF, LM-cut (float64)
+``blind`` ... ``lmcut``       tnlib's blind, goal count, h_max, h_add, h_FF, LM-cut (float64); ``lmcut`` is
+                              Fast Downward's LM-cut (the paper's labels) where the split's manifest entry
+                              holds an ``lmcut_labels`` record (tnlib.data.lmcut_relabelling; data/paper)
 ``ff_ignored_deletes_total``  delete effects of h_FF's relaxed plan; ``..._mean``: per relaxed action
 ``h_sat``                     length of a GBFS(h_FF) plan from the state (an upper bound on h*), NaN if none
 ============================  ==========================================================================

@@ -144,7 +144,7 @@ def fast_downward_version() -> str:
     return f"Fast Downward {release} ({'; '.join(parts)})"
 
 
-def _resolve_domain(domain: str | os.PathLike) -> Path:
+def resolve_domain_file(domain: str | os.PathLike) -> Path:
     """A domain argument as a file: a shipped domain key (``blocksworld``...) or a path (tnlib.planning.task's rules);
     a FileNotFoundError for one that names no file, as for a problem file that is not there."""
     try:
@@ -158,7 +158,7 @@ def _resolve_domain(domain: str | os.PathLike) -> Path:
 
 
 @dataclass
-class _StageRun:
+class StageRun:
     exit_code: int | None  # None: killed by tnlib at the wall-clock backstop
     output: str
 
@@ -179,9 +179,9 @@ def _limits_setter(memory_limit_mb: int | None, cpu_seconds: float | None):
     return apply
 
 
-def _run_stage(
+def run_stage(
     command: list[str], cwd: Path, stdin_path: Path | None, time_left: float, memory_limit_mb: int | None
-) -> _StageRun:
+) -> StageRun:
     """Run one process in its own session, killing the session if it outlives ``time_left`` (+ margin)."""
     log_path = cwd / f"{Path(command[0]).name}-{len(os.listdir(cwd))}.log"
     env = dict(os.environ, PYTHONHASHSEED="0")  # translator output order stable across runs
@@ -211,7 +211,7 @@ def _run_stage(
                 proc.wait()
         log.seek(0)
         output = log.read().decode("utf-8", errors="replace")
-    return _StageRun(exit_code, output)
+    return StageRun(exit_code, output)
 
 
 def _kill_group(pgid: int) -> None:
@@ -256,7 +256,7 @@ def run_fast_downward(
     memory_limit_mb: int | None,
 ) -> tuple[SolveResult, str | None]:
     """Translate + search in a temporary folder; returns the result and the plan file's text (if any)."""
-    domain_path = _resolve_domain(domain_file).resolve()
+    domain_path = resolve_domain_file(domain_file).resolve()
     problem_path = Path(problem_file).resolve()
     if not problem_path.is_file():
         raise FileNotFoundError(f"problem file {str(problem_file)!r} does not exist")
@@ -279,7 +279,7 @@ def run_fast_downward(
         if problem_text is not None:  # the translator reads plain PDDL only
             problem_path = folder / "problem.pddl"
             problem_path.write_text(problem_text, encoding="utf-8")
-        stage = _run_stage(
+        stage = run_stage(
             translate_command() + [str(domain_path), str(problem_path), "--sas-file", "output.sas"],
             folder,
             None,
@@ -290,9 +290,9 @@ def run_fast_downward(
         if stage.exit_code == 0:
             time_left = time_limit - (time.monotonic() - start)
             if time_left <= 0:
-                stage = _StageRun(None, "")
+                stage = StageRun(None, "")
             else:
-                stage = _run_stage(
+                stage = run_stage(
                     [str(search_binary()), "--search", search, "--internal-plan-file", "sas_plan"],
                     folder,
                     folder / "output.sas",
@@ -379,8 +379,11 @@ def fd_heuristic_value(
 __all__ = [
     "SEARCH",
     "SolveResult",
+    "StageRun",
     "fast_downward_version",
     "fd_heuristic_value",
+    "resolve_domain_file",
+    "run_stage",
     "run_fast_downward",
     "search_binary",
     "solve",
