@@ -67,6 +67,28 @@ def test_only_the_lmcut_column_changes(root, pristine):
     assert record["changed"] == sum(a["lmcut"] != b["lmcut"] for a, b in zip(before, after))
 
 
+def test_an_interrupted_relabelling_leaves_a_dataset_that_verifies(root, monkeypatch):
+    """Stopped after the train split (changed) and before the next: the train-pair records follow the tables."""
+    import tnlib.data.lmcut_relabelling as relabelling
+
+    calls = []
+    whole = relabelling._relabel_split
+
+    def stopping(*args):
+        calls.append(args[2])
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return whole(*args)
+
+    monkeypatch.setattr(relabelling, "_relabel_split", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        relabel_lmcut(root, check_states=0, progress=False)
+    assert calls == ["train", "val"]
+    record = read_json(root / "gripper" / "manifest.json")["splits"]["train"][LMCUT_LABELS_RECORD]
+    assert record["changed"] > 0  # else no checksum would have moved
+    assert verify_dataset(root) == []
+
+
 def test_a_second_run_skips_what_the_first_did(root):
     relabel_lmcut(root, splits=["val"], check_states=0, progress=False)
     written = (root / "gripper" / "val.parquet").read_bytes()

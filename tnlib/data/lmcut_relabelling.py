@@ -13,8 +13,10 @@ What it checks, stopping with a :class:`LabelError` before anything is written:
 * every value lies between h_max and h*: ``hmax <= lmcut <= h_star`` (LM-cut is admissible and dominates h_max;
   the table's h_max is tnlib's, which equals Fast Downward's).
 
-Each split is written whole (atomically) once its values are in, so an interrupted relabelling keeps the splits it
-finished; run again, it skips a split whose record names the same Fast Downward and goes on with the rest.
+Each split is written whole (atomically) once its values are in, with its manifest records (the table's checksum,
+and the train-pair records' checksums of it: its states and goals are unchanged), so the dataset verifies between
+any two splits and an interrupted relabelling keeps the splits it finished; run again, it skips a split whose
+record names the same Fast Downward and goes on with the rest.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import numpy as np
 
 from tnlib.data.manifest_writing import write_manifest
 from tnlib.data.schema import ALL_SPLITS, MANIFEST, MANIFEST_LOCK, split_table_bytes
-from tnlib.data.train_pairs_writing import record_train_pairs
+from tnlib.data.train_pairs import RECORD as TRAIN_PAIRS_RECORD
 from tnlib.errors import DatasetError, LabelError
 from tnlib.files import atomic_write_bytes, locked, read_json, sha256_file
 from tnlib.planning.fast_downward import fast_downward_version, fd_heuristic_value
@@ -62,8 +64,6 @@ def relabel_lmcut(root: str | os.PathLike, domains: list[str] | None = None, spl
             _record_split(root, domain, split, record)
             done.setdefault(domain, {})[split] = record
             manifest = read_json(root / domain / MANIFEST)
-        if domain in done and "train" in manifest["splits"]:
-            record_train_pairs(root, [domain])  # its records name the tables' checksums, which changed
     return done
 
 
@@ -147,7 +147,15 @@ def _record_split(root: Path, domain: str, split: str, record: dict) -> None:
         manifest = read_json(path)
         entry = manifest["splits"][split]
         entry[LMCUT_LABELS_RECORD] = record
-        manifest["files"][f"{domain}/{entry['table']}"] = sha256_file(root / domain / entry["table"])
+        checksum = sha256_file(root / domain / entry["table"])
+        manifest["files"][f"{domain}/{entry['table']}"] = checksum
+        # The train-pair records name the tables they were made from; the states and goals they key are unchanged.
+        for name, other in manifest["splits"].items():
+            pairs = other.get(TRAIN_PAIRS_RECORD)
+            if pairs is not None and name == split:
+                pairs["table_sha256"] = checksum
+            if pairs is not None and split == "train":
+                pairs["train_table_sha256"] = checksum
         write_manifest(path, manifest)
         top = read_json(root / MANIFEST)
         top["domains"][domain]["sha256"] = sha256_file(path)
