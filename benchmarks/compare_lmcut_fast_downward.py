@@ -4,13 +4,13 @@ For generated instances of the four domains: tnlib's LM-cut, Fast Downward's LM-
 bound=0)``) and the optimal cost h* (Fast Downward A* + LM-cut). Both LM-cuts must be <= h*; they may differ where
 the two break ties between equal-cost landmarks differently (and FD works on its translated SAS+ task).
 
-With ``--dataset`` it reads a dataset's ``lmcut`` column instead (tnlib's LM-cut, the truncation's lower bound l)
-at the initial states of the first ``--instances`` instances of each domain's train and test splits and sets Fast
-Downward's beside it -- the LM-cut the paper's labels hold (the authors' data generation asks Fast Downward for
-each state's heuristic values) -- with the mean of each and of h*.
+With ``--dataset`` it compares the two on every state of the first ``--instances`` instances of each domain's train
+and test splits of a dataset -- Fast Downward's is the LM-cut the paper's labels hold (the authors' data generation
+asks Fast Downward for each state's heuristic values) -- with the mean of each and of h*, and how often the
+dataset's ``lmcut`` column (the truncation's lower bound l) equals each.
 
     python benchmarks/compare_lmcut_fast_downward.py [--seeds 10]
-    python benchmarks/compare_lmcut_fast_downward.py --dataset data/paper [--instances 25]
+    python benchmarks/compare_lmcut_fast_downward.py --dataset data/paper [--instances 10]
 """
 from __future__ import annotations
 
@@ -33,24 +33,57 @@ SIZES = {
 
 
 def dataset_rows(root: Path, instances: int) -> None:
-    """The dataset's LM-cut (tnlib's) against Fast Downward's at the initial states of each split's first
-    instances: how often FD's is higher, by how much on average and at most, and the means beside h*'s."""
+    """tnlib's LM-cut against Fast Downward's on every state of each split's first instances of a dataset (Fast
+    Downward's by one translation a problem: tnlib.planning.fast_downward_states), with how often the dataset's
+    ``lmcut`` column equals each (after `tnlib data relabel-lmcut` it holds Fast Downward's, as the paper's labels),
+    and stock pyperplan's mean beside them."""
+    import numpy as np
+
     from tnlib.data.loading import load_split
+    from tnlib.planning.fast_downward_states import fd_state_values, state_problem_text, translate_once
 
     print(f"{'domain':12s} {'split':6s} {'states':>6s} {'FD>tnlib':>8s} {'FD<tnlib':>8s} {'mean FD-tnlib':>13s} "
-          f"{'max':>4s} {'tnlib':>6s} {'FD':>6s} {'h*':>6s}")
+          f"{'max':>4s} {'tnlib':>6s} {'FD':>6s} {'pyperplan':>9s} {'h*':>6s} {'column=FD':>9s} {'column=tnlib':>12s}")
     for domain in SIZES:
+        domain_path = root / domain / "domain.pddl"
         for split in ("train", "test"):
-            rows = load_split(root, domain, split).table.select(["problem", "step", "lmcut", "h_star"]).to_pylist()
-            starts = [r for r in rows if r["step"] == 0][:instances]
-            pairs = [(r["lmcut"], fd_heuristic_value(root / domain / "domain.pddl", root / r["problem"]), r["h_star"])
-                     for r in starts]
-            pairs = [p for p in pairs if p[1] is not None]
-            gaps = [fd - ours for ours, fd, _ in pairs]
-            n = len(pairs)
-            print(f"{domain:12s} {split:6s} {n:6d} {sum(g > 0 for g in gaps):8d} {sum(g < 0 for g in gaps):8d} "
-                  f"{sum(gaps) / n:13.2f} {max(gaps):4.0f} {sum(p[0] for p in pairs) / n:6.2f} "
-                  f"{sum(p[1] for p in pairs) / n:6.2f} {sum(p[2] for p in pairs) / n:6.2f}")
+            rows = load_split(root, domain, split).table.select(["problem", "state", "lmcut", "h_star"]).to_pylist()
+            problems = list(dict.fromkeys(r["problem"] for r in rows))[:instances]
+            ours, theirs, stock, column, h_star = [], [], [], [], []
+            with tempfile.TemporaryDirectory() as tmp:
+                for problem in problems:
+                    states = [r for r in rows if r["problem"] == problem]
+                    theirs += list(fd_state_values(translate_once(domain_path, root / problem),
+                                                   [r["state"] for r in states]))
+                    text = (root / problem).read_text()
+                    for r in states:
+                        state_file = Path(tmp) / "state.pddl"
+                        state_file.write_text(state_problem_text(text, r["state"]))
+                        task = load_task(domain_path, state_file)
+                        ours.append(make_heuristic("lmcut", task)(task.init))
+                        stock.append(_pyperplan_lmcut(domain_path, state_file))
+                    column += [r["lmcut"] for r in states]
+                    h_star += [r["h_star"] for r in states]
+            ours, theirs, column = np.array(ours), np.array(theirs), np.array(column)
+            gaps = theirs - ours
+            print(f"{domain:12s} {split:6s} {len(gaps):6d} {np.sum(gaps > 0):8d} {np.sum(gaps < 0):8d} "
+                  f"{gaps.mean():13.2f} {np.abs(gaps).max():4.0f} {ours.mean():6.2f} {theirs.mean():6.2f} "
+                  f"{np.mean(stock):9.2f} {np.mean(h_star):6.2f} {np.sum(column == theirs):9d} {np.sum(column == ours):12d}")
+
+
+def _pyperplan_lmcut(domain_path: Path, problem: Path) -> float:
+    """Stock pyperplan's LM-cut on the problem's initial state (the authors' planner took l from their fork of it)."""
+    from pyperplan.grounding import ground
+    from pyperplan.heuristics.lm_cut import LmCutHeuristic
+    from pyperplan.pddl.parser import Parser
+    from pyperplan.search.searchspace import make_root_node
+
+    from tnlib.planning.pddl import quiet_pyperplan
+
+    with quiet_pyperplan():
+        parser = Parser(str(domain_path), str(problem))
+        task = ground(parser.parse_problem(parser.parse_domain()))
+    return float(LmCutHeuristic(task)(make_root_node(task.initial_state)))
 
 
 def main() -> None:

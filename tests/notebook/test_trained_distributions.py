@@ -58,7 +58,11 @@ def test_trained_distribution_claims_of_the_classroom_notebook(seed):
     assert all(12.5 <= s.mu["N"] <= 16.5 and 10.5 <= s.mu["TN"] <= 13 for s in beyond)  # mu stops growing
     assert largest.lower == 36 and largest.estimate["N"] < largest.lower  # N's heuristic below the bound
     assert 420 <= (largest.h_star - largest.estimate["N"]) ** 2 <= 510  # about 430 (seed 1: 500)
-    for s in beyond:  # TN's mean falls back on the bound, as exercise 10's approximation says
+    far = [s for s in beyond if s.lower - s.mu["TN"] > 10 * s.sigma["TN"]]
+    assert [s.h_star for s in far] == [26, 37]
+    for s in beyond:  # never below the open bound
+        assert s.lower - OPEN_BOUND_EPSILON < s.estimate["TN"]
+    for s in far:  # where mu is far below l, TN's mean falls back on the bound, as exercise 10's approximation says
         bound = s.lower - OPEN_BOUND_EPSILON
         approximation = bound + s.sigma["TN"] ** 2 / (bound - s.mu["TN"])
         assert s.estimate["TN"] == pytest.approx(approximation, abs=0.01) and bound < s.estimate["TN"] < s.lower
