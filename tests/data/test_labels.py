@@ -154,6 +154,23 @@ def test_a_plan_shorter_than_lmcut_allows_is_refused(tmp_path, monkeypatch):
         label_instance("ferry", path, plan)
 
 
+def test_fast_downwards_lmcut_labels_the_visitall_states_where_tnlibs_is_weaker(tmp_path):
+    """The paper profile's labels: Fast Downward's LM-cut (equal to each state translated alone:
+    tests/planning/test_fast_downward_states.py), here above tnlib's on some state and never outside [h_max, h*];
+    every other column as tnlib labels it. An unknown source is refused."""
+    path = tmp_path / "v.pddl"
+    path.write_text(generate("visitall", 2, x=4, y=4, ratio=1.0))
+    plan = solve("visitall", path, time_limit=60).plan
+    ours, _ = label_instance("visitall", path, plan, lmcut="tnlib")
+    theirs, _ = label_instance("visitall", path, plan, lmcut="fast-downward")
+    assert any(t["lmcut"] > o["lmcut"] for o, t in zip(ours, theirs))
+    assert all(t["hmax"] <= t["lmcut"] <= t["h_star"] for t in theirs)
+    assert [{k: v for k, v in r.items() if k != "lmcut"} for r in ours] == \
+           [{k: v for k, v in r.items() if k != "lmcut"} for r in theirs]
+    with pytest.raises(ValueError, match="lmcut must be one of tnlib, fast-downward"):
+        label_instance("visitall", path, plan, lmcut="pyperplan")
+
+
 def test_empty_plan_on_a_solved_initial_state(tmp_path):
     # A one-block blocksworld has an empty goal: one record, everything 0.
     path = tmp_path / "p.pddl"

@@ -125,3 +125,21 @@ def test_the_command_reports_each_split_and_refuses_a_missing_dataset(root, tmp_
     assert "already" in capsys.readouterr().out
     assert cli.main(["data", "relabel-lmcut", str(tmp_path / "nowhere")]) != 0
     assert "no manifest.json" in capsys.readouterr().err
+
+
+def test_a_profile_labelling_with_fast_downward_makes_the_relabelled_table(root, tmp_path):
+    """Generation under a profile whose lmcut is Fast Downward's writes, byte for byte, the table that relabelling
+    the same split made with tnlib's LM-cut writes, and the same settings; relabelling it again finds nothing."""
+    from dataclasses import replace
+
+    from tnlib.data.schema import FAST_DOWNWARD_LMCUT
+
+    relabel_lmcut(root, splits=["val"], check_states=0, progress=False)
+    profile = replace(tiny_profile(seeds=2), lmcut=FAST_DOWNWARD_LMCUT)
+    generate_dataset(tmp_path / "fd", ["gripper"], profile, splits=["train", "val"],
+                     options=GenerateOptions(progress=False))
+    assert (tmp_path / "fd" / "gripper" / "val.parquet").read_bytes() == (root / "gripper" / "val.parquet").read_bytes()
+    made = read_json(tmp_path / "fd" / "gripper" / "manifest.json")["splits"]["val"]["settings"]
+    assert made == read_json(root / "gripper" / "manifest.json")["splits"]["val"]["settings"]
+    assert made["lmcut"] == FAST_DOWNWARD_LMCUT
+    assert relabel_lmcut(tmp_path / "fd", check_states=0, progress=False) == {}

@@ -16,7 +16,7 @@ from typing import Any
 
 from tnlib.data.exact_solves import solve_exactly
 from tnlib.data.profiles import Params, generator_seed, slot_key
-from tnlib.data.schema import DEFAULT_SOLVER, EXACT_SOLVER
+from tnlib.data.schema import DEFAULT_SOLVER, EXACT_SOLVER, TNLIB_LMCUT
 from tnlib.planning.generators import generate, problem_name
 
 
@@ -35,6 +35,7 @@ class AttemptJob:
     sat_max_evaluations: int | None
     reuse: dict | None = None
     solver: str = DEFAULT_SOLVER
+    lmcut: str = TNLIB_LMCUT
 
     @property
     def seed(self) -> int:
@@ -80,7 +81,7 @@ def run_attempt(job: AttemptJob) -> dict:
             if status != "solved":
                 result.update(status=status, seconds=round(solve_seconds, 3))
             else:
-                records, timing = label_instance(job.domain, path, plan, job.sat_max_evaluations)
+                records, timing = label_instance(job.domain, path, plan, job.sat_max_evaluations, job.lmcut)
                 result.update(
                     status="solved",
                     plan=plan,

@@ -96,7 +96,7 @@ from tnlib.data.attempt_selection import Draw, SlotChoice, select_attempts
 from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.exact_solves import check_solver
 from tnlib.data.profiles import ATTEMPTS_PER_SLOT, Profile, get_profile
-from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS
+from tnlib.data.schema import ALL_SPLITS, DEFAULT_PROFILE, DEFAULT_SOLVER, DISJOINT_FROM, MANIFEST, SPLITS, TNLIB_LMCUT
 from tnlib.data.solution_cache import SolutionCache
 from tnlib.data.split_consolidation import consolidate_split
 from tnlib.data.split_work import (
@@ -391,7 +391,7 @@ class _GenerationRun:
         reused = None if hit is None else {k: hit[k] for k in ("plan", "solve_seconds", "expansions")}
         job = AttemptJob(sp.domain, sp.split, params, seed_number, d.attempt, sp.settings["time_limit"],
                          sp.settings["memory_limit_mb"], sp.settings["sat_max_evaluations"], reused,
-                         solver_of_split)
+                         solver_of_split, sp.settings.get("lmcut", TNLIB_LMCUT))
         self.runner.submit(job, key=f"tnlib-attempt-{job.domain}-{job.seed}")
         sp.in_flight.add(d.seed)
         self.report.reused_solves += reused is not None

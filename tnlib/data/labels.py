@@ -9,7 +9,8 @@ walks it, and returns one record per visited state -- the initial state (``step`
   atoms needs them), and ``goal``: the problem's goal atoms, sorted;
 * ``h_star``: the remaining length of the optimal plan;
 * ``blind``, ``goalcount``, ``hmax``, ``hadd``, ``ff``, ``lmcut`` and the linear model's ignored-delete features,
-  computed in one batch per instance by :func:`tnlib.planning.heuristics.evaluate_all` -- the same code planning uses;
+  computed in one batch per instance by :func:`tnlib.planning.heuristics.evaluate_all` -- the same code planning uses
+  -- except ``lmcut`` where the profile labels with Fast Downward's LM-cut (the paper's labels; data/paper);
 * ``h_sat``: an upper bound on h*, the length of the plan greedy best-first search with h_FF finds from the state
   under an evaluation limit (NaN when it finds none). Each such plan is validated too.
 
@@ -30,8 +31,9 @@ from typing import Sequence
 
 import numpy as np
 
-from tnlib.data.schema import HEURISTIC_COLUMNS
+from tnlib.data.schema import FAST_DOWNWARD_LMCUT, HEURISTIC_COLUMNS, LMCUT_SOURCES, TNLIB_LMCUT
 from tnlib.errors import LabelError
+from tnlib.planning.fast_downward_states import fd_state_values, translate_once
 from tnlib.planning.heuristics import FFHeuristic, evaluate_all
 from tnlib.planning.plans import plan_states, validate_plan
 from tnlib.planning.search import gbfs
@@ -90,8 +92,11 @@ def label_instance(
     problem_file: str | os.PathLike,
     plan: Sequence[str],
     sat_max_evaluations: int | None = PAPER_SEARCH.max_evaluations,
+    lmcut: str = TNLIB_LMCUT,
 ) -> tuple[list[dict], LabelTiming]:
-    """One record per state on the optimal ``plan`` (``step`` 0..len(plan)), and the time spent.
+    """One record per state on the optimal ``plan`` (``step`` 0..len(plan)), and the time spent. ``lmcut``: whose
+    LM-cut the ``lmcut`` value is (:data:`tnlib.data.schema.LMCUT_SOURCES`; Fast Downward's by
+    :mod:`tnlib.planning.fast_downward_states`, on the problem translated once, and at least h_max).
 
     ``plan`` is a list of ``(op arg ...)`` strings as :func:`tnlib.planning.fast_downward.solve` returns. Record keys:
     :data:`tnlib.data.schema.RECORD_COLUMNS` (floats for heuristic values, ints for ``step``/``plan_length``/``h_star``, lists of
@@ -117,6 +122,15 @@ def label_instance(
     grounded = time.perf_counter()
 
     values = evaluate_all(task, states)
+    state_atoms = [sorted(static_atoms + [full.fact_names[f] for f in full.state_to_indices(s)]) for s in states]
+    if lmcut == FAST_DOWNWARD_LMCUT:
+        values["lmcut"] = fd_state_values(translate_once(domain_file, problem_file), state_atoms)
+        below = np.flatnonzero(values["lmcut"] < values["hmax"])
+        if below.size:
+            raise LabelError(f"{problem_file}: Fast Downward's LM-cut {values['lmcut'][below[0]]:g} is below h_max "
+                             f"{values['hmax'][below[0]]:g} at step {below[0]}")
+    elif lmcut != TNLIB_LMCUT:
+        raise ValueError(f"lmcut must be one of {', '.join(LMCUT_SOURCES)}, got {lmcut!r}")
     evaluated = time.perf_counter()
     h_sat = satisficing_lengths(task, full, states, sat_max_evaluations)
     searched = time.perf_counter()
@@ -137,8 +151,7 @@ def label_instance(
         raise LabelError(f"{problem_file}: h_sat = {h_sat[i]:g} is below h* = {h_star[i]} at step {i}")
 
     records = []
-    for i, state in enumerate(states):
-        atoms = sorted(static_atoms + [full.fact_names[f] for f in full.state_to_indices(state)])
+    for i, atoms in enumerate(state_atoms):
         record = {
             "step": i,
             "plan_length": length,

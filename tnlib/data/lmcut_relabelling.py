@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import ALL_SPLITS, MANIFEST, MANIFEST_LOCK, split_table_bytes
+from tnlib.data.schema import ALL_SPLITS, FAST_DOWNWARD_LMCUT, MANIFEST, MANIFEST_LOCK, split_table_bytes
 from tnlib.data.train_pairs import RECORD as TRAIN_PAIRS_RECORD
 from tnlib.errors import DatasetError, LabelError
 from tnlib.files import atomic_write_bytes, locked, read_json, sha256_file
@@ -58,13 +58,22 @@ def relabel_lmcut(root: str | os.PathLike, domains: list[str] | None = None, spl
             raise DatasetError(f"domain {domain!r} is not in {root} (it has {', '.join(top['domains']) or 'none'})")
         manifest = read_json(root / domain / MANIFEST)
         for split in [s for s in ALL_SPLITS if s in manifest["splits"] and (splits is None or s in splits)]:
-            if manifest["splits"][split].get(LMCUT_LABELS_RECORD, {}).get("fast_downward") == version:
+            if _holds_fast_downwards(manifest, split, version):
                 continue
             record = _relabel_split(root, domain, split, manifest["splits"][split]["table"], check_states, progress)
             _record_split(root, domain, split, record)
             done.setdefault(domain, {})[split] = record
             manifest = read_json(root / domain / MANIFEST)
     return done
+
+
+def _holds_fast_downwards(manifest: dict, split: str, version: str) -> bool:
+    """Whether the split's column is this Fast Downward's LM-cut already: relabelled by it, or made by a profile
+    that labels with it (its settings' ``lmcut``) under it."""
+    entry = manifest["splits"][split]
+    if entry.get(LMCUT_LABELS_RECORD, {}).get("fast_downward") == version:
+        return True
+    return entry["settings"].get("lmcut") == FAST_DOWNWARD_LMCUT and manifest.get("fast_downward") == version
 
 
 def _relabel_split(root: Path, domain: str, split: str, table_name: str, check_states: int, progress: bool) -> dict:
@@ -147,6 +156,8 @@ def _record_split(root: Path, domain: str, split: str, record: dict) -> None:
         manifest = read_json(path)
         entry = manifest["splits"][split]
         entry[LMCUT_LABELS_RECORD] = record
+        # the settings a split is made under say whose LM-cut it holds (a profile's `lmcut`), as generation records
+        entry["settings"]["lmcut"] = FAST_DOWNWARD_LMCUT
         checksum = sha256_file(root / domain / entry["table"])
         manifest["files"][f"{domain}/{entry['table']}"] = checksum
         # The train-pair records name the tables they were made from; the states and goals they key are unchanged.

@@ -34,7 +34,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tnlib.data.schema import ALL_SPLITS, TEST_GRID
+from tnlib.data.schema import ALL_SPLITS, FAST_DOWNWARD_LMCUT, TEST_GRID, TNLIB_LMCUT
 from tnlib.errors import DatasetError
 from tnlib.files import COMPRESSED_SUFFIX
 from tnlib.paper import LABEL_MEMORY_LIMIT_MB, LABEL_TIME_LIMITS, MAX_ATTEMPTS, PLAN_INSTANCES
@@ -117,6 +117,7 @@ class Profile:
     memory_limit_mb: int = LABEL_MEMORY_LIMIT_MB
     max_attempts: int = MAX_ATTEMPTS
     sat_max_evaluations: int = PAPER_SEARCH.max_evaluations  # h_sat's GBFS, under the search's default limit
+    lmcut: str = TNLIB_LMCUT  # whose LM-cut labels the lmcut column (tnlib.data.schema.LMCUT_SOURCES)
 
     def grid(self, domain: str, split: str) -> SplitGrid:
         try:
@@ -197,6 +198,7 @@ def _paper_profile() -> Profile:
         grids=grids,
         time_limits={**LABEL_TIME_LIMITS, "plan": LABEL_TIME_LIMITS["test"], TEST_GRID: LABEL_TIME_LIMITS["test"]},
         memory_limit_mb=LABEL_MEMORY_LIMIT_MB,
+        lmcut=FAST_DOWNWARD_LMCUT,  # the paper's labels hold Fast Downward's LM-cut
     )
 
 

@@ -40,8 +40,8 @@ from tnlib.data.attempt_solving import AttemptJob, run_attempt
 from tnlib.data.instance_keys import instance_key, keys_fingerprint, problem_from_text
 from tnlib.data.profiles import SplitGrid, generator_seed, get_profile
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, MANIFEST_LOCK, TABLE_COLUMNS, WORK,
-                               arrow_schema, split_table_bytes)
+from tnlib.data.schema import (ALL_SPLITS, DISJOINT_FROM, EXACT_SOLVER, MANIFEST, MANIFEST_LOCK, TABLE_COLUMNS,
+                               TNLIB_LMCUT, WORK, arrow_schema, split_table_bytes)
 from tnlib.data.train_pairs_writing import record_train_pairs
 from tnlib.errors import DatasetError
 from tnlib.files import atomic_write_bytes, atomic_write_json, locked, read_json, sha256_file
@@ -98,7 +98,8 @@ def _fill_slot(domain: str, split: str, settings: dict, failure: dict, taken: di
         else:
             outcome = run_attempt(AttemptJob(domain, split, params, failure["seed_number"], attempt,
                                              settings["time_limit"], settings["memory_limit_mb"],
-                                             settings["sat_max_evaluations"], solver=EXACT_SOLVER))
+                                             settings["sat_max_evaluations"], solver=EXACT_SOLVER,
+                                             lmcut=settings.get("lmcut", TNLIB_LMCUT)))
             atomic_write_json(kept, outcome)
         if outcome["status"] != "solved":
             raise DatasetError(f"{domain}/{split}: the exact solver did not solve seed {seed} "

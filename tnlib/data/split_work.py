@@ -20,7 +20,7 @@ from tnlib.data.attempt_selection import Draw, Selection
 from tnlib.data.exact_solves import split_solver
 from tnlib.data.instance_keys import instance_key, problem_from_text, problem_keys
 from tnlib.data.profiles import DISTINCT_RULE, Params, Profile, SplitGrid, generator_seed
-from tnlib.data.schema import DEFAULT_SOLVER, FORMAT_VERSION, MANIFEST, WORK, WORK_SETTINGS
+from tnlib.data.schema import DEFAULT_SOLVER, FORMAT_VERSION, MANIFEST, TNLIB_LMCUT, WORK, WORK_SETTINGS
 from tnlib.data.solution_cache import text_sha256
 from tnlib.errors import DamagedFile, DatasetError
 from tnlib.files import atomic_write_json, check_shape, damaged_message, read_json, try_lock, unlock
@@ -187,6 +187,8 @@ def _split_settings(profile: Profile, domain: str, split: str, overrides: dict) 
     }
     if overrides.get("out_of_reach_after"):  # only when on: a split made without it has no such key
         settings["out_of_reach_after"] = overrides["out_of_reach_after"]
+    if profile.lmcut != TNLIB_LMCUT:  # (tnlib.data.schema.TNLIB_LMCUT: why tnlib's is not recorded)
+        settings["lmcut"] = profile.lmcut
     solver = split_solver(domain, overrides.get("solver"))
     if solver != DEFAULT_SOLVER:  # (tnlib.data.schema.DEFAULT_SOLVER: why the default is not recorded)
         settings["solver"] = solver
