@@ -75,6 +75,7 @@ def test_paper_profile_follows_the_appendix_table():
     assert all(dict(c)["x"] == dict(c)["y"] for c in paper.grid("visitall", "train").combos)
     assert paper.time_limits == {"train": 300, "val": 300, "test": 1800, "plan": 1800, TEST_GRID: 1800}
     assert paper.memory_limit_mb == 8000 and paper.max_attempts == 20
+    assert paper.lmcut == "fast-downward" and PROFILES["small"].lmcut == "tnlib"  # the paper's labels hold FD's
 
 
 def test_test_grid_slots_are_test_slots_of_domains_with_an_exact_solver():

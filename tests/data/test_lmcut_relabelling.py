@@ -143,3 +143,18 @@ def test_a_profile_labelling_with_fast_downward_makes_the_relabelled_table(root,
     assert made == read_json(root / "gripper" / "manifest.json")["splits"]["val"]["settings"]
     assert made["lmcut"] == FAST_DOWNWARD_LMCUT
     assert relabel_lmcut(tmp_path / "fd", check_states=0, progress=False) == {}
+
+
+def test_the_shipped_paper_dataset_holds_fast_downwards_lmcut():
+    """Every split of data/paper was relabelled (a sample translated one by one) and its settings say so, as the
+    paper profile's make them; data/small holds tnlib's."""
+    from tnlib.files import REPO_ROOT
+
+    for domain in ("blocksworld", "ferry", "gripper", "visitall"):
+        splits = read_json(REPO_ROOT / "data" / "paper" / domain / "manifest.json")["splits"]
+        assert set(splits) == {"train", "val", "test", "plan", "test-grid"}
+        for split, entry in splits.items():
+            assert entry["settings"]["lmcut"] == "fast-downward", (domain, split)
+            assert entry[LMCUT_LABELS_RECORD]["checked_one_by_one"] == 20, (domain, split)
+        small = read_json(REPO_ROOT / "data" / "small" / domain / "manifest.json")["splits"]
+        assert all("lmcut" not in entry["settings"] for entry in small.values())
