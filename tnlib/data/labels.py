@@ -103,6 +103,8 @@ def label_instance(
     atoms for ``state``/``goal``). Raises :class:`LabelError` when the plan is invalid or the labels are
     inconsistent, and :class:`tnlib.errors.TaskError` for unreadable PDDL.
     """
+    if lmcut not in LMCUT_SOURCES:
+        raise ValueError(f"lmcut must be one of {', '.join(LMCUT_SOURCES)}, got {lmcut!r}")
     started = time.perf_counter()
     problem_file = Path(problem_file)
     # States are simulated (and the plan validated) on the unpruned grounding, the one planning searches
@@ -129,8 +131,6 @@ def label_instance(
         if below.size:
             raise LabelError(f"{problem_file}: Fast Downward's LM-cut {values['lmcut'][below[0]]:g} is below h_max "
                              f"{values['hmax'][below[0]]:g} at step {below[0]}")
-    elif lmcut != TNLIB_LMCUT:
-        raise ValueError(f"lmcut must be one of {', '.join(LMCUT_SOURCES)}, got {lmcut!r}")
     evaluated = time.perf_counter()
     h_sat = satisficing_lengths(task, full, states, sat_max_evaluations)
     searched = time.perf_counter()
