@@ -65,6 +65,19 @@ def task_from(task: Task, state: State) -> Task:
     return moved
 
 
+def check_fast_downward_lmcut(lmcut: np.ndarray, hmax: np.ndarray, h_star: np.ndarray, where: str,
+                              after: str = "") -> None:
+    """Fast Downward's LM-cut between h_max and h* on every state (it is admissible and dominates h_max, and tnlib's
+    h_max equals Fast Downward's): a LabelError naming the first state outside, as ``where`` and its index, with
+    ``after`` appended."""
+    h_star = np.asarray(h_star, dtype=float)
+    for name, bad in (("exceeds h*", lmcut > h_star + 1e-9), ("is below h_max", lmcut < hmax - 1e-9)):
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise LabelError(f"{where} {i}: Fast Downward's LM-cut {lmcut[i]:g} {name} (h* {h_star[i]:g}, "
+                             f"h_max {hmax[i]:g}){after}")
+
+
 def satisficing_lengths(
     task: Task, full_task: Task, states: Sequence[State], max_evaluations: int | None = PAPER_SEARCH.max_evaluations
 ) -> np.ndarray:
@@ -123,20 +136,17 @@ def label_instance(
     states = plan_states(full, plan)
     grounded = time.perf_counter()
 
+    length = len(plan)
+    h_star = np.arange(length, -1, -1, dtype=np.int64)
     values = evaluate_all(task, states)
     state_atoms = [sorted(static_atoms + [full.fact_names[f] for f in full.state_to_indices(s)]) for s in states]
     if lmcut == FAST_DOWNWARD_LMCUT:
         values["lmcut"] = fd_state_values(translate_once(domain_file, problem_file), state_atoms)
-        below = np.flatnonzero(values["lmcut"] < values["hmax"])
-        if below.size:
-            raise LabelError(f"{problem_file}: Fast Downward's LM-cut {values['lmcut'][below[0]]:g} is below h_max "
-                             f"{values['hmax'][below[0]]:g} at step {below[0]}")
+        check_fast_downward_lmcut(values["lmcut"], values["hmax"], h_star, f"{problem_file} step")
     evaluated = time.perf_counter()
     h_sat = satisficing_lengths(task, full, states, sat_max_evaluations)
     searched = time.perf_counter()
 
-    length = len(plan)
-    h_star = np.arange(length, -1, -1, dtype=np.int64)
     for name in ADMISSIBLE:
         over = np.flatnonzero(values[name] > h_star + 1e-9)
         if over.size:
@@ -171,6 +181,7 @@ def label_instance(
 
 __all__ = [
     "LabelTiming",
+    "check_fast_downward_lmcut",
     "label_instance",
     "satisficing_lengths",
     "task_from",

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tnlib.data.labels import check_fast_downward_lmcut
 from tnlib.data.manifest_writing import write_manifest
 from tnlib.data.schema import ALL_SPLITS, FAST_DOWNWARD_LMCUT, MANIFEST, MANIFEST_LOCK, split_table_bytes
 from tnlib.data.train_pairs import RECORD as TRAIN_PAIRS_RECORD
@@ -102,7 +103,8 @@ def _relabel_split(root: Path, domain: str, split: str, table_name: str, check_s
     finally:
         bar.close()
     checked = _check_one_by_one(root, domain_path, problems, states, values, check_states)
-    _check_bounds(domain, split, table, values)
+    check_fast_downward_lmcut(values, table.column("hmax").to_numpy(), table.column("h_star").to_numpy(),
+                              f"{domain}/{split} row", after="; nothing was written")
     before = table.column("lmcut").to_numpy()
     index = table.schema.get_field_index("lmcut")
     table = table.set_column(index, "lmcut", pa.array(values, type=pa.float64()))
@@ -137,16 +139,6 @@ def _check_one_by_one(root: Path, domain_path: Path, problems: list[str], states
                                  f"written into the problem's translated task and {alone} with the state translated "
                                  "as a problem of its own; nothing was written")
     return len(rows)
-
-
-def _check_bounds(domain: str, split: str, table, values: np.ndarray) -> None:
-    h_star = table.column("h_star").to_numpy().astype(float)
-    hmax = table.column("hmax").to_numpy()
-    for name, bad in (("exceeds h*", values > h_star + 1e-9), ("is below h_max", values < hmax - 1e-9)):
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise LabelError(f"{domain}/{split} row {i}: Fast Downward's LM-cut {values[i]:g} {name} "
-                             f"(h* {h_star[i]:g}, h_max {hmax[i]:g}); nothing was written")
 
 
 def _record_split(root: Path, domain: str, split: str, record: dict) -> None:
