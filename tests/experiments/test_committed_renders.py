@@ -36,6 +36,10 @@ def test_a_line_that_differs_from_the_render_is_named_with_its_file(tmp_path):
     # the files it did not copy are rendered but not committed there; the unedited copy agrees
     assert {"planning.md: rendered, not committed", "accuracy-seeds.csv: rendered, not committed"} <= set(differences)
     assert not any(line.startswith("accuracy.md") for line in differences)
+    # a page an earlier render wrote and this one does not (hgn5 has no whole-grid metrics) is named too
+    (committed / "accuracy-by-size.md").write_text("# Test accuracy per size, from metrics since taken out\n")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert "accuracy-by-size.md: committed, not rendered" in render_differences("converged/hgn5", committed)
 
 
 def test_a_report_whose_runs_changed_since_their_commit_is_known_as_such(tmp_path, monkeypatch):

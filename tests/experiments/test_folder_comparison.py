@@ -137,3 +137,30 @@ def test_comparison_across_datasets_names_them_bolds_nothing_and_leaves_out_plan
     assert comparison.startswith("# `paper-scale/runs/` against `converged/runs/`")
     assert "**Set against** `converged/runs/`: 1 tested run (data/small), 1 seed per cell (1 cell)." in comparison
     capsys.readouterr()
+
+
+def test_comparison_names_only_settings_that_differ_where_both_folders_tested_runs(tmp_path):
+    """A cell one folder only planned (its runs not tested yet) is no setting that tells the folders apart: the
+    columns keep the folders' own setting (here the sigma link), not the domains each has tested runs of; and a
+    metric computed twice, the same up to float rounding, is equal on every seed, no direction."""
+    from tnlib.experiments.reporting.folder_comparison import render_comparison
+
+    data = tmp_path / "data"
+    write_data_root(data)
+    write_data_root(data, "gripper")
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, extra in ((first, {"sigma_link": "bounded"}), (second, {})):
+        folder.mkdir()
+        for seed in range(3):
+            run = write_run(folder, data, [3, 2, 1], seed=seed, **extra)
+            # the same value, once summed in another order: 0.1 + 0.2 against 0.3
+            write_metrics(run, (0.1 + 0.2 if folder == first else 0.3) + seed, 1.0)
+            planned = write_run(folder, data, [3, 2, 1], domain="gripper", seed=seed, **extra)
+            write_planning(planned / "planning-default.jsonl", [True])
+            if folder == second:
+                write_metrics(planned, 2.0, 1.0)
+    table = render_comparison(first, second).splitlines()
+    assert table[0].startswith("| domain | model | configuration | distribution | test MSE: sigma_link bounded | "
+                               "test MSE: sigma_link softplus |")
+    paired = [line for line in table if line.startswith("| blocksworld | nlm | learn/ff | TN | .00 [")]
+    assert len(paired) == 1 and "higher" not in paired[0] and "lower" not in paired[0]

@@ -175,6 +175,10 @@ def register_report(subparsers) -> None:
     parser.add_argument("--against", metavar="RESULTS",
                         help="another results folder: also write comparison.md, the cells both hold side by side "
                              "(e.g. runs trained with --upper-bound h_sat against runs without)")
+    parser.add_argument("--against-report", metavar="REPORT",
+                        help="a rendered report folder (its per-seed CSVs; its run folders need not be here): also "
+                             "write against-report.md, every cell both hold paired by seed (e.g. the same runs "
+                             "trained again on another lower bound)")
     parser.add_argument("--selection", type=selection_seconds, metavar="S",
                         help="for a sweep that planned on a plan set (--plan-on plan-set): also Table 2 under the "
                              "paper's selection, on the instances whose recorded optimal solve finished within S "
@@ -197,7 +201,8 @@ def _run_report(args) -> int:
 
     try:
         if args.ablation:
-            extra = [flag for flag, given in (("--against", args.against), ("--selection", args.selection is not None),
+            extra = [flag for flag, given in (("--against", args.against), ("--against-report", args.against_report),
+                                              ("--selection", args.selection is not None),
                                               ("--paper-tables", args.paper_tables),
                                               ("--calibration", args.calibration)) if given]
             if extra:
@@ -208,7 +213,7 @@ def _run_report(args) -> int:
                                "--ablation")
         else:
             written = render_results(args.results[0], args.out, against=args.against,
-                                     selection_seconds=args.selection, paper_tables=args.paper_tables,
+                                     against_report=args.against_report, selection_seconds=args.selection, paper_tables=args.paper_tables,
                                      calibration=args.calibration)
     except ValueError as err:
         raise CommandError(str(err)) from None

@@ -9,7 +9,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
-from tnlib.experiments.reporting.seed_statistics import PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_best, paired_interval
+from tnlib.experiments.reporting.seed_statistics import (
+    PAIRED_CONFIDENCE,
+    PAIRED_MIN_SEEDS,
+    paired_best,
+    paired_interval,
+    seed_difference,
+)
 from tnlib.experiments.reporting.table_cells import accuracy_cell, mean_and_std, paper_number, planning_cell
 from tnlib.experiments.reporting.table_rows import (
     POOLED_OVER,
@@ -61,7 +67,8 @@ def _paired_between_folders(cells: Sequence[dict], keys, metrics: Sequence[str])
         by_metric = {}
         for metric in metrics:
             first, second = (side[key][metric] for side in cells)
-            interval = paired_interval([first[s] - second[s] for s in sorted(set(first) & set(second), key=str)
+            interval = paired_interval([seed_difference(first[s], second[s])
+                                        for s in sorted(set(first) & set(second), key=str)
                                         if first[s] is not None and second[s] is not None])
             if interval is not None:
                 by_metric[metric] = interval
@@ -160,8 +167,10 @@ def render_comparison(results_dir, other_dir, names: tuple[str, str] | None = No
     shared = sorted(set(cells[0]) & set(cells[1]), key=lambda k: (DOMAINS.index(k[0]) if k[0] in DOMAINS else 9, k))
     if not shared:
         raise ValueError(f"{results_dir} and {other_dir} share no (domain, model, configuration, distribution) cell")
-    # the settings that tell the folders apart, among the runs of the cells they share
-    shared_configs = [[c for key in shared for c in side[key]] for side in configs]
+    # the settings that tell the folders apart, among the runs of the cells both hold tested runs of (a cell one
+    # folder only planned has no tested run there, and would make its domain look like such a setting)
+    tested_in_both = [key for key in shared if configs[0].get(key) and configs[1].get(key)]
+    shared_configs = [[c for key in tested_in_both for c in side[key]] for side in configs]
     fields = sorted({k for side in shared_configs for c in side for k in c} - POOLED_OVER)
     differ = [k for k in fields if {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[0]}
               != {json.dumps(c.get(k), sort_keys=True) for c in shared_configs[1]}]

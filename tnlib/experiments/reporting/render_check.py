@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tnlib.experiments.reporting.reports import RENDERED_AT, render_results
+from tnlib.experiments.reporting.reports import CONDITIONAL_FILES, RENDERED_AT, render_results
 from tnlib.files import REPO_ROOT
 
 __all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences", "runs_changed_since_commit"]
@@ -24,18 +24,20 @@ __all__ = ["COMMITTED_RENDERS", "CommittedRender", "render_differences", "runs_c
 @dataclass(frozen=True)
 class CommittedRender:
     """How a committed report folder is rendered: ``tnlib report RESULTS [--against A] [--selection S]
-    [--paper-tables]`` (paths from the repository root)."""
+    [--paper-tables] [--against-report R]`` (paths from the repository root)."""
 
     results: str
     against: str | None = None
     selection_seconds: float | None = None
     paper_tables: bool = False
+    against_report: str | None = None
 
     def command(self, out: str) -> str:
         return " ".join(["tnlib report", self.results, "--out", out]
                         + (["--selection", f"{self.selection_seconds:g}"] if self.selection_seconds else [])
                         + (["--paper-tables"] if self.paper_tables else [])
-                        + (["--against", self.against] if self.against else []))
+                        + (["--against", self.against] if self.against else [])
+                        + (["--against-report", self.against_report] if self.against_report else []))
 
 
 # report folder (under reports/) -> how its README renders it
@@ -56,7 +58,8 @@ COMMITTED_RENDERS: dict[str, CommittedRender] = {
                                               against="reports/paper-scale-wl/records", selection_seconds=30),
     # the campaign in progress: rendered from each snapshot of its runs (make paper-scale-snapshot)
     "paper-scale-nlm5": CommittedRender("reports/paper-scale-nlm5/runs", against="reports/converged/nlm5/runs",
-                                        selection_seconds=30, paper_tables=True),
+                                        selection_seconds=30, paper_tables=True,
+                                        against_report="reports/paper-scale-nlm5-tnlib-lmcut"),
 }
 # what is compared: the tables and per-seed values (the HTML figures carry the same numbers, and paths relative to
 # where they were written)
@@ -84,14 +87,18 @@ def _lines(path: Path) -> list[str]:
 def render_differences(report: str, committed: Path | None = None) -> list[str]:
     """Every line in which ``report``'s committed Markdown and CSV files (in ``committed``, by default the report's
     folder) differ from a render of its committed run folders by the current code (``file: -committed /
-    +rendered``); [] when they agree. Files the render does not write (calibration.md, a README) are not compared."""
+    +rendered``), and each of the files a render writes only where called for that is committed but not rendered;
+    [] when they agree. Files the render never writes (calibration.md, a README) are not compared."""
     how = COMMITTED_RENDERS[report]
     committed = committed or REPO_ROOT / "reports" / report
     with tempfile.TemporaryDirectory() as tmp:
         rendered = Path(tmp) / "rendered"
         render_results(REPO_ROOT / how.results, rendered, against=how.against and REPO_ROOT / how.against,
-                       selection_seconds=how.selection_seconds, paper_tables=how.paper_tables)
-        differences = []
+                       selection_seconds=how.selection_seconds, paper_tables=how.paper_tables,
+                       against_report=how.against_report and REPO_ROOT / how.against_report)
+        # a file an earlier render wrote and this one does not (whole-grid metrics since taken out, say)
+        differences = [f"{name}: committed, not rendered" for name in CONDITIONAL_FILES
+                       if (committed / name).is_file() and not (rendered / name).is_file()]
         for path in sorted(p for p in rendered.iterdir() if p.suffix in COMPARED_SUFFIXES):
             if not (committed / path.name).is_file():
                 differences.append(f"{path.name}: rendered, not committed")

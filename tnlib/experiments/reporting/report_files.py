@@ -8,4 +8,8 @@ ACCURACY_SEEDS = "accuracy-seeds.csv"
 # Every run's planning summary, where the runs planned.
 PLANNING_SEEDS = "planning-seeds.csv"
 
-__all__ = ["ACCURACY_SEEDS", "PLANNING_SEEDS"]
+# A results folder's cells paired by seed with a rendered report's (tnlib report --against-report).
+REPORT_PAIRING = "against-report.md"
+REPORT_PAIRING_CSV = "against-report.csv"
+
+__all__ = ["ACCURACY_SEEDS", "PLANNING_SEEDS", "REPORT_PAIRING", "REPORT_PAIRING_CSV"]

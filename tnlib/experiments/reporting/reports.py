@@ -14,8 +14,8 @@ from tnlib.experiments.reporting.report_figures import (paired_intervals_figures
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
-from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
-from tnlib.experiments.reporting.size_tables import write_size_report
+from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV
+from tnlib.experiments.reporting.size_tables import SIZES_PAGE, SIZES_SEEDS, write_size_report
 from tnlib.experiments.reporting.convergence import write_convergence
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
 from tnlib.experiments.reporting.paper_directions import DIRECTIONS_RULE, render_directions, render_paper_directions
@@ -499,21 +499,30 @@ def _domain_order(domain: str) -> int:
     return DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS)
 
 
+# The files a render writes only where its runs or options call for them (seeds for the intervals, whole-grid
+# metrics, a folder or report set against). One left from an earlier render would pass for this one's: a render that
+# does not write it removes it. (calibration.md, which needs the runs' weights, is only ever written on request.)
+CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, "comparison.md", REPORT_PAIRING, REPORT_PAIRING_CSV)
+
+
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
-                   paper_tables: bool = False, calibration: bool = False) -> list[Path]:
+                   paper_tables: bool = False, calibration: bool = False, against_report=None) -> list[Path]:
     """``tnlib report``: every report of one results folder in ``reports_dir`` -- :func:`write_reports` for the
     models its runs trained, :func:`write_figure2` (``figure2.html``) for its NLM runs, or else its first model,
     and :func:`write_intervals` (``intervals.html``) where cells have the seeds for paired intervals, the findings
     and ``convergence.md`` (Figure 2 counted: :mod:`tnlib.experiments.reporting.convergence`) -- and, with
     ``against`` (another results folder), ``comparison.md``: the cells both hold, side by side
-    (:func:`tnlib.experiments.reporting.folder_comparison.render_comparison`). ``selection_seconds``,
+    (:func:`tnlib.experiments.reporting.folder_comparison.render_comparison`); with ``against_report`` (a
+    rendered report folder, whose run folders need not be here), ``against-report.md``: every cell both hold,
+    paired by seed (:mod:`tnlib.experiments.reporting.report_pairing`). ``selection_seconds``,
     ``paper_tables``: see :func:`write_reports`; ``calibration`` adds ``calibration.md``
     (:func:`write_calibration`). Where runs have metrics on the whole test grid, ``accuracy-by-size.md`` too
     (:mod:`tnlib.experiments.reporting.size_tables`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
-    bundle in git), else from a plotly.min.js written beside the files."""
+    bundle in git), else from a plotly.min.js written beside the files. Of :data:`CONDITIONAL_FILES`, those this
+    render does not write are removed from ``reports_dir``."""
 
     results_dir, reports_dir = Path(results_dir), Path(reports_dir).resolve()
     configs = [read_run_config(run) for run in ResultsDir(results_dir).runs()]
@@ -523,6 +532,9 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if against is not None and not ResultsDir(against).runs():
         raise ValueError(f"--against {against} holds no run folder (a folder with a config.json): nothing to compare "
                          "with")
+    if against_report is not None and not (Path(against_report) / ACCURACY_SEEDS).is_file():
+        raise ValueError(f"--against-report {against_report}: no {ACCURACY_SEEDS} there (not a rendered report; "
+                         "`tnlib report` writes one)")
     bounds = sorted({c.head.lower_bound for c in configs})
     if len(bounds) > 1:
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")
@@ -555,8 +567,17 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                 "said under the table.\n\n" + table)
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
+    if against_report is not None:
+        from tnlib.experiments.reporting.report_pairing import write_report_pairing
+
+        written += write_report_pairing(reports_dir, against_report,
+                                        (shown_folder(results_dir), shown_folder(against_report)),
+                                        f"{scope_header(results_dir)}\n{rendered_by()}")
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
+    for name in CONDITIONAL_FILES:
+        if reports_dir / name not in written and (reports_dir / name).is_file():
+            (reports_dir / name).unlink()
     return written
 
 
