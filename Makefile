@@ -223,7 +223,7 @@ CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
 	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
 # The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, how
-# many tested runs have their whole test grid's metrics, and the hours to finish expected from the tested runs'
+# many tested runs have their whole test grid's metrics, and the hours to finish expected from the ended runs'
 # lengths (the dry-run's are a floor: each run to the end of the chunk it is in)
 CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CONFIGS) --dry-run; \
 	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
@@ -231,7 +231,7 @@ CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CON
 	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
 	expected=$$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | awk '$$1 == "all" {print $$2}'); \
 	echo "expected: about $${expected:-? (benchmarks/campaign_cost.py failed)} hours of one process to finish, each \
-	run not yet tested as long as the tested runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
+	run still to train as long as the ended runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
 # with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
 # left out)
 paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py

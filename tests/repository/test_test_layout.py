@@ -27,6 +27,7 @@ ASPECT_FILES = {
     "distributions/test_truncated_normal_sampling.py": "TruncatedNormal.sample, by the kernels and by torch",
     "distributions/test_truncated_normal_sweep.py": "a dense sweep of every method against mpmath",
     "distributions/test_truncated_normal_torch.py": "TruncatedNormal as torch's own distributions are checked",
+    "experiments/test_campaign_cost.py": "benchmarks/campaign_cost.py's count of the campaign's training left",
     "experiments/test_committed_renders.py": "the committed reports rendered again from their files, line for line",
     "experiments/test_committed_reports.py": "the committed reports' runs trained again from scratch",
     "foundation/test_torn_files.py": "every file tnlib writes, damaged, read by the commands that read it",
