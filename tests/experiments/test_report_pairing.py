@@ -98,9 +98,15 @@ def test_report_against_a_rendered_report_writes_the_pairing(tmp_path, capsys):
     write_accuracy_seeds(earlier, [("blocksworld", "learn/ff", "TN", s, 1.0 + s, 1.0) for s in range(3)])
     out = tmp_path / "report"
     assert main(["report", str(runs), "--out", str(out), "--against-report", str(earlier)]) == 0
+    assert "Its README" not in (out / "against-report.md").read_text()
+    (earlier / "README.md").write_text("# The same runs, trained on another bound\n\nkept as rendered then\n")
+    assert main(["report", str(runs), "--out", str(out), "--against-report", str(earlier)]) == 0
     text = (out / "against-report.md").read_text()
     assert text.startswith("# `runs` against the rendered report `earlier`")
+    assert ("**Set against** the rendered report `earlier/`: its per-seed values (accuracy-seeds.csv, "
+            "planning-seeds.csv) of 3 tested runs in 1 cell; its run folders need not be here.") in text
     assert "| blocksworld | learn/ff | TN | 3 | 3.00±1.0 | 2.00±1.0 | 1 [1, 1] | higher | higher |" in text
+    assert "Its README: *The same runs, trained on another bound*." in text
     with (out / "against-report.csv").open() as handle:
         row = next(r for r in csv.DictReader(handle) if r["metric"] == "mse")
     assert float(row["mean"]) == 1.0 and row["verdict_holm"] == "higher"

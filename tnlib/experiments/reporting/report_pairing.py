@@ -143,6 +143,24 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
+def against_report_line(report_dir: Path, name: str) -> str:
+    """What the rendered report a folder is paired with holds -- its tested runs and cells, by its per-seed CSV --
+    and, where it has a README, that README's title (what the report is, said by whoever kept it)."""
+    rows = read_seed_csv(report_dir / ACCURACY_SEEDS)
+    # N and N+clip are two columns of one N run
+    runs = {(r["domain"], r["model"], r["sigma"], r["residual"], r["column"] == "TN", r["seed"]) for r in rows}
+    cells = {run[:5] for run in runs}
+    line = (f"**Set against** the rendered report `{name}/`: its per-seed values ({ACCURACY_SEEDS}, "
+            f"{PLANNING_SEEDS}) of {len(runs)} tested run{'s' if len(runs) != 1 else ''} in {len(cells)} "
+            f"cell{'s' if len(cells) != 1 else ''}; its run folders need not be here.")
+    readme = report_dir / "README.md"
+    if readme.is_file():
+        title = next((t for t in readme.read_text().splitlines() if t.startswith("# ")), "")
+        if title:
+            line += f" Its README: *{title[2:].strip()}*."
+    return line
+
+
 def write_report_pairing(report_dir, other_report_dir, names: tuple[str, str], header: str) -> list[Path]:
     """:data:`REPORT_PAIRING` and :data:`REPORT_PAIRING_CSV` in ``report_dir`` (a rendered report: its per-seed
     CSVs written) against ``other_report_dir``, under ``header``. A ValueError, and no file, where the other folder
@@ -156,7 +174,9 @@ def write_report_pairing(report_dir, other_report_dir, names: tuple[str, str], h
     rows = report_pairing_rows(report_dir, other_report_dir)
     if not rows:
         raise ValueError(f"{report_dir} and {other_report_dir} share no (model, domain, configuration, column) cell")
-    text = f"# `{names[0]}` against the rendered report `{names[1]}`\n\n{header}\n\n" + render_report_pairing(rows, names)
+    text = (f"# `{names[0]}` against the rendered report `{names[1]}`\n\n{header}\n"
+            f"{against_report_line(other_report_dir, names[1])}\n\n## Paired by seed\n\n"
+            + render_report_pairing(rows, names))
     atomic_write_text(report_dir / REPORT_PAIRING, text)
     fields = list(_CSV_FIELDS)
     flat = [{**r, "first_mean": r["first"][0], "second_mean": r["second"][0]} for r in rows]
