@@ -438,3 +438,21 @@ def test_a_process_stopped_while_its_resume_checkpoint_is_replaced_leaves_one_to
     monkeypatch.undo()
     checkpoints.save_resume_checkpoint({"step": 30}, run)  # the next checkpoint after a resume: the link name left is reused
     assert torch.load(run.last, weights_only=True)["step"] == 30 and not run.last_previous_link.exists()
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_report_csv_is_named_in_one_line_by_the_commands_that_read_it(results, tmp_path, how):
+    """A rendered report's per-seed CSV read back without its runs -- `tnlib intervals REPORT`, `tnlib findings
+    REPORT`, `tnlib report RUNS --against-report REPORT` -- stops in one line naming it, before it writes
+    anything."""
+    report = tmp_path / "report"
+    assert run_cli(["report", str(results), "--out", str(report)])[0] == 0
+    damage(report / "accuracy-seeds.csv", how)
+    assert_one_line_naming(*run_cli(["intervals", str(report)]), "accuracy-seeds.csv")
+    findings = (report / "findings.md").read_text()
+    assert_one_line_naming(*run_cli(["findings", str(report)]), "accuracy-seeds.csv")
+    assert (report / "findings.md").read_text() == findings
+    out = tmp_path / "against"
+    assert_one_line_naming(*run_cli(["report", str(results), "--out", str(out), "--against-report", str(report)]),
+                           "accuracy-seeds.csv")
+    assert not out.exists()

@@ -33,7 +33,7 @@ from tnlib.experiments.reporting.seed_statistics import (
 )
 from tnlib.experiments.reporting.table_cells import accuracy_cell, mean_and_std, planning_cell
 
-__all__ = ["report_pairing_rows", "render_report_pairing", "write_report_pairing"]
+__all__ = ["check_rendered_report", "report_pairing_rows", "render_report_pairing", "write_report_pairing"]
 _COLUMNS = ("N", "N+clip", "TN")
 _CSV_FIELDS = ("model", "metric", "domain", "configuration", "column", "seeds", "first_mean", "second_mean", "mean",
                "low", "high", "p", "verdict", "p_holm", "verdict_holm")
@@ -143,6 +143,16 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
+def check_rendered_report(report_dir) -> None:
+    """A ValueError naming what is wrong where ``report_dir`` is no rendered report whose per-seed CSVs read whole
+    (no accuracy-seeds.csv; a CSV damaged or of another shape): asked before a render writes anything."""
+    report_dir = Path(report_dir)
+    if not (report_dir / ACCURACY_SEEDS).is_file():
+        raise ValueError(f"--against-report {report_dir}: no {ACCURACY_SEEDS} there (not a rendered report; "
+                         "`tnlib report` writes one)")
+    seed_values_of_report(report_dir)
+
+
 def against_report_line(report_dir: Path, name: str) -> str:
     """What the rendered report a folder is paired with holds -- its tested runs and cells, by its per-seed CSV --
     and, where it has a README, that README's title (what the report is, said by whoever kept it)."""
@@ -168,9 +178,7 @@ def write_report_pairing(report_dir, other_report_dir, names: tuple[str, str], h
     from tnlib.files import atomic_write_text
 
     report_dir, other_report_dir = Path(report_dir), Path(other_report_dir)
-    if not (other_report_dir / ACCURACY_SEEDS).is_file():
-        raise ValueError(f"--against-report {other_report_dir}: no {ACCURACY_SEEDS} there (not a rendered report; "
-                         "`tnlib report` writes one)")
+    check_rendered_report(other_report_dir)
     rows = report_pairing_rows(report_dir, other_report_dir)
     if not rows:
         raise ValueError(f"{report_dir} and {other_report_dir} share no (model, domain, configuration, column) cell")

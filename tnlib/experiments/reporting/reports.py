@@ -532,9 +532,10 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     if against is not None and not ResultsDir(against).runs():
         raise ValueError(f"--against {against} holds no run folder (a folder with a config.json): nothing to compare "
                          "with")
-    if against_report is not None and not (Path(against_report) / ACCURACY_SEEDS).is_file():
-        raise ValueError(f"--against-report {against_report}: no {ACCURACY_SEEDS} there (not a rendered report; "
-                         "`tnlib report` writes one)")
+    if against_report is not None:
+        from tnlib.experiments.reporting.report_pairing import check_rendered_report
+
+        check_rendered_report(against_report)
     bounds = sorted({c.head.lower_bound for c in configs})
     if len(bounds) > 1:
         raise ValueError(f"{results_dir} mixes lower bounds ({', '.join(bounds)}): render each from its own folder")

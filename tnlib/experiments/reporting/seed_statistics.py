@@ -247,21 +247,52 @@ def write_seed_csv(rows: Sequence[dict], path: str | os.PathLike) -> Path:
 SEED_CSV_KEYS = ("domain", "model", "sigma", "residual", "lower_bound", "column", "seed")
 
 
+# The per-seed CSVs' columns that hold numbers (a blank where a run has none), checked as they are read.
+SEED_CSV_NUMBERS = frozenset({"mse", "nll", "nll_best_nll", "coverage", "evaluations", "instances", "states",
+                              "cost_over_h_star"})
+
+
 def read_seed_csv(path: str | os.PathLike, columns: Sequence[str] = ()) -> list[dict]:
     """The rows of a report's per-seed CSV ([] where there is no file); a ValueError naming the file and the
-    columns it lacks (:data:`SEED_CSV_KEYS` and ``columns``) where it is not one -- an edit, another tool's CSV."""
+    columns it lacks (:data:`SEED_CSV_KEYS` and ``columns``) where it is not one -- an edit, another tool's CSV --,
+    and naming the file and line where a row is damaged (cut short, bytes changed: a seed that is no integer, a
+    value of ``columns`` among :data:`SEED_CSV_NUMBERS` that is no number)."""
     path = Path(path)
     if not path.is_file():
         return []
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None:  # write_seed_csv of no rows: an empty file
-            return []
-        missing = [name for name in (*SEED_CSV_KEYS, *columns) if name not in reader.fieldnames]
-        if missing:
-            raise ValueError(f"{path}: not a report's per-seed CSV (it lacks the column{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(missing)}); render the report again with `tnlib report` to write it")
-        return list(reader)
+    remedy = "render the report again with `tnlib report` to write it"
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None:  # write_seed_csv of no rows: an empty file
+                return []
+            missing = [name for name in (*SEED_CSV_KEYS, *columns) if name not in reader.fieldnames]
+            if missing:
+                raise ValueError(f"{path}: not a report's per-seed CSV (it lacks the "
+                                 f"column{'s' if len(missing) > 1 else ''} {', '.join(missing)}); {remedy}")
+            rows = []
+            for row in reader:
+                if not _seed_row_whole(row, columns):
+                    raise ValueError(f"{path}, line {reader.line_num}: a damaged row (cut short, or bytes changed); "
+                                     f"{remedy}")
+                rows.append(row)
+            return rows
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: damaged (byte {err.start} is no UTF-8 text); {remedy}") from None
+
+
+def _seed_row_whole(row: dict, columns: Sequence[str]) -> bool:
+    """Whether a per-seed CSV row has every field, an integer seed and, in ``columns``, numbers or blanks (a row cut
+    short lacks fields: csv gives them as None; one with more fields than the header has them under None)."""
+    if None in row or any(value is None for value in row.values()) or not row["seed"].lstrip("-").isdigit():
+        return False
+    for name in set(columns) & SEED_CSV_NUMBERS:
+        try:
+            if row[name]:
+                float(row[name])
+        except ValueError:
+            return False
+    return True
 
 
 def read_seed_values(path: str | os.PathLike, model: str | None, metric: str = "mse") -> dict:
