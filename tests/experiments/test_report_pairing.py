@@ -144,3 +144,33 @@ def test_a_render_removes_the_pages_it_no_longer_writes(tmp_path, capsys):
     assert not (out / "accuracy-by-size.md").exists()
     assert (out / "README.md").is_file() and (out / "accuracy.md").is_file() and (out / "findings.md").is_file()
     capsys.readouterr()
+
+
+def test_the_pairing_figure_draws_each_tested_cell_in_the_colour_of_the_report_it_favours(tmp_path):
+    """One dot and bar per cell with an interval, blue where the first report's runs are better, orange where
+    worse; cells equal on every seed are not drawn; a panel without three seeds anywhere says so at its own place
+    on the page."""
+    from tnlib.experiments.reporting.report_figures import VERDICT_STYLES
+    from tnlib.experiments.reporting.report_pairing import report_pairing_figure
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    write_accuracy_seeds(mine, [("ferry", "fixed/none", "TN", s, 2.0 + s, 3.0 + 0.1 * s) for s in range(3)]
+                         + [("ferry", "fixed/none", "N", s, 5.0 + s, 5.0) for s in range(3)]
+                         + [("gripper", "learn/ff", "TN", s, 1.0 + s, None) for s in range(3)])
+    write_accuracy_seeds(theirs, [("ferry", "fixed/none", "TN", s, 1.0 + s + 0.1 * s, 1.0 + 0.05 * s)
+                                  for s in range(3)]
+                         + [("ferry", "fixed/none", "N", s, 5.0 + s, 5.0) for s in range(3)]
+                         + [("gripper", "learn/ff", "TN", s, 2.0 + s + 0.1 * s, None) for s in range(3)])
+    figure = report_pairing_figure(mine, theirs, ("mine", "theirs"))
+    drawn = {(trace.xaxis, trace.y[0]): trace for trace in figure.data}
+    # MSE and NLL of ferry, MSE of gripper; N equal on every seed, not drawn
+    assert sorted(drawn) == [("x", "fixed/none: TN"), ("x2", "fixed/none: TN"), ("x3", "learn/ff: TN")]
+    assert drawn[("x", "fixed/none: TN")].marker.color == VERDICT_STYLES["TN worse"]["color"]
+    assert drawn[("x", "fixed/none: TN")].name == "mine worse"
+    assert drawn[("x3", "learn/ff: TN")].name == "mine better"
+    # gripper has no NLL: its panel says so, at its own centre on the page
+    notes = [a for a in figure.layout.annotations if a.text == "fewer than 3 seeds"]
+    assert len(notes) == 1 and notes[0].xref == "paper" and notes[0].yref == "paper"
+    assert notes[0].x == pytest.approx(sum(figure.layout.xaxis4.domain) / 2)
+    assert notes[0].y == pytest.approx(sum(figure.layout.yaxis4.domain) / 2)
+    assert report_pairing_figure(mine, mine, ("mine", "mine")) is None  # equal everywhere: nothing to draw

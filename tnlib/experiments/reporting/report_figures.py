@@ -40,18 +40,28 @@ VERDICT_STYLES = {
 }
 
 
-def verdict(interval: dict, lower_is_better: bool = True) -> str:
-    """How a paired interval of TN minus another column reads: TN better, TN worse, or within noise (0 inside)."""
+def verdict(interval: dict, lower_is_better: bool = True, subject: str = "TN") -> str:
+    """How a paired interval of ``subject`` (TN) minus another column reads: better, worse, or within noise (0
+    inside)."""
     if interval["low"] <= 0 <= interval["high"]:
         return "within noise"
-    return "TN better" if (interval["high"] < 0) == lower_is_better else "TN worse"
+    return f"{subject} better" if (interval["high"] < 0) == lower_is_better else f"{subject} worse"
 
 
-def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: str):
+def _verdict_style(said: str) -> tuple[dict, int]:
+    """The dot's style for a verdict of :func:`verdict`, whatever its subject, and its rank in the legend."""
+    key = "within noise" if said == "within noise" else "TN " + said.rsplit(" ", 1)[1]
+    return VERDICT_STYLES[key], list(VERDICT_STYLES).index(key)
+
+
+def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: str, subject: str = "TN",
+                            pair_label=None):
     """``panels``: ``(metric title, paired differences, lower is better)`` per metric, the differences as
     :func:`tnlib.experiments.reporting.seed_statistics.paired_differences` returns them ({(domain, sigma, residual): {(a, b):
     interval or None}}). One row of panels per domain any of them holds; a panel whose cells have fewer than
-    :data:`PAIRED_MIN_SEEDS` seeds says so instead of plotting."""
+    :data:`PAIRED_MIN_SEEDS` seeds says so instead of plotting. ``subject`` names what each difference's first
+    term is in the legend (``TN better``); ``pair_label(a, b)`` the line of a comparison after its configuration
+    (default ``a - b``)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -80,10 +90,10 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                 for (a, b), interval in differences[group].items():
                     if interval is None:
                         continue
-                    label = f"{group[1]}/{group[2]}: {a} - {b}"
+                    label = f"{group[1]}/{group[2]}: " + (f"{a} - {b}" if pair_label is None else pair_label(a, b))
                     labels.append(label)
-                    said = verdict(interval, lower_is_better)
-                    style = VERDICT_STYLES[said]
+                    said = verdict(interval, lower_is_better, subject)
+                    style, rank = _verdict_style(said)
                     figure.add_trace(go.Scatter(
                         x=[interval["mean"]], y=[label], mode="markers",
                         marker=dict(size=9, color=style["color"], symbol=style["symbol"],
@@ -92,7 +102,7 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                                      arrayminus=[interval["mean"] - interval["low"]], color=style["color"],
                                      thickness=2, width=4),
                         name=said, legendgroup=said, showlegend=said not in shown,
-                        legendrank=list(VERDICT_STYLES).index(said),
+                        legendrank=rank,
                         hovertemplate=(f"{domain}, {label}<br>{metric}: %{{x:.3g}} [{interval['low']:.3g}, "
                                        f"{interval['high']:.3g}]<br>p {interval['p']:.2g}, n {interval['n']}"
                                        "<extra></extra>")), row=row, col=col)
@@ -101,9 +111,12 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                 figure.add_vline(x=0, line=dict(color="#424242", width=1), row=row, col=col)
                 figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=col)
             else:
+                # placed on the page at the panel's centre: plotly.js draws an "x5 domain" reference of a hidden
+                # axis at the first panel's
                 axis = "" if (row - 1) * len(panels) + col == 1 else (row - 1) * len(panels) + col
-                figure.add_annotation(text=f"fewer than {PAIRED_MIN_SEEDS} seeds", showarrow=False,
-                                      xref=f"x{axis} domain", yref=f"y{axis} domain", x=0.5, y=0.5)
+                x_domain, y_domain = figure.layout[f"xaxis{axis}"].domain, figure.layout[f"yaxis{axis}"].domain
+                figure.add_annotation(text=f"fewer than {PAIRED_MIN_SEEDS} seeds", showarrow=False, xref="paper",
+                                      yref="paper", x=sum(x_domain) / 2, y=sum(y_domain) / 2)
                 figure.update_xaxes(visible=False, row=row, col=col)
                 figure.update_yaxes(visible=False, row=row, col=col)
     figure.update_layout(

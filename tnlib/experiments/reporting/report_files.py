@@ -11,5 +11,6 @@ PLANNING_SEEDS = "planning-seeds.csv"
 # A results folder's cells paired by seed with a rendered report's (tnlib report --against-report).
 REPORT_PAIRING = "against-report.md"
 REPORT_PAIRING_CSV = "against-report.csv"
+REPORT_PAIRING_PAGE = "against-report.html"
 
-__all__ = ["ACCURACY_SEEDS", "PLANNING_SEEDS", "REPORT_PAIRING", "REPORT_PAIRING_CSV"]
+__all__ = ["ACCURACY_SEEDS", "PLANNING_SEEDS", "REPORT_PAIRING", "REPORT_PAIRING_CSV", "REPORT_PAIRING_PAGE"]

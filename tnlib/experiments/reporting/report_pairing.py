@@ -8,6 +8,7 @@ cell (model, domain, configuration, column: N, N+clip or TN) the two share becom
 mean ± std over the seeds, the paired interval of the first minus the second and its verdict, Holm-corrected over
 every row tested. A column equal on every seed (N, whose training never reads the lower bound, trained once and
 tested in both) is said so and tested for nothing. Planning pairs only where both planned as many instances per run.
+:func:`report_pairing_figure` draws the intervals as the reports' forest plot (against-report.html).
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ from tnlib.experiments.reporting.seed_statistics import (
 )
 from tnlib.experiments.reporting.table_cells import accuracy_cell, mean_and_std, planning_cell
 
-__all__ = ["check_rendered_report", "report_pairing_rows", "render_report_pairing", "write_report_pairing"]
+__all__ = ["check_rendered_report", "report_pairing_figure", "report_pairing_rows", "render_report_pairing",
+           "write_report_pairing"]
 _COLUMNS = ("N", "N+clip", "TN")
 _CSV_FIELDS = ("model", "metric", "domain", "configuration", "column", "seeds", "first_mean", "second_mean", "mean",
                "low", "high", "p", "verdict", "p_holm", "verdict_holm")
@@ -141,6 +143,30 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
                 counts[r["verdict_holm"]] = counts.get(r["verdict_holm"], 0) + 1
             lines += ["After Holm: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())) + ".", ""]
     return "\n".join(lines)
+
+
+def report_pairing_figure(report_dir, other_report_dir, names: tuple[str, str]):
+    """The forest plot of :func:`report_pairing_rows` (:func:`tnlib.experiments.reporting.report_figures.
+    paired_intervals_figure`): per domain and metric, each cell's paired interval of first minus second, coloured by
+    which report it favours; None where no cell has one. Cells equal on every seed are left out: a dot at 0 with no
+    bar says nothing the table's line does not."""
+    from tnlib.experiments.reporting.report_figures import paired_intervals_figure
+
+    rows = [r for r in report_pairing_rows(report_dir, other_report_dir) if r["p"] is not None]
+    panels = []
+    for metric, (what, lower_is_better) in METRICS.items():
+        differences: dict = {}
+        for r in rows:
+            if r["metric"] == metric:
+                sigma, residual = r["configuration"].split("/")
+                differences.setdefault((r["domain"], sigma, residual), {})[(r["column"], r["column"])] = {
+                    "mean": r["mean"], "low": r["low"], "high": r["high"], "p": r["p"], "n": r["seeds"]}
+        if differences:
+            panels.append((what, differences, lower_is_better))
+    if not panels:
+        return None
+    return paired_intervals_figure(panels, f"`{names[0]}` minus `{names[1]}`, paired by seed", subject=names[0],
+                                   pair_label=lambda column, _: column)
 
 
 def check_rendered_report(report_dir) -> None:

@@ -14,7 +14,8 @@ from tnlib.experiments.reporting.report_figures import (paired_intervals_figures
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
-from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV
+from tnlib.experiments.reporting.report_files import (ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV,
+                                                     REPORT_PAIRING_PAGE)
 from tnlib.experiments.reporting.size_tables import SIZES_PAGE, SIZES_SEEDS, write_size_report
 from tnlib.experiments.reporting.convergence import write_convergence
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
@@ -42,6 +43,7 @@ from tnlib.learning.training import TrainConfig, read_run_config
 from tnlib.experiments.reporting.seed_statistics import (
     FEW_SEEDS_BOLD_RULE,
     PAIRED_BOLD_RULE,
+    PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
     interval_count,
     multiplicity_note,
@@ -468,10 +470,11 @@ def report_header_section(markdown: str) -> str:
     return section if end < 0 else section[:end + 1]
 
 
-def _write_intervals_page(path: Path, figures: list, caption: str, footer_markdown: str, plotly_src: str) -> Path:
-    html = ["<html><head><meta charset='utf-8'><title>Paired intervals: TN against N</title>"
+def _write_intervals_page(path: Path, figures: list, caption: str, footer_markdown: str, plotly_src: str,
+                          heading: str = "TN against N and N+clip, paired by seed") -> Path:
+    html = [f"<html><head><meta charset='utf-8'><title>Paired intervals: {heading}</title>"
             f"<style>{PAGE_CSS}{REPORT_CSS}</style><script src='{plotly_src}'></script></head><body>",
-            "<h1>TN against N and N+clip, paired by seed</h1>", _markdown_html(caption)]
+            f"<h1>{heading}</h1>", _markdown_html(caption)]
     for model, figure in figures:
         html.append(figure_html(figure, f"intervals-{model}"))
     html += [_markdown_html(footer_markdown), "</body></html>"]
@@ -502,7 +505,8 @@ def _domain_order(domain: str) -> int:
 # The files a render writes only where its runs or options call for them (seeds for the intervals, whole-grid
 # metrics, a folder or report set against). One left from an earlier render would pass for this one's: a render that
 # does not write it removes it. (calibration.md, which needs the runs' weights, is only ever written on request.)
-CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, "comparison.md", REPORT_PAIRING, REPORT_PAIRING_CSV)
+CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, "comparison.md", REPORT_PAIRING, REPORT_PAIRING_CSV,
+                     REPORT_PAIRING_PAGE)
 
 
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
@@ -569,16 +573,30 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
     if against_report is not None:
-        from tnlib.experiments.reporting.report_pairing import write_report_pairing
-
-        written += write_report_pairing(reports_dir, against_report,
-                                        (shown_folder(results_dir), shown_folder(against_report)),
-                                        f"{scope_header(results_dir)}\n{rendered_by()}")
+        written += _write_against_report(results_dir, reports_dir, against_report, plotly_src)
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     for name in CONDITIONAL_FILES:
         if reports_dir / name not in written and (reports_dir / name).is_file():
             (reports_dir / name).unlink()
+    return written
+
+
+def _write_against_report(results_dir, reports_dir: Path, against_report, plotly_src: str) -> list[Path]:
+    """against-report.md and .csv (:mod:`tnlib.experiments.reporting.report_pairing`) and, where a cell has the
+    seeds for an interval, against-report.html: its paired intervals drawn."""
+    from tnlib.experiments.reporting.report_pairing import report_pairing_figure, write_report_pairing
+
+    names = (shown_folder(results_dir), shown_folder(against_report))
+    header = f"{scope_header(results_dir)}\n{rendered_by()}"
+    written = write_report_pairing(reports_dir, against_report, names, header)
+    figure = report_pairing_figure(reports_dir, against_report, names)
+    if figure is not None:
+        caption = (f"Each cell both hold, `{names[0]}` minus `{names[1]}` paired by seed: the mean difference and "
+                   f"its {PAIRED_CONFIDENCE:.0%} t-interval, where at least {PAIRED_MIN_SEEDS} seeds pair up; a cell "
+                   f"equal on every seed is not drawn. The numbers: {REPORT_PAIRING}.")
+        written.append(_write_intervals_page(reports_dir / REPORT_PAIRING_PAGE, [("pairing", figure)], caption,
+                                             header, plotly_src, f"`{names[0]}` against `{names[1]}`"))
     return written
 
 
