@@ -146,9 +146,9 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
 
 
 def report_pairing_figure(report_dir, other_report_dir, names: tuple[str, str]):
-    """The forest plot of :func:`report_pairing_rows` (:func:`tnlib.experiments.reporting.report_figures.
-    paired_intervals_figure`): per domain and metric, each cell's paired interval of first minus second, coloured by
-    which report it favours; None where no cell has one. Cells equal on every seed are left out: a dot at 0 with no
+    """The forest plot of :func:`report_pairing_rows` (the reports' paired-intervals figure,
+    :mod:`tnlib.experiments.reporting.report_figures`): per domain and metric, each cell's paired interval of first
+    minus second, coloured by which report it favours; None where no cell has one. Cells equal on every seed are left out: a dot at 0 with no
     bar says nothing the table's line does not."""
     from tnlib.experiments.reporting.report_figures import paired_intervals_figure
 
@@ -165,7 +165,7 @@ def report_pairing_figure(report_dir, other_report_dir, names: tuple[str, str]):
             panels.append((what, differences, lower_is_better))
     if not panels:
         return None
-    return paired_intervals_figure(panels, f"`{names[0]}` minus `{names[1]}`, paired by seed", subject=names[0],
+    return paired_intervals_figure(panels, f"{names[0]} minus {names[1]}, paired by seed", subject=names[0],
                                    pair_label=lambda column, _: column)
 
 

@@ -596,7 +596,7 @@ def _write_against_report(results_dir, reports_dir: Path, against_report, plotly
                    f"its {PAIRED_CONFIDENCE:.0%} t-interval, where at least {PAIRED_MIN_SEEDS} seeds pair up; a cell "
                    f"equal on every seed is not drawn. The numbers: {REPORT_PAIRING}.")
         written.append(_write_intervals_page(reports_dir / REPORT_PAIRING_PAGE, [("pairing", figure)], caption,
-                                             header, plotly_src, f"`{names[0]}` against `{names[1]}`"))
+                                             header, plotly_src, f"{names[0]} against {names[1]}"))
     return written
 
 
