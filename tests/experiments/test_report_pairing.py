@@ -151,7 +151,7 @@ def test_the_pairing_figure_draws_each_tested_cell_in_the_colour_of_the_report_i
     worse; cells equal on every seed are not drawn; a panel without three seeds anywhere says so at its own place
     on the page."""
     from tnlib.experiments.reporting.report_figures import VERDICT_STYLES
-    from tnlib.experiments.reporting.report_pairing import report_pairing_figure
+    from tnlib.experiments.reporting.report_pairing import report_pairing_figure, report_pairing_rows
 
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     write_accuracy_seeds(mine, [("ferry", "fixed/none", "TN", s, 2.0 + s, 3.0 + 0.1 * s) for s in range(3)]
@@ -161,7 +161,7 @@ def test_the_pairing_figure_draws_each_tested_cell_in_the_colour_of_the_report_i
                                   for s in range(3)]
                          + [("ferry", "fixed/none", "N", s, 5.0 + s, 5.0) for s in range(3)]
                          + [("gripper", "learn/ff", "TN", s, 2.0 + s + 0.1 * s, None) for s in range(3)])
-    figure = report_pairing_figure(mine, theirs, ("mine", "theirs"))
+    figure = report_pairing_figure(report_pairing_rows(mine, theirs), ("mine", "theirs"))
     drawn = {(trace.xaxis, trace.y[0]): trace for trace in figure.data}
     # MSE and NLL of ferry, MSE of gripper; N equal on every seed, not drawn
     assert sorted(drawn) == [("x", "fixed/none: TN"), ("x2", "fixed/none: TN"), ("x3", "learn/ff: TN")]
@@ -173,4 +173,4 @@ def test_the_pairing_figure_draws_each_tested_cell_in_the_colour_of_the_report_i
     assert len(notes) == 1 and notes[0].xref == "paper" and notes[0].yref == "paper"
     assert notes[0].x == pytest.approx(sum(figure.layout.xaxis4.domain) / 2)
     assert notes[0].y == pytest.approx(sum(figure.layout.yaxis4.domain) / 2)
-    assert report_pairing_figure(mine, mine, ("mine", "mine")) is None  # equal everywhere: nothing to draw
+    assert report_pairing_figure(report_pairing_rows(mine, mine), ("mine", "mine")) is None  # equal everywhere: nothing to draw

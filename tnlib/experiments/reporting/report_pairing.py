@@ -145,14 +145,14 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
-def report_pairing_figure(report_dir, other_report_dir, names: tuple[str, str]):
-    """The forest plot of :func:`report_pairing_rows` (the reports' paired-intervals figure,
+def report_pairing_figure(rows: Sequence[dict], names: tuple[str, str]):
+    """The forest plot of :func:`report_pairing_rows`' ``rows`` (the reports' paired-intervals figure,
     :mod:`tnlib.experiments.reporting.report_figures`): per domain and metric, each cell's paired interval of first
-    minus second, coloured by which report it favours; None where no cell has one. Cells equal on every seed are left out: a dot at 0 with no
-    bar says nothing the table's line does not."""
+    minus second, coloured by which report it favours; None where no cell has one. Cells equal on every seed are
+    left out: a dot at 0 with no bar says nothing the table's line does not."""
     from tnlib.experiments.reporting.report_figures import paired_intervals_figure
 
-    rows = [r for r in report_pairing_rows(report_dir, other_report_dir) if r["p"] is not None]
+    rows = [r for r in rows if r["p"] is not None]
     panels = []
     for metric, (what, lower_is_better) in METRICS.items():
         differences: dict = {}
@@ -197,15 +197,18 @@ def against_report_line(report_dir: Path, name: str) -> str:
     return line
 
 
-def write_report_pairing(report_dir, other_report_dir, names: tuple[str, str], header: str) -> list[Path]:
+def write_report_pairing(report_dir, other_report_dir, names: tuple[str, str], header: str,
+                         rows: Sequence[dict] | None = None) -> list[Path]:
     """:data:`REPORT_PAIRING` and :data:`REPORT_PAIRING_CSV` in ``report_dir`` (a rendered report: its per-seed
-    CSVs written) against ``other_report_dir``, under ``header``. A ValueError, and no file, where the other folder
-    is no rendered report or the two share no cell."""
+    CSVs written) against ``other_report_dir``, under ``header``: ``rows``, or :func:`report_pairing_rows` of the
+    two after :func:`check_rendered_report`. A ValueError, and no file, where the other folder is no rendered report
+    or the two share no cell."""
     from tnlib.files import atomic_write_text
 
     report_dir, other_report_dir = Path(report_dir), Path(other_report_dir)
-    check_rendered_report(other_report_dir)
-    rows = report_pairing_rows(report_dir, other_report_dir)
+    if rows is None:
+        check_rendered_report(other_report_dir)
+        rows = report_pairing_rows(report_dir, other_report_dir)
     if not rows:
         raise ValueError(f"{report_dir} and {other_report_dir} share no (model, domain, configuration, column) cell")
     text = (f"# `{names[0]}` against the rendered report `{names[1]}`\n\n{header}\n"

@@ -585,12 +585,15 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
 def _write_against_report(results_dir, reports_dir: Path, against_report, plotly_src: str) -> list[Path]:
     """against-report.md and .csv (:mod:`tnlib.experiments.reporting.report_pairing`) and, where a cell has the
     seeds for an interval, against-report.html: its paired intervals drawn."""
-    from tnlib.experiments.reporting.report_pairing import report_pairing_figure, write_report_pairing
+    from tnlib.experiments.reporting.report_pairing import (report_pairing_figure, report_pairing_rows,
+                                                           write_report_pairing)
 
     names = (shown_folder(results_dir), shown_folder(against_report))
     header = f"{scope_header(results_dir)}\n{rendered_by()}"
-    written = write_report_pairing(reports_dir, against_report, names, header)
-    figure = report_pairing_figure(reports_dir, against_report, names)
+    # paired once, for the page and the figure (render_results has checked the other report's CSVs)
+    rows = report_pairing_rows(reports_dir, against_report)
+    written = write_report_pairing(reports_dir, against_report, names, header, rows)
+    figure = report_pairing_figure(rows, names)
     if figure is not None:
         caption = (f"Each cell both hold, `{names[0]}` minus `{names[1]}` paired by seed: the mean difference and "
                    f"its {PAIRED_CONFIDENCE:.0%} t-interval, where at least {PAIRED_MIN_SEEDS} seeds pair up; a cell "
