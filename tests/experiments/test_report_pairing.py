@@ -28,32 +28,38 @@ def write_accuracy_seeds(folder, rows):
 
 def test_pairing_tests_each_shared_cell_by_seed_against_scipy(tmp_path):
     """A TN cell moved on every seed is `higher`, its interval scipy's paired t-interval; an N cell the same up to
-    float rounding is equal on every seed (no test, outside Holm's family); a cell with two seeds is not testable;
-    a cell only one report holds is left out."""
+    a float32 model's evaluation rounding is equal on every seed (no test, outside Holm's family), and one that
+    moved by 1e-4 relatively is tested; a cell with two seeds is not testable; a cell only one report holds is left
+    out."""
     from tnlib.experiments.reporting.report_pairing import render_report_pairing, report_pairing_rows
 
     shift = (1.0, 1.5, 0.8, 1.2)
     base = (2.0, 3.0, 2.5, 4.0)
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     write_accuracy_seeds(mine, [("ferry", "fixed/none", "TN", s, b + d, None) for s, (b, d) in enumerate(zip(base, shift))]
-                         + [("ferry", "fixed/none", "N", s, 0.1 + 0.2 + s, 5.0) for s in range(4)]
+                         + [("ferry", "fixed/none", "N", s, (0.3 + s) * (1 + 6e-7), 5.0) for s in range(4)]
+                         + [("ferry", "fixed/none", "N+clip", s, 10 + s + 1e-3 * (1 + 0.1 * s), None)
+                            for s in range(4)]
                          + [("gripper", "learn/ff", "TN", s, 1.0 + s, None) for s in range(2)]
                          + [("visitall", "learn/ff", "TN", 0, 1.0, None)])
     write_accuracy_seeds(theirs, [("ferry", "fixed/none", "TN", s, b, None) for s, b in enumerate(base)]
                          + [("ferry", "fixed/none", "N", s, 0.3 + s, 5.0) for s in range(4)]
+                         + [("ferry", "fixed/none", "N+clip", s, 10 + s, None) for s in range(4)]
                          + [("gripper", "learn/ff", "TN", s, 0.5 + s, None) for s in range(3)])
     rows = report_pairing_rows(mine, theirs)
     mse = {(r["domain"], r["column"]): r for r in rows if r["metric"] == "mse"}
-    assert set(mse) == {("ferry", "TN"), ("ferry", "N"), ("gripper", "TN")}
+    assert set(mse) == {("ferry", "TN"), ("ferry", "N"), ("ferry", "N+clip"), ("gripper", "TN")}
     tn = mse[("ferry", "TN")]
     low, high = stats.t.interval(0.95, 3, loc=sum(shift) / 4, scale=stats.sem(shift))
     assert tn["verdict"] == "higher" and tn["seeds"] == 4
     assert math.isclose(tn["low"], low) and math.isclose(tn["high"], high)
     assert math.isclose(tn["p"], stats.ttest_1samp(shift, 0.0).pvalue)
     assert mse[("ferry", "N")]["verdict"] == "equal on every seed" and mse[("ferry", "N")]["p"] is None
+    assert mse[("ferry", "N+clip")]["verdict"] == "higher" and mse[("ferry", "N+clip")]["p"] is not None
     assert mse[("gripper", "TN")]["verdict"] == "not testable at 2 seeds"
-    # one test in the family: Holm leaves its p as it is
-    assert tn["p_holm"] == tn["p"] and tn["verdict_holm"] == "higher"
+    # two tests in the family: Holm doubles the smaller p
+    smaller = min(tn["p"], mse[("ferry", "N+clip")]["p"])
+    assert math.isclose(min(tn["p_holm"], mse[("ferry", "N+clip")]["p_holm"]), 2 * smaller)
     text = render_report_pairing(rows, ("mine", "theirs"))
     assert "| ferry | fixed/none | TN | 4 | 4.00±1.0 | 2.88±.9 | 1.12 [" in text
     assert "Equal on every seed in both (1): ferry fixed/none N." in text

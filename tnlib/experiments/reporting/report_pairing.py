@@ -18,6 +18,7 @@ from typing import Sequence
 from tnlib.experiments.reporting.findings import METRICS, seed_values_of_report
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV
 from tnlib.experiments.reporting.seed_statistics import (
+    EVALUATION_ROUNDING,
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
     cell_rank,
@@ -79,7 +80,9 @@ def report_pairing_rows(first_dir, second_dir) -> list[dict]:
                     seeds = [s for s in seeds if planned[0].get(s) == planned[1].get(s)]
                 if not seeds:
                     continue
-                interval = paired_interval([seed_difference(mine[key][s], theirs[key][s]) for s in seeds])
+                # both reports may hold one run evaluated twice (N, whose training never reads the bound)
+                interval = paired_interval([seed_difference(mine[key][s], theirs[key][s], EVALUATION_ROUNDING)
+                                            for s in seeds])
                 verdict = paired_verdict(interval, len(seeds))
                 if verdict == EQUAL:
                     interval = None  # no test: it would only widen the Holm family
@@ -113,9 +116,11 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
     """The Markdown of :func:`report_pairing_rows`: per model and metric a table of the cells, each report's
     mean ± std, first minus second with its interval and verdict, and the tallies under it."""
     tested = sum(r["p"] is not None for r in rows)
+    rounding = f"{EVALUATION_ROUNDING:.0e}".replace("e-0", "e-")
     lines = [f"Paired by seed, `{names[0]}` minus `{names[1]}`: mean [{PAIRED_CONFIDENCE:.0%} t-interval] of the "
              f"per-seed differences, where a cell has at least {PAIRED_MIN_SEEDS} seeds in both; `lower` / `higher` "
-             "where the interval excludes 0, `equal on every seed` where no seed differs (up to float rounding). "
+             "where the interval excludes 0, `equal on every seed` where no seed differs by more than the "
+             f"rounding of one run evaluated twice ({rounding} relatively). "
              + holm_note(tested, "intervals", REPORT_PAIRING_CSV) + " Every number at full precision: "
              + f"{REPORT_PAIRING_CSV}.", ""]
     for model in sorted({r["model"] for r in rows}, key=model_rank):
