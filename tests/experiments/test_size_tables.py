@@ -17,7 +17,7 @@ from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.profiles import SplitGrid, combos
 from tnlib.data.schema import EXACT_SOLVER, TEST_GRID
 from tnlib.experiments.reporting.reports import render_results
-from tnlib.experiments.reporting.size_tables import SIZES_PAGE, SIZES_SEEDS, size_metrics_note
+from tnlib.experiments.reporting.size_tables import SIZES_FIGURE, SIZES_PAGE, SIZES_SEEDS, size_metrics_note
 from tnlib.learning.evaluation import evaluate, evaluate_run
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, load_items, train
@@ -163,6 +163,9 @@ def test_the_size_page_gives_table_1_per_size_beside_the_reduced_split(runs, tmp
     assert {r["size"] for r in rows} == {"whole test grid", "balls 4", "balls 5"}
     one = next(r for r in rows if r["size"] == "balls 5" and r["column"] == "N+clip" and r["seed"] == "1")
     assert float(one["mse"]) == grid["N1"]["sizes"][1]["mse_clip"]
+    # the paired intervals per size drawn beside the page, under its name
+    figure_page = (tmp_path / "report" / SIZES_FIGURE).read_text()
+    assert "TN against N+clip and N, size by size" in figure_page and SIZES_PAGE in figure_page
 
 
 def test_runs_evaluated_on_different_test_grids_are_not_pooled(runs, tmp_path):
@@ -193,3 +196,35 @@ def test_the_verdicts_over_the_sizes_name_each_size_under_its_verdict():
                                                                  "d": "within noise"}})
     assert "better at 1 (b); worse at 1 (a); within noise at the other 2." in mixed
     assert _verdicts_over_sizes({}) == ""
+
+
+def test_the_size_figure_draws_each_sizes_paired_interval_filled_where_it_excludes_zero():
+    """accuracy-by-size.html's figure: per size, TN - N+clip (first column) and TN - N as scipy's paired t-interval,
+    a filled dot where it excludes 0 and a hollow one where it holds it; the pooled rows above the sizes are no
+    size; fewer than three seeds draw nothing."""
+    from scipy import stats
+
+    from tnlib.experiments.reporting.report_figures import size_intervals_figure
+
+    shifts = {"balls 20": (-1.0, -1.2, -0.8, -1.1), "balls 40": (0.5, -0.5, 0.3, -0.2)}
+    rows = []
+    for size in ("whole test grid", *shifts):
+        for seed in range(4):
+            base = 10.0 + seed
+            for column, mse in (("N", base + 50), ("N+clip", base),
+                                ("TN", base + (shifts[size][seed] if size in shifts else 99.0))):
+                rows.append({"domain": "gripper", "size": size, "model": "nlm", "sigma": "learn", "residual": "ff",
+                             "column": column, "seed": str(seed), "mse": repr(mse)})
+    figure = size_intervals_figure(rows, "nlm")
+    clip, normal = figure.data  # one configuration: one trace per panel, TN - N+clip's first
+    assert list(clip.x) == [0, 1] and [t.text for t in figure.layout.annotations][0].startswith(
+        "gripper: TN - N+clip")
+    for i, size in enumerate(shifts):
+        low, high = stats.t.interval(0.95, 3, loc=np.mean(shifts[size]), scale=stats.sem(shifts[size]))
+        assert clip.y[i] == pytest.approx(np.mean(shifts[size]))
+        assert clip.y[i] - clip.error_y.arrayminus[i] == pytest.approx(low)
+        assert clip.y[i] + clip.error_y.array[i] == pytest.approx(high)
+        assert normal.y[i] == pytest.approx(np.mean(shifts[size]) - 50)
+    assert list(clip.marker.symbol) == ["circle", "circle-open"]
+    assert list(figure.layout.xaxis.ticktext) == list(shifts)
+    assert size_intervals_figure([r for r in rows if r["seed"] in ("0", "1")], "nlm") is None

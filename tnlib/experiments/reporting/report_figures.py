@@ -19,7 +19,8 @@ from typing import Mapping, Sequence
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS
 from tnlib.experiments.reporting.seed_statistics import (PAIRED_CONFIDENCE, PAIRED_MIN_SEEDS, paired_differences,
-                                               read_seed_csv, read_seed_values)
+                                               paired_interval, read_seed_csv, read_seed_values)
+from tnlib.experiments.reporting.size_tables import REDUCED_ROW, WHOLE_ROW
 from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
 from tnlib.experiments.reporting.tables import table1_seed_values, table2_seed_values
 from tnlib.files import read_jsonl, shown_folder
@@ -335,3 +336,95 @@ def _intervals_figure(model: str, lower_bound: str, mse: dict, nll: dict, evalua
                for interval in row.values()):
         return None
     return paired_intervals_figure(panels, f"TN against N and N+clip, paired by seed ({model}, l = {lower_bound})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paired intervals size by size, on the whole test grid
+
+# Each configuration's colour in the per-size figure: TN's blue and N's orange keep the meaning the other figures
+# give them, so a configuration takes neither.
+CONFIGURATION_COLOURS = {("learn", "ff"): "#2ca02c", ("learn", "none"): "#9467bd", ("fixed", "ff"): "#8c564b",
+                         ("fixed", "none"): "#d62728"}
+# What the per-size figure compares, in its columns: the comparison the whole grid turns on first.
+SIZE_COMPARISONS = (("TN", "N+clip"), ("TN", "N"))
+
+
+def _size_values(rows: Sequence[dict], model: str) -> tuple[dict, dict]:
+    """From accuracy-by-size-seeds.csv's rows of ``model``: ({domain: its sizes in the grid's order},
+    {(domain, sigma, residual, column, size): {seed: test MSE}}), the pooled rows above the sizes left out."""
+    sizes: dict = {}
+    values: dict = {}
+    for row in rows:
+        if row["model"] != model or row["size"] in (WHOLE_ROW, REDUCED_ROW):
+            continue
+        sizes.setdefault(row["domain"], {})[row["size"]] = None
+        key = (row["domain"], row["sigma"], row["residual"], row["column"], row["size"])
+        values.setdefault(key, {})[int(row["seed"])] = float(row["mse"])
+    return {domain: list(found) for domain, found in sizes.items()}, values
+
+
+def size_intervals_figure(rows: Sequence[dict], model: str):
+    """TN - N+clip and TN - N in test MSE at each size of the whole test grid, paired by seed, from the rows of
+    ``accuracy-by-size-seeds.csv`` (:mod:`tnlib.experiments.reporting.size_tables`) of ``model``: one row of panels
+    per domain, one column per comparison; per configuration the mean difference at each size as a dot and its
+    95% t-interval as a bar, filled where the interval excludes 0 and hollow where it holds it. Below the line at 0
+    TN is better. The same intervals as accuracy-by-size.md's tables; None where no size has the seeds for one."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    sizes, values = _size_values(rows, model)
+    domains = sorted(sizes, key=lambda d: (DOMAINS.index(d) if d in DOMAINS else len(DOMAINS), d))
+    panels: dict = {}  # (domain, comparison) -> {(sigma, residual): [(size index, interval)]}
+    for domain in domains:
+        for a, b in SIZE_COMPARISONS:
+            for sigma, residual in TABLE1_CONFIGS:
+                points = []
+                for i, size in enumerate(sizes[domain]):
+                    first = values.get((domain, sigma, residual, a, size), {})
+                    second = values.get((domain, sigma, residual, b, size), {})
+                    interval = paired_interval([first[s] - second[s] for s in sorted(set(first) & set(second))])
+                    if interval is not None:
+                        points.append((i, interval))
+                if points:
+                    panels.setdefault((domain, (a, b)), {})[(sigma, residual)] = points
+    domains = [d for d in domains if any((d, pair) in panels for pair in SIZE_COMPARISONS)]
+    if not domains:
+        return None
+    figure = make_subplots(rows=len(domains), cols=len(SIZE_COMPARISONS), vertical_spacing=0.4 / len(domains),
+                           horizontal_spacing=0.08,
+                           subplot_titles=[f"{domain}: {a} - {b} (test MSE)" for domain in domains
+                                           for a, b in SIZE_COMPARISONS])
+    shown: set = set()
+    for row, domain in enumerate(domains, start=1):
+        for col, (a, b) in enumerate(SIZE_COMPARISONS, start=1):
+            by_config = panels.get((domain, (a, b)), {})
+            for k, ((sigma, residual), points) in enumerate(by_config.items()):
+                offset = (k - (len(by_config) - 1) / 2) * 0.12  # side by side at a size, not on top
+                colour, config = CONFIGURATION_COLOURS.get((sigma, residual), "#7f7f7f"), f"{sigma}/{residual}"
+                figure.add_trace(go.Scatter(
+                    x=[i + offset for i, _ in points], y=[interval["mean"] for _, interval in points],
+                    mode="markers", name=config, legendgroup=config, showlegend=config not in shown,
+                    marker=dict(size=8, color=colour, line=dict(width=2, color=colour),
+                                symbol=["circle-open" if interval["low"] <= 0 <= interval["high"] else "circle"
+                                        for _, interval in points]),
+                    error_y=dict(type="data", symmetric=False, color=colour, thickness=1.5, width=3,
+                                 array=[interval["high"] - interval["mean"] for _, interval in points],
+                                 arrayminus=[interval["mean"] - interval["low"] for _, interval in points]),
+                    customdata=[[sizes[domain][i], interval["low"], interval["high"], interval["n"]]
+                                for i, interval in points],
+                    hovertemplate=(f"{domain}, {config}, %{{customdata[0]}}<br>{a} - {b}: %{{y:.3g}} "
+                                   "[%{customdata[1]:.3g}, %{customdata[2]:.3g}], n %{customdata[3]}<extra></extra>")),
+                    row=row, col=col)
+                shown.add(config)
+            figure.add_hline(y=0, line=dict(color="#424242", width=1), row=row, col=col)
+            figure.update_xaxes(tickvals=list(range(len(sizes[domain]))), ticktext=sizes[domain], tickangle=-40,
+                                tickfont=dict(size=10), range=[-0.6, len(sizes[domain]) - 0.4], row=row, col=col)
+    figure.update_layout(
+        title=dict(text=f"TN against N+clip and N, size by size on the whole test grid ({model})", x=0.5,
+                   xanchor="center"),
+        template="plotly_white", height=140 + 430 * len(domains), margin=dict(l=70, r=30, t=100, b=60),
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.5, xanchor="center",
+                    title=f"{PAIRED_CONFIDENCE:.0%} t-interval of the per-seed differences, filled where it excludes "
+                          "0:"))
+    figure.update_annotations(font_size=13)
+    return figure

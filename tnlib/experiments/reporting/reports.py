@@ -10,13 +10,14 @@ from typing import Sequence
 from tnlib.experiments.reporting.calibration_summary import calibration_markdown, folder_calibration
 from tnlib.experiments.reporting.figure_html import figure_html
 from tnlib.experiments.reporting.report_figures import (paired_intervals_figures, seed_csv_intervals_figures,
-                                              training_curves_figure, validation_spread_figure)
+                                              size_intervals_figure, training_curves_figure,
+                                              validation_spread_figure)
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
 from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
 from tnlib.experiments.reporting.report_files import (ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV,
                                                      REPORT_PAIRING_PAGE)
-from tnlib.experiments.reporting.size_tables import SIZES_PAGE, SIZES_SEEDS, write_size_report
+from tnlib.experiments.reporting.size_tables import SIZES_FIGURE, SIZES_PAGE, SIZES_SEEDS, write_size_report
 from tnlib.experiments.reporting.convergence import write_convergence
 from tnlib.experiments.reporting.folder_comparison import dataset_names, folder_names, render_comparison
 from tnlib.experiments.reporting.paper_directions import DIRECTIONS_RULE, render_directions, render_paper_directions
@@ -48,6 +49,7 @@ from tnlib.experiments.reporting.seed_statistics import (
     interval_count,
     multiplicity_note,
     paired_differences,
+    read_seed_csv,
     render_paired,
     write_seed_csv,
 )
@@ -505,8 +507,8 @@ def _domain_order(domain: str) -> int:
 # The files a render writes only where its runs or options call for them (seeds for the intervals, whole-grid
 # metrics, a folder or report set against). One left from an earlier render would pass for this one's: a render that
 # does not write it removes it. (calibration.md, which needs the runs' weights, is only ever written on request.)
-CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, "comparison.md", REPORT_PAIRING, REPORT_PAIRING_CSV,
-                     REPORT_PAIRING_PAGE)
+CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, SIZES_FIGURE, "comparison.md", REPORT_PAIRING,
+                     REPORT_PAIRING_CSV, REPORT_PAIRING_PAGE)
 
 
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
@@ -558,6 +560,8 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     written += _write_findings(results_dir, reports_dir, bounds[0], against)
     written += write_convergence(results_dir, reports_dir, bounds[0])
     written += write_size_report(results_dir, reports_dir, models, bounds[0], rendered_by())
+    if reports_dir / SIZES_SEEDS in written:
+        written += _write_size_intervals(reports_dir, models, scope_header(results_dir), plotly_src)
     if against is not None:
         names = folder_names(results_dir, against)
         table = render_comparison(results_dir, against, names)  # (before writing: a ValueError leaves no file behind)
@@ -601,6 +605,23 @@ def _write_against_report(results_dir, reports_dir: Path, against_report, plotly
         written.append(_write_intervals_page(reports_dir / REPORT_PAIRING_PAGE, [("pairing", figure)], caption,
                                              header, plotly_src, f"{names[0]} against {names[1]}"))
     return written
+
+
+def _write_size_intervals(reports_dir: Path, models: Sequence[str], header: str, plotly_src: str) -> list[Path]:
+    """accuracy-by-size.html: :func:`size_intervals_figure` per model, from the accuracy-by-size-seeds.csv the
+    render has just written; [] where no size has the seeds for an interval."""
+    rows = read_seed_csv(reports_dir / SIZES_SEEDS, ("mse",))
+    figures = [(model, figure) for model in models if (figure := size_intervals_figure(rows, model)) is not None]
+    if not figures:
+        return []
+    caption = (f"Per domain, configuration and size of the whole test grid, TN minus N+clip and TN minus N in test "
+               f"MSE, paired by seed: the mean difference as a dot, its {PAIRED_CONFIDENCE:.0%} t-interval as a bar, "
+               "filled where the interval excludes 0 and hollow where it holds it. Below the line at 0, TN is "
+               "better. Each interval holds on its own, not corrected for the number of sizes. Where a difference "
+               f"lives along the grid -- near the training sizes, or far from them -- shows here, where the whole "
+               f"grid's row pools it. The numbers: {SIZES_PAGE}.")
+    return [_write_intervals_page(reports_dir / SIZES_FIGURE, figures, caption, header, plotly_src,
+                                  "TN against N+clip and N, size by size")]
 
 
 def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) -> list[Path]:

@@ -42,10 +42,11 @@ from tnlib.files import atomic_write_text, read_json, shown_folder
 from tnlib.learning.training import read_run_config
 from tnlib.paper import DOMAINS, TABLE1_CONFIGS
 
-__all__ = ["SIZES_PAGE", "SIZES_SEEDS", "size_metrics_note", "write_size_report"]
+__all__ = ["SIZES_FIGURE", "SIZES_PAGE", "SIZES_SEEDS", "size_metrics_note", "write_size_report"]
 
 SIZES_PAGE = "accuracy-by-size.md"
 SIZES_SEEDS = "accuracy-by-size-seeds.csv"
+SIZES_FIGURE = "accuracy-by-size.html"  # the paired intervals per size drawn (tnlib.experiments.reporting.reports)
 # The rows above a domain's sizes: the same runs on the reduced test split, and on every labelled cell at once.
 REDUCED_ROW = "test split (reduced)"
 WHOLE_ROW = "whole test grid"
