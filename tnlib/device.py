@@ -89,3 +89,30 @@ def forced_blas_kernels() -> str | None:
     found = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
     kernels = "/".join(sorted(a for a in found if a)) or coretype or "default"
     return f"OpenBLAS {kernels}" + (f", L2 {l2_size}" if l2_size else "")
+
+
+def processor_signature() -> str:
+    """What a CPU's kind leaves unsaid that still moves NLM's rounding: the processor's family, model and stepping
+    numbers, and the kernels OpenBLAS picked on it (``family 6 model 143 stepping 8, OpenBLAS SapphireRapids``).
+
+    A virtual machine's generic name (``Intel(R) Xeon(R) Processor``) covers several generations of processor,
+    on which OpenBLAS picks different kernels for the products NLM's numba kernels ask of it: two machines of one
+    kind trained blocksworld's first 300 steps to different curves. Kept out of :func:`machine_kind`, which names
+    the kinds run folders and reports already record; the rerun checks record it beside a kind."""
+    numbers = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("cpu family", "model", "stepping") and key not in numbers:
+                numbers[key] = value.strip()
+            if not line.strip() and numbers:
+                break  # the first processor's block is enough: the machine's cores are one model
+    import scipy.linalg.cython_blas  # noqa: F401 - loads the BLAS numba's np.dot calls, so threadpoolctl sees it
+    from threadpoolctl import threadpool_info
+
+    found = sorted({info.get("architecture") or "default" for info in threadpool_info()
+                    if info.get("internal_api") == "openblas"})
+    cpu = (f"family {numbers.get('cpu family', '?')} model {numbers.get('model', '?')} "
+           f"stepping {numbers.get('stepping', '?')}") if numbers else platform.machine()
+    return f"{cpu}, OpenBLAS {'/'.join(found) or 'absent'}"

@@ -55,12 +55,14 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     path = tmp_path / "curve-references.csv"
     kind = {"now": "CPU X, AVX2"}
     monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: kind["now"])
+    processor = {"now": "family 6 model 1, OpenBLAS Haswell"}
+    monkeypatch.setattr(rerun_check, "this_processor", lambda: processor["now"])
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     curves = {"hgn": [{"step": "100", "train_loss": "0.5", "val_mse": "1.5", "val_nll": "2.0"}],
               "wl": [{"step": "100", "train_loss": "0.25", "val_mse": "1.25", "val_nll": "2.5"}],
               "nlm": [{"step": "100", "train_loss": "0.75", "val_mse": "1.75", "val_nll": "2.25"}]}
     monkeypatch.setattr(rerun_check, "model_curve", lambda model: [dict(row) for row in curves[model]])
-    with pytest.raises(NothingToCompare, match=r"this kind of machine \(CPU X, AVX2\)"):
+    with pytest.raises(NothingToCompare, match=r"this kind of machine \(CPU X, AVX2; family 6 model 1, "):
         check_model_curves(path=path)
     against, lines = check_model_curves(record=True, path=path)
     assert lines == [] and against.endswith("hgn, wl, nlm recorded for this kind in curve-references.csv")
@@ -83,6 +85,14 @@ def test_model_curves_are_recorded_per_kind_and_compared_value_by_value(tmp_path
     against, _ = check_model_curves(record=True, path=path)
     assert against.endswith("; nlm recorded for this kind in curve-references.csv")
     assert len(list(csv.DictReader(path.open()))) == 6
+    # another processor under the same name: nothing recorded for it, and recording keeps the first one's rows
+    processor["now"] = "family 6 model 2, OpenBLAS SkylakeX"
+    with pytest.raises(NothingToCompare, match=r"\(CPU Y, AVX512; family 6 model 2, OpenBLAS SkylakeX\)"):
+        check_model_curves(path=path)
+    check_model_curves(record=True, path=path)
+    assert sorted({(r["machine"], r["processor"]) for r in csv.DictReader(path.open())}) == [
+        ("CPU X, AVX2", "family 6 model 1, OpenBLAS Haswell"), ("CPU Y, AVX512", "family 6 model 1, OpenBLAS Haswell"),
+        ("CPU Y, AVX512", "family 6 model 2, OpenBLAS SkylakeX")]
 
 
 def test_the_curve_check_takes_a_run_whose_first_steps_were_all_trained_on_this_kind(tmp_path):
@@ -115,10 +125,11 @@ def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monk
     (run / "machines.jsonl").write_text(json.dumps({"step": 0, "machine": "CPU X, AVX2"}) + "\n")
     (run / "curves.jsonl").write_text(json.dumps({"step": 300, "val_mse": 1.0}) + "\n")
     monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: "CPU X, AVX2")
+    monkeypatch.setattr(rerun_check, "this_processor", lambda: "family 6 model 1, OpenBLAS Haswell")
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([["step 300: val_mse 1.5 now, 1.0 committed"], [], []])
     monkeypatch.setattr(rerun_check, "curve_differences", lambda path, steps: next(reruns))
-    with pytest.raises(NothingToCompare, match=r"confirmed on this kind of machine \(CPU X, AVX2\)"):
+    with pytest.raises(NothingToCompare, match=r"confirmed on this kind of machine \(CPU X, AVX2; family 6 model 1, OpenBLAS Haswell\)"):
         check_curve(runs, code=None)
     assert check_curve(runs, record=True, code=None)[1] == ["step 300: val_mse 1.5 now, 1.0 committed"]
     assert confirmed_kinds(runs) == set() and not (tmp_path / CURVE_RERUNS).exists()
@@ -126,8 +137,28 @@ def test_the_curve_check_runs_on_kinds_a_recorded_rerun_confirmed(tmp_path, monk
     assert lines == [] and against.endswith(f"recorded as confirmed in {CURVE_RERUNS}")
     assert confirmed_kinds(runs) == {"CPU X, AVX2"}
     assert list(csv.DictReader((tmp_path / CURVE_RERUNS).open())) == [
-        {"machine": "CPU X, AVX2", "run": "blocksworld-run", "steps": "300", "commit": "def5678"}]
+        {"machine": "CPU X, AVX2", "processor": "family 6 model 1, OpenBLAS Haswell", "run": "blocksworld-run",
+         "steps": "300", "commit": "def5678"}]
     assert check_curve(runs, code=None) == ("blocksworld-run's first 300 steps (CPU X, AVX2)", [])
+
+
+def test_a_kind_confirmed_on_one_processor_is_not_compared_on_another_of_the_same_name(tmp_path, monkeypatch):
+    """A virtual machine's generic CPU name covers several generations, whose OpenBLAS kernels round NLM's training
+    differently: a confirmation holds on its own processor, and one recorded before processors were named on the
+    whole kind."""
+    (tmp_path / "runs").mkdir()
+    rows = [{"machine": "CPU X, AVX512", "processor": "family 6 model 143, OpenBLAS SapphireRapids", "run": "r",
+             "steps": "300", "commit": "abc"},
+            {"machine": "CPU Y, AVX2", "processor": "", "run": "r", "steps": "300", "commit": "abc"}]
+    rerun_check._write_rows(tmp_path / CURVE_RERUNS, rerun_check.CURVE_RERUN_COLUMNS, rows)
+    assert confirmed_kinds(tmp_path / "runs") == {"CPU X, AVX512", "CPU Y, AVX2"}
+    assert confirmed_kinds(tmp_path / "runs", "family 6 model 106, OpenBLAS SkylakeX") == {"CPU Y, AVX2"}
+    assert confirmed_kinds(tmp_path / "runs", "family 6 model 143, OpenBLAS SapphireRapids") == {
+        "CPU X, AVX512", "CPU Y, AVX2"}
+    monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: "CPU X, AVX512")
+    monkeypatch.setattr(rerun_check, "this_processor", lambda: "family 6 model 106, OpenBLAS SkylakeX")
+    with pytest.raises(NothingToCompare, match=r"\(CPU X, AVX512; family 6 model 106, OpenBLAS SkylakeX\)"):
+        check_curve(tmp_path / "runs", code=None)
 
 
 def test_a_committed_curve_that_the_code_does_not_reproduce_is_named_value_by_value(tmp_path):
@@ -211,11 +242,13 @@ def test_the_command_checks_records_and_says_which_rows_it_compared_with(report,
     monkeypatch.setattr(rerun_check, "model_curve", lambda model: [{"step": "100", "train_loss": "0.5",
                                                                      "val_mse": "1.5", "val_nll": "2.0"}])
     monkeypatch.setattr("tnlib.experiments.running.rerun_check.this_machine_kind", lambda: "CPU Y, AVX2")
+    monkeypatch.setattr(rerun_check, "this_processor", lambda: "family 6 model 1, OpenBLAS Haswell")
     monkeypatch.setattr(rerun_check, "code_commit", lambda: "def5678")
     reruns = iter([[row("N", "2.5"), row("TN")], [row("N", "2.5"), row("TN", mse="1.6")]])
     monkeypatch.setattr(rerun_check, "rerun_rows", lambda folder: next(reruns))
     assert main(["rerun-check"]) == 2
-    assert "holds no metrics made on this kind of machine (CPU Y, AVX2)" in capsys.readouterr().err
+    assert ("holds no metrics made on this kind of machine (CPU Y, AVX2; family 6 model 1, OpenBLAS Haswell)"
+            in capsys.readouterr().err)
     assert main(["rerun-check", "--record"]) == 0
     assert f"recorded as this kind's reference in {REFERENCES}" in capsys.readouterr().out
     assert main(["rerun-check"]) == 1

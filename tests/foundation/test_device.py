@@ -1,15 +1,17 @@
 """The kind of machine a run records (tnlib.device.machine_kind) names what decides its rounding: the CPU, torch's
-vector kernels, and OpenBLAS's kernels where the environment forces them."""
+vector kernels, and OpenBLAS's kernels where the environment forces them; the processor's signature what that name
+leaves unsaid."""
 from __future__ import annotations
 
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from tnlib.device import forced_blas_kernels, machine_kind
+from tnlib.device import forced_blas_kernels, machine_kind, processor_signature
 
 
 def test_a_cpu_whose_blas_picks_its_own_kernels_is_named_by_model_and_vector_kernels(monkeypatch):
@@ -44,3 +46,14 @@ def test_the_kind_names_the_kernels_openblas_was_forced_to_in_a_fresh_process():
     free = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={"PATH": ""}).stdout.strip()
     assert forced == f"{free}, OpenBLAS Haswell"
+
+
+def test_the_processor_signature_names_the_processor_and_openblas_kernels():
+    from threadpoolctl import threadpool_info
+
+    signature = processor_signature()
+    kernels = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
+    assert kernels and signature.endswith("OpenBLAS " + "/".join(sorted(kernels)))
+    family = [line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("cpu family")]
+    if family:
+        assert signature.startswith(f"family {family[0].split(':')[1].strip()} model ")

@@ -14,9 +14,10 @@ with every validation in their curves.jsonl and the kind of machine of every str
 and compares its curve, value for value, with the committed one -- on a run whose first steps were trained on this
 machine's kind, and only on kinds where such a rerun once agreed (:data:`CURVE_RERUNS`, written by ``--record``):
 the kind is a CPU model, its vector ISA and OpenBLAS's kernels where the environment forces them (NLM's kernels
-call OpenBLAS, and an AVX-512 machine forced onto its Haswell kernels rounds NLM's training differently), and two
-machines of one kind could still differ in the kernels their compilers pick, which the check would report as the
-code's doing.
+call OpenBLAS, and an AVX-512 machine forced onto its Haswell kernels rounds NLM's training differently). Two
+machines of one kind can still differ in the kernels OpenBLAS picks -- a virtual machine's generic CPU name covers
+several generations -- so each recorded row also names its processor (:func:`tnlib.device.processor_signature`) and
+is compared on that processor only; a row recorded before processors were named is compared on its whole kind.
 
 A committed folder keeps the rounding of the code that trained it, so its check retrains with that code
 (:data:`CURVE_FOLDER_CODE`: exported from git into a temporary folder and run in a child process, as the
@@ -55,7 +56,7 @@ KEY = ("domain", "sigma", "residual", "column", "seed")
 COMPARED = ("steps", "checkpoint_step", "mse", "nll", "nll_best_nll")
 # Beside the report: the subset's rows as the code reran them on other kinds of machine.
 REFERENCES = "rerun-references.csv"
-REFERENCE_COLUMNS = ("machine", "commit", *KEY, *COMPARED)
+REFERENCE_COLUMNS = ("machine", "processor", "commit", *KEY, *COMPARED)
 # The committed run folders whose first steps check NLM, how many steps (three validations, about 10 s of one core in
 # blocksworld) and the values of a curves.jsonl row compared (its seconds are the machine's, not the code's).
 CURVE_FOLDER = REPO_ROOT / "reports" / "converged" / "nlm5" / "runs"
@@ -67,12 +68,12 @@ CURVE_FIELDS = ("step", "train_loss", "val_mse", "val_nll")
 CURVE_FOLDER_CODE = "a756ed74"
 # Beside CURVE_FOLDER: the kinds of machine on which a rerun reproduced a committed curve, the run and the commit.
 CURVE_RERUNS = "curve-reruns.csv"
-CURVE_RERUN_COLUMNS = ("machine", "run", "steps", "commit")
+CURVE_RERUN_COLUMNS = ("machine", "processor", "run", "steps", "commit")
 # The models checked by a fixed short run each (gripper, TN learn/ff, seed 0, data/small at batch 64, on the CPU) and
 # the file of their curves as each kind of machine trained them.
 MODEL_CURVE_RUNS = ("hgn", "wl", "nlm")
 MODEL_CURVE_REFERENCES = REPO_ROOT / "reports" / "converged" / "curve-references.csv"
-MODEL_CURVE_COLUMNS = ("machine", "commit", "model", *CURVE_FIELDS)
+MODEL_CURVE_COLUMNS = ("machine", "processor", "commit", "model", *CURVE_FIELDS)
 # The kind of machine of a report whose header names none: this project's 2-core AMD EPYC machines with AVX2
 # kernels (reports/speed.md).
 UNNAMED_MACHINE = ("AMD EPYC", "AVX2")
@@ -83,6 +84,19 @@ def this_machine_kind() -> str:
     from tnlib.device import machine_kind as kind
 
     return kind()
+
+
+def this_processor() -> str:
+    """This machine's processor and OpenBLAS kernels (:func:`tnlib.device.processor_signature`)."""
+    from tnlib.device import processor_signature
+
+    return processor_signature()
+
+
+def recorded_here(row: dict, machine: str, processor: str) -> bool:
+    """Whether a recorded row was made on ``machine``'s kind and ``processor`` (a row that names no processor, on
+    the kind alone)."""
+    return row["machine"] == machine and row.get("processor", "") in ("", processor)
 
 
 def report_machine(report_dir: str | os.PathLike) -> str | None:
@@ -141,16 +155,17 @@ def _curve_lines(rerun: list[dict], reference: list[dict], label: str, source: s
             for mine, theirs in zip(rerun, reference) for name in CURVE_FIELDS if mine.get(name) != theirs.get(name)]
 
 
-def committed_rows(report_dir: str | os.PathLike, machine: str) -> tuple[list[dict], str] | None:
-    """The subset's committed rows for ``machine``'s kind and where they come from, or None where the report
-    holds none for it."""
+def committed_rows(report_dir: str | os.PathLike, machine: str, processor: str = ""
+                   ) -> tuple[list[dict], str] | None:
+    """The subset's committed rows for ``machine``'s kind and ``processor`` (:func:`recorded_here`) and where they
+    come from, or None where the report holds none for them."""
     report_dir = Path(report_dir)
     if made_here(report_dir, machine):
         source = report_dir / ACCURACY_SEEDS
         rows = _read_csv_rows(source)
     else:
         source = report_dir / REFERENCES
-        rows = [row for row in _read_csv_rows(source) if row["machine"] == machine]
+        rows = [row for row in _read_csv_rows(source) if recorded_here(row, machine, processor)]
         if not rows:
             return None
     return [{k: row[k] for k in (*KEY, *COMPARED)} for row in rows], source.name
@@ -171,17 +186,18 @@ def differences(rerun: list[dict], committed: list[dict]) -> list[str]:
     return lines
 
 
-def record_reference(report_dir: str | os.PathLike, rows: list[dict], machine: str) -> Path:
-    """Write ``rows`` (a rerun on ``machine``) as that kind's reference beside the report, replacing any it had.
-    Refused for the report's own kind, whose reference is the report itself."""
+def record_reference(report_dir: str | os.PathLike, rows: list[dict], machine: str, processor: str = "") -> Path:
+    """Write ``rows`` (a rerun on ``machine``'s kind and ``processor``) as their reference beside the report,
+    replacing any it had for them. Refused for the report's own kind, whose reference is the report itself."""
     report_dir = Path(report_dir)
     if made_here(report_dir, machine):
         raise ValueError(f"{report_dir} was made on this kind of machine ({machine}): its own accuracy-seeds.csv "
                          "is the reference, rerun the report instead")
     path = report_dir / REFERENCES
-    kept = [row for row in _read_csv_rows(path) if row["machine"] != machine]
+    kept = [row for row in _read_csv_rows(path) if not recorded_here(row, machine, processor)]
     commit = code_commit()
-    _write_rows(path, REFERENCE_COLUMNS, kept + [{"machine": machine, "commit": commit, **row} for row in rows])
+    _write_rows(path, REFERENCE_COLUMNS, kept + [{"machine": machine, "processor": processor, "commit": commit, **row}
+                                                 for row in rows])
     return path
 
 
@@ -189,15 +205,16 @@ def check(report_dir: str | os.PathLike = CHECKED_REPORT, record: bool = False) 
     """Rerun :data:`SUBSET` and compare it with ``report_dir``'s rows for this machine's kind: (what it was
     compared with, the differences). With ``record``, a kind that has no rows gets the rerun as its reference.
     A :class:`~tnlib.errors.NothingToCompare` where there is nothing to compare with and ``record`` is off."""
-    machine = this_machine_kind()
-    committed = committed_rows(report_dir, machine)
+    machine, processor = this_machine_kind(), this_processor()
+    committed = committed_rows(report_dir, machine, processor)
     if committed is None and not record:
-        raise NothingToCompare(f"{Path(report_dir)} holds no metrics made on this kind of machine ({machine}): float32 "
-                          "training repeats bit for bit on its own kind only; record a reference with --record")
+        raise NothingToCompare(f"{Path(report_dir)} holds no metrics made on this kind of machine ({machine}; "
+                               f"{processor}): float32 training repeats bit for bit on its own kind only; record a "
+                               "reference with --record")
     with tempfile.TemporaryDirectory(prefix="tnlib-rerun-") as folder:
         rows = rerun_rows(folder)
     if committed is None:
-        path = record_reference(report_dir, rows, machine)
+        path = record_reference(report_dir, rows, machine, processor)
         return f"nothing: recorded as this kind's reference in {path.name}", []
     reference, source = committed
     return f"{source} ({machine})", differences(rows, reference)
@@ -275,10 +292,12 @@ def curve_differences(run: str | os.PathLike, steps: int = CURVE_STEPS) -> list[
     return lines
 
 
-def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER) -> set[str]:
-    """The kinds of machine on which a rerun of ``folder``'s first steps once agreed with the committed curve."""
+def confirmed_kinds(folder: str | os.PathLike = CURVE_FOLDER, processor: str | None = None) -> set[str]:
+    """The kinds of machine on which a rerun of ``folder``'s first steps once agreed with the committed curve (on
+    ``processor``, where one is given: :func:`recorded_here`)."""
     path = Path(folder).parent / CURVE_RERUNS
-    return {row["machine"] for row in _read_csv_rows(path)}
+    return {row["machine"] for row in _read_csv_rows(path)
+            if processor is None or recorded_here(row, row["machine"], processor)}
 
 
 def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STEPS,
@@ -287,11 +306,11 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     (:func:`curve_run`) and compare the curves: (which run, the differences). On a kind not yet confirmed
     (:func:`confirmed_kinds`) only with ``record``, which confirms it where the rerun agrees. A
     :class:`~tnlib.errors.NothingToCompare` where there is nothing to compare on this kind."""
-    machine, folder = this_machine_kind(), Path(folder)
-    confirmed = machine in confirmed_kinds(folder)
+    machine, processor, folder = this_machine_kind(), this_processor(), Path(folder)
+    confirmed = machine in confirmed_kinds(folder, processor)
     if not confirmed and not record:
-        raise NothingToCompare(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}): "
-                          "record one with --record")
+        raise NothingToCompare(f"no rerun of {shown_folder(folder)} was confirmed on this kind of machine ({machine}; "
+                               f"{processor}): record one with --record")
     run = curve_run(folder, machine, steps)
     if run is None:
         raise NothingToCompare(f"no run in {shown_folder(folder)} had its first {steps} steps trained on this kind of "
@@ -301,7 +320,7 @@ def check_curve(folder: str | os.PathLike = CURVE_FOLDER, steps: int = CURVE_STE
     if not confirmed and not lines:
         path = folder.parent / CURVE_RERUNS
         _write_rows(path, CURVE_RERUN_COLUMNS, _read_csv_rows(path) + [
-            {"machine": machine, "run": run.name, "steps": steps, "commit": code_commit()}])
+            {"machine": machine, "processor": processor, "run": run.name, "steps": steps, "commit": code_commit()}])
         against += f"; this kind recorded as confirmed in {path.name}"
     return against, lines
 
@@ -327,13 +346,13 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
     one recorded for this machine's kind in ``path``: (what was compared, the differences). With ``record``, a
     model with nothing recorded for this kind gets the rerun as its reference. A :class:`~tnlib.errors.NothingToCompare` where
     nothing is recorded for this kind and ``record`` is off."""
-    machine, path = this_machine_kind(), Path(path)
+    machine, processor, path = this_machine_kind(), this_processor(), Path(path)
     saved = _read_csv_rows(path)
-    mine = {model: [row for row in saved if row["machine"] == machine and row["model"] == model]
+    mine = {model: [row for row in saved if recorded_here(row, machine, processor) and row["model"] == model]
             for model in MODEL_CURVE_RUNS}
     if not record and not any(mine.values()):
-        raise NothingToCompare(f"no STRIPS-HGN, WL or NLM curve recorded for this kind of machine ({machine}) in "
-                          f"{path.name}: record them with --record")
+        raise NothingToCompare(f"no STRIPS-HGN, WL or NLM curve recorded for this kind of machine ({machine}; "
+                               f"{processor}) in {path.name}: record them with --record")
     lines, compared, recorded, missing = [], [], [], []
     for model in MODEL_CURVE_RUNS:
         if not mine[model] and not record:
@@ -341,7 +360,8 @@ def check_model_curves(record: bool = False, path: str | os.PathLike = MODEL_CUR
             continue
         rerun = model_curve(model)
         if not mine[model]:
-            saved += [{"machine": machine, "commit": code_commit(), "model": model, **row} for row in rerun]
+            saved += [{"machine": machine, "processor": processor, "commit": code_commit(), "model": model, **row}
+                      for row in rerun]
             recorded.append(model)
             continue
         compared.append(model)
