@@ -254,7 +254,9 @@ def curve_differences_by_code(run: str | os.PathLike, steps: int, commit: str) -
                   "try:\n    from tnlib.experiments.running.rerun_check import curve_differences\n"
                   "except ModuleNotFoundError:\n    from tnlib.experiments.rerun_check import curve_differences\n"
                   "print(json.dumps(curve_differences(sys.argv[1], int(sys.argv[2]))))")
-        env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data")}
+        # one torch thread, as the folder's runs trained (a cell a core): `make test` exports two, and MKL may
+        # split a product between threads otherwise than one thread adds it
+        env = {**os.environ, "PYTHONPATH": code, "TNLIB_DATA": str(REPO_ROOT / "data"), "OMP_NUM_THREADS": "1"}
         copy = _plain_copy(Path(run), Path(code))
         done = subprocess.run([sys.executable, "-P", "-c", script, str(copy), str(steps)],
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True)
