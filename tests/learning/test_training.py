@@ -132,8 +132,9 @@ def test_each_start_of_training_records_its_step_hardware_and_code(tmp_path, ite
     straight = train(config(tmp_path / "straight", domain="gripper", steps=10, eval_every=3), data, data)
     assert machine_starts(straight) == [(0, machine_kind("cpu"))]
     from tnlib.provenance import code_commit
-    assert [r["code"] for r in map(json.loads, (straight / "machines.jsonl").read_text().splitlines())] == [
-        code_commit()]
+    from tnlib.device import processor_signature
+    assert [(r["code"], r["processor"]) for r in map(json.loads, (straight / "machines.jsonl").read_text().splitlines())
+            ] == [(code_commit(), processor_signature())]
 
     def stop_at(last):
         def interrupt(step):

@@ -10,7 +10,8 @@ A run folder (``train`` writes it; one per configuration and seed) holds::
     last.pt                   the resumable checkpoint (optimizer, sampler state)
     pruned.json               instead of last.pt, in a finished run whose resume checkpoints were removed to save
                               space (``tnlib prune``): the step it finished at; training it on needs a fresh start
-    machines.jsonl            one line per start of training: the step it started from, the kind of hardware
+    machines.jsonl            one line per start of training: the step it started from, the kind of hardware,
+                              the code's commit and the host's processor
     metrics-SPLIT.json        test metrics of best.pt (metrics-SPLIT-STEM.json for another checkpoint)
     planning-ESTIMATE.jsonl   one line per planned instance of the plan split (ESTIMATE: default or clip)
 

@@ -22,8 +22,9 @@ The run folder holds
   (temporary file + rename): ``train`` on a folder that has one resumes from it and ends with exactly the
   weights an uninterrupted run would have;
 * ``machines.jsonl`` — one JSON line per start of training (the first and every resume): the step it started
-  from, the kind of hardware (:func:`tnlib.device.machine_kind`) and the commit of the code that trained
-  (:func:`tnlib.provenance.code_commit`), so a run resumed elsewhere or by other code says so.
+  from, the kind of hardware (:func:`tnlib.device.machine_kind`), the commit of the code that trained
+  (:func:`tnlib.provenance.code_commit`) and the host's processor and OpenBLAS kernels, which one kind's name can
+  leave open (:func:`tnlib.device.processor_signature`), so a run resumed elsewhere or by other code says so.
 
 The checkpoint files are :mod:`tnlib.learning.checkpoints`'s. A checkpoint holds the config and the model's
 constructor arguments, so :func:`load_checkpoint` rebuilds model and
@@ -55,7 +56,7 @@ from tnlib.data.loading import HeuristicDataset, load_split
 from tnlib.data.manifest import dataset_root
 from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
-from tnlib.device import check_device, default_device, device_for_reading, machine_kind
+from tnlib.device import check_device, default_device, device_for_reading, machine_kind, processor_signature
 from tnlib.errors import DamagedFile, DatasetError, TrainingDiverged
 from tnlib.files import (append_jsonl, atomic_write_json, atomic_write_text, damaged_message, locked, read_json,
                          read_jsonl)
@@ -588,7 +589,8 @@ def _train_run(run: RunDir, parts: _Training, resume: bool, on_start: Callable[[
     if on_start is not None:
         on_start(step)
     if step < config.steps:  # float32 training repeats bit for bit on one kind of hardware only: say which
-        append_jsonl(run.machines_file, {"step": step, "machine": machine_kind(device), "code": code_commit()})
+        append_jsonl(run.machines_file, {"step": step, "machine": machine_kind(device), "code": code_commit(),
+                                         "processor": processor_signature()})
     # looked up at each call (not imported by name): notebooks and tests replace the display
     bar = tnlib.progress.progress(config.steps, config.name, unit="steps", initial=step, leave=False,
                                   disable=not config.progress or step >= config.steps)  # trained: nothing to show
