@@ -148,6 +148,28 @@ def test_the_intervals_figure_draws_each_paired_interval_in_the_colour_of_its_ve
     assert verdict({"low": -0.1, "high": 0.2}) == "within noise"
 
 
+def test_the_intervals_figure_leaves_each_panels_row_labels_room_before_it():
+    """Each panel's row labels sit in the gutter to its left: the left margin and the gap between two panels are
+    at least as wide as the longest label drawn, at plotly's default font; five panels still fit a laptop's width
+    only with their titles in a smaller font."""
+    from tnlib.experiments.reporting.report_figures import LABEL_CHARACTER_PX, paired_intervals_figure
+
+    values = {("ferry", sigma, residual, column): {s: 1.0 + 0.1 * s + (0.3 if column == "N" else 0) for s in range(4)}
+              for sigma, residual in (("learn", "none"), ("fixed", "none")) for column in ("TN", "N", "N+clip")}
+    mse = paired_differences(values)
+    for count in (3, 5):
+        figure = paired_intervals_figure([(f"metric {k}", mse, True) for k in range(count)], "a title")
+        longest = max(len(y) for trace in figure.data for y in trace.y)
+        assert longest == len("learn/none: TN - N+clip")
+        layout = figure.layout
+        plot_width = layout.width - layout.margin.l - layout.margin.r
+        assert layout.margin.l >= LABEL_CHARACTER_PX * longest
+        axes = [layout[f"xaxis{'' if k == 1 else k}"].domain for k in range(1, count + 1)]
+        assert all((right[0] - left[1]) * plot_width >= LABEL_CHARACTER_PX * longest
+                   for left, right in zip(axes, axes[1:]))
+        assert {a.font.size for a in layout.annotations} == ({13} if count == 3 else {11})
+
+
 def test_per_seed_csv_reads_back_as_the_tables_values(tmp_path):
     """read_seed_values inverts the report's accuracy-seeds.csv: the same values table1_seed_values gives."""
     from tnlib.experiments.reporting.reports import accuracy_seed_rows

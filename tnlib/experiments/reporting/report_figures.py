@@ -55,6 +55,21 @@ def _verdict_style(said: str) -> tuple[dict, int]:
     return VERDICT_STYLES[key], list(VERDICT_STYLES).index(key)
 
 
+# plotly's default 12 px font, about 6.5 px a character in these labels: each panel's row labels sit in a
+# gutter that wide, so that a long label ("fixed/none: TN - N+clip") does not run into the panel to its left. The
+# figure fits a laptop's screen beside the page's margin, wider only where the panels would be narrower than their
+# minimum; narrow panels take their titles in a smaller font, so that neighbouring titles do not overlap.
+LABEL_CHARACTER_PX = 6.5
+INTERVALS_FIGURE_PX = 1200
+INTERVAL_PANEL_MIN_PX = 100
+NARROW_PANEL_PX = 200
+
+
+def _comparison_label(group: tuple, a: str, b: str, pair_label=None) -> str:
+    """A row of :func:`paired_intervals_figure`: the configuration, then the comparison."""
+    return f"{group[1]}/{group[2]}: " + (f"{a} - {b}" if pair_label is None else pair_label(a, b))
+
+
 def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: str, subject: str = "TN",
                             pair_label=None):
     """``panels``: ``(metric title, paired differences, lower is better)`` per metric, the differences as
@@ -78,10 +93,15 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                                          for interval in row.values() if interval is not None)
                                      for _, differences, _ in panels), default=0) for domain in domains}
     heights = [max(lines_per_domain[d], 1) + 2 for d in domains]
+    longest = max((len(_comparison_label(group, a, b, pair_label)) for _, differences, _ in panels
+                   for group, row in differences.items() for a, b in row), default=0)
+    gutter, right = round(LABEL_CHARACTER_PX * longest) + 24, 30
+    width = max(INTERVALS_FIGURE_PX, (gutter + INTERVAL_PANEL_MIN_PX) * len(panels) + right)
+    panel_px = (width - right) / len(panels) - gutter
     figure = make_subplots(
         rows=max(len(domains), 1), cols=len(panels), row_heights=heights or None,
         subplot_titles=[f"{domain}: {metric}" for domain in domains for metric, _, _ in panels],
-        horizontal_spacing=0.14, vertical_spacing=0.3 / max(len(domains), 1))
+        horizontal_spacing=gutter / (width - gutter - right), vertical_spacing=0.3 / max(len(domains), 1))
     shown: set[str] = set()
     order = {pair: i for i, pair in enumerate(TABLE1_CONFIGS)}  # learn/ff first, as the tables
     for row, domain in enumerate(domains, start=1):
@@ -91,7 +111,7 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                 for (a, b), interval in differences[group].items():
                     if interval is None:
                         continue
-                    label = f"{group[1]}/{group[2]}: " + (f"{a} - {b}" if pair_label is None else pair_label(a, b))
+                    label = _comparison_label(group, a, b, pair_label)
                     labels.append(label)
                     said = verdict(interval, lower_is_better, subject)
                     style, rank = _verdict_style(said)
@@ -122,10 +142,10 @@ def paired_intervals_figure(panels: Sequence[tuple[str, Mapping, bool]], title: 
                 figure.update_yaxes(visible=False, row=row, col=col)
     figure.update_layout(
         title=dict(text=title, x=0.5, xanchor="center"), template="plotly_white",
-        height=170 + 26 * sum(heights) + 40 * len(domains), margin=dict(l=170, r=30, t=110, b=90),
+        width=width, height=170 + 26 * sum(heights) + 40 * len(domains), margin=dict(l=gutter, r=right, t=110, b=90),
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.5, xanchor="center",
                     title=f"{PAIRED_CONFIDENCE:.0%} t-interval of the per-seed differences:"))
-    figure.update_annotations(font_size=13)
+    figure.update_annotations(font_size=13 if panel_px >= NARROW_PANEL_PX else 11)
     return figure
 
 
