@@ -37,6 +37,8 @@ ASPECT_FILES = {
     "notebook/test_browser.py": "the explorer notebook run in JupyterLab in a headless browser",
     "notebook/test_notebooks.py": "the notebooks committed clean, executed by papermill and exported",
     "notebook/test_slider_figures_browser.py": "the exported notebooks' slider figures in a headless browser",
+    "planning/test_lmcut_supporter_ties.py": "benchmarks/lmcut_supporter_ties.py: LM-cut restated, and with Fast "
+                                             "Downward's tie-breaking of supporters",
     "planning/test_search_protocols.py": "GBFS's counting protocols against the authors' planner, restated",
 }
 
