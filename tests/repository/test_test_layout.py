@@ -34,6 +34,8 @@ ASPECT_FILES = {
     "learning/test_cuda.py": "the CUDA path against the CPU's, across the distributions, models and training",
     "learning/test_heuristic_at_bound.py": "benchmarks/heuristic_at_bound.py: a heuristic at its bound, as Table 1 "
                                            "scores it and as GBFS computes it",
+    "learning/test_plan_with_trained_bound.py": "benchmarks/plan_with_trained_bound.py: Fast Downward's LM-cut "
+                                                "as a learned heuristic's l",
     "notebook/test_browser.py": "the explorer notebook run in JupyterLab in a headless browser",
     "notebook/test_notebooks.py": "the notebooks committed clean, executed by papermill and exported",
     "notebook/test_slider_figures_browser.py": "the exported notebooks' slider figures in a headless browser",
