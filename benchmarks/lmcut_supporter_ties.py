@@ -4,15 +4,16 @@ LM-cut repeats: h_max with the current costs; mark the goal zone (the facts that
 operators, each followed to its h_max supporter, the precondition of highest h_max); cut the operators that enter
 it from the state's side; lower their costs. Where a zero-cost operator has several preconditions of its
 supporter's h_max, which one is followed decides the zone, hence the cut. tnlib's kernel
-(:func:`tnlib.planning.relaxation_kernels.lmcut_batch`) follows the supporter h_max chose, as Helmert & Domshlak
-(2009) define it. Fast Downward's current LM-cut (the one data/paper's ``lmcut`` column holds) first moves each
+(:func:`tnlib.planning.relaxation_kernels.lmcut_batch`) follows by default the supporter h_max chose, as Helmert &
+Domshlak (2009) define it, and with ``fast_downward_ties`` breaks ties as Fast Downward does. Fast Downward's current LM-cut (the one data/paper's ``lmcut`` column holds) first moves each
 such supporter to a tied precondition that no zero-cost operator achieves (its "border detection"), else to one
 already in the goal zone ("goal zone detection"). In visitall the pseudo goal operator (cost 0, a precondition per
 cell to visit) ties on many goals at once: the tie-breaking picks a goal whose moves in still cost 1, so each cut is
 one cell's moves and the bound stays near the count of cells left.
 
-This re-states LM-cut in plain Python over the same relaxed task as the kernel, with either rule, and compares
-both with the kernel and with the dataset's column on the states of a split's instances (h_max is updated
+This re-states LM-cut in plain Python over the same relaxed task as the kernel, with either rule (the reference
+the kernel's two modes are tested against), and compares both with the kernel's default and with the dataset's
+column on the states of a split's instances (h_max is updated
 after each cut as each implementation does: the kernel re-picks the last precondition of highest h_max, Fast
 Downward keeps its supporter unless another precondition is strictly dearer):
 

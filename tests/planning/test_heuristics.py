@@ -18,6 +18,7 @@ from planning_corpus import DATA, instance, random_strips_text, random_walk_stat
 from tnlib.planning.heuristics import (
     HEURISTIC_NAMES,
     RELAXATION_HEURISTICS,
+    FastDownwardLMCutHeuristic,
     FFHeuristic,
     evaluate_all,
     linear_features,
@@ -99,13 +100,14 @@ def test_relaxed_plan_is_a_relaxed_plan(corpus, domain):
         assert hmax[i] <= relaxed.value <= hadd[i]
 
 
+@pytest.mark.parametrize("fast_downward_ties", [False, True])
 @pytest.mark.parametrize("domain", DOMAINS)
-def test_lmcut_between_hmax_and_hstar(corpus, domain):
+def test_lmcut_between_hmax_and_hstar(corpus, domain, fast_downward_ties):
     task = instance(corpus, domain, 5, "small")
     distances = goal_distances(task)
     states = list(distances)
     assert len(states) > 50
-    lmcut = make_heuristic("lmcut", task).batch(states)
+    lmcut = (FastDownwardLMCutHeuristic(task) if fast_downward_ties else make_heuristic("lmcut", task)).batch(states)
     hmax = make_heuristic("hmax", task).batch(states)
     hstar = np.array([distances[s] for s in states])
     assert np.all(hmax <= lmcut)
@@ -134,6 +136,32 @@ def test_lmcut_equals_fast_downwards_on_ferry_and_gripper(tmp_path, domain, size
             assert ours == fd_heuristic_value(domain_file(domain), problem, "lmcut()", time_limit=60) > 0, problem
             compared += 1
     assert compared == 6
+
+
+@pytest.mark.parametrize("domain, size, seed", [("visitall", dict(x=4, y=4, ratio=1.0), 2),
+                                               ("gripper", dict(balls=5), 3), ("blocksworld", dict(blocks=7), 3),
+                                               ("ferry", dict(locations=3, cars=3), 1)])
+def test_lmcut_with_fast_downwards_ties_equals_fast_downwards_on_every_plan_state(tmp_path, domain, size, seed):
+    """Fast Downward's LM-cut (the l data/paper's labels hold) as the reference on the states of an optimal plan,
+    with instances where the default tie-breaking falls below it (visitall's and gripper's)."""
+    from tnlib.planning.fast_downward import solve
+    from tnlib.planning.fast_downward_states import fd_state_values, translate_once
+    from tnlib.planning.generators import domain_file, generate
+    from tnlib.planning.pddl import problem_atoms
+    from tnlib.planning.plans import plan_states
+    from tnlib.planning.task import load_search_task
+
+    problem = tmp_path / f"{domain}.pddl"
+    problem.write_text(generate(domain, seed, **size))
+    task = load_search_task(domain_file(domain), problem)
+    states = plan_states(task, solve(domain_file(domain), problem, time_limit=60).plan)
+    init_atoms, _ = problem_atoms(domain_file(domain), problem)
+    static = [atom for atom in init_atoms if atom not in task.fact_index]
+    atoms = [static + [task.fact_names[f] for f in task.state_to_indices(s)] for s in states]
+    fast_downward = fd_state_values(translate_once(domain_file(domain), problem), atoms)
+    np.testing.assert_array_equal(FastDownwardLMCutHeuristic(task).batch(states), fast_downward)
+    if domain in ("visitall", "gripper"):
+        assert np.any(make_heuristic("lmcut", task).batch(states) != fast_downward)
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

@@ -29,7 +29,8 @@ import torch
 
 from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
 from tnlib.learning.wl_features import WLPackedEncoder
-from tnlib.planning.heuristics import RELAXATION_HEURISTICS, linear_features, make_heuristic
+from tnlib.planning.heuristics import (RELAXATION_HEURISTICS, FastDownwardLMCutHeuristic, linear_features,
+                                      make_heuristic)
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_reads_lower_bound, point_estimates
 from tnlib.planning.plans import validate_plan
 from tnlib.planning.pddl import pddl_stem, problem_atoms
@@ -44,9 +45,13 @@ class LearnedHeuristic:
         checkpoint: a run folder (its ``best.pt``) or a ``.pt`` file.
         domain_file, problem_file: the problem to plan for.
         estimate: ``"default"`` (N: mu, TN: mean) or ``"clip"`` (N+clip: max(mu, l); N models only).
+        fast_downward_lmcut: compute an LM-cut l with Fast Downward's tie-breaking
+            (:class:`tnlib.planning.heuristics.FastDownwardLMCutHeuristic`), the l data/paper's labels hold and its
+            runs trained with; by default tnlib's, the l of data/small's labels and of Table 2 so far.
     """
 
-    def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None):
+    def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None,
+                 fast_downward_lmcut: bool = False):
         from tnlib.learning.training import checkpoint_encoder, load_checkpoint
 
         if estimate not in POINT_ESTIMATES:
@@ -76,6 +81,8 @@ class LearnedHeuristic:
         elif head.lower_bound in RELAXATION_HEURISTICS and not names & set(RELAXATION_HEURISTICS):
             names.add("hmax")  # the bound's dead ends, the cheapest way
         self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
+        if fast_downward_lmcut and "lmcut" in self.heuristics:
+            self.heuristics["lmcut"] = FastDownwardLMCutHeuristic(self.task)
         # model inputs straight from the packed states (no atom strings per state); _items is the dataset route
         self.packed_encoder = None
         if self.config.model == "nlm":

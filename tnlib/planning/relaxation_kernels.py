@@ -21,6 +21,10 @@ LM-cut follows Helmert & Domshlak (2009): h_max with the current costs, precondi
 precondition expanded last (an h_max argmax), goal zone = facts reaching the goal through zero-cost justification
 edges, cut = operators leaving the part reachable from the state without entering the goal zone. Costs are unit,
 so every cut costs 1 and reduced costs stay in {0, 1}; the h_max passes use a two-level FIFO queue.
+Where several preconditions of an operator share the highest h_max, which one is its supporter decides the goal
+zone and so the cuts: the value depends on it. ``lmcut_batch(..., fast_downward_ties=True)`` breaks those ties as
+Fast Downward's LM-cut does (the one data/paper's ``lmcut`` column holds; tests/planning/test_heuristics.py
+compares the two state by state); the default keeps the choice above, which data/small's labels hold.
 """
 from __future__ import annotations
 
@@ -304,11 +308,12 @@ def _hmax_levels(
 @njit(cache=True)
 def _hmax_after_cut(
     cut, num_cut, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
-    cost, dist, pcf, heap_keys, heap_vals,
+    cost, dist, pcf, heap_keys, heap_vals, fast_downward_ties,
 ):
     """Update h_max (and pcf) after the costs of the cut operators dropped: only values can decrease, so a
     Dijkstra pass seeded with the cut operators' effects suffices. A fact's decrease matters to an operator only
-    if it is that operator's pcf (otherwise the operator's maximum stands); such operators re-pick their pcf."""
+    if it is that operator's pcf (otherwise the operator's maximum stands); such operators re-pick their pcf, as
+    :func:`lmcut_batch`'s ``fast_downward_ties`` says."""
     size = 0
     for k in range(num_cut):
         o = cut[k]
@@ -326,13 +331,22 @@ def _hmax_after_cut(
             o = x_prec_of_ops[k]
             if pcf[o] != f:
                 continue
-            best = -1
-            arg = -1
-            for j in range(x_pre_start[o], x_pre_start[o + 1]):
-                p = x_pre_facts[j]
-                if dist[p] >= best:
-                    best = dist[p]
-                    arg = p
+            if fast_downward_ties:  # keep the supporter unless a precondition is strictly dearer, in order
+                arg = pcf[o]
+                best = dist[arg]
+                for j in range(x_pre_start[o], x_pre_start[o + 1]):
+                    p = x_pre_facts[j]
+                    if dist[p] > best:
+                        best = dist[p]
+                        arg = p
+            else:  # the last precondition of highest h_max
+                best = -1
+                arg = -1
+                for j in range(x_pre_start[o], x_pre_start[o + 1]):
+                    p = x_pre_facts[j]
+                    if dist[p] >= best:
+                        best = dist[p]
+                        arg = p
             pcf[o] = arg
             value = best + cost[o]
             for j in range(x_add_start[o], x_add_start[o + 1]):
@@ -343,11 +357,57 @@ def _hmax_after_cut(
     return dist[dist.shape[0] - 1]
 
 
+@njit(cache=True, inline="always")
+def _goal_zone_fast_downward(goal_fact, x_pre_start, x_pre_facts, x_achievers_start, x_achievers_ops, cost, dist,
+                             pcf, goal_zone, stack, next_achiever):
+    """The goal zone marked depth first from the goal (``goal_zone[goal_fact]`` set already), as Fast Downward's
+    recursion marks it, breaking ties as it does: before a zero-cost achiever is followed to its supporter, the
+    supporter moves to the first precondition of equal h_max that no zero-cost operator achieves or that is
+    marked already. ``stack`` holds the facts on the recursion's path, ``next_achiever`` where each resumes."""
+    top = 0
+    stack[top] = goal_fact
+    next_achiever[top] = x_achievers_start[goal_fact]
+    top += 1
+    while top > 0:
+        f = stack[top - 1]
+        k = next_achiever[top - 1]
+        if k == x_achievers_start[f + 1]:
+            top -= 1
+            continue
+        next_achiever[top - 1] = k + 1
+        o = x_achievers_ops[k]
+        if cost[o] != 0 or pcf[o] < 0:
+            continue
+        for j in range(x_pre_start[o], x_pre_start[o + 1]):
+            q = x_pre_facts[j]
+            if dist[q] != dist[pcf[o]]:
+                continue
+            border = True
+            for m in range(x_achievers_start[q], x_achievers_start[q + 1]):
+                if cost[x_achievers_ops[m]] == 0:
+                    border = False
+                    break
+            if border or goal_zone[q]:
+                pcf[o] = q
+                break
+        p = pcf[o]
+        if not goal_zone[p]:
+            goal_zone[p] = 1
+            stack[top] = p
+            next_achiever[top] = x_achievers_start[p]
+            top += 1
+
+
 @njit(cache=True)
 def lmcut_batch(
     states, num_facts, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start, x_prec_of_ops,
-    x_achievers_start, x_achievers_ops,
+    x_achievers_start, x_achievers_ops, fast_downward_ties=False,
 ):
+    """LM-cut of each packed state. With ``fast_downward_ties`` it breaks ties between equally dear supporters as
+    Fast Downward's LM-cut does (the one data/paper's labels hold): marking the goal zone, a zero-cost operator's
+    supporter moves to a precondition of equal h_max no zero-cost operator achieves, else to one in the zone;
+    updating h_max after a cut, an operator keeps its supporter unless a precondition is strictly dearer. Without
+    it, the supporter h_max chose is followed and an update takes the last precondition of highest h_max."""
     n = states.shape[0]
     num_x_ops = x_pre_start.shape[0] - 1
     total = num_facts + 2
@@ -364,6 +424,7 @@ def lmcut_batch(
     reached = np.empty(total, dtype=np.uint8)
     in_cut = np.zeros(num_x_ops, dtype=np.uint8)
     stack = np.empty(capacity, dtype=np.int32)
+    next_achiever = np.empty(capacity, dtype=np.int32)
     cut = np.empty(num_x_ops, dtype=np.int32)
     heap_keys = np.empty(capacity + x_add_facts.shape[0], dtype=np.int64)
     heap_vals = np.empty(capacity + x_add_facts.shape[0], dtype=np.int32)
@@ -387,19 +448,23 @@ def lmcut_batch(
                 goal_zone[f] = 0
                 reached[f] = 0
             goal_zone[goal_fact] = 1
-            top = 0
-            stack[top] = goal_fact
-            top += 1
-            while top > 0:
-                top -= 1
-                f = stack[top]
-                for k in range(x_achievers_start[f], x_achievers_start[f + 1]):
-                    o = x_achievers_ops[k]
-                    p = pcf[o]
-                    if p >= 0 and cost[o] == 0 and not goal_zone[p]:
-                        goal_zone[p] = 1
-                        stack[top] = p
-                        top += 1
+            if fast_downward_ties:
+                _goal_zone_fast_downward(goal_fact, x_pre_start, x_pre_facts, x_achievers_start, x_achievers_ops,
+                                         cost, dist, pcf, goal_zone, stack, next_achiever)
+            else:
+                top = 0
+                stack[top] = goal_fact
+                top += 1
+                while top > 0:
+                    top -= 1
+                    f = stack[top]
+                    for k in range(x_achievers_start[f], x_achievers_start[f + 1]):
+                        o = x_achievers_ops[k]
+                        p = pcf[o]
+                        if p >= 0 and cost[o] == 0 and not goal_zone[p]:
+                            goal_zone[p] = 1
+                            stack[top] = p
+                            top += 1
             # Forward from the state (and the start fact) without entering the goal zone; operators whose
             # justification edge crosses into it form the cut.
             top = 0
@@ -442,7 +507,7 @@ def lmcut_batch(
             h += smallest
             h_goal = _hmax_after_cut(
                 cut, num_cut, x_pre_start, x_pre_facts, x_add_start, x_add_facts, x_prec_of_start,
-                x_prec_of_ops, cost, dist, pcf, heap_keys, heap_vals,
+                x_prec_of_ops, cost, dist, pcf, heap_keys, heap_vals, fast_downward_ties,
             )
         out[i] = h
     return out
