@@ -6,7 +6,8 @@ For each domain (one generated instance at the paper's test-set scale, blockswor
 random-walk states, times tnlib's ``Heuristic.batch`` over all of them (after a warm-up call, so numba's first
 call -- reported separately -- is excluded) and pyperplan's heuristic on a prefix, and prints ms/state for both,
 the speed-up, and how often the two agree (h_max/h_add must agree always; h_FF differs from stock pyperplan only
-by hash-order tie-breaking; LM-cut implementations legitimately differ).
+by hash-order tie-breaking; LM-cut implementations legitimately differ). ``lmcut-fd`` is tnlib's LM-cut breaking
+supporter ties as Fast Downward does (:class:`tnlib.planning.heuristics.FastDownwardLMCutHeuristic`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pyperplan.heuristics.relaxation import hAddHeuristic, hFFHeuristic, hMaxHeu
 from pyperplan.search.searchspace import make_root_node
 
 from tnlib.planning.generators import generate
-from tnlib.planning.heuristics import make_heuristic
+from tnlib.planning.heuristics import FastDownwardLMCutHeuristic, make_heuristic
 from tnlib.planning.search import random_walk_states
 from tnlib.planning.task import load_task, parse_and_ground
 
@@ -30,7 +31,8 @@ INSTANCES = {
     "gripper": dict(balls=20),
     "visitall": dict(x=7, y=7, ratio=1.0),
 }
-PYPERPLAN = {"hmax": hMaxHeuristic, "hadd": hAddHeuristic, "ff": hFFHeuristic, "lmcut": LmCutHeuristic}
+PYPERPLAN = {"hmax": hMaxHeuristic, "hadd": hAddHeuristic, "ff": hFFHeuristic, "lmcut": LmCutHeuristic,
+             "lmcut-fd": LmCutHeuristic}
 
 
 def main() -> None:
@@ -52,8 +54,9 @@ def main() -> None:
         states = random_walk_states(task, args.states, args.seed, restart=0.02)
         prefix = states[: args.pyperplan_states]
         nodes = [make_root_node(task.state_to_facts(s)) for s in prefix]
-        for name in ("goalcount", "hmax", "hadd", "ff", "lmcut"):
-            heuristic = make_heuristic(name, task)
+        for name in ("goalcount", "hmax", "hadd", "ff", "lmcut", "lmcut-fd"):
+            # lmcut-fd: the same kernel breaking supporter ties as Fast Downward does
+            heuristic = FastDownwardLMCutHeuristic(task) if name == "lmcut-fd" else make_heuristic(name, task)
             started = time.perf_counter()
             heuristic.batch(states[:1])  # numba: compile or load from cache
             first_call = time.perf_counter() - started
