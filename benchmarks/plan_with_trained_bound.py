@@ -63,15 +63,15 @@ def costliest_planned(run, estimate: str, most: int | None) -> list[str]:
     return [r["instance"] for r in sorted(records, key=lambda r: -r["evaluations"])[:most]]
 
 
-def paired_interval(differences) -> str:
-    """Mean and 95% t-interval of per-seed differences."""
+def paired_interval(differences, decimals: int) -> str:
+    """Mean and 95% t-interval of per-seed differences, to ``decimals`` places."""
     from scipy import stats
 
     d = np.asarray(differences, dtype=float)
     if len(d) < 2 or np.all(d == d[0]):
-        return f"{d.mean():+,.1f}"
+        return f"{d.mean():+,.{decimals}f} (equal on every seed)"
     low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
-    return f"{d.mean():+,.1f} [{low:,.1f}, {high:,.1f}]"
+    return f"{d.mean():+,.{decimals}f} [{low:,.{decimals}f}, {high:,.{decimals}f}]"
 
 
 def main() -> None:
@@ -115,8 +115,8 @@ def main() -> None:
     if len(per_run) > 1:
         runs = list(per_run.values())
         print(f"\nover the {len(runs)} runs (one a seed), Fast Downward's l - tnlib's, mean [95% t-interval]: "
-              f"coverage {paired_interval([r['fast-downward'][0] - r['tnlib'][0] for r in runs])}, "
-              f"evaluations {paired_interval([r['fast-downward'][1] - r['tnlib'][1] for r in runs])}")
+              f"coverage {paired_interval([r['fast-downward'][0] - r['tnlib'][0] for r in runs], 3)}, "
+              f"evaluations {paired_interval([r['fast-downward'][1] - r['tnlib'][1] for r in runs], 0)}")
 
 
 if __name__ == "__main__":
