@@ -2,18 +2,13 @@
 so that the hours it expects count only the training that is left."""
 from __future__ import annotations
 
-import importlib.util
-
+from fixtures.benchmark_scripts import load_benchmark
 from fixtures.run_folders import FALLING, FLAT, write_data_root, write_metrics, write_run
-from tnlib.files import REPO_ROOT
 from tnlib.learning.run_files import RunDir
 
 
 def load_campaign_cost():
-    spec = importlib.util.spec_from_file_location("campaign_cost", REPO_ROOT / "benchmarks" / "campaign_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("campaign_cost")
 
 
 def test_a_run_trained_to_a_flat_chunk_end_has_ended_before_its_test(tmp_path):

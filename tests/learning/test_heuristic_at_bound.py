@@ -2,24 +2,18 @@
 (Table 1's scoring, GBFS's computation) agreeing where they must: on an N model's mu, which reads no bound."""
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from tnlib.files import REPO_ROOT
+from fixtures.benchmark_scripts import load_benchmark
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.training import TrainConfig, train
 
 
 @pytest.fixture(scope="module")
 def at_bound():
-    spec = importlib.util.spec_from_file_location("heuristic_at_bound",
-                                                  REPO_ROOT / "benchmarks" / "heuristic_at_bound.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("heuristic_at_bound")
 
 
 def test_order_figures_count_bound_ties_and_tau_per_instance(at_bound):

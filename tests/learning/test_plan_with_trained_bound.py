@@ -2,12 +2,10 @@
 LM-cut values reach the model as l, and nothing changes where the two LM-cuts agree."""
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
-from tnlib.files import REPO_ROOT
+from fixtures.benchmark_scripts import load_benchmark
 from tnlib.learning.heads import HeadConfig
 from tnlib.learning.learned_heuristic import LearnedHeuristic
 from tnlib.learning.training import TrainConfig, train
@@ -20,11 +18,7 @@ from tnlib.planning.search_settings import SearchSettings
 
 @pytest.fixture(scope="module")
 def bound():
-    spec = importlib.util.spec_from_file_location("plan_with_trained_bound",
-                                                  REPO_ROOT / "benchmarks" / "plan_with_trained_bound.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("plan_with_trained_bound")
 
 
 def _tn_run(tmp_path_factory, domain):

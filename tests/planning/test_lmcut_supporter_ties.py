@@ -2,13 +2,11 @@
 either tie-breaking, and with Fast Downward's it gives Fast Downward's values where the default falls short."""
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
+from fixtures.benchmark_scripts import load_benchmark
 from planning_corpus import instance
-from tnlib.files import REPO_ROOT
 from tnlib.paper import DOMAINS
 from tnlib.planning.fast_downward import solve
 from tnlib.planning.fast_downward_states import fd_state_values, translate_once
@@ -22,11 +20,7 @@ from tnlib.planning.task import load_search_task
 
 @pytest.fixture(scope="module")
 def ties():
-    spec = importlib.util.spec_from_file_location("lmcut_supporter_ties",
-                                                  REPO_ROOT / "benchmarks" / "lmcut_supporter_ties.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("lmcut_supporter_ties")
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
