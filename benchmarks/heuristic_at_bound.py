@@ -2,8 +2,9 @@
 how it orders the states of an instance.
 
 Table 1 scores TN's truncated mean and N+clip's max(mu, l) with the l the dataset holds (the one the run trained
-with); GBFS computes l itself, state by state, with tnlib's LM-cut. Where the two LM-cuts differ the planner
-follows another heuristic than the table scores: where mu falls below l the estimate is l's (just above its open
+with); GBFS computes l itself, state by state, with the LM-cut the run trained with -- or, asked to
+(``LearnedHeuristic(..., fast_downward_lmcut=False)``), with tnlib's. Where the two LM-cuts differ a planner on
+tnlib's follows another heuristic than the table scores: where mu falls below l the estimate is l's (just above its open
 bound for TN), and with a weaker l it falls back on a mu that TN never had to learn where l bound it. N's mu reads
 no bound and is the same both ways. This prints, for each run folder given, on its test split (the states of the
 test instances' optimal trajectories):
@@ -17,9 +18,9 @@ test instances' optimal trajectories):
 
 then per cell (domain, configuration, column) the mean over seeds and its range. Each figure twice: as Table 1
 evaluates the heuristic (``test``: l is the dataset's ``lmcut`` column, Fast Downward's LM-cut where the dataset
-was relabelled, the l the run trained with), and as GBFS computes it when it plans (``plan``: through
-:class:`tnlib.learning.learned_heuristic.LearnedHeuristic`, whose l is tnlib's LM-cut of each state, computed in
-the search).
+was relabelled, the l the run trained with), and as GBFS computes it when it plans with tnlib's LM-cut (``plan``:
+through :class:`tnlib.learning.learned_heuristic.LearnedHeuristic` with ``fast_downward_lmcut=False``, l
+computed state by state in the search).
 
     python benchmarks/heuristic_at_bound.py reports/paper-scale-nlm5/runs/visitall-nlm-*-fixed-none-llmcut-s* \
         [--instances 60]
@@ -87,7 +88,7 @@ def planning_values(run: str, domain: str, items: list[dict], instances: list[np
         problem = items[rows[0]]["problem"]
         for column in columns:
             heuristic = LearnedHeuristic(run, domain_file, problem, "clip" if column == "N+clip" else "default",
-                                         device="cpu")
+                                         device="cpu", fast_downward_lmcut=False)
             task = heuristic.task
             states = [task.facts_to_state([a for a in items[i]["state"] if a in task.fact_index]) for i in rows]
             values[column][rows] = heuristic(states)

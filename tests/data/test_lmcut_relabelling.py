@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tnlib import cli
-from tnlib.data.lmcut_relabelling import LMCUT_LABELS_RECORD, relabel_lmcut
+from tnlib.data.lmcut_relabelling import relabel_lmcut
+from tnlib.data.schema import LMCUT_LABELS_RECORD
 from tnlib.data.generation import GenerateOptions, generate_dataset
 from tnlib.data.manifest import verify_dataset
 from tnlib.errors import LabelError
@@ -127,11 +128,25 @@ def test_the_command_reports_each_split_and_refuses_a_missing_dataset(root, tmp_
     assert "no manifest.json" in capsys.readouterr().err
 
 
+def test_a_split_says_whose_lmcut_it_holds_once_relabelled(root):
+    from tnlib.data.manifest import split_lmcut_source
+    from tnlib.errors import DatasetError
+
+    assert [split_lmcut_source(root, "gripper", split) for split in ("train", "val")] == ["tnlib", "tnlib"]
+    relabel_lmcut(root, splits=["val"], check_states=0, progress=False)
+    assert [split_lmcut_source(root, "gripper", split) for split in ("train", "val")] == ["tnlib", "fast-downward"]
+    with pytest.raises(DatasetError, match="no split 'nowhere'"):
+        split_lmcut_source(root, "gripper", "nowhere")
+    with pytest.raises(DatasetError, match="cannot read"):
+        split_lmcut_source(root, "ferry", "train")
+
+
 def test_a_profile_labelling_with_fast_downward_makes_the_relabelled_table(root, tmp_path):
     """Generation under a profile whose lmcut is Fast Downward's writes, byte for byte, the table that relabelling
     the same split made with tnlib's LM-cut writes, and the same settings; relabelling it again finds nothing."""
     from dataclasses import replace
 
+    from tnlib.data.manifest import split_lmcut_source
     from tnlib.data.schema import FAST_DOWNWARD_LMCUT
 
     relabel_lmcut(root, splits=["val"], check_states=0, progress=False)
@@ -142,6 +157,7 @@ def test_a_profile_labelling_with_fast_downward_makes_the_relabelled_table(root,
     made = read_json(tmp_path / "fd" / "gripper" / "manifest.json")["splits"]["val"]["settings"]
     assert made == read_json(root / "gripper" / "manifest.json")["splits"]["val"]["settings"]
     assert made["lmcut"] == FAST_DOWNWARD_LMCUT
+    assert split_lmcut_source(tmp_path / "fd", "gripper", "train") == FAST_DOWNWARD_LMCUT  # by its settings alone
     assert relabel_lmcut(tmp_path / "fd", check_states=0, progress=False) == {}
 
 

@@ -88,6 +88,20 @@ def test_header_flags_mixed_protocols_and_sigma_links(results, tmp_path):
     assert "different learned-sigma links (bounded, softplus) are averaged together" in header
 
 
+def test_header_says_whose_lmcut_the_planning_records_computed(results, tmp_path):
+    assert "l at planning" not in scope_header(results)  # records that name none: nothing to say
+    runs = [write_run(results, tmp_path / "data", FLAT, seed=seed) for seed in (2, 3, 4)]
+    for run, lmcut in zip(runs, ("fast-downward", "fast-downward", None)):
+        path = run / "planning-default.jsonl"
+        write_planning(path, [True, False, True])
+        path.write_text("".join(json.dumps({**json.loads(line), "lmcut": lmcut}) + "\n"
+                                for line in path.read_text().splitlines()))
+    header = scope_header(results)
+    assert ("l at planning (TN's truncated mean and N+clip's max(mu, l) read it): the LM-cut each run trained with, "
+            "computed state by state -- Fast Downward's tie-breaking in 6 planning records, tnlib's in 0; 3 read "
+            "none (N's mu, which reads l only where it is infinite)") in header
+
+
 def test_header_without_runs_or_data(tmp_path):
     assert "No run folders" in scope_header(tmp_path)
     run = write_run(tmp_path / "r", tmp_path / "no-data", [])

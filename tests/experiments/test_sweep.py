@@ -482,6 +482,23 @@ def test_trained_only_plans_the_tested_runs_and_starts_none(tmp_path):
     assert record["plan"] is True and record["distributions"] == ["N", "TN"]
 
 
+def test_trained_only_never_trains_a_tested_run_on(tmp_path):
+    from tnlib.experiments.running.sweep import run_sweep
+
+    trained = small_linear_sweep(tmp_path, distributions=("N",), plan=False)
+    run_sweep(trained, progress=False)
+    run = trained.run_folder(trained.train_configs()[0])
+    weights, curve = run.best.read_bytes(), run.curves_file.read_text()
+    # a sweep asking for more steps trains the run on; one that only plans plans the weights it was tested with
+    longer = small_linear_sweep(tmp_path, distributions=("N",), plan=True, steps=24)
+    [row] = run_sweep(longer, progress=False, trained_only=True)
+    assert row["run"] == run.path.name and "coverage_default" in row and "coverage_clip" in row
+    assert run.best.read_bytes() == weights and run.curves_file.read_text() == curve
+    assert run.planning_file("clip").is_file()
+    run_sweep(longer, progress=False)
+    assert run.curves_file.read_text() != curve  # (what the planning pass left alone)
+
+
 def test_a_sweep_file_without_a_setting_unites_with_the_sweep_at_its_default(tmp_path):
     from tnlib.experiments.running.sweep import write_sweep_file
 

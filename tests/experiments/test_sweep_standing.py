@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tnlib.experiments.sweep_settings import Sweep
+from tnlib.files import sha256_file
 from tnlib.experiments.running.sweep_standing import finished_runs, hours_phrase, sweep_standing
 from tnlib.learning.run_files import RunDir
 from tnlib.learning.split_planning import chosen_instances, planning_instances
@@ -36,10 +37,18 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     table = planning_instances(sweep.dataset_path(), "gripper", "plan")
     problems = [table.problem_path(instance).name
                 for instance in chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)]
-    for estimate, count in (("default", len(problems)), ("clip", 3)):
-        tested.planning_file(estimate).write_text(
-            "".join(json.dumps({"problem": name, "protocol": "paper", "solved": True, "evaluations": 1}) + "\n"
-                    for name in problems[:count]))
+    tested.best.write_bytes(b"weights")
+    setting = {"protocol": "paper", "max_evaluations": sweep.max_evaluations, "grounding": "unpruned",
+               "checkpoint": sha256_file(tested.best)[:16]}
+
+    def records(estimate, names, **extra):
+        return "".join(json.dumps({"problem": name, "solved": True, "evaluations": 1, "estimate": estimate,
+                                   **setting, **extra}) + "\n" for name in names)
+
+    tested.planning_file("default").write_text(records("default", problems))
+    # three clip records of tnlib's LM-cut, the one data/small holds; two of Fast Downward's, which count for none
+    tested.planning_file("clip").write_text(records("clip", problems[:3])
+                                            + records("clip", problems[3:5], lmcut="fast-downward"))
     training = _write_run(by_distribution["TN"], [9.0, 7.0, 5.0, 3.0, 2.0, 1.0], steps=6000)
 
     lines = sweep_standing(sweep)
@@ -54,7 +63,7 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     assert finished_runs(_sweep(tmp_path / "runs", plan=False)) == {tested.path.name}  # without planning: tested
 
     # the clip planned too: the run counts as planned on all its instances; training done: nothing left to time
-    tested.planning_file("clip").write_text(tested.planning_file("default").read_text())
+    tested.planning_file("clip").write_text(records("clip", problems, lmcut="tnlib"))
     training.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
     assert sweep_standing(sweep) == [
         f"  so far    2 of 2 runs trained and tested, 0 training, 0 not started (in {tmp_path / 'runs'})",

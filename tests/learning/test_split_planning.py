@@ -291,6 +291,77 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     assert json.loads(capsys.readouterr().out)["status"] == "evaluation limit"
 
 
+def _trained_with(run, lmcut):
+    """Say in ``run``'s data.json that its training split held ``lmcut``'s LM-cut (as training records it)."""
+    data = json.loads((run / "data.json").read_text())
+    (run / "data.json").write_text(json.dumps({**data, "lmcut": lmcut}))
+
+
+def test_planning_computes_the_lmcut_the_model_trained_with(gripper_run, tmp_path):
+    from tnlib.planning.heuristics import FastDownwardLMCutHeuristic, LMCutHeuristic
+
+    table = load_split(None, "gripper", "plan")
+    problem, domain_file = table.problem_path(table.instances()[0]), resolve_domain("gripper")
+    # data/small holds tnlib's LM-cut, and training recorded that
+    assert json.loads((gripper_run / "data.json").read_text())["lmcut"] == "tnlib"
+    mine = LearnedHeuristic(gripper_run, domain_file, problem)
+    assert mine.lmcut_source == "tnlib" and type(mine.heuristics["lmcut"]) is LMCutHeuristic
+    run = Path(shutil.copytree(gripper_run, tmp_path / gripper_run.name))
+    _trained_with(run, "fast-downward")
+    for checkpoint in (run, run / "best.pt"):  # a run folder or a checkpoint file in it
+        theirs = LearnedHeuristic(checkpoint, domain_file, problem)
+        assert theirs.lmcut_source == "fast-downward"
+        assert type(theirs.heuristics["lmcut"]) is FastDownwardLMCutHeuristic
+    told = LearnedHeuristic(run, domain_file, problem, fast_downward_lmcut=False)  # told otherwise, it does so
+    assert told.lmcut_source == "tnlib" and type(told.heuristics["lmcut"]) is LMCutHeuristic
+
+
+def test_records_planned_with_the_other_lmcut_are_planned_again(gripper_run, tmp_path):
+    from tnlib.learning.split_planning import recorded_plans
+
+    run = Path(shutil.copytree(gripper_run, tmp_path / "runs" / gripper_run.name))
+    before = plan_split(run, instances=3)
+    assert [r["lmcut"] for r in before] == ["tnlib"] * 3
+    assert recorded_plans(run, instances=3) == before
+    # records that name no LM-cut were planned with tnlib's: they stand
+    path = run / "planning-default.jsonl"
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "lmcut"}) + "\n" for r in before))
+    assert plan_split(run, instances=3) == [{k: v for k, v in r.items() if k != "lmcut"} for r in before]
+    _trained_with(run, "fast-downward")
+    assert recorded_plans(run, instances=3) is None  # planned with the other l: left to plan
+    after = plan_split(run, instances=3)
+    assert all(r["lmcut"] == "fast-downward" and r["solved"] for r in after)
+    assert recorded_plans(run, instances=3) == after
+    lines = [json.loads(line) for line in (run / "planning-default.jsonl").read_text().splitlines()]
+    assert lines == after  # the file keeps the current setting's records only
+    # each record is the search with Fast Downward's tie-breaking, counted the same way
+    table = load_split(None, "gripper", "plan")
+    for instance, record in zip(table.instances()[:3], after):
+        problem = table.problem_path(instance)
+        heuristic = LearnedHeuristic(run, resolve_domain("gripper"), problem, fast_downward_lmcut=True)
+        assert plan_problem(heuristic, resolve_domain("gripper"), problem)["evaluations"] == record["evaluations"]
+
+
+def test_an_estimate_that_reads_no_lmcut_keeps_its_records(tmp_path):
+    from tnlib.learning.learned_heuristic import reads_lmcut_value
+
+    assert not reads_lmcut_value(HeadConfig(distribution="N", residual="ff"), "default")
+    assert reads_lmcut_value(HeadConfig(distribution="N", residual="ff"), "clip")
+    assert reads_lmcut_value(HeadConfig(distribution="TN", residual="none"), "default")
+    assert reads_lmcut_value(HeadConfig(distribution="N", residual="lmcut"), "default")
+    run = train(TrainConfig(domain="gripper", model="linear", head=HeadConfig(distribution="N"), steps=10,
+                            batch_size=16, eval_every=10, checkpoint_every=10, out_dir=str(tmp_path),
+                            progress=False))
+    mu = plan_split(run, instances=2)
+    clip = plan_split(run, "clip", instances=2)
+    assert [r["lmcut"] for r in mu + clip] == [None, None, "tnlib", "tnlib"]
+    _trained_with(run, "fast-downward")
+    assert plan_split(run, instances=2) == mu  # N's mu reads the bound only where it is infinite
+    plan = load_split(None, "gripper", "plan")
+    assert LearnedHeuristic(run, resolve_domain("gripper"), plan.problem_path(plan.instances()[0])).lmcut_source is None
+    assert [r["lmcut"] for r in plan_split(run, "clip", instances=2)] == ["fast-downward"] * 2
+
+
 def test_a_long_search_shows_its_evaluations_and_a_short_one_nothing(gripper_run, tmp_path, monkeypatch, capsys):
     import functools
 

@@ -431,6 +431,7 @@ def test_instances_is_at_most_n_and_the_run_records_what_it_used(tmp_path):
         "train_states": splits["train"]["counts"]["states"],
         "val_instances": len(val_instances - whole), "val_states": pairs["kept"],
         "val_states_in_split": splits["val"]["counts"]["states"], "val_states_equal_to_train": pairs["equal_to_train"],
+        "lmcut": "fast-downward",  # data/paper's labels hold Fast Downward's LM-cut: planning computes that one
     }
     # Fewer than the split holds: a subsample of exactly that many, recorded the same way.
     run = train(config(tmp_path, domain="gripper", data_root=str(root), instances=5, steps=2, eval_every=2,

@@ -28,7 +28,8 @@ import numpy as np
 
 from tnlib.data.labels import check_fast_downward_lmcut
 from tnlib.data.manifest_writing import write_manifest
-from tnlib.data.schema import ALL_SPLITS, FAST_DOWNWARD_LMCUT, MANIFEST, MANIFEST_LOCK, split_table_bytes
+from tnlib.data.schema import (ALL_SPLITS, FAST_DOWNWARD_LMCUT, LMCUT_LABELS_RECORD, MANIFEST, MANIFEST_LOCK,
+                               split_table_bytes)
 from tnlib.data.train_pairs import RECORD as TRAIN_PAIRS_RECORD
 from tnlib.errors import DatasetError, LabelError
 from tnlib.files import atomic_write_bytes, locked, read_json, sha256_file
@@ -37,8 +38,6 @@ from tnlib.planning.fast_downward_states import LMCUT, fd_state_values, state_pr
 from tnlib.planning.pddl import read_pddl_text
 from tnlib.progress import progress as progress_display
 
-# The split manifest entry's record of the relabelling.
-LMCUT_LABELS_RECORD = "lmcut_labels"
 # States per split evaluated again one problem a state (about 0.17 s each, against 0.015 s the fast way).
 CHECK_STATES = 20
 
@@ -165,4 +164,4 @@ def _record_split(root: Path, domain: str, split: str, record: dict) -> None:
         write_manifest(root / MANIFEST, top)
 
 
-__all__ = ["CHECK_STATES", "LMCUT_LABELS_RECORD", "relabel_lmcut"]
+__all__ = ["CHECK_STATES", "relabel_lmcut"]

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from tnlib.data.schema import DEFAULT_PROFILE, DISJOINT_FROM, EXACT_SOLVER, FORMAT, LIMIT_HITS, MANIFEST, arrow_schema
+from tnlib.data.schema import (DEFAULT_PROFILE, DISJOINT_FROM, EXACT_SOLVER, FAST_DOWNWARD_LMCUT, FORMAT, LIMIT_HITS,
+                               LMCUT_LABELS_RECORD, MANIFEST, TNLIB_LMCUT, arrow_schema)
 from tnlib.data.instance_keys import check_domain_instances
 from tnlib.data.profiles import PROFILES, params_label
 from tnlib.data.train_pairs import RECORD as PAIRS_RECORD, check_train_pairs, stale_records
@@ -67,6 +68,23 @@ def dataset_root(root: str | os.PathLike | None = None, profile: str = DEFAULT_P
         f"no dataset at {base} (no {MANIFEST} there or in {base / profile}); {_shipped_hint(base, profile)}"
         f"generate it with {generate_hint(profile=profile)} (add --out {base} if that is not the default data root)"
     )
+
+
+def split_lmcut_source(root: str | os.PathLike | None, domain: str, split: str) -> str:
+    """Whose LM-cut ``split``'s ``lmcut`` column holds (:data:`tnlib.data.schema.LMCUT_SOURCES`): Fast Downward's
+    where the split was labelled with it (its settings' ``lmcut``) or relabelled with it since (its manifest entry's
+    :data:`tnlib.data.schema.LMCUT_LABELS_RECORD`), else tnlib's. A DatasetError where the root, the domain or the
+    split is not there."""
+    path = dataset_root(root) / domain / MANIFEST
+    try:
+        entry = read_json(path)["splits"][split]
+    except (OSError, DamagedFile) as err:
+        raise DatasetError(f"cannot read {path}: {err}") from err
+    except KeyError:
+        raise DatasetError(f"{path} has no split {split!r}") from None
+    if entry.get("settings", {}).get("lmcut") == FAST_DOWNWARD_LMCUT or LMCUT_LABELS_RECORD in entry:
+        return FAST_DOWNWARD_LMCUT
+    return TNLIB_LMCUT
 
 
 def _shipped_hint(base: Path, profile: str) -> str:

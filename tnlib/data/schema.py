@@ -73,13 +73,16 @@ DEFAULT_SOLVER = "fast-downward"
 EXACT_SOLVER = "exact"
 SOLVERS = (DEFAULT_SOLVER, EXACT_SOLVER)
 
-# Whose LM-cut a split's ``lmcut`` column holds (its settings' ``lmcut``; tnlib.data.labels): tnlib's own, the
-# one planning uses, or Fast Downward's, the one the paper's labels hold (tnlib.planning.fast_downward_states; the
-# two break ties between equally costly landmarks otherwise). A split labelled with tnlib's records no ``lmcut``, so
-# the settings of splits made before the choice existed match it.
+# Whose LM-cut a split's ``lmcut`` column holds (its settings' ``lmcut``; tnlib.data.labels): tnlib's own or Fast
+# Downward's, the one the paper's labels hold (tnlib.planning.fast_downward_states; the two break ties between
+# equally costly landmarks otherwise). A split labelled with tnlib's records no ``lmcut``, so the settings of splits
+# made before the choice existed match it; a split relabelled with Fast Downward's afterwards
+# (tnlib.data.lmcut_relabelling) says so in its manifest entry's LMCUT_LABELS_RECORD. Planning computes l with the
+# LM-cut a model's training split holds (tnlib.learning.learned_heuristic).
 TNLIB_LMCUT = "tnlib"
 FAST_DOWNWARD_LMCUT = "fast-downward"
 LMCUT_SOURCES = (TNLIB_LMCUT, FAST_DOWNWARD_LMCUT)
+LMCUT_LABELS_RECORD = "lmcut_labels"
 
 # Label-free plan sets (tnlib.data.plan_sets reads them, tnlib.data.plan_set_generation writes them): problem files
 # drawn from a grid by the generator alone, for planning only. Per domain, ROOT/DOMAIN/<folder>/ holds the set's

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 from tnlib.data.manifest import dataset_root
 from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.profiles import PROFILES
-from tnlib.data.schema import MANIFEST
+from tnlib.data.schema import FAST_DOWNWARD_LMCUT, MANIFEST, TNLIB_LMCUT
 from tnlib.errors import DatasetError
 from tnlib.experiments.damaged_records import damaged_records_items, run_curve
 from tnlib.experiments.results_dir import ResultsDir
@@ -62,6 +62,8 @@ from tnlib.planning.search_settings import PAPER_SEARCH
 NOT_RECORDED = "not recorded"
 
 # GBFS counting protocols (tnlib.planning.search), as the header names them.
+# A planning record made before records named whose LM-cut they computed (tnlib's, wherever one was read).
+UNNAMED_LMCUT = "unnamed"
 PROTOCOL_TEXT = {
     "paper": "the paper's counting (every generated successor is an evaluation, goal test at generation)",
     "distinct": "distinct-state counting (goal test at expansion; looser than the paper's)",
@@ -146,6 +148,9 @@ class Scope:
     without_metrics: list[str] = field(default_factory=list)
     # records that lost lines, what that costs the report and what restores them (tnlib.experiments.damaged_records)
     damaged: list[str] = field(default_factory=list)
+    # the learned heuristics' planning records by whose LM-cut they computed (their "lmcut": fast-downward, tnlib,
+    # None where the estimate reads none; UNNAMED_LMCUT where the record predates the field)
+    plan_lmcuts: Counter = field(default_factory=Counter)
 
     # -- the grid -------------------------------------------------------------------------------------------------
     def values(self, attribute: str) -> list:
@@ -357,13 +362,15 @@ def collect_scope(results_dir: str | os.PathLike) -> Scope:
             facts.ff_solved = sum(r["solved"] for r in records)
             facts.protocols = sorted({r["protocol"] for r in records})
         domains[name] = facts
-    plan_protocols = sorted({record["protocol"] for path in results.planning_files(planned_on)
-                             for record in _records_by_problem(path)})
+    plan_records = [record for path in results.planning_files(planned_on) for record in _records_by_problem(path)]
+    plan_protocols = sorted({record["protocol"] for record in plan_records})
+    plan_lmcuts = Counter(record.get("lmcut", UNNAMED_LMCUT) for record in plan_records)
     if sweep is None:
-        return Scope([str(results_dir)], runs, domains, None, plan_protocols, None, without_metrics, damaged)
+        return Scope([str(results_dir)], runs, domains, None, plan_protocols, None, without_metrics, damaged,
+                     plan_lmcuts)
     until_flat = (sweep.train.steps, sweep.max_steps) if sweep.max_steps is not None else None
     return Scope([str(results_dir)], runs, domains, sweep.max_evaluations, plan_protocols, until_flat,
-                 without_metrics, damaged)
+                 without_metrics, damaged, plan_lmcuts)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -562,7 +569,24 @@ def _domain_rows(scope: Scope) -> list[str]:
                      + "; ".join(f"`{p}`: {PROTOCOL_TEXT.get(p, p)}" for p in protocols)
                      + (" -- **mixed protocols: planning numbers are not comparable**" if len(protocols) > 1 else "")
                      + ".\n")
+    lines += _plan_lmcut_lines(scope.plan_lmcuts)
     return lines
+
+
+def _plan_lmcut_lines(counts: Counter) -> list[str]:
+    """Whose LM-cut the learned heuristics computed as they planned, where a record names it: nothing where none
+    does (every record then predates the field and was planned with tnlib's)."""
+    if not counts.keys() - {UNNAMED_LMCUT}:
+        return []
+    fast_downward, tnlib = counts[FAST_DOWNWARD_LMCUT], counts[TNLIB_LMCUT]
+    others = counts[None] + counts[UNNAMED_LMCUT]
+    text = (f"l at planning (TN's truncated mean and N+clip's max(mu, l) read it): the LM-cut each run trained with, "
+            f"computed state by state -- Fast Downward's tie-breaking in {fast_downward:,} planning records, "
+            f"tnlib's in {tnlib:,}")
+    if others:
+        text += (f"; {others:,} read none (N's mu, which reads l only where it is infinite"
+                 + (", or planned before records named it, with tnlib's" if counts[UNNAMED_LMCUT] else "") + ")")
+    return [text + ".", ""]
 
 
 def _curve_rows(scope: Scope) -> list[str]:
@@ -680,4 +704,5 @@ def collect_scopes(results_dirs: Sequence[str | os.PathLike], keep=None) -> Scop
                  sorted({p for scope in scopes for p in scope.plan_protocols}),
                  next((scope.until_flat for scope in scopes if scope.until_flat is not None), None),
                  [name for scope in scopes for name in scope.without_metrics],
-                 [item for scope in scopes for item in scope.damaged])
+                 [item for scope in scopes for item in scope.damaged],
+                 sum((scope.plan_lmcuts for scope in scopes), Counter()))

@@ -8,6 +8,11 @@ data -- runs one forward pass and returns the head's point estimate:
 * ``N`` -> mu; ``N+clip`` -> max(mu, l); ``TN`` -> the truncated mean (lower bound ``l - 0.1``, no upper bound:
   at planning time there is no satisficing plan cost to bound h* with).
 
+l is the LM-cut the model trained with (:func:`trained_lmcut`): tnlib's, or tnlib's kernel breaking ties between
+equally dear supporters as Fast Downward does where the training split holds Fast Downward's values (data/paper, as
+the paper's labels). The two differ most on visitall, where tnlib's is the weaker by a fifth: a model planning with
+the l it did not train with scores another heuristic than the one it learned (benchmarks/heuristic_at_bound.py).
+
 A state whose lower bound is infinite (LM-cut or h_max prove a dead end) is a dead end for the search too, without
 a forward pass. An N model planning with mu never uses the bound's value, only whether it is infinite: every
 relaxation heuristic is infinite on exactly the states the delete relaxation cannot solve, so its residual h_FF
@@ -27,7 +32,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from tnlib.data.manifest import split_lmcut_source
+from tnlib.data.schema import FAST_DOWNWARD_LMCUT, TNLIB_LMCUT
+from tnlib.errors import DatasetError
+from tnlib.files import read_json
 from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
+from tnlib.learning.run_files import RunDir
 from tnlib.learning.wl_features import WLPackedEncoder
 from tnlib.planning.heuristics import (RELAXATION_HEURISTICS, FastDownwardLMCutHeuristic, linear_features,
                                       make_heuristic)
@@ -38,6 +48,29 @@ from tnlib.planning.search import SearchResult, gbfs
 from tnlib.planning.search_settings import PAPER_SEARCH, SearchSettings
 from tnlib.planning.task import domain_name, load_search_task
 
+def reads_lmcut_value(head, estimate: str) -> bool:
+    """Whether a head's point estimate (``"default"`` or ``"clip"``) reads LM-cut's value: as its residual, or as
+    the lower bound TN's mean and N+clip's max(mu, l) read (N's mu reads the bound only where it is infinite)."""
+    return head.residual == "lmcut" or (head.lower_bound == "lmcut"
+                                        and estimate_reads_lower_bound(head.distribution, estimate))
+
+
+def trained_lmcut(config, run_dir=None) -> str:
+    """Whose LM-cut the model trained with (:data:`tnlib.data.schema.LMCUT_SOURCES`): as its run folder's
+    ``data.json`` records it, else as the manifest of its training split says now
+    (:func:`tnlib.data.manifest.split_lmcut_source`), else tnlib's: a model trained on items given in memory, or
+    on a dataset not on this machine, has no manifest to say otherwise."""
+    data_file = RunDir(run_dir).data_file if run_dir is not None else None
+    if data_file is not None and data_file.is_file():
+        recorded = read_json(data_file).get("lmcut")
+        if recorded is not None:
+            return recorded
+    try:
+        return split_lmcut_source(config.data_root, config.domain, config.train_split)
+    except DatasetError:
+        return TNLIB_LMCUT
+
+
 class LearnedHeuristic:
     """A batch heuristic for :func:`tnlib.planning.search.gbfs` from a trained model, for one problem.
 
@@ -45,13 +78,15 @@ class LearnedHeuristic:
         checkpoint: a run folder (its ``best.pt``) or a ``.pt`` file.
         domain_file, problem_file: the problem to plan for.
         estimate: ``"default"`` (N: mu, TN: mean) or ``"clip"`` (N+clip: max(mu, l); N models only).
-        fast_downward_lmcut: compute an LM-cut l with Fast Downward's tie-breaking
-            (:class:`tnlib.planning.heuristics.FastDownwardLMCutHeuristic`), the l data/paper's labels hold and its
-            runs trained with; by default tnlib's, the l of data/small's labels and of Table 2 so far.
+        fast_downward_lmcut: compute LM-cut with Fast Downward's tie-breaking
+            (:class:`tnlib.planning.heuristics.FastDownwardLMCutHeuristic`, the LM-cut data/paper's labels hold)
+            or, with False, tnlib's (data/small's); None, the default: the one the model trained with
+            (:func:`trained_lmcut`). ``lmcut_source`` says which it is (None where the estimate reads no LM-cut
+            value: :func:`reads_lmcut_value`).
     """
 
     def __init__(self, checkpoint, domain_file, problem_file, estimate: str = "default", device=None,
-                 fast_downward_lmcut: bool = False):
+                 fast_downward_lmcut: bool | None = None):
         from tnlib.learning.training import checkpoint_encoder, load_checkpoint
 
         if estimate not in POINT_ESTIMATES:
@@ -81,8 +116,15 @@ class LearnedHeuristic:
         elif head.lower_bound in RELAXATION_HEURISTICS and not names & set(RELAXATION_HEURISTICS):
             names.add("hmax")  # the bound's dead ends, the cheapest way
         self.heuristics = {name: make_heuristic(name, self.task) for name in sorted(names)}
-        if fast_downward_lmcut and "lmcut" in self.heuristics:
-            self.heuristics["lmcut"] = FastDownwardLMCutHeuristic(self.task)
+        # whose LM-cut l (or the residual) is: None where the estimate reads no LM-cut value
+        self.lmcut_source = None
+        if "lmcut" in self.heuristics:
+            if fast_downward_lmcut is None:  # a checkpoint file's run folder is the folder it lies in
+                run_dir = Path(checkpoint) if Path(checkpoint).is_dir() else Path(checkpoint).parent
+                fast_downward_lmcut = trained_lmcut(self.config, run_dir) == FAST_DOWNWARD_LMCUT
+            self.lmcut_source = FAST_DOWNWARD_LMCUT if fast_downward_lmcut else TNLIB_LMCUT
+            if fast_downward_lmcut:
+                self.heuristics["lmcut"] = FastDownwardLMCutHeuristic(self.task)
         # model inputs straight from the packed states (no atom strings per state); _items is the dataset route
         self.packed_encoder = None
         if self.config.model == "nlm":

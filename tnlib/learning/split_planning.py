@@ -4,8 +4,10 @@
 :class:`tnlib.learning.learned_heuristic.LearnedHeuristic` per problem) into ``planning-<estimate>.jsonl`` (another
 split: ``planning-<split>-<estimate>.jsonl``); :func:`plan_baseline` does the same with a symbolic heuristic
 (``baseline-<domain>-<heuristic>.jsonl``, the h_FF column). :func:`plan_problem` is one record: the problem, the
-search settings it ran under, the grounding, the outcome. A file holds the records of one setting only and is
-resumed where it stopped: instances already there are skipped, a line cut by a crash is planned again.
+search settings it ran under, the grounding, the outcome; a learned heuristic's records name its weights too, and
+whose LM-cut it computed (:func:`_learned_setting`). A file holds the records of one
+setting only and is resumed where it stopped: instances already there are skipped, a line cut by a crash is planned
+again.
 :func:`planning_summary` is a file's coverage and average evaluations, from which
 :func:`tnlib.experiments.reporting.tables.render_table2` renders the paper's Table 2.
 """
@@ -26,7 +28,8 @@ from tnlib.data.plan_sets import load_plan_set
 from tnlib.data.schema import PLAN_SETS
 from tnlib.files import (append_jsonl, atomic_write_text, damaged_message, has_shape, read_json_lines, read_jsonl,
                          sha256_file)
-from tnlib.learning.learned_heuristic import LearnedHeuristic, search_problem
+from tnlib.data.schema import FAST_DOWNWARD_LMCUT
+from tnlib.learning.learned_heuristic import LearnedHeuristic, reads_lmcut_value, search_problem, trained_lmcut
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import BASELINE_HEURISTIC
 from tnlib.planning.pddl import resolve_domain
@@ -94,6 +97,28 @@ def _planning_setting(settings: SearchSettings, extra: dict) -> dict:
             **extra}
 
 
+def _learned_setting(run: RunDir, config, estimate: str) -> dict:
+    """What a learned heuristic's planning records name besides the search settings: the estimate, the weights
+    (the checkpoint's digest: a run trained further since is planned again) and whose LM-cut it computed
+    (``lmcut``: the one the model trained with, :func:`trained_lmcut`; None where the estimate reads no LM-cut
+    value)."""
+    lmcut = trained_lmcut(config, run.path) if reads_lmcut_value(config.head, estimate) else None
+    return {"estimate": estimate, "checkpoint": sha256_file(run.best)[:16], "lmcut": lmcut}
+
+
+def planned_under(record: dict, setting: dict) -> bool:
+    """Whether a planning record was made under ``setting`` (:func:`_planning_setting`). A record that names no
+    ``lmcut`` was made before records named it, with tnlib's LM-cut wherever its estimate read one: it stands for
+    a setting of tnlib's or of none, not for Fast Downward's."""
+    for key, value in setting.items():
+        if key == "lmcut" and key not in record:
+            if value == FAST_DOWNWARD_LMCUT:
+                return False
+        elif record.get(key) != value:
+            return False
+    return True
+
+
 def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: dict, settings: SearchSettings,
                     instances: int | None, progress: bool = False, desc: str = "",
                     per_cell: int | None = None) -> list[dict]:
@@ -115,7 +140,7 @@ def _plan_instances(table, domain: str, out: Path, make_heuristic_for, extra: di
         wrong = len(lines) - len(records)
         reason = "a line is not a planning record" if wrong == 1 else f"{wrong} lines are not planning records"
         print(damaged_message(out, reason, "dropped (the instances missing are planned again)"), file=sys.stderr)
-    done = {r["problem"]: r for r in records if all(r.get(key) == value for key, value in setting.items())}
+    done = {r["problem"]: r for r in records if planned_under(r, setting)}
     if len(done) != len(lines) or found.unreadable:  # stale, repeated or cut lines: keep the current setting's only
         atomic_write_text(out, "".join(json.dumps(r) + "\n" for r in done.values()))
     waiting = [i for i in chosen if table.problem_path(i).name not in done]
@@ -159,13 +184,13 @@ def plan_split(run_dir, estimate: str = "default", data_root=None, split: str = 
     run_dir = Path(run_dir)
     config = read_run_config(run_dir)
     table = planning_instances(data_root or config.data_root, config.domain, split)
-    # the weights a record was planned with: a run trained further since is planned again
-    checkpoint = sha256_file(RunDir(run_dir).best)[:16]
+    setting = _learned_setting(RunDir(run_dir), config, estimate)
+    fast_downward_lmcut = setting["lmcut"] == FAST_DOWNWARD_LMCUT
     return _plan_instances(
         table, config.domain, RunDir(run_dir).planning_file(estimate, split),
-        lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate),
-        {"estimate": estimate, "checkpoint": checkpoint}, settings, instances, progress,
-        desc=f"{run_dir.name} {estimate}", per_cell=per_cell)
+        lambda domain_file, problem: LearnedHeuristic(run_dir, domain_file, problem, estimate=estimate,
+                                                      fast_downward_lmcut=fast_downward_lmcut),
+        setting, settings, instances, progress, desc=f"{run_dir.name} {estimate}", per_cell=per_cell)
 
 
 def recorded_plans(run_dir, estimate: str = "default", split: str = "plan", settings: SearchSettings = PAPER_SEARCH,
@@ -180,14 +205,28 @@ def recorded_plans(run_dir, estimate: str = "default", split: str = "plan", sett
     config = read_run_config(run.path)
     table = planning_instances(config.data_root, config.domain, split) if table is None else table
     found = read_json_lines(run.planning_file(estimate, split))
-    setting = _planning_setting(settings, {"estimate": estimate, "checkpoint": sha256_file(run.best)[:16]})
+    setting = _planning_setting(settings, _learned_setting(run, config, estimate))
     if found.unreadable or not all(has_shape(r, "a planning record") for r in found.records):
         return None
-    done = {r["problem"]: r for r in found.records if all(r.get(key) == value for key, value in setting.items())}
+    done = {r["problem"]: r for r in found.records if planned_under(r, setting)}
     names = [table.problem_path(instance).name for instance in chosen_instances(table, instances, per_cell)]
     if len(done) != len(found.records) or not all(name in done for name in names):
         return None
     return [done[name] for name in names]
+
+
+def planned_problems(run_dir, estimate: str = "default", split: str = "plan",
+                     settings: SearchSettings = PAPER_SEARCH) -> set[str]:
+    """The problem files a run's planning file holds records of under the current setting (what
+    :func:`plan_split` would keep), read without loading its model; a damaged line counts as not planned."""
+    from tnlib.learning.training import read_run_config
+
+    run = RunDir(run_dir)
+    records = [r for r in read_jsonl(run.planning_file(estimate, split)) if has_shape(r, "a planning record")]
+    if not records or not run.best.is_file():  # no weights: nothing is planned with them
+        return set()
+    setting = _planning_setting(settings, _learned_setting(run, read_run_config(run.path), estimate))
+    return {r["problem"] for r in records if planned_under(r, setting)}
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = BASELINE_HEURISTIC, out_dir=None, split: str = "plan",

@@ -53,7 +53,7 @@ from torch import nn
 
 import tnlib.progress
 from tnlib.data.loading import HeuristicDataset, load_split
-from tnlib.data.manifest import dataset_root
+from tnlib.data.manifest import dataset_root, split_lmcut_source
 from tnlib.data.schema import MANIFEST
 from tnlib.data.train_pairs import train_pair_record
 from tnlib.device import check_device, default_device, device_for_reading, machine_kind, processor_signature
@@ -259,7 +259,17 @@ def data_used(config: TrainConfig, train_items: Sequence[dict], val_items: Seque
         "val_states": len(val_items),
         "val_states_in_split": val_split_pairs["rows"] if val_split_pairs else None,
         "val_states_equal_to_train": val_split_pairs["equal_to_train"] if val_split_pairs else None,
+        "lmcut": _lmcut_trained_with(config) if val_split_pairs else None,
     }
+
+
+def _lmcut_trained_with(config: TrainConfig) -> str | None:
+    """Whose LM-cut the training split's ``lmcut`` column holds as training starts (planning computes l with it:
+    tnlib.learning.learned_heuristic.trained_lmcut), None where its manifest cannot say."""
+    try:
+        return split_lmcut_source(config.data_root, config.domain, config.train_split)
+    except DatasetError:
+        return None
 
 
 def load_validation_items(config: TrainConfig) -> tuple[list[dict], dict]:

@@ -12,8 +12,9 @@ state, else its negated atom or ``<none of those>``); the search binary then eva
 difference, and tests/planning/test_fast_downward_states.py compares them state for state on every domain.
 
 tnlib's own LM-cut (:mod:`tnlib.planning.relaxation_kernels`) breaks ties between equally costly landmarks in
-another order and is weaker on visitall; planning uses it (a search calls it on every state it evaluates, where a
-Fast Downward process a state would cost more than the search).
+another order and is weaker on visitall; planning computes l with that kernel (a search calls it on every state it
+evaluates, where a Fast Downward process a state would cost more than the search), breaking ties as Fast Downward
+does where the model trained on Fast Downward's values.
 """
 from __future__ import annotations
 

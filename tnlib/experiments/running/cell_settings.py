@@ -17,8 +17,11 @@ class CellSettings:
     """Train until flat with ``max_steps`` (None: the configuration's steps; chunks of ``extend_steps``), then plan
     when ``plan``: on ``plan_on`` (the plan split, or a plan set), its first ``plan_per_cell`` instances of each grid
     cell and at most ``plan_instances`` (None: all), under ``search``. ``progress``: show the cell's training steps
-    and planned instances where it runs (a sweep in one process: its terminal, log or notebook)."""
+    and planned instances where it runs (a sweep in one process: its terminal, log or notebook). ``train`` False:
+    the run is trained and tested already and the cell only plans with its best checkpoint, never deciding
+    whether to train on (a planning process beside training lanes, on code newer than the code that trains)."""
 
+    train: bool = True
     max_steps: int | None = None
     extend_steps: int = EXTEND_STEPS
     plan: bool = True

@@ -76,9 +76,9 @@ def _recorded_metrics(path: Path) -> dict | None:
         return None
 
 
-def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
-    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
-    config = replace(config, progress=settings.progress)
+def _train_and_test(config: TrainConfig, settings: CellSettings) -> tuple[Path, dict]:
+    """The run trained as far as the cell trains it and tested at both best checkpoints: its folder and test
+    metrics."""
     run_dir = train(config, lock=False) if settings.max_steps is None else \
         train_until_flat(config, settings.max_steps, settings.extend_steps)
     metrics_path = RunDir(run_dir).metrics_file("test")
@@ -91,6 +91,23 @@ def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
     nll_step = read_checkpoint_file(RunDir(run_dir).best_nll, written_here=True)["step"]
     if (_recorded_metrics(nll_path) or {}).get("checkpoint_step") != nll_step:
         evaluate_run(run_dir, "test", checkpoint=RunDir.BEST_NLL)
+    return run_dir, metrics
+
+
+def _tested(config: TrainConfig) -> tuple[Path, dict]:
+    """A run trained and tested already, as its folder holds it: its folder and test metrics (a ValueError where
+    it has none to read: a cell that only plans never trains or tests)."""
+    run_dir = RunDir(Path(config.out_dir) / config.name).path
+    metrics = _recorded_metrics(RunDir(run_dir).metrics_file("test"))
+    if metrics is None:
+        raise ValueError(f"{run_dir}: no test metrics to read; a cell that only plans plans tested runs only")
+    return run_dir, metrics
+
+
+def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
+    torch.set_num_threads(1)  # cells run side by side; one thread each keeps the machine's cores busy, no more
+    config = replace(config, progress=settings.progress)
+    run_dir, metrics = _train_and_test(config, settings) if settings.train else _tested(config)
     summary = {"run": run_dir.name, "mse": metrics["mse"], "nll": metrics["nll"]}
     if settings.plan:
         for estimate in point_estimates(config.head.distribution):
@@ -101,19 +118,12 @@ def _run_cell(config: TrainConfig, settings: CellSettings) -> dict:
     return summary
 
 
-def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSettings(),
-                          tables: dict | None = None) -> dict | None:
-    """The summary :func:`run_cell` would return for a run with nothing left to do, read from its records: trained
-    as far as the cell would train it (:func:`tnlib.learning.training.trained_steps`; until flat, the end of a flat
-    chunk or ``max_steps``), tested at both best checkpoints and, where the cell plans, planned on every instance
-    with every point estimate. None where anything may be left or the records cannot tell: the cell works that
-    out. A second of a worker's set-up per finished run, spent to find nothing to do, is what this saves.
-    ``tables``: the plan instances by domain (:func:`tnlib.learning.split_planning.planning_instances`), where read
-    already."""
+def _recorded_training(config: TrainConfig, settings: CellSettings, run: RunDir) -> dict | None:
+    """The run's test metrics where its records say it is trained as far as the cell would train it and tested at
+    both best checkpoints; None otherwise."""
     step = trained_steps(config)
     if step is None or step < config.steps:
         return None
-    run = RunDir(Path(config.out_dir) / config.name)
     if settings.max_steps is not None:
         curve = [row["val_mse"] for row in read_jsonl(run.curves_file)]
         flat = step >= settings.max_steps or still_improving(curve) is False
@@ -127,7 +137,28 @@ def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSett
         return None
     if any(metrics.get("checkpoint_step") != best_step for metrics, best_step in tested):
         return None
-    summary = {"run": config.name, "mse": tested[0][0]["mse"], "nll": tested[0][0]["nll"]}
+    return tested[0][0]
+
+
+def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSettings(),
+                          tables: dict | None = None) -> dict | None:
+    """The summary :func:`run_cell` would return for a run with nothing left to do, read from its records: trained
+    as far as the cell would train it (:func:`tnlib.learning.training.trained_steps`; until flat, the end of a flat
+    chunk or ``max_steps``), tested at both best checkpoints and, where the cell plans, planned on every instance
+    with every point estimate. None where anything may be left or the records cannot tell: the cell works that
+    out. A second of a worker's set-up per finished run, spent to find nothing to do, is what this saves.
+    ``tables``: the plan instances by domain (:func:`tnlib.learning.split_planning.planning_instances`), where read
+    already."""
+    run = RunDir(Path(config.out_dir) / config.name)
+    if settings.train:
+        tested = _recorded_training(config, settings, run)
+        if tested is None:
+            return None
+    else:
+        tested = _recorded_metrics(run.metrics_file("test")) if run.best.is_file() else None
+        if tested is None:
+            return None
+    summary = {"run": config.name, "mse": tested["mse"], "nll": tested["nll"]}
     if settings.plan:
         for estimate in point_estimates(config.head.distribution):
             records = recorded_plans(run.path, estimate, split=settings.plan_on, settings=settings.search,

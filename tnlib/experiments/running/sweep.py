@@ -151,8 +151,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     ``workers`` local processes (None: ``sweep.workers``), or the Dask ``scheduler``'s workers. The dataset is
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
     so do cells out of reach unless ``accept_out_of_reach``. ``trained_only``: only the runs already trained and
-    tested (``metrics-test.json``), none trained or started -- a planning process beside sweeps still training
-    the rest of the grid. ``progress`` shows the runs done (here, or tested by another sweep over the folder);
+    tested (``metrics-test.json``), none trained or started, and those only planned, never trained on or tested
+    again -- a planning process beside sweeps still training the rest of the grid, possibly on newer code. ``progress`` shows the runs done (here, or tested by another sweep over the folder);
     ``run_progress`` also each run's training steps and planned instances, in one process only (side by side their
     displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
@@ -166,7 +166,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     configs = sweep.train_configs()
     if trained_only:
         configs = [config for config in configs if sweep.run_folder(config).metrics_file("test").is_file()]
-    settings = replace(cell_settings(sweep), progress=run_progress and workers <= 1 and scheduler is None)
+    settings = replace(cell_settings(sweep), progress=run_progress and workers <= 1 and scheduler is None,
+                       train=not trained_only)
     # Runs whose records say they are done are read, not handed to a worker, which would load their data and build
     # their model to find nothing to do: a rerun over the small preset's 32 finished runs takes 10-11 s this way on
     # a busy 2-core machine, 53-59 s through the workers

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from tnlib.data.manifest import dataset_root
 from tnlib.errors import DamagedFile, DatasetError
-from tnlib.files import has_shape, read_jsonl, shown_path
+from tnlib.files import read_jsonl, shown_path
 from tnlib.learning.training_cost import (
     MEASURED_BATCH_SIZE,
     MEASURED_PLAN_SET_EVALUATIONS_PER_SECOND,
@@ -89,7 +89,7 @@ def plan_set_hours(sweep) -> tuple[float, list[str]] | None:
     if not sweep.plan or sweep.plan_on == "plan" or sweep.max_evaluations is None:
         return None
     from tnlib.learning.heads import point_estimates
-    from tnlib.learning.split_planning import chosen_instances, planning_instances
+    from tnlib.learning.split_planning import chosen_instances, planned_problems, planning_instances
 
     try:
         root = dataset_root(sweep.data_root_or_default(), sweep.data_profile)
@@ -133,7 +133,7 @@ def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, in
     :class:`tnlib.learning.training.TrainConfig`); None where the sweep does not plan or its
     plan instances cannot be read (the banner's data lines say what is missing)."""
     from tnlib.learning.heads import point_estimates
-    from tnlib.learning.split_planning import chosen_instances, planning_instances
+    from tnlib.learning.split_planning import chosen_instances, planned_problems, planning_instances
 
     if not sweep.plan:
         return None
@@ -149,9 +149,8 @@ def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, in
     for config, run in tested:
         wanted = chosen[config.domain]
         planned[run.path.name] = {
-            # (a line of another shape plans nothing: the planning pass names it and plans its instance again)
-            estimate: (len(wanted & {r["problem"] for r in read_jsonl(run.planning_file(estimate, sweep.plan_on))
-                                     if has_shape(r, "a planning record")}),
+            # (a line of another shape or setting plans nothing: the planning pass plans its instance again)
+            estimate: (len(wanted & planned_problems(run.path, estimate, sweep.plan_on, sweep.search_settings)),
                        len(wanted))
             for estimate in point_estimates(config.head.distribution)}
     return planned
