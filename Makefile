@@ -88,8 +88,15 @@ CAMPAIGN_PY := $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_TREE) $(PY) -P
 # test grids evaluates every run, each once it is tested
 CAMPAIGN_GRID_CODE := 1358cc06
 CAMPAIGN_GRID_TREE := .campaign/$(CAMPAIGN_GRID_CODE)
-CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS) \
-	$(if $(DEVICE),--device $(DEVICE))
+CAMPAIGN_SWEEP_ARGS := --preset paper-scale --seeds 0 1 2 3 4 --accept-out-of-reach --out $(CAMPAIGN_RUNS)
+CAMPAIGN := $(CAMPAIGN_PY) -m tnlib sweep $(CAMPAIGN_SWEEP_ARGS) $(if $(DEVICE),--device $(DEVICE))
+# Table 2 is planned by one code too, which may be newer than the training code: planning moves no training
+# rounding, and its cells only plan (a tested run is never trained on). This commit's learned GBFS computes l with
+# the LM-cut each run trained with (data/paper's: Fast Downward's tie-breaking), where the training code's computed
+# tnlib's; its records say so ("lmcut"), and the records of the other LM-cut are planned again.
+CAMPAIGN_PLAN_CODE := dfaff7c4
+CAMPAIGN_PLAN_TREE := .campaign/$(CAMPAIGN_PLAN_CODE)
+CAMPAIGN_PLAN := $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_PLAN_TREE) $(PY) -P -m tnlib sweep $(CAMPAIGN_SWEEP_ARGS)
 # LANES processes side by side; DEVICE=cuda trains them on the machine's GPU (an H200 took 14 gripper runs at once,
 # each at 14-17 steps a second: reports/speed-cuda/README.md, call9)
 LANES ?= 2
@@ -109,9 +116,10 @@ CAMPAIGN_STAGES := "--configs $(TABLE2_CONFIGS) --domains ferry gripper visitall
 # paper-scale-worker, on each machine, from a checkout at this checkout's path.
 SCHEDULER ?=
 # Beside the training lanes, one more niced process, in passes: every tested run not yet evaluated on the whole
-# test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned: every run of its configurations already trained and
-# tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part resumes where it
-# stopped), domain by domain. The next pass starts PASS_SECONDS later while a lane trains, so that runs tested during
+# test grid is (CAMPAIGN_GRID_CODE), then Table 2 is planned (CAMPAIGN_PLAN_CODE): every run of its configurations
+# already trained and tested, on the first PLAN_PER_CELL instances of each plan-set cell (a run planned in part
+# resumes where it stopped), domain by domain, the cheapest first (CAMPAIGN_PLAN_DOMAINS: gripper's searches at 100
+# balls take the longest). The next pass starts PASS_SECONDS later while a lane trains, so that runs tested during
 # a stretch of work are evaluated and planned in it (and a core a lane leaves waiting at a stage's end has work), and
 # one last pass follows the lanes' end. A pass plans only when a run of Table 2's configurations was tested since the
 # last planning that ended well (its test metrics as they were read before that planning began, so that a run tested
@@ -119,6 +127,7 @@ SCHEDULER ?=
 # sweep loads every run's training data to find nothing to do, 8-22 s of a core a domain, 55 s a pass, which every
 # ten minutes takes about a twentieth of the two cores from the lanes.
 PLAN_PER_CELL ?= 2
+CAMPAIGN_PLAN_DOMAINS := visitall blocksworld ferry gripper
 PASS_SECONDS ?= 600
 # A pass that finds the records the report reads changed (a run tested, evaluated on the grid, or planned further)
 # renders the report again into the working tree, so that it shows the runs as they finish; the snapshot renders it
@@ -138,7 +147,8 @@ CAMPAIGN_PLANNING := --configs $(TABLE2_CONFIGS) --plan --plan-on plan-set --pla
 # A checkout that lacks the runs' weights (they live in git's history, not its tree: see paper-scale-snapshot) gets
 # them back first; a tested run whose weights history never held stops it, named. The lanes say first which kind of
 # machine trains them, and whether the campaign's runs met it before (another kind rounds otherwise).
-paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py
+paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/tnlib/__init__.py \
+		$(CAMPAIGN_PLAN_TREE)/tnlib/__init__.py
 	$(if $(SCHEDULER),,@$(CAMPAIGN_ENV) $(PY) -c 'from tnlib.device import machine_kind; \
 		from tnlib.experiments.running.cluster_workers import this_machine_for_results; \
 		print(this_machine_for_results("$(CAMPAIGN_RUNS)", machine_kind()))')
@@ -159,8 +169,8 @@ paper-scale: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TREE)/t
 	    [ -z "$$untested" ] || $(CAMPAIGN_ENV) PYTHONPATH=$(CURDIR)/$(CAMPAIGN_GRID_TREE) $(PY) -P -m tnlib evaluate \
 		$$untested --split test-grid --device cpu; \
 	    tested=$$($(CAMPAIGN_TESTED)); [ "$$tested" = "$$planned" ] || { \
-		planning=done; for domain in ferry gripper visitall blocksworld; do \
-		    $(CAMPAIGN) $(CAMPAIGN_PLANNING) --domains $$domain || planning=; done; \
+		planning=done; for domain in $(CAMPAIGN_PLAN_DOMAINS); do \
+		    $(CAMPAIGN_PLAN) $(CAMPAIGN_PLANNING) --domains $$domain || planning=; done; \
 		[ -z "$$planning" ] || planned=$$tested; }; \
 	    records=$$($(CAMPAIGN_RECORDS)); [ "$$records" = "$$rendered" ] || { $(CAMPAIGN_RENDER); rendered=$$records; }; \
 	    [ -n "$$training" ] || break; sleep $(PASS_SECONDS); \
@@ -226,7 +236,7 @@ CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_
 # many tested runs have their whole test grid's metrics, and the hours to finish expected from the ended runs'
 # lengths (the dry-run's are a floor: each run to the end of the chunk it is in)
 CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CONFIGS) --dry-run; \
-	$(CAMPAIGN) $(CAMPAIGN_PLANNING) --dry-run; \
+	$(CAMPAIGN_PLAN) $(CAMPAIGN_PLANNING) --dry-run; \
 	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
 	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
 	expected=$$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | awk '$$1 == "all" {print $$2}'); \
@@ -234,7 +244,7 @@ CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CON
 	run still to train as long as the ended runs of its domain on average (benchmarks/campaign_cost.py)"; } 2>&1
 # with the report, the standing at the snapshot goes into reports/paper-scale-nlm5/standing.txt (the checkout's path
 # left out)
-paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_PLAN_TREE)/tnlib/__init__.py
 	timeout 600 $(PY) -m tnlib prune $(CAMPAIGN_RUNS)
 	$(call CAMPAIGN_SIGNAL,STOP)
 	git add -f $(CAMPAIGN_WEIGHTS) && { git diff --cached --quiet -- $(CAMPAIGN_WEIGHTS) || git commit -q -m \
@@ -288,5 +298,5 @@ paper-scale-lent: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_GRID_TR
 	@echo 'then, here, where rerun.txt says "identical" for both runs:'
 	@echo '  $(PY) -m tnlib adopt-runs FILES_AT/runs-1.tgz.* --into $(CAMPAIGN_RUNS) --code $(CAMPAIGN_CODE)'
 
-paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py
+paper-scale-standing: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_PLAN_TREE)/tnlib/__init__.py
 	@$(CAMPAIGN_STANDING)
