@@ -260,6 +260,7 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
             assert record["protocol"] == protocol and record["status"] == "solved"
             assert record["model"] == str(model) and record["checkpoint"] == str(gripper_run / "best.pt")
             assert (record["domain"], record["distribution"], record["estimate"]) == ("gripper", "TN", "default")
+            assert record["lmcut"] == "tnlib"  # l from the LM-cut data/small's labels hold
             assert record["checkpoint_step"] == torch.load(gripper_run / "best.pt", weights_only=False)["step"]
             assert record["setup_seconds"] >= 0 and record["seconds"] >= 0  # (two times, the search's apart)
         if protocol == PAPER:
@@ -271,8 +272,9 @@ def test_cli_plan_with_a_model_is_table2s_learned_gbfs(gripper_run, tmp_path, ca
     text = capsys.readouterr().out.splitlines()
     assert text[0] == "status: solved" and text[1].startswith(f"model: {gripper_run / 'best.pt'} (step ")
     # loading the model and its first evaluation's compilation are timed apart from the search
-    assert re.search(r"; set up in \d+\.\d{3} s: loaded, and its first evaluation compiled, before the search -- "
-                     r"not in its seconds below\)$", text[1]), text[1]
+    assert re.search(r"estimate default; tnlib's LM-cut, as its training data's; set up in \d+\.\d{3} s: loaded, "
+                     r"and its first evaluation compiled, before the search -- not in its seconds below\)$",
+                     text[1]), text[1]
     assert f"cost: {stage['plan_length']} (unit cost)" in text
     assert f"evaluations: {stage['evaluations']}  expansions: {stage['expansions']}" in "\n".join(text)
     assert "(protocol: paper)" in text[4]

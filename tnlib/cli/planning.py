@@ -224,9 +224,11 @@ def _run_plan(args) -> int:
     else:
         print(f"status: {result.status}")
         if "model" in about:
+            lmcut = {"fast-downward": "; LM-cut breaking ties as Fast Downward does, as its training data's",
+                     "tnlib": "; tnlib's LM-cut, as its training data's"}.get(about["lmcut"], "")
             print(f"model: {about['checkpoint']} (step {about['checkpoint_step']}, {about['distribution']} head, "
-                  f"estimate {about['estimate']}; set up in {about['setup_seconds']:.3f} s: loaded, and its first "
-                  "evaluation compiled, before the search -- not in its seconds below)")
+                  f"estimate {about['estimate']}{lmcut}; set up in {about['setup_seconds']:.3f} s: loaded, and its "
+                  "first evaluation compiled, before the search -- not in its seconds below)")
         if result.solved:
             print(f"plan length: {result.plan_length}")
             print(f"cost: {result.plan_length} (unit cost)")
@@ -273,7 +275,7 @@ def _plan_with_model(args, limit: int | None, on_evaluations):
     about = {"search": "gbfs", "heuristic": "model", "model": str(model), "checkpoint": str(checkpoint),
              "checkpoint_step": heuristic.checkpoint_step, "domain": heuristic.config.domain,
              "distribution": heuristic.config.head.distribution, "estimate": heuristic.estimate,
-             "setup_seconds": round(setup_seconds, 3)}
+             "lmcut": heuristic.lmcut_source, "setup_seconds": round(setup_seconds, 3)}
     return result, about
 
 
