@@ -36,7 +36,10 @@ def test_the_repository_tracks_sweep_files_to_read():
 def test_every_committed_sweep_file_reads_back_to_the_same_sweep(path):
     record = json.loads(path.read_text())
     sweep = ResultsDir(path.parent).read_sweep()
-    # the flat record reads as the sweep it describes: every setting as written, none added or lost
+    if "train" in record:  # a record this code wrote: its training settings nested in the template
+        assert json.loads(json.dumps(sweep.to_record())) == record
+        return
+    # the flat record an older code wrote reads as the sweep it describes: every setting as written, none lost
     assert json.loads(json.dumps(sweep.parameters())) == record
     # and the sweep's record now reads back to the same sweep
     written = json.loads(json.dumps(sweep.to_record()))

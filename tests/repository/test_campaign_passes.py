@@ -40,10 +40,11 @@ def _campaign_with_stubs(tmp_path, check_status: int = 0, plan_status: int = 0, 
     (tmp_path / "runs" / "evaluated").mkdir()
     for name in ("metrics-test.json", "metrics-test-grid.json"):
         (tmp_path / "runs" / "evaluated" / name).write_text("{}")
-    variables = {"CAMPAIGN": str(stub), "CAMPAIGN_ENV": f"LOG={log}", "PY": f"{stub} evaluate-or-restore",
+    variables = {"CAMPAIGN": str(stub), "CAMPAIGN_PLAN": str(stub), "CAMPAIGN_ENV": f"LOG={log}", "PY": f"{stub} evaluate-or-restore",
                  "CAMPAIGN_RUNS": str(tmp_path / "runs"), "PASS_SECONDS": "1", "LANES": "2", "LANE_STAGGER": "0",
                  "STAMP": str(tmp_path / "stamp"), "CAMPAIGN_TREE": str(tmp_path / "tree"),
-                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree"), "CAMPAIGN_RENDER": f"{stub} render", **more}
+                 "CAMPAIGN_GRID_TREE": str(tmp_path / "tree"), "CAMPAIGN_PLAN_TREE": str(tmp_path / "tree"),
+                 "CAMPAIGN_RENDER": f"{stub} render", **more}
     done = subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "paper-scale",
                            *(f"{k}={v}" for k, v in variables.items())],
                           env={"LOG": str(log), "PATH": "/usr/bin:/bin", "CHECK_STATUS": str(check_status),

@@ -34,7 +34,7 @@ import torch
 
 from tnlib.data.manifest import split_lmcut_source
 from tnlib.data.schema import FAST_DOWNWARD_LMCUT, TNLIB_LMCUT
-from tnlib.errors import DatasetError
+from tnlib.errors import DamagedFile, DatasetError
 from tnlib.files import read_json
 from tnlib.learning.encodings import HGNPackedEncoder, NLMPackedEncoder
 from tnlib.learning.run_files import RunDir
@@ -57,12 +57,15 @@ def reads_lmcut_value(head, estimate: str) -> bool:
 
 def trained_lmcut(config, run_dir=None) -> str:
     """Whose LM-cut the model trained with (:data:`tnlib.data.schema.LMCUT_SOURCES`): as its run folder's
-    ``data.json`` records it, else as the manifest of its training split says now
+    ``data.json`` records it (a damaged one says nothing), else as the manifest of its training split says now
     (:func:`tnlib.data.manifest.split_lmcut_source`), else tnlib's: a model trained on items given in memory, or
     on a dataset not on this machine, has no manifest to say otherwise."""
     data_file = RunDir(run_dir).data_file if run_dir is not None else None
     if data_file is not None and data_file.is_file():
-        recorded = read_json(data_file).get("lmcut")
+        try:
+            recorded = read_json(data_file).get("lmcut")
+        except (DamagedFile, AttributeError):  # damaged: training writes it again; the manifest still says
+            recorded = None
         if recorded is not None:
             return recorded
     try:

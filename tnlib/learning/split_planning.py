@@ -25,10 +25,10 @@ import tnlib.progress
 
 from tnlib.data.loading import load_split
 from tnlib.data.plan_sets import load_plan_set
-from tnlib.data.schema import PLAN_SETS
+from tnlib.data.schema import FAST_DOWNWARD_LMCUT, PLAN_SETS
+from tnlib.errors import DamagedFile
 from tnlib.files import (append_jsonl, atomic_write_text, damaged_message, has_shape, read_json_lines, read_jsonl,
                          sha256_file)
-from tnlib.data.schema import FAST_DOWNWARD_LMCUT
 from tnlib.learning.learned_heuristic import LearnedHeuristic, reads_lmcut_value, search_problem, trained_lmcut
 from tnlib.learning.run_files import RunDir, baseline_file
 from tnlib.paper import BASELINE_HEURISTIC
@@ -225,7 +225,11 @@ def planned_problems(run_dir, estimate: str = "default", split: str = "plan",
     records = [r for r in read_jsonl(run.planning_file(estimate, split)) if has_shape(r, "a planning record")]
     if not records or not run.best.is_file():  # no weights: nothing is planned with them
         return set()
-    setting = _planning_setting(settings, _learned_setting(run, read_run_config(run.path), estimate))
+    try:
+        config = read_run_config(run.path)
+    except DamagedFile:  # the planning pass mends or names it; until then nothing counts as planned
+        return set()
+    setting = _planning_setting(settings, _learned_setting(run, config, estimate))
     return {r["problem"] for r in records if planned_under(r, setting)}
 
 
