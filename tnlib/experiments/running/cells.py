@@ -152,12 +152,10 @@ def recorded_cell_summary(config: TrainConfig, settings: CellSettings = CellSett
     run = RunDir(Path(config.out_dir) / config.name)
     if settings.train:
         tested = _recorded_training(config, settings, run)
-        if tested is None:
-            return None
-    else:
+    else:  # a cell that only plans reads the test metrics as they are
         tested = _recorded_metrics(run.metrics_file("test")) if run.best.is_file() else None
-        if tested is None:
-            return None
+    if tested is None:
+        return None
     summary = {"run": config.name, "mse": tested["mse"], "nll": tested["nll"]}
     if settings.plan:
         for estimate in point_estimates(config.head.distribution):

@@ -152,7 +152,8 @@ def run_sweep(sweep: Sweep, workers: int | None = None, scheduler: str | None = 
     checked first (:meth:`Sweep.check_data`), so a missing domain or split stops the sweep before any training, and
     so do cells out of reach unless ``accept_out_of_reach``. ``trained_only``: only the runs already trained and
     tested (``metrics-test.json``), none trained or started, and those only planned, never trained on or tested
-    again -- a planning process beside sweeps still training the rest of the grid, possibly on newer code. ``progress`` shows the runs done (here, or tested by another sweep over the folder);
+    again -- a planning process beside sweeps still training the rest of the grid, possibly on newer code.
+    ``progress`` shows the runs done (here, or tested by another sweep over the folder);
     ``run_progress`` also each run's training steps and planned instances, in one process only (side by side their
     displays would mix): what a terminal running one long sweep wants, not a notebook running many short runs.
     """
