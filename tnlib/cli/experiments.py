@@ -184,7 +184,8 @@ def register_report(subparsers) -> None:
                              "paper's selection, on the instances whose recorded optimal solve finished within S "
                              "seconds")
     parser.add_argument("--paper-tables", action="store_true",
-                        help="set the paper's own NLM Tables 1 and 2 beside the NLM ones, in the same layout")
+                        help="set the paper's own NLM Tables 1 and 2 beside the NLM ones, in the same layout, and "
+                             "write headline.md: the NLM tables in brief beside the paper's")
     parser.add_argument("--calibration", action="store_true",
                         help="also write calibration.md: interval coverage, width and mass below l of the runs with "
                         "a learned sigma on the test split (beyond the paper; a few seconds per run)")

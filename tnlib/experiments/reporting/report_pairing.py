@@ -18,6 +18,7 @@ from typing import Sequence
 from tnlib.experiments.reporting.findings import METRICS, seed_values_of_report
 from tnlib.experiments.reporting.report_files import ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV
 from tnlib.experiments.reporting.seed_statistics import (
+    EQUAL_ON_EVERY_SEED,
     EVALUATION_ROUNDING,
     PAIRED_CONFIDENCE,
     PAIRED_MIN_SEEDS,
@@ -41,7 +42,6 @@ _COLUMNS = ("N", "N+clip", "TN")
 _CSV_FIELDS = ("model", "metric", "domain", "configuration", "column", "seeds", "first_mean", "second_mean", "mean",
                "low", "high", "p", "verdict", "p_holm", "verdict_holm")
 _PLANNING = ("coverage", "evaluations")
-EQUAL = "equal on every seed"  # paired_verdict's word for differences that are all 0
 
 
 def _planned_instances(report_dir: Path) -> dict:
@@ -84,7 +84,7 @@ def report_pairing_rows(first_dir, second_dir) -> list[dict]:
                 interval = paired_interval([seed_difference(mine[key][s], theirs[key][s], EVALUATION_ROUNDING)
                                             for s in seeds])
                 verdict = paired_verdict(interval, len(seeds))
-                if verdict == EQUAL:
+                if verdict == EQUAL_ON_EVERY_SEED:
                     interval = None  # no test: it would only widen the Holm family
                 rows.append({"model": model, "metric": metric, "domain": domain, "configuration": f"{sigma}/{residual}",
                              "column": column, "seeds": len(seeds),
@@ -130,7 +130,7 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
             if not mine:
                 continue
             lines.append(f"**{what}** ({'lower' if lower_is_better else 'higher'} is better)\n")
-            differing = [r for r in mine if r["verdict"] != EQUAL]
+            differing = [r for r in mine if r["verdict"] != EQUAL_ON_EVERY_SEED]
             if differing:
                 lines += [f"| domain | configuration | column | seeds | `{names[0]}` | `{names[1]}` | first - second: "
                           f"mean [{PAIRED_CONFIDENCE:.0%}] | verdict | after Holm |", "|" + "---|" * 9]
@@ -140,7 +140,7 @@ def render_report_pairing(rows: Sequence[dict], names: tuple[str, str]) -> str:
                                                     _interval(r), r["verdict"], r["verdict_holm"]]) + " |")
                 lines.append("")
             # cells whose every seed agrees (the same records in both): one line, not a table of blanks
-            equal = [f"{r['domain']} {r['configuration']} {r['column']}" for r in mine if r["verdict"] == EQUAL]
+            equal = [f"{r['domain']} {r['configuration']} {r['column']}" for r in mine if r["verdict"] == EQUAL_ON_EVERY_SEED]
             if equal:
                 lines += [f"Equal on every seed in both ({len(equal)}): " + ", ".join(equal) + ".", ""]
             counts: dict = {}

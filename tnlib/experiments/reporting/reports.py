@@ -38,6 +38,7 @@ from tnlib.experiments.reporting.tables import (
     table2_bold_rule,
     table2_seed_values,
 )
+from tnlib.data.schema import TEST_GRID
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import NO_RUNS_YET, RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
@@ -505,9 +506,9 @@ def _domain_order(domain: str) -> int:
 
 
 # The files a render writes only where its runs or options call for them (seeds for the intervals, whole-grid
-# metrics, a folder or report set against). One left from an earlier render would pass for this one's: a render that
+# metrics, a folder or report set against, the paper's tables). One left from an earlier render would pass for this one's: a render that
 # does not write it removes it. (calibration.md, which needs the runs' weights, is only ever written on request.)
-CONDITIONAL_FILES = ("intervals.html", SIZES_PAGE, SIZES_SEEDS, SIZES_FIGURE, "comparison.md", REPORT_PAIRING,
+CONDITIONAL_FILES = ("headline.md", "intervals.html", SIZES_PAGE, SIZES_SEEDS, SIZES_FIGURE, "comparison.md", REPORT_PAIRING,
                      REPORT_PAIRING_CSV, REPORT_PAIRING_PAGE)
 
 
@@ -523,7 +524,8 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     paired by seed (:mod:`tnlib.experiments.reporting.report_pairing`). ``selection_seconds``,
     ``paper_tables``: see :func:`write_reports`; ``calibration`` adds ``calibration.md``
     (:func:`write_calibration`). Where runs have metrics on the whole test grid, ``accuracy-by-size.md`` too
-    (:mod:`tnlib.experiments.reporting.size_tables`).
+    (:mod:`tnlib.experiments.reporting.size_tables`). With ``paper_tables`` and NLM runs, ``headline.md``: the main
+    tables in brief beside the paper's (:mod:`tnlib.experiments.reporting.headline`).
 
     The runs must share one lower bound (a ValueError otherwise: a table holds one). plotly.js comes from
     reports/notebooks/ when ``reports_dir`` is inside the repository's reports/ (no second copy of the 4.8 MB
@@ -557,7 +559,11 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                                 plotly_src=plotly_src)
     if intervals is not None:
         written.append(intervals)
-    written += _write_findings(results_dir, reports_dir, bounds[0], against)
+    from tnlib.experiments.reporting.findings import findings, seed_values_of_results
+
+    values = seed_values_of_results(results_dir, bounds[0])
+    finding_rows = findings(values)
+    written += _write_findings(results_dir, reports_dir, bounds[0], values, finding_rows, against)
     written += write_convergence(results_dir, reports_dir, bounds[0])
     written += write_size_report(results_dir, reports_dir, models, bounds[0], rendered_by())
     if reports_dir / SIZES_SEEDS in written:
@@ -576,8 +582,14 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
                 "said under the table.\n\n" + table)
         atomic_write_text(reports_dir / "comparison.md", text)
         written.append(reports_dir / "comparison.md")
+    pairing = None
     if against_report is not None:
-        written += _write_against_report(results_dir, reports_dir, against_report, plotly_src)
+        pairing = _write_against_report(results_dir, reports_dir, against_report, plotly_src)
+        written += pairing[0]
+    if paper_tables and MAIN_TABLES_MODEL in models:
+        written.append(_write_headline(results_dir, reports_dir, bounds[0], configs, values, finding_rows,
+                                       pairing and (pairing[1], (shown_folder(results_dir),
+                                                                 shown_folder(against_report)))))
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     for name in CONDITIONAL_FILES:
@@ -586,9 +598,10 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
     return written
 
 
-def _write_against_report(results_dir, reports_dir: Path, against_report, plotly_src: str) -> list[Path]:
+def _write_against_report(results_dir, reports_dir: Path, against_report,
+                          plotly_src: str) -> tuple[list[Path], list[dict]]:
     """against-report.md and .csv (:mod:`tnlib.experiments.reporting.report_pairing`) and, where a cell has the
-    seeds for an interval, against-report.html: its paired intervals drawn."""
+    seeds for an interval, against-report.html: its paired intervals drawn; and the paired rows."""
     from tnlib.experiments.reporting.report_pairing import (report_pairing_figure, report_pairing_rows,
                                                            write_report_pairing)
 
@@ -604,7 +617,24 @@ def _write_against_report(results_dir, reports_dir: Path, against_report, plotly
                    f"equal on every seed is not drawn. The numbers: {REPORT_PAIRING}.")
         written.append(_write_intervals_page(reports_dir / REPORT_PAIRING_PAGE, [("pairing", figure)], caption,
                                              header, plotly_src, f"{names[0]} against {names[1]}"))
-    return written
+    return written, rows
+
+
+def _write_headline(results_dir, reports_dir: Path, lower_bound: str, configs: Sequence[TrainConfig],
+                    values: dict, finding_rows: list[dict], pairing: tuple | None) -> Path:
+    """headline.md (:mod:`tnlib.experiments.reporting.headline`) of the main tables' model; ``pairing``: the
+    against-report rows and the two folders' names, or None."""
+    from tnlib.experiments.reporting.headline import bound_mse_of, write_headline
+
+    model = MAIN_TABLES_MODEL
+    held = {(c.domain, c.head.sigma, c.head.residual) for c in configs if c.model == model}
+    bound_mse = {"mse": bound_mse_of([r for r in collect_results(results_dir) if r["model"] == model], lower_bound),
+                 "grid_mse": bound_mse_of([r for r in collect_results(results_dir, TEST_GRID) if "sizes" in r
+                                           and r["model"] == model], lower_bound)}
+    header = f"{scope_header(results_dir)}\n{rendered_by()}"
+    rows, names = pairing if pairing else (None, None)
+    return write_headline(reports_dir, model, values.get(model, {}), finding_rows, held, bound_mse, header,
+                          rows, names)
 
 
 def _write_size_intervals(reports_dir: Path, models: Sequence[str], header: str, plotly_src: str) -> list[Path]:
@@ -624,12 +654,13 @@ def _write_size_intervals(reports_dir: Path, models: Sequence[str], header: str,
                                   "TN against N+clip and N, size by size")]
 
 
-def _write_findings(results_dir, reports_dir, lower_bound: str, against=None) -> list[Path]:
-    """findings.md and findings.csv (:mod:`tnlib.experiments.reporting.findings`) of the folder's runs; with ``against``,
-    that folder's verdicts beside them (on its own lower bound)."""
+def _write_findings(results_dir, reports_dir, lower_bound: str, values: dict, rows: list[dict],
+                    against=None) -> list[Path]:
+    """findings.md and findings.csv (:mod:`tnlib.experiments.reporting.findings`) of the folder's runs (``rows``:
+    the findings of its ``values``); with ``against``, that folder's verdicts beside them (on its own lower
+    bound)."""
     from tnlib.experiments.reporting.findings import findings, seed_values_of_results, write_findings
 
-    rows = findings(seed_values_of_results(results_dir, lower_bound))
     source = (f"From `{shown_folder(results_dir)}/`, l = {lower_bound}: the values of accuracy-seeds.csv and "
               "planning-seeds.csv (planning of the runs that finished planning).")
     if any(r["metric"] == "grid_mse" for r in rows):

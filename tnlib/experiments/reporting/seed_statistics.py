@@ -156,13 +156,17 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+# paired_verdict's word for differences that are all 0: no finding either way
+EQUAL_ON_EVERY_SEED = "equal on every seed"
+
+
 def paired_verdict(interval: dict | None, seeds: int) -> str:
     """``lower`` / ``higher`` / ``within noise`` for a paired interval (``equal on every seed`` where every
     difference is 0: no finding either way); ``not testable at N seeds`` without one."""
     if interval is None:
         return f"not testable at {seeds} seed{'' if seeds == 1 else 's'}"
     if interval["low"] == interval["high"] == 0:
-        return "equal on every seed"
+        return EQUAL_ON_EVERY_SEED
     return "lower" if interval["high"] < 0 else "higher" if interval["low"] > 0 else "within noise"
 
 
