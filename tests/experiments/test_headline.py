@@ -136,3 +136,11 @@ def test_report_with_the_papers_tables_writes_the_page_and_without_them_removes_
     assert main(["report", str(folder), "--out", str(out)]) == 0
     assert not (out / "headline.md").exists()
     capsys.readouterr()
+
+
+def test_a_configuration_one_domain_has_started_stands_in_every_domain():
+    values = {"mse": ferry_cells(-0.5)}
+    held = {("ferry", "learn", "ff"), ("gripper", "learn", "ff"), ("gripper", "fixed", "ff")}
+    rows = rows_of(headline_table("nlm", "mse", values, findings({"nlm": values}), held))
+    assert [r[:3] for r in rows] == [["ferry", "learn/ff", rows[0][2]], ["ferry", "fixed/ff", "not yet tested"],
+                                     ["gripper", "learn/ff", "not yet tested"], ["gripper", "fixed/ff", "not yet tested"]]

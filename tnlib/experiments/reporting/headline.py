@@ -101,13 +101,15 @@ def _bounds_text(bound_mse: dict, domain: str) -> str:
 
 
 def _row_keys(metric: str, cells: dict, held: set) -> list[tuple[str, str, str]]:
-    """The (domain, sigma, residual) rows of a metric's table: every configuration the runs hold for Table 1's
-    metrics; for Table 2's, those planned and the paper's Table 2 configurations of each domain the runs hold."""
+    """The (domain, sigma, residual) rows of a metric's table: each domain of the runs in every configuration of
+    any of them (a sweep's grid: a configuration no run of a domain has started yet stands there too) for Table 1's
+    metrics; for Table 2's, those planned and the paper's Table 2 configurations among them."""
     has = {key[:3] for key in cells}
+    grid = {(domain, *config) for domain in {k[0] for k in held} for config in {k[1:] for k in held}}
     if metric in ("coverage", "evaluations"):
-        wanted = has | {key for key in held if key[1:] in PAPER_CONFIGS}
+        wanted = has | {key for key in grid if key[1:] in PAPER_CONFIGS}
     else:
-        wanted = has | held
+        wanted = has | grid
     order = {config: i for i, config in enumerate(TABLE1_CONFIGS)}
     return sorted(wanted, key=lambda k: (*domain_rank(k[0]), order.get(k[1:], len(order)), k[1:]))
 
