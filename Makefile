@@ -256,9 +256,11 @@ paper-scale-snapshot: $(STAMP) $(CAMPAIGN_TREE)/tnlib/__init__.py $(CAMPAIGN_PLA
 	@echo "staged: commit with  git commit -m '$(CAMPAIGN_RUNS): campaign snapshot'  (the index as staged: the \
 	weights are untracked there; unstaging and adding back would track them again, and commit other work first, with \
 	git commit -- PATHS)"
-	@out=$$($(PY) -m pytest -q -p no:cacheprovider tests/repository/test_claims.py 2>&1) || { echo "and first mend \
-	the READMEs' quotes that tests/repository/test_claims.py fails on (a quoted cell moved, or Holm's verdict on it: \
-	the findings' family grows with every run tested):"; echo "$$out" | grep '^FAILED'; }
+	@out=$$($(PY) -m pytest -q -p no:cacheprovider tests/repository/test_claims.py \
+		tests/repository/test_readme_tables.py 2>&1) || { echo "and first mend the READMEs' quotes that these \
+	tests fail on (a quoted cell moved, or Holm's verdict on it: the findings' family grows with every run tested; \
+	a table laid out as headline.md is copied from reports/paper-scale-nlm5/headline.md):"; \
+		echo "$$out" | grep '^FAILED'; }
 
 # A lent GPU machine trains whole runs of the campaign, by the same pinned code (reports/paper-scale-nlm5/README.md,
 # On a GPU): this writes what the call carries into .device-code/ (git-ignored through .git/info/exclude) -- the
