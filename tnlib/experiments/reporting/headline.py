@@ -20,7 +20,7 @@ from typing import Sequence
 
 from tnlib.experiments.reporting.seed_statistics import EQUAL_ON_EVERY_SEED, domain_rank
 from tnlib.files import atomic_write_text
-from tnlib.paper import PAPER_CONFIGS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
+from tnlib.paper import MAIN_TABLES_MODEL, PAPER_CONFIGS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
 HEADLINE_PAGE = "headline.md"
 COLUMNS = ("TN", "N", "N+clip")
@@ -82,7 +82,7 @@ def _mean(by_seed: dict | None) -> float | None:
 def _paper_means(model: str, metric: str, domain: str, config: tuple[str, str]) -> str:
     if metric == "mse":
         table = PAPER_TABLE1.get(model, {})
-    elif metric in ("coverage", "evaluations") and model == "nlm":
+    elif metric in ("coverage", "evaluations") and model == MAIN_TABLES_MODEL:
         table = PAPER_TABLE2_NLM[metric]
     else:
         return ""
