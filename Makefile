@@ -232,11 +232,12 @@ CAMPAIGN_WEIGHTS := '$(CAMPAIGN_RUNS)/*/best*.pt'
 # two cannot part
 CAMPAIGN_REPORT = $(PY) -m $$($(PY) -c 'from tnlib.experiments.reporting.render_check import COMMITTED_RENDERS as r; \
 	print(r["paper-scale-nlm5"].command("reports/paper-scale-nlm5"))')
-# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it, how
+# The standing (runs done, training, waiting; planning; hours left), as the pinned code's --dry-run prints it (the
+# planning's by the current code, which reads the same records the same way and also times the searches left), how
 # many tested runs have their whole test grid's metrics, and the hours to finish expected from the ended runs'
 # lengths (the dry-run's are a floor: each run to the end of the chunk it is in)
 CAMPAIGN_STANDING = { $(CAMPAIGN) --configs $(TABLE2_CONFIGS) $(TABLE1_OTHER_CONFIGS) --dry-run; \
-	$(CAMPAIGN_PLAN) $(CAMPAIGN_PLANNING) --dry-run; \
+	$(CAMPAIGN_ENV) $(PY) -P -m tnlib sweep $(CAMPAIGN_SWEEP_ARGS) $(CAMPAIGN_PLANNING) --dry-run; \
 	echo "test grid: $$(ls $(CAMPAIGN_RUNS)/*/metrics-test-grid.json 2>/dev/null | wc -l) of the \
 	$$(ls $(CAMPAIGN_RUNS)/*/metrics-test.json 2>/dev/null | wc -l) tested runs evaluated on the whole test grid"; \
 	expected=$$(OMP_NUM_THREADS=1 $(PY) benchmarks/campaign_cost.py $(CAMPAIGN_RUNS) | awk '$$1 == "all" {print $$2}'); \

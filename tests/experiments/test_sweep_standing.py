@@ -57,8 +57,11 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     assert lines[2] == (f"  planned   0 of the 1 tested runs on all their instances (gripper {len(problems)} per run and "
                         f"estimate), 1 part-way ({tested.path.name}: default {len(problems)} of {len(problems)}, "
                         f"clip 3 of {len(problems)}), 0 not yet")
+    # the clip searches left: two planned with Fast Downward's l (no seconds recorded: 0), the rest with nothing
+    assert lines[3].startswith("            planning left: under a minute with 1 process by the seconds recorded ")
+    assert lines[3].endswith(f"; {len(problems) - 5} searches with none recorded not counted")
     seconds = 5700 * MEASURED_STEP_SECONDS["small"]["nlm"]["gripper"] + MEASURED_RUN_OVERHEAD_SECONDS["small"]["nlm"]
-    assert lines[3].startswith(f"  left      training at least about {seconds / 60:.0f} minutes with 1 process by ")
+    assert lines[4].startswith(f"  left      training at least about {seconds / 60:.0f} minutes with 1 process by ")
     assert finished_runs(sweep) == set()  # tested, but its clip estimate is planned part-way
     assert finished_runs(_sweep(tmp_path / "runs", plan=False)) == {tested.path.name}  # without planning: tested
 
@@ -68,8 +71,47 @@ def test_standing_names_tested_training_and_unplanned_runs_and_the_time_left(tmp
     assert sweep_standing(sweep) == [
         f"  so far    2 of 2 runs trained and tested, 0 training, 0 not started (in {tmp_path / 'runs'})",
         f"  planned   1 of the 2 tested runs on all their instances (gripper {len(problems)} per run and estimate), "
-        "0 part-way, 1 not yet"]
+        "0 part-way, 1 not yet",
+        "            planning left: under a minute with 1 process by the seconds recorded for the same instances (the "
+        f"run's own earlier search, else its configuration's other runs); {len(problems)} searches with none "
+        "recorded not counted"]
     assert finished_runs(sweep) == {tested.path.name}
+
+
+def test_planning_left_is_timed_by_the_runs_own_earlier_search_else_its_peers_median(tmp_path):
+    """Three TN seeds of one configuration: seed 0 planned every instance under the current setting, seed 1 none
+    (its records are of an earlier checkpoint, with their seconds), seed 2 the first instance only. Seed 1's searches
+    are timed by its own earlier ones, seed 2's by the median of the others that planned each instance."""
+    sweep = Sweep.from_parameters(preset="small", domains=["gripper"], configs=[["learn", "ff"]], seeds=[0, 1, 2],
+                                  distributions=["TN"], out_dir=str(tmp_path / "runs"), workers=1, plan=True)
+    table = planning_instances(sweep.dataset_path(), "gripper", "plan")
+    problems = [table.problem_path(i).name for i in chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)]
+    runs = []
+    for config in sweep.train_configs():
+        run = _write_run(config, [3.0, 2.0], steps=100)
+        run.metrics_file("test").write_text(json.dumps({"mse": 1.0}))
+        run.best.write_bytes(f"weights {config.seed}".encode())
+        runs.append(run)
+
+    def records(run, names, seconds, checkpoint=None):
+        digest = checkpoint or sha256_file(run.best)[:16]
+        return "".join(json.dumps({"problem": name, "protocol": "paper", "max_evaluations": sweep.max_evaluations,
+                                   "grounding": "unpruned", "checkpoint": digest, "estimate": "default",
+                                   "solved": True, "evaluations": 1, "seconds": seconds(i)}) + "\n"
+                       for i, name in enumerate(names))
+
+    runs[0].planning_file("default").write_text(records(runs[0], problems, lambda i: 10.0 * (i + 1)))
+    runs[1].planning_file("default").write_text(records(runs[1], problems, lambda i: 100.0, checkpoint="0" * 16))
+    runs[2].planning_file("default").write_text(records(runs[2], problems[:1], lambda i: 7.0))
+    line = next(line for line in sweep_standing(sweep) if "planning left" in line)
+    own = 100.0 * len(problems)  # seed 1: its own earlier searches
+    peers = sum(10.0 * (i + 1) for i in range(1, len(problems)))  # seed 2: seed 0's alone past the first
+    assert line.startswith(f"            planning left: {hours_phrase((own + peers) / 3600)} with 1 process")
+    assert "none recorded" not in line
+    # every instance planned: no line
+    for run in runs[1:]:
+        run.planning_file("default").write_text(records(run, problems, lambda i: 1.0))
+    assert not any("planning left" in line for line in sweep_standing(sweep))
 
 
 @pytest.mark.parametrize("curve, state", [([9.0, 5.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0], ", curve flat so far"),

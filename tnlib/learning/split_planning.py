@@ -219,18 +219,33 @@ def planned_problems(run_dir, estimate: str = "default", split: str = "plan",
                      settings: SearchSettings = PAPER_SEARCH) -> set[str]:
     """The problem files a run's planning file holds records of under the current setting (what
     :func:`plan_split` would keep), read without loading its model; a damaged line counts as not planned."""
+    return set(recorded_seconds(run_dir, estimate, split, settings)[0])
+
+
+def recorded_seconds(run_dir, estimate: str = "default", split: str = "plan",
+                     settings: SearchSettings = PAPER_SEARCH) -> tuple[dict[str, float], dict[str, float]]:
+    """The search seconds a run's planning file records by problem file: (those of the current setting, what
+    :func:`plan_split` keeps; those of another one -- an earlier l or limit -- which it plans again), read without
+    loading its model. A record without seconds counts with 0; a damaged line is skipped. Without the run's
+    weights, or with a damaged config, nothing is of the current setting."""
     from tnlib.learning.training import read_run_config
 
     run = RunDir(run_dir)
     records = [r for r in read_jsonl(run.planning_file(estimate, split)) if has_shape(r, "a planning record")]
-    if not records or not run.best.is_file():  # no weights: nothing is planned with them
-        return set()
-    try:
-        config = read_run_config(run.path)
-    except DamagedFile:  # the planning pass mends or names it; until then nothing counts as planned
-        return set()
-    setting = _planning_setting(settings, _learned_setting(run, config, estimate))
-    return {r["problem"] for r in records if planned_under(r, setting)}
+    if not records:
+        return {}, {}
+    setting = None
+    if run.best.is_file():  # no weights: nothing is planned with them
+        try:
+            setting = _planning_setting(settings, _learned_setting(run, config=read_run_config(run.path),
+                                                                   estimate=estimate))
+        except DamagedFile:  # the planning pass mends or names it; until then nothing counts as planned
+            setting = None
+    current, other = {}, {}
+    for record in records:
+        kept = setting is not None and planned_under(record, setting)
+        (current if kept else other)[record["problem"]] = float(record.get("seconds") or 0.0)
+    return current, other
 
 
 def plan_baseline(data_root, domain: str, heuristic: str = BASELINE_HEURISTIC, out_dir=None, split: str = "plan",

@@ -1,7 +1,8 @@
 """What a sweep costs and where it stands: the compute its grid needs (the paper's GPU-hours, tnlib's measured
 CPU and GPU step times, the planning on a plan set), which of its runs are trained and tested, which are training
 (at which step of which target, still improving or not) and which have not started; with planning, how many of
-each run's instances are planned; and the training time left by tnlib's measured step times.
+each run's instances are planned; the training time left by tnlib's measured step times, and the planning time
+left by the seconds the runs' planning records hold for the same instances.
 
 Read from the sweep's settings and its run folders alone -- nothing is written -- so it can be asked while the
 sweep runs, or of a folder a sweep left behind hours of work ago: ``tnlib sweep`` prints it in its banner
@@ -12,6 +13,7 @@ Every function here takes a :class:`tnlib.experiments.sweep_settings.Sweep` (its
 """
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Sequence
 
@@ -89,7 +91,7 @@ def plan_set_hours(sweep) -> tuple[float, list[str]] | None:
     if not sweep.plan or sweep.plan_on == "plan" or sweep.max_evaluations is None:
         return None
     from tnlib.learning.heads import point_estimates
-    from tnlib.learning.split_planning import chosen_instances, planned_problems, planning_instances
+    from tnlib.learning.split_planning import chosen_instances, planning_instances
 
     try:
         root = dataset_root(sweep.data_root_or_default(), sweep.data_profile)
@@ -127,13 +129,14 @@ def _named(items: list[str]) -> str:
     return shown + (f"; and {len(items) - RUNS_NAMED_IN_A_LINE} more" if len(items) > RUNS_NAMED_IN_A_LINE else "")
 
 
-def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, int]]] | None:
-    """``{run: {estimate: (planned, wanted)}}`` of each of the ``tested`` (config, run folder) pairs: how many of
-    the instances the sweep plans it on are planned, per point estimate (a config is a
-    :class:`tnlib.learning.training.TrainConfig`); None where the sweep does not plan or its
-    plan instances cannot be read (the banner's data lines say what is missing)."""
+def _planning_records(sweep, tested: list) -> tuple[dict, dict] | None:
+    """(``{domain: the problem files the sweep plans it on}``, ``{run: {estimate: (seconds, other_seconds)}}``)
+    of the ``tested`` (config, run folder) pairs -- per point estimate, the recorded search seconds by problem
+    under the current setting and under another one (:func:`tnlib.learning.split_planning.recorded_seconds`);
+    None where the sweep does not plan or its plan instances cannot be read (the banner's data lines say what is
+    missing)."""
     from tnlib.learning.heads import point_estimates
-    from tnlib.learning.split_planning import chosen_instances, planned_problems, planning_instances
+    from tnlib.learning.split_planning import chosen_instances, planning_instances, recorded_seconds
 
     if not sweep.plan:
         return None
@@ -145,15 +148,53 @@ def _instances_planned(sweep, tested: list) -> dict[str, dict[str, tuple[int, in
                               chosen_instances(table, sweep.plan_instances, sweep.plan_per_cell)}
     except DatasetError:
         return None
-    planned = {}
+    records = {run.path.name: {estimate: recorded_seconds(run.path, estimate, sweep.plan_on, sweep.search_settings)
+                               for estimate in point_estimates(config.head.distribution)}
+               for config, run in tested}
+    return chosen, records
+
+
+def _instances_planned(sweep, tested: list, found: tuple[dict, dict] | None = None
+                       ) -> dict[str, dict[str, tuple[int, int]]] | None:
+    """``{run: {estimate: (planned, wanted)}}`` of each of the ``tested`` (config, run folder) pairs: how many of
+    the instances the sweep plans it on are planned, per point estimate (a config is a
+    :class:`tnlib.learning.training.TrainConfig`; a line of another shape or setting plans nothing: the planning
+    pass plans its instance again); None as :func:`_planning_records` (``found``: its value, where read)."""
+    found = _planning_records(sweep, tested) if found is None else found
+    if found is None:
+        return None
+    chosen, records = found
+    return {run.path.name: {estimate: (len(chosen[config.domain] & set(seconds)), len(chosen[config.domain]))
+                            for estimate, (seconds, _) in records[run.path.name].items()}
+            for config, run in tested}
+
+
+def planning_seconds_left(tested: list, found: tuple[dict, dict]) -> tuple[float, int]:
+    """(seconds, searches with nothing to go by): the searches left to the ``tested`` runs, each timed by what is
+    recorded of the same instance -- the run's own search of it under another setting (an earlier l: the same
+    model, so about as many evaluations), else the median over the runs of the same domain, configuration and
+    estimate that planned it under the current one. Recorded seconds carry the load of the machine then."""
+    chosen, records = found
+    done: dict[tuple, list[float]] = {}
     for config, run in tested:
-        wanted = chosen[config.domain]
-        planned[run.path.name] = {
-            # (a line of another shape or setting plans nothing: the planning pass plans its instance again)
-            estimate: (len(wanted & planned_problems(run.path, estimate, sweep.plan_on, sweep.search_settings)),
-                       len(wanted))
-            for estimate in point_estimates(config.head.distribution)}
-    return planned
+        for estimate, (seconds, _) in records[run.path.name].items():
+            for problem, value in seconds.items():
+                key = (config.domain, config.model, config.head.sigma, config.head.residual,
+                       config.head.distribution, estimate, problem)
+                done.setdefault(key, []).append(value)
+    total, unknown = 0.0, 0
+    for config, run in tested:
+        for estimate, (seconds, other) in records[run.path.name].items():
+            for problem in chosen[config.domain] - set(seconds):
+                peers = done.get((config.domain, config.model, config.head.sigma, config.head.residual,
+                                  config.head.distribution, estimate, problem))
+                if problem in other:
+                    total += other[problem]
+                elif peers:
+                    total += statistics.median(peers)
+                else:
+                    unknown += 1
+    return total, unknown
 
 
 def finished_runs(sweep) -> set[str]:
@@ -216,7 +257,8 @@ def sweep_standing(sweep) -> list[str]:
              f"training, {len(waiting)} not started (in {shown_path(out)})"]
     if described:
         lines.append(f"            training: {_named(described)}")
-    planned = _instances_planned(sweep, tested) if tested else None
+    found = _planning_records(sweep, tested) if tested else None
+    planned = _instances_planned(sweep, tested, found) if found else None
     if planned:
         complete, partial, unplanned, wanted_per_domain = 0, [], 0, {}
         for config, run in tested:
@@ -233,6 +275,14 @@ def sweep_standing(sweep) -> list[str]:
         lines.append(f"  planned   {complete} of the {len(tested)} tested runs on all their instances ({sizes} "
                      f"per run and estimate), {len(partial)} part-way"
                      + (f" ({_named(partial)})" if partial else "") + f", {unplanned} not yet")
+        seconds, unknown = planning_seconds_left(tested, found)
+        if seconds or unknown:
+            workers = max(1, sweep.workers)
+            lines.append(f"            planning left: {hours_phrase(seconds / 3600 / workers)} with "
+                         f"{count_phrase(range(workers), 'process', 'processes')} by the seconds recorded for the "
+                         "same instances (the run's own earlier search, else its configuration's other runs)"
+                         + (f"; {count_phrase(range(unknown), 'search', 'searches')} with none recorded not "
+                            "counted" if unknown else ""))
     if timed and (training or waiting):
         workers = max(1, sweep.workers)
         lines.append(f"  left      training at least about {hours_phrase(seconds_left / 3600 / workers)} with "
