@@ -583,3 +583,27 @@ def test_table2_leaves_out_a_run_still_planning_and_names_it(tmp_path):
         for i in range(4)))
     finished = render_table2(tmp_path)
     assert "Left out" not in finished and "0.88±0.18" in finished
+
+
+def test_recorded_seconds_part_the_current_settings_records_from_the_others(tmp_path):
+    from tnlib.learning.run_files import RunDir
+    from tnlib.learning.split_planning import recorded_seconds
+
+    run = train(TrainConfig(domain="gripper", model="linear", head=HeadConfig(distribution="N"), steps=10,
+                            batch_size=16, eval_every=10, checkpoint_every=10, out_dir=str(tmp_path),
+                            progress=False))
+    planned = plan_split(run, "clip", instances=2)
+    current, other = recorded_seconds(run, "clip")
+    assert current == {r["problem"]: r["seconds"] for r in planned} and other == {}
+    # Fast Downward's l trained on: the records stand for another setting now; a damaged seconds value counts 0
+    _trained_with(run, "fast-downward")
+    path = RunDir(run).planning_file("clip")
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + json.dumps({**json.loads(lines[1]), "seconds": "soon"}) + "\n")
+    assert recorded_seconds(run, "clip") == ({}, {planned[0]["problem"]: planned[0]["seconds"],
+                                                  planned[1]["problem"]: 0.0})
+    _trained_with(run, "tnlib")
+    assert recorded_seconds(run, "clip")[0] == {planned[0]["problem"]: planned[0]["seconds"],
+                                                planned[1]["problem"]: 0.0}
+    RunDir(run).best.unlink()  # no weights: nothing is of the current setting
+    assert recorded_seconds(run, "clip")[0] == {} and len(recorded_seconds(run, "clip")[1]) == 2

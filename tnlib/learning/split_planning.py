@@ -226,7 +226,7 @@ def recorded_seconds(run_dir, estimate: str = "default", split: str = "plan",
                      settings: SearchSettings = PAPER_SEARCH) -> tuple[dict[str, float], dict[str, float]]:
     """The search seconds a run's planning file records by problem file: (those of the current setting, what
     :func:`plan_split` keeps; those of another one -- an earlier l or limit -- which it plans again), read without
-    loading its model. A record without seconds counts with 0; a damaged line is skipped. Without the run's
+    loading its model. A record without seconds (or with something else there) counts with 0; a damaged line is skipped. Without the run's
     weights, or with a damaged config, nothing is of the current setting."""
     from tnlib.learning.training import read_run_config
 
@@ -244,7 +244,9 @@ def recorded_seconds(run_dir, estimate: str = "default", split: str = "plan",
     current, other = {}, {}
     for record in records:
         kept = setting is not None and planned_under(record, setting)
-        (current if kept else other)[record["problem"]] = float(record.get("seconds") or 0.0)
+        seconds = record.get("seconds")  # not part of a record's checked shape: a value of another type counts 0
+        number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+        (current if kept else other)[record["problem"]] = float(seconds) if number else 0.0
     return current, other
 
 
