@@ -96,6 +96,12 @@ def test_a_configuration_held_but_not_yet_measured_says_what_it_waits_for():
     assert [r[1:3] for r in rows][1:] == [["fixed/none", "not yet planned"]]
 
 
+def test_a_configuration_with_some_columns_measured_names_those_still_waiting():
+    values = {"mse": {key: by_seed for key, by_seed in ferry_cells(-0.5).items() if key[3] != "TN"}}
+    [row] = rows_of(headline_table("nlm", "mse", values, findings({"nlm": values}), {("ferry", "learn", "ff")}))
+    assert row[2:5] == ["not yet tested: TN", "", ""]
+
+
 def test_a_row_over_fewer_seeds_than_the_others_says_how_many():
     values = {"mse": {**ferry_cells(-0.5), **ferry_cells(-0.5, sigma="fixed", residual="none", seeds=range(4))}}
     rows = rows_of(headline_table("nlm", "mse", values, findings({"nlm": values}), set()))

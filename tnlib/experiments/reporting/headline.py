@@ -146,7 +146,10 @@ def headline_table(model: str, metric: str, values: dict, findings_rows: Sequenc
         if None in means:
             untested = metric == "grid_mse" and not any(
                 values.get("mse", {}).get((domain, sigma, residual, column)) for column in COLUMNS)
-            row = [domain, config, HEADLINE_METRICS["mse"][1] if untested else waits_for, "", ""]
+            text = HEADLINE_METRICS["mse"][1] if untested else waits_for
+            missing = [column for column, mean in zip(COLUMNS, means) if mean is None]
+            # a cell some of whose columns have values names those still waiting
+            row = [domain, config, text if len(missing) == len(COLUMNS) else f"{text}: {', '.join(missing)}", "", ""]
         else:
             seeds = min(len(cells[(domain, sigma, residual, column)]) for column in COLUMNS)
             row = [domain, config, " / ".join(mean_text(metric, m) for m in means)
