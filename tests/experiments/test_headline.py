@@ -100,6 +100,10 @@ def test_a_configuration_with_some_columns_measured_names_those_still_waiting():
     values = {"mse": {key: by_seed for key, by_seed in ferry_cells(-0.5).items() if key[3] != "TN"}}
     [row] = rows_of(headline_table("nlm", "mse", values, findings({"nlm": values}), {("ferry", "learn", "ff")}))
     assert row[2:5] == ["not yet tested: TN", "", ""]
+    # on the whole grid: N waits for its grid metrics, TN for its test
+    values["grid_mse"] = {key: by_seed for key, by_seed in values["mse"].items() if key[3] == "N+clip"}
+    [row] = rows_of(headline_table("nlm", "grid_mse", values, findings({"nlm": values}), {("ferry", "learn", "ff")}))
+    assert row[2] == "not yet tested: TN; not yet on the whole test grid: N"
 
 
 def test_a_row_over_fewer_seeds_than_the_others_says_how_many():

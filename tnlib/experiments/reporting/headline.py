@@ -144,12 +144,15 @@ def headline_table(model: str, metric: str, values: dict, findings_rows: Sequenc
         config = f"{sigma}/{residual}"
         means = [_mean(cells.get((domain, sigma, residual, column))) for column in COLUMNS]
         if None in means:
-            untested = metric == "grid_mse" and not any(
-                values.get("mse", {}).get((domain, sigma, residual, column)) for column in COLUMNS)
-            text = HEADLINE_METRICS["mse"][1] if untested else waits_for
-            missing = [column for column, mean in zip(COLUMNS, means) if mean is None]
-            # a cell some of whose columns have values names those still waiting
-            row = [domain, config, text if len(missing) == len(COLUMNS) else f"{text}: {', '.join(missing)}", "", ""]
+            waiting: dict[str, list[str]] = {}  # what a column waits for -> the columns waiting for it
+            for column, mean in zip(COLUMNS, means):
+                tested = metric != "grid_mse" or values.get("mse", {}).get((domain, sigma, residual, column))
+                if mean is None:
+                    waiting.setdefault(waits_for if tested else HEADLINE_METRICS["mse"][1], []).append(column)
+            # a cell some of whose columns have values, or that waits for two things, names the columns
+            text = (next(iter(waiting)) if len(waiting) == 1 and not any(m is not None for m in means)
+                    else "; ".join(f"{what}: {', '.join(columns)}" for what, columns in waiting.items()))
+            row = [domain, config, text, "", ""]
         else:
             seeds = min(len(cells[(domain, sigma, residual, column)]) for column in COLUMNS)
             row = [domain, config, " / ".join(mean_text(metric, m) for m in means)
