@@ -94,7 +94,7 @@ def test_section_8d_cells_where_welch_and_the_paired_interval_disagree_as_its_pr
 def test_section_8d_correlation_of_the_paired_runs_is_small_and_mostly_positive_and_near_one_in_a_few_cells():
     """The medians over each five-seed report's cells that section 8d quotes, and its cell where pairing pays."""
     medians = {}
-    for report in seed_comparison.SEED_REPORTS:
+    for report in ("converged/nlm5", "converged/linear", "converged/wl"):
         rows = list(csv.DictReader(seed_comparison.seed_values_path(report).open()))
         cells = sorted({f"{row['domain']} {row['sigma']}/{row['residual']}" for row in rows})
         correlations = [seed_comparison.seeds_as_they_arrive(seed_comparison.committed_seed_values(report, cell))[-1]
@@ -174,3 +174,16 @@ def test_section_8f_linear_cells_below_part_way_stay_below_at_the_end():
                       "verdict_holm": p.verdict_holm} for p in points]
     readings = cell_readings(rows)
     assert (readings["cells"], readings["lower_before"], readings["lower_end"], readings["caught_up"]) == (16, 12, 12, 0)
+
+
+@pytest.mark.parametrize("report", seed_comparison.SEED_REPORTS)
+def test_every_five_seed_report_gives_section_8d_its_default_cell_findings_and_convergence(report):
+    """The campaign's report among them fills in snapshot by snapshot: its default cell must still have the seeds
+    to pair, its findings and its convergence table whatever the snapshot."""
+    values = seed_comparison.committed_seed_values(report, "ferry learn/ff")
+    assert {"N", "TN"} <= set(values) and min(len(values["N"]), len(values["TN"])) >= 3
+    arrived = seed_comparison.seeds_as_they_arrive(values)
+    assert arrived[-1].paired is not None and len(arrived[-1].seeds) >= 3
+    findings = seed_comparison.committed_findings_after_holm(report)
+    assert findings.comparisons > 0 and len(findings.kept) <= findings.directions
+    assert "learn/ff" in seed_comparison.committed_convergence(report, "ferry")
