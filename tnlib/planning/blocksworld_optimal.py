@@ -55,7 +55,7 @@ from typing import Iterable
 from tnlib.errors import OutsideFormulaScope, SearchNodeLimit
 from tnlib.planning.pddl import parse_atom
 
-Atoms = Iterable[str]
+Atoms = Iterable[str]  # a state or goal as its ground atoms, "(on a b)" (optimal_costs reads them so too)
 # A block's support: another block's name, or TABLE.
 TABLE = ""
 # A move: (block, from, to), each place a block name or TABLE.

@@ -17,10 +17,8 @@ from collections import defaultdict
 from typing import Iterable
 
 from tnlib.errors import OutsideFormulaScope, SearchNodeLimit
-from tnlib.planning.blocksworld_optimal import blocksworld_optimal_cost, blocksworld_optimal_plan
+from tnlib.planning.blocksworld_optimal import Atoms, blocksworld_optimal_cost, blocksworld_optimal_plan
 from tnlib.planning.pddl import parse_atom
-
-Atoms = Iterable[str]
 
 
 def _by_predicate(atoms: Atoms, arities: dict[str, int], what: str) -> dict[str, list[tuple[str, ...]]]:
