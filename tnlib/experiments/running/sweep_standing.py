@@ -175,19 +175,21 @@ def planning_seconds_left(tested: list, found: tuple[dict, dict]) -> tuple[float
     model, so about as many evaluations), else the median over the runs of the same domain, configuration and
     estimate that planned it under the current one. Recorded seconds carry the load of the machine then."""
     chosen, records = found
+
+    def peer_key(config, estimate: str, problem: str) -> tuple:  # the runs whose searches time this one
+        return (config.domain, config.model, config.head.sigma, config.head.residual, config.head.distribution,
+                estimate, problem)
+
     done: dict[tuple, list[float]] = {}
     for config, run in tested:
         for estimate, (seconds, _) in records[run.path.name].items():
             for problem, value in seconds.items():
-                key = (config.domain, config.model, config.head.sigma, config.head.residual,
-                       config.head.distribution, estimate, problem)
-                done.setdefault(key, []).append(value)
+                done.setdefault(peer_key(config, estimate, problem), []).append(value)
     total, unknown = 0.0, 0
     for config, run in tested:
         for estimate, (seconds, other) in records[run.path.name].items():
             for problem in chosen[config.domain] - set(seconds):
-                peers = done.get((config.domain, config.model, config.head.sigma, config.head.residual,
-                                  config.head.distribution, estimate, problem))
+                peers = done.get(peer_key(config, estimate, problem))
                 if problem in other:
                     total += other[problem]
                 elif peers:
