@@ -18,7 +18,9 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from tnlib.data.schema import TEST_GRID
 from tnlib.experiments.reporting.seed_statistics import EQUAL_ON_EVERY_SEED, domain_rank
+from tnlib.experiments.reporting.table_rows import collect_results
 from tnlib.files import atomic_write_text
 from tnlib.paper import MAIN_TABLES_MODEL, PAPER_CONFIGS, PAPER_TABLE1, PAPER_TABLE2_NLM, TABLE1_CONFIGS
 
@@ -208,3 +210,17 @@ def write_headline(reports_dir, model: str, values: dict, findings_rows: Sequenc
     atomic_write_text(path, render_headline(model, values, findings_rows, held, bound_mse, header, pairing_rows,
                                             pairing_names))
     return path
+
+
+def write_folder_headline(results_dir, reports_dir, lower_bound: str, configs: Sequence, values: dict,
+                          findings_rows: Sequence[dict], header: str, pairing: tuple | None = None) -> Path:
+    """headline.md of a results folder's main-tables model (``tnlib report --paper-tables``): ``configs``, its runs'
+    TrainConfigs; ``values``, that model's per-seed values and ``findings_rows`` the folder's findings, as the
+    render computed them; ``pairing``, the against-report rows and the two folders' names, or None."""
+    model = MAIN_TABLES_MODEL
+    held = {(c.domain, c.head.sigma, c.head.residual) for c in configs if c.model == model}
+    tested = [r for r in collect_results(results_dir) if r["model"] == model]
+    grid = [r for r in collect_results(results_dir, TEST_GRID) if "sizes" in r and r["model"] == model]
+    bound_mse = {"mse": bound_mse_of(tested, lower_bound), "grid_mse": bound_mse_of(grid, lower_bound)}
+    rows, names = pairing if pairing else (None, None)
+    return write_headline(reports_dir, model, values, findings_rows, held, bound_mse, header, rows, names)

@@ -38,7 +38,6 @@ from tnlib.experiments.reporting.tables import (
     table2_bold_rule,
     table2_seed_values,
 )
-from tnlib.data.schema import TEST_GRID
 from tnlib.learning.heads import POINT_ESTIMATES, estimate_column, point_estimates
 from tnlib.learning.run_files import NO_RUNS_YET, RunDir
 from tnlib.learning.training import TrainConfig, read_run_config
@@ -587,9 +586,12 @@ def render_results(results_dir, reports_dir, against=None, selection_seconds: fl
         pairing = _write_against_report(results_dir, reports_dir, against_report, plotly_src)
         written += pairing[0]
     if paper_tables and MAIN_TABLES_MODEL in models:
-        written.append(_write_headline(results_dir, reports_dir, bounds[0], configs, values, finding_rows,
-                                       pairing and (pairing[1], (shown_folder(results_dir),
-                                                                 shown_folder(against_report)))))
+        from tnlib.experiments.reporting.headline import write_folder_headline
+
+        written.append(write_folder_headline(
+            results_dir, reports_dir, bounds[0], configs, values.get(MAIN_TABLES_MODEL, {}), finding_rows,
+            f"{scope_header(results_dir)}\n{rendered_by()}",
+            pairing and (pairing[1], (shown_folder(results_dir), shown_folder(against_report)))))
     if calibration:
         written.append(write_calibration(results_dir, reports_dir / "calibration.md"))
     for name in CONDITIONAL_FILES:
@@ -618,23 +620,6 @@ def _write_against_report(results_dir, reports_dir: Path, against_report,
         written.append(_write_intervals_page(reports_dir / REPORT_PAIRING_PAGE, [("pairing", figure)], caption,
                                              header, plotly_src, f"{names[0]} against {names[1]}"))
     return written, rows
-
-
-def _write_headline(results_dir, reports_dir: Path, lower_bound: str, configs: Sequence[TrainConfig],
-                    values: dict, finding_rows: list[dict], pairing: tuple | None) -> Path:
-    """headline.md (:mod:`tnlib.experiments.reporting.headline`) of the main tables' model; ``pairing``: the
-    against-report rows and the two folders' names, or None."""
-    from tnlib.experiments.reporting.headline import bound_mse_of, write_headline
-
-    model = MAIN_TABLES_MODEL
-    held = {(c.domain, c.head.sigma, c.head.residual) for c in configs if c.model == model}
-    bound_mse = {"mse": bound_mse_of([r for r in collect_results(results_dir) if r["model"] == model], lower_bound),
-                 "grid_mse": bound_mse_of([r for r in collect_results(results_dir, TEST_GRID) if "sizes" in r
-                                           and r["model"] == model], lower_bound)}
-    header = f"{scope_header(results_dir)}\n{rendered_by()}"
-    rows, names = pairing if pairing else (None, None)
-    return write_headline(reports_dir, model, values.get(model, {}), finding_rows, held, bound_mse, header,
-                          rows, names)
 
 
 def _write_size_intervals(reports_dir: Path, models: Sequence[str], header: str, plotly_src: str) -> list[Path]:
