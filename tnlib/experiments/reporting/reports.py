@@ -505,10 +505,11 @@ def _domain_order(domain: str) -> int:
 
 
 # The files a render writes only where its runs or options call for them (seeds for the intervals, whole-grid
-# metrics, a folder or report set against, the paper's tables). One left from an earlier render would pass for this one's: a render that
-# does not write it removes it. (calibration.md, which needs the runs' weights, is only ever written on request.)
-CONDITIONAL_FILES = ("headline.md", "intervals.html", SIZES_PAGE, SIZES_SEEDS, SIZES_FIGURE, "comparison.md", REPORT_PAIRING,
-                     REPORT_PAIRING_CSV, REPORT_PAIRING_PAGE)
+# metrics, a folder or report set against, the paper's tables). One left from an earlier render would pass for this
+# one's: a render that does not write it removes it. (calibration.md, which needs the runs' weights, is only ever
+# written on request.)
+CONDITIONAL_FILES = ("headline.md", "intervals.html", SIZES_PAGE, SIZES_SEEDS, SIZES_FIGURE, "comparison.md",
+                     REPORT_PAIRING, REPORT_PAIRING_CSV, REPORT_PAIRING_PAGE)
 
 
 def render_results(results_dir, reports_dir, against=None, selection_seconds: float | None = None,
