@@ -490,6 +490,17 @@ def test_the_seed_pairs_figure_draws_one_line_per_seed_and_the_means():
     assert [t.line.dash for t in lines] == ["solid", "solid", "dot"]  # the first two seeds solid
     assert tuple(means.y) == (pytest.approx(29 / 15), pytest.approx(1.5))
     assert lines[1].name == "seed 1: TN - N = +0.20"
+    assert [t.text[1] for t in lines] == ["seed 0", "seed 1", "seed 2"]  # ends 0.5 apart of a 1.5 range
+
+
+def test_the_seed_pairs_figure_gives_seeds_that_end_together_one_label():
+    # TN's ends: 2.15 and 2.151 (seeds 4 and 1) within 4% of the range 2.0-2.53, 2.25 clear of them, 2.53 alone
+    values = {"TN": {0: 2.53, 1: 2.151, 3: 2.25, 4: 2.15}, "N": {0: 2.37, 1: 2.16, 3: 2.0, 4: 2.5}}
+    figure = figures.seed_pairs_figure(values, "a title")
+    labels = {t.name.split(":")[0]: t.text[1] for t in figure.data[:-1]}
+    assert labels == {"seed 0": "seed 0", "seed 1": "", "seed 3": "seed 3", "seed 4": "seeds 1, 4"}
+    chained = figures.seed_pairs_figure({"TN": {0: 0.0, 1: 0.03, 2: 0.06}, "N": {0: 1.0, 1: 1.0, 2: 1.0}}, "t")
+    assert [t.text[1] for t in chained.data[:-1]] == ["seeds 0, 1, 2", "", ""]  # neighbours of neighbours join
 
 
 def test_holms_step_down_figure_fills_the_ranks_holm_rejects_under_its_staircase():

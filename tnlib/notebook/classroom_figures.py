@@ -258,18 +258,43 @@ def label_gap_figure(gaps: Sequence[label_gaps.LabelGaps], bound: str = MAIN_LOW
     return figure
 
 
+# Two labels closer than this share of the y range would overprint each other at the figure's 460 px height.
+LABEL_CLEARANCE = 0.04
+
+
+def _end_labels(ends: Mapping[int, float], everything: Sequence[float]) -> dict[int, str]:
+    """Each seed's label at its line's end: seeds whose ends lie within :data:`LABEL_CLEARANCE` of the y range of
+    one another (a chain of such neighbours) share one label, "seeds 1, 4", on the lowest of them; the others
+    get none. Printed one by one, such labels overprint and neither can be read."""
+    span = (max(everything) - min(everything)) or 1.0
+    labels = {seed: "" for seed in ends}
+    groups: list[list[int]] = []
+    for seed in sorted(ends, key=lambda s: (ends[s], s)):
+        if groups and ends[seed] - ends[groups[-1][-1]] < LABEL_CLEARANCE * span:
+            groups[-1].append(seed)
+        else:
+            groups.append([seed])
+    for group in groups:
+        names = ", ".join(str(seed) for seed in sorted(group))
+        labels[group[0]] = f"seeds {names}" if len(group) > 1 else f"seed {names}"
+    return labels
+
+
 def seed_pairs_figure(values: Mapping[str, Mapping[int, float]], title: str, a: str = "TN", b: str = "N",
                       first: int = 2) -> go.Figure:
     """The seeds of one report cell side by side: per seed a line from ``b``'s test MSE to ``a``'s (blue where
     ``a`` is lower on that seed, orange where higher; the first ``first`` seeds solid, the later ones dotted),
-    and the two means. The slope of each line is that seed's paired difference."""
+    and the two means. The slope of each line is that seed's paired difference; seeds that end together share
+    one label (:func:`_end_labels`)."""
     seeds = sorted(set(values[a]) & set(values[b]))
+    end_labels = _end_labels({seed: values[a][seed] for seed in seeds},
+                             [values[c][s] for c in (a, b) for s in seeds])
     figure = go.Figure()
     for k, seed in enumerate(seeds):
         lower = values[a][seed] < values[b][seed]
         figure.add_trace(go.Scatter(
             x=[b, a], y=[values[b][seed], values[a][seed]], mode="lines+markers+text",
-            text=["", f"seed {seed}"], textposition="middle right",
+            text=["", end_labels[seed]], textposition="middle right",
             line=dict(color=COLORS[0] if lower else COLORS[1], width=2, dash="solid" if k < first else "dot"),
             name=f"seed {seed}: {a} - {b} = {values[a][seed] - values[b][seed]:+.2f}"))
     means = [float(np.mean([values[c][s] for s in seeds])) for c in (b, a)]
