@@ -535,3 +535,7 @@ def test_the_convergence_figure_draws_each_configurations_ratios_with_their_inte
     assert list(fixed.error_y.array) == pytest.approx([0.1, 0.0])  # no interval at 2 seeds: no bar
     assert list(figure.layout.xaxis.categoryarray) == ["1/4", "1/2", "end"]  # the points in training's order
     assert figure.layout.yaxis.type == "log" and figure.layout.shapes[0].y0 == 1
+    assert figure.layout.yaxis.dtick is None  # 0.4 to 1.2: a label on every digit, or only 1 would be labelled
+    wide = figures.convergence_ratio_figure(
+        {"learn/none": [ConvergencePoint("1", 6000, 0.1, 0.09, 0.11, "lower", "lower")], **by_config}, "wide")
+    assert wide.layout.yaxis.dtick == "D2"  # 0.09 to 1.2: labels at 1, 2 and 5 only

@@ -392,7 +392,11 @@ def convergence_ratio_figure(by_config: Mapping[str, Sequence], title: str) -> g
     figure.update_layout(title=title, xaxis_title="point of training: a fraction of the steps every run reached, "
                          "then each run's end", yaxis_title="TN / N, best validation MSE so far", yaxis_type="log",
                          template="plotly_white", height=460, legend=dict(x=1.02, y=1))
-    figure.update_yaxes(**LOG_AXIS_TICKS)
+    drawn = [v for points in by_config.values() for p in points for v in (p.ratio, p.low, p.high) if v]
+    # Over a factor of 5 or more a label on every digit (0.7, 0.8, 0.9, 1) overprints near 1: label only 1, 2 and 5
+    # there; a narrower range keeps every digit, or it would show a single label.
+    wide = bool(drawn) and max(drawn) / min(drawn) >= 5
+    figure.update_yaxes(**(dict(LOG_AXIS_TICKS, dtick="D2") if wide else LOG_AXIS_TICKS))
     return figure
 
 
