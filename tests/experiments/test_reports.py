@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tnlib.experiments.scope import scope_header
+from tnlib.experiments.scope_page import scope_header
 
 from fixtures.run_folders import results, write_data_root, write_metrics, write_planning, write_run
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tnlib.experiments.scope import collect_scope, render_scope, scope_header
+from tnlib.experiments.scope import collect_scope
+from tnlib.experiments.scope_page import render_scope, scope_header
 
 from fixtures.run_folders import FALLING, FLAT, results, write_data_root, write_metrics, write_planning, write_run
 

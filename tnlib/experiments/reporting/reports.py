@@ -14,7 +14,8 @@ from tnlib.experiments.reporting.report_figures import (paired_intervals_figures
                                               validation_spread_figure)
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.experiments.reporting.report_gaps import unplanned_note, untested_note
-from tnlib.experiments.scope import collect_scopes, render_scope, scope_header
+from tnlib.experiments.scope import collect_scopes
+from tnlib.experiments.scope_page import render_scope, scope_header
 from tnlib.experiments.reporting.report_files import (ACCURACY_SEEDS, PLANNING_SEEDS, REPORT_PAIRING, REPORT_PAIRING_CSV,
                                                      REPORT_PAIRING_PAGE)
 from tnlib.experiments.reporting.size_tables import SIZES_FIGURE, SIZES_PAGE, SIZES_SEEDS, write_size_report

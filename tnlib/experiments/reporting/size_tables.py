@@ -24,7 +24,8 @@ from tnlib.data.schema import TEST_GRID
 from tnlib.errors import DamagedFile, DatasetError
 from tnlib.experiments.reporting.report_gaps import runs_argument
 from tnlib.experiments.results_dir import ResultsDir
-from tnlib.experiments.scope import scope_header, sizes_text
+from tnlib.experiments.scope import sizes_text
+from tnlib.experiments.scope_page import scope_header
 from tnlib.experiments.reporting.seed_statistics import (
     COMPARISONS,
     PAIRED_BOLD_RULE,

@@ -11,7 +11,7 @@ import json
 
 from tnlib.data.schema import unfinished_plan_sets, unfinished_splits
 from tnlib.errors import DatasetError
-from tnlib.experiments.scope import percent
+from tnlib.experiments.scope_page import percent
 from tnlib.experiments.running.sweep_standing import (
     count_phrase,
     estimated_hours,
