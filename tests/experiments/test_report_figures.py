@@ -21,6 +21,23 @@ def test_log_axis_ticks_bracket_the_values_with_at_most_six_round_ticks(values, 
     assert log_axis_ticks(values) == pytest.approx(ticks)
 
 
+def test_a_round_log_axis_spans_its_ticks_and_falls_back_on_plotlys_without_values():
+    import math
+
+    import plotly.graph_objects as go
+
+    from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS, round_log_yaxis
+
+    figure = go.Figure(layout=dict(yaxis_type="log"))
+    round_log_yaxis(figure, [0.75, 0.92, 1.3])  # plotly alone labels 0.8, 0.9 and 1 on top of one another
+    assert list(figure.layout.yaxis.tickvals) == pytest.approx([0.6, 0.8, 1, 1.5])
+    low, high = figure.layout.yaxis.range
+    assert low < math.log10(0.6) and math.log10(1.5) < high < math.log10(1.5) + 0.01
+    empty = go.Figure(layout=dict(yaxis_type="log"))
+    round_log_yaxis(empty, [None, float("nan")])
+    assert empty.layout.yaxis.tickvals is None and empty.layout.yaxis.nticks == LOG_AXIS_TICKS["nticks"]
+
+
 def test_figure2_draws_each_distributions_seed_mean_and_range(tmp_path):
     """Mean and min-max band over seeds, at the steps every seed evaluated; N before TN; other configurations,
     domains and lower bounds left out."""

@@ -214,6 +214,8 @@ def test_regression_figures():
     low, high = loss.layout.yaxis.range  # log10 units, around the data and the two references
     values = [v for trace in loss.data for v in trace.y]
     assert low < math.log10(min(values)) and math.log10(max(values)) < high < math.log10(max(values)) + 0.5
+    ticks = list(loss.layout.yaxis.tickvals)  # at most six round ticks, the outer two bracketing every value
+    assert len(ticks) <= 6 and ticks[0] <= min(values) and max(values) <= ticks[-1]
     bars = figures.point_estimate_figure(result)
     assert [trace.name for trace in bars.data] == list(synthetic_regression.ESTIMATE_LABELS.values())
     assert all(trace.orientation == "h" for trace in bars.data)
@@ -535,7 +537,7 @@ def test_the_convergence_figure_draws_each_configurations_ratios_with_their_inte
     assert list(fixed.error_y.array) == pytest.approx([0.1, 0.0])  # no interval at 2 seeds: no bar
     assert list(figure.layout.xaxis.categoryarray) == ["1/4", "1/2", "end"]  # the points in training's order
     assert figure.layout.yaxis.type == "log" and figure.layout.shapes[0].y0 == 1
-    assert figure.layout.yaxis.dtick is None  # 0.4 to 1.2: a label on every digit, or only 1 would be labelled
+    assert list(figure.layout.yaxis.tickvals) == pytest.approx([0.4, 0.5, 0.6, 0.8, 1, 1.5])  # round, around 0.4-1.2
     wide = figures.convergence_ratio_figure(
         {"learn/none": [ConvergencePoint("1", 6000, 0.1, 0.09, 0.11, "lower", "lower")], **by_config}, "wide")
-    assert wide.layout.yaxis.dtick == "D2"  # 0.09 to 1.2: labels at 1, 2 and 5 only
+    assert list(wide.layout.yaxis.tickvals) == pytest.approx([0.05, 0.1, 0.2, 0.5, 1, 2])  # no digit crowding near 1

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS
+from tnlib.experiments.reporting.report_figures import LOG_AXIS_TICKS, round_log_yaxis
 from tnlib.notebook import classroom_demos, demo_tensors, label_gaps, synthetic_regression, trained_distributions
 from tnlib.notebook.density_figures import with_jumps
 from tnlib.notebook.notebook_plotting import COLORS, TITLE_AT_THE_TOP, slider_figure
@@ -52,7 +52,7 @@ def curves_figure(
         yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", yanchor="top", y=-0.2),
     )
     if log_y:
-        figure.update_yaxes(**LOG_AXIS_TICKS)
+        round_log_yaxis(figure, [float(v) for values in curves.values() for v in values])
     return figure
 
 
@@ -136,11 +136,8 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
         figure.add_trace(go.Scatter(x=span, y=[value, value], name=REFERENCE_LABELS[key], mode="lines",
                                     line=dict(color="black", dash=dash, width=1)))
     values = [v for curve in curves.values() for v in curve if v is not None and v > 0]
-    values += [result.lower_bound_mse, result.best_mse]
-    low, high = math.log10(min(values)), math.log10(max(values))
-    pad = 0.05 * max(high - low, 0.1)
+    round_log_yaxis(figure, values + [result.lower_bound_mse, result.best_mse])
     # six legend rows under the plot: a taller figure keeps the plot area as tall as the other figures'
-    figure.update_yaxes(range=[low - pad, high + pad], **LOG_AXIS_TICKS)
     figure.update_layout(height=600, legend=dict(orientation="h", yanchor="top", y=-0.15))
     return figure
 
@@ -392,11 +389,7 @@ def convergence_ratio_figure(by_config: Mapping[str, Sequence], title: str) -> g
     figure.update_layout(title=title, xaxis_title="point of training: a fraction of the steps every run reached, "
                          "then each run's end", yaxis_title="TN / N, best validation MSE so far", yaxis_type="log",
                          template="plotly_white", height=460, legend=dict(x=1.02, y=1))
-    drawn = [v for points in by_config.values() for p in points for v in (p.ratio, p.low, p.high) if v]
-    # Over a factor of 5 or more a label on every digit (0.7, 0.8, 0.9, 1) overprints near 1: label only 1, 2 and 5
-    # there; a narrower range keeps every digit, or it would show a single label.
-    wide = bool(drawn) and max(drawn) / min(drawn) >= 5
-    figure.update_yaxes(**(dict(LOG_AXIS_TICKS, dtick="D2") if wide else LOG_AXIS_TICKS))
+    round_log_yaxis(figure, [v for points in by_config.values() for p in points for v in (p.ratio, p.low, p.high)])
     return figure
 
 

@@ -278,15 +278,21 @@ def _curve_layout(figure, title: str, metric: str):
     figure.update_layout(title=title, xaxis_title="training step", yaxis_title=metric.replace("_", " "),
                          yaxis_type="log", template="plotly_white", height=380)
     figure.update_xaxes(nticks=CURVE_TICKS)
-    ticks = log_axis_ticks([v for trace in figure.data for v in (trace.y or ())])
-    if ticks:
-        low, high = math.log10(ticks[0]), math.log10(ticks[-1])
-        pad = 0.02 * max(high - low, 0.1)
-        figure.update_yaxes(tickvals=ticks, range=[low - pad, high + pad],
-                            tickformat=LOG_AXIS_TICKS["tickformat"])
-    else:
-        figure.update_yaxes(**LOG_AXIS_TICKS)
+    round_log_yaxis(figure, [v for trace in figure.data for v in (trace.y or ())])
     return figure
+
+
+def round_log_yaxis(figure, values: Sequence[float]) -> None:
+    """Draw ``figure``'s log y axis from the round tick at or below ``values`` to the one at or above them,
+    labelled at :func:`log_axis_ticks`' ticks only: plotly's own labels a log axis spanning a decade or so on every
+    digit, and those near its top overprint (0.7, 0.8, 0.9, 1). With nothing to draw, plotly's ticks."""
+    ticks = log_axis_ticks(values)
+    if not ticks:
+        figure.update_yaxes(**LOG_AXIS_TICKS)
+        return
+    low, high = math.log10(ticks[0]), math.log10(ticks[-1])
+    pad = 0.02 * max(high - low, 0.1)
+    figure.update_yaxes(tickvals=ticks, range=[low - pad, high + pad], tickformat=LOG_AXIS_TICKS["tickformat"])
 
 
 # ---------------------------------------------------------------------------------------------------------------
