@@ -112,6 +112,17 @@ def test_a_row_over_fewer_seeds_than_the_others_says_how_many():
     assert not rows[0][2].endswith("seeds)") and rows[1][2].endswith("(4 seeds)")
 
 
+def test_a_row_whose_columns_stand_on_different_seeds_names_each_columns_count():
+    tested_tn = ferry_cells(-0.5, sigma="fixed", residual="none", seeds=range(1))
+    untested_n = ferry_cells(-0.5, sigma="fixed", residual="none")
+    values = {"mse": {**ferry_cells(-0.5), **{k: v for k, v in untested_n.items() if k[3] != "TN"},
+                      **{k: v for k, v in tested_tn.items() if k[3] == "TN"}}}
+    rows = rows_of(headline_table("nlm", "mse", values, findings({"nlm": values}), set()))
+    assert rows[1][2].endswith("(seeds: TN 1, N 5, N+clip 5)")  # one TN seed tested beside five of N's
+    one = {"mse": {**ferry_cells(-0.5), **ferry_cells(-0.5, sigma="fixed", residual="none", seeds=range(1))}}
+    assert rows_of(headline_table("nlm", "mse", one, findings({"nlm": one}), set()))[1][2].endswith("(1 seed)")
+
+
 def test_the_other_reports_column_pairs_tn_without_holms_mark():
     values = {"mse": ferry_cells(-0.5)}
     pairing = [{"model": "nlm", "metric": "mse", "domain": "ferry", "configuration": "learn/ff", "column": "TN",

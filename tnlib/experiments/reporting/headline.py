@@ -116,6 +116,14 @@ def _row_keys(metric: str, cells: dict, held: set) -> list[tuple[str, str, str]]
     return sorted(wanted, key=lambda k: (*domain_rank(k[0]), order.get(k[1:], len(order)), k[1:]))
 
 
+def _seeds_note(counts: Sequence[int], most: int) -> str:
+    """What a row of means over fewer seeds than the table's fullest says: " (4 seeds)", or, where its columns
+    stand on different numbers of seeds (one still training), each column's: " (seeds: TN 1, N 5, N+clip 5)"."""
+    if len(set(counts)) > 1:
+        return " (seeds: " + ", ".join(f"{column} {count}" for column, count in zip(COLUMNS, counts)) + ")"
+    return f" ({counts[0]} seed{'' if counts[0] == 1 else 's'})" if counts[0] < most else ""
+
+
 def headline_table(model: str, metric: str, values: dict, findings_rows: Sequence[dict], held: set,
                    bound_mse: dict | None = None, pairing_rows: Sequence[dict] | None = None,
                    pairing_names: tuple[str, str] | None = None) -> str:
@@ -156,9 +164,8 @@ def headline_table(model: str, metric: str, values: dict, findings_rows: Sequenc
                     else "; ".join(f"{what}: {', '.join(columns)}" for what, columns in waiting.items()))
             row = [domain, config, text, "", ""]
         else:
-            seeds = min(len(cells[(domain, sigma, residual, column)]) for column in COLUMNS)
-            row = [domain, config, " / ".join(mean_text(metric, m) for m in means)
-                   + (f" ({seeds} seeds)" if seeds < most else ""),
+            counts = [len(cells[(domain, sigma, residual, column)]) for column in COLUMNS]
+            row = [domain, config, " / ".join(mean_text(metric, m) for m in means) + _seeds_note(counts, most),
                    interval_text(found.get((domain, f"{config} TN", f"{config} N"))),
                    interval_text(found.get((domain, f"{config} TN", f"{config} N+clip")))]
         if metric != "grid_mse":
