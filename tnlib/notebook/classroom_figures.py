@@ -52,7 +52,7 @@ def curves_figure(
         yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", yanchor="top", y=-0.2),
     )
     if log_y:
-        round_log_yaxis(figure, [float(v) for values in curves.values() for v in values])
+        round_log_yaxis(figure, [v for values in curves.values() for v in values])
     return figure
 
 
@@ -135,8 +135,7 @@ def regression_loss_figure(result: synthetic_regression.RegressionResult) -> go.
     for key, value, dash in (("bound", result.lower_bound_mse, "dot"), ("best", result.best_mse, "dash")):
         figure.add_trace(go.Scatter(x=span, y=[value, value], name=REFERENCE_LABELS[key], mode="lines",
                                     line=dict(color="black", dash=dash, width=1)))
-    values = [v for curve in curves.values() for v in curve if v is not None and v > 0]
-    round_log_yaxis(figure, values + [result.lower_bound_mse, result.best_mse])
+    round_log_yaxis(figure, [v for curve in curves.values() for v in curve] + [result.lower_bound_mse, result.best_mse])
     # six legend rows under the plot: a taller figure keeps the plot area as tall as the other figures'
     figure.update_layout(height=600, legend=dict(orientation="h", yanchor="top", y=-0.15))
     return figure

@@ -282,10 +282,11 @@ def _curve_layout(figure, title: str, metric: str):
     return figure
 
 
-def round_log_yaxis(figure, values: Sequence[float]) -> None:
+def round_log_yaxis(figure, values: Sequence[float | None]) -> None:
     """Draw ``figure``'s log y axis from the round tick at or below ``values`` to the one at or above them,
     labelled at :func:`log_axis_ticks`' ticks only: plotly's own labels a log axis spanning a decade or so on every
-    digit, and those near its top overprint (0.7, 0.8, 0.9, 1). With nothing to draw, plotly's ticks."""
+    digit, and those near its top overprint (0.7, 0.8, 0.9, 1). None, non-finite and non-positive values are not
+    drawn on a log axis and are left out; with nothing left, plotly's ticks."""
     ticks = log_axis_ticks(values)
     if not ticks:
         figure.update_yaxes(**LOG_AXIS_TICKS)
