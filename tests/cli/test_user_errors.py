@@ -16,10 +16,11 @@ import torch
 from tnlib import TruncatedNormal
 from tnlib.cli import main
 from tnlib.errors import DamagedFile, DatasetError, MissingRuns
-from tnlib.experiments.reporting.table_rows import collect_planning
+from tnlib.experiments.reporting.table_rows import collect_planning, collect_results
 from tnlib.experiments.running.experiments_notebook_parameters import check_notebook_parameters
 from tnlib.experiments.running.sweep_banner import describe_sweep
 from tnlib.experiments.sweep_settings import Sweep
+from tnlib.learning.training import TrainConfig
 from tnlib.planning.generators import generate
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -388,6 +389,26 @@ def test_a_run_folder_without_its_weights_says_where_they_are_and_how_to_bring_t
     assert "a folder that is not a run folder (no config.json, no best.pt)" in one_line_error(capsys, "plan")
 
 
+def test_test_metrics_without_their_run_config_name_the_missing_file(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    metrics = {"domain": "ferry", "model": "nlm", "distribution": "TN", "sigma": "learn", "residual": "ff",
+               "lower_bound": "lmcut", "upper_bound": "none", "seed": 0, "split": "test", "states": 10,
+               "checkpoint_step": 100, "mse": 1.0, "mse_clip": None, "nll": 2.0, "mse_ff": 3.0, "mse_lmcut": 4.0}
+    for seed in (0, 1):  # seed 1 keeps its config.json, so that the folder holds a run folder to render
+        run = runs / f"ferry-nlm-TN-learn-ff-llmcut-s{seed}"
+        run.mkdir(parents=True)
+        (run / "metrics-test.json").write_text(json.dumps({**metrics, "seed": seed}))
+        (run / "config.json").write_text(json.dumps(TrainConfig(domain="ferry", seed=seed).to_dict()))
+    run = runs / "ferry-nlm-TN-learn-ff-llmcut-s0"
+    (run / "config.json").unlink()
+    with pytest.raises(DamagedFile) as error:
+        collect_results(runs)
+    assert f"{run / 'config.json'} is missing beside the run's metrics" in str(error.value)
+    assert main(["report", str(runs), "--out", str(tmp_path / "report")]) == 2
+    line = one_line_error(capsys, "report")
+    assert f"{run / 'config.json'} is missing" in line and f"git checkout -- {run / 'config.json'}" in line
+
+
 def test_planning_records_without_their_run_config_name_the_missing_file(tmp_path):
     run = tmp_path / "runs" / "ferry-nlm-TN-learn-ff-llmcut-s0"
     run.mkdir(parents=True)
@@ -423,6 +444,7 @@ def test_evaluate_table_without_metrics_is_an_error_not_an_empty_table(tmp_path,
     (run / "metrics-test.json").write_text(json.dumps(dict(
         model="nlm", lower_bound="lmcut", domain="ferry", distribution="TN", sigma="learn", residual="ff", mse=1.0,
         nll=1.0, mse_ff=2.0, mse_lmcut=3.0)))
+    (run / "config.json").write_text(json.dumps(TrainConfig(domain="ferry").to_dict()))
     assert main(["evaluate", "--table", str(tmp_path), "--model", "foo"]) == 2
     assert "no metrics of model 'foo' with lower bound 'lmcut' (found: --model nlm --lower-bound lmcut)" in \
         one_line_error(capsys, "evaluate")

@@ -22,7 +22,7 @@ from tnlib.experiments.reporting.table_rows import (
     check_one_setting,
     collect_planning,
     collect_results,
-    run_config,
+    known_run_config,
 )
 from tnlib.experiments.results_dir import ResultsDir
 from tnlib.learning.split_planning import planned
@@ -221,6 +221,6 @@ def _planned_problems(results_dir) -> dict[str, set[str]]:
     results, sweeps = ResultsDir(results_dir), {}
     by_domain: dict[str, set[str]] = {}
     for path in results.planning_files(results.planned_on()):
-        domain, names = run_config(path.parent, sweeps)["domain"], set(planned(path))
+        domain, names = known_run_config(path.parent, sweeps, "planning records")["domain"], set(planned(path))
         by_domain[domain] = by_domain[domain] & names if domain in by_domain else names
     return by_domain

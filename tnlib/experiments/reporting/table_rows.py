@@ -1,6 +1,7 @@
 """The rows the tables lay out, read from a results folder: every run's test metrics (:func:`collect_results`) and
 every planning file's summary and plan lengths per point estimate (:func:`collect_planning`), each with the
-training configuration its run was trained by (:func:`run_config`); the h_FF baseline's records
+training configuration its run was trained by (:func:`run_config`; :func:`known_run_config` names a run folder
+that lost it); the h_FF baseline's records
 (:func:`baseline_records`); which runs finished planning (:func:`split_unfinished`); the paper's selection of plan
 instances and each instance's h* (:func:`optimal_costs`); and the check that a table cell pools runs of one
 setting, the seed aside (:func:`check_one_setting`)."""
@@ -25,7 +26,8 @@ def collect_results(results_dir: str | os.PathLike, split: str = "test", checkpo
     ``results_dir``, recursively, sorted by path; each with its run's training configuration under ``"config"``."""
     sweeps: dict = {}
     return [{**read_json(p, _metrics_remedy(p, split, checkpoint), shape="a run's test metrics"),
-             "config": run_config(p.parent, sweeps)} for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
+             "config": known_run_config(p.parent, sweeps, "metrics")}
+            for p in ResultsDir(results_dir).metrics_files(split, checkpoint)]
 
 
 def _metrics_remedy(path: Path, split: str, checkpoint: str) -> str:
@@ -33,6 +35,19 @@ def _metrics_remedy(path: Path, split: str, checkpoint: str) -> str:
     flags = ("" if split == "test" else f" --split {split}") + (
         "" if checkpoint == RunDir.BEST else f" --checkpoint {checkpoint}")
     return f"write it again with `tnlib evaluate {shown_path(path.parent)}{flags}`"
+
+
+def known_run_config(folder, sweeps: dict, records: str) -> dict:
+    """:func:`run_config` of a run whose ``records`` (its metrics or planning records) a table reads: neither says
+    every setting a cell pools by, so a run folder that lost its config.json is named rather than pooled as a run of
+    unknown settings."""
+    config = run_config(folder, sweeps)
+    if not config:
+        missing = RunDir(folder).config_file
+        raise DamagedFile(f"{shown_path(missing)} is missing beside the run's {records}: it says what trained them; "
+                          f"restore it from git (`git checkout -- {shown_path(missing)}`) or a copy, or move the "
+                          "folder out of the results folder", missing, "missing")
+    return config
 
 
 def run_config(folder, sweeps: dict) -> dict:
@@ -66,12 +81,7 @@ def collect_planning(results_dir, split: str | None = None, problems: dict[str, 
     rows, sweeps = [], {}
     results = ResultsDir(results_dir)
     for path in results.planning_files(results.planned_on() if split is None else split):
-        config = run_config(path.parent, sweeps)
-        if not config:  # a metrics file carries its run's settings, a planning record does not
-            missing = RunDir(path.parent).config_file
-            raise DamagedFile(f"{shown_path(missing)} is missing beside the run's planning records: it says what "
-                              f"trained them; restore it from git (`git checkout -- {shown_path(missing)}`) or a copy, "
-                              "or move the folder out of the results folder", missing, "missing")
+        config = known_run_config(path.parent, sweeps, "planning records")
         estimate = RunDir.estimate_of(path)
         column = estimate_column(config["distribution"], estimate)
         records = kept_records(planned(path).values(), problems, config["domain"])
