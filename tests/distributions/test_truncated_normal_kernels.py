@@ -943,3 +943,48 @@ def test_log_prob_passes_of_one_sided_wide_and_lower_open_intervals_match_mpmath
                                         (1.0, cancellation, cancellation * (1.0 + far), cancellation, cancellation)):
         error = np.abs(got - want) * scale / np.maximum(np.abs(want) * scale, 1.0)
         assert float((error / allowed).max()) <= 2e-15, name
+
+
+@pytest.mark.parametrize("neighbours", ["unbounded", "one-sided"])
+def test_log_prob_of_unbounded_elements_is_the_normals_and_matches_mpmath(neighbours):
+    # no bound at all: alone, a batch the unbounded kind's loop takes whole; among one-sided elements (every other
+    # one given a lower bound a scale under its value), a chunk classified by kind, where the one-sided elements
+    # keep the values they have in a batch of their own
+    rng = np.random.default_rng(59)
+    n = 200
+    loc, scale = rng.uniform(-1e3, 1e3, n), np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n))
+    value = loc + scale * rng.normal(0.0, 4.0, n)
+    low, high = np.full(n, -np.inf), np.full(n, np.inf)
+    if neighbours == "one-sided":
+        low[::2] = value[::2] - scale[::2]
+    out, slopes = np.empty(n), np.empty((5, n))
+    _log_prob_serial(value, loc, scale, low, high, out, tuple(slopes), *_CONSTANTS)
+    unbounded = np.isinf(low)
+    rows = [row for row, keep in zip(zip(value, loc, scale, low, high), unbounded) if keep]
+    exact = np.array([_log_prob_and_derivatives_by_mpmath(*row) for row in rows]).T
+    got = out[unbounded]
+    assert float((np.abs(got - exact[0]) / np.maximum(np.abs(exact[0]), 1.0)).max()) <= 4e-15
+    for name, got, want in zip(("value", "loc", "scale", "low", "high"), slopes[:, unbounded], exact[1:]):
+        error = np.abs(got - want) * scale[unbounded] / np.maximum(np.abs(want) * scale[unbounded], 1.0)
+        assert float(error.max()) <= 2e-15, name
+    if neighbours == "one-sided":
+        one_sided = ~unbounded
+        alone, alone_slopes = np.empty(int(one_sided.sum())), np.empty((5, int(one_sided.sum())))
+        _log_prob_serial(*(column[one_sided] for column in (value, loc, scale, low, high)), alone,
+                         tuple(alone_slopes), *_CONSTANTS)
+        np.testing.assert_array_equal(out[one_sided], alone)
+        np.testing.assert_array_equal(slopes[:, one_sided], alone_slopes)
+
+
+def test_unbounded_elements_the_normals_formulas_do_not_hold_for_take_the_per_element_branches():
+    # a value not finite, a scale under the vector log's floor, and one so large that t^2 leaves the floats
+    rows = [(np.inf, 0.0, 1.0), (-np.inf, 0.0, 1.0), (np.nan, 0.0, 1.0), (0.5, 0.0, 1e-300), (1e300, -1e300, 1e-10),
+            (0.25, 0.0, 1.0)]
+    value, loc, scale = (np.array(column) for column in zip(*rows))
+    low, high = np.full(len(rows), -np.inf), np.full(len(rows), np.inf)
+    out, slopes = np.empty(len(rows)), np.empty((5, len(rows)))
+    _log_prob_serial(value, loc, scale, low, high, out, tuple(slopes), *_CONSTANTS)
+    branches = np.array([_log_prob_element(*row, *_CONSTANTS, True) for row in zip(value, loc, scale, low, high)]).T
+    np.testing.assert_array_equal(out[:-1], branches[0][:-1])
+    np.testing.assert_array_equal(slopes[:, :-1], branches[1:, :-1])
+    assert out[-1] == pytest.approx(-0.5 * 0.25 ** 2 - 0.5 * math.log(2 * math.pi), rel=1e-15)

@@ -12,7 +12,7 @@ and gathered by kind into float64 columns, and each kind runs a straight-line lo
 and its derivatives together: bounds straddling loc more than a scale apart (two erfcx's and their Gaussian
 factors), narrow intervals (the stretch's Hermite series of tnlib.distributions._cdf_vector), no upper bound (the
 loop above), a wide interval on one side of loc (two erfcx's and one exp), no lower bound (the no-upper-bound loop
-on the mirror image); what those loops do not hold for goes to the per-element branches (_log_prob_element, from
+on the mirror image), no bound at all (the Normal's own formulas); what those loops do not hold for goes to the per-element branches (_log_prob_element, from
 _kernels' canonical state). On one thread it costs about what torch's Normal NLL does
 (benchmarks/bench_truncated_normal_loss.py).
 """
@@ -201,9 +201,11 @@ def _narrow_log_prob_element(value, loc, s, low, high):
 
 # the kinds a chunk's elements are gathered by for log_prob's loops (_log_prob_kind), in the order gathered:
 # bounds straddling loc more than a scale apart, a narrow interval, no upper bound, a wide interval on one side of
-# loc, no lower bound, and the rest (either bound not a number, both infinite), which the per-element branches take
-STRADDLING_LOG_PROB, NARROW_LOG_PROB, ONE_SIDED_LOG_PROB, WIDE_LOG_PROB, LOWER_OPEN_LOG_PROB, OTHER_LOG_PROB = range(6)
-LOG_PROB_KINDS = 6
+# loc, no lower bound, no bound at all (the Normal itself), and the rest (either bound not a number), which the
+# per-element branches take
+(STRADDLING_LOG_PROB, NARROW_LOG_PROB, ONE_SIDED_LOG_PROB, WIDE_LOG_PROB, LOWER_OPEN_LOG_PROB, UNBOUNDED_LOG_PROB,
+ OTHER_LOG_PROB) = range(7)
+LOG_PROB_KINDS = 7
 
 
 @numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
@@ -267,6 +269,19 @@ def _lower_open_log_prob_element(value, loc, s, low, high):
     return lp if held else np.nan, -dx, -dl, ds, 0.0, -dh
 
 
+@numba.njit(cache=True, forceinline=True, error_model="numpy", fastmath={"contract"})
+def _unbounded_log_prob_element(value, loc, s):
+    """(log_prob, d/dvalue, d/dloc, d/dscale, d/dlow, d/dhigh) of an element with both bounds infinite: the Normal's
+    own, its mass 1 and E[t] 0, so d/dlow and d/dhigh are 0 (the per-element branch's values, without its state).
+    log_prob is NaN where it does not hold (a value not finite, a scale the vector log does not take, t^2 past the
+    floats), for the caller to compute again."""
+    t = (value - loc) / s
+    lp = -_vector_math.log(s) - _LOG_SQRT_2PI - 0.5 * t * t
+    held = (abs(t) < 1e150) & (1e-290 < s) & (s < 1e290)
+    per_scale = 1.0 / s
+    return lp if held else np.nan, -t * per_scale, t * per_scale, (t * t - 1.0) * per_scale, 0.0, 0.0
+
+
 @numba.njit(cache=True, error_model="numpy", fastmath={"contract"}, forceinline=False)
 def _classify_log_prob(start, stop, arrays, kinds, starts):
     """The kind of each element of [start, stop) of the five ``arrays`` (value, loc, scale, low, high) into
@@ -274,15 +289,17 @@ def _classify_log_prob(start, stop, arrays, kinds, starts):
     kind's elements start from once gathered by kind (_cdf_vector.gather_by_kind), the last the count. A loop the
     compiler vectorizes (its divisions are the costly part)."""
     loc, scale, low, high = arrays[1][start:stop], arrays[2][start:stop], arrays[3][start:stop], arrays[4][start:stop]
-    n0 = n1 = n2 = n3 = n4 = 0
+    n0 = n1 = n2 = n3 = n4 = n5 = 0
     for j in range(stop - start):
         element = (np.float64(loc[j]), np.float64(scale[j]), np.float64(low[j]), np.float64(high[j]))
+        unbounded = (element[2] == -np.inf) & (element[3] == np.inf)
         one_sided = element[3] == np.inf
         lower_open = (element[2] == -np.inf) & (abs(element[3]) < np.inf)
         narrow = _narrow(*element)
         straddling = _straddles_loc(*element)
         wide = _wide_on_one_side(*element)
-        kind = (ONE_SIDED_LOG_PROB if one_sided else LOWER_OPEN_LOG_PROB if lower_open else
+        kind = (UNBOUNDED_LOG_PROB if unbounded else ONE_SIDED_LOG_PROB if one_sided else
+                LOWER_OPEN_LOG_PROB if lower_open else
                 NARROW_LOG_PROB if narrow else STRADDLING_LOG_PROB if straddling else
                 WIDE_LOG_PROB if wide else OTHER_LOG_PROB)
         kinds[j] = kind
@@ -292,12 +309,14 @@ def _classify_log_prob(start, stop, arrays, kinds, starts):
         n2 += kind == ONE_SIDED_LOG_PROB
         n3 += kind == WIDE_LOG_PROB
         n4 += kind == LOWER_OPEN_LOG_PROB
+        n5 += kind == UNBOUNDED_LOG_PROB
     starts[0] = 0
     starts[1] = n0
     starts[2] = n0 + n1
     starts[3] = n0 + n1 + n2
     starts[4] = n0 + n1 + n2 + n3
     starts[5] = n0 + n1 + n2 + n3 + n4
+    starts[6] = n0 + n1 + n2 + n3 + n4 + n5
     starts[6] = stop - start
 
 
@@ -379,7 +398,8 @@ def _log_prob_kinds(starts, columns, results, derivatives):
     read) of a chunk's elements gathered by kind (gather_by_kind, _classify_log_prob's kinds from the rows
     ``starts`` says) into the rows of ``results``, NaN where not held: a loop the compiler vectorizes a kind, each
     forming its own kind's formulas alone (_straddling_log_prob_element, _narrow_log_prob_element,
-    _one_sided_element, _wide_log_prob_element, _lower_open_log_prob_element); the rest (OTHER_LOG_PROB) left NaN.
+    _one_sided_element, _wide_log_prob_element, _lower_open_log_prob_element, _unbounded_log_prob_element); the rest
+    (OTHER_LOG_PROB) left NaN.
     (The loops store into the chunk's ``results``, never into the call's rows: loops storing there, each an array or
     None, did not vectorize, 5-8x slower.)"""
     d_value, d_loc, d_scale, d_low, d_high = derivatives
@@ -433,6 +453,16 @@ def _log_prob_kinds(starts, columns, results, derivatives):
         _put_wanted(d_scale, r3, j, ds)
         _put_wanted(d_low, r4, j, da)
         _put_wanted(d_high, r5, j, db)
+    value, loc, scale, low, high, _ = _kind_rows(columns, starts, UNBOUNDED_LOG_PROB)
+    r0, r1, r2, r3, r4, r5 = _kind_rows(results, starts, UNBOUNDED_LOG_PROB)
+    for j in range(r0.shape[0]):
+        lp, dx, dl, ds, da, db = _unbounded_log_prob_element(value[j], loc[j], scale[j])
+        r0[j] = lp
+        _put_wanted(d_value, r1, j, dx)
+        _put_wanted(d_loc, r2, j, dl)
+        _put_wanted(d_scale, r3, j, ds)
+        _put_wanted(d_low, r4, j, da)
+        _put_wanted(d_high, r5, j, db)
     r0 = _kind_rows(results, starts, OTHER_LOG_PROB)[0]
     r0[:] = np.nan
 
@@ -443,12 +473,12 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives,
     """log_prob of elements [start, stop) into ``out``, and the wanted ``derivatives`` (five rows, w.r.t. value,
     loc, scale, low and high, each an array or None) into their rows.
 
-    Chunk by chunk: a chunk whose upper bounds are all infinite (the paper's training) takes _one_sided_pass, a
-    straight-line loop the compiler vectorizes, in place; any other has its elements' kinds found by a vectorized
-    loop (_classify_log_prob), gathered by kind into float64 columns (a chunk of one kind copied in order, by a
-    loop that vectorizes) and each kind computed by a loop of its own (_log_prob_kinds). The elements these mark by
-    a NaN (an infinite or not-a-number pair of bounds, a value outside the support) go to a last loop, each in its
-    own regime."""
+    Chunk by chunk: a chunk whose upper bounds are all infinite and lower ones all not (the paper's training) takes
+    _one_sided_pass, a straight-line loop the compiler vectorizes, in place; any other has its elements' kinds found
+    by a vectorized loop (_classify_log_prob), gathered by kind into float64 columns (a chunk of one kind copied in
+    order, by a loop that vectorizes) and each kind computed by a loop of its own (_log_prob_kinds). The elements
+    these mark by a NaN (a bound not a number, a value outside the support) go to a last loop, each in its own
+    regime."""
     arrays = (value, loc, scale, low, high)
     d_value, d_loc, d_scale, d_low, d_high = derivatives
     want = ((d_value is not None) | (d_loc is not None) | (d_scale is not None) | (d_low is not None)
@@ -461,10 +491,10 @@ def _log_prob_block(start, stop, value, loc, scale, low, high, out, derivatives,
     order = np.empty(_CHUNK, dtype=np.uint16)  # (rows within a chunk: _CHUNK is below 2^16)
     for first in range(start, stop, _CHUNK):
         last = min(first + _CHUNK, stop)
-        bounded = 0
-        its_high = high[first:last]  # (a view: see _one_sided_pass)
+        bounded = 0  # elements _one_sided_pass does not hold for by their bounds
+        its_low, its_high = low[first:last], high[first:last]  # (views: see _one_sided_pass)
         for j in range(last - first):
-            bounded += its_high[j] != np.inf
+            bounded += (its_high[j] != np.inf) | (its_low[j] == -np.inf)
         if bounded == 0:
             _one_sided_pass(first, last, value, loc, scale, low, high, out, derivatives)
             continue
