@@ -38,3 +38,22 @@ def test_the_main_jobs_notebook_kernels_start_without_the_unencrypted_tcp_warnin
         printed[name] = capfd.readouterr().err
     assert "without encryption" in printed["tcp"]  # what the main job's transport setting keeps its kernels from printing
     assert "without encryption" not in printed["main job"]
+
+
+def test_a_notebook_run_twice_with_the_same_parameters_renders_the_same_page(tmp_path, monkeypatch):
+    import nbformat
+
+    from tnlib.experiments.running import reproduce
+
+    parameters = nbformat.v4.new_code_cell("x = 1")
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(cells=[parameters, nbformat.v4.new_code_cell("print(x * 7)")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "tiny.ipynb")
+    monkeypatch.setattr(reproduce, "NOTEBOOKS", tmp_path)
+    pages = []
+    for name in ("first.html", "second.html"):
+        reproduce.execute_notebook("tiny.ipynb", {"x": 6}, tmp_path / name)
+        pages.append((tmp_path / name).read_text())
+    assert pages[0] == pages[1]
+    assert "cell-id=injected-parameters" in pages[0] and "42" in pages[0]

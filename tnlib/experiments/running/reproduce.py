@@ -100,7 +100,17 @@ def execute_notebook(name: str, parameters: dict, html_out: Path, timeout_s: int
                                    execution_timeout=timeout_s, stdout_file=_Indented(sys.stdout),
                                    stderr_file=_Indented(sys.stderr), config=kernel_transport_config())
         notebook = nbformat.read(executed, as_version=4)
+    _name_injected_parameters(notebook)
     atomic_write_text(html_out, notebook_html(notebook, html_out.parent))
+
+
+def _name_injected_parameters(notebook) -> None:
+    """Give the cell papermill injects a fixed id (papermill draws a random one, which the HTML prints as the cell's
+    anchor): the same notebook and parameters then render the same page, and a re-render changes no committed
+    line it need not."""
+    for cell in notebook.cells:
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = "injected-parameters"
 
 
 def kernel_transport_config():
