@@ -988,3 +988,25 @@ def test_unbounded_elements_the_normals_formulas_do_not_hold_for_take_the_per_el
     np.testing.assert_array_equal(out[:-1], branches[0][:-1])
     np.testing.assert_array_equal(slopes[:, :-1], branches[1:, :-1])
     assert out[-1] == pytest.approx(-0.5 * 0.25 ** 2 - 0.5 * math.log(2 * math.pi), rel=1e-15)
+
+
+def test_every_log_prob_kind_in_one_chunk_keeps_the_values_it_has_in_a_batch_of_its_own():
+    # one example of each kind the kernel gathers a chunk by -- bounds straddling loc, a narrow interval, no upper
+    # bound, a wide interval on one side of loc, no lower bound, no bound at all, a bound not a number -- and a value
+    # outside its support, repeated and shuffled into one chunk: each element as in a batch of its kind alone
+    kinds = [(0.3, 0.0, 1.0, -1.0, 2.0), (0.0005, 0.0, 1.0, -1e-3, 1e-3), (1.5, 0.0, 1.0, 1.0, np.inf),
+             (7.0, 0.0, 1.0, 5.0, 9.0), (-2.0, 0.0, 1.0, -np.inf, -1.0), (0.7, 0.2, 1.5, -np.inf, np.inf),
+             (0.5, 0.0, 1.0, np.nan, 2.0), (3.0, 0.0, 1.0, -1.0, 2.0)]
+    rng = np.random.default_rng(62)
+    rows = [kinds[i] for i in rng.permutation(np.repeat(np.arange(len(kinds)), 40))]
+    columns = [np.array(column) for column in zip(*rows)]
+    out, slopes = np.empty(len(rows)), np.empty((5, len(rows)))
+    _log_prob_serial(*columns, out, tuple(slopes), *_CONSTANTS)
+    for row in kinds:
+        alone = [np.full(3, x) for x in row]
+        alone_out, alone_slopes = np.empty(3), np.empty((5, 3))
+        _log_prob_serial(*alone, alone_out, tuple(alone_slopes), *_CONSTANTS)
+        where = [i for i, r in enumerate(rows) if r is row]
+        np.testing.assert_array_equal(out[where], np.full(len(where), alone_out[0]), err_msg=str(row))
+        np.testing.assert_array_equal(slopes[:, where], np.repeat(alone_slopes[:, :1], len(where), axis=1),
+                                      err_msg=str(row))

@@ -317,7 +317,7 @@ def _classify_log_prob(start, stop, arrays, kinds, starts):
     starts[4] = n0 + n1 + n2 + n3
     starts[5] = n0 + n1 + n2 + n3 + n4
     starts[6] = n0 + n1 + n2 + n3 + n4 + n5
-    starts[6] = stop - start
+    starts[7] = stop - start
 
 
 # The derivatives log_prob's kernels form are a tuple of five rows, w.r.t. (value, loc, scale, low, high), each an
