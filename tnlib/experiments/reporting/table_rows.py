@@ -1,10 +1,9 @@
 """The rows the tables lay out, read from a results folder: every run's test metrics (:func:`collect_results`) and
 every planning file's summary and plan lengths per point estimate (:func:`collect_planning`), each with the
 training configuration its run was trained by (:func:`run_config`; :func:`known_run_config` names a run folder
-that lost it); the h_FF baseline's records
-(:func:`baseline_records`); which runs finished planning (:func:`split_unfinished`); the paper's selection of plan
-instances and each instance's h* (:func:`optimal_costs`); and the check that a table cell pools runs of one
-setting, the seed aside (:func:`check_one_setting`)."""
+that lost it); the h_FF baseline's records (:func:`baseline_records`); which runs finished planning
+(:func:`split_unfinished`); the paper's selection of plan instances and each instance's h* (:func:`optimal_costs`);
+and the check that a table cell pools runs of one setting, the seed aside (:func:`check_one_setting`)."""
 from __future__ import annotations
 
 import json
